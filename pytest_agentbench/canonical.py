@@ -1,0 +1,255 @@
+"""Canonical JSON, strict JSON/JSONL/YAML readers, and artifact-set digests.
+
+Canonical JSON is the one serialisation used for anything hashed or pinned:
+sorted keys, no insignificant whitespace, UTF-8, non-finite numbers refused.
+The strict readers refuse what :mod:`json` and PyYAML silently accept
+(duplicate keys at any depth, ``NaN``/``Infinity``) and name the path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_agentbench.errors import AgentbenchError, field_path
+
+ARTIFACT_SET_SCHEME = "sha256-artifact-set-v1"
+
+JsonValue = Any
+"""A value built only of dict, list, str, int, float, bool and None."""
+
+
+def canonical_json(value: JsonValue) -> str:
+    """Serialise ``value`` canonically; non-finite floats are refused."""
+    _refuse_non_finite(value, ())
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def canonical_bytes(value: JsonValue) -> bytes:
+    return canonical_json(value).encode("utf-8")
+
+
+def pretty_json(value: JsonValue) -> str:
+    """The on-disk form of JSON files: ``indent=2``, sorted keys, trailing newline."""
+    _refuse_non_finite(value, ())
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _refuse_non_finite(value: JsonValue, path: tuple[int | str, ...]) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise AgentbenchError(
+            "non_finite_number",
+            f"{value!r} has no JSON representation",
+            field=field_path(path) or "<root>",
+        )
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_non_finite(item, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            _refuse_non_finite(item, (*path, index))
+
+
+class _PairsDict(dict[str, Any]):
+    """A parsed object that remembers which keys it saw twice."""
+
+    duplicates: tuple[str, ...] = ()
+
+
+def _pairs_hook(pairs: list[tuple[str, Any]]) -> _PairsDict:
+    result = _PairsDict()
+    seen_twice: list[str] = []
+    for key, value in pairs:
+        if key in result:
+            seen_twice.append(key)
+        result[key] = value
+    if seen_twice:
+        result.duplicates = tuple(seen_twice)
+    return result
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _find_duplicate(value: Any, path: tuple[int | str, ...]) -> tuple[tuple[int | str, ...], str] | None:
+    if isinstance(value, _PairsDict):
+        if value.duplicates:
+            return path, value.duplicates[0]
+        for key, item in value.items():
+            found = _find_duplicate(item, (*path, key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _find_duplicate(item, (*path, index))
+            if found:
+                return found
+    return None
+
+
+def _plain(value: Any) -> JsonValue:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def loads_strict(text: str, *, file: str | Path | None = None, line: int | None = None) -> JsonValue:
+    """Parse one JSON document, refusing duplicate keys at any depth and NaN/Infinity."""
+    try:
+        value = json.loads(text, object_pairs_hook=_pairs_hook, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise AgentbenchError(
+            "malformed_json",
+            f"{exc.msg} (column {exc.colno})",
+            file=file,
+            line=exc.lineno if line is None else line,
+        ) from None
+    except ValueError as exc:
+        raise AgentbenchError("malformed_json", str(exc), file=file, line=line) from None
+    duplicate = _find_duplicate(value, ())
+    if duplicate is not None:
+        path, key = duplicate
+        raise AgentbenchError(
+            "duplicate_key",
+            f"key {key!r} appears more than once",
+            file=file,
+            line=line,
+            field=field_path((*path, key)),
+        )
+    return _plain(value)
+
+
+def read_json(path: Path, *, display: str | None = None) -> JsonValue:
+    """Read a strict JSON file; ``display`` is the name used in refusals."""
+    name = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AgentbenchError("missing_file", "file does not exist", file=name) from None
+    except UnicodeDecodeError as exc:
+        raise AgentbenchError("malformed_json", f"not UTF-8 ({exc.reason})", file=name) from None
+    return loads_strict(text, file=name)
+
+
+@dataclass(frozen=True)
+class JsonlLine:
+    line: int
+    value: JsonValue
+
+
+def iter_jsonl(text: str, *, file: str | Path | None = None) -> Iterator[JsonlLine]:
+    """Yield every non-blank line of a JSONL document, strictly parsed."""
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if raw.strip():
+            yield JsonlLine(number, loads_strict(raw, file=file, line=number))
+
+
+def read_jsonl(path: Path, *, display: str | None = None) -> list[JsonlLine]:
+    name = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AgentbenchError("missing_file", "file does not exist", file=name) from None
+    except UnicodeDecodeError as exc:
+        raise AgentbenchError("malformed_json", f"not UTF-8 ({exc.reason})", file=name) from None
+    return list(iter_jsonl(text, file=name))
+
+
+class _StrictYamlLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate mapping keys and remembers their line."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _value_node in node.value:
+            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue:
+    """Parse YAML safely, refusing duplicate keys; errors carry the line number."""
+    try:
+        return yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        problem = exc.problem or "invalid YAML"
+        code = "duplicate_key" if problem.startswith("duplicate key") else "malformed_yaml"
+        raise AgentbenchError(
+            code, problem, file=file, line=None if mark is None else mark.line + 1
+        ) from None
+    except yaml.YAMLError as exc:
+        raise AgentbenchError("malformed_yaml", str(exc).splitlines()[0], file=file) from None
+
+
+def read_yaml(path: Path, *, display: str | None = None) -> JsonValue:
+    name = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AgentbenchError("missing_file", "file does not exist", file=name) from None
+    except UnicodeDecodeError as exc:
+        raise AgentbenchError("malformed_yaml", f"not UTF-8 ({exc.reason})", file=name) from None
+    return loads_yaml_strict(text, file=name)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def artifact_set_digest(files: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> str:
+    """The ``sha256-artifact-set-v1`` digest of a set of files.
+
+    For each file in sorted order of its relative POSIX path: the UTF-8 path,
+    one zero byte, then the 32 raw bytes of ``sha256(file bytes)``, all fed to
+    one running SHA-256.
+    """
+    items = files.items() if isinstance(files, Mapping) else files
+    return artifact_set_digest_from_hashes(
+        {path: hashlib.sha256(data).hexdigest() for path, data in items}
+    )
+
+
+def artifact_set_digest_from_hashes(hashes: Mapping[str, str]) -> str:
+    """The artifact-set digest from per-file hex digests (as manifests record them)."""
+    running = hashlib.sha256()
+    for path in sorted(hashes):
+        running.update(path.encode("utf-8"))
+        running.update(b"\x00")
+        running.update(bytes.fromhex(hashes[path]))
+    return running.hexdigest()
+
+
+def tree_files(root: Path, *, exclude: Iterable[str] = ()) -> dict[str, Path]:
+    """Every regular file below ``root`` by relative POSIX path, minus ``exclude``.
+
+    Caches and hidden files written by tools (``__pycache__``, ``.DS_Store``)
+    are not part of an artifact set.
+    """
+    excluded = set(exclude)
+    found: dict[str, Path] = {}
+    for path in sorted(root.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        if rel in excluded or any(
+            part.startswith(".") or part == "__pycache__" for part in rel.split("/")
+        ):
+            continue
+        found[rel] = path
+    return found

@@ -1,0 +1,189 @@
+"""Records shared by the core and every world kind.
+
+These are the only types that cross the boundary between the core and a world:
+a world turns its own data into :class:`Case` items, drives an adapter into an
+:class:`Outcome`, and grades it into a :class:`CaseResult` of named
+:class:`Check` assertions and integer measurements that :mod:`metrics`
+aggregates according to the world's :class:`MetricSpec` list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_agentbench.canonical import JsonValue
+
+
+class Record(BaseModel):
+    """Base for immutable records: unknown fields refused, instances frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CheckStatus(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    MISSING = "missing"
+    """The adapter's output did not carry the value; graded as not passing."""
+
+
+class Check(Record):
+    """One named assertion of a case: its verdict with expected and actual values."""
+
+    name: str
+    status: CheckStatus
+    expected: JsonValue = None
+    actual: JsonValue = None
+    detail: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status is CheckStatus.PASS
+
+
+class FailureClass(StrEnum):
+    AGENT_ERROR = "agent_error"
+    """The adapter raised, or ran past the per-case timeout."""
+    PRODUCT_ERROR = "product_error"
+    """The adapter returned, but its output breaks the world's output contract."""
+    HARNESS_ERROR = "harness_error"
+    """The evaluation machinery failed (world, oracle, crashed worker): not the agent's fault."""
+
+
+class CaseOutcome(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    """Harness error: the case was attempted but could not be graded."""
+    SKIPPED = "skipped"
+
+
+class Case(Record):
+    """One benchmark case: a test item."""
+
+    suite_id: str
+    case_id: str
+    file: str
+    """Path of the file holding the case, relative to the suite folder (POSIX)."""
+    line: int | None = None
+    title: str | None = None
+    labels: tuple[str, ...] = ()
+    """Open labels (case kinds, tiers); also usable with ``-m``-style selection by worlds."""
+
+
+class Outcome(Record):
+    """What running a case produced, before any oracle is consulted."""
+
+    output: JsonValue = None
+    """The adapter's output in canonical JSON form (pinned by golden snapshots)."""
+    failure_class: FailureClass | None = None
+    failure_reason: str | None = None
+    transcript: str | None = None
+
+
+class CaseResult(Record):
+    """A graded case. JSON-safe: it travels inside the pytest report."""
+
+    suite_id: str
+    case_id: str
+    outcome: CaseOutcome
+    checks: tuple[Check, ...] = ()
+    measurements: Mapping[str, int] = Field(default_factory=dict)
+    """Integer counts that metric numerators and denominators sum over cases."""
+    labels: tuple[str, ...] = ()
+    failure_class: FailureClass | None = None
+    failure_reason: str | None = None
+    duration_s: float = 0.0
+    findings: tuple[str, ...] = ()
+    """Finding codes the evaluator raised (negative controls require some of them)."""
+
+    @property
+    def failed_checks(self) -> tuple[Check, ...]:
+        return tuple(check for check in self.checks if not check.passed)
+
+
+def grade(
+    case: Case,
+    checks: Sequence[Check],
+    *,
+    measurements: Mapping[str, int] | None = None,
+    findings: Sequence[str] = (),
+    outcome: Outcome | None = None,
+) -> CaseResult:
+    """Build a CaseResult whose outcome follows from its checks and failure class."""
+    failure_class = None if outcome is None else outcome.failure_class
+    if failure_class is FailureClass.HARNESS_ERROR:
+        verdict = CaseOutcome.ERROR
+    elif failure_class is not None or any(not check.passed for check in checks):
+        verdict = CaseOutcome.FAILED
+    else:
+        verdict = CaseOutcome.PASSED
+    return CaseResult(
+        suite_id=case.suite_id,
+        case_id=case.case_id,
+        outcome=verdict,
+        checks=tuple(checks),
+        measurements=dict(measurements or {}),
+        labels=case.labels,
+        failure_class=failure_class,
+        failure_reason=None if outcome is None else outcome.failure_reason,
+        findings=tuple(sorted(set(findings))),
+    )
+
+
+Direction = Literal["higher_is_better", "lower_is_better"]
+
+
+class MetricValue(Record):
+    """One aggregated metric. ``value`` is ``None`` when it cannot be computed."""
+
+    name: str
+    family: str
+    direction: Direction
+    value: float | None
+    support: int
+    support_meaning: str
+    numerator: int | None = None
+    denominator: int | None = None
+    interval: tuple[float, float] | None = None
+    """95% Wilson score interval for rates; ``None`` where not a rate or not computable."""
+
+
+Reducer = Callable[[Sequence[CaseResult], Mapping[str, MetricValue]], tuple[float | None, int]]
+"""A world-provided reduction: (cases, metrics computed so far) -> (value, support)."""
+
+
+class MetricSpec(Record):
+    """How case results aggregate into one metric.
+
+    A rate names an integer ``numerator`` and ``denominator`` measurement key,
+    summed over the graded cases; its value is ``None`` when the denominator is
+    zero, never 0.0. Anything else supplies a ``reducer``, which runs after every
+    rate so it may derive from them (F1 from precision and recall).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    name: str
+    family: str
+    direction: Direction = "higher_is_better"
+    support_meaning: str
+    description: str = ""
+    numerator: str | None = None
+    denominator: str | None = None
+    reducer: Reducer | None = Field(default=None, exclude=True)
+
+
+class ControlAgent(Record):
+    """A built-in deterministic agent a world offers as a reference or negative control."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    agent_id: str
+    role: Literal["reference", "negative"]
+    description: str = ""
+    factory: Callable[[], Any] = Field(exclude=True)

@@ -1,0 +1,71 @@
+"""The protocol a world kind implements.
+
+A world kind turns a suite folder into cases, drives an adapter through one
+case using public data only, and grades the adapter's output against its oracle,
+which it loads only once that output exists. The core calls nothing else; it
+never imports a world. See ``hookspecs.py`` for how a world registers itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
+from pytest_agentbench.suite import Suite
+
+
+@runtime_checkable
+class World(Protocol):
+    kind: str
+    """The ``world:`` value of ``suite.yaml`` this world serves."""
+
+    adapter_protocol: type
+    """A ``runtime_checkable`` Protocol an adapter must satisfy to run this world's cases."""
+
+    def load_suite(self, suite: Suite) -> Any:
+        """Verify the suite's public artifacts (digests included) and parse them.
+
+        Raise :class:`~pytest_agentbench.errors.AgentbenchError` naming the file
+        and field on bad input. Must not read the oracle folder's truth.
+        """
+
+    def cases(self, suite: Suite) -> Sequence[Case]:
+        """One case per test item, in a deterministic order."""
+
+    def public_view(self, suite: Suite, case: Case) -> Any:
+        """What the adapter may see for ``case``: the ``agentbench_world`` fixture value."""
+
+    def reference_agent(self) -> Any:
+        """The built-in adapter used when the user names none."""
+
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        """Drive ``adapter`` through ``case``.
+
+        Call the adapter through :func:`pytest_agentbench.runner.call_adapter` so
+        its exceptions are classified as ``agent_error``; raise
+        :class:`~pytest_agentbench.runner.MalformedOutput` when it returns
+        something the world cannot accept. Anything else raised is a harness error.
+        """
+
+    def load_oracle(self, suite: Suite) -> Any:
+        """Load and verify the evaluator truth; called only after adapter output exists."""
+
+    def evaluate(self, suite: Suite, case: Case, outcome: Outcome, oracle: Any) -> CaseResult:
+        """Grade ``outcome``; an outcome with a failure class still gets its checks (as missing)."""
+
+    def metrics(self, suite: Suite) -> Sequence[MetricSpec]:
+        """How this world's case results aggregate."""
+
+    def dimensions(self, suite: Suite) -> Sequence[str]:
+        """Every check name a negative-control manifest must classify."""
+
+    def control_agents(self, suite: Suite) -> Sequence[ControlAgent]:
+        """Built-in deterministic agents: the reference and every negative agent."""
+
+    def leak_canaries(self, suite: Suite, oracle: Any) -> Sequence[str]:
+        """Strings that exist only in the oracle; none may reach an adapter."""
+
+    def predictions_adapter(self, suite: Suite, path: Path) -> Any:
+        """An adapter that answers from a predictions file produced elsewhere."""
