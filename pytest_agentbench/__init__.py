@@ -1,0 +1,3 @@
+"""pytest-agentbench: agent benchmarks as ordinary pytest test collections."""
+
+__version__ = "0.1.0"

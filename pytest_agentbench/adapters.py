@@ -1,0 +1,98 @@
+"""Loading the system under test from a ``module:attr`` spec.
+
+The attribute may be a class (built with no arguments), a factory (called with
+no arguments) or a ready instance. Whatever it yields must satisfy the adapter
+protocol of at least one registered world kind; each case then checks the
+protocol of its own world and is skipped, naming the protocol, when it is lacking.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_agentbench.errors import UsageError
+from pytest_agentbench.runner import describe_exception
+from pytest_agentbench.world import World
+
+
+@dataclass(frozen=True)
+class ReferenceAgents:
+    """The ``agentbench_adapter`` value when no adapter is configured.
+
+    Each case then runs its own world's built-in reference agent.
+    """
+
+    def __repr__(self) -> str:
+        return "<built-in reference agents>"
+
+
+REFERENCE_AGENTS = ReferenceAgents()
+
+
+def protocol_name(world: World) -> str:
+    return world.adapter_protocol.__name__
+
+
+def implements(adapter: Any, world: World) -> bool:
+    return isinstance(adapter, world.adapter_protocol)
+
+
+def _protocols_summary(worlds: Sequence[World]) -> str:
+    names = [f"{protocol_name(world)} ({world.kind})" for world in worlds]
+    return ", ".join(names) or "no world kinds are registered"
+
+
+def load_adapter(spec: str, worlds: Sequence[World]) -> Any:
+    """Import, build and check the adapter named by ``spec``; refusals are usage errors."""
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise UsageError(
+            "adapter_spec", f"{spec!r} is not 'module:attr'", field="--agentbench-adapter"
+        )
+    try:
+        target: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise UsageError(
+            "adapter_import",
+            f"cannot import module {module_name!r} of adapter {spec!r}: {describe_exception(exc)}",
+            field="--agentbench-adapter",
+        ) from None
+    for part in attr_path.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise UsageError(
+                "adapter_attribute",
+                f"module {module_name!r} has no attribute {attr_path!r} (adapter {spec!r})",
+                field="--agentbench-adapter",
+            ) from None
+    adapter = target
+    if inspect.isclass(target) or (
+        callable(target) and not any(implements(target, world) for world in worlds)
+    ):
+        try:
+            adapter = target()
+        except Exception as exc:
+            raise UsageError(
+                "adapter_build",
+                f"building adapter {spec!r} failed: {describe_exception(exc)}",
+                field="--agentbench-adapter",
+            ) from None
+    if not any(implements(adapter, world) for world in worlds):
+        raise UsageError(
+            "adapter_protocol",
+            f"adapter {spec!r} ({type(adapter).__name__}) implements no known protocol; "
+            f"expected one of: {_protocols_summary(worlds)}",
+            field="--agentbench-adapter",
+        )
+    return adapter
+
+
+def describe_adapter(spec: str | None, adapter: Any) -> str:
+    if spec is None:
+        return "built-in reference agents"
+    return f"{spec} ({type(adapter).__module__}.{type(adapter).__qualname__})"

@@ -1,0 +1,380 @@
+"""Suites as pytest collectors; cases and negative controls as test items.
+
+``suite.yaml`` becomes a :class:`SuiteFile` (it reports a broken suite once and
+carries the suite's control items); each file a world names as holding cases
+becomes a :class:`CaseFile` whose items are :class:`CaseItem` s. Items are
+``pytest.Function`` subclasses so they get real fixture resolution (a user's
+``conftest.py`` can override ``agentbench_adapter``) and work with syrupy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus
+from pytest_agentbench.controls import ControlSpec, ControlVerdict, judge_control, load_manifest
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.metrics import aggregate
+from pytest_agentbench.session import LoadedSuite, get_state
+from pytest_agentbench.snapshots import GoldenMismatch, assert_golden
+from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE
+
+RESULT_KEY = pytest.StashKey[CaseResult]()
+VERDICT_KEY = pytest.StashKey[ControlVerdict]()
+
+
+class SuiteCollectionError(Exception):
+    """A suite refused at collection; rendered as its one-line refusal."""
+
+    def __init__(self, error: AgentbenchError) -> None:
+        super().__init__(error.render())
+        self.error = error
+
+
+class CaseFailed(Exception):
+    def __init__(self, result: CaseResult, golden_diff: str | None = None) -> None:
+        super().__init__(result.case_id)
+        self.result = result
+        self.golden_diff = golden_diff
+
+
+class ControlFailed(Exception):
+    def __init__(self, verdict: ControlVerdict) -> None:
+        super().__init__(verdict.summary())
+        self.verdict = verdict
+
+
+def _render_value(value: Any) -> str:
+    from pytest_agentbench.canonical import canonical_json
+
+    text = canonical_json(value)
+    return text if len(text) <= 240 else text[:237] + "..."
+
+
+def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
+    """The failure text of a case: a short first line, then every failed check."""
+    failed = result.failed_checks
+    if result.failure_class is not None:
+        head = f"{result.failure_class.value}: {result.failure_reason}"
+    else:
+        names = ", ".join(check.name for check in failed[:4])
+        more = f" (+{len(failed) - 4} more)" if len(failed) > 4 else ""
+        head = f"{len(failed)} of {len(result.checks)} checks failed: {names}{more}"
+    lines = [head]
+    if result.failure_class is not None and failed:
+        lines.append(f"{len(failed)} of {len(result.checks)} checks failed:")
+    for check in failed:
+        lines.append(
+            f"  {check.name} [{check.status.value}]: expected {_render_value(check.expected)}, "
+            f"got {_render_value(check.actual)}"
+            + (f" ({check.detail})" if check.detail else "")
+        )
+    if golden_diff:
+        lines.append("golden output changed (re-pin with --snapshot-update):")
+        lines.extend(f"  {line}" for line in golden_diff.splitlines())
+    return "\n".join(lines)
+
+
+def _case_test(
+    request: pytest.FixtureRequest,
+    agentbench_case: Case,
+    agentbench_world: Any,
+    agentbench_adapter: Any,
+) -> None:
+    """The body of every case item."""
+    node = request.node
+    assert isinstance(node, CaseItem)
+    node.execute(request, agentbench_world, agentbench_adapter)
+
+
+def _control_test(request: pytest.FixtureRequest) -> None:
+    """The body of every negative-control item."""
+    node = request.node
+    assert isinstance(node, ControlItem)
+    node.execute(request)
+
+
+def _register_suite_marker(config: pytest.Config, suite_id: str) -> None:
+    """Declare the suite-id marker so ``--strict-markers`` accepts it."""
+    known: set[str] = config.stash.setdefault(_SUITE_MARKERS_KEY, set())
+    if suite_id not in known:
+        known.add(suite_id)
+        config.addinivalue_line("markers", f"{suite_id}: items of agentbench suite {suite_id}")
+
+
+_SUITE_MARKERS_KEY = pytest.StashKey[set[str]]()
+
+
+class _AgentbenchItem(pytest.Function):
+    loaded: LoadedSuite
+
+    def _agentbench_location(self) -> tuple[Path, int | None, str]:
+        raise NotImplementedError
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self._agentbench_location()
+
+    def _prunetraceback(self, excinfo: ExceptionInfo[BaseException]) -> None:
+        return None
+
+
+class CaseItem(_AgentbenchItem):
+    """One benchmark case."""
+
+    def __init__(self, *, loaded: LoadedSuite, case: Case, **kwargs: Any) -> None:
+        super().__init__(callobj=_case_test, **kwargs)
+        self.loaded = loaded
+        self.case = case
+        _register_suite_marker(self.config, loaded.suite.id)
+        self.add_marker("agentbench")
+        self.add_marker(loaded.suite.id)
+
+    def _agentbench_location(self) -> tuple[Path, int | None, str]:
+        line = None if self.case.line is None else self.case.line - 1
+        return self.path, line, f"{self.loaded.suite.id}::{self.case.case_id}"
+
+    def execute(self, request: pytest.FixtureRequest, view: Any, given_adapter: Any) -> None:
+        state = get_state(self.config)
+        adapter = state.adapter_for(self.loaded, given_adapter)
+        outcome, result = state.execute(self.loaded, self.case, view, adapter)
+        golden_diff = None
+        if state.options.snapshot and outcome.failure_class is None:
+            try:
+                assert_golden(request, outcome.output)
+            except GoldenMismatch as mismatch:
+                golden_diff = mismatch.diff
+                result = result.model_copy(
+                    update={
+                        "outcome": CaseOutcome.FAILED
+                        if result.outcome is CaseOutcome.PASSED
+                        else result.outcome,
+                        "checks": (
+                            *result.checks,
+                            Check(
+                                name="golden_output",
+                                status=CheckStatus.FAIL,
+                                detail="differs from the pinned snapshot",
+                            ),
+                        ),
+                    }
+                )
+        self.stash[RESULT_KEY] = result
+        if result.outcome is not CaseOutcome.PASSED:
+            raise CaseFailed(result, golden_diff)
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CaseFailed):
+            return failure_text(excinfo.value.result, excinfo.value.golden_diff)
+        return super().repr_failure(excinfo, style=style)
+
+
+class ControlItem(_AgentbenchItem):
+    """A negative (or reference) control: passes only when it fails exactly as declared."""
+
+    def __init__(
+        self, *, loaded: LoadedSuite, control: ControlSpec | None, agent_id: str, **kwargs: Any
+    ) -> None:
+        super().__init__(callobj=_control_test, **kwargs)
+        self.loaded = loaded
+        self.control = control
+        self.agent_id = agent_id
+        _register_suite_marker(self.config, loaded.suite.id)
+        self.add_marker("agentbench")
+        self.add_marker("agentbench_control")
+        self.add_marker(loaded.suite.id)
+
+    def _agentbench_location(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.loaded.suite.id}::{self.name}"
+
+    def _cases(self, control: ControlSpec) -> Sequence[Case]:
+        cases = list(self.loaded.world.cases(self.loaded.suite))
+        if control.cases is None:
+            return cases
+        wanted = set(control.cases)
+        return [case for case in cases if case.case_id in wanted]
+
+    def execute(self, request: pytest.FixtureRequest) -> None:
+        if self.control is None:
+            raise ControlFailed(
+                ControlVerdict(
+                    control_id=f"ungraded:{self.agent_id}",
+                    agent=self.agent_id,
+                    passed=False,
+                    failing_dimensions=(),
+                    harness_errors=(),
+                    metric_mismatches=(
+                        f"negative agent {self.agent_id!r} has no control declared in "
+                        f"{CONTROLS_FILE}: ungraded",
+                    ),
+                )
+            )
+        state = get_state(self.config)
+        world, suite = self.loaded.world, self.loaded.suite
+        agent = next(a for a in world.control_agents(suite) if a.agent_id == self.agent_id)
+        adapter = agent.factory()
+        results = [
+            state.execute(self.loaded, case, world.public_view(suite, case), adapter)[1]
+            for case in self._cases(self.control)
+        ]
+        metrics = aggregate(world.metrics(suite), results)
+        verdict = judge_control(self.control, results, {m.name: m for m in metrics})
+        self.stash[VERDICT_KEY] = verdict
+        if state.options.snapshot:
+            report = {m.name: m.value for m in metrics}
+            try:
+                assert_golden(request, report)
+            except GoldenMismatch as mismatch:
+                raise ControlFailed(
+                    verdict.model_copy(
+                        update={
+                            "passed": False,
+                            "metric_mismatches": (
+                                *verdict.metric_mismatches,
+                                "golden metric report changed:\n" + mismatch.diff,
+                            ),
+                        }
+                    )
+                ) from None
+        if not verdict.passed:
+            raise ControlFailed(verdict)
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, ControlFailed):
+            if self.control is None:
+                return f"ungraded: negative agent {self.agent_id!r} has no declared control"
+            return excinfo.value.verdict.summary()
+        return super().repr_failure(excinfo, style=style)
+
+
+def _nodeid_for(parent: pytest.Collector, loaded: LoadedSuite, path: Path) -> str | None:
+    """Readable ``suites/<id>/<file>`` ids for suites outside the rootdir (packaged ones)."""
+    try:
+        path.relative_to(parent.config.rootpath)
+    except ValueError:
+        return f"{loaded.suite.display_root}/{path.relative_to(loaded.suite.root).as_posix()}"
+    return None
+
+
+class SuiteFile(pytest.File):
+    """``suite.yaml``: loads and verifies the suite, yields its control items."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        state = get_state(self.config)
+        try:
+            loaded = state.loader.load(self.path.parent)
+            controls = self._controls(loaded)
+        except AgentbenchError as exc:
+            raise SuiteCollectionError(exc) from None
+        yield from controls
+
+    def _controls(self, loaded: LoadedSuite) -> list[ControlItem]:
+        world, suite = loaded.world, loaded.suite
+        agents = {agent.agent_id: agent for agent in world.control_agents(suite)}
+        manifest_path = suite.oracle_root / CONTROLS_FILE
+        declared: list[ControlSpec] = []
+        if manifest_path.is_file():
+            display = f"{suite.display_root}/{suite.config.oracle or '../../oracles/' + suite.id}/{CONTROLS_FILE}"
+            manifest = load_manifest(
+                manifest_path, display, suite_id=suite.id, dimensions=world.dimensions(suite)
+            )
+            case_ids = {case.case_id for case in world.cases(suite)}
+            for index, control in enumerate(manifest.controls):
+                if control.agent not in agents:
+                    raise AgentbenchError(
+                        "unknown_control_agent",
+                        f"control {control.id!r} names agent {control.agent!r}, which world "
+                        f"{world.kind!r} does not offer (offers: {', '.join(sorted(agents))})",
+                        file=display,
+                        field=f"controls[{index}].agent",
+                    )
+                unknown = sorted(set(control.cases or ()) - case_ids)
+                if unknown:
+                    raise AgentbenchError(
+                        "unknown_control_case",
+                        f"control {control.id!r} names unknown cases {', '.join(unknown)}",
+                        file=display,
+                        field=f"controls[{index}].cases",
+                    )
+            declared = list(manifest.controls)
+        items = [
+            ControlItem.from_parent(
+                self, name=f"control:{control.id}", loaded=loaded, control=control,
+                agent_id=control.agent,
+            )
+            for control in declared
+        ]
+        graded_agents = {control.agent for control in declared}
+        items.extend(
+            ControlItem.from_parent(
+                self, name=f"ungraded:{agent_id}", loaded=loaded, control=None, agent_id=agent_id
+            )
+            for agent_id, agent in sorted(agents.items())
+            if agent.role == "negative" and agent_id not in graded_agents
+        )
+        return items
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, SuiteCollectionError):
+            return excinfo.value.error.render()
+        return super().repr_failure(excinfo)
+
+
+class CaseFile(pytest.File):
+    """A file a world names as holding cases."""
+
+    def __init__(self, *, loaded: LoadedSuite | None, error: AgentbenchError | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.loaded = loaded
+        self.error = error
+
+    def collect(self) -> Iterator[CaseItem]:
+        if self.loaded is None:
+            assert self.error is not None
+            raise SuiteCollectionError(self.error)
+        suite = self.loaded.suite
+        relative = self.path.relative_to(suite.root).as_posix()
+        for case in self.loaded.world.cases(suite):
+            if case.file == relative:
+                yield CaseItem.from_parent(self, name=case.case_id, loaded=self.loaded, case=case)
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, SuiteCollectionError):
+            return excinfo.value.error.render()
+        return super().repr_failure(excinfo)
+
+
+def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """The ``pytest_collect_file`` logic: suite.yaml and case files only."""
+    state = get_state(parent.config)
+    if file_path.name == SUITE_FILE:
+        return SuiteFile.from_parent(parent, path=file_path)
+    root = state.loader.suite_root_of(file_path.parent)
+    if root is None:
+        return None
+    try:
+        loaded = state.loader.load(root)
+    except AgentbenchError as exc:
+        # suite.yaml reports the refusal; a case file named on the command line
+        # reports it too, so running one file of a broken suite is not silent.
+        if parent.session.isinitpath(file_path):
+            return CaseFile.from_parent(parent, path=file_path, loaded=None, error=exc)
+        return None
+    relative = file_path.relative_to(loaded.suite.root).as_posix()
+    if relative not in {case.file for case in loaded.world.cases(loaded.suite)}:
+        return None
+    nodeid = _nodeid_for(parent, loaded, file_path)
+    extra = {} if nodeid is None else {"nodeid": nodeid}
+    return CaseFile.from_parent(parent, path=file_path, loaded=loaded, **extra)

@@ -1,0 +1,76 @@
+"""Aggregating graded cases into metrics.
+
+Rates sum integer measurements over the graded cases; a rate whose
+denominator is empty is ``None`` (not computable), never 0.0. Harness errors
+and skipped cases are attempted but not graded, so they are excluded here and
+counted separately by the report. World reducers run after every rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pytest_agentbench.contracts import CaseOutcome, CaseResult, MetricSpec, MetricValue
+from pytest_agentbench.stats import wilson_interval
+
+GRADED = frozenset({CaseOutcome.PASSED, CaseOutcome.FAILED})
+
+
+def graded(results: Sequence[CaseResult]) -> list[CaseResult]:
+    return [result for result in results if result.outcome in GRADED]
+
+
+def _rate(spec: MetricSpec, results: Sequence[CaseResult]) -> MetricValue:
+    assert spec.numerator is not None and spec.denominator is not None
+    numerator = sum(result.measurements.get(spec.numerator, 0) for result in results)
+    denominator = sum(result.measurements.get(spec.denominator, 0) for result in results)
+    return MetricValue(
+        name=spec.name,
+        family=spec.family,
+        direction=spec.direction,
+        value=None if denominator == 0 else numerator / denominator,
+        support=denominator,
+        support_meaning=spec.support_meaning,
+        numerator=numerator,
+        denominator=denominator,
+        interval=wilson_interval(numerator, denominator),
+    )
+
+
+def aggregate(specs: Sequence[MetricSpec], results: Sequence[CaseResult]) -> list[MetricValue]:
+    """Every metric of ``specs`` over the graded ``results``, in ``specs`` order."""
+    scored = graded(results)
+    computed: dict[str, MetricValue] = {}
+    for spec in specs:
+        if spec.reducer is None:
+            if spec.numerator is None or spec.denominator is None:
+                raise ValueError(f"metric {spec.name!r} has neither a ratio nor a reducer")
+            computed[spec.name] = _rate(spec, scored)
+    for spec in specs:
+        if spec.reducer is not None:
+            value, support = spec.reducer(scored, dict(computed))
+            computed[spec.name] = MetricValue(
+                name=spec.name,
+                family=spec.family,
+                direction=spec.direction,
+                value=value,
+                support=support,
+                support_meaning=spec.support_meaning,
+            )
+    return [computed[spec.name] for spec in specs]
+
+
+def select(metrics: Sequence[MetricValue], names: Sequence[str] | None) -> list[MetricValue]:
+    """The metrics a suite declared it reports (all when it declared none)."""
+    if names is None:
+        return list(metrics)
+    by_name = {metric.name: metric for metric in metrics}
+    return [by_name[name] for name in names if name in by_name]
+
+
+def by_family(metrics: Sequence[MetricValue]) -> Mapping[str, list[MetricValue]]:
+    """Metrics grouped by family, families in first-appearance order."""
+    families: dict[str, list[MetricValue]] = {}
+    for metric in metrics:
+        families.setdefault(metric.family, []).append(metric)
+    return families

@@ -1,0 +1,285 @@
+"""pytest hooks and options of pytest-agentbench: a thin layer over the core modules."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench import fixtures, hookspecs
+from pytest_agentbench.adapters import describe_adapter, load_adapter
+from pytest_agentbench.collect import (
+    RESULT_KEY,
+    VERDICT_KEY,
+    CaseItem,
+    ControlItem,
+    collect_file,
+)
+from pytest_agentbench.errors import AgentbenchError, UsageError
+from pytest_agentbench.gates import parse_gate
+from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.report.json_report import build_report, write_report
+from pytest_agentbench.report.junit import add_global_properties
+from pytest_agentbench.report.recorder import PAYLOAD, Identity, RunRecorder, identity_payload
+from pytest_agentbench.report.summary import RunSummary, summarise
+from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
+from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
+from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
+
+RECORDER_KEY = pytest.StashKey[RunRecorder]()
+SUMMARY_KEY = pytest.StashKey[RunSummary]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agentbench", "agent benchmarks (pytest-agentbench)")
+    group.addoption(
+        "--agentbench-adapter",
+        metavar="MODULE:ATTR",
+        help="the system under test: a class, factory or instance "
+        "(default: each world's built-in reference agent)",
+    )
+    group.addoption(
+        "--agentbench-suite",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="collect a built-in suite by id (repeatable); see `agentbench list`",
+    )
+    group.addoption(
+        "--agentbench-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="per-case limit for the adapter; a hang is interrupted (default: 300)",
+    )
+    group.addoption("--agentbench-report", metavar="PATH", help="write the JSON run report")
+    group.addoption(
+        "--agentbench-gate",
+        action="append",
+        default=[],
+        metavar="SUITE:METRIC>=VALUE",
+        help="fail the session unless the metric satisfies the bound (>=, <=, ==; repeatable)",
+    )
+    group.addoption(
+        "--agentbench-controls",
+        action="store_true",
+        default=False,
+        help="run only the negative-control items",
+    )
+    group.addoption(
+        "--agentbench-predictions",
+        action="append",
+        default=[],
+        metavar="SUITE=PATH",
+        help="score a predictions file produced elsewhere instead of calling an adapter",
+    )
+    group.addoption(
+        "--agentbench-snapshot",
+        action="store_true",
+        default=None,
+        help="pin each case's canonical output with syrupy (--snapshot-update re-pins)",
+    )
+    parser.addini("agentbench_adapter", "default for --agentbench-adapter", default=None)
+    parser.addini("agentbench_timeout", "default for --agentbench-timeout", default="300")
+    parser.addini(
+        "agentbench_snapshot", "pin golden outputs (--agentbench-snapshot)", type="bool",
+        default=False,
+    )
+    parser.addini(
+        "agentbench_snapshot_dir", "folder of golden outputs, relative to the rootdir",
+        default="snapshots",
+    )
+    parser.addini(
+        "agentbench_junit_case_properties",
+        "write per-case check outcomes as JUnit testcase properties",
+        type="bool",
+        default=False,
+    )
+
+
+def _options(config: pytest.Config) -> Options:
+    predictions: dict[str, Path] = {}
+    for text in config.getoption("agentbench_predictions"):
+        suite_id, sep, path = text.partition("=")
+        if not sep or not suite_id or not path:
+            raise UsageError(
+                "invalid_predictions", f"{text!r} is not SUITE=PATH",
+                field="--agentbench-predictions",
+            )
+        predictions[suite_id] = Path(path).resolve()
+    timeout_text = config.getoption("agentbench_timeout") or config.getini("agentbench_timeout")
+    try:
+        timeout = float(timeout_text)
+    except ValueError:
+        raise UsageError(
+            "invalid_timeout", f"{timeout_text!r} is not a number of seconds",
+            field="agentbench_timeout",
+        ) from None
+    for gate in config.getoption("agentbench_gate"):
+        parse_gate(gate, suite=None, source="--agentbench-gate")
+    snapshot = config.getoption("agentbench_snapshot")
+    report = config.getoption("agentbench_report")
+    return Options(
+        adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
+        timeout=timeout,
+        predictions=predictions,
+        controls_only=config.getoption("agentbench_controls"),
+        snapshot=bool(config.getini("agentbench_snapshot") if snapshot is None else snapshot),
+        snapshot_dir=config.rootpath / config.getini("agentbench_snapshot_dir"),
+        report_path=None if report is None else Path(report).resolve(),
+        gates=tuple(config.getoption("agentbench_gate")),
+        junit_case_properties=config.getini("agentbench_junit_case_properties"),
+    )
+
+
+def _add_packaged_suites(config: pytest.Config) -> None:
+    names: list[str] = config.getoption("agentbench_suite")
+    if not names:
+        return
+    known = packaged_suites()
+    paths = []
+    for name in names:
+        if name not in known:
+            raise UsageError(
+                "unknown_suite",
+                f"no built-in suite {name!r} (known: {', '.join(sorted(known)) or 'none'})",
+                field="--agentbench-suite",
+            )
+        paths.append(str(known[name]))
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args[:] = []
+    config.args.extend(path for path in paths if path not in config.args)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "agentbench: a benchmark case or control item")
+    config.addinivalue_line(
+        "markers", "agentbench_control: a negative-control item (--agentbench-controls)"
+    )
+    config.pluginmanager.register(fixtures, "agentbench-fixtures")
+    try:
+        load_entry_point_worlds(config.pluginmanager)
+        registry = WorldRegistry.from_hook(config.pluginmanager)
+        options = _options(config)
+        _add_packaged_suites(config)
+        state = AgentbenchState(
+            options=options, registry=registry, loader=SuiteLoader(registry, config.rootpath)
+        )
+        if options.adapter_spec:
+            state.adapter = load_adapter(options.adapter_spec, registry.worlds())
+        state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)
+    except AgentbenchError as exc:
+        raise pytest.UsageError(exc.render()) from None
+    config.stash[STATE_KEY] = state
+    config.stash[SNAPSHOT_DIR_KEY] = options.snapshot_dir
+    if not hasattr(config, "workerinput"):
+        # Results are aggregated where reports arrive: the controller under xdist.
+        recorder = RunRecorder()
+        config.stash[RECORDER_KEY] = recorder
+        config.pluginmanager.register(recorder, "agentbench-recorder")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    state = get_state(config)
+    kinds = ", ".join(state.registry.kinds()) or "none"
+    return f"agentbench: adapter {state.adapter_description}; world kinds: {kinds}"
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    return collect_file(file_path, parent)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not get_state(config).options.controls_only:
+        return
+    keep = [item for item in items if isinstance(item, ControlItem)]
+    drop = [item for item in items if not isinstance(item, ControlItem)]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def _identity(item: CaseItem | ControlItem) -> Identity:
+    suite = item.loaded.suite
+    if isinstance(item, CaseItem):
+        return Identity("case", suite.id, str(suite.root), item.case.case_id, item.case.labels)
+    return Identity("control", suite.id, str(suite.root), item.name)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if not isinstance(item, CaseItem | ControlItem):
+        return report
+    payload: dict[str, Any] = {"identity": identity_payload(_identity(item))}
+    if call.when == "call":
+        result = item.stash.get(RESULT_KEY, None)
+        verdict = item.stash.get(VERDICT_KEY, None)
+        if result is not None:
+            payload["result"] = result.model_dump(mode="json")
+            if get_state(item.config).options.junit_case_properties:
+                report.user_properties.extend(
+                    (f"agentbench.check.{check.name}", check.status.value)
+                    for check in result.checks
+                )
+        if verdict is not None:
+            payload["verdict"] = verdict.model_dump(mode="json")
+    setattr(report, PAYLOAD, payload)
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if hasattr(config, "workerinput") or RECORDER_KEY not in config.stash:
+        return
+    state = get_state(config)
+    recorder = config.stash[RECORDER_KEY]
+    if not recorder.identities and not state.options.gates:
+        return
+    try:
+        summary = summarise(recorder, state.loader, state.options.gates)
+    except AgentbenchError as exc:
+        raise pytest.UsageError(exc.render()) from None
+    config.stash[SUMMARY_KEY] = summary
+    failed_gates = not summary.gates_passed
+    if failed_gates and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    add_global_properties(config, summary)
+    if state.options.report_path is not None:
+        write_report(
+            build_report(
+                summary,
+                rootpath=config.rootpath,
+                adapter_spec=state.options.adapter_spec,
+                adapter_description=state.adapter_description,
+                exit_status=int(session.exitstatus),
+            ),
+            state.options.report_path,
+        )
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    summary = config.stash.get(SUMMARY_KEY, None)
+    if summary is None or hasattr(config, "workerinput"):
+        return
+    state = get_state(config)
+    verbose = config.get_verbosity() >= 0
+    for suite in summary.suites:
+        if verbose:
+            terminalreporter.write_sep("=", f"agentbench: {suite.id} ({suite.world})")
+        for line in suite_lines(suite, state.adapter_description, verbose=verbose):
+            terminalreporter.write_line(line if verbose else f"agentbench {line}")
+    for line in [*orphan_gate_lines(summary), *summary.problems]:
+        terminalreporter.write_line(f"agentbench {line}")

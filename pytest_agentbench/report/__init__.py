@@ -1,0 +1,1 @@
+"""Reporting: aggregation on the controller, terminal, JUnit XML and the JSON run report."""

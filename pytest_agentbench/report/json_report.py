@@ -1,0 +1,102 @@
+"""The JSON run report: schema-versioned canonical JSON with a shipped JSON Schema."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from pytest_agentbench import __version__
+from pytest_agentbench.canonical import canonical_json, pretty_json
+from pytest_agentbench.contracts import Record
+from pytest_agentbench.gates import GateVerdict
+from pytest_agentbench.report.summary import RunSummary, SuiteSummary
+
+SCHEMA_VERSION = "agentbench-run-report/1"
+SCHEMA_PATH = Path(__file__).with_name("run_report.schema.json")
+
+
+class Environment(Record):
+    python: str
+    pytest: str
+    plugin: str
+    platform: str
+    git_commit: str | None
+
+
+class AdapterIdentity(Record):
+    spec: str | None
+    """The ``--agentbench-adapter`` value; ``None`` for the built-in reference agents."""
+    description: str
+
+
+class RunReport(Record):
+    schema_version: Literal["agentbench-run-report/1"] = SCHEMA_VERSION
+    environment: Environment
+    adapter: AdapterIdentity
+    exit_status: int
+    suites: tuple[SuiteSummary, ...]
+    gates: tuple[GateVerdict, ...]
+    problems: tuple[str, ...] = ()
+
+
+def git_commit(directory: Path) -> str | None:
+    try:
+        completed = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = completed.stdout.strip()
+    return commit if completed.returncode == 0 and commit else None
+
+
+def environment(rootpath: Path) -> Environment:
+    return Environment(
+        python=platform.python_version(),
+        pytest=pytest.__version__,
+        plugin=__version__,
+        platform=f"{sys.platform}-{platform.machine()}",
+        git_commit=git_commit(rootpath),
+    )
+
+
+def build_report(
+    summary: RunSummary,
+    *,
+    rootpath: Path,
+    adapter_spec: str | None,
+    adapter_description: str,
+    exit_status: int,
+) -> RunReport:
+    return RunReport(
+        environment=environment(rootpath),
+        adapter=AdapterIdentity(spec=adapter_spec, description=adapter_description),
+        exit_status=exit_status,
+        suites=summary.suites,
+        gates=summary.gates,
+        problems=summary.problems,
+    )
+
+
+def write_report(report: RunReport, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(canonical_json(report.model_dump(mode="json")) + "\n", encoding="utf-8")
+
+
+def schema_text() -> str:
+    """The JSON Schema of the run report, as shipped beside this module."""
+    return pretty_json(RunReport.model_json_schema())
+
+
+if __name__ == "__main__":  # regenerate the shipped schema
+    SCHEMA_PATH.write_text(schema_text(), encoding="utf-8")

@@ -1,0 +1,147 @@
+"""Controller-side collection of graded cases from test reports.
+
+The worker attaches the item's identity to every phase's report and the
+graded result to the call report (all JSON-safe, so pytest-xdist carries them).
+The controller keeps the last result per node id, so ``--dist each`` and reruns
+never double-count, and a node whose worker crashed is recorded as a
+``harness_error`` rather than silently dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass
+from pytest_agentbench.controls import ControlVerdict
+
+PAYLOAD = "agentbench"
+CRASH_REASON = "worker crashed while running it"
+
+
+@dataclass(frozen=True)
+class Identity:
+    kind: str
+    """``case`` or ``control``."""
+    suite_id: str
+    suite_root: str
+    item_id: str
+    labels: tuple[str, ...] = ()
+
+
+def identity_payload(identity: Identity) -> dict[str, Any]:
+    return {
+        "kind": identity.kind,
+        "suite_id": identity.suite_id,
+        "suite_root": identity.suite_root,
+        "item_id": identity.item_id,
+        "labels": list(identity.labels),
+    }
+
+
+def _identity(payload: dict[str, Any]) -> Identity:
+    return Identity(
+        kind=payload["kind"],
+        suite_id=payload["suite_id"],
+        suite_root=payload["suite_root"],
+        item_id=payload["item_id"],
+        labels=tuple(payload.get("labels", ())),
+    )
+
+
+def _first_line(report: pytest.TestReport) -> str:
+    text = str(report.longrepr or "").strip().splitlines()
+    return text[-1] if text else report.outcome
+
+
+@dataclass
+class RecordedControl:
+    suite_id: str
+    nodeid: str
+    verdict: ControlVerdict | None
+    reason: str | None = None
+
+
+@dataclass
+class RunRecorder:
+    identities: dict[str, Identity] = field(default_factory=dict)
+    cases: dict[str, CaseResult] = field(default_factory=dict)
+    controls: dict[str, RecordedControl] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+    crashed: list[str] = field(default_factory=list)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.record(report)
+
+    def record(self, report: pytest.TestReport) -> None:
+        payload: dict[str, Any] | None = getattr(report, PAYLOAD, None)
+        if payload is not None:
+            self.identities[report.nodeid] = _identity(payload["identity"])
+        identity = self.identities.get(report.nodeid)
+        if report.when == "???":
+            self.crashed.append(report.nodeid)
+            if identity is not None:
+                self._store_failure(identity, report.nodeid, CRASH_REASON)
+            return
+        if identity is None:
+            return
+        if report.when == "setup" and not report.passed:
+            if report.skipped:
+                self._store_skip(identity, report)
+            else:
+                self._store_failure(identity, report.nodeid, f"setup failed: {_first_line(report)}")
+        elif report.when == "call":
+            self._store_call(identity, report, payload)
+
+    def _store_call(
+        self, identity: Identity, report: pytest.TestReport, payload: dict[str, Any] | None
+    ) -> None:
+        self.durations[report.nodeid] = report.duration
+        if report.skipped:
+            self._store_skip(identity, report)
+        elif identity.kind == "case" and payload is not None and "result" in payload:
+            self.cases[report.nodeid] = CaseResult.model_validate(payload["result"])
+        elif identity.kind == "control" and payload is not None and "verdict" in payload:
+            self.controls[report.nodeid] = RecordedControl(
+                identity.suite_id, report.nodeid, ControlVerdict.model_validate(payload["verdict"])
+            )
+        else:
+            self._store_failure(identity, report.nodeid, _first_line(report))
+
+    def _store_skip(self, identity: Identity, report: pytest.TestReport) -> None:
+        if identity.kind == "case":
+            self.cases[report.nodeid] = CaseResult(
+                suite_id=identity.suite_id,
+                case_id=identity.item_id,
+                outcome=CaseOutcome.SKIPPED,
+                labels=identity.labels,
+                failure_reason=_skip_reason(report),
+            )
+
+    def _store_failure(self, identity: Identity, nodeid: str, reason: str) -> None:
+        if identity.kind == "case":
+            self.cases[nodeid] = CaseResult(
+                suite_id=identity.suite_id,
+                case_id=identity.item_id,
+                outcome=CaseOutcome.ERROR,
+                labels=identity.labels,
+                failure_class=FailureClass.HARNESS_ERROR,
+                failure_reason=reason,
+            )
+        else:
+            self.controls[nodeid] = RecordedControl(identity.suite_id, nodeid, None, reason)
+
+    def suite_roots(self) -> dict[str, str]:
+        roots: dict[str, str] = {}
+        for identity in self.identities.values():
+            roots.setdefault(identity.suite_id, identity.suite_root)
+        return roots
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return _first_line(report)

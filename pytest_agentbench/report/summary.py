@@ -1,0 +1,169 @@
+"""The run summary every output renders: per suite counts, metrics, gates, controls."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass, MetricValue, Record
+from pytest_agentbench.controls import ControlVerdict
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.gates import Gate, GateVerdict, judge, parse_gate
+from pytest_agentbench.metrics import aggregate, select
+from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.report.recorder import CRASH_REASON, Identity, RunRecorder
+from pytest_agentbench.session import SuiteLoader, suite_digests
+
+
+class CaseEntry(Record):
+    nodeid: str
+    result: CaseResult
+
+
+class ControlEntry(Record):
+    nodeid: str
+    control_id: str
+    passed: bool
+    summary: str
+    verdict: ControlVerdict | None
+
+
+class SuiteSummary(Record):
+    id: str
+    version: str
+    world: str
+    title: str
+    digests: dict[str, str | None]
+    counts: dict[str, int]
+    failure_classes: dict[str, int]
+    metrics: tuple[MetricValue, ...]
+    gates: tuple[GateVerdict, ...]
+    controls: tuple[ControlEntry, ...]
+    cases: tuple[CaseEntry, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(g.passed for g in self.gates) and all(c.passed for c in self.controls)
+
+
+class RunSummary(Record):
+    suites: tuple[SuiteSummary, ...]
+    gates: tuple[GateVerdict, ...]
+    """Every gate verdict, suite-declared and command-line, in declaration order."""
+    problems: tuple[str, ...] = ()
+
+    @property
+    def gates_passed(self) -> bool:
+        return all(verdict.passed for verdict in self.gates)
+
+
+def _counts(results: Sequence[CaseResult]) -> tuple[dict[str, int], dict[str, int]]:
+    outcomes = Counter(result.outcome.value for result in results)
+    classes = Counter(
+        result.failure_class.value for result in results if result.failure_class is not None
+    )
+    counts = {outcome.value: outcomes.get(outcome.value, 0) for outcome in CaseOutcome}
+    failure_classes = {fc.value: classes.get(fc.value, 0) for fc in FailureClass}
+    return counts, failure_classes
+
+
+def _locate_unidentified(
+    recorder: RunRecorder, loader: SuiteLoader
+) -> None:
+    """Attribute crashed nodes that never reported their identity to their suite."""
+    for nodeid in recorder.crashed:
+        if nodeid in recorder.identities:
+            continue
+        path_part, _, name = nodeid.partition("::")
+        root = loader.suite_root_of((loader.rootpath / path_part).parent)
+        parts = path_part.split("/")
+        if root is None and len(parts) > 1 and parts[0] == "suites":
+            root = packaged_suites().get(parts[1])
+        if root is None:
+            continue
+        try:
+            loaded = loader.load(root)
+        except AgentbenchError:
+            continue
+        identity = Identity(
+            kind="control" if name.startswith(("control:", "ungraded:")) else "case",
+            suite_id=loaded.suite.id,
+            suite_root=str(loaded.suite.root),
+            item_id=name,
+        )
+        recorder.identities[nodeid] = identity
+        recorder._store_failure(identity, nodeid, CRASH_REASON)
+
+
+def summarise(
+    recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[str]
+) -> RunSummary:
+    _locate_unidentified(recorder, loader)
+    problems: list[str] = []
+    suites: list[SuiteSummary] = []
+    all_gates: list[GateVerdict] = []
+    parsed_cli: list[Gate] = []
+    for text in cli_gates:
+        parsed_cli.append(parse_gate(text, suite=None, source="--agentbench-gate"))
+    for suite_id, root in sorted(recorder.suite_roots().items()):
+        try:
+            loaded = loader.load(Path(root))
+        except AgentbenchError as exc:
+            problems.append(exc.render())
+            continue
+        suite, world = loaded.suite, loaded.world
+        case_entries = sorted(
+            (CaseEntry(nodeid=nodeid, result=result)
+             for nodeid, result in recorder.cases.items() if result.suite_id == suite_id),
+            key=lambda entry: entry.nodeid,
+        )
+        results = [entry.result for entry in case_entries]
+        counts, failure_classes = _counts(results)
+        metrics = select(aggregate(world.metrics(suite), results), suite.config.metrics)
+        by_name = {metric.name: metric for metric in metrics}
+        # Suite-declared gates judge case metrics, so a controls-only run skips them;
+        # a gate asked for on the command line is always judged.
+        declared = (
+            [
+                parse_gate(text, suite=suite.id, source=f"{suite.display_root}/suite.yaml")
+                for text in suite.config.gates
+            ]
+            if results
+            else []
+        )
+        gates = declared + [gate for gate in parsed_cli if gate.suite == suite_id]
+        verdicts = [judge(gate, by_name if results else None) for gate in gates]
+        all_gates.extend(verdicts)
+        controls = tuple(
+            ControlEntry(
+                nodeid=entry.nodeid,
+                control_id=entry.nodeid.rpartition("::")[2],
+                passed=entry.verdict is not None and entry.verdict.passed,
+                summary=entry.verdict.summary() if entry.verdict else f"error: {entry.reason}",
+                verdict=entry.verdict,
+            )
+            for entry in sorted(recorder.controls.values(), key=lambda c: c.nodeid)
+            if entry.suite_id == suite_id
+        )
+        suites.append(
+            SuiteSummary(
+                id=suite.id,
+                version=suite.config.version,
+                world=world.kind,
+                title=suite.config.title,
+                digests=suite_digests(suite),
+                counts=counts,
+                failure_classes=failure_classes,
+                metrics=tuple(metrics),
+                gates=tuple(verdicts),
+                controls=controls,
+                cases=tuple(case_entries),
+            )
+        )
+    ran = {summary.id for summary in suites}
+    all_gates.extend(
+        judge(gate, None) for gate in parsed_cli if gate.suite not in ran
+    )
+    return RunSummary(suites=tuple(suites), gates=tuple(all_gates), problems=tuple(problems))
+

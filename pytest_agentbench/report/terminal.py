@@ -1,0 +1,68 @@
+"""The terminal section: one block per suite, compact under ``-q``."""
+
+from __future__ import annotations
+
+from pytest_agentbench.contracts import MetricValue
+from pytest_agentbench.metrics import by_family
+from pytest_agentbench.report.summary import RunSummary, SuiteSummary
+
+_GOOD = {"higher_is_better": "higher is better", "lower_is_better": "lower is better"}
+
+
+def _value(metric: MetricValue) -> str:
+    return "null" if metric.value is None else f"{metric.value:.4f}"
+
+
+def _interval(metric: MetricValue) -> str:
+    if metric.interval is None:
+        return ""
+    low, high = metric.interval
+    return f"95% [{low:.4f}, {high:.4f}]"
+
+
+def _counts_line(suite: SuiteSummary) -> str:
+    counts = ", ".join(f"{n} {name}" for name, n in suite.counts.items())
+    classes = ", ".join(f"{n} {name}" for name, n in suite.failure_classes.items() if n)
+    return f"cases: {counts}" + (f" | failure classes: {classes}" if classes else "")
+
+
+def suite_lines(suite: SuiteSummary, adapter: str, *, verbose: bool) -> list[str]:
+    passed_controls = sum(1 for c in suite.controls if c.passed)
+    passed_gates = sum(1 for g in suite.gates if g.passed)
+    if not verbose:
+        line = f"{suite.id}: " + ", ".join(f"{n} {k}" for k, n in suite.counts.items() if n)
+        if suite.controls:
+            line += f"; controls {passed_controls}/{len(suite.controls)}"
+        if suite.gates:
+            line += f"; gates {passed_gates}/{len(suite.gates)}"
+        lines = [line]
+        lines += [f"  FAILED gate {g.gate.text}: {g.reason}" for g in suite.gates if not g.passed]
+        lines += [f"  FAILED {c.summary}" for c in suite.controls if not c.passed]
+        return lines
+    lines = [f"adapter: {adapter}", _counts_line(suite)]
+    width = max((len(m.name) for m in suite.metrics), default=0)
+    for family, metrics in by_family(suite.metrics).items():
+        lines.append(f"{family}:")
+        for metric in metrics:
+            lines.append(
+                f"  {metric.name:<{width}}  {_value(metric):>6}  support {metric.support:<4} "
+                f"{_interval(metric):<24} {_GOOD[metric.direction]}"
+            )
+    if suite.controls:
+        lines.append(f"controls: {passed_controls}/{len(suite.controls)} behaved as declared")
+        for control in suite.controls:
+            mark = "ok  " if control.passed else "FAIL"
+            lines.append(f"  {mark} {control.control_id}: {control.summary}")
+    if suite.gates:
+        lines.append(f"gates: {passed_gates}/{len(suite.gates)} passed")
+        for gate in suite.gates:
+            mark = "ok  " if gate.passed else "FAIL"
+            lines.append(f"  {mark} {gate.gate.text} ({gate.gate.source}): {gate.reason}")
+    return lines
+
+
+def orphan_gate_lines(summary: RunSummary) -> list[str]:
+    ran = {suite.id for suite in summary.suites}
+    return [
+        f"FAILED gate {g.gate.text}: {g.reason}" for g in summary.gates if g.gate.suite not in ran
+    ]

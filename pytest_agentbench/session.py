@@ -1,0 +1,201 @@
+"""Per-process state of an agentbench run: options, world kinds, suites, the adapter."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.adapters import REFERENCE_AGENTS, implements, protocol_name
+from pytest_agentbench.canonical import artifact_set_digest_from_hashes, sha256_hex, tree_files
+from pytest_agentbench.contracts import (
+    Case,
+    CaseOutcome,
+    CaseResult,
+    FailureClass,
+    Outcome,
+)
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.registry import WorldRegistry
+from pytest_agentbench.runner import describe_exception, run_case
+from pytest_agentbench.suite import SUITE_FILE, Suite, load_suite_config
+from pytest_agentbench.world import World
+
+
+@dataclass(frozen=True)
+class Options:
+    adapter_spec: str | None
+    timeout: float
+    predictions: Mapping[str, Path]
+    controls_only: bool
+    snapshot: bool
+    snapshot_dir: Path
+    report_path: Path | None
+    gates: tuple[str, ...]
+    junit_case_properties: bool
+
+
+@dataclass
+class LoadedSuite:
+    suite: Suite
+    world: World
+
+
+class SuiteLoader:
+    """Finds and loads suites once per process; a broken suite's refusal is remembered."""
+
+    def __init__(self, registry: WorldRegistry, rootpath: Path) -> None:
+        self.registry = registry
+        self.rootpath = rootpath
+        self._loaded: dict[Path, LoadedSuite | AgentbenchError] = {}
+        self._roots: dict[Path, Path | None] = {}
+
+    def display_root(self, root: Path, suite_id: str | None = None) -> str:
+        try:
+            return root.relative_to(self.rootpath).as_posix()
+        except ValueError:
+            return f"suites/{suite_id or root.name}"
+
+    def suite_root_of(self, directory: Path) -> Path | None:
+        """The nearest folder at or above ``directory`` that holds a ``suite.yaml``."""
+        chain: list[Path] = []
+        current: Path | None = directory
+        found: Path | None = None
+        while current is not None:
+            if current in self._roots:
+                found = self._roots[current]
+                break
+            chain.append(current)
+            if (current / SUITE_FILE).is_file():
+                found = current
+                break
+            current = current.parent if current.parent != current else None
+        for visited in chain:
+            self._roots[visited] = found
+        return found
+
+    def load(self, root: Path) -> LoadedSuite:
+        root = root.resolve()
+        cached = self._loaded.get(root)
+        if cached is None:
+            cached = self._load(root)
+            self._loaded[root] = cached
+        if isinstance(cached, AgentbenchError):
+            raise cached
+        return cached
+
+    def _load(self, root: Path) -> LoadedSuite | AgentbenchError:
+        display = self.display_root(root)
+        try:
+            config = load_suite_config(root / SUITE_FILE, f"{display}/{SUITE_FILE}")
+            display = self.display_root(root, config.id)
+            world = self.registry.get(config.world, file=f"{display}/{SUITE_FILE}")
+            suite = Suite(config=config, root=root, display_root=display)
+            suite.data = world.load_suite(suite)
+        except AgentbenchError as exc:
+            return exc
+        except Exception as exc:
+            return AgentbenchError(
+                "world_load_failed",
+                f"loading the suite raised {describe_exception(exc)}",
+                file=f"{display}/{SUITE_FILE}",
+            )
+        return LoadedSuite(suite=suite, world=world)
+
+    def loaded(self) -> list[LoadedSuite]:
+        return [value for value in self._loaded.values() if isinstance(value, LoadedSuite)]
+
+
+def suite_digests(suite: Suite) -> dict[str, str | None]:
+    """Artifact-set digests of the suite's public folder and oracle folder."""
+
+    def digest(root: Path) -> str | None:
+        if not root.is_dir():
+            return None
+        files = tree_files(root)
+        return artifact_set_digest_from_hashes(
+            {rel: sha256_hex(path.read_bytes()) for rel, path in files.items()}
+        )
+
+    return {"public": digest(suite.root), "oracle": digest(suite.oracle_root)}
+
+
+@dataclass
+class AgentbenchState:
+    options: Options
+    registry: WorldRegistry
+    loader: SuiteLoader
+    adapter: Any = REFERENCE_AGENTS
+    adapter_description: str = "built-in reference agents"
+    _reference: dict[str, Any] = field(default_factory=dict)
+    _predictions: dict[str, Any] = field(default_factory=dict)
+
+    def reference_agent(self, world: World) -> Any:
+        if world.kind not in self._reference:
+            self._reference[world.kind] = world.reference_agent()
+        return self._reference[world.kind]
+
+    def adapter_for(self, loaded: LoadedSuite, given: Any) -> Any:
+        """The adapter a case of ``loaded`` runs: predictions file, reference agent, or ``given``."""
+        suite, world = loaded.suite, loaded.world
+        path = self.options.predictions.get(suite.id)
+        if path is not None:
+            if suite.id not in self._predictions:
+                self._predictions[suite.id] = world.predictions_adapter(suite, path)
+            return self._predictions[suite.id]
+        adapter = self.reference_agent(world) if given is REFERENCE_AGENTS else given
+        if not implements(adapter, world):
+            pytest.skip(
+                f"adapter {type(adapter).__name__} lacks the {protocol_name(world)} protocol "
+                f"of world kind {world.kind!r}"
+            )
+        return adapter
+
+    def oracle(self, loaded: LoadedSuite) -> Any:
+        cache = loaded.suite.cache
+        if "agentbench.oracle" not in cache:
+            cache["agentbench.oracle"] = loaded.world.load_oracle(loaded.suite)
+        return cache["agentbench.oracle"]
+
+    def execute(self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any) -> tuple[Outcome, CaseResult]:
+        """Run and grade one case; the oracle is loaded only after the output exists."""
+        started = time.perf_counter()
+        outcome = run_case(
+            loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
+        )
+        result = self.grade(loaded, case, outcome)
+        return outcome, result.model_copy(
+            update={"duration_s": round(time.perf_counter() - started, 6)}
+        )
+
+    def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
+        try:
+            oracle = self.oracle(loaded)
+            return loaded.world.evaluate(loaded.suite, case, outcome, oracle)
+        except Exception as exc:
+            reason = exc.render() if isinstance(exc, AgentbenchError) else (
+                f"evaluation raised {describe_exception(exc)}"
+            )
+            return harness_error(case, reason)
+
+
+def harness_error(case: Case, reason: str) -> CaseResult:
+    return CaseResult(
+        suite_id=case.suite_id,
+        case_id=case.case_id,
+        outcome=CaseOutcome.ERROR,
+        labels=case.labels,
+        failure_class=FailureClass.HARNESS_ERROR,
+        failure_reason=reason,
+    )
+
+
+STATE_KEY = pytest.StashKey[AgentbenchState]()
+
+
+def get_state(config: pytest.Config) -> AgentbenchState:
+    return config.stash[STATE_KEY]

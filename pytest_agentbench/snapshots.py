@@ -1,0 +1,47 @@
+"""Golden outputs pinned with syrupy under ``snapshots/<suite-id>/``.
+
+Each case's canonical adapter output (and each control's metric report) is one
+JSON snapshot file. The folder below the suite id is the stem of the file the
+item came from, which is how syrupy relates a snapshot to its items when it
+reports and deletes unused snapshots.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from pytest_agentbench.canonical import JsonValue
+
+if TYPE_CHECKING:
+    from syrupy.location import PyTestLocation
+
+SNAPSHOT_DIR_KEY = pytest.StashKey[Path]()
+
+
+class GoldenMismatch(Exception):
+    def __init__(self, diff: str) -> None:
+        super().__init__(diff)
+        self.diff = diff
+
+
+class GoldenOutputExtension(JSONSnapshotExtension):
+    """JSON snapshots in the configured top-level folder, one sub-folder per suite."""
+
+    @classmethod
+    def dirname(cls, *, test_location: PyTestLocation) -> str:
+        item = test_location.item
+        root = item.config.stash[SNAPSHOT_DIR_KEY]
+        suite_id: str = item.loaded.suite.id  # type: ignore[attr-defined]
+        return str(root / suite_id / test_location.basename)
+
+
+def assert_golden(request: pytest.FixtureRequest, data: JsonValue) -> None:
+    """Compare ``data`` with the pinned snapshot; ``--snapshot-update`` re-pins it."""
+    snapshot: Any = request.getfixturevalue("snapshot")
+    golden = snapshot.use_extension(GoldenOutputExtension)
+    if not golden == data:
+        raise GoldenMismatch("\n".join(golden.get_assert_diff()))

@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DEMO_SOURCE = Path(__file__).with_name("demo_world.py")
+
+XDIST_MODES = [
+    pytest.param([], id="no-xdist"),
+    pytest.param(["-n", "0"], id="n0"),
+    pytest.param(["-n", "2"], id="n2"),
+]
+
+
+@pytest.fixture
+def demo(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester project where the demo world is registered from a conftest plugin."""
+    pytester.makepyfile(demo_world=DEMO_SOURCE.read_text(encoding="utf-8"))
+    pytester.makeconftest("from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n")
+    pytester.syspathinsert()
+    return pytester
+
+
+@pytest.fixture(params=XDIST_MODES)
+def xdist_args(request: pytest.FixtureRequest) -> list[str]:
+    args: list[str] = request.param
+    return args
