@@ -1,0 +1,496 @@
+"""Action-time and audit-time authorisation, and the seed's trace conventions.
+
+Pure functions over :class:`~pytest_agentbench.worlds.authority.replay.WorldState`.
+An action is authorised against the state immediately before its index with
+its own time as the clock; at audit, the same attempt is authorised against
+the state before the audit event with the audit event's time as the clock.
+Time validity is ``valid_from <= clock < expires_at``.
+
+Failure reasons (a decision is ``allow`` exactly when there are none):
+
+* ``credential_invalid``: the presented credential is not issued in the state,
+  the clock is outside its validity, or it does not allow the acting runtime
+  principal.
+* ``wrong_runtime``: the acting runtime is unknown, not spawned in the state,
+  belongs to another logical agent than the acting one, or has another runtime
+  principal than the acting one.
+* ``tenant_mismatch``: the resource's tenant differs from the tenant of the
+  acting logical agent or of the acting runtime.
+* Coverage, over the candidates (delegations granted in the state to the
+  acting agent by the originating principal): a qualifying delegation is
+  unrevoked, time-valid and covers the resource, the action, every requested
+  scope and the purpose. Without one: ``delegation_revoked`` when a revoked
+  candidate covers, else ``capability_exceeded`` when an unrevoked time-valid
+  candidate exists, else ``no_active_delegation``.
+* With a qualifying delegation (the chain is selected version-blind; the
+  smallest id wins; qualifying delegations that disagree on policy version are
+  refused as ``ambiguous_policy_version``): ``overprivileged_subdelegation``
+  when a chain hop is wider than its parent or its parent may not delegate, or
+  when the attempt's ``proposed_delegation`` is wider than the selected
+  capability or the selected delegation may not delegate;
+  ``policy_version_mismatch`` when the selected delegation's version differs
+  from the attempt's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import pairwise
+
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.worlds.authority.models import (
+    ActionAttempted,
+    Attempt,
+    AuditPerformed,
+    AuthorityTruth,
+    CanonicalBinding,
+    Capability,
+    CaseLabel,
+    Decision,
+    Delegation,
+    Event,
+    FailureReason,
+    PublicBundle,
+    Scenario,
+    WorldSnapshot,
+)
+from pytest_agentbench.worlds.authority.replay import (
+    EVENTS_FILE,
+    Replayer,
+    WorldIndex,
+    WorldState,
+)
+
+SIDE_EFFECTS: Mapping[str, str] = {
+    "read": "read_recorded",
+    "request_quotation": "quotation_requested",
+    "compare": "comparison_recorded",
+    "create_draft": "draft_created",
+    "create_delegation": "delegation_created",
+}
+DEFAULT_SIDE_EFFECT = "action_recorded"
+NO_SIDE_EFFECT = "none"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who performs an attempt: from a canonical binding, or resolved from public claims."""
+
+    originating_principal_id: str | None
+    logical_agent_id: str | None
+    runtime_id: str | None
+    runtime_principal_id: str | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: Decision
+    failure_reasons: tuple[FailureReason, ...]
+    delegation_chain_ids: tuple[str, ...]
+    policy_version: str
+    """The selected delegation's version, or the attempted one when nothing covers."""
+
+
+# ---------------------------------------------------------------------------
+# Authorisation
+
+
+def _time_valid(valid_from: datetime, expires_at: datetime, clock: datetime) -> bool:
+    return valid_from <= clock < expires_at
+
+
+def _covers(capability: Capability, attempt: Attempt) -> bool:
+    return (
+        attempt.resource_id in capability.resource_ids
+        and attempt.action in capability.actions
+        and set(attempt.requested_scope) <= set(capability.scopes)
+        and attempt.purpose == capability.purpose
+    )
+
+
+def _within(child: Capability, parent: Capability) -> bool:
+    return (
+        set(child.resource_ids) <= set(parent.resource_ids)
+        and set(child.actions) <= set(parent.actions)
+        and set(child.scopes) <= set(parent.scopes)
+        and child.purpose == parent.purpose
+    )
+
+
+def _candidates(state: WorldState, actor: Actor) -> list[Delegation]:
+    if actor.logical_agent_id is None or actor.originating_principal_id is None:
+        return []
+    key = (actor.logical_agent_id, actor.originating_principal_id)
+    return [state.delegations[item] for item in state.delegations_by_grant.get(key, ())]
+
+
+def _active(state: WorldState, delegation: Delegation, clock: datetime) -> bool:
+    return not state.is_revoked(delegation.id) and _time_valid(
+        delegation.valid_from, delegation.expires_at, clock
+    )
+
+
+def select_chain(
+    state: WorldState, attempt: Attempt, actor: Actor, clock: datetime
+) -> tuple[Delegation, ...]:
+    """The covering chain, root first; empty when no unrevoked time-valid delegation covers."""
+    qualifying = [
+        delegation
+        for delegation in _candidates(state, actor)
+        if _active(state, delegation, clock) and _covers(delegation.capability, attempt)
+    ]
+    if not qualifying:
+        return ()
+    versions = {delegation.policy_version for delegation in qualifying}
+    if len(versions) > 1:
+        raise AgentbenchError(
+            "ambiguous_policy_version",
+            f"qualifying delegations {sorted(d.id for d in qualifying)} disagree on policy "
+            f"version {sorted(versions)}",
+        )
+    selected = min(qualifying, key=lambda delegation: delegation.id)
+    chain = [selected]
+    while chain[-1].parent_delegation_id is not None:
+        chain.append(state.delegations[chain[-1].parent_delegation_id])
+    return tuple(reversed(chain))
+
+
+def _coverage_reason(
+    state: WorldState, attempt: Attempt, actor: Actor, clock: datetime
+) -> FailureReason:
+    candidates = _candidates(state, actor)
+    if any(
+        state.is_revoked(delegation.id) and _covers(delegation.capability, attempt)
+        for delegation in candidates
+    ):
+        return "delegation_revoked"
+    if any(_active(state, delegation, clock) for delegation in candidates):
+        return "capability_exceeded"
+    return "no_active_delegation"
+
+
+def _overprivileged(chain: Sequence[Delegation], attempt: Attempt) -> bool:
+    for parent, child in pairwise(chain):
+        if not parent.capability.may_delegate or not _within(child.capability, parent.capability):
+            return True
+    proposed = attempt.proposed_delegation
+    if proposed is None:
+        return False
+    selected = chain[-1].capability
+    return not selected.may_delegate or not _within(proposed.capability, selected)
+
+
+def _credential_invalid(state: WorldState, attempt: Attempt, actor: Actor, clock: datetime) -> bool:
+    credential = state.credentials.get(attempt.presented_credential_id)
+    return (
+        credential is None
+        or not _time_valid(credential.valid_from, credential.expires_at, clock)
+        or actor.runtime_principal_id not in credential.allowed_runtime_principal_ids
+    )
+
+
+def _wrong_runtime(state: WorldState, actor: Actor) -> bool:
+    runtime = None if actor.runtime_id is None else state.runtimes.get(actor.runtime_id)
+    return (
+        runtime is None
+        or runtime.logical_agent_id != actor.logical_agent_id
+        or runtime.runtime_principal_id != actor.runtime_principal_id
+    )
+
+
+def _tenant_mismatch(index: WorldIndex, attempt: Attempt, actor: Actor) -> bool:
+    resource_tenant = index.tenant_of(index.resources[attempt.resource_id].organisation_id)
+    acting: list[str | None] = []
+    if actor.logical_agent_id in index.agents:
+        acting.append(index.tenant_of(index.agents[actor.logical_agent_id].organisation_id))
+    if actor.runtime_id in index.listed_runtimes:
+        acting.append(index.tenant_of(index.listed_runtimes[actor.runtime_id].organisation_id))
+    return any(tenant is not None and tenant != resource_tenant for tenant in acting)
+
+
+def authorise(state: WorldState, attempt: Attempt, actor: Actor, clock: datetime) -> Verdict:
+    """Decide ``attempt`` by ``actor`` against ``state`` at ``clock`` (see the module doc)."""
+    reasons: set[FailureReason] = set()
+    if _credential_invalid(state, attempt, actor, clock):
+        reasons.add("credential_invalid")
+    if _wrong_runtime(state, actor):
+        reasons.add("wrong_runtime")
+    if _tenant_mismatch(state.index, attempt, actor):
+        reasons.add("tenant_mismatch")
+    chain = select_chain(state, attempt, actor, clock)
+    if not chain:
+        reasons.add(_coverage_reason(state, attempt, actor, clock))
+        version = attempt.policy_version
+    else:
+        if _overprivileged(chain, attempt):
+            reasons.add("overprivileged_subdelegation")
+        version = chain[-1].policy_version
+        if version != attempt.policy_version:
+            reasons.add("policy_version_mismatch")
+    return Verdict(
+        decision="deny" if reasons else "allow",
+        failure_reasons=tuple(sorted(reasons)),
+        delegation_chain_ids=tuple(delegation.id for delegation in chain),
+        policy_version=version,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Trace conventions
+
+
+def required_evidence_refs(
+    *, policy_version: str, credential_id: str, runtime_id: str | None, chain_ids: Sequence[str]
+) -> tuple[str, ...]:
+    """Sorted union of the policy, credential, runtime and chain delegation references.
+
+    ``runtime_id`` is the canonical binding's runtime (or, public-only, the
+    single runtime of the claimed runtime principal); ``None`` omits the group.
+    """
+    refs = {f"evidence:policy:{policy_version}", f"evidence:credential:{credential_id}"}
+    if runtime_id is not None:
+        refs.add(f"evidence:runtime:{runtime_id}")
+    refs.update(f"evidence:delegation:{delegation_id}" for delegation_id in chain_ids)
+    return tuple(sorted(refs))
+
+
+def reconstructable(required: Sequence[str], retained: set[str] | frozenset[str]) -> bool:
+    return set(required) <= retained
+
+
+def side_effect_name(action: str, decision: Decision) -> str:
+    if decision == "deny":
+        return NO_SIDE_EFFECT
+    return SIDE_EFFECTS.get(action, DEFAULT_SIDE_EFFECT)
+
+
+def accountable_owner_chain(index: WorldIndex, logical_agent_id: str) -> tuple[str, ...]:
+    """The agent's owner principal followed by its ownership ancestors."""
+    agent = index.agents.get(logical_agent_id)
+    return () if agent is None else index.ownership_chain(agent.owner_principal_id)
+
+
+def on_identity_paths(
+    index: WorldIndex,
+    principal_id: str,
+    *,
+    runtime_principal_id: str | None,
+    credential_subject_id: str | None,
+) -> bool:
+    """Whether ``principal_id`` is on the runtime-principal or credential-subject owner path."""
+    return any(
+        origin is not None and principal_id in index.ownership_chain(origin)
+        for origin in (runtime_principal_id, credential_subject_id)
+    )
+
+
+def public_runtime_id(index: WorldIndex, runtime_principal_id: str | None) -> str | None:
+    """The single listed runtime of a runtime principal; ``None`` when absent or ambiguous."""
+    if runtime_principal_id is None:
+        return None
+    runtimes = index.runtimes_of_principal(runtime_principal_id)
+    return runtimes[0].id if len(runtimes) == 1 else None
+
+
+# ---------------------------------------------------------------------------
+# Whole-stream assessment
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """One action event evaluated at action time and at its audit."""
+
+    event: Event
+    attempt: Attempt
+    actor: Actor
+    audit_event: Event
+    at_action: Verdict
+    at_audit: Verdict
+    retained_at_audit: frozenset[str]
+
+    def required_evidence(self, verdict: Verdict) -> tuple[str, ...]:
+        return required_evidence_refs(
+            policy_version=verdict.policy_version,
+            credential_id=self.attempt.presented_credential_id,
+            runtime_id=self.actor.runtime_id,
+            chain_ids=verdict.delegation_chain_ids,
+        )
+
+
+def audit_events(events: Sequence[Event], scenarios: Mapping[str, Scenario]) -> dict[str, Event]:
+    """The audit event of every action event: its scenario's, else the stream's last audit."""
+    by_id = {event.id: event for event in events}
+    action_ids = [event.id for event in events if isinstance(event.payload, ActionAttempted)]
+    assigned: dict[str, Event] = {}
+    for name, scenario in sorted(scenarios.items()):
+        audit = by_id.get(scenario.audit_event_id)
+        if audit is None or not isinstance(audit.payload, AuditPerformed):
+            raise AgentbenchError(
+                "invalid_audit_event",
+                f"{scenario.audit_event_id!r} is not an audit_performed event",
+                file=f"scenarios/{name}.json",
+                field="audit_event_id",
+            )
+        for position, action_id in enumerate(scenario.action_event_ids):
+            event = by_id.get(action_id)
+            if event is None or not isinstance(event.payload, ActionAttempted):
+                raise AgentbenchError(
+                    "not_an_action_event",
+                    f"{action_id!r} is not an action_attempted event",
+                    file=f"scenarios/{name}.json",
+                    field=f"action_event_ids[{position}]",
+                )
+            assigned.setdefault(action_id, audit)
+    audits = [event for event in events if isinstance(event.payload, AuditPerformed)]
+    for action_id in action_ids:
+        if action_id not in assigned:
+            if not audits:
+                raise AgentbenchError(
+                    "no_audit_event", f"action {action_id!r} has no audit event", file=EVENTS_FILE
+                )
+            assigned[action_id] = audits[-1]
+    return assigned
+
+
+def assess_actions(
+    snapshot: WorldSnapshot,
+    events: Sequence[Event],
+    scenarios: Mapping[str, Scenario],
+    actor_of: Callable[[Event, Attempt], Actor],
+) -> list[Assessment]:
+    """Evaluate every action event at action time and at its audit in one O(N) pass."""
+    replayer = Replayer(snapshot, events)
+    audit_of = audit_events(replayer.events, scenarios)
+    actions = [
+        (event, event.payload.attempt)
+        for event in replayer.events
+        if isinstance(event.payload, ActionAttempted)
+    ]
+    actions_by_audit: dict[str, list[tuple[Event, Attempt]]] = {}
+    for event, attempt in actions:
+        actions_by_audit.setdefault(audit_of[event.id].id, []).append((event, attempt))
+    at_action: dict[str, Verdict] = {}
+    at_audit: dict[str, Verdict] = {}
+    retained: dict[str, frozenset[str]] = {}
+    while not replayer.done:
+        event = replayer.events[replayer.state.event_index]
+        state = replayer.state
+        payload = event.payload
+        if isinstance(payload, ActionAttempted):
+            with _located(event):
+                actor = actor_of(event, payload.attempt)
+                at_action[event.id] = authorise(state, payload.attempt, actor, event.occurred_at)
+        for action_event, attempt in actions_by_audit.get(event.id, ()):
+            with _located(action_event):
+                actor = actor_of(action_event, attempt)
+                at_audit[action_event.id] = authorise(state, attempt, actor, event.occurred_at)
+        if event.id in actions_by_audit:
+            retained[event.id] = frozenset(state.retained_evidence)
+        replayer.step()
+    return [
+        Assessment(
+            event=event,
+            attempt=attempt,
+            actor=actor_of(event, attempt),
+            audit_event=audit_of[event.id],
+            at_action=at_action[event.id],
+            at_audit=at_audit[event.id],
+            retained_at_audit=retained[audit_of[event.id].id],
+        )
+        for event, attempt in actions
+    ]
+
+
+@contextmanager
+def _located(event: Event) -> Iterator[None]:
+    """Locate a refusal raised while evaluating ``event`` at that event."""
+    try:
+        yield
+    except AgentbenchError as exc:
+        raise exc.at(file=EVENTS_FILE, field=f"[{event.event_index - 1}] ({event.id})") from None
+
+
+# ---------------------------------------------------------------------------
+# Evaluator truth
+
+
+def derive_truth(
+    public: PublicBundle,
+    bindings: Sequence[CanonicalBinding],
+    labels: Sequence[CaseLabel],
+) -> list[AuthorityTruth]:
+    """Authority truth for every action event, in event order, from public data and bindings."""
+    action_ids = [event.id for event in public.events if isinstance(event.payload, ActionAttempted)]
+    by_event = _keyed(
+        "canonical_bindings.json", "bindings", [b.action_event_id for b in bindings], action_ids
+    )
+    _keyed("cases.jsonl", "", [label.action_event_id for label in labels], action_ids)
+    binding_of = {key: bindings[position] for key, position in by_event.items()}
+    listed_runtimes = {runtime.id for runtime in public.snapshot.runtimes}
+    for position, binding in enumerate(bindings):
+        if binding.runtime_id not in listed_runtimes:
+            raise AgentbenchError(
+                "unknown_reference",
+                f"runtime {binding.runtime_id!r} does not exist",
+                file="canonical_bindings.json",
+                field=f"bindings[{position}].runtime_id",
+            )
+
+    def actor_of(event: Event, _attempt: Attempt) -> Actor:
+        binding = binding_of[event.id]
+        return Actor(
+            originating_principal_id=binding.originating_principal_id,
+            logical_agent_id=binding.logical_agent_id,
+            runtime_id=binding.runtime_id,
+            runtime_principal_id=binding.runtime_principal_id,
+        )
+
+    assessments = assess_actions(public.snapshot, public.events, public.scenarios, actor_of)
+    truths = []
+    for assessment in assessments:
+        action, audit = assessment.at_action, assessment.at_audit
+        required = assessment.required_evidence(action)
+        truths.append(
+            AuthorityTruth(
+                action_event_id=assessment.event.id,
+                decision_at_action=action.decision,
+                decision_at_audit=audit.decision,
+                failure_reasons_at_action=action.failure_reasons,
+                failure_reasons_at_audit=audit.failure_reasons,
+                delegation_chain_ids=action.delegation_chain_ids,
+                expected_policy_version=action.policy_version,
+                required_evidence_refs=required,
+                reconstructable_at_audit=reconstructable(required, assessment.retained_at_audit),
+                expected_side_effect=side_effect_name(assessment.attempt.action, action.decision),
+            )
+        )
+    return truths
+
+
+def _keyed(file: str, prefix: str, keys: Sequence[str], expected: Sequence[str]) -> dict[str, int]:
+    """Position of each key; refuses duplicates, keys that are not action events, and gaps."""
+    wanted = set(expected)
+    found: dict[str, int] = {}
+    for position, key in enumerate(keys):
+        where = f"{prefix}[{position}].action_event_id"
+        if key in found:
+            raise AgentbenchError(
+                "duplicate_evaluator_key", f"{key!r} appears more than once", file=file, field=where
+            )
+        if key not in wanted:
+            raise AgentbenchError(
+                "unexpected_evaluator_key",
+                f"{key!r} is not an action event",
+                file=file,
+                field=where,
+            )
+        found[key] = position
+    missing = [key for key in expected if key not in found]
+    if missing:
+        raise AgentbenchError(
+            "missing_evaluator_key", f"no row for action events {missing}", file=file
+        )
+    return found
