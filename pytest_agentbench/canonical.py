@@ -81,7 +81,9 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _find_duplicate(value: Any, path: tuple[int | str, ...]) -> tuple[tuple[int | str, ...], str] | None:
+def _find_duplicate(
+    value: Any, path: tuple[int | str, ...]
+) -> tuple[tuple[int | str, ...], str] | None:
     if isinstance(value, _PairsDict):
         if value.duplicates:
             return path, value.duplicates[0]
@@ -105,7 +107,9 @@ def _plain(value: Any) -> JsonValue:
     return value
 
 
-def loads_strict(text: str, *, file: str | Path | None = None, line: int | None = None) -> JsonValue:
+def loads_strict(
+    text: str, *, file: str | Path | None = None, line: int | None = None
+) -> JsonValue:
     """Parse one JSON document, refusing duplicate keys at any depth and NaN/Infinity."""
     try:
         value = json.loads(text, object_pairs_hook=_pairs_hook, parse_constant=_refuse_constant)
@@ -173,7 +177,7 @@ class _StrictYamlLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _value_node in node.value:
-            key = self.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=True)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -185,7 +189,7 @@ class _StrictYamlLoader(yaml.SafeLoader):
 def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue:
     """Parse YAML safely, refusing duplicate keys; errors carry the line number."""
     try:
-        return yaml.load(text, Loader=_StrictYamlLoader)  # noqa: S506 - SafeLoader subclass
+        return yaml.load(text, Loader=_StrictYamlLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         problem = exc.problem or "invalid YAML"

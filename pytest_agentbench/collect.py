@@ -71,8 +71,7 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
     for check in failed:
         lines.append(
             f"  {check.name} [{check.status.value}]: expected {_render_value(check.expected)}, "
-            f"got {_render_value(check.actual)}"
-            + (f" ({check.detail})" if check.detail else "")
+            f"got {_render_value(check.actual)}" + (f" ({check.detail})" if check.detail else "")
         )
     if golden_diff:
         lines.append("golden output changed (re-pin with --snapshot-update):")
@@ -172,7 +171,7 @@ class CaseItem(_AgentbenchItem):
     ) -> str | TerminalRepr:
         if isinstance(excinfo.value, CaseFailed):
             return failure_text(excinfo.value.result, excinfo.value.golden_diff)
-        return super().repr_failure(excinfo, style=style)
+        return super().repr_failure(excinfo)
 
 
 class ControlItem(_AgentbenchItem):
@@ -252,7 +251,15 @@ class ControlItem(_AgentbenchItem):
             if self.control is None:
                 return f"ungraded: negative agent {self.agent_id!r} has no declared control"
             return excinfo.value.verdict.summary()
-        return super().repr_failure(excinfo, style=style)
+        return super().repr_failure(excinfo)
+
+
+def _display(config: pytest.Config, path: Path) -> str:
+    """``path`` as refusals name it: relative to the rootdir where possible."""
+    try:
+        return path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _nodeid_for(parent: pytest.Collector, loaded: LoadedSuite, path: Path) -> str | None:
@@ -282,7 +289,7 @@ class SuiteFile(pytest.File):
         manifest_path = suite.oracle_root / CONTROLS_FILE
         declared: list[ControlSpec] = []
         if manifest_path.is_file():
-            display = f"{suite.display_root}/{suite.config.oracle or '../../oracles/' + suite.id}/{CONTROLS_FILE}"
+            display = _display(self.config, manifest_path)
             manifest = load_manifest(
                 manifest_path, display, suite_id=suite.id, dimensions=world.dimensions(suite)
             )
@@ -307,7 +314,10 @@ class SuiteFile(pytest.File):
             declared = list(manifest.controls)
         items = [
             ControlItem.from_parent(
-                self, name=f"control:{control.id}", loaded=loaded, control=control,
+                self,
+                name=f"control:{control.id}",
+                loaded=loaded,
+                control=control,
                 agent_id=control.agent,
             )
             for control in declared
@@ -333,7 +343,9 @@ class SuiteFile(pytest.File):
 class CaseFile(pytest.File):
     """A file a world names as holding cases."""
 
-    def __init__(self, *, loaded: LoadedSuite | None, error: AgentbenchError | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, loaded: LoadedSuite | None, error: AgentbenchError | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.loaded = loaded
         self.error = error
@@ -375,6 +387,6 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     relative = file_path.relative_to(loaded.suite.root).as_posix()
     if relative not in {case.file for case in loaded.world.cases(loaded.suite)}:
         return None
-    nodeid = _nodeid_for(parent, loaded, file_path)
-    extra = {} if nodeid is None else {"nodeid": nodeid}
-    return CaseFile.from_parent(parent, path=file_path, loaded=loaded, **extra)
+    return CaseFile.from_parent(
+        parent, path=file_path, loaded=loaded, nodeid=_nodeid_for(parent, loaded, file_path)
+    )

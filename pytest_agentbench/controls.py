@@ -61,7 +61,9 @@ class ControlManifest(Record):
         return self
 
 
-def load_manifest(path: Path, display: str, *, suite_id: str, dimensions: Sequence[str]) -> ControlManifest:
+def load_manifest(
+    path: Path, display: str, *, suite_id: str, dimensions: Sequence[str]
+) -> ControlManifest:
     """Read and check a manifest against the world's dimension list."""
     raw = read_yaml(path, display=display)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable, Mapping
-from typing import Literal
+from typing import Literal, cast
 
 from pytest_agentbench.contracts import MetricValue, Record
 from pytest_agentbench.errors import AgentbenchError
@@ -60,12 +60,10 @@ def parse_gate(text: str, *, suite: str | None, source: str) -> Gate:
         raise AgentbenchError(
             "invalid_gate", f"{text!r} names suite {named_suite!r}, not {suite!r}", field=source
         )
-    op = match.group("op")
-    assert op in _COMPARE
     return Gate(
         suite=named_suite,
         metric=match.group("metric"),
-        op=op,  # type: ignore[arg-type]
+        op=cast(Comparison, match.group("op")),
         threshold=float(match.group("value")),
         source=source,
     )

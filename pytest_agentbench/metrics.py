@@ -21,7 +21,8 @@ def graded(results: Sequence[CaseResult]) -> list[CaseResult]:
 
 
 def _rate(spec: MetricSpec, results: Sequence[CaseResult]) -> MetricValue:
-    assert spec.numerator is not None and spec.denominator is not None
+    assert spec.numerator is not None
+    assert spec.denominator is not None
     numerator = sum(result.measurements.get(spec.numerator, 0) for result in results)
     denominator = sum(result.measurements.get(spec.denominator, 0) for result in results)
     return MetricValue(

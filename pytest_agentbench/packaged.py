@@ -28,6 +28,4 @@ def packaged_suites() -> dict[str, Path]:
     root = suites_dir()
     if not root.is_dir():
         return {}
-    return {
-        path.parent.name: path.parent for path in sorted(root.glob(f"*/{SUITE_FILE}"))
-    }
+    return {path.parent.name: path.parent for path in sorted(root.glob(f"*/{SUITE_FILE}"))}

@@ -89,11 +89,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("agentbench_adapter", "default for --agentbench-adapter", default=None)
     parser.addini("agentbench_timeout", "default for --agentbench-timeout", default="300")
     parser.addini(
-        "agentbench_snapshot", "pin golden outputs (--agentbench-snapshot)", type="bool",
+        "agentbench_snapshot",
+        "pin golden outputs (--agentbench-snapshot)",
+        type="bool",
         default=False,
     )
     parser.addini(
-        "agentbench_snapshot_dir", "folder of golden outputs, relative to the rootdir",
+        "agentbench_snapshot_dir",
+        "folder of golden outputs, relative to the rootdir",
         default="snapshots",
     )
     parser.addini(
@@ -110,7 +113,8 @@ def _options(config: pytest.Config) -> Options:
         suite_id, sep, path = text.partition("=")
         if not sep or not suite_id or not path:
             raise UsageError(
-                "invalid_predictions", f"{text!r} is not SUITE=PATH",
+                "invalid_predictions",
+                f"{text!r} is not SUITE=PATH",
                 field="--agentbench-predictions",
             )
         predictions[suite_id] = Path(path).resolve()
@@ -119,7 +123,8 @@ def _options(config: pytest.Config) -> Options:
         timeout = float(timeout_text)
     except ValueError:
         raise UsageError(
-            "invalid_timeout", f"{timeout_text!r} is not a number of seconds",
+            "invalid_timeout",
+            f"{timeout_text!r} is not a number of seconds",
             field="agentbench_timeout",
         ) from None
     for gate in config.getoption("agentbench_gate"):

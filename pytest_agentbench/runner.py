@@ -84,7 +84,9 @@ def interrupt_after(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def run_case(world: World, suite: Suite, case: Case, view: Any, adapter: Any, *, timeout: float) -> Outcome:
+def run_case(
+    world: World, suite: Suite, case: Case, view: Any, adapter: Any, *, timeout: float
+) -> Outcome:
     """Run one case, classifying every way the adapter can fail."""
     started = time.perf_counter()
     try:
@@ -101,5 +103,7 @@ def run_case(world: World, suite: Suite, case: Case, view: Any, adapter: Any, *,
     except Exception as exc:
         return Outcome(
             failure_class=FailureClass.HARNESS_ERROR,
-            failure_reason=f"world {world.kind!r} failed to run the case: {describe_exception(exc)}",
+            failure_reason=(
+                f"world {world.kind!r} failed to run the case: {describe_exception(exc)}"
+            ),
         )

@@ -140,7 +140,7 @@ class AgentbenchState:
         return self._reference[world.kind]
 
     def adapter_for(self, loaded: LoadedSuite, given: Any) -> Any:
-        """The adapter a case of ``loaded`` runs: predictions file, reference agent, or ``given``."""
+        """The adapter for a case of ``loaded``: predictions file, reference agent or ``given``."""
         suite, world = loaded.suite, loaded.world
         path = self.options.predictions.get(suite.id)
         if path is not None:
@@ -161,7 +161,9 @@ class AgentbenchState:
             cache["agentbench.oracle"] = loaded.world.load_oracle(loaded.suite)
         return cache["agentbench.oracle"]
 
-    def execute(self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any) -> tuple[Outcome, CaseResult]:
+    def execute(
+        self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any
+    ) -> tuple[Outcome, CaseResult]:
         """Run and grade one case; the oracle is loaded only after the output exists."""
         started = time.perf_counter()
         outcome = run_case(
@@ -177,8 +179,10 @@ class AgentbenchState:
             oracle = self.oracle(loaded)
             return loaded.world.evaluate(loaded.suite, case, outcome, oracle)
         except Exception as exc:
-            reason = exc.render() if isinstance(exc, AgentbenchError) else (
-                f"evaluation raised {describe_exception(exc)}"
+            reason = (
+                exc.render()
+                if isinstance(exc, AgentbenchError)
+                else (f"evaluation raised {describe_exception(exc)}")
             )
             return harness_error(case, reason)
 

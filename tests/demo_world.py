@@ -93,13 +93,18 @@ class DemoWorld:
             row = line.value
             if not isinstance(row, dict) or set(row) - {"id", "question", "labels"}:
                 raise AgentbenchError(
-                    "invalid_row", "expected {id, question[, labels]}",
-                    file=suite.display(CASES_FILE), line=line.line,
+                    "invalid_row",
+                    "expected {id, question[, labels]}",
+                    file=suite.display(CASES_FILE),
+                    line=line.line,
                 )
             if not isinstance(row.get("question"), str):
                 raise AgentbenchError(
-                    "invalid_field", "must be a string",
-                    file=suite.display(CASES_FILE), line=line.line, field="question",
+                    "invalid_field",
+                    "must be a string",
+                    file=suite.display(CASES_FILE),
+                    line=line.line,
+                    field="question",
                 )
             questions[row["id"]] = row["question"]
             cases.append(
@@ -157,7 +162,11 @@ class DemoWorld:
         return grade(
             case,
             [present, correct],
-            measurements={"correct": int(actual == expected), "scored": 1, "zero": int(actual == 0)},
+            measurements={
+                "correct": int(actual == expected),
+                "scored": 1,
+                "zero": int(actual == 0),
+            },
             findings=["wrong_answer"] if actual is not None and actual != expected else [],
             outcome=outcome,
         )
@@ -165,12 +174,19 @@ class DemoWorld:
     def metrics(self, suite: Suite) -> Sequence[MetricSpec]:
         return [
             MetricSpec(
-                name="accuracy", family="answers", numerator="correct", denominator="scored",
+                name="accuracy",
+                family="answers",
+                numerator="correct",
+                denominator="scored",
                 support_meaning="scored cases",
             ),
             MetricSpec(
-                name="zero_rate", family="answers", direction="lower_is_better",
-                numerator="zero", denominator="scored", support_meaning="scored cases",
+                name="zero_rate",
+                family="answers",
+                direction="lower_is_better",
+                numerator="zero",
+                denominator="scored",
+                support_meaning="scored cases",
             ),
         ]
 

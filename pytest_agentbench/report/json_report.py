@@ -16,7 +16,6 @@ from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 
-SCHEMA_VERSION = "agentbench-run-report/1"
 SCHEMA_PATH = Path(__file__).with_name("run_report.schema.json")
 
 
@@ -35,7 +34,7 @@ class AdapterIdentity(Record):
 
 
 class RunReport(Record):
-    schema_version: Literal["agentbench-run-report/1"] = SCHEMA_VERSION
+    schema_version: Literal["agentbench-run-report/1"] = "agentbench-run-report/1"
     environment: Environment
     adapter: AdapterIdentity
     exit_status: int

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from _pytest.junitxml import xml_key
 
 from pytest_agentbench.report.summary import RunSummary
-
-try:
-    from _pytest.junitxml import xml_key
-except ImportError:  # pragma: no cover - pytest moved it
-    xml_key = None
 
 
 def global_properties(summary: RunSummary) -> list[tuple[str, str]]:
@@ -21,8 +17,10 @@ def global_properties(summary: RunSummary) -> list[tuple[str, str]]:
             properties.append((f"{prefix}.{metric.name}", value))
         for gate in suite.gates:
             properties.append(
-                (f"{prefix}.gate.{gate.gate.metric}{gate.gate.op}{gate.gate.threshold:g}",
-                 "pass" if gate.passed else f"fail: {gate.reason}")
+                (
+                    f"{prefix}.gate.{gate.gate.metric}{gate.gate.op}{gate.gate.threshold:g}",
+                    "pass" if gate.passed else f"fail: {gate.reason}",
+                )
             )
         for control in suite.controls:
             properties.append(
@@ -31,14 +29,17 @@ def global_properties(summary: RunSummary) -> list[tuple[str, str]]:
     ran = {suite.id for suite in summary.suites}
     for gate in summary.gates:
         if gate.gate.suite not in ran:
-            properties.append((f"agentbench.{gate.gate.suite}.gate.{gate.gate.metric}"
-                               f"{gate.gate.op}{gate.gate.threshold:g}", f"fail: {gate.reason}"))
+            properties.append(
+                (
+                    f"agentbench.{gate.gate.suite}.gate.{gate.gate.metric}"
+                    f"{gate.gate.op}{gate.gate.threshold:g}",
+                    f"fail: {gate.reason}",
+                )
+            )
     return properties
 
 
 def add_global_properties(config: pytest.Config, summary: RunSummary) -> None:
-    if xml_key is None:
-        return
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return

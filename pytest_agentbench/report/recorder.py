@@ -80,7 +80,8 @@ class RunRecorder:
         if payload is not None:
             self.identities[report.nodeid] = _identity(payload["identity"])
         identity = self.identities.get(report.nodeid)
-        if report.when == "???":
+        # pytest-xdist reports a node whose worker died with when="???".
+        if str(report.when) == "???":
             self.crashed.append(report.nodeid)
             if identity is not None:
                 self._store_failure(identity, report.nodeid, CRASH_REASON)

@@ -68,9 +68,7 @@ def _counts(results: Sequence[CaseResult]) -> tuple[dict[str, int], dict[str, in
     return counts, failure_classes
 
 
-def _locate_unidentified(
-    recorder: RunRecorder, loader: SuiteLoader
-) -> None:
+def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
     """Attribute crashed nodes that never reported their identity to their suite."""
     for nodeid in recorder.crashed:
         if nodeid in recorder.identities:
@@ -96,9 +94,7 @@ def _locate_unidentified(
         recorder._store_failure(identity, nodeid, CRASH_REASON)
 
 
-def summarise(
-    recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[str]
-) -> RunSummary:
+def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[str]) -> RunSummary:
     _locate_unidentified(recorder, loader)
     problems: list[str] = []
     suites: list[SuiteSummary] = []
@@ -114,8 +110,11 @@ def summarise(
             continue
         suite, world = loaded.suite, loaded.world
         case_entries = sorted(
-            (CaseEntry(nodeid=nodeid, result=result)
-             for nodeid, result in recorder.cases.items() if result.suite_id == suite_id),
+            (
+                CaseEntry(nodeid=nodeid, result=result)
+                for nodeid, result in recorder.cases.items()
+                if result.suite_id == suite_id
+            ),
             key=lambda entry: entry.nodeid,
         )
         results = [entry.result for entry in case_entries]
@@ -162,8 +161,5 @@ def summarise(
             )
         )
     ran = {summary.id for summary in suites}
-    all_gates.extend(
-        judge(gate, None) for gate in parsed_cli if gate.suite not in ran
-    )
+    all_gates.extend(judge(gate, None) for gate in parsed_cli if gate.suite not in ran)
     return RunSummary(suites=tuple(suites), gates=tuple(all_gates), problems=tuple(problems))
-
