@@ -1,0 +1,178 @@
+"""The observed-action trace: one submission row per public action event.
+
+A row states what the system under test captured about one action. Every field
+but ``event_id`` is nullable, because missing capture is scored as missing
+rather than filled in from the answer key. Field rules follow the bundle
+records (:mod:`.models`): ids non-blank, sorted-unique lists (``requested_scope``,
+``evidence_refs``) normalised, timestamps UTC, ``synthetic`` true or omitted.
+The two chains (``delegation_chain_ids``, ``accountable_owner_chain``) keep the
+submitted order, since their order is what the scorer compares; repeated
+entries are accepted there and simply fail to match.
+
+The JSONL reader here is the strict one the scorer uses: it stops at the first
+problem. :mod:`.validate` examines every line instead, for adapter authors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, StrictBool, ValidationError
+
+from pytest_agentbench.canonical import JsonValue, loads_strict
+from pytest_agentbench.contracts import Record
+from pytest_agentbench.errors import AgentbenchError, field_path
+from pytest_agentbench.worlds.authority.models import Decision, Id, SortedIds, UtcDatetime
+
+
+def _exactly_true(value: Any) -> Any:
+    # Literal[True] alone would accept 1; the marker must be the JSON literal true.
+    if value is not True:
+        raise ValueError("synthetic must be true or omitted")
+    return value
+
+
+SyntheticMarker = Annotated[Literal[True], BeforeValidator(_exactly_true)]
+
+
+class ObservedActionTrace(Record):
+    """One submission row (field names are the format's)."""
+
+    event_id: Id
+    schema_version: Id | None = None
+    timestamp: UtcDatetime | None = None
+    originating_principal_id: Id | None = None
+    logical_agent_id: Id | None = None
+    runtime_principal_id: Id | None = None
+    credential_subject_id: Id | None = None
+    attributed_actor_id: Id | None = None
+    resource_id: Id | None = None
+    action: Id | None = None
+    requested_scope: SortedIds | None = None
+    decision: Decision | None = None
+    """The action-time decision."""
+    decision_at_audit: Decision | None = None
+    """The later historical evaluation at the audit event."""
+    side_effect: Id | None = None
+    policy_version: Id | None = None
+    delegation_chain_ids: tuple[Id, ...] | None = None
+    """Root first. ``[]`` claims no covering chain; ``null`` claims nothing."""
+    accountable_owner_chain: tuple[Id, ...] | None = None
+    evidence_refs: SortedIds | None = None
+    """``[]`` claims evidence was captured and there was none; ``null`` that none was captured."""
+    reconstructable_from_retained_evidence: StrictBool | None = None
+    synthetic: SyntheticMarker = True
+
+
+NULLABLE_FIELDS: tuple[str, ...] = tuple(
+    name for name in ObservedActionTrace.model_fields if name not in {"event_id", "synthetic"}
+)
+"""Every field a row may leave null: the fields that carry captured information."""
+
+SCORED_FIELDS: frozenset[str] = frozenset(
+    {
+        "originating_principal_id",
+        "logical_agent_id",
+        "runtime_principal_id",
+        "credential_subject_id",
+        "attributed_actor_id",
+        "decision",
+        "decision_at_audit",
+        "side_effect",
+        "policy_version",
+        "delegation_chain_ids",
+        "accountable_owner_chain",
+        "evidence_refs",
+        "reconstructable_from_retained_evidence",
+    }
+)
+"""The fields the scorer reads. ``schema_version``, ``timestamp``, ``resource_id``,
+``action`` and ``requested_scope`` echo the public attempt and are not graded."""
+
+
+def reported_fields(row: ObservedActionTrace) -> frozenset[str]:
+    """The nullable fields the row actually sets."""
+    return frozenset(name for name in NULLABLE_FIELDS if getattr(row, name) is not None)
+
+
+def is_all_null(row: ObservedActionTrace) -> bool:
+    """The row carries nothing but its ``event_id``."""
+    return not reported_fields(row)
+
+
+def is_uninformative(row: ObservedActionTrace) -> bool:
+    """All null, or nothing but an empty ``evidence_refs``: no information at all."""
+    reported = reported_fields(row)
+    return not reported or (reported == {"evidence_refs"} and row.evidence_refs == ())
+
+
+def row_json(row: ObservedActionTrace) -> dict[str, JsonValue]:
+    """The JSON object form of a row (timestamps as ``...Z``, nulls kept)."""
+    return row.model_dump(mode="json")
+
+
+def validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
+    """Every (field path, reason) of a failed row validation, in pydantic's order."""
+    problems: list[tuple[str, str]] = []
+    for error in exc.errors():
+        where = field_path(tuple(error["loc"])) or "<root>"
+        if error["type"] == "extra_forbidden":
+            reason = "unknown field"
+        elif error["type"] == "missing":
+            reason = "required field is missing"
+        else:
+            reason = error["msg"]
+        problems.append((where, reason))
+    return problems
+
+
+def parse_row(
+    value: JsonValue, *, file: str | None = None, line: int | None = None
+) -> ObservedActionTrace:
+    """Validate one parsed JSON value as a row; refusals are ``invalid_row``."""
+    if not isinstance(value, Mapping):
+        raise AgentbenchError(
+            "invalid_row", "a trace row must be a JSON object", file=file, line=line
+        )
+    try:
+        return ObservedActionTrace.model_validate(value)
+    except ValidationError as exc:
+        where, reason = validation_problems(exc)[0]
+        raise AgentbenchError("invalid_row", reason, file=file, line=line, field=where) from None
+
+
+def trace_lines(text: str) -> Iterator[tuple[int, str]]:
+    """Every non-blank line of a JSONL document with its one-based number.
+
+    Lines end at ``\\n`` only (a trailing ``\\r`` is dropped): JSON strings may
+    legally hold other Unicode line separators unescaped.
+    """
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r")
+        if line.strip():
+            yield number, line
+
+
+def read_trace(text: str, *, file: str | None = None) -> list[ObservedActionTrace]:
+    """Parse a submission strictly, refusing at the first bad line.
+
+    Refusal codes: ``malformed_json`` and ``duplicate_key`` (from the strict
+    JSON reader), ``invalid_row`` (with the field path) and
+    ``duplicate_event_id`` (naming the line of the first occurrence).
+    """
+    rows: list[ObservedActionTrace] = []
+    first_line: dict[str, int] = {}
+    for number, line in trace_lines(text):
+        row = parse_row(loads_strict(line, file=file, line=number), file=file, line=number)
+        if row.event_id in first_line:
+            raise AgentbenchError(
+                "duplicate_event_id",
+                f"event {row.event_id!r} already has a row on line {first_line[row.event_id]}",
+                file=file,
+                line=number,
+                field="event_id",
+            )
+        first_line[row.event_id] = number
+        rows.append(row)
+    return rows
