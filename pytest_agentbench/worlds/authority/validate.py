@@ -8,7 +8,7 @@ never make a document invalid and say nothing about scores.
 
 Codes and severities:
 
-========================  ========  ==================================================
+========================  ========  ============================================================
 ``malformed_json``        error     the line is not valid JSON (duplicate keys included)
 ``invalid_row``           error     the line is JSON but violates the trace model
 ``duplicate_event_id``    error     the same ``event_id`` appears on more than one line
@@ -19,7 +19,7 @@ Codes and severities:
 ``no_scored_fields``      warning   only fields the scorer does not read are set
 ``empty_evidence_refs``   warning   ``evidence_refs`` is ``[]``; ``null`` asserts no capture
 ``cardinality_unchecked`` warning   a line had no recoverable ``event_id`` to match
-========================  ========  ==================================================
+========================  ========  ============================================================
 
 An ``event_id`` is recovered from an invalid row when it is a non-blank string,
 so duplicate, unexpected and missing ids are still reported around a row with
