@@ -107,6 +107,14 @@ def _register_suite_marker(config: pytest.Config, suite_id: str) -> None:
 
 
 _SUITE_MARKERS_KEY = pytest.StashKey[set[str]]()
+REFUSED_KEY = pytest.StashKey[set[str]]()
+"""Node ids of collectors whose collection error is a suite refusal."""
+
+
+def refusal_text(collector: pytest.Collector, error: AgentbenchError) -> str:
+    """Render a suite refusal, remembering it so the session can run the other suites."""
+    collector.config.stash.setdefault(REFUSED_KEY, set()).add(collector.nodeid)
+    return error.render()
 
 
 class _AgentbenchItem(pytest.Function):
@@ -336,7 +344,7 @@ class SuiteFile(pytest.File):
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
         if isinstance(excinfo.value, SuiteCollectionError):
-            return excinfo.value.error.render()
+            return refusal_text(self, excinfo.value.error)
         return super().repr_failure(excinfo)
 
 
@@ -364,7 +372,7 @@ class CaseFile(pytest.File):
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
         if isinstance(excinfo.value, SuiteCollectionError):
-            return excinfo.value.error.render()
+            return refusal_text(self, excinfo.value.error)
         return super().repr_failure(excinfo)
 
 

@@ -11,6 +11,7 @@ import pytest
 from pytest_agentbench import fixtures, hookspecs
 from pytest_agentbench.adapters import describe_adapter, load_adapter
 from pytest_agentbench.collect import (
+    REFUSED_KEY,
     RESULT_KEY,
     VERDICT_KEY,
     CaseItem,
@@ -209,6 +210,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # A refused suite is reported as a collection error, yet the other suites still
+    # run: pytest would otherwise interrupt the session (xdist already runs on).
+    refused = session.config.stash.get(REFUSED_KEY, set())
+    if refused and session.testsfailed == len(refused):
+        session.config.option.continue_on_collection_errors = True
 
 
 def _identity(item: CaseItem | ControlItem) -> Identity:
