@@ -1,0 +1,119 @@
+"""Built-in agents: public-only rows by the documented conventions."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import pytest
+
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.worlds.authority import agents
+from pytest_agentbench.worlds.authority.agents import (
+    ROW_FIELDS,
+    AlwaysDenyAgent,
+    CurrentStateAgent,
+    ReferenceAgent,
+)
+from pytest_agentbench.worlds.authority.engine import derive_truth
+from tests.worlds.authority.test_engine import LABELS, bindings
+from tests.worlds.authority.test_replay import small_world
+
+
+def test_reference_rows_match_the_derived_truth_and_bindings() -> None:
+    world = small_world()
+    rows = ReferenceAgent().trace(world)
+    truths = derive_truth(world, bindings(), LABELS)
+    assert [row["event_id"] for row in rows] == ["evt-007", "evt-008"]
+    for row, truth, binding in zip(rows, truths, bindings(), strict=True):
+        assert tuple(row) == ROW_FIELDS
+        assert row["decision"] == truth.decision_at_action
+        assert row["decision_at_audit"] == truth.decision_at_audit
+        assert row["delegation_chain_ids"] == list(truth.delegation_chain_ids)
+        assert row["evidence_refs"] == list(truth.required_evidence_refs)
+        assert row["side_effect"] == truth.expected_side_effect
+        assert row["policy_version"] == truth.expected_policy_version
+        assert row["reconstructable_from_retained_evidence"] == truth.reconstructable_at_audit
+        assert row["originating_principal_id"] == binding.originating_principal_id
+        assert row["logical_agent_id"] == binding.logical_agent_id
+        assert row["runtime_principal_id"] == binding.runtime_principal_id
+        assert row["credential_subject_id"] == binding.credential_subject_id
+        assert row["attributed_actor_id"] == binding.attributed_actor_id
+        assert row["accountable_owner_chain"] == list(binding.accountable_owner_chain)
+
+
+def test_reference_row_shape() -> None:
+    row = ReferenceAgent().trace_action(small_world(), "evt-007")
+    assert row["timestamp"] == "2026-01-15T09:06:00Z"
+    assert row["schema_version"] == "1.0.0"
+    assert row["requested_scope"] == ["s1"]
+    assert row["resource_id"] == "res-doc"
+    assert row["action"] == "compare"
+
+
+def test_logical_agent_falls_back_to_the_runtime_agent() -> None:
+    world = small_world()
+    events = list(world.events)
+    payload = events[6].payload
+    attempt = payload.attempt.model_copy(update={"logical_agent_claim": None})  # type: ignore[union-attr]
+    events[6] = events[6].model_copy(
+        update={"payload": payload.model_copy(update={"attempt": attempt})}
+    )
+    changed = world.model_copy(update={"events": tuple(events)})
+    assert ReferenceAgent().trace_action(changed, "evt-007")["logical_agent_id"] == "agent-child"
+
+
+def test_current_state_agent_uses_the_audit_state_everywhere() -> None:
+    rows = CurrentStateAgent().trace(small_world())
+    first, second = rows
+    # evt-007 was allowed when performed; the audit sees d-root revoked.
+    assert (first["decision"], first["decision_at_audit"]) == ("deny", "deny")
+    assert first["side_effect"] == "none"
+    assert first["delegation_chain_ids"] == []
+    assert "evidence:delegation:d-root" not in first["evidence_refs"]
+    # evt-008 was denied when performed; the later grant covers it at audit.
+    assert (second["decision"], second["side_effect"]) == ("allow", "read_recorded")
+    assert second["delegation_chain_ids"] == ["d-late"]
+
+
+def test_always_deny_agent_records_nothing_else() -> None:
+    world = small_world()
+    rows = AlwaysDenyAgent().trace(world)
+    assert [row["event_id"] for row in rows] == ["evt-007", "evt-008"]
+    for row in rows:
+        assert tuple(row) == ROW_FIELDS
+        assert (row["decision"], row["decision_at_audit"], row["side_effect"]) == (
+            "deny",
+            "deny",
+            "none",
+        )
+        assert row["timestamp"] is not None
+        filled = {"event_id", "timestamp", "decision", "decision_at_audit", "side_effect"}
+        assert all(row[name] is None for name in ROW_FIELDS if name not in filled)
+    assert AlwaysDenyAgent().trace_action(world, "evt-008") == rows[1]
+
+
+@pytest.mark.parametrize("agent", [ReferenceAgent(), CurrentStateAgent(), AlwaysDenyAgent()])
+def test_unknown_event_ids_are_refused(agent: ReferenceAgent | AlwaysDenyAgent) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        agent.trace_action(small_world(), "evt-001")
+    assert caught.value.code == "unexpected_event_id"
+
+
+def test_rows_are_independent_copies() -> None:
+    world = small_world()
+    agent = ReferenceAgent()
+    row = agent.trace_action(world, "evt-007")
+    row["decision"] = "tampered"
+    assert agent.trace_action(world, "evt-007")["decision"] == "allow"
+
+
+def test_agents_never_import_evaluator_modules() -> None:
+    tree = ast.parse(inspect.getsource(agents))
+    imported = {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module is not None
+    }
+    assert not any(name.endswith(("bundle", "scoring", "builder")) for name in imported)
+    assert "derive_truth" not in inspect.getsource(agents)
