@@ -69,10 +69,13 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
     if result.failure_class is not None and failed:
         lines.append(f"{len(failed)} of {len(result.checks)} checks failed:")
     for check in failed:
-        lines.append(
-            f"  {check.name} [{check.status.value}]: expected {_render_value(check.expected)}, "
-            f"got {_render_value(check.actual)}" + (f" ({check.detail})" if check.detail else "")
-        )
+        compared = f"expected {_render_value(check.expected)}, got {_render_value(check.actual)}"
+        if check.expected is None and check.actual is None and check.detail:
+            # A check with no values (the golden output) explains itself in its detail.
+            verdict = check.detail
+        else:
+            verdict = compared + (f" ({check.detail})" if check.detail else "")
+        lines.append(f"  {check.name} [{check.status.value}]: {verdict}")
     if golden_diff:
         lines.append("golden output changed (re-pin with --snapshot-update):")
         lines.extend(f"  {line}" for line in golden_diff.splitlines())

@@ -8,6 +8,7 @@ reports and deletes unused snapshots.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
 
 SNAPSHOT_DIR_KEY = pytest.StashKey[Path]()
+# syrupy colours its diff per character; failure text (and JUnit messages) must stay plain.
+_ANSI_STYLE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class GoldenMismatch(Exception):
@@ -43,5 +46,6 @@ def assert_golden(request: pytest.FixtureRequest, data: JsonValue) -> None:
     """Compare ``data`` with the pinned snapshot; ``--snapshot-update`` re-pins it."""
     snapshot: Any = request.getfixturevalue("snapshot")
     golden = snapshot.use_extension(GoldenOutputExtension)
-    if not golden == data:
-        raise GoldenMismatch("\n".join(golden.get_assert_diff()))
+    if not golden == data:  # noqa: SIM201 - syrupy records the assertion in __eq__
+        diff = "\n".join(golden.get_assert_diff())
+        raise GoldenMismatch(_ANSI_STYLE.sub("", diff))
