@@ -1,0 +1,283 @@
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.canonical import (
+    artifact_set_digest,
+    artifact_set_digest_from_hashes,
+    canonical_bytes,
+    canonical_json,
+    iter_jsonl,
+    loads_strict,
+    loads_yaml_strict,
+    pretty_json,
+    read_json,
+    read_jsonl,
+    read_yaml,
+    sha256_hex,
+    tree_files,
+)
+from pytest_agentbench.errors import AgentbenchError
+
+# --- canonical_json ------------------------------------------------------------
+
+
+def test_canonical_json_sorts_keys_at_every_depth_and_has_no_whitespace() -> None:
+    value = {"b": 1, "a": {"z": [3, {"y": True, "x": None}], "c": "d"}}
+    assert canonical_json(value) == '{"a":{"c":"d","z":[3,{"x":null,"y":true}]},"b":1}'
+
+
+def test_canonical_json_keeps_non_ascii_text_as_utf8() -> None:
+    assert canonical_json({"name": "café"}) == '{"name":"café"}'
+    assert canonical_bytes({"name": "café"}) == '{"name":"café"}'.encode()
+
+
+def test_canonical_json_does_not_depend_on_insertion_order() -> None:
+    assert canonical_json({"x": 1, "y": 2}) == canonical_json({"y": 2, "x": 1})
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        (float("nan"), "<root>"),
+        ({"a": [1, float("inf")]}, "a[1]"),
+        ({"outer": {"inner": float("-inf")}}, "outer.inner"),
+        ([{"k": 0.5}, {"k": float("nan")}], "[1].k"),
+    ],
+)
+def test_canonical_json_refuses_non_finite_numbers_naming_the_field(value: Any, field: str) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        canonical_json(value)
+    assert caught.value.code == "non_finite_number"
+    assert caught.value.location.field == field
+
+
+def test_pretty_json_is_indented_sorted_and_ends_with_a_newline() -> None:
+    assert pretty_json({"b": [1], "a": 2}) == '{\n  "a": 2,\n  "b": [\n    1\n  ]\n}\n'
+
+
+def test_pretty_json_refuses_non_finite_numbers() -> None:
+    with pytest.raises(AgentbenchError, match="non_finite_number"):
+        pretty_json({"a": float("nan")})
+
+
+# --- loads_strict ----------------------------------------------------------------
+
+
+def test_loads_strict_returns_plain_values() -> None:
+    value = loads_strict('{"a": [1, {"b": 2.5}], "c": null}')
+    assert value == {"a": [1, {"b": 2.5}], "c": None}
+    assert type(value) is dict
+    assert type(value["a"][1]) is dict
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"a": 1, "a": 2}', "a"),
+        ('{"a": {"b": [{"c": 1, "c": 2}]}}', "a.b[0].c"),
+        ('[{"ok": 1}, {"x": {"y": 1, "y": 1}}]', "[1].x.y"),
+    ],
+)
+def test_loads_strict_refuses_duplicate_keys_at_any_depth(text: str, field: str) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        loads_strict(text, file="cases.jsonl", line=7)
+    error = caught.value
+    assert error.code == "duplicate_key"
+    assert error.location.field == field
+    assert error.location.file == "cases.jsonl"
+    assert error.location.line == 7
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_loads_strict_refuses_non_finite_constants(constant: str) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        loads_strict(f'{{"score": {constant}}}', file="f.json", line=3)
+    assert caught.value.code == "malformed_json"
+    assert constant in caught.value.reason
+    assert caught.value.location.line == 3
+
+
+def test_loads_strict_names_the_line_of_a_syntax_error() -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        loads_strict('{\n  "a": 1,\n  "b": ]\n}', file="f.json")
+    assert caught.value.code == "malformed_json"
+    assert caught.value.location.line == 3
+    assert "column" in caught.value.reason
+
+
+def test_read_json_refuses_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        read_json(tmp_path / "absent.json", display="suite/absent.json")
+    assert caught.value.code == "missing_file"
+    assert caught.value.location.file == "suite/absent.json"
+
+
+def test_read_json_refuses_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "latin.json"
+    path.write_bytes(b'{"a": "\xe9"}')
+    with pytest.raises(AgentbenchError) as caught:
+        read_json(path)
+    assert caught.value.code == "malformed_json"
+    assert "UTF-8" in caught.value.reason
+
+
+# --- JSONL -----------------------------------------------------------------------
+
+
+def test_iter_jsonl_skips_blank_lines_but_keeps_true_line_numbers() -> None:
+    lines = list(iter_jsonl('{"id": 1}\n\n   \n{"id": 2}\n'))
+    assert [(line.line, line.value) for line in lines] == [(1, {"id": 1}), (4, {"id": 2})]
+
+
+def test_iter_jsonl_names_the_line_of_a_duplicate_key() -> None:
+    text = '{"id": "a"}\n{"id": "b"}\n{"id": "c", "id": "d"}\n'
+    with pytest.raises(AgentbenchError) as caught:
+        list(iter_jsonl(text, file="cases.jsonl"))
+    assert caught.value.code == "duplicate_key"
+    assert (
+        caught.value.render()
+        == "[duplicate_key] cases.jsonl:3: id: key 'id' appears more than once"
+    )
+
+
+def test_iter_jsonl_names_the_line_of_a_nan() -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        list(iter_jsonl('{"x": 1}\n{"x": NaN}\n', file="cases.jsonl"))
+    assert caught.value.code == "malformed_json"
+    assert caught.value.location.line == 2
+
+
+def test_iter_jsonl_names_the_line_of_a_truncated_object() -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        list(iter_jsonl('{"x": 1}\n\n{"x": \n', file="cases.jsonl"))
+    assert caught.value.location.line == 3
+
+
+def test_read_jsonl_reads_every_line(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text('{"id": "a"}\n{"id": "b"}\n', encoding="utf-8")
+    assert [line.value["id"] for line in read_jsonl(path)] == ["a", "b"]
+
+
+def test_read_jsonl_refuses_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        read_jsonl(tmp_path / "none.jsonl", display="s/none.jsonl")
+    assert caught.value.code == "missing_file"
+    assert caught.value.location.file == "s/none.jsonl"
+
+
+# --- strict YAML -----------------------------------------------------------------
+
+
+def test_yaml_duplicate_top_level_key_names_its_line() -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        loads_yaml_strict("id: a\nversion: 1\nid: b\n", file="suite.yaml")
+    assert caught.value.code == "duplicate_key"
+    assert caught.value.location.line == 3
+    assert caught.value.location.file == "suite.yaml"
+
+
+def test_yaml_duplicate_nested_key_names_its_line() -> None:
+    text = "a: 1\noptions:\n  depth: 1\n  width: 2\n  depth: 3\n"
+    with pytest.raises(AgentbenchError) as caught:
+        loads_yaml_strict(text, file="suite.yaml")
+    assert caught.value.code == "duplicate_key"
+    assert caught.value.location.line == 5
+    assert "'depth'" in caught.value.reason
+
+
+def test_yaml_same_key_in_sibling_mappings_is_accepted() -> None:
+    assert loads_yaml_strict("- id: a\n- id: b\n") == [{"id": "a"}, {"id": "b"}]
+
+
+def test_yaml_syntax_error_is_malformed_yaml_with_line() -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        loads_yaml_strict("a: [1\nb: 2\n", file="suite.yaml")
+    assert caught.value.code == "malformed_yaml"
+    assert caught.value.location.line == 2
+
+
+def test_yaml_refuses_python_specific_tags() -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        loads_yaml_strict("a: !!python/object:os.system {}\n")
+    assert caught.value.code == "malformed_yaml"
+
+
+def test_read_yaml_refuses_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        read_yaml(tmp_path / "suite.yaml", display="x/suite.yaml")
+    assert caught.value.code == "missing_file"
+
+
+# --- artifact-set digests ----------------------------------------------------------
+
+
+def _digest_by_definition(files: dict[str, bytes]) -> str:
+    """authority-bundle.md "Digests", spelled out: path, a zero byte, the raw file hash."""
+    stream = b""
+    for path in sorted(files):
+        stream += path.encode("utf-8") + b"\x00" + hashlib.sha256(files[path]).digest()
+    return hashlib.sha256(stream).hexdigest()
+
+
+SAMPLE_FILES = {
+    "world/zeta.jsonl": b'{"id":1}\n',
+    "README.md": b"hello\n",
+    "café.json": b"{}\n",
+    "world/alpha.json": b"",
+}
+
+
+def test_artifact_set_digest_matches_the_format_definition() -> None:
+    by_hand = _digest_by_definition(SAMPLE_FILES)
+    assert artifact_set_digest(SAMPLE_FILES) == by_hand
+    # The same value computed outside Python: printf "%s\0" path; sha256sum | xxd -r -p.
+    assert by_hand == "31bb145eadfad9633f3be8b07ba26308989e80e591660b433b514575afb02774"
+
+
+def test_artifact_set_digest_of_one_file_by_hand() -> None:
+    file_hash = hashlib.sha256(b"x").digest()
+    assert artifact_set_digest({"a": b"x"}) == hashlib.sha256(b"a\x00" + file_hash).hexdigest()
+
+
+def test_artifact_set_digest_ignores_the_order_files_are_given_in() -> None:
+    reversed_pairs = list(reversed(list(SAMPLE_FILES.items())))
+    assert artifact_set_digest(reversed_pairs) == artifact_set_digest(SAMPLE_FILES)
+
+
+def test_artifact_set_digest_changes_with_a_path_or_a_byte() -> None:
+    base = artifact_set_digest({"a.txt": b"1"})
+    assert artifact_set_digest({"b.txt": b"1"}) != base
+    assert artifact_set_digest({"a.txt": b"2"}) != base
+
+
+def test_artifact_set_digest_of_the_empty_set_is_sha256_of_nothing() -> None:
+    assert artifact_set_digest({}) == hashlib.sha256(b"").hexdigest()
+
+
+def test_artifact_set_digest_from_hashes_agrees_with_the_bytes_form() -> None:
+    hashes = {path: sha256_hex(data) for path, data in SAMPLE_FILES.items()}
+    assert artifact_set_digest_from_hashes(hashes) == artifact_set_digest(SAMPLE_FILES)
+
+
+def test_tree_files_skips_hidden_caches_and_excluded_names(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / ".git").mkdir()
+    for name in ["a.json", "sub/b.jsonl", "manifest.json", ".DS_Store", "__pycache__/x.pyc"]:
+        (tmp_path / name).write_text("x", encoding="utf-8")
+    (tmp_path / ".git" / "HEAD").write_text("ref", encoding="utf-8")
+    found = tree_files(tmp_path, exclude=("manifest.json",))
+    assert list(found) == ["a.json", "sub/b.jsonl"]
+    assert found["sub/b.jsonl"] == tmp_path / "sub" / "b.jsonl"
+
+
+def test_canonical_json_round_trips_through_the_strict_reader() -> None:
+    value = {"z": [1, 2.5, "é"], "a": {"n": None, "t": True}}
+    assert loads_strict(canonical_json(value)) == json.loads(canonical_json(value)) == value
