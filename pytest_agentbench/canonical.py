@@ -154,10 +154,15 @@ class JsonlLine:
 
 
 def iter_jsonl(text: str, *, file: str | Path | None = None) -> Iterator[JsonlLine]:
-    """Yield every non-blank line of a JSONL document, strictly parsed."""
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if raw.strip():
-            yield JsonlLine(number, loads_strict(raw, file=file, line=number))
+    """Yield every non-blank line of a JSONL document, strictly parsed.
+
+    Lines end at ``\n`` only (a trailing ``\r`` is dropped): JSON strings may
+    hold other Unicode line separators unescaped.
+    """
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r")
+        if line.strip():
+            yield JsonlLine(number, loads_strict(line, file=file, line=number))
 
 
 def read_jsonl(path: Path, *, display: str | None = None) -> list[JsonlLine]:

@@ -121,6 +121,13 @@ def _metric_lines(metrics: Sequence[MetricValue]) -> list[str]:
     return lines
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
+
+
 def cmd_list(args: argparse.Namespace, registry: WorldRegistry) -> int:
     for suite_id, root in packaged_suites().items():
         try:
@@ -146,12 +153,7 @@ def cmd_validate(args: argparse.Namespace, registry: WorldRegistry) -> int:
         raise AgentbenchError(
             "unsupported_command", f"world kind {loaded.world.kind!r} offers no validator"
         )
-    path = Path(args.predictions)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
-    report = loaded.world.validate_predictions(loaded.suite, text)
+    report = loaded.world.validate_predictions(loaded.suite, _read_text(Path(args.predictions)))
     if args.json:
         print(report.json_text())
     else:
@@ -164,7 +166,15 @@ def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
     loaded = load(args.suite, registry)
     world, suite = loaded.world, loaded.suite
     if args.predictions:
-        adapter = world.predictions_adapter(suite, Path(args.predictions).resolve())
+        path = Path(args.predictions).resolve()
+        if isinstance(world, ValidatesPredictions):
+            # A document the validator refuses is refused here too, before scoring.
+            report = world.validate_predictions(suite, _read_text(path))
+            if not report.valid:
+                for line in report.render_lines():
+                    print(line, file=sys.stderr)
+                return 1
+        adapter = world.predictions_adapter(suite, path)
     else:
         agents = {agent.agent_id: agent for agent in world.control_agents(suite)}
         if args.agent not in agents:

@@ -1,1 +1,1 @@
-"""Built-in world kinds; each registers itself through the ``pytest_agentbench.worlds`` entry point."""
+"""Built-in world kinds, each registered through the ``pytest_agentbench.worlds`` entry point."""

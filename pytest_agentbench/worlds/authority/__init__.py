@@ -1,1 +1,1 @@
-"""The ``authority`` world kind: identity, delegated authority, temporal validity and audit provenance."""
+"""The ``authority`` world kind: identity, delegated authority, time and audit provenance."""

@@ -1,0 +1,11 @@
+"""Registers the ``authority`` world kind (entry point ``pytest_agentbench.worlds``)."""
+
+from __future__ import annotations
+
+from pytest_agentbench.hookspecs import hookimpl
+from pytest_agentbench.worlds.authority.world import WORLD, AuthorityWorld
+
+
+@hookimpl
+def pytest_agentbench_world_kinds() -> list[AuthorityWorld]:
+    return [WORLD]
