@@ -33,7 +33,7 @@ from pytest_agentbench.worlds.authority.models import (
     EvidenceDiscarded,
     Scenario,
 )
-from pytest_agentbench.worlds.authority.replay import WorldState, build_index, materialize
+from pytest_agentbench.worlds.authority.replay import Replayer, WorldState, build_index, materialize
 from tests.worlds.authority.test_replay import (
     attempt,
     base_events,
@@ -464,3 +464,23 @@ def test_time_is_the_clock_not_the_state() -> None:
     before_window = datetime(2025, 12, 31, tzinfo=UTC)
     assert "credential_invalid" in reasons(state, attempt(), MAIN, before_window)
     assert reasons(state, attempt(), MAIN, CLOCK + timedelta(days=1)) == []
+
+
+def test_truth_derivation_is_a_single_pass_without_state_copies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    steps: list[int] = []
+    original_step = Replayer.step
+
+    def counting_step(self: Replayer) -> Event:
+        steps.append(self.state.event_index)
+        return original_step(self)
+
+    def no_copy(self: WorldState) -> WorldState:
+        raise AssertionError("a per-prefix state copy would make truth derivation quadratic")
+
+    monkeypatch.setattr(Replayer, "step", counting_step)
+    monkeypatch.setattr(WorldState, "copy", no_copy)
+    world = small_world()
+    derive_truth(world, bindings(), LABELS)
+    assert steps == list(range(len(world.events)))
