@@ -45,6 +45,7 @@ from pytest_agentbench.worlds.authority.models import (
     DelegationRevoked,
     Event,
     EvidenceDiscarded,
+    IntroducedKind,
     LogicalAgent,
     Organisation,
     Principal,
@@ -327,7 +328,9 @@ def _refuse_cycles(file: str, relation: str, parent_of: dict[str, str | None]) -
 # Stream validation
 
 
-def _check_stream(index: WorldIndex, events: Sequence[Event]) -> dict[tuple[str, str], int]:
+def _check_stream(
+    index: WorldIndex, events: Sequence[Event]
+) -> dict[tuple[IntroducedKind, str], int]:
     seen_ids: set[str] = set()
     previous: datetime | None = None
     for position, event in enumerate(events):
@@ -357,10 +360,9 @@ def _check_stream(index: WorldIndex, events: Sequence[Event]) -> dict[tuple[str,
         previous = event.occurred_at
         _check_payload_references(index, event, where=f"{where}.payload")
     try:
-        effective = introductions(index.snapshot, events)
+        return introductions(index.snapshot, events)
     except AgentbenchError as exc:
         raise exc.at(file=EVENTS_FILE) from None
-    return {(kind, record_id): at for (kind, record_id), at in effective.items()}
 
 
 def _check_payload_references(index: WorldIndex, event: Event, *, where: str) -> None:
