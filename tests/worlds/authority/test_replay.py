@@ -483,6 +483,12 @@ def test_root_delegator_must_be_origin_or_resource_owner_chain() -> None:
     materialize(*grant_world(owner_chain))
     unrelated = delegation("d-bad", origin="p-counsel", delegator="p-service")
     refusal("unrelated_root_delegator", *grant_world(unrelated))
+    # The delegator must be on EVERY delegated resource owner's chain.
+    both = capability(resources=("res-doc", "res-other"), actions=("read",))
+    partial = delegation("d-partial", origin="p-counsel", delegator="p-manager", cap=both)
+    refusal("unrelated_root_delegator", *grant_world(partial))
+    common = delegation("d-common", origin="p-counsel", delegator="p-org-a", cap=both)
+    assert "d-common" in materialize(*grant_world(common)).delegations
 
 
 def test_delegation_must_stay_in_one_organisation() -> None:
