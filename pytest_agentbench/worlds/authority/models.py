@@ -78,6 +78,7 @@ UtcDatetime = Annotated[
 ]
 
 Id = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
 def _sorted_unique(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -369,8 +370,8 @@ class ToolSchemaFile(SyntheticRecord):
 class PublicManifest(Record):
     """``public/manifest.json``: per-file sha256 and the root artifact-set digest."""
 
-    artifact_set_digest: Id
-    artifacts: dict[str, str]
+    artifact_set_digest: Sha256Hex
+    artifacts: dict[str, Sha256Hex]
     oracle_free: Literal[True] = True
     schema_version: Id
     seed: int
@@ -489,9 +490,9 @@ class EvaluatorChecksums(Record):
     """``evaluator/checksums.json``: evaluator hashes bound to the public root digest."""
 
     checksum_scheme: Literal["sha256-artifact-set-v1"] = "sha256-artifact-set-v1"
-    evaluator_artifact_set_digest: Id
-    evaluator_artifacts: dict[str, str]
-    public_artifact_set_digest: Id
+    evaluator_artifact_set_digest: Sha256Hex
+    evaluator_artifacts: dict[str, Sha256Hex]
+    public_artifact_set_digest: Sha256Hex
     schema_version: Id
 
 

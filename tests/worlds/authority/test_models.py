@@ -19,6 +19,7 @@ from pytest_agentbench.worlds.authority.models import (
     ExpectedProvenance,
     ExpectedSideEffect,
     OrganisationFile,
+    PublicManifest,
     RuntimeSpawned,
     format_utc,
     introductions,
@@ -181,3 +182,21 @@ def test_non_object_rows_are_refused() -> None:
     with pytest.raises(AgentbenchError) as caught:
         parse_record(Credential, ["not", "an", "object"], file="f.jsonl", line=2)
     assert caught.value.code == "invalid_row"
+
+
+def test_digest_records_require_lowercase_sha256_hex() -> None:
+    manifest = {
+        "artifact_set_digest": "a" * 64,
+        "artifacts": {"agents.jsonl": "b" * 64},
+        "oracle_free": True,
+        "schema_version": "1.0.0",
+        "seed": 1,
+        "world_id": "w",
+        "world_version": "1.0.0",
+    }
+    assert parse_record(PublicManifest, manifest, file="m").artifacts["agents.jsonl"] == "b" * 64
+    bad = {**manifest, "artifacts": {"agents.jsonl": "XYZ"}}
+    assert refusal(PublicManifest, bad).location.field == "artifacts.agents.jsonl"
+    assert refusal(PublicManifest, {**manifest, "oracle_free": False}).location.field == (
+        "oracle_free"
+    )
