@@ -7,6 +7,10 @@ setup events (three runtime spawns, three credential issues, three grants),
 then eleven action attempts interleaved with a revocation, a later grant, a
 declared evidence discard and the audit.
 
+Action event ids name the public action, never its case kind or expected
+outcome (public files carry no answer); only ``evt-010-authorised-comparison``
+keeps the name the seed publishes for it.
+
 Everything the evaluator ships is derived by :mod:`.builder` from this public
 data plus the canonical bindings and case labels below; nothing here states a
 decision, chain or evidence answer.
@@ -541,7 +545,7 @@ def _action_payloads() -> dict[str, EventPayload]:
             ),
         ),
         # The public claim names the human manager; the runtime's service account acted.
-        "evt-011-supplier-read-misattributed": _procurement_attempt(
+        "evt-011-supplier-directory-read": _procurement_attempt(
             SUPPLIER_DIRECTORY, "read", SUPPLIERS, actor=MANAGER, cited=task_chain
         ),
         "evt-012-quotation-request": _procurement_attempt(
@@ -550,10 +554,10 @@ def _action_payloads() -> dict[str, EventPayload]:
             ["supplier:cirrus", "supplier:novus"],
             cited=task_chain,
         ),
-        "evt-013-purchase-order-outside-capability": _procurement_attempt(
+        "evt-013-purchase-order-issue": _procurement_attempt(
             PURCHASE_ORDERS, "issue_purchase_order", ["supplier:atlas"], cited=task_chain
         ),
-        "evt-014-overprivileged-subdelegation": _procurement_attempt(
+        "evt-014-comparison-subdelegation": _procurement_attempt(
             DELEGATION_REGISTRY,
             "create_delegation",
             SUPPLIERS,
@@ -562,7 +566,7 @@ def _action_payloads() -> dict[str, EventPayload]:
         ),
         # The procurement agent acts through the comparison agent's runtime; the
         # attempt cites its own runtime, which the evidence convention ignores.
-        "evt-015-draft-wrong-runtime": _attempt(
+        "evt-015-draft-preparation": _attempt(
             origin=MANAGER,
             agent=PROCUREMENT_AGENT,
             runtime_principal=COMPARISON_WORKLOAD,
@@ -579,7 +583,7 @@ def _action_payloads() -> dict[str, EventPayload]:
             ),
         ),
         # The comparison runtime presents the procurement runtime's credential.
-        "evt-016-shared-credential-comparison": _attempt(
+        "evt-016-partial-comparison": _attempt(
             origin=MANAGER,
             agent=COMPARISON_AGENT,
             runtime_principal=COMPARISON_WORKLOAD,
@@ -596,7 +600,7 @@ def _action_payloads() -> dict[str, EventPayload]:
             ),
         ),
         # A truthful Orion runtime reaches for Asteria's (identically named) directory.
-        "evt-017-orion-cross-tenant-read": _attempt(
+        "evt-017-orion-supplier-read": _attempt(
             origin=ORION,
             agent=ORION_AGENT,
             runtime_principal=ORION_WORKLOAD,
@@ -608,10 +612,10 @@ def _action_payloads() -> dict[str, EventPayload]:
             purpose=COMPARISON_PURPOSE,
             cited=(_evidence("credential", ORION_CREDENTIAL), _evidence("runtime", ORION_RUNTIME)),
         ),
-        "evt-018-contract-read-before-grant": _procurement_attempt(
+        "evt-018-contract-archive-read": _procurement_attempt(
             CONTRACT_ARCHIVE, "read", ["supplier:cirrus"], purpose=CONTRACT_PURPOSE, origin=LEGAL
         ),
-        "evt-020-supplier-read-after-revocation": _procurement_attempt(
+        "evt-020-supplier-novus-read": _procurement_attempt(
             SUPPLIER_DIRECTORY, "read", ["supplier:novus"], cited=task_chain
         ),
         "evt-021-draft-recommendation": _procurement_attempt(
@@ -626,15 +630,15 @@ def _action_payloads() -> dict[str, EventPayload]:
 
 CASE_KINDS: dict[str, str] = {
     "evt-010-authorised-comparison": "authorised_action",
-    "evt-011-supplier-read-misattributed": "incorrect_attribution",
+    "evt-011-supplier-directory-read": "incorrect_attribution",
     "evt-012-quotation-request": "valid_then_revoked",
-    "evt-013-purchase-order-outside-capability": "outside_capability",
-    "evt-014-overprivileged-subdelegation": "overprivileged_subdelegation",
-    "evt-015-draft-wrong-runtime": "wrong_runtime",
-    "evt-016-shared-credential-comparison": "shared_credential",
-    "evt-017-orion-cross-tenant-read": "cross_tenant_confusion",
-    "evt-018-contract-read-before-grant": "invalid_then_later_granted",
-    "evt-020-supplier-read-after-revocation": "post_revocation_action",
+    "evt-013-purchase-order-issue": "outside_capability",
+    "evt-014-comparison-subdelegation": "overprivileged_subdelegation",
+    "evt-015-draft-preparation": "wrong_runtime",
+    "evt-016-partial-comparison": "shared_credential",
+    "evt-017-orion-supplier-read": "cross_tenant_confusion",
+    "evt-018-contract-archive-read": "invalid_then_later_granted",
+    "evt-020-supplier-novus-read": "post_revocation_action",
     "evt-021-draft-recommendation": "missing_retained_evidence",
 }
 
@@ -677,20 +681,20 @@ def _stream() -> list[tuple[str, EventPayload, tuple[str, ...]]]:
         ("evt-008-grant-comparison-child", *granted(COMPARISON_CHILD)),
         ("evt-009-grant-draft-recommendation", *granted(DRAFT_GRANT)),
         action("evt-010-authorised-comparison"),
-        action("evt-011-supplier-read-misattributed"),
+        action("evt-011-supplier-directory-read"),
         action("evt-012-quotation-request"),
-        action("evt-013-purchase-order-outside-capability"),
-        action("evt-014-overprivileged-subdelegation"),
-        action("evt-015-draft-wrong-runtime"),
-        action("evt-016-shared-credential-comparison"),
-        action("evt-017-orion-cross-tenant-read"),
-        action("evt-018-contract-read-before-grant"),
+        action("evt-013-purchase-order-issue"),
+        action("evt-014-comparison-subdelegation"),
+        action("evt-015-draft-preparation"),
+        action("evt-016-partial-comparison"),
+        action("evt-017-orion-supplier-read"),
+        action("evt-018-contract-archive-read"),
         (
             "evt-019-revoke-procurement-task",
             DelegationRevoked(delegation_id=PROCUREMENT_TASK),
             (_evidence("revocation", PROCUREMENT_TASK),),
         ),
-        action("evt-020-supplier-read-after-revocation"),
+        action("evt-020-supplier-novus-read"),
         action("evt-021-draft-recommendation"),
         ("evt-022-grant-contract-review", *granted(CONTRACT_GRANT)),
         (
@@ -863,18 +867,18 @@ def bindings() -> tuple[CanonicalBinding, ...]:
         through_comparison_runtime(
             "evt-010-authorised-comparison", COMPARISON_AGENT, COMPARISON_WORKLOAD
         ),
-        procurement("evt-011-supplier-read-misattributed"),
+        procurement("evt-011-supplier-directory-read"),
         procurement("evt-012-quotation-request"),
-        procurement("evt-013-purchase-order-outside-capability"),
-        procurement("evt-014-overprivileged-subdelegation"),
+        procurement("evt-013-purchase-order-issue"),
+        procurement("evt-014-comparison-subdelegation"),
         through_comparison_runtime(
-            "evt-015-draft-wrong-runtime", PROCUREMENT_AGENT, COMPARISON_WORKLOAD
+            "evt-015-draft-preparation", PROCUREMENT_AGENT, COMPARISON_WORKLOAD
         ),
         through_comparison_runtime(
-            "evt-016-shared-credential-comparison", COMPARISON_AGENT, PROCUREMENT_WORKLOAD
+            "evt-016-partial-comparison", COMPARISON_AGENT, PROCUREMENT_WORKLOAD
         ),
         _binding(
-            "evt-017-orion-cross-tenant-read",
+            "evt-017-orion-supplier-read",
             origin=ORION,
             agent=ORION_AGENT,
             runtime=ORION_RUNTIME,
@@ -883,8 +887,8 @@ def bindings() -> tuple[CanonicalBinding, ...]:
             actor=ORION,
             owners=(ORION,),
         ),
-        procurement("evt-018-contract-read-before-grant", origin=LEGAL),
-        procurement("evt-020-supplier-read-after-revocation"),
+        procurement("evt-018-contract-archive-read", origin=LEGAL),
+        procurement("evt-020-supplier-novus-read"),
         procurement("evt-021-draft-recommendation"),
     )
 

@@ -19,6 +19,7 @@ from pytest_agentbench.worlds.authority.builder import build_benchmark, derive_d
 from pytest_agentbench.worlds.authority.bundle import read_evaluator, read_public
 from pytest_agentbench.worlds.authority.engine import derive_truth
 from pytest_agentbench.worlds.authority.models import (
+    FAILURE_REASONS,
     ActionAttempted,
     AuthorityTruth,
     EvaluatorBundle,
@@ -123,6 +124,17 @@ def test_suite_yaml_declares_the_suite() -> None:
     assert "version: 1.0.0\n" in text
     assert "world: authority\n" in text
     assert "title: Asteria Agentic v1\n" in text
+
+
+def test_public_files_name_no_case_kind_or_failure_reason() -> None:
+    # The seed fixes evt-010's name; delegation_revoked is also a public event type.
+    words = {*CASE_KINDS, *FAILURE_REASONS} - {"authorised_action", "delegation_revoked"}
+    for path in SUITE_ROOT.rglob("*"):
+        if path.is_file() and path.name != "suite.yaml":
+            text = path.read_text(encoding="utf-8")
+            for word in words:
+                assert word not in text, (path.name, word)
+                assert word.replace("_", "-") not in text, (path.name, word)
 
 
 def test_shipped_truth_equals_truth_derived_from_public_data(

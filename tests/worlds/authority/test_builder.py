@@ -108,9 +108,7 @@ def test_runtime_owned_outside_its_principals_chain_is_refused(source: WorldSour
 
 
 def test_orion_runtime_bound_to_an_asteria_agent_is_a_false_join(source: WorldSource) -> None:
-    bad = _rebind(
-        source, "evt-017-orion-cross-tenant-read", logical_agent_id=asteria.PROCUREMENT_AGENT
-    )
+    bad = _rebind(source, "evt-017-orion-supplier-read", logical_agent_id=asteria.PROCUREMENT_AGENT)
     error = _refusal(bad)
     assert error.code == "false_runtime_agent_join"
     assert error.location.field == "bindings[7].runtime_id"
@@ -120,7 +118,7 @@ def test_credential_subject_must_be_the_presented_credentials(source: WorldSourc
     # The shared-credential attempt presents the procurement credential.
     bad = _rebind(
         source,
-        "evt-016-shared-credential-comparison",
+        "evt-016-partial-comparison",
         credential_subject_id=asteria.COMPARISON_WORKLOAD,
     )
     error = _refusal(bad)
@@ -156,7 +154,7 @@ def test_attributed_actor_on_the_credential_path_is_accepted(source: WorldSource
     # The shared-credential attempt: the procurement service owns the credential subject.
     ok = _rebind(
         source,
-        "evt-016-shared-credential-comparison",
+        "evt-016-partial-comparison",
         attributed_actor_id=asteria.PROCUREMENT_SERVICE,
     )
     _, evaluator = build_benchmark(ok)
@@ -220,7 +218,7 @@ def test_duplicate_and_missing_case_labels_are_refused(source: WorldSource) -> N
 def test_case_labels_are_open_strings(source: WorldSource) -> None:
     relabelled = tuple(
         CaseLabel(action_event_id=label.action_event_id, kind="custom_kind")
-        if label.action_event_id == "evt-013-purchase-order-outside-capability"
+        if label.action_event_id == "evt-013-purchase-order-issue"
         else label
         for label in source.labels
     )
@@ -232,13 +230,13 @@ def test_well_formed_denials_stay_scoreable(source: WorldSource) -> None:
     _, evaluator = build_benchmark(source)
     reasons = {row.action_event_id: row.failure_reasons_at_action for row in evaluator.truth}
     # A real credential from a runtime it does not permit.
-    assert reasons["evt-016-shared-credential-comparison"] == ("credential_invalid",)
+    assert reasons["evt-016-partial-comparison"] == ("credential_invalid",)
     # A truthful external runtime reaching another tenant's resource.
-    assert "tenant_mismatch" in reasons["evt-017-orion-cross-tenant-read"]
+    assert "tenant_mismatch" in reasons["evt-017-orion-supplier-read"]
     # A same-tenant runtime of another agent.
-    assert reasons["evt-015-draft-wrong-runtime"] == ("wrong_runtime",)
+    assert reasons["evt-015-draft-preparation"] == ("wrong_runtime",)
     # An incorrect public attribution claim does not change the authority truth.
-    assert reasons["evt-011-supplier-read-misattributed"] == ()
+    assert reasons["evt-011-supplier-directory-read"] == ()
 
 
 def test_bindings_and_labels_are_written_in_event_order(source: WorldSource) -> None:
