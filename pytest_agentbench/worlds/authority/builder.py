@@ -317,6 +317,7 @@ def derive_differences(public: PublicBundle, evaluator: EvaluatorBundle) -> list
     Truth is recomputed from the public bundle plus the shipped bindings and
     case labels; every evaluator file derived from it is compared row by row
     and field by field. An empty list means the answer key is reproducible.
+    Shipped bindings that break the trust boundary are refused, as when building.
     """
     derived = derive_evaluator_records(public, evaluator.bindings.bindings, evaluator.cases)
     shipped: Mapping[str, Sequence[Record]] = {

@@ -347,3 +347,17 @@ def test_derive_differences_follows_the_shipped_bindings(source: WorldSource) ->
         "authority_truth.jsonl: evt-010-authorised-comparison: decision_at_action "
         "shipped 'allow', derived 'deny'"
     ) in differences
+
+
+def test_derive_differences_refuses_shipped_bindings_that_break_the_boundary(
+    source: WorldSource,
+) -> None:
+    public, evaluator = build_benchmark(source)
+    rebound = list(evaluator.bindings.bindings)
+    rebound[0] = rebound[0].model_copy(update={"accountable_owner_chain": (asteria.ASTERIA,)})
+    tampered = evaluator.model_copy(
+        update={"bindings": evaluator.bindings.model_copy(update={"bindings": tuple(rebound)})}
+    )
+    with pytest.raises(AgentbenchError) as caught:
+        derive_differences(public, tampered)
+    assert caught.value.code == "fabricated_owner_chain"
