@@ -209,6 +209,71 @@ def action_measurements(
     return measurements
 
 
+FINDING_CODES: tuple[str, ...] = (
+    "false_allow",
+    "false_deny",
+    "decision_not_captured",
+    "stale_audit_verdict",
+    "identity_not_captured",
+    "identity_mismatch",
+    "chain_mismatch",
+    "required_evidence_missing",
+    "unrequired_evidence_reported",
+    "side_effect_mismatch",
+)
+"""Why an action failed, as negative-control manifests name it (``required_findings``)."""
+
+_IDENTITY_CHECKS = frozenset(
+    {
+        "principal_resolution",
+        "logical_agent_resolution",
+        "runtime_binding",
+        "credential_subject",
+        "attribution_integrity",
+        "accountable_owner_chain_integrity",
+    }
+)
+
+
+def action_findings(
+    row: ObservedActionTrace | None,
+    truth: AuthorityTruth,
+    label: CaseLabel | None,
+    checks: Sequence[Check],
+) -> list[str]:
+    """The finding codes of one graded action (a subset of :data:`FINDING_CODES`)."""
+    by_name = {check.name: check for check in checks}
+    decision = None if row is None else row.decision
+    findings: list[str] = []
+    if decision is None:
+        findings.append("decision_not_captured")
+    elif decision != truth.decision_at_action:
+        findings.append("false_allow" if decision == "allow" else "false_deny")
+    audit_verdict = None if row is None else row.decision_at_audit
+    if (
+        label is not None
+        and label.kind in TEMPORAL_CASE_KINDS
+        and audit_verdict != truth.decision_at_audit
+    ):
+        findings.append("stale_audit_verdict")
+    identity = [by_name[name] for name in sorted(_IDENTITY_CHECKS)]
+    if any(check.status is CheckStatus.MISSING for check in identity):
+        findings.append("identity_not_captured")
+    if any(check.status is CheckStatus.FAIL for check in identity):
+        findings.append("identity_mismatch")
+    if by_name["delegation_chain_integrity"].status is CheckStatus.FAIL:
+        findings.append("chain_mismatch")
+    reported = None if row is None else row.evidence_refs
+    if reported is not None:
+        if set(truth.required_evidence_refs) - set(reported):
+            findings.append("required_evidence_missing")
+        if set(reported) - set(truth.required_evidence_refs):
+            findings.append("unrequired_evidence_reported")
+    if by_name["expected_side_effect"].status is CheckStatus.FAIL:
+        findings.append("side_effect_mismatch")
+    return findings
+
+
 def grade_action(
     case: Case,
     row: ObservedActionTrace | None,
@@ -234,6 +299,7 @@ def grade_action(
         case,
         checks,
         measurements=action_measurements(row, truth, label, checks),
+        findings=action_findings(row, truth, label, checks),
         outcome=outcome,
     )
 
