@@ -1,0 +1,255 @@
+"""Loading the system under test: specs, ini, protocol checks and fixture overrides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.demo_world import write_demo_suite
+
+AGENTS = """
+class OffByOne:
+    def answer(self, question):
+        left, right = question.split("+")
+        return int(left) + int(right) + 1
+
+
+def make():
+    return OffByOne()
+
+
+instance = OffByOne()
+
+
+class Mute:
+    def speak(self):
+        return "hello"
+"""
+
+EXPLAIN_WORLD = """
+from typing import Protocol, runtime_checkable
+
+from demo_world import WORLD, DemoWorld
+from pytest_agentbench.hookspecs import hookimpl
+
+
+@runtime_checkable
+class Explainer(Protocol):
+    def explain(self, question: str) -> str: ...
+
+
+class ExplainWorld(DemoWorld):
+    kind = "explain"
+    adapter_protocol = Explainer
+
+
+@hookimpl
+def pytest_agentbench_world_kinds():
+    return [WORLD, ExplainWorld()]
+"""
+
+
+def run_report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(f"--agentbench-report={path}", *args)
+    return result, json.loads(path.read_text())
+
+
+def answers(report: dict[str, Any], suite_id: str = "demo-suite") -> dict[str, Any]:
+    """Case id -> the answer the adapter gave, from the JSON run report."""
+    (suite,) = [suite for suite in report["suites"] if suite["id"] == suite_id]
+    return {
+        entry["result"]["case_id"]: {
+            check["name"]: check["actual"] for check in entry["result"]["checks"]
+        }.get("answer_correct")
+        for entry in suite["cases"]
+    }
+
+
+@pytest.fixture
+def project(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(demo.path)
+    demo.makepyfile(agents=AGENTS)
+    return demo
+
+
+@pytest.mark.parametrize("attr", ["OffByOne", "make", "instance"])
+def test_adapter_spec_accepts_class_factory_and_instance(
+    project: pytest.Pytester, attr: str
+) -> None:
+    result, report = run_report(
+        project, f"--agentbench-adapter=agents:{attr}", "-m", "not agentbench_control"
+    )
+    result.assert_outcomes(failed=3, deselected=1)
+    assert answers(report) == {"c1": 3, "c2": 6, "c3": 16}
+    assert report["adapter"] == {
+        "spec": f"agents:{attr}",
+        "description": f"agents:{attr} (agents.OffByOne)",
+    }
+    result.stdout.fnmatch_lines(
+        [f"agentbench: adapter agents:{attr} (agents.OffByOne); world kinds: *"]
+    )
+
+
+def test_adapter_from_ini(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nagentbench_adapter = agents:make\n")
+    result, report = run_report(project, "-m", "not agentbench_control")
+    result.assert_outcomes(failed=3, deselected=1)
+    assert answers(report) == {"c1": 3, "c2": 6, "c3": 16}
+    assert report["adapter"]["spec"] == "agents:make"
+
+
+def test_default_adapter_is_the_reference_and_the_header_says_so(project: pytest.Pytester) -> None:
+    result, report = run_report(project)
+    result.assert_outcomes(passed=3, failed=1)
+    assert answers(report) == {"c1": 2, "c2": 5, "c3": 15}
+    assert report["adapter"] == {"spec": None, "description": "built-in reference agents"}
+    result.stdout.fnmatch_lines(["agentbench: adapter built-in reference agents; world kinds: *"])
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        pytest.param(
+            "nowhere_to_be_found:Agent",
+            "[adapter_import] --agentbench-adapter: cannot import module 'nowhere_to_be_found' of "
+            "adapter 'nowhere_to_be_found:Agent': ModuleNotFoundError: No module named "
+            "'nowhere_to_be_found'",
+            id="module-missing",
+        ),
+        pytest.param(
+            "exploding:Agent",
+            "[adapter_import] --agentbench-adapter: cannot import module 'exploding' of adapter "
+            "'exploding:Agent': RuntimeError: no GPU here",
+            id="module-raises",
+        ),
+        pytest.param(
+            "agents:Nobody",
+            "[adapter_attribute] --agentbench-adapter: module 'agents' has no attribute 'Nobody' "
+            "(adapter 'agents:Nobody')",
+            id="attribute-missing",
+        ),
+        pytest.param(
+            "agents:Mute",
+            "[adapter_protocol] --agentbench-adapter: adapter 'agents:Mute' (Mute) implements no "
+            "known protocol; expected one of: ",
+            id="no-protocol",
+        ),
+        pytest.param(
+            "agents",
+            "[adapter_spec] --agentbench-adapter: 'agents' is not 'module:attr'",
+            id="not-a-spec",
+        ),
+    ],
+)
+def test_unusable_adapter_is_a_usage_error_in_one_line(
+    project: pytest.Pytester, spec: str, expected: str
+) -> None:
+    project.makepyfile(exploding="raise RuntimeError('no GPU here')\n")
+    result = project.runpytest(f"--agentbench-adapter={spec}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (error,) = [line for line in result.errlines if line.strip()]
+    assert error.startswith(f"ERROR: {expected}")
+    if spec == "agents:Mute":
+        assert "DemoAdapter (demo)" in error
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_adapter_lacking_a_suites_protocol_skips_that_suite_only(demo: pytest.Pytester) -> None:
+    demo.makeconftest(EXPLAIN_WORLD)
+    demo.makepyfile(agents=AGENTS)
+    write_demo_suite(demo.path, "adding-suite")
+    explain_dir = write_demo_suite(demo.path, "explain-suite")
+    yaml_text = (explain_dir / "suite.yaml").read_text()
+    (explain_dir / "suite.yaml").write_text(yaml_text.replace("world: demo", "world: explain"))
+    result, report = run_report(
+        demo, "--agentbench-adapter=agents:OffByOne", "-rs", "-m", "not agentbench_control"
+    )
+    result.assert_outcomes(failed=3, skipped=3, deselected=2)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED ?3? *adapter OffByOne lacks the Explainer protocol of world kind 'explain'"]
+    )
+    counts = {suite["id"]: suite["counts"] for suite in report["suites"]}
+    assert counts["explain-suite"]["skipped"] == 3
+    assert counts["adding-suite"]["failed"] == 3
+
+
+def test_conftest_override_built_from_another_fixture_reaches_every_case(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makeconftest(
+        """
+import pytest
+from demo_world import pytest_agentbench_world_kinds  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def offset():
+    return 100
+
+
+@pytest.fixture(scope="session")
+def agentbench_adapter(offset):
+    class Shifted:
+        def answer(self, question):
+            left, right = question.split("+")
+            return int(left) + int(right) + offset
+
+    return Shifted()
+"""
+    )
+    result, report = run_report(demo, *xdist_args, "-m", "not agentbench_control")
+    result.assert_outcomes(failed=3)
+    assert answers(report) == {"c1": 102, "c2": 105, "c3": 115}
+
+
+def test_users_own_tests_can_request_the_fixtures(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_mine="""
+import pytest
+
+
+def test_adapter(agentbench_adapter):
+    assert agentbench_adapter.answer("2+2") == 5
+
+
+@pytest.mark.agentbench(suite="demo-suite", case="c2")
+def test_case_view(agentbench_case, agentbench_world, agentbench_adapter):
+    assert agentbench_case.case_id == "c2"
+    assert agentbench_world == {"question": "2+3"}
+    assert agentbench_adapter.answer(agentbench_world["question"]) == 6
+
+
+def test_world_needs_a_case(agentbench_world):
+    pass
+"""
+    )
+    # The suite is collected too (so its cases are known) but deselected.
+    result = project.runpytest("--agentbench-adapter=agents:OffByOne", "-k", "test_")
+    result.assert_outcomes(passed=2, errors=1, deselected=4)
+    result.stdout.fnmatch_lines(
+        [
+            "agentbench_case/agentbench_world outside a benchmark item need "
+            "@pytest.mark.agentbench(suite=..., case=...)",
+            "ERROR test_mine.py::test_world_needs_a_case - *",
+        ]
+    )
+
+
+def test_adapter_spec_resolves_packages_and_nested_attributes(project: pytest.Pytester) -> None:
+    package = project.mkpydir("mypkg")
+    Path(package, "agent.py").write_text(
+        "class Outer:\n"
+        "    class Inner:\n"
+        "        def answer(self, question):\n"
+        "            return 0\n"
+    )
+    result, report = run_report(
+        project, "--agentbench-adapter=mypkg.agent:Outer.Inner", "-m", "not agentbench_control"
+    )
+    result.assert_outcomes(failed=3)
+    assert answers(report) == {"c1": 0, "c2": 0, "c3": 0}

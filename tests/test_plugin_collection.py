@@ -1,0 +1,183 @@
+"""Collection of suites as pytest items, and named refusals of broken suites."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.canonical import artifact_set_digest, pretty_json
+from tests.demo_world import write_demo_suite
+
+
+def reseal(suite_dir: Path) -> None:
+    """Rewrite the demo manifest so an edited case file passes the digest check."""
+    cases = (suite_dir / "cases.jsonl").read_bytes()
+    digest = artifact_set_digest({"cases.jsonl": cases})
+    (suite_dir / "manifest.json").write_text(pretty_json({"artifact_set_digest": digest}))
+
+
+def collected_ids(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if "::" in line and not line.startswith(" ")]
+
+
+def test_one_item_per_case_with_readable_ids(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, questions={"first": "1+1", "second": "2+2", "third": "3+3"})
+    result = demo.runpytest("--collect-only", "-q")
+    assert collected_ids(result) == [
+        "suites/demo-suite/cases.jsonl::first",
+        "suites/demo-suite/cases.jsonl::second",
+        "suites/demo-suite/cases.jsonl::third",
+        "suites/demo-suite/suite.yaml::ungraded:always_zero",
+    ]
+
+
+def test_case_order_follows_the_file_and_is_stable(demo: pytest.Pytester) -> None:
+    questions = {f"case-{index}": f"{index}+1" for index in (7, 3, 9, 1, 5)}
+    write_demo_suite(demo.path, questions=questions)
+    first = collected_ids(demo.runpytest("--collect-only", "-q"))
+    second = collected_ids(demo.runpytest("--collect-only", "-q"))
+    assert first == second
+    assert [item.rpartition("::")[2] for item in first[:5]] == list(questions)
+
+
+def test_markers_select_by_suite_and_kind(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, "alpha-suite")
+    write_demo_suite(demo.path, "beta-suite", questions={"only": "4+4"})
+    demo.makepyfile(test_plain="def test_plain():\n    pass\n")
+    alpha = demo.runpytest("--strict-markers", "-m", "alpha-suite", "-q")
+    alpha.assert_outcomes(passed=3, failed=1, deselected=3)
+    assert "suites/alpha-suite/suite.yaml::ungraded:always_zero" in alpha.stdout.str()
+    everything = demo.runpytest("--strict-markers", "-m", "agentbench", "-q")
+    everything.assert_outcomes(passed=4, failed=2, deselected=1)
+    plain = demo.runpytest("--strict-markers", "-m", "not agentbench", "-q")
+    plain.assert_outcomes(passed=1, deselected=6)
+
+
+def test_strict_markers_accept_suite_markers_under_xdist(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    result = demo.runpytest(
+        "--strict-markers", "-m", "demo-suite and not agentbench_control", *xdist_args
+    )
+    result.assert_outcomes(passed=3)
+
+
+def test_broken_suite_is_a_named_collection_error_and_others_still_run(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path, "good-suite")
+    broken = write_demo_suite(demo.path, "broken-suite")
+    (broken / "suite.yaml").write_text(
+        "id: broken-suite\nversion: 1.0.0\nworld: demo\ntitle: Broken\nowner: nobody\n"
+    )
+    report = demo.path / "run.json"
+    result = demo.runpytest(*xdist_args, f"--agentbench-report={report}")
+    result.assert_outcomes(passed=3, failed=1, errors=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = result.stdout.str()
+    assert "[unknown_field] suites/broken-suite/suite.yaml: owner: unknown field" in output
+    assert "Traceback" not in output
+    assert "Interrupted" not in output
+    suites = json.loads(report.read_text())["suites"]
+    assert [suite["id"] for suite in suites] == ["good-suite"]
+    assert suites[0]["counts"]["passed"] == 3
+
+
+SUITE_HEAD = "id: demo-suite\nversion: 1.0.0\nworld: demo\ntitle: Demo\n"
+
+
+@pytest.mark.parametrize(
+    ("suite_yaml", "expected"),
+    [
+        pytest.param(
+            SUITE_HEAD + "gates: [accuracy >= 0.5\n",
+            "[malformed_yaml] suites/demo-suite/suite.yaml:6:",
+            id="malformed-yaml",
+        ),
+        pytest.param(
+            SUITE_HEAD + "title: Again\n",
+            "[duplicate_key] suites/demo-suite/suite.yaml:5: duplicate key 'title'",
+            id="duplicate-key",
+        ),
+        pytest.param(
+            SUITE_HEAD + "colour: blue\n",
+            "[unknown_field] suites/demo-suite/suite.yaml: colour: unknown field",
+            id="unknown-field",
+        ),
+        pytest.param(
+            SUITE_HEAD + "gates: 3\n",
+            "[invalid_field] suites/demo-suite/suite.yaml: gates:",
+            id="wrong-type",
+        ),
+        pytest.param(
+            SUITE_HEAD.replace("world: demo", "world: weather"),
+            "[unknown_world_kind] suites/demo-suite/suite.yaml: world: world kind 'weather' "
+            "is not registered (known: ",
+            id="unknown-world-kind",
+        ),
+    ],
+)
+def test_bad_suite_yaml_is_refused_by_name(
+    demo: pytest.Pytester, suite_yaml: str, expected: str
+) -> None:
+    suite_dir = write_demo_suite(demo.path)
+    (suite_dir / "suite.yaml").write_text(suite_yaml)
+    result = demo.runpytest()
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert expected in output
+    assert "Traceback" not in output
+
+
+@pytest.mark.parametrize(
+    ("cases_jsonl", "expected"),
+    [
+        pytest.param(
+            '{"id": "c1", "question": "1+1"}\n{"id": "c2", "question": \n',
+            "[malformed_json] suites/demo-suite/cases.jsonl:2:",
+            id="malformed-line",
+        ),
+        pytest.param(
+            '{"id": "c1", "question": "1+1"}\n{"id": "c2", "question": "2+2", "question": "3+3"}\n',
+            "[duplicate_key] suites/demo-suite/cases.jsonl:2: question: key 'question' appears "
+            "more than once",
+            id="duplicate-json-key",
+        ),
+    ],
+)
+def test_bad_case_line_is_refused_with_its_line(
+    demo: pytest.Pytester, cases_jsonl: str, expected: str
+) -> None:
+    suite_dir = write_demo_suite(demo.path)
+    (suite_dir / "cases.jsonl").write_text(cases_jsonl)
+    reseal(suite_dir)
+    result = demo.runpytest()
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert expected in output
+    assert "Traceback" not in output
+
+
+def test_tampered_case_fails_the_digest_check(demo: pytest.Pytester) -> None:
+    suite_dir = write_demo_suite(demo.path)
+    cases = suite_dir / "cases.jsonl"
+    cases.write_text(cases.read_text().replace("10+5", "10+6"))
+    result = demo.runpytest()
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert "[digest_mismatch] suites/demo-suite/manifest.json: artifact_set_digest:" in output
+    assert "Traceback" not in output
+
+
+def test_case_file_of_a_broken_suite_named_on_the_command_line_reports_it(
+    demo: pytest.Pytester,
+) -> None:
+    suite_dir = write_demo_suite(demo.path)
+    cases = suite_dir / "cases.jsonl"
+    cases.write_text(cases.read_text() + '{"id": "c4", "question": "1+2"}\n')
+    result = demo.runpytest("suites/demo-suite/cases.jsonl")
+    result.assert_outcomes(errors=1)
+    assert "[digest_mismatch]" in result.stdout.str()
