@@ -64,7 +64,7 @@ class RecordedControl:
     reason: str | None = None
 
 
-@dataclass
+@dataclass(eq=False)  # registered as a plugin: pytest keeps plugins in sets
 class RunRecorder:
     identities: dict[str, Identity] = field(default_factory=dict)
     cases: dict[str, CaseResult] = field(default_factory=dict)
