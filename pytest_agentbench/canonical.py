@@ -135,16 +135,19 @@ def loads_strict(
     return _plain(value)
 
 
-def read_json(path: Path, *, display: str | None = None) -> JsonValue:
-    """Read a strict JSON file; ``display`` is the name used in refusals."""
-    name = display or str(path)
+def _read_text(path: Path, name: str, malformed_code: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise AgentbenchError("missing_file", "file does not exist", file=name) from None
     except UnicodeDecodeError as exc:
-        raise AgentbenchError("malformed_json", f"not UTF-8 ({exc.reason})", file=name) from None
-    return loads_strict(text, file=name)
+        raise AgentbenchError(malformed_code, f"not UTF-8 ({exc.reason})", file=name) from None
+
+
+def read_json(path: Path, *, display: str | None = None) -> JsonValue:
+    """Read a strict JSON file; ``display`` is the name used in refusals."""
+    name = display or str(path)
+    return loads_strict(_read_text(path, name, "malformed_json"), file=name)
 
 
 @dataclass(frozen=True)
@@ -167,13 +170,7 @@ def iter_jsonl(text: str, *, file: str | Path | None = None) -> Iterator[JsonlLi
 
 def read_jsonl(path: Path, *, display: str | None = None) -> list[JsonlLine]:
     name = display or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AgentbenchError("missing_file", "file does not exist", file=name) from None
-    except UnicodeDecodeError as exc:
-        raise AgentbenchError("malformed_json", f"not UTF-8 ({exc.reason})", file=name) from None
-    return list(iter_jsonl(text, file=name))
+    return list(iter_jsonl(_read_text(path, name, "malformed_json"), file=name))
 
 
 class _StrictYamlLoader(yaml.SafeLoader):
@@ -208,13 +205,7 @@ def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue
 
 def read_yaml(path: Path, *, display: str | None = None) -> JsonValue:
     name = display or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AgentbenchError("missing_file", "file does not exist", file=name) from None
-    except UnicodeDecodeError as exc:
-        raise AgentbenchError("malformed_yaml", f"not UTF-8 ({exc.reason})", file=name) from None
-    return loads_yaml_strict(text, file=name)
+    return loads_yaml_strict(_read_text(path, name, "malformed_yaml"), file=name)
 
 
 def sha256_hex(data: bytes) -> str:
