@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import pluggy
+from pydantic import ValidationError
 
 from pytest_agentbench import hookspecs
 from pytest_agentbench.canonical import canonical_json, read_json
-from pytest_agentbench.contracts import MetricValue
+from pytest_agentbench.contracts import FailureClass, MetricValue
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
@@ -32,7 +33,7 @@ from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
 from pytest_agentbench.stats import mcnemar_exact
-from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig
+from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
 
 
 @runtime_checkable
@@ -190,6 +191,17 @@ def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
         state.execute(loaded, case, world.public_view(suite, case), adapter)[1]
         for case in world.cases(suite)
     ]
+    # A case the harness could not grade (a tampered oracle, say) would otherwise
+    # leave every metric null behind a successful exit.
+    harness_errors = dict.fromkeys(
+        result.failure_reason or result.case_id
+        for result in results
+        if result.failure_class is FailureClass.HARNESS_ERROR
+    )
+    if harness_errors:
+        for reason in harness_errors:
+            print(f"agentbench: harness_error: {reason}", file=sys.stderr)
+        return 1
     metrics = aggregate(world.metrics(suite), results)
     if args.json:
         print(
@@ -223,7 +235,10 @@ def cmd_derive(args: argparse.Namespace, registry: WorldRegistry) -> int:
 
 
 def _read_report(path: str) -> RunReport:
-    return RunReport.model_validate(read_json(Path(path)))
+    try:
+        return RunReport.model_validate(read_json(Path(path)))
+    except ValidationError as exc:
+        raise pydantic_refusal(exc, file=path) from None
 
 
 def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
