@@ -1,0 +1,570 @@
+"""The ``agentbench`` command, driven in-process through ``cli.main``.
+
+Every test that alters a suite works on a copy under ``tmp_path`` and runs from
+there (``monkeypatch.chdir``), so refusals name paths relative to it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench import cli
+from pytest_agentbench.canonical import (
+    artifact_set_digest,
+    canonical_json,
+    pretty_json,
+    read_json,
+    sha256_hex,
+    tree_files,
+)
+from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.stats import mcnemar_exact
+from pytest_agentbench.worlds.authority.agents import CurrentStateAgent, ReferenceAgent
+from pytest_agentbench.worlds.authority.bundle import read_public
+
+SUITE_ID = "asteria-agentic-v1"
+SHIPPED_SUITE = packaged_suites()[SUITE_ID]
+SHIPPED_ORACLE = SHIPPED_SUITE.parent.parent / "oracles" / SUITE_ID
+ACTION_COUNT = 11
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Exit status, stdout and stderr of one ``agentbench`` invocation."""
+    status = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def shipped_rows(agent: ReferenceAgent | CurrentStateAgent) -> list[dict[str, Any]]:
+    """The agent's submission rows for the shipped suite, in event order."""
+    public = read_public(SHIPPED_SUITE, "suites/" + SUITE_ID, exclude=("suite.yaml",))
+    return agent.trace(public)
+
+
+REFERENCE_ROWS = shipped_rows(ReferenceAgent())
+ACTION_IDS = [row["event_id"] for row in REFERENCE_ROWS]
+
+
+def jsonl(rows: list[Any]) -> str:
+    return "".join((row if isinstance(row, str) else canonical_json(row)) + "\n" for row in rows)
+
+
+def write_predictions(path: Path, rows: list[Any]) -> Path:
+    path.write_text(jsonl(rows), encoding="utf-8")
+    return path
+
+
+def metric_text(output: str, name: str) -> str:
+    """The value column of metric ``name`` in the text metric report."""
+    match = re.search(rf"^  {name}\s+(\S+)\s+support \d+", output, flags=re.MULTILINE)
+    assert match is not None, f"no line for {name} in:\n{output}"
+    return match.group(1)
+
+
+def json_metrics(output: str) -> dict[str, float | None]:
+    return {metric["name"]: metric["value"] for metric in json.loads(output)["metrics"]}
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def suite_copy(workdir: Path) -> Path:
+    """A copy of the shipped suite in the usual layout: suites/<id> and oracles/<id>."""
+    shutil.copytree(SHIPPED_SUITE, workdir / "suites" / SUITE_ID)
+    shutil.copytree(SHIPPED_ORACLE, workdir / "oracles" / SUITE_ID)
+    return workdir / "suites" / SUITE_ID
+
+
+@pytest.fixture
+def bundle_copy(workdir: Path) -> Path:
+    """The shipped suite in the original layout: bundle/public and bundle/evaluator."""
+    bundle = workdir / "bundle"
+    shutil.copytree(SHIPPED_SUITE, bundle / "public")
+    (bundle / "public" / "suite.yaml").unlink()
+    shutil.copytree(SHIPPED_ORACLE, bundle / "evaluator")
+    (bundle / "evaluator" / "controls.yaml").unlink()
+    return bundle
+
+
+def reseal_evaluator(oracle: Path) -> None:
+    """Rewrite checksums.json so the evaluator tree's current bytes verify again."""
+    files = {
+        rel: path.read_bytes()
+        for rel, path in tree_files(oracle, exclude=("checksums.json", "controls.yaml")).items()
+    }
+    checksums = read_json(oracle / "checksums.json")
+    assert isinstance(checksums, dict)
+    checksums["evaluator_artifacts"] = {rel: sha256_hex(data) for rel, data in files.items()}
+    checksums["evaluator_artifact_set_digest"] = artifact_set_digest(files)
+    (oracle / "checksums.json").write_text(pretty_json(checksums), encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------
+# list and verify
+
+
+def test_list_names_the_builtin_suite_its_world_and_case_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, _ = run(capsys, "list")
+    assert status == 0
+    assert out.splitlines() == [f"{SUITE_ID}\tauthority\t{ACTION_COUNT} cases\tAsteria Agentic v1"]
+
+
+def test_verify_accepts_the_shipped_suite(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "verify", SUITE_ID)
+    assert (status, err) == (0, "")
+    assert out.startswith(f"ok: {SUITE_ID}:")
+
+
+def test_verify_names_a_tampered_public_file(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    with (suite_copy / "principals.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write("\n")
+    status, out, err = run(capsys, "verify", f"suites/{SUITE_ID}")
+    assert (status, out) == (1, "")
+    assert err.startswith(f"agentbench: [digest_mismatch] suites/{SUITE_ID}/principals.jsonl: ")
+
+
+def test_verify_names_a_tampered_evaluator_file(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    cases = suite_copy.parent.parent / "oracles" / SUITE_ID / "cases.jsonl"
+    cases.write_text(
+        cases.read_text(encoding="utf-8").replace("wrong_runtime", "shared_credential")
+    )
+    status, out, err = run(capsys, "verify", f"suites/{SUITE_ID}")
+    assert (status, out) == (1, "")
+    assert err.startswith(f"agentbench: [digest_mismatch] oracles/{SUITE_ID}/cases.jsonl: ")
+
+
+def test_verify_refuses_an_evaluator_bound_to_another_public_tree(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    checksums_path = suite_copy.parent.parent / "oracles" / SUITE_ID / "checksums.json"
+    checksums = read_json(checksums_path)
+    assert isinstance(checksums, dict)
+    checksums["public_artifact_set_digest"] = "0" * 64
+    checksums_path.write_text(pretty_json(checksums), encoding="utf-8")
+    status, _, err = run(capsys, "verify", f"suites/{SUITE_ID}")
+    assert status == 1
+    assert (
+        f"[evaluator_binding_mismatch] oracles/{SUITE_ID}/checksums.json: "
+        "public_artifact_set_digest: " in err
+    )
+
+
+# ---------------------------------------------------------------------------
+# validate
+
+
+def test_validate_accepts_the_reference_rows(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    path = write_predictions(workdir / "rows.jsonl", REFERENCE_ROWS)
+    status, out, _ = run(capsys, "validate", SUITE_ID, "--predictions", str(path))
+    assert status == 0
+    assert out.splitlines() == ["valid: 0 error(s), 0 warning(s)"]
+
+
+def _with_line(number: int, replacement: Any) -> list[Any]:
+    """The reference rows with line ``number`` (one-based) replaced."""
+    rows: list[Any] = list(REFERENCE_ROWS)
+    rows[number - 1] = replacement
+    return rows
+
+
+def _changed(index: int, **changes: Any) -> dict[str, Any]:
+    return {**REFERENCE_ROWS[index], **changes}
+
+
+# (document, the diagnostic (code, line, severity) it must yield, exit status)
+CRAFTED: list[Any] = [
+    pytest.param(
+        _with_line(3, '{"event_id": '), ("malformed_json", 3, "error"), 1, id="malformed_json"
+    ),
+    pytest.param(
+        _with_line(2, _changed(1, decision="maybe")),
+        ("invalid_row", 2, "error"),
+        1,
+        id="invalid_row",
+    ),
+    pytest.param(
+        [*REFERENCE_ROWS, REFERENCE_ROWS[0]],
+        ("duplicate_event_id", 12, "error"),
+        1,
+        id="duplicate_event_id",
+    ),
+    pytest.param(
+        [*REFERENCE_ROWS, {"event_id": "evt-999-unknown", "decision": "deny"}],
+        ("unexpected_event_id", 12, "error"),
+        1,
+        id="unexpected_event_id",
+    ),
+    pytest.param(
+        REFERENCE_ROWS[:-1], ("missing_event_id", None, "error"), 1, id="missing_event_id"
+    ),
+    pytest.param(
+        [{"event_id": event_id} for event_id in ACTION_IDS],
+        ("all_rows_null", None, "error"),
+        1,
+        id="all_rows_null",
+    ),
+    pytest.param(
+        _with_line(4, {"event_id": ACTION_IDS[3]}),
+        ("all_null_row", 4, "warning"),
+        0,
+        id="all_null_row",
+    ),
+    pytest.param(
+        _with_line(5, {"event_id": ACTION_IDS[4], "resource_id": REFERENCE_ROWS[4]["resource_id"]}),
+        ("no_scored_fields", 5, "warning"),
+        0,
+        id="no_scored_fields",
+    ),
+    pytest.param(
+        _with_line(6, _changed(5, evidence_refs=[])),
+        ("empty_evidence_refs", 6, "warning"),
+        0,
+        id="empty_evidence_refs",
+    ),
+    pytest.param(
+        # A line with no recoverable event_id is always an error line too.
+        [*REFERENCE_ROWS, {"decision": "deny"}],
+        ("cardinality_unchecked", 12, "warning"),
+        1,
+        id="cardinality_unchecked",
+    ),
+]
+
+
+@pytest.mark.parametrize(("document", "diagnostic", "status"), CRAFTED)
+def test_validate_reports_each_code_with_line_and_severity(
+    capsys: pytest.CaptureFixture[str],
+    workdir: Path,
+    document: list[Any],
+    diagnostic: tuple[str, int | None, str],
+    status: int,
+) -> None:
+    code, line, severity = diagnostic
+    path = write_predictions(workdir / "rows.jsonl", document)
+    exit_status, out, _ = run(capsys, "validate", SUITE_ID, "--predictions", str(path))
+    where = "document" if line is None else f"line {line}"
+    assert f"{where}: {severity} [{code}] " in out
+    # Warnings never change the exit status: only an error diagnostic makes it 1.
+    assert exit_status == status
+    verdict = out.splitlines()[-1]
+    assert verdict.startswith("valid:" if status == 0 else "invalid:")
+
+
+def test_validate_json_is_canonical_and_structured(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    document = _with_line(6, _changed(5, evidence_refs=[]))
+    path = write_predictions(workdir / "rows.jsonl", document[:-1])
+    status, out, _ = run(capsys, "validate", SUITE_ID, "--predictions", str(path), "--json")
+    assert status == 1
+    report = json.loads(out)
+    assert out == canonical_json(report) + "\n"
+    assert (report["valid"], report["errors"], report["warnings"]) == (False, 1, 1)
+    assert [(d["code"], d["line"], d["severity"]) for d in report["diagnostics"]] == [
+        ("empty_evidence_refs", 6, "warning"),
+        ("missing_event_id", None, "error"),
+    ]
+    assert ACTION_IDS[-1] in report["diagnostics"][1]["message"]
+
+
+def test_validate_accepts_a_bundle_path(
+    capsys: pytest.CaptureFixture[str], bundle_copy: Path
+) -> None:
+    path = write_predictions(bundle_copy.parent / "rows.jsonl", REFERENCE_ROWS[1:])
+    status, out, _ = run(capsys, "validate", "bundle", "--predictions", str(path))
+    assert status == 1
+    assert f"document: error [missing_event_id] action event {ACTION_IDS[0]!r} has no row" in out
+
+
+# ---------------------------------------------------------------------------
+# evaluate
+
+
+def test_evaluate_reference_agent_scores_every_metric_perfectly(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "reference")
+    assert status == 0
+    assert out.splitlines()[0] == f"{SUITE_ID} (authority): {ACTION_COUNT} cases"
+    assert metric_text(out, "authorization_decision_f1") == "1.0000"
+    assert metric_text(out, "provenance_completeness") == "1.0000"
+    assert metric_text(out, "excess_authority_rate") == "0.0000"
+
+
+def test_evaluate_baselines_reproduce_the_published_figures(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, deny, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "always_deny")
+    status, current, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "current_state")
+    assert status == 0
+    assert metric_text(deny, "authorization_decision_accuracy") == "0.6364"
+    assert metric_text(deny, "authorization_decision_f1") == "null"
+    assert metric_text(current, "authorization_decision_accuracy") == "0.6364"
+    assert metric_text(current, "authorization_decision_f1") == "0.3333"
+    assert metric_text(current, "provenance_completeness") == "0.5455"
+
+
+def test_evaluate_prints_metrics_grouped_by_family(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "always_deny")
+    families = [line for line in out.splitlines() if re.fullmatch(r"[a-z_]+:", line)]
+    assert families == [
+        "identity_binding:",
+        "authorization_decision:",
+        "authority_replay:",
+        "accountability:",
+        "observability:",
+    ]
+
+
+def test_evaluate_json_carries_metrics_and_case_outcomes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "current_state", "--json")
+    assert status == 0
+    report = json.loads(out)
+    assert out == canonical_json(report) + "\n"
+    assert report["suite"] == SUITE_ID
+    assert list(report["cases"]) == ACTION_IDS
+    assert set(report["cases"].values()) == {"passed", "failed"}
+    metrics = json_metrics(out)
+    assert metrics["authorization_decision_accuracy"] == pytest.approx(7 / 11)
+    assert metrics["authorization_decision_f1"] == pytest.approx(1 / 3)
+    assert metrics["provenance_completeness"] == pytest.approx(6 / 11)
+
+
+def test_evaluate_reference_predictions_score_perfectly(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    path = write_predictions(workdir / "rows.jsonl", REFERENCE_ROWS)
+    status, out, _ = run(capsys, "evaluate", SUITE_ID, "--predictions", str(path), "--json")
+    assert status == 0
+    metrics = json_metrics(out)
+    assert len(metrics) == 20
+    assert metrics.pop("excess_authority_rate") == 0.0
+    assert metrics == dict.fromkeys(metrics, 1.0)
+    assert set(json.loads(out)["cases"].values()) == {"passed"}
+
+
+def test_evaluate_refuses_an_invalid_predictions_file_with_its_diagnostics(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    path = write_predictions(workdir / "rows.jsonl", _with_line(2, _changed(1, decision="maybe")))
+    status, out, err = run(capsys, "evaluate", SUITE_ID, "--predictions", str(path))
+    assert (status, out) == (1, "")
+    assert "line 2: error [invalid_row] decision: " in err
+    assert err.splitlines()[-1] == "invalid: 1 error(s), 0 warning(s)"
+
+
+def test_evaluate_unknown_agent_names_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "evaluate", SUITE_ID, "--agent", "oracle_peeker")
+    assert (status, out) == (1, "")
+    assert "[unknown_agent]" in err
+    assert "(known: always_deny, current_state, reference)" in err
+
+
+def test_evaluate_refuses_a_tampered_evaluator_instead_of_scoring_nothing(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    cases = suite_copy.parent.parent / "oracles" / SUITE_ID / "cases.jsonl"
+    cases.write_text(cases.read_text(encoding="utf-8") + "\n")
+    status, out, err = run(capsys, "evaluate", f"suites/{SUITE_ID}", "--agent", "reference")
+    assert (status, out) == (1, "")
+    assert err.splitlines() == [
+        f"agentbench: harness_error: [digest_mismatch] oracles/{SUITE_ID}/cases.jsonl: "
+        "sha256 differs from the one checksums.json records"
+    ]
+
+
+# ---------------------------------------------------------------------------
+# derive
+
+
+def test_derive_accepts_the_shipped_suite(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "derive", SUITE_ID)
+    assert status == 0
+    assert out.startswith(f"ok: {SUITE_ID}: shipped truth equals the truth derived")
+
+
+def test_derive_lists_a_resealed_edit_of_the_truth(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    oracle = suite_copy.parent.parent / "oracles" / SUITE_ID
+    truth = oracle / "authority_truth.jsonl"
+    original = truth.read_text(encoding="utf-8")
+    edited = original.replace(
+        '"expected_side_effect":"comparison_recorded"', '"expected_side_effect":"read_recorded"', 1
+    )
+    assert edited != original
+    truth.write_text(edited, encoding="utf-8")
+    reseal_evaluator(oracle)
+    assert run(capsys, "verify", f"suites/{SUITE_ID}")[0] == 0
+    status, out, _ = run(capsys, "derive", f"suites/{SUITE_ID}")
+    assert status == 1
+    assert out.splitlines() == [
+        "authority_truth.jsonl: evt-010-authorised-comparison: expected_side_effect "
+        "shipped 'read_recorded', derived 'comparison_recorded'"
+    ]
+
+
+# ---------------------------------------------------------------------------
+# compare
+
+
+@pytest.fixture(scope="module")
+def run_reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Run reports of two real pytest runs: the reference agent, then current_state's rows."""
+    folder = tmp_path_factory.mktemp("reports")
+    rows = write_predictions(folder / "current.jsonl", shipped_rows(CurrentStateAgent()))
+    before, after = folder / "before.json", folder / "after.json"
+    for report, extra in ((before, []), (after, [f"--agentbench-predictions={SUITE_ID}={rows}"])):
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "no:randomly",
+                f"--agentbench-suite={SUITE_ID}",
+                f"--agentbench-report={report}",
+                *extra,
+            ],
+            cwd=folder,
+            capture_output=True,
+            check=False,
+        )
+        assert report.is_file()
+    return before, after
+
+
+def test_compare_prints_metric_deltas_and_mcnemar(
+    capsys: pytest.CaptureFixture[str], run_reports: tuple[Path, Path]
+) -> None:
+    before, after = run_reports
+    after_report = json.loads(after.read_text())
+    (suite,) = after_report["suites"]
+    failed_after = sum(
+        1
+        for entry in suite["cases"]
+        if entry["result"]["outcome"] != "passed" and "::evt-" in entry["nodeid"]
+    )
+    assert failed_after > 0
+    status, out, _ = run(capsys, "compare", str(before), str(after))
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0] == f"{SUITE_ID}:"
+    assert "  authorization_decision_accuracy: 1.0000 -> 0.6364  -0.3636" in lines
+    assert "  authorization_decision_f1: 1.0000 -> 0.3333  -0.6667" in lines
+    assert "  excess_authority_rate: 0.0000 -> 0.1429  +0.1429" in lines
+    mcnemar = [line for line in lines if "McNemar" in line]
+    assert mcnemar == [
+        f"  cases paired: {len(suite['cases'])}; passed only before: {failed_after}; "
+        f"passed only after: 0; McNemar exact p = {mcnemar_exact(failed_after, 0):.4g}"
+    ]
+
+
+def test_compare_refuses_a_file_that_is_not_a_run_report(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    (workdir / "other.json").write_text('{"suites": []}\n')
+    status, out, err = run(capsys, "compare", "other.json", "other.json")
+    assert (status, out) == (1, "")
+    assert err == "agentbench: [missing_field] other.json: environment: required field is missing\n"
+
+
+# ---------------------------------------------------------------------------
+# the original bundle layout, refusals, the installed script
+
+
+@pytest.fixture
+def bundle_rows(bundle_copy: Path) -> Path:
+    return write_predictions(bundle_copy.parent / "rows.jsonl", REFERENCE_ROWS)
+
+
+@pytest.mark.parametrize(
+    ("argv", "pattern"),
+    [
+        pytest.param(["verify", "bundle"], r"^ok: bundle: ", id="verify"),
+        pytest.param(
+            ["validate", "bundle", "--predictions", "rows.jsonl"],
+            r"^valid: 0 error\(s\), 0 warning\(s\)$",
+            id="validate",
+        ),
+        pytest.param(
+            ["evaluate", "bundle", "--predictions", "rows.jsonl"],
+            r"^  authorization_decision_f1\s+1\.0000 ",
+            id="evaluate-predictions",
+        ),
+        pytest.param(
+            ["evaluate", "bundle", "--agent", "current_state"],
+            r"^  authorization_decision_f1\s+0\.3333 ",
+            id="evaluate-agent",
+        ),
+        pytest.param(["derive", "bundle"], r"^ok: bundle: shipped truth equals", id="derive"),
+    ],
+)
+def test_every_command_accepts_the_original_bundle_layout(
+    capsys: pytest.CaptureFixture[str], bundle_rows: Path, argv: list[str], pattern: str
+) -> None:
+    status, out, err = run(capsys, *argv)
+    assert (status, err) == (0, "")
+    assert re.search(pattern, out, flags=re.MULTILINE), out
+
+
+def test_unknown_suite_names_the_known_suites(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    status, out, err = run(capsys, "verify", "no-such-suite")
+    assert (status, out) == (1, "")
+    assert err.startswith("agentbench: [unknown_suite] 'no-such-suite' ")
+    assert f"({SUITE_ID})" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param([], id="no-command"),
+        pytest.param(["frobnicate"], id="unknown-command"),
+        pytest.param(["evaluate", SUITE_ID], id="evaluate-without-source"),
+        pytest.param(
+            ["evaluate", SUITE_ID, "--agent", "reference", "--predictions", "x"], id="both-sources"
+        ),
+        pytest.param(["validate", SUITE_ID], id="validate-without-predictions"),
+    ],
+)
+def test_argument_misuse_exits_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == 2
+    assert "usage: agentbench" in capsys.readouterr().err
+
+
+def test_the_installed_script_runs_list() -> None:
+    script = Path(sys.executable).with_name("agentbench")
+    completed = subprocess.run(
+        [str(script), "list"], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith(f"{SUITE_ID}\tauthority\t{ACTION_COUNT} cases")
