@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest._code.code import ExceptionInfo, TerminalRepr
+from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
+from _pytest._io import TerminalWriter
 
 from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus
 from pytest_agentbench.controls import ControlSpec, ControlVerdict, judge_control, load_manifest
@@ -80,6 +81,23 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
         lines.append("golden output changed (re-pin with --snapshot-update):")
         lines.extend(f"  {line}" for line in golden_diff.splitlines())
     return "\n".join(lines)
+
+
+class FailureRepr(TerminalRepr):
+    """A failure text whose first line is its crash message.
+
+    pytest takes the JUnit ``message`` attribute and the short-summary reason
+    from ``reprcrash``; for a plain string it would use the whole text.
+    """
+
+    def __init__(self, text: str, *, path: str, lineno: int) -> None:
+        self.text = text
+        first_line = text.splitlines()[0] if text else ""
+        self.reprcrash = ReprFileLocation(path=path, lineno=lineno, message=first_line)
+
+    def toterminal(self, tw: TerminalWriter) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
 
 
 def _case_test(

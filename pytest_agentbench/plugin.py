@@ -16,6 +16,7 @@ from pytest_agentbench.collect import (
     VERDICT_KEY,
     CaseItem,
     ControlItem,
+    FailureRepr,
     collect_file,
 )
 from pytest_agentbench.errors import AgentbenchError, UsageError
@@ -249,6 +250,14 @@ def pytest_runtest_makereport(
             payload["verdict"] = verdict.model_dump(mode="json")
     setattr(report, PAYLOAD, payload)
     return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Here rather than in makereport: under xdist the text arrives as a plain string.
+    if report.failed and isinstance(report.longrepr, str) and hasattr(report, PAYLOAD):
+        path, lineno, _ = report.location
+        report.longrepr = FailureRepr(report.longrepr, path=path, lineno=lineno or 0)
 
 
 @pytest.hookimpl(tryfirst=True)
