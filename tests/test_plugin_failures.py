@@ -1,0 +1,222 @@
+"""Faulty adapters and crashed workers are classified and counted; the session goes on."""
+
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+
+from tests.demo_world import write_demo_suite
+
+FAULTY = """
+import os
+import time
+
+
+def _sum(question):
+    left, right = question.split("+")
+    return int(left) + int(right)
+
+
+class Raises:
+    def answer(self, question):
+        if question == "2+3":
+            raise ValueError("cannot add today\\nsecond line of detail")
+        return _sum(question)
+
+
+class ReturnsText:
+    def answer(self, question):
+        return str(_sum(question)) if question == "2+3" else _sum(question)
+
+
+class ReturnsNothing:
+    def answer(self, question):
+        return None
+
+
+class Sleeps:
+    def answer(self, question):
+        if question == "2+3":
+            time.sleep(60)
+        return _sum(question)
+
+
+class Spins:
+    def answer(self, question):
+        if question == "2+3":
+            while True:
+                pass
+        return _sum(question)
+
+
+class SwallowsEverything:
+    def answer(self, question):
+        if question == "2+3":
+            while True:
+                try:
+                    time.sleep(60)
+                except Exception:
+                    pass
+        return _sum(question)
+
+
+class Crashes:
+    def answer(self, question):
+        if question == "2+3":
+            os._exit(1)
+        return _sum(question)
+"""
+
+
+def run_with(
+    pytester: pytest.Pytester, agent: str, *args: str
+) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """Run the demo suite's cases (controls deselected) with an adapter from ``FAULTY``."""
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        f"--agentbench-adapter=faulty:{agent}",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        *args,
+    )
+    return result, json.loads(path.read_text())
+
+
+def case_results(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    (suite,) = report["suites"]
+    return {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+
+
+@pytest.fixture
+def project(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(demo.path)
+    demo.makepyfile(faulty=FAULTY)
+    return demo
+
+
+def test_adapter_exception_is_an_agent_error_of_that_case_only(project: pytest.Pytester) -> None:
+    result, report = run_with(project, "Raises")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*_ demo-suite::c2 _*", "agent_error: adapter raised ValueError: cannot add today"]
+    )
+    assert "Traceback" not in result.stdout.str()
+    cases = case_results(report)
+    assert cases["c2"]["failure_class"] == "agent_error"
+    assert cases["c2"]["failure_reason"] == "adapter raised ValueError: cannot add today"
+    assert [cases[cid]["outcome"] for cid in ("c1", "c2", "c3")] == ["passed", "failed", "passed"]
+    assert report["suites"][0]["failure_classes"]["agent_error"] == 1
+
+
+def test_wrong_output_type_is_a_product_error(project: pytest.Pytester) -> None:
+    result, report = run_with(project, "ReturnsText")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*_ demo-suite::c2 _*", "product_error: answer must be an integer, got str"]
+    )
+    assert case_results(report)["c2"]["failure_class"] == "product_error"
+
+
+@pytest.mark.parametrize("agent", ["Sleeps", "Spins", "SwallowsEverything"])
+def test_hanging_adapter_is_interrupted_and_the_session_goes_on(
+    project: pytest.Pytester, agent: str
+) -> None:
+    started = time.monotonic()
+    result, report = run_with(project, agent, "--agentbench-timeout=1")
+    elapsed = time.monotonic() - started
+    assert elapsed < 15, f"the run took {elapsed:.1f}s: the hang was not interrupted"
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*_ demo-suite::c2 _*", "agent_error: timed out after 1.?s (--agentbench-timeout=1)"]
+    )
+    cases = case_results(report)
+    assert cases["c2"]["failure_class"] == "agent_error"
+    assert cases["c2"]["failure_reason"].startswith("timed out after")
+
+
+def test_timeout_holds_on_xdist_workers(project: pytest.Pytester) -> None:
+    started = time.monotonic()
+    result, report = run_with(project, "Sleeps", "--agentbench-timeout=1", "-n", "2")
+    assert time.monotonic() - started < 20
+    result.assert_outcomes(passed=2, failed=1)
+    assert case_results(report)["c2"]["failure_class"] == "agent_error"
+
+
+def test_timeout_from_ini(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nagentbench_timeout = 0.5\n")
+    started = time.monotonic()
+    result, _ = run_with(project, "Sleeps")
+    assert time.monotonic() - started < 15
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*timed out after 0.5s (--agentbench-timeout=0.5)*"])
+
+
+def test_crashed_worker_counts_its_case_as_a_harness_error(project: pytest.Pytester) -> None:
+    result, report = run_with(project, "Crashes", "-n", "2")
+    result.assert_outcomes(passed=2, failed=1)
+    output = result.stdout.str()
+    assert "cases: 2 passed, 0 failed, 1 error, 0 skipped | failure classes: 1 harness_error" in (
+        output
+    )
+    (suite,) = report["suites"]
+    assert suite["counts"] == {"passed": 2, "failed": 0, "error": 1, "skipped": 0}
+    assert suite["failure_classes"]["harness_error"] == 1
+    cases = case_results(report)
+    assert sorted(cases) == ["c1", "c2", "c3"]
+    assert cases["c2"]["outcome"] == "error"
+    assert cases["c2"]["failure_reason"] == "worker crashed while running it"
+    accuracy = {metric["name"]: metric for metric in suite["metrics"]}["accuracy"]
+    assert (accuracy["value"], accuracy["support"]) == (1.0, 2)
+
+
+def test_failure_text_has_a_short_first_line_and_every_failed_check(
+    project: pytest.Pytester,
+) -> None:
+    junit = project.path / "junit.xml"
+    result, _ = run_with(project, "ReturnsNothing", f"--junitxml={junit}")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ demo-suite::c1 _*",
+            "product_error: answer must be an integer, got NoneType",
+            "2 of 2 checks failed:",
+            '  answer_present [missing]: expected "an integer", got null',
+            "  answer_correct [missing]: expected 2, got null",
+        ]
+    )
+    failures = {
+        case.get("name", ""): case.find("failure")
+        for case in ET.parse(junit).getroot().iter("testcase")
+    }
+    assert sorted(failures) == ["c1", "c2", "c3"]
+    c3 = failures["c3"]
+    assert c3 is not None
+    assert c3.get("message") == "product_error: answer must be an integer, got NoneType"
+    assert "answer_correct [missing]: expected 15, got null" in (c3.text or "")
+
+
+def test_junit_message_is_the_first_line_also_under_xdist(
+    project: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    project.makepyfile(wrong="class Agent:\n    def answer(self, question):\n        return 7\n")
+    junit = project.path / "junit.xml"
+    result = project.runpytest(
+        "--agentbench-adapter=wrong:Agent",
+        f"--junitxml={junit}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(failed=3)
+    (case,) = [
+        case for case in ET.parse(junit).getroot().iter("testcase") if case.get("name") == "c1"
+    ]
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.get("message") == "1 of 2 checks failed: answer_correct"
+    assert "answer_correct [fail]: expected 2, got 7" in (failure.text or "")
