@@ -43,28 +43,12 @@ from pytest_agentbench.worlds.authority.models import (
     format_utc,
 )
 from pytest_agentbench.worlds.authority.replay import WorldIndex, build_index
+from pytest_agentbench.worlds.authority.trace import ObservedActionTrace
 
-ROW_FIELDS = (
-    "event_id",
-    "schema_version",
-    "timestamp",
-    "originating_principal_id",
-    "logical_agent_id",
-    "runtime_principal_id",
-    "credential_subject_id",
-    "attributed_actor_id",
-    "resource_id",
-    "action",
-    "requested_scope",
-    "decision",
-    "decision_at_audit",
-    "side_effect",
-    "policy_version",
-    "delegation_chain_ids",
-    "accountable_owner_chain",
-    "evidence_refs",
-    "reconstructable_from_retained_evidence",
+ROW_FIELDS: tuple[str, ...] = tuple(
+    name for name in ObservedActionTrace.model_fields if name != "synthetic"
 )
+"""The submission-row fields the agents write (``synthetic`` is left to its default)."""
 
 Row = dict[str, Any]
 
