@@ -168,6 +168,12 @@ def build_index(snapshot: WorldSnapshot) -> WorldIndex:
         "parent_agent_id",
         {aid: a.parent_agent_id for aid, a in index.agents.items()},
     )
+    _refuse_cycles(
+        "public_delegations.jsonl",
+        "parent_delegation_id",
+        {did: d.parent_delegation_id for did, d in index.listed_delegations.items()},
+        code="delegation_cycle",
+    )
     return index
 
 
@@ -304,7 +310,9 @@ def _delegation_refs(index: WorldIndex, delegation: Delegation) -> list[Ref]:
     return refs
 
 
-def _refuse_cycles(file: str, relation: str, parent_of: dict[str, str | None]) -> None:
+def _refuse_cycles(
+    file: str, relation: str, parent_of: dict[str, str | None], code: str = "ownership_cycle"
+) -> None:
     settled: set[str] = set()
     for start in parent_of:
         path: list[str] = []
@@ -313,7 +321,7 @@ def _refuse_cycles(file: str, relation: str, parent_of: dict[str, str | None]) -
         while current is not None and current not in settled and current in parent_of:
             if current in on_path:
                 raise AgentbenchError(
-                    "ownership_cycle",
+                    code,
                     f"{relation} forms a cycle through {current!r}",
                     file=file,
                     field=relation,
@@ -541,18 +549,18 @@ def _parents_first(delegations: Sequence[Delegation]) -> list[Delegation]:
     by_id = {delegation.id: delegation for delegation in delegations}
     ordered: list[Delegation] = []
     placed: set[str] = set()
-
-    def place(delegation: Delegation) -> None:
-        if delegation.id in placed:
-            return
-        parent = delegation.parent_delegation_id
-        if parent is not None and parent in by_id:
-            place(by_id[parent])
-        placed.add(delegation.id)
-        ordered.append(delegation)
-
+    # Iterative, so a long parent chain cannot exhaust the recursion limit;
+    # build_index has already refused parent cycles.
     for delegation in sorted(delegations, key=lambda item: item.id):
-        place(delegation)
+        pending: list[Delegation] = []
+        current: Delegation | None = delegation
+        while current is not None and current.id not in placed:
+            pending.append(current)
+            parent = current.parent_delegation_id
+            current = by_id.get(parent) if parent is not None else None
+        for item in reversed(pending):
+            placed.add(item.id)
+            ordered.append(item)
     return ordered
 
 

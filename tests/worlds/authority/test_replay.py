@@ -581,3 +581,18 @@ def test_replayer_validates_the_whole_stream_on_construction() -> None:
     with pytest.raises(AgentbenchError) as caught:
         Replayer(snapshot, broken)
     assert caught.value.code == "non_contiguous_event_index"
+
+
+@pytest.mark.parametrize(
+    "delegations",
+    [
+        (delegation("d-loop", parent="d-loop"),),
+        (delegation("d-one", parent="d-two"), delegation("d-two", parent="d-one")),
+    ],
+    ids=["self-parent", "two-cycle"],
+)
+def test_initial_delegation_parent_cycles_are_refused(delegations: tuple[Delegation, ...]) -> None:
+    snapshot = base_snapshot(delegations=delegations)
+    rendered = refusal("delegation_cycle", snapshot, ())
+    assert "public_delegations.jsonl" in rendered
+    assert "parent_delegation_id" in rendered
