@@ -242,10 +242,10 @@ def pytest_runtest_makereport(
         if result is not None:
             payload["result"] = result.model_dump(mode="json")
             if get_state(item.config).options.junit_case_properties:
-                report.user_properties.extend(
-                    (f"agentbench.check.{check.name}", check.status.value)
-                    for check in result.checks
-                )
+                checks = [(f"agentbench.check.{c.name}", c.status.value) for c in result.checks]
+                report.user_properties.extend(checks)
+                # JUnit XML writes the properties of the teardown report, built from the item.
+                item.user_properties.extend(checks)
         if verdict is not None:
             payload["verdict"] = verdict.model_dump(mode="json")
     setattr(report, PAYLOAD, payload)
