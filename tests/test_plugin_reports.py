@@ -1,0 +1,219 @@
+"""Session outputs: gates, JUnit properties and the JSON run report."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]  # no stubs in the test extra
+import pytest
+
+from pytest_agentbench.canonical import artifact_set_digest, tree_files
+from pytest_agentbench.report.json_report import SCHEMA_PATH, schema_text
+from tests.demo_world import DEMO_CONTROLS, write_demo_suite
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(f"--agentbench-report={path}", *args)
+    return result, json.loads(path.read_text())
+
+
+def global_properties(junit: Path) -> dict[str, str]:
+    root = ET.parse(junit).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    assert suite is not None
+    properties = suite.find("properties")
+    assert properties is not None
+    return {prop.get("name", ""): prop.get("value", "") for prop in properties.iter("property")}
+
+
+def test_suite_gate_fails_the_session_although_every_item_passed(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, extra_suite_yaml="gates: ['zero_rate >= 0.5', 'accuracy >= 0.9']\n")
+    junit = demo.path / "junit.xml"
+    result, report = run(demo, f"--junitxml={junit}")
+    result.assert_outcomes(passed=3, failed=1)
+    failing_only = demo.runpytest(f"--junitxml={junit}", "-m", "not agentbench_control")
+    failing_only.assert_outcomes(passed=3)
+    assert failing_only.ret == pytest.ExitCode.TESTS_FAILED
+    failing_only.stdout.fnmatch_lines(
+        [
+            "gates: 1/2 passed",
+            "  FAIL demo-suite:zero_rate>=0.5 (suites/demo-suite/suite.yaml): 0.0000 fails >= 0.5",
+            "  ok   demo-suite:accuracy>=0.9 (suites/demo-suite/suite.yaml): "
+            "1.0000 satisfies >= 0.9",
+        ]
+    )
+    properties = global_properties(junit)
+    assert properties["agentbench.demo-suite.gate.zero_rate>=0.5"] == "fail: 0.0000 fails >= 0.5"
+    assert properties["agentbench.demo-suite.gate.accuracy>=0.9"] == "pass"
+    verdicts = {verdict["gate"]["metric"]: verdict for verdict in report["gates"]}
+    assert verdicts["zero_rate"]["passed"] is False
+    assert verdicts["zero_rate"]["value"] == 0.0
+    assert verdicts["accuracy"]["passed"] is True
+    assert report["suites"][0]["gates"] == report["gates"]
+
+
+@pytest.mark.parametrize(
+    ("gate", "passes"),
+    [
+        ("demo-suite:accuracy>=1", True),
+        ("demo-suite:accuracy>=1.01", False),
+        ("demo-suite:zero_rate<=0", True),
+        ("demo-suite: zero_rate <= -0.1", False),
+        ("demo-suite:accuracy==1.0", True),
+        ("demo-suite:accuracy==0.5", False),
+    ],
+)
+def test_command_line_gate_operators(demo: pytest.Pytester, gate: str, passes: bool) -> None:
+    write_demo_suite(demo.path)
+    result, report = run(demo, f"--agentbench-gate={gate}", "-m", "not agentbench_control", "-q")
+    result.assert_outcomes(passed=3)
+    expected = pytest.ExitCode.OK if passes else pytest.ExitCode.TESTS_FAILED
+    assert result.ret == expected
+    (verdict,) = report["gates"]
+    assert verdict["passed"] is passes
+    assert verdict["gate"]["source"] == "--agentbench-gate"
+    if not passes:
+        result.stdout.fnmatch_lines(["agentbench   FAILED gate demo-suite:*: * fails *"])
+
+
+def test_gate_naming_an_unknown_metric_or_suite_fails_with_the_reason(
+    demo: pytest.Pytester,
+) -> None:
+    write_demo_suite(demo.path)
+    result, report = run(
+        demo,
+        "--agentbench-gate=demo-suite:precision>=0.5",
+        "--agentbench-gate=elsewhere:accuracy>=0.5",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    reasons = {verdict["gate"]["suite"]: verdict["reason"] for verdict in report["gates"]}
+    assert reasons == {
+        "demo-suite": "unknown metric (known: accuracy, zero_rate)",
+        "elsewhere": "suite did not run",
+    }
+    result.stdout.fnmatch_lines(
+        ["agentbench FAILED gate elsewhere:accuracy>=0.5: suite did not run"]
+    )
+
+
+@pytest.mark.parametrize("gate", ["accuracy>=0.5", "demo-suite:accuracy>>0.5", "demo-suite:"])
+def test_malformed_gate_is_a_usage_error(demo: pytest.Pytester, gate: str) -> None:
+    write_demo_suite(demo.path)
+    result = demo.runpytest(f"--agentbench-gate={gate}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: ?invalid_gate? --agentbench-gate: *"])
+
+
+def test_junit_global_properties_carry_the_metrics(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    junit = demo.path / "junit.xml"
+    result = demo.runpytest(f"--junitxml={junit}", *xdist_args)
+    result.assert_outcomes(passed=4)
+    assert global_properties(junit) == {
+        "agentbench.demo-suite.accuracy": "1.0",
+        "agentbench.demo-suite.zero_rate": "0.0",
+        "agentbench.demo-suite.control.control:always-zero": "pass",
+    }
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        assert case.find("properties") is None
+
+
+def test_per_case_check_properties_only_when_asked(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makeini("[pytest]\nagentbench_junit_case_properties = true\n")
+    junit = demo.path / "junit.xml"
+    demo.runpytest(f"--junitxml={junit}", "-m", "not agentbench_control", *xdist_args)
+    per_case = {
+        case.get("name", ""): {
+            prop.get("name", ""): prop.get("value", "") for prop in case.iter("property")
+        }
+        for case in ET.parse(junit).getroot().iter("testcase")
+    }
+    expected = {
+        "agentbench.check.answer_present": "pass",
+        "agentbench.check.answer_correct": "pass",
+    }
+    assert per_case == {"c1": expected, "c2": expected, "c3": expected}
+
+
+def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[str]) -> None:
+    suite_dir = write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    demo.makepyfile(agents="class Agent:\n    def answer(self, question):\n        return 15\n")
+    result, report = run(demo, "--agentbench-adapter=agents:Agent", *xdist_args)
+    result.assert_outcomes(passed=2, failed=2)
+    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+    assert report["schema_version"] == "agentbench-run-report/1"
+    assert report["exit_status"] == 1
+    assert set(report["environment"]) == {"python", "pytest", "plugin", "platform", "git_commit"}
+    assert report["environment"]["pytest"] == pytest.__version__
+    assert report["adapter"] == {
+        "spec": "agents:Agent",
+        "description": "agents:Agent (agents.Agent)",
+    }
+    (suite,) = report["suites"]
+    assert (suite["id"], suite["world"], suite["version"]) == ("demo-suite", "demo", "1.0.0")
+    public = {rel: path.read_bytes() for rel, path in tree_files(suite_dir).items()}
+    oracle_dir = demo.path / "oracles" / "demo-suite"
+    oracle = {rel: path.read_bytes() for rel, path in tree_files(oracle_dir).items()}
+    assert suite["digests"] == {
+        "public": artifact_set_digest(public),
+        "oracle": artifact_set_digest(oracle),
+    }
+    assert suite["counts"] == {"passed": 1, "failed": 2, "error": 0, "skipped": 0}
+    metrics = {metric["name"]: metric for metric in suite["metrics"]}
+    assert metrics["accuracy"]["value"] == pytest.approx(1 / 3)
+    assert (metrics["accuracy"]["numerator"], metrics["accuracy"]["denominator"]) == (1, 3)
+    (control,) = suite["controls"]
+    assert control["control_id"] == "control:always-zero"
+    assert control["passed"] is True
+    assert [entry["nodeid"] for entry in suite["cases"]] == [
+        f"suites/demo-suite/cases.jsonl::{cid}" for cid in ("c1", "c2", "c3")
+    ]
+    c3 = suite["cases"][2]["result"]
+    assert (c3["outcome"], c3["measurements"]) == ("passed", {"correct": 1, "scored": 1, "zero": 0})
+    assert report["gates"] == []
+
+
+def test_json_report_is_canonical_json(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    path = demo.path / "out" / "run.json"
+    demo.runpytest(f"--agentbench-report={path}")
+    text = path.read_text()
+    value = json.loads(text)
+    assert (
+        text == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    )
+
+
+def test_shipped_schema_is_the_generated_one() -> None:
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text()
+
+
+def test_quiet_terminal_summary_is_one_line_per_suite(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    result = demo.runpytest("-q")
+    result.stdout.fnmatch_lines(["agentbench demo-suite: 3 passed; controls 1/1"])
+    assert "agentbench: demo-suite (demo)" not in result.stdout.str()
+
+
+def test_terminal_section_names_adapter_metrics_and_support(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    result = demo.runpytest()
+    result.stdout.fnmatch_lines(
+        [
+            "*= agentbench: demo-suite (demo) =*",
+            "adapter: built-in reference agents",
+            "cases: 3 passed, 0 failed, 0 error, 0 skipped",
+            "answers:",
+            "  accuracy   1.0000  support 3    95% ?0.4385, 1.0000?     higher is better",
+            "  zero_rate  0.0000  support 3    95% ?0.0000, 0.5615?     lower is better",
+        ]
+    )
