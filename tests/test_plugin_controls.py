@@ -1,0 +1,211 @@
+"""Negative controls as items, and scoring a predictions file."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.demo_world import DEMO_CONTROLS, write_demo_suite
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(f"--agentbench-report={path}", *args)
+    return result, json.loads(path.read_text())
+
+
+def controls_of(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    (suite,) = report["suites"]
+    return {control["control_id"]: control for control in suite["controls"]}
+
+
+def test_declared_control_passes_when_the_agent_fails_exactly_as_declared(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    result, report = run(demo, *xdist_args)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "controls: 1/1 behaved as declared",
+            "  ok   control:always-zero: control 'always-zero' failed exactly as declared "
+            "(answer_correct)",
+        ]
+    )
+    control = controls_of(report)["control:always-zero"]
+    assert control["passed"] is True
+    assert control["verdict"]["failing_dimensions"] == ["answer_correct"]
+
+
+@pytest.mark.parametrize(
+    ("replace", "by", "reason"),
+    [
+        pytest.param(
+            "must_fail: [answer_correct]\n    required_findings: [wrong_answer]\n"
+            "    must_pass: [answer_present]\n",
+            "must_fail: [answer_correct, answer_present]\n    required_findings: [wrong_answer]\n"
+            "    must_pass: []\n",
+            "must-fail dimensions passed: answer_present",
+            id="claims-answer-present-fails",
+        ),
+        pytest.param(
+            "must_fail: [answer_correct]\n    required_findings: [wrong_answer]\n"
+            "    must_pass: [answer_present]\n",
+            "must_fail: [answer_present]\n    must_pass: [answer_correct]\n",
+            "must-pass dimensions failed: answer_correct | must-fail dimensions passed: "
+            "answer_present",
+            id="sets-swapped",
+        ),
+        pytest.param(
+            "required_findings: [wrong_answer]",
+            "required_findings: [wrong_answer, constant_answer]",
+            "required findings absent: constant_answer",
+            id="missing-finding",
+        ),
+        pytest.param(
+            "expected_metrics: {accuracy: 0.0, zero_rate: 1.0}",
+            "expected_metrics: {accuracy: 0.5, zero_rate: 1.0}",
+            "metrics off: accuracy: expected 0.5000, got 0.0000",
+            id="wrong-metric",
+        ),
+    ],
+)
+def test_control_fails_when_its_declaration_is_wrong(
+    demo: pytest.Pytester, replace: str, by: str, reason: str
+) -> None:
+    assert replace in DEMO_CONTROLS
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS.replace(replace, by))
+    result, report = run(demo, "--agentbench-controls")
+    result.assert_outcomes(failed=1, deselected=3)
+    expected = f"control 'always-zero' did not fail as declared: {reason}"
+    result.stdout.fnmatch_lines(["*_ demo-suite::control:always-zero _*", expected])
+    control = controls_of(report)["control:always-zero"]
+    assert (control["passed"], control["summary"]) == (False, expected)
+
+
+@pytest.mark.parametrize(
+    ("replace", "by", "refusal"),
+    [
+        pytest.param(
+            "    must_pass: [answer_present]\n",
+            "    must_pass: []\n",
+            "[control_coverage] oracles/demo-suite/controls.yaml: controls[0]: control "
+            "'always-zero': dimensions in neither set: answer_present",
+            id="uncovered-dimension",
+        ),
+        pytest.param(
+            "must_pass: [answer_present]",
+            "must_pass: [answer_present, answer_polite]",
+            "[control_coverage] oracles/demo-suite/controls.yaml: controls[0]: control "
+            "'always-zero': unknown dimensions answer_polite",
+            id="unknown-dimension",
+        ),
+        pytest.param(
+            "agent: always_zero",
+            "agent: always_one",
+            "[unknown_control_agent] oracles/demo-suite/controls.yaml: controls[0].agent: "
+            "control 'always-zero' names agent 'always_one', which world 'demo' does not offer "
+            "(offers: always_zero, reference)",
+            id="unknown-agent",
+        ),
+        pytest.param(
+            "    agent: always_zero\n",
+            "    agent: always_zero\n    cases: [c1, c9]\n",
+            "[unknown_control_case] oracles/demo-suite/controls.yaml: controls[0].cases: "
+            "control 'always-zero' names unknown cases c9",
+            id="unknown-case",
+        ),
+        pytest.param(
+            "suite: demo-suite",
+            "suite: other-suite",
+            "[control_suite_mismatch] oracles/demo-suite/controls.yaml: suite: manifest is for "
+            "suite 'other-suite', not 'demo-suite'",
+            id="other-suite",
+        ),
+        pytest.param(
+            "    guarantee: answers are computed, not constant\n",
+            "",
+            "[missing_field] oracles/demo-suite/controls.yaml: controls[0].guarantee: "
+            "required field is missing",
+            id="missing-field",
+        ),
+    ],
+)
+def test_invalid_manifest_is_a_collection_error_and_cases_still_run(
+    demo: pytest.Pytester, replace: str, by: str, refusal: str
+) -> None:
+    assert replace in DEMO_CONTROLS
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS.replace(replace, by))
+    result = demo.runpytest()
+    result.assert_outcomes(passed=3, errors=1)
+    output = result.stdout.str()
+    assert refusal in output
+    assert "Traceback" not in output
+
+
+def test_negative_agent_without_a_declared_control_is_an_ungraded_failure(
+    demo: pytest.Pytester,
+) -> None:
+    write_demo_suite(demo.path)
+    result, report = run(demo)
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ demo-suite::ungraded:always_zero _*",
+            "ungraded: negative agent 'always_zero' has no declared control",
+        ]
+    )
+    assert controls_of(report)["ungraded:always_zero"]["passed"] is False
+
+
+def test_control_on_a_subset_of_cases(demo: pytest.Pytester) -> None:
+    manifest = DEMO_CONTROLS.replace(
+        "    agent: always_zero\n", "    agent: always_zero\n    cases: [c2]\n"
+    )
+    write_demo_suite(demo.path, controls=manifest)
+    result = demo.runpytest("--agentbench-controls")
+    result.assert_outcomes(passed=1, deselected=3)
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [["--agentbench-controls"], ["-m", "agentbench_control"]],
+    ids=["option", "marker"],
+)
+def test_controls_only_selection(demo: pytest.Pytester, selection: list[str]) -> None:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    result, report = run(demo, *selection, "--strict-markers")
+    result.assert_outcomes(passed=1, deselected=3)
+    (suite,) = report["suites"]
+    assert suite["cases"] == []
+    assert [control["control_id"] for control in suite["controls"]] == ["control:always-zero"]
+
+
+def test_predictions_file_is_scored_instead_of_an_adapter(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    predictions = demo.path / "preds.jsonl"
+    predictions.write_text('{"id": "c1", "answer": 2}\n{"id": "c2", "answer": 6}\n')
+    result, report = run(demo, f"--agentbench-predictions=demo-suite={predictions}")
+    result.assert_outcomes(passed=2, failed=2)
+    (suite,) = report["suites"]
+    outcomes = {
+        entry["result"]["case_id"]: (entry["result"]["outcome"], entry["result"]["failure_class"])
+        for entry in suite["cases"]
+    }
+    assert outcomes == {
+        "c1": ("passed", None),
+        "c2": ("failed", None),
+        "c3": ("failed", "product_error"),
+    }
+    assert controls_of(report)["control:always-zero"]["passed"] is True
+
+
+def test_malformed_predictions_option_is_a_usage_error(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    result = demo.runpytest("--agentbench-predictions=preds.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: ?invalid_predictions? --agentbench-predictions: 'preds.jsonl' is not SUITE=PATH"]
+    )
