@@ -105,6 +105,8 @@ class PredictionsAdapter:
         self.path = path
         self.rows: dict[str, ObservedActionTrace] = {}
         self.problems: dict[str, str] = {}
+        self.unattributed: list[str] = []
+        """Refusals of lines with no readable event_id (each may be a missing event's row)."""
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -115,7 +117,9 @@ class PredictionsAdapter:
                 row = parse_row(value, file=str(path), line=number)
             except AgentbenchError as exc:
                 event_id = _recoverable_event_id(line)
-                if event_id is not None:
+                if event_id is None:
+                    self.unattributed.append(exc.render())
+                else:
                     self.problems[event_id] = exc.render()
                 continue
             if row.event_id in self.rows:
@@ -131,7 +135,9 @@ class PredictionsAdapter:
         if event_id in self.problems:
             raise MalformedOutput(self.problems[event_id])
         if event_id not in self.rows:
-            raise MalformedOutput(f"[missing_event_id] {self.path}: no row for {event_id!r}")
+            unread = "; ".join(self.unattributed)
+            hint = f" (lines with no readable event_id: {unread})" if unread else ""
+            raise MalformedOutput(f"[missing_event_id] {self.path}: no row for {event_id!r}{hint}")
         return self.rows[event_id]
 
 
