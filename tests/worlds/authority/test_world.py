@@ -1,0 +1,356 @@
+"""The authority world bound to the plugin: real pytest runs of Asteria Agentic v1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench import cli
+from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.suite import SUITE_FILE, Suite, load_suite_config
+from pytest_agentbench.worlds.authority.agents import CurrentStateAgent, ReferenceAgent
+from pytest_agentbench.worlds.authority.bundle import read_public
+from pytest_agentbench.worlds.authority.world import WORLD
+
+SUITE_ID = "asteria-agentic-v1"
+SHIPPED_SUITE = packaged_suites()[SUITE_ID]
+SHIPPED_ORACLE = SHIPPED_SUITE.parent.parent / "oracles" / SUITE_ID
+EVENTS = f"suites/{SUITE_ID}/public_events.jsonl"
+PUBLIC = read_public(SHIPPED_SUITE, f"suites/{SUITE_ID}", exclude=(SUITE_FILE,))
+REFERENCE_ROWS: list[dict[str, Any]] = ReferenceAgent().trace(PUBLIC)
+CURRENT_STATE_ROWS: list[dict[str, Any]] = CurrentStateAgent().trace(PUBLIC)
+ACTION_IDS = [row["event_id"] for row in REFERENCE_ROWS]
+CONTROL_ITEMS = ["control:reference", "control:always-deny", "control:current-state"]
+WRONG_EVENT = "evt-010-authorised-comparison"
+
+
+def run_with_report(
+    pytester: pytest.Pytester, *args: str
+) -> tuple[pytest.RunResult, dict[str, Any]]:
+    """Run pytest in ``pytester`` and return the result and its only suite's report."""
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(f"--agentbench-report={path}", *args)
+    (suite,) = json.loads(path.read_text(encoding="utf-8"))["suites"]
+    return result, suite
+
+
+def metric_values(suite_report: dict[str, Any]) -> dict[str, float | None]:
+    return {metric["name"]: metric["value"] for metric in suite_report["metrics"]}
+
+
+def cli_metrics(capsys: pytest.CaptureFixture[str], *source: str) -> list[dict[str, Any]]:
+    """The full metric list ``agentbench evaluate --json`` computes for ``source``."""
+    capsys.readouterr()
+    assert cli.main(["evaluate", SUITE_ID, *source, "--json"]) == 0
+    metrics: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["metrics"]
+    return metrics
+
+
+def case_results(suite_report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {entry["result"]["case_id"]: entry["result"] for entry in suite_report["cases"]}
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text(
+        "".join((row if isinstance(row, str) else canonical_json(row)) + "\n" for row in rows),
+        encoding="utf-8",
+    )
+    return path
+
+
+def collected_ids(pytester: pytest.Pytester) -> list[str]:
+    result = pytester.runpytest("--agentbench-suite", SUITE_ID, "--collect-only", "-q")
+    return [line for line in result.outlines if "::" in line]
+
+
+def test_builtin_suite_collects_one_item_per_action_event(pytester: pytest.Pytester) -> None:
+    cases = [item for item in collected_ids(pytester) if "::evt-" in item]
+    assert cases == [f"{EVENTS}::{event_id}" for event_id in ACTION_IDS]
+    assert len(cases) == 11
+
+
+@pytest.mark.xfail(
+    reason="collect.py gives a packaged suite's SuiteFile no suites/<id>/ node id, "
+    "so its control items are named suite.yaml::control:... (README shows the suite path)",
+    strict=True,
+)
+def test_builtin_suite_control_items_carry_the_suite_path(pytester: pytest.Pytester) -> None:
+    controls = [item for item in collected_ids(pytester) if "::evt-" not in item]
+    assert controls == [f"suites/{SUITE_ID}/suite.yaml::{name}" for name in CONTROL_ITEMS]
+
+
+def test_builtin_suite_passes_with_the_reference_agent(
+    pytester: pytest.Pytester, xdist_args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    result, suite = run_with_report(pytester, "--agentbench-suite", SUITE_ID, *xdist_args)
+    result.assert_outcomes(passed=11 + 3)
+    assert suite["counts"]["passed"] == 11
+    values = metric_values(suite)
+    assert values.pop("excess_authority_rate") == 0.0
+    assert values == dict.fromkeys(values, 1.0)
+    # Identical under every xdist mode: the whole vector (supports and intervals
+    # included) equals the one computed outside pytest.
+    assert suite["metrics"] == cli_metrics(capsys, "--agent", "reference")
+    assert {entry["control_id"] for entry in suite["controls"]} == set(CONTROL_ITEMS)
+    assert all(entry["passed"] for entry in suite["controls"])
+
+
+def test_predictions_file_reproduces_the_agents_metrics(
+    pytester: pytest.Pytester, xdist_args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = write_jsonl(pytester.path / "current.jsonl", CURRENT_STATE_ROWS)
+    result, suite = run_with_report(
+        pytester,
+        "--agentbench-suite",
+        SUITE_ID,
+        "--agentbench-predictions",
+        f"{SUITE_ID}={rows}",
+        *xdist_args,
+    )
+    failed = suite["counts"]["failed"]
+    assert failed > 0
+    result.assert_outcomes(passed=11 - failed + 3, failed=failed)
+    assert suite["metrics"] == cli_metrics(capsys, "--agent", "current_state")
+    values = metric_values(suite)
+    assert values["authorization_decision_f1"] == pytest.approx(1 / 3)
+    assert values["provenance_completeness"] == pytest.approx(6 / 11)
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "reason"),
+    [
+        pytest.param(
+            '{"event_id": "evt-012-quotation-request", "decision": ',
+            "product_error: [[]missing_event_id[]] *: no row for 'evt-012-quotation-request' "
+            "(lines with no readable event_id: [[]malformed_json[]] *rows.jsonl:3: *)",
+            id="malformed-json",
+        ),
+        pytest.param(
+            canonical_json({**REFERENCE_ROWS[2], "decision": "perhaps"}),
+            "product_error: [[]invalid_row[]] *rows.jsonl:3: decision: *",
+            id="invalid-field",
+        ),
+    ],
+)
+def test_one_bad_predictions_line_fails_only_its_case(
+    pytester: pytest.Pytester, bad_line: str, reason: str
+) -> None:
+    assert ACTION_IDS[2] == "evt-012-quotation-request"
+    rows: list[Any] = list(REFERENCE_ROWS)
+    rows[2] = bad_line
+    path = write_jsonl(pytester.path / "rows.jsonl", rows)
+    result, suite = run_with_report(
+        pytester, "--agentbench-suite", SUITE_ID, "--agentbench-predictions", f"{SUITE_ID}={path}"
+    )
+    result.assert_outcomes(passed=10 + 3, failed=1)
+    results = case_results(suite)
+    failed = {case_id for case_id, item in results.items() if item["outcome"] != "passed"}
+    assert failed == {ACTION_IDS[2]}
+    assert results[ACTION_IDS[2]]["failure_class"] == "product_error"
+    assert {name: n for name, n in suite["failure_classes"].items() if n} == {"product_error": 1}
+    # The broken case is still graded (every check missing), so it counts against the metrics.
+    (accuracy,) = [m for m in suite["metrics"] if m["name"] == "authorization_decision_accuracy"]
+    assert (accuracy["value"], accuracy["support"]) == (pytest.approx(10 / 11), 11)
+    result.stdout.fnmatch_lines(
+        [f"_* {SUITE_ID}::{ACTION_IDS[2]} _*", reason, "13 of 13 checks failed:"],
+        consecutive=True,
+    )
+
+
+ADAPTERS = f"""
+from pytest_agentbench.worlds.authority.agents import ReferenceAgent
+
+
+class WrongOnOne(ReferenceAgent):
+    def trace_action(self, bundle, event_id):
+        row = super().trace_action(bundle, event_id)
+        if event_id == {WRONG_EVENT!r}:
+            row["decision"] = "deny"
+            row["attributed_actor_id"] = "principal-nobody"
+        return row
+
+
+class Raises:
+    def trace_action(self, bundle, event_id):
+        raise RuntimeError("the model endpoint is down")
+
+
+class Chatty:
+    def trace_action(self, bundle, event_id):
+        return "I think this one is allowed."
+"""
+
+
+def importable(pytester: pytest.Pytester, **modules: str) -> None:
+    """Write modules into ``pytester`` importable here and in xdist worker processes."""
+    pytester.makepyfile(**modules)
+    pytester.syspathinsert()
+    # A rootdir conftest puts the rootdir on sys.path of every worker before
+    # the plugin imports the adapter.
+    pytester.makeconftest("")
+
+
+@pytest.fixture
+def adapters(pytester: pytest.Pytester) -> pytest.Pytester:
+    importable(pytester, my_adapters=ADAPTERS)
+    return pytester
+
+
+def test_a_wrong_adapter_fails_that_item_listing_expected_and_actual(
+    adapters: pytest.Pytester,
+) -> None:
+    result, suite = run_with_report(
+        adapters, "--agentbench-suite", SUITE_ID, "--agentbench-adapter=my_adapters:WrongOnOne"
+    )
+    result.assert_outcomes(passed=10 + 3, failed=1)
+    results = case_results(suite)
+    wrong = results[WRONG_EVENT]
+    assert (wrong["outcome"], wrong["failure_class"]) == ("failed", None)
+    failed_checks = {c["name"] for c in wrong["checks"] if c["status"] != "pass"}
+    assert {"authorization_decision", "attribution_integrity"} <= failed_checks
+    result.stdout.fnmatch_lines(
+        [
+            f"_* {SUITE_ID}::{WRONG_EVENT} _*",
+            "2 of 13 checks failed: authorization_decision, attribution_integrity",
+            '  authorization_decision [fail]: expected "allow", got "deny"',
+            '  attribution_integrity [fail]: expected "principal-comparison-service", '
+            'got "principal-nobody"',
+        ],
+        consecutive=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("adapter", "failure_class", "reason"),
+    [
+        pytest.param(
+            "Raises",
+            "agent_error",
+            "adapter raised RuntimeError: the model endpoint is down",
+            id="raises",
+        ),
+        pytest.param(
+            "Chatty",
+            "product_error",
+            "trace_action must return a mapping or an ObservedActionTrace, got str",
+            id="returns-a-string",
+        ),
+    ],
+)
+def test_adapter_failures_are_classified(
+    adapters: pytest.Pytester, adapter: str, failure_class: str, reason: str
+) -> None:
+    result, suite = run_with_report(
+        adapters, "--agentbench-suite", SUITE_ID, f"--agentbench-adapter=my_adapters:{adapter}"
+    )
+    result.assert_outcomes(passed=3, failed=11)
+    assert {name: n for name, n in suite["failure_classes"].items() if n} == {failure_class: 11}
+    assert {item["failure_reason"] for item in case_results(suite).values()} == {reason}
+    result.stdout.fnmatch_lines(
+        [
+            f"_* {SUITE_ID}::{ACTION_IDS[0]} _*",
+            f"{failure_class}: {reason}",
+            "13 of 13 checks failed:",
+        ],
+        consecutive=True,
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+BUNDLE_SUITE_YAML = """\
+id: asteria-bundle
+version: 1.0.0
+world: authority
+title: Asteria in the original bundle layout
+oracle: evaluator
+options: {public: public}
+"""
+
+
+def test_original_bundle_layout_runs_unchanged(pytester: pytest.Pytester) -> None:
+    bundle = pytester.path / "bundle"
+    shutil.copytree(SHIPPED_SUITE, bundle / "public")
+    (bundle / "public" / SUITE_FILE).unlink()
+    shutil.copytree(SHIPPED_ORACLE, bundle / "evaluator")
+    (bundle / "evaluator" / "controls.yaml").unlink()
+    (bundle / SUITE_FILE).write_text(BUNDLE_SUITE_YAML, encoding="utf-8")
+    result, suite = run_with_report(pytester, "bundle", "-v")
+    # Without controls.yaml the two negative agents are ungraded items, and fail.
+    result.assert_outcomes(passed=11, failed=2)
+    assert suite["id"] == "asteria-bundle"
+    output = result.stdout.str()
+    assert f"bundle/public/public_events.jsonl::{ACTION_IDS[0]} PASSED" in output
+    assert "bundle/suite.yaml::ungraded:always_deny FAILED" in output
+    assert "bundle/suite.yaml::ungraded:current_state FAILED" in output
+    values = metric_values(suite)
+    assert values.pop("excess_authority_rate") == 0.0
+    assert values == dict.fromkeys(values, 1.0)
+
+
+def test_tampered_public_file_is_a_named_collection_error(pytester: pytest.Pytester) -> None:
+    suite_dir = pytester.path / "suites" / SUITE_ID
+    shutil.copytree(SHIPPED_SUITE, suite_dir)
+    shutil.copytree(SHIPPED_ORACLE, pytester.path / "oracles" / SUITE_ID)
+    principals = suite_dir / "principals.jsonl"
+    principals.write_text(principals.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    result = pytester.runpytest("suites")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert (
+        f"[digest_mismatch] suites/{SUITE_ID}/principals.jsonl: "
+        "sha256 differs from the one manifest.json records" in output
+    )
+    assert "Traceback" not in output
+
+
+RECORDER = """
+from pathlib import Path
+
+from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.worlds.authority.agents import ReferenceAgent
+
+RECORDS = Path({records!r})
+
+
+class Recorder(ReferenceAgent):
+    def trace_action(self, bundle, event_id):
+        seen = canonical_json(bundle.model_dump(mode="json")) + canonical_json(event_id)
+        (RECORDS / (event_id + ".json")).write_text(seen, encoding="utf-8")
+        return super().trace_action(bundle, event_id)
+"""
+
+
+def _shipped_canaries() -> list[str]:
+    suite = Suite(
+        config=load_suite_config(SHIPPED_SUITE / SUITE_FILE, SUITE_FILE),
+        root=SHIPPED_SUITE,
+        display_root=f"suites/{SUITE_ID}",
+    )
+    suite.data = WORLD.load_suite(suite)
+    return list(WORLD.leak_canaries(suite, WORLD.load_oracle(suite)))
+
+
+def test_the_adapter_never_receives_evaluator_data(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    records = pytester.path / "records"
+    records.mkdir()
+    importable(pytester, recorder=RECORDER.format(records=str(records)))
+    result = pytester.runpytest(
+        "--agentbench-suite", SUITE_ID, "--agentbench-adapter=recorder:Recorder", *xdist_args
+    )
+    result.assert_outcomes(passed=11 + 3)
+    seen = {path.stem: path.read_text(encoding="utf-8") for path in records.iterdir()}
+    assert sorted(seen) == sorted(ACTION_IDS)
+    canaries = _shipped_canaries()
+    # 1 evaluator digest + 7 evaluator file hashes + 11 truth records.
+    assert len(canaries) == 1 + 7 + 11
+    for text in seen.values():
+        assert PUBLIC.manifest.artifact_set_digest in text
+        leaked = [canary for canary in canaries if canary in text]
+        assert leaked == []
