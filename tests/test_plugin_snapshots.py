@@ -1,0 +1,109 @@
+"""Golden outputs pinned with syrupy under ``snapshots/<suite-id>/``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.canonical import artifact_set_digest, pretty_json
+from tests.demo_world import DEMO_CONTROLS, write_demo_suite
+
+SHIFTED = """
+class Agent:
+    def answer(self, question):
+        left, right = question.split("+")
+        return int(left) + int(right) + (1 if left == "2" else 0)
+"""
+
+
+def pinned(root: Path) -> dict[str, object]:
+    folder = root / "snapshots" / "demo-suite"
+    return {
+        path.relative_to(folder).as_posix(): json.loads(path.read_text())
+        for path in sorted(folder.rglob("*.json"))
+    }
+
+
+@pytest.fixture
+def project(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    demo.makepyfile(shifted=SHIFTED)
+    return demo
+
+
+def test_update_pins_outputs_and_a_change_fails_with_a_plain_diff(
+    project: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    written = project.runpytest("--agentbench-snapshot", "--snapshot-update", *xdist_args)
+    written.assert_outcomes(passed=4)
+    written.stdout.fnmatch_lines(["4 snapshots generated."])
+    assert pinned(project.path) == {
+        "cases/c1.json": {"answer": 2},
+        "cases/c2.json": {"answer": 5},
+        "cases/c3.json": {"answer": 15},
+        "suite/controlalways-zero.json": {"accuracy": 0.0, "zero_rate": 1.0},
+    }
+    unchanged = project.runpytest("--agentbench-snapshot", *xdist_args)
+    unchanged.assert_outcomes(passed=4)
+    assert unchanged.ret == pytest.ExitCode.OK
+    changed = project.runpytest(
+        "--agentbench-snapshot", "--agentbench-adapter=shifted:Agent", *xdist_args
+    )
+    changed.assert_outcomes(passed=3, failed=1)
+    changed.stdout.fnmatch_lines(
+        [
+            "*_ demo-suite::c2 _*",
+            "2 of 3 checks failed: answer_correct, golden_output",
+            "  answer_correct [fail]: expected 5, got 6",
+            "  golden_output [fail]: differs from the pinned snapshot",
+            "golden output changed (re-pin with --snapshot-update):",
+            "    {",
+            '  -   "answer": 5',
+            '  +   "answer": 6',
+            "    }",
+        ]
+    )
+    assert "\x1b[" not in changed.stdout.str()
+
+
+def test_snapshots_are_off_unless_asked(project: pytest.Pytester) -> None:
+    result = project.runpytest("--snapshot-update")
+    result.assert_outcomes(passed=4)
+    assert not (project.path / "snapshots").exists()
+
+
+def test_ini_turns_snapshots_on_and_names_the_folder(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nagentbench_snapshot = true\nagentbench_snapshot_dir = golden\n")
+    result = project.runpytest("--snapshot-update")
+    result.assert_outcomes(passed=4)
+    assert (project.path / "golden" / "demo-suite" / "cases" / "c3.json").is_file()
+
+
+def test_unused_snapshots_are_reported_and_removed_on_update(project: pytest.Pytester) -> None:
+    project.runpytest("--agentbench-snapshot", "--snapshot-update").assert_outcomes(passed=4)
+    suite_dir = project.path / "suites" / "demo-suite"
+    cases = suite_dir / "cases.jsonl"
+    cases.write_text("".join(cases.read_text().splitlines(keepends=True)[:2]))
+    digest = artifact_set_digest({"cases.jsonl": cases.read_bytes()})
+    (suite_dir / "manifest.json").write_text(pretty_json({"artifact_set_digest": digest}))
+
+    result = project.runpytest("--agentbench-snapshot")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*1 snapshot unused.*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # As syrupy does, a partial run does not call the snapshots of deselected items unused.
+    partial = project.runpytest("--agentbench-snapshot", "-k", "c1")
+    partial.assert_outcomes(passed=1, deselected=2)
+    assert "snapshot unused" not in partial.stdout.str()
+    assert partial.ret == pytest.ExitCode.OK
+
+    cleaned = project.runpytest("--agentbench-snapshot", "--snapshot-update")
+    cleaned.assert_outcomes(passed=3)
+    cleaned.stdout.fnmatch_lines(["*1 unused snapshot deleted.*"])
+    assert sorted(pinned(project.path)) == [
+        "cases/c1.json",
+        "cases/c2.json",
+        "suite/controlalways-zero.json",
+    ]
