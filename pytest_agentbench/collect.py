@@ -291,12 +291,12 @@ def _display(config: pytest.Config, path: Path) -> str:
         return str(path)
 
 
-def _nodeid_for(parent: pytest.Collector, loaded: LoadedSuite, path: Path) -> str | None:
+def _nodeid_for(parent: pytest.Collector, display_root: str, root: Path, path: Path) -> str | None:
     """Readable ``suites/<id>/<file>`` ids for suites outside the rootdir (packaged ones)."""
     try:
         path.relative_to(parent.config.rootpath)
     except ValueError:
-        return f"{loaded.suite.display_root}/{path.relative_to(loaded.suite.root).as_posix()}"
+        return f"{display_root}/{path.relative_to(root).as_posix()}"
     return None
 
 
@@ -401,7 +401,9 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     """The ``pytest_collect_file`` logic: suite.yaml and case files only."""
     state = get_state(parent.config)
     if file_path.name == SUITE_FILE:
-        return SuiteFile.from_parent(parent, path=file_path)
+        folder = file_path.parent
+        nodeid = _nodeid_for(parent, state.loader.display_root(folder), folder, file_path)
+        return SuiteFile.from_parent(parent, path=file_path, nodeid=nodeid)
     root = state.loader.suite_root_of(file_path.parent)
     if root is None:
         return None
@@ -416,6 +418,6 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     relative = file_path.relative_to(loaded.suite.root).as_posix()
     if relative not in {case.file for case in loaded.world.cases(loaded.suite)}:
         return None
-    return CaseFile.from_parent(
-        parent, path=file_path, loaded=loaded, nodeid=_nodeid_for(parent, loaded, file_path)
-    )
+    suite = loaded.suite
+    nodeid = _nodeid_for(parent, suite.display_root, suite.root, file_path)
+    return CaseFile.from_parent(parent, path=file_path, loaded=loaded, nodeid=nodeid)
