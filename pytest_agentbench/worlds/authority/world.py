@@ -65,6 +65,16 @@ class Oracle:
 
 
 def _public_root(suite: Suite) -> Path:
+    # ``public`` is the world's only option: a misspelt one would otherwise fall
+    # back to the suite folder and surface as a baffling missing manifest.
+    unknown = sorted(set(suite.config.options) - {"public"})
+    if unknown:
+        raise AgentbenchError(
+            "unknown_field",
+            "unknown option of world kind 'authority' (known: public)",
+            file=suite.display(SUITE_FILE),
+            field=f"options.{unknown[0]}",
+        )
     relative = suite.config.options.get("public", ".")
     if not isinstance(relative, str):
         raise AgentbenchError(
