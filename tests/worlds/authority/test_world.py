@@ -183,6 +183,13 @@ class Raises:
 class Chatty:
     def trace_action(self, bundle, event_id):
         return "I think this one is allowed."
+
+
+class OffByOneEvent(ReferenceAgent):
+    def trace_action(self, bundle, event_id):
+        rows = self.trace(bundle)
+        ids = [row["event_id"] for row in rows]
+        return rows[(ids.index(event_id) + 1) % len(rows)]
 """
 
 
@@ -240,6 +247,12 @@ def test_a_wrong_adapter_fails_that_item_listing_expected_and_actual(
             "trace_action must return a mapping or an ObservedActionTrace, got str",
             id="returns-a-string",
         ),
+        pytest.param(
+            "OffByOneEvent",
+            "product_error",
+            f"row is for event {ACTION_IDS[1]!r}, not {ACTION_IDS[0]!r}",
+            id="another-events-row",
+        ),
     ],
 )
 def test_adapter_failures_are_classified(
@@ -250,7 +263,7 @@ def test_adapter_failures_are_classified(
     )
     result.assert_outcomes(passed=3, failed=11)
     assert {name: n for name, n in suite["failure_classes"].items() if n} == {failure_class: 11}
-    assert {item["failure_reason"] for item in case_results(suite).values()} == {reason}
+    assert case_results(suite)[ACTION_IDS[0]]["failure_reason"] == reason
     result.stdout.fnmatch_lines(
         [
             f"_* {SUITE_ID}::{ACTION_IDS[0]} _*",
@@ -272,13 +285,19 @@ options: {public: public}
 """
 
 
-def test_original_bundle_layout_runs_unchanged(pytester: pytest.Pytester) -> None:
-    bundle = pytester.path / "bundle"
+def write_bundle(root: Path, suite_yaml: str = BUNDLE_SUITE_YAML) -> Path:
+    """The shipped suite in the original layout, with a suite.yaml beside its two trees."""
+    bundle = root / "bundle"
     shutil.copytree(SHIPPED_SUITE, bundle / "public")
     (bundle / "public" / SUITE_FILE).unlink()
     shutil.copytree(SHIPPED_ORACLE, bundle / "evaluator")
     (bundle / "evaluator" / "controls.yaml").unlink()
-    (bundle / SUITE_FILE).write_text(BUNDLE_SUITE_YAML, encoding="utf-8")
+    (bundle / SUITE_FILE).write_text(suite_yaml, encoding="utf-8")
+    return bundle
+
+
+def test_original_bundle_layout_runs_unchanged(pytester: pytest.Pytester) -> None:
+    write_bundle(pytester.path)
     result, suite = run_with_report(pytester, "bundle", "-v")
     # Without controls.yaml the two negative agents are ungraded items, and fail.
     result.assert_outcomes(passed=11, failed=2)
@@ -290,6 +309,40 @@ def test_original_bundle_layout_runs_unchanged(pytester: pytest.Pytester) -> Non
     values = metric_values(suite)
     assert values.pop("excess_authority_rate") == 0.0
     assert values == dict.fromkeys(values, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("options", "refusal"),
+    [
+        pytest.param(
+            "{public: 3}",
+            "[invalid_field] bundle/suite.yaml: options.public: must be a folder path",
+            id="not-a-path",
+        ),
+        pytest.param(
+            "{pubilc: public}",
+            "[unknown_field] bundle/suite.yaml: options.pubilc: unknown option of world kind "
+            "'authority' (known: public)",
+            id="misspelt",
+        ),
+        pytest.param(
+            "{public: published}",
+            "[missing_file] bundle/published: bundle folder does not exist",
+            id="missing-folder",
+        ),
+    ],
+)
+def test_bad_public_option_is_a_named_collection_error(
+    pytester: pytest.Pytester, options: str, refusal: str
+) -> None:
+    write_bundle(
+        pytester.path, BUNDLE_SUITE_YAML.replace("options: {public: public}", f"options: {options}")
+    )
+    result = pytester.runpytest("bundle")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert refusal in output
+    assert "Traceback" not in output
 
 
 def test_tampered_public_file_is_a_named_collection_error(pytester: pytest.Pytester) -> None:
