@@ -63,25 +63,13 @@ def write_jsonl(path: Path, rows: list[Any]) -> Path:
     return path
 
 
-def collected_ids(pytester: pytest.Pytester) -> list[str]:
+def test_builtin_suite_collects_readable_ids(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--agentbench-suite", SUITE_ID, "--collect-only", "-q")
-    return [line for line in result.outlines if "::" in line]
-
-
-def test_builtin_suite_collects_one_item_per_action_event(pytester: pytest.Pytester) -> None:
-    cases = [item for item in collected_ids(pytester) if "::evt-" in item]
-    assert cases == [f"{EVENTS}::{event_id}" for event_id in ACTION_IDS]
-    assert len(cases) == 11
-
-
-@pytest.mark.xfail(
-    reason="collect.py gives a packaged suite's SuiteFile no suites/<id>/ node id, "
-    "so its control items are named suite.yaml::control:... (README shows the suite path)",
-    strict=True,
-)
-def test_builtin_suite_control_items_carry_the_suite_path(pytester: pytest.Pytester) -> None:
-    controls = [item for item in collected_ids(pytester) if "::evt-" not in item]
-    assert controls == [f"suites/{SUITE_ID}/suite.yaml::{name}" for name in CONTROL_ITEMS]
+    assert [line for line in result.outlines if "::" in line] == [
+        *(f"{EVENTS}::{event_id}" for event_id in ACTION_IDS),
+        *(f"suites/{SUITE_ID}/suite.yaml::{name}" for name in CONTROL_ITEMS),
+    ]
+    assert len(ACTION_IDS) == 11
 
 
 def test_builtin_suite_passes_with_the_reference_agent(
