@@ -1,0 +1,225 @@
+"""What every world kind owes the core, checked against each of its suites.
+
+Runs for every world kind registered through the ``pytest_agentbench.worlds``
+entry point plus the demo world of the core's own tests, on each packaged
+suite of that kind (the demo world on a suite written into ``tmp_path``).
+A new world kind is picked up here without editing this file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pluggy
+import pytest
+from pydantic import BaseModel
+
+from pytest_agentbench import hookspecs
+from pytest_agentbench.canonical import canonical_json, tree_files
+from pytest_agentbench.controls import load_manifest
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.packaged import data_root, packaged_suites
+from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.session import LoadedSuite, SuiteLoader
+from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, load_suite_config
+from tests import demo_world
+
+DEMO = "demo"
+
+
+def build_registry() -> WorldRegistry:
+    manager = pluggy.PluginManager("pytest")
+    manager.add_hookspecs(hookspecs)
+    load_entry_point_worlds(manager)
+    manager.register(demo_world, "agentbench-world-demo-tests")
+    return WorldRegistry.from_hook(manager)
+
+
+REGISTRY = build_registry()
+
+
+class Target(NamedTuple):
+    kind: str
+    suite_id: str
+    """A packaged suite id, or ``""`` for the demo suite written per test."""
+
+
+def _packaged_by_kind() -> dict[str, list[str]]:
+    by_kind: dict[str, list[str]] = {}
+    for suite_id, root in sorted(packaged_suites().items()):
+        config = load_suite_config(root / SUITE_FILE, f"suites/{suite_id}/{SUITE_FILE}")
+        by_kind.setdefault(config.world, []).append(suite_id)
+    return by_kind
+
+
+PACKAGED = _packaged_by_kind()
+TARGETS = [Target(DEMO, "")] + [
+    Target(kind, suite_id)
+    for kind in REGISTRY.kinds()
+    if kind != DEMO
+    for suite_id in PACKAGED.get(kind, [])
+]
+
+
+@pytest.fixture(params=TARGETS, ids=[f"{t.kind}:{t.suite_id or 'written'}" for t in TARGETS])
+def target(request: pytest.FixtureRequest) -> Target:
+    chosen: Target = request.param
+    return chosen
+
+
+def place_suite(target: Target, base: Path) -> tuple[Path, Path]:
+    """(rootpath, suite folder): the written demo suite, or a copy of a packaged one.
+
+    Copies keep the suite's oracle at the same relative place, so tampering
+    with them never touches the shipped files.
+    """
+    if target.kind == DEMO:
+        return base, demo_world.write_demo_suite(base, controls=demo_world.DEMO_CONTROLS)
+    source = packaged_suites()[target.suite_id]
+    source_oracle = FreshLoader(data_root()).load(source).suite.oracle_root
+    suite_dir = base / "suites" / target.suite_id
+    shutil.copytree(source, suite_dir)
+    oracle_rel = os.path.relpath(source_oracle, source)
+    oracle_dir = (suite_dir / oracle_rel).resolve()
+    assert oracle_dir.is_relative_to(base), "the oracle must sit beside the suites folder"
+    if source_oracle.is_dir():
+        shutil.copytree(source_oracle, oracle_dir)
+    return base, suite_dir
+
+
+class FreshLoader:
+    """A fresh loader each time, so nothing is served from a previous load's cache."""
+
+    def __init__(self, rootpath: Path) -> None:
+        self.rootpath = rootpath
+
+    def load(self, suite_dir: Path) -> LoadedSuite:
+        return SuiteLoader(REGISTRY, self.rootpath).load(suite_dir)
+
+
+def adapter_visible(value: Any) -> Any:
+    """The JSON form of what a world hands an adapter."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def public_views(loaded: LoadedSuite) -> list[str]:
+    world, suite = loaded.world, loaded.suite
+    return [
+        canonical_json(adapter_visible(world.public_view(suite, case)))
+        for case in world.cases(suite)
+    ]
+
+
+@pytest.fixture
+def placed(target: Target, tmp_path: Path) -> tuple[Path, Path]:
+    return place_suite(target, tmp_path)
+
+
+def test_registry_holds_the_demo_world_and_every_entry_point_world() -> None:
+    assert DEMO in REGISTRY.kinds()
+    for kind in REGISTRY.kinds():
+        world = REGISTRY.get(kind)
+        assert world.kind == kind
+        assert isinstance(world.adapter_protocol, type)
+
+
+def test_every_entry_point_world_kind_ships_a_suite() -> None:
+    missing = [kind for kind in REGISTRY.kinds() if kind != DEMO and kind not in PACKAGED]
+    assert not missing, f"world kinds with no packaged suite to check: {missing}"
+
+
+def test_case_order_is_deterministic(placed: tuple[Path, Path]) -> None:
+    rootpath, suite_dir = placed
+    first = FreshLoader(rootpath).load(suite_dir)
+    second = FreshLoader(rootpath).load(suite_dir)
+    ids = [case.case_id for case in first.world.cases(first.suite)]
+    assert ids, "a suite with no cases checks nothing"
+    assert len(ids) == len(set(ids)), "case ids must be unique"
+    assert ids == [case.case_id for case in second.world.cases(second.suite)]
+    for case in first.world.cases(first.suite):
+        assert case.suite_id == first.suite.id
+        assert (suite_dir / case.file).is_file(), f"{case.case_id}: no file {case.file}"
+
+
+def test_loading_and_public_views_are_byte_identical(placed: tuple[Path, Path]) -> None:
+    rootpath, suite_dir = placed
+    first = FreshLoader(rootpath).load(suite_dir)
+    second = FreshLoader(rootpath).load(suite_dir)
+    cases_first = [case.model_dump(mode="json") for case in first.world.cases(first.suite)]
+    cases_second = [case.model_dump(mode="json") for case in second.world.cases(second.suite)]
+    assert canonical_json(cases_first) == canonical_json(cases_second)
+    assert public_views(first) == public_views(second)
+
+
+def test_adapter_visible_data_holds_no_leak_canary(placed: tuple[Path, Path]) -> None:
+    rootpath, suite_dir = placed
+    loaded = FreshLoader(rootpath).load(suite_dir)
+    oracle = loaded.world.load_oracle(loaded.suite)
+    canaries: Sequence[str] = loaded.world.leak_canaries(loaded.suite, oracle)
+    assert canaries, "a world without leak canaries cannot show that its oracle stays hidden"
+    views = public_views(loaded)
+    cases = [
+        canonical_json(case.model_dump(mode="json")) for case in loaded.world.cases(loaded.suite)
+    ]
+    for text in [*views, *cases]:
+        leaked = [canary for canary in canaries if canary and canary in text]
+        assert not leaked, f"oracle canaries visible to the adapter: {leaked[:3]}"
+
+
+def test_every_negative_agent_is_declared_in_the_controls_manifest(
+    placed: tuple[Path, Path],
+) -> None:
+    rootpath, suite_dir = placed
+    loaded = FreshLoader(rootpath).load(suite_dir)
+    world, suite = loaded.world, loaded.suite
+    manifest_path = suite.oracle_root / CONTROLS_FILE
+    if not manifest_path.is_file():
+        pytest.skip(f"{suite.id} has no {CONTROLS_FILE}")
+    manifest = load_manifest(
+        manifest_path, CONTROLS_FILE, suite_id=suite.id, dimensions=world.dimensions(suite)
+    )
+    declared = {control.agent for control in manifest.controls}
+    negative = {agent.agent_id for agent in world.control_agents(suite) if agent.role == "negative"}
+    assert negative, "a world must offer at least one negative agent to prove its evaluator"
+    assert negative <= declared, f"undeclared negative agents: {sorted(negative - declared)}"
+
+
+def _public_data_files(suite_dir: Path) -> list[str]:
+    return [rel for rel in tree_files(suite_dir) if rel not in {SUITE_FILE, "manifest.json"}]
+
+
+def test_tampering_with_any_public_file_is_refused_by_name(
+    placed: tuple[Path, Path],
+) -> None:
+    rootpath, suite_dir = placed
+    FreshLoader(rootpath).load(suite_dir)
+    files = _public_data_files(suite_dir)
+    assert files
+    for rel in files:
+        path = suite_dir / rel
+        original = path.read_bytes()
+        # A trailing newline parses to the same data: only the digest can notice it.
+        path.write_bytes(original + b"\n")
+        with pytest.raises(AgentbenchError) as refused:
+            FreshLoader(rootpath).load(suite_dir)
+        assert refused.value.code, rel
+        assert refused.value.location.file, rel
+        path.write_bytes(original)
+    FreshLoader(rootpath).load(suite_dir)
+
+
+def test_an_unexpected_public_file_is_refused(placed: tuple[Path, Path]) -> None:
+    rootpath, suite_dir = placed
+    (suite_dir / "answers_for_the_agent.jsonl").write_text('{"id": "x"}\n')
+    with pytest.raises(AgentbenchError) as refused:
+        FreshLoader(rootpath).load(suite_dir)
+    assert refused.value.code
