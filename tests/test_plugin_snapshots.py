@@ -26,6 +26,15 @@ def pinned(root: Path) -> dict[str, object]:
     }
 
 
+@pytest.fixture(autouse=True)
+def not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """syrupy reads this variable to decide it runs on a worker and stays silent.
+
+    When this file itself runs under xdist, in-process inner runs inherit it.
+    """
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
 @pytest.fixture
 def project(demo: pytest.Pytester) -> pytest.Pytester:
     write_demo_suite(demo.path, controls=DEMO_CONTROLS)
