@@ -281,3 +281,30 @@ def test_tree_files_skips_hidden_caches_and_excluded_names(tmp_path: Path) -> No
 def test_canonical_json_round_trips_through_the_strict_reader() -> None:
     value = {"z": [1, 2.5, "é"], "a": {"n": None, "t": True}}
     assert loads_strict(canonical_json(value)) == json.loads(canonical_json(value)) == value
+
+
+@pytest.mark.parametrize("text", ['{"a": 1e400}', "[1, -1e999]"])
+def test_loads_strict_refuses_numbers_that_overflow_to_infinity(text: str) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        loads_strict(text, file="f.json", line=2)
+    assert caught.value.code in {"malformed_json", "non_finite_number"}
+    assert caught.value.location.line == 2
+
+
+@pytest.mark.parametrize("text", ["[a, b]: 1\n", "ok: 1\n? {x: 1}\n: 2\n"])
+def test_yaml_unhashable_key_is_a_named_refusal(text: str) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        loads_yaml_strict(text, file="suite.yaml")
+    assert caught.value.code == "malformed_yaml"
+    assert caught.value.location.file == "suite.yaml"
+    assert caught.value.location.line is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "line"), [("a: 1\nb: .nan\n", 2), ("x:\n  - .inf\n  - -.Inf\n", 2)]
+)
+def test_yaml_refuses_non_finite_numbers_with_their_line(text: str, line: int) -> None:
+    with pytest.raises(AgentbenchError) as caught:
+        loads_yaml_strict(text, file="controls.yaml")
+    assert caught.value.code in {"malformed_yaml", "non_finite_number"}
+    assert caught.value.location.line == line

@@ -274,3 +274,11 @@ def test_every_reason_is_listed_when_several_apply() -> None:
     assert verdict.passed is False
     for part in ("must-pass", "must-fail", "required findings", "metrics off"):
         assert part in summary
+
+
+def test_a_non_finite_expected_metric_is_refused(tmp_path: Path) -> None:
+    # NaN compares false with everything, so such a control could never fail on metrics.
+    text = MANIFEST_HEAD + GOOD_CONTROL + "    expected_metrics: {accuracy: .nan}\n"
+    error = refusal(tmp_path, text)
+    named = f"{error.location.field} {error.reason}"
+    assert error.location.line == 11 or "expected_metrics" in named
