@@ -177,3 +177,21 @@ def test_by_family_groups_in_first_appearance_order() -> None:
     grouped = by_family(values)
     assert list(grouped) == ["answers", "claims"]
     assert [m.name for m in grouped["answers"]] == ["accuracy", "abstain_rate"]
+
+
+def test_a_ratio_above_one_is_reported_without_an_interval() -> None:
+    # "calls per case": a ratio, not a proportion; it has no Wilson interval and
+    # must not abort the session's aggregation.
+    calls = MetricSpec(
+        name="calls_per_case",
+        family="cost",
+        direction="lower_is_better",
+        numerator="calls",
+        denominator="cases",
+        support_meaning="cases",
+    )
+    results = [case("a", calls=3, cases=1), case("b", calls=0, cases=1)]
+    (value,) = aggregate([calls], results)
+    assert value.value == 1.5
+    assert value.interval is None
+    assert value.support == 2
