@@ -146,3 +146,11 @@ def test_judge_fails_a_gate_on_a_suite_that_did_not_run() -> None:
     verdict = judge(gate(">=", 0.5), None)
     assert verdict.passed is False
     assert verdict.reason == "suite did not run"
+
+
+@pytest.mark.parametrize("text", ["s:latency<=1e400", "s:accuracy>=-1e999"])
+def test_parse_gate_refuses_a_threshold_that_overflows_to_infinity(text: str) -> None:
+    # An infinite bound is a gate that can never fail (or never pass).
+    with pytest.raises(AgentbenchError) as caught:
+        parse_gate(text, suite=None, source="--agentbench-gate")
+    assert caught.value.code == "invalid_gate"
