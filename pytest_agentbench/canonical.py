@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,13 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} does not fit a finite float")
+    return value
+
+
 def _find_duplicate(
     value: Any, path: tuple[int | str, ...]
 ) -> tuple[tuple[int | str, ...], str] | None:
@@ -112,7 +119,14 @@ def loads_strict(
 ) -> JsonValue:
     """Parse one JSON document, refusing duplicate keys at any depth and NaN/Infinity."""
     try:
-        value = json.loads(text, object_pairs_hook=_pairs_hook, parse_constant=_refuse_constant)
+        value = json.loads(
+            text,
+            object_pairs_hook=_pairs_hook,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+        )
+        duplicate = _find_duplicate(value, ())
+        plain = _plain(value)
     except json.JSONDecodeError as exc:
         raise AgentbenchError(
             "malformed_json",
@@ -122,7 +136,10 @@ def loads_strict(
         ) from None
     except ValueError as exc:
         raise AgentbenchError("malformed_json", str(exc), file=file, line=line) from None
-    duplicate = _find_duplicate(value, ())
+    except RecursionError:
+        raise AgentbenchError(
+            "malformed_json", "nesting too deep to read", file=file, line=line
+        ) from None
     if duplicate is not None:
         path, key = duplicate
         raise AgentbenchError(
@@ -132,7 +149,7 @@ def loads_strict(
             line=line,
             field=field_path((*path, key)),
         )
-    return _plain(value)
+    return plain
 
 
 def _read_text(path: Path, name: str, malformed_code: str) -> str:
@@ -174,18 +191,35 @@ def read_jsonl(path: Path, *, display: str | None = None) -> list[JsonlLine]:
 
 
 class _StrictYamlLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate mapping keys and remembers their line."""
+    """SafeLoader that refuses duplicate or unhashable keys and non-finite floats."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _value_node in node.value:
             key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be a scalar", key_node.start_mark
+                )
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"duplicate key {key!r}", key_node.start_mark
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def construct_finite_float(self, node: yaml.ScalarNode) -> float:
+        value: float = self.construct_yaml_float(node)
+        if not math.isfinite(value):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"non-finite number {node.value!r}", node.start_mark
+            )
+        return value
+
+
+_StrictYamlLoader.add_constructor(
+    "tag:yaml.org,2002:float", _StrictYamlLoader.construct_finite_float
+)
 
 
 def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue:
@@ -195,7 +229,13 @@ def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         problem = exc.problem or "invalid YAML"
-        code = "duplicate_key" if problem.startswith("duplicate key") else "malformed_yaml"
+        code = (
+            "duplicate_key"
+            if problem.startswith("duplicate key")
+            else "non_finite_number"
+            if problem.startswith("non-finite")
+            else "malformed_yaml"
+        )
         raise AgentbenchError(
             code, problem, file=file, line=None if mark is None else mark.line + 1
         ) from None

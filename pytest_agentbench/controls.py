@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, FiniteFloat, ValidationError, model_validator
 
 from pytest_agentbench.canonical import read_yaml
 from pytest_agentbench.contracts import CaseOutcome, CaseResult, MetricValue, Record
@@ -35,8 +35,8 @@ class ControlSpec(Record):
     must_fail: tuple[str, ...]
     required_findings: tuple[str, ...] = ()
     must_pass: tuple[str, ...]
-    expected_metrics: dict[str, float | None] = Field(default_factory=dict)
-    tolerance: float = 5e-5
+    expected_metrics: dict[str, FiniteFloat | None] = Field(default_factory=dict)
+    tolerance: FiniteFloat = Field(default=5e-5, ge=0)
 
     @model_validator(mode="after")
     def _disjoint(self) -> ControlSpec:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -60,11 +61,16 @@ def parse_gate(text: str, *, suite: str | None, source: str) -> Gate:
         raise AgentbenchError(
             "invalid_gate", f"{text!r} names suite {named_suite!r}, not {suite!r}", field=source
         )
+    threshold = float(match.group("value"))
+    if not math.isfinite(threshold):
+        raise AgentbenchError(
+            "invalid_gate", f"{text!r}: the threshold is not a finite number", field=source
+        )
     return Gate(
         suite=named_suite,
         metric=match.group("metric"),
         op=cast(Comparison, match.group("op")),
-        threshold=float(match.group("value")),
+        threshold=threshold,
         source=source,
     )
 

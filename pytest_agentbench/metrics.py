@@ -34,7 +34,11 @@ def _rate(spec: MetricSpec, results: Sequence[CaseResult]) -> MetricValue:
         support_meaning=spec.support_meaning,
         numerator=numerator,
         denominator=denominator,
-        interval=wilson_interval(numerator, denominator),
+        # A world may declare a ratio that is not a proportion (calls per case):
+        # it gets a value but no binomial interval.
+        interval=(
+            wilson_interval(numerator, denominator) if 0 <= numerator <= denominator else None
+        ),
     )
 
 
