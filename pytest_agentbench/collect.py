@@ -128,14 +128,15 @@ def _register_suite_marker(config: pytest.Config, suite_id: str) -> None:
 
 
 _SUITE_MARKERS_KEY = pytest.StashKey[set[str]]()
-REFUSED_KEY = pytest.StashKey[set[str]]()
-"""Node ids of collectors whose collection error is a suite refusal."""
+REFUSED_KEY = pytest.StashKey[dict[str, str]]()
+"""Rendered suite refusals by the node id of the collector that reported them."""
 
 
 def refusal_text(collector: pytest.Collector, error: AgentbenchError) -> str:
     """Render a suite refusal, remembering it so the session can run the other suites."""
-    collector.config.stash.setdefault(REFUSED_KEY, set()).add(collector.nodeid)
-    return error.render()
+    text = error.render()
+    collector.config.stash.setdefault(REFUSED_KEY, {})[collector.nodeid] = text
+    return text
 
 
 class _AgentbenchItem(pytest.Function):

@@ -25,7 +25,13 @@ from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import build_report, write_report
 from pytest_agentbench.report.junit import add_global_properties
-from pytest_agentbench.report.recorder import PAYLOAD, Identity, RunRecorder, identity_payload
+from pytest_agentbench.report.recorder import (
+    PAYLOAD,
+    REFUSAL,
+    Identity,
+    RunRecorder,
+    identity_payload,
+)
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
@@ -213,10 +219,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    report = yield
+    refusal = collector.config.stash.get(REFUSED_KEY, {}).get(collector.nodeid)
+    if report.failed and refusal is not None:
+        setattr(report, REFUSAL, refusal)
+    return report
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     # A refused suite is reported as a collection error, yet the other suites still
     # run: pytest would otherwise interrupt the session (xdist already runs on).
-    refused = session.config.stash.get(REFUSED_KEY, set())
+    refused: dict[str, str] = session.config.stash.get(REFUSED_KEY, {})
     if refused and session.testsfailed == len(refused):
         session.config.option.continue_on_collection_errors = True
 
@@ -267,7 +284,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     state = get_state(config)
     recorder = config.stash[RECORDER_KEY]
-    if not recorder.identities and not state.options.gates:
+    if not (recorder.identities or recorder.refusals or state.options.gates):
         return
     try:
         summary = summarise(recorder, state.loader, state.options.gates)

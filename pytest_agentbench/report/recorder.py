@@ -18,6 +18,8 @@ from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass
 from pytest_agentbench.controls import ControlVerdict
 
 PAYLOAD = "agentbench"
+REFUSAL = "agentbench_refusal"
+"""Attribute of a collection report carrying a suite refusal (JSON-safe, crosses xdist)."""
 CRASH_REASON = "worker crashed while running it"
 
 
@@ -71,9 +73,16 @@ class RunRecorder:
     controls: dict[str, RecordedControl] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
     crashed: list[str] = field(default_factory=list)
+    refusals: dict[str, str] = field(default_factory=dict)
+    """Refused suites by collector node id: reported, never silently absent."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.record(report)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        refusal: str | None = getattr(report, REFUSAL, None)
+        if report.failed and refusal is not None:
+            self.refusals[report.nodeid] = refusal
 
     def record(self, report: pytest.TestReport) -> None:
         payload: dict[str, Any] | None = getattr(report, PAYLOAD, None)

@@ -96,7 +96,7 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
 
 def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[str]) -> RunSummary:
     _locate_unidentified(recorder, loader)
-    problems: list[str] = []
+    problems: list[str] = [recorder.refusals[nodeid] for nodeid in sorted(recorder.refusals)]
     suites: list[SuiteSummary] = []
     all_gates: list[GateVerdict] = []
     parsed_cli: list[Gate] = []
