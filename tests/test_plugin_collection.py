@@ -81,9 +81,31 @@ def test_broken_suite_is_a_named_collection_error_and_others_still_run(
     assert "[unknown_field] suites/broken-suite/suite.yaml: owner: unknown field" in output
     assert "Traceback" not in output
     assert "Interrupted" not in output
-    suites = json.loads(report.read_text())["suites"]
-    assert [suite["id"] for suite in suites] == ["good-suite"]
-    assert suites[0]["counts"]["passed"] == 3
+    run = json.loads(report.read_text())
+    assert [suite["id"] for suite in run["suites"]] == ["good-suite"]
+    assert run["suites"][0]["counts"]["passed"] == 3
+    assert run["problems"] == [
+        "[unknown_field] suites/broken-suite/suite.yaml: owner: unknown field"
+    ]
+    result.stdout.fnmatch_lines(
+        ["agentbench ?unknown_field? suites/broken-suite/suite.yaml: owner: unknown field"]
+    )
+
+
+def test_a_run_whose_only_suite_is_refused_still_writes_its_report(
+    demo: pytest.Pytester,
+) -> None:
+    suite_dir = write_demo_suite(demo.path)
+    (suite_dir / "suite.yaml").write_text("id: demo-suite\nworld: demo\ntitle: No version\n")
+    report = demo.path / "run.json"
+    result = demo.runpytest(f"--agentbench-report={report}")
+    result.assert_outcomes(errors=1)
+    run = json.loads(report.read_text())
+    assert run["suites"] == []
+    assert run["exit_status"] == pytest.ExitCode.TESTS_FAILED
+    assert run["problems"] == [
+        "[missing_field] suites/demo-suite/suite.yaml: version: required field is missing"
+    ]
 
 
 SUITE_HEAD = "id: demo-suite\nversion: 1.0.0\nworld: demo\ntitle: Demo\n"
