@@ -275,10 +275,11 @@ class AuthorityWorld:
     def leak_canaries(self, suite: Suite, oracle: Any) -> Sequence[str]:
         assert isinstance(oracle, Oracle)
         checksums = oracle.evaluator.checksums
+        records = (*oracle.truth.values(), *oracle.bindings.values(), *oracle.labels.values())
         return [
             checksums.evaluator_artifact_set_digest,
             *checksums.evaluator_artifacts.values(),
-            *(canonical_json(record.model_dump(mode="json")) for record in oracle.truth.values()),
+            *(canonical_json(record.model_dump(mode="json")) for record in records),
         ]
 
     def predictions_adapter(self, suite: Suite, path: Path) -> PredictionsAdapter:
