@@ -389,8 +389,8 @@ def test_the_adapter_never_receives_evaluator_data(
     seen = {path.stem: path.read_text(encoding="utf-8") for path in records.iterdir()}
     assert sorted(seen) == sorted(ACTION_IDS)
     canaries = _shipped_canaries()
-    # 1 evaluator digest + 7 evaluator file hashes + 11 truth records.
-    assert len(canaries) == 1 + 7 + 11
+    # 1 evaluator digest + 7 evaluator file hashes + 11 truth, binding and label records each.
+    assert len(canaries) == 1 + 7 + 3 * 11
     for text in seen.values():
         assert PUBLIC.manifest.artifact_set_digest in text
         leaked = [canary for canary in canaries if canary in text]
