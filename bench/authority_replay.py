@@ -21,8 +21,9 @@ matching truth, bindings and labels. Evaluate (``scoring.grade_action`` for
 every row plus ``metrics.aggregate``) is timed against parsing the same JSONL
 (``trace.read_trace``).
 
-Timings are ``time.perf_counter`` medians of ``--repeats`` runs; small sizes
-loop so that every run covers about as many events as the largest size.
+Timings are ``time.perf_counter`` medians of ``--repeats`` runs; a small size
+is measured over several distinct seeded worlds, so that every run covers about
+as many events (and as much memory) as the largest size.
 
 Usage: ``python bench/authority_replay.py [--sizes 1000 10000 100000] [--repeats 3]``.
 """
@@ -556,17 +557,21 @@ class ReplayTiming:
 def time_replay(
     size: int, repeats: int, loop_events: int, runtime_path_share: float
 ) -> ReplayTiming:
-    world = generate(size, runtime_path_share=runtime_path_share)
-    loops = max(1, loop_events // size)
+    # Distinct worlds rather than one world replayed again and again: a small
+    # world looped stays hot in the CPU cache, which would flatter small sizes.
+    worlds = [
+        generate(size, seed=SEED + copy, runtime_path_share=runtime_path_share)
+        for copy in range(max(1, loop_events // size))
+    ]
 
     def looped(step: Callable[[World], None]) -> Callable[[], None]:
         def run() -> None:
-            for _ in range(loops):
+            for world in worlds:
                 step(world)
 
         return run
 
-    per_event = 1e6 / (loops * size)
+    per_event = 1e6 / (len(worlds) * size)
     return ReplayTiming(
         size=size,
         validate_us=median_seconds(looped(validate_stream), repeats) * per_event,
