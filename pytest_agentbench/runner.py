@@ -55,7 +55,8 @@ def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         return function(*args, **kwargs)
     except AdapterFailure:
         raise
-    except Exception as exc:
+    # An adapter wrapping a command-line tool may call sys.exit(): still the agent's failure.
+    except (Exception, SystemExit) as exc:
         raise AdapterFailure(f"adapter raised {describe_exception(exc)}") from exc
 
 
