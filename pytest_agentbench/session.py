@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,7 @@ class SuiteLoader:
             world = self.registry.get(config.world, file=f"{display}/{SUITE_FILE}")
             suite = Suite(config=config, root=root, display_root=display)
             suite.data = world.load_suite(suite)
+            check_case_ids(suite, world.cases(suite))
         except AgentbenchError as exc:
             return exc
         except Exception as exc:
@@ -108,6 +109,31 @@ class SuiteLoader:
 
     def loaded(self) -> list[LoadedSuite]:
         return [value for value in self._loaded.values() if isinstance(value, LoadedSuite)]
+
+
+def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
+    """Refuse case ids that cannot be told apart as pytest node ids.
+
+    Results are keyed by node id, so a repeated id would silently hide a case.
+    """
+    first_seen: dict[str, Case] = {}
+    for case in cases:
+        if not case.case_id or "::" in case.case_id:
+            raise AgentbenchError(
+                "invalid_case_id",
+                f"case id {case.case_id!r} is empty or contains '::'",
+                file=suite.display(case.file),
+                line=case.line,
+            )
+        earlier = first_seen.setdefault(case.case_id, case)
+        if earlier is not case:
+            where = "" if earlier.line is None else f" (first at line {earlier.line})"
+            raise AgentbenchError(
+                "duplicate_case_id",
+                f"case id {case.case_id!r} appears more than once{where}",
+                file=suite.display(case.file),
+                line=case.line,
+            )
 
 
 def suite_digests(suite: Suite) -> dict[str, str | None]:
