@@ -183,6 +183,42 @@ def test_bad_case_line_is_refused_with_its_line(
     assert "Traceback" not in output
 
 
+@pytest.mark.parametrize(
+    ("cases_jsonl", "expected"),
+    [
+        pytest.param(
+            '{"id": "c1", "question": "1+1"}\n{"id": "c2", "question": "2+2"}\n'
+            '{"id": "c1", "question": "3+3"}\n',
+            "[duplicate_case_id] suites/demo-suite/cases.jsonl:3: case id 'c1' appears more "
+            "than once (first at line 1)",
+            id="duplicate-id",
+        ),
+        pytest.param(
+            '{"id": "c1", "question": "1+1"}\n{"id": "c::2", "question": "2+2"}\n',
+            "[invalid_case_id] suites/demo-suite/cases.jsonl:2: case id 'c::2' is empty or "
+            "contains '::'",
+            id="id-with-separator",
+        ),
+    ],
+)
+def test_case_ids_that_would_collide_as_node_ids_are_refused(
+    demo: pytest.Pytester, cases_jsonl: str, expected: str
+) -> None:
+    suite_dir = write_demo_suite(demo.path)
+    (suite_dir / "cases.jsonl").write_text(cases_jsonl)
+    reseal(suite_dir)
+    result = demo.runpytest()
+    result.assert_outcomes(errors=1)
+    assert expected in result.stdout.str()
+
+
+def test_one_case_can_be_run_by_its_node_id(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    result = demo.runpytest("suites/demo-suite/cases.jsonl::c2", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["suites/demo-suite/cases.jsonl::c2 PASSED*"])
+
+
 def test_tampered_case_fails_the_digest_check(demo: pytest.Pytester) -> None:
     suite_dir = write_demo_suite(demo.path)
     cases = suite_dir / "cases.jsonl"

@@ -28,6 +28,13 @@ class Raises:
         return _sum(question)
 
 
+class Exits:
+    def answer(self, question):
+        if question == "2+3":
+            raise SystemExit(3)
+        return _sum(question)
+
+
 class ReturnsText:
     def answer(self, question):
         return str(_sum(question)) if question == "2+3" else _sum(question)
@@ -111,6 +118,15 @@ def test_adapter_exception_is_an_agent_error_of_that_case_only(project: pytest.P
     assert cases["c2"]["failure_reason"] == "adapter raised ValueError: cannot add today"
     assert [cases[cid]["outcome"] for cid in ("c1", "c2", "c3")] == ["passed", "failed", "passed"]
     assert report["suites"][0]["failure_classes"]["agent_error"] == 1
+
+
+def test_adapter_calling_sys_exit_is_an_agent_error(project: pytest.Pytester) -> None:
+    result, report = run_with(project, "Exits")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*_ demo-suite::c2 _*", "agent_error: adapter raised SystemExit: 3"]
+    )
+    assert case_results(report)["c2"]["failure_class"] == "agent_error"
 
 
 def test_wrong_output_type_is_a_product_error(project: pytest.Pytester) -> None:
