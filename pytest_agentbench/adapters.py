@@ -92,7 +92,11 @@ def load_adapter(spec: str, worlds: Sequence[World]) -> Any:
     return adapter
 
 
+def adapter_class(adapter: Any) -> str:
+    return f"{type(adapter).__module__}.{type(adapter).__qualname__}"
+
+
 def describe_adapter(spec: str | None, adapter: Any) -> str:
     if spec is None:
         return "built-in reference agents"
-    return f"{spec} ({type(adapter).__module__}.{type(adapter).__qualname__})"
+    return f"{spec} ({adapter_class(adapter)})"

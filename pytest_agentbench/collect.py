@@ -17,6 +17,7 @@ import pytest
 from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
+from pytest_agentbench.adapters import adapter_class
 from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus
 from pytest_agentbench.controls import ControlSpec, ControlVerdict, judge_control, load_manifest
 from pytest_agentbench.errors import AgentbenchError
@@ -26,6 +27,8 @@ from pytest_agentbench.snapshots import GoldenMismatch, assert_golden
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
+ANSWERED_BY_KEY = pytest.StashKey[str]()
+"""The class of the adapter that ran a case (a fixture override may replace the configured one)."""
 VERDICT_KEY = pytest.StashKey[ControlVerdict]()
 
 
@@ -170,6 +173,7 @@ class CaseItem(_AgentbenchItem):
     def execute(self, request: pytest.FixtureRequest, view: Any, given_adapter: Any) -> None:
         state = get_state(self.config)
         adapter = state.adapter_for(self.loaded, given_adapter)
+        self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
         outcome, result = state.execute(self.loaded, self.case, view, adapter)
         golden_diff = None
         if state.options.snapshot and outcome.failure_class is None:

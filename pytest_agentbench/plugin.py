@@ -11,6 +11,7 @@ import pytest
 from pytest_agentbench import fixtures, hookspecs
 from pytest_agentbench.adapters import describe_adapter, load_adapter
 from pytest_agentbench.collect import (
+    ANSWERED_BY_KEY,
     REFUSED_KEY,
     RESULT_KEY,
     VERDICT_KEY,
@@ -256,6 +257,9 @@ def pytest_runtest_makereport(
     if call.when == "call":
         result = item.stash.get(RESULT_KEY, None)
         verdict = item.stash.get(VERDICT_KEY, None)
+        answered_by = item.stash.get(ANSWERED_BY_KEY, None)
+        if answered_by is not None:
+            payload["answered_by"] = answered_by
         if result is not None:
             payload["result"] = result.model_dump(mode="json")
             if get_state(item.config).options.junit_case_properties:

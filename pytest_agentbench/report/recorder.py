@@ -74,6 +74,8 @@ class RunRecorder:
     durations: dict[str, float] = field(default_factory=dict)
     crashed: list[str] = field(default_factory=list)
     refusals: dict[str, str] = field(default_factory=dict)
+    answered_by: dict[str, set[str]] = field(default_factory=dict)
+    """Adapter classes that ran each suite's cases."""
     """Refused suites by collector node id: reported, never silently absent."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -109,6 +111,8 @@ class RunRecorder:
         self, identity: Identity, report: pytest.TestReport, payload: dict[str, Any] | None
     ) -> None:
         self.durations[report.nodeid] = report.duration
+        if payload is not None and "answered_by" in payload:
+            self.answered_by.setdefault(identity.suite_id, set()).add(payload["answered_by"])
         if report.skipped:
             self._store_skip(identity, report)
         elif identity.kind == "case" and payload is not None and "result" in payload:

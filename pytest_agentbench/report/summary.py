@@ -41,6 +41,8 @@ class SuiteSummary(Record):
     gates: tuple[GateVerdict, ...]
     controls: tuple[ControlEntry, ...]
     cases: tuple[CaseEntry, ...]
+    answered_by: tuple[str, ...] = ()
+    """Classes of the adapters that ran the cases: shows a conftest fixture override."""
 
     @property
     def ok(self) -> bool:
@@ -158,6 +160,7 @@ def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[st
                 gates=tuple(verdicts),
                 controls=controls,
                 cases=tuple(case_entries),
+                answered_by=tuple(sorted(recorder.answered_by.get(suite_id, ()))),
             )
         )
     ran = {summary.id for summary in suites}

@@ -39,7 +39,9 @@ def suite_lines(suite: SuiteSummary, adapter: str, *, verbose: bool) -> list[str
         lines += [f"  FAILED gate {g.gate.text}: {g.reason}" for g in suite.gates if not g.passed]
         lines += [f"  FAILED {c.summary}" for c in suite.controls if not c.passed]
         return lines
-    lines = [f"adapter: {adapter}", _counts_line(suite)]
+    unnamed = [name for name in suite.answered_by if name not in adapter]
+    answered = f" (cases answered by {', '.join(unnamed)})" if unnamed else ""
+    lines = [f"adapter: {adapter}{answered}", _counts_line(suite)]
     width = max((len(m.name) for m in suite.metrics), default=0)
     for family, metrics in by_family(suite.metrics).items():
         lines.append(f"{family}:")
