@@ -205,6 +205,12 @@ def agentbench_adapter(offset):
     result, report = run_report(demo, *xdist_args, "-m", "not agentbench_control")
     result.assert_outcomes(failed=3)
     assert answers(report) == {"c1": 102, "c2": 105, "c3": 115}
+    # The header cannot know about the override; the report and the section name it.
+    shifted = "conftest.agentbench_adapter.<locals>.Shifted"
+    assert report["suites"][0]["answered_by"] == [shifted]
+    result.stdout.fnmatch_lines(
+        [f"adapter: built-in reference agents (cases answered by {shifted})"]
+    )
 
 
 def test_users_own_tests_can_request_the_fixtures(project: pytest.Pytester) -> None:

@@ -160,6 +160,7 @@ def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[
     }
     (suite,) = report["suites"]
     assert (suite["id"], suite["world"], suite["version"]) == ("demo-suite", "demo", "1.0.0")
+    assert suite["answered_by"] == ["agents.Agent"]
     public = {rel: path.read_bytes() for rel, path in tree_files(suite_dir).items()}
     oracle_dir = demo.path / "oracles" / "demo-suite"
     oracle = {rel: path.read_bytes() for rel, path in tree_files(oracle_dir).items()}
@@ -210,7 +211,7 @@ def test_terminal_section_names_adapter_metrics_and_support(demo: pytest.Pyteste
     result.stdout.fnmatch_lines(
         [
             "*= agentbench: demo-suite (demo) =*",
-            "adapter: built-in reference agents",
+            "adapter: built-in reference agents (cases answered by demo_world.Reference)",
             "cases: 3 passed, 0 failed, 0 error, 0 skipped",
             "answers:",
             "  accuracy   1.0000  support 3    95% ?0.4385, 1.0000?     higher is better",
