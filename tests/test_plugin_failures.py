@@ -172,6 +172,54 @@ def test_timeout_from_ini(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*timed out after 0.5s (--agentbench-timeout=0.5)*"])
 
 
+def test_evaluation_failure_is_a_harness_error_of_that_case(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    answers = demo.path / "oracles" / "demo-suite" / "answers.jsonl"
+    answers.write_text("".join(answers.read_text().splitlines(keepends=True)[:2]))
+    path = demo.path / "run.json"
+    result = demo.runpytest(f"--agentbench-report={path}", "-m", "not agentbench_control")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*_ demo-suite::c3 _*", "harness_error: evaluation raised KeyError: 'c3'"]
+    )
+    report = json.loads(path.read_text())
+    assert report["suites"][0]["counts"] == {"passed": 2, "failed": 0, "error": 1, "skipped": 0}
+    assert case_results(report)["c3"]["failure_class"] == "harness_error"
+
+
+BROKEN_WORLD = """
+from demo_world import DemoWorld
+from pytest_agentbench.hookspecs import hookimpl
+
+
+class BrokenRunWorld(DemoWorld):
+    def run(self, suite, case, view, adapter):
+        if case.case_id == "c1":
+            raise RuntimeError("replay state corrupt")
+        return super().run(suite, case, view, adapter)
+
+
+@hookimpl
+def pytest_agentbench_world_kinds():
+    return [BrokenRunWorld()]
+"""
+
+
+def test_world_failing_to_run_a_case_is_a_harness_error(demo: pytest.Pytester) -> None:
+    demo.makeconftest(BROKEN_WORLD)
+    write_demo_suite(demo.path)
+    result = demo.runpytest("-m", "not agentbench_control")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ demo-suite::c1 _*",
+            "harness_error: world 'demo' failed to run the case: "
+            "RuntimeError: replay state corrupt",
+        ]
+    )
+    result.stdout.fnmatch_lines(["cases: 2 passed, 0 failed, 1 error, 0 skipped | *"])
+
+
 def test_crashed_worker_counts_its_case_as_a_harness_error(project: pytest.Pytester) -> None:
     result, report = run_with(project, "Crashes", "-n", "2")
     result.assert_outcomes(passed=2, failed=1)
