@@ -20,9 +20,10 @@ from pytest_agentbench.contracts import (
     Outcome,
 )
 from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.gates import parse_gate
 from pytest_agentbench.registry import WorldRegistry
 from pytest_agentbench.runner import describe_exception, run_case
-from pytest_agentbench.suite import SUITE_FILE, Suite, load_suite_config
+from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
 from pytest_agentbench.world import World
 
 
@@ -93,6 +94,7 @@ class SuiteLoader:
         try:
             config = load_suite_config(root / SUITE_FILE, f"{display}/{SUITE_FILE}")
             display = self.display_root(root, config.id)
+            check_gates(config, f"{display}/{SUITE_FILE}")
             world = self.registry.get(config.world, file=f"{display}/{SUITE_FILE}")
             suite = Suite(config=config, root=root, display_root=display)
             suite.data = world.load_suite(suite)
@@ -109,6 +111,17 @@ class SuiteLoader:
 
     def loaded(self) -> list[LoadedSuite]:
         return [value for value in self._loaded.values() if isinstance(value, LoadedSuite)]
+
+
+def check_gates(config: SuiteConfig, display: str) -> None:
+    """Refuse a malformed gate when the suite loads, not after every case has run."""
+    for index, text in enumerate(config.gates):
+        try:
+            parse_gate(text, suite=config.id, source=display)
+        except AgentbenchError as exc:
+            raise AgentbenchError(
+                exc.code, exc.reason, file=display, field=f"gates[{index}]"
+            ) from None
 
 
 def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
