@@ -135,6 +135,11 @@ SUITE_HEAD = "id: demo-suite\nversion: 1.0.0\nworld: demo\ntitle: Demo\n"
             id="wrong-type",
         ),
         pytest.param(
+            SUITE_HEAD + "gates: ['accuracy >= 0.5', 'accuracy > 0.5']\n",
+            "[invalid_gate] suites/demo-suite/suite.yaml: gates[1]: 'accuracy > 0.5' is not",
+            id="malformed-gate",
+        ),
+        pytest.param(
             SUITE_HEAD.replace("world: demo", "world: weather"),
             "[unknown_world_kind] suites/demo-suite/suite.yaml: world: world kind 'weather' "
             "is not registered (known: ",
