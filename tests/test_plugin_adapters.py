@@ -58,15 +58,15 @@ def run_report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult,
     return result, json.loads(path.read_text())
 
 
-def answers(report: dict[str, Any], suite_id: str = "demo-suite") -> dict[str, Any]:
+def answers(report: dict[str, Any]) -> dict[str, Any]:
     """Case id -> the answer the adapter gave, from the JSON run report."""
-    (suite,) = [suite for suite in report["suites"] if suite["id"] == suite_id]
-    return {
-        entry["result"]["case_id"]: {
-            check["name"]: check["actual"] for check in entry["result"]["checks"]
-        }.get("answer_correct")
-        for entry in suite["cases"]
-    }
+    (suite,) = [suite for suite in report["suites"] if suite["id"] == "demo-suite"]
+    given: dict[str, Any] = {}
+    for entry in suite["cases"]:
+        result = entry["result"]
+        (correct,) = [check for check in result["checks"] if check["name"] == "answer_correct"]
+        given[result["case_id"]] = correct["actual"]
+    return given
 
 
 @pytest.fixture
