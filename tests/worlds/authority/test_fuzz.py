@@ -20,7 +20,6 @@ from datetime import UTC, datetime, timedelta, timezone
 from functools import cache
 from typing import Any, TypeVar
 
-import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
@@ -720,15 +719,20 @@ def test_validate_trace_never_raises_and_valid_means_scoreable(text: str) -> Non
 
 
 # ---------------------------------------------------------------------------
-# Bugs found by this fuzz (see /work/briefs/bugs.md); a strict xfail flips when fixed.
+# Regressions of bugs this fuzz found (see /work/briefs/bugs.md)
 
 
-@pytest.mark.xfail(
-    raises=RecursionError,
-    strict=True,
-    reason="canonical.loads_strict lets RecursionError escape on deeply nested JSON",
-)
-def test_deeply_nested_json_is_refused_not_raised() -> None:
+@FUZZ
+@given(st.integers(min_value=1, max_value=3000), st.booleans())
+def test_nesting_at_any_depth_is_refused_by_name(depth: int, arrays: bool) -> None:
+    # Deep nesting used to escape the strict JSON reader as RecursionError.
+    text = "[" * depth + "]" * depth if arrays else '{"a":' * depth + "1" + "}" * depth
+    report = validate_trace(text, asteria.action_event_ids())
+    assert report.diagnostics[0].code in {"malformed_json", "invalid_row"}
+    assert refusal(lambda: read_trace(text)).code in {"malformed_json", "invalid_row"}
+
+
+def test_very_deep_nesting_is_malformed_json() -> None:
     text = "[" * 100_000 + "]" * 100_000
     report = validate_trace(text, asteria.action_event_ids())
     assert [item.code for item in report.diagnostics][:1] == ["malformed_json"]
