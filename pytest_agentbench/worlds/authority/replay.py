@@ -72,6 +72,8 @@ class WorldIndex:
     listed_credentials: dict[str, Credential]
     listed_delegations: dict[str, Delegation]
     policy_versions: frozenset[str]
+    runtime_path_principals: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Per logical agent: every principal on a path of one of its listed runtimes."""
 
     def ownership_chain(self, principal_id: str) -> tuple[str, ...]:
         """``principal_id`` followed by its owners, upward (acyclic by validation)."""
@@ -105,6 +107,8 @@ class WorldState:
     time: datetime | None = None
     runtimes: dict[str, Runtime] = field(default_factory=dict)
     runtime_effective_at: dict[str, int] = field(default_factory=dict)
+    spawned_path_principals: dict[str, set[str]] = field(default_factory=dict)
+    """Per logical agent: every principal on a path of one of its spawned runtimes."""
     credentials: dict[str, Credential] = field(default_factory=dict)
     delegations: dict[str, Delegation] = field(default_factory=dict)
     granted_at: dict[str, int] = field(default_factory=dict)
@@ -126,6 +130,9 @@ class WorldState:
             time=self.time,
             runtimes=dict(self.runtimes),
             runtime_effective_at=dict(self.runtime_effective_at),
+            spawned_path_principals={
+                agent: set(principals) for agent, principals in self.spawned_path_principals.items()
+            },
             credentials=dict(self.credentials),
             delegations=dict(self.delegations),
             granted_at=dict(self.granted_at),
@@ -167,6 +174,12 @@ def build_index(snapshot: WorldSnapshot) -> WorldIndex:
         "agents.jsonl",
         "parent_agent_id",
         {aid: a.parent_agent_id for aid, a in index.agents.items()},
+    )
+    paths: dict[str, set[str]] = {}
+    for runtime in index.listed_runtimes.values():
+        paths.setdefault(runtime.logical_agent_id, set()).update(_runtime_path(index, runtime))
+    index.runtime_path_principals.update(
+        {agent: frozenset(principals) for agent, principals in paths.items()}
     )
     _refuse_cycles(
         "public_delegations.jsonl",
@@ -459,8 +472,7 @@ class Replayer:
         state.retained_evidence.update(self.index.snapshot.organisation.initial_evidence_refs)
         for runtime in self.index.snapshot.runtimes:
             if self._effective[("runtime", runtime.id)] == 0:
-                state.runtimes[runtime.id] = runtime
-                state.runtime_effective_at[runtime.id] = 0
+                self._spawn(runtime, 0)
         for credential in self.index.snapshot.credentials:
             if self._effective[("credential", credential.id)] == 0:
                 state.credentials[credential.id] = credential
@@ -488,8 +500,7 @@ class Replayer:
         elif isinstance(payload, CredentialIssued):
             state.credentials[payload.credential.id] = payload.credential
         elif isinstance(payload, RuntimeSpawned):
-            state.runtimes[payload.runtime.id] = payload.runtime
-            state.runtime_effective_at[payload.runtime.id] = event.event_index
+            self._spawn(payload.runtime, event.event_index)
         elif isinstance(payload, DelegationRevoked):
             self._revoke(payload.delegation_id, event)
         elif isinstance(payload, EvidenceDiscarded):
@@ -499,6 +510,14 @@ class Replayer:
         # An event's own evidence is recorded after its effect: a discard
         # event never discards what it records itself.
         state.retained_evidence.update(event.evidence_refs)
+
+    def _spawn(self, runtime: Runtime, event_index: int) -> None:
+        state = self.state
+        state.runtimes[runtime.id] = runtime
+        state.runtime_effective_at[runtime.id] = event_index
+        state.spawned_path_principals.setdefault(runtime.logical_agent_id, set()).update(
+            _runtime_path(self.index, runtime)
+        )
 
     def _grant(self, delegation: Delegation, *, file: str, field: str) -> None:
         try:
@@ -641,15 +660,11 @@ def _check_child(state: WorldState, delegation: Delegation) -> None:
         return
     if delegator in index.ownership_chain(parent_agent.owner_principal_id):
         return
-    paths = [
-        (runtime.id, _runtime_path(index, runtime))
-        for runtime in index.listed_runtimes.values()
-        if runtime.logical_agent_id == parent_agent.id
-    ]
-    for runtime_id, path in paths:
-        if delegator in path and _spawned_before_grant(state, runtime_id):
-            return
-    if any(delegator in path for _, path in paths):
+    # Runtimes spawned so far all precede this grant (initial ones coexist with
+    # initial grants); the per-agent principal sets keep this check O(1).
+    if delegator in state.spawned_path_principals.get(parent_agent.id, ()):
+        return
+    if delegator in index.runtime_path_principals.get(parent_agent.id, ()):
         raise AgentbenchError(
             "runtime_spawned_after_grant",
             f"delegation {delegation.id!r}: delegator {delegator!r} acts through a parent-agent "
@@ -667,14 +682,6 @@ def _runtime_path(index: WorldIndex, runtime: Runtime) -> set[str]:
         *index.ownership_chain(runtime.runtime_principal_id),
         *index.ownership_chain(runtime.owner_principal_id),
     }
-
-
-def _spawned_before_grant(state: WorldState, runtime_id: str) -> bool:
-    effective_at = state.runtime_effective_at.get(runtime_id)
-    if effective_at is None:
-        return False
-    # Initial records coexist; a grant event needs a strictly earlier spawn.
-    return effective_at < state.event_index or state.event_index == 0
 
 
 # ---------------------------------------------------------------------------
