@@ -54,6 +54,7 @@ class SuiteLoader:
         self.rootpath = rootpath
         self._loaded: dict[Path, LoadedSuite | AgentbenchError] = {}
         self._roots: dict[Path, Path | None] = {}
+        self._ids: dict[str, Path] = {}
 
     def display_root(self, root: Path, suite_id: str | None = None) -> str:
         try:
@@ -94,6 +95,15 @@ class SuiteLoader:
         try:
             config = load_suite_config(root / SUITE_FILE, f"{display}/{SUITE_FILE}")
             display = self.display_root(root, config.id)
+            owner = self._ids.setdefault(config.id, root)
+            if owner != root:
+                # Results are grouped by suite id: two folders would merge into one suite.
+                raise AgentbenchError(
+                    "duplicate_suite_id",
+                    f"suite id {config.id!r} is already used by {self.display_root(owner)}",
+                    file=f"{display}/{SUITE_FILE}",
+                    field="id",
+                )
             check_gates(config, f"{display}/{SUITE_FILE}")
             world = self.registry.get(config.world, file=f"{display}/{SUITE_FILE}")
             suite = Suite(config=config, root=root, display_root=display)
