@@ -217,6 +217,26 @@ def test_case_ids_that_would_collide_as_node_ids_are_refused(
     assert expected in result.stdout.str()
 
 
+def test_two_folders_with_one_suite_id_are_not_merged(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path / "copy", "twin", questions={"c1": "5+5", "c9": "1+0"})
+    write_demo_suite(demo.path, "twin")
+    report = demo.path / "run.json"
+    result = demo.runpytest(f"--agentbench-report={report}", "-m", "not agentbench_control")
+    result.assert_outcomes(passed=2, errors=1, deselected=1)
+    refusal = (
+        "[duplicate_suite_id] suites/twin/suite.yaml: id: suite id 'twin' is already used "
+        "by copy/suites/twin"
+    )
+    assert refusal in result.stdout.str()
+    run = json.loads(report.read_text())
+    (suite,) = run["suites"]
+    assert [entry["nodeid"] for entry in suite["cases"]] == [
+        "copy/suites/twin/cases.jsonl::c1",
+        "copy/suites/twin/cases.jsonl::c9",
+    ]
+    assert run["problems"] == [refusal]
+
+
 def test_one_case_can_be_run_by_its_node_id(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     result = demo.runpytest("suites/demo-suite/cases.jsonl::c2", "-v")
