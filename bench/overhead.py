@@ -20,6 +20,7 @@ import importlib.util
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -154,14 +155,30 @@ def write_bare_project(base: Path, count: int) -> None:
 
 
 @dataclass(frozen=True)
+class Run:
+    """One pytest configuration: where it runs, its arguments, how many items must pass."""
+
+    label: str
+    project: Path
+    args: tuple[str, ...]
+    expect_passed: int
+
+
+@dataclass(frozen=True)
 class Timing:
     label: str
     cases: int
-    seconds: tuple[float, ...]
+    wall: tuple[float, ...]
+    cpu: tuple[float, ...]
+    """User plus system time of the pytest process and its children (xdist workers)."""
 
     @property
     def median(self) -> float:
-        return statistics.median(self.seconds)
+        return statistics.median(self.wall)
+
+    @property
+    def median_cpu(self) -> float:
+        return statistics.median(self.cpu)
 
 
 def _passed_count(output: str) -> int:
@@ -184,28 +201,51 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def time_pytest(
-    label: str, project: Path, args: Sequence[str], *, expect_passed: int, repeats: int
-) -> Timing:
-    """Median wall time of ``python -m pytest -q <args>`` in ``project``, after one warm-up."""
-    command = [sys.executable, "-m", "pytest", "-q", *UNRELATED_PLUGINS, *args]
-    env = _environment()
-    seconds: list[float] = []
-    for attempt in range(repeats + 1):
-        started = time.perf_counter()
-        done = subprocess.run(
-            command, cwd=project, env=env, capture_output=True, text=True, check=False
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(run: Run) -> tuple[float, float]:
+    """Wall and CPU seconds of ``python -m pytest -q <args>``; refuses a run that did not pass."""
+    command = [sys.executable, "-m", "pytest", "-q", *UNRELATED_PLUGINS, *run.args]
+    cpu_before = _children_cpu()
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, cwd=run.project, env=_environment(), capture_output=True, text=True, check=False
+    )
+    wall = time.perf_counter() - started
+    cpu = _children_cpu() - cpu_before
+    passed = _passed_count(done.stdout)
+    if done.returncode != 0 or passed != run.expect_passed:
+        raise SystemExit(
+            f"{run.label}: expected {run.expect_passed} passed and exit 0, got {passed} passed, "
+            f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         )
-        elapsed = time.perf_counter() - started
-        passed = _passed_count(done.stdout)
-        if done.returncode != 0 or passed != expect_passed:
-            raise SystemExit(
-                f"{label}: expected {expect_passed} passed and exit 0, got {passed} passed, "
-                f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-            )
-        if attempt > 0:
-            seconds.append(elapsed)
-    return Timing(label, expect_passed, tuple(seconds))
+    return wall, cpu
+
+
+def measure(runs: Sequence[Run], repeats: int) -> list[Timing]:
+    """One untimed warm-up of each run, then ``repeats`` rounds.
+
+    Runs alternate within a round, so a change in the machine's load during
+    the measurement affects every configuration alike.
+    """
+    for run in runs:
+        run_once(run)
+    samples: list[list[tuple[float, float]]] = [[] for _ in runs]
+    for _ in range(repeats):
+        for run, taken in zip(runs, samples, strict=True):
+            taken.append(run_once(run))
+    return [
+        Timing(
+            run.label,
+            run.expect_passed,
+            tuple(wall for wall, _ in taken),
+            tuple(cpu for _, cpu in taken),
+        )
+        for run, taken in zip(runs, samples, strict=True)
+    ]
 
 
 def measure_overhead(size: int, repeats: int) -> tuple[Timing, Timing]:
@@ -213,15 +253,12 @@ def measure_overhead(size: int, repeats: int) -> tuple[Timing, Timing]:
         plugin_root, bare_root = Path(plugin_dir), Path(bare_dir)
         write_plugin_project(plugin_root, size)
         write_bare_project(bare_root, size)
-        plugin = time_pytest(
-            "plugin", plugin_root, ["suites"], expect_passed=size + 1, repeats=repeats
-        )
-        bare = time_pytest(
-            "bare",
-            bare_root,
-            ["-p", "no:agentbench", "cases.jsonl"],
-            expect_passed=size,
-            repeats=repeats,
+        plugin, bare = measure(
+            [
+                Run("agentbench", plugin_root, ("suites",), size + 1),
+                Run("bare", bare_root, ("-p", "no:agentbench", "cases.jsonl"), size),
+            ],
+            repeats,
         )
     return plugin, bare
 
@@ -230,12 +267,13 @@ def measure_speedup(cases: int, work_ms: float, repeats: int) -> tuple[Timing, T
     with tempfile.TemporaryDirectory() as project_dir:
         root = Path(project_dir)
         write_plugin_project(root, cases, adapter_work_ms=work_ms)
-        args = ["--agentbench-adapter", "slow_adapter:build", "suites"]
-        serial = time_pytest(
-            "-n 0", root, ["-n", "0", *args], expect_passed=cases + 1, repeats=repeats
-        )
-        parallel = time_pytest(
-            "-n 2", root, ["-n", "2", *args], expect_passed=cases + 1, repeats=repeats
+        args = ("--agentbench-adapter", "slow_adapter:build", "suites")
+        serial, parallel = measure(
+            [
+                Run("-n 0", root, ("-n", "0", *args), cases + 1),
+                Run("-n 2", root, ("-n", "2", *args), cases + 1),
+            ],
+            repeats,
         )
     return serial, parallel
 
@@ -247,10 +285,13 @@ def measure_plain_speedup(cases: int, work_ms: float, repeats: int) -> tuple[Tim
         (root / "test_spin.py").write_text(
             SPIN_TESTS.format(cases=cases, work_ms=work_ms), encoding="utf-8"
         )
-        args = ["-p", "no:agentbench", "test_spin.py"]
-        serial = time_pytest("-n 0", root, ["-n", "0", *args], expect_passed=cases, repeats=repeats)
-        parallel = time_pytest(
-            "-n 2", root, ["-n", "2", *args], expect_passed=cases, repeats=repeats
+        args = ("-p", "no:agentbench", "test_spin.py")
+        serial, parallel = measure(
+            [
+                Run("-n 0", root, ("-n", "0", *args), cases),
+                Run("-n 2", root, ("-n", "2", *args), cases),
+            ],
+            repeats,
         )
     return serial, parallel
 
@@ -273,8 +314,12 @@ def _versions() -> str:
     )
 
 
-def _row(label: str, cases: int, seconds: float, note: str = "") -> str:
-    return f"{label:<28} {cases:>7} {seconds:>9.2f}s  {note}"
+def _row(label: str, timing: Timing) -> str:
+    return f"{label:<28} {timing.cases:>7} {timing.median:>9.2f}s {timing.median_cpu:>9.2f}s"
+
+
+def _ratio_row(label: str, cases: int, wall: float, cpu: float, note: str = "") -> str:
+    return f"{label:<28} {cases:>7} {wall:>9.2f}x {cpu:>9.2f}x  {note}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -287,40 +332,45 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(_versions())
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    print(f"{'configuration':<28} {'cases':>7} {'median':>10}  (median of {options.repeats})")
+    print(
+        f"{'configuration':<28} {'cases':>7} {'wall':>10} {'cpu':>10}  "
+        f"(medians of {options.repeats}, runs interleaved)"
+    )
     met = True
     for size in options.sizes:
         plugin, bare = measure_overhead(size, options.repeats)
+        print(_row("agentbench (demo world)", plugin))
+        print(_row("bare JSONL items", bare))
         ratio = plugin.median / bare.median
-        print(_row("agentbench (demo world)", size, plugin.median))
-        print(_row("bare JSONL items", size, bare.median))
         verdict = ""
         if size >= 10000:
             ok = ratio <= OVERHEAD_TARGET
             met = met and ok
-            verdict = f"target <= {OVERHEAD_TARGET}: {'met' if ok else 'MISSED'}"
-        print(f"{'  ratio plugin/bare':<28} {size:>7} {ratio:>9.2f}x  {verdict}")
+            verdict = f"target (wall) <= {OVERHEAD_TARGET}: {'met' if ok else 'MISSED'}"
+        cpu_ratio = plugin.median_cpu / bare.median_cpu
+        print(_ratio_row("  ratio plugin/bare", size, ratio, cpu_ratio, verdict))
 
     serial, parallel = measure_speedup(options.xdist_cases, options.work_ms, options.repeats)
-    speedup = serial.median / parallel.median
     label = f"SlowAdder {options.work_ms:g} ms/case"
-    print(_row(f"{label}, -n 0", options.xdist_cases, serial.median))
-    print(_row(f"{label}, -n 2", options.xdist_cases, parallel.median))
+    print(_row(f"{label}, -n 0", serial))
+    print(_row(f"{label}, -n 2", parallel))
+    speedup = serial.median / parallel.median
     ok = speedup >= SPEEDUP_TARGET
     met = met and ok
     print(
-        f"{'  speed-up -n 2 / -n 0':<28} {options.xdist_cases:>7} {speedup:>9.2f}x  "
-        f"target >= {SPEEDUP_TARGET}: {'met' if ok else 'MISSED'}"
+        f"{'  speed-up -n 2 / -n 0':<28} {options.xdist_cases:>7} {speedup:>9.2f}x "
+        f"{'':>10}  target >= {SPEEDUP_TARGET}: {'met' if ok else 'MISSED'}"
     )
     plain_serial, plain_parallel = measure_plain_speedup(
         options.xdist_cases, options.work_ms, options.repeats
     )
     plain_label = f"plain tests {options.work_ms:g} ms"
-    print(_row(f"{plain_label}, -n 0", options.xdist_cases, plain_serial.median))
-    print(_row(f"{plain_label}, -n 2", options.xdist_cases, plain_parallel.median))
+    print(_row(f"{plain_label}, -n 0", plain_serial))
+    print(_row(f"{plain_label}, -n 2", plain_parallel))
     print(
         f"{'  reference speed-up':<28} {options.xdist_cases:>7} "
-        f"{plain_serial.median / plain_parallel.median:>9.2f}x  (no plugin: the machine's ceiling)"
+        f"{plain_serial.median / plain_parallel.median:>9.2f}x {'':>10}  "
+        "(no plugin: what xdist reaches on this machine now)"
     )
     print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     return 0 if met else 1
