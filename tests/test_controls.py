@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from pytest_agentbench.contracts import (
     CaseOutcome,
@@ -280,5 +281,27 @@ def test_a_non_finite_expected_metric_is_refused(tmp_path: Path) -> None:
     # NaN compares false with everything, so such a control could never fail on metrics.
     text = MANIFEST_HEAD + GOOD_CONTROL + "    expected_metrics: {accuracy: .nan}\n"
     error = refusal(tmp_path, text)
-    named = f"{error.location.field} {error.reason}"
-    assert error.location.line == 11 or "expected_metrics" in named
+    assert error.code == "non_finite_number"
+    assert error.location.line == 11
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"expected_metrics": {"accuracy": float("nan")}},
+        {"expected_metrics": {"accuracy": float("inf")}},
+        {"tolerance": float("nan")},
+        {"tolerance": -0.1},
+    ],
+)
+def test_a_control_spec_refuses_values_that_would_disable_its_checks(
+    changes: dict[str, object],
+) -> None:
+    with pytest.raises(ValidationError):
+        spec(**changes)
+
+
+def test_a_negative_tolerance_in_a_manifest_is_refused_by_field(tmp_path: Path) -> None:
+    error = refusal(tmp_path, MANIFEST_HEAD + GOOD_CONTROL + "    tolerance: -0.5\n")
+    assert error.code == "invalid_field"
+    assert error.location.field == "controls[0].tolerance"
