@@ -60,6 +60,16 @@ def test_call_adapter_lets_a_malformed_output_refusal_through() -> None:
     assert caught.value.reason == "answer must be an integer"
 
 
+def test_an_adapter_calling_sys_exit_is_an_agent_failure() -> None:
+    def exits() -> None:
+        raise SystemExit(3)
+
+    with pytest.raises(AdapterFailure) as caught:
+        call_adapter(exits)
+    assert caught.value.failure_class is FailureClass.AGENT_ERROR
+    assert caught.value.reason == "adapter raised SystemExit: 3"
+
+
 def test_call_adapter_does_not_swallow_a_keyboard_interrupt() -> None:
     def interrupted() -> None:
         raise KeyboardInterrupt
