@@ -9,15 +9,16 @@ from pytest_agentbench.controls import ControlVerdict
 from pytest_agentbench.report.recorder import (
     CRASH_REASON,
     PAYLOAD,
+    REFUSAL,
     Identity,
     RunRecorder,
     identity_payload,
 )
 
 CASE_NODE = "suites/demo-suite/cases.jsonl::c1"
-CONTROL_NODE = "suites/demo-suite/suite.yaml::control:always-zero"
+CONTROL_NODE = "suites/demo-suite/suite.yaml::control-always-zero"
 CASE = Identity("case", "demo-suite", "/p/suites/demo-suite", "c1", ("easy",))
-CONTROL = Identity("control", "demo-suite", "/p/suites/demo-suite", "control:always-zero")
+CONTROL = Identity("control", "demo-suite", "/p/suites/demo-suite", "control-always-zero")
 
 Outcome = Literal["passed", "failed", "skipped"]
 
@@ -30,6 +31,7 @@ def make_report(
     identity: Identity | None = None,
     result: CaseResult | None = None,
     verdict: ControlVerdict | None = None,
+    answered_by: str | None = None,
     longrepr: Any = None,
     duration: float = 0.0,
 ) -> pytest.TestReport:
@@ -48,6 +50,8 @@ def make_report(
             payload["result"] = result.model_dump(mode="json")
         if verdict is not None:
             payload["verdict"] = verdict.model_dump(mode="json")
+        if answered_by is not None:
+            payload["answered_by"] = answered_by
         setattr(report, PAYLOAD, payload)
     return report
 
@@ -257,3 +261,46 @@ def test_suite_roots_names_each_suite_once() -> None:
     run_case(recorder, graded())
     recorder.record(make_report(CONTROL_NODE, "setup", "passed", identity=CONTROL))
     assert recorder.suite_roots() == {"demo-suite": "/p/suites/demo-suite"}
+
+
+def test_the_adapter_class_that_answered_is_recorded_per_suite() -> None:
+    recorder = RunRecorder()
+    recorder.record(make_report(CASE_NODE, "setup", "passed", identity=CASE))
+    recorder.record(
+        make_report(
+            CASE_NODE, "call", "passed", identity=CASE, result=graded(), answered_by="m.Agent"
+        )
+    )
+    other = "suites/demo-suite/cases.jsonl::c2"
+    second = Identity("case", "demo-suite", "/p/suites/demo-suite", "c2")
+    recorder.record(make_report(other, "setup", "passed", identity=second))
+    recorder.record(
+        make_report(other, "call", "passed", identity=second, result=graded(), answered_by="m.B")
+    )
+    assert recorder.answered_by == {"demo-suite": {"m.Agent", "m.B"}}
+
+
+def collect_report(outcome: Outcome, refusal: str | None) -> pytest.CollectReport:
+    report = pytest.CollectReport(
+        "suites/broken/suite.yaml",
+        outcome,
+        longrepr="refused" if outcome == "failed" else None,
+        result=[],
+    )
+    if refusal is not None:
+        setattr(report, REFUSAL, refusal)
+    return report
+
+
+def test_a_refused_suite_is_recorded_from_its_collection_report() -> None:
+    recorder = RunRecorder()
+    text = "[duplicate_key] suites/broken/suite.yaml:3: duplicate key 'id'"
+    recorder.pytest_collectreport(collect_report("failed", text))
+    assert recorder.refusals == {"suites/broken/suite.yaml": text}
+
+
+def test_collection_reports_without_a_refusal_are_ignored() -> None:
+    recorder = RunRecorder()
+    recorder.pytest_collectreport(collect_report("failed", None))
+    recorder.pytest_collectreport(collect_report("passed", "stale text"))
+    assert recorder.refusals == {}
