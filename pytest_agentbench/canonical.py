@@ -241,6 +241,8 @@ def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue
         ) from None
     except yaml.YAMLError as exc:
         raise AgentbenchError("malformed_yaml", str(exc).splitlines()[0], file=file) from None
+    except RecursionError:
+        raise AgentbenchError("malformed_yaml", "nesting too deep to read", file=file) from None
 
 
 def read_yaml(path: Path, *, display: str | None = None) -> JsonValue:

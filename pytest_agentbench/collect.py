@@ -237,7 +237,7 @@ class ControlItem(_AgentbenchItem):
         if self.control is None:
             raise ControlFailed(
                 ControlVerdict(
-                    control_id=f"ungraded:{self.agent_id}",
+                    control_id=f"ungraded-{self.agent_id}",
                     agent=self.agent_id,
                     passed=False,
                     failing_dimensions=(),
@@ -349,7 +349,7 @@ class SuiteFile(pytest.File):
         items = [
             ControlItem.from_parent(
                 self,
-                name=f"control:{control.id}",
+                name=f"control-{control.id}",
                 loaded=loaded,
                 control=control,
                 agent_id=control.agent,
@@ -359,7 +359,7 @@ class SuiteFile(pytest.File):
         graded_agents = {control.agent for control in declared}
         items.extend(
             ControlItem.from_parent(
-                self, name=f"ungraded:{agent_id}", loaded=loaded, control=None, agent_id=agent_id
+                self, name=f"ungraded-{agent_id}", loaded=loaded, control=None, agent_id=agent_id
             )
             for agent_id, agent in sorted(agents.items())
             if agent.role == "negative" and agent_id not in graded_agents

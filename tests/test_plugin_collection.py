@@ -29,7 +29,7 @@ def test_one_item_per_case_with_readable_ids(demo: pytest.Pytester) -> None:
         "suites/demo-suite/cases.jsonl::first",
         "suites/demo-suite/cases.jsonl::second",
         "suites/demo-suite/cases.jsonl::third",
-        "suites/demo-suite/suite.yaml::ungraded:always_zero",
+        "suites/demo-suite/suite.yaml::ungraded-always_zero",
     ]
 
 
@@ -48,7 +48,7 @@ def test_markers_select_by_suite_and_kind(demo: pytest.Pytester) -> None:
     demo.makepyfile(test_plain="def test_plain():\n    pass\n")
     alpha = demo.runpytest("--strict-markers", "-m", "alpha-suite", "-q")
     alpha.assert_outcomes(passed=3, failed=1, deselected=3)
-    assert "suites/alpha-suite/suite.yaml::ungraded:always_zero" in alpha.stdout.str()
+    assert "suites/alpha-suite/suite.yaml::ungraded-always_zero" in alpha.stdout.str()
     everything = demo.runpytest("--strict-markers", "-m", "agentbench", "-q")
     everything.assert_outcomes(passed=4, failed=2, deselected=1)
     plain = demo.runpytest("--strict-markers", "-m", "not agentbench", "-q")

@@ -30,11 +30,11 @@ def test_declared_control_passes_when_the_agent_fails_exactly_as_declared(
     result.stdout.fnmatch_lines(
         [
             "controls: 1/1 behaved as declared",
-            "  ok   control:always-zero: control 'always-zero' failed exactly as declared "
+            "  ok   control-always-zero: control 'always-zero' failed exactly as declared "
             "(answer_correct)",
         ]
     )
-    control = controls_of(report)["control:always-zero"]
+    control = controls_of(report)["control-always-zero"]
     assert control["passed"] is True
     assert control["verdict"]["failing_dimensions"] == ["answer_correct"]
 
@@ -80,8 +80,8 @@ def test_control_fails_when_its_declaration_is_wrong(
     result, report = run(demo, "--agentbench-controls")
     result.assert_outcomes(failed=1, deselected=3)
     expected = f"control 'always-zero' did not fail as declared: {reason}"
-    result.stdout.fnmatch_lines(["*_ demo-suite::control:always-zero _*", expected])
-    control = controls_of(report)["control:always-zero"]
+    result.stdout.fnmatch_lines(["*_ demo-suite::control-always-zero _*", expected])
+    control = controls_of(report)["control-always-zero"]
     assert (control["passed"], control["summary"]) == (False, expected)
 
 
@@ -153,11 +153,11 @@ def test_negative_agent_without_a_declared_control_is_an_ungraded_failure(
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*_ demo-suite::ungraded:always_zero _*",
+            "*_ demo-suite::ungraded-always_zero _*",
             "ungraded: negative agent 'always_zero' has no declared control",
         ]
     )
-    assert controls_of(report)["ungraded:always_zero"]["passed"] is False
+    assert controls_of(report)["ungraded-always_zero"]["passed"] is False
 
 
 def test_control_on_a_subset_of_cases(demo: pytest.Pytester) -> None:
@@ -180,7 +180,7 @@ def test_controls_only_selection(demo: pytest.Pytester, selection: list[str]) ->
     result.assert_outcomes(passed=1, deselected=3)
     (suite,) = report["suites"]
     assert suite["cases"] == []
-    assert [control["control_id"] for control in suite["controls"]] == ["control:always-zero"]
+    assert [control["control_id"] for control in suite["controls"]] == ["control-always-zero"]
 
 
 def test_predictions_file_is_scored_instead_of_an_adapter(demo: pytest.Pytester) -> None:
@@ -199,7 +199,7 @@ def test_predictions_file_is_scored_instead_of_an_adapter(demo: pytest.Pytester)
         "c2": ("failed", None),
         "c3": ("failed", "product_error"),
     }
-    assert controls_of(report)["control:always-zero"]["passed"] is True
+    assert controls_of(report)["control-always-zero"]["passed"] is True
 
 
 def test_malformed_predictions_option_is_a_usage_error(demo: pytest.Pytester) -> None:

@@ -118,7 +118,7 @@ def test_junit_global_properties_carry_the_metrics(
     assert global_properties(junit) == {
         "agentbench.demo-suite.accuracy": "1.0",
         "agentbench.demo-suite.zero_rate": "0.0",
-        "agentbench.demo-suite.control.control:always-zero": "pass",
+        "agentbench.demo-suite.control.control-always-zero": "pass",
     }
     for case in ET.parse(junit).getroot().iter("testcase"):
         assert case.find("properties") is None
@@ -173,7 +173,7 @@ def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[
     assert metrics["accuracy"]["value"] == pytest.approx(1 / 3)
     assert (metrics["accuracy"]["numerator"], metrics["accuracy"]["denominator"]) == (1, 3)
     (control,) = suite["controls"]
-    assert control["control_id"] == "control:always-zero"
+    assert control["control_id"] == "control-always-zero"
     assert control["passed"] is True
     assert [entry["nodeid"] for entry in suite["cases"]] == [
         f"suites/demo-suite/cases.jsonl::{cid}" for cid in ("c1", "c2", "c3")

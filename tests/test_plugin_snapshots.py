@@ -52,7 +52,7 @@ def test_update_pins_outputs_and_a_change_fails_with_a_plain_diff(
         "cases/c1.json": {"answer": 2},
         "cases/c2.json": {"answer": 5},
         "cases/c3.json": {"answer": 15},
-        "suite/controlalways-zero.json": {"accuracy": 0.0, "zero_rate": 1.0},
+        "suite/control-always-zero.json": {"accuracy": 0.0, "zero_rate": 1.0},
     }
     unchanged = project.runpytest("--agentbench-snapshot", *xdist_args)
     unchanged.assert_outcomes(passed=4)
@@ -114,5 +114,5 @@ def test_unused_snapshots_are_reported_and_removed_on_update(project: pytest.Pyt
     assert sorted(pinned(project.path)) == [
         "cases/c1.json",
         "cases/c2.json",
-        "suite/controlalways-zero.json",
+        "suite/control-always-zero.json",
     ]

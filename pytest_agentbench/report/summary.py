@@ -14,6 +14,7 @@ from pytest_agentbench.metrics import aggregate, select
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.report.recorder import CRASH_REASON, Identity, RunRecorder
 from pytest_agentbench.session import SuiteLoader, suite_digests
+from pytest_agentbench.suite import SUITE_FILE
 
 
 class CaseEntry(Record):
@@ -87,7 +88,8 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
         except AgentbenchError:
             continue
         identity = Identity(
-            kind="control" if name.startswith(("control:", "ungraded:")) else "case",
+            # Control items live in suite.yaml; case items in the files holding cases.
+            kind="control" if path_part.endswith(f"/{SUITE_FILE}") else "case",
             suite_id=loaded.suite.id,
             suite_root=str(loaded.suite.root),
             item_id=name,

@@ -25,7 +25,7 @@ PUBLIC = read_public(SHIPPED_SUITE, f"suites/{SUITE_ID}", exclude=(SUITE_FILE,))
 REFERENCE_ROWS: list[dict[str, Any]] = ReferenceAgent().trace(PUBLIC)
 CURRENT_STATE_ROWS: list[dict[str, Any]] = CurrentStateAgent().trace(PUBLIC)
 ACTION_IDS = [row["event_id"] for row in REFERENCE_ROWS]
-CONTROL_ITEMS = ["control:reference", "control:always-deny", "control:current-state"]
+CONTROL_ITEMS = ["control-reference", "control-always-deny", "control-current-state"]
 WRONG_EVENT = "evt-010-authorised-comparison"
 
 
@@ -292,8 +292,8 @@ def test_original_bundle_layout_runs_unchanged(pytester: pytest.Pytester) -> Non
     assert suite["id"] == "asteria-bundle"
     output = result.stdout.str()
     assert f"bundle/public/public_events.jsonl::{ACTION_IDS[0]} PASSED" in output
-    assert "bundle/suite.yaml::ungraded:always_deny FAILED" in output
-    assert "bundle/suite.yaml::ungraded:current_state FAILED" in output
+    assert "bundle/suite.yaml::ungraded-always_deny FAILED" in output
+    assert "bundle/suite.yaml::ungraded-current_state FAILED" in output
     values = metric_values(suite)
     assert values.pop("excess_authority_rate") == 0.0
     assert values == dict.fromkeys(values, 1.0)
