@@ -21,11 +21,13 @@ matching truth, bindings and labels. Evaluate (``scoring.grade_action`` for
 every row plus ``metrics.aggregate``) is timed against parsing the same JSONL
 (``trace.read_trace``).
 
-Timings are ``time.perf_counter`` medians of ``--repeats`` runs; a small size
-is measured over several distinct seeded worlds, so that every run covers about
-as many events (and as much memory) as the largest size.
+Timings are ``time.perf_counter`` medians (``--repeats`` replay runs, sizes
+taking turns within each run so that load changes hit them alike;
+``--trace-repeats`` parse and evaluate runs). A small size is measured over
+several distinct seeded worlds, so that every run covers about as many events
+(and as much memory) as the largest size.
 
-Usage: ``python bench/authority_replay.py [--sizes 1000 10000 100000] [--repeats 3]``.
+Usage: ``python bench/authority_replay.py [--sizes 1000 10000 100000] [--repeats 5]``.
 """
 
 from __future__ import annotations
@@ -555,28 +557,42 @@ class ReplayTiming:
 
 
 def time_replay(
-    size: int, repeats: int, loop_events: int, runtime_path_share: float
-) -> ReplayTiming:
+    sizes: Sequence[int], repeats: int, runtime_path_share: float
+) -> list[ReplayTiming]:
+    """Median per-event times of every size; sizes take turns within each repeat."""
+    largest = max(sizes)
     # Distinct worlds rather than one world replayed again and again: a small
     # world looped stays hot in the CPU cache, which would flatter small sizes.
-    worlds = [
-        generate(size, seed=SEED + copy, runtime_path_share=runtime_path_share)
-        for copy in range(max(1, loop_events // size))
+    worlds = {
+        size: [
+            generate(size, seed=SEED + copy, runtime_path_share=runtime_path_share)
+            for copy in range(max(1, largest // size))
+        ]
+        for size in sizes
+    }
+    steps: dict[str, Callable[[World], None]] = {
+        "validate": validate_stream,
+        "prefixes": replay_prefixes,
+    }
+    samples: dict[tuple[int, str], list[float]] = {}
+    # Interleaved, so a change in machine load hits every size alike.
+    for _ in range(repeats):
+        for size in sizes:
+            for name, step in steps.items():
+                start = time.perf_counter()
+                for world in worlds[size]:
+                    step(world)
+                elapsed = time.perf_counter() - start
+                per_event = elapsed * 1e6 / (len(worlds[size]) * size)
+                samples.setdefault((size, name), []).append(per_event)
+    return [
+        ReplayTiming(
+            size=size,
+            validate_us=statistics.median(samples[(size, "validate")]),
+            prefixes_us=statistics.median(samples[(size, "prefixes")]),
+        )
+        for size in sizes
     ]
-
-    def looped(step: Callable[[World], None]) -> Callable[[], None]:
-        def run() -> None:
-            for world in worlds:
-                step(world)
-
-        return run
-
-    per_event = 1e6 / (len(worlds) * size)
-    return ReplayTiming(
-        size=size,
-        validate_us=median_seconds(looped(validate_stream), repeats) * per_event,
-        prefixes_us=median_seconds(looped(replay_prefixes), repeats) * per_event,
-    )
 
 
 def _renamed(suffix: str, event_id: str) -> str:
@@ -660,8 +676,9 @@ def evaluate(fixture: TraceFixture) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5, help="replay runs per size")
     parser.add_argument("--trace-rows", type=int, default=TRACE_ROWS)
+    parser.add_argument("--trace-repeats", type=int, default=3, help="parse/evaluate runs")
     parser.add_argument(
         "--runtime-path-share",
         type=float,
@@ -672,13 +689,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes: list[int] = sorted(args.sizes)
     print(
         f"python {platform.python_version()} on {platform.system()} {platform.machine()}, "
-        f"nproc {os.cpu_count()}, load {os.getloadavg()[0]:.1f}, median of {args.repeats}, "
+        f"nproc {os.cpu_count()}, load {os.getloadavg()[0]:.1f}, "
         f"runtime-path share {args.runtime_path_share}"
     )
+    print(f"replay: median of {args.repeats} interleaved runs")
     print(f"{'events':>8} {'validate us/event':>18} {'all prefixes us/event':>22}")
-    timings = [
-        time_replay(size, args.repeats, sizes[-1], args.runtime_path_share) for size in sizes
-    ]
+    timings = time_replay(sizes, args.repeats, args.runtime_path_share)
     for timing in timings:
         print(f"{timing.size:>8} {timing.validate_us:>18.2f} {timing.prefixes_us:>22.2f}")
     first, last = timings[0], timings[-1]
@@ -694,10 +710,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(target <= {FLATNESS_TARGET})"
         )
     fixture = trace_fixture(args.trace_rows)
-    parse_s = median_seconds(lambda: read_trace(fixture.text), args.repeats)
-    evaluate_s = median_seconds(lambda: evaluate(fixture), args.repeats)
+    parse_s = median_seconds(lambda: read_trace(fixture.text), args.trace_repeats)
+    evaluate_s = median_seconds(lambda: evaluate(fixture), args.trace_repeats)
     print(
-        f"trace of {args.trace_rows} rows: parse {parse_s:.2f} s, evaluate {evaluate_s:.2f} s "
+        f"trace of {args.trace_rows} rows (median of {args.trace_repeats}): parse {parse_s:.2f} s, "
+        f"evaluate {evaluate_s:.2f} s "
         f"(parse + grade + aggregate), evaluate/parse = {evaluate_s / parse_s:.2f}"
     )
     return 0 if flat else 1
