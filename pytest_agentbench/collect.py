@@ -17,6 +17,7 @@ import pytest
 from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
+from pytest_agentbench import fixtures
 from pytest_agentbench.adapters import adapter_class
 from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus
 from pytest_agentbench.controls import ControlSpec, ControlVerdict, judge_control, load_manifest
@@ -103,18 +104,6 @@ class FailureRepr(TerminalRepr):
             tw.line(line)
 
 
-def _case_test(
-    request: pytest.FixtureRequest,
-    agentbench_case: Case,
-    agentbench_world: Any,
-    agentbench_adapter: Any,
-) -> None:
-    """The body of every case item."""
-    node = request.node
-    assert isinstance(node, CaseItem)
-    node.execute(request, agentbench_world, agentbench_adapter)
-
-
 def _control_test(request: pytest.FixtureRequest) -> None:
     """The body of every negative-control item."""
     node = request.node
@@ -156,10 +145,20 @@ class _AgentbenchItem(pytest.Function):
 
 
 class CaseItem(_AgentbenchItem):
-    """One benchmark case."""
+    """One benchmark case.
 
-    def __init__(self, *, loaded: LoadedSuite, case: Case, **kwargs: Any) -> None:
-        super().__init__(callobj=_case_test, **kwargs)
+    Its body requests ``agentbench_adapter`` (session-scoped, overridable) and,
+    when something overrides ``agentbench_world`` or golden outputs need the
+    ``snapshot`` fixture, ``agentbench_world`` and ``request`` too. Otherwise the
+    world's public view is computed directly, exactly as the plugin's own
+    ``agentbench_world`` fixture would, which halves the per-item set-up cost.
+    """
+
+    def __init__(
+        self, *, loaded: LoadedSuite, case: Case, resolve_world: bool, **kwargs: Any
+    ) -> None:
+        body = self._run_resolved if resolve_world else self._run
+        super().__init__(callobj=body, **kwargs)
         self.loaded = loaded
         self.case = case
         _register_suite_marker(self.config, loaded.suite.id)
@@ -170,13 +169,22 @@ class CaseItem(_AgentbenchItem):
         line = None if self.case.line is None else self.case.line - 1
         return self.path, line, f"{self.loaded.suite.id}::{self.case.case_id}"
 
-    def execute(self, request: pytest.FixtureRequest, view: Any, given_adapter: Any) -> None:
+    def _run(self, agentbench_adapter: Any) -> None:
+        view = self.loaded.world.public_view(self.loaded.suite, self.case)
+        self.execute(None, view, agentbench_adapter)
+
+    def _run_resolved(
+        self, request: pytest.FixtureRequest, agentbench_world: Any, agentbench_adapter: Any
+    ) -> None:
+        self.execute(request, agentbench_world, agentbench_adapter)
+
+    def execute(self, request: pytest.FixtureRequest | None, view: Any, given_adapter: Any) -> None:
         state = get_state(self.config)
         adapter = state.adapter_for(self.loaded, given_adapter)
         self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
         outcome, result = state.execute(self.loaded, self.case, view, adapter)
         golden_diff = None
-        if state.options.snapshot and outcome.failure_class is None:
+        if request is not None and state.options.snapshot and outcome.failure_class is None:
             try:
                 assert_golden(request, outcome.output)
             except GoldenMismatch as mismatch:
@@ -390,9 +398,27 @@ class CaseFile(pytest.File):
             raise SuiteCollectionError(self.error)
         suite = self.loaded.suite
         relative = self.path.relative_to(suite.root).as_posix()
+        resolve_world = get_state(self.config).options.snapshot or self._world_overridden()
+        # Every item of this file has the same body and parent, hence the same
+        # fixture closure: pytest computes it once, as for a parametrized test.
+        fixtureinfo = None
         for case in self.loaded.world.cases(suite):
             if case.file == relative:
-                yield CaseItem.from_parent(self, name=case.case_id, loaded=self.loaded, case=case)
+                item = CaseItem.from_parent(
+                    self,
+                    name=case.case_id,
+                    loaded=self.loaded,
+                    case=case,
+                    resolve_world=resolve_world,
+                    fixtureinfo=fixtureinfo,
+                )
+                fixtureinfo = item._fixtureinfo
+                yield item
+
+    def _world_overridden(self) -> bool:
+        """Whether ``agentbench_world`` resolves to something other than the plugin's own."""
+        definitions = self.session._fixturemanager.getfixturedefs("agentbench_world", self)
+        return not definitions or definitions[-1].func.__module__ != fixtures.__name__
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
