@@ -144,39 +144,22 @@ class _AgentbenchItem(pytest.Function):
         return None
 
 
-class CaseItem(_AgentbenchItem):
-    """One benchmark case.
+class CaseItem(pytest.Item):
+    """One benchmark case; :class:`FixtureCaseItem` and :class:`DirectCaseItem` run it."""
 
-    Its body requests ``agentbench_adapter`` (session-scoped, overridable) and,
-    when something overrides ``agentbench_world`` or golden outputs need the
-    ``snapshot`` fixture, ``agentbench_world`` and ``request`` too. Otherwise the
-    world's public view is computed directly, exactly as the plugin's own
-    ``agentbench_world`` fixture would, which halves the per-item set-up cost.
-    """
+    loaded: LoadedSuite
+    case: Case
 
-    def __init__(
-        self, *, loaded: LoadedSuite, case: Case, resolve_world: bool, **kwargs: Any
-    ) -> None:
-        body = self._run_resolved if resolve_world else self._run
-        super().__init__(callobj=body, **kwargs)
+    def _bind_case(self, loaded: LoadedSuite, case: Case) -> None:
         self.loaded = loaded
         self.case = case
         _register_suite_marker(self.config, loaded.suite.id)
         self.add_marker("agentbench")
         self.add_marker(loaded.suite.id)
 
-    def _agentbench_location(self) -> tuple[Path, int | None, str]:
+    def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1
         return self.path, line, f"{self.loaded.suite.id}::{self.case.case_id}"
-
-    def _run(self, agentbench_adapter: Any) -> None:
-        view = self.loaded.world.public_view(self.loaded.suite, self.case)
-        self.execute(None, view, agentbench_adapter)
-
-    def _run_resolved(
-        self, request: pytest.FixtureRequest, agentbench_world: Any, agentbench_adapter: Any
-    ) -> None:
-        self.execute(request, agentbench_world, agentbench_adapter)
 
     def execute(self, request: pytest.FixtureRequest | None, view: Any, given_adapter: Any) -> None:
         state = get_state(self.config)
@@ -214,6 +197,54 @@ class CaseItem(_AgentbenchItem):
         if isinstance(excinfo.value, CaseFailed):
             return failure_text(excinfo.value.result, excinfo.value.golden_diff)
         return super().repr_failure(excinfo)
+
+
+class FixtureCaseItem(CaseItem, pytest.Function):
+    """A case whose adapter (and, when overridden, world) arrive through fixtures.
+
+    Its body requests ``agentbench_adapter``; when something overrides
+    ``agentbench_world`` or golden outputs need the ``snapshot`` fixture, it
+    requests ``agentbench_world`` and ``request`` too, and otherwise computes the
+    world's public view directly, exactly as the plugin's own fixture would.
+    """
+
+    def __init__(
+        self, *, loaded: LoadedSuite, case: Case, resolve_world: bool, **kwargs: Any
+    ) -> None:
+        body = self._run_resolved if resolve_world else self._run
+        super().__init__(callobj=body, **kwargs)
+        self._bind_case(loaded, case)
+
+    def _run(self, agentbench_adapter: Any) -> None:
+        view = self.loaded.world.public_view(self.loaded.suite, self.case)
+        self.execute(None, view, agentbench_adapter)
+
+    def _run_resolved(
+        self, request: pytest.FixtureRequest, agentbench_world: Any, agentbench_adapter: Any
+    ) -> None:
+        self.execute(request, agentbench_world, agentbench_adapter)
+
+    def _prunetraceback(self, excinfo: ExceptionInfo[BaseException]) -> None:
+        return None
+
+
+class DirectCaseItem(CaseItem):
+    """A case run without pytest's fixture machinery.
+
+    Used only where fixture resolution could not change anything: the
+    plugin's own ``agentbench_adapter`` and ``agentbench_world`` are the ones in
+    force, no other autouse fixture applies and no golden output is pinned. It
+    then takes the same adapter and view the fixtures would give, at a fraction
+    of the per-item cost.
+    """
+
+    def __init__(self, *, loaded: LoadedSuite, case: Case, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._bind_case(loaded, case)
+
+    def runtest(self) -> None:
+        view = self.loaded.world.public_view(self.loaded.suite, self.case)
+        self.execute(None, view, get_state(self.config).adapter)
 
 
 class ControlItem(_AgentbenchItem):
@@ -398,27 +429,47 @@ class CaseFile(pytest.File):
             raise SuiteCollectionError(self.error)
         suite = self.loaded.suite
         relative = self.path.relative_to(suite.root).as_posix()
-        resolve_world = get_state(self.config).options.snapshot or self._world_overridden()
+        cases = [case for case in self.loaded.world.cases(suite) if case.file == relative]
+        snapshot = get_state(self.config).options.snapshot
+        if not snapshot and self._fixtures_are_inert():
+            for case in cases:
+                yield DirectCaseItem.from_parent(
+                    self, name=case.case_id, loaded=self.loaded, case=case
+                )
+            return
+        resolve_world = snapshot or not self._own_fixture("agentbench_world")
         # Every item of this file has the same body and parent, hence the same
         # fixture closure: pytest computes it once, as for a parametrized test.
         fixtureinfo = None
-        for case in self.loaded.world.cases(suite):
-            if case.file == relative:
-                item = CaseItem.from_parent(
-                    self,
-                    name=case.case_id,
-                    loaded=self.loaded,
-                    case=case,
-                    resolve_world=resolve_world,
-                    fixtureinfo=fixtureinfo,
-                )
-                fixtureinfo = item._fixtureinfo
-                yield item
+        for case in cases:
+            item = FixtureCaseItem.from_parent(
+                self,
+                name=case.case_id,
+                loaded=self.loaded,
+                case=case,
+                resolve_world=resolve_world,
+                fixtureinfo=fixtureinfo,
+            )
+            fixtureinfo = item._fixtureinfo
+            yield item
 
-    def _world_overridden(self) -> bool:
-        """Whether ``agentbench_world`` resolves to something other than the plugin's own."""
-        definitions = self.session._fixturemanager.getfixturedefs("agentbench_world", self)
-        return not definitions or definitions[-1].func.__module__ != fixtures.__name__
+    def _own_fixture(self, name: str) -> bool:
+        """Whether ``name`` resolves, for this file, to the plugin's own fixture."""
+        definitions = self.session._fixturemanager.getfixturedefs(name, self)
+        if not definitions:
+            return False
+        return definitions[-1].func.__module__ == fixtures.__name__
+
+    def _fixtures_are_inert(self) -> bool:
+        """Whether resolving fixtures for this file's cases could change nothing."""
+        if not (self._own_fixture("agentbench_adapter") and self._own_fixture("agentbench_world")):
+            return False
+        autouse = set(self.session._fixturemanager._getautousenames(self))
+        # syrupy's session fixture only patches PyCharm's diff viewer, and only
+        # when asked to; any other autouse fixture must run for every case.
+        if not getattr(self.config.option, "patch_pycharm_diff", False):
+            autouse.discard("_syrupy_apply_ide_patches")
+        return not autouse
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None

@@ -251,11 +251,16 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if not isinstance(item, CaseItem | ControlItem):
+    # The controller needs the identity from setup (a crash may follow) and the
+    # result from the call; teardown reports carry nothing new.
+    if not isinstance(item, CaseItem | ControlItem) or call.when == "teardown":
         return report
     payload: dict[str, Any] = {"identity": identity_payload(_identity(item))}
     if call.when == "call":
         result = item.stash.get(RESULT_KEY, None)
+        if result is not None:
+            # A finished item keeps no graded result alive: the report carries it.
+            del item.stash[RESULT_KEY]
         verdict = item.stash.get(VERDICT_KEY, None)
         answered_by = item.stash.get(ANSWERED_BY_KEY, None)
         if answered_by is not None:
