@@ -213,6 +213,61 @@ def agentbench_adapter(offset):
     )
 
 
+def test_autouse_fixtures_of_the_user_run_for_every_case_item(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makeconftest(
+        """
+import os
+
+import pytest
+from demo_world import pytest_agentbench_world_kinds  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def shift_answers(monkeypatch):
+    monkeypatch.setenv("ANSWER_SHIFT", "7")
+"""
+    )
+    demo.makepyfile(
+        shifting="""
+import os
+
+
+class Shifting:
+    def answer(self, question):
+        left, right = question.split("+")
+        return int(left) + int(right) + int(os.environ.get("ANSWER_SHIFT", "0"))
+"""
+    )
+    result, report = run_report(
+        demo, *xdist_args, "-m", "not agentbench_control", "--agentbench-adapter=shifting:Shifting"
+    )
+    result.assert_outcomes(failed=3)
+    assert answers(report) == {"c1": 9, "c2": 12, "c3": 22}
+
+
+def test_an_overridden_world_fixture_is_what_the_adapter_sees(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makeconftest(
+        """
+import pytest
+from demo_world import pytest_agentbench_world_kinds  # noqa: F401
+
+
+@pytest.fixture
+def agentbench_world():
+    return {"question": "40+2"}
+"""
+    )
+    result, report = run_report(demo, *xdist_args, "-m", "not agentbench_control")
+    result.assert_outcomes(passed=0, failed=3)
+    assert answers(report) == {"c1": 42, "c2": 42, "c3": 42}
+
+
 def test_users_own_tests_can_request_the_fixtures(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_mine="""
