@@ -182,6 +182,7 @@ class AgentbenchState:
     adapter_description: str = "built-in reference agents"
     _reference: dict[str, Any] = field(default_factory=dict)
     _predictions: dict[str, Any] = field(default_factory=dict)
+    _protocol_checks: dict[tuple[int, str], tuple[Any, bool]] = field(default_factory=dict)
 
     def reference_agent(self, world: World) -> Any:
         if world.kind not in self._reference:
@@ -197,12 +198,22 @@ class AgentbenchState:
                 self._predictions[suite.id] = world.predictions_adapter(suite, path)
             return self._predictions[suite.id]
         adapter = self.reference_agent(world) if given is REFERENCE_AGENTS else given
-        if not implements(adapter, world):
+        if not self._implements(adapter, world):
             pytest.skip(
                 f"adapter {type(adapter).__name__} lacks the {protocol_name(world)} protocol "
                 f"of world kind {world.kind!r}"
             )
         return adapter
+
+    def _implements(self, adapter: Any, world: World) -> bool:
+        # A runtime-checkable Protocol isinstance costs tens of microseconds per
+        # case; the adapter is usually one object for the whole session.
+        key = (id(adapter), world.kind)
+        known = self._protocol_checks.get(key)
+        if known is None or known[0] is not adapter:
+            known = (adapter, implements(adapter, world))
+            self._protocol_checks[key] = known
+        return known[1]
 
     def oracle(self, loaded: LoadedSuite) -> Any:
         cache = loaded.suite.cache
