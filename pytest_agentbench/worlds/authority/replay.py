@@ -74,6 +74,8 @@ class WorldIndex:
     policy_versions: frozenset[str]
     runtime_path_principals: dict[str, frozenset[str]] = field(default_factory=dict)
     """Per logical agent: every principal on a path of one of its listed runtimes."""
+    runtimes_by_principal: dict[str, tuple[Runtime, ...]] = field(default_factory=dict)
+    """Listed runtimes by their runtime principal."""
 
     def ownership_chain(self, principal_id: str) -> tuple[str, ...]:
         """``principal_id`` followed by its owners, upward (acyclic by validation)."""
@@ -91,11 +93,7 @@ class WorldIndex:
 
     def runtimes_of_principal(self, principal_id: str) -> tuple[Runtime, ...]:
         """Every listed runtime whose runtime principal is ``principal_id``."""
-        return tuple(
-            runtime
-            for runtime in self.listed_runtimes.values()
-            if runtime.runtime_principal_id == principal_id
-        )
+        return self.runtimes_by_principal.get(principal_id, ())
 
 
 @dataclass
@@ -176,8 +174,13 @@ def build_index(snapshot: WorldSnapshot) -> WorldIndex:
         {aid: a.parent_agent_id for aid, a in index.agents.items()},
     )
     paths: dict[str, set[str]] = {}
+    by_principal: dict[str, list[Runtime]] = {}
     for runtime in index.listed_runtimes.values():
         paths.setdefault(runtime.logical_agent_id, set()).update(_runtime_path(index, runtime))
+        by_principal.setdefault(runtime.runtime_principal_id, []).append(runtime)
+    index.runtimes_by_principal.update(
+        {principal: tuple(runtimes) for principal, runtimes in by_principal.items()}
+    )
     index.runtime_path_principals.update(
         {agent: frozenset(principals) for agent, principals in paths.items()}
     )
