@@ -2,9 +2,11 @@
 
 ``suite.yaml`` becomes a :class:`SuiteFile` (it reports a broken suite once and
 carries the suite's control items); each file a world names as holding cases
-becomes a :class:`CaseFile` whose items are :class:`CaseItem` s. Items are
-``pytest.Function`` subclasses so they get real fixture resolution (a user's
-``conftest.py`` can override ``agentbench_adapter``) and work with syrupy.
+becomes a :class:`CaseFile` whose items are :class:`CaseItem` s. Where fixtures
+could matter (a user's ``conftest.py`` overriding ``agentbench_adapter`` or
+``agentbench_world``, an autouse fixture, golden outputs through syrupy) a case
+is a ``pytest.Function`` with real fixture resolution; elsewhere it runs the
+same code without the fixture machinery.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from _pytest._io import TerminalWriter
 
 from pytest_agentbench import fixtures
 from pytest_agentbench.adapters import adapter_class
+from pytest_agentbench.canonical import canonical_json
 from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus
 from pytest_agentbench.controls import ControlSpec, ControlVerdict, judge_control, load_manifest
 from pytest_agentbench.errors import AgentbenchError
@@ -55,8 +58,6 @@ class ControlFailed(Exception):
 
 
 def _render_value(value: Any) -> str:
-    from pytest_agentbench.canonical import canonical_json
-
     text = canonical_json(value)
     return text if len(text) <= 240 else text[:237] + "..."
 
@@ -129,19 +130,6 @@ def refusal_text(collector: pytest.Collector, error: AgentbenchError) -> str:
     text = error.render()
     collector.config.stash.setdefault(REFUSED_KEY, {})[collector.nodeid] = text
     return text
-
-
-class _AgentbenchItem(pytest.Function):
-    loaded: LoadedSuite
-
-    def _agentbench_location(self) -> tuple[Path, int | None, str]:
-        raise NotImplementedError
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self._agentbench_location()
-
-    def _prunetraceback(self, excinfo: ExceptionInfo[BaseException]) -> None:
-        return None
 
 
 class CaseItem(pytest.Item):
@@ -247,7 +235,7 @@ class DirectCaseItem(CaseItem):
         self.execute(None, view, get_state(self.config).adapter)
 
 
-class ControlItem(_AgentbenchItem):
+class ControlItem(pytest.Function):
     """A negative (or reference) control: passes only when it fails exactly as declared."""
 
     def __init__(
@@ -262,8 +250,11 @@ class ControlItem(_AgentbenchItem):
         self.add_marker("agentbench_control")
         self.add_marker(loaded.suite.id)
 
-    def _agentbench_location(self) -> tuple[Path, int | None, str]:
+    def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.loaded.suite.id}::{self.name}"
+
+    def _prunetraceback(self, excinfo: ExceptionInfo[BaseException]) -> None:
+        return None
 
     def _cases(self, control: ControlSpec) -> Sequence[Case]:
         cases = list(self.loaded.world.cases(self.loaded.suite))
@@ -274,19 +265,15 @@ class ControlItem(_AgentbenchItem):
 
     def execute(self, request: pytest.FixtureRequest) -> None:
         if self.control is None:
-            raise ControlFailed(
-                ControlVerdict(
-                    control_id=f"ungraded-{self.agent_id}",
-                    agent=self.agent_id,
-                    passed=False,
-                    failing_dimensions=(),
-                    harness_errors=(),
-                    metric_mismatches=(
-                        f"negative agent {self.agent_id!r} has no control declared in "
-                        f"{CONTROLS_FILE}: ungraded",
-                    ),
-                )
+            verdict = ControlVerdict(
+                control_id=self.name,
+                agent=self.agent_id,
+                passed=False,
+                failing_dimensions=(),
+                ungraded=True,
             )
+            self.stash[VERDICT_KEY] = verdict
+            raise ControlFailed(verdict)
         state = get_state(self.config)
         world, suite = self.loaded.world, self.loaded.suite
         agent = next(a for a in world.control_agents(suite) if a.agent_id == self.agent_id)
@@ -321,8 +308,6 @@ class ControlItem(_AgentbenchItem):
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
         if isinstance(excinfo.value, ControlFailed):
-            if self.control is None:
-                return f"ungraded: negative agent {self.agent_id!r} has no declared control"
             return excinfo.value.verdict.summary()
         return super().repr_failure(excinfo)
 

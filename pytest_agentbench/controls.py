@@ -19,7 +19,7 @@ from pydantic import Field, FiniteFloat, ValidationError, model_validator
 from pytest_agentbench.canonical import read_yaml
 from pytest_agentbench.contracts import CaseOutcome, CaseResult, MetricValue, Record
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.suite import pydantic_refusal
+from pytest_agentbench.suite import CONTROLS_FILE, pydantic_refusal
 
 
 class ControlSpec(Record):
@@ -109,8 +109,15 @@ class ControlVerdict(Record):
     missing_findings: tuple[str, ...] = ()
     metric_mismatches: tuple[str, ...] = ()
     harness_errors: tuple[str, ...] = ()
+    ungraded: bool = False
+    """A built-in negative agent no manifest entry constrains."""
 
     def summary(self) -> str:
+        if self.ungraded:
+            return (
+                f"ungraded: negative agent {self.agent!r} has no control declared in "
+                f"{CONTROLS_FILE}"
+            )
         if self.passed:
             failing = ", ".join(self.failing_dimensions) or "nothing"
             return f"control {self.control_id!r} failed exactly as declared ({failing})"

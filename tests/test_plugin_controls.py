@@ -154,7 +154,7 @@ def test_negative_agent_without_a_declared_control_is_an_ungraded_failure(
     result.stdout.fnmatch_lines(
         [
             "*_ demo-suite::ungraded-always_zero _*",
-            "ungraded: negative agent 'always_zero' has no declared control",
+            "ungraded: negative agent 'always_zero' has no control declared in controls.yaml",
         ]
     )
     assert controls_of(report)["ungraded-always_zero"]["passed"] is False
