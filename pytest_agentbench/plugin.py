@@ -126,6 +126,12 @@ def _options(config: pytest.Config) -> Options:
                 f"{text!r} is not SUITE=PATH",
                 field="--agentbench-predictions",
             )
+        if not Path(path).is_file():
+            raise UsageError(
+                "invalid_predictions",
+                f"{text!r}: {path} is not a readable file",
+                field="--agentbench-predictions",
+            )
         predictions[suite_id] = Path(path).resolve()
     timeout_text = config.getoption("agentbench_timeout") or config.getini("agentbench_timeout")
     try:

@@ -195,7 +195,10 @@ class AgentbenchState:
         path = self.options.predictions.get(suite.id)
         if path is not None:
             if suite.id not in self._predictions:
-                self._predictions[suite.id] = world.predictions_adapter(suite, path)
+                try:
+                    self._predictions[suite.id] = world.predictions_adapter(suite, path)
+                except AgentbenchError as exc:
+                    pytest.fail(exc.render(), pytrace=False)
             return self._predictions[suite.id]
         adapter = self.reference_agent(world) if given is REFERENCE_AGENTS else given
         if not self._implements(adapter, world):

@@ -209,3 +209,28 @@ def test_malformed_predictions_option_is_a_usage_error(demo: pytest.Pytester) ->
     result.stderr.fnmatch_lines(
         ["ERROR: ?invalid_predictions? --agentbench-predictions: 'preds.jsonl' is not SUITE=PATH"]
     )
+
+
+def test_a_missing_predictions_file_is_a_usage_error(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    result = demo.runpytest("--agentbench-predictions=demo-suite=absent.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: ?invalid_predictions? --agentbench-predictions: "
+            "*absent.jsonl is not a readable file"
+        ]
+    )
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_a_predictions_file_the_world_refuses_fails_its_cases_in_one_line(
+    demo: pytest.Pytester,
+) -> None:
+    write_demo_suite(demo.path)
+    predictions = demo.path / "preds.jsonl"
+    predictions.write_text('{"id": "c1", "answer": 2, "id": "c9"}\n')
+    result = demo.runpytest(f"--agentbench-predictions=demo-suite={predictions}")
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(["*[[]duplicate_key[]]*preds.jsonl:1: id: *"])
+    assert "Traceback" not in result.stdout.str()
