@@ -299,15 +299,31 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     state = get_state(config)
     recorder = config.stash[RECORDER_KEY]
-    if not (recorder.identities or recorder.refusals or state.options.gates):
+    options = state.options
+    if not (recorder.identities or recorder.refusals or options.gates or options.predictions):
         return
     try:
-        summary = summarise(recorder, state.loader, state.options.gates)
+        summary = summarise(recorder, state.loader, options.gates)
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
+    # A predictions file for a suite that did not run was never scored: saying
+    # nothing would let a typo in the suite id pass a CI job.
+    unscored = sorted(set(options.predictions) - {suite.id for suite in summary.suites})
+    if unscored:
+        summary = summary.model_copy(
+            update={
+                "problems": (
+                    *summary.problems,
+                    *(
+                        f"[unscored_predictions] --agentbench-predictions: suite {suite_id!r} "
+                        "did not run, so its predictions were not scored"
+                        for suite_id in unscored
+                    ),
+                )
+            }
+        )
     config.stash[SUMMARY_KEY] = summary
-    failed_gates = not summary.gates_passed
-    if failed_gates and session.exitstatus == pytest.ExitCode.OK:
+    if (unscored or not summary.gates_passed) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     add_global_properties(config, summary)
     if state.options.report_path is not None:

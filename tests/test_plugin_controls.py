@@ -234,3 +234,16 @@ def test_a_predictions_file_the_world_refuses_fails_its_cases_in_one_line(
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(["*[[]duplicate_key[]]*preds.jsonl:1: id: *"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_predictions_for_a_suite_that_did_not_run_fail_the_session(
+    demo: pytest.Pytester,
+) -> None:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    predictions = demo.path / "preds.jsonl"
+    predictions.write_text('{"id": "c1", "answer": 2}\n')
+    result, report = run(demo, f"--agentbench-predictions=demo-suit={predictions}")
+    result.assert_outcomes(passed=4)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*[[]unscored_predictions[]]*'demo-suit' did not run*"])
+    assert any("unscored_predictions" in problem for problem in report["problems"])
