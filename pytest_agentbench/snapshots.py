@@ -38,8 +38,10 @@ class GoldenOutputExtension(JSONSnapshotExtension):
     def dirname(cls, *, test_location: PyTestLocation) -> str:
         item = test_location.item
         root = item.config.stash[SNAPSHOT_DIR_KEY]
-        suite_id: str = item.loaded.suite.id  # type: ignore[attr-defined]
-        return str(root / suite_id / test_location.basename)
+        # Only agentbench items pin golden outputs; each carries its loaded suite.
+        loaded = getattr(item, "loaded", None)
+        assert loaded is not None, f"{item.nodeid} is not an agentbench item"
+        return str(root / loaded.suite.id / test_location.basename)
 
 
 def assert_golden(request: pytest.FixtureRequest, data: JsonValue) -> None:
