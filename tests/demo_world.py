@@ -72,7 +72,7 @@ class SlowAdder(Reference):
 
 class DemoWorld:
     kind = "demo"
-    adapter_protocol = DemoAdapter
+    adapter_protocol: type = DemoAdapter
 
     def load_suite(self, suite: Suite) -> dict[str, Any]:
         manifest_name = suite.display(MANIFEST)

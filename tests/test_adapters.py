@@ -3,7 +3,7 @@ from __future__ import annotations
 import sys
 import types
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -19,9 +19,7 @@ from pytest_agentbench.world import World
 from tests.demo_world import WORLD as DEMO_WORLD
 from tests.demo_world import Reference
 
-# demo_world leaves ``adapter_protocol`` unannotated, so mypy infers
-# ``type[DemoAdapter]`` where the protocol's mutable attribute is ``type``.
-WORLD = cast(World, DEMO_WORLD)
+WORLD: World = DEMO_WORLD
 
 MODULE = "agentbench_test_adapters_module"
 

@@ -5,7 +5,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -24,9 +24,7 @@ from pytest_agentbench.world import World
 from tests.demo_world import WORLD as DEMO_WORLD
 from tests.demo_world import Reference
 
-# demo_world leaves ``adapter_protocol`` unannotated, so mypy infers
-# ``type[DemoAdapter]`` where the protocol's mutable attribute is ``type``.
-WORLD = cast(World, DEMO_WORLD)
+WORLD: World = DEMO_WORLD
 
 needs_itimer = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no setitimer")
 
