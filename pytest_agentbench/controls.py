@@ -118,8 +118,10 @@ class ControlVerdict(Record):
                 f"ungraded: negative agent {self.agent!r} has no control declared in "
                 f"{CONTROLS_FILE}"
             )
+        if self.passed and not self.failing_dimensions:
+            return f"control {self.control_id!r} passed every dimension, as declared"
         if self.passed:
-            failing = ", ".join(self.failing_dimensions) or "nothing"
+            failing = ", ".join(self.failing_dimensions)
             return f"control {self.control_id!r} failed exactly as declared ({failing})"
         reasons = []
         if self.harness_errors:

@@ -305,3 +305,21 @@ def test_a_negative_tolerance_in_a_manifest_is_refused_by_field(tmp_path: Path) 
     error = refusal(tmp_path, MANIFEST_HEAD + GOOD_CONTROL + "    tolerance: -0.5\n")
     assert error.code == "invalid_field"
     assert error.location.field == "controls[0].tolerance"
+
+
+def test_a_reference_control_that_fails_nothing_says_so() -> None:
+    reference = spec(
+        id="reference",
+        agent="reference",
+        must_fail=(),
+        required_findings=(),
+        must_pass=DIMENSIONS,
+        expected_metrics={"accuracy": 1.0},
+    )
+    passing = [
+        result(case_id, failing=(), findings=(), outcome=CaseOutcome.PASSED)
+        for case_id in ("c1", "c2")
+    ]
+    verdict = judge_control(reference, passing, metrics(1.0))
+    assert verdict.passed is True
+    assert verdict.summary() == "control 'reference' passed every dimension, as declared"
