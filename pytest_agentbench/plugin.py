@@ -272,7 +272,7 @@ def pytest_runtest_makereport(
         if answered_by is not None:
             payload["answered_by"] = answered_by
         if result is not None:
-            payload["result"] = result.model_dump(mode="json")
+            payload["result"] = result.model_dump_json()
             if get_state(item.config).options.junit_case_properties:
                 checks = [(f"agentbench.check.{c.name}", c.status.value) for c in result.checks]
                 report.user_properties.extend(checks)

@@ -47,7 +47,7 @@ def make_report(
     if identity is not None:
         payload: dict[str, Any] = {"identity": identity_payload(identity)}
         if result is not None:
-            payload["result"] = result.model_dump(mode="json")
+            payload["result"] = result.model_dump_json()
         if verdict is not None:
             payload["verdict"] = verdict.model_dump(mode="json")
         if answered_by is not None:

@@ -69,14 +69,26 @@ class RecordedControl:
 @dataclass(eq=False)  # registered as a plugin: pytest keeps plugins in sets
 class RunRecorder:
     identities: dict[str, Identity] = field(default_factory=dict)
-    cases: dict[str, CaseResult] = field(default_factory=dict)
+    graded: dict[str, CaseResult | str] = field(default_factory=dict)
+    """Per case node id: the result as the JSON text it travelled in, or one made here.
+
+    Text is parsed only when the run is summarised: thousands of retained
+    model graphs would otherwise make every garbage collection of the run slower.
+    """
     controls: dict[str, RecordedControl] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
     crashed: list[str] = field(default_factory=list)
     refusals: dict[str, str] = field(default_factory=dict)
+    """Refused suites by collector node id: reported, never silently absent."""
     answered_by: dict[str, set[str]] = field(default_factory=dict)
     """Adapter classes that ran each suite's cases."""
-    """Refused suites by collector node id: reported, never silently absent."""
+
+    @property
+    def cases(self) -> dict[str, CaseResult]:
+        return {
+            nodeid: CaseResult.model_validate_json(entry) if isinstance(entry, str) else entry
+            for nodeid, entry in self.graded.items()
+        }
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.record(report)
@@ -116,7 +128,7 @@ class RunRecorder:
         if report.skipped:
             self._store_skip(identity, report)
         elif identity.kind == "case" and payload is not None and "result" in payload:
-            self.cases[report.nodeid] = CaseResult.model_validate(payload["result"])
+            self.graded[report.nodeid] = payload["result"]
         elif identity.kind == "control" and payload is not None and "verdict" in payload:
             self.controls[report.nodeid] = RecordedControl(
                 identity.suite_id, report.nodeid, ControlVerdict.model_validate(payload["verdict"])
@@ -126,7 +138,7 @@ class RunRecorder:
 
     def _store_skip(self, identity: Identity, report: pytest.TestReport) -> None:
         if identity.kind == "case":
-            self.cases[report.nodeid] = CaseResult(
+            self.graded[report.nodeid] = CaseResult(
                 suite_id=identity.suite_id,
                 case_id=identity.item_id,
                 outcome=CaseOutcome.SKIPPED,
@@ -136,7 +148,7 @@ class RunRecorder:
 
     def _store_failure(self, identity: Identity, nodeid: str, reason: str) -> None:
         if identity.kind == "case":
-            self.cases[nodeid] = CaseResult(
+            self.graded[nodeid] = CaseResult(
                 suite_id=identity.suite_id,
                 case_id=identity.item_id,
                 outcome=CaseOutcome.ERROR,

@@ -106,6 +106,7 @@ def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[st
     parsed_cli: list[Gate] = []
     for text in cli_gates:
         parsed_cli.append(parse_gate(text, suite=None, source="--agentbench-gate"))
+    all_cases = recorder.cases
     for suite_id, root in sorted(recorder.suite_roots().items()):
         try:
             loaded = loader.load(Path(root))
@@ -116,7 +117,7 @@ def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[st
         case_entries = sorted(
             (
                 CaseEntry(nodeid=nodeid, result=result)
-                for nodeid, result in recorder.cases.items()
+                for nodeid, result in all_cases.items()
                 if result.suite_id == suite_id
             ),
             key=lambda entry: entry.nodeid,
