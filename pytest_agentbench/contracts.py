@@ -97,7 +97,6 @@ class CaseResult(Record):
     labels: tuple[str, ...] = ()
     failure_class: FailureClass | None = None
     failure_reason: str | None = None
-    duration_s: float = 0.0
     findings: tuple[str, ...] = ()
     """Finding codes the evaluator raised (negative controls require some of them)."""
 

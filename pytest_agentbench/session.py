@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,14 +227,10 @@ class AgentbenchState:
         self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any
     ) -> tuple[Outcome, CaseResult]:
         """Run and grade one case; the oracle is loaded only after the output exists."""
-        started = time.perf_counter()
         outcome = run_case(
             loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
         )
-        result = self.grade(loaded, case, outcome)
-        return outcome, result.model_copy(
-            update={"duration_s": round(time.perf_counter() - started, 6)}
-        )
+        return outcome, self.grade(loaded, case, outcome)
 
     def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
         try:

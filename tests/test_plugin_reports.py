@@ -180,6 +180,7 @@ def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[
     ]
     c3 = suite["cases"][2]["result"]
     assert (c3["outcome"], c3["measurements"]) == ("passed", {"correct": 1, "scored": 1, "zero": 0})
+    assert all(entry["duration_s"] >= 0.0 for entry in suite["cases"])
     assert report["gates"] == []
 
 

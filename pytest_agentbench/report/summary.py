@@ -20,6 +20,8 @@ from pytest_agentbench.suite import SUITE_FILE
 class CaseEntry(Record):
     nodeid: str
     result: CaseResult
+    duration_s: float | None
+    """pytest's duration of the item's call phase; ``None`` when it never ran (a crash)."""
 
 
 class ControlEntry(Record):
@@ -116,7 +118,7 @@ def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[st
         suite, world = loaded.suite, loaded.world
         case_entries = sorted(
             (
-                CaseEntry(nodeid=nodeid, result=result)
+                CaseEntry(nodeid=nodeid, result=result, duration_s=recorder.durations.get(nodeid))
                 for nodeid, result in all_cases.items()
                 if result.suite_id == suite_id
             ),
