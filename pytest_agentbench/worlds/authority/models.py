@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -418,7 +418,21 @@ class CaseLabel(SyntheticRecord):
     kind: Id
 
 
-class ExpectedDecision(SyntheticRecord):
+class TruthProjection(SyntheticRecord):
+    """An evaluator file that repeats fields of ``authority_truth.jsonl``, by name."""
+
+    @classmethod
+    def of(cls, truth: AuthorityTruth, **extra: Any) -> Self:
+        """The projection of ``truth``; ``extra`` supplies fields truth does not hold."""
+        taken = {
+            name: getattr(truth, name)
+            for name in cls.model_fields
+            if name != "synthetic" and name not in extra
+        }
+        return cls(**taken, **extra)
+
+
+class ExpectedDecision(TruthProjection):
     action_event_id: Id
     decision_at_action: Decision
     decision_at_audit: Decision
@@ -426,64 +440,27 @@ class ExpectedDecision(SyntheticRecord):
     failure_reasons_at_audit: FailureReasons
     expected_policy_version: Id
 
-    @classmethod
-    def of(cls, truth: AuthorityTruth) -> ExpectedDecision:
-        return cls(
-            action_event_id=truth.action_event_id,
-            decision_at_action=truth.decision_at_action,
-            decision_at_audit=truth.decision_at_audit,
-            failure_reasons_at_action=truth.failure_reasons_at_action,
-            failure_reasons_at_audit=truth.failure_reasons_at_audit,
-            expected_policy_version=truth.expected_policy_version,
-        )
 
-
-class ExpectedSideEffect(SyntheticRecord):
+class ExpectedSideEffect(TruthProjection):
     action_event_id: Id
     expected_side_effect: Id
 
-    @classmethod
-    def of(cls, truth: AuthorityTruth) -> ExpectedSideEffect:
-        return cls(
-            action_event_id=truth.action_event_id,
-            expected_side_effect=truth.expected_side_effect,
-        )
 
-
-class ExpectedProvenance(SyntheticRecord):
+class ExpectedProvenance(TruthProjection):
     action_event_id: Id
     delegation_chain_ids: OrderedIds
     required_evidence_refs: SortedIds
     reconstructable_at_audit: bool
 
-    @classmethod
-    def of(cls, truth: AuthorityTruth) -> ExpectedProvenance:
-        return cls(
-            action_event_id=truth.action_event_id,
-            delegation_chain_ids=truth.delegation_chain_ids,
-            required_evidence_refs=truth.required_evidence_refs,
-            reconstructable_at_audit=truth.reconstructable_at_audit,
-        )
 
+class EvidenceEpoch(TruthProjection):
+    """Also carries ``action_event_index`` and ``audit_event_id`` (pass them to ``of``)."""
 
-class EvidenceEpoch(SyntheticRecord):
     action_event_id: Id
     action_event_index: int = Field(ge=1)
     audit_event_id: Id
     required_evidence_refs: SortedIds
     reconstructable_at_audit: bool
-
-    @classmethod
-    def of(
-        cls, truth: AuthorityTruth, *, action_event_index: int, audit_event_id: str
-    ) -> EvidenceEpoch:
-        return cls(
-            action_event_id=truth.action_event_id,
-            action_event_index=action_event_index,
-            audit_event_id=audit_event_id,
-            required_evidence_refs=truth.required_evidence_refs,
-            reconstructable_at_audit=truth.reconstructable_at_audit,
-        )
 
 
 class EvaluatorChecksums(Record):

@@ -16,6 +16,7 @@ from pytest_agentbench.worlds.authority.agents import (
     ReferenceAgent,
 )
 from pytest_agentbench.worlds.authority.engine import derive_truth
+from pytest_agentbench.worlds.authority.models import ActionAttempted
 from tests.worlds.authority.test_engine import LABELS, bindings
 from tests.worlds.authority.test_replay import small_world
 
@@ -55,7 +56,8 @@ def test_logical_agent_falls_back_to_the_runtime_agent() -> None:
     world = small_world()
     events = list(world.events)
     payload = events[6].payload
-    attempt = payload.attempt.model_copy(update={"logical_agent_claim": None})  # type: ignore[union-attr]
+    assert isinstance(payload, ActionAttempted)
+    attempt = payload.attempt.model_copy(update={"logical_agent_claim": None})
     events[6] = events[6].model_copy(
         update={"payload": payload.model_copy(update={"attempt": attempt})}
     )
