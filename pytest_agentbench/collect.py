@@ -329,7 +329,18 @@ def _nodeid_for(parent: pytest.Collector, display_root: str, root: Path, path: P
     return None
 
 
-class SuiteFile(pytest.File):
+class _SuiteCollector(pytest.File):
+    """A file of a suite: a refused suite renders as its one-line refusal."""
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, SuiteCollectionError):
+            return refusal_text(self, excinfo.value.error)
+        return super().repr_failure(excinfo)
+
+
+class SuiteFile(_SuiteCollector):
     """``suite.yaml``: loads and verifies the suite, yields its control items."""
 
     def collect(self) -> Iterator[pytest.Item]:
@@ -390,15 +401,8 @@ class SuiteFile(pytest.File):
         )
         return items
 
-    def repr_failure(
-        self, excinfo: ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        if isinstance(excinfo.value, SuiteCollectionError):
-            return refusal_text(self, excinfo.value.error)
-        return super().repr_failure(excinfo)
 
-
-class CaseFile(pytest.File):
+class CaseFile(_SuiteCollector):
     """A file a world names as holding cases."""
 
     def __init__(
@@ -455,13 +459,6 @@ class CaseFile(pytest.File):
         if not getattr(self.config.option, "patch_pycharm_diff", False):
             autouse.discard("_syrupy_apply_ide_patches")
         return not autouse
-
-    def repr_failure(
-        self, excinfo: ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        if isinstance(excinfo.value, SuiteCollectionError):
-            return refusal_text(self, excinfo.value.error)
-        return super().repr_failure(excinfo)
 
 
 def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -134,6 +134,20 @@ def grade(
     )
 
 
+def harness_error(
+    suite_id: str, case_id: str, reason: str, labels: tuple[str, ...] = ()
+) -> CaseResult:
+    """An attempted case the harness could not grade: counted, never scored."""
+    return CaseResult(
+        suite_id=suite_id,
+        case_id=case_id,
+        outcome=CaseOutcome.ERROR,
+        labels=labels,
+        failure_class=FailureClass.HARNESS_ERROR,
+        failure_reason=reason,
+    )
+
+
 Direction = Literal["higher_is_better", "lower_is_better"]
 
 

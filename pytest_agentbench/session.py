@@ -13,10 +13,9 @@ from pytest_agentbench.adapters import REFERENCE_AGENTS, implements, protocol_na
 from pytest_agentbench.canonical import artifact_set_digest_from_hashes, sha256_hex, tree_files
 from pytest_agentbench.contracts import (
     Case,
-    CaseOutcome,
     CaseResult,
-    FailureClass,
     Outcome,
+    harness_error,
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import parse_gate
@@ -242,18 +241,7 @@ class AgentbenchState:
                 if isinstance(exc, AgentbenchError)
                 else (f"evaluation raised {describe_exception(exc)}")
             )
-            return harness_error(case, reason)
-
-
-def harness_error(case: Case, reason: str) -> CaseResult:
-    return CaseResult(
-        suite_id=case.suite_id,
-        case_id=case.case_id,
-        outcome=CaseOutcome.ERROR,
-        labels=case.labels,
-        failure_class=FailureClass.HARNESS_ERROR,
-        failure_reason=reason,
-    )
+            return harness_error(case.suite_id, case.case_id, reason, case.labels)
 
 
 STATE_KEY = pytest.StashKey[AgentbenchState]()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass
+from pytest_agentbench.contracts import CaseOutcome, CaseResult, harness_error
 from pytest_agentbench.controls import ControlVerdict
 
 PAYLOAD = "agentbench"
@@ -148,13 +148,8 @@ class RunRecorder:
 
     def _store_failure(self, identity: Identity, nodeid: str, reason: str) -> None:
         if identity.kind == "case":
-            self.graded[nodeid] = CaseResult(
-                suite_id=identity.suite_id,
-                case_id=identity.item_id,
-                outcome=CaseOutcome.ERROR,
-                labels=identity.labels,
-                failure_class=FailureClass.HARNESS_ERROR,
-                failure_reason=reason,
+            self.graded[nodeid] = harness_error(
+                identity.suite_id, identity.item_id, reason, identity.labels
             )
         else:
             self.controls[nodeid] = RecordedControl(identity.suite_id, nodeid, None, reason)
