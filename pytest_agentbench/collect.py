@@ -479,9 +479,14 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
         if parent.session.isinitpath(file_path):
             return CaseFile.from_parent(parent, path=file_path, loaded=None, error=exc)
         return None
-    relative = file_path.relative_to(loaded.suite.root).as_posix()
-    if relative not in {case.file for case in loaded.world.cases(loaded.suite)}:
-        return None
     suite = loaded.suite
+    # Asked for every file in the suite folder: the set is built once per suite.
+    if "agentbench.case_files" not in suite.cache:
+        suite.cache["agentbench.case_files"] = frozenset(
+            case.file for case in loaded.world.cases(suite)
+        )
+    case_files: frozenset[str] = suite.cache["agentbench.case_files"]
+    if file_path.relative_to(suite.root).as_posix() not in case_files:
+        return None
     nodeid = _nodeid_for(parent, suite.display_root, suite.root, file_path)
     return CaseFile.from_parent(parent, path=file_path, loaded=loaded, nodeid=nodeid)
