@@ -35,6 +35,7 @@ from pytest_agentbench.report.recorder import (
 )
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
+from pytest_agentbench.runner import release_alarm
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
 
@@ -204,6 +205,10 @@ def pytest_configure(config: pytest.Config) -> None:
         recorder = RunRecorder()
         config.stash[RECORDER_KEY] = recorder
         config.pluginmanager.register(recorder, "agentbench-recorder")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    release_alarm()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

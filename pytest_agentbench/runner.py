@@ -12,8 +12,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -60,29 +59,78 @@ def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         raise AdapterFailure(f"adapter raised {describe_exception(exc)}") from exc
 
 
-@contextmanager
-def interrupt_after(seconds: float) -> Iterator[None]:
-    """Raise :class:`CaseTimeout` in the running code once ``seconds`` pass.
+class _CaseAlarm:
+    """The SIGALRM handler of case limits.
+
+    Installing a signal handler costs several times what arming the timer does,
+    so the handler stays installed between cases. A SIGALRM that arrives while
+    no limit is armed goes where it would have gone without us: to the handler
+    this one displaced. :func:`release_alarm` puts that handler back.
+    """
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.displaced: Callable[[int, FrameType | None], Any] | int = signal.SIG_DFL
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self.armed:
+            self.armed = False
+            raise CaseTimeout()
+        displaced = self.displaced
+        if callable(displaced):
+            displaced(signum, frame)
+        elif displaced != signal.SIG_IGN:
+            # The default action (ending the process) is what the sender asked for.
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGALRM)
+
+
+_ALARM = _CaseAlarm()
+
+
+def _on_main_thread() -> bool:
+    # Signals are delivered to the main thread only; pytest-xdist runs tests there.
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+def interrupt_after(seconds: float) -> CaseLimit:
+    """Raise :class:`CaseTimeout` in the code run under ``with`` once ``seconds`` pass.
 
     Uses a real-time interval timer, so a sleeping or spinning adapter is
     interrupted. Off the main thread (where signals cannot be delivered) the
     limit is not enforced here; pytest-xdist runs tests on the main thread.
     """
-    usable = seconds > 0 and threading.current_thread() is threading.main_thread()
-    if not usable or not hasattr(signal, "setitimer"):
-        yield
-        return
+    return CaseLimit(seconds)
 
-    def _expire(_signum: int, _frame: FrameType | None) -> None:
-        raise CaseTimeout()
 
-    previous = signal.signal(signal.SIGALRM, _expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+class CaseLimit:
+    """The context manager of :func:`interrupt_after`."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.armed = False
+
+    def __enter__(self) -> None:
+        if self.seconds <= 0 or not _on_main_thread():
+            return
+        current = signal.getsignal(signal.SIGALRM)
+        if current is not _ALARM:
+            _ALARM.displaced = signal.SIG_DFL if current is None else current
+            signal.signal(signal.SIGALRM, _ALARM)
+        _ALARM.armed = self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _ALARM.armed = self.armed = False
+
+
+def release_alarm() -> None:
+    """Give SIGALRM back to the handler that case limits displaced (at session end)."""
+    displaced = _ALARM.displaced
+    if _on_main_thread() and signal.getsignal(signal.SIGALRM) is _ALARM:
+        signal.signal(signal.SIGALRM, displaced)
 
 
 def run_case(

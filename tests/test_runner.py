@@ -17,6 +17,7 @@ from pytest_agentbench.runner import (
     call_adapter,
     describe_exception,
     interrupt_after,
+    release_alarm,
     run_case,
 )
 from pytest_agentbench.suite import Suite, SuiteConfig
@@ -127,7 +128,9 @@ def test_a_timeout_cannot_be_swallowed_by_except_exception() -> None:
 
 
 @needs_itimer
-def test_interrupt_after_disarms_the_timer_and_restores_the_handler() -> None:
+def test_between_limits_a_stray_alarm_reaches_the_displaced_handler_and_release_restores_it() -> (
+    None
+):
     calls: list[int] = []
 
     def previous(signum: int, frame: FrameType | None) -> None:
@@ -138,7 +141,24 @@ def test_interrupt_after_disarms_the_timer_and_restores_the_handler() -> None:
         with interrupt_after(5):
             assert signal.getitimer(signal.ITIMER_REAL)[0] > 0
         assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        signal.raise_signal(signal.SIGALRM)
+        assert calls == [signal.SIGALRM]
+        release_alarm()
         assert signal.getsignal(signal.SIGALRM) is previous
+    finally:
+        signal.signal(signal.SIGALRM, original)
+
+
+@needs_itimer
+def test_a_limit_still_fires_after_a_handler_replaced_the_case_alarm_between_cases() -> None:
+    with interrupt_after(5):
+        pass
+    original = signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    try:
+        with pytest.raises(CaseTimeout), interrupt_after(0.05):
+            time.sleep(5)
+        release_alarm()
+        assert signal.getsignal(signal.SIGALRM) == signal.SIG_IGN
     finally:
         signal.signal(signal.SIGALRM, original)
 
