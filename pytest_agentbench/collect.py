@@ -139,11 +139,10 @@ class CaseItem(pytest.Item):
     case: Case
 
     def _bind_case(self, loaded: LoadedSuite, case: Case) -> None:
+        # The markers ``agentbench`` and the suite id sit on the case file, which
+        # every case item inherits them from: one set per file rather than per case.
         self.loaded = loaded
         self.case = case
-        _register_suite_marker(self.config, loaded.suite.id)
-        self.add_marker("agentbench")
-        self.add_marker(loaded.suite.id)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1
@@ -411,6 +410,10 @@ class CaseFile(_SuiteCollector):
         super().__init__(**kwargs)
         self.loaded = loaded
         self.error = error
+        if loaded is not None:
+            _register_suite_marker(self.config, loaded.suite.id)
+            self.add_marker("agentbench")
+            self.add_marker(loaded.suite.id)
 
     def collect(self) -> Iterator[CaseItem]:
         if self.loaded is None:
