@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import gc
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,13 +27,7 @@ from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import build_report, write_report
 from pytest_agentbench.report.junit import add_global_properties
-from pytest_agentbench.report.recorder import (
-    PAYLOAD,
-    REFUSAL,
-    Identity,
-    RunRecorder,
-    identity_payload,
-)
+from pytest_agentbench.report.recorder import IDENTITY_ATTR, REFUSAL, Identity, RunRecorder, attach
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.runner import release_alarm
@@ -250,11 +245,34 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.option.continue_on_collection_errors = True
 
 
-def _identity(item: CaseItem | ControlItem) -> Identity:
-    suite = item.loaded.suite
-    if isinstance(item, CaseItem):
-        return Identity("case", suite.id, str(suite.root), item.case.case_id, item.case.labels)
-    return Identity("control", suite.id, str(suite.root), item.name)
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Suspend automatic garbage collection, resuming it only if it was on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+IDENTITY_KEY = pytest.StashKey[str]()
+
+
+def _identity(item: CaseItem | ControlItem) -> str:
+    """The item's identity as it travels in reports, built once per item."""
+    wire = item.stash.get(IDENTITY_KEY, None)
+    if wire is None:
+        suite = item.loaded.suite
+        if isinstance(item, CaseItem):
+            identity = Identity(
+                "case", suite.id, str(suite.root), item.case.case_id, item.case.labels
+            )
+        else:
+            identity = Identity("control", suite.id, str(suite.root), item.name)
+        wire = item.stash[IDENTITY_KEY] = identity.to_wire()
+    return wire
 
 
 @pytest.hookimpl(wrapper=True)
@@ -266,33 +284,33 @@ def pytest_runtest_makereport(
     # result from the call; teardown reports carry nothing new.
     if not isinstance(item, CaseItem | ControlItem) or call.when == "teardown":
         return report
-    payload: dict[str, Any] = {"identity": identity_payload(_identity(item))}
-    if call.when == "call":
-        result = item.stash.get(RESULT_KEY, None)
-        if result is not None:
-            # A finished item keeps no graded result alive: the report carries it.
-            del item.stash[RESULT_KEY]
-        verdict = item.stash.get(VERDICT_KEY, None)
-        answered_by = item.stash.get(ANSWERED_BY_KEY, None)
-        if answered_by is not None:
-            payload["answered_by"] = answered_by
-        if result is not None:
-            payload["result"] = result.model_dump_json()
-            if get_state(item.config).options.junit_case_properties:
-                checks = [(f"agentbench.check.{c.name}", c.status.value) for c in result.checks]
-                report.user_properties.extend(checks)
-                # JUnit XML writes the properties of the teardown report, built from the item.
-                item.user_properties.extend(checks)
-        if verdict is not None:
-            payload["verdict"] = verdict.model_dump(mode="json")
-    setattr(report, PAYLOAD, payload)
+    if call.when == "setup":
+        attach(report, _identity(item))
+        return report
+    result = item.stash.get(RESULT_KEY, None)
+    verdict = item.stash.get(VERDICT_KEY, None)
+    if result is not None:
+        # A finished item keeps no graded result alive: the report carries it.
+        del item.stash[RESULT_KEY]
+        if get_state(item.config).options.junit_case_properties:
+            checks = [(f"agentbench.check.{c.name}", c.status.value) for c in result.checks]
+            report.user_properties.extend(checks)
+            # JUnit XML writes the properties of the teardown report, built from the item.
+            item.user_properties.extend(checks)
+    attach(
+        report,
+        _identity(item),
+        result=None if result is None else result.model_dump_json(),
+        verdict=None if verdict is None else verdict.model_dump_json(),
+        answered_by=item.stash.get(ANSWERED_BY_KEY, None),
+    )
     return report
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Here rather than in makereport: under xdist the text arrives as a plain string.
-    if report.failed and isinstance(report.longrepr, str) and hasattr(report, PAYLOAD):
+    if report.failed and isinstance(report.longrepr, str) and hasattr(report, IDENTITY_ATTR):
         path, lineno, _ = report.location
         report.longrepr = FailureRepr(report.longrepr, path=path, lineno=lineno or 0)
 
@@ -307,6 +325,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     options = state.options
     if not (recorder.identities or recorder.refusals or options.gates or options.predictions):
         return
+    # Summarising builds a record per case, all acyclic: automatic collections
+    # meanwhile would walk the whole heap of the session and free nothing.
+    with gc_paused():
+        _finish(session, state, recorder)
+
+
+def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorder) -> None:
+    """Summarise the run, judge its gates and write every report."""
+    config = session.config
+    options = state.options
     try:
         summary = summarise(recorder, state.loader, options.gates)
     except AgentbenchError as exc:
@@ -327,7 +355,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 )
             }
         )
-    config.stash[SUMMARY_KEY] = summary
     if (unscored or not summary.gates_passed) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     add_global_properties(config, summary)
@@ -342,6 +369,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             ),
             state.options.report_path,
         )
+    # The terminal section needs no per-case entries: dropping them here spares
+    # the garbage collections of the session's end a walk over every case result.
+    config.stash[SUMMARY_KEY] = summary.model_copy(
+        update={"suites": tuple(suite.model_copy(update={"cases": ()}) for suite in summary.suites)}
+    )
 
 
 def pytest_terminal_summary(

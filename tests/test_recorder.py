@@ -8,11 +8,10 @@ from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass
 from pytest_agentbench.controls import ControlVerdict
 from pytest_agentbench.report.recorder import (
     CRASH_REASON,
-    PAYLOAD,
     REFUSAL,
     Identity,
     RunRecorder,
-    identity_payload,
+    attach,
 )
 
 CASE_NODE = "suites/demo-suite/cases.jsonl::c1"
@@ -45,14 +44,13 @@ def make_report(
         duration=duration,
     )
     if identity is not None:
-        payload: dict[str, Any] = {"identity": identity_payload(identity)}
-        if result is not None:
-            payload["result"] = result.model_dump_json()
-        if verdict is not None:
-            payload["verdict"] = verdict.model_dump(mode="json")
-        if answered_by is not None:
-            payload["answered_by"] = answered_by
-        setattr(report, PAYLOAD, payload)
+        attach(
+            report,
+            identity.to_wire(),
+            result=None if result is None else result.model_dump_json(),
+            verdict=None if verdict is None else verdict.model_dump_json(),
+            answered_by=answered_by,
+        )
     return report
 
 

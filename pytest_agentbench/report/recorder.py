@@ -1,7 +1,9 @@
 """Controller-side collection of graded cases from test reports.
 
-The worker attaches the item's identity to every phase's report and the
-graded result to the call report (all JSON-safe, so pytest-xdist carries them).
+The worker attaches the item's identity to its setup and call reports and the
+graded result to the call report, each as one JSON text attribute: pytest-xdist
+carries them, and the reports pytest keeps until the end of the run hold no
+extra containers for the garbage collector to walk.
 The controller keeps the last result per node id, so ``--dist each`` and reruns
 never double-count, and a node whose worker crashed is recorded as a
 ``harness_error`` rather than silently dropped.
@@ -9,22 +11,25 @@ never double-count, and a node whose worker crashed is recorded as a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NamedTuple
 
 import pytest
 
 from pytest_agentbench.contracts import CaseOutcome, CaseResult, harness_error
 from pytest_agentbench.controls import ControlVerdict
 
-PAYLOAD = "agentbench"
+IDENTITY_ATTR = "agentbench_identity"
+RESULT_ATTR = "agentbench_result"
+VERDICT_ATTR = "agentbench_verdict"
+ANSWERED_BY_ATTR = "agentbench_answered_by"
 REFUSAL = "agentbench_refusal"
 """Attribute of a collection report carrying a suite refusal (JSON-safe, crosses xdist)."""
 CRASH_REASON = "worker crashed while running it"
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(NamedTuple):
     kind: str
     """``case`` or ``control``."""
     suite_id: str
@@ -32,25 +37,32 @@ class Identity:
     item_id: str
     labels: tuple[str, ...] = ()
 
+    def to_wire(self) -> str:
+        return json.dumps([self.kind, self.suite_id, self.suite_root, self.item_id, self.labels])
 
-def identity_payload(identity: Identity) -> dict[str, Any]:
-    return {
-        "kind": identity.kind,
-        "suite_id": identity.suite_id,
-        "suite_root": identity.suite_root,
-        "item_id": identity.item_id,
-        "labels": list(identity.labels),
-    }
+    @classmethod
+    def from_wire(cls, text: str) -> Identity:
+        kind, suite_id, suite_root, item_id, labels = json.loads(text)
+        return cls(kind, suite_id, suite_root, item_id, tuple(labels))
 
 
-def _identity(payload: dict[str, Any]) -> Identity:
-    return Identity(
-        kind=payload["kind"],
-        suite_id=payload["suite_id"],
-        suite_root=payload["suite_root"],
-        item_id=payload["item_id"],
-        labels=tuple(payload.get("labels", ())),
-    )
+def attach(
+    report: pytest.TestReport,
+    identity: str,
+    *,
+    result: str | None = None,
+    verdict: str | None = None,
+    answered_by: str | None = None,
+) -> None:
+    """Attach an item's identity (``Identity.to_wire``) and, from the call, what it produced."""
+    setattr(report, IDENTITY_ATTR, identity)
+    for name, value in (
+        (RESULT_ATTR, result),
+        (VERDICT_ATTR, verdict),
+        (ANSWERED_BY_ATTR, answered_by),
+    ):
+        if value is not None:
+            setattr(report, name, value)
 
 
 def _first_line(report: pytest.TestReport) -> str:
@@ -99,10 +111,10 @@ class RunRecorder:
             self.refusals[report.nodeid] = refusal
 
     def record(self, report: pytest.TestReport) -> None:
-        payload: dict[str, Any] | None = getattr(report, PAYLOAD, None)
-        if payload is not None:
-            self.identities[report.nodeid] = _identity(payload["identity"])
         identity = self.identities.get(report.nodeid)
+        wire: str | None = getattr(report, IDENTITY_ATTR, None)
+        if wire is not None and (identity is None or report.when == "setup"):
+            identity = self.identities[report.nodeid] = Identity.from_wire(wire)
         # pytest-xdist reports a node whose worker died with when="???".
         if str(report.when) == "???":
             self.crashed.append(report.nodeid)
@@ -117,21 +129,22 @@ class RunRecorder:
             else:
                 self._store_failure(identity, report.nodeid, f"setup failed: {_first_line(report)}")
         elif report.when == "call":
-            self._store_call(identity, report, payload)
+            self._store_call(identity, report)
 
-    def _store_call(
-        self, identity: Identity, report: pytest.TestReport, payload: dict[str, Any] | None
-    ) -> None:
+    def _store_call(self, identity: Identity, report: pytest.TestReport) -> None:
         self.durations[report.nodeid] = report.duration
-        if payload is not None and "answered_by" in payload:
-            self.answered_by.setdefault(identity.suite_id, set()).add(payload["answered_by"])
+        answered_by: str | None = getattr(report, ANSWERED_BY_ATTR, None)
+        if answered_by is not None:
+            self.answered_by.setdefault(identity.suite_id, set()).add(answered_by)
+        result: str | None = getattr(report, RESULT_ATTR, None)
+        verdict: str | None = getattr(report, VERDICT_ATTR, None)
         if report.skipped:
             self._store_skip(identity, report)
-        elif identity.kind == "case" and payload is not None and "result" in payload:
-            self.graded[report.nodeid] = payload["result"]
-        elif identity.kind == "control" and payload is not None and "verdict" in payload:
+        elif identity.kind == "case" and result is not None:
+            self.graded[report.nodeid] = result
+        elif identity.kind == "control" and verdict is not None:
             self.controls[report.nodeid] = RecordedControl(
-                identity.suite_id, report.nodeid, ControlVerdict.model_validate(payload["verdict"])
+                identity.suite_id, report.nodeid, ControlVerdict.model_validate_json(verdict)
             )
         else:
             self._store_failure(identity, report.nodeid, _first_line(report))
