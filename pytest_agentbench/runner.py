@@ -9,6 +9,7 @@ interrupts a hang instead of waiting it out.
 
 from __future__ import annotations
 
+import importlib
 import signal
 import threading
 import time
@@ -88,6 +89,20 @@ class _CaseAlarm:
 _ALARM = _CaseAlarm()
 
 
+def _raw_getsignal() -> Callable[[int], object]:
+    # signal.getsignal converts the handler to a Handlers member, which for any
+    # callable fails slowly (raising and catching ValueError): microseconds per
+    # case. The C function beneath it returns the handler as it is.
+    try:
+        raw: Callable[[int], object] = importlib.import_module("_signal").getsignal
+    except (ImportError, AttributeError):
+        return signal.getsignal
+    return raw
+
+
+_current_handler = _raw_getsignal()
+
+
 def _on_main_thread() -> bool:
     # Signals are delivered to the main thread only; pytest-xdist runs tests there.
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
@@ -113,10 +128,11 @@ class CaseLimit:
     def __enter__(self) -> None:
         if self.seconds <= 0 or not _on_main_thread():
             return
-        current = signal.getsignal(signal.SIGALRM)
+        current = _current_handler(signal.SIGALRM)
         if current is not _ALARM:
-            _ALARM.displaced = signal.SIG_DFL if current is None else current
-            signal.signal(signal.SIGALRM, _ALARM)
+            # The enum-converting call, since the displaced handler is given back with it.
+            previous = signal.signal(signal.SIGALRM, _ALARM)
+            _ALARM.displaced = signal.SIG_DFL if previous is None else previous
         _ALARM.armed = self.armed = True
         signal.setitimer(signal.ITIMER_REAL, self.seconds)
 
