@@ -12,13 +12,8 @@ import pytest
 from pytest_agentbench import fixtures, hookspecs
 from pytest_agentbench.adapters import describe_adapter, load_adapter
 from pytest_agentbench.collect import (
-    ANSWERED_BY_KEY,
     REFUSED_KEY,
-    RESULT_KEY,
-    VERDICT_KEY,
-    CaseItem,
     ControlItem,
-    FailureRepr,
     collect_file,
 )
 from pytest_agentbench.errors import AgentbenchError, UsageError
@@ -27,7 +22,8 @@ from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import build_report, write_report
 from pytest_agentbench.report.junit import add_global_properties
-from pytest_agentbench.report.recorder import IDENTITY_ATTR, REFUSAL, Identity, RunRecorder, attach
+from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
+from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.runner import release_alarm
@@ -195,11 +191,14 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.render()) from None
     config.stash[STATE_KEY] = state
     config.stash[SNAPSHOT_DIR_KEY] = options.snapshot_dir
+    recorder = None
     if not hasattr(config, "workerinput"):
         # Results are aggregated where reports arrive: the controller under xdist.
-        recorder = RunRecorder()
-        config.stash[RECORDER_KEY] = recorder
-        config.pluginmanager.register(recorder, "agentbench-recorder")
+        recorder = config.stash[RECORDER_KEY] = RunRecorder()
+    config.pluginmanager.register(
+        ReportRelay(recorder, junit_case_properties=options.junit_case_properties),
+        "agentbench-relay",
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -255,64 +254,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-IDENTITY_KEY = pytest.StashKey[str]()
-
-
-def _identity(item: CaseItem | ControlItem) -> str:
-    """The item's identity as it travels in reports, built once per item."""
-    wire = item.stash.get(IDENTITY_KEY, None)
-    if wire is None:
-        suite = item.loaded.suite
-        if isinstance(item, CaseItem):
-            identity = Identity(
-                "case", suite.id, str(suite.root), item.case.case_id, item.case.labels
-            )
-        else:
-            identity = Identity("control", suite.id, str(suite.root), item.name)
-        wire = item.stash[IDENTITY_KEY] = identity.to_wire()
-    return wire
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    # The controller needs the identity from setup (a crash may follow) and the
-    # result from the call; teardown reports carry nothing new.
-    if not isinstance(item, CaseItem | ControlItem) or call.when == "teardown":
-        return report
-    if call.when == "setup":
-        attach(report, _identity(item))
-        return report
-    result = item.stash.get(RESULT_KEY, None)
-    verdict = item.stash.get(VERDICT_KEY, None)
-    if result is not None:
-        # A finished item keeps no graded result alive: the report carries it.
-        del item.stash[RESULT_KEY]
-        if get_state(item.config).options.junit_case_properties:
-            checks = [(f"agentbench.check.{c.name}", c.status.value) for c in result.checks]
-            report.user_properties.extend(checks)
-            # JUnit XML writes the properties of the teardown report, built from the item.
-            item.user_properties.extend(checks)
-    attach(
-        report,
-        _identity(item),
-        result=None if result is None else result.model_dump_json(),
-        verdict=None if verdict is None else verdict.model_dump_json(),
-        answered_by=item.stash.get(ANSWERED_BY_KEY, None),
-    )
-    return report
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # Here rather than in makereport: under xdist the text arrives as a plain string.
-    if report.failed and isinstance(report.longrepr, str) and hasattr(report, IDENTITY_ATTR):
-        path, lineno, _ = report.location
-        report.longrepr = FailureRepr(report.longrepr, path=path, lineno=lineno or 0)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -85,10 +85,8 @@ def test_a_graded_case_is_recorded_from_its_call_report() -> None:
 
 def test_the_recorder_is_fed_by_the_logreport_hook() -> None:
     recorder = RunRecorder()
-    recorder.pytest_runtest_logreport(make_report(CASE_NODE, "setup", "passed", identity=CASE))
-    recorder.pytest_runtest_logreport(
-        make_report(CASE_NODE, "call", "passed", identity=CASE, result=graded())
-    )
+    recorder.record(make_report(CASE_NODE, "setup", "passed", identity=CASE))
+    recorder.record(make_report(CASE_NODE, "call", "passed", identity=CASE, result=graded()))
     assert recorder.cases[CASE_NODE].outcome is CaseOutcome.PASSED
 
 
@@ -293,12 +291,12 @@ def collect_report(outcome: Outcome, refusal: str | None) -> pytest.CollectRepor
 def test_a_refused_suite_is_recorded_from_its_collection_report() -> None:
     recorder = RunRecorder()
     text = "[duplicate_key] suites/broken/suite.yaml:3: duplicate key 'id'"
-    recorder.pytest_collectreport(collect_report("failed", text))
+    recorder.record_collection(collect_report("failed", text))
     assert recorder.refusals == {"suites/broken/suite.yaml": text}
 
 
 def test_collection_reports_without_a_refusal_are_ignored() -> None:
     recorder = RunRecorder()
-    recorder.pytest_collectreport(collect_report("failed", None))
-    recorder.pytest_collectreport(collect_report("passed", "stale text"))
+    recorder.record_collection(collect_report("failed", None))
+    recorder.record_collection(collect_report("passed", "stale text"))
     assert recorder.refusals == {}

@@ -78,7 +78,7 @@ class RecordedControl:
     reason: str | None = None
 
 
-@dataclass(eq=False)  # registered as a plugin: pytest keeps plugins in sets
+@dataclass
 class RunRecorder:
     identities: dict[str, Identity] = field(default_factory=dict)
     graded: dict[str, CaseResult | str] = field(default_factory=dict)
@@ -102,10 +102,7 @@ class RunRecorder:
             for nodeid, entry in self.graded.items()
         }
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.record(report)
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+    def record_collection(self, report: pytest.CollectReport) -> None:
         refusal: str | None = getattr(report, REFUSAL, None)
         if report.failed and refusal is not None:
             self.refusals[report.nodeid] = refusal

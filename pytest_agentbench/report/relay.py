@@ -1,0 +1,98 @@
+"""What a benchmark item's reports carry, and where they are recorded.
+
+While a case or control item runs, its setup and call reports get its identity
+and its call report what it produced (graded result, control verdict, adapter
+class), as JSON text attributes that pytest-xdist carries to the controller.
+Where reports arrive (the controller, or the only process) a failure text
+becomes a :class:`FailureRepr` and the :class:`RunRecorder` records the report.
+
+One wrapper per item and one report hook do all of this: a plugin that adds
+hook calls per report adds them ten thousand times to a suite of that size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+from pytest_agentbench.collect import (
+    ANSWERED_BY_KEY,
+    RESULT_KEY,
+    VERDICT_KEY,
+    CaseItem,
+    ControlItem,
+    FailureRepr,
+)
+from pytest_agentbench.report.recorder import IDENTITY_ATTR, Identity, RunRecorder, attach
+
+
+def identity_of(item: CaseItem | ControlItem) -> Identity:
+    suite = item.loaded.suite
+    if isinstance(item, CaseItem):
+        return Identity("case", suite.id, str(suite.root), item.case.case_id, item.case.labels)
+    return Identity("control", suite.id, str(suite.root), item.name)
+
+
+class ReportRelay:
+    """Registered in every process; records only where ``recorder`` is given."""
+
+    def __init__(self, recorder: RunRecorder | None, *, junit_case_properties: bool) -> None:
+        self.recorder = recorder
+        self.junit_case_properties = junit_case_properties
+        self._running: CaseItem | ControlItem | None = None
+        self._identity = ""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        if isinstance(item, CaseItem | ControlItem):
+            self._running = item
+            self._identity = identity_of(item).to_wire()
+        try:
+            return (yield)
+        finally:
+            self._running = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        item = self._running
+        # The controller needs the identity from setup (a crash may follow) and
+        # the result from the call; teardown reports carry nothing new.
+        if item is not None and report.when != "teardown" and report.nodeid == item.nodeid:
+            if report.when == "setup":
+                attach(report, self._identity)
+            else:
+                self._attach_call(item, report)
+        if self.recorder is not None:
+            # Here rather than in the worker: under xdist the text arrives as a plain string.
+            if (
+                report.failed
+                and isinstance(report.longrepr, str)
+                and hasattr(report, IDENTITY_ATTR)
+            ):
+                path, lineno, _ = report.location
+                report.longrepr = FailureRepr(report.longrepr, path=path, lineno=lineno or 0)
+            self.recorder.record(report)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if self.recorder is not None:
+            self.recorder.record_collection(report)
+
+    def _attach_call(self, item: CaseItem | ControlItem, report: pytest.TestReport) -> None:
+        result = item.stash.get(RESULT_KEY, None)
+        verdict = item.stash.get(VERDICT_KEY, None)
+        if result is not None:
+            # A finished item keeps no graded result alive: the report carries it.
+            del item.stash[RESULT_KEY]
+            if self.junit_case_properties:
+                checks = [(f"agentbench.check.{c.name}", c.status.value) for c in result.checks]
+                report.user_properties.extend(checks)
+                # JUnit XML writes the properties of the teardown report, built from the item.
+                item.user_properties.extend(checks)
+        attach(
+            report,
+            self._identity,
+            result=None if result is None else result.model_dump_json(),
+            verdict=None if verdict is None else verdict.model_dump_json(),
+            answered_by=item.stash.get(ANSWERED_BY_KEY, None),
+        )
