@@ -8,6 +8,7 @@ protocol of its own world and is skipped, naming the protocol, when it is lackin
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from collections.abc import Sequence
@@ -93,7 +94,13 @@ def load_adapter(spec: str, worlds: Sequence[World]) -> Any:
 
 
 def adapter_class(adapter: Any) -> str:
-    return f"{type(adapter).__module__}.{type(adapter).__qualname__}"
+    return _qualified_name(type(adapter).__module__, type(adapter).__qualname__)
+
+
+@functools.cache
+def _qualified_name(module: str, qualname: str) -> str:
+    # Asked once per case: one string per class rather than one per case.
+    return f"{module}.{qualname}"
 
 
 def describe_adapter(spec: str | None, adapter: Any) -> str:
