@@ -4,9 +4,9 @@ Two measurements, each configuration in a fresh ``python -m pytest`` subprocess
 (wall time of the whole process, median of ``--repeats`` runs):
 
 * overhead: N trivial cases of the demo world run through the plugin, against
-  the same N cases as bare ``pytest.Item`` s yielded by a minimal JSONL
-  collector doing the same arithmetic (agentbench disabled with
-  ``-p no:agentbench``). Target: plugin/bare <= 1.5 at N = 10,000.
+  the same N cases, from a file at the same path, as bare ``pytest.Item`` s
+  yielded by a minimal JSONL collector doing the same arithmetic (agentbench
+  disabled with ``-p no:agentbench``). Target: plugin/bare <= 1.5 at N = 10,000.
 * parallelism: a CPU-bound adapter (``SlowAdder``) under ``-n 2`` against
   ``-n 0``. Target: speed-up >= 1.6 on two cores.
 
@@ -145,13 +145,19 @@ def write_plugin_project(base: Path, count: int, *, adapter_work_ms: float | Non
 
 
 def write_bare_project(base: Path, count: int) -> None:
-    """The same cases as one JSONL file collected by a minimal conftest."""
+    """The same cases as one JSONL file collected by a minimal conftest.
+
+    The file sits where the plugin's case file does (``suites/<id>/cases.jsonl``),
+    so both runs collect the same directory nodes and only the items differ.
+    """
     (base / "conftest.py").write_text(BARE_CONFTEST, encoding="utf-8")
+    folder = base / "suites" / SUITE_ID
+    folder.mkdir(parents=True)
     lines = [
         f'{{"id": "{case_id}", "question": "{question}", "answer": {_expected_sum(question)}}}\n'
         for case_id, question in questions(count).items()
     ]
-    (base / "cases.jsonl").write_text("".join(lines), encoding="utf-8")
+    (folder / "cases.jsonl").write_text("".join(lines), encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -256,7 +262,7 @@ def measure_overhead(size: int, repeats: int) -> tuple[Timing, Timing]:
         plugin, bare = measure(
             [
                 Run("agentbench", plugin_root, ("suites",), size + 1),
-                Run("bare", bare_root, ("-p", "no:agentbench", "cases.jsonl"), size),
+                Run("bare", bare_root, ("-p", "no:agentbench", "suites"), size),
             ],
             repeats,
         )
