@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from pytest_agentbench.registry import LazyWorld
     from pytest_agentbench.world import World
 
 hookspec = pluggy.HookspecMarker("pytest")
@@ -23,5 +24,10 @@ ENTRY_POINT_GROUP = "pytest_agentbench.worlds"
 
 
 @hookspec
-def pytest_agentbench_world_kinds() -> Sequence[World]:  # type: ignore[empty-body]
-    """Return the world kinds this plugin provides."""
+def pytest_agentbench_world_kinds() -> Sequence[World | LazyWorld]:  # type: ignore[empty-body]
+    """Return the world kinds this plugin provides.
+
+    A :class:`~pytest_agentbench.registry.LazyWorld` names a kind without
+    importing it: every pytest run in an environment where the world is installed
+    would otherwise pay for its import.
+    """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 
@@ -9,6 +10,7 @@ import pluggy
 
 from pytest_agentbench import hookspecs
 from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.runner import describe_exception
 from pytest_agentbench.world import World
 
 
@@ -22,11 +24,49 @@ def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
             pluginmanager.register(entry_point.load(), name=name)
 
 
+class LazyWorld:
+    """A world kind registered by name, its module imported when first needed.
+
+    ``target`` is ``"module:attribute"`` naming the World object. A session
+    that runs no suite of the kind (and names no adapter, whose protocol would
+    be checked against every kind) never imports it.
+    """
+
+    def __init__(self, kind: str, target: str) -> None:
+        self.kind = kind
+        self.target = target
+        self._world: World | None = None
+
+    def resolve(self, *, file: str | None = None) -> World:
+        """The World object; ``world_load_failed`` if it does not import as registered."""
+        if self._world is None:
+            module_name, _, attribute = self.target.partition(":")
+            try:
+                world: World = getattr(importlib.import_module(module_name), attribute)
+            except Exception as exc:
+                raise AgentbenchError(
+                    "world_load_failed",
+                    f"world kind {self.kind!r}: importing {self.target} raised "
+                    f"{describe_exception(exc)}",
+                    file=file,
+                    field="world",
+                ) from None
+            if getattr(world, "kind", None) != self.kind:
+                raise AgentbenchError(
+                    "world_load_failed",
+                    f"{self.target} is not world kind {self.kind!r}, which it is registered as",
+                    file=file,
+                    field="world",
+                )
+            self._world = world
+        return self._world
+
+
 class WorldRegistry:
     """World kinds by name; a kind registered twice is refused."""
 
-    def __init__(self, worlds: Iterable[World]) -> None:
-        self._worlds: dict[str, World] = {}
+    def __init__(self, worlds: Iterable[World | LazyWorld]) -> None:
+        self._worlds: dict[str, World | LazyWorld] = {}
         for world in worlds:
             if world.kind in self._worlds and self._worlds[world.kind] is not world:
                 raise AgentbenchError(
@@ -41,7 +81,7 @@ class WorldRegistry:
 
     def get(self, kind: str, *, file: str | None = None) -> World:
         try:
-            return self._worlds[kind]
+            world = self._worlds[kind]
         except KeyError:
             known = ", ".join(sorted(self._worlds)) or "none"
             raise AgentbenchError(
@@ -50,9 +90,10 @@ class WorldRegistry:
                 file=file,
                 field="world",
             ) from None
+        return world.resolve(file=file) if isinstance(world, LazyWorld) else world
 
     def kinds(self) -> list[str]:
         return sorted(self._worlds)
 
     def worlds(self) -> list[World]:
-        return [self._worlds[kind] for kind in self.kinds()]
+        return [self.get(kind) for kind in self.kinds()]

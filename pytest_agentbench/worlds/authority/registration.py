@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.worlds.authority.world import WORLD, AuthorityWorld
+from pytest_agentbench.registry import LazyWorld
+
+WORLD = LazyWorld("authority", "pytest_agentbench.worlds.authority.world:WORLD")
 
 
 @hookimpl
-def pytest_agentbench_world_kinds() -> list[AuthorityWorld]:
+def pytest_agentbench_world_kinds() -> list[LazyWorld]:
     return [WORLD]
