@@ -277,7 +277,9 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     config = session.config
     options = state.options
     try:
-        summary = summarise(recorder, state.loader, options.gates)
+        summary = summarise(
+            recorder, state.loader, options.gates, with_cases=options.report_path is not None
+        )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
     # A predictions file for a suite that did not run was never scored: saying

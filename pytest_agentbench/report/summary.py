@@ -100,7 +100,10 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
         recorder._store_failure(identity, nodeid, CRASH_REASON)
 
 
-def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[str]) -> RunSummary:
+def summarise(
+    recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[str], *, with_cases: bool = True
+) -> RunSummary:
+    """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``."""
     _locate_unidentified(recorder, loader)
     problems: list[str] = [recorder.refusals[nodeid] for nodeid in sorted(recorder.refusals)]
     suites: list[SuiteSummary] = []
@@ -109,6 +112,7 @@ def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[st
     for text in cli_gates:
         parsed_cli.append(parse_gate(text, suite=None, source="--agentbench-gate"))
     all_cases = recorder.cases
+    durations = recorder.durations
     for suite_id, root in sorted(recorder.suite_roots().items()):
         try:
             loaded = loader.load(Path(root))
@@ -116,15 +120,10 @@ def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[st
             problems.append(exc.render())
             continue
         suite, world = loaded.suite, loaded.world
-        case_entries = sorted(
-            (
-                CaseEntry(nodeid=nodeid, result=result, duration_s=recorder.durations.get(nodeid))
-                for nodeid, result in all_cases.items()
-                if result.suite_id == suite_id
-            ),
-            key=lambda entry: entry.nodeid,
+        suite_cases = sorted(
+            (nodeid, result) for nodeid, result in all_cases.items() if result.suite_id == suite_id
         )
-        results = [entry.result for entry in case_entries]
+        results = [result for _, result in suite_cases]
         counts, failure_classes = _counts(results)
         metrics = select(aggregate(world.metrics(suite), results), suite.config.metrics)
         by_name = {metric.name: metric for metric in metrics}
@@ -164,7 +163,10 @@ def summarise(recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[st
                 metrics=tuple(metrics),
                 gates=tuple(verdicts),
                 controls=controls,
-                cases=tuple(case_entries),
+                cases=tuple(
+                    CaseEntry(nodeid=nodeid, result=result, duration_s=durations.get(nodeid))
+                    for nodeid, result in (suite_cases if with_cases else ())
+                ),
                 answered_by=tuple(sorted(recorder.answered_by.get(suite_id, ()))),
             )
         )
