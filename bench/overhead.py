@@ -355,6 +355,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             verdict = f"target (wall) <= {OVERHEAD_TARGET}: {'met' if ok else 'MISSED'}"
         cpu_ratio = plugin.median_cpu / bare.median_cpu
         print(_ratio_row("  ratio plugin/bare", size, ratio, cpu_ratio, verdict))
+        # Each round runs both configurations back to back, so a round's ratio
+        # is the spread that a shared machine's load leaves in the figure.
+        rounds = [p / b for p, b in zip(plugin.wall, bare.wall, strict=True)]
+        print(f"{'    per round':<28} {size:>7} {min(rounds):>9.2f}x to {max(rounds):.2f}x")
 
     serial, parallel = measure_speedup(options.xdist_cases, options.work_ms, options.repeats)
     label = f"SlowAdder {options.work_ms:g} ms/case"
