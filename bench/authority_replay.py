@@ -173,25 +173,17 @@ def static_principals() -> list[Principal]:
 def agents() -> list[LogicalAgent]:
     found: list[LogicalAgent] = []
     for org in ORGANISATIONS:
-        owner = f"principal-{org}-{HUMANS[0]}"
-        for name in ROOT_AGENTS:
-            found.append(
+        root_parent = f"agent-{org}-{ROOT_AGENTS[0]}"
+        for names, parent in ((ROOT_AGENTS, None), (CHILD_AGENTS, root_parent)):
+            found.extend(
                 LogicalAgent(
                     id=f"agent-{org}-{name}",
                     display_name=name,
                     organisation_id=f"org-{org}",
-                    owner_principal_id=owner,
+                    owner_principal_id=f"principal-{org}-{HUMANS[0]}",
+                    parent_agent_id=parent,
                 )
-            )
-        for name in CHILD_AGENTS:
-            found.append(
-                LogicalAgent(
-                    id=f"agent-{org}-{name}",
-                    display_name=name,
-                    organisation_id=f"org-{org}",
-                    owner_principal_id=owner,
-                    parent_agent_id=f"agent-{org}-{ROOT_AGENTS[0]}",
-                )
+                for name in names
             )
     return found
 

@@ -312,11 +312,12 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
             ),
             state.options.report_path,
         )
-    # The terminal section needs no per-case entries: dropping them here spares
-    # the garbage collections of the session's end a walk over every case result.
-    config.stash[SUMMARY_KEY] = summary.model_copy(
-        update={"suites": tuple(suite.model_copy(update={"cases": ()}) for suite in summary.suites)}
-    )
+        # The terminal section needs no per-case entries: dropping them here spares
+        # the garbage collections of the session's end a walk over every case result.
+        summary = summary.model_copy(
+            update={"suites": tuple(s.model_copy(update={"cases": ()}) for s in summary.suites)}
+        )
+    config.stash[SUMMARY_KEY] = summary
 
 
 def pytest_terminal_summary(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 
 import pluggy
 
@@ -40,9 +39,12 @@ class LazyWorld:
     def resolve(self, *, file: str | None = None) -> World:
         """The World object; ``world_load_failed`` if it does not import as registered."""
         if self._world is None:
-            module_name, _, attribute = self.target.partition(":")
+            # The entry-point machinery already parses and imports "module:attr".
+            target = EntryPoint(
+                name=self.kind, value=self.target, group=hookspecs.ENTRY_POINT_GROUP
+            )
             try:
-                world: World = getattr(importlib.import_module(module_name), attribute)
+                world: World = target.load()
             except Exception as exc:
                 raise AgentbenchError(
                     "world_load_failed",

@@ -103,9 +103,12 @@ def _raw_getsignal() -> Callable[[int], object]:
 _current_handler = _raw_getsignal()
 
 
+_HAS_ITIMER = hasattr(signal, "setitimer")
+
+
 def _on_main_thread() -> bool:
     # Signals are delivered to the main thread only; pytest-xdist runs tests there.
-    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    return _HAS_ITIMER and threading.current_thread() is threading.main_thread()
 
 
 def interrupt_after(seconds: float) -> CaseLimit:

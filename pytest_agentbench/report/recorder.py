@@ -110,7 +110,7 @@ class RunRecorder:
     def record(self, report: pytest.TestReport) -> None:
         identity = self.identities.get(report.nodeid)
         wire: str | None = getattr(report, IDENTITY_ATTR, None)
-        if wire is not None and (identity is None or report.when == "setup"):
+        if wire is not None and identity is None:
             identity = self.identities[report.nodeid] = Identity.from_wire(wire)
         # pytest-xdist reports a node whose worker died with when="???".
         if str(report.when) == "???":
