@@ -182,8 +182,9 @@ def test_every_negative_agent_is_declared_in_the_controls_manifest(
     loaded = FreshLoader(rootpath).load(suite_dir)
     world, suite = loaded.world, loaded.suite
     manifest_path = suite.oracle_root / CONTROLS_FILE
-    if not manifest_path.is_file():
-        pytest.skip(f"{suite.id} has no {CONTROLS_FILE}")
+    # A world offers negative agents (asserted below), so a suite without a
+    # manifest would leave every one of them ungraded.
+    assert manifest_path.is_file(), f"{suite.id} has no {CONTROLS_FILE}"
     manifest = load_manifest(
         manifest_path, CONTROLS_FILE, suite_id=suite.id, dimensions=world.dimensions(suite)
     )

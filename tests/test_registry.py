@@ -12,7 +12,7 @@ from tests.demo_world import DemoWorld
 
 def _module_holding(world: object) -> types.ModuleType:
     module = types.ModuleType("agentbench_lazy_probe")
-    module.WORLD = world  # type: ignore[attr-defined]
+    module.__dict__["WORLD"] = world
     return module
 
 
