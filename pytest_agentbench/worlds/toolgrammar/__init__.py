@@ -1,0 +1,1 @@
+"""The ``toolgrammar`` world kind: three business worlds behind one tool grammar."""

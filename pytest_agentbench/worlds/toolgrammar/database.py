@@ -1,0 +1,142 @@
+"""SQLite worlds: per-table digests, sandbox copies and the §5 state diff.
+
+A world is an in-memory SQLite database built once per process. A task runs
+in a sandbox copied from it with the SQLite backup API (a page copy, not a
+rebuild). Every table's rows are keyed by their first column.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pytest_agentbench.canonical import canonical_json
+
+BASE_DATE = dt.date(2026, 1, 1)
+"""The world's "today". No wall clock is read anywhere in a world."""
+
+Row = dict[str, Any]
+
+
+def day(offset: int) -> str:
+    """``BASE_DATE`` plus ``offset`` days, ISO formatted."""
+    return (BASE_DATE + dt.timedelta(days=offset)).isoformat()
+
+
+def days_before_base(iso: str) -> int:
+    """How many days ``iso`` lies before ``BASE_DATE`` (negative when after)."""
+    return (BASE_DATE - dt.date.fromisoformat(iso)).days
+
+
+def connect() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[Row]) -> None:
+    if not rows:
+        return
+    columns = list(rows[0])
+    marks = ", ".join("?" for _ in columns)
+    conn.executemany(
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
+        [tuple(row[column] for column in columns) for row in rows],
+    )
+
+
+def tables(conn: sqlite3.Connection) -> list[str]:
+    found = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    ).fetchall()
+    return [str(row[0]) for row in found]
+
+
+def table_rows(conn: sqlite3.Connection, table: str) -> list[Row]:
+    return [dict(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1")]
+
+
+def table_digest(conn: sqlite3.Connection, table: str) -> str:
+    """SHA-256 over the canonical JSON of every row, one per line, in key order."""
+    running = hashlib.sha256()
+    for row in table_rows(conn, table):
+        running.update(canonical_json(row).encode("utf-8"))
+        running.update(b"\n")
+    return running.hexdigest()
+
+
+def table_digests(conn: sqlite3.Connection) -> dict[str, str]:
+    return {table: table_digest(conn, table) for table in tables(conn)}
+
+
+def world_digest(digests: Mapping[str, str]) -> str:
+    """One digest for a world: SHA-256 of its sorted per-table digests."""
+    return hashlib.sha256(canonical_json(dict(digests)).encode("utf-8")).hexdigest()
+
+
+def copy_database(source: sqlite3.Connection) -> sqlite3.Connection:
+    """A fresh in-memory copy (the sandbox of one task)."""
+    target = connect()
+    source.backup(target)
+    return target
+
+
+def keyed_rows(conn: sqlite3.Connection, table: str) -> dict[str, Row]:
+    rows = table_rows(conn, table)
+    return {_key(row): row for row in rows}
+
+
+def _key(row: Row) -> str:
+    first = next(iter(row.values()))
+    return str(first)
+
+
+def snapshot(conn: sqlite3.Connection, names: Iterable[str]) -> dict[str, dict[str, Row]]:
+    return {table: keyed_rows(conn, table) for table in names}
+
+
+def state_diff(
+    before: Mapping[str, Mapping[str, Row]], after: Mapping[str, Mapping[str, Row]]
+) -> str:
+    """The §5 state diff: ``""`` when nothing changed.
+
+    One change per added, removed or changed row, ``{table, kind, key, before,
+    after}``; the diff is ``json.dumps`` of the sorted list of each change's
+    sorted-key JSON text.
+    """
+    changes: list[str] = []
+    for table in sorted(set(before) | set(after)):
+        old, new = before.get(table, {}), after.get(table, {})
+        for key in sorted(set(old) | set(new)):
+            if key not in old:
+                change = {
+                    "table": table,
+                    "kind": "added",
+                    "key": key,
+                    "before": None,
+                    "after": new[key],
+                }
+            elif key not in new:
+                change = {
+                    "table": table,
+                    "kind": "removed",
+                    "key": key,
+                    "before": old[key],
+                    "after": None,
+                }
+            elif old[key] != new[key]:
+                change = {
+                    "table": table,
+                    "kind": "changed",
+                    "key": key,
+                    "before": old[key],
+                    "after": new[key],
+                }
+            else:
+                continue
+            changes.append(json.dumps(change, sort_keys=True))
+    return json.dumps(sorted(changes)) if changes else ""
