@@ -12,7 +12,7 @@ import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool, Verb
 
@@ -62,6 +62,24 @@ class Nouns:
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Phrasing:
+    """A domain's own wording for the templates that cannot be said in shared nouns.
+
+    Each prompt's ``{placeholders}`` are tool argument names, so a parsed
+    prompt is already the call's arguments.
+    """
+
+    policy_fact: str
+    """Asks LOOKUP_POLICY for one field, e.g. ``... for the {tier} tier?``."""
+    policy_choices: Mapping[str, tuple[str, ...]]
+    policy_field: str
+    write: str
+    """Asks for the privileged write, e.g. ``Please refund {amount_cents} cents on {order_id}.``"""
+    case: str
+    """Asks for CREATE_CASE; its placeholders are create arguments."""
+
+
 class Domain(ABC):
     """A world kind's domain: override the build, the tools and the policy."""
 
@@ -71,6 +89,9 @@ class Domain(ABC):
     writable_tables: tuple[str, ...]
     """Every table a mutating tool may write; the state diff covers these."""
     metrics: tuple[MetricDef, ...]
+    phrasing: Phrasing
+    assignees: tuple[str, ...]
+    """Who UPDATE_CASE may assign a case to."""
     injectable_field: str | None = "notes"
     """The record column planted instructions are appended to (None: no notes field)."""
 
@@ -94,6 +115,14 @@ class Domain(ABC):
     @abstractmethod
     def tools(self, sandbox: Sandbox) -> Sequence[BoundTool]:
         """The domain's own bound verbs (query_metrics, calculator and today are added)."""
+
+    @abstractmethod
+    def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
+        """The policy function of PRIVILEGED_WRITE: ``approved`` or its refusal code."""
+
+    @abstractmethod
+    def case_request(self, rng: random.Random, conn: sqlite3.Connection) -> dict[str, str]:
+        """Arguments for a CREATE_CASE that the world accepts (the case prompt's fields)."""
 
     def bound_verbs(self) -> frozenset[Verb]:
         from pytest_agentbench.worlds.toolgrammar.sandbox import tool_bindings

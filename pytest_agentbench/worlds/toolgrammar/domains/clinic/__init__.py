@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns
+from pytest_agentbench.worlds.toolgrammar import words as w
+from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns, Phrasing
 from pytest_agentbench.worlds.toolgrammar.domains.clinic import build, tools
+from pytest_agentbench.worlds.toolgrammar.domains.clinic.policy import adjustment_verdict
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
+from pytest_agentbench.worlds.toolgrammar.records import many
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
@@ -51,6 +54,15 @@ class ClinicDomain(Domain):
         write_table="adjustments",
         write_id="adjustment_id",
     )
+    phrasing = Phrasing(
+        policy_fact="What percent of {service_band} charges does the {coverage_plan} plan cover?",
+        policy_choices={"service_band": w.SERVICE_BANDS, "coverage_plan": w.COVERAGE_PLANS},
+        policy_field="covered_percent",
+        write="Please apply a billing adjustment of {amount_cents} cents to appointment "
+        "{appointment_id}.",
+        case="Refer patient {patient_id} to {specialty} after appointment {appointment_id}.",
+    )
+    assignees = w.CLINIC_STAFF
     metrics = (
         MetricDef("appointment_count", _VISITS, "COUNT(*)", _VISIT_DIMS),
         MetricDef("charge_cents", _VISITS, "SUM(a.charge_cents)", _VISIT_DIMS),
@@ -97,6 +109,13 @@ class ClinicDomain(Domain):
 
     def tools(self, sandbox: Sandbox) -> Sequence[BoundTool]:
         return tools.tools(sandbox)
+
+    def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
+        return adjustment_verdict(conn, arguments["appointment_id"], arguments["amount_cents"])
+
+    def case_request(self, rng: random.Random, conn: sqlite3.Connection) -> dict[str, str]:
+        visit = rng.choice(many(conn, "SELECT appointment_id, patient_id FROM appointments", []))
+        return {**visit, "specialty": rng.choice(w.SPECIALTIES)}
 
 
 DOMAIN = ClinicDomain()

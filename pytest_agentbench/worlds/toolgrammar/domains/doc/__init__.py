@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns
+from pytest_agentbench.worlds.toolgrammar import words as w
+from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns, Phrasing
 from pytest_agentbench.worlds.toolgrammar.domains.doc import build, tools
+from pytest_agentbench.worlds.toolgrammar.domains.doc.policy import publication_verdict
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
+from pytest_agentbench.worlds.toolgrammar.records import many
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
@@ -51,6 +54,14 @@ class DocDomain(Domain):
         write_table="documents",
         write_id="doc_id",
     )
+    phrasing = Phrasing(
+        policy_fact="Within how many days of its last change may a {kind} draft be published?",
+        policy_choices={"kind": w.DOC_KINDS},
+        policy_field="max_draft_age_days",
+        write="Please publish document {doc_id}.",
+        case="Report the issue {summary} on document {doc_id}.",
+    )
+    assignees = w.DOC_AUTHORS
     metrics = (
         MetricDef(
             "changelog_count",
@@ -100,6 +111,13 @@ class DocDomain(Domain):
 
     def tools(self, sandbox: Sandbox) -> Sequence[BoundTool]:
         return tools.tools(sandbox)
+
+    def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
+        return publication_verdict(conn, arguments["doc_id"])
+
+    def case_request(self, rng: random.Random, conn: sqlite3.Connection) -> dict[str, str]:
+        document = rng.choice(many(conn, "SELECT doc_id FROM documents", []))
+        return {**document, "summary": rng.choice(w.ISSUE_SUMMARIES)}
 
 
 DOMAIN = DocDomain()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns
+from pytest_agentbench.worlds.toolgrammar import words as w
+from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns, Phrasing
 from pytest_agentbench.worlds.toolgrammar.domains.ops import build, tools
+from pytest_agentbench.worlds.toolgrammar.domains.ops.policy import refund_verdict
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
+from pytest_agentbench.worlds.toolgrammar.records import many
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
@@ -52,6 +55,15 @@ class OpsDomain(Domain):
         write_table="refunds",
         write_id="refund_id",
     )
+    phrasing = Phrasing(
+        policy_fact="What is the refund window in days for the {tier} tier?",
+        policy_choices={"tier": w.TIERS},
+        policy_field="window_days",
+        write="Please issue a refund of {amount_cents} cents on order {order_id}.",
+        case="Open a ticket for customer {customer_id} about order {order_id} with the "
+        "subject {subject}.",
+    )
+    assignees = w.AGENTS
     metrics = (
         MetricDef("order_count", _ORDERS, "COUNT(*)", _ORDER_DIMS),
         MetricDef("revenue_cents", _ORDERS, "SUM(o.total_cents)", _ORDER_DIMS),
@@ -86,6 +98,13 @@ class OpsDomain(Domain):
 
     def tools(self, sandbox: Sandbox) -> Sequence[BoundTool]:
         return tools.tools(sandbox)
+
+    def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
+        return refund_verdict(conn, arguments["order_id"], arguments["amount_cents"])
+
+    def case_request(self, rng: random.Random, conn: sqlite3.Connection) -> dict[str, str]:
+        order = rng.choice(many(conn, "SELECT order_id, customer_id FROM orders", []))
+        return {**order, "subject": rng.choice(w.TICKET_SUBJECTS)}
 
 
 DOMAIN = OpsDomain()
