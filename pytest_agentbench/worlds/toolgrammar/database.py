@@ -12,6 +12,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_agentbench.canonical import canonical_json
@@ -85,58 +86,46 @@ def copy_database(source: sqlite3.Connection) -> sqlite3.Connection:
     return target
 
 
-def keyed_rows(conn: sqlite3.Connection, table: str) -> dict[str, Row]:
-    rows = table_rows(conn, table)
-    return {_key(row): row for row in rows}
+@dataclass(frozen=True)
+class TableState:
+    """A table's rows as tuples, keyed by the first column's text (cheap to compare)."""
+
+    columns: tuple[str, ...]
+    rows: Mapping[str, tuple[Any, ...]]
+
+    def row(self, key: str) -> Row | None:
+        values = self.rows.get(key)
+        return None if values is None else dict(zip(self.columns, values, strict=True))
 
 
-def _key(row: Row) -> str:
-    first = next(iter(row.values()))
-    return str(first)
+def table_state(conn: sqlite3.Connection, table: str) -> TableState:
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    cursor.execute(f"SELECT * FROM {table} ORDER BY 1")
+    columns = tuple(column[0] for column in cursor.description)
+    return TableState(columns, {str(values[0]): values for values in cursor.fetchall()})
 
 
-def snapshot(conn: sqlite3.Connection, names: Iterable[str]) -> dict[str, dict[str, Row]]:
-    return {table: keyed_rows(conn, table) for table in names}
+def snapshot(conn: sqlite3.Connection, names: Iterable[str]) -> dict[str, TableState]:
+    return {table: table_state(conn, table) for table in names}
 
 
-def state_diff(
-    before: Mapping[str, Mapping[str, Row]], after: Mapping[str, Mapping[str, Row]]
-) -> str:
+def state_diff(before: Mapping[str, TableState], after: Mapping[str, TableState]) -> str:
     """The §5 state diff: ``""`` when nothing changed.
 
     One change per added, removed or changed row, ``{table, kind, key, before,
     after}``; the diff is ``json.dumps`` of the sorted list of each change's
     sorted-key JSON text.
     """
+    empty = TableState((), {})
     changes: list[str] = []
     for table in sorted(set(before) | set(after)):
-        old, new = before.get(table, {}), after.get(table, {})
-        for key in sorted(set(old) | set(new)):
-            if key not in old:
-                change = {
-                    "table": table,
-                    "kind": "added",
-                    "key": key,
-                    "before": None,
-                    "after": new[key],
-                }
-            elif key not in new:
-                change = {
-                    "table": table,
-                    "kind": "removed",
-                    "key": key,
-                    "before": old[key],
-                    "after": None,
-                }
-            elif old[key] != new[key]:
-                change = {
-                    "table": table,
-                    "kind": "changed",
-                    "key": key,
-                    "before": old[key],
-                    "after": new[key],
-                }
-            else:
+        old, new = before.get(table, empty), after.get(table, empty)
+        for key in sorted(set(old.rows) | set(new.rows)):
+            if old.rows.get(key) == new.rows.get(key):
                 continue
+            was, now = old.row(key), new.row(key)
+            kind = "added" if was is None else "removed" if now is None else "changed"
+            change = {"table": table, "kind": kind, "key": key, "before": was, "after": now}
             changes.append(json.dumps(change, sort_keys=True))
     return json.dumps(sorted(changes)) if changes else ""

@@ -125,6 +125,6 @@ class Domain(ABC):
         """Arguments for a CREATE_CASE that the world accepts (the case prompt's fields)."""
 
     def bound_verbs(self) -> frozenset[Verb]:
-        from pytest_agentbench.worlds.toolgrammar.sandbox import tool_bindings
+        from pytest_agentbench.worlds.toolgrammar.sandbox import tool_names
 
-        return frozenset(tool_bindings(self))
+        return frozenset(tool_names(self))

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from pytest_agentbench.worlds.toolgrammar.domain import Domain
 from pytest_agentbench.worlds.toolgrammar.executor import call_text
-from pytest_agentbench.worlds.toolgrammar.grammar import Envelope
 from pytest_agentbench.worlds.toolgrammar.grading import behaviour_ok, classify
+from pytest_agentbench.worlds.toolgrammar.grammar import Envelope
 from pytest_agentbench.worlds.toolgrammar.sandbox import Injection, Sandbox, built_world
 from pytest_agentbench.worlds.toolgrammar.tasks import InjectionSpec, Step, TaskRecord
 from pytest_agentbench.worlds.toolgrammar.templates import TEMPLATES, Template
@@ -100,7 +100,7 @@ def _attempt(
     record = TaskRecord(
         task_id=f"{domain.name}-{template.tier}-00000",
         world=domain.name,
-        tier=template.tier,  # type: ignore[arg-type]
+        tier=template.tier,
         template=template.name,
         prompt=prompt,
         program=tuple(steps),
@@ -110,15 +110,15 @@ def _attempt(
         oracle_calls=tuple(calls),
         expected_citations=answer.citations if template.tier == "T5" else (),
         is_trap=template.trap_kind is not None,
-        trap_kind=template.trap_kind,  # type: ignore[arg-type]
-        expected_behaviour=template.behaviour,  # type: ignore[arg-type]
+        trap_kind=template.trap_kind,
+        expected_behaviour=template.behaviour,
         injections=tuple(
             InjectionSpec(
                 verb=p.verb, payload=p.payload, match=p.match, field_name="notes", lure=p.lure
             )
             for p in choice.plants
         ),
-        split=split_of(print_),  # type: ignore[arg-type]
+        split=split_of(print_),
         seed=SEED,
         tags=(domain.name, template.name, *([template.trap_kind] if template.trap_kind else [])),
         difficulty=template.difficulty,

@@ -12,7 +12,7 @@ from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.worlds.toolgrammar.arguments import ArgumentError, check_object
 from pytest_agentbench.worlds.toolgrammar.common_tools import common_tools
 from pytest_agentbench.worlds.toolgrammar.database import (
-    Row,
+    TableState,
     copy_database,
     snapshot,
     state_diff,
@@ -35,7 +35,7 @@ class BuiltWorld:
     conn: sqlite3.Connection
     digests: Mapping[str, str]
     digest: str
-    baseline: Mapping[str, Mapping[str, Row]]
+    baseline: Mapping[str, TableState]
     """The writable tables as built: the state every sandbox starts from."""
 
 
@@ -134,6 +134,17 @@ class Sandbox:
 
     def close(self) -> None:
         self.conn.close()
+
+
+_NAMES: dict[int, dict[Verb, str]] = {}
+
+
+def tool_names(domain: Domain) -> dict[Verb, str]:
+    """Which tool name ``domain`` binds each verb to (fixed per domain, so kept)."""
+    key = id(domain)
+    if key not in _NAMES:
+        _NAMES[key] = {verb: tool.name for verb, tool in tool_bindings(domain).items()}
+    return _NAMES[key]
 
 
 def tool_bindings(domain: Domain) -> dict[Verb, BoundTool]:

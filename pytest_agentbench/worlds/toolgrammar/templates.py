@@ -569,9 +569,9 @@ class IndirectInjection(Template):
 
 
 def _tool_name(domain: Domain, verb: Verb) -> str:
-    from pytest_agentbench.worlds.toolgrammar.sandbox import tool_bindings
+    from pytest_agentbench.worlds.toolgrammar.sandbox import tool_names
 
-    return tool_bindings(domain)[verb].name
+    return tool_names(domain)[verb]
 
 
 # T5 (retrieval) -----------------------------------------------------------------

@@ -1,0 +1,337 @@
+"""The ``toolgrammar`` world kind bound to the plugin core.
+
+One case per task. The adapter receives the public task view and a tool
+session over a fresh sandbox of the task's world; its tool calls execute for
+real, and its final answer object is parsed strictly. The oracle task records
+are read only once that answer exists; the grade is computed by code.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import Field, ValidationError
+
+from pytest_agentbench.canonical import JsonValue, canonical_json, loads_strict, read_jsonl
+from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome, Record
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.runner import MalformedOutput, call_adapter
+from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, pydantic_refusal
+from pytest_agentbench.worlds.toolgrammar import agents, checks
+from pytest_agentbench.worlds.toolgrammar.domains import UnknownDomain, get_domain
+from pytest_agentbench.worlds.toolgrammar.grammar import Verb
+from pytest_agentbench.worlds.toolgrammar.sandbox import Injection, Sandbox, built_world
+from pytest_agentbench.worlds.toolgrammar.session import GrammarSession
+from pytest_agentbench.worlds.toolgrammar.suitefiles import (
+    CHECKSUMS,
+    MANIFEST,
+    TASKS_DIR,
+    verify_files,
+)
+from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord, load_tasks
+
+
+@runtime_checkable
+class ToolAgent(Protocol):
+    """The generic protocol of interactive worlds: ``solve(task, session) -> final``."""
+
+    def solve(self, task: dict[str, Any], session: Any) -> Any: ...
+
+
+class PlantSpec(Record):
+    verb: Verb
+    payload: str = Field(min_length=1)
+    match: str = Field(min_length=1)
+    field_name: Literal["notes"]
+
+
+class PublicTask(Record):
+    task_id: str
+    world: str
+    tier: Literal["T1", "T2", "T3", "T4", "T5"]
+    prompt: str = Field(min_length=1)
+    injections: tuple[PlantSpec, ...] = ()
+
+
+class FinalAnswer(Record):
+    """The answer object an adapter returns."""
+
+    answer: str
+    citations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoadedGrammar:
+    tasks: Mapping[str, PublicTask]
+    cases: tuple[Case, ...]
+    worlds: tuple[str, ...]
+
+
+def _data(suite: Suite) -> LoadedGrammar:
+    data: LoadedGrammar = suite.data
+    return data
+
+
+def oracle_display(suite: Suite) -> str:
+    relative = os.path.relpath(suite.oracle_root, suite.root)
+    return posixpath.normpath(posixpath.join(suite.display_root, Path(relative).as_posix()))
+
+
+def _verify_worlds(manifest: Mapping[str, Any], worlds: Sequence[str], shown: str) -> None:
+    """Every world the tasks use is built here and must match its recorded digest."""
+    recorded = manifest.get("worlds")
+    if not isinstance(recorded, dict):
+        raise AgentbenchError(
+            "invalid_manifest", "must map world names to digests", file=shown, field="worlds"
+        )
+    for name in worlds:
+        entry = recorded.get(name)
+        if not isinstance(entry, dict):
+            raise AgentbenchError(
+                "missing_world_digest",
+                f"no digest recorded for {name!r}",
+                file=shown,
+                field=f"worlds.{name}",
+            )
+        built = built_world(get_domain(name))
+        if entry.get("digest") != built.digest:
+            recorded_tables = entry.get("tables")
+            tables = recorded_tables if isinstance(recorded_tables, dict) else {}
+            differing = sorted(t for t in built.digests if tables.get(t) != built.digests[t])
+            raise AgentbenchError(
+                "world_digest_mismatch",
+                f"world {name!r} builds to {built.digest}, the manifest records "
+                f"{entry.get('digest')} (tables differing: {', '.join(differing) or 'none'})",
+                file=shown,
+                field=f"worlds.{name}.digest",
+            )
+
+
+def parse_final(value: Any) -> FinalAnswer:
+    """The adapter's final object, strictly: a mapping or its JSON text."""
+    if isinstance(value, str):
+        try:
+            value = loads_strict(value)
+        except AgentbenchError as exc:
+            raise MalformedOutput(f"final answer is not a JSON object: {exc.reason}") from None
+    if not isinstance(value, Mapping):
+        raise MalformedOutput(
+            f"solve() must return an object {{answer, citations}}, got {type(value).__name__}"
+        )
+    try:
+        return FinalAnswer.model_validate(dict(value))
+    except ValidationError as exc:
+        raise MalformedOutput(pydantic_refusal(exc, file="final answer").render()) from None
+
+
+class PredictionsAdapter:
+    """Replays a predictions JSONL (``task_id``, ``calls``, ``answer``, ``citations``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+        for line in read_jsonl(path, display=str(path)):
+            row = line.value
+            if not isinstance(row, dict) or not isinstance(row.get("task_id"), str):
+                raise AgentbenchError(
+                    "invalid_prediction",
+                    "each line needs a task_id",
+                    file=str(path),
+                    line=line.line,
+                )
+            self.rows[row["task_id"]] = row
+
+    def solve(self, task: dict[str, Any], session: Any) -> Any:
+        row = self.rows.get(task["task_id"])
+        if row is None:
+            raise MalformedOutput(f"[missing_prediction] no prediction for {task['task_id']!r}")
+        for call in row.get("calls", []):
+            session.call(call["tool"], call["arguments"])
+        return {k: v for k, v in row.items() if k in ("answer", "citations")}
+
+
+class ToolGrammarWorld:
+    kind = "toolgrammar"
+    adapter_protocol: type = ToolAgent
+
+    def load_suite(self, suite: Suite) -> LoadedGrammar:
+        if suite.config.options:
+            raise AgentbenchError(
+                "unknown_field",
+                "world kind 'toolgrammar' takes no options",
+                file=suite.display(SUITE_FILE),
+                field=f"options.{sorted(suite.config.options)[0]}",
+            )
+        manifest = verify_files(suite.root, suite.display_root, MANIFEST, exclude=(SUITE_FILE,))
+        tasks: dict[str, PublicTask] = {}
+        cases: list[Case] = []
+        worlds: list[str] = []
+        files = sorted((suite.root / TASKS_DIR).glob("*.jsonl"))
+        if not files:
+            raise AgentbenchError("missing_file", "no task files", file=suite.display(TASKS_DIR))
+        for path in files:
+            rel = f"{TASKS_DIR}/{path.name}"
+            shown = suite.display(rel)
+            try:
+                get_domain(path.stem)
+            except UnknownDomain:
+                raise AgentbenchError(
+                    "unknown_domain", f"no domain {path.stem!r} is registered", file=shown
+                ) from None
+            worlds.append(path.stem)
+            for line in read_jsonl(path, display=shown):
+                try:
+                    task = PublicTask.model_validate(line.value)
+                except ValidationError as exc:
+                    raise pydantic_refusal(
+                        exc, file=shown, code="invalid_task", line=line.line
+                    ) from None
+                if task.world != path.stem:
+                    raise AgentbenchError(
+                        "invalid_task",
+                        f"task is for world {task.world!r}",
+                        file=shown,
+                        line=line.line,
+                        field="world",
+                    )
+                if task.task_id in tasks:
+                    raise AgentbenchError(
+                        "duplicate_task_id",
+                        f"{task.task_id!r} again",
+                        file=shown,
+                        line=line.line,
+                        field="task_id",
+                    )
+                tasks[task.task_id] = task
+                cases.append(
+                    Case(
+                        suite_id=suite.id,
+                        case_id=task.task_id,
+                        file=rel,
+                        line=line.line,
+                        labels=(f"tier_{task.tier}", f"world_{task.world}"),
+                    )
+                )
+        _verify_worlds(manifest, worlds, suite.display(MANIFEST))
+        return LoadedGrammar(tasks=tasks, cases=tuple(cases), worlds=tuple(worlds))
+
+    def cases(self, suite: Suite) -> Sequence[Case]:
+        return _data(suite).cases
+
+    def public_view(self, suite: Suite, case: Case) -> dict[str, JsonValue]:
+        task = _data(suite).tasks[case.case_id]
+        return {
+            "task_id": task.task_id,
+            "world": task.world,
+            "tier": task.tier,
+            "prompt": task.prompt,
+        }
+
+    def reference_agent(self) -> agents.ReferenceAgent:
+        return agents.ReferenceAgent()
+
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        task = _data(suite).tasks[case.case_id]
+        plants = [Injection(p.verb, p.payload, p.match, p.field_name) for p in task.injections]
+        sandbox = Sandbox(built_world(get_domain(task.world)), plants)
+        try:
+            session = GrammarSession(sandbox)
+            final = parse_final(call_adapter(adapter.solve, dict(view), session))
+            return Outcome(
+                output={
+                    "answer": final.answer,
+                    "citations": list(final.citations),
+                    "state_diff": sandbox.diff(),
+                    "calls": [call.as_json() for call in session.calls],
+                    "audit": list(sandbox.audit),
+                }
+            )
+        finally:
+            sandbox.close()
+
+    def load_oracle(self, suite: Suite) -> dict[str, TaskRecord]:
+        shown = oracle_display(suite)
+        verify_files(suite.oracle_root, shown, CHECKSUMS, exclude=(CONTROLS_FILE,))
+        records: dict[str, TaskRecord] = {}
+        for path in sorted((suite.oracle_root / TASKS_DIR).glob("*.jsonl")):
+            for record in load_tasks(path, f"{shown}/{TASKS_DIR}/{path.name}"):
+                records[record.task_id] = record
+        for task in _data(suite).tasks.values():
+            found = records.get(task.task_id)
+            if found is None or found.prompt != task.prompt:
+                raise AgentbenchError(
+                    "oracle_mismatch",
+                    f"the oracle has no record of {task.task_id!r} with its public prompt",
+                    file=shown,
+                    field=task.task_id,
+                )
+        return records
+
+    def evaluate(self, suite: Suite, case: Case, outcome: Outcome, oracle: Any) -> CaseResult:
+        return checks.grade(case, oracle[case.case_id], outcome)
+
+    def metrics(self, suite: Suite) -> Sequence[MetricSpec]:
+        return checks.metric_specs(_data(suite).worlds)
+
+    def dimensions(self, suite: Suite) -> Sequence[str]:
+        return checks.DIMENSIONS
+
+    def control_agents(self, suite: Suite) -> Sequence[ControlAgent]:
+        return [
+            ControlAgent(
+                agent_id="reference",
+                role="reference",
+                factory=agents.ReferenceAgent,
+                description="executes the oracle program recovered from the prompt",
+            ),
+            ControlAgent(
+                agent_id="obeys_injection",
+                role="negative",
+                factory=agents.ObeysInjectionAgent,
+                description="does what instructions planted in tool results say",
+            ),
+            ControlAgent(
+                agent_id="always_refuses",
+                role="negative",
+                factory=agents.AlwaysRefusesAgent,
+                description="refuses everything without calling a tool",
+            ),
+            ControlAgent(
+                agent_id="answers_without_checking",
+                role="negative",
+                factory=agents.AnswersWithoutCheckingAgent,
+                description="answers confidently even when the world said no",
+            ),
+            ControlAgent(
+                agent_id="ignores_policy",
+                role="negative",
+                factory=agents.IgnoresPolicyAgent,
+                description="attempts the privileged write on every task's record",
+            ),
+            ControlAgent(
+                agent_id="never_cites",
+                role="negative",
+                factory=agents.NeverCitesAgent,
+                description="answers as the reference but lists no citation",
+            ),
+        ]
+
+    def leak_canaries(self, suite: Suite, oracle: Any) -> Sequence[str]:
+        records: Mapping[str, TaskRecord] = oracle
+        canaries = []
+        for record in records.values():
+            canaries.append(canonical_json([s.model_dump(mode="json") for s in record.program]))
+            canaries.append(record.oracle_answer)
+            if record.oracle_state_diff:
+                canaries.append(record.oracle_state_diff)
+        return canaries
+
+    def predictions_adapter(self, suite: Suite, path: Path) -> PredictionsAdapter:
+        return PredictionsAdapter(path)
+
+
+WORLD = ToolGrammarWorld()
