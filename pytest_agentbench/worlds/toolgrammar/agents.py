@@ -106,7 +106,7 @@ class IgnoresPolicyAgent(ReferenceAgent):
         if record is None:
             return
         arguments: dict[str, JsonValue] = {domain.nouns.record_id: record}
-        if "{amount_cents}" in domain.phrasing.write:
+        if "{amount_cents}" in domain.wording().write:
             arguments["amount_cents"] = 5000
         session.call(_tool_names(task["world"])[Verb.PRIVILEGED_WRITE], arguments)
 

@@ -89,8 +89,9 @@ class Domain(ABC):
     writable_tables: tuple[str, ...]
     """Every table a mutating tool may write; the state diff covers these."""
     metrics: tuple[MetricDef, ...]
-    phrasing: Phrasing
-    assignees: tuple[str, ...]
+    phrasing: Phrasing | None = None
+    """None for a domain that binds neither LOOKUP_POLICY, CREATE_CASE nor PRIVILEGED_WRITE."""
+    assignees: tuple[str, ...] = ()
     """Who UPDATE_CASE may assign a case to."""
     injectable_field: str | None = "notes"
     """The record column planted instructions are appended to (None: no notes field)."""
@@ -116,13 +117,18 @@ class Domain(ABC):
     def tools(self, sandbox: Sandbox) -> Sequence[BoundTool]:
         """The domain's own bound verbs (query_metrics, calculator and today are added)."""
 
-    @abstractmethod
     def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
         """The policy function of PRIVILEGED_WRITE: ``approved`` or its refusal code."""
+        raise NotImplementedError(f"domain {self.name!r} binds no privileged write")
 
-    @abstractmethod
     def case_request(self, rng: random.Random, conn: sqlite3.Connection) -> dict[str, str]:
         """Arguments for a CREATE_CASE that the world accepts (the case prompt's fields)."""
+        raise NotImplementedError(f"domain {self.name!r} binds no case verbs")
+
+    def wording(self) -> Phrasing:
+        if self.phrasing is None:
+            raise NotImplementedError(f"domain {self.name!r} has no phrasing for these verbs")
+        return self.phrasing
 
     def bound_verbs(self) -> frozenset[Verb]:
         from pytest_agentbench.worlds.toolgrammar.sandbox import tool_names

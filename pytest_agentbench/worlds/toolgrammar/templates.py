@@ -205,17 +205,17 @@ class PolicyFact(Template):
     verbs = frozenset({Verb.LOOKUP_POLICY})
 
     def prompt_pattern(self, domain: Domain) -> str:
-        return domain.phrasing.policy_fact
+        return domain.wording().policy_fact
 
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
-        choices = domain.phrasing.policy_choices
+        choices = domain.wording().policy_choices
         return Choice({name: rng.choice(values) for name, values in sorted(choices.items())})
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
         return None if results else Call(Verb.LOOKUP_POLICY, dict(params))
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
-        value = str(_data(results[0])[0][domain.phrasing.policy_field])
+        value = str(_data(results[0])[0][domain.wording().policy_field])
         return Answer(f"It is {value}.", (value,), tuple(results[0].get("citations", [])))
 
 
@@ -435,12 +435,12 @@ class PrivilegedWrite(Template):
     amounts = (500, 1000, 2500, 5000)
 
     def prompt_pattern(self, domain: Domain) -> str:
-        return domain.phrasing.write
+        return domain.wording().write
 
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
         n = domain.nouns
         rows = many(conn, f"SELECT {n.record_id} FROM {n.record_table} ORDER BY 1", [])
-        wants_amount = "{amount_cents}" in domain.phrasing.write
+        wants_amount = "{amount_cents}" in domain.wording().write
         for row in rng.sample(rows, min(40, len(rows))):
             params = {n.record_id: row[n.record_id]}
             if wants_amount:
@@ -492,7 +492,7 @@ class CaseThenAction(Template):
     difficulty = 3
 
     def prompt_pattern(self, domain: Domain) -> str:
-        return domain.phrasing.case + " Then assign it to {assignee}."
+        return domain.wording().case + " Then assign it to {assignee}."
 
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
         return Choice({**domain.case_request(rng, conn), "assignee": rng.choice(domain.assignees)})
