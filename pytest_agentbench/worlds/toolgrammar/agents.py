@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_agentbench.canonical import JsonValue
+from pytest_agentbench.tools import ToolCallError
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grading import classify
 from pytest_agentbench.worlds.toolgrammar.grammar import Envelope, Verb
@@ -78,7 +79,10 @@ class ObeysInjectionAgent(ReferenceAgent):
                     arguments = json.loads(found["arguments"])
                 except ValueError:
                     continue
-                session.call(found["tool"], arguments)
+                try:
+                    session.call(found["tool"], arguments)
+                except ToolCallError:
+                    continue
 
 
 class AlwaysRefusesAgent:

@@ -30,7 +30,9 @@ def domain_problems(domain: Domain) -> list[str]:
         if (verb is Verb.PRIVILEGED_WRITE) != tool.privileged:
             problems.append(f"{tool.name}: only PRIVILEGED_WRITE is privileged")
         if tool.mutating and verb not in (
-            Verb.CREATE_CASE, Verb.UPDATE_CASE, Verb.PRIVILEGED_WRITE
+            Verb.CREATE_CASE,
+            Verb.UPDATE_CASE,
+            Verb.PRIVILEGED_WRITE,
         ):
             problems.append(f"{tool.name}: {verb.value} must not mutate")
     tables = set(first.digests)
@@ -40,9 +42,7 @@ def domain_problems(domain: Domain) -> list[str]:
     for table in tables:
         columns = [row[1] for row in first.conn.execute(f"PRAGMA table_info({table})")]
         (rows,) = first.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
-        (keys,) = first.conn.execute(
-            f"SELECT COUNT(DISTINCT {columns[0]}) FROM {table}"
-        ).fetchone()
+        (keys,) = first.conn.execute(f"SELECT COUNT(DISTINCT {columns[0]}) FROM {table}").fetchone()
         if rows != keys:
             problems.append(f"table {table!r}: first column is not a unique key")
     return problems

@@ -7,7 +7,7 @@ from typing import Any
 
 from pytest_agentbench.worlds.toolgrammar.database import Row
 
-DATE_PATTERN = r"\d{4}-\d{2}-\d{2}"
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 
 
 def one(conn: sqlite3.Connection, table: str, key: str, value: Any) -> Row | None:

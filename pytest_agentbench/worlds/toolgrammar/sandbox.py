@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.worlds.toolgrammar.arguments import ArgumentError, check_object
+from pytest_agentbench.tools.schema import SchemaViolation, compile_schema
 from pytest_agentbench.worlds.toolgrammar.common_tools import common_tools
 from pytest_agentbench.worlds.toolgrammar.database import (
     TableState,
@@ -75,6 +75,9 @@ class Injection:
     field_name: str
 
 
+_CHECKS: dict[tuple[int, str], Callable[[Any, tuple[int | str, ...]], None]] = {}
+
+
 class Sandbox:
     """A fresh copy of a built world for one task, executing tool calls for real."""
 
@@ -120,10 +123,15 @@ class Sandbox:
         tool = self.tools.get(name)
         if tool is None:
             return fail("unknown_tool", f"no tool named {name!r}")
+        if not isinstance(arguments, dict):
+            return fail("invalid_arguments", "arguments must be an object")
+        check = _CHECKS.get((id(self.domain), name))
+        if check is None:
+            check = _CHECKS[(id(self.domain), name)] = compile_schema(tool.parameters)
         try:
-            check_object(tool.parameters, arguments)
-        except ArgumentError as exc:
-            return fail("invalid_arguments", str(exc))
+            check(arguments, ())
+        except SchemaViolation as exc:
+            return fail("invalid_arguments", exc.render())
         return tool.handler(dict(arguments))
 
     def diff(self) -> str:

@@ -1,59 +1,48 @@
-"""The tool session a task's adapter receives, over the task's sandbox."""
+"""The tool session a task's adapter receives: the world's bound verbs as ToolSpecs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+import functools
 
-from pytest_agentbench.canonical import JsonValue, loads_strict
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool, Envelope
+from pytest_agentbench.tools import Budget, ToolSession, ToolSpec
+from pytest_agentbench.worlds.toolgrammar.grammar import CALL_BUDGET
 from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
 
-
-@dataclass(frozen=True)
-class CallRecord:
-    tool: str
-    arguments: JsonValue
-    ok: bool
-    error_code: str | None
-
-    def as_json(self) -> dict[str, JsonValue]:
-        return {
-            "tool": self.tool,
-            "arguments": self.arguments,
-            "ok": self.ok,
-            "error_code": self.error_code,
-        }
+BUDGET = Budget(max_calls=CALL_BUDGET)
 
 
-class GrammarSession:
-    """``tools``, ``call(name, arguments)`` and the record of every call made."""
+_SPECS: dict[int, list[ToolSpec]] = {}
 
-    def __init__(self, sandbox: Sandbox) -> None:
-        self.sandbox = sandbox
-        self.tools: list[BoundTool] = list(sandbox.tools.values())
-        self.calls: list[CallRecord] = []
 
-    def call(self, name: str, arguments: Mapping[str, Any] | str) -> Envelope:
-        if isinstance(arguments, str):
-            try:
-                parsed = loads_strict(arguments)
-            except AgentbenchError as exc:
-                parsed = None
-                result: Envelope = {
-                    "ok": False,
-                    "error": exc.reason,
-                    "error_code": "invalid_arguments",
-                }
-            else:
-                result = self.sandbox.invoke(name, parsed)
-        else:
-            parsed = dict(arguments)
-            result = self.sandbox.invoke(name, parsed)
-        code = result.get("error_code")
-        self.calls.append(
-            CallRecord(name, parsed, bool(result["ok"]), code if isinstance(code, str) else None)
-        )
-        return result
+def _declared(sandbox: Sandbox) -> list[ToolSpec]:
+    """The domain's specs, validated once per process (a schema never changes per task)."""
+    key = id(sandbox.domain)
+    if key not in _SPECS:
+        _SPECS[key] = [
+            ToolSpec(
+                name=tool.name,
+                description=tool.description,
+                parameters=tool.parameters,
+                mutating=tool.mutating,
+                privileged=tool.privileged,
+                handler=_unbound,
+            )
+            for tool in sandbox.tools.values()
+        ]
+    return _SPECS[key]
+
+
+def _unbound(arguments: dict[str, object]) -> object:
+    raise AssertionError("a declared spec is only a template: bind it to a sandbox")
+
+
+def tool_specs(sandbox: Sandbox) -> list[ToolSpec]:
+    """Every bound tool of the sandbox's world, its handler executing in that sandbox."""
+    return [
+        spec.model_copy(update={"handler": functools.partial(sandbox.invoke, spec.name)})
+        for spec in _declared(sandbox)
+    ]
+
+
+def open_session(sandbox: Sandbox, task_id: str) -> ToolSession:
+    return ToolSession(tool_specs(sandbox), BUDGET, context={"task_id": task_id})

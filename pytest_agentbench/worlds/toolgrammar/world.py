@@ -13,20 +13,22 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
 from pytest_agentbench.canonical import JsonValue, canonical_json, loads_strict, read_jsonl
 from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome, Record
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import MalformedOutput, call_adapter
+from pytest_agentbench.runner import MalformedOutput
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, pydantic_refusal
+from pytest_agentbench.tools import ToolAgent, ToolSession, solve_with_session
+from pytest_agentbench.tools import parse_final as parse_strictly
 from pytest_agentbench.worlds.toolgrammar import agents, checks
 from pytest_agentbench.worlds.toolgrammar.domains import UnknownDomain, get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
 from pytest_agentbench.worlds.toolgrammar.sandbox import Injection, Sandbox, built_world
-from pytest_agentbench.worlds.toolgrammar.session import GrammarSession
+from pytest_agentbench.worlds.toolgrammar.session import open_session
 from pytest_agentbench.worlds.toolgrammar.suitefiles import (
     CHECKSUMS,
     MANIFEST,
@@ -34,13 +36,6 @@ from pytest_agentbench.worlds.toolgrammar.suitefiles import (
     verify_files,
 )
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord, load_tasks
-
-
-@runtime_checkable
-class ToolAgent(Protocol):
-    """The generic protocol of interactive worlds: ``solve(task, session) -> final``."""
-
-    def solve(self, task: dict[str, Any], session: Any) -> Any: ...
 
 
 class PlantSpec(Record):
@@ -62,7 +57,7 @@ class FinalAnswer(Record):
     """The answer object an adapter returns."""
 
     answer: str
-    citations: tuple[str, ...] = ()
+    citations: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -114,19 +109,26 @@ def _verify_worlds(manifest: Mapping[str, Any], worlds: Sequence[str], shown: st
 
 def parse_final(value: Any) -> FinalAnswer:
     """The adapter's final object, strictly: a mapping or its JSON text."""
-    if isinstance(value, str):
-        try:
-            value = loads_strict(value)
-        except AgentbenchError as exc:
-            raise MalformedOutput(f"final answer is not a JSON object: {exc.reason}") from None
-    if not isinstance(value, Mapping):
-        raise MalformedOutput(
-            f"solve() must return an object {{answer, citations}}, got {type(value).__name__}"
+    return parse_strictly(value, FinalAnswer)
+
+
+def calls_json(session: ToolSession) -> list[dict[str, JsonValue]]:
+    """Every call the adapter attempted, refused ones included, as graded and pinned."""
+    calls: list[dict[str, JsonValue]] = []
+    for call in session.calls:
+        result = None if call.result_json is None else loads_strict(call.result_json)
+        refused = result.get("error_code") if isinstance(result, dict) else None
+        calls.append(
+            {
+                "tool": call.name,
+                "arguments": None
+                if call.arguments_json is None
+                else loads_strict(call.arguments_json),
+                "ok": isinstance(result, dict) and result.get("ok") is True,
+                "error": call.error or refused,
+            }
         )
-    try:
-        return FinalAnswer.model_validate(dict(value))
-    except ValidationError as exc:
-        raise MalformedOutput(pydantic_refusal(exc, file="final answer").render()) from None
+    return calls
 
 
 class PredictionsAdapter:
@@ -239,17 +241,19 @@ class ToolGrammarWorld:
         plants = [Injection(p.verb, p.payload, p.match, p.field_name) for p in task.injections]
         sandbox = Sandbox(built_world(get_domain(task.world)), plants)
         try:
-            session = GrammarSession(sandbox)
-            final = parse_final(call_adapter(adapter.solve, dict(view), session))
-            return Outcome(
-                output={
+            session = open_session(sandbox, task.task_id)
+
+            def accept(raw: Any) -> JsonValue:
+                final = parse_final(raw)
+                return {
                     "answer": final.answer,
                     "citations": list(final.citations),
                     "state_diff": sandbox.diff(),
-                    "calls": [call.as_json() for call in session.calls],
+                    "calls": calls_json(session),
                     "audit": list(sandbox.audit),
                 }
-            )
+
+            return solve_with_session(adapter, dict(view), session, accept)
         finally:
             sandbox.close()
 
