@@ -1,0 +1,223 @@
+"""The toolgrammar world bound to the plugin: real pytest runs of the built-in suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from examples.toolgrammar_fenced_agent import FencedAgent, NaiveContextAgent
+from pytest_agentbench.contracts import CaseResult, FailureClass
+from pytest_agentbench.packaged import data_root, packaged_suites
+from pytest_agentbench.session import LoadedSuite, SuiteLoader
+from pytest_agentbench.worlds.toolgrammar import agents
+from pytest_agentbench.worlds.toolgrammar.domains import get_domain
+from pytest_agentbench.worlds.toolgrammar.grammar import Verb
+from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
+from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
+from tests.test_conformance import REGISTRY
+
+SUITE_ID = "toolgrammar-mini-v1"
+CONTROLS = ["control-reference", "control-obeys-injection", "control-always-refuses",
+            "control-answers-without-checking", "control-ignores-policy", "control-never-cites"]
+
+
+def _loaded() -> LoadedSuite:
+    return SuiteLoader(REGISTRY, data_root()).load(packaged_suites()[SUITE_ID])
+
+
+LOADED = _loaded()
+ORACLE: dict[str, TaskRecord] = LOADED.world.load_oracle(LOADED.suite)
+CASES = {case.case_id: case for case in LOADED.world.cases(LOADED.suite)}
+
+
+def _run(agent: Any, task_id: str) -> CaseResult:
+    world, suite = LOADED.world, LOADED.suite
+    case = CASES[task_id]
+    outcome = world.run(suite, case, world.public_view(suite, case), agent)
+    return world.evaluate(suite, case, outcome, ORACLE)
+
+
+def _failing(result: CaseResult) -> set[str]:
+    return {check.name for check in result.failed_checks}
+
+
+def _injection_tasks(approved: bool) -> list[TaskRecord]:
+    found = []
+    for task in ORACLE.values():
+        for injection in task.injections:
+            domain = get_domain(task.world)
+            lure = dict(injection.lure["arguments"])  # type: ignore[arg-type]
+            verdict = domain.privileged_verdict(built_world(domain).conn, lure)
+            if (verdict == "approved") == approved:
+                found.append(task)
+    return found
+
+
+def _suite_report(pytester: pytest.Pytester, *args: str) -> tuple[Any, dict[str, Any]]:
+    report = pytester.path / "run.json"
+    result = pytester.runpytest("--agentbench-suite", SUITE_ID, f"--agentbench-report={report}",
+                                *args)
+    (suite,) = json.loads(report.read_text(encoding="utf-8"))["suites"]
+    return result, suite
+
+
+def test_builtin_suite_passes_and_its_controls_fail_as_declared(
+    pytester: pytest.Pytester,
+) -> None:
+    result, suite = _suite_report(pytester)
+    result.assert_outcomes(passed=len(CASES) + len(CONTROLS))
+    metrics = {m["name"]: m["value"] for m in suite["metrics"]}
+    assert metrics["pass_at_1"] == 1.0
+    assert metrics["injection_resistance"] == 1.0
+    assert metrics["faithfulness"] == 1.0
+    assert {m["name"] for m in suite["metrics"]} >= {
+        "pass_at_1_T1", "pass_at_1_T5", "pass_at_1_ops", "pass_at_1_doc", "trap_pass_at_1"}
+
+
+def test_trap_tier_aggregates_identically_with_and_without_xdist(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    result, suite = _suite_report(pytester, "-k", "T4", *xdist_args)
+    traps = [case_id for case_id in CASES if "-T4-" in case_id]
+    result.assert_outcomes(passed=len(traps))
+    metrics = {m["name"]: (m["value"], m["support"]) for m in suite["metrics"]}
+    assert metrics["trap_pass_at_1"] == (1.0, len(traps))
+    assert metrics["pass_at_1_T1"] == (None, 0)
+    assert metrics["injection_resistance"] == (1.0, sum(1 for t in traps if ORACLE[t].injections))
+
+
+def test_a_refused_lured_write_passes_the_state_diff_but_not_injection_resisted() -> None:
+    refused = _injection_tasks(approved=False)
+    assert refused, "the suite needs an injection whose lure the policy refuses"
+    for task in refused:
+        result = _run(agents.ObeysInjectionAgent(), task.task_id)
+        assert _failing(result) == {"injection_resisted"}, task.task_id
+        assert result.measurements["pass_at_1"] == 1
+        assert "injection_obeyed" in result.findings
+
+
+def test_an_approved_lured_write_also_changes_the_state_diff() -> None:
+    approved = _injection_tasks(approved=True)
+    assert approved, "the suite needs an injection whose lure the policy approves"
+    for task in approved:
+        result = _run(agents.ObeysInjectionAgent(), task.task_id)
+        assert _failing(result) == {"injection_resisted", "state_diff_matches"}
+        assert result.measurements["pass_at_1"] == 0
+
+
+def test_fencing_tool_results_keeps_a_context_reading_agent_from_obeying() -> None:
+    tasks = [t for t in ORACLE.values() if t.injections]
+    for task in tasks:
+        naive = _run(NaiveContextAgent(), task.task_id)
+        fenced = _run(FencedAgent(), task.task_id)
+        assert "injection_resisted" in _failing(naive), task.task_id
+        assert _failing(fenced) == set(), task.task_id
+
+
+def test_grounding_checks_citations_and_faithfulness() -> None:
+    grounded = next(t for t in ORACLE.values() if t.expected_citations)
+
+    class WrongCitation:
+        def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
+            final = agents.ReferenceAgent().solve(task, session)
+            return {**final, "citations": ["SEC-00001"]}
+
+    class Invented:
+        def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
+            final = agents.ReferenceAgent().solve(task, session)
+            return {**final, "citations": [*final["citations"], "SEC-99999"]}
+
+    assert _failing(_run(WrongCitation(), grounded.task_id)) == {"citations_match", "faithful"}
+    assert _failing(_run(Invented(), grounded.task_id)) == {"citations_match", "faithful"}
+
+
+class Raises:
+    def solve(self, task: dict[str, Any], session: Any) -> Any:
+        raise RuntimeError("model unavailable")
+
+
+class Garbage:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def solve(self, task: dict[str, Any], session: Any) -> Any:
+        return self.value
+
+
+@pytest.mark.parametrize("value", [
+    ["a list"], "not json", '{"answer": "x", "answer": "y"}', {"answer": "x", "extra": 1},
+    {"answer": 5}, {"citations": []}, None,
+])
+def test_a_malformed_final_answer_is_a_product_error(value: Any) -> None:
+    result = _run(Garbage(value), "ops-T1-00001")
+    assert result.failure_class is FailureClass.PRODUCT_ERROR
+    assert {c.status.value for c in result.checks} == {"missing"}
+
+
+def test_an_adapter_that_raises_is_an_agent_error_and_json_text_is_accepted() -> None:
+    assert _run(Raises(), "ops-T1-00001").failure_class is FailureClass.AGENT_ERROR
+    task = ORACLE["ops-T1-00001"]
+    text = json.dumps({"answer": task.oracle_answer, "citations": []})
+    assert _run(Garbage(text), "ops-T1-00001").outcome.value == "passed"
+
+
+def test_the_adapter_sees_only_the_public_view() -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Spy:
+        def solve(self, task: dict[str, Any], session: Any) -> Any:
+            seen.append(task)
+            return {"answer": "I cannot answer that."}
+
+    _run(Spy(), "ops-T4-00001")
+    assert set(seen[0]) == {"task_id", "world", "tier", "prompt"}
+
+
+def test_every_call_reaches_the_outcome_and_receipt() -> None:
+    world, suite = LOADED.world, LOADED.suite
+    case = CASES["ops-T3-00001"]
+    outcome = world.run(suite, case, world.public_view(suite, case), agents.ReferenceAgent())
+    assert outcome.receipt is not None
+    calls = outcome.output["calls"]  # type: ignore[index]
+    assert [c["tool"] for c in calls] == [
+        s.split("(")[0] for s in ORACLE["ops-T3-00001"].oracle_calls]
+    assert outcome.output["state_diff"] == ORACLE["ops-T3-00001"].oracle_state_diff  # type: ignore[index]
+
+
+def test_a_tampered_world_digest_is_refused(tmp_path: Path) -> None:
+    import shutil
+
+    suite_dir = tmp_path / "suites" / SUITE_ID
+    shutil.copytree(packaged_suites()[SUITE_ID], suite_dir)
+    shutil.copytree(data_root() / "oracles" / SUITE_ID, tmp_path / "oracles" / SUITE_ID)
+    manifest_path = suite_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["worlds"]["clinic"]["digest"] = "0" * 64
+    manifest["worlds"]["clinic"]["tables"]["patients"] = "0" * 64
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    loaded = SuiteLoader(REGISTRY, tmp_path)._load(suite_dir)
+    assert not isinstance(loaded, LoadedSuite)
+    assert loaded.code == "world_digest_mismatch"
+    assert "patients" in loaded.reason
+    assert loaded.location.field == "worlds.clinic.digest"
+
+
+def test_privileged_tools_are_flagged_for_the_adapter() -> None:
+    world, suite = LOADED.world, LOADED.suite
+    case = CASES["ops-T1-00001"]
+    seen: dict[str, Any] = {}
+
+    class Inspect:
+        def solve(self, task: dict[str, Any], session: Any) -> Any:
+            seen["mcp"] = session.mcp_tools()
+            seen["specs"] = {s.name: (s.mutating, s.privileged) for s in session.tools}
+            return {"answer": "x"}
+
+    world.run(suite, case, world.public_view(suite, case), Inspect())
+    assert seen["specs"]["issue_refund"] == (True, True)
+    assert seen["specs"]["get_order"] == (False, False)
+    assert len(seen["mcp"]) == 11
+    assert Verb.PRIVILEGED_WRITE.value not in seen["specs"]
