@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         builds: list[float] = []
         copies: list[float] = []
         for _ in range(args.repeats):
-            builds.append(_timed(lambda: build_world(domain)))
+            builds.append(_timed(lambda domain=domain: build_world(domain)))
             copies.append(statistics.median(
-                _timed(lambda: Sandbox(world).close()) for _ in range(50)))
+                _timed(lambda world=world: Sandbox(world).close()) for _ in range(50)))
         build, copy = statistics.median(builds), statistics.median(copies)
         ratio = copy / build
         missed |= ratio > SANDBOX_TARGET
@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         for case in cases:
             task = oracle[case.case_id]
             built = built_world(get_domain(task.world))
-            direct += _timed(lambda: execute(built, task.program, injections(task.injections)))
+            started = time.perf_counter()
+            execute(built, task.program, injections(task.injections))
+            direct += time.perf_counter() - started
             started = time.perf_counter()
             outcome = world.run(suite, case, views[case.case_id], ReferenceAgent())
             run += time.perf_counter() - started

@@ -334,6 +334,24 @@ class ToolGrammarWorld:
                 canaries.append(record.oracle_state_diff)
         return canaries
 
+    def task_schema(self) -> dict[str, JsonValue]:
+        """The published JSON Schema of the task view ``solve`` receives."""
+        return {
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string"},
+                "world": {"type": "string"},
+                "tier": {"type": "string", "enum": ["T1", "T2", "T3", "T4", "T5"]},
+                "prompt": {"type": "string"},
+            },
+            "required": ["task_id", "world", "tier", "prompt"],
+            "additionalProperties": False,
+        }
+
+    def final_schema(self) -> dict[str, JsonValue]:
+        """The published JSON Schema of the answer object ``solve`` returns."""
+        return FinalAnswer.model_json_schema()
+
     def predictions_adapter(self, suite: Suite, path: Path) -> PredictionsAdapter:
         return PredictionsAdapter(path)
 

@@ -221,3 +221,15 @@ def test_privileged_tools_are_flagged_for_the_adapter() -> None:
     assert seen["specs"]["get_order"] == (False, False)
     assert len(seen["mcp"]) == 11
     assert Verb.PRIVILEGED_WRITE.value not in seen["specs"]
+
+
+def test_the_task_view_and_final_answer_schemas_are_published() -> None:
+    import jsonschema
+
+    world = LOADED.world
+    view = world.public_view(LOADED.suite, CASES["doc-T5-00001"])
+    jsonschema.validate(view, world.task_schema())  # type: ignore[attr-defined]
+    final_schema = world.final_schema()  # type: ignore[attr-defined]
+    jsonschema.validate({"answer": "x", "citations": ["SEC-00001"]}, final_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"answer": "x", "extra": 1}, final_schema)
