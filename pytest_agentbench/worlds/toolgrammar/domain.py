@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.worlds.toolgrammar.database import connect
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool, Verb
 
 if TYPE_CHECKING:
@@ -97,8 +98,6 @@ class Domain(ABC):
     """The record column planted instructions are appended to (None: no notes field)."""
 
     def build(self) -> sqlite3.Connection:
-        from pytest_agentbench.worlds.toolgrammar.database import connect
-
         conn = connect()
         conn.executescript(self.schema())
         self.populate(conn, random.Random(self.seed))

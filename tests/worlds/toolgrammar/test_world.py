@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from examples.toolgrammar_fenced_agent import FencedAgent, NaiveContextAgent
+from pytest_agentbench.canonical import artifact_set_digest, tree_files
 from pytest_agentbench.contracts import CaseResult, FailureClass
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.packaged import data_root, packaged_suites
 from pytest_agentbench.session import LoadedSuite, SuiteLoader
 from pytest_agentbench.worlds.toolgrammar import agents
@@ -187,19 +190,97 @@ def test_every_call_reaches_the_outcome_and_receipt() -> None:
     assert outcome.output["state_diff"] == ORACLE["ops-T3-00001"].oracle_state_diff  # type: ignore[index]
 
 
-def test_a_tampered_world_digest_is_refused(tmp_path: Path) -> None:
-    import shutil
-
+def _copy(tmp_path: Path) -> Path:
     suite_dir = tmp_path / "suites" / SUITE_ID
     shutil.copytree(packaged_suites()[SUITE_ID], suite_dir)
     shutil.copytree(data_root() / "oracles" / SUITE_ID, tmp_path / "oracles" / SUITE_ID)
+    return suite_dir
+
+
+def _refusal(tmp_path: Path, suite_dir: Path) -> AgentbenchError:
+    loaded = SuiteLoader(REGISTRY, tmp_path)._load(suite_dir)
+    assert isinstance(loaded, AgentbenchError)
+    return loaded
+
+
+def _reseal(suite_dir: Path) -> None:
+    """Recompute the public artifact digest, as a careless editor of the files would."""
+    manifest_path = suite_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    files = tree_files(suite_dir, exclude=("suite.yaml", "manifest.json"))
+    manifest["artifact_set_digest"] = artifact_set_digest(
+        {rel: path.read_bytes() for rel, path in files.items()})
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_a_task_file_for_an_unregistered_domain_is_refused(tmp_path: Path) -> None:
+    suite_dir = _copy(tmp_path)
+    (suite_dir / "tasks" / "ops.jsonl").rename(suite_dir / "tasks" / "shop.jsonl")
+    _reseal(suite_dir)
+    refused = _refusal(tmp_path, suite_dir)
+    assert (refused.code, refused.location.file) == (
+        "unknown_domain", f"suites/{SUITE_ID}/tasks/shop.jsonl")
+
+
+def test_a_world_without_a_recorded_digest_is_refused(tmp_path: Path) -> None:
+    suite_dir = _copy(tmp_path)
+    manifest_path = suite_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    del manifest["worlds"]["doc"]
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    refused = _refusal(tmp_path, suite_dir)
+    assert (refused.code, refused.location.field) == ("missing_world_digest", "worlds.doc")
+
+
+def test_a_public_prompt_the_oracle_does_not_know_is_refused(tmp_path: Path) -> None:
+    suite_dir = _copy(tmp_path)
+    path = suite_dir / "tasks" / "clinic.jsonl"
+    path.write_text(path.read_text(encoding="utf-8").replace("What is", "What was", 1),
+                    encoding="utf-8")
+    _reseal(suite_dir)
+    loaded = SuiteLoader(REGISTRY, tmp_path).load(suite_dir)
+    with pytest.raises(AgentbenchError) as refused:
+        loaded.world.load_oracle(loaded.suite)
+    assert refused.value.code == "oracle_mismatch"
+
+
+def test_a_tampered_oracle_file_is_refused(tmp_path: Path) -> None:
+    suite_dir = _copy(tmp_path)
+    oracle = tmp_path / "oracles" / SUITE_ID / "tasks" / "doc.jsonl"
+    oracle.write_bytes(oracle.read_bytes() + b"\n")
+    loaded = SuiteLoader(REGISTRY, tmp_path).load(suite_dir)
+    with pytest.raises(AgentbenchError) as refused:
+        loaded.world.load_oracle(loaded.suite)
+    assert refused.value.code == "digest_mismatch"
+
+
+def test_predictions_replay_calls_and_answers(tmp_path: Path) -> None:
+    world, suite = LOADED.world, LOADED.suite
+    rows = []
+    for task_id in ("ops-T3-00001", "doc-T5-00001"):
+        case = CASES[task_id]
+        output = world.run(suite, case, world.public_view(suite, case),
+                           agents.ReferenceAgent()).output
+        rows.append({"task_id": task_id, "answer": output["answer"],  # type: ignore[index]
+                     "citations": output["citations"],  # type: ignore[index]
+                     "calls": [{"tool": c["tool"], "arguments": c["arguments"]}
+                               for c in output["calls"]]})  # type: ignore[index]
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    adapter = world.predictions_adapter(suite, path)
+    assert _run(adapter, "ops-T3-00001").outcome.value == "passed"
+    assert _run(adapter, "doc-T5-00001").outcome.value == "passed"
+    assert _run(adapter, "ops-T1-00001").failure_class is FailureClass.PRODUCT_ERROR
+
+
+def test_a_tampered_world_digest_is_refused(tmp_path: Path) -> None:
+    suite_dir = _copy(tmp_path)
     manifest_path = suite_dir / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     manifest["worlds"]["clinic"]["digest"] = "0" * 64
     manifest["worlds"]["clinic"]["tables"]["patients"] = "0" * 64
     manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
-    loaded = SuiteLoader(REGISTRY, tmp_path)._load(suite_dir)
-    assert not isinstance(loaded, LoadedSuite)
+    loaded = _refusal(tmp_path, suite_dir)
     assert loaded.code == "world_digest_mismatch"
     assert "patients" in loaded.reason
     assert loaded.location.field == "worlds.clinic.digest"
