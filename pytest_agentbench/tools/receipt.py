@@ -126,6 +126,7 @@ class Receipt(Record):
             ),
             failure_reason=failure_reason,
         )
-        return cls(
+        # Built here from its own digest: the check on reading would only repeat the hash.
+        return cls.model_construct(
             canonical=canonical, digest=canonical_digest(canonical), observations=observations
         )

@@ -33,7 +33,7 @@ from pytest_agentbench.runner import describe_exception
 from pytest_agentbench.tools.export import mcp_tools, openai_tools
 from pytest_agentbench.tools.receipt import Receipt
 from pytest_agentbench.tools.records import ToolCallRecord
-from pytest_agentbench.tools.schema import SchemaViolation
+from pytest_agentbench.tools.schema import Check, SchemaViolation
 from pytest_agentbench.tools.spec import (
     BUDGET_EXHAUSTED,
     HANDLER_FAILED,
@@ -46,6 +46,18 @@ from pytest_agentbench.tools.spec import (
 )
 
 UNLIMITED = Budget()
+
+# canonical_json's output without its walk over the value: arguments were
+# validated (no non-finite number) and a non-finite result fails the encoder.
+_ENCODE = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+_RAW_DECODE = json.JSONDecoder().raw_decode
+
+
+def _decode(canonical: str) -> Any:
+    # Canonical text has no whitespace to skip around the value.
+    return _RAW_DECODE(canonical)[0]
 
 
 class ToolHarnessError(Exception):
@@ -84,19 +96,25 @@ class ToolSession:
         budget: Budget | None = None,
         *,
         context: Mapping[str, JsonValue] | None = None,
+        final_schema: Mapping[str, JsonValue] | None = None,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._tools = tuple(tools)
-        self._by_name: dict[str, ToolSpec] = {}
+        self._by_name: dict[str, tuple[ToolSpec, Check]] = {}
         for spec in self._tools:
             if not isinstance(spec, ToolSpec):
                 raise TypeError(f"tools must be ToolSpec instances, got {type(spec).__name__}")
-            if self._by_name.setdefault(spec.name, spec) is not spec:
+            if spec.name in self._by_name:
                 raise AgentbenchError(
                     "duplicate_tool", f"two tools are named {spec.name!r}", field="tools"
                 )
+            self._by_name[spec.name] = (spec, spec.check_arguments)
         self.budget = UNLIMITED if budget is None else budget
         self.context: dict[str, JsonValue] = json.loads(canonical_json(dict(context or {})))
+        self.final_schema: dict[str, JsonValue] | None = (
+            None if final_schema is None else json.loads(canonical_json(dict(final_schema)))
+        )
+        """The published JSON Schema of the world's final answer, for agents that prompt with it."""
         self._clock = clock
         self._calls: list[ToolCallRecord] = []
         self._admitted = 0
@@ -185,7 +203,7 @@ class ToolSession:
         draft = _Draft()
         try:
             result_json = self._run(draft, name, arguments)
-            return json.loads(result_json)
+            return _decode(result_json)
         except ToolCallError as exc:
             draft.error = exc.code
             draft.message = exc.reason
@@ -217,24 +235,25 @@ class ToolSession:
                 BUDGET_EXHAUSTED, f"all {budget.max_bytes} model-visible bytes are used"
             )
         self._admitted += 1
-        spec = self._by_name.get(name) if isinstance(name, str) else None
-        if spec is None:
+        known = self._by_name.get(name) if isinstance(name, str) else None
+        if known is None:
             raise ToolCallError(UNKNOWN_TOOL, f"no tool is named {name!r}")
+        spec, check_arguments = known
         parsed = self._parse(draft, arguments)
         try:
-            spec.check_arguments(parsed, ())
+            check_arguments(parsed, ())
         except SchemaViolation as violation:
             raise ToolCallError(
                 INVALID_ARGUMENTS,
                 violation.reason,
                 field=field_path(("arguments", *violation.path)),
             ) from None
-        draft.arguments_json = canonical_json(parsed)
+        draft.arguments_json = _ENCODE(parsed)
         try:
-            result = spec.handler(json.loads(draft.arguments_json))
-            answer = canonical_json(result)
+            result = spec.handler(_decode(draft.arguments_json))
+            answer = _ENCODE(result)
         except ToolCallError as refusal:
-            answer = canonical_json(refusal.payload())
+            answer = _ENCODE(refusal.payload())
             self._deliver(draft, answer)
             raise
         except Exception as exc:
