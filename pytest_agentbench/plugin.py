@@ -31,6 +31,9 @@ from pytest_agentbench.runner import release_alarm
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
 
+# The chat-model agent's options and ini keys live with it.
+pytest_plugins = ["pytest_agentbench.agents.options"]
+
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
 
