@@ -22,6 +22,7 @@ from :class:`~pytest_agentbench.tools.spec.ToolDescriptor` and the records.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +33,7 @@ from pytest_agentbench.errors import AgentbenchError, field_path
 from pytest_agentbench.runner import describe_exception
 from pytest_agentbench.tools.export import mcp_tools, openai_tools
 from pytest_agentbench.tools.receipt import Receipt
-from pytest_agentbench.tools.records import ToolCallRecord
+from pytest_agentbench.tools.records import ToolCallRecord, decode_canonical, encode_canonical
 from pytest_agentbench.tools.schema import Check, SchemaViolation
 from pytest_agentbench.tools.spec import (
     BUDGET_EXHAUSTED,
@@ -46,18 +47,6 @@ from pytest_agentbench.tools.spec import (
 )
 
 UNLIMITED = Budget()
-
-# canonical_json's output without its walk over the value: arguments were
-# validated (no non-finite number) and a non-finite result fails the encoder.
-_ENCODE = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
-_RAW_DECODE = json.JSONDecoder().raw_decode
-
-
-def _decode(canonical: str) -> Any:
-    # Canonical text has no whitespace to skip around the value.
-    return _RAW_DECODE(canonical)[0]
 
 
 class ToolHarnessError(Exception):
@@ -203,7 +192,7 @@ class ToolSession:
         draft = _Draft()
         try:
             result_json = self._run(draft, name, arguments)
-            return _decode(result_json)
+            return decode_canonical(result_json)
         except ToolCallError as exc:
             draft.error = exc.code
             draft.message = exc.reason
@@ -235,11 +224,15 @@ class ToolSession:
                 BUDGET_EXHAUSTED, f"all {budget.max_bytes} model-visible bytes are used"
             )
         self._admitted += 1
+        # Arguments are recorded whenever they parse, even for a call refused
+        # next: grading may ask what the agent tried, not only what it got.
+        parsed, refusal = self._parse(draft, arguments)
         known = self._by_name.get(name) if isinstance(name, str) else None
         if known is None:
             raise ToolCallError(UNKNOWN_TOOL, f"no tool is named {name!r}")
+        if refusal is not None:
+            raise refusal
         spec, check_arguments = known
-        parsed = self._parse(draft, arguments)
         try:
             check_arguments(parsed, ())
         except SchemaViolation as violation:
@@ -248,12 +241,13 @@ class ToolSession:
                 violation.reason,
                 field=field_path(("arguments", *violation.path)),
             ) from None
-        draft.arguments_json = _ENCODE(parsed)
+        # Valid arguments are JSON types only, so they were recorded above.
+        assert draft.arguments_json is not None
         try:
-            result = spec.handler(_decode(draft.arguments_json))
-            answer = _ENCODE(result)
-        except ToolCallError as refusal:
-            answer = _ENCODE(refusal.payload())
+            result = spec.handler(decode_canonical(draft.arguments_json))
+            answer = encode_canonical(result)
+        except ToolCallError as world_refusal:
+            answer = encode_canonical(world_refusal.payload())
             self._deliver(draft, answer)
             raise
         except Exception as exc:
@@ -263,26 +257,34 @@ class ToolSession:
         self._deliver(draft, answer)
         return answer
 
-    def _parse(self, draft: _Draft, arguments: Mapping[str, Any] | str | None) -> Any:
+    def _parse(
+        self, draft: _Draft, arguments: Mapping[str, Any] | str | None
+    ) -> tuple[Any, ToolCallError | None]:
+        """The arguments as parsed (recorded in ``draft``), or the refusal of their text."""
         if arguments is None:
-            return {}
-        if isinstance(arguments, str):
+            parsed: Any = {}
+        elif isinstance(arguments, str):
             try:
-                return loads_strict(arguments)
+                parsed = loads_strict(arguments)
             except AgentbenchError as exc:
                 draft.raw_arguments = arguments
                 where = exc.location.field
-                raise ToolCallError(
+                return None, ToolCallError(
                     INVALID_ARGUMENTS,
                     f"not strict JSON ({exc.code}): {exc.reason}",
                     field=f"arguments.{where}" if where else "arguments",
-                ) from None
-        if isinstance(arguments, Mapping):
-            return dict(arguments)
-        raise ToolCallError(
-            INVALID_ARGUMENTS,
-            f"arguments must be an object or JSON text, got {type(arguments).__name__}",
-        )
+                )
+        elif isinstance(arguments, Mapping):
+            parsed = dict(arguments)
+        else:
+            return None, ToolCallError(
+                INVALID_ARGUMENTS,
+                f"arguments must be an object or JSON text, got {type(arguments).__name__}",
+            )
+        # Not JSON at all: nothing to record; the schema check refuses it and names where.
+        with contextlib.suppress(TypeError, ValueError):
+            draft.arguments_json = encode_canonical(parsed)
+        return parsed, None
 
     def _deliver(self, draft: _Draft, answer: str) -> None:
         draft.result_json = answer
