@@ -36,6 +36,7 @@ class Options:
     report_path: Path | None
     gates: tuple[str, ...]
     junit_case_properties: bool
+    receipts_dir: Path | None = None
 
 
 @dataclass
