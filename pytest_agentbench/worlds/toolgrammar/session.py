@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.tools import Budget, ToolSession, ToolSpec
 from pytest_agentbench.worlds.toolgrammar.grammar import CALL_BUDGET
 from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
@@ -44,5 +45,9 @@ def tool_specs(sandbox: Sandbox) -> list[ToolSpec]:
     ]
 
 
-def open_session(sandbox: Sandbox, task_id: str) -> ToolSession:
-    return ToolSession(tool_specs(sandbox), BUDGET, context={"task_id": task_id})
+def open_session(
+    sandbox: Sandbox, task_id: str, final_schema: dict[str, JsonValue] | None = None
+) -> ToolSession:
+    return ToolSession(
+        tool_specs(sandbox), BUDGET, context={"task_id": task_id}, final_schema=final_schema
+    )

@@ -241,7 +241,7 @@ class ToolGrammarWorld:
         plants = [Injection(p.verb, p.payload, p.match, p.field_name) for p in task.injections]
         sandbox = Sandbox(built_world(get_domain(task.world)), plants)
         try:
-            session = open_session(sandbox, task.task_id)
+            session = open_session(sandbox, task.task_id, FinalAnswer.model_json_schema())
 
             def accept(raw: Any) -> JsonValue:
                 final = parse_final(raw)
