@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -123,17 +123,3 @@ def load_tasks(path: Path, display: str) -> list[TaskRecord]:
         records.append(record)
     return records
 
-
-def task_line(record: TaskRecord) -> dict[str, Any]:
-    """The record as written to a task file (every field, §4 order irrelevant: sorted keys)."""
-    return record.model_dump(mode="json")
-
-
-def public_task(record: TaskRecord) -> dict[str, JsonValue]:
-    """What an adapter sees of a task: never its program, answer or expected diff."""
-    return {
-        "task_id": record.task_id,
-        "world": record.world,
-        "tier": record.tier,
-        "prompt": record.prompt,
-    }

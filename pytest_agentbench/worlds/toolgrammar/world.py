@@ -27,6 +27,7 @@ from pytest_agentbench.tools import parse_final as parse_strictly
 from pytest_agentbench.worlds.toolgrammar import agents, checks
 from pytest_agentbench.worlds.toolgrammar.domains import UnknownDomain, get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
+from pytest_agentbench.worlds.toolgrammar.records import one
 from pytest_agentbench.worlds.toolgrammar.sandbox import Injection, Sandbox, built_world
 from pytest_agentbench.worlds.toolgrammar.session import open_session
 from pytest_agentbench.worlds.toolgrammar.suitefiles import (
@@ -35,7 +36,7 @@ from pytest_agentbench.worlds.toolgrammar.suitefiles import (
     TASKS_DIR,
     verify_files,
 )
-from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord, load_tasks
+from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord, Tier, load_tasks
 
 
 class PlantSpec(Record):
@@ -48,7 +49,7 @@ class PlantSpec(Record):
 class PublicTask(Record):
     task_id: str
     world: str
-    tier: Literal["T1", "T2", "T3", "T4", "T5"]
+    tier: Tier
     prompt: str = Field(min_length=1)
     injections: tuple[PlantSpec, ...] = ()
 
@@ -104,6 +105,29 @@ def _verify_worlds(manifest: Mapping[str, Any], worlds: Sequence[str], shown: st
                 f"{entry.get('digest')} (tables differing: {', '.join(differing) or 'none'})",
                 file=shown,
                 field=f"worlds.{name}.digest",
+            )
+
+
+def _check_plants(task: PublicTask, shown: str, line: int) -> None:
+    """Planted text must name a record of the task's world that has the field."""
+    domain = get_domain(task.world)
+    nouns = domain.nouns
+    targets = {
+        Verb.GET_RECORD: (nouns.record_table, nouns.record_id),
+        Verb.GET_PRINCIPAL: (nouns.principal_table, nouns.principal_id),
+    }
+    for index, plant in enumerate(task.injections):
+        target = targets.get(plant.verb)
+        if target is None or plant.field_name != domain.injectable_field:
+            raise AgentbenchError(
+                "invalid_task",
+                f"{task.world} cannot plant text into {plant.verb.value}.{plant.field_name}",
+                file=shown, line=line, field=f"injections[{index}]",
+            )
+        if one(built_world(domain).conn, target[0], target[1], plant.match) is None:
+            raise AgentbenchError(
+                "unknown_reference", f"no {target[0]} row {plant.match!r} to plant into",
+                file=shown, line=line, field=f"injections[{index}].match",
             )
 
 
@@ -200,6 +224,7 @@ class ToolGrammarWorld:
                         line=line.line,
                         field="world",
                     )
+                _check_plants(task, shown, line.line)
                 if task.task_id in tasks:
                     raise AgentbenchError(
                         "duplicate_task_id",
@@ -325,13 +350,18 @@ class ToolGrammarWorld:
         ]
 
     def leak_canaries(self, suite: Suite, oracle: Any) -> Sequence[str]:
+        # The oracle answer is not one: a correct agent says it. The program,
+        # the expected diff and the record's fingerprint are never said or returned.
         records: Mapping[str, TaskRecord] = oracle
         canaries = []
         for record in records.values():
             canaries.append(canonical_json([s.model_dump(mode="json") for s in record.program]))
-            canaries.append(record.oracle_answer)
+            canaries.append(canonical_json(record.model_dump(mode="json")))
             if record.oracle_state_diff:
                 canaries.append(record.oracle_state_diff)
+            fingerprint = record.provenance.get("fingerprint")
+            if isinstance(fingerprint, str):
+                canaries.append(fingerprint)
         return canaries
 
     def task_schema(self) -> dict[str, JsonValue]:

@@ -222,6 +222,23 @@ def test_a_task_file_for_an_unregistered_domain_is_refused(tmp_path: Path) -> No
         "unknown_domain", f"suites/{SUITE_ID}/tasks/shop.jsonl")
 
 
+@pytest.mark.parametrize(("old", "new", "code"), [
+    ('"notes","match":"ORD-', '"notes","match":"ORD-9', "unknown_reference"),
+    ('"verb":"get_record"', '"verb":"list_records"', "invalid_task"),
+])
+def test_planted_text_must_name_a_plantable_record(tmp_path: Path, old: str, new: str,
+                                                   code: str) -> None:
+    suite_dir = _copy(tmp_path)
+    path = suite_dir / "tasks" / "ops.jsonl"
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    _reseal(suite_dir)
+    refused = _refusal(tmp_path, suite_dir)
+    assert refused.code == code
+    assert (refused.location.field or "").startswith("injections[0]")
+
+
 def test_a_world_without_a_recorded_digest_is_refused(tmp_path: Path) -> None:
     suite_dir = _copy(tmp_path)
     manifest_path = suite_dir / "manifest.json"
