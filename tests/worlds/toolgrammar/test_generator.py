@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_agentbench.canonical import tree_files
 from pytest_agentbench.packaged import data_root
 from pytest_agentbench.tools import ToolSession
+from pytest_agentbench.worlds.toolgrammar import build_suite
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.executor import execute, replay
@@ -110,3 +113,13 @@ def test_every_shipped_prompt_parses_to_its_own_template_family(world: str) -> N
         # A trap shares its honest twin's prompt and plan; never another family's.
         assert template.next_call.__func__ is next(  # type: ignore[attr-defined]
             t for t in TEMPLATES if t.name == task.template).next_call.__func__, task.task_id
+
+
+def test_the_shipped_suite_is_what_the_generator_writes(tmp_path: Path) -> None:
+    build_suite.main([str(tmp_path)])
+    for side in ("suites", "oracles"):
+        shipped = data_root() / side / build_suite.SUITE_ID
+        written = tmp_path / side / build_suite.SUITE_ID
+        for rel, path in tree_files(written).items():
+            assert path.read_bytes() == (shipped / rel).read_bytes(), f"{side}/{rel}"
+    assert not (tmp_path / "oracles" / build_suite.SUITE_ID / "controls.yaml").exists()
