@@ -18,6 +18,8 @@ from pytest_agentbench.collect import (
 )
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
+from pytest_agentbench.isolation.host import IsolatedAdapters
+from pytest_agentbench.isolation.setup import configured_adapter
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import build_report, write_report
@@ -87,6 +89,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="pin each case's canonical output with syrupy (--snapshot-update re-pins)",
     )
+    group.addoption(
+        "--agentbench-isolate",
+        action="store_true",
+        default=None,
+        help="run the adapter in its own process, which never holds evaluator data; "
+        "a hang or crash there costs one case",
+    )
     parser.addini("agentbench_adapter", "default for --agentbench-adapter", default=None)
     parser.addini("agentbench_timeout", "default for --agentbench-timeout", default="300")
     parser.addini(
@@ -99,6 +108,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "agentbench_snapshot_dir",
         "folder of golden outputs, relative to the rootdir",
         default="snapshots",
+    )
+    parser.addini(
+        "agentbench_isolate",
+        "run the adapter in its own process (--agentbench-isolate)",
+        type="bool",
+        default=False,
     )
     parser.addini(
         "agentbench_junit_case_properties",
@@ -137,6 +152,7 @@ def _options(config: pytest.Config) -> Options:
     for gate in config.getoption("agentbench_gate"):
         parse_gate(gate, suite=None, source="--agentbench-gate")
     snapshot = config.getoption("agentbench_snapshot")
+    isolate = config.getoption("agentbench_isolate")
     report = config.getoption("agentbench_report")
     return Options(
         adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
@@ -148,6 +164,7 @@ def _options(config: pytest.Config) -> Options:
         report_path=None if report is None else Path(report).resolve(),
         gates=tuple(config.getoption("agentbench_gate")),
         junit_case_properties=config.getini("agentbench_junit_case_properties"),
+        isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
     )
 
 
@@ -184,9 +201,17 @@ def pytest_configure(config: pytest.Config) -> None:
         state = AgentbenchState(
             options=options, registry=registry, loader=SuiteLoader(registry, config.rootpath)
         )
-        if options.adapter_spec:
+        if options.isolate:
+            state.isolation = IsolatedAdapters(options.timeout)
+        if options.adapter_spec and state.isolation is not None:
+            state.adapter = configured_adapter(
+                config, state.isolation, options.adapter_spec, registry.worlds()
+            )
+        elif options.adapter_spec:
             state.adapter = load_adapter(options.adapter_spec, registry.worlds())
         state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)
+        if state.isolation is not None:
+            state.adapter_description += ", in an isolated process"
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
     config.stash[STATE_KEY] = state
@@ -203,6 +228,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     release_alarm()
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.isolation is not None:
+        state.isolation.close()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

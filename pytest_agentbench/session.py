@@ -19,6 +19,7 @@ from pytest_agentbench.contracts import (
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import parse_gate
+from pytest_agentbench.isolation.host import IsolatedAdapters
 from pytest_agentbench.registry import WorldRegistry
 from pytest_agentbench.runner import describe_exception, run_case
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
@@ -36,6 +37,7 @@ class Options:
     report_path: Path | None
     gates: tuple[str, ...]
     junit_case_properties: bool
+    isolate: bool = False
 
 
 @dataclass
@@ -178,6 +180,8 @@ class AgentbenchState:
     loader: SuiteLoader
     adapter: Any = REFERENCE_AGENTS
     adapter_description: str = "built-in reference agents"
+    isolation: IsolatedAdapters | None = None
+    """The adapter process of ``--agentbench-isolate``; case adapters then run there."""
     _reference: dict[str, Any] = field(default_factory=dict)
     _predictions: dict[str, Any] = field(default_factory=dict)
     _protocol_checks: dict[tuple[int, str], tuple[Any, bool]] = field(default_factory=dict)
@@ -199,6 +203,11 @@ class AgentbenchState:
                     pytest.fail(exc.render(), pytrace=False)
             return self._predictions[suite.id]
         adapter = self.reference_agent(world) if given is REFERENCE_AGENTS else given
+        if self.isolation is not None:
+            try:
+                adapter = self.isolation.remote(adapter)
+            except AgentbenchError as exc:
+                pytest.fail(exc.render(), pytrace=False)
         if not self._implements(adapter, world):
             pytest.skip(
                 f"adapter {type(adapter).__name__} lacks the {protocol_name(world)} protocol "
