@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
@@ -78,7 +78,13 @@ class AdapterProcess:
         fd = child_end.fileno()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "pytest_agentbench.isolation.child", str(fd), str(os.getpid())],
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest_agentbench.isolation.child",
+                    str(fd),
+                    str(os.getpid()),
+                ],
                 pass_fds=(fd,),
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
@@ -138,10 +144,8 @@ class AdapterProcess:
             try:
                 if self.alive():
                     self._signal_group(signal.SIGTERM)
-                    try:
+                    with suppress(subprocess.TimeoutExpired):
                         self.process.wait(timeout=grace)
-                    except subprocess.TimeoutExpired:
-                        pass
                 # Also reaches what the child started and left behind.
                 self._signal_group(signal.SIGKILL)
                 self.process.wait()
@@ -150,19 +154,12 @@ class AdapterProcess:
 
     def shutdown(self, grace: float) -> None:
         """Ask the child to exit; end it by force if it does not within ``grace``."""
-        try:
+        with suppress(ChannelError):
             self.send({"op": "shutdown"})
-        except ChannelError:
-            pass
-        with alarms_held():
-            try:
-                self.process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                pass
+        with alarms_held(), suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=grace)
         self.kill(grace)
 
     def _signal_group(self, signum: int) -> None:
-        try:
+        with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass

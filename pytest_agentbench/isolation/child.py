@@ -271,9 +271,7 @@ class Server:
             text = json_text(result)
         except BaseException as exc:
             kind, detail = describe_raised(exc)
-            return json_message(
-                "unencodable", {"call": call_id, "type": kind, "text": detail}
-            )
+            return json_message("unencodable", {"call": call_id, "type": kind, "text": detail})
         if len(text) > MAX_MESSAGE_BYTES // 2:
             return json_message(
                 "unencodable",

@@ -47,7 +47,12 @@ from pytest_agentbench.isolation.proxy import (
     satisfies,
     session_spec,
 )
-from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput, describe_exception
+from pytest_agentbench.runner import (
+    AdapterFailure,
+    CaseTimeout,
+    MalformedOutput,
+    describe_exception,
+)
 from pytest_agentbench.world import World
 
 SHARED_VIEWS = 16
@@ -84,7 +89,9 @@ Recipe = SpecRecipe | PickledRecipe
 def _tool_error_code(exc: Exception) -> str | None:
     """The code of a tool-session refusal (``ToolCallError``), None for any other exception."""
     try:
-        error_type: type[Exception] = importlib.import_module("pytest_agentbench.tools").ToolCallError
+        error_type: type[Exception] = importlib.import_module(
+            "pytest_agentbench.tools"
+        ).ToolCallError
     except (ImportError, AttributeError):
         is_refusal = type(exc).__name__ == "ToolCallError"
     else:
@@ -109,6 +116,7 @@ class IsolatedAdapters:
         self._loaded: set[int] = set()
         self._shared: OrderedDict[str, None] = OrderedDict()
         self._remotes: dict[int, tuple[Any, RemoteAdapter]] = {}
+        self._load_failures: dict[int, AdapterFailure] = {}
         self._handles = itertools.count(1)
         self._calls = itertools.count(1)
         self.starts = 0
@@ -177,7 +185,7 @@ class IsolatedAdapters:
     # -- loading -----------------------------------------------------------
 
     def load_spec(self, spec: str, worlds: Sequence[World]) -> RemoteAdapter:
-        """Load ``--agentbench-adapter`` in the child; refusals are the usage errors of in-process."""
+        """Load ``--agentbench-adapter`` in the child, refusing it as in-process loading would."""
         module_name, sep, attr_path = spec.partition(":")
         if not sep or not module_name or not attr_path:
             raise UsageError(
@@ -236,21 +244,46 @@ class IsolatedAdapters:
         return PendingAdapter(spec, tuple(worlds))
 
     def remote(self, adapter: Any) -> RemoteAdapter:
-        """The stand-in that runs ``adapter`` in the child (made once per adapter object).
+        """The stand-in that runs ``adapter`` in the child, ready for a case's calls.
 
-        Raises :class:`AgentbenchError` for an adapter that cannot be sent there.
+        Made once per adapter object. Raises :class:`AgentbenchError` for an
+        adapter that cannot be sent to the child.
         """
         if isinstance(adapter, RemoteAdapter):
-            return adapter
-        known = self._remotes.get(id(adapter))
-        if known is not None and known[0] is adapter:
-            return known[1]
-        if isinstance(adapter, PendingAdapter):
-            proxy = self.load_spec(adapter.spec, adapter.worlds)
+            proxy = adapter
         else:
-            proxy = self._pickled(adapter)
-        self._remotes[id(adapter)] = (adapter, proxy)
+            known = self._remotes.get(id(adapter))
+            if known is not None and known[0] is adapter:
+                proxy = known[1]
+            else:
+                if isinstance(adapter, PendingAdapter):
+                    proxy = self.load_spec(adapter.spec, adapter.worlds)
+                else:
+                    proxy = self._pickled(adapter)
+                self._remotes[id(adapter)] = (adapter, proxy)
+        self.prepare(proxy._handle)
         return proxy
+
+    def prepare(self, handle: int) -> None:
+        """Have a child running with adapter ``handle`` loaded, before the case's limit starts.
+
+        Restarting after a timeout or crash, and rebuilding the adapter, are
+        not the next case's time. A failure here is kept and raised by the
+        case's first call, so it is classified inside the case.
+        """
+        if handle in self._loaded and self._process is not None and self._process.alive():
+            return
+        try:
+            loaded = self._load(handle, self._deadline())
+        except CaseTimeout:
+            self._load_failures[handle] = AdapterFailure(
+                f"loading the adapter in its isolated process took over {self.timeout:g}s"
+            )
+        except AdapterFailure as failure:
+            self._load_failures[handle] = failure
+        else:
+            if loaded["op"] == "refused":
+                self._load_failures[handle] = self._load_failure(loaded)
 
     def _pickled(self, adapter: Any) -> RemoteAdapter:
         kind = type(adapter)
@@ -305,6 +338,9 @@ class IsolatedAdapters:
         self, handle: int, method: str, args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> JsonValue:
         """Run ``method`` of the adapter ``handle`` in the child; see the module doc."""
+        failure = self._load_failures.pop(handle, None)
+        if failure is not None:
+            raise failure
         deadline = self._deadline()
         if handle not in self._loaded:
             loaded = self._load(handle, deadline)
@@ -312,7 +348,14 @@ class IsolatedAdapters:
                 raise self._load_failure(loaded)
         call_id = next(self._calls)
         sessions: list[ToolSessionLike] = []
-        message = self._call_message(call_id, handle, method, args, kwargs, sessions)
+        message = self._call_message(
+            call_id=call_id,
+            handle=handle,
+            method=method,
+            args=args,
+            kwargs=kwargs,
+            sessions=sessions,
+        )
         process = self._child(deadline)
         try:
             process.send(message)
@@ -347,6 +390,7 @@ class IsolatedAdapters:
 
     def _call_message(
         self,
+        *,
         call_id: int,
         handle: int,
         method: str,

@@ -56,7 +56,6 @@ def unpickle_from_parent(data: bytes) -> Any:
     return pickle.loads(data)
 
 
-
 def _jsonable(value: Any) -> Any:
     """``json.dumps`` fallback: records as their JSON dump, other mappings as dicts."""
     dump = getattr(value, "model_dump", None)
