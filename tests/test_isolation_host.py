@@ -49,6 +49,9 @@ class Probe:
         same, self.last = view is self.last, view
         return {"same": same, "size": len(view)}
 
+    def echo(self, value):
+        return value
+
     def raise_value(self):
         raise ValueError("bad value\\nsecond line")
 
@@ -228,6 +231,16 @@ def test_a_view_is_sent_once_and_stays_one_object_in_the_child(
     for index in range(40):
         probe.same_view({"other": index})
     assert probe.same_view(view) == {"same": False, "size": 1}
+
+
+def test_a_mutable_view_changed_in_the_harness_is_sent_again(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
+    probe = host.remote(probe_module.Probe())
+    view: dict[str, Any] = {"turn": 1}
+    assert probe.echo(view) == {"turn": 1}
+    view["turn"] = 2
+    assert probe.echo(view) == {"turn": 2}
 
 
 def test_an_exception_fails_the_call_and_keeps_the_process(

@@ -115,6 +115,7 @@ class IsolatedAdapters:
         self._recipes: dict[int, Recipe] = {}
         self._loaded: set[int] = set()
         self._shared: OrderedDict[str, None] = OrderedDict()
+        self._record_pickles: OrderedDict[int, tuple[Any, str, bytes]] = OrderedDict()
         self._remotes: dict[int, tuple[Any, RemoteAdapter]] = {}
         self._load_failures: dict[int, AdapterFailure] = {}
         self._handles = itertools.count(1)
@@ -406,14 +407,7 @@ class IsolatedAdapters:
             if hasattr(value, "call") and isinstance(value, ToolSessionLike):
                 sessions.append(value)
                 return ("session", {"index": len(sessions) - 1, **session_spec(value)})
-            try:
-                data = pickle_for_child(value)
-            except Exception as exc:
-                raise IsolationFailure(
-                    f"[isolation_unpicklable_view] the world's {type(value).__name__} argument "
-                    f"cannot be sent to the isolated adapter: {describe_exception(exc)}"
-                ) from None
-            digest = hashlib.sha256(data).hexdigest()
+            digest, data = self._pickled_argument(value)
             if digest in self._shared:
                 self._shared.move_to_end(digest)
             else:
@@ -436,6 +430,34 @@ class IsolatedAdapters:
             "blobs": blobs,
             "forget": forget,
         }
+
+    def _pickled_argument(self, value: Any) -> tuple[str, bytes]:
+        """The pickle of an argument and its digest.
+
+        Pickling a large record costs more than the rest of a call, so a frozen
+        record (a frozen pydantic model, as worlds' views are) handed over
+        again is taken to be unchanged: its pickle is kept. Anything else is
+        pickled for every call and sent again whenever its bytes change.
+        """
+        frozen = getattr(type(value), "model_config", {}).get("frozen") is True
+        if frozen:
+            known = self._record_pickles.get(id(value))
+            if known is not None and known[0] is value:
+                self._record_pickles.move_to_end(id(value))
+                return known[1], known[2]
+        try:
+            data = pickle_for_child(value)
+        except Exception as exc:
+            raise IsolationFailure(
+                f"[isolation_unpicklable_view] the world's {type(value).__name__} argument "
+                f"cannot be sent to the isolated adapter: {describe_exception(exc)}"
+            ) from None
+        digest = hashlib.sha256(data).hexdigest()
+        if frozen:
+            self._record_pickles[id(value)] = (value, digest, data)
+            while len(self._record_pickles) > SHARED_VIEWS:
+                self._record_pickles.popitem(last=False)
+        return digest, data
 
     @staticmethod
     def _tool_reply(
