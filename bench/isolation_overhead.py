@@ -12,9 +12,12 @@ shared machine hit them alike (median of ``--repeats`` rounds):
   isolated (the public bundle is pickled and hashed for every call, and sent
   to the child only once);
 * start-up: starting a child and loading an adapter into it (the cost of each
-  restart after a timeout or crash), against one trivial in-process call.
+  restart after a timeout or crash), against one trivial in-process call;
+* session: the wall time of ``python -m pytest --agentbench-suite
+  asteria-agentic-v1`` (11 cases, 3 controls) as a fresh process, with and
+  without ``--agentbench-isolate`` (``--sessions`` rounds).
 
-Usage: ``python bench/isolation_overhead.py [--calls 2000] [--repeats 5]``.
+Usage: ``python bench/isolation_overhead.py [--calls 2000] [--repeats 5] [--sessions 3]``.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import argparse
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,12 +55,15 @@ def per_call(function: Callable[[], object], calls: int) -> float:
     return (time.perf_counter() - started) / calls
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:,.2f} s" if seconds >= 0.1 else f"{seconds * 1e6:,.1f} us"
+
+
 def _row(name: str, baseline: list[float], isolated: list[float]) -> None:
     ratios = [iso / base for base, iso in zip(baseline, isolated, strict=True)]
+    base, iso = statistics.median(baseline), statistics.median(isolated)
     print(
-        f"| {name} | {statistics.median(baseline) * 1e6:,.1f} us "
-        f"| {statistics.median(isolated) * 1e6:,.1f} us "
-        f"| {statistics.median(isolated) * 1e6 - statistics.median(baseline) * 1e6:,.1f} us "
+        f"| {name} | {_duration(base)} | {_duration(iso)} | {_duration(iso - base)} "
         f"| {statistics.median(ratios):,.1f}x ({min(ratios):,.1f}x to {max(ratios):,.1f}x) |"
     )
 
@@ -64,6 +72,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sessions", type=int, default=3)
     args = parser.parse_args()
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, load {os.getloadavg()}")
 
@@ -113,6 +122,29 @@ def main() -> None:
     _row('trivial call `answer("2+3")`', *trivial)
     _row(f"authority case (`{SUITE_ID}`, reference agent)", *authority)
     _row("child start + adapter load vs one trivial call", *start)
+    _row("whole pytest session, 11 cases + 3 controls", *sessions(args.sessions))
+
+
+def sessions(rounds: int) -> tuple[list[float], list[float]]:
+    """Wall seconds of a fresh pytest process on the built-in suite, without and with isolation."""
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        f"--agentbench-suite={SUITE_ID}",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
+    timings: tuple[list[float], list[float]] = ([], [])
+    with tempfile.TemporaryDirectory() as empty:
+        for index in range(rounds + 1):
+            for side, extra in enumerate(([], ["--agentbench-isolate"])):
+                started = time.perf_counter()
+                subprocess.run([*command, *extra], cwd=empty, check=True, capture_output=True)
+                if index:  # the first round warms the bytecode caches
+                    timings[side].append(time.perf_counter() - started)
+    return timings
 
 
 if __name__ == "__main__":
