@@ -56,7 +56,7 @@ def per_call(function: Callable[[], object], calls: int) -> float:
 
 
 def _duration(seconds: float) -> str:
-    return f"{seconds:,.2f} s" if seconds >= 0.1 else f"{seconds * 1e6:,.1f} us"
+    return f"{seconds:,.2f} s" if abs(seconds) >= 0.1 else f"{seconds * 1e6:,.1f} us"
 
 
 def _row(name: str, baseline: list[float], isolated: list[float]) -> None:
