@@ -18,8 +18,6 @@ from pytest_agentbench.collect import (
 )
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
-from pytest_agentbench.isolation.host import IsolatedAdapters
-from pytest_agentbench.isolation.setup import configured_adapter
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import build_report, write_report
@@ -202,11 +200,15 @@ def pytest_configure(config: pytest.Config) -> None:
             options=options, registry=registry, loader=SuiteLoader(registry, config.rootpath)
         )
         if options.isolate:
+            # Imported only when asked for: subprocess and multiprocessing cost start-up.
+            from pytest_agentbench.isolation.host import IsolatedAdapters
+            from pytest_agentbench.isolation.setup import configured_adapter
+
             state.isolation = IsolatedAdapters(options.timeout)
-        if options.adapter_spec and state.isolation is not None:
-            state.adapter = configured_adapter(
-                config, state.isolation, options.adapter_spec, registry.worlds()
-            )
+            if options.adapter_spec:
+                state.adapter = configured_adapter(
+                    config, state.isolation, options.adapter_spec, registry.worlds()
+                )
         elif options.adapter_spec:
             state.adapter = load_adapter(options.adapter_spec, registry.worlds())
         state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)

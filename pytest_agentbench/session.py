@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,11 +19,14 @@ from pytest_agentbench.contracts import (
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import parse_gate
-from pytest_agentbench.isolation.host import IsolatedAdapters
 from pytest_agentbench.registry import WorldRegistry
 from pytest_agentbench.runner import describe_exception, run_case
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
 from pytest_agentbench.world import World
+
+if TYPE_CHECKING:
+    # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
+    from pytest_agentbench.isolation.host import IsolatedAdapters
 
 
 @dataclass(frozen=True)
