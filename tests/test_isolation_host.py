@@ -82,11 +82,18 @@ class Probe:
             "text_arguments": session.call("add", '{"a": 1, "b": 1}'),
             "errors": [],
         }
-        for name, arguments in [("nope", {}), ("boom", {}), ("add", {"a": 0, "b": 0})]:
+        for name, arguments in [
+            ("nope", {}),
+            ("add", None),
+            ("boom", {}),
+            ("add", {"a": 0, "b": 0}),
+        ]:
             try:
                 session.call(name, arguments)
             except Exception as exc:
-                out["errors"].append([type(exc).__name__, exc.code])
+                # pytest_agentbench.tools.ToolCallError where installed, else the child's own.
+                location = getattr(exc, "location", exc)
+                out["errors"].append([exc.code, location.field])
         return out
 
     def parallel(self, task, session):
@@ -115,13 +122,11 @@ class NoProtocol:
 """
 
 
-class ToolCallError(Exception):
+class ToolCallError(AgentbenchError):
     """Shaped like ``pytest_agentbench.tools.ToolCallError`` (Shared API 2)."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
+        super().__init__(code, message, field=field)
 
 
 @dataclass(frozen=True)
@@ -142,11 +147,16 @@ class FakeSession:
     max_calls: int
     calls: list[tuple[str, Any]] = field(default_factory=list)
 
-    def call(self, name: str, arguments: Mapping[str, Any] | str) -> Any:
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> Any:
         specs = {tool.name: tool for tool in self.tools}
         if name not in specs:
             raise ToolCallError("unknown_tool", f"no tool {name!r}")
-        parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+        if arguments is None:
+            parsed: dict[str, Any] = {}
+        else:
+            parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+        if name == "add" and not all(isinstance(parsed.get(key), int) for key in "ab"):
+            raise ToolCallError("invalid_arguments", "a and b must be integers", field="arguments")
         if len(self.calls) >= self.max_calls:
             raise ToolCallError("budget_exhausted", "no calls left")
         self.calls.append((name, parsed))
@@ -373,9 +383,10 @@ def test_tool_calls_are_answered_by_the_harness_session(
         "sum": 42,
         "text_arguments": 2,
         "errors": [
-            ["LocalToolCallError", "unknown_tool"],
-            ["LocalToolCallError", "handler_failed"],
-            ["LocalToolCallError", "budget_exhausted"],
+            ["unknown_tool", None],
+            ["invalid_arguments", "arguments"],
+            ["handler_failed", None],
+            ["budget_exhausted", None],
         ],
     }
     assert session.calls == [("add", {"a": 40, "b": 2}), ("add", {"a": 1, "b": 1}), ("boom", {})]

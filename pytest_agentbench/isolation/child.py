@@ -43,10 +43,11 @@ class LocalToolCallError(Exception):
     is not installed; carries the same ``code`` and ``message``.
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
         super().__init__(f"[{code}] {message}")
         self.code = code
-        self.message = message
+        self.message = self.reason = message
+        self.field = field
 
 
 def _tool_call_error() -> type[Exception]:
@@ -79,7 +80,7 @@ class RemoteToolSession:
         self.tools = tuple(RemoteToolSpec(**tool) for tool in spec["tools"])
         self._exports: dict[str, Any] = dict(spec.get("exports", {}))
 
-    def call(self, name: str, arguments: Mapping[str, Any] | str) -> Any:
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> Any:
         return self._link.tool_call(self._call_id, self._index, name, arguments)
 
     def openai_tools(self) -> Any:
@@ -116,7 +117,7 @@ class Link:
         self.connection.send_bytes(data)
 
     def tool_call(
-        self, call_id: int, session: int, name: str, arguments: Mapping[str, Any] | str
+        self, call_id: int, session: int, name: str, arguments: Mapping[str, Any] | str | None
     ) -> Any:
         error = _tool_call_error()
         with self.lock:
@@ -126,7 +127,11 @@ class Link:
                 payload = json_message(
                     "tool_call",
                     {"call": call_id, "session": session, "name": name},
-                    json_text(arguments if isinstance(arguments, str) else dict(arguments)),
+                    json_text(
+                        arguments
+                        if arguments is None or isinstance(arguments, str)
+                        else dict(arguments)
+                    ),
                 )
             except (TypeError, ValueError) as exc:
                 raise error("invalid_arguments", f"arguments are not JSON: {exc}") from None
@@ -134,6 +139,8 @@ class Link:
             reply = self.receive()
         if reply["op"] == "tool_result":
             return reply["value"]
+        if reply.get("field"):
+            raise error(reply["code"], reply["message"], field=reply["field"])  # type: ignore[call-arg]
         raise error(reply["code"], reply["message"])
 
 

@@ -477,14 +477,17 @@ class IsolatedAdapters:
                 "message": "no open tool session matches this call",
             }
         try:
-            value = sessions[index].call(name, request.get("value"))  # type: ignore[arg-type]
+            value = sessions[index].call(name, request.get("value"))
         except Exception as exc:
             code = _tool_error_code(exc)
-            message = getattr(exc, "message", None)
+            # ToolCallError is an AgentbenchError: its text is ``reason``, its place ``location``.
+            message = getattr(exc, "reason", getattr(exc, "message", None))
+            location = getattr(exc, "location", None)
             return {
                 "op": "tool_error",
                 "code": code or "handler_failed",
                 "message": message if isinstance(message, str) else describe_exception(exc),
+                "field": getattr(location, "field", None),
             }
         return {"op": "tool_result", "value": value}
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from pytest_agentbench.adapters import implements
 from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.world import World
 
@@ -63,7 +64,7 @@ def satisfies(shape: Mapping[str, bool], world: World) -> bool:
     protocol check itself rather than a copy of it.
     """
     stand_in = type("Shape", (), dict.fromkeys(shape, _present))()
-    return isinstance(stand_in, world.adapter_protocol)
+    return implements(stand_in, world)
 
 
 def _present(*_args: Any) -> None:
@@ -92,7 +93,7 @@ class ToolSessionLike(Protocol):
 
     tools: Sequence[Any]
 
-    def call(self, name: str, arguments: Mapping[str, Any] | str) -> JsonValue: ...
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> JsonValue: ...
 
 
 def session_spec(session: ToolSessionLike) -> dict[str, Any]:
