@@ -14,6 +14,7 @@ adapter imports the adapter's module.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import inspect
 import os
@@ -50,6 +51,7 @@ class LocalToolCallError(Exception):
         self.field = field
 
 
+@functools.cache
 def _tool_call_error() -> type[Exception]:
     try:
         module = importlib.import_module("pytest_agentbench.tools")

@@ -464,12 +464,11 @@ class IsolatedAdapters:
         call_id: int, request: Mapping[str, Any], sessions: Sequence[ToolSessionLike]
     ) -> dict[str, Any]:
         """Answer one tool call of the adapter with the world's session."""
-        index, name = request.get("session"), request.get("name")
+        index = request.get("session")
         if (
             request.get("call") != call_id
             or not isinstance(index, int)
             or not 0 <= index < len(sessions)
-            or not isinstance(name, str)
         ):
             return {
                 "op": "tool_error",
@@ -477,7 +476,8 @@ class IsolatedAdapters:
                 "message": "no open tool session matches this call",
             }
         try:
-            value = sessions[index].call(name, request.get("value"))
+            # A name that is not a string is the session's to refuse (unknown_tool).
+            value = sessions[index].call(request.get("name"), request.get("value"))  # type: ignore[arg-type]
         except Exception as exc:
             code = _tool_error_code(exc)
             # ToolCallError is an AgentbenchError: its text is ``reason``, its place ``location``.
