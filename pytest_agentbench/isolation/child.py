@@ -13,6 +13,7 @@ adapter imports the adapter's module.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import importlib
@@ -72,18 +73,55 @@ class RemoteToolSpec:
     privileged: bool = False
 
 
+@dataclass(frozen=True)
+class RemoteBudget:
+    """The session's budget as the adapter sees it."""
+
+    max_calls: int | None = None
+    max_bytes: int | None = None
+
+
 class RemoteToolSession:
-    """The child's stand-in for the world's tool session; ``call`` is answered by the harness."""
+    """The child's stand-in for the world's tool session.
+
+    ``call``, ``close`` and the usage counters are answered by the world's
+    session in the harness; the tools, their exports, the budget and the final
+    answer's schema are copies taken when the call began.
+    """
 
     def __init__(self, link: Link, call_id: int, spec: Mapping[str, Any]) -> None:
         self._link = link
         self._call_id = call_id
         self._index: int = spec["index"]
         self.tools = tuple(RemoteToolSpec(**tool) for tool in spec["tools"])
+        self.budget = None if spec.get("budget") is None else RemoteBudget(**spec["budget"])
+        self.final_schema: Any = copy.deepcopy(spec.get("final_schema"))
         self._exports: dict[str, Any] = dict(spec.get("exports", {}))
 
     def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> Any:
-        return self._link.tool_call(self._call_id, self._index, name, arguments)
+        return self._link.tool_request(self._call_id, self._index, "call", name, arguments)
+
+    def close(self) -> None:
+        with contextlib.suppress(_tool_call_error()):
+            self._link.tool_request(self._call_id, self._index, "close")
+
+    @property
+    def calls_used(self) -> Any:
+        return self._state("calls_used")
+
+    @property
+    def bytes_used(self) -> Any:
+        return self._state("bytes_used")
+
+    @property
+    def closed(self) -> Any:
+        return self._state("closed")
+
+    def _state(self, name: str) -> Any:
+        state = self._link.tool_request(self._call_id, self._index, "state")
+        if name not in state:
+            raise AttributeError(f"the harness's tool session has no {name}")
+        return state[name]
 
     def openai_tools(self) -> Any:
         return self._export("openai_tools")
@@ -118,9 +156,15 @@ class Link:
     def send(self, data: bytes) -> None:
         self.connection.send_bytes(data)
 
-    def tool_call(
-        self, call_id: int, session: int, name: str, arguments: Mapping[str, Any] | str | None
+    def tool_request(
+        self,
+        call_id: int,
+        session: int,
+        kind: str,
+        name: str | None = None,
+        arguments: Mapping[str, Any] | str | None = None,
     ) -> Any:
+        """Ask the harness's session to ``call`` a tool, ``close``, or report its ``state``."""
         error = _tool_call_error()
         with self.lock:
             if self.current_call != call_id:
@@ -128,7 +172,7 @@ class Link:
             try:
                 payload = json_message(
                     "tool_call",
-                    {"call": call_id, "session": session, "name": name},
+                    {"call": call_id, "session": session, "kind": kind, "name": name},
                     json_text(
                         arguments
                         if arguments is None or isinstance(arguments, str)

@@ -46,6 +46,7 @@ from pytest_agentbench.isolation.proxy import (
     remote_class,
     satisfies,
     session_spec,
+    session_state,
 )
 from pytest_agentbench.runner import (
     AdapterFailure,
@@ -57,6 +58,14 @@ from pytest_agentbench.world import World
 
 SHARED_VIEWS = 16
 """How many distinct argument values the child keeps, so a view is sent once, not per case."""
+
+CALL_SLACK = 1.0
+"""A call's own deadline is this much after the case limit.
+
+On pytest's main thread the case limit (SIGALRM, armed around the whole case)
+ends a hang first, once; the call's deadline bounds calls where no alarm can
+be delivered (off the main thread) without ever racing the alarm.
+"""
 
 GRACE_SECONDS = 0.5
 """Between SIGTERM and SIGKILL when a child is ended."""
@@ -126,10 +135,10 @@ class IsolatedAdapters:
 
     # -- the process -------------------------------------------------------
 
-    def _deadline(self) -> float | None:
+    def _deadline(self, slack: float = 0.0) -> float | None:
         if self.timeout <= 0 or not math.isfinite(self.timeout):
             return None
-        return time.monotonic() + self.timeout
+        return time.monotonic() + self.timeout + slack
 
     @property
     def pid(self) -> int | None:
@@ -342,7 +351,7 @@ class IsolatedAdapters:
         failure = self._load_failures.pop(handle, None)
         if failure is not None:
             raise failure
-        deadline = self._deadline()
+        deadline = self._deadline(CALL_SLACK)
         if handle not in self._loaded:
             loaded = self._load(handle, deadline)
             if loaded["op"] == "refused":
@@ -475,9 +484,17 @@ class IsolatedAdapters:
                 "code": "session_closed",
                 "message": "no open tool session matches this call",
             }
+        session, kind = sessions[index], request.get("kind")
+        if kind == "close":
+            close = getattr(session, "close", None)
+            if callable(close):
+                close()
+            return {"op": "tool_result", "value": None}
+        if kind == "state":
+            return {"op": "tool_result", "value": session_state(session)}
         try:
             # A name that is not a string is the session's to refuse (unknown_tool).
-            value = sessions[index].call(request.get("name"), request.get("value"))  # type: ignore[arg-type]
+            value = session.call(request.get("name"), request.get("value"))  # type: ignore[arg-type]
         except Exception as exc:
             code = _tool_error_code(exc)
             # ToolCallError is an AgentbenchError: its text is ``reason``, its place ``location``.

@@ -113,4 +113,28 @@ def session_spec(session: ToolSessionLike) -> dict[str, Any]:
         for name in ("openai_tools", "mcp_tools")
         if callable(getattr(session, name, None))
     }
-    return {"tools": tools, "exports": exports}
+    budget = getattr(session, "budget", None)
+    return {
+        "tools": tools,
+        "exports": exports,
+        "final_schema": getattr(session, "final_schema", None),
+        "budget": None
+        if budget is None
+        else {
+            "max_calls": getattr(budget, "max_calls", None),
+            "max_bytes": getattr(budget, "max_bytes", None),
+        },
+    }
+
+
+SESSION_COUNTERS = ("calls_used", "bytes_used", "closed")
+"""Attributes of the session the adapter's stand-in reads live from the harness."""
+
+
+def session_state(session: ToolSessionLike) -> dict[str, JsonValue]:
+    state: dict[str, JsonValue] = {}
+    for name in SESSION_COUNTERS:
+        value = getattr(session, name, None)
+        if isinstance(value, int | bool):
+            state[name] = value
+    return state
