@@ -100,6 +100,22 @@ class Probe:
         with ThreadPoolExecutor(4) as pool:
             return sorted(pool.map(lambda a: session.call("add", {"a": a, "b": 1}), range(6)))
 
+    def session_view(self, task, session):
+        seen = {
+            "budget": [session.budget.max_calls, session.budget.max_bytes],
+            "final_schema": session.final_schema,
+            "before": [session.calls_used, session.closed],
+        }
+        session.call("add", {"a": 1, "b": 2})
+        seen["after_call"] = [session.calls_used, session.closed]
+        session.close()
+        seen["after_close"] = [session.calls_used, session.closed]
+        try:
+            session.call("add", {"a": 1, "b": 2})
+        except Exception as exc:
+            seen["refused"] = exc.code
+        return seen
+
     def late_call(self):
         try:
             self.session.call("add", {"a": 1, "b": 1})
@@ -139,6 +155,12 @@ class FakeToolSpec:
     privileged: bool = False
 
 
+@dataclass(frozen=True)
+class FakeBudget:
+    max_calls: int | None = None
+    max_bytes: int | None = None
+
+
 @dataclass
 class FakeSession:
     """A tool session of the shape in Shared API 2: strict arguments, a call budget."""
@@ -146,9 +168,24 @@ class FakeSession:
     tools: list[FakeToolSpec]
     max_calls: int
     calls: list[tuple[str, Any]] = field(default_factory=list)
+    closed: bool = False
+    final_schema: dict[str, Any] | None = None
+
+    @property
+    def budget(self) -> FakeBudget:
+        return FakeBudget(max_calls=self.max_calls)
+
+    @property
+    def calls_used(self) -> int:
+        return len(self.calls)
+
+    def close(self) -> None:
+        self.closed = True
 
     def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> Any:
         specs = {tool.name: tool for tool in self.tools}
+        if self.closed:
+            raise ToolCallError("session_closed", "the session is closed")
         if name not in specs:
             raise ToolCallError("unknown_tool", f"no tool {name!r}")
         if arguments is None:
@@ -393,6 +430,23 @@ def test_tool_calls_are_answered_by_the_harness_session(
     # A session kept past the end of its call is closed; the harness is not asked.
     assert probe.late_call() == "session_closed"
     assert len(session.calls) == 3
+
+
+def test_the_session_stand_in_closes_and_reads_the_harness_session(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
+    probe = host.remote(probe_module.Probe())
+    session = fake_session(max_calls=5)
+    session.final_schema = {"type": "object"}
+    assert probe.session_view({}, session) == {
+        "budget": [5, None],
+        "final_schema": {"type": "object"},
+        "before": [0, False],
+        "after_call": [1, False],
+        "after_close": [1, True],
+        "refused": "session_closed",
+    }
+    assert session.closed
 
 
 def test_tool_calls_from_the_adapters_threads_are_served_one_at_a_time(
