@@ -14,6 +14,7 @@ JSON cannot carry is a ``product_error``. Only the harness's own failures
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import importlib
 import itertools
@@ -95,13 +96,20 @@ class PickledRecipe:
 Recipe = SpecRecipe | PickledRecipe
 
 
+@functools.cache
+def _tool_call_error() -> type[Exception] | None:
+    """``pytest_agentbench.tools.ToolCallError``, where the tool-session contract is installed."""
+    try:
+        error: type[Exception] = importlib.import_module("pytest_agentbench.tools").ToolCallError
+    except (ImportError, AttributeError):
+        return None
+    return error
+
+
 def _tool_error_code(exc: Exception) -> str | None:
     """The code of a tool-session refusal (``ToolCallError``), None for any other exception."""
-    try:
-        error_type: type[Exception] = importlib.import_module(
-            "pytest_agentbench.tools"
-        ).ToolCallError
-    except (ImportError, AttributeError):
+    error_type = _tool_call_error()
+    if error_type is None:
         is_refusal = type(exc).__name__ == "ToolCallError"
     else:
         is_refusal = isinstance(exc, error_type)
