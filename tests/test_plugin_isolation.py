@@ -115,3 +115,21 @@ def test_a_bad_spec_is_a_usage_error_when_isolated(project: pytest.Pytester) -> 
     result.stderr.fnmatch_lines(
         ["*[[]adapter_attribute[]] --agentbench-adapter: module 'agents' has no attribute*"]
     )
+
+
+def test_a_users_test_gets_a_working_isolated_adapter_on_an_xdist_worker(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_mine=(
+            "import os\n\n"
+            "def test_adder(agentbench_adapter):\n"
+            "    assert agentbench_adapter.answer('2+3') == 5\n"
+            "    assert type(agentbench_adapter).__qualname__ == 'Recording'\n"
+        )
+    )
+    result = project.runpytest(
+        "--agentbench-adapter=agents:Recording", "--agentbench-isolate", "-n", "1", "test_mine.py"
+    )
+    result.assert_outcomes(passed=1)
+    assert os.getpid() not in _pids(project)

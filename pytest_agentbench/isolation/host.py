@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from pytest_agentbench.adapters import _protocols_summary
 from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.contracts import FailureClass
@@ -260,6 +262,15 @@ class IsolatedAdapters:
 
     def pending(self, spec: str, worlds: Sequence[World]) -> PendingAdapter:
         return PendingAdapter(spec, tuple(worlds))
+
+    def ready(self, adapter: Any) -> Any:
+        """``adapter`` as a test may use it: an xdist worker's pending spec is loaded now."""
+        if not isinstance(adapter, PendingAdapter):
+            return adapter
+        try:
+            return self.remote(adapter)
+        except AgentbenchError as exc:
+            pytest.fail(exc.render(), pytrace=False)
 
     def remote(self, adapter: Any) -> RemoteAdapter:
         """The stand-in that runs ``adapter`` in the child, ready for a case's calls.
