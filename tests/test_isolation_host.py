@@ -17,7 +17,7 @@ import pytest
 from pytest_agentbench.adapters import adapter_class, implements
 from pytest_agentbench.contracts import FailureClass
 from pytest_agentbench.errors import AgentbenchError, UsageError
-from pytest_agentbench.isolation.host import IsolatedAdapters
+from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters
 from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput
 from tests.demo_world import WORLD
 
@@ -44,6 +44,9 @@ class Probe:
 
     def pid(self):
         return os.getpid()
+
+    def live_probes(self):
+        return sum(isinstance(o, Probe) for o in gc.get_objects())
 
     def same_view(self, view):
         same, self.last = view is self.last, view
@@ -357,6 +360,13 @@ def test_a_garbled_message_fails_the_call_and_replaces_the_process(
     with pytest.raises(AdapterFailure, match="the adapter's process sent a message that is not"):
         probe.garble()
     assert _gone(pid)
+
+
+def test_adapters_made_per_case_are_not_all_kept(host: IsolatedAdapters, probe_module: Any) -> None:
+    for _ in range(SHARED_VIEWS + 8):
+        probe = host.remote(probe_module.Probe())
+        assert probe.add(1) == 1
+    assert probe.live_probes() == SHARED_VIEWS
 
 
 def test_an_adapter_that_cannot_be_pickled_is_refused(host: IsolatedAdapters) -> None:

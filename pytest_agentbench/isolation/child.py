@@ -263,7 +263,12 @@ class Server:
             },
         )
 
+    def unload(self, message: Mapping[str, Any]) -> None:
+        for released in message["unload"]:
+            self.adapters.pop(released, None)
+
     def load(self, message: Mapping[str, Any]) -> bytes:
+        self.unload(message)
         handle: int = message["handle"]
         try:
             if "pickled" in message:
@@ -307,6 +312,7 @@ class Server:
 
     def call(self, message: Mapping[str, Any]) -> bytes:
         call_id: int = message["call"]
+        self.unload(message)
         for digest in message["forget"]:
             self.blobs.pop(digest, None)
         try:

@@ -135,7 +135,8 @@ class IsolatedAdapters:
         self._loaded: set[int] = set()
         self._shared: OrderedDict[str, None] = OrderedDict()
         self._record_pickles: OrderedDict[int, tuple[Any, str, bytes]] = OrderedDict()
-        self._remotes: dict[int, tuple[Any, RemoteAdapter]] = {}
+        self._remotes: OrderedDict[int, tuple[Any, RemoteAdapter]] = OrderedDict()
+        self._unload: list[int] = []
         self._load_failures: dict[int, AdapterFailure] = {}
         self._handles = itertools.count(1)
         self._calls = itertools.count(1)
@@ -190,6 +191,7 @@ class IsolatedAdapters:
         process, self._process = self._process, None
         self._loaded.clear()
         self._shared.clear()
+        self._unload.clear()
         if process is not None:
             process.kill(self.grace)
 
@@ -284,14 +286,30 @@ class IsolatedAdapters:
             known = self._remotes.get(id(adapter))
             if known is not None and known[0] is adapter:
                 proxy = known[1]
+                self._remotes.move_to_end(id(adapter))
             else:
                 if isinstance(adapter, PendingAdapter):
                     proxy = self.load_spec(adapter.spec, adapter.worlds)
                 else:
                     proxy = self._pickled(adapter)
                 self._remotes[id(adapter)] = (adapter, proxy)
+                self._release_old_remotes()
         self.prepare(proxy._handle)
         return proxy
+
+    def _release_old_remotes(self) -> None:
+        """Forget the adapters least recently used beyond :data:`SHARED_VIEWS`.
+
+        A function-scoped ``agentbench_adapter`` override makes a new adapter
+        per case; neither process should keep them all.
+        """
+        while len(self._remotes) > SHARED_VIEWS:
+            _, (_, proxy) = self._remotes.popitem(last=False)
+            self._recipes.pop(proxy._handle, None)
+            self._load_failures.pop(proxy._handle, None)
+            if proxy._handle in self._loaded:
+                self._loaded.discard(proxy._handle)
+                self._unload.append(proxy._handle)
 
     def prepare(self, handle: int) -> None:
         """Have a child running with adapter ``handle`` loaded, before the case's limit starts.
@@ -350,8 +368,10 @@ class IsolatedAdapters:
             raise self._translated(exc) from None
 
     def _load(self, handle: int, deadline: float | None) -> dict[str, Any]:
-        recipe = self._recipes[handle]
-        message: dict[str, Any] = {"op": "load", "handle": handle}
+        recipe = self._recipes.get(handle)
+        if recipe is None:
+            raise IsolationFailure("this isolated adapter's stand-in has been released")
+        message: dict[str, Any] = {"op": "load", "handle": handle, "unload": self._released()}
         if isinstance(recipe, SpecRecipe):
             message.update(spec=recipe.spec, build=recipe.build)
         else:
@@ -457,7 +477,13 @@ class IsolatedAdapters:
             "kwargs": encoded_kwargs,
             "blobs": blobs,
             "forget": forget,
+            "unload": self._released(),
         }
+
+    def _released(self) -> list[int]:
+        """Handles the child may drop (each is given to it once)."""
+        released, self._unload = self._unload, []
+        return released
 
     def _pickled_argument(self, value: Any) -> tuple[str, bytes]:
         """The pickle of an argument and its digest.
