@@ -73,7 +73,8 @@ def alarms_held() -> Iterator[None]:
 class AdapterProcess:
     """A started child and the harness's end of its connection."""
 
-    def __init__(self) -> None:
+    def __init__(self, output: int | None = None) -> None:
+        """Start a child; ``output`` is the descriptor its stdout and stderr write to."""
         parent_end, child_end = Pipe(duplex=True)
         fd = child_end.fileno()
         try:
@@ -87,6 +88,8 @@ class AdapterProcess:
                 ],
                 pass_fds=(fd,),
                 stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
                 start_new_session=True,
             )
         finally:

@@ -142,6 +142,10 @@ class IsolatedAdapters:
         self._calls = itertools.count(1)
         self.starts = 0
         """How many child processes this host has started (restarts included)."""
+        # The child writes where pytest's stderr went when isolation was set up
+        # (before output capturing starts): never into pytest's stdout, and
+        # never into the capture of whichever case happened to start it.
+        self._output: int | None = os.dup(2)
         atexit.register(self.close)
 
     # -- the process -------------------------------------------------------
@@ -162,7 +166,7 @@ class IsolatedAdapters:
                 return self._process
             self._discard()
         try:
-            process = AdapterProcess()
+            process = AdapterProcess(self._output)
         except OSError as exc:
             raise IsolationFailure(
                 f"[isolation_unavailable] the adapter's process could not be started: {exc}"
@@ -203,6 +207,9 @@ class IsolatedAdapters:
         self._shared.clear()
         if process is not None:
             process.shutdown(self.grace)
+        output, self._output = self._output, None
+        if output is not None:
+            os.close(output)
 
     # -- loading -----------------------------------------------------------
 
