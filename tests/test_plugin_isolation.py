@@ -25,6 +25,12 @@ class Recording:
         return int(left) + int(right)
 
 
+class Printing(Recording):
+    def answer(self, question):
+        print("PRINTED-BY-THE-ADAPTER")
+        return super().answer(question)
+
+
 class Holding(Recording):
     def __init__(self):
         self.callback = lambda: None
@@ -135,3 +141,18 @@ def test_a_users_test_gets_a_working_isolated_adapter_on_an_xdist_worker(
     )
     result.assert_outcomes(passed=1)
     assert os.getpid() not in _pids(project)
+
+
+def test_the_adapters_output_goes_to_pytests_stderr(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess(
+        "--agentbench-adapter=agents:Printing",
+        "--agentbench-isolate",
+        "-m",
+        "not agentbench_control",
+        "-p",
+        "no:cacheprovider",
+        timeout=120,
+    )
+    result.assert_outcomes(passed=3)
+    assert "PRINTED-BY-THE-ADAPTER" not in result.stdout.str()
+    assert result.stderr.str().count("PRINTED-BY-THE-ADAPTER") == 3
