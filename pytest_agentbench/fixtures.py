@@ -50,7 +50,10 @@ def _loaded_case(request: pytest.FixtureRequest) -> tuple[LoadedSuite, Case]:
 @pytest.fixture(scope="session")
 def agentbench_adapter(pytestconfig: pytest.Config) -> Any:
     """The system under test: ``--agentbench-adapter``, or the built-in reference agents."""
-    return get_state(pytestconfig).adapter
+    state = get_state(pytestconfig)
+    if state.isolation is not None:
+        return state.isolation.ready(state.adapter)
+    return state.adapter
 
 
 @pytest.fixture

@@ -96,6 +96,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="pin each case's canonical output with syrupy (--snapshot-update re-pins)",
     )
+    group.addoption(
+        "--agentbench-isolate",
+        action="store_true",
+        default=None,
+        help="run the adapter in its own process, which never holds evaluator data; "
+        "a hang or crash there costs one case",
+    )
     parser.addini("agentbench_adapter", "default for --agentbench-adapter", default=None)
     parser.addini("agentbench_timeout", "default for --agentbench-timeout", default="300")
     parser.addini(
@@ -108,6 +115,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "agentbench_snapshot_dir",
         "folder of golden outputs, relative to the rootdir",
         default="snapshots",
+    )
+    parser.addini(
+        "agentbench_isolate",
+        "run the adapter in its own process (--agentbench-isolate)",
+        type="bool",
+        default=False,
     )
     parser.addini(
         "agentbench_junit_case_properties",
@@ -146,6 +159,7 @@ def _options(config: pytest.Config) -> Options:
     for gate in config.getoption("agentbench_gate"):
         parse_gate(gate, suite=None, source="--agentbench-gate")
     snapshot = config.getoption("agentbench_snapshot")
+    isolate = config.getoption("agentbench_isolate")
     report = config.getoption("agentbench_report")
     receipts = config.getoption("agentbench_receipts")
     return Options(
@@ -159,6 +173,7 @@ def _options(config: pytest.Config) -> Options:
         gates=tuple(config.getoption("agentbench_gate")),
         junit_case_properties=config.getini("agentbench_junit_case_properties"),
         receipts_dir=None if receipts is None else Path(receipts).resolve(),
+        isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
     )
 
 
@@ -195,9 +210,21 @@ def pytest_configure(config: pytest.Config) -> None:
         state = AgentbenchState(
             options=options, registry=registry, loader=SuiteLoader(registry, config.rootpath)
         )
-        if options.adapter_spec:
+        if options.isolate:
+            # Imported only when asked for: subprocess and multiprocessing cost start-up.
+            from pytest_agentbench.isolation.host import IsolatedAdapters
+            from pytest_agentbench.isolation.setup import configured_adapter
+
+            state.isolation = IsolatedAdapters(options.timeout)
+            if options.adapter_spec:
+                state.adapter = configured_adapter(
+                    config, state.isolation, options.adapter_spec, registry.worlds()
+                )
+        elif options.adapter_spec:
             state.adapter = load_adapter(options.adapter_spec, registry.worlds())
         state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)
+        if state.isolation is not None:
+            state.adapter_description += ", in an isolated process"
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
     config.stash[STATE_KEY] = state
@@ -214,6 +241,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     release_alarm()
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.isolation is not None:
+        state.isolation.close()
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +24,10 @@ from pytest_agentbench.runner import describe_exception, run_case
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
 from pytest_agentbench.world import World
 
+if TYPE_CHECKING:
+    # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
+    from pytest_agentbench.isolation.host import IsolatedAdapters
+
 
 @dataclass(frozen=True)
 class Options:
@@ -37,6 +41,7 @@ class Options:
     gates: tuple[str, ...]
     junit_case_properties: bool
     receipts_dir: Path | None = None
+    isolate: bool = False
 
 
 @dataclass
@@ -179,6 +184,8 @@ class AgentbenchState:
     loader: SuiteLoader
     adapter: Any = REFERENCE_AGENTS
     adapter_description: str = "built-in reference agents"
+    isolation: IsolatedAdapters | None = None
+    """The adapter process of ``--agentbench-isolate``; case adapters then run there."""
     _reference: dict[str, Any] = field(default_factory=dict)
     _predictions: dict[str, Any] = field(default_factory=dict)
     _protocol_checks: dict[tuple[int, str], tuple[Any, bool]] = field(default_factory=dict)
@@ -200,6 +207,11 @@ class AgentbenchState:
                     pytest.fail(exc.render(), pytrace=False)
             return self._predictions[suite.id]
         adapter = self.reference_agent(world) if given is REFERENCE_AGENTS else given
+        if self.isolation is not None:
+            try:
+                adapter = self.isolation.remote(adapter)
+            except AgentbenchError as exc:
+                pytest.fail(exc.render(), pytrace=False)
         if not self._implements(adapter, world):
             pytest.skip(
                 f"adapter {type(adapter).__name__} lacks the {protocol_name(world)} protocol "

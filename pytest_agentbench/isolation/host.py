@@ -1,0 +1,577 @@
+"""The harness's side of isolation: one adapter process per pytest process.
+
+:class:`IsolatedAdapters` starts its child on first use, loads adapters into
+it, and turns every call into a message exchange bounded by the case timeout.
+Whatever goes wrong on the child's side costs the call it happened in and is
+classified like an in-process failure: a hang is a timeout (the child is
+killed and a fresh one starts with the next call), a crash, a raised
+BaseException or a garbled message is an ``agent_error``, a return value
+JSON cannot carry is a ``product_error``. Only the harness's own failures
+(a view that cannot be pickled, a child that cannot start) are
+``harness_error``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import hashlib
+import importlib
+import itertools
+import math
+import os
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.adapters import _protocols_summary
+from pytest_agentbench.canonical import JsonValue
+from pytest_agentbench.contracts import FailureClass
+from pytest_agentbench.errors import AgentbenchError, UsageError
+from pytest_agentbench.isolation.channel import (
+    AdapterProcess,
+    ChannelError,
+    ChildDied,
+    ChildMisbehaved,
+    ChildTimedOut,
+)
+from pytest_agentbench.isolation.protocol import pickle_for_child, shape
+from pytest_agentbench.isolation.proxy import (
+    PendingAdapter,
+    RemoteAdapter,
+    ToolSessionLike,
+    methods_of,
+    remote_class,
+    satisfies,
+    session_spec,
+    session_state,
+)
+from pytest_agentbench.runner import (
+    AdapterFailure,
+    CaseTimeout,
+    MalformedOutput,
+    describe_exception,
+)
+from pytest_agentbench.world import World
+
+SHARED_VIEWS = 16
+"""How many distinct argument values the child keeps, so a view is sent once, not per case."""
+
+CALL_SLACK = 1.0
+"""A call's own deadline is this much after the case limit.
+
+On pytest's main thread the case limit (SIGALRM, armed around the whole case)
+ends a hang first, once; the call's deadline bounds calls where no alarm can
+be delivered (off the main thread) without ever racing the alarm.
+"""
+
+GRACE_SECONDS = 0.5
+"""Between SIGTERM and SIGKILL when a child is ended."""
+
+
+class IsolationFailure(AdapterFailure):
+    """The harness's side of isolation failed: not the adapter's doing."""
+
+    failure_class = FailureClass.HARNESS_ERROR
+
+
+@dataclass(frozen=True)
+class SpecRecipe:
+    """Build the adapter in the child from its ``module:attr`` spec."""
+
+    spec: str
+    build: bool
+
+
+@dataclass(frozen=True)
+class PickledRecipe:
+    """Rebuild an adapter object made in the harness (reference agent, fixture) from its pickle."""
+
+    payload: bytes
+
+
+Recipe = SpecRecipe | PickledRecipe
+
+
+@functools.cache
+def _tool_call_error() -> type[Exception] | None:
+    """``pytest_agentbench.tools.ToolCallError``, where the tool-session contract is installed."""
+    try:
+        error: type[Exception] = importlib.import_module("pytest_agentbench.tools").ToolCallError
+    except (ImportError, AttributeError):
+        return None
+    return error
+
+
+def _tool_error_code(exc: Exception) -> str | None:
+    """The code of a tool-session refusal (``ToolCallError``), None for any other exception."""
+    error_type = _tool_call_error()
+    if error_type is None:
+        is_refusal = type(exc).__name__ == "ToolCallError"
+    else:
+        is_refusal = isinstance(exc, error_type)
+    code = getattr(exc, "code", None)
+    return code if is_refusal and isinstance(code, str) else None
+
+
+def _absolute_path() -> list[str]:
+    # The child starts in the same directory, but '' must not mean a later chdir.
+    return [os.path.abspath(entry) if entry else os.getcwd() for entry in sys.path]
+
+
+class IsolatedAdapters:
+    """The adapter process of this pytest process and the adapters loaded into it."""
+
+    def __init__(self, timeout: float, *, grace: float = GRACE_SECONDS) -> None:
+        self.timeout = timeout
+        self.grace = grace
+        self._process: AdapterProcess | None = None
+        self._recipes: dict[int, Recipe] = {}
+        self._loaded: set[int] = set()
+        self._shared: OrderedDict[str, None] = OrderedDict()
+        self._record_pickles: OrderedDict[int, tuple[Any, str, bytes]] = OrderedDict()
+        self._remotes: OrderedDict[int, tuple[Any, RemoteAdapter]] = OrderedDict()
+        self._unload: list[int] = []
+        self._load_failures: dict[int, AdapterFailure] = {}
+        self._handles = itertools.count(1)
+        self._calls = itertools.count(1)
+        self.starts = 0
+        """How many child processes this host has started (restarts included)."""
+        # The child writes where pytest's stderr went when isolation was set up
+        # (before output capturing starts): never into pytest's stdout, and
+        # never into the capture of whichever case happened to start it.
+        self._output: int | None = os.dup(2)
+        atexit.register(self.close)
+
+    # -- the process -------------------------------------------------------
+
+    def _deadline(self, slack: float = 0.0) -> float | None:
+        if self.timeout <= 0 or not math.isfinite(self.timeout):
+            return None
+        return time.monotonic() + self.timeout + slack
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id, if one is running."""
+        return None if self._process is None else self._process.pid
+
+    def _child(self, deadline: float | None) -> AdapterProcess:
+        if self._process is not None:
+            if self._process.alive():
+                return self._process
+            self._discard()
+        try:
+            process = AdapterProcess(self._output)
+        except OSError as exc:
+            raise IsolationFailure(
+                f"[isolation_unavailable] the adapter's process could not be started: {exc}"
+            ) from None
+        self._process = process
+        self.starts += 1
+        try:
+            process.send({"op": "init", "sys_path": _absolute_path()})
+            ready = process.receive(deadline)
+        except ChannelError as exc:
+            self._discard()
+            raise IsolationFailure(
+                f"[isolation_unavailable] the adapter's process did not start: "
+                f"{type(exc).__name__} {exc}"
+            ) from None
+        except BaseException:
+            self._discard()
+            raise
+        if ready.get("op") != "ready":
+            self._discard()
+            raise IsolationFailure("[isolation_unavailable] the adapter's process did not start")
+        return process
+
+    def _discard(self) -> None:
+        """End the child; the next call starts a fresh one and reloads what it needs."""
+        process, self._process = self._process, None
+        self._loaded.clear()
+        self._shared.clear()
+        self._unload.clear()
+        if process is not None:
+            process.kill(self.grace)
+
+    def close(self) -> None:
+        """End the child at the end of the session (idempotent)."""
+        atexit.unregister(self.close)
+        process, self._process = self._process, None
+        self._loaded.clear()
+        self._shared.clear()
+        if process is not None:
+            process.shutdown(self.grace)
+        output, self._output = self._output, None
+        if output is not None:
+            os.close(output)
+
+    # -- loading -----------------------------------------------------------
+
+    def load_spec(self, spec: str, worlds: Sequence[World]) -> RemoteAdapter:
+        """Load ``--agentbench-adapter`` in the child, refusing it as in-process loading would."""
+        module_name, sep, attr_path = spec.partition(":")
+        if not sep or not module_name or not attr_path:
+            raise UsageError(
+                "adapter_spec", f"{spec!r} is not 'module:attr'", field="--agentbench-adapter"
+            )
+        deadline = self._deadline()
+        try:
+            resolved = self._exchange({"op": "resolve", "spec": spec}, deadline)
+            if resolved["op"] == "refused":
+                raise self._spec_refusal(spec, resolved)
+            target_shape = resolved["shape"]
+            build = bool(resolved["is_class"]) or (
+                bool(resolved["callable"]) and not any(satisfies(target_shape, w) for w in worlds)
+            )
+            handle = self._register(SpecRecipe(spec, build))
+            loaded = self._load(handle, deadline)
+        except AdapterFailure as failure:
+            raise UsageError(
+                "adapter_import",
+                f"loading adapter {spec!r} in its isolated process failed: {failure.reason}",
+                field="--agentbench-adapter",
+            ) from None
+        except CaseTimeout:
+            raise UsageError(
+                "adapter_import",
+                f"loading adapter {spec!r} in its isolated process took over {self.timeout:g}s",
+                field="--agentbench-adapter",
+            ) from None
+        if loaded["op"] == "refused":
+            raise self._spec_refusal(spec, loaded)
+        adapter_shape = loaded["shape"]
+        if not any(satisfies(adapter_shape, world) for world in worlds):
+            raise UsageError(
+                "adapter_protocol",
+                f"adapter {spec!r} ({loaded['qualname'].rpartition('.')[2]}) implements no "
+                f"known protocol; expected one of: {_protocols_summary(worlds)}",
+                field="--agentbench-adapter",
+            )
+        return self._proxy(handle, loaded)
+
+    @staticmethod
+    def _spec_refusal(spec: str, refused: Mapping[str, Any]) -> UsageError:
+        module_name, _, attr_path = spec.partition(":")
+        code = refused["code"]
+        cause = f"{refused['type']}: {refused['text']}" if refused["text"] else refused["type"]
+        reason = {
+            "adapter_import": f"cannot import module {module_name!r} of adapter {spec!r}: {cause}",
+            "adapter_attribute": (
+                f"module {module_name!r} has no attribute {attr_path!r} (adapter {spec!r})"
+            ),
+            "adapter_build": f"building adapter {spec!r} failed: {cause}",
+        }.get(code, f"loading adapter {spec!r} failed: {cause}")
+        return UsageError(code, reason, field="--agentbench-adapter")
+
+    def pending(self, spec: str, worlds: Sequence[World]) -> PendingAdapter:
+        return PendingAdapter(spec, tuple(worlds))
+
+    def ready(self, adapter: Any) -> Any:
+        """``adapter`` as a test may use it: an xdist worker's pending spec is loaded now."""
+        if not isinstance(adapter, PendingAdapter):
+            return adapter
+        try:
+            return self.remote(adapter)
+        except AgentbenchError as exc:
+            pytest.fail(exc.render(), pytrace=False)
+
+    def remote(self, adapter: Any) -> RemoteAdapter:
+        """The stand-in that runs ``adapter`` in the child, ready for a case's calls.
+
+        Made once per adapter object. Raises :class:`AgentbenchError` for an
+        adapter that cannot be sent to the child.
+        """
+        if isinstance(adapter, RemoteAdapter):
+            proxy = adapter
+        else:
+            known = self._remotes.get(id(adapter))
+            if known is not None and known[0] is adapter:
+                proxy = known[1]
+                self._remotes.move_to_end(id(adapter))
+            else:
+                if isinstance(adapter, PendingAdapter):
+                    proxy = self.load_spec(adapter.spec, adapter.worlds)
+                else:
+                    proxy = self._pickled(adapter)
+                self._remotes[id(adapter)] = (adapter, proxy)
+                self._release_old_remotes()
+        self.prepare(proxy._handle)
+        return proxy
+
+    def _release_old_remotes(self) -> None:
+        """Forget the adapters least recently used beyond :data:`SHARED_VIEWS`.
+
+        A function-scoped ``agentbench_adapter`` override makes a new adapter
+        per case; neither process should keep them all.
+        """
+        while len(self._remotes) > SHARED_VIEWS:
+            _, (_, proxy) = self._remotes.popitem(last=False)
+            self._recipes.pop(proxy._handle, None)
+            self._load_failures.pop(proxy._handle, None)
+            if proxy._handle in self._loaded:
+                self._loaded.discard(proxy._handle)
+                self._unload.append(proxy._handle)
+
+    def prepare(self, handle: int) -> None:
+        """Have a child running with adapter ``handle`` loaded, before the case's limit starts.
+
+        Restarting after a timeout or crash, and rebuilding the adapter, are
+        not the next case's time. A failure here is kept and raised by the
+        case's first call, so it is classified inside the case.
+        """
+        if handle in self._loaded and self._process is not None and self._process.alive():
+            return
+        try:
+            loaded = self._load(handle, self._deadline())
+        except CaseTimeout:
+            self._load_failures[handle] = AdapterFailure(
+                f"loading the adapter in its isolated process took over {self.timeout:g}s"
+            )
+        except AdapterFailure as failure:
+            self._load_failures[handle] = failure
+        else:
+            if loaded["op"] == "refused":
+                self._load_failures[handle] = self._load_failure(loaded)
+
+    def _pickled(self, adapter: Any) -> RemoteAdapter:
+        kind = type(adapter)
+        try:
+            payload = pickle_for_child(adapter)
+        except Exception as exc:
+            raise AgentbenchError(
+                "isolation_unpicklable_adapter",
+                f"adapter {kind.__module__}.{kind.__qualname__} cannot be sent to its isolated "
+                f"process ({describe_exception(exc)}); name it with --agentbench-adapter so the "
+                "process builds it, or make it picklable",
+                field="agentbench_adapter",
+            ) from None
+        handle = self._register(PickledRecipe(payload))
+        described = {"module": kind.__module__, "qualname": kind.__qualname__}
+        return self._proxy(handle, {**described, "shape": shape(adapter)})
+
+    def _register(self, recipe: Recipe) -> int:
+        handle = next(self._handles)
+        self._recipes[handle] = recipe
+        return handle
+
+    def _proxy(self, handle: int, loaded: Mapping[str, Any]) -> RemoteAdapter:
+        cls = remote_class(loaded["module"], loaded["qualname"], methods_of(loaded["shape"]))
+        return cls(self, handle)
+
+    def _exchange(self, message: dict[str, Any], deadline: float | None) -> dict[str, Any]:
+        """One request and its reply; any failure or interruption discards the child."""
+        process = self._child(deadline)
+        try:
+            process.send(message)
+            return process.receive(deadline)
+        except BaseException as exc:
+            self._discard()
+            raise self._translated(exc) from None
+
+    def _load(self, handle: int, deadline: float | None) -> dict[str, Any]:
+        recipe = self._recipes.get(handle)
+        if recipe is None:
+            raise IsolationFailure("this isolated adapter's stand-in has been released")
+        message: dict[str, Any] = {"op": "load", "handle": handle, "unload": self._released()}
+        if isinstance(recipe, SpecRecipe):
+            message.update(spec=recipe.spec, build=recipe.build)
+        else:
+            message.update(pickled=recipe.payload)
+        reply = self._exchange(message, deadline)
+        if reply["op"] == "loaded":
+            self._loaded.add(handle)
+        return reply
+
+    # -- calls -------------------------------------------------------------
+
+    def call(
+        self, handle: int, method: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> JsonValue:
+        """Run ``method`` of the adapter ``handle`` in the child; see the module doc."""
+        failure = self._load_failures.pop(handle, None)
+        if failure is not None:
+            raise failure
+        deadline = self._deadline(CALL_SLACK)
+        if handle not in self._loaded:
+            loaded = self._load(handle, deadline)
+            if loaded["op"] == "refused":
+                raise self._load_failure(loaded)
+        call_id = next(self._calls)
+        sessions: list[ToolSessionLike] = []
+        message = self._call_message(
+            call_id=call_id,
+            handle=handle,
+            method=method,
+            args=args,
+            kwargs=kwargs,
+            sessions=sessions,
+        )
+        process = self._child(deadline)
+        try:
+            process.send(message)
+            reply = process.receive(deadline)
+            while reply["op"] == "tool_call":
+                process.send(self._tool_reply(call_id, reply, sessions))
+                reply = process.receive(deadline)
+        except BaseException as exc:
+            self._discard()
+            raise self._translated(exc) from None
+        return self._result(call_id, reply)
+
+    def _load_failure(self, refused: Mapping[str, Any]) -> AdapterFailure:
+        cause = f"{refused['type']}: {refused['text']}" if refused["text"] else refused["type"]
+        if refused["code"] == "adapter_unpickle":
+            return IsolationFailure(
+                f"[isolation_unpicklable_adapter] the adapter cannot be rebuilt in its "
+                f"isolated process: {cause}"
+            )
+        return AdapterFailure(f"[{refused['code']}] loading the adapter failed: {cause}")
+
+    def _translated(self, exc: BaseException) -> BaseException:
+        if isinstance(exc, ChildTimedOut):
+            return CaseTimeout()
+        if isinstance(exc, ChildDied):
+            return AdapterFailure(
+                f"the adapter's process {exc} during the call (it is restarted for the next one)"
+            )
+        if isinstance(exc, ChildMisbehaved):
+            return AdapterFailure(f"the adapter's process sent {exc}")
+        return exc
+
+    def _call_message(
+        self,
+        *,
+        call_id: int,
+        handle: int,
+        method: str,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        sessions: list[ToolSessionLike],
+    ) -> dict[str, Any]:
+        blobs: dict[str, bytes] = {}
+
+        def encode(value: Any) -> tuple[str, Any]:
+            if value is None or isinstance(value, str | int | float | bool):
+                return ("value", value)
+            if hasattr(value, "call") and isinstance(value, ToolSessionLike):
+                sessions.append(value)
+                return ("session", {"index": len(sessions) - 1, **session_spec(value)})
+            digest, data = self._pickled_argument(value)
+            if digest in self._shared:
+                self._shared.move_to_end(digest)
+            else:
+                self._shared[digest] = None
+                blobs[digest] = data
+            return ("blob", digest)
+
+        encoded_args = [encode(value) for value in args]
+        encoded_kwargs = {key: encode(value) for key, value in kwargs.items()}
+        forget = []
+        while len(self._shared) > SHARED_VIEWS:
+            forget.append(self._shared.popitem(last=False)[0])
+        return {
+            "op": "call",
+            "call": call_id,
+            "handle": handle,
+            "method": method,
+            "args": encoded_args,
+            "kwargs": encoded_kwargs,
+            "blobs": blobs,
+            "forget": forget,
+            "unload": self._released(),
+        }
+
+    def _released(self) -> list[int]:
+        """Handles the child may drop (each is given to it once)."""
+        released, self._unload = self._unload, []
+        return released
+
+    def _pickled_argument(self, value: Any) -> tuple[str, bytes]:
+        """The pickle of an argument and its digest.
+
+        Pickling a large record costs more than the rest of a call, so a frozen
+        record (a frozen pydantic model, as worlds' views are) handed over
+        again is taken to be unchanged: its pickle is kept. Anything else is
+        pickled for every call and sent again whenever its bytes change.
+        """
+        frozen = getattr(type(value), "model_config", {}).get("frozen") is True
+        if frozen:
+            known = self._record_pickles.get(id(value))
+            if known is not None and known[0] is value:
+                self._record_pickles.move_to_end(id(value))
+                return known[1], known[2]
+        try:
+            data = pickle_for_child(value)
+        except Exception as exc:
+            raise IsolationFailure(
+                f"[isolation_unpicklable_view] the world's {type(value).__name__} argument "
+                f"cannot be sent to the isolated adapter: {describe_exception(exc)}"
+            ) from None
+        digest = hashlib.sha256(data).hexdigest()
+        if frozen:
+            self._record_pickles[id(value)] = (value, digest, data)
+            while len(self._record_pickles) > SHARED_VIEWS:
+                self._record_pickles.popitem(last=False)
+        return digest, data
+
+    @staticmethod
+    def _tool_reply(
+        call_id: int, request: Mapping[str, Any], sessions: Sequence[ToolSessionLike]
+    ) -> dict[str, Any]:
+        """Answer one tool call of the adapter with the world's session."""
+        index = request.get("session")
+        if (
+            request.get("call") != call_id
+            or not isinstance(index, int)
+            or not 0 <= index < len(sessions)
+        ):
+            return {
+                "op": "tool_error",
+                "code": "session_closed",
+                "message": "no open tool session matches this call",
+            }
+        session, kind = sessions[index], request.get("kind")
+        if kind == "close":
+            close = getattr(session, "close", None)
+            if callable(close):
+                close()
+            return {"op": "tool_result", "value": None}
+        if kind == "state":
+            return {"op": "tool_result", "value": session_state(session)}
+        try:
+            # A name that is not a string is the session's to refuse (unknown_tool).
+            value = session.call(request.get("name"), request.get("value"))  # type: ignore[arg-type]
+        except Exception as exc:
+            code = _tool_error_code(exc)
+            # ToolCallError is an AgentbenchError: its text is ``reason``, its place ``location``.
+            message = getattr(exc, "reason", getattr(exc, "message", None))
+            location = getattr(exc, "location", None)
+            return {
+                "op": "tool_error",
+                "code": code or "handler_failed",
+                "message": message if isinstance(message, str) else describe_exception(exc),
+                "field": getattr(location, "field", None),
+            }
+        return {"op": "tool_result", "value": value}
+
+    def _result(self, call_id: int, reply: Mapping[str, Any]) -> JsonValue:
+        op = reply["op"]
+        if reply.get("call") != call_id or op not in {"returned", "raised", "unencodable"}:
+            self._discard()
+            raise AdapterFailure(f"the adapter's process sent an unexpected {op!r} message")
+        if op == "returned":
+            value: JsonValue = reply.get("value")
+            return value
+        kind, text = str(reply.get("type")), str(reply.get("text") or "")
+        cause = f"{kind}: {text}" if text else kind
+        if op == "raised":
+            raise AdapterFailure(f"adapter raised {cause}")
+        raise MalformedOutput(
+            f"adapter returned a value that cannot cross to the harness as JSON: {cause}"
+        )

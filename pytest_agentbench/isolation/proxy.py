@@ -1,0 +1,140 @@
+"""What the harness holds in place of an isolated adapter.
+
+A :class:`RemoteAdapter` has one method per public method of the adapter in
+the child, and its class carries the adapter class's module and name. Worlds
+call it exactly as they would call the adapter (protocol checks, the
+``answered_by`` class of reports and the header see the real class), and each
+call crosses to the child.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pytest_agentbench.adapters import implements
+from pytest_agentbench.canonical import JsonValue
+from pytest_agentbench.world import World
+
+if TYPE_CHECKING:
+    from pytest_agentbench.isolation.host import IsolatedAdapters
+
+
+class RemoteAdapter:
+    """Base of the harness-side stand-ins; see :func:`remote_class`."""
+
+    def __init__(self, host: IsolatedAdapters, handle: int) -> None:
+        self._host = host
+        self._handle = handle
+
+    def __repr__(self) -> str:
+        kind = type(self)
+        return f"<isolated {kind.__module__}.{kind.__qualname__}>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an isolated adapter's stand-in cannot be pickled")
+
+
+def _remote_method(name: str) -> Callable[..., JsonValue]:
+    def method(self: RemoteAdapter, *args: Any, **kwargs: Any) -> JsonValue:
+        return self._host.call(self._handle, name, args, kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+@functools.cache
+def remote_class(module: str, qualname: str, methods: tuple[str, ...]) -> type[RemoteAdapter]:
+    """The stand-in class of a remote adapter class with these public methods."""
+    namespace: dict[str, Any] = {name: _remote_method(name) for name in methods}
+    namespace.update(__module__=module, __qualname__=qualname)
+    return type(qualname.rpartition(".")[2], (RemoteAdapter,), namespace)
+
+
+def methods_of(shape: Mapping[str, bool]) -> tuple[str, ...]:
+    return tuple(sorted(name for name, is_callable in shape.items() if is_callable))
+
+
+def satisfies(shape: Mapping[str, bool], world: World) -> bool:
+    """Whether an object with these public members meets ``world``'s adapter protocol.
+
+    Asked of a stand-in carrying the members, so the check is the runtime
+    protocol check itself rather than a copy of it.
+    """
+    stand_in = type("Shape", (), dict.fromkeys(shape, _present))()
+    return implements(stand_in, world)
+
+
+def _present(*_args: Any) -> None:
+    """The value of each member of a shape stand-in."""
+
+
+@dataclass(frozen=True)
+class PendingAdapter:
+    """An ``--agentbench-adapter`` spec not yet loaded in this process's child.
+
+    An xdist worker holds this until its first case: the controller has
+    already checked the spec, and the worker starts its child only when a case
+    needs it.
+    """
+
+    spec: str
+    worlds: Sequence[World]
+
+    def __repr__(self) -> str:
+        return f"<isolated adapter {self.spec}, not yet started>"
+
+
+@runtime_checkable
+class ToolSessionLike(Protocol):
+    """The part of a tool session (``pytest_agentbench.tools.ToolSession``) an adapter uses."""
+
+    tools: Sequence[Any]
+
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> JsonValue: ...
+
+
+def session_spec(session: ToolSessionLike) -> dict[str, Any]:
+    """What the child's stand-in session needs: the visible tools and their exports."""
+    tools = [
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+            "mutating": bool(getattr(tool, "mutating", False)),
+            "privileged": bool(getattr(tool, "privileged", False)),
+        }
+        for tool in session.tools
+    ]
+    exports = {
+        name: getattr(session, name)()
+        for name in ("openai_tools", "mcp_tools")
+        if callable(getattr(session, name, None))
+    }
+    budget = getattr(session, "budget", None)
+    return {
+        "tools": tools,
+        "exports": exports,
+        "final_schema": getattr(session, "final_schema", None),
+        "budget": None
+        if budget is None
+        else {
+            "max_calls": getattr(budget, "max_calls", None),
+            "max_bytes": getattr(budget, "max_bytes", None),
+        },
+    }
+
+
+SESSION_COUNTERS = ("calls_used", "bytes_used", "closed")
+"""Attributes of the session the adapter's stand-in reads live from the harness."""
+
+
+def session_state(session: ToolSessionLike) -> dict[str, JsonValue]:
+    state: dict[str, JsonValue] = {}
+    for name in SESSION_COUNTERS:
+        value = getattr(session, name, None)
+        if isinstance(value, int | bool):
+            state[name] = value
+    return state

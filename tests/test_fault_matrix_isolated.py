@@ -1,0 +1,261 @@
+"""Every hang and crash of issue 8, run with ``--agentbench-isolate``.
+
+One demo suite holds one case per fault; a single adapter misbehaves on each
+case in its own way. Isolated, every hang is ended at the timeout (agent_error),
+every crash costs its own case only, and the session ends normally with every
+case counted, serially and under xdist. The sessions run as subprocesses with a
+generous limit of their own, so a regression shows up as a failed test rather
+than a hung test run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.demo_world import write_demo_suite
+
+FAULTS = """
+import asyncio
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no text for you")
+
+
+class Custom(BaseException):
+    pass
+
+
+class BrokenMapping(Mapping):
+    def __getitem__(self, key):
+        return 1
+
+    def __len__(self):
+        return 1
+
+    def __iter__(self):
+        raise RuntimeError("iteration refused")
+
+
+def _record(name, value):
+    with open(HERE / name, "a") as handle:
+        handle.write(f"{value}\\n")
+
+
+def sleep_forever():
+    time.sleep(1000)
+
+
+def thread_pool():
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(time.sleep, 1000).result()
+
+
+def asyncio_executor():
+    async def main():
+        await asyncio.get_running_loop().run_in_executor(None, time.sleep, 1000)
+
+    asyncio.run(main())
+
+
+def swallowing_loop():
+    while True:
+        try:
+            time.sleep(1000)
+        except:  # noqa: E722
+            continue
+
+
+def ignores_sigterm():
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sleep_forever()
+
+
+def grandchild():
+    process = subprocess.Popen(["sleep", "1000"])
+    _record("grandchild.pid", process.pid)
+    process.wait()
+
+
+def os_exit():
+    os._exit(1)
+
+
+def keyboard_interrupt():
+    raise KeyboardInterrupt("pressed in the adapter")
+
+
+def segfault():
+    ctypes.string_at(0)
+
+
+def cancelled():
+    raise asyncio.CancelledError()
+
+
+def base_exception():
+    raise Custom("not an Exception")
+
+
+def unprintable():
+    raise Unprintable()
+
+
+def leaked_thread():
+    threading.Thread(target=sleep_forever, daemon=False).start()
+
+
+BEHAVIOUR = {
+    2: sleep_forever,
+    3: thread_pool,
+    4: asyncio_executor,
+    5: swallowing_loop,
+    6: ignores_sigterm,
+    7: grandchild,
+    8: os_exit,
+    9: keyboard_interrupt,
+    10: segfault,
+    11: cancelled,
+    12: base_exception,
+    13: unprintable,
+    14: leaked_thread,
+}
+RETURNS = {15: object, 16: BrokenMapping, 17: lambda: float("nan")}
+
+
+class Faulty:
+    def answer(self, question):
+        _record("child.pid", os.getpid())
+        left, right = (int(part) for part in question.split("+"))
+        if left in BEHAVIOUR:
+            BEHAVIOUR[left]()
+        if left in RETURNS:
+            return RETURNS[left]()
+        return left + right
+"""
+
+TIMEOUTS = {
+    "sleep": 2,
+    "thread-pool": 3,
+    "asyncio-executor": 4,
+    "swallowing-loop": 5,
+    "ignores-sigterm": 6,
+    "grandchild": 7,
+}
+CRASHES = {
+    "os-exit": (8, "the adapter's process exited with status 1 during the call"),
+    "keyboard-interrupt": (9, "adapter raised KeyboardInterrupt: pressed in the adapter"),
+    "segfault": (10, "the adapter's process killed by SIGSEGV during the call"),
+    "cancelled": (11, "adapter raised CancelledError"),
+    "base-exception": (12, "adapter raised Custom: not an Exception"),
+    "unprintable": (13, "adapter raised Unprintable: <str() raised RuntimeError>"),
+}
+UNENCODABLE = {
+    "object": (15, "TypeError: object is not a JSON value"),
+    "broken-mapping": (16, "RuntimeError: iteration refused"),
+    "nan": (17, "ValueError: Out of range float values are not JSON compliant"),
+}
+PASSING = {"ok-first": 1, "leaked-thread": 14, "ok-last": 18}
+
+SESSION_LIMIT = 240
+"""The test's own bound on a session: far above what the mechanism under test needs."""
+
+
+def _questions() -> dict[str, str]:
+    numbers = {
+        **PASSING,
+        **TIMEOUTS,
+        **{case: number for case, (number, _) in CRASHES.items()},
+        **{case: number for case, (number, _) in UNENCODABLE.items()},
+    }
+    return {case: f"{number}+0" for case, number in sorted(numbers.items(), key=lambda i: i[1])}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _pids(path: Path) -> set[int]:
+    return {int(line) for line in path.read_text().split()} if path.exists() else set()
+
+
+def _wait_gone(pids: set[int]) -> set[int]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.1)
+    return {pid for pid in pids if _alive(pid)}
+
+
+@pytest.fixture
+def project(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(demo.path, questions=_questions())
+    demo.makepyfile(faults=FAULTS)
+    return demo
+
+
+def test_every_hang_and_crash_costs_one_case_when_isolated(
+    project: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    report_path = project.path / "run.json"
+    started = time.monotonic()
+    result = project.runpytest_subprocess(
+        "--agentbench-adapter=faults:Faulty",
+        "--agentbench-isolate",
+        "--agentbench-timeout=1",
+        f"--agentbench-report={report_path}",
+        "-m",
+        "not agentbench_control",
+        "-p",
+        "no:cacheprovider",
+        *xdist_args,
+        timeout=SESSION_LIMIT,
+    )
+    elapsed = time.monotonic() - started
+    result.assert_outcomes(passed=len(PASSING), failed=18 - len(PASSING))
+    report: dict[str, Any] = json.loads(report_path.read_text())
+    (suite,) = report["suites"]
+    assert suite["counts"] == {"passed": 3, "failed": 15, "error": 0, "skipped": 0}
+    assert suite["failure_classes"] == {"agent_error": 12, "product_error": 3, "harness_error": 0}
+    results = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+    for case in PASSING:
+        assert results[case]["outcome"] == "passed", case
+    for case in TIMEOUTS:
+        assert results[case]["failure_class"] == "agent_error", case
+        assert results[case]["failure_reason"].startswith("timed out after 1."), case
+    for case, (_, reason) in CRASHES.items():
+        assert results[case]["failure_class"] == "agent_error", case
+        assert results[case]["failure_reason"].startswith(reason), case
+    for case, (_, reason) in UNENCODABLE.items():
+        assert results[case]["failure_class"] == "product_error", case
+        assert results[case]["failure_reason"].endswith(reason), case
+    accuracy = {metric["name"]: metric for metric in suite["metrics"]}["accuracy"]
+    assert (accuracy["numerator"], accuracy["denominator"]) == (3, 18)
+    # Nothing outlives the session: not the adapter's processes, not what they started.
+    assert (
+        _wait_gone(_pids(project.path / "child.pid") | _pids(project.path / "grandchild.pid"))
+        == set()
+    )
+    # Six hangs of one second each, run at most two at a time, plus start-up.
+    assert elapsed < SESSION_LIMIT / 2, f"the session took {elapsed:.0f}s"

@@ -1,0 +1,158 @@
+"""``--agentbench-isolate`` in pytest sessions: which adapters run isolated, and refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+from tests.demo_world import write_demo_suite
+
+AGENTS = """
+import os
+from pathlib import Path
+
+LOG = Path(__file__).resolve().parent / "pids.txt"
+
+
+class Recording:
+    def answer(self, question):
+        with LOG.open("a") as handle:
+            handle.write(f"{os.getpid()}\\n")
+        left, right = question.split("+")
+        return int(left) + int(right)
+
+
+class Printing(Recording):
+    def answer(self, question):
+        print("PRINTED-BY-THE-ADAPTER")
+        return super().answer(question)
+
+
+class Holding(Recording):
+    def __init__(self):
+        self.callback = lambda: None
+"""
+
+
+@pytest.fixture
+def project(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(demo.path)
+    demo.makepyfile(agents=AGENTS)
+    return demo
+
+
+def _pids(pytester: pytest.Pytester) -> set[int]:
+    return {int(line) for line in (pytester.path / "pids.txt").read_text().split()}
+
+
+def _suite_report(pytester: pytest.Pytester) -> dict[str, Any]:
+    report = json.loads((pytester.path / "run.json").read_text())
+    (suite,) = report["suites"]
+    suite_report: dict[str, Any] = suite
+    return suite_report
+
+
+def test_the_configured_adapter_runs_in_another_process(project: pytest.Pytester) -> None:
+    # Under xdist too: tests/test_fault_matrix_isolated.py runs over -n 0 and -n 2.
+    result = project.runpytest(
+        "--agentbench-adapter=agents:Recording",
+        "--agentbench-isolate",
+        f"--agentbench-report={project.path / 'run.json'}",
+        "-m",
+        "not agentbench_control",
+    )
+    result.assert_outcomes(passed=3)
+    # One adapter process answered every case, and it is not pytest's.
+    (pid,) = _pids(project)
+    assert pid != os.getpid()
+    assert _suite_report(project)["answered_by"] == ["agents.Recording"]
+    result.stdout.fnmatch_lines(
+        ["agentbench: adapter agents:Recording (agents.Recording), in an isolated process;*"]
+    )
+
+
+def test_ini_setting_and_reference_agents(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nagentbench_isolate = true\n")
+    result = project.runpytest("-m", "not agentbench_control")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        ["agentbench: adapter built-in reference agents, in an isolated process;*"]
+    )
+
+
+def test_a_conftest_adapter_that_pickles_runs_isolated(project: pytest.Pytester) -> None:
+    project.makeconftest(
+        "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n"
+        "import pytest\n"
+        "from agents import Recording\n\n"
+        "@pytest.fixture(scope='session')\n"
+        "def agentbench_adapter():\n"
+        "    return Recording()\n"
+    )
+    result = project.runpytest("--agentbench-isolate", "-m", "not agentbench_control")
+    result.assert_outcomes(passed=3)
+    assert os.getpid() not in _pids(project)
+
+
+def test_a_conftest_adapter_that_cannot_be_pickled_is_refused(project: pytest.Pytester) -> None:
+    project.makeconftest(
+        "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n"
+        "import pytest\n"
+        "from agents import Holding\n\n"
+        "@pytest.fixture(scope='session')\n"
+        "def agentbench_adapter():\n"
+        "    return Holding()\n"
+    )
+    result = project.runpytest("--agentbench-isolate", "-m", "not agentbench_control")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]isolation_unpicklable_adapter[]] agentbench_adapter: adapter agents.Holding "
+            "cannot be sent to its isolated process*"
+        ]
+    )
+    assert not (project.path / "pids.txt").exists()
+
+
+def test_a_bad_spec_is_a_usage_error_when_isolated(project: pytest.Pytester) -> None:
+    result = project.runpytest("--agentbench-adapter=agents:Missing", "--agentbench-isolate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*[[]adapter_attribute[]] --agentbench-adapter: module 'agents' has no attribute*"]
+    )
+
+
+def test_a_users_test_gets_a_working_isolated_adapter_on_an_xdist_worker(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(
+        test_mine=(
+            "import os\n\n"
+            "def test_adder(agentbench_adapter):\n"
+            "    assert agentbench_adapter.answer('2+3') == 5\n"
+            "    assert type(agentbench_adapter).__qualname__ == 'Recording'\n"
+        )
+    )
+    result = project.runpytest(
+        "--agentbench-adapter=agents:Recording", "--agentbench-isolate", "-n", "1", "test_mine.py"
+    )
+    result.assert_outcomes(passed=1)
+    assert os.getpid() not in _pids(project)
+
+
+def test_the_adapters_output_goes_to_pytests_stderr(project: pytest.Pytester) -> None:
+    result = project.runpytest_subprocess(
+        "--agentbench-adapter=agents:Printing",
+        "--agentbench-isolate",
+        "-m",
+        "not agentbench_control",
+        "-p",
+        "no:cacheprovider",
+        timeout=120,
+    )
+    result.assert_outcomes(passed=3)
+    assert "PRINTED-BY-THE-ADAPTER" not in result.stdout.str()
+    assert result.stderr.str().count("PRINTED-BY-THE-ADAPTER") == 3
