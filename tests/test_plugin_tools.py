@@ -12,9 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from pytest_agentbench.registry import WorldRegistry
+from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.runner import run_case
 from pytest_agentbench.session import SuiteLoader
@@ -86,7 +88,9 @@ def run(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[st
         "not agentbench_control",
         *args,
     )
-    (suite,) = json.loads(report.read_text())["suites"]
+    document = json.loads(report.read_text())
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    (suite,) = document["suites"]
     return result, {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
 
 
