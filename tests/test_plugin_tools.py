@@ -12,9 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from pytest_agentbench.registry import WorldRegistry
+from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.runner import run_case
 from pytest_agentbench.session import SuiteLoader
@@ -86,7 +88,9 @@ def run(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[st
         "not agentbench_control",
         *args,
     )
-    (suite,) = json.loads(report.read_text())["suites"]
+    document = json.loads(report.read_text())
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    (suite,) = document["suites"]
     return result, {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
 
 
@@ -143,3 +147,14 @@ def test_an_adapter_of_neither_protocol_is_refused(project: pytest.Pytester) -> 
     result = project.runpytest("--agentbench-adapter=mute:Mute")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*DemoAdapter (demo), ToolAgent or DemoAdapter (demo-tools)*"])
+
+
+def test_the_task_views_and_finals_follow_the_published_schemas(tmp_path: Path) -> None:
+    loaded = SuiteLoader(WorldRegistry([TOOLS_WORLD]), tmp_path).load(write_suite(tmp_path))
+    world, suite = loaded.world, loaded.suite
+    final_schema = demo_world.DemoFinal.model_json_schema()
+    for case in world.cases(suite):
+        jsonschema.validate(world.public_view(suite, case), demo_world.TASK_SCHEMA)
+    jsonschema.validate(demo_world.accept_final('{"answer": 3}'), final_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"answer": 3, "extra": 1}, final_schema)

@@ -24,6 +24,7 @@ from pytest_agentbench.tools import (
     ToolDescriptor,
     ToolHarnessError,
     ToolSession,
+    ToolSessionLike,
     ToolSpec,
 )
 from pytest_agentbench.tools.receipt import SCHEMA_PATH, schema_text
@@ -409,3 +410,41 @@ def test_the_shipped_receipt_schema_is_current_and_validates_receipts() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text()
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     jsonschema.validate(play(session()).model_dump(mode="json"), schema)
+
+
+def one_decision(spec: ToolSpec, arguments: dict[str, Any], s: ToolSession) -> None:
+    if spec.mutating and any(
+        c.delivered and c.name == spec.name and c.error is None for c in s.calls
+    ):
+        raise ToolCallError("decision_already_made", "one decision per invocation")
+
+
+def test_a_world_guard_refuses_before_the_handler_and_is_not_delivered() -> None:
+    ran: list[Any] = []
+
+    def decide(arguments: dict[str, Any]) -> Any:
+        ran.append(arguments)
+        return "ok"
+
+    spec = ToolSpec(name="decide", description="", parameters=EMPTY, mutating=True, handler=decide)
+    s = ToolSession([spec, tools()[0]], guard=one_decision)
+    assert s.call("decide", {}) == "ok"
+    assert s.call("add", {"a": 1, "b": 1}) == {"sum": 2}
+    error = refused(s, "decide", {})
+    assert error.code == "decision_already_made"
+    assert len(ran) == 1
+    assert (s.calls[-1].delivered, s.calls[-1].model_visible_bytes) == (False, 0)
+    assert s.harness_failure is None
+
+
+def test_a_failing_guard_is_a_harness_error() -> None:
+    def broken(spec: ToolSpec, arguments: dict[str, Any], s: ToolSession) -> None:
+        raise LookupError("no policy table")
+
+    s = ToolSession(tools(), guard=broken)
+    assert refused(s, "add", {"a": 1, "b": 1}).code == HANDLER_FAILED
+    assert s.harness_failure is s.calls[0]
+
+
+def test_a_session_is_what_adapters_may_rely_on() -> None:
+    assert isinstance(session(), ToolSessionLike)

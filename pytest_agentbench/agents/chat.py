@@ -26,7 +26,7 @@ from pytest_agentbench.agents.cassettes import RecordedResponse
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
 from pytest_agentbench.canonical import JsonValue, canonical_json
-from pytest_agentbench.tools import ToolCallError, ToolSession
+from pytest_agentbench.tools import ToolCallError, ToolSessionLike
 from pytest_agentbench.tools.wrapping import FENCE_INSTRUCTIONS, fence_result
 
 SYSTEM_PROMPT = (
@@ -57,7 +57,7 @@ class ChatAgent:
     def __repr__(self) -> str:
         return f"ChatAgent(model={self.settings.model!r}, mode={self.settings.effective_mode})"
 
-    def solve(self, task: dict[str, Any], session: ToolSession) -> str:
+    def solve(self, task: dict[str, Any], session: ToolSessionLike) -> str:
         messages: list[JsonValue] = [
             {"role": "system", "content": self._system_prompt()},
             {"role": "user", "content": self._task_prompt(task, session)},
@@ -82,7 +82,7 @@ class ChatAgent:
             return f"{SYSTEM_PROMPT} {FENCE_INSTRUCTIONS}"
         return SYSTEM_PROMPT
 
-    def _task_prompt(self, task: dict[str, Any], session: ToolSession) -> str:
+    def _task_prompt(self, task: dict[str, Any], session: ToolSessionLike) -> str:
         prompt = TASK_PREFIX + canonical_json(task)
         if session.final_schema is not None:
             prompt += SCHEMA_PREFIX + canonical_json(session.final_schema)
@@ -105,7 +105,9 @@ class ChatAgent:
     def _complete(self, request: dict[str, JsonValue]) -> dict[str, Any]:
         return assistant_message(self.transport.send(request), self.settings.timeout_s)
 
-    def _answer_call(self, session: ToolSession, call: Any, call_id: str) -> dict[str, JsonValue]:
+    def _answer_call(
+        self, session: ToolSessionLike, call: Any, call_id: str
+    ) -> dict[str, JsonValue]:
         function = call["function"]
         name = function["name"]
         try:

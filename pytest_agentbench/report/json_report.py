@@ -6,7 +6,7 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -15,6 +15,7 @@ from pytest_agentbench.canonical import canonical_json, pretty_json
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
+from pytest_agentbench.tools.receipt import Receipt
 
 SCHEMA_PATH = Path(__file__).with_name("run_report.schema.json")
 
@@ -94,7 +95,25 @@ def write_report(report: RunReport, path: Path) -> None:
 
 def schema_text() -> str:
     """The JSON Schema of the run report, as shipped beside this module."""
-    return pretty_json(RunReport.model_json_schema())
+    return pretty_json(_with_receipt_schema(RunReport.model_json_schema()))
+
+
+def _with_receipt_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    # contracts cannot import the tools package (it builds on contracts), so a
+    # case result holds its receipt as JSON; the published schema still says
+    # exactly what that JSON is.
+    receipt = Receipt.model_json_schema()
+    definitions = schema["$defs"]
+    clashes = set(definitions) & {*receipt["$defs"], "Receipt"}
+    assert not clashes, f"run report and receipt schemas both define {sorted(clashes)}"
+    definitions.update(receipt.pop("$defs"))
+    definitions["Receipt"] = receipt
+    definitions["CaseResult"]["properties"]["receipt"] = {
+        "anyOf": [{"$ref": "#/$defs/Receipt"}, {"type": "null"}],
+        "default": None,
+        "description": "The case's tool-session receipt (interactive worlds).",
+    }
+    return schema
 
 
 if __name__ == "__main__":  # regenerate the shipped schema

@@ -9,10 +9,13 @@ recorded outcome:
 3. ``unknown_tool``: no visible tool has that name;
 4. ``invalid_arguments``: the arguments are not a strictly parsed JSON object
    (duplicate keys refused) that satisfies the tool's schema;
-5. the handler runs: its result, or its own refusal (:class:`ToolCallError`
+5. the world's ``guard``, if any, may refuse the call with its own code (a
+   budget or rule of its own, such as one decision per invocation): recorded,
+   not delivered;
+6. the handler runs: its result, or its own refusal (:class:`ToolCallError`
    with the world's code), is delivered; any other exception is
    ``handler_failed``, a harness error the world must not grade as the agent's;
-6. ``budget_exhausted`` again when the answer would overrun ``max_bytes``: it
+7. ``budget_exhausted`` again when the answer would overrun ``max_bytes``: it
    is withheld (recorded, not delivered, 0 bytes).
 
 Nothing about a spec's identity is relied on: a thin proxy (an isolated
@@ -47,6 +50,9 @@ from pytest_agentbench.tools.spec import (
 )
 
 UNLIMITED = Budget()
+
+Guard = Callable[[ToolSpec, dict[str, Any], "ToolSession"], None]
+"""A world's own admission rule: raise :class:`ToolCallError` to refuse a valid call."""
 
 
 class ToolHarnessError(Exception):
@@ -86,6 +92,7 @@ class ToolSession:
         *,
         context: Mapping[str, JsonValue] | None = None,
         final_schema: Mapping[str, JsonValue] | None = None,
+        guard: Guard | None = None,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._tools = tuple(tools)
@@ -104,6 +111,7 @@ class ToolSession:
             None if final_schema is None else json.loads(canonical_json(dict(final_schema)))
         )
         """The published JSON Schema of the world's final answer, for agents that prompt with it."""
+        self._guard = guard
         self._clock = clock
         self._calls: list[ToolCallRecord] = []
         self._admitted = 0
@@ -243,6 +251,8 @@ class ToolSession:
             ) from None
         # Valid arguments are JSON types only, so they were recorded above.
         assert draft.arguments_json is not None
+        if self._guard is not None:
+            self._admit(spec, draft.arguments_json)
         try:
             result = spec.handler(decode_canonical(draft.arguments_json))
             answer = encode_canonical(result)
@@ -256,6 +266,17 @@ class ToolSession:
             ) from exc
         self._deliver(draft, answer)
         return answer
+
+    def _admit(self, spec: ToolSpec, arguments_json: str) -> None:
+        assert self._guard is not None
+        try:
+            self._guard(spec, decode_canonical(arguments_json), self)
+        except ToolCallError:
+            raise
+        except Exception as exc:
+            raise ToolCallError(
+                HANDLER_FAILED, f"the guard of tool {spec.name!r} failed: {describe_exception(exc)}"
+            ) from exc
 
     def _parse(
         self, draft: _Draft, arguments: Mapping[str, Any] | str | None
