@@ -90,8 +90,29 @@ def test_always_deny_agent_records_nothing_else() -> None:
             "none",
         )
         assert row["timestamp"] is not None
-        filled = {"event_id", "timestamp", "decision", "decision_at_audit", "side_effect"}
-        assert all(row[name] is None for name in ROW_FIELDS if name not in filled)
+        # No chain, no owner chain, no reconstructability claim, no schema version.
+        unclaimed = {
+            "schema_version",
+            "delegation_chain_ids",
+            "accountable_owner_chain",
+            "reconstructable_from_retained_evidence",
+        }
+        assert all(row[name] is None for name in unclaimed)
+    first = rows[0]
+    # Identity, resource and evidence copied from the attempt's public claims.
+    assert (
+        first["originating_principal_id"],
+        first["logical_agent_id"],
+        first["runtime_principal_id"],
+        first["attributed_actor_id"],
+        first["credential_subject_id"],
+    ) == ("p-manager", "agent-child", "p-rt-child", "p-child-service", "p-rt-child")
+    assert (first["resource_id"], first["action"], first["requested_scope"]) == (
+        "res-doc",
+        "compare",
+        ["s1"],
+    )
+    assert (first["policy_version"], first["evidence_refs"]) == ("v1", [])
     assert AlwaysDenyAgent().trace_action(world, "evt-008") == rows[1]
 
 
