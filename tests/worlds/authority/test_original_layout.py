@@ -330,6 +330,13 @@ def test_pytest_takes_the_original_folder_unchanged(
     assert suite["id"] == PUBLISHED_ID
     values = {metric["name"]: metric["value"] for metric in suite["metrics"]}
     assert values["authorization_decision_accuracy"] == 1.0
+    # The report's public digest covers public/ only, never the evaluator tree inside.
+    public = {
+        path.relative_to(bundle).as_posix(): path.read_bytes()
+        for path in (bundle / "public").rglob("*")
+        if path.is_file()
+    }
+    assert suite["digests"]["public"] == digest(public)
 
 
 def test_the_folder_is_also_accepted_by_agentbench_suite(pytester: pytest.Pytester) -> None:
