@@ -152,7 +152,8 @@ class WorldRegistry:
     def worlds(self) -> list[World]:
         return [self.get(kind) for kind in self.kinds()]
 
-    def _marker_sets(self, kind: str) -> MarkerSets:
+    def marker_sets(self, kind: str) -> MarkerSets:
+        """The layout marker sets a kind declares (none: it is never asked to recognise)."""
         entry = self._worlds[kind]
         if isinstance(entry, LazyWorld):
             return entry.layout_markers
@@ -161,7 +162,7 @@ class WorldRegistry:
     def first_marker(self, folder: Path) -> str | None:
         """The first marker file of the first kind whose marker set ``folder`` holds."""
         for kind in self.kinds():
-            markers = _matching_set(folder, self._marker_sets(kind))
+            markers = _matching_set(folder, self.marker_sets(kind))
             if markers is not None:
                 return markers[0]
         return None
@@ -176,7 +177,7 @@ class WorldRegistry:
         display = display or folder.as_posix()
         claims: dict[str, Recognition] = {}
         for kind in self.kinds():
-            markers = _matching_set(folder, self._marker_sets(kind))
+            markers = _matching_set(folder, self.marker_sets(kind))
             if markers is None:
                 continue
             world = self.get(kind, file=display)
