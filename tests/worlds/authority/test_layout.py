@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -167,4 +168,76 @@ def test_a_scenario_naming_a_tool_schema_the_bundle_lacks_verifies_with_a_warnin
         "agentbench: warning: bundle/public/scenarios/procurement-delegation.json: "
         "tool_schema_paths[0]: 'tool_schemas/procurement-tools.json' is not in the bundle "
         "(accepted, as the original does)\n"
+    )
+
+
+def reseal(evaluator: Path) -> None:
+    files = {
+        rel: path.read_bytes()
+        for rel, path in tree_files(evaluator, exclude=("checksums.json",)).items()
+    }
+    edit_json(
+        evaluator / "checksums.json",
+        evaluator_artifacts={rel: sha256_hex(data) for rel, data in files.items()},
+        evaluator_artifact_set_digest=artifact_set_digest(files),
+    )
+
+
+@pytest.mark.parametrize(
+    ("file", "edit", "refusal"),
+    [
+        pytest.param(
+            "expected_decisions.jsonl",
+            lambda row: {**row, "expected_policy_version": "v1"},
+            "[unknown_field] bundle/evaluator/expected_decisions.jsonl:1: "
+            "expected_policy_version: unknown field",
+            id="decisions-with-policy-version",
+        ),
+        pytest.param(
+            "expected_provenance.jsonl",
+            lambda row: {**row, "synthetic": True},
+            "[unknown_field] bundle/evaluator/expected_provenance.jsonl:1: synthetic: "
+            "unknown field",
+            id="provenance-with-synthetic",
+        ),
+        pytest.param(
+            "authority_truth.jsonl",
+            lambda row: {k: v for k, v in row.items() if k != "expected_policy_version"},
+            "[missing_field] bundle/evaluator/authority_truth.jsonl:1: expected_policy_version: "
+            "required field is missing",
+            id="truth-without-policy-version",
+        ),
+    ],
+)
+def test_evaluator_rows_outside_the_pages_field_sets_are_refused_by_name(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    file: str,
+    edit: Any,
+    refusal: str,
+) -> None:
+    bundle = bundle_folder(tmp_path)
+    path = bundle / "evaluator" / file
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[0] = json.dumps(edit(json.loads(lines[0])), separators=(",", ":"))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    reseal(bundle / "evaluator")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["verify", "bundle"]) == 1
+    assert capsys.readouterr().err == f"agentbench: {refusal}\n"
+
+
+def test_bindings_with_a_top_level_synthetic_are_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = bundle_folder(tmp_path)
+    edit_json(bundle / "evaluator" / "canonical_bindings.json", synthetic=True)
+    reseal(bundle / "evaluator")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["verify", "bundle"]) == 1
+    assert capsys.readouterr().err == (
+        "agentbench: [unknown_field] bundle/evaluator/canonical_bindings.json: synthetic: "
+        "unknown field\n"
     )
