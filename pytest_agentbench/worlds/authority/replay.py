@@ -415,8 +415,9 @@ def _check_payload_references(index: WorldIndex, event: Event, *, where: str) ->
                 index.listed_credentials,
                 "credential",
             ),
-            ("resource_id", attempt.resource_id, index.resources, "resource"),
         ]
+        # The attempted resource is not required to exist: the original judges an
+        # attempt on an unknown resource as no_active_delegation (see engine).
         _require(refs, file=EVENTS_FILE, where=f"{where}.attempt")
         if attempt.proposed_delegation is not None:
             proposed = _delegation_refs(index, attempt.proposed_delegation)

@@ -541,3 +541,13 @@ def test_independent_sources_fire_exactly_on_their_evidence(
     )
     if not chain or item.proposed_delegation is None:
         assert "overprivileged_subdelegation" not in found
+
+
+def test_a_public_stream_may_attempt_an_unknown_resource() -> None:
+    snap = base_snapshot(delegations=(delegation("d-a"),))
+    events = stream(ActionAttempted(attempt=attempt(resource_id="res-ghost")))
+    state = materialize(snap, events, at_event_index=0)
+    verdict = authorise(state, attempt(resource_id="res-ghost"), MAIN, events[0].occurred_at)
+    # Both on their own evidence: the unknown resource, and an active delegation
+    # that does not cover it.
+    assert verdict.failure_reasons == ("capability_exceeded", "no_active_delegation")
