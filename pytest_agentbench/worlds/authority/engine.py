@@ -450,16 +450,10 @@ def derive_truth(
         "canonical_bindings.json", "bindings", [b.action_event_id for b in bindings], action_ids
     )
     _keyed("cases.jsonl", "", [label.action_event_id for label in labels], action_ids)
+    # A binding naming an unknown runtime, agent or principal is composed into
+    # reasons (wrong_runtime, no_active_delegation), as the original does; the
+    # builder's trust boundary refuses such bindings when authoring.
     binding_of = {key: bindings[position] for key, position in by_event.items()}
-    listed_runtimes = {runtime.id for runtime in public.snapshot.runtimes}
-    for position, binding in enumerate(bindings):
-        if binding.runtime_id not in listed_runtimes:
-            raise AgentbenchError(
-                "unknown_reference",
-                f"runtime {binding.runtime_id!r} does not exist",
-                file="canonical_bindings.json",
-                field=f"bindings[{position}].runtime_id",
-            )
 
     def actor_of(event: Event, _attempt: Attempt) -> Actor:
         binding = binding_of[event.id]

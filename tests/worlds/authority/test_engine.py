@@ -398,6 +398,18 @@ def test_reconstructability_follows_retained_evidence() -> None:
     assert not truth.reconstructable_at_audit
 
 
+def test_derive_truth_composes_unknown_binding_parties_into_reasons() -> None:
+    rows = bindings()
+    ghost = [
+        rows[0].model_copy(update={"runtime_id": "rt-ghost"}),
+        rows[1].model_copy(update={"logical_agent_id": "agent-ghost"}),
+    ]
+    first, second = derive_truth(small_world(), ghost, LABELS)
+    assert "wrong_runtime" in first.failure_reasons_at_action
+    assert "evidence:runtime:rt-ghost" in first.required_evidence_refs
+    assert "no_active_delegation" in second.failure_reasons_at_action
+
+
 @pytest.mark.parametrize(
     ("rows", "labels", "code"),
     [
@@ -407,11 +419,6 @@ def test_reconstructability_follows_retained_evidence() -> None:
             lambda b: b,
             [*LABELS, CaseLabel(action_event_id="evt-001", kind="x")],
             "unexpected_evaluator_key",
-        ),
-        (
-            lambda b: [b[0].model_copy(update={"runtime_id": "rt-ghost"}), b[1]],
-            LABELS,
-            "unknown_reference",
         ),
     ],
 )
