@@ -335,3 +335,21 @@ def test_reference_receipts_are_byte_identical_and_leak_nothing(
     canaries = [c for c in loaded.world.leak_canaries(loaded.suite, oracle) if c]
     for text in first:
         assert not [c for c in canaries if c in text], "a tool result carried oracle data"
+
+
+def test_a_world_declaring_layout_markers_can_recognise(tmp_path: Path) -> None:
+    """Markers promise a recognise method; an empty folder is claimed by no world."""
+    for kind in REGISTRY.kinds():
+        markers = REGISTRY.marker_sets(kind)
+        if not markers:
+            continue
+        world = REGISTRY.get(kind)
+        assert callable(getattr(world, "recognise", None)), kind
+        assert getattr(world, "layout_markers", markers) == markers, kind
+        for marker_set in markers:
+            for marker in marker_set:
+                (tmp_path / kind / marker).parent.mkdir(parents=True, exist_ok=True)
+                (tmp_path / kind / marker).write_text("{}", encoding="utf-8")
+        # Every marker present but no content that makes the layout its own.
+        assert REGISTRY.recognise(tmp_path / kind) is None, kind
+    assert REGISTRY.recognise(tmp_path) is None

@@ -9,7 +9,7 @@ import pytest
 from pytest_agentbench.packaged import packaged_suites
 from tests.demo_world import write_demo_suite
 
-ASTERIA = "asteria-agentic-v1"
+ASTERIA = "asteria-authored-v1"
 needs_asteria = pytest.mark.skipif(
     ASTERIA not in packaged_suites(), reason=f"the packaged suite {ASTERIA} is not present"
 )
@@ -23,8 +23,9 @@ def test_unknown_suite_name_is_a_usage_error_naming_the_known_ones(
     known = ", ".join(sorted(packaged_suites())) or "none"
     (error,) = [line for line in result.errlines if line.strip()]
     assert error == (
-        "ERROR: [unknown_suite] --agentbench-suite: no built-in suite 'no-such-suite' "
-        f"(known: {known})"
+        "ERROR: [unknown_suite] --agentbench-suite: 'no-such-suite' is neither a built-in "
+        f"suite (known: {known}) nor a suite folder (one holding suite.yaml, or a layout "
+        "a registered world recognises)"
     )
 
 
