@@ -5,6 +5,7 @@
     agentbench validate SUITE --predictions FILE [--json]
     agentbench evaluate SUITE (--predictions FILE | --agent NAME) [--json]
     agentbench derive SUITE
+    agentbench baselines SUITE [-o FILE]
     agentbench compare BEFORE.json AFTER.json
 
 SUITE is a built-in suite id or a suite folder (one holding ``suite.yaml``, or
@@ -48,6 +49,13 @@ class DerivesTruth(Protocol):
     """Optional world capability: recompute evaluator truth and list differences."""
 
     def derive_differences(self, suite: Suite) -> list[str]: ...
+
+
+@runtime_checkable
+class WritesBaselines(Protocol):
+    """Optional world capability: regenerate a candidate's baseline-records file."""
+
+    def baseline_records(self, suite: Suite) -> bytes: ...
 
 
 def _registry() -> WorldRegistry:
@@ -234,6 +242,24 @@ def cmd_derive(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 1 if differences else 0
 
 
+def cmd_baselines(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = load(args.suite, registry)
+    if not isinstance(loaded.world, WritesBaselines):
+        raise AgentbenchError(
+            "unsupported_command", f"world kind {loaded.world.kind!r} writes no baseline records"
+        )
+    data = loaded.world.baseline_records(loaded.suite)
+    if args.output is None:
+        sys.stdout.write(data.decode("utf-8"))
+        return 0
+    try:
+        Path(args.output).write_bytes(data)
+    except OSError as exc:
+        raise AgentbenchError("unwritable_output", str(exc.strerror), file=args.output) from None
+    print(f"ok: {loaded.suite.id}: baseline records written to {args.output}")
+    return 0
+
+
 def _read_report(path: str) -> RunReport:
     try:
         return RunReport.model_validate(read_json(Path(path)))
@@ -299,6 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
         "derive", help="recompute evaluator truth from public data and list differences"
     )
     derive.add_argument("suite")
+    baselines = commands.add_parser(
+        "baselines", help="regenerate a candidate's baseline-records file"
+    )
+    baselines.add_argument("suite")
+    baselines.add_argument("-o", "--output", help="write to FILE instead of standard output")
     compare = commands.add_parser("compare", help="compare two JSON run reports")
     compare.add_argument("before")
     compare.add_argument("after")
@@ -311,6 +342,7 @@ COMMANDS = {
     "validate": cmd_validate,
     "evaluate": cmd_evaluate,
     "derive": cmd_derive,
+    "baselines": cmd_baselines,
     "compare": cmd_compare,
 }
 
