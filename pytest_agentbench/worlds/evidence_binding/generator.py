@@ -170,8 +170,14 @@ def asteria_files(benchmark_id: str, seed: int, actions: int = 6) -> dict[str, b
             "bindings": sorted(bindings, key=lambda b: str(b["action_event_id"])),
         },
     )
-    evaluator_bytes = record_bytes(evaluator)
+    return seal_asteria(public_bytes, record_bytes(evaluator), benchmark_id=benchmark_id, seed=seed)
 
+
+def seal_asteria(
+    public_bytes: bytes, evaluator_bytes: bytes, *, benchmark_id: str, seed: int
+) -> dict[str, bytes]:
+    """The five files: the two payloads as given, the three manifests derived from their bytes."""
+    public_digest = sha256_bytes(public_bytes)
     public_set = path_bound_digest({asteria.PUBLIC_FILE: public_digest})
     public_manifest = record_bytes(
         build(
@@ -313,6 +319,13 @@ def enterprise_files(benchmark_id: str, seed: int, actions: int = 3) -> dict[str
             },
         )
     )
+    return seal_enterprise(public_bytes, truth_bytes, benchmark_id=benchmark_id, seed=seed)
+
+
+def seal_enterprise(
+    public_bytes: bytes, truth_bytes: bytes, *, benchmark_id: str, seed: int
+) -> dict[str, bytes]:
+    """The four files: the two payloads as given, manifest and ``SHA256SUMS`` derived."""
     manifest_bytes = record_bytes(
         build(
             enterprise.EnterpriseManifest,
@@ -320,7 +333,7 @@ def enterprise_files(benchmark_id: str, seed: int, actions: int = 3) -> dict[str
                 "schema_version": "2.0.0",
                 "benchmark_id": benchmark_id,
                 "seed": seed,
-                "public_input_digest": public_digest,
+                "public_input_digest": sha256_bytes(public_bytes),
                 "checksum_algorithm": "sha256",
                 "checksum_file": "SHA256SUMS",
                 "checksum_excludes": ["SHA256SUMS"],
