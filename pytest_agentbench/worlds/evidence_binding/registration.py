@@ -5,7 +5,16 @@ from __future__ import annotations
 from pytest_agentbench.hookspecs import hookimpl
 from pytest_agentbench.registry import LazyWorld
 
-WORLD = LazyWorld("evidence-binding", "pytest_agentbench.worlds.evidence_binding.world:WORLD")
+# Spelt out rather than imported, so that registering imports nothing of the
+# world: the root manifest beside the public manifest (Asteria) or beside
+# SHA256SUMS (Enterprise). ``recognise`` then checks the manifest's content.
+LAYOUT_MARKERS = (("manifest.json", "public/manifest.json"), ("manifest.json", "SHA256SUMS"))
+
+WORLD = LazyWorld(
+    "evidence-binding",
+    "pytest_agentbench.worlds.evidence_binding.world:WORLD",
+    layout_markers=LAYOUT_MARKERS,
+)
 
 
 @hookimpl

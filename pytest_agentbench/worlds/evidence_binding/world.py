@@ -41,6 +41,7 @@ from pytest_agentbench.worlds.evidence_binding.lineages import (
     canaries,
     refusal_for,
 )
+from pytest_agentbench.worlds.evidence_binding.registration import LAYOUT_MARKERS
 from pytest_agentbench.worlds.evidence_binding.submissions import SubmissionReport
 
 KIND = "evidence-binding"
@@ -128,6 +129,7 @@ class PredictionsAdapter:
 class EvidenceBindingWorld:
     kind = KIND
     adapter_protocol = EvidenceBindingAdapter
+    layout_markers = LAYOUT_MARKERS
 
     def load_suite(self, suite: Suite) -> Loaded:
         return lineage_of(suite).read_public(_tree(suite))
@@ -243,8 +245,6 @@ class EvidenceBindingWorld:
         ):
             lineage = "enterprise"
         else:
-            return None
-        if not (folder / EVALUATOR_DIR).is_dir():
             return None
         benchmark_id = manifest.get("benchmark_id")
         name = benchmark_id if isinstance(benchmark_id, str) else folder.name
