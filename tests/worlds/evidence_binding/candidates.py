@@ -17,12 +17,16 @@ ENTERPRISE_ID = "enterprise-tiny"
 SEED = 7
 
 
-def asteria_files(actions: int = 4, seed: int = SEED) -> dict[str, bytes]:
-    return generator.asteria_files(ASTERIA_ID, seed, actions=actions)
+def asteria_files(
+    actions: int = 4, seed: int = SEED, benchmark_id: str = ASTERIA_ID
+) -> dict[str, bytes]:
+    return generator.asteria_files(benchmark_id, seed, actions=actions)
 
 
-def enterprise_files(actions: int = 3, seed: int = SEED) -> dict[str, bytes]:
-    return generator.enterprise_files(ENTERPRISE_ID, seed, actions=actions)
+def enterprise_files(
+    actions: int = 3, seed: int = SEED, benchmark_id: str = ENTERPRISE_ID
+) -> dict[str, bytes]:
+    return generator.enterprise_files(benchmark_id, seed, actions=actions)
 
 
 def write(files: dict[str, bytes], root: Path) -> Path:

@@ -135,7 +135,6 @@ def test_the_adapter_sees_no_evaluator_data(
         "--agentbench-suite",
         ENTERPRISE_SUITE,
         "--agentbench-adapter=my_adapters:Recorder",
-        *xdist_args,
     )
     result.assert_outcomes(passed=3 + 5)
     suite = SuiteLoader(REGISTRY, data_root()).load(data_root() / "suites" / ENTERPRISE_SUITE).suite
@@ -146,9 +145,7 @@ def test_the_adapter_sees_no_evaluator_data(
         assert not [canary for canary in canaries if canary in text]
 
 
-def test_a_predictions_file_is_scored_inside_pytest(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_a_predictions_file_is_scored_inside_pytest(pytester: pytest.Pytester) -> None:
     public = loaded(ENTERPRISE_SUITE)
     submission = baselines.enterprise_submission(
         public.public, public.public_input_digest, EvidenceAgent("extra")
@@ -160,7 +157,6 @@ def test_a_predictions_file_is_scored_inside_pytest(
         "--agentbench-suite",
         ENTERPRISE_SUITE,
         f"--agentbench-predictions={ENTERPRISE_SUITE}={path}",
-        *xdist_args,
     )
     result.assert_outcomes(passed=2 + 5, failed=1)
     values = {m["name"]: m["value"] for m in suites[ENTERPRISE_SUITE]["metrics"]}
