@@ -127,9 +127,7 @@ def test_a_faulty_adapter_is_classified_and_every_other_case_runs(
     assert "Traceback" not in result.stdout.str()
 
 
-def test_the_adapter_sees_no_evaluator_data(
-    adapters: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_the_adapter_sees_no_evaluator_data(adapters: pytest.Pytester) -> None:
     result, _ = run(
         adapters,
         "--agentbench-suite",
