@@ -52,6 +52,13 @@ class DerivesTruth(Protocol):
 
 
 @runtime_checkable
+class DeclaresScope(Protocol):
+    """Optional world capability: what a suite's scores measure, and what they do not prove."""
+
+    def measurement_scope(self, suite: Suite) -> Any: ...
+
+
+@runtime_checkable
 class WritesBaselines(Protocol):
     """Optional world capability: regenerate a candidate's baseline-records file."""
 
@@ -192,20 +199,22 @@ def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
             print(f"agentbench: harness_error: {reason}", file=sys.stderr)
         return 1
     metrics = aggregate(world.metrics(suite), results)
+    scope = world.measurement_scope(suite) if isinstance(world, DeclaresScope) else None
     if args.json:
+        document = {
+            "suite": suite.id,
+            "metrics": [metric.model_dump(mode="json") for metric in metrics],
+            "cases": {r.case_id: r.outcome.value for r in results},
+        }
         print(
-            canonical_json(
-                {
-                    "suite": suite.id,
-                    "metrics": [metric.model_dump(mode="json") for metric in metrics],
-                    "cases": {r.case_id: r.outcome.value for r in results},
-                }
-            )
+            canonical_json(document if scope is None else {**document, "measurement_scope": scope})
         )
     else:
         print(f"{suite.id} ({world.kind}): {len(results)} cases")
         for line in _metric_lines(metrics):
             print(line)
+        if scope is not None:
+            print(f"measurement scope: {canonical_json(scope)}")
     return 0
 
 

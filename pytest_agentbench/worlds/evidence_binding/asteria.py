@@ -32,7 +32,6 @@ LINEAGE = "asteria"
 ORIGINAL_BENCHMARK_ID = "asteria-agentic-c08-v2"
 PUBLIC_FILE = "c08-asteria-public.json"
 EVALUATOR_FILE = "c08-asteria-evaluator.json"
-SUBMISSION_FILE = "c08-asteria-submission.json"
 MANIFEST_FILE = "manifest.json"
 ROOT_ARTIFACTS = (
     f"evaluator/{EVALUATOR_FILE}",

@@ -30,7 +30,6 @@ ORIGINAL_BENCHMARK_ID = "enterprise-agentic-c08-v2"
 PUBLIC_PATH = "public/public-input.json"
 TRUTH_PATH = "evaluator/truth.json"
 CHECKSUM_FILE = "SHA256SUMS"
-SUBMISSION_FILE = "submission.json"
 EVIDENCE_NAMESPACE = "ce4f822e-c4a5-57dd-87ee-74d7cb385ba8"
 """The uuid5 namespace of opaque evidence ids: ``observation-`` + uuid5(ns, source id).hex."""
 

@@ -56,7 +56,6 @@ class Lineage(Protocol):
     name: str
     modes: tuple[str, ...]
     checks: tuple[str, ...]
-    submission_file: str
 
     def read_public(self, tree: CandidateTree) -> Loaded: ...
     def read_evaluator(self, tree: CandidateTree, loaded: Loaded) -> Truth: ...
@@ -71,6 +70,7 @@ class Lineage(Protocol):
     def report(
         self, loaded: Loaded, truth: Truth, answers: Mapping[str, JsonValue]
     ) -> BaseModel: ...
+    def scope(self, loaded: Loaded) -> JsonValue: ...
 
 
 def _unique_nonblank(values: Sequence[str], what: str) -> None:
@@ -82,7 +82,6 @@ class AsteriaLineage:
     name: str = "asteria"
     modes: tuple[str, ...] = ASTERIA_MODES
     checks: tuple[str, ...] = scoring.ASTERIA_CHECKS
-    submission_file: str = "c08-asteria-submission.json"
 
     def read_public(self, tree: CandidateTree) -> Loaded:
         candidate = asteria_reader.read_public(tree)
@@ -154,6 +153,10 @@ class AsteriaLineage:
             loaded.public, loaded.public_input_digest, truth.required, retained
         )
 
+    def scope(self, loaded: Loaded) -> JsonValue:
+        public: AsteriaPublic = loaded.public
+        return public.measurement_scope.model_dump(mode="json")
+
 
 class SelectedObservation(BaseModel):
     """One row an Enterprise adapter returns (the world numbers the sequence)."""
@@ -170,7 +173,6 @@ class EnterpriseLineage:
     name: str = "enterprise"
     modes: tuple[str, ...] = ENTERPRISE_MODES
     checks: tuple[str, ...] = scoring.ENTERPRISE_CHECKS
-    submission_file: str = "submission.json"
 
     def read_public(self, tree: CandidateTree) -> Loaded:
         candidate = enterprise_reader.read_public(tree)
@@ -256,6 +258,9 @@ class EnterpriseLineage:
         return scoring.enterprise_report(
             loaded.public, loaded.public_input_digest, truth.required, rows
         )
+
+    def scope(self, loaded: Loaded) -> JsonValue:
+        return scoring.ENTERPRISE_SCOPE.model_dump(mode="json")
 
 
 LINEAGES: dict[str, Lineage] = {"asteria": AsteriaLineage(), "enterprise": EnterpriseLineage()}

@@ -254,6 +254,9 @@ class EnterpriseScope(Governed):
     limitations: tuple[str, ...]
 
 
+ENTERPRISE_SCOPE = EnterpriseScope(offline_artifacts_only=True, limitations=ENTERPRISE_LIMITATIONS)
+
+
 class ActionOutcome(Governed):
     action_id: str
     outcome: OutcomeClass
@@ -337,9 +340,7 @@ def enterprise_report(
     return EnterpriseReport(
         schema_version="2.0.0",
         public_input_digest=public_input_digest,
-        measurement_scope=EnterpriseScope(
-            offline_artifacts_only=True, limitations=ENTERPRISE_LIMITATIONS
-        ),
+        measurement_scope=ENTERPRISE_SCOPE,
         outcomes=tuple(outcomes),
         metrics=report_metrics(ENTERPRISE_RATIOS, measured, ENTERPRISE_UNDEFINED),
     )

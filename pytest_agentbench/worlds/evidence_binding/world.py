@@ -214,6 +214,10 @@ class EvidenceBindingWorld:
         """The lineage's baseline-records file for this candidate (§4)."""
         return baseline_bytes(lineage_of(suite).baselines(_loaded(suite), truth_of(suite)))
 
+    def measurement_scope(self, suite: Suite) -> JsonValue:
+        """The lineage's scope statement, as its reports carry it (offline artifacts only)."""
+        return lineage_of(suite).scope(_loaded(suite))
+
     def lineage_report(self, suite: Suite, agent_id: str) -> bytes:
         """The lineage's own scoring report (§4) of a built-in agent's whole submission."""
         loaded = _loaded(suite)

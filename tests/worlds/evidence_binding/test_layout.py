@@ -221,3 +221,21 @@ def test_a_folder_two_worlds_claim_is_refused_as_ambiguous(
     result = pytester.runpytest("both")
     assert result.ret != pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*[[]ambiguous_layout[]]*"])
+
+
+@pytest.mark.parametrize("lineage", list(LINEAGES))
+def test_evaluate_states_the_offline_scope(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    lineage: str,
+) -> None:
+    write(LINEAGES[lineage](), tmp_path / "c")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["evaluate", "c", "--agent", "reference", "--json"]) == 0
+    scope = json.loads(capsys.readouterr().out)["measurement_scope"]
+    assert scope["offline_artifacts_only"] is True
+    assert ("does_not_prove" in scope) == (lineage == "asteria")
+    assert ("limitations" in scope) == (lineage == "enterprise")
+    assert cli.main(["evaluate", "c", "--agent", "reference"]) == 0
+    assert '"offline_artifacts_only":true' in capsys.readouterr().out
