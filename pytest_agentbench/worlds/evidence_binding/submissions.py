@@ -21,11 +21,21 @@ of stopping at the first, using public data only:
 
 An Enterprise observation with a wrong tenant or an unknown ``evidence_id``
 is scored, not refused.
+
+An Asteria submission may also come as a pair: ``c08-asteria-submission.json``
+with a ``manifest.json`` beside it, alone in their folder. The manifest follows
+the non-frozen contract (``visibility: "submission"``, no ``seed``; a frozen
+manifest fails it). The pair is read as governed JSON, so it also refuses
+``inventory_mismatch``, an invalid or noncanonical file, and
+``manifest_binding_mismatch`` (the descriptor or set digest differs from the
+submission's bytes).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
@@ -33,7 +43,14 @@ from pydantic import Field, ValidationError
 from pytest_agentbench.canonical import JsonValue, canonical_json, loads_strict
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.errors import AgentbenchError, field_path
-from pytest_agentbench.worlds.evidence_binding.artifacts import Governed, Hex64, NonBlank
+from pytest_agentbench.worlds.evidence_binding.artifacts import (
+    Governed,
+    Hex64,
+    NonBlank,
+    parse_governed,
+    path_bound_digest,
+    sha256_bytes,
+)
 from pytest_agentbench.worlds.evidence_binding.asteria import AsteriaPublic
 from pytest_agentbench.worlds.evidence_binding.enterprise import EnterprisePublic
 
@@ -50,6 +67,22 @@ class AsteriaSubmission(Governed):
     benchmark_id: NonBlank
     public_input_digest: Hex64
     rows: tuple[AsteriaRow, ...] = Field(min_length=1)
+
+
+class SubmissionDescriptor(Governed):
+    path: NonBlank
+    byte_size: Annotated[int, Field(ge=0)]
+    sha256: Hex64
+
+
+class SubmissionManifest(Governed):
+    """``c08-asteria-manifest-v2``, the non-frozen manifest of submission pairs."""
+
+    schema_version: SchemaVersion
+    benchmark_id: NonBlank
+    visibility: Literal["public", "evaluator", "submission"]
+    artifact_set_digest: Hex64
+    artifacts: tuple[SubmissionDescriptor]
 
 
 class SubmittedObservation(Governed):
@@ -329,3 +362,60 @@ def check_enterprise(
         return None, SubmissionReport(diagnostics=_located(problems, text))
     problems = enterprise_problems(submission, public, public_input_digest)
     return submission, SubmissionReport(diagnostics=_located(problems, text))
+
+
+ASTERIA_SUBMISSION = "c08-asteria-submission.json"
+PAIR_MANIFEST = "manifest.json"
+
+
+def is_asteria_pair(path: Path) -> bool:
+    """A submission file named as the original names it, with a manifest beside it."""
+    return path.name == ASTERIA_SUBMISSION and (path.parent / PAIR_MANIFEST).is_file()
+
+
+def read_asteria_pair(folder: Path, *, display: str) -> tuple[str, list[Problem]]:
+    """The submission text of a pair folder, and the pair's own problems (if any)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError as exc:
+        return "", [Problem(code="unreadable_predictions", message=str(exc.strerror))]
+    expected = sorted([ASTERIA_SUBMISSION, PAIR_MANIFEST])
+    if names != expected:
+        return "", [
+            Problem(
+                code="inventory_mismatch",
+                message=f"inventory differs: a pair is exactly {', '.join(expected)}; "
+                f"found {', '.join(names) or 'nothing'}",
+            )
+        ]
+    data = (folder / ASTERIA_SUBMISSION).read_bytes()
+    try:
+        manifest = parse_governed(
+            (folder / PAIR_MANIFEST).read_bytes(),
+            SubmissionManifest,
+            file=f"{display}/{PAIR_MANIFEST}",
+        )
+        submission = parse_governed(data, AsteriaSubmission, file=f"{display}/{ASTERIA_SUBMISSION}")
+    except AgentbenchError as exc:
+        code = "invalid_submission" if exc.code in _SHAPE_CODES else exc.code
+        return "", [Problem(code=code, message=exc.render())]
+    descriptor = manifest.artifacts[0]
+    digest = sha256_bytes(data)
+    if (
+        manifest.visibility != "submission"
+        or manifest.benchmark_id != submission.benchmark_id
+        or (descriptor.path, descriptor.byte_size, descriptor.sha256)
+        != (ASTERIA_SUBMISSION, len(data), digest)
+        or manifest.artifact_set_digest != path_bound_digest({ASTERIA_SUBMISSION: digest})
+    ):
+        return "", [
+            Problem(
+                code="manifest_binding_mismatch",
+                message=f"{display}/{PAIR_MANIFEST}: manifest binding differs from the "
+                "submission (visibility, benchmark id, descriptor or set digest)",
+            )
+        ]
+    return data.decode("utf-8"), []
+
+
+_SHAPE_CODES = frozenset({"invalid_field", "unknown_field", "missing_field"})

@@ -42,7 +42,11 @@ from pytest_agentbench.worlds.evidence_binding.lineages import (
     refusal_for,
 )
 from pytest_agentbench.worlds.evidence_binding.registration import LAYOUT_MARKERS
-from pytest_agentbench.worlds.evidence_binding.submissions import SubmissionReport
+from pytest_agentbench.worlds.evidence_binding.submissions import (
+    SubmissionReport,
+    is_asteria_pair,
+    read_asteria_pair,
+)
 
 KIND = "evidence-binding"
 _SUITE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -200,11 +204,19 @@ class EvidenceBindingWorld:
         return canaries(oracle)
 
     def predictions_adapter(self, suite: Suite, path: Path) -> PredictionsAdapter:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
-        answers, report = lineage_of(suite).check_submission(_loaded(suite), text, str(path))
+        lineage = lineage_of(suite)
+        if lineage.name == "asteria" and is_asteria_pair(path):
+            text, problems = read_asteria_pair(path.parent, display=str(path.parent))
+            if problems:
+                return PredictionsAdapter(
+                    {}, SubmissionReport(diagnostics=tuple(problems)), str(path)
+                )
+        else:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
+        answers, report = lineage.check_submission(_loaded(suite), text, str(path))
         return PredictionsAdapter(answers, report, str(path))
 
     def validate_predictions(self, suite: Suite, text: str) -> SubmissionReport:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -10,12 +11,16 @@ import pytest
 
 from pytest_agentbench import cli
 from pytest_agentbench.packaged import data_root
+from pytest_agentbench.runner import MalformedOutput
 from pytest_agentbench.session import SuiteLoader
 from pytest_agentbench.worlds.evidence_binding import baselines, submissions
 from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent
+from pytest_agentbench.worlds.evidence_binding.artifacts import path_bound_digest
 from pytest_agentbench.worlds.evidence_binding.generator import ASTERIA_SUITE, ENTERPRISE_SUITE
 from pytest_agentbench.worlds.evidence_binding.lineages import Loaded
+from pytest_agentbench.worlds.evidence_binding.world import WORLD
 from tests.test_conformance import REGISTRY
+from tests.worlds.evidence_binding.candidates import dump
 
 
 def loaded(suite_id: str) -> Loaded:
@@ -165,3 +170,77 @@ def test_the_command_validates_with_no_evaluator_access(
     report = json.loads(capsys.readouterr().out)
     assert report["valid"] is False
     assert [d["code"] for d in report["diagnostics"]] == ["missing_action"]
+
+
+def write_pair(folder: Path, **manifest_changes: Any) -> Path:
+    """The reference submission and its non-frozen ``visibility: submission`` manifest."""
+    folder.mkdir()
+    data = dump(asteria_reference())
+    digest = hashlib.sha256(data).hexdigest()
+    manifest = {
+        "schema_version": "2.0.0",
+        "benchmark_id": ASTERIA.benchmark_id,
+        "visibility": "submission",
+        "artifact_set_digest": path_bound_digest({submissions.ASTERIA_SUBMISSION: digest}),
+        "artifacts": [
+            {
+                "path": submissions.ASTERIA_SUBMISSION,
+                "byte_size": len(data),
+                "sha256": digest,
+                "synthetic": True,
+            }
+        ],
+        "synthetic": True,
+        **manifest_changes,
+    }
+    (folder / submissions.ASTERIA_SUBMISSION).write_bytes(data)
+    (folder / "manifest.json").write_bytes(dump(manifest))
+    return folder / submissions.ASTERIA_SUBMISSION
+
+
+def pair_answers(path: Path) -> list[str]:
+    """What the predictions adapter says for each case: 'ok' or the refusal's code."""
+    suite = SuiteLoader(REGISTRY, data_root()).load(data_root() / "suites" / ASTERIA_SUITE).suite
+    adapter = WORLD.predictions_adapter(suite, path)
+    said = []
+    for case in WORLD.cases(suite):
+        try:
+            adapter.select_evidence(ASTERIA.public, case.case_id)
+        except MalformedOutput as exc:
+            said.append(exc.reason.split("]")[0].lstrip("["))
+        else:
+            said.append("ok")
+    return sorted(set(said))
+
+
+def test_a_submission_pair_is_read_with_its_manifest(tmp_path: Path) -> None:
+    assert pair_answers(write_pair(tmp_path / "ok")) == ["ok"]
+
+
+@pytest.mark.parametrize(
+    ("damage", "code"),
+    [
+        (lambda p: (p.parent / "notes.txt").write_text("x"), "inventory_mismatch"),
+        (lambda p: p.write_bytes(p.read_bytes() + b"\n"), "noncanonical_json"),
+        (lambda p: p.write_text(json.dumps(asteria_reference())), "noncanonical_json"),
+    ],
+    ids=["inventory differs", "noncanonical", "noncanonical spacing"],
+)
+def test_a_damaged_pair_is_refused_for_every_case(tmp_path: Path, damage: Any, code: str) -> None:
+    path = write_pair(tmp_path / "pair")
+    damage(path)
+    assert pair_answers(path) == [code]
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"seed": 1}, "invalid_submission"),  # a frozen manifest fails the non-frozen contract
+        ({"visibility": "root"}, "invalid_submission"),
+        ({"visibility": "public"}, "manifest_binding_mismatch"),
+        ({"artifact_set_digest": "0" * 64}, "manifest_binding_mismatch"),
+        ({"benchmark_id": "another"}, "manifest_binding_mismatch"),
+    ],
+)
+def test_the_pair_manifest_is_checked(tmp_path: Path, changes: dict[str, Any], code: str) -> None:
+    assert pair_answers(write_pair(tmp_path / "pair", **changes)) == [code]
