@@ -47,14 +47,12 @@ def asteria_reference(public: AsteriaPublic, action_id: str) -> list[str]:
 
 
 def enterprise_reference_ids(public: EnterprisePublic, action_id: str) -> list[str]:
-    action = public.action_by_id().get(action_id)
+    action = public.action_by_id.get(action_id)
     if action is None:
         return []
     wanted = {(r.kind, r.binding_handle) for r in action.required_evidence}
     return sorted(
-        e.evidence_id
-        for e in public.evidence_events
-        if e.action_id == action_id and (e.kind, e.binding_handle) in wanted
+        e.evidence_id for e in public.events_of(action_id) if (e.kind, e.binding_handle) in wanted
     )
 
 
@@ -62,7 +60,7 @@ def enterprise_rows(
     public: EnterprisePublic, action_id: str, evidence_ids: Sequence[str]
 ) -> list[dict[str, str]]:
     """Selection rows for ``action_id``: the row id is derived from the evidence id."""
-    tenant = public.action_by_id()[action_id].tenant_id
+    tenant = public.action_by_id[action_id].tenant_id
     return [
         {
             "observation_id": f"row-{action_id}-{evidence_id}",
@@ -84,7 +82,7 @@ def _required_count(public: AsteriaPublic | EnterprisePublic, action_id: str) ->
     if isinstance(public, AsteriaPublic):
         action = public.action(action_id)
         return 0 if action is None else len(action.required_evidence)
-    return len(public.action_by_id()[action_id].required_evidence)
+    return len(public.action_by_id[action_id].required_evidence)
 
 
 def target_action(public: AsteriaPublic | EnterprisePublic, mode: str) -> str:
@@ -105,7 +103,7 @@ def _distractor(public: AsteriaPublic | EnterprisePublic, action_id: str) -> str
         own = [o.observation_id for o in public.observations_of(action_id)]
     else:
         chosen = set(enterprise_reference_ids(public, action_id))
-        own = [e.evidence_id for e in public.evidence_events if e.action_id == action_id]
+        own = [e.evidence_id for e in public.events_of(action_id)]
     return sorted(set(own) - chosen)[0]
 
 

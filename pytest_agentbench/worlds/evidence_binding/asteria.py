@@ -9,6 +9,7 @@ and at least one same-action, same-kind distractor with another handle.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -144,13 +145,26 @@ class AsteriaPublic(Governed):
         )
         return self
 
+    @cached_property
+    def _by_action(self) -> Mapping[str, tuple[Observation, ...]]:
+        grouped: dict[str, list[Observation]] = {}
+        for observation in self.evidence_observations:
+            grouped.setdefault(observation.action_event_id, []).append(observation)
+        return {key: tuple(value) for key, value in grouped.items()}
+
+    @cached_property
+    def _actions(self) -> Mapping[str, Action]:
+        return {a.action_event_id: a for a in self.actions}
+
     def observations_of(self, action_event_id: str) -> tuple[Observation, ...]:
-        return tuple(o for o in self.evidence_observations if o.action_event_id == action_event_id)
+        return self._by_action.get(action_event_id, ())
 
     def action(self, action_event_id: str) -> Action | None:
-        return next((a for a in self.actions if a.action_event_id == action_event_id), None)
+        return self._actions.get(action_event_id)
 
+    @cached_property
     def observation_actions(self) -> Mapping[str, str]:
+        """The action of every public observation id."""
         return {o.observation_id: o.action_event_id for o in self.evidence_observations}
 
 

@@ -8,6 +8,7 @@ stricter distractor (its handle is not required for that kind at all).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, model_validator
@@ -119,11 +120,23 @@ class EnterprisePublic(Governed):
         )
         return self
 
+    @cached_property
     def action_by_id(self) -> Mapping[str, Action]:
         return {a.action_id: a for a in self.actions}
 
+    @cached_property
     def events_by_id(self) -> Mapping[str, EvidenceEvent]:
         return {e.evidence_id: e for e in self.evidence_events}
+
+    @cached_property
+    def _by_action(self) -> Mapping[str, tuple[EvidenceEvent, ...]]:
+        grouped: dict[str, list[EvidenceEvent]] = {}
+        for event in self.evidence_events:
+            grouped.setdefault(event.action_id, []).append(event)
+        return {key: tuple(value) for key, value in grouped.items()}
+
+    def events_of(self, action_id: str) -> tuple[EvidenceEvent, ...]:
+        return self._by_action.get(action_id, ())
 
 
 class TruthBinding(Governed):

@@ -211,7 +211,7 @@ def _semantics(
     truth: EnterpriseTruth, public: EnterprisePublic, *, file: str
 ) -> dict[str, frozenset[str]]:
     """Truth and public input describe the same actions, requirements and candidates."""
-    actions = public.action_by_id()
+    actions = public.action_by_id
     if sorted(actions) != [b.action_id for b in truth.bindings]:
         raise AgentbenchError(
             "semantics_mismatch",
@@ -219,7 +219,7 @@ def _semantics(
             file=file,
             field="bindings",
         )
-    events = public.events_by_id()
+    events = public.events_by_id
     required: dict[str, frozenset[str]] = {}
     for index, binding in enumerate(truth.bindings):
         action = actions[binding.action_id]

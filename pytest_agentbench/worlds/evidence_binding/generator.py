@@ -304,8 +304,8 @@ def enterprise_files(benchmark_id: str, seed: int, actions: int = 3) -> dict[str
                 "required_evidence": action.required_evidence,
                 "required_observation_ids": sorted(
                     e.evidence_id
-                    for e in public.evidence_events
-                    if e.action_id == action.action_id and (e.kind, e.binding_handle) in wanted
+                    for e in public.events_of(action.action_id)
+                    if (e.kind, e.binding_handle) in wanted
                 ),
             }
         )

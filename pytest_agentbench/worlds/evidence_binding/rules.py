@@ -58,22 +58,25 @@ def check_candidates(
                     "duplicate_requirement", f"action {action_id} requires ({kind}, {handle}) twice"
                 )
             triples.add(triple)
+    by_action_kind: dict[tuple[str, str], list[str]] = {}
+    for action_id, kind, handle in candidates:
+        by_action_kind.setdefault((action_id, kind), []).append(handle)
     for action_id, required in requirements:
         required_of_kind = {(kind, handle) for kind, handle in required}
         for kind, handle in required:
-            same_kind = [c for c in candidates if c[0] == action_id and c[1] == kind]
-            matches = [c for c in same_kind if c[2] == handle]
-            if len(matches) != 1:
+            handles = by_action_kind.get((action_id, kind), [])
+            matches = handles.count(handle)
+            if matches != 1:
                 raise InvariantError(
                     "unmatched_requirement",
-                    f"action {action_id} requirement ({kind}, {handle}) has {len(matches)} "
+                    f"action {action_id} requirement ({kind}, {handle}) has {matches} "
                     "matching candidates, not exactly one",
                 )
             distractors = [
-                c
-                for c in same_kind
-                if c[2] != handle
-                and not (distractor_outside_requirements and (kind, c[2]) in required_of_kind)
+                other
+                for other in handles
+                if other != handle
+                and not (distractor_outside_requirements and (kind, other) in required_of_kind)
             ]
             if not distractors:
                 raise InvariantError(

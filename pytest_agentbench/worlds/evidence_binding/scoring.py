@@ -110,8 +110,8 @@ def asteria_action(
     public: AsteriaPublic, action_id: str, required: frozenset[str], retained: frozenset[str]
 ) -> tuple[list[Check], dict[str, int]]:
     """The five checks and the measurements of one Asteria action row."""
-    owner = public.observation_actions()
-    own = {oid for oid, aid in owner.items() if aid == action_id}
+    owner = public.observation_actions
+    own = {o.observation_id for o in public.observations_of(action_id)}
     known = retained & set(owner)
     active = bool(retained)
     fabricated = retained - set(owner)
@@ -163,8 +163,8 @@ def enterprise_action(
     rows: Sequence[EnterpriseRow],
 ) -> tuple[list[Check], dict[str, int], OutcomeClass]:
     """The checks, measurements and outcome class of one Enterprise action."""
-    action = public.action_by_id()[action_id]
-    events = public.events_by_id()
+    action = public.action_by_id[action_id]
+    events = public.events_by_id
     classes: dict[str, list[str]] = {name: [] for name in OBSERVATION_CLASSES}
     matched: set[str] = set()
     for row in rows:
@@ -325,8 +325,11 @@ def enterprise_report(
 ) -> EnterpriseReport:
     outcomes = []
     measured = []
-    for action_id in sorted(public.action_by_id()):
-        own = [row for row in rows if row.action_id == action_id]
+    by_action: dict[str, list[EnterpriseRow]] = {}
+    for row in rows:
+        by_action.setdefault(row.action_id, []).append(row)
+    for action_id in sorted(public.action_by_id):
+        own = by_action.get(action_id, [])
         _, measurements, outcome = enterprise_action(public, action_id, required[action_id], own)
         measured.append(measurements)
         outcomes.append(

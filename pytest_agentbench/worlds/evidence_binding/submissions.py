@@ -289,7 +289,7 @@ def enterprise_problems(
                 message="submission binds a different public input",
             )
         )
-    actions = public.action_by_id()
+    actions = public.action_by_id
     seen: set[str] = set()
     for index, row in enumerate(submission.observations):
         where = f"observations[{index}]"
