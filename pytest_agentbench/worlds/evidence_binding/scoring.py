@@ -112,9 +112,9 @@ def asteria_action(
     """The five checks and the measurements of one Asteria action row."""
     owner = public.observation_actions
     own = {o.observation_id for o in public.observations_of(action_id)}
-    known = retained & set(owner)
+    known = {oid for oid in retained if oid in owner}
     active = bool(retained)
-    fabricated = retained - set(owner)
+    fabricated = retained - known
     wrong = {oid for oid in known if owner[oid] != action_id}
     extra = (retained & own) - required
     checks = [
