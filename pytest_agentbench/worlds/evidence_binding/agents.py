@@ -140,6 +140,8 @@ class EvidenceAgent:
     """A built-in agent: ``reference`` or one failure mode."""
 
     def __init__(self, mode: str = "reference") -> None:
+        if mode not in ("reference", *ASTERIA_MODES):
+            raise ValueError(f"unknown failure mode {mode!r}")
         self.mode = mode
 
     def select_evidence(self, public: AsteriaPublic | EnterprisePublic, action_id: str) -> Any:
@@ -147,8 +149,3 @@ class EvidenceAgent:
         if isinstance(public, AsteriaPublic):
             return ids
         return enterprise_rows(public, action_id, ids)
-
-
-class ReferenceAgent(EvidenceAgent):
-    def __init__(self) -> None:
-        super().__init__("reference")

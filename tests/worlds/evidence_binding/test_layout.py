@@ -239,3 +239,15 @@ def test_evaluate_states_the_offline_scope(
     assert ("limitations" in scope) == (lineage == "enterprise")
     assert cli.main(["evaluate", "c", "--agent", "reference"]) == 0
     assert '"offline_artifacts_only":true' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("lineage", list(LINEAGES))
+def test_only_this_world_claims_a_c08_candidate(tmp_path: Path, lineage: str) -> None:
+    from pytest_agentbench.worlds.authority.world import WORLD as AUTHORITY
+    from tests.test_conformance import REGISTRY
+
+    folder = write(LINEAGES[lineage](), tmp_path / "c")
+    assert AUTHORITY.recognise(folder) is None
+    recognition = REGISTRY.recognise(folder)
+    assert recognition is not None
+    assert (recognition.config.world, recognition.anchor) == ("evidence-binding", "manifest.json")
