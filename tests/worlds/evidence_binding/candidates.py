@@ -115,3 +115,14 @@ def resum(files: dict[str, bytes]) -> dict[str, bytes]:
         if path != "SHA256SUMS"
     )
     return {**files, "SHA256SUMS": rows.encode("ascii")}
+
+
+def authority_suite() -> str:
+    """The id of a shipped suite of the authority world (its name changes between versions)."""
+    from pytest_agentbench.packaged import packaged_suites
+    from pytest_agentbench.suite import SUITE_FILE, load_suite_config
+
+    for suite_id, root in sorted(packaged_suites().items()):
+        if load_suite_config(root / SUITE_FILE, suite_id).world == "authority":
+            return suite_id
+    raise AssertionError("no shipped suite of the authority world")

@@ -19,7 +19,7 @@ from pytest_agentbench.worlds.evidence_binding.artifacts import canonical_file_b
 from pytest_agentbench.worlds.evidence_binding.generator import ASTERIA_SUITE, ENTERPRISE_SUITE
 from pytest_agentbench.worlds.evidence_binding.world import WORLD
 from tests.test_conformance import REGISTRY
-from tests.worlds.evidence_binding.candidates import asteria_files, tree, write
+from tests.worlds.evidence_binding.candidates import asteria_files, authority_suite, tree, write
 
 # The published files' sizes (§4) and the ids they carry: our suites differ only in the id.
 PUBLISHED = {
@@ -94,9 +94,7 @@ def test_the_command_writes_the_file_and_prints_it(
 
 
 def test_a_world_without_baselines_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
-    if "asteria-agentic-v1" not in {p.name for p in (data_root() / "suites").iterdir()}:
-        pytest.skip("the authority suite is not present")
-    assert cli.main(["baselines", "asteria-agentic-v1"]) == 1
+    assert cli.main(["baselines", authority_suite()]) == 1
     assert "[unsupported_command]" in capsys.readouterr().err
 
 

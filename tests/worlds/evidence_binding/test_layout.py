@@ -18,6 +18,7 @@ from pytest_agentbench.worlds.evidence_binding.world import WORLD
 from tests.worlds.evidence_binding import test_asteria_reader, test_enterprise_reader
 from tests.worlds.evidence_binding.candidates import (
     asteria_files,
+    authority_suite,
     enterprise_files,
     tree,
     write,
@@ -194,20 +195,17 @@ def test_validate_and_evaluate_a_submission_of_a_candidate_by_path(
 def _ambiguous(folder: Path) -> Path:
     """An Enterprise candidate that also holds an authority v1 bundle's two trees."""
     write(enterprise_files(), folder)
-    authority = packaged_suites()["asteria-agentic-v1"]
+    authority = packaged_suites()[authority_suite()]
     for source in authority.rglob("*"):
         if source.is_file() and source.name != "suite.yaml":
             target = folder / "public" / source.relative_to(authority)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(source.read_bytes())
-    oracle = authority.parent.parent / "oracles" / "asteria-agentic-v1"
+    oracle = authority.parent.parent / "oracles" / authority.name
     shutil.copy(oracle / "checksums.json", folder / "evaluator" / "checksums.json")
     return folder
 
 
-@pytest.mark.skipif(
-    "asteria-agentic-v1" not in packaged_suites(), reason="the authority suite is not present"
-)
 def test_a_folder_two_worlds_claim_is_refused_as_ambiguous(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
