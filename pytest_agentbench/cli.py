@@ -5,6 +5,7 @@
     agentbench validate SUITE --predictions FILE [--json]
     agentbench evaluate SUITE (--predictions FILE | --agent NAME) [--json]
     agentbench derive SUITE
+    agentbench baselines SUITE [-o FILE]
     agentbench compare BEFORE.json AFTER.json
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
@@ -48,6 +49,20 @@ class DerivesTruth(Protocol):
     """Optional world capability: recompute evaluator truth and list differences."""
 
     def derive_differences(self, suite: Suite) -> list[str]: ...
+
+
+@runtime_checkable
+class DeclaresScope(Protocol):
+    """Optional world capability: what a suite's scores measure, and what they do not prove."""
+
+    def measurement_scope(self, suite: Suite) -> Any: ...
+
+
+@runtime_checkable
+class WritesBaselines(Protocol):
+    """Optional world capability: regenerate a candidate's baseline-records file."""
+
+    def baseline_records(self, suite: Suite) -> bytes: ...
 
 
 @runtime_checkable
@@ -194,20 +209,22 @@ def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
             print(f"agentbench: harness_error: {reason}", file=sys.stderr)
         return 1
     metrics = aggregate(world.metrics(suite), results)
+    scope = world.measurement_scope(suite) if isinstance(world, DeclaresScope) else None
     if args.json:
+        document = {
+            "suite": suite.id,
+            "metrics": [metric.model_dump(mode="json") for metric in metrics],
+            "cases": {r.case_id: r.outcome.value for r in results},
+        }
         print(
-            canonical_json(
-                {
-                    "suite": suite.id,
-                    "metrics": [metric.model_dump(mode="json") for metric in metrics],
-                    "cases": {r.case_id: r.outcome.value for r in results},
-                }
-            )
+            canonical_json(document if scope is None else {**document, "measurement_scope": scope})
         )
     else:
         print(f"{suite.id} ({world.kind}): {len(results)} cases")
         for line in _metric_lines(metrics):
             print(line)
+        if scope is not None:
+            print(f"measurement scope: {canonical_json(scope)}")
     return 0
 
 
@@ -223,6 +240,24 @@ def cmd_derive(args: argparse.Namespace, registry: WorldRegistry) -> int:
     if not differences:
         print(f"ok: {loaded.suite.id}: shipped truth equals the truth derived from public data")
     return 1 if differences else 0
+
+
+def cmd_baselines(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = load(args.suite, registry)
+    if not isinstance(loaded.world, WritesBaselines):
+        raise AgentbenchError(
+            "unsupported_command", f"world kind {loaded.world.kind!r} writes no baseline records"
+        )
+    data = loaded.world.baseline_records(loaded.suite)
+    if args.output is None:
+        sys.stdout.write(data.decode("utf-8"))
+        return 0
+    try:
+        Path(args.output).write_bytes(data)
+    except OSError as exc:
+        raise AgentbenchError("unwritable_output", str(exc.strerror), file=args.output) from None
+    print(f"ok: {loaded.suite.id}: baseline records written to {args.output}")
+    return 0
 
 
 def _read_report(path: str) -> RunReport:
@@ -290,6 +325,11 @@ def build_parser() -> argparse.ArgumentParser:
         "derive", help="recompute evaluator truth from public data and list differences"
     )
     derive.add_argument("suite")
+    baselines = commands.add_parser(
+        "baselines", help="regenerate a candidate's baseline-records file"
+    )
+    baselines.add_argument("suite")
+    baselines.add_argument("-o", "--output", help="write to FILE instead of standard output")
     compare = commands.add_parser("compare", help="compare two JSON run reports")
     compare.add_argument("before")
     compare.add_argument("after")
@@ -302,6 +342,7 @@ COMMANDS = {
     "validate": cmd_validate,
     "evaluate": cmd_evaluate,
     "derive": cmd_derive,
+    "baselines": cmd_baselines,
     "compare": cmd_compare,
 }
 

@@ -1,0 +1,153 @@
+"""Does C08 v2 reading and grading stay linear, and what does verification cost over parsing?
+
+Asteria candidates of 10, 100 and 1,000 actions (and Enterprise ones of the
+same sizes) written by the world's generator (seeded, no wall clock). Per
+size, time per action of:
+
+* verified read: the lineage reader's public and evaluator sides (inventory,
+  canonical re-serialisation, models and invariants, digests, bindings);
+* grade: the reference agent's answer for every action, graded, plus the
+  lineage report;
+* bare parse (the baseline, measured in the same run): ``json.loads`` of the
+  same payload bytes.
+
+Targets: per-action(1,000) / per-action(10) <= 2 for the verified read and the
+grade (flat per-action cost), and verified read / bare parse reported as a ratio.
+
+Timings are ``time.perf_counter`` medians of ``--repeats`` runs, sizes taking
+turns within each run so that load changes hit them alike.
+
+Usage: ``python bench/evidence_binding.py [--sizes 10 100 1000] [--repeats 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pytest_agentbench.worlds.evidence_binding import (
+    asteria_reader,
+    enterprise_reader,
+    generator,
+    scoring,
+)
+from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent
+from pytest_agentbench.worlds.evidence_binding.artifacts import CandidateTree
+from pytest_agentbench.worlds.evidence_binding.baselines import (
+    enterprise_rows,
+    enterprise_submission,
+)
+
+
+def _tree(root: Path) -> CandidateTree:
+    return CandidateTree(root, root / "evaluator", "c", "c/evaluator")
+
+
+def asteria_run(root: Path) -> tuple[Callable[[], object], Callable[[], object]]:
+    def read() -> object:
+        candidate = asteria_reader.read_public(_tree(root))
+        return candidate, asteria_reader.read_evaluator(_tree(root), candidate)
+
+    candidate, truth = read()  # type: ignore[misc]
+
+    def grade() -> object:
+        agent = EvidenceAgent()
+        retained = {
+            a.action_event_id: frozenset(agent.select_evidence(candidate.public, a.action_event_id))
+            for a in candidate.public.actions
+        }
+        return scoring.asteria_report(
+            candidate.public, candidate.public_input_digest, truth.required, retained
+        )
+
+    return read, grade
+
+
+def enterprise_run(root: Path) -> tuple[Callable[[], object], Callable[[], object]]:
+    def read() -> object:
+        candidate = enterprise_reader.read_public(_tree(root))
+        return candidate, enterprise_reader.read_evaluator(_tree(root), candidate)
+
+    candidate, truth = read()  # type: ignore[misc]
+
+    def grade() -> object:
+        submission = enterprise_submission(
+            candidate.public, candidate.public_input_digest, EvidenceAgent()
+        )
+        return scoring.enterprise_report(
+            candidate.public,
+            candidate.public_input_digest,
+            truth.required,
+            enterprise_rows(submission),
+        )
+
+    return read, grade
+
+
+def timed(function: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print(f"python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
+    ok = True
+    with tempfile.TemporaryDirectory() as folder:
+        for lineage, files, run, payload in (
+            ("asteria", generator.asteria_files, asteria_run, "public/c08-asteria-public.json"),
+            ("enterprise", generator.enterprise_files, enterprise_run, "public/public-input.json"),
+        ):
+            jobs = {}
+            for size in args.sizes:
+                root = Path(folder) / f"{lineage}-{size}"
+                generator.write_candidate(files("bench", 20261130, actions=size), root)
+                data = (root / payload).read_bytes()
+                read, grade = run(root)
+                jobs[size] = (read, grade, lambda data=data: json.loads(data))
+            times: dict[tuple[int, str], list[float]] = {}
+            for _ in range(args.repeats):
+                for size, (read, grade, parse) in jobs.items():
+                    for name, job in (("read", read), ("grade", grade), ("parse", parse)):
+                        times.setdefault((size, name), []).append(timed(job))
+            per_action = {key: statistics.median(values) / key[0] for key, values in times.items()}
+            print(f"\n{lineage}")
+            print(
+                f"{'actions':>8}  {'read/action':>12}  {'grade/action':>13}  {'parse/action':>13}"
+                "  read/parse"
+            )
+            for size in args.sizes:
+                read_t, grade_t, parse_t = (
+                    per_action[(size, n)] for n in ("read", "grade", "parse")
+                )
+                print(
+                    f"{size:>8}  {read_t * 1e6:>10.1f}us  {grade_t * 1e6:>11.1f}us  "
+                    f"{parse_t * 1e6:>11.1f}us  {read_t / parse_t:>9.1f}x"
+                )
+            small, large = min(args.sizes), max(args.sizes)
+            for name in ("read", "grade"):
+                ratio = per_action[(large, name)] / per_action[(small, name)]
+                verdict = "ok" if ratio <= 2 else "MISSED"
+                ok = ok and ratio <= 2
+                print(
+                    f"{name}: per-action({large}) / per-action({small}) = {ratio:.2f}"
+                    f" (target <= 2): {verdict}"
+                )
+    print(f"\nload average after: {os.getloadavg()[0]:.1f}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
