@@ -87,466 +87,602 @@ CUES: dict[str, list[str]] = {
 def _specs() -> list[dict[str, Any]]:
     """Each task as keyword arguments of TaskSpec, collections named by position."""
     return [
-        dict(
-            category="exact_identifier",
-            goal="Find the error identifier the payments gateway reports for a declined capture.",
-            claim_key="errorIdentifier",
-            value_type="identifier",
-            expected="PAY-GW-4417",
-            docs=[
-                (0, "payments-gateway-runbook.md", [
-                    "# Payments gateway runbook",
-                    "",
-                    "The gateway retries a declined capture twice before it pages on-call.",
-                    "",
-                    "Error identifier: PAY-GW-4417",
-                    "Fallback queue: payments-retry",
-                ]),
+        {
+            "category": "exact_identifier",
+            "goal": "Find the error identifier the payments gateway reports for a declined capture.",
+            "claim_key": "errorIdentifier",
+            "value_type": "identifier",
+            "expected": "PAY-GW-4417",
+            "docs": [
+                (
+                    0,
+                    "payments-gateway-runbook.md",
+                    [
+                        "# Payments gateway runbook",
+                        "",
+                        "The gateway retries a declined capture twice before it pages on-call.",
+                        "",
+                        "Error identifier: PAY-GW-4417",
+                        "Fallback queue: payments-retry",
+                    ],
+                ),
             ],
-            required=[("payments-gateway-runbook.md", "Error identifier")],
-        ),
-        dict(
-            category="exact_identifier",
-            goal="Which incident identifier was assigned to the storage outage?",
-            claim_key="incidentId",
-            value_type="identifier",
-            expected="INC-7731",
-            max_calls=1,
-            fail_on_unexpected=True,
-            docs=[
-                (0, "storage-outage-review.md", [
-                    "# Storage outage review",
-                    "",
-                    "Incident identifier: INC-7731",
-                    "Severity: 2",
-                    "Root cause: an expired certificate on the replica set.",
-                ]),
+            "required": [("payments-gateway-runbook.md", "Error identifier")],
+        },
+        {
+            "category": "exact_identifier",
+            "goal": "Which incident identifier was assigned to the storage outage?",
+            "claim_key": "incidentId",
+            "value_type": "identifier",
+            "expected": "INC-7731",
+            "max_calls": 1,
+            "fail_on_unexpected": True,
+            "docs": [
+                (
+                    0,
+                    "storage-outage-review.md",
+                    [
+                        "# Storage outage review",
+                        "",
+                        "Incident identifier: INC-7731",
+                        "Severity: 2",
+                        "Root cause: an expired certificate on the replica set.",
+                    ],
+                ),
             ],
-            required=[("storage-outage-review.md", "Incident identifier")],
-        ),
-        dict(
-            category="exact_identifier",
-            goal="Report the invoice identifier of the March hosting invoice.",
-            claim_key="invoiceId",
-            value_type="identifier",
-            expected="INV-2026-0042",
-            docs=[
-                (0, "hosting-invoices.md", [
-                    "# Hosting invoices",
-                    "",
-                    "March hosting was billed on the first working day.",
-                    "Invoice identifier: INV-2026-0042",
-                    "Amount due: 1840 EUR",
-                ]),
+            "required": [("storage-outage-review.md", "Incident identifier")],
+        },
+        {
+            "category": "exact_identifier",
+            "goal": "Report the invoice identifier of the March hosting invoice.",
+            "claim_key": "invoiceId",
+            "value_type": "identifier",
+            "expected": "INV-2026-0042",
+            "docs": [
+                (
+                    0,
+                    "hosting-invoices.md",
+                    [
+                        "# Hosting invoices",
+                        "",
+                        "March hosting was billed on the first working day.",
+                        "Invoice identifier: INV-2026-0042",
+                        "Amount due: 1840 EUR",
+                    ],
+                ),
             ],
-            required=[("hosting-invoices.md", "Invoice identifier")],
-        ),
-        dict(
-            category="ambiguity",
-            goal="Who owns the ledger migration (not the search migration)?",
-            claim_key="migrationOwner",
-            value_type="string",
-            expected="Dana Whitfield",
-            docs=[
-                (0, "ledger-plan.md", [
-                    "# Ledger migration plan",
-                    "",
-                    "Ledger migration owner: Dana Whitfield",
-                    "Cutover window: two weekends in the spring.",
-                ]),
-                (0, "search-plan.md", [
-                    "# Search migration plan",
-                    "",
-                    "Search migration owner: Priya Raman",
-                    "The index is rebuilt before the ledger cutover.",
-                ]),
+            "required": [("hosting-invoices.md", "Invoice identifier")],
+        },
+        {
+            "category": "ambiguity",
+            "goal": "Who owns the ledger migration (not the search migration)?",
+            "claim_key": "migrationOwner",
+            "value_type": "string",
+            "expected": "Dana Whitfield",
+            "docs": [
+                (
+                    0,
+                    "ledger-plan.md",
+                    [
+                        "# Ledger migration plan",
+                        "",
+                        "Ledger migration owner: Dana Whitfield",
+                        "Cutover window: two weekends in the spring.",
+                    ],
+                ),
+                (
+                    0,
+                    "search-plan.md",
+                    [
+                        "# Search migration plan",
+                        "",
+                        "Search migration owner: Priya Raman",
+                        "The index is rebuilt before the ledger cutover.",
+                    ],
+                ),
             ],
-            required=[("ledger-plan.md", "Ledger migration owner")],
-            forbidden=[("search-plan.md", "Search migration owner")],
-        ),
-        dict(
-            category="ambiguity",
-            goal="Which team is the service owner of the catalog API, as opposed to its web client?",
-            claim_key="serviceOwner",
-            value_type="string",
-            normalizer="trim-lower-v1",
-            expected="team lumen",
-            docs=[
-                (0, "catalog-api.md", [
-                    "# Catalog API",
-                    "",
-                    "Service owner: Team Lumen",
-                    "Paging rota: weekdays only.",
-                ]),
-                (0, "catalog-web.md", [
-                    "# Catalog web client",
-                    "",
-                    "Client maintainer: Team Brass",
-                    "The client calls the catalog API through the edge proxy.",
-                ]),
+            "required": [("ledger-plan.md", "Ledger migration owner")],
+            "forbidden": [("search-plan.md", "Search migration owner")],
+        },
+        {
+            "category": "ambiguity",
+            "goal": "Which team is the service owner of the catalog API, as opposed to its web client?",
+            "claim_key": "serviceOwner",
+            "value_type": "string",
+            "normalizer": "trim-lower-v1",
+            "expected": "team lumen",
+            "docs": [
+                (
+                    0,
+                    "catalog-api.md",
+                    [
+                        "# Catalog API",
+                        "",
+                        "Service owner: Team Lumen",
+                        "Paging rota: weekdays only.",
+                    ],
+                ),
+                (
+                    0,
+                    "catalog-web.md",
+                    [
+                        "# Catalog web client",
+                        "",
+                        "Client maintainer: Team Brass",
+                        "The client calls the catalog API through the edge proxy.",
+                    ],
+                ),
             ],
-            required=[("catalog-api.md", "Service owner")],
-        ),
-        dict(
-            category="ambiguity",
-            goal="Name the initiative owner of the onboarding revamp in the programme collection.",
-            claim_key="initiativeOwner",
-            value_type="string",
-            expected="Mara Oduya",
-            scope=0,
-            docs=[
-                (0, "onboarding-revamp.md", [
-                    "# Onboarding revamp",
-                    "",
-                    "Initiative owner: Mara Oduya",
-                    "Sponsor: the customer success director.",
-                ]),
-                (1, "archived-onboarding.md", [
-                    "# Archived onboarding pilot",
-                    "",
-                    "Initiative owner: Lee Tran",
-                    "The pilot closed before the revamp began.",
-                ]),
+            "required": [("catalog-api.md", "Service owner")],
+        },
+        {
+            "category": "ambiguity",
+            "goal": "Name the initiative owner of the onboarding revamp in the programme collection.",
+            "claim_key": "initiativeOwner",
+            "value_type": "string",
+            "expected": "Mara Oduya",
+            "scope": 0,
+            "docs": [
+                (
+                    0,
+                    "onboarding-revamp.md",
+                    [
+                        "# Onboarding revamp",
+                        "",
+                        "Initiative owner: Mara Oduya",
+                        "Sponsor: the customer success director.",
+                    ],
+                ),
+                (
+                    1,
+                    "archived-onboarding.md",
+                    [
+                        "# Archived onboarding pilot",
+                        "",
+                        "Initiative owner: Lee Tran",
+                        "The pilot closed before the revamp began.",
+                    ],
+                ),
             ],
-            required=[("onboarding-revamp.md", "Initiative owner")],
-        ),
-        dict(
-            category="multi_document_comparison",
-            goal="Compare the log retention of the standard and the regulated tier.",
-            claim_key="retentionComparison",
-            value_type="string",
-            expected="Standard: 30 days; Regulated: 400 days",
-            docs=[
-                (0, "standard-tier.md", [
-                    "# Standard tier",
-                    "",
-                    "Standard log retention: 30 days",
-                ]),
-                (0, "regulated-tier.md", [
-                    "# Regulated tier",
-                    "",
-                    "Regulated tier log retention: 400 days",
-                ]),
+            "required": [("onboarding-revamp.md", "Initiative owner")],
+        },
+        {
+            "category": "multi_document_comparison",
+            "goal": "Compare the log retention of the standard and the regulated tier.",
+            "claim_key": "retentionComparison",
+            "value_type": "string",
+            "expected": "Standard: 30 days; Regulated: 400 days",
+            "docs": [
+                (
+                    0,
+                    "standard-tier.md",
+                    [
+                        "# Standard tier",
+                        "",
+                        "Standard log retention: 30 days",
+                    ],
+                ),
+                (
+                    0,
+                    "regulated-tier.md",
+                    [
+                        "# Regulated tier",
+                        "",
+                        "Regulated tier log retention: 400 days",
+                    ],
+                ),
             ],
-            required=[
+            "required": [
                 ("standard-tier.md", "Standard log retention"),
                 ("regulated-tier.md", "Regulated tier log retention"),
             ],
-        ),
-        dict(
-            category="multi_document_comparison",
-            goal="Do both support plans include audit logs?",
-            claim_key="bothIncludeAuditLogs",
-            value_type="boolean",
-            expected=True,
-            docs=[
-                (0, "plan-team.md", [
-                    "# Team plan",
-                    "",
-                    "Audit logs included: yes",
-                    "Seats: up to 25.",
-                ]),
-                (0, "plan-business.md", [
-                    "# Business plan",
-                    "",
-                    "Audit logs included: yes, with export",
-                    "Seats: unlimited.",
-                ]),
+        },
+        {
+            "category": "multi_document_comparison",
+            "goal": "Do both support plans include audit logs?",
+            "claim_key": "bothIncludeAuditLogs",
+            "value_type": "boolean",
+            "expected": True,
+            "docs": [
+                (
+                    0,
+                    "plan-team.md",
+                    [
+                        "# Team plan",
+                        "",
+                        "Audit logs included: yes",
+                        "Seats: up to 25.",
+                    ],
+                ),
+                (
+                    0,
+                    "plan-business.md",
+                    [
+                        "# Business plan",
+                        "",
+                        "Audit logs included: yes, with export",
+                        "Seats: unlimited.",
+                    ],
+                ),
             ],
-            required=[
+            "required": [
                 ("plan-team.md", "Audit logs included"),
                 ("plan-business.md", "Audit logs included"),
             ],
-        ),
-        dict(
-            category="multi_document_comparison",
-            goal="Across the two project plans, what is the earliest milestone date?",
-            claim_key="earliestMilestone",
-            value_type="date",
-            expected="2026-04-02",
-            docs=[
-                (0, "alpha-plan.md", [
-                    "# Alpha plan",
-                    "",
-                    "Milestone date: 2026-05-18",
-                ]),
-                (0, "beta-plan.md", [
-                    "# Beta plan",
-                    "",
-                    "Milestone date: 2026-04-02",
-                ]),
+        },
+        {
+            "category": "multi_document_comparison",
+            "goal": "Across the two project plans, what is the earliest milestone date?",
+            "claim_key": "earliestMilestone",
+            "value_type": "date",
+            "expected": "2026-04-02",
+            "docs": [
+                (
+                    0,
+                    "alpha-plan.md",
+                    [
+                        "# Alpha plan",
+                        "",
+                        "Milestone date: 2026-05-18",
+                    ],
+                ),
+                (
+                    0,
+                    "beta-plan.md",
+                    [
+                        "# Beta plan",
+                        "",
+                        "Milestone date: 2026-04-02",
+                    ],
+                ),
             ],
-            required=[("alpha-plan.md", "Milestone date"), ("beta-plan.md", "Milestone date")],
-        ),
-        dict(
-            category="meeting_decision",
-            goal="Which database did the architecture meeting decide on for the order store?",
-            claim_key="selectedDatabase",
-            value_type="string",
-            expected="PostgreSQL 16",
-            docs=[
-                (0, "architecture-meeting.md", [
-                    "# Architecture meeting, order store",
-                    "",
-                    "Attendees: storage, payments and platform leads.",
-                    "Options discussed: a document store, MySQL 8 and PostgreSQL 16.",
-                    "Decision: we will use PostgreSQL 16 for the order store.",
-                ]),
+            "required": [("alpha-plan.md", "Milestone date"), ("beta-plan.md", "Milestone date")],
+        },
+        {
+            "category": "meeting_decision",
+            "goal": "Which database did the architecture meeting decide on for the order store?",
+            "claim_key": "selectedDatabase",
+            "value_type": "string",
+            "expected": "PostgreSQL 16",
+            "docs": [
+                (
+                    0,
+                    "architecture-meeting.md",
+                    [
+                        "# Architecture meeting, order store",
+                        "",
+                        "Attendees: storage, payments and platform leads.",
+                        "Options discussed: a document store, MySQL 8 and PostgreSQL 16.",
+                        "Decision: we will use PostgreSQL 16 for the order store.",
+                    ],
+                ),
             ],
-            required=[("architecture-meeting.md", "Decision:")],
-        ),
-        dict(
-            category="meeting_decision",
-            goal="What rollout region did the launch meeting select, per the launch collection?",
-            claim_key="rolloutRegion",
-            value_type="string",
-            expected="eu-west-2",
-            scope=0,
-            docs=[
-                (0, "launch-meeting.md", [
-                    "# Launch meeting notes",
-                    "",
-                    "Selected rollout region: eu-west-2",
-                    "Follow-up: confirm capacity with the network team.",
-                ]),
-                (1, "rehearsal-meeting.md", [
-                    "# Rehearsal meeting notes",
-                    "",
-                    "Selected rollout region: us-east-1",
-                    "This was the dry run, not the launch.",
-                ]),
+            "required": [("architecture-meeting.md", "Decision:")],
+        },
+        {
+            "category": "meeting_decision",
+            "goal": "What rollout region did the launch meeting select, per the launch collection?",
+            "claim_key": "rolloutRegion",
+            "value_type": "string",
+            "expected": "eu-west-2",
+            "scope": 0,
+            "docs": [
+                (
+                    0,
+                    "launch-meeting.md",
+                    [
+                        "# Launch meeting notes",
+                        "",
+                        "Selected rollout region: eu-west-2",
+                        "Follow-up: confirm capacity with the network team.",
+                    ],
+                ),
+                (
+                    1,
+                    "rehearsal-meeting.md",
+                    [
+                        "# Rehearsal meeting notes",
+                        "",
+                        "Selected rollout region: us-east-1",
+                        "This was the dry run, not the launch.",
+                    ],
+                ),
             ],
-            required=[("launch-meeting.md", "Selected rollout region")],
-        ),
-        dict(
-            category="meeting_decision",
-            goal="What budget did the steering meeting approve for the pilot?",
-            claim_key="approvedBudget",
-            value_type="number",
-            expected=48000,
-            docs=[
-                (0, "steering-meeting.md", [
-                    "# Steering meeting",
-                    "",
-                    "The committee reviewed the pilot scope.",
-                    "Approved budget: 48000 EUR",
-                ]),
+            "required": [("launch-meeting.md", "Selected rollout region")],
+        },
+        {
+            "category": "meeting_decision",
+            "goal": "What budget did the steering meeting approve for the pilot?",
+            "claim_key": "approvedBudget",
+            "value_type": "number",
+            "expected": 48000,
+            "docs": [
+                (
+                    0,
+                    "steering-meeting.md",
+                    [
+                        "# Steering meeting",
+                        "",
+                        "The committee reviewed the pilot scope.",
+                        "Approved budget: 48000 EUR",
+                    ],
+                ),
             ],
-            required=[("steering-meeting.md", "Approved budget")],
-        ),
-        dict(
-            category="temporal",
-            goal="What is the current launch date of the mobile app?",
-            claim_key="launchDate",
-            value_type="date",
-            expected="2026-09-14",
-            docs=[
-                (0, "mobile-launch.md", [
-                    "# Mobile app launch",
-                    "",
-                    "Launch date (original): 2026-08-01",
-                    "Launch date (revised): 2026-09-14",
-                ]),
-                (0, "mobile-changelog.md", [
-                    "# Mobile changelog",
-                    "",
-                    "The beta channel opened to staff in June.",
-                ]),
+            "required": [("steering-meeting.md", "Approved budget")],
+        },
+        {
+            "category": "temporal",
+            "goal": "What is the current launch date of the mobile app?",
+            "claim_key": "launchDate",
+            "value_type": "date",
+            "expected": "2026-09-14",
+            "docs": [
+                (
+                    0,
+                    "mobile-launch.md",
+                    [
+                        "# Mobile app launch",
+                        "",
+                        "Launch date (original): 2026-08-01",
+                        "Launch date (revised): 2026-09-14",
+                    ],
+                ),
+                (
+                    0,
+                    "mobile-changelog.md",
+                    [
+                        "# Mobile changelog",
+                        "",
+                        "The beta channel opened to staff in June.",
+                    ],
+                ),
             ],
-            required=[("mobile-launch.md", "(revised)")],
-            forbidden=[("mobile-launch.md", "(original)")],
-        ),
-        dict(
-            category="temporal",
-            goal="How long is the escalation window for priority incidents?",
-            claim_key="escalationWindow",
-            value_type="string",
-            expected="45 minutes",
-            docs=[
-                (0, "incident-policy.md", [
-                    "# Incident policy",
-                    "",
-                    "Escalation window: 45 minutes",
-                    "Applies to priority one and two incidents.",
-                ]),
-                (0, "policy-history.md", [
-                    "# Policy history",
-                    "",
-                    "The policy was last reviewed in the autumn.",
-                ]),
+            "required": [("mobile-launch.md", "(revised)")],
+            "forbidden": [("mobile-launch.md", "(original)")],
+        },
+        {
+            "category": "temporal",
+            "goal": "How long is the escalation window for priority incidents?",
+            "claim_key": "escalationWindow",
+            "value_type": "string",
+            "expected": "45 minutes",
+            "docs": [
+                (
+                    0,
+                    "incident-policy.md",
+                    [
+                        "# Incident policy",
+                        "",
+                        "Escalation window: 45 minutes",
+                        "Applies to priority one and two incidents.",
+                    ],
+                ),
+                (
+                    0,
+                    "policy-history.md",
+                    [
+                        "# Policy history",
+                        "",
+                        "The policy was last reviewed in the autumn.",
+                    ],
+                ),
             ],
-            required=[("incident-policy.md", "Escalation window")],
-        ),
-        dict(
-            category="typed_relationship",
-            goal="Which service does the billing worker depend on?",
-            claim_key="dependency",
-            value_type="string",
-            expected="ledger-api",
-            docs=[
-                (0, "billing-worker.md", [
-                    "# Billing worker",
-                    "",
-                    "Runs every ten minutes.",
-                    "Depends on: ledger-api",
-                ]),
+            "required": [("incident-policy.md", "Escalation window")],
+        },
+        {
+            "category": "typed_relationship",
+            "goal": "Which service does the billing worker depend on?",
+            "claim_key": "dependency",
+            "value_type": "string",
+            "expected": "ledger-api",
+            "docs": [
+                (
+                    0,
+                    "billing-worker.md",
+                    [
+                        "# Billing worker",
+                        "",
+                        "Runs every ten minutes.",
+                        "Depends on: ledger-api",
+                    ],
+                ),
             ],
-            required=[("billing-worker.md", "Depends on")],
-        ),
-        dict(
-            category="typed_relationship",
-            goal="Which team owns the feature-flag service?",
-            claim_key="ownerTeam",
-            value_type="string",
-            expected="Platform Reliability",
-            docs=[
-                (0, "feature-flags.md", [
-                    "# Feature-flag service",
-                    "",
-                    "Owned by: Platform Reliability",
-                    "Flags are evaluated at the edge.",
-                ]),
+            "required": [("billing-worker.md", "Depends on")],
+        },
+        {
+            "category": "typed_relationship",
+            "goal": "Which team owns the feature-flag service?",
+            "claim_key": "ownerTeam",
+            "value_type": "string",
+            "expected": "Platform Reliability",
+            "docs": [
+                (
+                    0,
+                    "feature-flags.md",
+                    [
+                        "# Feature-flag service",
+                        "",
+                        "Owned by: Platform Reliability",
+                        "Flags are evaluated at the edge.",
+                    ],
+                ),
             ],
-            required=[("feature-flags.md", "Owned by")],
-        ),
-        dict(
-            category="code_documentation",
-            goal="Which configuration key limits the sync batch?",
-            claim_key="configKey",
-            value_type="identifier",
-            expected="SYNC_BATCH.LIMIT",
-            docs=[
-                (0, "sync-config.md", [
-                    "# Sync configuration",
-                    "",
-                    "Configuration key: SYNC_BATCH.LIMIT",
-                    "",
-                    "```toml",
-                    "[sync_batch]",
-                    "limit = 500",
-                    "```",
-                ]),
+            "required": [("feature-flags.md", "Owned by")],
+        },
+        {
+            "category": "code_documentation",
+            "goal": "Which configuration key limits the sync batch?",
+            "claim_key": "configKey",
+            "value_type": "identifier",
+            "expected": "SYNC_BATCH.LIMIT",
+            "docs": [
+                (
+                    0,
+                    "sync-config.md",
+                    [
+                        "# Sync configuration",
+                        "",
+                        "Configuration key: SYNC_BATCH.LIMIT",
+                        "",
+                        "```toml",
+                        "[sync_batch]",
+                        "limit = 500",
+                        "```",
+                    ],
+                ),
             ],
-            required=[("sync-config.md", "Configuration key")],
-        ),
-        dict(
-            category="code_documentation",
-            goal="What is the default batch size of the export client?",
-            claim_key="defaultBatchSize",
-            value_type="number",
-            expected=250,
-            docs=[
-                (0, "export-client.md", [
-                    "# Export client",
-                    "",
-                    "Default batch size: 250 records",
-                    "",
-                    "```yaml",
-                    "batchSize: 250",
-                    "```",
-                ]),
+            "required": [("sync-config.md", "Configuration key")],
+        },
+        {
+            "category": "code_documentation",
+            "goal": "What is the default batch size of the export client?",
+            "claim_key": "defaultBatchSize",
+            "value_type": "number",
+            "expected": 250,
+            "docs": [
+                (
+                    0,
+                    "export-client.md",
+                    [
+                        "# Export client",
+                        "",
+                        "Default batch size: 250 records",
+                        "",
+                        "```yaml",
+                        "batchSize: 250",
+                        "```",
+                    ],
+                ),
             ],
-            required=[("export-client.md", "Default batch size")],
-        ),
-        dict(
-            category="multilingual",
-            goal="¿Está activada la exportación automática de informes?",
-            claim_key="automaticExport",
-            value_type="boolean",
-            expected=True,
-            docs=[
-                (0, "informes.md", [
-                    "# Informes mensuales",
-                    "",
-                    "Exportación automática: activada",
-                    "Formato: CSV con separador de punto y coma.",
-                ]),
+            "required": [("export-client.md", "Default batch size")],
+        },
+        {
+            "category": "multilingual",
+            "goal": "¿Está activada la exportación automática de informes?",
+            "claim_key": "automaticExport",
+            "value_type": "boolean",
+            "expected": True,
+            "docs": [
+                (
+                    0,
+                    "informes.md",
+                    [
+                        "# Informes mensuales",
+                        "",
+                        "Exportación automática: activada",
+                        "Formato: CSV con separador de punto y coma.",
+                    ],
+                ),
             ],
-            required=[("informes.md", "Exportación automática")],
-        ),
-        dict(
-            category="multilingual",
-            goal="下一个版本的发布代号是什么？",
-            claim_key="releaseCodename",
-            value_type="string",
-            expected="青鸟",
-            docs=[
-                (0, "发布计划.md", [
-                    "# 发布计划",
-                    "",
-                    "发布代号：青鸟",
-                    "预计时间：第三季度。",
-                ]),
+            "required": [("informes.md", "Exportación automática")],
+        },
+        {
+            "category": "multilingual",
+            "goal": "下一个版本的发布代号是什么？",
+            "claim_key": "releaseCodename",
+            "value_type": "string",
+            "expected": "青鸟",
+            "docs": [
+                (
+                    0,
+                    "发布计划.md",
+                    [
+                        "# 发布计划",
+                        "",
+                        "发布代号：青鸟",
+                        "预计时间：第三季度。",
+                    ],
+                ),
             ],
-            required=[("发布计划.md", "发布代号")],
-        ),
-        dict(
-            category="multilingual",
-            goal="Quelle est la date de renouvellement du contrat d'hébergement ?",
-            claim_key="renewalDate",
-            value_type="date",
-            expected="2027-01-31",
-            docs=[
-                (0, "contrat-hebergement.md", [
-                    "# Contrat d'hébergement",
-                    "",
-                    "Date de renouvellement : 2027-01-31",
-                    "Préavis : trois mois.",
-                ]),
+            "required": [("发布计划.md", "发布代号")],
+        },
+        {
+            "category": "multilingual",
+            "goal": "Quelle est la date de renouvellement du contrat d'hébergement ?",
+            "claim_key": "renewalDate",
+            "value_type": "date",
+            "expected": "2027-01-31",
+            "docs": [
+                (
+                    0,
+                    "contrat-hebergement.md",
+                    [
+                        "# Contrat d'hébergement",
+                        "",
+                        "Date de renouvellement : 2027-01-31",
+                        "Préavis : trois mois.",
+                    ],
+                ),
             ],
-            required=[("contrat-hebergement.md", "Date de renouvellement")],
-        ),
-        dict(
-            category="multilingual",
-            goal="Welcher Standort wurde für den Support gewählt?",
-            claim_key="supportCity",
-            value_type="string",
-            expected="Leipzig",
-            docs=[
-                (0, "support-standort.md", [
-                    "# Support-Standort",
-                    "",
-                    "Gewählter Standort: Leipzig",
-                    "Begründung: Nähe zum Rechenzentrum.",
-                ]),
+            "required": [("contrat-hebergement.md", "Date de renouvellement")],
+        },
+        {
+            "category": "multilingual",
+            "goal": "Welcher Standort wurde für den Support gewählt?",
+            "claim_key": "supportCity",
+            "value_type": "string",
+            "expected": "Leipzig",
+            "docs": [
+                (
+                    0,
+                    "support-standort.md",
+                    [
+                        "# Support-Standort",
+                        "",
+                        "Gewählter Standort: Leipzig",
+                        "Begründung: Nähe zum Rechenzentrum.",
+                    ],
+                ),
             ],
-            required=[("support-standort.md", "Gewählter Standort")],
-        ),
-        dict(
-            category="missing_evidence",
-            goal="What is the project codename of the warehouse rewrite?",
-            claim_key="projectCodename",
-            value_type="string",
-            expected=None,
-            docs=[
-                (0, "warehouse-rewrite.md", [
-                    "# Warehouse rewrite",
-                    "",
-                    "The project replaces the nightly batch loader.",
-                    "Status: design review pending.",
-                ]),
-                (0, "warehouse-faq.md", [
-                    "# Warehouse FAQ",
-                    "",
-                    "Naming is decided after the design review.",
-                ]),
+            "required": [("support-standort.md", "Gewählter Standort")],
+        },
+        {
+            "category": "missing_evidence",
+            "goal": "What is the project codename of the warehouse rewrite?",
+            "claim_key": "projectCodename",
+            "value_type": "string",
+            "expected": None,
+            "docs": [
+                (
+                    0,
+                    "warehouse-rewrite.md",
+                    [
+                        "# Warehouse rewrite",
+                        "",
+                        "The project replaces the nightly batch loader.",
+                        "Status: design review pending.",
+                    ],
+                ),
+                (
+                    0,
+                    "warehouse-faq.md",
+                    [
+                        "# Warehouse FAQ",
+                        "",
+                        "Naming is decided after the design review.",
+                    ],
+                ),
             ],
-        ),
-        dict(
-            category="missing_evidence",
-            goal="What availability target does the reporting service commit to?",
-            claim_key="availabilityTarget",
-            value_type="number",
-            expected=None,
-            docs=[
-                (0, "reporting-service.md", [
-                    "# Reporting service",
-                    "",
-                    "Availability is reviewed each quarter.",
-                    "No commitment has been published yet.",
-                ]),
+        },
+        {
+            "category": "missing_evidence",
+            "goal": "What availability target does the reporting service commit to?",
+            "claim_key": "availabilityTarget",
+            "value_type": "number",
+            "expected": None,
+            "docs": [
+                (
+                    0,
+                    "reporting-service.md",
+                    [
+                        "# Reporting service",
+                        "",
+                        "Availability is reviewed each quarter.",
+                        "No commitment has been published yet.",
+                    ],
+                ),
             ],
-        ),
+        },
     ]
 
 

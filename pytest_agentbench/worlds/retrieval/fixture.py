@@ -383,9 +383,7 @@ def oracle_relative(entry: ManifestFile) -> str:
     return entry.path.split("/", 1)[1]
 
 
-def load_hidden(
-    public: PublicFixture, oracle_root: Path, oracle_display: str
-) -> dict[str, Oracle]:
+def load_hidden(public: PublicFixture, oracle_root: Path, oracle_display: str) -> dict[str, Oracle]:
     """Verify and read the oracles: hashes, contract, coordinates, leak canaries."""
     oracles: dict[str, Oracle] = {}
     for index, entry in enumerate(public.manifest.files):
@@ -463,8 +461,10 @@ def check_contract(task: Task, oracle: Oracle, file: str) -> None:
                 field=f"expectedMissing[{index}]",
             )
     for claim in task.claims:
-        if claim.required and claim.claimKey not in seen and (
-            claim.claimKey not in oracle.expectedMissing
+        if (
+            claim.required
+            and claim.claimKey not in seen
+            and (claim.claimKey not in oracle.expectedMissing)
         ):
             raise AgentbenchError(
                 "fixture_contract_broken",
@@ -510,7 +510,7 @@ def coordinate_problem(
     public: PublicFixture, coord: Coord, collections: Iterable[str]
 ) -> tuple[str, str] | None:
     """Why an oracle coordinate does not point at exact fixture bytes, or None."""
-    if "harness_observed" != coord.sourceHashProvenance or (
+    if coord.sourceHashProvenance != "harness_observed" or (
         coord.spanHashProvenance != "harness_observed"
     ):
         return "fixture_contract_broken", "oracle coordinates are always harness_observed"
@@ -532,8 +532,7 @@ def coordinate_problem(
         )
     if expected != coord.spanHash:
         return "coordinate_hash_mismatch", (
-            f"spanHash of {coord.uri} lines {coord.startLine}-{coord.endLine} is "
-            f"{expected[:12]}…"
+            f"spanHash of {coord.uri} lines {coord.startLine}-{coord.endLine} is {expected[:12]}…"
         )
     return None
 

@@ -295,7 +295,9 @@ class EnvelopeClaim(Closed):
 
 class Gap(Closed):
     claimKey: StrictStr
-    reason: Literal["missing_evidence", "conflicting_evidence", "budget_exhausted", "tool_unavailable"]
+    reason: Literal[
+        "missing_evidence", "conflicting_evidence", "budget_exhausted", "tool_unavailable"
+    ]
 
 
 class Envelope(Closed):
