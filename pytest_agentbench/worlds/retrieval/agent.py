@@ -206,7 +206,7 @@ def final(
     }
 
 
-def _evidence_of(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def evidence_of(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     evidence = list(result.get("evidence") or [])
     if not evidence and result.get("resultRole") == "evidence_bundle":
         return list(parse_bundle_content(str(result.get("content", ""))) or [])
@@ -214,15 +214,51 @@ def _evidence_of(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 class FixtureAgent:
-    """``next_step(task, history)``: the pinned search-read-final state machine."""
+    """The pinned search-read-final state machine.
+
+    As a step agent the world drives ``next_step(task, history, cues)`` with
+    the suite's cue map. ``solve(task, session)`` runs the same machine over
+    any tool session, with the cue map given at construction.
+    """
 
     agent_id = AGENT_ID
+    state_machine = STATE_MACHINE
 
-    def __init__(self, cues: Mapping[str, Sequence[str]]) -> None:
+    def __init__(self, cues: Mapping[str, Sequence[str]] | None = None) -> None:
         self.cues = cues
 
+    def solve(self, task: dict[str, Any], session: Any) -> Any:
+        history: list[dict[str, Any]] = []
+        while True:
+            step = self.next_step(task, history)
+            if step["kind"] == "final":
+                return step["envelope"]
+            result = session.call(step["toolName"], step["arguments"])
+            history.append(
+                {
+                    "callIndex": len(history),
+                    "toolName": step["toolName"],
+                    "arguments": step["arguments"],
+                    "result": result,
+                }
+            )
+
     def next_step(
-        self, task: Mapping[str, Any], history: Sequence[Mapping[str, Any]]
+        self,
+        task: Mapping[str, Any],
+        history: Sequence[Mapping[str, Any]],
+        cues: Mapping[str, Sequence[str]] | None = None,
+    ) -> dict[str, Any]:
+        cue_map = cues if cues is not None else self.cues
+        if cue_map is None:
+            raise ValueError("the fixture agent needs a cue map")
+        return self._next(task, history, cue_map)
+
+    def _next(
+        self,
+        task: Mapping[str, Any],
+        history: Sequence[Mapping[str, Any]],
+        cues: Mapping[str, Sequence[str]],
     ) -> dict[str, Any]:
         allowed = set(task["allowedTools"])
         if not history:
@@ -241,7 +277,7 @@ class FixtureAgent:
                     },
                 }
             firsts = [
-                self.cues[c["claimKey"]][0] for c in task["claims"] if self.cues.get(c["claimKey"])
+                cues[c["claimKey"]][0] for c in task["claims"] if cues.get(c["claimKey"])
             ]
             query = " ".join(dict.fromkeys(firsts)) or task["brief"]["goal"]
             return {
@@ -250,16 +286,16 @@ class FixtureAgent:
                 "arguments": {"query": query, "collection": task["corpus"]["collections"][0]},
             }
         results = [call["result"] for call in history]
-        read = [e for r in results if r["resultRole"] != "candidates" for e in _evidence_of(r)]
+        read = [e for r in results if r["resultRole"] != "candidates" for e in evidence_of(r)]
         cand = [e for r in results if r["resultRole"] == "candidates" for e in r["evidence"]]
         last = results[-1]
         if last["resultRole"] == "candidates" and cand:
             if len(history) >= task["budgets"]["maxAgentCalls"]:
-                return {"kind": "final", "envelope": final(task, cand, self.cues)}
+                return {"kind": "final", "envelope": final(task, cand, cues)}
             rel = [
                 line
                 for claim in task["claims"]
-                for line in select(claim["claimKey"], last["evidence"], task, self.cues)
+                for line in select(claim["claimKey"], last["evidence"], task, cues)
             ]
             uris = list(
                 dict.fromkeys([line.uri for line in rel] if rel else [e["uri"] for e in cand])
@@ -270,4 +306,4 @@ class FixtureAgent:
             if rel:
                 arguments.update({"fromLine": rel[0].number, "lineCount": 1})
             return {"kind": "tool", "toolName": "get", "arguments": arguments}
-        return {"kind": "final", "envelope": final(task, read or cand, self.cues)}
+        return {"kind": "final", "envelope": final(task, read or cand, cues)}

@@ -745,3 +745,19 @@ def build(suite_root: Path, oracle_root: Path, *, scale: int = 1) -> dict[str, A
     )
     (suite_root / CUES_FILE).write_bytes(json_file_bytes(cue_map()))
     return manifest
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pytest_agentbench.worlds.retrieval.builtin SUITE_DIR ORACLE_DIR [SCALE]``."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) not in (2, 3):
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    build(Path(args[0]), Path(args[1]), scale=int(args[2]) if len(args) == 3 else 1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -357,6 +357,7 @@ class Trial:
 def harness_failure_canonical(
     identity: Identity,
     backend: Any,
+    *,
     corpus_fingerprint: str,
     config_fingerprint: str,
     index_fingerprint: str,
