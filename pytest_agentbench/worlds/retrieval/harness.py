@@ -21,7 +21,8 @@ from pytest_agentbench.worlds.retrieval.agent import FixtureAgent
 from pytest_agentbench.worlds.retrieval.backends import backend_id, scope_of
 from pytest_agentbench.worlds.retrieval.fixture import PublicFixture
 from pytest_agentbench.worlds.retrieval.jscanon import fingerprint
-from pytest_agentbench.worlds.retrieval.session import RetrievalSession
+from pytest_agentbench.tools import ToolCallError
+from pytest_agentbench.worlds.retrieval.session import refuse_earlier_refusals, tool_session
 from pytest_agentbench.worlds.retrieval.trial import (
     Identity,
     Trial,
@@ -169,11 +170,17 @@ class Harness:
         trial.fail("agent_error", "invalid_agent_step", f"no final envelope after {MAX_STEPS} steps")
 
     def _drive_solve(self, trial: Trial, agent: Any, view: dict[str, Any]) -> None:
-        session = RetrievalSession(trial)
+        session = tool_session(trial)
         try:
             final = call_adapter(agent.solve, view, session)
         except AdapterFailure as failure:
             trial.fail("agent_error", "agent_raised", failure.reason)
+            return
+        finally:
+            session.close()
+        try:
+            refuse_earlier_refusals(trial, session)
+        except ToolCallError:
             return
         trial.finish(final)
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pytest_agentbench.canonical import loads_strict
 from pytest_agentbench.contracts import (
@@ -31,7 +31,8 @@ from pytest_agentbench.contracts import (
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner import MalformedOutput
-from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, SuiteConfig
+from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig
+from pytest_agentbench.tools import ToolAgent
 from pytest_agentbench.worlds.retrieval import controls, fixture, metrics
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues, load_cues
 from pytest_agentbench.worlds.retrieval.backends import (
@@ -46,13 +47,6 @@ from pytest_agentbench.worlds.retrieval.scoring import score_receipt
 CUES_FILE = "fixture-agent.cues.json"
 OPTIONS = ("backend", "cues", "cues_sha256", "lifecycles")
 _CASE = re.compile(r"^(t[0-9a-f]{7})-(cold|warm)$")
-
-
-@runtime_checkable
-class RetrievalAgent(Protocol):
-    """An outer agent: gets the public task and a tool session, returns the final envelope."""
-
-    def solve(self, task: dict[str, Any], session: Any) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -182,8 +176,8 @@ class PredictionsAdapter:
 
 class RetrievalWorld:
     kind = "retrieval"
-    adapter_protocol = RetrievalAgent
-    adapter_protocols = (RetrievalAgent, RetrievalBackend)
+    adapter_protocol = ToolAgent
+    adapter_protocols = (ToolAgent, RetrievalBackend)
 
     def recognise(self, folder: Path) -> SuiteConfig | None:
         return recognise_fixture(folder)
@@ -235,17 +229,18 @@ class RetrievalWorld:
         if isinstance(adapter, PredictionsAdapter):
             return Outcome(output={"receipt": adapter.receipt_for(task_id, lifecycle)})
         harness = self.harness(suite)
-        if isinstance(adapter, RetrievalBackend) and not isinstance(adapter, RetrievalAgent):
+        if isinstance(adapter, RetrievalBackend) and not isinstance(adapter, ToolAgent):
             backend, agent = adapter, FixtureAgent()
         else:
             backend, agent = suite.cache["retrieval.backend"], adapter
         run = harness.run(task_id, lifecycle, backend, agent)
         failure_class, code = run.failure
         if failure_class == "none":
-            return Outcome(output={"receipt": run.canonical})
+            return Outcome(output={"receipt": run.canonical}, receipt=run.receipt)
         detail = "; ".join(run.diagnostics)
         return Outcome(
             output={"receipt": run.canonical},
+            receipt=run.receipt,
             failure_class=FailureClass(failure_class),
             failure_reason=f"{code}" + (f" ({detail})" if detail else ""),
         )
@@ -335,4 +330,3 @@ def _oracle_display(suite: Suite) -> str:
 
 
 WORLD = RetrievalWorld()
-__all__ = ["CONTROLS_FILE", "WORLD", "RetrievalAgent", "RetrievalWorld"]
