@@ -747,15 +747,47 @@ def build(suite_root: Path, oracle_root: Path, *, scale: int = 1) -> dict[str, A
     return manifest
 
 
+BASELINE_DIR = "baseline/fixture-agent"
+
+
+def baseline_report(suite_root: Path, oracle_root: Path) -> dict[str, Any]:
+    """The fixture agent over both built-in backends, both lifecycles; lexical vs capsule."""
+    from pytest_agentbench.worlds.retrieval import fixture, report
+    from pytest_agentbench.worlds.retrieval.agent import load_cues
+    from pytest_agentbench.worlds.retrieval.backends import CapsuleBackend, LexicalBackend
+
+    public = fixture.load_public(suite_root, suite_root.name, extra_files=[CUES_FILE])
+    oracles = fixture.load_hidden(public, oracle_root, oracle_root.name)
+    cues = load_cues(suite_root / CUES_FILE, CUES_FILE)
+    return report.run_matrix(
+        public,
+        oracles,
+        cues,
+        [LexicalBackend(), CapsuleBackend()],
+        baseline_adapter="lexical",
+        candidate_adapter="capsule",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pytest_agentbench.worlds.retrieval.builtin SUITE_DIR ORACLE_DIR [SCALE]``."""
+    """``python -m pytest_agentbench.worlds.retrieval.builtin SUITE_DIR ORACLE_DIR [SCALE]``.
+
+    Writes the fixture, then (at scale 1) its baseline set under
+    ``SUITE_DIR/baseline/fixture-agent``.
+    """
     import sys
+
+    from pytest_agentbench.worlds.retrieval.report import write_baseline
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) not in (2, 3):
         print(main.__doc__, file=sys.stderr)
         return 2
-    build(Path(args[0]), Path(args[1]), scale=int(args[2]) if len(args) == 3 else 1)
+    suite_root, oracle_root = Path(args[0]), Path(args[1])
+    scale = int(args[2]) if len(args) == 3 else 1
+    build(suite_root, oracle_root, scale=scale)
+    if scale == 1:
+        write_baseline(suite_root / BASELINE_DIR, baseline_report(suite_root, oracle_root))
     return 0
 
 

@@ -42,7 +42,9 @@ from pytest_agentbench.worlds.retrieval.backends import (
 from pytest_agentbench.worlds.retrieval.harness import LIFECYCLES, Harness
 from pytest_agentbench.worlds.retrieval.jscanon import sha256_bytes
 from pytest_agentbench.worlds.retrieval.models import Oracle
-from pytest_agentbench.worlds.retrieval.scoring import score_receipt
+from pytest_agentbench.worlds.retrieval.promotion import promote_reports
+from pytest_agentbench.worlds.retrieval.report import read_report, rescore
+from pytest_agentbench.worlds.retrieval.scoring import IDENTITY_FIELDS, score_receipt
 
 CUES_FILE = "fixture-agent.cues.json"
 OPTIONS = ("backend", "cues", "cues_sha256", "lifecycles")
@@ -152,12 +154,14 @@ def recognise_fixture(folder: Path) -> SuiteConfig | None:
     )
 
 
+def identity_of(record: Mapping[str, Any]) -> str:
+    return "/".join(str(record.get(name)) for name in IDENTITY_FIELDS)
+
+
 class PredictionsAdapter:
     """Receipts produced elsewhere: an original-format ``report.json``'s ``receipts``."""
 
     def __init__(self, path: Path) -> None:
-        from pytest_agentbench.worlds.retrieval.report import read_report
-
         report = read_report(path)
         self.path = path
         self.receipts: dict[tuple[str, str], dict[str, Any]] = {}
@@ -319,6 +323,39 @@ class RetrievalWorld:
 
     def predictions_adapter(self, suite: Suite, path: Path) -> PredictionsAdapter:
         return PredictionsAdapter(path)
+
+    def rescore_report(self, suite: Suite, path: Path) -> tuple[list[Any], list[str]]:
+        """Score records of an original-format report's receipts, and the ones that differ
+        from the report's committed scores (by receipt identity)."""
+        report = read_report(path)
+        oracles = self.load_oracle(suite)
+        records = rescore(report, _data(suite).public, oracles, str(path))
+        committed = report["scores"]
+        differing = [
+            identity_of(record)
+            for index, record in enumerate(records)
+            if index >= len(committed) or committed[index] != record
+        ]
+        if len(committed) != len(records):
+            differing.append(f"{len(committed)} committed scores for {len(records)} receipts")
+        return records, differing
+
+    def promote_reports(
+        self,
+        suite: Suite,
+        baseline: Path,
+        candidate: Path,
+        *,
+        baseline_adapter: str,
+        candidate_adapter: str,
+    ) -> dict[str, Any]:
+        """The promotion gate between two original-format reports (section 8)."""
+        return promote_reports(
+            read_report(baseline),
+            read_report(candidate),
+            baseline_adapter=baseline_adapter,
+            candidate_adapter=candidate_adapter,
+        )
 
 
 def _oracle_display(suite: Suite) -> str:
