@@ -97,10 +97,10 @@ def _crlf_source(root: Path) -> None:
     rewrite_manifest_hash(root, "corpus/t0000001/c001/gateway.md")
 
 
-def _leak_canary(root: Path) -> None:
-    path = _corpus(root)
-    path.write_text(path.read_text() + f"Note: {CANARY}\n")
-    rewrite_manifest_hash(root, "corpus/t0000001/c001/gateway.md")
+def _leak_canary(root: Path, task_id: str, relative: str, canary: str) -> None:
+    path = root / "corpus" / task_id / relative
+    path.write_text(path.read_text() + f"Note: {canary}\n")
+    rewrite_manifest_hash(root, f"corpus/{task_id}/{relative}")
     _reseal_fingerprint(root)
 
 
@@ -369,9 +369,22 @@ def test_a_tampered_oracle_hash_is_refused(tmp_path: Path) -> None:
     assert (refused.value.code, refused.value.location.field) == ("fixture_hash_mismatch", "sha256")
 
 
-def test_a_leaked_canary_in_corpus_text_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "leak",
+    [
+        pytest.param(
+            lambda root: _task(lambda t: t["brief"].update(goal=f"Find it ({CANARY})"))(root),
+            id="task text",
+        ),
+        pytest.param(
+            lambda root: _leak_canary(root, "t0000003", "c003/notes.md", "canary-abstention-0001"),
+            id="corpus text",
+        ),
+    ],
+)
+def test_a_leaked_canary_is_refused(tmp_path: Path, leak: Callable[[Path], None]) -> None:
     root = write_small(tmp_path / "fx")
-    _leak_canary(root)
+    leak(root)
     public = fixture.load_public(root, "fx")
     with pytest.raises(AgentbenchError) as refused:
         fixture.load_hidden(public, root / "oracles", "fx/oracles")
