@@ -159,8 +159,8 @@ def _report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, di
     return result, suite
 
 
-def test_the_fixture_agent_passes_over_each_backend(
-    project: pytest.Pytester, xdist_args: list[str]
+def test_the_fixture_agent_passes_and_receipts_match_an_in_process_run(
+    project: pytest.Pytester, small: Small, xdist_args: list[str]
 ) -> None:
     result, suite = _report(project, *xdist_args)
     result.assert_outcomes(passed=6)
@@ -168,23 +168,27 @@ def test_the_fixture_agent_passes_over_each_backend(
     assert (metrics["success_rate"]["value"], metrics["success_rate"]["support"]) == (1.0, 6)
     assert metrics["success_rate_cold"]["support"] == 3
     assert metrics["correct_abstention_rate"]["support"] == 2
-    capsule, _ = _report(
-        project,
-        "--agentbench-adapter=pytest_agentbench.worlds.retrieval.backends:CapsuleBackend",
-        *xdist_args,
-    )
-    capsule.assert_outcomes(passed=6)
+    harness = Harness(small.public, gno_cues())
+    backend = LexicalBackend()
+    expected = {
+        f"{task}-{life}": harness.run(task, life, backend, FixtureAgent()).canonical
+        for life in ("cold", "warm")
+        for task in small.public.tasks
+    }
+    received = {
+        entry["result"]["case_id"]: entry["result"]["receipt"]["canonical"]
+        for entry in suite["cases"]
+    }
+    assert received == expected
 
 
-def test_receipts_are_identical_with_and_without_xdist(project: pytest.Pytester) -> None:
-    def receipts(*args: str) -> dict[str, Any]:
-        _, suite = _report(project, *args)
-        return {
-            entry["result"]["case_id"]: entry["result"]["receipt"]["canonical"]
-            for entry in suite["cases"]
-        }
-
-    assert receipts() == receipts("-n", "2")
+def test_the_fixture_agent_passes_over_the_bundle_backend(project: pytest.Pytester) -> None:
+    adapter = "pytest_agentbench.worlds.retrieval.backends:CapsuleBackend"
+    result, suite = _report(project, f"--agentbench-adapter={adapter}")
+    result.assert_outcomes(passed=6)
+    receipts = [entry["result"]["receipt"]["canonical"] for entry in suite["cases"]]
+    assert {r["adapterId"] for r in receipts} == {"capsule"}
+    assert {r["agentCalls"] for r in receipts} == {1}
 
 
 def test_an_outer_agent_runs_through_a_tool_session(project: pytest.Pytester) -> None:
@@ -232,7 +236,7 @@ def test_a_report_in_the_original_format_scores_as_predictions(
 def test_the_packaged_suite_with_its_controls(pytester: pytest.Pytester) -> None:
     path = pytester.path / "run.json"
     result = pytester.runpytest(
-        "--agentbench-suite", "retrieval-fixture-v1", f"--agentbench-report={path}", "-n", "2"
+        "--agentbench-suite", "retrieval-fixture-v1", f"--agentbench-report={path}"
     )
     result.assert_outcomes(passed=53)
     (suite,) = json.loads(path.read_text())["suites"]
