@@ -5,7 +5,13 @@ from __future__ import annotations
 from pytest_agentbench.hookspecs import hookimpl
 from pytest_agentbench.registry import LazyWorld
 
-WORLD = LazyWorld("retrieval", "pytest_agentbench.worlds.retrieval.world:WORLD")
+# A published fixture folder holds manifest.json beside tasks/, corpus/ and
+# oracles/; recognise() then checks the manifest's schema before claiming it.
+WORLD = LazyWorld(
+    "retrieval",
+    "pytest_agentbench.worlds.retrieval.world:WORLD",
+    layout_markers=(("manifest.json",),),
+)
 
 
 @hookimpl
