@@ -243,8 +243,9 @@ def test_an_unrelated_run_imports_no_installed_world(pytester: pytest.Pytester) 
         test_plain="import sys\n\n"
         "def test_plain():\n"
         "    loaded = sorted(m for m in sys.modules if m.startswith('pytest_agentbench.worlds.'))\n"
-        "    assert loaded == ['pytest_agentbench.worlds.authority',\n"
-        "                      'pytest_agentbench.worlds.authority.registration'], loaded\n"
+        "    heavy = [m for m in loaded if m.count('.') > 2 and not m.endswith('.registration')]\n"
+        "    assert 'pytest_agentbench.worlds.authority.registration' in loaded, loaded\n"
+        "    assert not heavy, loaded\n"
     )
     (pytester.path / "sub" / "deeper").mkdir(parents=True)
     (pytester.path / "sub" / "deeper" / "notes.json").write_text("{}", encoding="utf-8")

@@ -386,6 +386,13 @@ def oracle_relative(entry: ManifestFile) -> str:
 def load_hidden(public: PublicFixture, oracle_root: Path, oracle_display: str) -> dict[str, Oracle]:
     """Verify and read the oracles: hashes, contract, coordinates, leak canaries."""
     oracles: dict[str, Oracle] = {}
+    # Every canary is checked against everything any task shows, not only its own task.
+    by_task: dict[str, list[CorpusDoc]] = {}
+    for doc in public.docs.values():
+        by_task.setdefault(doc.task_id, []).append(doc)
+    visible = "\n".join(
+        _visible(public, task_id, by_task.get(task_id, [])) for task_id in public.tasks
+    )
     for index, entry in enumerate(public.manifest.files):
         if entry.kind != "oracle":
             continue
@@ -403,7 +410,7 @@ def load_hidden(public: PublicFixture, oracle_root: Path, oracle_display: str) -
         task = public.tasks[entry.taskId]
         check_contract(task, oracle, file)
         check_coordinates(public, task, oracle, file)
-        check_canaries(public, task, oracle, file)
+        check_canaries(visible, oracle, file)
         oracles[oracle.taskId] = oracle
     return oracles
 
@@ -539,15 +546,18 @@ def coordinate_problem(
 
 def agent_visible_text(public: PublicFixture, task_id: str) -> str:
     """The LF-join of ``<tid>.json``, C(task), and the task's corpus paths and texts."""
+    return _visible(public, task_id, public.docs_of(task_id))
+
+
+def _visible(public: PublicFixture, task_id: str, docs: Iterable[CorpusDoc]) -> str:
     parts = [f"{task_id}.json", canonical(public.raw_tasks[task_id])]
-    for doc in public.docs_of(task_id):
+    for doc in docs:
         parts.append(doc.path)
         parts.append(doc.text)
     return "\n".join(parts)
 
 
-def check_canaries(public: PublicFixture, task: Task, oracle: Oracle, file: str) -> None:
-    visible = agent_visible_text(public, task.taskId)
+def check_canaries(visible: str, oracle: Oracle, file: str) -> None:
     for index, canary in enumerate(oracle.leakCanaries):
         if canary in visible:
             raise AgentbenchError(

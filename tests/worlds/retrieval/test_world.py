@@ -242,3 +242,82 @@ def test_the_packaged_suite_with_its_controls(pytester: pytest.Pytester) -> None
     (suite,) = json.loads(path.read_text())["suites"]
     assert suite["counts"]["passed"] == 48
     assert [c["passed"] for c in suite["controls"]] == [True] * 5
+
+
+@pytest.fixture
+def published(pytester: pytest.Pytester) -> Path:
+    """A fixture folder as the original project publishes it: no suite.yaml."""
+    return write_small(pytester.path / "published")
+
+
+def test_a_published_fixture_runs_by_path_with_no_suite_yaml(
+    pytester: pytest.Pytester, published: Path
+) -> None:
+    result = pytester.runpytest("published", "-m", "not agentbench_control", "-q")
+    result.assert_outcomes(passed=6)
+    assert not (published / SUITE_FILE).exists()
+
+
+def test_the_cli_verifies_and_evaluates_a_published_fixture_by_path(
+    published: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_agentbench.cli import main
+
+    monkeypatch.chdir(published.parent)
+    assert main(["verify", "published"]) == 0
+    assert "ok: published" in capsys.readouterr().out
+    assert main(["evaluate", "published", "--agent", "reference", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["cases"].values()) == {"passed"}
+
+
+def _crlf(root: Path) -> None:
+    from tests.worlds.retrieval.helpers import rewrite_manifest_hash
+
+    path = root / "corpus" / "t0000001" / "c001" / "gateway.md"
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    rewrite_manifest_hash(root, "corpus/t0000001/c001/gateway.md")
+
+
+def _tampered(root: Path) -> None:
+    path = root / "tasks" / "t0000002.json"
+    path.write_bytes(path.read_bytes() + b" ")
+
+
+@pytest.mark.parametrize(
+    ("tamper", "message"),
+    [
+        (_crlf, "[corpus_not_canonical] published/corpus/t0000001/c001/gateway.md"),
+        (_tampered, "[fixture_hash_mismatch] published/tasks/t0000002.json: sha256"),
+    ],
+)
+def test_a_broken_published_fixture_is_refused_by_name(
+    pytester: pytest.Pytester,
+    published: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tamper: Any,
+    message: str,
+) -> None:
+    from pytest_agentbench.cli import main
+
+    tamper(published)
+    result = pytester.runpytest("published", "-q")
+    assert result.ret != 0
+    assert message in result.stdout.str()
+    monkeypatch.chdir(published.parent)
+    assert main(["verify", "published"]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_a_leaked_canary_fails_every_case_as_a_harness_error(
+    pytester: pytest.Pytester, published: Path
+) -> None:
+    from tests.worlds.retrieval.helpers import CANARY, edit_json, rewrite_manifest_hash
+
+    edit_json(published / "tasks" / "t0000003.json", lambda t: t["brief"].update(goal=CANARY))
+    rewrite_manifest_hash(published, "tasks/t0000003.json")
+    result = pytester.runpytest("published", "-m", "not agentbench_control", "-q")
+    result.assert_outcomes(failed=6)
+    assert "agentbench published: 6 error" in result.stdout.str()
+    assert "[leak_canary_visible] published/oracles/t0000001.json" in result.stdout.str()
