@@ -111,7 +111,7 @@ def _use_value(line: str) -> str | None:
 
 
 def label(line: str) -> str | None:
-    position = max(line.find(":"), line.find("："))
+    position = max(line.find(":"), line.find("\uff1a"))
     if position >= 0:
         return line[position + 1 :].strip()
     return _use_value(line)
@@ -276,9 +276,7 @@ class FixtureAgent:
                         "stopReason": "tool_unavailable",
                     },
                 }
-            firsts = [
-                cues[c["claimKey"]][0] for c in task["claims"] if cues.get(c["claimKey"])
-            ]
+            firsts = [cues[c["claimKey"]][0] for c in task["claims"] if cues.get(c["claimKey"])]
             query = " ".join(dict.fromkeys(firsts)) or task["brief"]["goal"]
             return {
                 "kind": "tool",

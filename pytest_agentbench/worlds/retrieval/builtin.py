@@ -89,7 +89,7 @@ def _specs() -> list[dict[str, Any]]:
     return [
         {
             "category": "exact_identifier",
-            "goal": "Find the error identifier the payments gateway reports for a declined capture.",
+            "goal": "Which error identifier does the payments gateway report on a failed capture?",
             "claim_key": "errorIdentifier",
             "value_type": "identifier",
             "expected": "PAY-GW-4417",
@@ -186,7 +186,7 @@ def _specs() -> list[dict[str, Any]]:
         },
         {
             "category": "ambiguity",
-            "goal": "Which team is the service owner of the catalog API, as opposed to its web client?",
+            "goal": "Which team is the service owner of the catalog API, not its web client?",
             "claim_key": "serviceOwner",
             "value_type": "string",
             "normalizer": "trim-lower-v1",
@@ -217,7 +217,7 @@ def _specs() -> list[dict[str, Any]]:
         },
         {
             "category": "ambiguity",
-            "goal": "Name the initiative owner of the onboarding revamp in the programme collection.",
+            "goal": "Name the initiative owner of the onboarding revamp (programme collection).",
             "claim_key": "initiativeOwner",
             "value_type": "string",
             "expected": "Mara Oduya",
@@ -578,7 +578,7 @@ def _specs() -> list[dict[str, Any]]:
         },
         {
             "category": "multilingual",
-            "goal": "下一个版本的发布代号是什么？",
+            "goal": "下一个版本的发布代号是什么？",  # noqa: RUF001
             "claim_key": "releaseCodename",
             "value_type": "string",
             "expected": "青鸟",
@@ -589,8 +589,8 @@ def _specs() -> list[dict[str, Any]]:
                     [
                         "# 发布计划",
                         "",
-                        "发布代号：青鸟",
-                        "预计时间：第三季度。",
+                        "发布代号：青鸟",  # noqa: RUF001
+                        "预计时间：第三季度。",  # noqa: RUF001
                     ],
                 ),
             ],

@@ -379,7 +379,7 @@ def _check_collections(
 
 
 def oracle_relative(entry: ManifestFile) -> str:
-    """The oracle file's path inside the oracle folder (``oracles/<tid>.json`` -> ``<tid>.json``)."""
+    """The oracle file's path in the oracle folder: ``oracles/<tid>.json`` -> ``<tid>.json``."""
     return entry.path.split("/", 1)[1]
 
 
@@ -467,15 +467,15 @@ def check_contract(task: Task, oracle: Oracle, file: str) -> None:
                 file=file,
                 field=f"expectedMissing[{index}]",
             )
-    for claim in task.claims:
+    for declared in task.claims:
         if (
-            claim.required
-            and claim.claimKey not in seen
-            and (claim.claimKey not in oracle.expectedMissing)
+            declared.required
+            and declared.claimKey not in seen
+            and declared.claimKey not in oracle.expectedMissing
         ):
             raise AgentbenchError(
                 "fixture_contract_broken",
-                f"required claim {claim.claimKey!r} is neither an oracle claim nor expected missing",
+                f"required claim {declared.claimKey!r} is neither claimed nor expected missing",
                 file=file,
                 field="claims",
             )

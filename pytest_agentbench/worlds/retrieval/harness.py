@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.runner import AdapterFailure, call_adapter
+from pytest_agentbench.tools import ToolCallError
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent
 from pytest_agentbench.worlds.retrieval.backends import backend_id, scope_of
 from pytest_agentbench.worlds.retrieval.fixture import PublicFixture
 from pytest_agentbench.worlds.retrieval.jscanon import fingerprint
-from pytest_agentbench.tools import ToolCallError
 from pytest_agentbench.worlds.retrieval.session import refuse_earlier_refusals, tool_session
 from pytest_agentbench.worlds.retrieval.trial import (
     Identity,
@@ -167,7 +167,9 @@ class Harness:
                 trial.step(step)
             except TrialEnded:
                 return
-        trial.fail("agent_error", "invalid_agent_step", f"no final envelope after {MAX_STEPS} steps")
+        trial.fail(
+            "agent_error", "invalid_agent_step", f"no final envelope after {MAX_STEPS} steps"
+        )
 
     def _drive_solve(self, trial: Trial, agent: Any, view: dict[str, Any]) -> None:
         session = tool_session(trial)

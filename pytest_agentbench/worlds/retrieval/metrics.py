@@ -49,7 +49,9 @@ def checks(score: Mapping[str, Any], oracle: Oracle, failure_class: str) -> list
         ),
         _check("collection_correct", score["collectionCorrect"], True, score["collectionCorrect"]),
         _check("filters_correct", score["filtersCorrect"], True, score["filtersCorrect"]),
-        _check("no_unnecessary_read", not score["unnecessaryRead"], False, score["unnecessaryRead"]),
+        _check(
+            "no_unnecessary_read", not score["unnecessaryRead"], False, score["unnecessaryRead"]
+        ),
         _check("no_premature_stop", not score["prematureStop"], False, score["prematureStop"]),
         _check(
             "no_unsupported_claims",
@@ -143,9 +145,7 @@ METRIC_SPECS = (
     _rate("success_rate_cold", "success_cold", "scored_cold", "scored cold pairs"),
     _rate("success_rate_warm", "success_warm", "scored_warm", "scored warm pairs"),
     _rate("completion_rate", "completed", "scored", "scored pairs"),
-    _rate(
-        "correct_abstention_rate", "correct_abstention", "expect_abstention", "abstention pairs"
-    ),
+    _rate("correct_abstention_rate", "correct_abstention", "expect_abstention", "abstention pairs"),
     _rate("collection_correct_rate", "collection_correct", "scored", "scored pairs"),
     _rate(
         "claim_linkage_rate",
@@ -163,15 +163,27 @@ METRIC_SPECS = (
         lower=True,
     ),
     _rate(
-        "unnecessary_read_rate", "unnecessary_read", "scored", "scored pairs", family="efficiency",
+        "unnecessary_read_rate",
+        "unnecessary_read",
+        "scored",
+        "scored pairs",
+        family="efficiency",
         lower=True,
     ),
     _rate(
-        "premature_stop_rate", "premature_stop", "scored", "scored pairs", family="efficiency",
+        "premature_stop_rate",
+        "premature_stop",
+        "scored",
+        "scored pairs",
+        family="efficiency",
         lower=True,
     ),
     _rate(
-        "agent_calls_per_pair", "agent_calls", "scored", "scored pairs", family="efficiency",
+        "agent_calls_per_pair",
+        "agent_calls",
+        "scored",
+        "scored pairs",
+        family="efficiency",
         lower=True,
     ),
     _rate(

@@ -88,6 +88,7 @@ def payload_valid(replay: Mapping[str, Any]) -> bool:
 
 def _pair_failures(
     key: Key,
+    *,
     baseline: Mapping[str, Any],
     candidate: Mapping[str, Any],
     scores: tuple[dict[Key, list[Mapping[str, Any]]], dict[Key, list[Mapping[str, Any]]]],
@@ -101,9 +102,11 @@ def _pair_failures(
         failures.append("adapter_identity_mismatch")
     prints_b = baseline.get("fingerprints") or {}
     prints_c = candidate.get("fingerprints") or {}
-    if baseline.get("seed") != candidate.get("seed") or baseline.get("agentId") != candidate.get(
-        "agentId"
-    ) or any(prints_b.get(name) != prints_c.get(name) for name in COMPARED_FINGERPRINTS):
+    if (
+        baseline.get("seed") != candidate.get("seed")
+        or baseline.get("agentId") != candidate.get("agentId")
+        or any(prints_b.get(name) != prints_c.get(name) for name in COMPARED_FINGERPRINTS)
+    ):
         failures.append("comparison_fingerprint_mismatch")
     for side, receipt, by_key in (
         ("baseline", baseline, scores[0]),
@@ -113,7 +116,8 @@ def _pair_failures(
         if len(found) != 1 or found[0].get("adapterId") != receipt.get("adapterId"):
             failures.append(f"{side}_score_identity_mismatch")
     unscored = any(
-        receipt.get("failure", {}).get("class") == "harness_error" for receipt in (baseline, candidate)
+        receipt.get("failure", {}).get("class") == "harness_error"
+        for receipt in (baseline, candidate)
     ) or any(
         len(by_key.get(key, [])) != 1 or not by_key[key][0]["score"].get("scored")
         for by_key in scores
@@ -170,9 +174,14 @@ def promote(
         replays.setdefault(pair_key(replay), []).append(replay)
     failures: list[str] = []
     valid: list[Key] = []
-    for key in sorted(base, key=lambda k: identity(k)):
+    for key in sorted(base, key=identity):
         problems = _pair_failures(
-            key, base[key], cand[key], by_score, replays, (baseline_adapter, candidate_adapter)
+            key,
+            baseline=base[key],
+            candidate=cand[key],
+            scores=by_score,
+            replays=replays,
+            adapters=(baseline_adapter, candidate_adapter),
         )
         failures.extend(f"{code}:{identity(key)}" for code in problems)
         if problems:
@@ -221,7 +230,9 @@ def _gates(
         linkage is None or linkage < CLAIM_LINKAGE,
         reduction is None or u_cand is None or u_base is None or u_cand >= u_base,
     )
-    failures = failures + [code for code, bad in zip(GATE_FAILURES, gate_failed, strict=True) if bad]
+    failures = failures + [
+        code for code, bad in zip(GATE_FAILURES, gate_failed, strict=True) if bad
+    ]
     if not base:
         failures.append("paired_cohort_empty")
     return {

@@ -199,7 +199,9 @@ def build_report(
         score_record(
             r["canonical"],
             score_receipt(
-                r["canonical"], public.tasks[r["canonical"]["taskId"]], oracles[r["canonical"]["taskId"]]
+                r["canonical"],
+                public.tasks[r["canonical"]["taskId"]],
+                oracles[r["canonical"]["taskId"]],
             ),
         )
         for r in ordered
@@ -273,7 +275,9 @@ def read_report(path: Path, display: str | None = None) -> dict[str, Any]:
     for index, receipt in enumerate(value["receipts"]):
         if not isinstance(receipt, dict) or not isinstance(receipt.get("canonical"), dict):
             raise AgentbenchError(
-                "invalid_report", "a receipt must hold its canonical partition", file=name,
+                "invalid_report",
+                "a receipt must hold its canonical partition",
+                file=name,
                 field=f"receipts[{index}].canonical",
             )
     return value

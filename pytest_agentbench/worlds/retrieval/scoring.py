@@ -185,6 +185,56 @@ def filters_correct(calls: Sequence[Mapping[str, Any]], filters: Mapping[str, An
     return False
 
 
+def claim_support(
+    task: Task,
+    oracle: Oracle,
+    present: Mapping[str, Mapping[str, Any]],
+    observed: set[CoordKey],
+) -> dict[str, Any]:
+    """Each oracle claim that is public and present: supported, linked, unsupported, forbidden."""
+    public = {claim.claimKey: claim for claim in task.claims}
+    out: dict[str, Any] = {
+        "supportedClaims": [],
+        "unsupportedClaims": [],
+        "unsupportedSubstantiveClaims": [],
+        "forbiddenEvidenceClaims": [],
+        "substantiveClaims": 0,
+        "linkedSupportedClaims": 0,
+    }
+    for expected in oracle.claims:
+        key = expected.claimKey
+        if key not in public or key not in present:
+            continue
+        declared = public[key]
+        actual = present[key]
+        if declared.substantive:
+            out["substantiveClaims"] += 1
+        cited = {coord_key(c) for c in actual["citations"]}
+        required = {c.key() for c in expected.requiredEvidence}
+        cites_forbidden = bool(cited & {c.key() for c in expected.forbiddenEvidence})
+        ok = (
+            values_equal(
+                actual["value"],
+                expected.expectedValue.model_dump(mode="json"),
+                expected.normalizer.id,
+            )
+            and required <= cited
+            and cited <= observed
+            and not cites_forbidden
+        )
+        if cites_forbidden:
+            out["forbiddenEvidenceClaims"].append(key)
+        if ok:
+            out["supportedClaims"].append(key)
+            if declared.substantive and actual["citations"]:
+                out["linkedSupportedClaims"] += 1
+        else:
+            out["unsupportedClaims"].append(key)
+            if declared.substantive:
+                out["unsupportedSubstantiveClaims"].append(key)
+    return out
+
+
 def score_receipt(receipt: Mapping[str, Any], task: Task, oracle: Oracle) -> dict[str, Any]:
     """The score of one receipt's canonical partition."""
     failure = receipt.get("failure") or {}
@@ -198,46 +248,13 @@ def score_receipt(receipt: Mapping[str, Any], task: Task, oracle: Oracle) -> dic
         return _empty(task, scored=True, invalid=["task_identity_mismatch"])
     assert envelope is not None
     invalid = semantic_issues(envelope, task) + accounting_issues(receipt)
-    public = {claim.claimKey: claim for claim in task.claims}
-    observed = observed_coords(receipt)
     present = {claim["claimKey"]: claim for claim in envelope["claims"]}
-    supported: list[str] = []
-    unsupported: list[str] = []
-    unsupported_substantive: list[str] = []
-    forbidden_claims: list[str] = []
-    substantive = linked = 0
-    for expected in oracle.claims:
-        key = expected.claimKey
-        if key not in public or key not in present:
-            continue
-        declared = public[key]
-        actual = present[key]
-        if declared.substantive:
-            substantive += 1
-        cited = {coord_key(c) for c in actual["citations"]}
-        required = {c.key() for c in expected.requiredEvidence}
-        forbidden = {c.key() for c in expected.forbiddenEvidence}
-        cites_forbidden = bool(cited & forbidden)
-        ok = (
-            values_equal(
-                actual["value"],
-                expected.expectedValue.model_dump(mode="json"),
-                expected.normalizer.id,
-            )
-            and required <= cited
-            and cited <= observed
-            and not cites_forbidden
-        )
-        if cites_forbidden:
-            forbidden_claims.append(key)
-        if ok:
-            supported.append(key)
-            if declared.substantive and actual["citations"]:
-                linked += 1
-        else:
-            unsupported.append(key)
-            if declared.substantive:
-                unsupported_substantive.append(key)
+    observed = observed_coords(receipt)
+    claims = claim_support(task, oracle, present, observed)
+    supported, unsupported = claims["supportedClaims"], claims["unsupportedClaims"]
+    forbidden_claims = claims["forbiddenEvidenceClaims"]
+    unsupported_substantive = claims["unsupportedSubstantiveClaims"]
+    substantive, linked = claims["substantiveClaims"], claims["linkedSupportedClaims"]
     missing = [c.claimKey for c in task.claims if c.required and c.claimKey not in present]
     completion = oracle.completion
     gaps = {gap["claimKey"]: gap["reason"] for gap in envelope["gaps"]}

@@ -160,23 +160,19 @@ class Trial:
         if problem is not None:
             raise self.fail("agent_error", "invalid_agent_action", problem)
         if len(self.calls) >= self.task.budgets.maxAgentCalls:
-            return self._undelivered(
-                name, arguments, None, 0, "agent_error", "agent_call_budget_exceeded"
-            )
+            return self._undelivered(name, arguments, "agent_error", "agent_call_budget_exceeded")
         refusal = self._outside_scope(name, arguments)
         if refusal is not None:
-            return self._undelivered(name, arguments, None, 0, "agent_error", refusal)
+            return self._undelivered(name, arguments, "agent_error", refusal)
         started = self.clock()
         try:
             result = self.backend.call(name, dict(arguments), self.scope)
         except BackendError as exc:
-            return self._undelivered(name, arguments, None, 0, exc.failure_class, exc.code, exc)
+            return self._undelivered(name, arguments, exc.failure_class, exc.code, exc=exc)
         except TimeoutError as exc:
-            return self._undelivered(name, arguments, None, 0, "product_error", "tool_timeout", exc)
+            return self._undelivered(name, arguments, "product_error", "tool_timeout", exc=exc)
         except Exception as exc:
-            return self._undelivered(
-                name, arguments, None, 0, "product_error", "tool_call_failed", exc
-            )
+            return self._undelivered(name, arguments, "product_error", "tool_call_failed", exc=exc)
         finally:
             self.tool_ms += (self.clock() - started) * 1000
         invocations = self._invocations(name)
@@ -186,22 +182,37 @@ class Trial:
         if problem is not None:
             self.diagnostics.append(f"invalid_tool_result: {problem}")
             return self._undelivered(
-                name, arguments, None, invocations, "harness_error", "invalid_tool_result"
+                name, arguments, "harness_error", "invalid_tool_result", invocations=invocations
             )
         foreign = [e["uri"] for e in result["evidence"] if e["uri"] not in self.scope.docs]
         if foreign:
             self.diagnostics.append(f"foreign_result: {foreign[0]}")
             return self._undelivered(
-                name, arguments, None, invocations, "product_error", "foreign_result"
+                name, arguments, "product_error", "foreign_result", invocations=invocations
             )
         projected = tools.projection(result)
         size = tools.visible_bytes(projected)
         if self.delivered_bytes + size > self.task.budgets.maxModelVisibleBytes:
             return self._undelivered(
-                name, arguments, result, invocations, "agent_error", "context_byte_budget_exceeded"
+                name,
+                arguments,
+                "agent_error",
+                "context_byte_budget_exceeded",
+                result=result,
+                invocations=invocations,
             )
         self.delivered_bytes += size
-        self.calls.append(self._record(name, arguments, result, True, None, size, invocations))
+        self.calls.append(
+            self._record(
+                name,
+                arguments=arguments,
+                result=result,
+                delivered=True,
+                failure_code=None,
+                size=size,
+                invocations=invocations,
+            )
+        )
         self.history.append(
             {
                 "callIndex": len(self.calls) - 1,
@@ -263,6 +274,7 @@ class Trial:
     def _record(
         self,
         name: str,
+        *,
         arguments: Any,
         result: Mapping[str, Any],
         delivered: bool,
@@ -287,14 +299,25 @@ class Trial:
         self,
         name: str,
         arguments: Any,
-        result: Mapping[str, Any] | None,
-        invocations: int,
         failure_class: str,
         code: str,
+        *,
+        result: Mapping[str, Any] | None = None,
+        invocations: int = 0,
         exc: BaseException | None = None,
     ) -> dict[str, Any]:
         recorded = result if result is not None else tools.synthetic_error(name, code)
-        self.calls.append(self._record(name, arguments, recorded, False, code, 0, invocations))
+        self.calls.append(
+            self._record(
+                name,
+                arguments=arguments,
+                result=recorded,
+                delivered=False,
+                failure_code=code,
+                size=0,
+                invocations=invocations,
+            )
+        )
         raise self.fail(
             failure_class, code, None if exc is None else f"{type(exc).__name__}: {exc}"
         )

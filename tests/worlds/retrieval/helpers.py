@@ -39,12 +39,12 @@ def multilingual_task(task_id: str = "t0000002", collection: str = "c002") -> Ta
     return TaskSpec(
         task_id=task_id,
         category="multilingual",
-        goal="发布代号是什么？",
+        goal="发布代号是什么？",  # noqa: RUF001
         instructions=INSTRUCTIONS,
         claim_key="releaseCodename",
         value_type="string",
         expected="蓝鲸",
-        docs=(doc(collection, "计划.md", "# 计划", "", "发布代号：蓝鲸", "Préavis : trois mois."),),
+        docs=(doc(collection, "计划.md", "# 计划", "", "发布代号：蓝鲸", "Préavis : trois mois."),),  # noqa: RUF001
         required=(Evidence("计划.md", "发布代号"),),
         canaries=("canary-multilingual-0001",),
     )

@@ -35,9 +35,7 @@ EVIDENCE = [
         ("temporal", "the final one", [9]),
     ],
 )
-def test_select_numbers_lines_and_picks_by_goal(
-    category: str, goal: str, lines: list[int]
-) -> None:
+def test_select_numbers_lines_and_picks_by_goal(category: str, goal: str, lines: list[int]) -> None:
     chosen = select("k", EVIDENCE, task(category, goal), CUES)
     assert [line.number for line in chosen] == lines
 
@@ -64,7 +62,7 @@ def test_select_without_a_cue_line_is_empty() -> None:
         ("number", ["v1.5 and 2"], 5),  # "v1" has no boundary before 1; ".5" does
         ("string[]", ["a: x", "b: y", "c: x", "none"], ["x", "y"]),
         ("string", ["Owner: Dana Whitfield ", "Owner: other"], "Dana Whitfield"),
-        ("string", ["发布代号：蓝鲸"], "蓝鲸"),
+        ("string", ["发布代号：蓝鲸"], "蓝鲸"),  # noqa: RUF001
         ("string", ["We will use Rust for tooling."], "Rust"),
         ("string", ["no label here"], None),
     ],
@@ -90,8 +88,8 @@ def test_extract_dates_earliest_and_special_strings() -> None:
 
 
 def test_label_prefers_the_later_colon() -> None:
-    assert label("a：b: c") == "c"
-    assert label("a: b：c") == "c"
+    assert label("a：b: c") == "c"  # noqa: RUF001
+    assert label("a: b：c") == "c"  # noqa: RUF001
 
 
 def test_final_cites_each_selected_line_and_gaps_what_it_cannot_read() -> None:

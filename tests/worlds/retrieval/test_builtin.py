@@ -43,7 +43,9 @@ def loaded() -> tuple[fixture.PublicFixture, dict[str, fixture.Oracle]]:
     return public, fixture.load_hidden(public, ORACLES, "oracles")
 
 
-def test_shape_of_our_fixture(loaded: tuple[fixture.PublicFixture, dict[str, fixture.Oracle]]) -> None:
+def test_shape_of_our_fixture(
+    loaded: tuple[fixture.PublicFixture, dict[str, fixture.Oracle]],
+) -> None:
     public, oracles = loaded
     assert len(public.tasks) == 24
     assert len(public.docs) == 34
@@ -68,14 +70,16 @@ def test_shape_of_our_fixture(loaded: tuple[fixture.PublicFixture, dict[str, fix
     assert len(scoped) == 2
     for oracle in scoped:
         collections = public.tasks[oracle.taskId].corpus.collections
-        assert len(collections) == 2 and oracle.expectedScope.collection == collections[0]
+        assert len(collections) == 2
+        assert oracle.expectedScope.collection == collections[0]
     assert sum(1 for o in oracles.values() if any(c.forbiddenEvidence for c in o.claims)) == 2
     (one_call,) = [o for o in oracles.values() if o.completion.maxAgentCalls == 1]
     assert one_call.completion.failOnUnexpectedEvidence is True
     for task in public.tasks.values():
         (claim,) = task.claims
-        assert claim.required and claim.substantive
-        assert all(f.filters == {} for f in [oracles[task.taskId].expectedScope])
+        assert claim.required
+        assert claim.substantive
+        assert oracles[task.taskId].expectedScope.filters == {}
 
 
 def test_the_baseline_reruns_byte_identically() -> None:
@@ -109,9 +113,7 @@ def test_rescore_reports_a_changed_receipt(
 ) -> None:
     report = json.loads(BASELINE.read_text())
     claim = report["receipts"][0]["canonical"]["finalEnvelope"]["claims"][0]
-    claim["citations"] = claim["citations"][:0] + [
-        {**claim["citations"][0], "startLine": 1, "endLine": 1}
-    ]
+    claim["citations"] = [{**claim["citations"][0], "startLine": 1, "endLine": 1}]
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     assert main(["rescore", str(path), "--suite", builtin.SUITE_ID]) == 1

@@ -32,7 +32,7 @@ def test_a_written_fixture_verifies_and_reads_back(tmp_path: Path) -> None:
     (coord,) = oracles["t0000002"].claims[0].requiredEvidence
     assert coord.uri == "gno://c002/计划.md"
     assert (coord.startLine, coord.endLine) == (3, 3)
-    assert coord.spanHash == sha256_text("发布代号：蓝鲸")
+    assert coord.spanHash == sha256_text("发布代号：蓝鲸")  # noqa: RUF001
     assert oracles["t0000003"].expectedMissing == ("projectCodename",)
 
 
@@ -79,7 +79,7 @@ def test_corpus_canonical_form_rules(text: str, problem: str) -> None:
 
 
 def test_canonical_form_accepts_tabs_single_blank_lines_and_multilingual_text() -> None:
-    assert canonical_form_problem("# T\n\n\tcode\n发布代号：蓝鲸\nGewählter Standort\n") is None
+    assert canonical_form_problem("# T\n\n\tcode\n发布代号：蓝鲸\nGewählter Standort\n") is None  # noqa: RUF001
 
 
 def _corpus(root: Path) -> Path:
@@ -373,7 +373,7 @@ def test_a_tampered_oracle_hash_is_refused(tmp_path: Path) -> None:
     "leak",
     [
         pytest.param(
-            lambda root: _task(lambda t: t["brief"].update(goal=f"Find it ({CANARY})"))(root),
+            _task(lambda t: t["brief"].update(goal=f"Find it ({CANARY})")),
             id="task text",
         ),
         pytest.param(

@@ -31,8 +31,10 @@ def test_numbers_follow_number_to_string(value: float, text: str) -> None:
 
 
 def test_keys_sort_by_utf16_code_units_and_strings_escape_minimally() -> None:
-    value = {"\uffff": 1, "\U0001f600": 2, "b": [True, None], "a": "é\x00\"\\\x7f\ud800"}
-    assert canonical(value) == '{"a":"é\\u0000\\"\\\\\x7f\\ud800","b":[true,null],"😀":2,"\uffff":1}'
+    value = {"\uffff": 1, "\U0001f600": 2, "b": [True, None], "a": 'é\x00"\\\x7f\ud800'}
+    assert (
+        canonical(value) == '{"a":"é\\u0000\\"\\\\\x7f\\ud800","b":[true,null],"😀":2,"\uffff":1}'
+    )
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1: 2}, object(), {"a": {1, 2}}])
@@ -48,7 +50,9 @@ def test_fingerprint_is_sha256_of_the_canonical_text() -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 

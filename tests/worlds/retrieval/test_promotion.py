@@ -105,20 +105,35 @@ def test_a_clean_promotion_passes_with_hand_checked_metrics() -> None:
     ("base", "cand", "failure"),
     [
         # 1 - 7/8 = 0.125 < 0.25
-        ([(4, 1000, 1, 1), (4, 1000, 1, 0)], [(4, 300, 1, 0), (3, 300, 1, 0)],
-         "agent_call_reduction_below_0.25_or_zero_denominator"),
+        (
+            [(4, 1000, 1, 1), (4, 1000, 1, 0)],
+            [(4, 300, 1, 0), (3, 300, 1, 0)],
+            "agent_call_reduction_below_0.25_or_zero_denominator",
+        ),
         # 1 - 1400/2000 = 0.3 < 0.35
-        ([(2, 1000, 1, 1), (2, 1000, 1, 0)], [(1, 700, 1, 0), (1, 700, 1, 0)],
-         "context_byte_reduction_below_0.35_or_zero_denominator"),
+        (
+            [(2, 1000, 1, 1), (2, 1000, 1, 0)],
+            [(1, 700, 1, 0), (1, 700, 1, 0)],
+            "context_byte_reduction_below_0.35_or_zero_denominator",
+        ),
         # no baseline calls: the reduction is null
-        ([(0, 1000, 1, 1), (0, 1000, 1, 0)], [(0, 100, 1, 0), (0, 100, 1, 0)],
-         "agent_call_reduction_below_0.25_or_zero_denominator"),
+        (
+            [(0, 1000, 1, 1), (0, 1000, 1, 0)],
+            [(0, 100, 1, 0), (0, 100, 1, 0)],
+            "agent_call_reduction_below_0.25_or_zero_denominator",
+        ),
         # U_c = U_b = 1: not strictly reduced
-        ([(2, 1000, 1, 1), (2, 1000, 1, 0)], [(1, 100, 1, 1), (1, 100, 1, 0)],
-         "unsupported_claims_not_strictly_reduced_or_zero_denominator"),
+        (
+            [(2, 1000, 1, 1), (2, 1000, 1, 0)],
+            [(1, 100, 1, 1), (1, 100, 1, 0)],
+            "unsupported_claims_not_strictly_reduced_or_zero_denominator",
+        ),
         # U_b = 0: reduction null
-        ([(2, 1000, 1, 0), (2, 1000, 1, 0)], [(1, 100, 1, 0), (1, 100, 1, 0)],
-         "unsupported_claims_not_strictly_reduced_or_zero_denominator"),
+        (
+            [(2, 1000, 1, 0), (2, 1000, 1, 0)],
+            [(1, 100, 1, 0), (1, 100, 1, 0)],
+            "unsupported_claims_not_strictly_reduced_or_zero_denominator",
+        ),
     ],
 )
 def test_each_gate_fails_on_its_own(
@@ -144,7 +159,9 @@ def test_claim_linkage_below_095() -> None:
 def test_pairwise_loss_fails_even_when_the_aggregate_holds() -> None:
     result = promote(*cohort([(2, 1000, 1, 1), (2, 1000, 0, 0)], [(1, 100, 0, 0), (1, 100, 1, 0)]))
     assert result["baselineSuccessRate"] == result["candidateSuccessRate"] == 0.5
-    assert result["failures"] == ["pairwise_accuracy_loss:t0000000/fixture-01/cold/0/fixture-agent-v1"]
+    assert result["failures"] == [
+        "pairwise_accuracy_loss:t0000000/fixture-01/cold/0/fixture-agent-v1"
+    ]
 
 
 def test_aggregate_loss() -> None:

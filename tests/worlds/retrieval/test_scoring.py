@@ -62,7 +62,11 @@ def test_abstention_with_the_wrong_gap_reason_is_not_correct(small: Small) -> No
     receipt = small.receipt("t0000003")
     receipt["finalEnvelope"]["gaps"][0]["reason"] = "conflicting_evidence"
     result = score(small, receipt)
-    assert (result["correctAbstention"], result["completed"], result["success"]) == (False, False, 0)
+    assert (result["correctAbstention"], result["completed"], result["success"]) == (
+        False,
+        False,
+        0,
+    )
 
 
 def _claim(receipt: Receipt) -> dict[str, Any]:
@@ -96,9 +100,7 @@ def test_a_citation_never_observed_is_unsupported(small: Small) -> None:
     _claim(receipt)["citations"].append(extra)
     # The read (get of line 3 only) never delivered line 4; the search did not either.
     observed_line4 = any(
-        item["startLine"] == 4
-        for call in receipt["calls"]
-        for item in call["result"]["evidence"]
+        item["startLine"] == 4 for call in receipt["calls"] for item in call["result"]["evidence"]
     )
     result = score(small, receipt)
     assert result["unsupportedClaims"] == ([] if observed_line4 else ["errorIdentifier"])
@@ -247,7 +249,10 @@ def _mutations() -> list[tuple[str, Callable[[Receipt], None]]]:
         ("call_model_visible_bytes_mismatch", delivered_bytes),
         ("call_delivery_failure_invariant", undelivered_middle),
         ("measured_tokens_mismatch", lambda r: r.update(measuredTokens=4)),
-        ("unexpected_tokenizer_fingerprint", lambda r: r["calls"][0].update(tokenizerFingerprint="t")),
+        (
+            "unexpected_tokenizer_fingerprint",
+            lambda r: r["calls"][0].update(tokenizerFingerprint="t"),
+        ),
         ("stop_reason_mismatch", lambda r: r.update(stopReason="abstained")),
         (
             "failure_payload_invariant_invalid",
@@ -317,7 +322,9 @@ def test_normalizers(normalizer: str, value: Any, expected: Any) -> None:
 
 
 def test_values_compare_types_first_and_numbers_canonically() -> None:
-    assert values_equal({"type": "number", "value": 3}, {"type": "number", "value": 3.0}, "exact-v1")
+    assert values_equal(
+        {"type": "number", "value": 3}, {"type": "number", "value": 3.0}, "exact-v1"
+    )
     assert not values_equal(
         {"type": "string", "value": "3"}, {"type": "number", "value": 3}, "exact-v1"
     )

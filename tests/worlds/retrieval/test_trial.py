@@ -92,7 +92,10 @@ def test_byte_budget_withholds_the_result_but_records_it(small: Small) -> None:
     )
     receipt = harness.run("t0000001", "cold", backend, Scripted([search()])).canonical
     (call,) = receipt["calls"]
-    assert (call["deliveredToAgent"], call["failureCode"]) == (False, "context_byte_budget_exceeded")
+    assert (call["deliveredToAgent"], call["failureCode"]) == (
+        False,
+        "context_byte_budget_exceeded",
+    )
     assert call["result"]["status"] == "ok"  # the valid result is kept
     assert receipt["failure"]["class"] == "agent_error"
 
@@ -126,11 +129,17 @@ def _first_item(result: dict[str, Any], **change: Any) -> dict[str, Any]:
     [
         (Raising(RuntimeError("boom")), ("product_error", "tool_call_failed")),
         (Raising(TimeoutError()), ("product_error", "tool_timeout")),
-        (Raising(BackendError("index_gone", "gone", "harness_error")), ("harness_error", "index_gone")),
+        (
+            Raising(BackendError("index_gone", "gone", "harness_error")),
+            ("harness_error", "index_gone"),
+        ),
         (Garbage(lambda r: "not a result"), ("harness_error", "invalid_tool_result")),
         (Garbage(lambda r: {**r, "extra": 1}), ("harness_error", "invalid_tool_result")),
         (Garbage(lambda r: {**r, "errorCode": "x"}), ("harness_error", "invalid_tool_result")),
-        (Garbage(lambda r: _first_item(r, text="forged")), ("harness_error", "invalid_tool_result")),
+        (
+            Garbage(lambda r: _first_item(r, text="forged")),
+            ("harness_error", "invalid_tool_result"),
+        ),
         (
             Garbage(lambda r: _first_item(r, backendHashUnavailableReason=None)),
             ("harness_error", "invalid_tool_result"),
@@ -162,10 +171,14 @@ def test_backend_failures_are_classified_and_undelivered(
         ({"kind": "tool", "toolName": "delete", "arguments": {}}, "disallowed_tool"),
         ({"kind": "tool", "toolName": "search", "arguments": {"query": 1}}, "invalid_agent_action"),
         ({"kind": "tool", "toolName": "search", "arguments": {"q": "x"}}, "invalid_agent_action"),
-        ({"kind": "tool", "toolName": "get", "arguments": {"uri": "x", "fromLine": 0}},
-         "invalid_agent_action"),
-        ({"kind": "tool", "toolName": "multi_get", "arguments": {"uris": []}},
-         "invalid_agent_action"),
+        (
+            {"kind": "tool", "toolName": "get", "arguments": {"uri": "x", "fromLine": 0}},
+            "invalid_agent_action",
+        ),
+        (
+            {"kind": "tool", "toolName": "multi_get", "arguments": {"uris": []}},
+            "invalid_agent_action",
+        ),
         ({"kind": "think"}, "invalid_agent_step"),
         ("search", "invalid_agent_step"),
         ({"kind": "final", "envelope": {}, "note": "x"}, "invalid_agent_step"),
@@ -260,8 +273,11 @@ CITE = {
     "sourceHashProvenance": "harness_observed",
     "spanHashProvenance": "harness_observed",
 }
-GOOD = {"claimKey": "errorIdentifier", "value": {"type": "identifier", "value": "E-1"},
-        "citations": [CITE]}
+GOOD = {
+    "claimKey": "errorIdentifier",
+    "value": {"type": "identifier", "value": "E-1"},
+    "citations": [CITE],
+}
 
 
 @pytest.mark.parametrize(
@@ -269,13 +285,23 @@ GOOD = {"claimKey": "errorIdentifier", "value": {"type": "identifier", "value": 
     [
         (_envelope([GOOD, GOOD], []), "duplicate_claim:errorIdentifier"),
         (_envelope([GOOD, {**GOOD, "claimKey": "other"}], []), "extra_claim:other"),
-        (_envelope([{**GOOD, "value": {"type": "string", "value": "E-1"}}], []),
-         "type_mismatch:errorIdentifier"),
+        (
+            _envelope([{**GOOD, "value": {"type": "string", "value": "E-1"}}], []),
+            "type_mismatch:errorIdentifier",
+        ),
         (_envelope([{**GOOD, "citations": []}], []), "uncited_required_claim:errorIdentifier"),
-        (_envelope([{**GOOD, "citations": [{**CITE, "endLine": 2}]}], []),
-         "invalid_evidence_range:errorIdentifier"),
-        (_envelope([], [{"claimKey": "errorIdentifier", "reason": "missing_evidence"}] * 2,
-                   abstained=True), "duplicate_gap:errorIdentifier"),
+        (
+            _envelope([{**GOOD, "citations": [{**CITE, "endLine": 2}]}], []),
+            "invalid_evidence_range:errorIdentifier",
+        ),
+        (
+            _envelope(
+                [],
+                [{"claimKey": "errorIdentifier", "reason": "missing_evidence"}] * 2,
+                abstained=True,
+            ),
+            "duplicate_gap:errorIdentifier",
+        ),
         (_envelope([GOOD], [{"claimKey": "zzz", "reason": "missing_evidence"}]), "extra_gap:zzz"),
         (_envelope([], [], abstained=True), "missing_required_claim:errorIdentifier"),
     ],

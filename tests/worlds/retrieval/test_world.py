@@ -294,6 +294,7 @@ def _tampered(root: Path) -> None:
 def test_a_broken_published_fixture_is_refused_by_name(
     pytester: pytest.Pytester,
     published: Path,
+    *,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tamper: Any,
