@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -117,10 +117,17 @@ def tokens(text: str) -> list[str]:
 
 @dataclass
 class LineIndex:
-    """BM25 statistics over every non-blank line of the snapshot."""
+    """BM25 statistics over every non-blank line of the snapshot.
 
-    postings: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
-    """term -> [(uri, line, term frequency)]"""
+    Postings are kept per collection, so a search touches only the lines of
+    the collections it may see; document frequencies and the average line
+    length are the snapshot's.
+    """
+
+    postings: dict[tuple[str, str], list[tuple[str, int, int]]] = field(default_factory=dict)
+    """(collection, term) -> [(uri, line, term frequency)]"""
+    frequency: dict[str, int] = field(default_factory=dict)
+    """term -> number of lines holding it"""
     lengths: dict[tuple[str, int], int] = field(default_factory=dict)
     average: float = 0.0
 
@@ -128,24 +135,31 @@ class LineIndex:
     def build(cls, docs: Mapping[str, CorpusDoc]) -> LineIndex:
         index = cls()
         for uri in sorted(docs):
+            collection = docs[uri].collection
             for number, text in enumerate(docs[uri].lines, start=1):
                 if not text.strip():
                     continue
                 words = tokens(text)
                 index.lengths[(uri, number)] = len(words)
                 for term, count in sorted(Counter(words).items()):
-                    index.postings.setdefault(term, []).append((uri, number, count))
+                    index.postings.setdefault((collection, term), []).append((uri, number, count))
+                    index.frequency[term] = index.frequency.get(term, 0) + 1
         index.average = sum(index.lengths.values()) / max(1, len(index.lengths))
         return index
 
-    def rank(self, query: str, uris: set[str]) -> list[tuple[str, int]]:
+    def rank(self, query: str, collections: set[str], uris: set[str]) -> list[tuple[str, int]]:
         total = len(self.lengths)
         scores: dict[tuple[str, int], float] = {}
         for term in dict.fromkeys(tokens(query)):
-            postings = self.postings.get(term, [])
-            if not postings:
+            df = self.frequency.get(term, 0)
+            if not df:
                 continue
-            idf = math.log(1 + (total - len(postings) + 0.5) / (len(postings) + 0.5))
+            idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+            postings = [
+                posting
+                for collection in sorted(collections)
+                for posting in self.postings.get((collection, term), [])
+            ]
             for uri, line, count in postings:
                 if uri not in uris:
                     continue
@@ -158,7 +172,8 @@ class LineIndex:
         return fingerprint(
             {
                 "postings": {
-                    term: [[u, n, c] for u, n, c in rows] for term, rows in self.postings.items()
+                    f"{collection}\u0000{term}": [[u, n, c] for u, n, c in rows]
+                    for (collection, term), rows in self.postings.items()
                 },
                 "scheme": "bm25-lines-v1",
             }
@@ -210,7 +225,8 @@ class LexicalBackend:
     ) -> list[dict[str, Any]]:
         assert self.index is not None
         uris = _in_scope(scope, arguments.get("collection"))
-        ranked = self.index.rank(str(arguments["query"]), uris)[:limit]
+        collections = {scope.docs[uri].collection for uri in uris}
+        ranked = self.index.rank(str(arguments["query"]), collections, uris)[:limit]
         return [
             item(scope.docs[uri], line, backend_hashes=self.backend_hashes) for uri, line in ranked
         ]
@@ -296,11 +312,3 @@ BUILTIN_BACKENDS: dict[str, type[LexicalBackend]] = {
 def backend_id(backend: Any) -> str:
     value = getattr(backend, "adapter_id", None)
     return value if isinstance(value, str) and value else type(backend).__name__
-
-
-def scope_of(task_id: str, collections: Sequence[str], docs: Mapping[str, CorpusDoc]) -> TaskScope:
-    return TaskScope(
-        task_id=task_id,
-        collections=tuple(collections),
-        docs={uri: doc for uri, doc in docs.items() if doc.task_id == task_id},
-    )

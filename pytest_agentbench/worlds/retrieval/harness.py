@@ -19,7 +19,7 @@ from typing import Any
 from pytest_agentbench.runner import AdapterFailure, call_adapter
 from pytest_agentbench.tools import ToolCallError
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent
-from pytest_agentbench.worlds.retrieval.backends import backend_id, scope_of
+from pytest_agentbench.worlds.retrieval.backends import TaskScope, backend_id
 from pytest_agentbench.worlds.retrieval.fixture import PublicFixture
 from pytest_agentbench.worlds.retrieval.jscanon import fingerprint
 from pytest_agentbench.worlds.retrieval.session import refuse_earlier_refusals, tool_session
@@ -78,8 +78,19 @@ class Harness:
     public: PublicFixture
     cues: Mapping[str, Sequence[str]]
     prepared: dict[int, tuple[Any, Prepared]] = field(default_factory=dict)
+    scopes: dict[str, TaskScope] = field(default_factory=dict)
     probed: set[int] = field(default_factory=set)
     corrupted: set[int] = field(default_factory=set)
+
+    def scope(self, task_id: str) -> TaskScope:
+        """The task's visibility boundary (documents grouped once for every task)."""
+        if not self.scopes:
+            by_task: dict[str, dict[str, Any]] = {}
+            for uri, doc in self.public.docs.items():
+                by_task.setdefault(doc.task_id, {})[uri] = doc
+            for tid, task in self.public.tasks.items():
+                self.scopes[tid] = TaskScope(tid, task.corpus.collections, by_task.get(tid, {}))
+        return self.scopes[task_id]
 
     def prepare(self, backend: Any) -> Prepared:
         """Build the backend's index once; cold and warm cohorts share it."""
@@ -102,7 +113,7 @@ class Harness:
         task = self.public.tasks[task_id]
         raw_task = self.public.raw_tasks[task_id]
         identity = Identity(task_id, backend_id(backend), agent_id(agent), lifecycle)
-        scope = scope_of(task_id, task.corpus.collections, self.public.docs)
+        scope = self.scope(task_id)
         try:
             prepared = self.prepare(backend)
         except Exception as exc:

@@ -18,7 +18,7 @@ from typing import Any
 from pytest_agentbench.canonical import read_json
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.retrieval.agent import AGENT_ID, FixtureAgent
-from pytest_agentbench.worlds.retrieval.backends import backend_id, scope_of
+from pytest_agentbench.worlds.retrieval.backends import backend_id
 from pytest_agentbench.worlds.retrieval.fixture import PublicFixture
 from pytest_agentbench.worlds.retrieval.harness import LIFECYCLES, Harness, Run
 from pytest_agentbench.worlds.retrieval.jscanon import fingerprint, sha256_text, utf16_key
@@ -117,8 +117,7 @@ def capsule_replay(
     ]
     if len(payloads) != 1:
         return None
-    task = harness.public.tasks[receipt["taskId"]]
-    scope = scope_of(task.taskId, task.corpus.collections, harness.public.docs)
+    scope = harness.scope(receipt["taskId"])
     again = backend.call(calls[0]["toolName"], dict(calls[0]["arguments"]), scope)
     second = again.get("content") if isinstance(again, dict) else None
     return {
