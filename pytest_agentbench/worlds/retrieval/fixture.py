@@ -386,13 +386,9 @@ def oracle_relative(entry: ManifestFile) -> str:
 def load_hidden(public: PublicFixture, oracle_root: Path, oracle_display: str) -> dict[str, Oracle]:
     """Verify and read the oracles: hashes, contract, coordinates, leak canaries."""
     oracles: dict[str, Oracle] = {}
-    # Every canary is checked against everything any task shows, not only its own task.
     by_task: dict[str, list[CorpusDoc]] = {}
     for doc in public.docs.values():
         by_task.setdefault(doc.task_id, []).append(doc)
-    visible = "\n".join(
-        _visible(public, task_id, by_task.get(task_id, [])) for task_id in public.tasks
-    )
     for index, entry in enumerate(public.manifest.files):
         if entry.kind != "oracle":
             continue
@@ -410,7 +406,8 @@ def load_hidden(public: PublicFixture, oracle_root: Path, oracle_display: str) -
         task = public.tasks[entry.taskId]
         check_contract(task, oracle, file)
         check_coordinates(public, task, oracle, file)
-        check_canaries(visible, oracle, file)
+        # As the format has it: a task's canaries against what that task's agent sees.
+        check_canaries(_visible(public, task.taskId, by_task.get(task.taskId, [])), oracle, file)
         oracles[oracle.taskId] = oracle
     return oracles
 

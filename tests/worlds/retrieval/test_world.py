@@ -314,11 +314,12 @@ def test_a_broken_published_fixture_is_refused_by_name(
 def test_a_leaked_canary_fails_every_case_as_a_harness_error(
     pytester: pytest.Pytester, published: Path
 ) -> None:
-    from tests.worlds.retrieval.helpers import CANARY, edit_json, rewrite_manifest_hash
+    from tests.worlds.retrieval.helpers import edit_json, rewrite_manifest_hash
 
-    edit_json(published / "tasks" / "t0000003.json", lambda t: t["brief"].update(goal=CANARY))
+    canary = "canary-abstention-0001"
+    edit_json(published / "tasks" / "t0000003.json", lambda t: t["brief"].update(goal=canary))
     rewrite_manifest_hash(published, "tasks/t0000003.json")
     result = pytester.runpytest("published", "-m", "not agentbench_control", "-q")
     result.assert_outcomes(failed=6)
     assert "agentbench published: 6 error" in result.stdout.str()
-    assert "[leak_canary_visible] published/oracles/t0000001.json" in result.stdout.str()
+    assert "[leak_canary_visible] published/oracles/t0000003.json" in result.stdout.str()
