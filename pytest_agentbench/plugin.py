@@ -22,6 +22,7 @@ from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import build_report, write_report
 from pytest_agentbench.report.junit import add_global_properties
+from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.report.summary import RunSummary, summarise
@@ -29,6 +30,9 @@ from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.runner import release_alarm
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
+
+# The chat-model agent's options and ini keys live with it.
+pytest_plugins = ["pytest_agentbench.agents.options"]
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
@@ -62,6 +66,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="per-case limit for the adapter; a hang is interrupted (default: 300)",
     )
     group.addoption("--agentbench-report", metavar="PATH", help="write the JSON run report")
+    group.addoption(
+        "--agentbench-receipts",
+        metavar="DIR",
+        help="write each interactive case's tool-session receipt to DIR/<suite>/<case>.json",
+    )
     group.addoption(
         "--agentbench-gate",
         action="append",
@@ -139,6 +148,7 @@ def _options(config: pytest.Config) -> Options:
         parse_gate(gate, suite=None, source="--agentbench-gate")
     snapshot = config.getoption("agentbench_snapshot")
     report = config.getoption("agentbench_report")
+    receipts = config.getoption("agentbench_receipts")
     return Options(
         adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
         timeout=timeout,
@@ -149,6 +159,7 @@ def _options(config: pytest.Config) -> Options:
         report_path=None if report is None else Path(report).resolve(),
         gates=tuple(config.getoption("agentbench_gate")),
         junit_case_properties=config.getini("agentbench_junit_case_properties"),
+        receipts_dir=None if receipts is None else Path(receipts).resolve(),
     )
 
 
@@ -312,6 +323,8 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     if (unscored or not summary.gates_passed) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     add_global_properties(config, summary)
+    if options.receipts_dir is not None:
+        write_receipts(recorder.cases.values(), options.receipts_dir)
     if state.options.report_path is not None:
         write_report(
             build_report(

@@ -37,6 +37,7 @@ class Options:
     report_path: Path | None
     gates: tuple[str, ...]
     junit_case_properties: bool
+    receipts_dir: Path | None = None
 
 
 @dataclass

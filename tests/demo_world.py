@@ -5,10 +5,17 @@ Suite folder: ``suite.yaml`` plus ``cases.jsonl`` (``{"id", "question"}`` lines,
 holding the ``sha256-artifact-set-v1`` digest of the public files. Oracle folder:
 ``answers.jsonl`` (``{"id", "answer", "canary"}``). Adapters implement
 ``answer(question) -> int``. The world refuses non-integer answers as malformed.
+
+The interactive variant, kind ``demo-tools``, reads the same layout and runs
+the tool-session contract: the generic :class:`~pytest_agentbench.tools.ToolAgent`
+gets ``{"question"}`` and tools ``add`` and ``divide`` (budget from the suite's
+``options``: ``max_calls``, ``max_bytes``) and returns ``{"answer": int}``; an
+``answer(question)`` adapter still works there too (``adapter_protocols``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,12 +37,23 @@ from pytest_agentbench.contracts import (
     ControlAgent,
     MetricSpec,
     Outcome,
+    Record,
     grade,
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.hookspecs import hookimpl
 from pytest_agentbench.runner import MalformedOutput, call_adapter
 from pytest_agentbench.suite import Suite
+from pytest_agentbench.tools import (
+    Budget,
+    Receipt,
+    ToolAgent,
+    ToolCallError,
+    ToolSession,
+    ToolSpec,
+    parse_final,
+    solve_with_session,
+)
 
 CASES_FILE = "cases.jsonl"
 MANIFEST = "manifest.json"
@@ -216,12 +234,158 @@ class DemoWorld:
         return Predictions()
 
 
+class DemoFinal(Record):
+    """The final answer of ``demo-tools`` (its published schema: ``model_json_schema()``)."""
+
+    answer: int
+
+
+TASK_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["question"],
+    "properties": {"question": {"type": "string"}},
+}
+"""The published schema of the ``demo-tools`` task view."""
+
+OPERANDS = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["a", "b"],
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+}
+OPERAND_LIMIT = 10**6
+
+
+def add(arguments: dict[str, Any]) -> dict[str, int]:
+    a, b = arguments["a"], arguments["b"]
+    if max(abs(a), abs(b)) > OPERAND_LIMIT:
+        raise ToolCallError("operand_too_large", f"operands are limited to {OPERAND_LIMIT}")
+    return {"sum": a + b}
+
+
+def divide(arguments: dict[str, Any]) -> dict[str, int]:
+    # Deliberately unguarded: b == 0 is how tests provoke a handler failure.
+    return {"quotient": arguments["a"] // arguments["b"]}
+
+
+DEMO_TOOLS = (
+    ToolSpec(name="add", description="Add two integers.", parameters=OPERANDS, handler=add),
+    ToolSpec(
+        name="divide", description="Integer division a // b.", parameters=OPERANDS, handler=divide
+    ),
+)
+
+
+class ToolReference:
+    """Adds the question's operands with the ``add`` tool."""
+
+    def solve(self, task: dict[str, Any], session: ToolSession) -> dict[str, int]:
+        left, right = task["question"].split("+")
+        result = session.call("add", {"a": int(left), "b": int(right)})
+        return {"answer": result["sum"]}
+
+
+class ToolAlwaysZero:
+    def solve(self, task: dict[str, Any], session: ToolSession) -> dict[str, int]:
+        return {"answer": 0}
+
+
+class ToolReckless(ToolReference):
+    """Right answers, after an unknown tool and malformed arguments."""
+
+    def solve(self, task: dict[str, Any], session: ToolSession) -> dict[str, int]:
+        for name, arguments in (("subtract", {}), ("add", '{"a": 1}')):
+            with contextlib.suppress(ToolCallError):
+                session.call(name, arguments)
+        return super().solve(task, session)
+
+
+def accept_final(raw: Any) -> dict[str, Any]:
+    final: dict[str, Any] = parse_final(raw, DemoFinal).model_dump(mode="json")
+    return final
+
+
+class InteractiveDemoWorld(DemoWorld):
+    kind = "demo-tools"
+    adapter_protocol: type = ToolAgent
+    adapter_protocols: tuple[type, ...] = (ToolAgent, DemoAdapter)
+
+    def budget(self, suite: Suite) -> Budget:
+        options = suite.config.options
+        return Budget(
+            max_calls=options.get("max_calls", 4), max_bytes=options.get("max_bytes", 200)
+        )
+
+    def reference_agent(self) -> Any:
+        return ToolReference()
+
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        if not isinstance(adapter, ToolAgent):
+            return super().run(suite, case, view, adapter)
+        session = ToolSession(
+            DEMO_TOOLS,
+            self.budget(suite),
+            context={"suite": suite.id, "case": case.case_id},
+            final_schema=DemoFinal.model_json_schema(),
+        )
+        return solve_with_session(adapter, dict(view), session, accept_final)
+
+    def evaluate(self, suite: Suite, case: Case, outcome: Outcome, oracle: Any) -> CaseResult:
+        graded = super().evaluate(suite, case, outcome, oracle)
+        receipt = None if outcome.receipt is None else Receipt.model_validate(outcome.receipt)
+        calls = () if receipt is None else receipt.canonical.calls
+        refused = sum(call.error is not None for call in calls)
+        clean = Check(
+            name="calls_clean",
+            status=CheckStatus.PASS if refused == 0 else CheckStatus.FAIL,
+            expected=0,
+            actual=refused,
+            detail="tool calls that ended in an error",
+        )
+        findings = [*graded.findings, *(["refused_call"] if refused else [])]
+        return grade(
+            case,
+            [*graded.checks, clean],
+            measurements={
+                **graded.measurements,
+                "calls": len(calls),
+                "clean_calls": len(calls) - refused,
+            },
+            findings=findings,
+            outcome=outcome,
+        )
+
+    def metrics(self, suite: Suite) -> Sequence[MetricSpec]:
+        return [
+            *super().metrics(suite),
+            MetricSpec(
+                name="clean_call_rate",
+                family="tools",
+                numerator="clean_calls",
+                denominator="calls",
+                support_meaning="tool calls",
+            ),
+        ]
+
+    def dimensions(self, suite: Suite) -> Sequence[str]:
+        return [*super().dimensions(suite), "calls_clean"]
+
+    def control_agents(self, suite: Suite) -> Sequence[ControlAgent]:
+        return [
+            ControlAgent(agent_id="reference", role="reference", factory=ToolReference),
+            ControlAgent(agent_id="always_zero", role="negative", factory=ToolAlwaysZero),
+            ControlAgent(agent_id="reckless", role="negative", factory=ToolReckless),
+        ]
+
+
 WORLD = DemoWorld()
+TOOLS_WORLD = InteractiveDemoWorld()
 
 
 @hookimpl
 def pytest_agentbench_world_kinds() -> list[DemoWorld]:
-    return [WORLD]
+    return [WORLD, TOOLS_WORLD]
 
 
 def write_demo_suite(
@@ -232,6 +396,7 @@ def write_demo_suite(
     answers: dict[str, int] | None = None,
     controls: str | None = None,
     extra_suite_yaml: str = "",
+    world: str = "demo",
 ) -> Path:
     """Write ``suites/<id>`` and ``oracles/<id>`` under ``base``; returns the suite folder."""
     questions = questions or {"c1": "1+1", "c2": "2+3", "c3": "10+5"}
@@ -241,7 +406,8 @@ def write_demo_suite(
     suite_dir.mkdir(parents=True, exist_ok=True)
     oracle_dir.mkdir(parents=True, exist_ok=True)
     (suite_dir / "suite.yaml").write_text(
-        f"id: {suite_id}\nversion: 1.0.0\nworld: demo\ntitle: Demo {suite_id}\n{extra_suite_yaml}",
+        f"id: {suite_id}\nversion: 1.0.0\nworld: {world}\ntitle: Demo {suite_id}\n"
+        f"{extra_suite_yaml}",
         encoding="utf-8",
     )
     (suite_dir / CASES_FILE).write_text(
@@ -277,4 +443,26 @@ controls:
     required_findings: [wrong_answer]
     must_pass: [answer_present]
     expected_metrics: {accuracy: 0.0, zero_rate: 1.0}
+"""
+
+DEMO_TOOLS_CONTROLS = """\
+schema_version: 1
+suite: demo-tools-suite
+provenance: authored by hand for the core's tests
+controls:
+  - id: always-zero
+    agent: always_zero
+    intervention: answers 0 without calling a tool
+    guarantee: answers are computed, not constant
+    must_fail: [answer_correct]
+    required_findings: [wrong_answer]
+    must_pass: [answer_present, calls_clean]
+    expected_metrics: {accuracy: 0.0, zero_rate: 1.0, clean_call_rate: null}
+  - id: reckless
+    agent: reckless
+    intervention: calls an unknown tool and sends malformed arguments before answering
+    guarantee: refused tool calls are visible to grading
+    must_fail: [calls_clean]
+    required_findings: [refused_call]
+    must_pass: [answer_present, answer_correct]
 """

@@ -8,6 +8,7 @@ A new world kind is picked up here without editing this file.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -21,15 +22,21 @@ from pydantic import BaseModel
 
 from pytest_agentbench import hookspecs
 from pytest_agentbench.canonical import canonical_json, tree_files
+from pytest_agentbench.contracts import FailureClass, Outcome
 from pytest_agentbench.controls import load_manifest
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.packaged import data_root, packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.runner import run_case
 from pytest_agentbench.session import LoadedSuite, SuiteLoader
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, load_suite_config
+from pytest_agentbench.tools import Receipt, ToolAgent, ToolCallError, ToolSession
+from pytest_agentbench.world import accepted_protocols
 from tests import demo_world
 
 DEMO = "demo"
+DEMO_TOOLS = "demo-tools"
+DEMO_KINDS = (DEMO, DEMO_TOOLS)
 
 
 def build_registry() -> WorldRegistry:
@@ -58,10 +65,10 @@ def _packaged_by_kind() -> dict[str, list[str]]:
 
 
 PACKAGED = _packaged_by_kind()
-TARGETS = [Target(DEMO, "")] + [
+TARGETS = [Target(DEMO, ""), Target(DEMO_TOOLS, "")] + [
     Target(kind, suite_id)
     for kind in REGISTRY.kinds()
-    if kind != DEMO
+    if kind not in DEMO_KINDS
     for suite_id in PACKAGED.get(kind, [])
 ]
 
@@ -80,6 +87,13 @@ def place_suite(target: Target, base: Path) -> tuple[Path, Path]:
     """
     if target.kind == DEMO:
         return base, demo_world.write_demo_suite(base, controls=demo_world.DEMO_CONTROLS)
+    if target.kind == DEMO_TOOLS:
+        return base, demo_world.write_demo_suite(
+            base,
+            "demo-tools-suite",
+            controls=demo_world.DEMO_TOOLS_CONTROLS,
+            world=DEMO_TOOLS,
+        )
     source = packaged_suites()[target.suite_id]
     source_oracle = FreshLoader(data_root()).load(source).suite.oracle_root
     suite_dir = base / "suites" / target.suite_id
@@ -125,7 +139,7 @@ def placed(target: Target, tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_registry_holds_the_demo_world_and_every_entry_point_world() -> None:
-    assert DEMO in REGISTRY.kinds()
+    assert set(DEMO_KINDS) <= set(REGISTRY.kinds())
     for kind in REGISTRY.kinds():
         world = REGISTRY.get(kind)
         assert world.kind == kind
@@ -133,7 +147,7 @@ def test_registry_holds_the_demo_world_and_every_entry_point_world() -> None:
 
 
 def test_every_entry_point_world_kind_ships_a_suite() -> None:
-    missing = [kind for kind in REGISTRY.kinds() if kind != DEMO and kind not in PACKAGED]
+    missing = [kind for kind in REGISTRY.kinds() if kind not in DEMO_KINDS and kind not in PACKAGED]
     assert not missing, f"world kinds with no packaged suite to check: {missing}"
 
 
@@ -224,3 +238,100 @@ def test_an_unexpected_public_file_is_refused(placed: tuple[Path, Path]) -> None
     with pytest.raises(AgentbenchError) as refused:
         FreshLoader(rootpath).load(suite_dir)
     assert refused.value.code
+
+
+# Interactive worlds: every world that accepts the generic ToolAgent protocol.
+
+
+class Probe:
+    """A generic ToolAgent that records what it was handed."""
+
+    def __init__(self, behaviour: str) -> None:
+        self.behaviour = behaviour
+        self.tasks: list[Any] = []
+        self.sessions: list[ToolSession] = []
+
+    def solve(self, task: dict[str, Any], session: ToolSession) -> Any:
+        self.tasks.append(task)
+        self.sessions.append(session)
+        with contextlib.suppress(ToolCallError):
+            session.call("no-such-tool-in-any-world", {})
+        if self.behaviour == "raise":
+            raise RuntimeError("probe gives up")
+        return {"probe": object()}
+
+
+def interactive(target: Target, placed: tuple[Path, Path]) -> LoadedSuite:
+    rootpath, suite_dir = placed
+    loaded = FreshLoader(rootpath).load(suite_dir)
+    if ToolAgent not in accepted_protocols(loaded.world):
+        pytest.skip(f"world kind {target.kind!r} is not interactive")
+    return loaded
+
+
+def run_probe(loaded: LoadedSuite, behaviour: str) -> tuple[Probe, Outcome]:
+    world, suite = loaded.world, loaded.suite
+    case = world.cases(suite)[0]
+    probe = Probe(behaviour)
+    outcome = run_case(world, suite, case, world.public_view(suite, case), probe, timeout=60)
+    return probe, outcome
+
+
+def test_an_interactive_world_hands_a_json_task_and_a_tool_session(
+    target: Target, placed: tuple[Path, Path]
+) -> None:
+    loaded = interactive(target, placed)
+    probe, outcome = run_probe(loaded, "garbage")
+    (task,) = probe.tasks
+    assert isinstance(task, dict)
+    canonical_json(task)
+    (session,) = probe.sessions
+    assert isinstance(session, ToolSession)
+    assert session.closed, "the world closes the session once the adapter returns"
+    assert session.tools, "an interactive world offers tools"
+    assert [tool["function"]["name"] for tool in session.openai_tools()] == [
+        tool["name"] for tool in session.mcp_tools()
+    ]
+    assert outcome.failure_class is FailureClass.PRODUCT_ERROR, outcome.failure_reason
+    receipt = Receipt.model_validate(outcome.receipt)
+    assert receipt.canonical.calls[0].error == "unknown_tool"
+
+
+def test_an_interactive_world_keeps_the_receipt_of_a_failing_agent(
+    target: Target, placed: tuple[Path, Path]
+) -> None:
+    loaded = interactive(target, placed)
+    _, outcome = run_probe(loaded, "raise")
+    assert outcome.failure_class is FailureClass.AGENT_ERROR
+    receipt = Receipt.model_validate(outcome.receipt)
+    assert receipt.canonical.failure_class == "agent_error"
+    assert receipt.canonical.totals.calls >= 1
+
+
+def test_reference_receipts_are_byte_identical_and_leak_nothing(
+    target: Target, placed: tuple[Path, Path]
+) -> None:
+    loaded = interactive(target, placed)
+    rootpath, suite_dir = placed
+
+    def receipts() -> list[str]:
+        fresh = FreshLoader(rootpath).load(suite_dir)
+        world, suite = fresh.world, fresh.suite
+        agent = world.reference_agent()
+        if not isinstance(agent, ToolAgent):
+            pytest.skip(f"the reference agent of {target.kind!r} is not a ToolAgent")
+        texts = []
+        for case in world.cases(suite)[:3]:
+            view = world.public_view(suite, case)
+            outcome = run_case(world, suite, case, view, agent, timeout=60)
+            assert outcome.receipt is not None, case.case_id
+            receipt = Receipt.model_validate(outcome.receipt)
+            texts.append(canonical_json(receipt.canonical.model_dump(mode="json")))
+        return texts
+
+    first, second = receipts(), receipts()
+    assert first == second
+    oracle = loaded.world.load_oracle(loaded.suite)
+    canaries = [c for c in loaded.world.leak_canaries(loaded.suite, oracle) if c]
+    for text in first:
+        assert not [c for c in canaries if c in text], "a tool result carried oracle data"

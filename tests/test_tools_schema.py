@@ -218,7 +218,7 @@ candidate_documents = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(candidate_documents)
 def test_agrees_with_jsonschema_on_json_documents(document: dict[str, Any]) -> None:
     """Where the subset's strictness does not differ (integral floats), verdicts agree."""

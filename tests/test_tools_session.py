@@ -6,6 +6,7 @@ import json
 import pickle
 from typing import Any
 
+import jsonschema
 import pydantic
 import pytest
 
@@ -23,8 +24,10 @@ from pytest_agentbench.tools import (
     ToolDescriptor,
     ToolHarnessError,
     ToolSession,
+    ToolSessionLike,
     ToolSpec,
 )
+from pytest_agentbench.tools.receipt import SCHEMA_PATH, schema_text
 
 ADD_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -149,6 +152,14 @@ def test_session_refusals_are_named_and_not_delivered(
     assert (record.error, record.delivered, record.model_visible_bytes) == (code, False, 0)
     assert record.result_json is None
     assert record.message == error.reason
+
+
+def test_arguments_are_recorded_whenever_they_parse() -> None:
+    s = session()
+    refused(s, "nope", {"x": 1})
+    refused(s, "add", '{"b": 2, "a": "1"}')
+    refused(s, "add", {"a": 1, "b": {1, 2}})
+    assert [call.arguments for call in s.calls] == [{"x": 1}, {"a": "1", "b": 2}, None]
 
 
 def test_unparseable_arguments_keep_their_raw_text() -> None:
@@ -390,6 +401,50 @@ def test_a_receipt_round_trips_and_refuses_tampering() -> None:
 def test_the_receipt_digest_is_a_fixed_value() -> None:
     """Pinned: a change to the receipt's canonical form must be deliberate."""
     receipt = play(session())
-    assert receipt.digest == ("1f5b70fe989db9a122280b46f532da308a46e51ac9ce70c64f6cd048134b1c43"), (
+    assert receipt.digest == ("74e4e2c1816872237252b663b300a2f15b3dc5b5fdfadcef63c456e6e6e65fcf"), (
         receipt.digest
     )
+
+
+def test_the_shipped_receipt_schema_is_current_and_validates_receipts() -> None:
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text()
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    jsonschema.validate(play(session()).model_dump(mode="json"), schema)
+
+
+def one_decision(spec: ToolSpec, arguments: dict[str, Any], s: ToolSession) -> None:
+    if spec.mutating and any(
+        c.delivered and c.name == spec.name and c.error is None for c in s.calls
+    ):
+        raise ToolCallError("decision_already_made", "one decision per invocation")
+
+
+def test_a_world_guard_refuses_before_the_handler_and_is_not_delivered() -> None:
+    ran: list[Any] = []
+
+    def decide(arguments: dict[str, Any]) -> Any:
+        ran.append(arguments)
+        return "ok"
+
+    spec = ToolSpec(name="decide", description="", parameters=EMPTY, mutating=True, handler=decide)
+    s = ToolSession([spec, tools()[0]], guard=one_decision)
+    assert s.call("decide", {}) == "ok"
+    assert s.call("add", {"a": 1, "b": 1}) == {"sum": 2}
+    error = refused(s, "decide", {})
+    assert error.code == "decision_already_made"
+    assert len(ran) == 1
+    assert (s.calls[-1].delivered, s.calls[-1].model_visible_bytes) == (False, 0)
+    assert s.harness_failure is None
+
+
+def test_a_failing_guard_is_a_harness_error() -> None:
+    def broken(spec: ToolSpec, arguments: dict[str, Any], s: ToolSession) -> None:
+        raise LookupError("no policy table")
+
+    s = ToolSession(tools(), guard=broken)
+    assert refused(s, "add", {"a": 1, "b": 1}).code == HANDLER_FAILED
+    assert s.harness_failure is s.calls[0]
+
+
+def test_a_session_is_what_adapters_may_rely_on() -> None:
+    assert isinstance(session(), ToolSessionLike)

@@ -6,7 +6,12 @@ call is validated, budgeted, byte-counted and recorded into a :class:`Receipt`
 whose canonical partition has a stable sha256 digest. See docs/tool-sessions.md.
 """
 
-from pytest_agentbench.tools.agent import ToolAgent, parse_final, solve_with_session
+from pytest_agentbench.tools.agent import (
+    ToolAgent,
+    ToolSessionLike,
+    parse_final,
+    solve_with_session,
+)
 from pytest_agentbench.tools.export import mcp_tools, openai_tools
 from pytest_agentbench.tools.receipt import (
     RECEIPT_SCHEME,
@@ -17,7 +22,7 @@ from pytest_agentbench.tools.receipt import (
 )
 from pytest_agentbench.tools.records import ToolCallRecord
 from pytest_agentbench.tools.schema import SchemaViolation, UnsupportedSchema, compile_schema
-from pytest_agentbench.tools.session import ToolHarnessError, ToolSession
+from pytest_agentbench.tools.session import Guard, ToolHarnessError, ToolSession
 from pytest_agentbench.tools.spec import (
     BUDGET_EXHAUSTED,
     HANDLER_FAILED,
@@ -39,6 +44,7 @@ __all__ = [
     "SESSION_CLOSED",
     "UNKNOWN_TOOL",
     "Budget",
+    "Guard",
     "Receipt",
     "ReceiptCall",
     "ReceiptCanonical",
@@ -50,6 +56,7 @@ __all__ = [
     "ToolDescriptor",
     "ToolHarnessError",
     "ToolSession",
+    "ToolSessionLike",
     "ToolSpec",
     "UnsupportedSchema",
     "compile_schema",

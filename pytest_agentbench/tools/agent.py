@@ -9,7 +9,7 @@ outcome carries the receipt whatever happened.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
@@ -19,12 +19,31 @@ from pytest_agentbench.contracts import FailureClass, Outcome
 from pytest_agentbench.errors import AgentbenchError, field_path
 from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput, call_adapter
 from pytest_agentbench.tools.session import ToolSession
+from pytest_agentbench.tools.spec import HANDLER_FAILED, ToolDescriptor
 
 # Stable failure codes a receipt's canonical partition records.
 ADAPTER_FAILED = "adapter_failed"
 MALFORMED_FINAL = "malformed_final"
 TIMED_OUT = "timed_out"
-HARNESS_FAILED = "handler_failed"
+
+
+@runtime_checkable
+class ToolSessionLike(Protocol):
+    """What an adapter may rely on of its session: a :class:`ToolSession`, or a thin
+    proxy of one (an isolated adapter's end of a pipe) built from names, JSON and
+    :class:`~pytest_agentbench.tools.spec.ToolDescriptor` s.
+    """
+
+    final_schema: dict[str, JsonValue] | None
+
+    @property
+    def tools(self) -> Sequence[ToolDescriptor]: ...
+
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> JsonValue: ...
+
+    def openai_tools(self) -> list[dict[str, JsonValue]]: ...
+
+    def mcp_tools(self) -> list[dict[str, JsonValue]]: ...
 
 
 @runtime_checkable
@@ -88,7 +107,7 @@ def solve_with_session(
     failed = session.harness_failure
     if failed is not None:
         reason = f"tool {failed.name!r} failed at call {failed.index}: {failed.message}"
-        return _failed(session, FailureClass.HARNESS_ERROR, HARNESS_FAILED, reason)
+        return _failed(session, FailureClass.HARNESS_ERROR, HANDLER_FAILED, reason)
     try:
         final = accept(raw)
     except MalformedOutput as malformed:
@@ -100,7 +119,7 @@ def _failed(session: ToolSession, failure_class: FailureClass, code: str, reason
     failed = session.harness_failure
     if failed is not None and failure_class is not FailureClass.HARNESS_ERROR:
         # The adapter's failure may be a consequence of the handler's.
-        failure_class, code = FailureClass.HARNESS_ERROR, HARNESS_FAILED
+        failure_class, code = FailureClass.HARNESS_ERROR, HANDLER_FAILED
         reason = f"tool {failed.name!r} failed at call {failed.index}: {failed.message}"
     receipt = session.receipt(
         failure_class=failure_class.value, failure_code=code, failure_reason=reason

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Final, Literal
 
 from pydantic import Field, model_validator
 
-from pytest_agentbench.canonical import JsonValue, canonical_bytes, sha256_hex
+from pytest_agentbench.canonical import JsonValue, pretty_json, sha256_hex
 from pytest_agentbench.contracts import Record
-from pytest_agentbench.tools.records import ToolCallRecord
+from pytest_agentbench.tools.records import ToolCallRecord, encode_canonical
 from pytest_agentbench.tools.spec import Budget, ToolDescriptor
 
 RECEIPT_SCHEME: Final = "agentbench-tool-receipt/1"
@@ -70,7 +71,7 @@ class ReceiptObservations(Record):
 
 
 def canonical_digest(canonical: ReceiptCanonical) -> str:
-    return sha256_hex(canonical_bytes(canonical.model_dump(mode="json")))
+    return sha256_hex(encode_canonical(canonical.model_dump(mode="json")).encode("utf-8"))
 
 
 class Receipt(Record):
@@ -126,6 +127,19 @@ class Receipt(Record):
             ),
             failure_reason=failure_reason,
         )
-        return cls(
+        # Built here from its own digest: the check on reading would only repeat the hash.
+        return cls.model_construct(
             canonical=canonical, digest=canonical_digest(canonical), observations=observations
         )
+
+
+SCHEMA_PATH = Path(__file__).with_name("receipt.schema.json")
+
+
+def schema_text() -> str:
+    """The JSON Schema of a receipt, as shipped beside this module."""
+    return pretty_json(Receipt.model_json_schema())
+
+
+if __name__ == "__main__":  # regenerate the shipped schema
+    SCHEMA_PATH.write_text(schema_text(), encoding="utf-8")

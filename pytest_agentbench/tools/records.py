@@ -7,6 +7,19 @@ from dataclasses import dataclass
 
 from pytest_agentbench.canonical import JsonValue
 
+# canonical_json's output, without its walk over the value in search of
+# non-finite numbers: the encoder refuses them itself (ValueError). Every call
+# of a session and every receipt goes through here.
+encode_canonical = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+_RAW_DECODE = json.JSONDecoder().raw_decode
+
+
+def decode_canonical(text: str) -> JsonValue:
+    """Parse canonical JSON text (no whitespace to skip around the value)."""
+    return _RAW_DECODE(text)[0]
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallRecord:
@@ -40,11 +53,11 @@ class ToolCallRecord:
 
     @property
     def arguments(self) -> JsonValue:
-        return None if self.arguments_json is None else json.loads(self.arguments_json)
+        return None if self.arguments_json is None else decode_canonical(self.arguments_json)
 
     @property
     def result(self) -> JsonValue:
-        return None if self.result_json is None else json.loads(self.result_json)
+        return None if self.result_json is None else decode_canonical(self.result_json)
 
     def canonical(self) -> dict[str, JsonValue]:
         """The decision-affecting part, as it enters a receipt's canonical partition."""

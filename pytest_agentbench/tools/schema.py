@@ -186,20 +186,43 @@ def _types(schema: dict[str, Any], path: Path) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Called once per argument of every call: plain predicates, no type-name lookup.
+_PREDICATES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+    "string": lambda value: isinstance(value, str),
+    "integer": _is_integer,
+    "number": _is_number,
+    "boolean": lambda value: isinstance(value, bool),
+    "null": lambda value: value is None,
+}
+
+
 def _type_check(schema: dict[str, Any], path: Path) -> Check:
     types = _types(schema, path)
     expected = " or ".join(types)
-    if len(types) == 1:
-        (only,) = types
+    predicates = tuple(_PREDICATES[name] for name in types)
+    if len(predicates) == 1:
+        (accepts,) = predicates
 
         def check_type(value: Any, at: Path) -> None:
-            if not _is_type(value, only):
+            if not accepts(value):
                 raise SchemaViolation(at, f"expected {expected}, got {type_name(value)}")
 
         return check_type
 
     def check_types(value: Any, at: Path) -> None:
-        if not any(_is_type(value, name) for name in types):
+        if not any(accepts(value) for accepts in predicates):
             raise SchemaViolation(at, f"expected {expected}, got {type_name(value)}")
 
     return check_types

@@ -9,10 +9,13 @@ recorded outcome:
 3. ``unknown_tool``: no visible tool has that name;
 4. ``invalid_arguments``: the arguments are not a strictly parsed JSON object
    (duplicate keys refused) that satisfies the tool's schema;
-5. the handler runs: its result, or its own refusal (:class:`ToolCallError`
+5. the world's ``guard``, if any, may refuse the call with its own code (a
+   budget or rule of its own, such as one decision per invocation): recorded,
+   not delivered;
+6. the handler runs: its result, or its own refusal (:class:`ToolCallError`
    with the world's code), is delivered; any other exception is
    ``handler_failed``, a harness error the world must not grade as the agent's;
-6. ``budget_exhausted`` again when the answer would overrun ``max_bytes``: it
+7. ``budget_exhausted`` again when the answer would overrun ``max_bytes``: it
    is withheld (recorded, not delivered, 0 bytes).
 
 Nothing about a spec's identity is relied on: a thin proxy (an isolated
@@ -22,6 +25,7 @@ from :class:`~pytest_agentbench.tools.spec.ToolDescriptor` and the records.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,8 +36,8 @@ from pytest_agentbench.errors import AgentbenchError, field_path
 from pytest_agentbench.runner import describe_exception
 from pytest_agentbench.tools.export import mcp_tools, openai_tools
 from pytest_agentbench.tools.receipt import Receipt
-from pytest_agentbench.tools.records import ToolCallRecord
-from pytest_agentbench.tools.schema import SchemaViolation
+from pytest_agentbench.tools.records import ToolCallRecord, decode_canonical, encode_canonical
+from pytest_agentbench.tools.schema import Check, SchemaViolation
 from pytest_agentbench.tools.spec import (
     BUDGET_EXHAUSTED,
     HANDLER_FAILED,
@@ -46,6 +50,9 @@ from pytest_agentbench.tools.spec import (
 )
 
 UNLIMITED = Budget()
+
+Guard = Callable[[ToolSpec, dict[str, Any], "ToolSession"], None]
+"""A world's own admission rule: raise :class:`ToolCallError` to refuse a valid call."""
 
 
 class ToolHarnessError(Exception):
@@ -84,19 +91,27 @@ class ToolSession:
         budget: Budget | None = None,
         *,
         context: Mapping[str, JsonValue] | None = None,
+        final_schema: Mapping[str, JsonValue] | None = None,
+        guard: Guard | None = None,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._tools = tuple(tools)
-        self._by_name: dict[str, ToolSpec] = {}
+        self._by_name: dict[str, tuple[ToolSpec, Check]] = {}
         for spec in self._tools:
             if not isinstance(spec, ToolSpec):
                 raise TypeError(f"tools must be ToolSpec instances, got {type(spec).__name__}")
-            if self._by_name.setdefault(spec.name, spec) is not spec:
+            if spec.name in self._by_name:
                 raise AgentbenchError(
                     "duplicate_tool", f"two tools are named {spec.name!r}", field="tools"
                 )
+            self._by_name[spec.name] = (spec, spec.check_arguments)
         self.budget = UNLIMITED if budget is None else budget
         self.context: dict[str, JsonValue] = json.loads(canonical_json(dict(context or {})))
+        self.final_schema: dict[str, JsonValue] | None = (
+            None if final_schema is None else json.loads(canonical_json(dict(final_schema)))
+        )
+        """The published JSON Schema of the world's final answer, for agents that prompt with it."""
+        self._guard = guard
         self._clock = clock
         self._calls: list[ToolCallRecord] = []
         self._admitted = 0
@@ -185,7 +200,7 @@ class ToolSession:
         draft = _Draft()
         try:
             result_json = self._run(draft, name, arguments)
-            return json.loads(result_json)
+            return decode_canonical(result_json)
         except ToolCallError as exc:
             draft.error = exc.code
             draft.message = exc.reason
@@ -217,24 +232,32 @@ class ToolSession:
                 BUDGET_EXHAUSTED, f"all {budget.max_bytes} model-visible bytes are used"
             )
         self._admitted += 1
-        spec = self._by_name.get(name) if isinstance(name, str) else None
-        if spec is None:
+        # Arguments are recorded whenever they parse, even for a call refused
+        # next: grading may ask what the agent tried, not only what it got.
+        parsed, refusal = self._parse(draft, arguments)
+        known = self._by_name.get(name) if isinstance(name, str) else None
+        if known is None:
             raise ToolCallError(UNKNOWN_TOOL, f"no tool is named {name!r}")
-        parsed = self._parse(draft, arguments)
+        if refusal is not None:
+            raise refusal
+        spec, check_arguments = known
         try:
-            spec.check_arguments(parsed, ())
+            check_arguments(parsed, ())
         except SchemaViolation as violation:
             raise ToolCallError(
                 INVALID_ARGUMENTS,
                 violation.reason,
                 field=field_path(("arguments", *violation.path)),
             ) from None
-        draft.arguments_json = canonical_json(parsed)
+        # Valid arguments are JSON types only, so they were recorded above.
+        assert draft.arguments_json is not None
+        if self._guard is not None:
+            self._admit(spec, draft.arguments_json)
         try:
-            result = spec.handler(json.loads(draft.arguments_json))
-            answer = canonical_json(result)
-        except ToolCallError as refusal:
-            answer = canonical_json(refusal.payload())
+            result = spec.handler(decode_canonical(draft.arguments_json))
+            answer = encode_canonical(result)
+        except ToolCallError as world_refusal:
+            answer = encode_canonical(world_refusal.payload())
             self._deliver(draft, answer)
             raise
         except Exception as exc:
@@ -244,26 +267,45 @@ class ToolSession:
         self._deliver(draft, answer)
         return answer
 
-    def _parse(self, draft: _Draft, arguments: Mapping[str, Any] | str | None) -> Any:
+    def _admit(self, spec: ToolSpec, arguments_json: str) -> None:
+        assert self._guard is not None
+        try:
+            self._guard(spec, decode_canonical(arguments_json), self)
+        except ToolCallError:
+            raise
+        except Exception as exc:
+            raise ToolCallError(
+                HANDLER_FAILED, f"the guard of tool {spec.name!r} failed: {describe_exception(exc)}"
+            ) from exc
+
+    def _parse(
+        self, draft: _Draft, arguments: Mapping[str, Any] | str | None
+    ) -> tuple[Any, ToolCallError | None]:
+        """The arguments as parsed (recorded in ``draft``), or the refusal of their text."""
         if arguments is None:
-            return {}
-        if isinstance(arguments, str):
+            parsed: Any = {}
+        elif isinstance(arguments, str):
             try:
-                return loads_strict(arguments)
+                parsed = loads_strict(arguments)
             except AgentbenchError as exc:
                 draft.raw_arguments = arguments
                 where = exc.location.field
-                raise ToolCallError(
+                return None, ToolCallError(
                     INVALID_ARGUMENTS,
                     f"not strict JSON ({exc.code}): {exc.reason}",
                     field=f"arguments.{where}" if where else "arguments",
-                ) from None
-        if isinstance(arguments, Mapping):
-            return dict(arguments)
-        raise ToolCallError(
-            INVALID_ARGUMENTS,
-            f"arguments must be an object or JSON text, got {type(arguments).__name__}",
-        )
+                )
+        elif isinstance(arguments, Mapping):
+            parsed = dict(arguments)
+        else:
+            return None, ToolCallError(
+                INVALID_ARGUMENTS,
+                f"arguments must be an object or JSON text, got {type(arguments).__name__}",
+            )
+        # Not JSON at all: nothing to record; the schema check refuses it and names where.
+        with contextlib.suppress(TypeError, ValueError):
+            draft.arguments_json = encode_canonical(parsed)
+        return parsed, None
 
     def _deliver(self, draft: _Draft, answer: str) -> None:
         draft.result_json = answer

@@ -1,0 +1,1 @@
+"""World-independent agents: the chat-model agent and its configuration."""

@@ -1,0 +1,105 @@
+"""Recorded model calls, so an LLM agent's benchmark run replays in CI with no key.
+
+A cassette is one small JSON file per distinct request, named by the sha256
+of the request's canonical JSON (the chat-completions body: model, messages,
+tools, sampling settings). It holds that request and what came back: the HTTP
+status with the body (as JSON when it parsed, else as text), or the transport
+failure. Never a header, a key or the server's address, so cassettes can be
+committed and the same recording replays against any endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import ValidationError
+
+from pytest_agentbench.canonical import (
+    JsonValue,
+    canonical_json,
+    pretty_json,
+    read_json,
+    sha256_hex,
+)
+from pytest_agentbench.contracts import Record
+from pytest_agentbench.errors import AgentbenchError
+
+CASSETTE_SCHEME: Final = "agentbench-cassette/1"
+
+
+class RecordedResponse(Record):
+    status: int | None = None
+    """HTTP status; ``None`` when the request failed in transport."""
+    json_body: JsonValue = None
+    text_body: str | None = None
+    """The body when it was not JSON."""
+    transport_error: Literal["timeout", "connection"] | None = None
+
+
+class Cassette(Record):
+    scheme: Literal["agentbench-cassette/1"] = CASSETTE_SCHEME
+    request: dict[str, JsonValue]
+    response: RecordedResponse
+
+
+def request_digest(request: dict[str, JsonValue]) -> str:
+    return sha256_hex(canonical_json(request).encode("utf-8"))
+
+
+class CassetteMiss(AgentbenchError):
+    """Replay found no recording for a request: the case fails, no live call is made."""
+
+
+class CassetteShelf:
+    """The cassette folder of a run."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path_for(self, digest: str) -> Path:
+        return self.folder / f"{digest}.json"
+
+    def load(self, request: dict[str, JsonValue]) -> RecordedResponse:
+        digest = request_digest(request)
+        path = self.path_for(digest)
+        display = path.name
+        if not path.is_file():
+            raise CassetteMiss(
+                "cassette_miss",
+                f"no recorded answer for request {digest[:16]} (record with "
+                "--agentbench-cassette-mode=record)",
+                file=display,
+            )
+        try:
+            cassette = Cassette.model_validate(read_json(path, display=display))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise AgentbenchError(
+                "invalid_cassette", first["msg"], file=display, field=str(first["loc"])
+            ) from None
+        if canonical_json(cassette.request) != canonical_json(request):
+            raise AgentbenchError(
+                "invalid_cassette",
+                "the recorded request is not the request its name is the digest of",
+                file=display,
+                field="request",
+            )
+        return cassette.response
+
+    def save(self, request: dict[str, JsonValue], response: RecordedResponse) -> Path:
+        """Write atomically: xdist workers may record the same request at once."""
+        path = self.path_for(request_digest(request))
+        self.folder.mkdir(parents=True, exist_ok=True)
+        text = pretty_json(Cassette(request=request, response=response).model_dump(mode="json"))
+        handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write(text)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        return path

@@ -1,0 +1,160 @@
+"""``ChatAgent``: a function-calling loop over any OpenAI-compatible chat-completions endpoint.
+
+It implements the generic :class:`~pytest_agentbench.tools.ToolAgent`
+protocol, so it runs every interactive world: the task goes to the model as
+JSON, the session's tools as the request's ``tools`` list, each tool call
+through ``session.call`` (the model's arguments text as it sent it, so the
+session judges malformed arguments), each result or refusal back as a
+``tool`` message, and the model's first answer without tool calls is
+returned as the final answer text for the world to parse strictly.
+
+    pytest --agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent
+
+Configured by ini keys / environment variables (``agents.settings``);
+``--agentbench-cassettes DIR`` records and replays model calls. Every failure
+of the endpoint is a :class:`ChatAgentError` with a stable code
+(``llm_timeout``, ``llm_rate_limited``, ``llm_http_error``,
+``llm_malformed_response``, ``llm_unreachable``, ``max_turns_exceeded`` ...),
+which the world classifies as ``agent_error``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_agentbench.agents.cassettes import RecordedResponse
+from pytest_agentbench.agents.settings import ChatSettings, configured_settings
+from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
+from pytest_agentbench.canonical import JsonValue, canonical_json
+from pytest_agentbench.tools import ToolCallError, ToolSessionLike
+from pytest_agentbench.tools.wrapping import FENCE_INSTRUCTIONS, fence_result
+
+SYSTEM_PROMPT = (
+    "You solve one task by calling the tools you are offered. When you are done, reply "
+    "with the final answer only: one JSON object, with no prose and no code fence."
+)
+TASK_PREFIX = "Task (JSON):\n"
+SCHEMA_PREFIX = "\nThe final answer must validate against this JSON Schema:\n"
+
+
+class ChatAgent:
+    """A chat-model agent; built with no arguments it reads the session's settings."""
+
+    def __init__(
+        self, settings: ChatSettings | None = None, *, transport: ChatTransport | None = None
+    ) -> None:
+        self.settings = configured_settings() if settings is None else settings
+        if not self.settings.model:
+            raise ChatAgentError(
+                "llm_config", "no model (agentbench_llm_model / AGENTBENCH_LLM_MODEL)"
+            )
+        if self.settings.effective_mode != "replay" and not self.settings.base_url:
+            raise ChatAgentError(
+                "llm_config", "no base URL (agentbench_llm_base_url / AGENTBENCH_LLM_BASE_URL)"
+            )
+        self.transport = ChatTransport(self.settings) if transport is None else transport
+
+    def __repr__(self) -> str:
+        return f"ChatAgent(model={self.settings.model!r}, mode={self.settings.effective_mode})"
+
+    def solve(self, task: dict[str, Any], session: ToolSessionLike) -> str:
+        messages: list[JsonValue] = [
+            {"role": "system", "content": self._system_prompt()},
+            {"role": "user", "content": self._task_prompt(task, session)},
+        ]
+        tools = session.openai_tools()
+        for turn in range(self.settings.max_turns):
+            message = self._complete(self._request(messages, tools))
+            tool_calls = message.get("tool_calls") or []
+            if not tool_calls:
+                return final_text(message.get("content"))
+            messages.append(
+                {"role": "assistant", "content": message.get("content"), "tool_calls": tool_calls}
+            )
+            for index, call in enumerate(tool_calls):
+                messages.append(self._answer_call(session, call, f"{turn}.{index}"))
+        raise ChatAgentError(
+            "max_turns_exceeded", f"no final answer within {self.settings.max_turns} turns"
+        )
+
+    def _system_prompt(self) -> str:
+        if self.settings.fence_results:
+            return f"{SYSTEM_PROMPT} {FENCE_INSTRUCTIONS}"
+        return SYSTEM_PROMPT
+
+    def _task_prompt(self, task: dict[str, Any], session: ToolSessionLike) -> str:
+        prompt = TASK_PREFIX + canonical_json(task)
+        if session.final_schema is not None:
+            prompt += SCHEMA_PREFIX + canonical_json(session.final_schema)
+        return prompt
+
+    def _request(
+        self, messages: list[JsonValue], tools: list[dict[str, JsonValue]]
+    ) -> dict[str, JsonValue]:
+        request: dict[str, JsonValue] = {
+            "model": self.settings.model,
+            "messages": list(messages),
+            "temperature": self.settings.temperature,
+        }
+        if tools:
+            request["tools"] = tools
+        if self.settings.seed is not None:
+            request["seed"] = self.settings.seed
+        return request
+
+    def _complete(self, request: dict[str, JsonValue]) -> dict[str, Any]:
+        return assistant_message(self.transport.send(request), self.settings.timeout_s)
+
+    def _answer_call(
+        self, session: ToolSessionLike, call: Any, call_id: str
+    ) -> dict[str, JsonValue]:
+        function = call["function"]
+        name = function["name"]
+        try:
+            content: JsonValue = session.call(name, function["arguments"])
+        except ToolCallError as error:
+            content = error.payload()
+        rendered = (
+            fence_result(name, content, call_id=call_id)
+            if self.settings.fence_results
+            else canonical_json(content)
+        )
+        return {"role": "tool", "tool_call_id": call["id"], "content": rendered}
+
+
+def assistant_message(response: RecordedResponse, timeout_s: float) -> dict[str, Any]:
+    """The assistant message of a chat-completions answer, or the classified failure."""
+    if response.transport_error == "timeout":
+        raise ChatAgentError("llm_timeout", f"no answer within {timeout_s:g}s")
+    status = response.status
+    if status == 429:
+        raise ChatAgentError("llm_rate_limited", "the endpoint kept answering HTTP 429")
+    if status is None or not 200 <= status < 300:
+        raise ChatAgentError("llm_http_error", f"the endpoint answered HTTP {status}")
+    if response.text_body is not None:
+        raise ChatAgentError("llm_malformed_response", "the endpoint's answer is not JSON")
+    try:
+        message = response.json_body["choices"][0]["message"]
+        if not isinstance(message, dict):
+            raise TypeError
+        for call in message.get("tool_calls") or []:
+            function = call["function"]
+            if not (
+                isinstance(call["id"], str)
+                and isinstance(function["name"], str)
+                and isinstance(function["arguments"], str | dict)
+            ):
+                raise TypeError
+    except (KeyError, IndexError, TypeError):
+        raise ChatAgentError(
+            "llm_malformed_response", "the answer is not a chat completion with a message"
+        ) from None
+    return message
+
+
+def final_text(content: Any) -> str:
+    """The model's final answer text, without a Markdown code fence around it."""
+    text = content.strip() if isinstance(content, str) else ""
+    if text.startswith("```") and text.endswith("```") and "\n" in text:
+        text = text[text.index("\n") + 1 : -3].strip()
+    return text

@@ -1,0 +1,122 @@
+"""How the chat-model agent is configured: ini keys, environment variables, defaults.
+
+Precedence: the command line (cassettes only), then the environment, then the
+ini file, then the defaults. The API key itself is never configured here, only
+the *name* of the environment variable holding it, so no key reaches a config
+file, a cassette or a report.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from pytest_agentbench.contracts import Record
+from pytest_agentbench.errors import UsageError
+
+CassetteMode = Literal["record", "replay", "off"]
+
+# setting -> (ini key, environment variable)
+SOURCES: dict[str, tuple[str, str]] = {
+    "base_url": ("agentbench_llm_base_url", "AGENTBENCH_LLM_BASE_URL"),
+    "model": ("agentbench_llm_model", "AGENTBENCH_LLM_MODEL"),
+    "api_key_env": ("agentbench_llm_api_key_env", "AGENTBENCH_LLM_API_KEY_ENV"),
+    "temperature": ("agentbench_llm_temperature", "AGENTBENCH_LLM_TEMPERATURE"),
+    "max_turns": ("agentbench_llm_max_turns", "AGENTBENCH_LLM_MAX_TURNS"),
+    "seed": ("agentbench_llm_seed", "AGENTBENCH_LLM_SEED"),
+    "timeout_s": ("agentbench_llm_timeout", "AGENTBENCH_LLM_TIMEOUT"),
+    "max_retries": ("agentbench_llm_max_retries", "AGENTBENCH_LLM_MAX_RETRIES"),
+    "retry_backoff_s": ("agentbench_llm_retry_backoff", "AGENTBENCH_LLM_RETRY_BACKOFF"),
+    "fence_results": ("agentbench_llm_fence_results", "AGENTBENCH_LLM_FENCE_RESULTS"),
+    "cassettes": ("agentbench_cassettes", "AGENTBENCH_CASSETTES"),
+    "cassette_mode": ("agentbench_cassette_mode", "AGENTBENCH_CASSETTE_MODE"),
+}
+
+
+class ChatSettings(Record):
+    base_url: str | None = None
+    """The OpenAI-compatible API root, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    """Name of the environment variable holding the key; unset means no key is sent."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_turns: int = Field(default=16, ge=1)
+    seed: int | None = 0
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Per HTTP request; the case's own ``--agentbench-timeout`` still bounds the whole case."""
+    max_retries: int = Field(default=2, ge=0)
+    """Retries after a 429 or 5xx answer."""
+    retry_backoff_s: float = Field(default=1.0, ge=0)
+    """First retry delay, doubling each time; a ``Retry-After`` header (capped) wins."""
+    fence_results: bool = True
+    """Render tool results inside per-call fences (``tools.wrapping``)."""
+    cassettes: Path | None = None
+    cassette_mode: CassetteMode | None = None
+    """``None``: ``replay`` when the cassette folder exists, otherwise ``record``."""
+
+    @property
+    def effective_mode(self) -> CassetteMode:
+        if self.cassettes is None:
+            return "off"
+        if self.cassette_mode is not None:
+            return self.cassette_mode
+        return "replay" if self.cassettes.is_dir() else "record"
+
+
+def resolve_settings(
+    *,
+    ini: Callable[[str], str | None],
+    environ: Mapping[str, str],
+    overrides: Mapping[str, str | None] | None = None,
+    root: Path | None = None,
+) -> ChatSettings:
+    """Settings from (highest first) ``overrides``, ``environ`` and ``ini``.
+
+    ``ini`` returns the text of an ini key or ``None``; a relative cassette
+    folder is taken relative to ``root``. Bad values are usage errors naming
+    where they came from.
+    """
+    values: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    for name, (ini_key, env_key) in SOURCES.items():
+        given = (overrides or {}).get(name)
+        if given is not None:
+            values[name], origin[name] = given, f"--agentbench-{name.replace('_', '-')}"
+        elif environ.get(env_key):
+            values[name], origin[name] = environ[env_key], env_key
+        elif ini(ini_key):
+            values[name], origin[name] = str(ini(ini_key)), ini_key
+    if "cassettes" in values and root is not None:
+        values["cassettes"] = str((root / values["cassettes"]).resolve())
+    try:
+        return ChatSettings.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else ""
+        raise UsageError(
+            "invalid_llm_setting",
+            f"{name}: {first['msg']} (got {values.get(name)!r})",
+            field=origin.get(name, name),
+        ) from None
+
+
+class _Configured:
+    """The settings the pytest session resolved; ``None`` outside a session."""
+
+    settings: ChatSettings | None = None
+
+
+def configure(settings: ChatSettings | None) -> None:
+    """Remember the settings the pytest session resolved (its ini, environment, options)."""
+    _Configured.settings = settings
+
+
+def configured_settings() -> ChatSettings:
+    """The session's settings; outside pytest, the environment's."""
+    if _Configured.settings is not None:
+        return _Configured.settings
+    return resolve_settings(ini=lambda key: None, environ=os.environ, root=Path.cwd())

@@ -1,0 +1,292 @@
+"""The ChatAgent against a local OpenAI-compatible server: every scenario ends classified.
+
+Each scenario is one ``demo-tools`` question; the scripted server answers it
+with tool calls, malformed arguments, a 429 then success, a 500, a slow
+answer past the client timeout, a non-JSON body, prose, or an endless loop.
+A recorded run then replays byte-identically with the server stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.agents.cassettes import CassetteShelf, RecordedResponse, request_digest
+from pytest_agentbench.agents.chat import ChatAgent, final_text
+from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
+from pytest_agentbench.agents.transport import ChatAgentError
+from pytest_agentbench.errors import AgentbenchError, UsageError
+from pytest_agentbench.tools import Receipt, ToolSession, solve_with_session
+from tests.demo_world import DEMO_TOOLS, DemoFinal, accept_final, write_demo_suite
+from tests.llm_server import ScriptedLLM
+
+KEY_ENV = "AGENTBENCH_TEST_LLM_KEY"
+SECRET = "sk-test-secret-4711"
+CLIENT_TIMEOUT = 0.5
+# question -> (failure class, agent error code or receipt failure code, receipt errors)
+SCENARIOS: dict[str, tuple[str | None, str | None, dict[str, int]]] = {
+    "tools": (None, None, {}),
+    "malformed_args": (None, None, {"invalid_arguments": 1}),
+    "rate_limited": (None, None, {}),
+    "server_error": ("agent_error", "llm_http_error", {}),
+    "slow": ("agent_error", "llm_timeout", {}),
+    "not_json": ("agent_error", "llm_malformed_response", {}),
+    "prose": ("product_error", "malformed_final", {}),
+    "loop": ("agent_error", "max_turns_exceeded", {}),
+}
+
+
+@pytest.fixture
+def llm() -> Iterator[tuple[ScriptedLLM, str]]:
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        yield server, base_url
+
+
+def settings(base_url: str | None, **extra: Any) -> ChatSettings:
+    values: dict[str, Any] = {
+        "base_url": base_url,
+        "model": "scripted-model",
+        "api_key_env": KEY_ENV,
+        "timeout_s": CLIENT_TIMEOUT,
+        "max_turns": 4,
+        "retry_backoff_s": 0.0,
+        "max_retries": 1,
+    }
+    values.update(extra)
+    return ChatSettings(**values)
+
+
+def solve(agent: ChatAgent, question: str) -> tuple[Any, Receipt]:
+    session = ToolSession(DEMO_TOOLS, final_schema=DemoFinal.model_json_schema())
+    outcome = solve_with_session(agent, {"question": question}, session, accept_final)
+    return outcome, Receipt.model_validate(outcome.receipt)
+
+
+@pytest.mark.parametrize("question", sorted(SCENARIOS))
+def test_every_scenario_ends_classified_and_nothing_hangs(
+    llm: tuple[ScriptedLLM, str], question: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    failure_class, code, errors = SCENARIOS[question]
+    started = time.monotonic()
+    outcome, receipt = solve(ChatAgent(settings(llm[1])), question)
+    assert time.monotonic() - started < 5
+    assert (outcome.failure_class and outcome.failure_class.value) == failure_class
+    if failure_class is None:
+        assert outcome.output == {"answer": 3}
+    elif failure_class == "agent_error":
+        assert f"[{code}]" in (outcome.failure_reason or "")
+    else:
+        assert receipt.canonical.failure_code == code
+    assert receipt.canonical.totals.errors == errors
+
+
+def test_the_conversation_carries_tools_results_and_the_key(
+    llm: tuple[ScriptedLLM, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    server, base_url = llm
+    solve(ChatAgent(settings(base_url)), "malformed_args")
+    first, _, last = server.requests
+    assert [tool["function"]["name"] for tool in first["tools"]] == ["add", "divide"]
+    assert (first["model"], first["temperature"], first["seed"]) == ("scripted-model", 0.0, 0)
+    assert '"question":"malformed_args"' in first["messages"][1]["content"]
+    assert '"title":"DemoFinal"' in first["messages"][1]["content"]
+    refused, delivered = (m for m in last["messages"] if m["role"] == "tool")
+    assert '"code":"invalid_arguments"' in refused["content"]
+    assert delivered["content"].startswith('<tool-result id="')
+    assert '{"sum":3}' in delivered["content"]
+    assert all(h.get("Authorization") == f"Bearer {SECRET}" for h in server.headers)
+
+
+def test_no_key_no_authorization_header(
+    llm: tuple[ScriptedLLM, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    server, base_url = llm
+    solve(ChatAgent(settings(base_url)), "tools")
+    assert not any("Authorization" in headers for headers in server.headers)
+
+
+def test_unfenced_results_when_asked(llm: tuple[ScriptedLLM, str]) -> None:
+    server, base_url = llm
+    solve(ChatAgent(settings(base_url, fence_results=False)), "tools")
+    tool_message = next(m for m in server.requests[-1]["messages"] if m["role"] == "tool")
+    assert tool_message["content"] == '{"sum":3}'
+
+
+def test_an_unreachable_endpoint_is_an_agent_error_and_not_recorded(tmp_path: Path) -> None:
+    with ScriptedLLM().serving() as base_url:
+        pass  # the port is closed again
+    agent = ChatAgent(settings(base_url, cassettes=tmp_path / "tapes", cassette_mode="record"))
+    outcome, _ = solve(agent, "tools")
+    assert "[llm_unreachable]" in (outcome.failure_reason or "")
+    assert not (tmp_path / "tapes").exists()
+
+
+def test_record_then_replay_without_a_server(
+    llm: tuple[ScriptedLLM, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    tapes = tmp_path / "tapes"
+    recorder = ChatAgent(settings(llm[1], cassettes=tapes))
+    assert recorder.settings.effective_mode == "record"
+    recorded = {q: solve(recorder, q) for q in SCENARIOS}
+    texts = "".join(path.read_text() for path in sorted(tapes.glob("*.json")))
+    assert SECRET not in texts
+    assert "127.0.0.1" not in texts
+    assert "Authorization" not in texts
+    replayer = ChatAgent(settings(None, cassettes=tapes))
+    assert replayer.settings.effective_mode == "replay"
+    for question, (outcome, receipt) in recorded.items():
+        again, again_receipt = solve(replayer, question)
+        assert again.model_dump(exclude={"receipt"}) == outcome.model_dump(exclude={"receipt"})
+        assert again_receipt.digest == receipt.digest
+    missing, _ = solve(replayer, "never recorded")
+    assert "[cassette_miss]" in (missing.failure_reason or "")
+
+
+def test_a_tampered_cassette_is_refused(tmp_path: Path) -> None:
+    shelf = CassetteShelf(tmp_path)
+    request: dict[str, Any] = {"model": "m", "messages": []}
+    path = shelf.save(request, RecordedResponse(status=200, json_body={"choices": []}))
+    assert path.name == f"{request_digest(request)}.json"
+    assert shelf.load(request).status == 200
+    data = json.loads(path.read_text())
+    data["request"]["model"] = "other"
+    path.write_text(json.dumps(data))
+    with pytest.raises(AgentbenchError) as caught:
+        shelf.load(request)
+    assert (caught.value.code, caught.value.location.field) == ("invalid_cassette", "request")
+    path.write_text('{"scheme": "agentbench-cassette/1", "scheme": "x"}')
+    with pytest.raises(AgentbenchError) as duplicate:
+        shelf.load(request)
+    assert duplicate.value.code == "duplicate_key"
+
+
+@pytest.mark.parametrize(
+    ("content", "text"),
+    [
+        ('{"answer": 3}', '{"answer": 3}'),
+        ('  ```json\n{"answer": 3}\n```  ', '{"answer": 3}'),
+        ("```\n{}\n```", "{}"),
+        (None, ""),
+        (["not", "text"], ""),
+    ],
+)
+def test_final_text_strips_a_code_fence(content: Any, text: str) -> None:
+    assert final_text(content) == text
+
+
+def test_settings_precedence_and_refusals(tmp_path: Path) -> None:
+    ini = {"agentbench_llm_model": "from-ini", "agentbench_llm_temperature": "0.5"}
+    resolved = resolve_settings(
+        ini=ini.get,
+        environ={"AGENTBENCH_LLM_MODEL": "from-env", "AGENTBENCH_CASSETTES": "tapes"},
+        overrides={"cassette_mode": "off"},
+        root=tmp_path,
+    )
+    assert (resolved.model, resolved.temperature) == ("from-env", 0.5)
+    assert resolved.cassettes == tmp_path / "tapes"
+    assert resolved.effective_mode == "off"
+    with pytest.raises(UsageError) as caught:
+        resolve_settings(ini={"agentbench_llm_max_turns": "many"}.get, environ={})
+    assert caught.value.code == "invalid_llm_setting"
+    assert caught.value.location.field == "agentbench_llm_max_turns"
+
+
+def test_an_agent_without_model_or_endpoint_is_refused_when_built() -> None:
+    with pytest.raises(ChatAgentError, match=r"\[llm_config\] no model"):
+        ChatAgent(ChatSettings(base_url="http://127.0.0.1:9/v1"))
+    with pytest.raises(ChatAgentError, match=r"\[llm_config\] no base URL"):
+        ChatAgent(ChatSettings(model="m"))
+
+
+RUN_ARGS = ("--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent",)
+
+
+def run_suite(pytester: pytest.Pytester, tag: str, *args: str) -> dict[str, Any]:
+    report = pytester.path / f"{tag}.json"
+    receipts = pytester.path / f"receipts-{tag}"
+    pytester.runpytest(
+        *RUN_ARGS,
+        "--agentbench-timeout=20",
+        f"--agentbench-report={report}",
+        f"--agentbench-receipts={receipts}",
+        "-m",
+        "not agentbench_control",
+        *args,
+    )
+    (suite,) = json.loads(report.read_text())["suites"]
+    results = {}
+    for entry in suite["cases"]:
+        result = entry["result"]
+        result["receipt"] = Receipt.model_validate(result["receipt"]).canonical.model_dump()
+        results[result["case_id"]] = result
+    files = {
+        path.name: json.loads(path.read_text())["canonical"]
+        for path in sorted(receipts.rglob("*.json"))
+    }
+    return {"results": results, "receipt_files": files, "metrics": suite["metrics"]}
+
+
+def folder_digest(folder: Path) -> str:
+    return hashlib.sha256(
+        b"".join(p.name.encode() + p.read_bytes() for p in sorted(folder.glob("*.json")))
+    ).hexdigest()
+
+
+def test_a_recorded_pytest_run_replays_identically_with_the_server_stopped(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_demo_suite(
+        demo.path,
+        "chat-suite",
+        questions={q: q for q in SCENARIOS},
+        answers=dict.fromkeys(SCENARIOS, 3),
+        world="demo-tools",
+    )
+    demo.makeini(
+        "[pytest]\n"
+        "agentbench_llm_model = scripted-model\n"
+        f"agentbench_llm_api_key_env = {KEY_ENV}\n"
+        f"agentbench_llm_timeout = {CLIENT_TIMEOUT}\n"
+        "agentbench_llm_max_turns = 4\n"
+        "agentbench_llm_retry_backoff = 0\n"
+        "agentbench_cassettes = cassettes\n"
+    )
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        recorded = run_suite(demo, "record")
+    monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)  # nothing listens there now
+    tapes = demo.path / "cassettes"
+    before = folder_digest(tapes)
+    assert SECRET not in "".join(p.read_text() for p in tapes.glob("*.json"))
+    replayed = run_suite(demo, "replay", "-n", "2")
+    assert replayed == recorded
+    assert folder_digest(tapes) == before, "replay never writes a cassette"
+    outcomes = {cid: (r["outcome"], r["failure_class"]) for cid, r in recorded["results"].items()}
+    assert outcomes == {
+        "tools": ("passed", None),
+        "malformed_args": ("failed", None),
+        "rate_limited": ("passed", None),
+        "server_error": ("failed", "agent_error"),
+        "slow": ("failed", "agent_error"),
+        "not_json": ("failed", "agent_error"),
+        "prose": ("failed", "product_error"),
+        "loop": ("failed", "agent_error"),
+    }
+    next(tapes.glob("*.json")).unlink()
+    missed = run_suite(demo, "miss")["results"]
+    reasons = [r["failure_reason"] or "" for r in missed.values()]
+    assert sum("[cassette_miss]" in reason for reason in reasons) == 1
+    assert not any("llm_unreachable" in reason for reason in reasons), "no live call in replay"

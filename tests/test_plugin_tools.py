@@ -1,0 +1,145 @@
+"""The tool-session contract in real pytest runs, with and without xdist.
+
+One ``demo-tools`` suite has a case per outcome (budgets, every error code,
+adapter failures); the JSON run report and ``--agentbench-receipts`` must
+classify each one the same way and carry receipts whose digests equal those
+of the same cases run in this process.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.registry import WorldRegistry
+from pytest_agentbench.report.receipts import receipt_path
+from pytest_agentbench.runner import run_case
+from pytest_agentbench.session import SuiteLoader
+from pytest_agentbench.tools import Receipt
+from tests import demo_world, tool_agents
+from tests.demo_world import TOOLS_WORLD, write_demo_suite
+
+SUITE = "demo-tools-suite"
+TIMEOUT = 1.0
+# (case outcome, failure class, receipt errors, receipt failure code)
+EXPECTED: dict[str, tuple[str, str | None, dict[str, int], str | None]] = {
+    "ok": ("passed", None, {}, None),
+    "calls": ("failed", None, {"budget_exhausted": 1, "invalid_arguments": 14}, None),
+    "bytes": ("failed", None, {"budget_exhausted": 1}, None),
+    "unknown": ("failed", None, {"unknown_tool": 1}, None),
+    "invalid": ("failed", None, {"invalid_arguments": 1}, None),
+    "refusal": ("failed", None, {"operand_too_large": 1}, None),
+    "handler": ("error", "harness_error", {"handler_failed": 1}, "handler_failed"),
+    "closed": ("failed", None, {"session_closed": 1}, None),
+    "raise": ("failed", "agent_error", {}, "adapter_failed"),
+    "malformed": ("failed", "product_error", {}, "malformed_final"),
+    "timeout": ("failed", "agent_error", {}, "timed_out"),
+}
+QUESTIONS = {name: name for name in EXPECTED}
+ANSWERS = dict.fromkeys(EXPECTED, 3)
+
+
+def write_suite(base: Path) -> Path:
+    return write_demo_suite(
+        base,
+        SUITE,
+        questions=QUESTIONS,
+        answers=ANSWERS,
+        world="demo-tools",
+        extra_suite_yaml=tool_agents.BUDGET_OPTIONS,
+    )
+
+
+@pytest.fixture
+def project(demo: pytest.Pytester) -> pytest.Pytester:
+    write_suite(demo.path)
+    demo.makepyfile(tool_agents=Path(tool_agents.__file__).read_text(encoding="utf-8"))
+    return demo
+
+
+@pytest.fixture(scope="module")
+def in_process_digests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The receipts' digests when this process runs the same cases directly."""
+    base = tmp_path_factory.mktemp("direct")
+    loaded = SuiteLoader(WorldRegistry([TOOLS_WORLD]), base).load(write_suite(base))
+    world, suite = loaded.world, loaded.suite
+    digests = {}
+    for case in world.cases(suite):
+        view = world.public_view(suite, case)
+        outcome = run_case(world, suite, case, view, tool_agents.Scripted(), timeout=TIMEOUT)
+        assert outcome.receipt is not None
+        digests[case.case_id] = Receipt.model_validate(outcome.receipt).digest
+    return digests
+
+
+def run(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    report = project.path / "run.json"
+    result = project.runpytest(
+        "--agentbench-adapter=tool_agents:Scripted",
+        f"--agentbench-timeout={TIMEOUT}",
+        f"--agentbench-report={report}",
+        f"--agentbench-receipts={project.path / 'receipts'}",
+        "-m",
+        "not agentbench_control",
+        *args,
+    )
+    (suite,) = json.loads(report.read_text())["suites"]
+    return result, {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+
+
+def check_budgets(cases: dict[str, Any]) -> None:
+    calls = Receipt.model_validate(cases["calls"]["receipt"]).canonical
+    assert calls.totals.calls == 15
+    assert calls.calls[-1].error == "budget_exhausted"
+    assert calls.budget.model_dump() == {"max_calls": 14, "max_bytes": 100}
+    spent = Receipt.model_validate(cases["bytes"]["receipt"]).canonical
+    withheld = spent.calls[-1]
+    assert (withheld.error, withheld.delivered, withheld.model_visible_bytes) == (
+        "budget_exhausted",
+        False,
+        0,
+    )
+    assert withheld.result == {"sum": 3}, "the withheld answer is kept in the receipt"
+    assert spent.totals.model_visible_bytes == 99
+    assert spent.totals.delivered == 11
+
+
+def test_every_outcome_is_classified_with_a_stable_receipt(
+    project: pytest.Pytester, xdist_args: list[str], in_process_digests: dict[str, str]
+) -> None:
+    result, cases = run(project, *xdist_args)
+    assert sorted(cases) == sorted(EXPECTED)
+    for case_id, (outcome, failure_class, errors, code) in EXPECTED.items():
+        case = cases[case_id]
+        receipt = Receipt.model_validate(case["receipt"])
+        assert (case["outcome"], case["failure_class"]) == (outcome, failure_class), case_id
+        assert receipt.canonical.totals.errors == errors, case_id
+        assert receipt.canonical.failure_code == code, case_id
+        assert receipt.digest == in_process_digests[case_id], case_id
+        on_disk = receipt_path(project.path / "receipts", SUITE, case_id)
+        assert Receipt.model_validate_json(on_disk.read_text()).digest == receipt.digest
+    check_budgets(cases)
+    counts = {"passed": 1, "failed": 9, "error": 1, "skipped": 0}
+    result.stdout.fnmatch_lines([f"cases: {', '.join(f'{v} {k}' for k, v in counts.items())}*"])
+
+
+def test_the_reference_tool_agent_and_the_controls_pass(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, SUITE, world="demo-tools", controls=demo_world.DEMO_TOOLS_CONTROLS)
+    result = demo.runpytest()
+    result.assert_outcomes(passed=5)
+
+
+def test_an_answer_adapter_still_runs_the_interactive_world(project: pytest.Pytester) -> None:
+    project.makepyfile(plain="class Plain:\n    def answer(self, question):\n        return 3\n")
+    result = project.runpytest("--agentbench-adapter=plain:Plain", "-m", "not agentbench_control")
+    result.assert_outcomes(passed=len(EXPECTED))
+
+
+def test_an_adapter_of_neither_protocol_is_refused(project: pytest.Pytester) -> None:
+    project.makepyfile(mute="class Mute:\n    def speak(self):\n        return 3\n")
+    result = project.runpytest("--agentbench-adapter=mute:Mute")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*DemoAdapter (demo), ToolAgent or DemoAdapter (demo-tools)*"])
