@@ -74,6 +74,13 @@ class PromotesReports(Protocol):
     ) -> dict[str, Any]: ...
 
 
+@runtime_checkable
+class WarnsOnVerify(Protocol):
+    """Optional world capability: what a suite holds that verify accepts but reports."""
+
+    def verify_warnings(self, suite: Suite) -> list[str]: ...
+
+
 def _registry() -> WorldRegistry:
     manager = pluggy.PluginManager("pytest")
     manager.add_hookspecs(hookspecs)
@@ -149,6 +156,9 @@ def cmd_list(args: argparse.Namespace, registry: WorldRegistry) -> int:
 def cmd_verify(args: argparse.Namespace, registry: WorldRegistry) -> int:
     loaded = load(args.suite, registry)
     loaded.world.load_oracle(loaded.suite)
+    if isinstance(loaded.world, WarnsOnVerify):
+        for warning in loaded.world.verify_warnings(loaded.suite):
+            print(f"agentbench: warning: {warning}", file=sys.stderr)
     print(f"ok: {loaded.suite.id}: public artifacts and evaluator checksums verified")
     return 0
 

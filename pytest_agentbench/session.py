@@ -221,17 +221,26 @@ def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
 
 
 def suite_digests(suite: Suite) -> dict[str, str | None]:
-    """Artifact-set digests of the suite's public folder and oracle folder."""
+    """Artifact-set digests of the suite's public folder and oracle folder.
 
-    def digest(root: Path) -> str | None:
+    An oracle folder inside the suite folder (a recognised layout such as
+    ``public/`` + ``evaluator/``) is not part of the public digest.
+    """
+
+    def digest(root: Path, *, without: Path | None = None) -> str | None:
         if not root.is_dir():
             return None
         files = tree_files(root)
         return artifact_set_digest_from_hashes(
-            {rel: sha256_hex(path.read_bytes()) for rel, path in files.items()}
+            {
+                rel: sha256_hex(path.read_bytes())
+                for rel, path in files.items()
+                if without is None or not path.resolve().is_relative_to(without)
+            }
         )
 
-    return {"public": digest(suite.root), "oracle": digest(suite.oracle_root)}
+    oracle = suite.oracle_root
+    return {"public": digest(suite.root, without=oracle), "oracle": digest(oracle)}
 
 
 @dataclass

@@ -25,12 +25,13 @@ from pytest_agentbench.canonical import (
     sha256_hex,
     tree_files,
 )
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.stats import mcnemar_exact
 from pytest_agentbench.worlds.authority.agents import CurrentStateAgent, ReferenceAgent
 from pytest_agentbench.worlds.authority.bundle import read_public
 
-SUITE_ID = "asteria-agentic-v1"
+SUITE_ID = "asteria-authored-v1"
 SHIPPED_SUITE = packaged_suites()[SUITE_ID]
 SHIPPED_ORACLE = SHIPPED_SUITE.parent.parent / "oracles" / SUITE_ID
 ACTION_COUNT = 11
@@ -44,9 +45,20 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def shipped_rows(agent: ReferenceAgent | CurrentStateAgent) -> list[dict[str, Any]]:
-    """The agent's submission rows for the shipped suite, in event order."""
+    """The agent's submission rows for the shipped suite, in event order.
+
+    An action the agent refuses (current_state refuses one) has no row, so a
+    predictions file of these rows fails that case as the agent's error does.
+    """
     public = read_public(SHIPPED_SUITE, "suites/" + SUITE_ID, exclude=("suite.yaml",))
-    return agent.trace(public)
+    rows = []
+    for event in public.events:
+        if event.payload.event_type == "action_attempted":
+            try:
+                rows.append(agent.trace_action(public, event.id))
+            except AgentbenchError:
+                continue
+    return rows
 
 
 REFERENCE_ROWS = shipped_rows(ReferenceAgent())
@@ -120,7 +132,9 @@ def test_list_names_the_builtin_suite_its_world_and_case_count(
 ) -> None:
     status, out, _ = run(capsys, "list")
     assert status == 0
-    assert out.splitlines() == [f"{SUITE_ID}\tauthority\t{ACTION_COUNT} cases\tAsteria Agentic v1"]
+    assert out.splitlines() == [
+        f"{SUITE_ID}\tauthority\t{ACTION_COUNT} cases\tAsteria Authored v1 (worked example)"
+    ]
 
 
 def test_verify_accepts_the_shipped_suite(capsys: pytest.CaptureFixture[str]) -> None:
@@ -311,17 +325,21 @@ def test_evaluate_reference_agent_scores_every_metric_perfectly(
     assert metric_text(out, "excess_authority_rate") == "0.0000"
 
 
-def test_evaluate_baselines_reproduce_the_published_figures(
+def test_evaluate_baselines_on_the_authored_suite(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    # The seed's figures (0.6364, 0.3333, 0.5455) are the published fixture's; the
+    # authored suite shares the decision accuracy of always_deny, and current_state
+    # refuses its wrong-runtime case (no runtime at audit time runs it as claimed).
     _, deny, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "always_deny")
     status, current, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "current_state")
     assert status == 0
     assert metric_text(deny, "authorization_decision_accuracy") == "0.6364"
     assert metric_text(deny, "authorization_decision_f1") == "null"
-    assert metric_text(current, "authorization_decision_accuracy") == "0.6364"
+    assert metric_text(deny, "principal_resolution_accuracy") == "1.0000"
+    assert metric_text(current, "authorization_decision_accuracy") == "0.5455"
     assert metric_text(current, "authorization_decision_f1") == "0.3333"
-    assert metric_text(current, "provenance_completeness") == "0.5455"
+    assert metric_text(current, "provenance_completeness") == "0.4545"
 
 
 def test_evaluate_prints_metrics_grouped_by_family(capsys: pytest.CaptureFixture[str]) -> None:
@@ -347,9 +365,9 @@ def test_evaluate_json_carries_metrics_and_case_outcomes(
     assert list(report["cases"]) == ACTION_IDS
     assert set(report["cases"].values()) == {"passed", "failed"}
     metrics = json_metrics(out)
-    assert metrics["authorization_decision_accuracy"] == pytest.approx(7 / 11)
+    assert metrics["authorization_decision_accuracy"] == pytest.approx(6 / 11)
     assert metrics["authorization_decision_f1"] == pytest.approx(1 / 3)
-    assert metrics["provenance_completeness"] == pytest.approx(6 / 11)
+    assert metrics["provenance_completeness"] == pytest.approx(5 / 11)
 
 
 def test_evaluate_reference_predictions_score_perfectly(
@@ -475,7 +493,7 @@ def test_compare_prints_metric_deltas_and_mcnemar(
     assert status == 0
     lines = out.splitlines()
     assert lines[0] == f"{SUITE_ID}:"
-    assert "  authorization_decision_accuracy: 1.0000 -> 0.6364  -0.3636" in lines
+    assert "  authorization_decision_accuracy: 1.0000 -> 0.5455  -0.4545" in lines
     assert "  authorization_decision_f1: 1.0000 -> 0.3333  -0.6667" in lines
     assert "  excess_authority_rate: 0.0000 -> 0.1429  +0.1429" in lines
     mcnemar = [line for line in lines if "McNemar" in line]

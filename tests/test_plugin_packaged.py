@@ -9,7 +9,7 @@ import pytest
 from pytest_agentbench.packaged import packaged_suites
 from tests.demo_world import write_demo_suite
 
-ASTERIA = "asteria-agentic-v1"
+ASTERIA = "asteria-authored-v1"
 needs_asteria = pytest.mark.skipif(
     ASTERIA not in packaged_suites(), reason=f"the packaged suite {ASTERIA} is not present"
 )

@@ -206,12 +206,12 @@ def test_agentbench_suite_refuses_a_folder_no_world_recognises(layout: pytest.Py
 
 
 def test_an_ambiguous_folder_is_a_collection_error_and_the_rest_runs(
-    layout: pytest.Pytester, xdist_args: list[str]
+    layout: pytest.Pytester,
 ) -> None:
     layout.makeconftest("RIVAL = True\n" + LAZY_CONFTEST)
     write_layout_folder(layout.path / "a")
     layout.makepyfile(test_plain="def test_plain():\n    pass\n")
-    result = layout.runpytest(*xdist_args)
+    result = layout.runpytest()
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
         [

@@ -66,7 +66,7 @@ def test_a_badly_shaped_id_is_refused(tmp_path: Path, bad_id: str) -> None:
     assert "lowercase" in error.reason
 
 
-@pytest.mark.parametrize("good_id", ["a", "0day", "asteria-agentic-v1", "x.y_z-1"])
+@pytest.mark.parametrize("good_id", ["a", "0day", "asteria-authored-v1", "x.y_z-1"])
 def test_well_shaped_ids_are_accepted(tmp_path: Path, good_id: str) -> None:
     assert load(tmp_path, MINIMAL.replace("demo-suite", good_id)).id == good_id
 

@@ -1,4 +1,10 @@
-"""Asteria Agentic v1: the frozen authority conformance world, authored as data.
+"""asteria-authored-v1: the authority world's worked example, authored as data.
+
+It is written here from the Asteria Agentic v1 specification with the builder
+(:mod:`.builder`) and differs in content from the fixture the original
+SynthWorld tooling publishes as ``asteria-agentic-v1``; it therefore has its
+own suite id and world id (``asteria-authored``). Run the published fixture
+itself by path (see the README).
 
 Asteria is a procurement organisation whose procurement agent hands an
 attenuated comparison task to a child agent; Orion is an external tenant whose
@@ -59,8 +65,8 @@ from pytest_agentbench.worlds.authority.models import (
     WorldSnapshot,
 )
 
-SUITE_ID = "asteria-agentic-v1"
-WORLD_ID = "asteria-agentic"
+SUITE_ID = "asteria-authored-v1"
+WORLD_ID = "asteria-authored"
 WORLD_VERSION = "1.0.0"
 SCHEMA_VERSION = "1.0.0"
 SEED = 20260719
@@ -916,7 +922,7 @@ def asteria_source() -> WorldSource:
 
 
 def write_asteria(suites_dir: Path, oracles_dir: Path) -> None:
-    """(Re)write ``suites_dir/asteria-agentic-v1`` and ``oracles_dir/asteria-agentic-v1``.
+    """(Re)write ``suites_dir/<SUITE_ID>`` and ``oracles_dir/<SUITE_ID>``.
 
     The hand-written ``suite.yaml`` beside the public files is left untouched.
     """
@@ -927,7 +933,7 @@ def write_asteria(suites_dir: Path, oracles_dir: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_agentbench.worlds.authority.asteria",
-        description="Regenerate the Asteria Agentic v1 public and evaluator trees.",
+        description="Regenerate the asteria-authored-v1 public and evaluator trees.",
     )
     parser.add_argument("--suites", type=Path, required=True, help="the suites/ folder")
     parser.add_argument("--oracles", type=Path, required=True, help="the oracles/ folder")

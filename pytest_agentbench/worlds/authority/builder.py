@@ -163,7 +163,8 @@ def derive_evaluator_records(
     audit_of = audit_events(public.events, public.scenarios)
     return EvaluatorRecords(
         bindings=BindingsFile(
-            bindings=tuple(sorted(bindings, key=lambda b: order[b.action_event_id]))
+            schema_version=public.snapshot.organisation.schema_version,
+            bindings=tuple(sorted(bindings, key=lambda b: order[b.action_event_id])),
         ),
         truth=truth,
         cases=tuple(sorted(labels, key=lambda label: order[label.action_event_id])),

@@ -6,30 +6,36 @@ its own time as the clock; at audit, the same attempt is authorised against
 the state before the audit event with the audit event's time as the clock.
 Time validity is ``valid_from <= clock < expires_at``.
 
-Failure reasons (a decision is ``allow`` exactly when there are none):
+Failure reasons are composed exactly as the original does (the format page's
+"Failure reasons"); a decision is ``allow`` exactly when there are none.
+``actor`` is the canonical binding (or, public-only, what an agent resolved
+from the claims), never the attempt's claims themselves.
 
-* ``credential_invalid``: the presented credential is not issued in the state,
-  the clock is outside its validity, or it does not allow the acting runtime
-  principal.
-* ``wrong_runtime``: the acting runtime is unknown, not spawned in the state,
-  belongs to another logical agent than the acting one, or has another runtime
-  principal than the acting one.
-* ``tenant_mismatch``: the resource's tenant differs from the tenant of the
-  acting logical agent or of the acting runtime.
 * Coverage, over the candidates (delegations granted in the state to the
-  acting agent by the originating principal): a qualifying delegation is
-  unrevoked, time-valid and covers the resource, the action, every requested
-  scope and the purpose. Without one: ``delegation_revoked`` when a revoked
-  candidate covers, else ``capability_exceeded`` when an unrevoked time-valid
-  candidate exists, else ``no_active_delegation``.
-* With a qualifying delegation (the chain is selected version-blind; the
-  smallest id wins; qualifying delegations that disagree on policy version are
-  refused as ``ambiguous_policy_version``): ``overprivileged_subdelegation``
-  when a chain hop is wider than its parent or its parent may not delegate, or
-  when the attempt's ``proposed_delegation`` is wider than the selected
-  capability or the selected delegation may not delegate;
-  ``policy_version_mismatch`` when the selected delegation's version differs
-  from the attempt's.
+  actor's logical agent by its originating principal); *capable* means not
+  revoked, time-valid and covering resource, action, every requested scope and
+  the purpose. First that applies: capable delegations disagreeing on policy
+  version are refused as ``ambiguous_policy_version``; a capable one whose
+  version equals the attempt's publishes the chain with no reason; one whose
+  version differs adds ``policy_version_mismatch`` (the chain still published);
+  a time-valid revoked candidate that covers gives ``delegation_revoked``; an
+  active (unrevoked, time-valid) candidate gives ``capability_exceeded``; else
+  ``no_active_delegation`` (expired or not-yet-valid coverage is absence).
+* ``credential_invalid``: the presented credential is unknown in the state, its
+  subject is not the actor's credential subject, or the clock is outside it.
+* ``wrong_runtime``: the actor's runtime is unknown in the state or records
+  another logical agent or runtime principal; or the credential passed its own
+  check but does not allow the actor's runtime principal (an invalid credential
+  suppresses this second source).
+* ``no_active_delegation`` also when the actor's logical agent, the attempted
+  resource or the actor's originating principal is unknown; otherwise
+  ``tenant_mismatch`` when their ``organisation_id`` values are not all equal
+  (a principal without one mismatches).
+* ``policy_version_mismatch`` also when the attempt's version is not the
+  version of any registered policy.
+* ``overprivileged_subdelegation`` only when the attempt proposes a delegation
+  and a chain is published, judged against the chain's leaf (see
+  :func:`proposal_within_leaf`).
 """
 
 from __future__ import annotations
@@ -38,7 +44,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import pairwise
 
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.models import (
@@ -62,6 +67,7 @@ from pytest_agentbench.worlds.authority.replay import (
     Replayer,
     WorldIndex,
     WorldState,
+    authorised_child_delegator,
 )
 
 SIDE_EFFECTS: Mapping[str, str] = {
@@ -83,6 +89,7 @@ class Actor:
     logical_agent_id: str | None
     runtime_id: str | None
     runtime_principal_id: str | None
+    credential_subject_id: str | None
 
 
 @dataclass(frozen=True)
@@ -111,15 +118,6 @@ def _covers(capability: Capability, attempt: Attempt) -> bool:
     )
 
 
-def _within(child: Capability, parent: Capability) -> bool:
-    return (
-        set(child.resource_ids) <= set(parent.resource_ids)
-        and set(child.actions) <= set(parent.actions)
-        and set(child.scopes) <= set(parent.scopes)
-        and child.purpose == parent.purpose
-    )
-
-
 def _candidates(state: WorldState, actor: Actor) -> list[Delegation]:
     if actor.logical_agent_id is None or actor.originating_principal_id is None:
         return []
@@ -127,114 +125,138 @@ def _candidates(state: WorldState, actor: Actor) -> list[Delegation]:
     return [state.delegations[item] for item in state.delegations_by_grant.get(key, ())]
 
 
-def _active(state: WorldState, delegation: Delegation, clock: datetime) -> bool:
-    return not state.is_revoked(delegation.id) and _time_valid(
-        delegation.valid_from, delegation.expires_at, clock
-    )
+def _time_valid_delegation(delegation: Delegation, clock: datetime) -> bool:
+    return _time_valid(delegation.valid_from, delegation.expires_at, clock)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How the candidate delegations resolve for one attempt."""
+
+    chain: tuple[Delegation, ...]
+    """The published chain, root first (empty unless a capable delegation exists)."""
+    reason: FailureReason | None
+
+
+def resolve_coverage(
+    state: WorldState, attempt: Attempt, actor: Actor, clock: datetime
+) -> Coverage:
+    """Cases (A) and (0)-(4) of the format page, first that applies."""
+    candidates = _candidates(state, actor)
+    time_valid = [d for d in candidates if _time_valid_delegation(d, clock)]
+    active = [d for d in time_valid if not state.is_revoked(d.id)]
+    capable = [d for d in active if _covers(d.capability, attempt)]
+    if capable:
+        versions = {delegation.policy_version for delegation in capable}
+        if len(versions) > 1:
+            raise AgentbenchError(
+                "ambiguous_policy_version",
+                f"capable delegations {sorted(d.id for d in capable)} disagree on policy "
+                f"version {sorted(versions)}",
+            )
+        selected = min(capable, key=lambda delegation: delegation.id)
+        chain = [selected]
+        while chain[-1].parent_delegation_id is not None:
+            chain.append(state.delegations[chain[-1].parent_delegation_id])
+        mismatch = selected.policy_version != attempt.policy_version
+        return Coverage(tuple(reversed(chain)), "policy_version_mismatch" if mismatch else None)
+    if any(state.is_revoked(d.id) and _covers(d.capability, attempt) for d in time_valid):
+        return Coverage((), "delegation_revoked")
+    if active:
+        return Coverage((), "capability_exceeded")
+    return Coverage((), "no_active_delegation")
 
 
 def select_chain(
     state: WorldState, attempt: Attempt, actor: Actor, clock: datetime
 ) -> tuple[Delegation, ...]:
-    """The covering chain, root first; empty when no unrevoked time-valid delegation covers."""
-    qualifying = [
-        delegation
-        for delegation in _candidates(state, actor)
-        if _active(state, delegation, clock) and _covers(delegation.capability, attempt)
-    ]
-    if not qualifying:
-        return ()
-    versions = {delegation.policy_version for delegation in qualifying}
-    if len(versions) > 1:
-        raise AgentbenchError(
-            "ambiguous_policy_version",
-            f"qualifying delegations {sorted(d.id for d in qualifying)} disagree on policy "
-            f"version {sorted(versions)}",
-        )
-    selected = min(qualifying, key=lambda delegation: delegation.id)
-    chain = [selected]
-    while chain[-1].parent_delegation_id is not None:
-        chain.append(state.delegations[chain[-1].parent_delegation_id])
-    return tuple(reversed(chain))
+    """The published chain, root first; empty when no capable delegation exists."""
+    return resolve_coverage(state, attempt, actor, clock).chain
 
 
-def _coverage_reason(
-    state: WorldState, attempt: Attempt, actor: Actor, clock: datetime
-) -> FailureReason:
-    candidates = _candidates(state, actor)
-    if any(
-        state.is_revoked(delegation.id) and _covers(delegation.capability, attempt)
-        for delegation in candidates
-    ):
-        return "delegation_revoked"
-    if any(_active(state, delegation, clock) for delegation in candidates):
-        return "capability_exceeded"
-    return "no_active_delegation"
-
-
-def _overprivileged(chain: Sequence[Delegation], attempt: Attempt) -> bool:
-    for parent, child in pairwise(chain):
-        if not parent.capability.may_delegate or not _within(child.capability, parent.capability):
-            return True
-    proposed = attempt.proposed_delegation
-    if proposed is None:
-        return False
-    selected = chain[-1].capability
-    return not selected.may_delegate or not _within(proposed.capability, selected)
-
-
-def _credential_invalid(state: WorldState, attempt: Attempt, actor: Actor, clock: datetime) -> bool:
-    credential = state.credentials.get(attempt.presented_credential_id)
+def proposal_within_leaf(state: WorldState, proposal: Delegation, leaf: Delegation) -> bool:
+    """Whether a proposed delegation is a valid child of the selected leaf ``leaf``."""
+    wanted, granted = proposal.capability, leaf.capability
     return (
-        credential is None
-        or not _time_valid(credential.valid_from, credential.expires_at, clock)
-        or actor.runtime_principal_id not in credential.allowed_runtime_principal_ids
+        granted.may_delegate
+        and proposal.originating_principal_id == leaf.originating_principal_id
+        and proposal.parent_delegation_id == leaf.id
+        and proposal.policy_version == leaf.policy_version
+        and set(wanted.resource_ids) <= set(granted.resource_ids)
+        and set(wanted.actions) <= set(granted.actions)
+        and set(wanted.scopes) <= set(granted.scopes)
+        and wanted.purpose == granted.purpose
+        and leaf.valid_from <= proposal.valid_from
+        and proposal.expires_at <= leaf.expires_at
+        and authorised_child_delegator(state, leaf, proposal.delegator_principal_id)
     )
 
 
-def _wrong_runtime(state: WorldState, actor: Actor) -> bool:
-    runtime = None if actor.runtime_id is None else state.runtimes.get(actor.runtime_id)
+def credential_valid(state: WorldState, attempt: Attempt, actor: Actor, clock: datetime) -> bool:
+    credential = state.credentials.get(attempt.presented_credential_id)
     return (
+        credential is not None
+        and credential.subject_principal_id == actor.credential_subject_id
+        and _time_valid(credential.valid_from, credential.expires_at, clock)
+    )
+
+
+def _wrong_runtime(state: WorldState, attempt: Attempt, actor: Actor, credential_ok: bool) -> bool:
+    runtime = None if actor.runtime_id is None else state.runtimes.get(actor.runtime_id)
+    if (
         runtime is None
         or runtime.logical_agent_id != actor.logical_agent_id
         or runtime.runtime_principal_id != actor.runtime_principal_id
+    ):
+        return True
+    if not credential_ok:
+        return False
+    credential = state.credentials[attempt.presented_credential_id]
+    return actor.runtime_principal_id not in credential.allowed_runtime_principal_ids
+
+
+def _membership_reason(index: WorldIndex, attempt: Attempt, actor: Actor) -> FailureReason | None:
+    """``no_active_delegation`` for an unknown party, else ``tenant_mismatch`` or none."""
+    agent = None if actor.logical_agent_id is None else index.agents.get(actor.logical_agent_id)
+    resource = index.resources.get(attempt.resource_id)
+    origin = (
+        None
+        if actor.originating_principal_id is None
+        else index.principals.get(actor.originating_principal_id)
     )
-
-
-def _tenant_mismatch(index: WorldIndex, attempt: Attempt, actor: Actor) -> bool:
-    resource_tenant = index.tenant_of(index.resources[attempt.resource_id].organisation_id)
-    acting: list[str | None] = []
-    if actor.logical_agent_id in index.agents:
-        acting.append(index.tenant_of(index.agents[actor.logical_agent_id].organisation_id))
-    if actor.runtime_id in index.listed_runtimes:
-        acting.append(index.tenant_of(index.listed_runtimes[actor.runtime_id].organisation_id))
-    return any(tenant is not None and tenant != resource_tenant for tenant in acting)
+    if agent is None or resource is None or origin is None:
+        return "no_active_delegation"
+    organisations = {agent.organisation_id, resource.organisation_id, origin.organisation_id}
+    if None in organisations or len(organisations) > 1:
+        return "tenant_mismatch"
+    return None
 
 
 def authorise(state: WorldState, attempt: Attempt, actor: Actor, clock: datetime) -> Verdict:
     """Decide ``attempt`` by ``actor`` against ``state`` at ``clock`` (see the module doc)."""
     reasons: set[FailureReason] = set()
-    if _credential_invalid(state, attempt, actor, clock):
+    credential_ok = credential_valid(state, attempt, actor, clock)
+    if not credential_ok:
         reasons.add("credential_invalid")
-    if _wrong_runtime(state, actor):
+    if _wrong_runtime(state, attempt, actor, credential_ok):
         reasons.add("wrong_runtime")
-    if _tenant_mismatch(state.index, attempt, actor):
-        reasons.add("tenant_mismatch")
-    chain = select_chain(state, attempt, actor, clock)
-    if not chain:
-        reasons.add(_coverage_reason(state, attempt, actor, clock))
-        version = attempt.policy_version
-    else:
-        if _overprivileged(chain, attempt):
-            reasons.add("overprivileged_subdelegation")
-        version = chain[-1].policy_version
-        if version != attempt.policy_version:
-            reasons.add("policy_version_mismatch")
+    membership = _membership_reason(state.index, attempt, actor)
+    if membership is not None:
+        reasons.add(membership)
+    if attempt.policy_version not in state.index.policy_versions:
+        reasons.add("policy_version_mismatch")
+    coverage = resolve_coverage(state, attempt, actor, clock)
+    if coverage.reason is not None:
+        reasons.add(coverage.reason)
+    chain = coverage.chain
+    proposal = attempt.proposed_delegation
+    if chain and proposal is not None and not proposal_within_leaf(state, proposal, chain[-1]):
+        reasons.add("overprivileged_subdelegation")
     return Verdict(
         decision="deny" if reasons else "allow",
         failure_reasons=tuple(sorted(reasons)),
         delegation_chain_ids=tuple(delegation.id for delegation in chain),
-        policy_version=version,
+        policy_version=chain[-1].policy_version if chain else attempt.policy_version,
     )
 
 
@@ -446,6 +468,7 @@ def derive_truth(
             logical_agent_id=binding.logical_agent_id,
             runtime_id=binding.runtime_id,
             runtime_principal_id=binding.runtime_principal_id,
+            credential_subject_id=binding.credential_subject_id,
         )
 
     assessments = assess_actions(public.snapshot, public.events, public.scenarios, actor_of)

@@ -18,12 +18,14 @@ every record follows:
 * Optional fields serialise as ``null``.
 
 On disk, JSON files are :func:`~pytest_agentbench.canonical.pretty_json` of
-:func:`record_json` and JSONL files hold one canonical object a line
-(:func:`jsonl_text`), so parsing then writing reproduces the written bytes.
+:func:`record_json` (``indent=2``, sorted keys) and JSONL files hold one
+compact object a line with keys in the model's field order (:func:`jsonl_text`),
+as the original writes them, so parsing then writing reproduces the bytes.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Self, TypeVar
@@ -38,7 +40,7 @@ from pydantic import (
     model_validator,
 )
 
-from pytest_agentbench.canonical import JsonValue, canonical_json, pretty_json
+from pytest_agentbench.canonical import JsonValue, pretty_json
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.suite import pydantic_refusal
@@ -394,7 +396,10 @@ class CanonicalBinding(SyntheticRecord):
     accountable_owner_chain: OrderedIdsNonEmpty
 
 
-class BindingsFile(SyntheticRecord):
+class BindingsFile(Record):
+    """``canonical_bindings.json``: no top-level ``synthetic``; each binding carries one."""
+
+    schema_version: Id
     bindings: tuple[CanonicalBinding, ...]
 
 
@@ -418,17 +423,17 @@ class CaseLabel(SyntheticRecord):
     kind: Id
 
 
-class TruthProjection(SyntheticRecord):
-    """An evaluator file that repeats fields of ``authority_truth.jsonl``, by name."""
+class TruthProjection(Record):
+    """An evaluator file that repeats some fields of ``authority_truth.jsonl``, by name.
+
+    The original writes these with no ``synthetic`` marker and in exactly the
+    fields below (in this order): not field-for-field projections of truth.
+    """
 
     @classmethod
     def of(cls, truth: AuthorityTruth, **extra: Any) -> Self:
         """The projection of ``truth``; ``extra`` supplies fields truth does not hold."""
-        taken = {
-            name: getattr(truth, name)
-            for name in cls.model_fields
-            if name != "synthetic" and name not in extra
-        }
+        taken = {name: getattr(truth, name) for name in cls.model_fields if name not in extra}
         return cls(**taken, **extra)
 
 
@@ -438,7 +443,6 @@ class ExpectedDecision(TruthProjection):
     decision_at_audit: Decision
     failure_reasons_at_action: FailureReasons
     failure_reasons_at_audit: FailureReasons
-    expected_policy_version: Id
 
 
 class ExpectedSideEffect(TruthProjection):
@@ -449,8 +453,8 @@ class ExpectedSideEffect(TruthProjection):
 class ExpectedProvenance(TruthProjection):
     action_event_id: Id
     delegation_chain_ids: OrderedIds
-    required_evidence_refs: SortedIds
     reconstructable_at_audit: bool
+    required_evidence_refs: SortedIds
 
 
 class EvidenceEpoch(TruthProjection):
@@ -459,8 +463,8 @@ class EvidenceEpoch(TruthProjection):
     action_event_id: Id
     action_event_index: int = Field(ge=1)
     audit_event_id: Id
-    required_evidence_refs: SortedIds
     reconstructable_at_audit: bool
+    required_evidence_refs: SortedIds
 
 
 class EvaluatorChecksums(Record):
@@ -598,9 +602,14 @@ def json_text(record: Record) -> str:
     return pretty_json(record_json(record))
 
 
+def jsonl_line(record: Record) -> str:
+    """One JSONL row as the original writes it: compact, keys in the model's field order."""
+    return json.dumps(record_json(record), separators=(",", ":"), ensure_ascii=False)
+
+
 def jsonl_text(records: Iterable[Record]) -> str:
-    """On-disk text of a JSONL file: one canonical object a line."""
-    return "".join(canonical_json(record_json(record)) + "\n" for record in records)
+    """On-disk text of a JSONL file: one :func:`jsonl_line` a line."""
+    return "".join(jsonl_line(record) + "\n" for record in records)
 
 
 def parse_record(

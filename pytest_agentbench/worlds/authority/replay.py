@@ -494,6 +494,9 @@ class Replayer:
         payload = event.payload
         state.event_index = event.event_index
         state.time = event.occurred_at
+        # As the original does: an event's own evidence is recorded before its
+        # effect, so an evidence_discarded event may discard what only it records.
+        state.retained_evidence.update(event.evidence_refs)
         if isinstance(payload, DelegationGranted):
             self._grant(
                 payload.delegation,
@@ -510,9 +513,6 @@ class Replayer:
             self._discard(payload.evidence_refs, event)
         elif not isinstance(payload, ActionAttempted | AuditPerformed):
             raise AssertionError(f"unhandled payload {payload!r}")
-        # An event's own evidence is recorded after its effect: a discard
-        # event never discards what it records itself.
-        state.retained_evidence.update(event.evidence_refs)
 
     def _spawn(self, runtime: Runtime, event_index: int) -> None:
         state = self.state
@@ -658,16 +658,9 @@ def _check_child(state: WorldState, delegation: Delegation) -> None:
             f"grantee {parent.grantee_agent_id!r} as its parent",
         )
     delegator = delegation.delegator_principal_id
-    parent_agent = index.agents[parent.grantee_agent_id]
-    if delegator in (parent.originating_principal_id, parent.delegator_principal_id):
+    if authorised_child_delegator(state, parent, delegator):
         return
-    if delegator in index.ownership_chain(parent_agent.owner_principal_id):
-        return
-    # Runtimes spawned so far all precede this grant (initial ones coexist with
-    # initial grants); the per-agent principal sets keep this check O(1).
-    if delegator in state.spawned_path_principals.get(parent_agent.id, ()):
-        return
-    if delegator in index.runtime_path_principals.get(parent_agent.id, ()):
+    if delegator in index.runtime_path_principals.get(parent.grantee_agent_id, ()):
         raise AgentbenchError(
             "runtime_spawned_after_grant",
             f"delegation {delegation.id!r}: delegator {delegator!r} acts through a parent-agent "
@@ -678,6 +671,24 @@ def _check_child(state: WorldState, delegation: Delegation) -> None:
         f"delegation {delegation.id!r}: delegator {delegator!r} is not related to parent "
         f"{parent_id!r}",
     )
+
+
+def authorised_child_delegator(state: WorldState, parent: Delegation, delegator: str) -> bool:
+    """Whether ``delegator`` may grant a child of ``parent`` in ``state``.
+
+    The parent's origin or delegator, a principal on the ownership chain of the
+    parent grantee's owner, or one on a path of a runtime of the parent grantee
+    spawned so far (runtimes spawned so far all precede a grant being checked;
+    the per-agent principal sets keep this O(1)).
+    """
+    if delegator in (parent.originating_principal_id, parent.delegator_principal_id):
+        return True
+    parent_agent = state.index.agents.get(parent.grantee_agent_id)
+    if parent_agent is None:
+        return False
+    if delegator in state.index.ownership_chain(parent_agent.owner_principal_id):
+        return True
+    return delegator in state.spawned_path_principals.get(parent_agent.id, ())
 
 
 def _runtime_path(index: WorldIndex, runtime: Runtime) -> set[str]:

@@ -295,6 +295,11 @@ class AuthorityWorld:
         oracle = self.load_oracle(suite)
         return builder.derive_differences(_data(suite).bundle, oracle.evaluator)
 
+    def verify_warnings(self, suite: Suite) -> list[str]:
+        """What verify accepts but reports: tool schema paths the bundle does not hold."""
+        data = _data(suite)
+        return bundle.missing_tool_schemas(data.bundle, data.public_display)
+
     def validate_predictions(self, suite: Suite, text: str) -> ValidationReport:
         return validate_trace(text, [case.case_id for case in _data(suite).cases])
 

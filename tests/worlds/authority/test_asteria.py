@@ -1,4 +1,4 @@
-"""The shipped Asteria Agentic v1 suite: inventory, truth, the seed's example row and baselines."""
+"""The shipped asteria-authored-v1 suite (the worked example): inventory, truth, baselines."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.authority import asteria
 from pytest_agentbench.worlds.authority.agents import (
     AlwaysDenyAgent,
@@ -69,14 +70,14 @@ CASE_KINDS = {
 
 @pytest.fixture(scope="module")
 def public() -> PublicBundle:
-    return read_public(SUITE_ROOT, "suites/asteria-agentic-v1", exclude=("suite.yaml",))
+    return read_public(SUITE_ROOT, "suites/asteria-authored-v1", exclude=("suite.yaml",))
 
 
 @pytest.fixture(scope="module")
 def evaluator(public: PublicBundle) -> EvaluatorBundle:
     return read_evaluator(
         ORACLE_ROOT,
-        "oracles/asteria-agentic-v1",
+        "oracles/asteria-authored-v1",
         public.manifest.artifact_set_digest,
         exclude=("controls.yaml",),
     )
@@ -120,10 +121,10 @@ def test_regenerating_into_the_committed_layout_changes_no_byte(tmp_path: Path) 
 
 def test_suite_yaml_declares_the_suite() -> None:
     text = (SUITE_ROOT / "suite.yaml").read_text(encoding="utf-8")
-    assert "id: asteria-agentic-v1\n" in text
+    assert "id: asteria-authored-v1\n" in text
     assert "version: 1.0.0\n" in text
     assert "world: authority\n" in text
-    assert "title: Asteria Agentic v1\n" in text
+    assert "title: Asteria Authored v1 (worked example)\n" in text
 
 
 def test_public_files_name_no_case_kind_or_failure_reason() -> None:
@@ -151,11 +152,11 @@ def test_shipped_truth_equals_truth_derived_from_public_data(
 
 def test_world_identity(public: PublicBundle) -> None:
     organisation = public.snapshot.organisation
-    assert (organisation.world_id, organisation.world_version) == ("asteria-agentic", "1.0.0")
+    assert (organisation.world_id, organisation.world_version) == ("asteria-authored", "1.0.0")
     assert (organisation.schema_version, organisation.seed) == ("1.0.0", 20260719)
     manifest = public.manifest
     assert (manifest.world_id, manifest.world_version, manifest.seed) == (
-        "asteria-agentic",
+        "asteria-authored",
         "1.0.0",
         20260719,
     )
@@ -331,13 +332,26 @@ def test_always_deny_baseline(public: PublicBundle, evaluator: EvaluatorBundle) 
 
 
 def test_current_state_baseline(public: PublicBundle, evaluator: EvaluatorBundle) -> None:
-    scores = _score(CurrentStateAgent(), public, evaluator)
-    assert scores["authorization_decision_accuracy"] == (7 / 11, 11)
+    agent = CurrentStateAgent()
+    refused_id = "evt-015-draft-preparation"
+    # The original's baseline refuses an action no runtime at audit time runs as
+    # claimed; the harness grades that case with every check missing.
+    with pytest.raises(AgentbenchError) as refused:
+        agent.trace_action(public, refused_id)
+    assert refused.value.code == "no_matching_runtime"
+    rows = [
+        ObservedActionTrace(event_id=event_id)
+        if event_id == refused_id
+        else ObservedActionTrace.model_validate(agent.trace_action(public, event_id))
+        for event_id in (row.action_event_id for row in evaluator.truth)
+    ]
+    assert len(rows) == 11
+    scores = score_trace(rows, evaluator.truth, evaluator.bindings.bindings, evaluator.cases)
+    assert scores["authorization_decision_accuracy"] == (6 / 11, 11)
     assert _rounded(scores["authorization_decision_f1"][0]) == 0.3333
     assert scores["authorization_decision_precision"] == (0.5, 2)
     assert scores["authorization_decision_recall"] == (0.25, 4)
-    assert scores["provenance_completeness"] == (6 / 11, 11)
-    assert _rounded(scores["provenance_completeness"][0]) == 0.5455
+    assert scores["provenance_completeness"] == (5 / 11, 11)
 
 
 def test_reference_agent_scores_perfectly(public: PublicBundle, evaluator: EvaluatorBundle) -> None:

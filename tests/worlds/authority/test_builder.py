@@ -229,8 +229,9 @@ def test_case_labels_are_open_strings(source: WorldSource) -> None:
 def test_well_formed_denials_stay_scoreable(source: WorldSource) -> None:
     _, evaluator = build_benchmark(source)
     reasons = {row.action_event_id: row.failure_reasons_at_action for row in evaluator.truth}
-    # A real credential from a runtime it does not permit.
-    assert reasons["evt-016-partial-comparison"] == ("credential_invalid",)
+    # A valid credential from a runtime it does not permit is wrong_runtime, as in
+    # the original; credential_invalid is for unknown, foreign or expired ones.
+    assert reasons["evt-016-partial-comparison"] == ("wrong_runtime",)
     # A truthful external runtime reaching another tenant's resource.
     assert "tenant_mismatch" in reasons["evt-017-orion-supplier-read"]
     # A same-tenant runtime of another agent.

@@ -42,7 +42,7 @@ def evaluator_bundle(public: PublicBundle) -> EvaluatorBundle:
     truth = derive_truth(public, bindings(), LABELS)
     index_of = {event.id: event.event_index for event in public.events}
     return build_evaluator_bundle(
-        bindings=BindingsFile(bindings=tuple(bindings())),
+        bindings=BindingsFile(schema_version="1.0.0", bindings=tuple(bindings())),
         truth=truth,
         cases=LABELS,
         decisions=[ExpectedDecision.of(item) for item in truth],

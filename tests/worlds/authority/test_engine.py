@@ -51,12 +51,14 @@ MAIN = Actor(
     logical_agent_id="agent-main",
     runtime_id="rt-main",
     runtime_principal_id="p-rt-main",
+    credential_subject_id="p-rt-main",
 )
 CHILD = Actor(
     originating_principal_id="p-manager",
     logical_agent_id="agent-child",
     runtime_id="rt-child",
     runtime_principal_id="p-rt-child",
+    credential_subject_id="p-rt-child",
 )
 
 
@@ -112,7 +114,7 @@ def test_credential_invalid_conditions() -> None:
 
 
 def test_wrong_runtime_conditions() -> None:
-    other = Actor("p-manager", "agent-main", "rt-child", "p-rt-child")
+    other = Actor("p-manager", "agent-main", "rt-child", "p-rt-child", "p-rt-child")
     item = attempt(presented_credential_id="cred-child")
     verdict = authorise(base_state(6), item, other, CLOCK)
     assert verdict.failure_reasons == ("wrong_runtime",)
@@ -122,12 +124,12 @@ def test_wrong_runtime_conditions() -> None:
     not_spawned = materialize(snapshot, events, at_event_index=1)
     spawned_later = authorise(not_spawned, child_attempt(), CHILD, CLOCK)
     assert "wrong_runtime" in spawned_later.failure_reasons
-    nowhere = Actor("p-manager", "agent-main", None, "p-rt-main")
+    nowhere = Actor("p-manager", "agent-main", None, "p-rt-main", "p-rt-main")
     assert reasons(flat_state(delegation("d-root")), attempt(), nowhere) == ["wrong_runtime"]
 
 
 def test_tenant_mismatch_for_an_external_runtime() -> None:
-    external = Actor("p-org-x", "agent-ext", "rt-ext", "p-rt-ext")
+    external = Actor("p-org-x", "agent-ext", "rt-ext", "p-rt-ext", "p-rt-ext")
     item = attempt(originating_principal_claim="p-org-x", presented_credential_id="cred-ext")
     assert reasons(base_state(6), item, external) == ["no_active_delegation", "tenant_mismatch"]
 
@@ -139,7 +141,7 @@ def test_coverage_reasons() -> None:
     assert verdict.failure_reasons == ("capability_exceeded",)
     assert verdict.delegation_chain_ids == ()
     assert reasons(state, attempt(purpose="other"), MAIN) == ["capability_exceeded"]
-    counsel = Actor("p-counsel", "agent-main", "rt-main", "p-rt-main")
+    counsel = Actor("p-counsel", "agent-main", "rt-main", "p-rt-main", "p-rt-main")
     item = attempt(originating_principal_claim="p-counsel", resource_id="res-other")
     assert reasons(state, item, counsel) == ["no_active_delegation"]
     assert reasons(base_state(10), item, counsel) == []  # the later grant covers
@@ -162,7 +164,9 @@ def test_revocation_cascade_denies_the_child() -> None:
     assert verdict.failure_reasons == ("delegation_revoked",)
 
 
-def test_chain_hop_wider_than_parent_is_overprivileged() -> None:
+def test_chain_hops_are_not_judged_only_proposals_are() -> None:
+    # The original judges overprivileged_subdelegation only on a proposed
+    # delegation against the selected leaf, never along the published chain.
     wide = delegation(
         "d-wide",
         grantee="agent-child",
@@ -170,14 +174,8 @@ def test_chain_hop_wider_than_parent_is_overprivileged() -> None:
         cap=capability(actions=("compare",), scopes=("s1", "s3"), may_delegate=False),
     )
     verdict = authorise(flat_state(delegation("d-root"), wide), child_attempt(), CHILD, CLOCK)
-    assert verdict.failure_reasons == ("overprivileged_subdelegation",)
+    assert verdict.failure_reasons == ()
     assert verdict.delegation_chain_ids == ("d-root", "d-wide")
-    no_redelegation = delegation("d-root", cap=capability(may_delegate=False))
-    narrow = delegation(
-        "d-narrow", grantee="agent-child", parent="d-root", cap=capability(actions=("compare",))
-    )
-    state = flat_state(no_redelegation, narrow)
-    assert reasons(state, child_attempt(), CHILD) == ["overprivileged_subdelegation"]
 
 
 def test_proposed_delegation_is_checked_against_the_covering_capability() -> None:
@@ -364,6 +362,7 @@ def test_derive_truth_agrees_with_independent_materialization() -> None:
             binding.logical_agent_id,
             binding.runtime_id,
             binding.runtime_principal_id,
+            binding.credential_subject_id,
         )
         before = materialize(world.snapshot, world.events, at_event_index=event.event_index - 1)
         at_action = authorise(before, event.payload.attempt, actor, event.occurred_at)

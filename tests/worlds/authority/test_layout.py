@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.canonical import pretty_json
+from pytest_agentbench import cli
+from pytest_agentbench.canonical import artifact_set_digest, pretty_json, sha256_hex, tree_files
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry
@@ -17,7 +18,7 @@ from pytest_agentbench.suite import SUITE_FILE
 from pytest_agentbench.worlds.authority import layout, registration
 from pytest_agentbench.worlds.authority.world import WORLD
 
-SUITE_ID = "asteria-agentic-v1"
+SUITE_ID = "asteria-authored-v1"
 SHIPPED_SUITE = packaged_suites()[SUITE_ID]
 SHIPPED_ORACLE = SHIPPED_SUITE.parent.parent / "oracles" / SUITE_ID
 
@@ -127,12 +128,11 @@ def test_a_claimed_bundle_with_a_tampered_manifest_is_refused_by_name(tmp_path: 
     )
 
 
-def test_pytest_runs_the_bundle_folder_with_no_suite_yaml(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_pytest_runs_the_bundle_folder_with_no_suite_yaml(pytester: pytest.Pytester) -> None:
+    # Under xdist too: test_original_layout.py runs a recognised bundle with -n 0 and -n 2.
     bundle_folder(pytester.path)
     report = pytester.path / "run.json"
-    result = pytester.runpytest("bundle", f"--agentbench-report={report}", *xdist_args)
+    result = pytester.runpytest("bundle", f"--agentbench-report={report}")
     # The original layout has no controls manifest: the cases run, no control items.
     result.assert_outcomes(passed=11)
     (suite,) = json.loads(report.read_text(encoding="utf-8"))["suites"]
@@ -140,3 +140,31 @@ def test_pytest_runs_the_bundle_folder_with_no_suite_yaml(
     assert [entry["nodeid"].split("::")[0] for entry in suite["cases"]] == [
         "bundle/public/public_events.jsonl"
     ] * 11
+
+
+def test_a_scenario_naming_a_tool_schema_the_bundle_lacks_verifies_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The original's own writer produces such bundles, so it is not refused.
+    bundle = bundle_folder(tmp_path)
+    (bundle / "public" / "tool_schemas" / "procurement-tools.json").unlink()
+    files = {
+        rel: path.read_bytes()
+        for rel, path in tree_files(bundle / "public", exclude=("manifest.json",)).items()
+    }
+    edit_json(
+        bundle / "public" / "manifest.json",
+        artifacts={rel: sha256_hex(data) for rel, data in files.items()},
+        artifact_set_digest=artifact_set_digest(files),
+    )
+    evaluator = bundle / "evaluator" / "checksums.json"
+    edit_json(evaluator, public_artifact_set_digest=artifact_set_digest(files))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["verify", "bundle"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("ok: ")
+    assert captured.err == (
+        "agentbench: warning: bundle/public/scenarios/procurement-delegation.json: "
+        "tool_schema_paths[0]: 'tool_schemas/procurement-tools.json' is not in the bundle "
+        "(accepted, as the original does)\n"
+    )

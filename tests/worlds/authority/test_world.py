@@ -1,4 +1,4 @@
-"""The authority world bound to the plugin: real pytest runs of Asteria Agentic v1."""
+"""The authority world bound to the plugin: real pytest runs of asteria-authored-v1."""
 
 from __future__ import annotations
 
@@ -17,13 +17,18 @@ from pytest_agentbench.worlds.authority.agents import CurrentStateAgent, Referen
 from pytest_agentbench.worlds.authority.bundle import read_public
 from pytest_agentbench.worlds.authority.world import WORLD
 
-SUITE_ID = "asteria-agentic-v1"
+SUITE_ID = "asteria-authored-v1"
 SHIPPED_SUITE = packaged_suites()[SUITE_ID]
 SHIPPED_ORACLE = SHIPPED_SUITE.parent.parent / "oracles" / SUITE_ID
 EVENTS = f"suites/{SUITE_ID}/public_events.jsonl"
 PUBLIC = read_public(SHIPPED_SUITE, f"suites/{SUITE_ID}", exclude=(SUITE_FILE,))
 REFERENCE_ROWS: list[dict[str, Any]] = ReferenceAgent().trace(PUBLIC)
-CURRENT_STATE_ROWS: list[dict[str, Any]] = CurrentStateAgent().trace(PUBLIC)
+CURRENT_STATE_ROWS: list[dict[str, Any]] = [
+    CurrentStateAgent().trace_action(PUBLIC, row["event_id"])
+    for row in REFERENCE_ROWS
+    # current_state refuses the one action no runtime at audit time runs as claimed.
+    if row["event_id"] != "evt-015-draft-preparation"
+]
 ACTION_IDS = [row["event_id"] for row in REFERENCE_ROWS]
 CONTROL_ITEMS = ["control-reference", "control-always-deny", "control-current-state"]
 WRONG_EVENT = "evt-010-authorised-comparison"
@@ -106,7 +111,7 @@ def test_predictions_file_reproduces_the_agents_metrics(
     assert suite["metrics"] == cli_metrics(capsys, "--agent", "current_state")
     values = metric_values(suite)
     assert values["authorization_decision_f1"] == pytest.approx(1 / 3)
-    assert values["provenance_completeness"] == pytest.approx(6 / 11)
+    assert values["provenance_completeness"] == pytest.approx(5 / 11)
 
 
 @pytest.mark.parametrize(
