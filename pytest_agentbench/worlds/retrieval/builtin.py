@@ -773,7 +773,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m pytest_agentbench.worlds.retrieval.builtin SUITE_DIR ORACLE_DIR [SCALE]``.
 
     Writes the fixture, then (at scale 1) its baseline set under
-    ``SUITE_DIR/baseline/fixture-agent``.
+    ``ORACLE_DIR/baseline/fixture-agent``: its scores come from the oracles, so
+    the set sits with them rather than beside what an agent may see.
     """
     import sys
 
@@ -787,7 +788,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scale = int(args[2]) if len(args) == 3 else 1
     build(suite_root, oracle_root, scale=scale)
     if scale == 1:
-        write_baseline(suite_root / BASELINE_DIR, baseline_report(suite_root, oracle_root))
+        write_baseline(oracle_root / BASELINE_DIR, baseline_report(suite_root, oracle_root))
     return 0
 
 

@@ -11,13 +11,15 @@ pytest-xdist each worker is its own warm process with its own probe.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_agentbench.contracts import FailureClass
 from pytest_agentbench.runner import AdapterFailure, call_adapter
-from pytest_agentbench.tools import ToolCallError
+from pytest_agentbench.tools import ToolCallError, ToolSession
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent
 from pytest_agentbench.worlds.retrieval.backends import TaskScope, backend_id
 from pytest_agentbench.worlds.retrieval.fixture import PublicFixture
@@ -46,7 +48,9 @@ class Prepared:
 @dataclass(frozen=True)
 class Run:
     receipt: dict[str, Any]
-    """``{schemaVersion, canonical, observations}``."""
+    """The format's receipt: ``{schemaVersion, canonical, observations}``."""
+    session_receipt: dict[str, Any] | None = None
+    """The core tool session's receipt (``pytest_agentbench.tools.Receipt`` as JSON)."""
 
     @property
     def canonical(self) -> dict[str, Any]:
@@ -62,6 +66,21 @@ class Run:
     def diagnostics(self) -> list[str]:
         diagnostics: list[str] = self.receipt["observations"]["diagnostics"]
         return diagnostics
+
+
+def core_failure_class(failure_class: str, code: str | None) -> FailureClass | None:
+    """The core's class of a trial failure.
+
+    The format calls every mistake of the agent an agent error; the core keeps
+    ``agent_error`` for an adapter that raised and calls output that breaks the
+    world's contract (a disallowed tool, bad arguments, a blown budget, a
+    malformed envelope) a product error.
+    """
+    if failure_class == "none":
+        return None
+    if failure_class == "agent_error" and code != "agent_raised":
+        return FailureClass.PRODUCT_ERROR
+    return FailureClass(failure_class)
 
 
 def agent_id(agent: Any) -> str:
@@ -139,16 +158,28 @@ class Harness:
             model=model_fingerprint(identity.agent_id, getattr(agent, "state_machine", None)),
         )
         view = dict(raw_task)
-        if is_step_agent(agent):
-            self._drive_steps(trial, agent, view)
-        else:
-            self._drive_solve(trial, agent, view)
+        session = tool_session(trial)
+        try:
+            if is_step_agent(agent):
+                self._drive_steps(trial, session, agent, view)
+            else:
+                self._drive_solve(trial, session, agent, view)
+        finally:
+            session.close()
         receipt = trial.receipt((time.perf_counter() - started) * 1000)
         receipt["observations"]["timings"]["preparation"] = {
             "valueMs": round(prepared.preparation_ms, 3),
             "unavailableReason": None,
         }
-        run = Run(receipt)
+        failure_class, code = trial.failure or ("none", None)
+        core_class = core_failure_class(failure_class, code)
+        session_receipt = session.receipt(
+            trial.envelope,
+            failure_class=None if core_class is None else core_class.value,
+            failure_code=code,
+            failure_reason="; ".join(trial.diagnostics) or None,
+        ).model_dump(mode="json")
+        run = Run(receipt, session_receipt)
         if lifecycle == "warm" and run.failure[1] in CORRUPTING:
             self.corrupted.add(id(backend))
         return run
@@ -169,28 +200,37 @@ class Harness:
             )
             self.probed.add(id(backend))
 
-    def _drive_steps(self, trial: Trial, agent: FixtureAgent, view: dict[str, Any]) -> None:
+    def _drive_steps(
+        self, trial: Trial, session: ToolSession, agent: FixtureAgent, view: dict[str, Any]
+    ) -> None:
+        """A step agent's tool choices go through the same session an outer agent gets."""
         for _ in range(MAX_STEPS):
             if trial.done:
                 return
             step = agent.next_step(view, trial.history, self.cues)
+            if not (isinstance(step, dict) and step.get("kind") == "tool" and len(step) == 3):
+                try:
+                    trial.step(step)
+                except TrialEnded:
+                    return
+                continue
             try:
-                trial.step(step)
-            except TrialEnded:
-                return
+                session.call(step.get("toolName", ""), step.get("arguments"))
+            except ToolCallError:
+                with contextlib.suppress(ToolCallError):
+                    refuse_earlier_refusals(trial, session)
         trial.fail(
             "agent_error", "invalid_agent_step", f"no final envelope after {MAX_STEPS} steps"
         )
 
-    def _drive_solve(self, trial: Trial, agent: Any, view: dict[str, Any]) -> None:
-        session = tool_session(trial)
+    def _drive_solve(
+        self, trial: Trial, session: ToolSession, agent: Any, view: dict[str, Any]
+    ) -> None:
         try:
             final = call_adapter(agent.solve, view, session)
         except AdapterFailure as failure:
             trial.fail("agent_error", "agent_raised", failure.reason)
             return
-        finally:
-            session.close()
         try:
             refuse_earlier_refusals(trial, session)
         except ToolCallError:

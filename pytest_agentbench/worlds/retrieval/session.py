@@ -74,6 +74,6 @@ def tool_session(trial: Trial) -> ToolSession:
         for name in tools.TOOL_NAMES
         if name in trial.task.allowedTools
     ]
-    session = ToolSession(specs)
+    session = ToolSession(specs, context=trial.identity.as_json())
     holder.append(session)
     return session

@@ -24,7 +24,6 @@ from pytest_agentbench.contracts import (
     Check,
     CheckStatus,
     ControlAgent,
-    FailureClass,
     MetricSpec,
     Outcome,
     grade,
@@ -39,7 +38,7 @@ from pytest_agentbench.worlds.retrieval.backends import (
     BUILTIN_BACKENDS,
     RetrievalBackend,
 )
-from pytest_agentbench.worlds.retrieval.harness import LIFECYCLES, Harness
+from pytest_agentbench.worlds.retrieval.harness import LIFECYCLES, Harness, core_failure_class
 from pytest_agentbench.worlds.retrieval.jscanon import sha256_bytes
 from pytest_agentbench.worlds.retrieval.models import Oracle
 from pytest_agentbench.worlds.retrieval.promotion import promote_reports
@@ -239,14 +238,15 @@ class RetrievalWorld:
             backend, agent = suite.cache["retrieval.backend"], adapter
         run = harness.run(task_id, lifecycle, backend, agent)
         failure_class, code = run.failure
-        if failure_class == "none":
-            return Outcome(output={"receipt": run.canonical}, receipt=run.receipt)
+        core_class = core_failure_class(failure_class, code)
+        if core_class is None:
+            return Outcome(output={"receipt": run.canonical}, receipt=run.session_receipt)
         detail = "; ".join(run.diagnostics)
         return Outcome(
             output={"receipt": run.canonical},
-            receipt=run.receipt,
-            failure_class=FailureClass(failure_class),
-            failure_reason=f"{code}" + (f" ({detail})" if detail else ""),
+            receipt=run.session_receipt,
+            failure_class=core_class,
+            failure_reason=f"{failure_class}: {code}" + (f" ({detail})" if detail else ""),
         )
 
     def load_oracle(self, suite: Suite) -> dict[str, Oracle]:

@@ -17,21 +17,21 @@ from pytest_agentbench.worlds.retrieval.report import canonical_projection
 
 SUITE = packaged_suites()[builtin.SUITE_ID]
 ORACLES = SUITE.parent.parent / "oracles" / builtin.SUITE_ID
-BASELINE = SUITE / builtin.BASELINE_DIR / "report.json"
+BASELINE = ORACLES / builtin.BASELINE_DIR / "report.json"
 
 
 def test_the_committed_tree_is_the_generator_output(tmp_path: Path) -> None:
     builtin.build(tmp_path / "s", tmp_path / "o")
     generated = tree_files(tmp_path / "s")
-    committed = {
-        rel: path
-        for rel, path in tree_files(SUITE).items()
-        if rel != "suite.yaml" and not rel.startswith("baseline/")
-    }
+    committed = {rel: path for rel, path in tree_files(SUITE).items() if rel != "suite.yaml"}
     assert sorted(generated) == sorted(committed)
     for rel, path in generated.items():
         assert path.read_bytes() == committed[rel].read_bytes(), rel
-    oracle_files = {rel for rel in tree_files(ORACLES) if rel != "controls.yaml"}
+    oracle_files = {
+        rel
+        for rel in tree_files(ORACLES)
+        if rel != "controls.yaml" and not rel.startswith("baseline/")
+    }
     assert oracle_files == set(tree_files(tmp_path / "o"))
     for rel in oracle_files:
         assert (ORACLES / rel).read_bytes() == (tmp_path / "o" / rel).read_bytes(), rel

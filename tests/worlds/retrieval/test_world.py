@@ -171,15 +171,15 @@ def test_the_fixture_agent_passes_and_receipts_match_an_in_process_run(
     harness = Harness(small.public, gno_cues())
     backend = LexicalBackend()
     expected = {
-        f"{task}-{life}": harness.run(task, life, backend, FixtureAgent()).canonical
+        f"{task}-{life}": harness.run(task, life, backend, FixtureAgent()).session_receipt
         for life in ("cold", "warm")
         for task in small.public.tasks
     }
-    received = {
-        entry["result"]["case_id"]: entry["result"]["receipt"]["canonical"]
-        for entry in suite["cases"]
+    received = {entry["result"]["case_id"]: entry["result"]["receipt"] for entry in suite["cases"]}
+    assert {k: v["digest"] for k, v in received.items()} == {
+        k: v["digest"] for k, v in expected.items() if v is not None
     }
-    assert received == expected
+    assert received["t0000001-cold"]["canonical"]["context"]["agentId"] == "fixture-agent-v1"
 
 
 def test_the_fixture_agent_passes_over_the_bundle_backend(project: pytest.Pytester) -> None:
@@ -187,8 +187,8 @@ def test_the_fixture_agent_passes_over_the_bundle_backend(project: pytest.Pytest
     result, suite = _report(project, f"--agentbench-adapter={adapter}")
     result.assert_outcomes(passed=6)
     receipts = [entry["result"]["receipt"]["canonical"] for entry in suite["cases"]]
-    assert {r["adapterId"] for r in receipts} == {"capsule"}
-    assert {r["agentCalls"] for r in receipts} == {1}
+    assert {r["context"]["adapterId"] for r in receipts} == {"capsule"}
+    assert {r["totals"]["calls"] for r in receipts} == {1}
 
 
 def test_an_outer_agent_runs_through_a_tool_session(project: pytest.Pytester) -> None:
@@ -198,22 +198,31 @@ def test_an_outer_agent_runs_through_a_tool_session(project: pytest.Pytester) ->
     assert failed == {"t0000002-cold", "t0000002-warm"}  # it abstains on an answerable task
     entry = next(e for e in suite["cases"] if e["result"]["case_id"] == "t0000001-cold")
     receipt = entry["result"]["receipt"]["canonical"]
-    assert (receipt["agentId"], receipt["adapterId"]) == ("outer-test", "lexical")
+    assert (receipt["context"]["agentId"], receipt["context"]["adapterId"]) == (
+        "outer-test",
+        "lexical",
+    )
     assert receipt["calls"][0]["arguments"] == {"query": "identifier codename 发布代号"}
+    assert receipt["final"]["claims"][0]["value"]["value"] == "ERR-GW-12"
 
 
 @pytest.mark.parametrize(
-    ("adapter", "code"),
-    [("outer:Raises", "agent_raised"), ("outer:BadArguments", "invalid_agent_action")],
+    ("adapter", "failure_class", "code"),
+    [
+        ("outer:Raises", "agent_error", "agent_raised"),
+        # The format's agent error; for the core, output that breaks the world's contract.
+        ("outer:BadArguments", "product_error", "invalid_agent_action"),
+    ],
 )
-def test_faulty_outer_agents_are_agent_errors(
-    project: pytest.Pytester, adapter: str, code: str
+def test_faulty_outer_agents_fail_with_the_formats_code(
+    project: pytest.Pytester, adapter: str, failure_class: str, code: str
 ) -> None:
     result, suite = _report(project, f"--agentbench-adapter={adapter}")
     result.assert_outcomes(failed=6)
     for entry in suite["cases"]:
-        assert entry["result"]["failure_class"] == "agent_error"
-        assert entry["result"]["receipt"]["canonical"]["failure"]["code"] == code
+        assert entry["result"]["failure_class"] == failure_class
+        receipt = entry["result"]["receipt"]["canonical"]
+        assert (receipt["failure_class"], receipt["failure_code"]) == (failure_class, code)
 
 
 def test_a_report_in_the_original_format_scores_as_predictions(
