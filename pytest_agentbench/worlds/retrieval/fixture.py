@@ -29,9 +29,7 @@ from pytest_agentbench.worlds.retrieval.jscanon import (
     utf16_key,
 )
 from pytest_agentbench.worlds.retrieval.models import (
-    COLLECTION_ID,
     NORMALIZER_BY_TYPE,
-    TASK_ID,
     URI,
     Coord,
     Manifest,
@@ -563,11 +561,3 @@ def check_canaries(visible: str, oracle: Oracle, file: str) -> None:
                 file=file,
                 field=f"leakCanaries[{index}]",
             )
-
-
-def is_task_id(value: str) -> bool:
-    return bool(TASK_ID.match(value))
-
-
-def is_collection_id(value: str) -> bool:
-    return bool(COLLECTION_ID.match(value))

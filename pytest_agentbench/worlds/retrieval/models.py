@@ -32,27 +32,11 @@ SHA256 = re.compile(r"^[0-9a-f]{64}$")
 URI = re.compile(r"^gno://(c[0-9a-f]{3})/(.+)$")
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
-CATEGORIES = (
-    "exact_identifier",
-    "ambiguity",
-    "multi_document_comparison",
-    "meeting_decision",
-    "temporal",
-    "typed_relationship",
-    "code_documentation",
-    "multilingual",
-    "missing_evidence",
-)
-VALUE_TYPES = ("string", "number", "boolean", "string[]", "date", "identifier")
 NORMALIZER_BY_TYPE = {
     "identifier": "identifier-v1",
     "date": "iso-date-v1",
     "string[]": "string-set-v1",
 }
-GAP_REASONS = ("missing_evidence", "conflicting_evidence", "budget_exhausted", "tool_unavailable")
-STOP_REASONS = ("complete", "abstained", "budget_exhausted", "tool_unavailable", "error")
-PROVENANCES = ("harness_observed", "backend_provided")
-
 Category = Literal[
     "exact_identifier",
     "ambiguity",

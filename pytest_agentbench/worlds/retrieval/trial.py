@@ -19,7 +19,7 @@ from typing import Any
 from pytest_agentbench.worlds.retrieval import tools
 from pytest_agentbench.worlds.retrieval.backends import BackendError, TaskScope
 from pytest_agentbench.worlds.retrieval.envelope import parse_final
-from pytest_agentbench.worlds.retrieval.jscanon import fingerprint, sha256_text
+from pytest_agentbench.worlds.retrieval.jscanon import fingerprint
 from pytest_agentbench.worlds.retrieval.models import URI, Task
 from pytest_agentbench.worlds.retrieval.spans import span_hash
 
@@ -36,7 +36,6 @@ PROMPT_TEXT = (
     "exact coordinates of evidence you were shown; record a gap instead of guessing. The "
     "envelope has no prose field."
 )
-PROMPT_TEXT_HASH = sha256_text(PROMPT_TEXT)
 
 
 class TrialEnded(Exception):

@@ -11,6 +11,8 @@ driven by the built-in fixture agent.
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -359,9 +361,6 @@ class RetrievalWorld:
 
 
 def _oracle_display(suite: Suite) -> str:
-    import os
-    import posixpath
-
     relative = os.path.relpath(suite.oracle_root, suite.root)
     return posixpath.normpath(posixpath.join(suite.display_root, Path(relative).as_posix()))
 

@@ -17,9 +17,8 @@ from typing import Any
 
 from pytest_agentbench.worlds.retrieval.fixture import MANIFEST, CorpusDoc, corpus_fingerprint
 from pytest_agentbench.worlds.retrieval.jscanon import sha256_bytes, sha256_text, utf16_key
+from pytest_agentbench.worlds.retrieval.models import NORMALIZER_BY_TYPE, SCHEMA_VERSION
 from pytest_agentbench.worlds.retrieval.spans import span_text, split_lines
-
-SCHEMA_VERSION = "1.0"
 
 
 @dataclass(frozen=True)
@@ -79,11 +78,7 @@ def json_file_bytes(value: Any) -> bytes:
 
 
 def default_normalizer(value_type: str) -> str:
-    return {
-        "identifier": "identifier-v1",
-        "date": "iso-date-v1",
-        "string[]": "string-set-v1",
-    }.get(value_type, "exact-v1")
+    return NORMALIZER_BY_TYPE.get(value_type, "exact-v1")
 
 
 def task_json(spec: TaskSpec) -> dict[str, Any]:

@@ -278,6 +278,20 @@ def test_the_cli_verifies_and_evaluates_a_published_fixture_by_path(
     assert main(["evaluate", "published", "--agent", "reference", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out["cases"].values()) == {"passed"}
+    # A report in the original's format beside it, re-scored against its oracles.
+    from pytest_agentbench.worlds.retrieval import fixture
+    from pytest_agentbench.worlds.retrieval.report import run_matrix
+
+    public = fixture.load_public(published, "published")
+    oracles = fixture.load_hidden(public, published / "oracles", "published/oracles")
+    report = run_matrix(public, oracles, gno_cues(), [LexicalBackend()])
+    target = published / "baseline" / "fixture-agent" / "report.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(report))
+    assert main(["verify", "published"]) == 0  # baseline/ is not hashed
+    capsys.readouterr()
+    assert main(["rescore", str(target), "--suite", "published", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == report["scores"]
 
 
 def _crlf(root: Path) -> None:
