@@ -7,6 +7,8 @@
     agentbench derive SUITE
     agentbench baselines SUITE [-o FILE]
     agentbench compare BEFORE.json AFTER.json
+    agentbench rescore REPORT --suite SUITE [--json]
+    agentbench promote BASELINE CANDIDATE --suite SUITE [--json]
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
 a published layout that a registered world recognises (its ``recognise`` hook).
@@ -63,6 +65,28 @@ class WritesBaselines(Protocol):
     """Optional world capability: regenerate a candidate's baseline-records file."""
 
     def baseline_records(self, suite: Suite) -> bytes: ...
+
+
+@runtime_checkable
+class RescoresReports(Protocol):
+    """Optional world capability: re-score a report in the original's format."""
+
+    def rescore_report(self, suite: Suite, path: Path) -> tuple[list[Any], list[str]]: ...
+
+
+@runtime_checkable
+class PromotesReports(Protocol):
+    """Optional world capability: the promotion gate between two reports."""
+
+    def promote_reports(
+        self,
+        suite: Suite,
+        baseline: Path,
+        candidate: Path,
+        *,
+        baseline_adapter: str,
+        candidate_adapter: str,
+    ) -> dict[str, Any]: ...
 
 
 @runtime_checkable
@@ -302,6 +326,45 @@ def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 0
 
 
+def cmd_rescore(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = load(args.suite, registry)
+    if not isinstance(loaded.world, RescoresReports):
+        raise AgentbenchError(
+            "unsupported_command", f"world kind {loaded.world.kind!r} cannot rescore a report"
+        )
+    records, differing = loaded.world.rescore_report(loaded.suite, Path(args.report))
+    if args.json:
+        print(canonical_json(records))
+    else:
+        for record in records:
+            print(canonical_json(record))
+    for identity in differing:
+        print(f"agentbench: differs from the committed score: {identity}", file=sys.stderr)
+    return 1 if differing else 0
+
+
+def cmd_promote(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = load(args.suite, registry)
+    if not isinstance(loaded.world, PromotesReports):
+        raise AgentbenchError(
+            "unsupported_command", f"world kind {loaded.world.kind!r} has no promotion gate"
+        )
+    result = loaded.world.promote_reports(
+        loaded.suite,
+        Path(args.baseline),
+        Path(args.candidate),
+        baseline_adapter=args.baseline_adapter,
+        candidate_adapter=args.candidate_adapter,
+    )
+    if args.json:
+        print(canonical_json(result))
+    else:
+        print(f"promotion {'passed' if result.get('passed') else 'failed'}")
+        for failure in result.get("failures") or []:
+            print(f"  {failure}")
+    return 0 if result.get("passed") else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentbench", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -333,6 +396,19 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="compare two JSON run reports")
     compare.add_argument("before")
     compare.add_argument("after")
+    rescore = commands.add_parser(
+        "rescore", help="re-score the receipts of a report against the suite's oracles"
+    )
+    rescore.add_argument("report")
+    rescore.add_argument("--suite", required=True)
+    rescore.add_argument("--json", action="store_true")
+    promote = commands.add_parser("promote", help="the promotion gate between two reports")
+    promote.add_argument("baseline")
+    promote.add_argument("candidate")
+    promote.add_argument("--suite", required=True)
+    promote.add_argument("--baseline-adapter", default="gno-mcp")
+    promote.add_argument("--candidate-adapter", default="capsule")
+    promote.add_argument("--json", action="store_true")
     return parser
 
 
@@ -344,6 +420,8 @@ COMMANDS = {
     "derive": cmd_derive,
     "baselines": cmd_baselines,
     "compare": cmd_compare,
+    "rescore": cmd_rescore,
+    "promote": cmd_promote,
 }
 
 

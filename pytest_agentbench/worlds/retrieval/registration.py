@@ -1,0 +1,19 @@
+"""Registers the ``retrieval`` world kind (entry point ``pytest_agentbench.worlds``)."""
+
+from __future__ import annotations
+
+from pytest_agentbench.hookspecs import hookimpl
+from pytest_agentbench.registry import LazyWorld
+
+# A published fixture folder holds manifest.json beside tasks/, corpus/ and
+# oracles/; recognise() then checks the manifest's schema before claiming it.
+WORLD = LazyWorld(
+    "retrieval",
+    "pytest_agentbench.worlds.retrieval.world:WORLD",
+    layout_markers=(("manifest.json",),),
+)
+
+
+@hookimpl
+def pytest_agentbench_world_kinds() -> list[LazyWorld]:
+    return [WORLD]

@@ -1,0 +1,69 @@
+"""Reports in the original's format: the full matrix, explicit exclusions, the fingerprint."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_agentbench.worlds.retrieval.agent import gno_cues
+from pytest_agentbench.worlds.retrieval.backends import CapsuleBackend, LexicalBackend, TaskScope
+from pytest_agentbench.worlds.retrieval.jscanon import fingerprint
+from pytest_agentbench.worlds.retrieval.report import canonical_projection, rescore, run_matrix
+from tests.worlds.retrieval.conftest import Small
+
+
+class BreaksOnFifthCall(LexicalBackend):
+    adapter_id = "breaks"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def call(self, tool: str, arguments: Mapping[str, Any], scope: TaskScope) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls == 5:
+            return {"status": "ok"}  # a malformed result: invalid_tool_result
+        return super().call(tool, arguments, scope)
+
+
+def test_harness_failures_are_listed_never_dropped(small: Small) -> None:
+    report = run_matrix(small.public, small.oracles, gno_cues(), [BreaksOnFifthCall()])
+    assert report["attemptedPairs"] == 6
+    assert len(report["receipts"]) == len(report["scores"]) == 6
+    excluded = {(e["taskId"], e["lifecycle"], e["reason"]) for e in report["exclusions"]}
+    # Cold runs first: two calls for each answerable task, so the fifth is t0000003's search.
+    assert excluded == {("t0000003", "cold", "invalid_tool_result")}
+    assert report["scoredPairs"] == 5
+    for entry in report["exclusions"]:
+        assert entry["failureClass"] == "harness_error"
+    unscored = [s for s in report["scores"] if not s["score"]["scored"]]
+    assert len(unscored) == len(excluded)
+    assert all(s["score"]["exclusionReason"] == "harness_error" for s in unscored)
+
+
+def test_report_fingerprint_and_order(small: Small) -> None:
+    report = run_matrix(
+        small.public,
+        small.oracles,
+        gno_cues(),
+        [LexicalBackend(), CapsuleBackend()],
+        baseline_adapter="lexical",
+        candidate_adapter="capsule",
+    )
+    assert report["canonicalFingerprint"] == fingerprint(canonical_projection(report))
+    order = [
+        (r["canonical"]["adapterId"], r["canonical"]["taskId"], r["canonical"]["lifecycle"])
+        for r in report["receipts"]
+    ]
+    assert order == sorted(order)
+    assert [p["adapterId"] for p in report["preparations"]] == ["lexical", "capsule"]
+    assert set(canonical_projection(report)["preparations"][0]) == {
+        "adapterId",
+        "corpusFingerprint",
+        "indexFingerprint",
+    }
+    replays = report["capsuleReplays"]
+    assert len(replays) == 6
+    assert all(r["first"] == r["second"] for r in replays)
+    assert report["promotion"]["pairCount"] == 6
+    assert rescore(report, small.public, small.oracles, "report.json") == report["scores"]
