@@ -8,13 +8,13 @@ shared machine hit them alike (median of ``--repeats`` rounds):
   :func:`pytest_agentbench.runner.call_adapter` in-process against the same
   call through the isolated adapter's stand-in (one round trip over the pipe);
 * authority case: the world's whole ``run`` of every case of
-  ``asteria-agentic-v1`` with the reference agent, in-process against
+  ``asteria-authored-v1`` with the reference agent, in-process against
   isolated (the public bundle is pickled and hashed for every call, and sent
   to the child only once);
 * start-up: starting a child and loading an adapter into it (the cost of each
   restart after a timeout or crash), against one trivial in-process call;
 * session: the wall time of ``python -m pytest --agentbench-suite
-  asteria-agentic-v1`` (11 cases, 3 controls) as a fresh process, with and
+  asteria-authored-v1`` (11 cases, 3 controls) as a fresh process, with and
   without ``--agentbench-isolate`` (``--sessions`` rounds).
 
 Usage: ``python bench/isolation_overhead.py [--calls 2000] [--repeats 5] [--sessions 3]``.
@@ -44,7 +44,7 @@ from pytest_agentbench.session import SuiteLoader  # noqa: E402
 from pytest_agentbench.worlds.authority.world import WORLD as AUTHORITY  # noqa: E402
 from tests.demo_world import Reference  # noqa: E402
 
-SUITE_ID = "asteria-agentic-v1"
+SUITE_ID = "asteria-authored-v1"
 
 
 def per_call(function: Callable[[], object], calls: int) -> float:
