@@ -75,7 +75,7 @@ class Effects:
     cancel: list[str] = field(default_factory=list)
     """Keys of timers to cancel."""
     messages: list[dict[str, JsonValue]] = field(default_factory=list)
-    """Outbound messages to dispatch after commit: ``{message_id, recipient_actor_id, fixture_id}``."""
+    """Messages to dispatch after commit: ``{message_id, recipient_actor_id, fixture_id}``."""
     reopened: bool = False
     """A reopen-eligible event arrived inside the provisional window."""
     terminal: str | None = None
@@ -151,13 +151,17 @@ class DomainPack(Protocol):
     def required_reads(self, action: str, payload: Mapping[str, JsonValue]) -> Sequence[Ref]:
         """The records a proposal must have read (and cite) in the same invocation."""
 
-    def action_cycle(self, state: StateAccess, action: str, payload: Mapping[str, JsonValue]) -> str | None:
+    def action_cycle(
+        self, state: StateAccess, action: str, payload: Mapping[str, JsonValue]
+    ) -> str | None:
         """The cycle a proposal concerns (conditional events match on it)."""
 
     def completion(self, state: StateAccess) -> tuple[Rejection | None, Effects, str]:
         """Guard a COMPLETE: a rejection, or the effects and ``provisional``/``transfer``."""
 
-    def escalation_action(self, escalate: Mapping[str, JsonValue]) -> tuple[str, dict[str, JsonValue]]:
+    def escalation_action(
+        self, escalate: Mapping[str, JsonValue]
+    ) -> tuple[str, dict[str, JsonValue]]:
         """The action an ESCALATE composes (``request_exception_resolution``)."""
 
     def ask_action(self, ask: Mapping[str, JsonValue]) -> tuple[str, dict[str, JsonValue]]:

@@ -122,7 +122,11 @@ class Episode:
         self.status: str | None = None
         self.final = False
         self.timer_actor = next(
-            (actor_id for actor_id, actor in self.spec.actors.items() if "emit_timer" in actor.authority),
+            (
+                actor_id
+                for actor_id, actor in self.spec.actors.items()
+                if "emit_timer" in actor.authority
+            ),
             "engine",
         )
 
@@ -142,7 +146,12 @@ class Episode:
     def _transition(self, cause: int) -> None:
         writes = self.state.take_writes()
         if writes:
-            self.record("state_transition", cause_index=cause, writes=writes, state_version=self.state.version)
+            self.record(
+                "state_transition",
+                cause_index=cause,
+                writes=writes,
+                state_version=self.state.version,
+            )
 
     # --- scheduling ----------------------------------------------------------
 
@@ -154,7 +163,9 @@ class Episode:
             else:
                 self.pending.append((index, event))
 
-    def _fire_conditionals(self, kind: str, type_: str, cycle: str | None, allocated: Mapping[str, str]) -> None:
+    def _fire_conditionals(
+        self, kind: str, type_: str, cycle: str | None, allocated: Mapping[str, str]
+    ) -> None:
         remaining = []
         for index, event in self.pending:
             timing = event.trigger
@@ -163,15 +174,27 @@ class Episode:
             if trigger_kind == kind and trigger.type == type_ and trigger.cycle_id in (None, cycle):
                 payload = dict(event.payload)
                 payload.update({key: value for key, value in allocated.items() if key in payload})
-                self.agenda.add_authored(self.state.now + event.delay_minutes, index, ("authored", event, payload))
-                self.record("conditional_scheduled", event_id=event.event_id, due_minute=self.state.now + event.delay_minutes)
+                self.agenda.add_authored(
+                    self.state.now + event.delay_minutes, index, ("authored", event, payload)
+                )
+                self.record(
+                    "conditional_scheduled",
+                    event_id=event.event_id,
+                    due_minute=self.state.now + event.delay_minutes,
+                )
             else:
                 remaining.append((index, event))
         self.pending = remaining
 
-    def _schedule_timer(self, key: str, event_type: str, after: int, payload: Mapping[str, JsonValue], wakes: bool) -> None:
+    def _schedule_timer(
+        self, key: str, event_type: str, after: int, payload: Mapping[str, JsonValue], wakes: bool
+    ) -> None:
         due = self.state.now + after
-        self.state.put("schedules", key, {"kind": "timer", "event_type": event_type, "due_minute": due, "status": "created"})
+        self.state.put(
+            "schedules",
+            key,
+            {"kind": "timer", "event_type": event_type, "due_minute": due, "status": "created"},
+        )
         self.agenda.add_timer(due, ("timer", key, event_type, dict(payload), wakes))
 
     def _set_schedule(self, key: str, status: str) -> None:
@@ -184,7 +207,13 @@ class Episode:
         for key in effects.cancel:
             self._set_schedule(key, "cancelled")
         for timer in effects.timers:
-            self._schedule_timer(timer.key, timer.event_type, timer.after_minutes, timer.payload, timer.triggers_agent)
+            self._schedule_timer(
+                timer.key,
+                timer.event_type,
+                timer.after_minutes,
+                timer.payload,
+                timer.triggers_agent,
+            )
         self._transition(cause)
         if effects.reopened and self.provisional:
             self.provisional = False
@@ -206,8 +235,13 @@ class Episode:
     # --- the run ---------------------------------------------------------------
 
     def run(self) -> EpisodeRecord:
-        self.record("episode_started", operation_id=self.spec.operation_id, scenario_id=self.scenario_id,
-                    spec_digest_sha256=self.loaded.digest, engine_version=ENGINE_VERSION)
+        self.record(
+            "episode_started",
+            operation_id=self.spec.operation_id,
+            scenario_id=self.scenario_id,
+            spec_digest_sha256=self.loaded.digest,
+            engine_version=ENGINE_VERSION,
+        )
         self._schedule_authored()
         horizon = int(self.policy.horizon_minutes)
         while self.agenda and self.status not in (DEADLOCK,):
@@ -216,23 +250,28 @@ class Episode:
             if minute > horizon:
                 break
             entry = self.agenda.pop()
-            self.state.now = entry.minute
             kind = entry.item[0]
+            if kind != "authored" and not self._timer_live(entry.item[1]):
+                continue
+            self.state.now = entry.minute
             if kind == "authored":
                 _, event, payload = entry.item
-                self._deliver(event.event_id, event.type, event.actor, payload, event.triggers_agent, authored=True)
+                self._deliver(
+                    event.event_id,
+                    event.type,
+                    event.actor,
+                    payload,
+                    event.triggers_agent,
+                    authored=True,
+                )
             elif kind == "timer":
                 _, key, event_type, payload, wakes = entry.item
-                record = self.state.get("schedules", key)
-                if record is None or record["status"] != "created" or self.final:
-                    continue
                 self._set_schedule(key, "completed")
-                self._deliver(f"timer:{key}", event_type, self.timer_actor, payload, wakes, authored=False)
+                self._deliver(
+                    f"timer:{key}", event_type, self.timer_actor, payload, wakes, authored=False
+                )
             elif kind == "fallback":
                 _, key, wait_index = entry.item
-                record = self.state.get("schedules", key)
-                if record is None or record["status"] != "created" or self.final:
-                    continue
                 self._set_schedule(key, "completed")
                 self._transition(len(self.ledger))
                 if self.wait is not None and self.wait.index == wait_index:
@@ -258,35 +297,80 @@ class Episode:
             final_state=self.state.canonical(),
         )
 
+    def _timer_live(self, key: str) -> bool:
+        record = self.state.get("schedules", key)
+        return record is not None and record["status"] == "created" and not self.final
+
     def _deliver(
-        self, event_id: str, type_: str, actor: str, payload: dict[str, JsonValue], wakes: bool, *, authored: bool
+        self,
+        event_id: str,
+        type_: str,
+        actor: str,
+        payload: dict[str, JsonValue],
+        wakes: bool,
+        *,
+        authored: bool,
     ) -> None:
         delivery: dict[str, JsonValue] = {
-            "event_id": event_id, "type": type_, "actor": actor, "payload": payload, "triggers_agent": wakes,
+            "event_id": event_id,
+            "type": type_,
+            "actor": actor,
+            "payload": payload,
+            "triggers_agent": wakes,
         }
         if self.final:
-            self.record("event_rejected", **delivery, code="AFTER_REPLAY_FINAL",
-                        reason="the episode is replay-final; recorded, not applied", post_terminal=True)
+            self.record(
+                "event_rejected",
+                **delivery,
+                code="AFTER_REPLAY_FINAL",
+                reason="the episode is replay-final; recorded, not applied",
+                post_terminal=True,
+            )
             return
         outcome = self.domain.apply_event(self.state, delivery)
         if outcome.rejection is not None:
-            self.state.take_writes()  # a rejecting reducer writes nothing; enforced by the invariant re-check
-            self.record("event_rejected", **delivery, code=outcome.rejection.code, reason=outcome.rejection.reason,
-                        post_terminal=False)
+            self.state.take_writes()  # a rejecting reducer writes nothing
+            self.record(
+                "event_rejected",
+                **delivery,
+                code=outcome.rejection.code,
+                reason=outcome.rejection.reason,
+                post_terminal=False,
+            )
             return
-        row = self.record("event_accepted", **delivery, authored=authored, record_class="semantic_trigger" if wakes else "audit")
+        row = self.record(
+            "event_accepted",
+            **delivery,
+            authored=authored,
+            record_class="semantic_trigger" if wakes else "audit",
+        )
         self._apply_effects(outcome.effects, int(row["index"]))
         cycle = payload.get("cycle_id")
-        self._fire_conditionals("on_event", type_, cycle if isinstance(cycle, str) else None, outcome.allocated)
+        self._fire_conditionals(
+            "on_event", type_, cycle if isinstance(cycle, str) else None, outcome.allocated
+        )
         if wakes and not self.final:
             if self.wait is not None:
-                self.record("wait_ended", wait_index=self.wait.index, how="delivery", event_id=event_id,
-                            matched=type_ in self.wait.wake_on)
+                self.record(
+                    "wait_ended",
+                    wait_index=self.wait.index,
+                    how="delivery",
+                    event_id=event_id,
+                    matched=type_ in self.wait.wake_on,
+                )
                 if self.wait.timer_key is not None:
                     self._set_schedule(self.wait.timer_key, "cancelled")
                     self._transition(int(row["index"]))
                 self.wait = None
-            self._invoke({"event_id": event_id, "type": type_, "actor": actor, "at": render_time(self.start, self.state.now), "payload": payload})
+            self._invoke(
+                {
+                    "event_id": event_id,
+                    "type": type_,
+                    "actor": actor,
+                    "at": render_time(self.start, self.state.now),
+                    "payload": payload,
+                }
+            )
 
     # --- the agent ---------------------------------------------------------------
 
@@ -296,12 +380,16 @@ class Episode:
                 "operation_id": self.spec.operation_id,
                 "operation_type": self.spec.operation_type,
                 "operation_version": self.spec.operation_version,
-                "actors": {actor_id: {"role": actor.role} for actor_id, actor in sorted(self.spec.actors.items())},
+                "actors": {
+                    actor_id: {"role": actor.role}
+                    for actor_id, actor in sorted(self.spec.actors.items())
+                },
                 "policy": self.policy.model_dump(mode="json"),
                 "message_fixtures": dict(sorted(self.spec.message_fixtures.items())),
                 "actions": sorted(self.domain.action_types),
                 "event_types": sorted(self.domain.event_types),
             },
+            "scenario_id": self.scenario_id,
             "now": render_time(self.start, self.state.now),
             "minute": self.state.now,
             "invocation_index": invocation.index,
@@ -317,14 +405,22 @@ class Episode:
     def _invoke(self, trigger: dict[str, JsonValue] | None) -> None:
         self.invocations += 1
         invocation = _Invocation(index=self.invocations, trigger=trigger)
-        self.record("agent_invoked", invocation_index=invocation.index,
-                    trigger_event_id=None if trigger is None else trigger["event_id"],
-                    reason="trigger" if trigger is not None else "fallback")
+        self.record(
+            "agent_invoked",
+            invocation_index=invocation.index,
+            trigger_event_id=None if trigger is None else trigger["event_id"],
+            reason="trigger" if trigger is not None else "fallback",
+        )
         budget = int(self.policy.max_retrieval_batches_per_invocation)
         turn_box = {"turn": 0}
 
         def served(refs: list[dict[str, JsonValue]]) -> None:
-            self.record("retrieval", invocation_index=invocation.index, turn_index=turn_box["turn"], records=refs)
+            self.record(
+                "retrieval",
+                invocation_index=invocation.index,
+                turn_index=turn_box["turn"],
+                records=refs,
+            )
 
         session = self.session_factory(retrieve_handler(self.state, served), budget)
         try:
@@ -338,33 +434,69 @@ class Episode:
                 try:
                     outcome = oc.parse_outcome(raw)
                 except oc.OutcomeRefused as refused:
-                    self._tape(invocation, turn, observation, {"kind": "MALFORMED", "code": refused.code}, retrievals)
-                    self.record("agent_outcome", invocation_index=invocation.index, turn_index=turn,
-                                outcome="MALFORMED", code=refused.code, reason=refused.reason)
-                    invocation.turn_log.append({"turn_index": turn, "outcome": "MALFORMED", "code": refused.code})
+                    self._tape(
+                        invocation,
+                        turn,
+                        observation,
+                        {"kind": "MALFORMED", "code": refused.code},
+                        retrievals,
+                    )
+                    self.record(
+                        "agent_outcome",
+                        invocation_index=invocation.index,
+                        turn_index=turn,
+                        outcome="MALFORMED",
+                        code=refused.code,
+                        reason=refused.reason,
+                    )
+                    invocation.turn_log.append(
+                        {"turn_index": turn, "outcome": "MALFORMED", "code": refused.code}
+                    )
                     continue
                 self._tape(invocation, turn, observation, oc.outcome_json(outcome), retrievals)
-                self.record("agent_outcome", invocation_index=invocation.index, turn_index=turn,
-                            outcome=outcome.outcome, decision=oc.outcome_json(outcome))
+                self.record(
+                    "agent_outcome",
+                    invocation_index=invocation.index,
+                    turn_index=turn,
+                    outcome=outcome.outcome,
+                    decision=oc.outcome_json(outcome),
+                )
                 if self._handle(outcome, invocation, turn):
                     return
             self.status = DEADLOCK
-            self.record("deadlock", invocation_index=invocation.index, max_turns=int(self.policy.max_turns_per_invocation))
+            self.record(
+                "deadlock",
+                invocation_index=invocation.index,
+                max_turns=int(self.policy.max_turns_per_invocation),
+            )
         finally:
             session.close()
 
-    def _tape(self, invocation: _Invocation, turn: int, observation: str, outcome: JsonValue,
-              retrievals: list[JsonValue]) -> None:
-        self.tape.append({
-            "invocation_index": invocation.index, "turn_index": turn,
-            "observation_digest_sha256": observation, "retrievals": retrievals, "outcome": outcome,
-        })
+    def _tape(
+        self,
+        invocation: _Invocation,
+        turn: int,
+        observation: str,
+        outcome: JsonValue,
+        retrievals: list[JsonValue],
+    ) -> None:
+        self.tape.append(
+            {
+                "invocation_index": invocation.index,
+                "turn_index": turn,
+                "observation_digest_sha256": observation,
+                "retrievals": retrievals,
+                "outcome": outcome,
+            }
+        )
 
     def _handle(self, outcome: oc.Outcome, invocation: _Invocation, turn: int) -> bool:
         """Apply one outcome; True when it yields control (the invocation ends)."""
         log = invocation.turn_log
         if isinstance(outcome, oc.Act):
-            result = self._propose(outcome.action, outcome.payload, outcome.evidence_refs, invocation, turn)
+            result = self._propose(
+                outcome.action, outcome.payload, outcome.evidence_refs, invocation, turn
+            )
             log.append({"turn_index": turn, "outcome": "ACT", "action": outcome.action, **result})
             return False
         if isinstance(outcome, oc.Wait):
@@ -373,41 +505,63 @@ class Episode:
             action, payload = self.domain.ask_action(outcome.model_dump(mode="json"))
             result = self._propose(action, payload, outcome.evidence_refs, invocation, turn)
             log.append({"turn_index": turn, "outcome": "ASK", "action": action, **result})
-            return result["accepted"] is True and self._declare_wait(outcome.wait, invocation, turn, log)
+            return result["accepted"] is True and self._declare_wait(
+                outcome.wait, invocation, turn, log
+            )
         if isinstance(outcome, oc.Escalate):
             action, payload = self.domain.escalation_action(outcome.model_dump(mode="json"))
             result = self._propose(action, payload, outcome.evidence_refs, invocation, turn)
             log.append({"turn_index": turn, "outcome": "ESCALATE", "action": action, **result})
             if result["accepted"] is not True:
                 return False
-            wait = oc.WaitBody(reason=outcome.rationale, wake_on=("operator_exception_resolved",),
-                               fallback_after_minutes=outcome.deadline_after_minutes)
+            wait = oc.WaitBody(
+                reason=outcome.rationale,
+                wake_on=("operator_exception_resolved",),
+                fallback_after_minutes=outcome.deadline_after_minutes,
+            )
             return self._declare_wait(wait, invocation, turn, log)
         assert isinstance(outcome, oc.Complete)
         result = self._complete(outcome, invocation, turn)
         log.append({"turn_index": turn, "outcome": "COMPLETE", **result})
         return result["accepted"] is True
 
-    def _declare_wait(self, wait: oc.Wait | oc.WaitBody, invocation: _Invocation, turn: int,
-                      log: list[dict[str, JsonValue]]) -> bool:
+    def _declare_wait(
+        self,
+        wait: oc.Wait | oc.WaitBody,
+        invocation: _Invocation,
+        turn: int,
+        log: list[dict[str, JsonValue]],
+    ) -> bool:
         problem = oc.wait_refusal(wait)
         unknown = [name for name in wait.wake_on if name not in self.domain.event_types]
         if problem is None and unknown:
             problem = f"wake_on names no event type: {', '.join(unknown)}"
         if problem is not None:
-            self.record("wait_refused", invocation_index=invocation.index, turn_index=turn, reason=problem)
-            log.append({"turn_index": turn, "outcome": "WAIT", "accepted": False, "code": "WAIT_REFUSED"})
+            self.record(
+                "wait_refused", invocation_index=invocation.index, turn_index=turn, reason=problem
+            )
+            log.append(
+                {"turn_index": turn, "outcome": "WAIT", "accepted": False, "code": "WAIT_REFUSED"}
+            )
             return False
         self.waits += 1
         key = None
         if wait.fallback_after_minutes is not None:
             key = f"wait_{self.waits}_fallback"
             due = self.state.now + wait.fallback_after_minutes
-            self.state.put("schedules", key, {"kind": "wait_fallback", "due_minute": due, "status": "created"})
+            self.state.put(
+                "schedules", key, {"kind": "wait_fallback", "due_minute": due, "status": "created"}
+            )
             self.agenda.add_timer(due, ("fallback", key, self.waits))
-        row = self.record("wait_declared", invocation_index=invocation.index, turn_index=turn, wait_index=self.waits,
-                          reason=wait.reason, wake_on=list(wait.wake_on),
-                          fallback_after_minutes=wait.fallback_after_minutes)
+        row = self.record(
+            "wait_declared",
+            invocation_index=invocation.index,
+            turn_index=turn,
+            wait_index=self.waits,
+            reason=wait.reason,
+            wake_on=list(wait.wake_on),
+            fallback_after_minutes=wait.fallback_after_minutes,
+        )
         self._transition(int(row["index"]))
         self.wait = _Wait(index=self.waits, wake_on=tuple(wait.wake_on), timer_key=key)
         return True
@@ -417,19 +571,35 @@ class Episode:
         current = []
         for ref in required:
             record = self.state.get(ref.collection, ref.id)
-            current.append({"collection": ref.collection, "id": ref.id,
-                            "version": None if record is None else record["version"]})
+            current.append(
+                {
+                    "collection": ref.collection,
+                    "id": ref.id,
+                    "version": None if record is None else record["version"],
+                }
+            )
         return {"required_reads": current}
 
-    def _propose(self, action: str, payload: Mapping[str, JsonValue], refs: tuple[oc.EvidenceRef, ...],
-                 invocation: _Invocation, turn: int) -> dict[str, JsonValue]:
+    def _propose(
+        self,
+        action: str,
+        payload: Mapping[str, JsonValue],
+        refs: tuple[oc.EvidenceRef, ...],
+        invocation: _Invocation,
+        turn: int,
+    ) -> dict[str, JsonValue]:
         self.proposals += 1
         proposal_id = f"proposal_{self.proposals}"
         atype = self.domain.action_types.get(action)
         full = dict(payload) if atype is None else {**atype.defaults, **payload}
         proposal = self.record(
-            "action_proposed", proposal_id=proposal_id, invocation_index=invocation.index, turn_index=turn,
-            action=action, payload=full, evidence_refs=[ref.model_dump(mode="json") for ref in refs],
+            "action_proposed",
+            proposal_id=proposal_id,
+            invocation_index=invocation.index,
+            turn_index=turn,
+            action=action,
+            payload=full,
+            evidence_refs=[ref.model_dump(mode="json") for ref in refs],
             **self._reads_context(action, full),
         )
         rejection: Rejection | None = None
@@ -446,22 +616,46 @@ class Episode:
             if previous.get("dispatch") == "failed":
                 retry = True
             else:
-                rejection = Rejection("DUPLICATE_ACTION", f"{previous['proposal_id']} already did this")
+                rejection = Rejection(
+                    "DUPLICATE_ACTION", f"{previous['proposal_id']} already did this"
+                )
         if rejection is None and retry:
             assert previous is not None
-            self.record("effect_accepted", proposal_id=proposal_id, bindings=previous["bindings"], retry_of=previous["proposal_id"])
-            self._dispatch(proposal_id, action, list(previous["messages"]), key, previous)  # type: ignore[arg-type]
-            return {"accepted": True, "proposal_id": proposal_id, "bindings": previous["bindings"], "retry": True}
+            self.record(
+                "effect_accepted",
+                proposal_id=proposal_id,
+                bindings=previous["bindings"],
+                retry_of=previous["proposal_id"],
+            )
+            self._dispatch(proposal_id, action, list(previous["messages"]), key, previous)
+            return {
+                "accepted": True,
+                "proposal_id": proposal_id,
+                "bindings": previous["bindings"],
+                "retry": True,
+            }
         if rejection is None:
             decided = self.domain.decide_action(self.state, action, full)
             rejection = decided.rejection
         if rejection is not None:
             self.state.take_writes()
-            self.record("action_rejected", proposal_id=proposal_id, code=rejection.code, reason=rejection.reason)
+            self.record(
+                "action_rejected",
+                proposal_id=proposal_id,
+                code=rejection.code,
+                reason=rejection.reason,
+            )
             return {"accepted": False, "proposal_id": proposal_id, "code": rejection.code}
-        accepted = self.record("effect_accepted", proposal_id=proposal_id, bindings=dict(decided.bindings))
-        idempotency = {"proposal_id": proposal_id, "action": action, "bindings": dict(decided.bindings),
-                       "messages": list(decided.effects.messages), "dispatch": "none"}
+        accepted = self.record(
+            "effect_accepted", proposal_id=proposal_id, bindings=dict(decided.bindings)
+        )
+        idempotency = {
+            "proposal_id": proposal_id,
+            "action": action,
+            "bindings": dict(decided.bindings),
+            "messages": list(decided.effects.messages),
+            "dispatch": "none",
+        }
         self.state.put("idempotency", key, idempotency)
         self._apply_effects(decided.effects, int(accepted["index"]))
         self._dispatch(proposal_id, action, list(decided.effects.messages), key, idempotency)
@@ -470,11 +664,19 @@ class Episode:
         del proposal
         return {"accepted": True, "proposal_id": proposal_id, "bindings": dict(decided.bindings)}
 
-    def _dispatch(self, proposal_id: str, action: str, messages: list[dict[str, JsonValue]], key: str,
-                  idempotency: dict[str, JsonValue]) -> None:
-        """The post-commit side effect; a failed dispatch is recorded and never rolls the commit back."""
+    def _dispatch(
+        self,
+        proposal_id: str,
+        action: str,
+        messages: list[dict[str, JsonValue]],
+        key: str,
+        idempotency: dict[str, JsonValue],
+    ) -> None:
+        """The post-commit side effect; a failed dispatch is recorded, never rolls back."""
         if not messages:
-            self.record("side_effect", proposal_id=proposal_id, kind="external_request", action=action)
+            self.record(
+                "side_effect", proposal_id=proposal_id, kind="external_request", action=action
+            )
             return
         outcome = "delivered"
         for message in messages:
@@ -483,47 +685,91 @@ class Episode:
             failed = fixture in self.scenario.dispatch_failures
             status = "dispatch_failed" if failed else "delivered"
             existing = self.state.get("communications", message_id) or {}
-            attempts = int(existing.get("attempts", 0)) + 1  # type: ignore[call-overload]
-            self.state.put("communications", message_id, {**message, "status": status, "attempts": attempts})
+            attempts = int(existing.get("attempts", 0)) + 1
+            self.state.put(
+                "communications", message_id, {**message, "status": status, "attempts": attempts}
+            )
             if failed:
                 outcome = "failed"
-                self.record("side_effect_failed", proposal_id=proposal_id, kind="message_dispatch",
-                            message_id=message_id, fixture_id=fixture, code="DISPATCH_PERMANENT_FAILURE",
-                            attempt=attempts)
+                self.record(
+                    "side_effect_failed",
+                    proposal_id=proposal_id,
+                    kind="message_dispatch",
+                    message_id=message_id,
+                    fixture_id=fixture,
+                    code="DISPATCH_PERMANENT_FAILURE",
+                    attempt=attempts,
+                )
             else:
-                self.record("side_effect", proposal_id=proposal_id, kind="message_dispatch",
-                            message_id=message_id, fixture_id=fixture, attempt=attempts)
+                self.record(
+                    "side_effect",
+                    proposal_id=proposal_id,
+                    kind="message_dispatch",
+                    message_id=message_id,
+                    fixture_id=fixture,
+                    attempt=attempts,
+                )
         stored = {k: v for k, v in idempotency.items() if k != "version"}
         self.state.put("idempotency", key, {**stored, "dispatch": outcome})
         self._transition(len(self.ledger) - 1)
 
-    def _complete(self, outcome: oc.Complete, invocation: _Invocation, turn: int) -> dict[str, JsonValue]:
+    def _complete(
+        self, outcome: oc.Complete, invocation: _Invocation, turn: int
+    ) -> dict[str, JsonValue]:
         self.proposals += 1
         proposal_id = f"proposal_{self.proposals}"
-        self.record("action_proposed", proposal_id=proposal_id, invocation_index=invocation.index, turn_index=turn,
-                    action=COMPLETE, payload={"reason": outcome.reason},
-                    evidence_refs=[ref.model_dump(mode="json") for ref in outcome.evidence_refs],
-                    **self._reads_context(COMPLETE, {}))
+        self.record(
+            "action_proposed",
+            proposal_id=proposal_id,
+            invocation_index=invocation.index,
+            turn_index=turn,
+            action=COMPLETE,
+            payload={"reason": outcome.reason},
+            evidence_refs=[ref.model_dump(mode="json") for ref in outcome.evidence_refs],
+            **self._reads_context(COMPLETE, {}),
+        )
+        rejection: Rejection | None
         if self.provisional:
-            rejection, effects, kind = Rejection("ALREADY_PROVISIONAL", "a provisional close is already open"), Effects(), ""
+            rejection, effects, kind = (
+                Rejection("ALREADY_PROVISIONAL", "a provisional close is already open"),
+                Effects(),
+                "",
+            )
         else:
             rejection, effects, kind = self.domain.completion(self.state)
         if rejection is not None:
             self.state.take_writes()
-            self.record("action_rejected", proposal_id=proposal_id, code=rejection.code, reason=rejection.reason, terminal_proposal=True)
+            self.record(
+                "action_rejected",
+                proposal_id=proposal_id,
+                code=rejection.code,
+                reason=rejection.reason,
+                terminal_proposal=True,
+            )
             return {"accepted": False, "proposal_id": proposal_id, "code": rejection.code}
-        accepted = self.record("effect_accepted", proposal_id=proposal_id, bindings={}, terminal_proposal=True, close=kind)
+        accepted = self.record(
+            "effect_accepted",
+            proposal_id=proposal_id,
+            bindings={},
+            terminal_proposal=True,
+            close=kind,
+        )
         if kind == "provisional":
             self.provisional = True
-            self.record("provisional_close", proposal_id=proposal_id,
-                        expires_minute=self.state.now + int(self.policy.provisional_close_minutes))
+            self.record(
+                "provisional_close",
+                proposal_id=proposal_id,
+                expires_minute=self.state.now + int(self.policy.provisional_close_minutes),
+            )
         cycle = self.domain.action_cycle(self.state, COMPLETE, {})
         self._apply_effects(effects, int(accepted["index"]))
         self._fire_conditionals("on_action", COMPLETE, cycle, {})
         return {"accepted": True, "proposal_id": proposal_id, "close": kind}
 
 
-def run_episode(loaded: LoadedSpec, scenario_id: str, agent: Any, session_factory: SessionFactory = ReadSession) -> EpisodeRecord:
+def run_episode(
+    loaded: LoadedSpec, scenario_id: str, agent: Any, session_factory: SessionFactory = ReadSession
+) -> EpisodeRecord:
     return Episode(loaded, scenario_id, agent, session_factory).run()
 
 

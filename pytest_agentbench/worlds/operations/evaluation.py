@@ -46,7 +46,12 @@ class Dimension:
         return not self.codes
 
     def as_json(self) -> dict[str, JsonValue]:
-        return {"name": self.name, "passed": self.passed, "codes": list(self.codes), "counts": dict(self.counts)}
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "codes": list(self.codes),
+            "counts": dict(self.counts),
+        }
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,10 @@ def _terminal(record: EpisodeRecord, expected: str) -> tuple[list[str], dict[str
         codes.append("TERMINAL_NOT_REPLAY_FINAL")
     else:
         codes.append("TERMINAL_NOT_REACHED")
-    return codes, {"simulated_minutes": record.simulated_minutes, "agent_invocations": record.invocations}
+    return codes, {
+        "simulated_minutes": record.simulated_minutes,
+        "agent_invocations": record.invocations,
+    }
 
 
 def _temporal(record: EpisodeRecord) -> tuple[list[str], dict[str, int]]:
@@ -123,7 +131,9 @@ def _validity(record: EpisodeRecord) -> tuple[list[str], dict[str, int]]:
     }
 
 
-def _environment(record: EpisodeRecord, declared: Mapping[str, str]) -> tuple[list[str], dict[str, int]]:
+def _environment(
+    record: EpisodeRecord, declared: Mapping[str, str]
+) -> tuple[list[str], dict[str, int]]:
     codes: set[str] = set()
     rejections = rows_of(record, "event_rejected")
     unexpected = [row for row in rejections if declared.get(str(row["event_id"])) != row["code"]]
@@ -142,7 +152,7 @@ def _environment(record: EpisodeRecord, declared: Mapping[str, str]) -> tuple[li
 
 
 def _retrieval(record: EpisodeRecord) -> tuple[list[str], dict[str, int]]:
-    """Reads count when made in the proposal's invocation after its last wake or own accepted effect."""
+    """Reads count in the proposal's invocation after its last wake or own accepted effect."""
     codes: set[str] = set()
     violations = 0
     epoch_start: dict[int, int] = {}
@@ -166,7 +176,9 @@ def _retrieval(record: EpisodeRecord) -> tuple[list[str], dict[str, int]]:
                 fresh[invocation][(ref["collection"], ref["id"])] = ref["version"]
         elif kind == "action_proposed":
             proposals[row["proposal_id"]] = row
-            found = _proposal_problems(row, fresh[int(row["invocation_index"])], any_reads[int(row["invocation_index"])])
+            found = _proposal_problems(
+                row, fresh[int(row["invocation_index"])], any_reads[int(row["invocation_index"])]
+            )
             codes |= found
             violations += len(found)
         elif kind == "effect_accepted":
@@ -189,7 +201,9 @@ def _retrieval(record: EpisodeRecord) -> tuple[list[str], dict[str, int]]:
     }
 
 
-def _proposal_problems(row: Mapping[str, Any], fresh: Mapping[tuple[str, str], int], read_any: bool) -> set[str]:
+def _proposal_problems(
+    row: Mapping[str, Any], fresh: Mapping[tuple[str, str], int], read_any: bool
+) -> set[str]:
     problems: set[str] = set()
     cited = {(ref["collection"], ref["id"]): ref["version"] for ref in row["evidence_refs"]}
     required = row["required_reads"]
@@ -201,7 +215,9 @@ def _proposal_problems(row: Mapping[str, Any], fresh: Mapping[tuple[str, str], i
             problems.add("REQUIRED_EVIDENCE_SELECTOR_UNRESOLVED")
         elif key not in cited:
             problems.add("REQUIRED_EVIDENCE_REF_NOT_CITED")
-        if (key in fresh and fresh[key] != ref["version"]) or (key in cited and cited[key] != ref["version"]):
+        if (key in fresh and fresh[key] != ref["version"]) or (
+            key in cited and cited[key] != ref["version"]
+        ):
             problems.add("STALE_RETRIEVED_RECORD")
     return problems
 
@@ -229,4 +245,8 @@ def evaluate_episode(
         merged_codes = sorted(set(codes) | set(domain_part.codes.get(name, ())))
         merged_counts = {**counts, **domain_part.counts.get(name, {})}
         dimensions.append(Dimension(name=name, codes=tuple(merged_codes), counts=merged_counts))
-    return ResultVector(dimensions=tuple(dimensions), terminal=record.status, expected_terminal=scenario.expected_terminal)
+    return ResultVector(
+        dimensions=tuple(dimensions),
+        terminal=record.status,
+        expected_terminal=scenario.expected_terminal,
+    )

@@ -80,24 +80,44 @@ class OutcomeRefused(Exception):
         self.reason = reason
 
 
+class ReplayedRefusal:
+    """A refused outcome read back from a decision tape: refused again with the same code."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+
 def parse_outcome(raw: Any) -> Outcome:
     """The agent's decision, strictly: a mapping (or JSON text) naming one of the five outcomes."""
+    if isinstance(raw, ReplayedRefusal):
+        raise OutcomeRefused(raw.code, "refused when recorded")
     if isinstance(raw, str):
         try:
             raw = loads_strict(raw)
         except AgentbenchError as exc:
             raise OutcomeRefused(exc.code, exc.reason) from None
     if not isinstance(raw, Mapping):
-        raise OutcomeRefused("outcome_not_an_object", f"expected a mapping, got {type(raw).__name__}")
+        raise OutcomeRefused(
+            "outcome_not_an_object", f"expected a mapping, got {type(raw).__name__}"
+        )
     if raw.get("outcome") not in ("ACT", "WAIT", "ASK", "ESCALATE", "COMPLETE"):
-        raise OutcomeRefused("unknown_outcome", f"outcome must be ACT, WAIT, ASK, ESCALATE or COMPLETE, got {raw.get('outcome')!r}")
+        raise OutcomeRefused(
+            "unknown_outcome",
+            f"outcome must be ACT, WAIT, ASK, ESCALATE or COMPLETE, got {raw.get('outcome')!r}",
+        )
     if raw["outcome"] == "WAIT" and "reason" not in raw:
         raise OutcomeRefused("invalid_outcome", "reason: required field is missing")
     try:
         return _ADAPTER.validate_python(dict(raw))
     except ValidationError as exc:
         first = exc.errors()[0]
-        location = field_path(tuple(part for part in first["loc"] if part not in ("ACT", "WAIT", "ASK", "ESCALATE", "COMPLETE")))
+        location = field_path(
+            tuple(
+                part
+                for part in first["loc"]
+                if part not in ("ACT", "WAIT", "ASK", "ESCALATE", "COMPLETE")
+            )
+        )
         raise OutcomeRefused("invalid_outcome", f"{location or '<root>'}: {first['msg']}") from None
 
 

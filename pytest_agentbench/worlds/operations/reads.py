@@ -77,9 +77,19 @@ def retrieve_handler(
                     missing.append({"collection": collection, "id": record_id})
                     continue
                 records.append(
-                    {"collection": collection, "id": record_id, "version": record["version"], "record": record}
+                    {
+                        "collection": collection,
+                        "id": record_id,
+                        "version": record["version"],
+                        "record": record,
+                    }
                 )
-        served([{"collection": r["collection"], "id": r["id"], "version": r["version"]} for r in records])
+        served(
+            [
+                {"collection": r["collection"], "id": r["id"], "version": r["version"]}
+                for r in records
+            ]
+        )
         return {"records": records, "missing": missing}
 
     return handler
@@ -98,12 +108,14 @@ def _check_arguments(arguments: Any) -> dict[str, Any]:
             or not isinstance(request.get("collection"), str)
             or not isinstance(request.get("id"), str | None)
         ):
-            raise ToolRefusal("invalid_arguments", f"requests[{index}]: expected {{collection, id?}} strings")
+            raise ToolRefusal(
+                "invalid_arguments", f"requests[{index}]: expected {{collection, id?}} strings"
+            )
     return arguments
 
 
 class ReadSession:
-    """The read tools of one invocation, with its batch budget (interim until the core ToolSession)."""
+    """The read tools of one invocation with its batch budget (until the core ToolSession)."""
 
     def __init__(self, handler: Callable[[dict[str, Any]], JsonValue], max_calls: int) -> None:
         self._handler = handler
@@ -111,7 +123,11 @@ class ReadSession:
         self._closed = False
         self.calls: list[dict[str, JsonValue]] = []
         self.tools: list[dict[str, JsonValue]] = [
-            {"name": RETRIEVE, "description": RETRIEVE_DESCRIPTION, "parameters": RETRIEVE_PARAMETERS}
+            {
+                "name": RETRIEVE,
+                "description": RETRIEVE_DESCRIPTION,
+                "parameters": RETRIEVE_PARAMETERS,
+            }
         ]
 
     def call(self, name: str, arguments: Any) -> JsonValue:
@@ -121,7 +137,9 @@ class ReadSession:
             raise ToolRefusal("unknown_tool", f"no tool {name!r}")
         checked = _check_arguments(arguments)
         if len(self.calls) >= self._max_calls:
-            raise ToolRefusal("budget_exhausted", f"at most {self._max_calls} retrieval batches per invocation")
+            raise ToolRefusal(
+                "budget_exhausted", f"at most {self._max_calls} retrieval batches per invocation"
+            )
         result = self._handler(checked)
         self.calls.append({"name": name, "arguments": checked})
         return result

@@ -15,7 +15,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from pytest_agentbench.canonical import JsonValue, canonical_bytes, read_yaml, sha256_hex
 from pytest_agentbench.contracts import Record
@@ -51,9 +59,13 @@ class AuthoredEvent(Record):
 
     @model_validator(mode="after")
     def _one_timing(self) -> AuthoredEvent:
-        forms = [name for name in ("at", "on_action", "on_event") if getattr(self, name) is not None]
+        forms = [
+            name for name in ("at", "on_action", "on_event") if getattr(self, name) is not None
+        ]
         if len(forms) != 1:
-            raise ValueError(f"exactly one of at, on_action, on_event is required (got {forms or 'none'})")
+            raise ValueError(
+                f"exactly one of at, on_action, on_event is required (got {forms or 'none'})"
+            )
         if self.at is not None and self.delay_minutes:
             raise ValueError("delay_minutes applies to on_action and on_event only")
         return self
@@ -116,7 +128,9 @@ class LoadedSpec:
 
 def parse_timestamp(text: str, *, file: str | None = None, field: str | None = None) -> datetime:
     if not _TIMESTAMP.match(text):
-        raise AgentbenchError("invalid_field", f"{text!r} is not YYYY-MM-DDTHH:MM:SSZ", file=file, field=field)
+        raise AgentbenchError(
+            "invalid_field", f"{text!r} is not YYYY-MM-DDTHH:MM:SSZ", file=file, field=field
+        )
     try:
         return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError as exc:
@@ -128,7 +142,10 @@ def minutes_after(start: datetime, text: str, *, file: str, field: str) -> int:
     seconds = int((moment - start).total_seconds())
     if seconds < 0 or seconds % 60:
         raise AgentbenchError(
-            "invalid_field", "must be a whole number of minutes at or after starts_at", file=file, field=field
+            "invalid_field",
+            "must be a whole number of minutes at or after starts_at",
+            file=file,
+            field=field,
         )
     return seconds // 60
 
@@ -202,10 +219,13 @@ def check_fields(
 
 
 def _verify(spec: OperationSpec, domain: DomainPack, display: str) -> None:
-    for actor_id, actor in spec.actors.items():
-        if actor.role not in domain.roles:
+    for actor_id, actor_spec in spec.actors.items():
+        if actor_spec.role not in domain.roles:
             raise AgentbenchError(
-                "invalid_field", f"unknown role {actor.role!r}", file=display, field=f"actors.{actor_id}.role"
+                "invalid_field",
+                f"unknown role {actor_spec.role!r}",
+                file=display,
+                field=f"actors.{actor_id}.role",
             )
     for scenario_id, scenario in spec.scenarios.items():
         base = f"scenarios.{scenario_id}"
@@ -214,36 +234,48 @@ def _verify(spec: OperationSpec, domain: DomainPack, display: str) -> None:
         for index, event in enumerate(scenario.events):
             where = f"{base}.events[{index}]"
             if not _ID.match(event.event_id):
-                raise AgentbenchError("invalid_field", "not an id", file=display, field=f"{where}.event_id")
+                raise AgentbenchError(
+                    "invalid_field", "not an id", file=display, field=f"{where}.event_id"
+                )
             if event.event_id in seen:
                 raise AgentbenchError(
-                    "duplicate_event_id", f"event {event.event_id!r} appears twice", file=display, field=f"{where}.event_id"
+                    "duplicate_event_id",
+                    f"event {event.event_id!r} appears twice",
+                    file=display,
+                    field=f"{where}.event_id",
                 )
             seen.add(event.event_id)
             etype = domain.event_types.get(event.type)
             if etype is None or etype.timer:
                 raise AgentbenchError(
-                    "unknown_event_type", f"event {event.event_id!r}: no authored event type {event.type!r}",
-                    file=display, field=f"{where}.type",
+                    "unknown_event_type",
+                    f"event {event.event_id!r}: no authored event type {event.type!r}",
+                    file=display,
+                    field=f"{where}.type",
                 )
             actor = spec.actors.get(event.actor)
             if actor is None:
                 raise AgentbenchError(
-                    "unknown_actor", f"event {event.event_id!r}: actor {event.actor!r} is not declared",
-                    file=display, field=f"{where}.actor",
+                    "unknown_actor",
+                    f"event {event.event_id!r}: actor {event.actor!r} is not declared",
+                    file=display,
+                    field=f"{where}.actor",
                 )
             if etype.authority not in actor.authority:
                 raise AgentbenchError(
                     "actor_lacks_authority",
                     f"event {event.event_id!r}: actor {event.actor!r} lacks authority "
                     f"{etype.authority!r} that {event.type} requires",
-                    file=display, field=f"{where}.actor",
+                    file=display,
+                    field=f"{where}.actor",
                 )
             problem = check_fields(event.payload, etype.required, etype.optional)
             if problem is not None:
                 raise AgentbenchError(
-                    "invalid_event_payload", f"event {event.event_id!r}: {problem[1]}",
-                    file=display, field=f"{where}.payload.{problem[0]}",
+                    "invalid_event_payload",
+                    f"event {event.event_id!r}: {problem[1]}",
+                    file=display,
+                    field=f"{where}.payload.{problem[0]}",
                 )
             if event.at is not None:
                 minutes_after(start, event.at, file=display, field=f"{where}.at")
@@ -253,24 +285,32 @@ def _verify(spec: OperationSpec, domain: DomainPack, display: str) -> None:
                 known = domain.action_types if kind == "on_action" else domain.event_types
                 if trigger.type not in known and trigger.type != "complete":
                     raise AgentbenchError(
-                        "unknown_trigger", f"event {event.event_id!r}: nothing of type {trigger.type!r} can fire it",
-                        file=display, field=f"{where}.{kind}.type",
+                        "unknown_trigger",
+                        f"event {event.event_id!r}: nothing of type {trigger.type!r} can fire it",
+                        file=display,
+                        field=f"{where}.{kind}.type",
                     )
         for index, fixture in enumerate(scenario.dispatch_failures):
             if fixture not in spec.message_fixtures:
                 raise AgentbenchError(
-                    "unknown_reference", f"no message fixture {fixture!r}", file=display,
+                    "unknown_reference",
+                    f"no message fixture {fixture!r}",
+                    file=display,
                     field=f"{base}.dispatch_failures[{index}]",
                 )
         for index, declared in enumerate(scenario.expected_event_rejections):
             if declared.event_id not in seen:
                 raise AgentbenchError(
-                    "unknown_reference", f"no event {declared.event_id!r} in this scenario", file=display,
+                    "unknown_reference",
+                    f"no event {declared.event_id!r} in this scenario",
+                    file=display,
                     field=f"{base}.expected_event_rejections[{index}].event_id",
                 )
 
 
-def parse_operation_spec(raw: JsonValue, display: str, domains: Mapping[str, DomainPack]) -> LoadedSpec:
+def parse_operation_spec(
+    raw: JsonValue, display: str, domains: Mapping[str, DomainPack]
+) -> LoadedSpec:
     if not isinstance(raw, dict):
         raise AgentbenchError("invalid_field", "an OperationSpec must be a mapping", file=display)
     try:
@@ -281,8 +321,10 @@ def parse_operation_spec(raw: JsonValue, display: str, domains: Mapping[str, Dom
     if domain is None:
         raise AgentbenchError(
             "unknown_operation_type",
-            f"no domain pack for {spec.operation_type!r} (known: {', '.join(sorted(domains)) or 'none'})",
-            file=display, field="operation_type",
+            f"no domain pack for {spec.operation_type!r} "
+            f"(known: {', '.join(sorted(domains)) or 'none'})",
+            file=display,
+            field="operation_type",
         )
     try:
         policy: BaseModel = domain.policy_model.model_validate(spec.policy)
@@ -292,7 +334,9 @@ def parse_operation_spec(raw: JsonValue, display: str, domains: Mapping[str, Dom
             refusal.code, refusal.reason, file=display, field=f"policy.{refusal.location.field}"
         ) from None
     _verify(spec, domain, display)
-    return LoadedSpec(spec=spec, domain=domain, policy=policy, digest=spec_digest(spec), file=display)
+    return LoadedSpec(
+        spec=spec, domain=domain, policy=policy, digest=spec_digest(spec), file=display
+    )
 
 
 def load_operation_spec(path: Path, display: str, domains: Mapping[str, DomainPack]) -> LoadedSpec:

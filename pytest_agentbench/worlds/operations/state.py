@@ -80,10 +80,12 @@ class OperationState:
     def index(self) -> dict[str, list[dict[str, JsonValue]]]:
         """The projection's record ids and versions, without their contents."""
         return {
-            name: [{"id": key, "version": record["version"]} for key, record in sorted(records.items())]
+            name: [
+                {"id": key, "version": record["version"]} for key, record in sorted(records.items())
+            ]
             for name, records in sorted(self._collections.items())
         }
 
     def canonical(self) -> dict[str, JsonValue]:
-        """The whole state, hidden part included, for the episode record."""
-        return {"observable": self.projection(), "hidden": self.hidden(), "version": self.version}
+        """The observable state and its version for the episode record (never the hidden part)."""
+        return {"observable": self.projection(), "version": self.version}

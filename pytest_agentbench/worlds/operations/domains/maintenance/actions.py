@@ -12,7 +12,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.worlds.operations.domain import ActionOutcome, Effects, Rejection, StateAccess
+from pytest_agentbench.worlds.operations.domain import (
+    ActionOutcome,
+    Effects,
+    Rejection,
+    StateAccess,
+)
 from pytest_agentbench.worlds.operations.domains.maintenance.reducers import (
     OPERATION,
     PROVISIONAL_KEY,
@@ -50,11 +55,21 @@ def request_supplier_visit(state: StateAccess, payload: Mapping[str, Any]) -> Ac
         return _reject("WRONG_VISIT_TYPE", f"cycle {payload['cycle_id']} needs a {wanted} visit")
     for visit in state.records("visits").values():
         if visit["cycle_id"] == payload["cycle_id"] and visit["kind"] == payload["visit_type"]:
-            return _reject("VISIT_ALREADY_REQUESTED", f"cycle {payload['cycle_id']} already has that visit")
+            return _reject(
+                "VISIT_ALREADY_REQUESTED", f"cycle {payload['cycle_id']} already has that visit"
+            )
     visit_id = state.allocate("visit")
-    state.put("visits", visit_id, {"cycle_id": payload["cycle_id"], "kind": payload["visit_type"], "status": "REQUESTED"})
-    followup = timer(f"visit_followup_{visit_id}", "visit_followup_due",
-                     int(state.policy.visit_followup_after_minutes), cycle_id=payload["cycle_id"])
+    state.put(
+        "visits",
+        visit_id,
+        {"cycle_id": payload["cycle_id"], "kind": payload["visit_type"], "status": "REQUESTED"},
+    )
+    followup = timer(
+        f"visit_followup_{visit_id}",
+        "visit_followup_due",
+        int(state.policy.visit_followup_after_minutes),
+        cycle_id=payload["cycle_id"],
+    )
     return ActionOutcome(bindings={"visit_id": visit_id}, effects=Effects(timers=[followup]))
 
 
@@ -67,32 +82,55 @@ def request_approval(state: StateAccess, payload: Mapping[str, Any]) -> ActionOu
     for name in ("quote_version", "amount_minor", "currency", "scope_digest", "cycle_id"):
         if quote[name] != payload[name]:
             return _reject("QUOTE_MISMATCH", f"{name} differs from the current quote")
-    if int(quote["amount_minor"]) <= int(state.policy.approval_threshold_minor):  # type: ignore[call-overload]
+    if int(quote["amount_minor"]) <= int(state.policy.approval_threshold_minor):
         return _reject("APPROVAL_NOT_REQUIRED", "the quote is at or below the approval threshold")
     for checkpoint in state.records("checkpoints").values():
         if checkpoint.get("quote_id") == payload["quote_id"] and checkpoint["status"] == "OPEN":
-            return _reject("CHECKPOINT_ALREADY_OPEN", f"quote {payload['quote_id']} already awaits a decision")
+            return _reject(
+                "CHECKPOINT_ALREADY_OPEN", f"quote {payload['quote_id']} already awaits a decision"
+            )
     checkpoint_id = state.allocate("checkpoint")
-    state.put("checkpoints", checkpoint_id, {
-        "type": REPAIR_APPROVAL, "assigned_role": "approver", "status": "OPEN", "quote_id": payload["quote_id"],
-        "quote_version": payload["quote_version"], "amount_minor": payload["amount_minor"],
-        "currency": payload["currency"], "scope_digest": payload["scope_digest"], "cycle_id": payload["cycle_id"],
-        "opened_minute": state.now, "reminder_due": False,
-    })
+    state.put(
+        "checkpoints",
+        checkpoint_id,
+        {
+            "type": REPAIR_APPROVAL,
+            "assigned_role": "approver",
+            "status": "OPEN",
+            "quote_id": payload["quote_id"],
+            "quote_version": payload["quote_version"],
+            "amount_minor": payload["amount_minor"],
+            "currency": payload["currency"],
+            "scope_digest": payload["scope_digest"],
+            "cycle_id": payload["cycle_id"],
+            "opened_minute": state.now,
+            "reminder_due": False,
+        },
+    )
     cycle = payload["cycle_id"]
     timers = [
-        timer(f"reminder_{checkpoint_id}", "approval_reminder_due", int(state.policy.approval_reminder_after_minutes),
-              checkpoint_id=checkpoint_id, cycle_id=cycle),
-        timer(f"deadline_{checkpoint_id}", "approval_deadline_due", int(payload["deadline_after_minutes"]),
-              checkpoint_id=checkpoint_id, cycle_id=cycle),
+        timer(
+            f"reminder_{checkpoint_id}",
+            "approval_reminder_due",
+            int(state.policy.approval_reminder_after_minutes),
+            checkpoint_id=checkpoint_id,
+            cycle_id=cycle,
+        ),
+        timer(
+            f"deadline_{checkpoint_id}",
+            "approval_deadline_due",
+            int(payload["deadline_after_minutes"]),
+            checkpoint_id=checkpoint_id,
+            cycle_id=cycle,
+        ),
     ]
     return ActionOutcome(bindings={"checkpoint_id": checkpoint_id}, effects=Effects(timers=timers))
 
 
 def send_message(state: StateAccess, payload: Mapping[str, Any]) -> ActionOutcome:
     op = operation(state)
-    actors: Mapping[str, Any] = op["actors"]  # type: ignore[assignment]
-    fixtures: list[str] = op["message_fixtures"]  # type: ignore[assignment]
+    actors: Mapping[str, Any] = op["actors"]
+    fixtures: list[str] = op["message_fixtures"]
     if payload["recipient_actor_id"] not in actors:
         return _reject("UNKNOWN_RECIPIENT", f"no actor {payload['recipient_actor_id']}")
     fixture = payload["message_fixture_id"]
@@ -103,16 +141,32 @@ def send_message(state: StateAccess, payload: Mapping[str, Any]) -> ActionOutcom
         checkpoint = state.get("checkpoints", str(correlation))
         if checkpoint is None or checkpoint["status"] != "OPEN" or not checkpoint["reminder_due"]:
             return _reject("PREMATURE_FOLLOW_UP", "no approval reminder is due for that checkpoint")
-    obligation_key = {COMPLETION_NOTICE: "completion_notice", TRANSFER_NOTICE: "transfer_notice"}.get(fixture)
-    obligation = None if obligation_key is None else state.get("obligations", f"{obligation_key}:{correlation}")
+    obligation_key = {
+        COMPLETION_NOTICE: "completion_notice",
+        TRANSFER_NOTICE: "transfer_notice",
+    }.get(fixture)
+    obligation = (
+        None
+        if obligation_key is None
+        else state.get("obligations", f"{obligation_key}:{correlation}")
+    )
     if obligation_key is not None and obligation is None:
         return _reject("NOTICE_NOT_DUE", f"no {obligation_key} obligation for {correlation!r}")
     message_id = state.allocate("message")
     if obligation is not None and obligation["message_id"] is None:
-        _update(state, "obligations", f"{obligation_key}:{correlation}", message_id=message_id, sent_minute=state.now)
+        _update(
+            state,
+            "obligations",
+            f"{obligation_key}:{correlation}",
+            message_id=message_id,
+            sent_minute=state.now,
+        )
     message: dict[str, JsonValue] = {
-        "message_id": message_id, "recipient_actor_id": payload["recipient_actor_id"], "fixture_id": fixture,
-        "correlation_id": correlation, "sent_minute": state.now,
+        "message_id": message_id,
+        "recipient_actor_id": payload["recipient_actor_id"],
+        "fixture_id": fixture,
+        "correlation_id": correlation,
+        "sent_minute": state.now,
     }
     return ActionOutcome(bindings={"message_id": message_id}, effects=Effects(messages=[message]))
 
@@ -125,32 +179,47 @@ def authorise_supplier_work(state: StateAccess, payload: Mapping[str, Any]) -> A
         return _reject("UNKNOWN_QUOTE", f"no quote {payload['quote_id']} in {payload['cycle_id']}")
     if quote["quote_version"] != payload["quote_version"]:
         return _reject("STALE_APPROVAL", "the quote was revised after that version")
-    if int(quote["amount_minor"]) > int(state.policy.approval_threshold_minor):  # type: ignore[call-overload]
+    if int(quote["amount_minor"]) > int(state.policy.approval_threshold_minor):
         checkpoint = state.get("checkpoints", payload["approval_checkpoint_id"])
         if checkpoint is None or checkpoint.get("quote_id") != payload["quote_id"]:
-            return _reject("APPROVAL_REQUIRED", "an above-threshold quote needs a matching approval")
+            return _reject(
+                "APPROVAL_REQUIRED", "an above-threshold quote needs a matching approval"
+            )
         if checkpoint["quote_version"] != quote["quote_version"]:
             return _reject("STALE_APPROVAL", "the approval is for a superseded quote version")
         if checkpoint["status"] != "APPROVED":
-            return _reject("APPROVAL_NOT_GRANTED", f"checkpoint {payload['approval_checkpoint_id']} is {checkpoint['status']}")
+            return _reject(
+                "APPROVAL_NOT_GRANTED",
+                f"checkpoint {payload['approval_checkpoint_id']} is {checkpoint['status']}",
+            )
         validity = int(state.policy.approval_validity_minutes)
-        if state.now - int(checkpoint["decided_minute"]) > validity:  # type: ignore[call-overload]
+        if state.now - int(checkpoint["decided_minute"]) > validity:
             return _reject("STALE_APPROVAL", "the approval is past its validity")
     if quote["status"] == "AUTHORISED":
         return _reject("ALREADY_AUTHORISED", f"quote {payload['quote_id']} is already authorised")
     _update(state, "quotes", payload["quote_id"], status="AUTHORISED")
     visit_id = state.allocate("visit")
-    state.put("visits", visit_id, {"cycle_id": payload["cycle_id"], "kind": "REPAIR", "status": "AUTHORISED"})
+    state.put(
+        "visits",
+        visit_id,
+        {"cycle_id": payload["cycle_id"], "kind": "REPAIR", "status": "AUTHORISED"},
+    )
     _update(state, "cycles", payload["cycle_id"], further_work_required=False, work_authorised=True)
-    followup = timer(f"visit_followup_{visit_id}", "visit_followup_due",
-                     int(state.policy.visit_followup_after_minutes), cycle_id=payload["cycle_id"])
+    followup = timer(
+        f"visit_followup_{visit_id}",
+        "visit_followup_due",
+        int(state.policy.visit_followup_after_minutes),
+        cycle_id=payload["cycle_id"],
+    )
     return ActionOutcome(bindings={"visit_id": visit_id}, effects=Effects(timers=[followup]))
 
 
 def request_invoice_validation(state: StateAccess, payload: Mapping[str, Any]) -> ActionOutcome:
     invoice = state.get("invoices", payload["invoice_id"])
     if invoice is None or invoice["status"] != "UNVALIDATED":
-        return _reject("INVOICE_NOT_UNVALIDATED", f"invoice {payload['invoice_id']} is not awaiting validation")
+        return _reject(
+            "INVOICE_NOT_UNVALIDATED", f"invoice {payload['invoice_id']} is not awaiting validation"
+        )
     cycle = state.get("cycles", str(invoice["cycle_id"]))
     assert cycle is not None
     if not cycle["work_verified"]:
@@ -172,34 +241,71 @@ def request_payment(state: StateAccess, payload: Mapping[str, Any]) -> ActionOut
     if not cycle["work_verified"]:
         return _reject("WORK_NOT_VERIFIED", "payment needs verified work")
     if invoice["status"] != "VALIDATED":
-        return _reject("INVOICE_NOT_VALIDATED", f"invoice {payload['invoice_id']} is {invoice['status']}")
-    if invoice["amount_minor"] != payload["amount_minor"] or invoice["currency"] != payload["currency"]:
+        return _reject(
+            "INVOICE_NOT_VALIDATED", f"invoice {payload['invoice_id']} is {invoice['status']}"
+        )
+    if (
+        invoice["amount_minor"] != payload["amount_minor"]
+        or invoice["currency"] != payload["currency"]
+    ):
         return _reject("PAYMENT_MISMATCH", "amount or currency differs from the invoice")
     for payment in state.records("payments").values():
         if payment["invoice_id"] == payload["invoice_id"]:
-            return _reject("PAYMENT_ALREADY_REQUESTED", f"invoice {payload['invoice_id']} already has a payment")
+            return _reject(
+                "PAYMENT_ALREADY_REQUESTED",
+                f"invoice {payload['invoice_id']} already has a payment",
+            )
     payment_id = state.allocate("payment")
-    state.put("payments", payment_id, {
-        "invoice_id": payload["invoice_id"], "cycle_id": invoice["cycle_id"], "amount_minor": payload["amount_minor"],
-        "currency": payload["currency"], "status": "REQUESTED",
-    })
+    state.put(
+        "payments",
+        payment_id,
+        {
+            "invoice_id": payload["invoice_id"],
+            "cycle_id": invoice["cycle_id"],
+            "amount_minor": payload["amount_minor"],
+            "currency": payload["currency"],
+            "status": "REQUESTED",
+        },
+    )
     return ActionOutcome(bindings={"payment_request_id": payment_id})
 
 
 def request_exception_resolution(state: StateAccess, payload: Mapping[str, Any]) -> ActionOutcome:
     checkpoint = state.get("checkpoints", payload["approval_checkpoint_id"])
-    eligible = {"APPROVAL_REJECTED": "REJECTED", "APPROVAL_EXPIRED": "EXPIRED"}[payload["exception_type"]]
-    if checkpoint is None or checkpoint["type"] != REPAIR_APPROVAL or checkpoint["status"] != eligible:
-        return _reject("EXCEPTION_NOT_ELIGIBLE", f"{payload['exception_type']} needs an approval that is {eligible}")
+    eligible = {"APPROVAL_REJECTED": "REJECTED", "APPROVAL_EXPIRED": "EXPIRED"}[
+        payload["exception_type"]
+    ]
+    if (
+        checkpoint is None
+        or checkpoint["type"] != REPAIR_APPROVAL
+        or checkpoint["status"] != eligible
+    ):
+        return _reject(
+            "EXCEPTION_NOT_ELIGIBLE",
+            f"{payload['exception_type']} needs an approval that is {eligible}",
+        )
     for other in state.records("checkpoints").values():
-        if other["type"] == EXCEPTION_RESOLUTION and other.get("concerns") == payload["approval_checkpoint_id"]:
-            return _reject("EXCEPTION_ALREADY_RAISED", "that approval already has an exception checkpoint")
+        if (
+            other["type"] == EXCEPTION_RESOLUTION
+            and other.get("concerns") == payload["approval_checkpoint_id"]
+        ):
+            return _reject(
+                "EXCEPTION_ALREADY_RAISED", "that approval already has an exception checkpoint"
+            )
     checkpoint_id = state.allocate("checkpoint")
-    state.put("checkpoints", checkpoint_id, {
-        "type": EXCEPTION_RESOLUTION, "assigned_role": "operator_human", "status": "OPEN",
-        "concerns": payload["approval_checkpoint_id"], "exception_type": payload["exception_type"],
-        "cycle_id": checkpoint["cycle_id"], "opened_minute": state.now,
-    })
+    state.put(
+        "checkpoints",
+        checkpoint_id,
+        {
+            "type": EXCEPTION_RESOLUTION,
+            "assigned_role": "operator_human",
+            "status": "OPEN",
+            "concerns": payload["approval_checkpoint_id"],
+            "exception_type": payload["exception_type"],
+            "cycle_id": checkpoint["cycle_id"],
+            "opened_minute": state.now,
+        },
+    )
     return ActionOutcome(bindings={"checkpoint_id": checkpoint_id})
 
 
@@ -215,15 +321,23 @@ EXECUTORS: dict[str, Executor] = {
 
 
 def completion(state: StateAccess) -> tuple[Rejection | None, Effects, str]:
-    """The completion guard: the transfer terminal after TAKE_OWNERSHIP, else a provisional close."""
+    """The completion guard: transfer terminal after TAKE_OWNERSHIP, else a provisional close."""
     op = operation(state)
     obligations = state.records("obligations")
     if op.get("ownership") == "human":
         transfer = [o for o in obligations.values() if o["kind"] == "transfer_notice"]
         if not transfer or any(o["message_id"] is None for o in transfer):
-            return Rejection("NOTICE_NOT_SENT", "the transfer notice has not been sent"), Effects(), ""
+            return (
+                Rejection("NOTICE_NOT_SENT", "the transfer notice has not been sent"),
+                Effects(),
+                "",
+            )
         if state.records("payments"):
-            return Rejection("PAYMENT_IN_TRANSFER", "a transfer terminal carries no payment"), Effects(), ""
+            return (
+                Rejection("PAYMENT_IN_TRANSFER", "a transfer terminal carries no payment"),
+                Effects(),
+                "",
+            )
         _update(state, "operation", OPERATION, status="TRANSFERRED")
         return None, Effects(terminal="transferred_to_human_ownership"), "final"
     cycle_id = str(op["current_cycle"])
@@ -234,8 +348,12 @@ def completion(state: StateAccess) -> tuple[Rejection | None, Effects, str]:
     if problem is not None:
         return problem, Effects(), ""
     _update(state, "operation", OPERATION, status="PROVISIONAL_CLOSE")
-    expiry = timer(PROVISIONAL_KEY, "provisional_close_expired", int(state.policy.provisional_close_minutes),
-                   cycle_id=cycle_id)
+    expiry = timer(
+        PROVISIONAL_KEY,
+        "provisional_close_expired",
+        int(state.policy.provisional_close_minutes),
+        cycle_id=cycle_id,
+    )
     return None, Effects(timers=[expiry]), "provisional"
 
 
@@ -252,12 +370,17 @@ def _open_item(state: StateAccess, cycle_id: str, cycle: Mapping[str, Any]) -> R
     for invoice_id, invoice in state.records("invoices").items():
         if invoice["status"] != "VALIDATED":
             return Rejection("OPEN_INVOICE_REVIEW", f"invoice {invoice_id} is {invoice['status']}")
-        if not any(p["invoice_id"] == invoice_id and p["status"] == "SETTLED" for p in state.records("payments").values()):
+        if not any(
+            p["invoice_id"] == invoice_id and p["status"] == "SETTLED"
+            for p in state.records("payments").values()
+        ):
             return Rejection("PAYMENT_NOT_SETTLED", f"invoice {invoice_id} is not settled")
     for key, obligation in state.records("obligations").items():
         if obligation["message_id"] is None:
             return Rejection("NOTICE_NOT_SENT", f"obligation {key} has no message")
-    if not any(o["correlation_id"] == cycle_id and o["kind"] == "completion_notice"
-               for o in state.records("obligations").values()):
+    if not any(
+        o["correlation_id"] == cycle_id and o["kind"] == "completion_notice"
+        for o in state.records("obligations").values()
+    ):
         return Rejection("NOTICE_NOT_SENT", f"no completion notice for {cycle_id}")
     return None

@@ -5,26 +5,35 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.worlds.operations.domain import (
     ActionOutcome,
+    ActionType,
     Effects,
     EventOutcome,
+    EventType,
     Findings,
     Ref,
     Rejection,
     StateAccess,
 )
-from pytest_agentbench.worlds.operations.domains.maintenance import actions, grading, reducers, vocabulary
+from pytest_agentbench.worlds.operations.domains.maintenance import (
+    actions,
+    grading,
+    reducers,
+    vocabulary,
+)
 from pytest_agentbench.worlds.operations.domains.maintenance.reducers import OPERATION, operation
 
 
 class MaintenancePack:
-    operation_type = vocabulary.OPERATION_TYPE
-    policy_model = vocabulary.Policy
-    event_types = vocabulary.EVENT_TYPES
-    action_types = vocabulary.ACTION_TYPES
-    roles = vocabulary.ROLES
+    operation_type: str = vocabulary.OPERATION_TYPE
+    policy_model: type[BaseModel] = vocabulary.Policy
+    event_types: Mapping[str, EventType] = vocabulary.EVENT_TYPES
+    action_types: Mapping[str, ActionType] = vocabulary.ACTION_TYPES
+    roles: frozenset[str] = vocabulary.ROLES
 
     def initial_state(self, spec: Any) -> dict[str, dict[str, Any]]:
         collections: dict[str, dict[str, Any]] = {name: {} for name in reducers.COLLECTIONS}
@@ -42,7 +51,9 @@ class MaintenancePack:
     def apply_event(self, state: StateAccess, event: Mapping[str, Any]) -> EventOutcome:
         return reducers.REDUCERS[event["type"]](state, event["payload"])
 
-    def decide_action(self, state: StateAccess, action: str, payload: Mapping[str, JsonValue]) -> ActionOutcome:
+    def decide_action(
+        self, state: StateAccess, action: str, payload: Mapping[str, JsonValue]
+    ) -> ActionOutcome:
         return actions.EXECUTORS[action](state, payload)
 
     def required_reads(self, action: str, payload: Mapping[str, JsonValue]) -> Sequence[Ref]:
@@ -54,18 +65,25 @@ class MaintenancePack:
             "request_approval": [ref("quotes", "quote_id")] if "quote_id" in payload else [],
             "authorise_supplier_work": (
                 [ref("quotes", "quote_id"), ref("checkpoints", "approval_checkpoint_id")]
-                if {"quote_id", "approval_checkpoint_id"} <= set(payload) else []
+                if {"quote_id", "approval_checkpoint_id"} <= set(payload)
+                else []
             ),
-            "request_invoice_validation": [ref("invoices", "invoice_id")] if "invoice_id" in payload else [],
+            "request_invoice_validation": [ref("invoices", "invoice_id")]
+            if "invoice_id" in payload
+            else [],
             "request_payment": [ref("invoices", "invoice_id")] if "invoice_id" in payload else [],
             "request_exception_resolution": (
-                [ref("checkpoints", "approval_checkpoint_id")] if "approval_checkpoint_id" in payload else []
+                [ref("checkpoints", "approval_checkpoint_id")]
+                if "approval_checkpoint_id" in payload
+                else []
             ),
             "complete": [Ref("operation", OPERATION)],
         }
         return table.get(action, [])
 
-    def action_cycle(self, state: StateAccess, action: str, payload: Mapping[str, JsonValue]) -> str | None:
+    def action_cycle(
+        self, state: StateAccess, action: str, payload: Mapping[str, JsonValue]
+    ) -> str | None:
         cycle = payload.get("cycle_id")
         if isinstance(cycle, str):
             return cycle
@@ -75,7 +93,9 @@ class MaintenancePack:
     def completion(self, state: StateAccess) -> tuple[Rejection | None, Effects, str]:
         return actions.completion(state)
 
-    def escalation_action(self, escalate: Mapping[str, JsonValue]) -> tuple[str, dict[str, JsonValue]]:
+    def escalation_action(
+        self, escalate: Mapping[str, JsonValue]
+    ) -> tuple[str, dict[str, JsonValue]]:
         return "request_exception_resolution", {
             "exception_type": escalate["exception_type"],
             "approval_checkpoint_id": escalate["checkpoint_id"],
@@ -91,7 +111,7 @@ class MaintenancePack:
 
     def grade(self, record: Any, scenario: Any) -> Findings:
         op = record.final_state["observable"]["operation"][OPERATION]
-        return grading.grade(record, scenario, op["actors"], 0)
+        return grading.grade(record, scenario, op["actors"])
 
 
 PACK = MaintenancePack()

@@ -26,8 +26,17 @@ from pytest_agentbench.worlds.operations.domains.maintenance.vocabulary import (
 )
 
 COLLECTIONS = (
-    "operation", "issues", "cycles", "visits", "quotes", "invoices", "checkpoints",
-    "payments", "claims", "evidence", "obligations",
+    "operation",
+    "issues",
+    "cycles",
+    "visits",
+    "quotes",
+    "invoices",
+    "checkpoints",
+    "payments",
+    "claims",
+    "evidence",
+    "obligations",
 )
 OPERATION = "operation"
 PROVISIONAL_KEY = "provisional_close"
@@ -55,24 +64,47 @@ def operation(state: StateAccess) -> dict[str, JsonValue]:
 def open_obligation(state: StateAccess, kind: str, fixture: str, correlation: str) -> None:
     key = f"{kind}:{correlation}"
     if state.get("obligations", key) is None:
-        state.put("obligations", key, {
-            "kind": kind, "fixture_id": fixture, "correlation_id": correlation,
-            "created_minute": state.now, "due_minute": state.now + int(state.policy.completion_notice_within_minutes),
-            "message_id": None,
-        })
+        state.put(
+            "obligations",
+            key,
+            {
+                "kind": kind,
+                "fixture_id": fixture,
+                "correlation_id": correlation,
+                "created_minute": state.now,
+                "due_minute": state.now + int(state.policy.completion_notice_within_minutes),
+                "message_id": None,
+            },
+        )
 
 
 def issue_reported(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
     if state.get("issues", payload["issue_id"]) is not None:
         return _reject("DUPLICATE_EVENT", f"issue {payload['issue_id']} is already reported")
-    state.put("issues", payload["issue_id"], {
-        "classification": payload["classification"], "status": "OPEN", "level": "participant_claim",
-        "open_contradiction": False,
-    })
-    state.put("cycles", payload["cycle_id"], {
-        "issue_id": payload["issue_id"], "kind": "initial", "parent_cycle_id": None, "status": "OPEN",
-        "scope_digest": None, "further_work_required": False, "work_verified": False, "payable": True,
-    })
+    state.put(
+        "issues",
+        payload["issue_id"],
+        {
+            "classification": payload["classification"],
+            "status": "OPEN",
+            "level": "participant_claim",
+            "open_contradiction": False,
+        },
+    )
+    state.put(
+        "cycles",
+        payload["cycle_id"],
+        {
+            "issue_id": payload["issue_id"],
+            "kind": "initial",
+            "parent_cycle_id": None,
+            "status": "OPEN",
+            "scope_digest": None,
+            "further_work_required": False,
+            "work_verified": False,
+            "payable": True,
+        },
+    )
     _update(state, "operation", OPERATION, current_cycle=payload["cycle_id"], status="OPEN")
     return EventOutcome()
 
@@ -92,11 +124,20 @@ def resolution_reported(state: StateAccess, payload: Mapping[str, Any]) -> Event
         _update(state, "issues", issue_id, open_contradiction=True)
         return EventOutcome()
     new_cycle = f"cycle_{len(state.records('cycles')) + 1}"
-    state.put("cycles", new_cycle, {
-        "issue_id": issue_id, "kind": "warranty", "parent_cycle_id": current, "status": "OPEN",
-        "scope_digest": cycle["scope_digest"], "further_work_required": True, "work_verified": False,
-        "payable": False,
-    })
+    state.put(
+        "cycles",
+        new_cycle,
+        {
+            "issue_id": issue_id,
+            "kind": "warranty",
+            "parent_cycle_id": current,
+            "status": "OPEN",
+            "scope_digest": cycle["scope_digest"],
+            "further_work_required": True,
+            "work_verified": False,
+            "payable": False,
+        },
+    )
     _update(state, "cycles", current, status="REOPENED")
     _update(state, "issues", issue_id, open_contradiction=True, customer_confirmed=False)
     reopened = op["status"] == "PROVISIONAL_CLOSE"
@@ -124,25 +165,51 @@ def visit_response(state: StateAccess, payload: Mapping[str, Any]) -> EventOutco
 def work_reported(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
     if _visit(state, payload) is None:
         return _reject("UNKNOWN_VISIT", f"no visit {payload['visit_id']} in {payload['cycle_id']}")
-    _update(state, "visits", payload["visit_id"], reported_outcome=payload["outcome"], report_level="participant_claim")
+    _update(
+        state,
+        "visits",
+        payload["visit_id"],
+        reported_outcome=payload["outcome"],
+        report_level="participant_claim",
+    )
     if payload["outcome"] == "FURTHER_WORK_REQUIRED":
-        _update(state, "cycles", payload["cycle_id"], further_work_required=True, scope_digest=payload["scope_digest"])
+        _update(
+            state,
+            "cycles",
+            payload["cycle_id"],
+            further_work_required=True,
+            scope_digest=payload["scope_digest"],
+        )
     return EventOutcome(effects=Effects(cancel=[f"visit_followup_{payload['visit_id']}"]))
 
 
 def quote_received(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
     if payload["currency"] != state.policy.currency:
-        return _reject("CURRENCY_MISMATCH", f"quote in {payload['currency']}, policy is {state.policy.currency}")
+        return _reject(
+            "CURRENCY_MISMATCH",
+            f"quote in {payload['currency']}, policy is {state.policy.currency}",
+        )
     if state.get("cycles", payload["cycle_id"]) is None:
         return _reject("UNKNOWN_CYCLE", f"no cycle {payload['cycle_id']}")
     existing = state.get("quotes", payload["quote_id"])
-    if existing is not None and int(existing["quote_version"]) >= int(payload["quote_version"]):  # type: ignore[call-overload]
-        return _reject("STALE_QUOTE_VERSION", f"quote {payload['quote_id']} already at v{existing['quote_version']}")
-    state.put("quotes", payload["quote_id"], {
-        "quote_version": payload["quote_version"], "cycle_id": payload["cycle_id"],
-        "amount_minor": payload["amount_minor"], "currency": payload["currency"],
-        "scope_digest": payload["scope_digest"], "status": "AWAITING_DECISION", "level": "participant_claim",
-    })
+    if existing is not None and int(existing["quote_version"]) >= int(payload["quote_version"]):
+        return _reject(
+            "STALE_QUOTE_VERSION",
+            f"quote {payload['quote_id']} already at v{existing['quote_version']}",
+        )
+    state.put(
+        "quotes",
+        payload["quote_id"],
+        {
+            "quote_version": payload["quote_version"],
+            "cycle_id": payload["cycle_id"],
+            "amount_minor": payload["amount_minor"],
+            "currency": payload["currency"],
+            "scope_digest": payload["scope_digest"],
+            "status": "AWAITING_DECISION",
+            "level": "participant_claim",
+        },
+    )
     return EventOutcome()
 
 
@@ -152,18 +219,32 @@ def invoice_received(state: StateAccess, payload: Mapping[str, Any]) -> EventOut
     cycle = state.get("cycles", payload["cycle_id"])
     if cycle is None:
         return _reject("UNKNOWN_CYCLE", f"no cycle {payload['cycle_id']}")
-    state.put("invoices", payload["invoice_id"], {
-        "cycle_id": payload["cycle_id"], "quote_id": payload["quote_id"], "quote_version": payload["quote_version"],
-        "amount_minor": payload["amount_minor"], "currency": payload["currency"], "status": "UNVALIDATED",
-        "received_before_verification": not cycle["work_verified"],
-    })
+    state.put(
+        "invoices",
+        payload["invoice_id"],
+        {
+            "cycle_id": payload["cycle_id"],
+            "quote_id": payload["quote_id"],
+            "quote_version": payload["quote_version"],
+            "amount_minor": payload["amount_minor"],
+            "currency": payload["currency"],
+            "status": "UNVALIDATED",
+            "received_before_verification": not cycle["work_verified"],
+        },
+    )
     return EventOutcome()
 
 
 def assertion_received(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
-    state.put("claims", payload["assertion_id"], {
-        "assertion": payload["assertion"], "cycle_id": payload.get("cycle_id"), "level": "participant_claim",
-    })
+    state.put(
+        "claims",
+        payload["assertion_id"],
+        {
+            "assertion": payload["assertion"],
+            "cycle_id": payload.get("cycle_id"),
+            "level": "participant_claim",
+        },
+    )
     return EventOutcome()
 
 
@@ -173,9 +254,17 @@ def approver_decision(state: StateAccess, payload: Mapping[str, Any]) -> EventOu
         return _reject("CHECKPOINT_NOT_OPEN", f"checkpoint {payload['checkpoint_id']} is not open")
     for name in ("quote_id", "quote_version", "amount_minor", "currency", "scope_digest"):
         if checkpoint[name] != payload[name]:
-            return _reject("APPROVAL_MISMATCH", f"{name} does not match checkpoint {payload['checkpoint_id']}")
-    _update(state, "checkpoints", payload["checkpoint_id"], status=payload["decision"],
-            decided_minute=state.now, level="human_approval")
+            return _reject(
+                "APPROVAL_MISMATCH", f"{name} does not match checkpoint {payload['checkpoint_id']}"
+            )
+    _update(
+        state,
+        "checkpoints",
+        payload["checkpoint_id"],
+        status=payload["decision"],
+        decided_minute=state.now,
+        level="human_approval",
+    )
     _update(state, "quotes", payload["quote_id"], status=payload["decision"])
     key = payload["checkpoint_id"]
     return EventOutcome(effects=Effects(cancel=[f"reminder_{key}", f"deadline_{key}"]))
@@ -183,13 +272,28 @@ def approver_decision(state: StateAccess, payload: Mapping[str, Any]) -> EventOu
 
 def exception_resolved(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
     checkpoint = state.get("checkpoints", payload["checkpoint_id"])
-    if checkpoint is None or checkpoint["status"] != "OPEN" or checkpoint["type"] != "maintenance_exception_resolution":
-        return _reject("CHECKPOINT_NOT_OPEN", f"exception checkpoint {payload['checkpoint_id']} is not open")
+    if (
+        checkpoint is None
+        or checkpoint["status"] != "OPEN"
+        or checkpoint["type"] != "maintenance_exception_resolution"
+    ):
+        return _reject(
+            "CHECKPOINT_NOT_OPEN", f"exception checkpoint {payload['checkpoint_id']} is not open"
+        )
     if payload["decision"] != "TAKE_OWNERSHIP":
-        # AUTHORISE_ALTERNATIVE and CANCEL_OPERATION have no executable reducer yet (deferred in the seed).
-        return _reject("DECISION_NOT_EXECUTABLE", f"{payload['decision']} has no executable reducer")
-    _update(state, "checkpoints", payload["checkpoint_id"], status="RESOLVED", decision=payload["decision"],
-            decided_minute=state.now, level="human_approval")
+        # AUTHORISE_ALTERNATIVE and CANCEL_OPERATION are deferred in the seed: no reducer.
+        return _reject(
+            "DECISION_NOT_EXECUTABLE", f"{payload['decision']} has no executable reducer"
+        )
+    _update(
+        state,
+        "checkpoints",
+        payload["checkpoint_id"],
+        status="RESOLVED",
+        decision=payload["decision"],
+        decided_minute=state.now,
+        level="human_approval",
+    )
     _update(state, "operation", OPERATION, ownership="human", status="TRANSFER_PENDING")
     open_obligation(state, "transfer_notice", TRANSFER_NOTICE, payload["checkpoint_id"])
     return EventOutcome()
@@ -198,8 +302,13 @@ def exception_resolved(state: StateAccess, payload: Mapping[str, Any]) -> EventO
 def attendance_verified(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
     if _visit(state, payload) is None:
         return _reject("UNKNOWN_VISIT", f"no visit {payload['visit_id']} in {payload['cycle_id']}")
-    _update(state, "visits", payload["visit_id"], attendance_verified=payload["attended"],
-            attendance_level="authoritative_fact")
+    _update(
+        state,
+        "visits",
+        payload["visit_id"],
+        attendance_verified=payload["attended"],
+        attendance_level="authoritative_fact",
+    )
     return EventOutcome()
 
 
@@ -209,14 +318,27 @@ def work_verified(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcom
     cycle = state.get("cycles", payload["cycle_id"])
     assert cycle is not None
     complete = payload["outcome"] == "WORK_COMPLETE"
-    state.put("evidence", payload["evidence_id"], {
-        "visit_id": payload["visit_id"], "cycle_id": payload["cycle_id"], "scope_digest": payload["scope_digest"],
-        "outcome": payload["outcome"], "level": "authoritative_fact",
-    })
+    state.put(
+        "evidence",
+        payload["evidence_id"],
+        {
+            "visit_id": payload["visit_id"],
+            "cycle_id": payload["cycle_id"],
+            "scope_digest": payload["scope_digest"],
+            "outcome": payload["outcome"],
+            "level": "authoritative_fact",
+        },
+    )
     warranty = cycle["kind"] == "warranty" and cycle["scope_digest"] == payload["scope_digest"]
-    _update(state, "cycles", payload["cycle_id"], work_verified=complete,
-            further_work_required=not complete, verified_scope_digest=payload["scope_digest"],
-            payable=not warranty if cycle["kind"] == "warranty" else cycle["payable"])
+    _update(
+        state,
+        "cycles",
+        payload["cycle_id"],
+        work_verified=complete,
+        further_work_required=not complete,
+        verified_scope_digest=payload["scope_digest"],
+        payable=not warranty if cycle["kind"] == "warranty" else cycle["payable"],
+    )
     if complete and not _payable(state, payload["cycle_id"]):
         open_obligation(state, "completion_notice", COMPLETION_NOTICE, payload["cycle_id"])
     return EventOutcome(effects=Effects(cancel=[f"visit_followup_{payload['visit_id']}"]))
@@ -230,19 +352,38 @@ def _payable(state: StateAccess, cycle_id: str) -> bool:
 def invoice_validated(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
     invoice = state.get("invoices", payload["invoice_id"])
     if invoice is None or invoice["status"] != "VALIDATION_REQUESTED":
-        return _reject("VALIDATION_NOT_REQUESTED", f"invoice {payload['invoice_id']} awaits no validation")
-    _update(state, "invoices", payload["invoice_id"], status="VALIDATED" if payload["valid"] else "INVALID",
-            validation_level="authoritative_fact")
+        return _reject(
+            "VALIDATION_NOT_REQUESTED", f"invoice {payload['invoice_id']} awaits no validation"
+        )
+    _update(
+        state,
+        "invoices",
+        payload["invoice_id"],
+        status="VALIDATED" if payload["valid"] else "INVALID",
+        validation_level="authoritative_fact",
+    )
     return EventOutcome()
 
 
 def settlement_confirmed(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
     payment = state.get("payments", payload["payment_request_id"])
     if payment is None or payment["status"] != "REQUESTED":
-        return _reject("PAYMENT_NOT_REQUESTED", f"payment {payload['payment_request_id']} is not awaiting settlement")
-    if payment["invoice_id"] != payload["invoice_id"] or payment["amount_minor"] != payload["amount_minor"]:
+        return _reject(
+            "PAYMENT_NOT_REQUESTED",
+            f"payment {payload['payment_request_id']} is not awaiting settlement",
+        )
+    if (
+        payment["invoice_id"] != payload["invoice_id"]
+        or payment["amount_minor"] != payload["amount_minor"]
+    ):
         return _reject("SETTLEMENT_MISMATCH", "settlement does not match the payment request")
-    _update(state, "payments", payload["payment_request_id"], status="SETTLED", level="authoritative_fact")
+    _update(
+        state,
+        "payments",
+        payload["payment_request_id"],
+        status="SETTLED",
+        level="authoritative_fact",
+    )
     open_obligation(state, "completion_notice", COMPLETION_NOTICE, payload["cycle_id"])
     return EventOutcome()
 
@@ -259,7 +400,9 @@ def deadline_due(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome
     checkpoint = state.get("checkpoints", payload["checkpoint_id"])
     if checkpoint is None or checkpoint["status"] != "OPEN":
         return _reject("CHECKPOINT_NOT_OPEN", f"checkpoint {payload['checkpoint_id']} is not open")
-    _update(state, "checkpoints", payload["checkpoint_id"], status="EXPIRED", decided_minute=state.now)
+    _update(
+        state, "checkpoints", payload["checkpoint_id"], status="EXPIRED", decided_minute=state.now
+    )
     return EventOutcome(effects=Effects(cancel=[f"reminder_{payload['checkpoint_id']}"]))
 
 
