@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_agentbench.errors import UsageError
 from pytest_agentbench.runner import describe_exception
-from pytest_agentbench.world import World
+from pytest_agentbench.world import World, accepted_protocols
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,11 @@ REFERENCE_AGENTS = ReferenceAgents()
 
 
 def protocol_name(world: World) -> str:
-    return world.adapter_protocol.__name__
+    return " or ".join(protocol.__name__ for protocol in accepted_protocols(world))
 
 
 def implements(adapter: Any, world: World) -> bool:
-    return isinstance(adapter, world.adapter_protocol)
+    return any(isinstance(adapter, protocol) for protocol in accepted_protocols(world))
 
 
 def _protocols_summary(worlds: Sequence[World]) -> str:

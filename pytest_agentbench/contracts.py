@@ -83,6 +83,8 @@ class Outcome(Record):
     failure_class: FailureClass | None = None
     failure_reason: str | None = None
     transcript: str | None = None
+    receipt: dict[str, JsonValue] | None = None
+    """An interactive world's tool-session receipt (``tools.Receipt`` as JSON)."""
 
 
 class CaseResult(Record):
@@ -99,6 +101,8 @@ class CaseResult(Record):
     failure_reason: str | None = None
     findings: tuple[str, ...] = ()
     """Finding codes the evaluator raised (negative controls require some of them)."""
+    receipt: dict[str, JsonValue] | None = None
+    """The outcome's tool-session receipt, carried into the JSON run report."""
 
     @property
     def failed_checks(self) -> tuple[Check, ...]:
@@ -131,6 +135,7 @@ def grade(
         failure_class=failure_class,
         failure_reason=None if outcome is None else outcome.failure_reason,
         findings=tuple(sorted(set(findings))),
+        receipt=None if outcome is None else outcome.receipt,
     )
 
 

@@ -43,6 +43,9 @@ class MalformedOutput(AdapterFailure):
 class CaseTimeout(BaseException):
     """Raised inside a hung adapter. A BaseException so ``except Exception`` cannot swallow it."""
 
+    receipt: dict[str, Any] | None = None
+    """Set by a world that drove a tool session, so the timed-out case keeps its receipt."""
+
 
 def describe_exception(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
@@ -160,11 +163,12 @@ def run_case(
     try:
         with interrupt_after(timeout):
             return world.run(suite, case, view, adapter)
-    except CaseTimeout:
+    except CaseTimeout as interrupted:
         elapsed = time.perf_counter() - started
         return Outcome(
             failure_class=FailureClass.AGENT_ERROR,
             failure_reason=f"timed out after {elapsed:.1f}s (--agentbench-timeout={timeout:g})",
+            receipt=interrupted.receipt,
         )
     except AdapterFailure as failure:
         return Outcome(failure_class=failure.failure_class, failure_reason=failure.reason)

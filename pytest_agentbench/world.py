@@ -22,7 +22,13 @@ class World(Protocol):
     """The ``world:`` value of ``suite.yaml`` this world serves."""
 
     adapter_protocol: type
-    """A ``runtime_checkable`` Protocol an adapter must satisfy to run this world's cases."""
+    """A ``runtime_checkable`` Protocol an adapter must satisfy to run this world's cases.
+
+    A world may accept more than one protocol: an optional class attribute
+    ``adapter_protocols: tuple[type, ...]`` lists every one it accepts (see
+    :func:`accepted_protocols`); ``adapter_protocol`` stays the primary one.
+    Interactive worlds accept :class:`pytest_agentbench.tools.ToolAgent` there.
+    """
 
     def load_suite(self, suite: Suite) -> Any:
         """Verify the suite's public artifacts (digests included) and parse them.
@@ -69,3 +75,10 @@ class World(Protocol):
 
     def predictions_adapter(self, suite: Suite, path: Path) -> Any:
         """An adapter that answers from a predictions file produced elsewhere."""
+
+
+def accepted_protocols(world: World) -> tuple[type, ...]:
+    """The primary adapter protocol, then any others the world lists in ``adapter_protocols``."""
+    extra: tuple[type, ...] = tuple(getattr(world, "adapter_protocols", ()))
+    primary = world.adapter_protocol
+    return (primary, *(protocol for protocol in extra if protocol is not primary))

@@ -1,0 +1,61 @@
+"""The tool-session contract shared by every interactive world (the core knows no world).
+
+A world declares :class:`ToolSpec` s; its adapter receives a :class:`ToolSession`
+for one case and returns the world's final answer (:class:`ToolAgent`); every
+call is validated, budgeted, byte-counted and recorded into a :class:`Receipt`
+whose canonical partition has a stable sha256 digest. See docs/tool-sessions.md.
+"""
+
+from pytest_agentbench.tools.agent import ToolAgent, parse_final, solve_with_session
+from pytest_agentbench.tools.export import mcp_tools, openai_tools
+from pytest_agentbench.tools.receipt import (
+    RECEIPT_SCHEME,
+    Receipt,
+    ReceiptCall,
+    ReceiptCanonical,
+    ReceiptObservations,
+)
+from pytest_agentbench.tools.records import ToolCallRecord
+from pytest_agentbench.tools.schema import SchemaViolation, UnsupportedSchema, compile_schema
+from pytest_agentbench.tools.session import ToolHarnessError, ToolSession
+from pytest_agentbench.tools.spec import (
+    BUDGET_EXHAUSTED,
+    HANDLER_FAILED,
+    INVALID_ARGUMENTS,
+    SESSION_CLOSED,
+    UNKNOWN_TOOL,
+    Budget,
+    ToolCallError,
+    ToolDescriptor,
+    ToolSpec,
+)
+from pytest_agentbench.tools.wrapping import fence_result
+
+__all__ = [
+    "BUDGET_EXHAUSTED",
+    "HANDLER_FAILED",
+    "INVALID_ARGUMENTS",
+    "RECEIPT_SCHEME",
+    "SESSION_CLOSED",
+    "UNKNOWN_TOOL",
+    "Budget",
+    "Receipt",
+    "ReceiptCall",
+    "ReceiptCanonical",
+    "ReceiptObservations",
+    "SchemaViolation",
+    "ToolAgent",
+    "ToolCallError",
+    "ToolCallRecord",
+    "ToolDescriptor",
+    "ToolHarnessError",
+    "ToolSession",
+    "ToolSpec",
+    "UnsupportedSchema",
+    "compile_schema",
+    "fence_result",
+    "mcp_tools",
+    "openai_tools",
+    "parse_final",
+    "solve_with_session",
+]

@@ -1,0 +1,112 @@
+"""The generic adapter protocol of interactive worlds, and the loop a world drives it with.
+
+An adapter implementing :class:`ToolAgent` runs on every interactive world:
+it gets the world's public task view (a dict) and a :class:`ToolSession`, and
+returns the world's final answer object. :func:`solve_with_session` is how a
+world calls it: failures are classified, the session is closed, and the
+outcome carries the receipt whatever happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ValidationError
+
+from pytest_agentbench.canonical import JsonValue, loads_strict
+from pytest_agentbench.contracts import FailureClass, Outcome
+from pytest_agentbench.errors import AgentbenchError, field_path
+from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput, call_adapter
+from pytest_agentbench.tools.session import ToolSession
+
+# Stable failure codes a receipt's canonical partition records.
+ADAPTER_FAILED = "adapter_failed"
+MALFORMED_FINAL = "malformed_final"
+TIMED_OUT = "timed_out"
+HARNESS_FAILED = "handler_failed"
+
+
+@runtime_checkable
+class ToolAgent(Protocol):
+    def solve(self, task: dict[str, Any], session: ToolSession) -> Any:
+        """Work on ``task`` through ``session``; return the world's final answer object."""
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_final(raw: Any, model: type[M]) -> M:
+    """Parse an adapter's final answer strictly into ``model``.
+
+    ``raw`` may be the object itself or JSON text (duplicate keys refused).
+    Unknown fields and wrong types are refused as well, provided ``model``
+    forbids extra fields (as :class:`~pytest_agentbench.contracts.Record` does).
+    Every refusal is :class:`~pytest_agentbench.runner.MalformedOutput`.
+    """
+    value = raw
+    if isinstance(raw, str | bytes):
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        try:
+            value = loads_strict(text)
+        except AgentbenchError as exc:
+            raise MalformedOutput(f"final answer: {exc.render()}") from None
+    try:
+        return model.model_validate(value, strict=True)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = field_path(["final", *first["loc"]])
+        raise MalformedOutput(f"{where}: {first['msg']}") from None
+
+
+def solve_with_session(
+    adapter: Any,
+    task: dict[str, Any],
+    session: ToolSession,
+    accept: Callable[[Any], JsonValue],
+) -> Outcome:
+    """Drive ``adapter.solve(task, session)`` and turn what it returns into an Outcome.
+
+    ``accept`` turns the adapter's return value into the canonical output or
+    raises :class:`MalformedOutput`. A handler failure during the session
+    makes the case a harness error even when the adapter caught it. The
+    session is closed before this returns; the outcome carries its receipt.
+    A timeout propagates (the runner reports it) with the receipt attached.
+    """
+    try:
+        raw = call_adapter(adapter.solve, task, session)
+    except AdapterFailure as failure:
+        session.close()
+        return _failed(session, failure.failure_class, ADAPTER_FAILED, failure.reason)
+    except CaseTimeout as timeout:
+        session.close()
+        timeout.receipt = session.receipt(
+            failure_class=FailureClass.AGENT_ERROR.value, failure_code=TIMED_OUT
+        ).model_dump(mode="json")
+        raise
+    session.close()
+    failed = session.harness_failure
+    if failed is not None:
+        reason = f"tool {failed.name!r} failed at call {failed.index}: {failed.message}"
+        return _failed(session, FailureClass.HARNESS_ERROR, HARNESS_FAILED, reason)
+    try:
+        final = accept(raw)
+    except MalformedOutput as malformed:
+        return _failed(session, FailureClass.PRODUCT_ERROR, MALFORMED_FINAL, malformed.reason)
+    return Outcome(output=final, receipt=session.receipt(final).model_dump(mode="json"))
+
+
+def _failed(session: ToolSession, failure_class: FailureClass, code: str, reason: str) -> Outcome:
+    failed = session.harness_failure
+    if failed is not None and failure_class is not FailureClass.HARNESS_ERROR:
+        # The adapter's failure may be a consequence of the handler's.
+        failure_class, code = FailureClass.HARNESS_ERROR, HARNESS_FAILED
+        reason = f"tool {failed.name!r} failed at call {failed.index}: {failed.message}"
+    receipt = session.receipt(
+        failure_class=failure_class.value, failure_code=code, failure_reason=reason
+    )
+    return Outcome(
+        failure_class=failure_class,
+        failure_reason=reason,
+        receipt=receipt.model_dump(mode="json"),
+    )

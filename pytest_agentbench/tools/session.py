@@ -1,0 +1,280 @@
+"""The tool session an interactive world hands its adapter for one case.
+
+Every call goes through the same steps, in this order, and ends in exactly one
+recorded outcome:
+
+1. ``session_closed``: the session was closed (the case is over);
+2. ``budget_exhausted``: ``max_calls`` calls were already admitted, or the
+   ``max_bytes`` budget is already spent;
+3. ``unknown_tool``: no visible tool has that name;
+4. ``invalid_arguments``: the arguments are not a strictly parsed JSON object
+   (duplicate keys refused) that satisfies the tool's schema;
+5. the handler runs: its result, or its own refusal (:class:`ToolCallError`
+   with the world's code), is delivered; any other exception is
+   ``handler_failed``, a harness error the world must not grade as the agent's;
+6. ``budget_exhausted`` again when the answer would overrun ``max_bytes``: it
+   is withheld (recorded, not delivered, 0 bytes).
+
+Nothing about a spec's identity is relied on: a thin proxy (an isolated
+adapter's pipe) can forward ``call(name, arguments)`` and rebuild the rest
+from :class:`~pytest_agentbench.tools.spec.ToolDescriptor` and the records.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pytest_agentbench.canonical import JsonValue, canonical_json, loads_strict
+from pytest_agentbench.errors import AgentbenchError, field_path
+from pytest_agentbench.runner import describe_exception
+from pytest_agentbench.tools.export import mcp_tools, openai_tools
+from pytest_agentbench.tools.receipt import Receipt
+from pytest_agentbench.tools.records import ToolCallRecord
+from pytest_agentbench.tools.schema import SchemaViolation
+from pytest_agentbench.tools.spec import (
+    BUDGET_EXHAUSTED,
+    HANDLER_FAILED,
+    INVALID_ARGUMENTS,
+    SESSION_CLOSED,
+    UNKNOWN_TOOL,
+    Budget,
+    ToolCallError,
+    ToolSpec,
+)
+
+UNLIMITED = Budget()
+
+
+class ToolHarnessError(Exception):
+    """A handler failed during the session: the case is the harness's error, not the agent's."""
+
+
+class _Draft:
+    """The mutable record of the call in progress."""
+
+    __slots__ = (
+        "arguments_json",
+        "delivered",
+        "error",
+        "message",
+        "model_visible_bytes",
+        "raw_arguments",
+        "result_json",
+    )
+
+    def __init__(self) -> None:
+        self.arguments_json: str | None = None
+        self.raw_arguments: str | None = None
+        self.result_json: str | None = None
+        self.error: str | None = None
+        self.message: str | None = None
+        self.delivered = False
+        self.model_visible_bytes = 0
+
+
+class ToolSession:
+    """The tools of one case (or one invocation), their budget and the record of every call."""
+
+    def __init__(
+        self,
+        tools: Sequence[ToolSpec],
+        budget: Budget | None = None,
+        *,
+        context: Mapping[str, JsonValue] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._tools = tuple(tools)
+        self._by_name: dict[str, ToolSpec] = {}
+        for spec in self._tools:
+            if not isinstance(spec, ToolSpec):
+                raise TypeError(f"tools must be ToolSpec instances, got {type(spec).__name__}")
+            if self._by_name.setdefault(spec.name, spec) is not spec:
+                raise AgentbenchError(
+                    "duplicate_tool", f"two tools are named {spec.name!r}", field="tools"
+                )
+        self.budget = UNLIMITED if budget is None else budget
+        self.context: dict[str, JsonValue] = json.loads(canonical_json(dict(context or {})))
+        self._clock = clock
+        self._calls: list[ToolCallRecord] = []
+        self._admitted = 0
+        self._bytes = 0
+        self._closed = False
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The tools visible in this session, in declaration order."""
+        return self._tools
+
+    @property
+    def calls(self) -> tuple[ToolCallRecord, ...]:
+        return tuple(self._calls)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def calls_used(self) -> int:
+        """Calls admitted so far: what ``max_calls`` bounds."""
+        return self._admitted
+
+    @property
+    def bytes_used(self) -> int:
+        """Model-visible bytes delivered so far: what ``max_bytes`` bounds."""
+        return self._bytes
+
+    @property
+    def harness_failure(self) -> ToolCallRecord | None:
+        """The first call whose handler failed, if any."""
+        return next((call for call in self._calls if call.error == HANDLER_FAILED), None)
+
+    def raise_for_harness_failure(self) -> None:
+        """Raise :class:`ToolHarnessError` when a handler failed during the session.
+
+        A world calls this after its adapter returns: an adapter may have
+        caught the ``handler_failed`` error and carried on.
+        """
+        failed = self.harness_failure
+        if failed is not None:
+            raise ToolHarnessError(
+                f"tool {failed.name!r} failed at call {failed.index}: {failed.message}"
+            )
+
+    def close(self) -> None:
+        """End the session: every later call is refused as ``session_closed``."""
+        self._closed = True
+
+    def openai_tools(self) -> list[dict[str, JsonValue]]:
+        """The visible tools as an OpenAI chat-completions ``tools`` list."""
+        return openai_tools(self._tools)
+
+    def mcp_tools(self) -> list[dict[str, JsonValue]]:
+        """The visible tools as MCP ``tools/list`` entries."""
+        return mcp_tools(self._tools)
+
+    def receipt(
+        self,
+        final: JsonValue = None,
+        *,
+        failure_class: str | None = None,
+        failure_code: str | None = None,
+        failure_reason: str | None = None,
+    ) -> Receipt:
+        """The receipt of the calls so far and ``final``, the answer the world accepted."""
+        return Receipt.build(
+            tools=self._tools,
+            budget=self.budget,
+            calls=self._calls,
+            final=final,
+            failure_class=failure_class,
+            failure_code=failure_code,
+            failure_reason=failure_reason,
+            context=self.context,
+        )
+
+    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> JsonValue:
+        """Call tool ``name``; returns the model-visible result or raises :class:`ToolCallError`.
+
+        ``arguments`` is a mapping or JSON text (``None`` means no arguments).
+        The result is a fresh copy of what was counted and recorded.
+        """
+        started = self._clock()
+        draft = _Draft()
+        try:
+            result_json = self._run(draft, name, arguments)
+            return json.loads(result_json)
+        except ToolCallError as exc:
+            draft.error = exc.code
+            draft.message = exc.reason
+            raise
+        finally:
+            self._calls.append(
+                ToolCallRecord(
+                    index=len(self._calls),
+                    name=name if isinstance(name, str) else repr(name),
+                    arguments_json=draft.arguments_json,
+                    raw_arguments=draft.raw_arguments,
+                    result_json=draft.result_json,
+                    error=draft.error,
+                    delivered=draft.delivered,
+                    model_visible_bytes=draft.model_visible_bytes,
+                    message=draft.message,
+                    duration_ms=(self._clock() - started) * 1000.0,
+                )
+            )
+
+    def _run(self, draft: _Draft, name: str, arguments: Mapping[str, Any] | str | None) -> str:
+        if self._closed:
+            raise ToolCallError(SESSION_CLOSED, "the session is closed")
+        budget = self.budget
+        if budget.max_calls is not None and self._admitted >= budget.max_calls:
+            raise ToolCallError(BUDGET_EXHAUSTED, f"all {budget.max_calls} calls are used")
+        if budget.max_bytes is not None and self._bytes >= budget.max_bytes:
+            raise ToolCallError(
+                BUDGET_EXHAUSTED, f"all {budget.max_bytes} model-visible bytes are used"
+            )
+        self._admitted += 1
+        spec = self._by_name.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise ToolCallError(UNKNOWN_TOOL, f"no tool is named {name!r}")
+        parsed = self._parse(draft, arguments)
+        try:
+            spec.check_arguments(parsed, ())
+        except SchemaViolation as violation:
+            raise ToolCallError(
+                INVALID_ARGUMENTS,
+                violation.reason,
+                field=field_path(("arguments", *violation.path)),
+            ) from None
+        draft.arguments_json = canonical_json(parsed)
+        try:
+            result = spec.handler(json.loads(draft.arguments_json))
+            answer = canonical_json(result)
+        except ToolCallError as refusal:
+            answer = canonical_json(refusal.payload())
+            self._deliver(draft, answer)
+            raise
+        except Exception as exc:
+            raise ToolCallError(
+                HANDLER_FAILED, f"tool {name!r} failed: {describe_exception(exc)}"
+            ) from exc
+        self._deliver(draft, answer)
+        return answer
+
+    def _parse(self, draft: _Draft, arguments: Mapping[str, Any] | str | None) -> Any:
+        if arguments is None:
+            return {}
+        if isinstance(arguments, str):
+            try:
+                return loads_strict(arguments)
+            except AgentbenchError as exc:
+                draft.raw_arguments = arguments
+                where = exc.location.field
+                raise ToolCallError(
+                    INVALID_ARGUMENTS,
+                    f"not strict JSON ({exc.code}): {exc.reason}",
+                    field=f"arguments.{where}" if where else "arguments",
+                ) from None
+        if isinstance(arguments, Mapping):
+            return dict(arguments)
+        raise ToolCallError(
+            INVALID_ARGUMENTS,
+            f"arguments must be an object or JSON text, got {type(arguments).__name__}",
+        )
+
+    def _deliver(self, draft: _Draft, answer: str) -> None:
+        draft.result_json = answer
+        size = len(answer.encode("utf-8"))
+        limit = self.budget.max_bytes
+        if limit is not None and self._bytes + size > limit:
+            raise ToolCallError(
+                BUDGET_EXHAUSTED,
+                f"the answer's {size} bytes exceed the {limit - self._bytes} model-visible "
+                f"bytes left; it is withheld",
+            )
+        draft.delivered = True
+        draft.model_visible_bytes = size
+        self._bytes += size
