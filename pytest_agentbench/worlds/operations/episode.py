@@ -10,16 +10,17 @@ or the horizon. It interprets no payload: that is the domain pack's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
 from pytest_agentbench.runner import call_adapter
+from pytest_agentbench.tools import ToolCallRecord
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
 from pytest_agentbench.worlds.operations.domain import Effects, Rejection
-from pytest_agentbench.worlds.operations.reads import ReadSession, retrieve_handler
+from pytest_agentbench.worlds.operations.reads import read_session, retrieve_tool
 from pytest_agentbench.worlds.operations.spec import (
     AuthoredEvent,
     LoadedSpec,
@@ -34,9 +35,6 @@ DEADLOCK = "operation_deadlock"
 HORIZON = "operational_horizon_exhausted"
 COMPLETE = "complete"
 PROVISIONAL_KEY = "provisional_close"
-
-SessionFactory = Callable[[Callable[[dict[str, Any]], JsonValue], int], Any]
-"""(retrieve handler, batch budget) -> the session handed to ``solve``."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +94,6 @@ class Episode:
         loaded: LoadedSpec,
         scenario_id: str,
         agent: Any,
-        session_factory: SessionFactory = ReadSession,
     ) -> None:
         self.loaded = loaded
         self.spec = loaded.spec
@@ -105,7 +102,6 @@ class Episode:
         self.scenario_id = scenario_id
         self.scenario = self.spec.scenarios[scenario_id]
         self.agent = agent
-        self.session_factory = session_factory
         self.start = loaded.start(scenario_id)
         self.state = OperationState(
             self.domain.initial_state(self.spec), self.spec.hidden_state, self.policy
@@ -422,7 +418,11 @@ class Episode:
                 records=refs,
             )
 
-        session = self.session_factory(retrieve_handler(self.state, served), budget)
+        session = read_session(
+            retrieve_tool(self.state, served),
+            budget,
+            {"scenario_id": self.scenario_id, "invocation_index": invocation.index},
+        )
         try:
             for turn in range(int(self.policy.max_turns_per_invocation)):
                 turn_box["turn"] = turn
@@ -430,7 +430,8 @@ class Episode:
                 task = self._task(invocation, turn, budget - calls_before)
                 observation = sha256_hex(canonical_bytes(task))
                 raw = call_adapter(self.agent.solve, task, session)
-                retrievals = [call["arguments"] for call in session.calls[calls_before:]]
+                session.raise_for_harness_failure()
+                retrievals = [_call_json(call) for call in session.calls[calls_before:]]
                 try:
                     outcome = oc.parse_outcome(raw)
                 except oc.OutcomeRefused as refused:
@@ -471,6 +472,12 @@ class Episode:
             )
         finally:
             session.close()
+            self.record(
+                "invocation_ended",
+                invocation_index=invocation.index,
+                tool_calls=len(session.calls),
+                receipt_digest_sha256=session.receipt().digest,
+            )
 
     def _tape(
         self,
@@ -767,10 +774,14 @@ class Episode:
         return {"accepted": True, "proposal_id": proposal_id, "close": kind}
 
 
-def run_episode(
-    loaded: LoadedSpec, scenario_id: str, agent: Any, session_factory: SessionFactory = ReadSession
-) -> EpisodeRecord:
-    return Episode(loaded, scenario_id, agent, session_factory).run()
+def run_episode(loaded: LoadedSpec, scenario_id: str, agent: Any) -> EpisodeRecord:
+    return Episode(loaded, scenario_id, agent).run()
+
+
+def _call_json(call: ToolCallRecord) -> dict[str, JsonValue]:
+    """A tool call as the tape keeps it: enough to make the same call again."""
+    arguments = call.arguments if call.arguments_json is not None else call.raw_arguments
+    return {"name": call.name, "arguments": arguments}
 
 
 def ledger_text(record: EpisodeRecord) -> str:

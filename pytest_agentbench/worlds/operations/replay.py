@@ -15,14 +15,13 @@ from typing import Any
 
 from pytest_agentbench.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.runner import MalformedOutput
+from pytest_agentbench.tools import ToolCallError
 from pytest_agentbench.worlds.operations.episode import (
     EpisodeRecord,
-    SessionFactory,
     ledger_text,
     run_episode,
 )
 from pytest_agentbench.worlds.operations.outcomes import ReplayedRefusal
-from pytest_agentbench.worlds.operations.reads import ReadSession
 from pytest_agentbench.worlds.operations.spec import LoadedSpec
 
 
@@ -51,8 +50,11 @@ class TapeAgent:
             )
         if decision["observation_digest_sha256"] != sha256_hex(canonical_bytes(task)):
             raise ReplayDiverged(f"observation differs at invocation {where[0]}, turn {where[1]}")
-        for arguments in decision["retrievals"]:
-            session.call("retrieve", arguments)
+        for call in decision["retrievals"]:
+            try:
+                session.call(call["name"], call["arguments"])
+            except ToolCallError:
+                continue  # refused when recorded too; the observation digest checks the rest
         outcome = decision["outcome"]
         if isinstance(outcome, dict) and outcome.get("kind") == "MALFORMED":
             return ReplayedRefusal(str(outcome["code"]))
@@ -66,21 +68,18 @@ def replay(
     loaded: LoadedSpec,
     scenario_id: str,
     decisions: Sequence[dict[str, JsonValue]],
-    session_factory: SessionFactory = ReadSession,
 ) -> EpisodeRecord:
     agent = TapeAgent(decisions)
-    record = run_episode(loaded, scenario_id, agent, session_factory)
+    record = run_episode(loaded, scenario_id, agent)
     if agent.unused():
         raise ReplayDiverged(f"{agent.unused()} tape decisions were never asked for")
     return record
 
 
-def replay_codes(
-    loaded: LoadedSpec, record: EpisodeRecord, session_factory: SessionFactory = ReadSession
-) -> list[str]:
+def replay_codes(loaded: LoadedSpec, record: EpisodeRecord) -> list[str]:
     """``[]`` when the tape reproduces the ledger and final state, else ``["REPLAY_DIVERGED"]``."""
     try:
-        again = replay(loaded, record.scenario_id, record.tape, session_factory)
+        again = replay(loaded, record.scenario_id, record.tape)
     except ReplayDiverged:
         return ["REPLAY_DIVERGED"]
     same = ledger_text(again) == ledger_text(record) and again.final_state == record.final_state

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pydantic import StrictStr, ValidationError
 
@@ -41,6 +41,7 @@ from pytest_agentbench.contracts import (
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner import MalformedOutput
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
+from pytest_agentbench.tools import ToolAgent
 from pytest_agentbench.worlds.operations import agents
 from pytest_agentbench.worlds.operations.domains import DOMAINS
 from pytest_agentbench.worlds.operations.episode import EpisodeRecord, run_episode
@@ -58,13 +59,6 @@ CHECK_NAMES = (*DIMENSIONS, RELIABLE)
 FAULTS_FILE = "expected_faults.yaml"
 _OPTIONS = frozenset({"spec", "manifest"})
 _SPEC_KEYS = frozenset({"schema_version", "operation_id", "operation_type", "scenarios"})
-
-
-@runtime_checkable
-class OperationsAdapter(Protocol):
-    """The generic interactive protocol: one decision per call, reads through ``session``."""
-
-    def solve(self, task: dict[str, Any], session: Any) -> Any: ...
 
 
 class DeclaredFault(Record):
@@ -148,7 +142,7 @@ def _scenario_lines(path: Path) -> dict[str, int]:
 
 class OperationsWorld:
     kind = "operations"
-    adapter_protocol: type = OperationsAdapter
+    adapter_protocol: type = ToolAgent
 
     def load_suite(self, suite: Suite) -> LoadedOperations:
         unknown = sorted(set(suite.config.options) - _OPTIONS)
