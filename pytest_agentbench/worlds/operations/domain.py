@@ -156,6 +156,9 @@ class DomainPack(Protocol):
     ) -> str | None:
         """The cycle a proposal concerns (conditional events match on it)."""
 
+    def decision_state(self, state: StateAccess) -> Sequence[str]:
+        """The settled decision state the agent faces now (admissibility is judged against it)."""
+
     def completion(self, state: StateAccess) -> tuple[Rejection | None, Effects, str]:
         """Guard a COMPLETE: a rejection, or the effects and ``provisional``/``transfer``."""
 

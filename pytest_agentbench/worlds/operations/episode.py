@@ -461,6 +461,7 @@ class Episode:
                     turn_index=turn,
                     outcome=outcome.outcome,
                     decision=oc.outcome_json(outcome),
+                    decision_state=list(self.domain.decision_state(self.state)),
                 )
                 if self._handle(outcome, invocation, turn):
                     return

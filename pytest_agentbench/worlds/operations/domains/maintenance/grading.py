@@ -11,6 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_agentbench.worlds.operations.domain import Findings
+from pytest_agentbench.worlds.operations.domains.maintenance.admissibility import (
+    forbidden_deltas,
+    inadmissible,
+    missing_required_deltas,
+)
 from pytest_agentbench.worlds.operations.domains.maintenance.invariants import (
     IRREVERSIBLE,
     violated,
@@ -224,6 +229,8 @@ def grade(record: Any, scenario: Any, roles: Mapping[str, str]) -> Findings:
             "obligations": obligations[0],
             "temporal_correctness": reminders[0],
             "retrieval_discipline": retrieval_codes,
+            "action_validity": [*inadmissible(record), *forbidden_deltas(record)],
+            "terminal_outcome": missing_required_deltas(record),
         },
         counts={
             "critical_invariants": {"violations": len(invariants)},

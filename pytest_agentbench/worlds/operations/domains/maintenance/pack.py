@@ -21,6 +21,7 @@ from pytest_agentbench.worlds.operations.domain import (
 )
 from pytest_agentbench.worlds.operations.domains.maintenance import (
     actions,
+    admissibility,
     grading,
     reducers,
     vocabulary,
@@ -89,6 +90,9 @@ class MaintenancePack:
             return cycle
         current = operation(state).get("current_cycle")
         return current if isinstance(current, str) else None
+
+    def decision_state(self, state: StateAccess) -> Sequence[str]:
+        return admissibility.decision_state(state)
 
     def completion(self, state: StateAccess) -> tuple[Rejection | None, Effects, str]:
         return actions.completion(state)
