@@ -111,6 +111,9 @@ class Episode:
         self.tape: list[dict[str, JsonValue]] = []
         self.pending: list[tuple[int, AuthoredEvent]] = []
         self.wait: _Wait | None = None
+        self.work_created = 0
+        self.live_work: dict[str, list[str]] = {}
+        """Live (``created``) scheduled work by key, so cancelling never scans the history."""
         self.waits = 0
         self.proposals = 0
         self.invocations = 0
@@ -182,26 +185,36 @@ class Episode:
                 remaining.append((index, event))
         self.pending = remaining
 
+    def _create_work(self, key: str, kind: str, due: int, **fields: JsonValue) -> str:
+        """Scheduled work gets its own id: a key (``provisional_close``) may be scheduled again."""
+        self.work_created += 1
+        work_id = f"work_{self.work_created}"
+        record = {"key": key, "kind": kind, "due_minute": due, "status": "created", **fields}
+        self.state.put("schedules", work_id, record)
+        self.live_work.setdefault(key, []).append(work_id)
+        return work_id
+
     def _schedule_timer(
         self, key: str, event_type: str, after: int, payload: Mapping[str, JsonValue], wakes: bool
     ) -> None:
         due = self.state.now + after
-        self.state.put(
-            "schedules",
-            key,
-            {"kind": "timer", "event_type": event_type, "due_minute": due, "status": "created"},
-        )
-        self.agenda.add_timer(due, ("timer", key, event_type, dict(payload), wakes))
+        work_id = self._create_work(key, "timer", due, event_type=event_type)
+        self.agenda.add_timer(due, ("timer", work_id, event_type, dict(payload), wakes))
 
-    def _set_schedule(self, key: str, status: str) -> None:
-        record = self.state.get("schedules", key)
+    def _set_work(self, work_id: str, status: str) -> None:
+        record = self.state.get("schedules", work_id)
         if record is not None and record["status"] == "created":
             record.pop("version")
-            self.state.put("schedules", key, {**record, "status": status})
+            self.state.put("schedules", work_id, {**record, "status": status})
+            self.live_work[str(record["key"])].remove(work_id)
+
+    def _cancel(self, key: str) -> None:
+        for work_id in list(self.live_work.get(key, ())):
+            self._set_work(work_id, "cancelled")
 
     def _apply_effects(self, effects: Effects, cause: int) -> None:
         for key in effects.cancel:
-            self._set_schedule(key, "cancelled")
+            self._cancel(key)
         for timer in effects.timers:
             self._schedule_timer(
                 timer.key,
@@ -221,9 +234,8 @@ class Episode:
         self.status = terminal
         self.final = True
         self.provisional = False
-        for key, record in sorted(self.state.records("schedules").items()):
-            if record["status"] == "created":
-                self._set_schedule(key, "cancelled")
+        for key in sorted(self.live_work):
+            self._cancel(key)
         self._transition(cause)
         self.record("terminal", terminal=terminal, replay_final=True, cause_index=cause)
         self.wait = None
@@ -261,19 +273,22 @@ class Episode:
                     authored=True,
                 )
             elif kind == "timer":
-                _, key, event_type, payload, wakes = entry.item
-                self._set_schedule(key, "completed")
+                _, work_id, event_type, payload, wakes = entry.item
+                self._set_work(work_id, "completed")
+                event_id = f"timer:{work_id}"
                 self._deliver(
-                    f"timer:{key}", event_type, self.timer_actor, payload, wakes, authored=False
+                    event_id, event_type, self.timer_actor, payload, wakes, authored=False
                 )
             elif kind == "fallback":
-                _, key, wait_index = entry.item
-                self._set_schedule(key, "completed")
-                self._transition(len(self.ledger))
-                if self.wait is not None and self.wait.index == wait_index:
-                    self.record("wait_ended", wait_index=wait_index, how="fallback")
-                    self.wait = None
-                    self._invoke(None)
+                # A live fallback is the current wait's: a delivery ending a wait cancels it.
+                _, work_id, wait_index = entry.item
+                assert self.wait is not None
+                assert self.wait.index == wait_index
+                self._set_work(work_id, "completed")
+                row = self.record("wait_ended", wait_index=wait_index, how="fallback")
+                self._transition(int(row["index"]))
+                self.wait = None
+                self._invoke(None)
         if self.status is None:
             self.state.now = max(self.state.now, horizon)
             if self.wait is not None:
@@ -355,7 +370,7 @@ class Episode:
                     matched=type_ in self.wait.wake_on,
                 )
                 if self.wait.timer_key is not None:
-                    self._set_schedule(self.wait.timer_key, "cancelled")
+                    self._set_work(self.wait.timer_key, "cancelled")
                     self._transition(int(row["index"]))
                 self.wait = None
             self._invoke(
@@ -555,11 +570,8 @@ class Episode:
         self.waits += 1
         key = None
         if wait.fallback_after_minutes is not None:
-            key = f"wait_{self.waits}_fallback"
             due = self.state.now + wait.fallback_after_minutes
-            self.state.put(
-                "schedules", key, {"kind": "wait_fallback", "due_minute": due, "status": "created"}
-            )
+            key = self._create_work(f"wait_{self.waits}", "wait_fallback", due)
             self.agenda.add_timer(due, ("fallback", key, self.waits))
         row = self.record(
             "wait_declared",

@@ -53,14 +53,18 @@ def retrieve_tool(state: OperationState, served: Served) -> ToolSpec:
     def handler(arguments: dict[str, Any]) -> JsonValue:
         records: list[dict[str, JsonValue]] = []
         missing: list[dict[str, JsonValue]] = []
-        projection = state.projection()
+        known = state.collections()
         for request in arguments["requests"]:
             collection = request["collection"]
-            if collection not in projection:
-                known = ", ".join(sorted(projection))
-                raise ToolCallError("unknown_collection", f"no collection {collection!r} ({known})")
-            chosen = projection[collection]
+            if collection not in known:
+                names = ", ".join(known)
+                raise ToolCallError("unknown_collection", f"no collection {collection!r} ({names})")
             wanted = request.get("id")
+            if wanted is None:
+                chosen = state.records(collection)
+            else:
+                single = state.get(collection, wanted)
+                chosen = {} if single is None else {wanted: single}
             for record_id in sorted(chosen) if wanted is None else [wanted]:
                 record = chosen.get(record_id)
                 if record is None:

@@ -78,13 +78,22 @@ class OperationState:
         return copy.deepcopy(self._collections)
 
     def index(self) -> dict[str, list[dict[str, JsonValue]]]:
-        """The projection's record ids and versions, without their contents."""
+        """The projection's record ids and versions, without their contents.
+
+        Scheduled work that has finished is history (the ledger keeps it): only
+        live work is indexed, so an invocation's view does not grow with time.
+        """
         return {
             name: [
-                {"id": key, "version": record["version"]} for key, record in sorted(records.items())
+                {"id": key, "version": record["version"]}
+                for key, record in sorted(records.items())
+                if name != "schedules" or record["status"] == "created"
             ]
             for name, records in sorted(self._collections.items())
         }
+
+    def collections(self) -> list[str]:
+        return sorted(self._collections)
 
     def canonical(self) -> dict[str, JsonValue]:
         """The observable state and its version for the episode record (never the hidden part)."""

@@ -57,7 +57,12 @@ class Scripted:
 
 
 def wait(*wake_on: str, fallback: int | None = None) -> dict[str, JsonValue]:
-    return {"outcome": "WAIT", "reason": "test", "wake_on": list(wake_on), "fallback_after_minutes": fallback}
+    return {
+        "outcome": "WAIT",
+        "reason": "test",
+        "wake_on": list(wake_on),
+        "fallback_after_minutes": fallback,
+    }
 
 
 def episode(scenario: str, agent: Any, loaded: LoadedSpec | None = None) -> EpisodeRecord:

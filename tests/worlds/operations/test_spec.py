@@ -15,9 +15,19 @@ from pytest_agentbench.worlds.operations.spec import load_operation_spec, spec_d
 from tests.worlds.operations.helpers import SPEC_PATH, load, shipped, spec_dict
 
 TOP_KEYS = [
-    "schema_version", "operation_id", "operation_type", "operation_version", "semantic_scenario_id",
-    "privacy_status", "disclaimer", "data_provenance", "actors", "policy", "message_fixtures",
-    "hidden_state", "scenarios",
+    "schema_version",
+    "operation_id",
+    "operation_type",
+    "operation_version",
+    "semantic_scenario_id",
+    "privacy_status",
+    "disclaimer",
+    "data_provenance",
+    "actors",
+    "policy",
+    "message_fixtures",
+    "hidden_state",
+    "scenarios",
 ]
 
 
@@ -40,17 +50,27 @@ def test_the_digest_is_sha256_of_the_canonical_spec_with_events_in_digest_form()
         forms = []
         for sequence, event in enumerate(scenario["events"]):
             timing = next((k for k in ("on_action", "on_event") if k in event), None)
-            forms.append({
-                "event_id": event["event_id"], "type": event["type"], "actor": event["actor"],
-                "sequence": sequence, "payload": event["payload"],
-                "triggers_agent": event.get("triggers_agent", True), "at": event.get("at"),
-                "trigger": None if timing is None else {"kind": timing, "cycle_id": None, **event[timing]},
-                "delay_minutes": event.get("delay_minutes", 0),
-            })
+            forms.append(
+                {
+                    "event_id": event["event_id"],
+                    "type": event["type"],
+                    "actor": event["actor"],
+                    "sequence": sequence,
+                    "payload": event["payload"],
+                    "triggers_agent": event.get("triggers_agent", True),
+                    "at": event.get("at"),
+                    "trigger": None
+                    if timing is None
+                    else {"kind": timing, "cycle_id": None, **event[timing]},
+                    "delay_minutes": event.get("delay_minutes", 0),
+                }
+            )
         scenario["events"] = forms
         for declared in scenario["expected_event_rejections"]:
             declared.setdefault("reason", "")
-    text = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(
+        raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
     assert shipped().digest == hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -115,7 +135,8 @@ def test_an_event_whose_actor_lacks_the_authority_is_refused_naming_event_and_ac
     raw["scenarios"]["V1"]["events"][9]["actor"] = "brightwater_plumbing"  # e10 verify_work
     error = refused(raw)
     assert error.code == "actor_lacks_authority"
-    assert "'e10'" in error.reason and "'brightwater_plumbing'" in error.reason
+    assert "'e10'" in error.reason
+    assert "'brightwater_plumbing'" in error.reason
     assert "verify_work" in error.reason
 
 
@@ -166,7 +187,11 @@ def test_references_inside_a_scenario_must_resolve() -> None:
 
 
 def test_fixed_vocabulary_fields() -> None:
-    for key, value in [("schema_version", 2), ("privacy_status", "REAL"), ("operation_type", "x.y")]:
+    for key, value in [
+        ("schema_version", 2),
+        ("privacy_status", "REAL"),
+        ("operation_type", "x.y"),
+    ]:
         raw = spec_dict()
         raw[key] = value
         assert refused(raw).location.field == key

@@ -41,6 +41,7 @@ class _Scan:
         self.terminal = False
         self.provisional = False
         self.reopen_pending = False
+        self.window_ends: int | None = None
 
     def row(self, row: dict[str, Any]) -> None:
         kind = row["record_type"]
@@ -52,6 +53,7 @@ class _Scan:
             self.reopen_pending = self.provisional = False
         elif kind == "provisional_close":
             self.provisional = True
+            self.window_ends = row["expires_minute"]
         elif kind == "state_transition":
             cause = self.cause_types.get(row["cause_index"])
             facts = any(w["collection"] in FACT_COLLECTIONS for w in row["writes"])
@@ -83,7 +85,10 @@ class _Scan:
             self.validated.add(payload["invoice_id"])
         elif kind == "customer_resolution_reported" and payload["status"] == "PERSISTS":
             self.reopen_pending = self.reopen_pending or self.provisional
-        elif kind == "provisional_close_expired" and self.reopen_pending:
+        elif kind == "provisional_close_expired" and (
+            self.reopen_pending or row["minute"] != self.window_ends
+        ):
+            # Finalising over a reopen, or at another close's expiry, ignores the reopen.
             self.codes.add("CRITICAL_REOPEN_IGNORED")
 
     def accepted(self, proposal: dict[str, Any]) -> None:
