@@ -173,11 +173,13 @@ def _retrieval(record: EpisodeRecord) -> tuple[list[str], dict[str, int]]:
             any_reads[invocation] = True
             for ref in row["records"]:
                 served += 1
-                fresh[invocation][(ref["collection"], ref["id"])] = ref["version"]
+                fresh.setdefault(invocation, {})[(ref["collection"], ref["id"])] = ref["version"]
         elif kind == "action_proposed":
             proposals[row["proposal_id"]] = row
             found = _proposal_problems(
-                row, fresh[int(row["invocation_index"])], any_reads[int(row["invocation_index"])]
+                row,
+                fresh.get(int(row["invocation_index"]), {}),
+                any_reads.get(int(row["invocation_index"]), False),
             )
             codes |= found
             violations += len(found)
