@@ -20,7 +20,6 @@ from tests.worlds.operations.helpers import (
     failing,
     grade,
     load,
-    rows,
     shipped,
     spec_dict,
     wait,
@@ -120,7 +119,7 @@ def test_replay_reproduces_the_reference_and_names_a_divergence(
     ) == ["REPLAY_DIVERGED"]
 
 
-# --- the ten critical invariants, each re-derived from a tampered record -------------------------------
+# --- the ten critical invariants, each re-derived from a tampered record ---
 
 Tamper = Callable[[list[dict[str, Any]], dict[str, Any]], None]
 
@@ -203,7 +202,7 @@ def test_each_critical_invariant_is_re_derived_from_the_record(
     assert code in violated(tampered)
 
 
-# --- finding codes of the other dimensions, from agents that commit them -----------------------------------
+# --- finding codes of the other dimensions, from agents that commit them ---
 
 
 def _read(session: Any, *collections: str) -> dict[tuple[str, str], int]:
