@@ -7,8 +7,8 @@
     agentbench derive SUITE
     agentbench compare BEFORE.json AFTER.json
 
-SUITE is a built-in suite id or a suite folder (one holding ``suite.yaml``, or
-an authority bundle folder with ``public/`` and ``evaluator/`` side by side).
+SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
+a published layout that a registered world recognises (its ``recognise`` hook).
 Exit status: 0 success, 1 a refusal / invalid input / differences, 2 usage.
 """
 
@@ -33,7 +33,7 @@ from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
 from pytest_agentbench.stats import mcnemar_exact
-from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
+from pytest_agentbench.suite import Suite, pydantic_refusal
 
 
 @runtime_checkable
@@ -57,38 +57,19 @@ def _registry() -> WorldRegistry:
     return WorldRegistry.from_hook(manager)
 
 
-def _bundle_config(folder: Path) -> SuiteConfig | None:
-    """A suite declaration for an authority bundle in the original public/evaluator layout."""
-    if (folder / "public" / "manifest.json").is_file() and (folder / "evaluator").is_dir():
-        name = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in folder.name.lower())
-        return SuiteConfig(
-            id=name.strip("-._") or "bundle",
-            version="0",
-            world="authority",
-            title=folder.name,
-            oracle="evaluator",
-            options={"public": "public"},
-        )
-    return None
-
-
 def load(spec: str, registry: WorldRegistry) -> LoadedSuite:
+    """A built-in suite by id, or a suite folder: ``suite.yaml`` or a recognised layout."""
     loader = SuiteLoader(registry, Path.cwd())
     root = packaged_suites().get(spec)
-    folder = Path(spec) if root is None else root
-    if (folder / SUITE_FILE).is_file():
+    folder = (Path(spec) if root is None else root).resolve()
+    if folder.is_dir() and loader.is_suite_folder(folder):
         return loader.load(folder)
-    config = _bundle_config(folder) if folder.is_dir() else None
-    if config is None:
-        known = ", ".join(sorted(packaged_suites())) or "none"
-        raise AgentbenchError(
-            "unknown_suite",
-            f"{spec!r} is neither a built-in suite ({known}) nor a suite or bundle folder",
-        )
-    world = registry.get(config.world)
-    suite = Suite(config=config, root=folder.resolve(), display_root=folder.as_posix())
-    suite.data = world.load_suite(suite)
-    return LoadedSuite(suite=suite, world=world)
+    known = ", ".join(sorted(packaged_suites())) or "none"
+    raise AgentbenchError(
+        "unknown_suite",
+        f"{spec!r} is neither a built-in suite ({known}) nor a suite folder (one holding "
+        "suite.yaml, or a published layout a registered world recognises)",
+    )
 
 
 def _state(registry: WorldRegistry, timeout: float) -> AgentbenchState:

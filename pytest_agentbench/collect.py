@@ -340,12 +340,23 @@ class _SuiteCollector(pytest.File):
 
 
 class SuiteFile(_SuiteCollector):
-    """``suite.yaml``: loads and verifies the suite, yields its control items."""
+    """``suite.yaml``: loads and verifies the suite, yields its control items.
+
+    For a folder a world recognises as its original's layout, the marker file
+    the world named plays this part (``recognised``). That layout has no place
+    for a controls manifest: without one in the oracle folder, such a folder
+    runs its cases and reports no ungraded negative agents.
+    """
+
+    def __init__(self, *, suite_root: Path | None = None, recognised: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.suite_root = self.path.parent if suite_root is None else suite_root
+        self.recognised = recognised
 
     def collect(self) -> Iterator[pytest.Item]:
         state = get_state(self.config)
         try:
-            loaded = state.loader.load(self.path.parent)
+            loaded = state.loader.load(self.suite_root)
             controls = self._controls(loaded)
         except AgentbenchError as exc:
             raise SuiteCollectionError(exc) from None
@@ -380,6 +391,8 @@ class SuiteFile(_SuiteCollector):
                         field=f"controls[{index}].cases",
                     )
             declared = list(manifest.controls)
+        elif self.recognised:
+            return []
         items = [
             ControlItem.from_parent(
                 self,
@@ -474,6 +487,12 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     root = state.loader.suite_root_of(file_path.parent)
     if root is None:
         return None
+    anchor = state.loader.anchor(root)
+    if anchor != SUITE_FILE and file_path == root / anchor:
+        nodeid = _nodeid_for(parent, state.loader.display_root(root), root, file_path)
+        return SuiteFile.from_parent(
+            parent, path=file_path, nodeid=nodeid, suite_root=root, recognised=True
+        )
     try:
         loaded = state.loader.load(root)
     except AgentbenchError as exc:

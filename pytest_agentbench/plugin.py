@@ -51,7 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="collect a built-in suite by id (repeatable); see `agentbench list`",
+        help="collect a built-in suite by id, or a suite folder (one holding suite.yaml, or "
+        "a published layout a registered world recognises); repeatable; see `agentbench list`",
     )
     group.addoption(
         "--agentbench-timeout",
@@ -151,20 +152,31 @@ def _options(config: pytest.Config) -> Options:
     )
 
 
-def _add_packaged_suites(config: pytest.Config) -> None:
+def _add_named_suites(config: pytest.Config, loader: SuiteLoader) -> None:
+    """``--agentbench-suite``: a built-in suite id, or a suite or recognised layout folder."""
     names: list[str] = config.getoption("agentbench_suite")
     if not names:
         return
     known = packaged_suites()
     paths = []
     for name in names:
-        if name not in known:
+        if name in known:
+            paths.append(str(known[name]))
+            continue
+        folder = Path(name)
+        try:
+            is_suite = folder.is_dir() and loader.is_suite_folder(folder.resolve())
+        except OSError:
+            is_suite = False
+        if not is_suite:
             raise UsageError(
                 "unknown_suite",
-                f"no built-in suite {name!r} (known: {', '.join(sorted(known)) or 'none'})",
+                f"{name!r} is neither a built-in suite "
+                f"(known: {', '.join(sorted(known)) or 'none'}) nor a suite folder "
+                "(one holding suite.yaml, or a layout a registered world recognises)",
                 field="--agentbench-suite",
             )
-        paths.append(str(known[name]))
+        paths.append(str(folder))
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args[:] = []
     config.args.extend(path for path in paths if path not in config.args)
@@ -180,10 +192,9 @@ def pytest_configure(config: pytest.Config) -> None:
         load_entry_point_worlds(config.pluginmanager)
         registry = WorldRegistry.from_hook(config.pluginmanager)
         options = _options(config)
-        _add_packaged_suites(config)
-        state = AgentbenchState(
-            options=options, registry=registry, loader=SuiteLoader(registry, config.rootpath)
-        )
+        loader = SuiteLoader(registry, config.rootpath)
+        _add_named_suites(config, loader)
+        state = AgentbenchState(options=options, registry=registry, loader=loader)
         if options.adapter_spec:
             state.adapter = load_adapter(options.adapter_spec, registry.worlds())
         state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path, PurePosixPath
 
 import pluggy
 
 from pytest_agentbench import hookspecs
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner import describe_exception
-from pytest_agentbench.world import World
+from pytest_agentbench.suite import SuiteConfig
+from pytest_agentbench.world import RecognisesLayout, World
+
+MarkerSets = tuple[tuple[str, ...], ...]
 
 
 def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
@@ -28,12 +33,18 @@ class LazyWorld:
 
     ``target`` is ``"module:attribute"`` naming the World object. A session
     that runs no suite of the kind (and names no adapter, whose protocol would
-    be checked against every kind) never imports it.
+    be checked against every kind) never imports it. ``layout_markers`` are the
+    marker sets of the published layouts the world recognises (see
+    :class:`~pytest_agentbench.world.RecognisesLayout`): the module is imported
+    to recognise a folder only when the folder holds every file of one set.
     """
 
-    def __init__(self, kind: str, target: str) -> None:
+    def __init__(
+        self, kind: str, target: str, *, layout_markers: Sequence[Sequence[str]] = ()
+    ) -> None:
         self.kind = kind
         self.target = target
+        self.layout_markers = checked_markers(kind, layout_markers)
         self._world: World | None = None
 
     def resolve(self, *, file: str | None = None) -> World:
@@ -62,6 +73,47 @@ class LazyWorld:
                 )
             self._world = world
         return self._world
+
+
+def checked_markers(kind: str, marker_sets: Sequence[Sequence[str]]) -> MarkerSets:
+    """Marker sets as tuples; each path relative, inside the folder, and each set non-empty."""
+    if any(isinstance(markers, str) for markers in marker_sets):
+        raise AgentbenchError(
+            "invalid_layout_markers",
+            f"world kind {kind!r}: layout markers are a sequence of marker sets, "
+            "each a sequence of paths",
+        )
+    checked = tuple(tuple(markers) for markers in marker_sets)
+    for markers in checked:
+        if not markers:
+            raise AgentbenchError(
+                "invalid_layout_markers",
+                f"world kind {kind!r}: a marker set must be a non-empty sequence of paths",
+            )
+        for marker in markers:
+            path = PurePosixPath(marker)
+            if not marker or path.is_absolute() or ".." in path.parts or "\\" in marker:
+                raise AgentbenchError(
+                    "invalid_layout_markers",
+                    f"world kind {kind!r}: marker {marker!r} is not a relative path in the folder",
+                )
+    return checked
+
+
+@dataclass(frozen=True)
+class Recognition:
+    """A folder a world claimed as its original's layout."""
+
+    config: SuiteConfig
+    anchor: str
+    """The marker file (relative to the folder) that carries the suite's collector."""
+
+
+def _matching_set(folder: Path, marker_sets: MarkerSets) -> tuple[str, ...] | None:
+    for markers in marker_sets:
+        if all((folder / marker).is_file() for marker in markers):
+            return markers
+    return None
 
 
 class WorldRegistry:
@@ -99,3 +151,66 @@ class WorldRegistry:
 
     def worlds(self) -> list[World]:
         return [self.get(kind) for kind in self.kinds()]
+
+    def _marker_sets(self, kind: str) -> MarkerSets:
+        entry = self._worlds[kind]
+        if isinstance(entry, LazyWorld):
+            return entry.layout_markers
+        return checked_markers(kind, getattr(entry, "layout_markers", ()))
+
+    def first_marker(self, folder: Path) -> str | None:
+        """The first marker file of the first kind whose marker set ``folder`` holds."""
+        for kind in self.kinds():
+            markers = _matching_set(folder, self._marker_sets(kind))
+            if markers is not None:
+                return markers[0]
+        return None
+
+    def recognise(self, folder: Path, *, display: str | None = None) -> Recognition | None:
+        """The one world kind that claims ``folder`` as its original's layout, if any.
+
+        Every world whose marker files are all present is asked; a folder two
+        kinds claim is refused as ``ambiguous_layout`` rather than given to
+        whichever registered first.
+        """
+        display = display or folder.as_posix()
+        claims: dict[str, Recognition] = {}
+        for kind in self.kinds():
+            markers = _matching_set(folder, self._marker_sets(kind))
+            if markers is None:
+                continue
+            world = self.get(kind, file=display)
+            if not isinstance(world, RecognisesLayout):
+                raise AgentbenchError(
+                    "world_load_failed",
+                    f"world kind {kind!r} declares layout markers but has no recognise method",
+                    file=display,
+                )
+            try:
+                config = world.recognise(folder)
+            except AgentbenchError:
+                raise
+            except Exception as exc:
+                raise AgentbenchError(
+                    "world_load_failed",
+                    f"world kind {kind!r}: recognising the folder raised {describe_exception(exc)}",
+                    file=display,
+                ) from None
+            if config is None:
+                continue
+            if not isinstance(config, SuiteConfig) or config.world != kind:
+                raise AgentbenchError(
+                    "world_load_failed",
+                    f"world kind {kind!r} claimed the folder with something other than "
+                    "a SuiteConfig of its own kind",
+                    file=display,
+                )
+            claims[kind] = Recognition(config=config, anchor=markers[0])
+        if len(claims) > 1:
+            raise AgentbenchError(
+                "ambiguous_layout",
+                f"claimed as their original layout by world kinds {', '.join(claims)}; "
+                "add a suite.yaml naming the world",
+                file=display,
+            )
+        return next(iter(claims.values()), None)

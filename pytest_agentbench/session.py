@@ -19,7 +19,8 @@ from pytest_agentbench.contracts import (
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import parse_gate
-from pytest_agentbench.registry import WorldRegistry
+from pytest_agentbench.packaged import suites_dir
+from pytest_agentbench.registry import Recognition, WorldRegistry
 from pytest_agentbench.runner import describe_exception, run_case
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
 from pytest_agentbench.world import World
@@ -45,7 +46,11 @@ class LoadedSuite:
 
 
 class SuiteLoader:
-    """Finds and loads suites once per process; a broken suite's refusal is remembered."""
+    """Finds and loads suites once per process; a broken suite's refusal is remembered.
+
+    A suite folder holds a ``suite.yaml``, or is a folder a registered world
+    recognises as its original's published layout (``suite.yaml`` wins).
+    """
 
     def __init__(self, registry: WorldRegistry, rootpath: Path) -> None:
         self.registry = registry
@@ -53,15 +58,56 @@ class SuiteLoader:
         self._loaded: dict[Path, LoadedSuite | AgentbenchError] = {}
         self._roots: dict[Path, Path | None] = {}
         self._ids: dict[str, Path] = {}
+        self._recognised: dict[Path, Recognition | AgentbenchError | None] = {}
+        self._packaged = suites_dir().resolve()
 
     def display_root(self, root: Path, suite_id: str | None = None) -> str:
         try:
             return root.relative_to(self.rootpath).as_posix()
         except ValueError:
+            pass
+        if root.parent == self._packaged:
+            # A built-in suite of an installed wheel: named as in a source checkout.
             return f"suites/{suite_id or root.name}"
+        return root.as_posix()
+
+    def recognition(self, folder: Path) -> Recognition | None:
+        """The world's claim on a folder without ``suite.yaml`` (an ambiguous claim raises)."""
+        if folder not in self._recognised:
+            try:
+                claim: Recognition | AgentbenchError | None = self.registry.recognise(
+                    folder, display=self.display_root(folder)
+                )
+            except AgentbenchError as exc:
+                claim = exc
+            self._recognised[folder] = claim
+        found = self._recognised[folder]
+        if isinstance(found, AgentbenchError):
+            raise found
+        return found
+
+    def is_suite_folder(self, folder: Path) -> bool:
+        """``suite.yaml`` or a recognised layout; a refused claim counts, to be reported."""
+        if (folder / SUITE_FILE).is_file():
+            return True
+        try:
+            return self.recognition(folder) is not None
+        except AgentbenchError:
+            return True
+
+    def anchor(self, root: Path) -> str:
+        """The file of a suite folder that carries its collector: ``suite.yaml`` or a marker."""
+        if (root / SUITE_FILE).is_file():
+            return SUITE_FILE
+        try:
+            recognition = self.recognition(root)
+        except AgentbenchError:
+            # The refused claim is reported on the marker that caused it to be asked.
+            return self.registry.first_marker(root) or SUITE_FILE
+        return SUITE_FILE if recognition is None else recognition.anchor
 
     def suite_root_of(self, directory: Path) -> Path | None:
-        """The nearest folder at or above ``directory`` that holds a ``suite.yaml``."""
+        """The nearest suite folder at or above ``directory``."""
         chain: list[Path] = []
         current: Path | None = directory
         found: Path | None = None
@@ -70,7 +116,7 @@ class SuiteLoader:
                 found = self._roots[current]
                 break
             chain.append(current)
-            if (current / SUITE_FILE).is_file():
+            if self.is_suite_folder(current):
                 found = current
                 break
             current = current.parent if current.parent != current else None
@@ -88,22 +134,38 @@ class SuiteLoader:
             raise cached
         return cached
 
+    def _config(self, root: Path, display: str) -> tuple[SuiteConfig, str]:
+        """The suite's declaration and the file refusals about it name."""
+        if (root / SUITE_FILE).is_file():
+            source = f"{display}/{SUITE_FILE}"
+            return load_suite_config(root / SUITE_FILE, source), SUITE_FILE
+        recognition = self.recognition(root)
+        if recognition is None:
+            raise AgentbenchError(
+                "unknown_suite",
+                "holds no suite.yaml and no registered world recognises it as its layout",
+                file=display,
+            )
+        return recognition.config, recognition.anchor
+
     def _load(self, root: Path) -> LoadedSuite | AgentbenchError:
         display = self.display_root(root)
+        source = f"{display}/{SUITE_FILE}"
         try:
-            config = load_suite_config(root / SUITE_FILE, f"{display}/{SUITE_FILE}")
+            config, anchor = self._config(root, display)
             display = self.display_root(root, config.id)
+            source = f"{display}/{anchor}"
             owner = self._ids.setdefault(config.id, root)
             if owner != root:
                 # Results are grouped by suite id: two folders would merge into one suite.
                 raise AgentbenchError(
                     "duplicate_suite_id",
                     f"suite id {config.id!r} is already used by {self.display_root(owner)}",
-                    file=f"{display}/{SUITE_FILE}",
+                    file=source,
                     field="id",
                 )
-            check_gates(config, f"{display}/{SUITE_FILE}")
-            world = self.registry.get(config.world, file=f"{display}/{SUITE_FILE}")
+            check_gates(config, source)
+            world = self.registry.get(config.world, file=source)
             suite = Suite(config=config, root=root, display_root=display)
             suite.data = world.load_suite(suite)
             check_case_ids(suite, world.cases(suite))
@@ -113,7 +175,7 @@ class SuiteLoader:
             return AgentbenchError(
                 "world_load_failed",
                 f"loading the suite raised {describe_exception(exc)}",
-                file=f"{display}/{SUITE_FILE}",
+                file=source,
             )
         return LoadedSuite(suite=suite, world=world)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
-from pytest_agentbench.suite import Suite
+from pytest_agentbench.suite import Suite, SuiteConfig
 
 
 @runtime_checkable
@@ -82,3 +82,29 @@ def accepted_protocols(world: World) -> tuple[type, ...]:
     extra: tuple[type, ...] = tuple(getattr(world, "adapter_protocols", ()))
     primary = world.adapter_protocol
     return (primary, *(protocol for protocol in extra if protocol is not primary))
+
+
+@runtime_checkable
+class RecognisesLayout(Protocol):
+    """Optional world capability: run an original's published folder with no ``suite.yaml``.
+
+    The world declares marker sets: relative file paths that all exist in a
+    folder of one published layout, e.g. ``(("public/manifest.json",
+    "evaluator/checksums.json"),)``, as ``layout_markers=`` of its
+    :class:`~pytest_agentbench.registry.LazyWorld` or, registered as an object,
+    as its ``layout_markers`` attribute. The core asks ``recognise`` only about
+    folders holding every file of one set, so that pytest, which visits every
+    directory, neither imports the world nor reads its files elsewhere; the
+    first file of the matching set anchors the suite's own collector. A world
+    that declares no markers is never asked.
+    """
+
+    def recognise(self, folder: Path) -> SuiteConfig | None:
+        """The suite declaration for ``folder`` if it is this world's original layout.
+
+        Check the content that makes the layout this world's own (manifest
+        fields, schema versions), not file names alone, and return None for
+        anything else, including a file that does not parse: the folder may be
+        another world's. ``oracle`` is relative to ``folder``; ``world`` is this
+        world's kind. Keep it cheap: read no more than the manifests.
+        """

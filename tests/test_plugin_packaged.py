@@ -23,8 +23,9 @@ def test_unknown_suite_name_is_a_usage_error_naming_the_known_ones(
     known = ", ".join(sorted(packaged_suites())) or "none"
     (error,) = [line for line in result.errlines if line.strip()]
     assert error == (
-        "ERROR: [unknown_suite] --agentbench-suite: no built-in suite 'no-such-suite' "
-        f"(known: {known})"
+        "ERROR: [unknown_suite] --agentbench-suite: 'no-such-suite' is neither a built-in "
+        f"suite (known: {known}) nor a suite folder (one holding suite.yaml, or a layout "
+        "a registered world recognises)"
     )
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from pytest_agentbench.hookspecs import hookimpl
 from pytest_agentbench.registry import LazyWorld
 
-WORLD = LazyWorld("authority", "pytest_agentbench.worlds.authority.world:WORLD")
+# Spelt out rather than imported from ``layout``: importing the registration
+# must stay free (tests check the two agree).
+WORLD = LazyWorld(
+    "authority",
+    "pytest_agentbench.worlds.authority.world:WORLD",
+    layout_markers=(("public/manifest.json", "evaluator/checksums.json"),),
+)
 
 
 @hookimpl

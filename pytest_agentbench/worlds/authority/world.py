@@ -20,8 +20,8 @@ from pytest_agentbench.canonical import canonical_json, loads_strict
 from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner import MalformedOutput, call_adapter
-from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite
-from pytest_agentbench.worlds.authority import agents, builder, bundle, scoring
+from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, SuiteConfig
+from pytest_agentbench.worlds.authority import agents, builder, bundle, layout, scoring
 from pytest_agentbench.worlds.authority.models import (
     AuthorityTruth,
     CanonicalBinding,
@@ -163,6 +163,11 @@ def _recoverable_event_id(line: str) -> str | None:
 class AuthorityWorld:
     kind = "authority"
     adapter_protocol = AuthorityAdapter
+    layout_markers = layout.LAYOUT_MARKERS
+
+    def recognise(self, folder: Path) -> SuiteConfig | None:
+        """The original's ``public/`` + ``evaluator/`` bundle folder, run with no suite.yaml."""
+        return layout.recognise(folder)
 
     def load_suite(self, suite: Suite) -> LoadedAuthority:
         public_root = _public_root(suite)
