@@ -243,8 +243,9 @@ def test_an_unrelated_run_imports_no_installed_world(pytester: pytest.Pytester) 
         test_plain="import sys\n\n"
         "def test_plain():\n"
         "    loaded = sorted(m for m in sys.modules if m.startswith('pytest_agentbench.worlds.'))\n"
-        "    assert loaded == ['pytest_agentbench.worlds.authority',\n"
-        "                      'pytest_agentbench.worlds.authority.registration'], loaded\n"
+        "    # Each installed world's package and registration only: no world module.\n"
+        "    assert 'pytest_agentbench.worlds.authority.registration' in loaded, loaded\n"
+        "    assert all(m.count('.') == 2 or m.endswith('.registration') for m in loaded), loaded\n"
     )
     (pytester.path / "sub" / "deeper").mkdir(parents=True)
     (pytester.path / "sub" / "deeper" / "notes.json").write_text("{}", encoding="utf-8")

@@ -5,7 +5,13 @@ from __future__ import annotations
 from pytest_agentbench.hookspecs import hookimpl
 from pytest_agentbench.registry import LazyWorld
 
-WORLD = LazyWorld("operations", "pytest_agentbench.worlds.operations.world:WORLD")
+# Spelt out rather than imported from ``world``: importing the registration must
+# stay free (a test checks the two agree).
+WORLD = LazyWorld(
+    "operations",
+    "pytest_agentbench.worlds.operations.world:WORLD",
+    layout_markers=(("maintenance_v0_1.yaml",),),
+)
 
 
 @hookimpl

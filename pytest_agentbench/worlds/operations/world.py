@@ -58,6 +58,8 @@ RELIABLE = "reliable"
 CHECK_NAMES = (*DIMENSIONS, RELIABLE)
 FAULTS_FILE = "expected_faults.yaml"
 _OPTIONS = frozenset({"spec", "manifest"})
+SPEC_FILES = ("maintenance_v0_1.yaml",)
+"""File names of OperationSpecs the original project publishes (its layout markers)."""
 _SPEC_KEYS = frozenset({"schema_version", "operation_id", "operation_type", "scenarios"})
 
 
@@ -292,16 +294,21 @@ class OperationsWorld:
         return TapeAgents(path)
 
     def recognise(self, folder: Path) -> SuiteConfig | None:
-        """A folder holding exactly one OperationSpec YAML (original format) of a known domain."""
-        if (folder / SUITE_FILE).exists():
-            return None
-        found: list[tuple[Path, dict[str, Any]]] = []
-        for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+        """The original's published fixture folder: an OperationSpec YAML of a known domain.
+
+        Only the spec's header is judged here (schema version, a registered
+        operation type, the scenarios mapping); the full strict load happens
+        when the suite loads, so a broken spec is refused by name then.
+        """
+        for name in SPEC_FILES:
+            path = folder / name
+            if not path.is_file():
+                continue
             try:
                 raw = loads_yaml_strict(path.read_text(encoding="utf-8"))
             except (AgentbenchError, OSError, UnicodeDecodeError):
-                continue
-            if (
+                return None
+            if not (
                 isinstance(raw, dict)
                 and set(raw) >= _SPEC_KEYS
                 and raw["schema_version"] == 1
@@ -309,22 +316,19 @@ class OperationsWorld:
                 and isinstance(raw["scenarios"], dict)
                 and isinstance(raw["operation_id"], str)
             ):
-                found.append((path, raw))
-        if len(found) != 1:
-            return None
-        path, raw = found[0]
-        suite_id = "".join(
-            ch if ch.isalnum() or ch in "._-" else "-" for ch in raw["operation_id"].lower()
-        )
-        oracle = "oracles" if (folder / "oracles").is_dir() else "."
-        return SuiteConfig(
-            id=suite_id.strip("-._") or "operation",
-            version=str(raw.get("operation_version", "0")),
-            world=self.kind,
-            title=raw["operation_id"],
-            oracle=oracle,
-            options={"spec": path.name},
-        )
+                return None
+            slug = "".join(
+                c if c.isalnum() or c in "._-" else "-" for c in raw["operation_id"].lower()
+            )
+            return SuiteConfig(
+                id=slug.strip("-._") or "operation",
+                version=str(raw.get("operation_version", "0")),
+                world=self.kind,
+                title=raw["operation_id"],
+                oracle="oracles" if (folder / "oracles").is_dir() else ".",
+                options={"spec": name},
+            )
+        return None
 
 
 def _expected(name: str, fault: DeclaredFault | None) -> JsonValue:
