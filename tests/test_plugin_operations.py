@@ -1,4 +1,4 @@
-"""The operations world in real pytest sessions: the packaged suite, a user's ToolAgent, a recognised folder."""
+"""The operations world in real pytest sessions: packaged suite, user agents, an original folder."""
 
 from __future__ import annotations
 
