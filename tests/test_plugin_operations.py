@@ -117,8 +117,6 @@ def test_an_agent_that_raises_is_an_agent_error_and_every_case_is_counted(
         "--agentbench-adapter=tool_agents:Raises",
         "-m",
         "not agentbench_control",
-        "-n",
-        "2",
     )
     result.assert_outcomes(failed=3)
     for entry in suite["cases"]:
