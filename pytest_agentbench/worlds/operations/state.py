@@ -35,6 +35,15 @@ class OperationState:
         for name in ENGINE_COLLECTIONS:
             self._collections.setdefault(name, {})
         self._hidden = copy.deepcopy(dict(hidden))
+        self._index: dict[str, dict[str, int]] = {
+            name: {
+                key: int(record["version"])
+                for key, record in records.items()
+                if _indexed(name, record)
+            }
+            for name, records in self._collections.items()
+        }
+        """Versions of the indexed records, kept up to date by :meth:`put`."""
         self._counters: dict[str, int] = {}
         self.policy = policy
         self.now = 0
@@ -58,6 +67,10 @@ class OperationState:
         stored = copy.deepcopy(dict(record))
         stored["version"] = version
         self._collections[collection][record_id] = stored
+        if _indexed(collection, stored):
+            self._index[collection][record_id] = version
+        else:
+            self._index[collection].pop(record_id, None)
         self.version += 1
         self.writes.append({"collection": collection, "id": record_id, "version": version})
 
@@ -84,12 +97,8 @@ class OperationState:
         live work is indexed, so an invocation's view does not grow with time.
         """
         return {
-            name: [
-                {"id": key, "version": record["version"]}
-                for key, record in sorted(records.items())
-                if name != "schedules" or record["status"] == "created"
-            ]
-            for name, records in sorted(self._collections.items())
+            name: [{"id": key, "version": version} for key, version in sorted(versions.items())]
+            for name, versions in sorted(self._index.items())
         }
 
     def collections(self) -> list[str]:
@@ -98,3 +107,7 @@ class OperationState:
     def canonical(self) -> dict[str, JsonValue]:
         """The observable state and its version for the episode record (never the hidden part)."""
         return {"observable": self.projection(), "version": self.version}
+
+
+def _indexed(collection: str, record: Mapping[str, JsonValue]) -> bool:
+    return collection != "schedules" or record.get("status") == "created"
