@@ -57,7 +57,7 @@ class Escalate(Record):
     checkpoint_id: StrictStr
     exception_type: StrictStr
     evidence_refs: tuple[EvidenceRef, ...]
-    deadline_after_minutes: StrictInt = Field(gt=0)
+    deadline_after_minutes: StrictInt = Field(default=1440, gt=0)
     rationale: StrictStr
 
 

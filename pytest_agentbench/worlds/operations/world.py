@@ -265,7 +265,9 @@ class OperationsWorld:
             ]
             return grade(case, checks, measurements={"eligible": 1}, outcome=outcome)
         record = episode_from_json(outcome.output)
-        vector = evaluate_episode(record, loaded.domain, scenario, outcome.output["replay_codes"])
+        # An episode record that arrives without its replay verdict was never replayed here.
+        replay = outcome.output.get("replay_codes", ["REPLAY_NOT_CHECKED"])
+        vector = evaluate_episode(record, loaded.domain, scenario, replay)
         return grade(
             case,
             _checks(vector, fault),

@@ -370,6 +370,16 @@ def test_obligation_and_delta_findings(reference: dict[str, EpisodeRecord]) -> N
     ] == ("REQUIRED_DELTA_MISSING",)
 
 
+def test_an_action_recorded_after_replay_final_is_an_authority_violation(
+    reference: dict[str, EpisodeRecord],
+) -> None:
+    ledger = list(reference["V1"].ledger)
+    proposal = dict(next(r for r in ledger if r["record_type"] == "action_proposed"))
+    ledger.append({**proposal, "index": len(ledger)})
+    tampered = dataclasses.replace(reference["V1"], ledger=tuple(ledger))
+    assert "ACTION_AFTER_REPLAY_FINAL" in failing(grade(tampered))["authority_boundaries"]
+
+
 def test_a_reminder_sent_twice_is_repeated() -> None:
     reference = Reference()
     reminder = {

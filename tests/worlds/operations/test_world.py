@@ -121,6 +121,14 @@ def test_v2_passes_only_as_its_declared_fault(tmp_path: Path) -> None:
     assert {"REQUIRED_NOTIFICATION_UNDELIVERED", "OBLIGATION_MESSAGE_NOT_ESTABLISHED"} == set(
         declared.findings
     )
+    case = next(c for c in WORLD.cases(suite) if c.case_id == "V2")
+    outcome = WORLD.run(suite, case, WORLD.public_view(suite, case), WORLD.reference_agent())
+    assert outcome.output is not None
+    unreplayed = outcome.model_copy(
+        update={"output": {k: v for k, v in outcome.output.items() if k != "replay_codes"}}
+    )
+    graded = WORLD.evaluate(suite, case, unreplayed, WORLD.load_oracle(suite))
+    assert "REPLAY_NOT_CHECKED" in graded.findings
     _faults(root).unlink()
     undeclared = _graded(suite, "V2", WORLD.load_oracle(suite))
     assert sorted(c.name for c in undeclared.failed_checks) == [

@@ -64,6 +64,12 @@ def _authority(record: Any, roles: Mapping[str, str]) -> tuple[list[str], dict[s
         if proposal["action"] in IRREVERSIBLE and not proposal["evidence_refs"]:
             codes.add("ACTION_WITHOUT_CITED_AUTHORITY")
             violations += 1
+    terminal = next((row["index"] for row in _rows(record, "terminal")), None)
+    if terminal is not None and any(
+        row["index"] > terminal for row in _rows(record, "action_proposed")
+    ):
+        codes.add("ACTION_AFTER_REPLAY_FINAL")
+        violations += 1
     return sorted(codes), {
         "authority_violations": violations,
         "actor_claims_recorded": len(assertions),
