@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 AUTHORED = 0
 TIMER = 1
-
-WorkStatus = Literal["created", "cancelled", "completed", "failed"]
 
 
 @dataclass(order=True)

@@ -34,7 +34,6 @@ ENGINE_VERSION = "1.0.0"
 DEADLOCK = "operation_deadlock"
 HORIZON = "operational_horizon_exhausted"
 COMPLETE = "complete"
-PROVISIONAL_KEY = "provisional_close"
 
 
 @dataclass(frozen=True)
@@ -706,6 +705,9 @@ class Episode:
             status = "dispatch_failed" if failed else "delivered"
             existing = self.state.get("communications", message_id) or {}
             attempts = int(existing.get("attempts", 0)) + 1
+            # Each attempt is scheduled work that ends completed or failed.
+            work_id = self._create_work(f"dispatch_{message_id}", "dispatch", self.state.now)
+            self._set_work(work_id, "failed" if failed else "completed")
             self.state.put(
                 "communications", message_id, {**message, "status": status, "attempts": attempts}
             )

@@ -31,7 +31,6 @@ from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.suite import pydantic_refusal
 from pytest_agentbench.worlds.operations.domain import DomainPack, FieldRule
 
-TERMINALS = ("completed_successfully", "transferred_to_human_ownership")
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 

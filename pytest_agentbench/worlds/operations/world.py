@@ -47,6 +47,7 @@ from pytest_agentbench.worlds.operations.domains import DOMAINS
 from pytest_agentbench.worlds.operations.episode import EpisodeRecord, run_episode
 from pytest_agentbench.worlds.operations.evaluation import (
     DIMENSIONS,
+    TERMINALS,
     ResultVector,
     evaluate_episode,
 )
@@ -394,9 +395,7 @@ def measurements(vector: ResultVector, record: EpisodeRecord) -> dict[str, int]:
         "eligible": 1,
         "reliable": int(vector.reliable),
         "critical_violation": int(not dims["critical_invariants"].passed),
-        "legitimate_terminal": int(
-            vector.terminal in ("completed_successfully", "transferred_to_human_ownership")
-        ),
+        "legitimate_terminal": int(vector.terminal in TERMINALS),
         "temporal_correct": int(dims["temporal_correctness"].passed),
         "unnecessary_touches": human.get("touch_unnecessary_escalation", 0)
         + int("UNNECESSARY_CHECKPOINT" in dims["human_checkpoints"].codes),

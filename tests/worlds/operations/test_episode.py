@@ -316,6 +316,9 @@ def test_a_failed_dispatch_is_a_recovery_event_that_keeps_the_commit() -> None:
     assert (
         state["obligations"]["transfer_notice:checkpoint_2"]["message_id"] == failed["message_id"]
     )
+    dispatches = [w for w in state["schedules"].values() if w["kind"] == "dispatch"]
+    expected = [(f"dispatch_{failed['message_id']}", "failed")]
+    assert [(w["key"], w["status"]) for w in dispatches] == expected, "scheduled work that failed"
     assert record.status == "transferred_to_human_ownership"
 
 
