@@ -124,13 +124,11 @@ def test_an_agent_that_raises_is_an_agent_error_and_every_case_is_counted(
         assert "provider unavailable" in entry["result"]["failure_reason"]
 
 
-def test_a_folder_in_the_originals_layout_runs_unchanged(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_a_folder_in_the_originals_layout_runs_unchanged(pytester: pytest.Pytester) -> None:
     folder = pytester.path / "examples" / "operatebench"
     folder.mkdir(parents=True)
     shutil.copyfile(SPEC, folder / "maintenance_v0_1.yaml")
-    result, suite = run_report(pytester, "examples", "-v", *xdist_args)
+    result, suite = run_report(pytester, "examples", "-v")
     result.assert_outcomes(passed=2, failed=1)
     assert "examples/operatebench/maintenance_v0_1.yaml::V1" in result.stdout.str()
     assert suite["id"] == "pab-maintenance-recurring-leak"

@@ -48,7 +48,7 @@ def deviating_agent(choices: list[Any]) -> Scripted:
     return Scripted(decide)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(scenario=st.sampled_from(["V1", "V2", "V3"]), choices=st.lists(DEVIATIONS, max_size=12))
 def test_reruns_are_byte_identical_in_ledger_and_result_vector(
     scenario: str, choices: list[Any]
