@@ -136,6 +136,8 @@ class DomainPack(Protocol):
     event_types: Mapping[str, EventType]
     action_types: Mapping[str, ActionType]
     roles: frozenset[str]
+    checkpoint_types: frozenset[str]
+    """The human checkpoint types a scenario may require."""
 
     def initial_state(self, spec: Any) -> dict[str, dict[str, Any]]:
         """The observable collections an episode of the OperationSpec ``spec`` starts with."""

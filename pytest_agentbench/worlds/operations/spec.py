@@ -289,6 +289,15 @@ def _verify(spec: OperationSpec, domain: DomainPack, display: str) -> None:
                         file=display,
                         field=f"{where}.{kind}.type",
                     )
+        for index, kind in enumerate(scenario.required_checkpoint_types):
+            if kind not in domain.checkpoint_types:
+                raise AgentbenchError(
+                    "unknown_reference",
+                    f"no checkpoint type {kind!r} "
+                    f"(known: {', '.join(sorted(domain.checkpoint_types))})",
+                    file=display,
+                    field=f"{base}.required_checkpoint_types[{index}]",
+                )
         for index, fixture in enumerate(scenario.dispatch_failures):
             if fixture not in spec.message_fixtures:
                 raise AgentbenchError(

@@ -184,6 +184,13 @@ def test_references_inside_a_scenario_must_resolve() -> None:
     raw = spec_dict()
     raw["scenarios"]["V1"]["expected_event_rejections"][0]["event_id"] = "e99"
     assert refused(raw).code == "unknown_reference"
+    raw = spec_dict()
+    raw["scenarios"]["V3"]["required_checkpoint_types"] = ["coffee_approval"]
+    error = refused(raw)
+    assert (error.code, error.location.field) == (
+        "unknown_reference",
+        "scenarios.V3.required_checkpoint_types[0]",
+    )
 
 
 def test_fixed_vocabulary_fields() -> None:

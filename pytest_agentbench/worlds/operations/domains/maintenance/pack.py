@@ -35,6 +35,9 @@ class MaintenancePack:
     event_types: Mapping[str, EventType] = vocabulary.EVENT_TYPES
     action_types: Mapping[str, ActionType] = vocabulary.ACTION_TYPES
     roles: frozenset[str] = vocabulary.ROLES
+    checkpoint_types: frozenset[str] = frozenset(
+        {vocabulary.REPAIR_APPROVAL, vocabulary.EXCEPTION_RESOLUTION}
+    )
 
     def initial_state(self, spec: Any) -> dict[str, dict[str, Any]]:
         collections: dict[str, dict[str, Any]] = {name: {} for name in reducers.COLLECTIONS}
