@@ -289,11 +289,11 @@ def _verify(spec: OperationSpec, domain: DomainPack, display: str) -> None:
                         file=display,
                         field=f"{where}.{kind}.type",
                     )
-        for index, kind in enumerate(scenario.required_checkpoint_types):
-            if kind not in domain.checkpoint_types:
+        for index, checkpoint_type in enumerate(scenario.required_checkpoint_types):
+            if checkpoint_type not in domain.checkpoint_types:
                 raise AgentbenchError(
                     "unknown_reference",
-                    f"no checkpoint type {kind!r} "
+                    f"no checkpoint type {checkpoint_type!r} "
                     f"(known: {', '.join(sorted(domain.checkpoint_types))})",
                     file=display,
                     field=f"{base}.required_checkpoint_types[{index}]",
