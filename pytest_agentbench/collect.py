@@ -338,6 +338,50 @@ class _SuiteCollector(pytest.File):
             return refusal_text(self, excinfo.value.error)
         return super().repr_failure(excinfo)
 
+    def _case_items(self, loaded: LoadedSuite) -> Iterator[CaseItem]:
+        """The case items of the cases the world places in this file."""
+        suite = loaded.suite
+        relative = self.path.relative_to(suite.root).as_posix()
+        cases = [case for case in loaded.world.cases(suite) if case.file == relative]
+        snapshot = get_state(self.config).options.snapshot
+        if not snapshot and self._fixtures_are_inert():
+            for case in cases:
+                yield DirectCaseItem.from_parent(self, name=case.case_id, loaded=loaded, case=case)
+            return
+        resolve_world = snapshot or not self._own_fixture("agentbench_world")
+        # Every item of this file has the same body and parent, hence the same
+        # fixture closure: pytest computes it once, as for a parametrized test.
+        fixtureinfo = None
+        for case in cases:
+            item = FixtureCaseItem.from_parent(
+                self,
+                name=case.case_id,
+                loaded=loaded,
+                case=case,
+                resolve_world=resolve_world,
+                fixtureinfo=fixtureinfo,
+            )
+            fixtureinfo = item._fixtureinfo
+            yield item
+
+    def _own_fixture(self, name: str) -> bool:
+        """Whether ``name`` resolves, for this file, to the plugin's own fixture."""
+        definitions = self.session._fixturemanager.getfixturedefs(name, self)
+        if not definitions:
+            return False
+        return definitions[-1].func.__module__ == fixtures.__name__
+
+    def _fixtures_are_inert(self) -> bool:
+        """Whether resolving fixtures for this file's cases could change nothing."""
+        if not (self._own_fixture("agentbench_adapter") and self._own_fixture("agentbench_world")):
+            return False
+        autouse = set(self.session._fixturemanager._getautousenames(self))
+        # syrupy's session fixture only patches PyCharm's diff viewer, and only
+        # when asked to; any other autouse fixture must run for every case.
+        if not getattr(self.config.option, "patch_pycharm_diff", False):
+            autouse.discard("_syrupy_apply_ide_patches")
+        return not autouse
+
 
 class SuiteFile(_SuiteCollector):
     """``suite.yaml``: loads and verifies the suite, yields its control items.
@@ -361,6 +405,14 @@ class SuiteFile(_SuiteCollector):
         except AgentbenchError as exc:
             raise SuiteCollectionError(exc) from None
         yield from controls
+        if self.recognised:
+            # A one-file layout: the marker file holds the cases too, and no
+            # other collector is made for it.
+            _register_suite_marker(self.config, loaded.suite.id)
+            for item in self._case_items(loaded):
+                item.add_marker("agentbench")
+                item.add_marker(loaded.suite.id)
+                yield item
 
     def _controls(self, loaded: LoadedSuite) -> list[ControlItem]:
         world, suite = loaded.world, loaded.suite
@@ -432,49 +484,7 @@ class CaseFile(_SuiteCollector):
         if self.loaded is None:
             assert self.error is not None
             raise SuiteCollectionError(self.error)
-        suite = self.loaded.suite
-        relative = self.path.relative_to(suite.root).as_posix()
-        cases = [case for case in self.loaded.world.cases(suite) if case.file == relative]
-        snapshot = get_state(self.config).options.snapshot
-        if not snapshot and self._fixtures_are_inert():
-            for case in cases:
-                yield DirectCaseItem.from_parent(
-                    self, name=case.case_id, loaded=self.loaded, case=case
-                )
-            return
-        resolve_world = snapshot or not self._own_fixture("agentbench_world")
-        # Every item of this file has the same body and parent, hence the same
-        # fixture closure: pytest computes it once, as for a parametrized test.
-        fixtureinfo = None
-        for case in cases:
-            item = FixtureCaseItem.from_parent(
-                self,
-                name=case.case_id,
-                loaded=self.loaded,
-                case=case,
-                resolve_world=resolve_world,
-                fixtureinfo=fixtureinfo,
-            )
-            fixtureinfo = item._fixtureinfo
-            yield item
-
-    def _own_fixture(self, name: str) -> bool:
-        """Whether ``name`` resolves, for this file, to the plugin's own fixture."""
-        definitions = self.session._fixturemanager.getfixturedefs(name, self)
-        if not definitions:
-            return False
-        return definitions[-1].func.__module__ == fixtures.__name__
-
-    def _fixtures_are_inert(self) -> bool:
-        """Whether resolving fixtures for this file's cases could change nothing."""
-        if not (self._own_fixture("agentbench_adapter") and self._own_fixture("agentbench_world")):
-            return False
-        autouse = set(self.session._fixturemanager._getautousenames(self))
-        # syrupy's session fixture only patches PyCharm's diff viewer, and only
-        # when asked to; any other autouse fixture must run for every case.
-        if not getattr(self.config.option, "patch_pycharm_diff", False):
-            autouse.discard("_syrupy_apply_ide_patches")
-        return not autouse
+        yield from self._case_items(self.loaded)
 
 
 def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

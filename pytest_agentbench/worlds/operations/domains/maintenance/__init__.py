@@ -1,0 +1,1 @@
+"""The ``lettings.maintenance`` domain pack."""

@@ -1,0 +1,254 @@
+"""The ``lettings.maintenance`` vocabulary: policy, roles, event and action types (format §1-§3)."""
+
+from __future__ import annotations
+
+from pydantic import StrictInt, StrictStr, field_validator
+
+from pytest_agentbench.contracts import Record
+from pytest_agentbench.worlds.operations.domain import ActionType, EventType, FieldRule
+
+OPERATION_TYPE = "lettings.maintenance.synthetic"
+ROLES = frozenset(
+    {
+        "customer",
+        "supplier",
+        "approver",
+        "operator_human",
+        "authoritative_external_system",
+        "system_scheduler",
+        "agent",
+    }
+)
+PARTICIPANT_ROLES = frozenset({"customer", "supplier"})
+"""Roles whose events are claims, never facts."""
+
+REPAIR_APPROVAL = "repair_quote_approval"
+EXCEPTION_RESOLUTION = "maintenance_exception_resolution"
+COMPLETION_NOTICE = "msg_completion_notice"
+TRANSFER_NOTICE = "msg_transfer_notice"
+APPROVAL_REMINDER = "msg_approval_reminder"
+
+
+class Policy(Record):
+    currency: StrictStr
+    issue_classification: StrictStr
+    approval_threshold_minor: StrictInt
+    approval_reminder_after_minutes: StrictInt
+    approval_deadline_after_minutes: StrictInt
+    approval_validity_minutes: StrictInt
+    provisional_close_minutes: StrictInt
+    visit_followup_after_minutes: StrictInt
+    completion_notice_within_minutes: StrictInt
+    max_turns_per_invocation: StrictInt
+    horizon_minutes: StrictInt
+    max_retrieval_batches_per_invocation: StrictInt
+
+    @field_validator(
+        "approval_threshold_minor",
+        "approval_reminder_after_minutes",
+        "approval_deadline_after_minutes",
+        "approval_validity_minutes",
+        "provisional_close_minutes",
+        "visit_followup_after_minutes",
+        "completion_notice_within_minutes",
+        "max_turns_per_invocation",
+        "horizon_minutes",
+        "max_retrieval_batches_per_invocation",
+    )
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value <= 0:
+            raise ValueError("must be a positive integer")
+        return value
+
+    @field_validator("currency")
+    @classmethod
+    def _gbp(cls, value: str) -> str:
+        if value != "GBP":
+            raise ValueError("must be GBP")
+        return value
+
+
+S = FieldRule()
+INT = FieldRule("int")
+BOOL = FieldRule("bool")
+
+
+def _choice(*values: str) -> FieldRule:
+    return FieldRule("str", values)
+
+
+EVENT_TYPES: dict[str, EventType] = {
+    event.name: event
+    for event in (
+        EventType(
+            "customer_issue_reported",
+            "report_issue",
+            {"issue_id": S, "classification": S, "cycle_id": S},
+            {"description_fixture_id": S},
+        ),
+        EventType(
+            "customer_resolution_reported",
+            "confirm_resolution",
+            {"issue_id": S, "status": _choice("RESOLVED", "PERSISTS")},
+            {"related_visit_id": S, "cycle_id": S},
+        ),
+        EventType(
+            "supplier_visit_response",
+            "respond_to_visit",
+            {"visit_id": S, "cycle_id": S, "response": _choice("ACCEPTED", "DECLINED")},
+        ),
+        EventType(
+            "supplier_work_reported",
+            "report_work",
+            {
+                "visit_id": S,
+                "cycle_id": S,
+                "outcome": _choice("FURTHER_WORK_REQUIRED", "WORK_COMPLETE"),
+                "scope_digest": S,
+            },
+        ),
+        EventType(
+            "supplier_quote_received",
+            "submit_quote",
+            {
+                "quote_id": S,
+                "quote_version": INT,
+                "cycle_id": S,
+                "amount_minor": INT,
+                "currency": S,
+                "scope_digest": S,
+            },
+            {"parent_cycle_id": S},
+        ),
+        EventType(
+            "supplier_invoice_received",
+            "submit_invoice",
+            {
+                "invoice_id": S,
+                "cycle_id": S,
+                "quote_id": S,
+                "quote_version": INT,
+                "amount_minor": INT,
+                "currency": S,
+            },
+        ),
+        EventType(
+            "supplier_assertion_received",
+            "assert_status",
+            {
+                "assertion_id": S,
+                "assertion": _choice("WORK_COMPLETE", "PAYMENT_RECEIVED", "ATTENDED"),
+            },
+            {"cycle_id": S},
+        ),
+        EventType(
+            "approver_decision_received",
+            "approve_repair_quote",
+            {
+                "checkpoint_id": S,
+                "quote_id": S,
+                "quote_version": INT,
+                "amount_minor": INT,
+                "currency": S,
+                "scope_digest": S,
+                "decision": _choice("APPROVED", "REJECTED"),
+            },
+            {"cycle_id": S},
+        ),
+        EventType(
+            "operator_exception_resolved",
+            "resolve_exception",
+            {
+                "checkpoint_id": S,
+                "decision": _choice("TAKE_OWNERSHIP", "AUTHORISE_ALTERNATIVE", "CANCEL_OPERATION"),
+            },
+            {"cycle_id": S},
+        ),
+        EventType(
+            "visit_attendance_verified",
+            "verify_attendance",
+            {"visit_id": S, "cycle_id": S, "attended": BOOL},
+        ),
+        EventType(
+            "work_evidence_verified",
+            "verify_work",
+            {
+                "evidence_id": S,
+                "visit_id": S,
+                "cycle_id": S,
+                "scope_digest": S,
+                "outcome": _choice("WORK_COMPLETE", "FURTHER_WORK_REQUIRED"),
+            },
+        ),
+        EventType(
+            "invoice_validation_completed",
+            "validate_invoice",
+            {"validation_id": S, "invoice_id": S, "valid": BOOL},
+            {"reason_code": S, "cycle_id": S},
+        ),
+        EventType(
+            "payment_settlement_confirmed",
+            "confirm_settlement",
+            {
+                "settlement_id": S,
+                "payment_request_id": S,
+                "invoice_id": S,
+                "cycle_id": S,
+                "amount_minor": INT,
+                "currency": S,
+            },
+        ),
+        EventType(
+            "approval_reminder_due", "emit_timer", {"checkpoint_id": S, "cycle_id": S}, timer=True
+        ),
+        EventType(
+            "approval_deadline_due", "emit_timer", {"checkpoint_id": S, "cycle_id": S}, timer=True
+        ),
+        EventType("visit_followup_due", "emit_timer", {"cycle_id": S}, timer=True),
+        EventType("provisional_close_expired", "emit_timer", {"cycle_id": S}, timer=True),
+    )
+}
+
+ACTION_TYPES: dict[str, ActionType] = {
+    action.name: action
+    for action in (
+        ActionType(
+            "request_supplier_visit",
+            {"visit_type": _choice("DIAGNOSTIC", "WARRANTY_REVISIT"), "cycle_id": S},
+            {"scope_digest": S},
+        ),
+        ActionType(
+            "request_approval",
+            {
+                "quote_id": S,
+                "quote_version": INT,
+                "amount_minor": INT,
+                "currency": S,
+                "scope_digest": S,
+                "cycle_id": S,
+                "deadline_after_minutes": INT,
+            },
+            defaults={"deadline_after_minutes": 4320},
+        ),
+        ActionType(
+            "send_message",
+            {"recipient_actor_id": S, "message_fixture_id": S},
+            {"correlation_id": S},
+        ),
+        ActionType(
+            "authorise_supplier_work",
+            {"quote_id": S, "quote_version": INT, "approval_checkpoint_id": S, "cycle_id": S},
+        ),
+        ActionType("request_invoice_validation", {"invoice_id": S}),
+        ActionType("request_payment", {"invoice_id": S, "amount_minor": INT, "currency": S}),
+        ActionType(
+            "request_exception_resolution",
+            {
+                "exception_type": _choice("APPROVAL_REJECTED", "APPROVAL_EXPIRED"),
+                "approval_checkpoint_id": S,
+                "deadline_after_minutes": INT,
+            },
+        ),
+    )
+}

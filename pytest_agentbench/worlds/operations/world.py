@@ -1,0 +1,454 @@
+"""The ``operations`` world kind bound to the plugin core.
+
+One case per scenario (variant) of the suite's OperationSpec, labelled with
+its semantic scenario as cluster key. Running a case runs one episode: the
+adapter's ``solve(task, session)`` is invoked per trigger with the observable
+projection and the read tools, never with the spec, the hidden state or the
+expectations. The episode is then replayed from its own decision tape. Only
+after that are the expectations read and the eleven dimensions (and
+``reliable``) graded from the episode record the run produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import StrictStr, ValidationError
+
+from pytest_agentbench.canonical import (
+    JsonValue,
+    artifact_set_digest,
+    canonical_json,
+    loads_yaml_strict,
+    read_json,
+    read_yaml,
+    tree_files,
+)
+from pytest_agentbench.contracts import (
+    Case,
+    CaseResult,
+    Check,
+    CheckStatus,
+    ControlAgent,
+    MetricSpec,
+    Outcome,
+    Record,
+    grade,
+)
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.runner import MalformedOutput
+from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
+from pytest_agentbench.tools import ToolAgent
+from pytest_agentbench.worlds.operations import agents
+from pytest_agentbench.worlds.operations.domains import DOMAINS
+from pytest_agentbench.worlds.operations.episode import EpisodeRecord, run_episode
+from pytest_agentbench.worlds.operations.evaluation import (
+    DIMENSIONS,
+    TERMINALS,
+    ResultVector,
+    evaluate_episode,
+)
+from pytest_agentbench.worlds.operations.metrics import CLUSTER_PREFIX, METRIC_SPECS
+from pytest_agentbench.worlds.operations.replay import TapeAgent, replay_codes
+from pytest_agentbench.worlds.operations.spec import LoadedSpec, load_operation_spec
+
+RELIABLE = "reliable"
+CHECK_NAMES = (*DIMENSIONS, RELIABLE)
+FAULTS_FILE = "expected_faults.yaml"
+_OPTIONS = frozenset({"spec", "manifest"})
+SPEC_FILES = ("maintenance_v0_1.yaml",)
+"""File names of OperationSpecs the original project publishes (its layout markers)."""
+_SPEC_KEYS = frozenset({"schema_version", "operation_id", "operation_type", "scenarios"})
+
+
+class DeclaredFault(Record):
+    """An authored fault outcome a variant must reproduce exactly (the seed's V2 diagnostic)."""
+
+    id: StrictStr
+    scenario_id: StrictStr
+    expected_terminal: StrictStr
+    failed_dimensions: tuple[StrictStr, ...]
+    finding_codes: tuple[StrictStr, ...]
+    rationale: StrictStr
+
+
+class FaultManifest(Record):
+    schema_version: int
+    operation_id: StrictStr
+    faults: tuple[DeclaredFault, ...]
+
+
+@dataclass(frozen=True)
+class LoadedOperations:
+    spec: LoadedSpec
+    cases: tuple[Case, ...]
+
+
+@dataclass(frozen=True)
+class Oracle:
+    faults: Mapping[str, DeclaredFault]
+
+
+def _data(suite: Suite) -> LoadedOperations:
+    data: LoadedOperations = suite.data
+    return data
+
+
+def _option(suite: Suite, name: str) -> str | None:
+    value = suite.config.options.get(name)
+    if value is not None and not isinstance(value, str):
+        raise AgentbenchError(
+            "invalid_field",
+            "must be a file name",
+            file=suite.display(SUITE_FILE),
+            field=f"options.{name}",
+        )
+    return value
+
+
+def _verify_manifest(suite: Suite, manifest_name: str) -> None:
+    display = suite.display(manifest_name)
+    manifest = read_json(suite.root / manifest_name, display=display)
+    files = tree_files(suite.root, exclude=(SUITE_FILE, manifest_name))
+    actual = artifact_set_digest({rel: path.read_bytes() for rel, path in files.items()})
+    declared = manifest.get("artifact_set_digest") if isinstance(manifest, dict) else None
+    if declared != actual:
+        raise AgentbenchError(
+            "digest_mismatch",
+            f"artifact set digest is {actual}, manifest says {declared}",
+            file=display,
+            field="artifact_set_digest",
+        )
+
+
+def _scenario_lines(path: Path) -> dict[str, int]:
+    """Line of each scenario key under ``scenarios:`` (for item locations)."""
+    lines: dict[str, int] = {}
+    inside = False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.startswith("scenarios:"):
+            inside = True
+        elif (
+            inside
+            and line.startswith("  ")
+            and not line.startswith("   ")
+            and line.rstrip().endswith(":")
+        ):
+            lines[line.strip()[:-1].strip("'\"")] = number
+        elif inside and line and not line.startswith(" "):
+            inside = False
+    return lines
+
+
+class OperationsWorld:
+    kind = "operations"
+    adapter_protocol: type = ToolAgent
+
+    def load_suite(self, suite: Suite) -> LoadedOperations:
+        unknown = sorted(set(suite.config.options) - _OPTIONS)
+        if unknown:
+            raise AgentbenchError(
+                "unknown_field",
+                "unknown option of world kind 'operations' (known: manifest, spec)",
+                file=suite.display(SUITE_FILE),
+                field=f"options.{unknown[0]}",
+            )
+        spec_name = _option(suite, "spec")
+        if spec_name is None:
+            raise AgentbenchError(
+                "missing_field",
+                "the OperationSpec file is required",
+                file=suite.display(SUITE_FILE),
+                field="options.spec",
+            )
+        manifest = _option(suite, "manifest")
+        if manifest is not None:
+            _verify_manifest(suite, manifest)
+        path = suite.root / spec_name
+        loaded = load_operation_spec(path, suite.display(spec_name), DOMAINS)
+        lines = _scenario_lines(path)
+        spec = loaded.spec
+        cases = tuple(
+            Case(
+                suite_id=suite.id,
+                case_id=scenario_id,
+                file=spec_name,
+                line=lines.get(scenario_id),
+                title=None,
+                labels=(
+                    f"{CLUSTER_PREFIX}{spec.semantic_scenario_id}",
+                    f"operation:{spec.operation_id}",
+                ),
+            )
+            for scenario_id in sorted(spec.scenarios)
+        )
+        return LoadedOperations(spec=loaded, cases=cases)
+
+    def cases(self, suite: Suite) -> Sequence[Case]:
+        return _data(suite).cases
+
+    def public_view(self, suite: Suite, case: Case) -> dict[str, JsonValue]:
+        """The operation as known before any event: no events, hidden state or expectations."""
+        loaded = _data(suite).spec
+        spec = loaded.spec
+        return {
+            "operation_id": spec.operation_id,
+            "operation_type": spec.operation_type,
+            "operation_version": spec.operation_version,
+            "scenario_id": case.case_id,
+            "actors": {
+                actor_id: {"role": actor.role} for actor_id, actor in sorted(spec.actors.items())
+            },
+            "policy": loaded.policy.model_dump(mode="json"),
+            "message_fixtures": dict(sorted(spec.message_fixtures.items())),
+            "actions": sorted(loaded.domain.action_types),
+            "event_types": sorted(loaded.domain.event_types),
+        }
+
+    def reference_agent(self) -> Any:
+        return agents.reference()
+
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        loaded = _data(suite).spec
+        record = run_episode(loaded, case.case_id, adapter)
+        episode = record.as_json()
+        episode["replay_codes"] = replay_codes(loaded, record)
+        return Outcome(output=episode)
+
+    def load_oracle(self, suite: Suite) -> Oracle:
+        path = suite.oracle_root / FAULTS_FILE
+        if not path.is_file():
+            return Oracle(faults={})
+        display = f"{suite.config.oracle or 'oracle'}/{FAULTS_FILE}"
+        raw = read_yaml(path, display=display)
+        try:
+            manifest = FaultManifest.model_validate(raw)
+        except ValidationError as exc:
+            raise pydantic_refusal(exc, file=display) from None
+        loaded = _data(suite).spec.spec
+        if manifest.operation_id != loaded.operation_id:
+            raise AgentbenchError(
+                "fault_manifest_mismatch",
+                f"faults are for {manifest.operation_id!r}",
+                file=display,
+                field="operation_id",
+            )
+        for index, fault in enumerate(manifest.faults):
+            if fault.scenario_id not in loaded.scenarios:
+                raise AgentbenchError(
+                    "unknown_reference",
+                    f"no scenario {fault.scenario_id!r}",
+                    file=display,
+                    field=f"faults[{index}].scenario_id",
+                )
+            unknown = sorted(set(fault.failed_dimensions) - set(DIMENSIONS))
+            if unknown:
+                raise AgentbenchError(
+                    "unknown_reference",
+                    f"no dimension {unknown[0]!r}",
+                    file=display,
+                    field=f"faults[{index}].failed_dimensions",
+                )
+        return Oracle(faults={fault.scenario_id: fault for fault in manifest.faults})
+
+    def evaluate(self, suite: Suite, case: Case, outcome: Outcome, oracle: Any) -> CaseResult:
+        assert isinstance(oracle, Oracle)
+        loaded = _data(suite).spec
+        scenario = loaded.spec.scenarios[case.case_id]
+        fault = oracle.faults.get(case.case_id)
+        if outcome.output is None:
+            checks = [
+                Check(name=name, status=CheckStatus.MISSING, expected=_expected(name, fault))
+                for name in CHECK_NAMES
+            ]
+            return grade(case, checks, measurements={"eligible": 1}, outcome=outcome)
+        record = episode_from_json(outcome.output)
+        # An episode record that arrives without its replay verdict was never replayed here.
+        replay = outcome.output.get("replay_codes", ["REPLAY_NOT_CHECKED"])
+        vector = evaluate_episode(record, loaded.domain, scenario, replay)
+        return grade(
+            case,
+            _checks(vector, fault),
+            measurements=measurements(vector, record),
+            findings=[code for d in vector.dimensions for code in d.codes],
+            outcome=outcome,
+        )
+
+    def metrics(self, suite: Suite) -> Sequence[MetricSpec]:
+        return METRIC_SPECS
+
+    def dimensions(self, suite: Suite) -> Sequence[str]:
+        return CHECK_NAMES
+
+    def control_agents(self, suite: Suite) -> Sequence[ControlAgent]:
+        return agents.control_agents()
+
+    def leak_canaries(self, suite: Suite, oracle: Any) -> Sequence[str]:
+        assert isinstance(oracle, Oracle)
+        spec = _data(suite).spec.spec
+        hidden = [canonical_json(value) for value in spec.hidden_state.values()]
+        declared = [d.reason for s in spec.scenarios.values() for d in s.expected_event_rejections]
+        return [*hidden, *declared, *(fault.rationale for fault in oracle.faults.values())]
+
+    def predictions_adapter(self, suite: Suite, path: Path) -> TapeAgents:
+        return TapeAgents(path)
+
+    def recognise(self, folder: Path) -> SuiteConfig | None:
+        """The original's published fixture folder: an OperationSpec YAML of a known domain.
+
+        Only the spec's header is judged here (schema version, a registered
+        operation type, the scenarios mapping); the full strict load happens
+        when the suite loads, so a broken spec is refused by name then.
+        """
+        for name in SPEC_FILES:
+            path = folder / name
+            if not path.is_file():
+                continue
+            try:
+                raw = loads_yaml_strict(path.read_text(encoding="utf-8"))
+            except (AgentbenchError, OSError, UnicodeDecodeError):
+                return None
+            if not (
+                isinstance(raw, dict)
+                and set(raw) >= _SPEC_KEYS
+                and raw["schema_version"] == 1
+                and raw["operation_type"] in DOMAINS
+                and isinstance(raw["scenarios"], dict)
+                and isinstance(raw["operation_id"], str)
+            ):
+                return None
+            slug = "".join(
+                c if c.isalnum() or c in "._-" else "-" for c in raw["operation_id"].lower()
+            )
+            return SuiteConfig(
+                id=slug.strip("-._") or "operation",
+                version=str(raw.get("operation_version", "0")),
+                world=self.kind,
+                title=raw["operation_id"],
+                oracle="oracles" if (folder / "oracles").is_dir() else ".",
+                options={"spec": name},
+            )
+        return None
+
+
+def _expected(name: str, fault: DeclaredFault | None) -> JsonValue:
+    if name == RELIABLE:
+        return fault is None
+    if fault is not None and name in fault.failed_dimensions:
+        return sorted(fault.finding_codes)
+    return []
+
+
+def _checks(vector: ResultVector, fault: DeclaredFault | None) -> list[Check]:
+    """Each dimension must match the variant's expected verdict: pass, or its declared fault."""
+    declared = set() if fault is None else set(fault.failed_dimensions)
+    fault_codes = set() if fault is None else set(fault.finding_codes)
+    checks = []
+    for dimension in vector.dimensions:
+        codes = set(dimension.codes)
+        ok = bool(codes) and codes <= fault_codes if dimension.name in declared else not codes
+        checks.append(
+            Check(
+                name=dimension.name,
+                status=CheckStatus.PASS if ok else CheckStatus.FAIL,
+                expected=_expected(dimension.name, fault),
+                actual=sorted(codes),
+                detail=None if ok else canonical_json(dict(dimension.counts)),
+            )
+        )
+    if fault is None:
+        ok = vector.reliable
+        detail = None if ok else f"terminal {vector.terminal}, expected {vector.expected_terminal}"
+    else:
+        produced = {code for d in vector.dimensions for code in d.codes}
+        ok = (
+            not vector.reliable
+            and vector.terminal == fault.expected_terminal
+            and produced == fault_codes
+        )
+        detail = f"declared fault {fault.id}: {fault.rationale}"
+    checks.append(
+        Check(
+            name=RELIABLE,
+            status=CheckStatus.PASS if ok else CheckStatus.FAIL,
+            expected=fault is None,
+            actual=vector.reliable,
+            detail=detail,
+        )
+    )
+    return checks
+
+
+def measurements(vector: ResultVector, record: EpisodeRecord) -> dict[str, int]:
+    dims = {d.name: d for d in vector.dimensions}
+    counts = {name: dict(d.counts) for name, d in dims.items()}
+    human = counts["human_checkpoints"]
+    validity = counts["action_validity"]
+    needed = int(
+        counts["recovery"].get("reopens", 0) > 0
+        or any(row["record_type"] == "side_effect_failed" for row in record.ledger)
+    )
+    return {
+        "eligible": 1,
+        "reliable": int(vector.reliable),
+        "critical_violation": int(not dims["critical_invariants"].passed),
+        "legitimate_terminal": int(vector.terminal in TERMINALS),
+        "temporal_correct": int(dims["temporal_correctness"].passed),
+        "unnecessary_touches": human.get("touch_unnecessary_escalation", 0)
+        + int("UNNECESSARY_CHECKPOINT" in dims["human_checkpoints"].codes),
+        "missed_escalations": human.get("touch_missed_escalation", 0),
+        "duplicate_or_invalid": validity.get("duplicate_actions", 0)
+        + validity.get("rejected_actions", 0),
+        "proposals": counts["retrieval_discipline"].get("business_proposals", 0),
+        "sla_breaches": counts["obligations"].get("breached", 0),
+        "recovery_needed": needed,
+        "recovered": int(needed and dims["recovery"].passed),
+        "human_touches": human.get("human_touches", 0),
+    }
+
+
+def episode_from_json(output: Mapping[str, Any]) -> EpisodeRecord:
+    try:
+        return EpisodeRecord(
+            operation_id=output["operation_id"],
+            scenario_id=output["scenario_id"],
+            spec_digest=output["spec_digest_sha256"],
+            status=output["status"],
+            replay_final=output["replay_final"],
+            simulated_minutes=output["simulated_minutes"],
+            invocations=output["agent_invocations"],
+            ledger=tuple(output["ledger"]),
+            tape=tuple(output["decision_tape"]["decisions"]),
+            final_state=output["final_state"],
+        )
+    except (KeyError, TypeError) as exc:
+        raise AgentbenchError("invalid_episode_record", f"episode record lacks {exc}") from None
+
+
+class TapeAgents:
+    """Scores decision tapes produced elsewhere: a JSON object ``{scenario_id: decision tape}``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        raw = read_json(path, display=str(path))
+        if not isinstance(raw, dict):
+            raise AgentbenchError(
+                "invalid_predictions", "expected {scenario_id: decision tape}", file=str(path)
+            )
+        self.tapes: dict[str, Any] = raw
+        self._agents: dict[int, TapeAgent] = {}
+
+    def solve(self, task: dict[str, Any], session: Any) -> Any:
+        scenario = task.get("scenario_id")
+        tape = self.tapes.get(str(scenario))
+        if not isinstance(tape, dict) or not isinstance(tape.get("decisions"), list):
+            raise MalformedOutput(f"[missing_tape] {self.path}: no decision tape for {scenario!r}")
+        if task["invocation_index"] == 1 and task["turn_index"] == 0:
+            self._agents[id(tape)] = TapeAgent(tape["decisions"])
+        return self._agents[id(tape)].solve(task, session)
+
+
+WORLD = OperationsWorld()

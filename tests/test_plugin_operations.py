@@ -1,0 +1,159 @@
+"""The operations world in real pytest sessions: packaged suite, user agents, an original folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.packaged import packaged_suites
+
+SUITE = "operations-maintenance-v1"
+SPEC = Path(__file__).resolve().parents[1] / "suites" / SUITE / "operation.yaml"
+
+
+def run_report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    path = pytester.path / "run.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--agentbench-report={path}", *args)
+    (suite,) = json.loads(path.read_text(encoding="utf-8"))["suites"]
+    return result, suite
+
+
+def summary(suite: dict[str, Any]) -> dict[str, Any]:
+    cases = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+    return {
+        "metrics": {m["name"]: (m["value"], m["support"]) for m in suite["metrics"]},
+        "outcomes": {case_id: result["outcome"] for case_id, result in sorted(cases.items())},
+        "failed_checks": {
+            case_id: sorted(c["name"] for c in result["checks"] if c["status"] != "pass")
+            for case_id, result in sorted(cases.items())
+        },
+    }
+
+
+@pytest.mark.skipif(SUITE not in packaged_suites(), reason="the operations suite is not packaged")
+def test_the_three_variants_and_their_controls_run_alike_under_every_distribution(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    result, suite = run_report(pytester, "--agentbench-suite", SUITE, "-v", *xdist_args)
+    result.assert_outcomes(passed=6)
+    assert f"suites/{SUITE}/operation.yaml::V2" in result.stdout.str(), "readable item ids"
+    found = summary(suite)
+    assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
+    metrics = found["metrics"]
+    assert metrics["reliable_operation_rate"] == (pytest.approx(2 / 3), 1), (
+        "three variants, one unit"
+    )
+    assert metrics["operation_completion_rate"] == (1.0, 1)
+    assert metrics["recovery_rate"] == (pytest.approx(0.5), 1)
+    assert metrics["human_load"] == (pytest.approx(5 / 3), 1)
+    labels = {entry["result"]["case_id"]: entry["result"]["labels"] for entry in suite["cases"]}
+    assert all(
+        "cluster:pab-recurring-kitchen-leak" in case_labels for case_labels in labels.values()
+    )
+
+
+TOOL_AGENTS = """
+class Garbage:
+    def solve(self, task, session):
+        return {"outcome": "ACT", "action": "request_supplier_visit", "payload": {}, "extra": 1}
+
+
+class Raises:
+    def solve(self, task, session):
+        raise RuntimeError("provider unavailable")
+
+
+class Lazy:
+    def solve(self, task, session):
+        session.call("retrieve", {"requests": [{"collection": "operation"}]})
+        return {"outcome": "WAIT", "reason": "later", "wake_on": ["customer_issue_reported"]}
+"""
+
+
+@pytest.mark.skipif(SUITE not in packaged_suites(), reason="the operations suite is not packaged")
+@pytest.mark.parametrize(
+    ("agent", "expected"),
+    [
+        (
+            "Garbage",
+            {"terminal_outcome", "temporal_correctness", "action_validity", "human_checkpoints"},
+        ),
+        ("Lazy", {"terminal_outcome", "temporal_correctness", "human_checkpoints"}),
+    ],
+)
+def test_a_users_tool_agent_is_graded_on_its_trajectory(
+    pytester: pytest.Pytester, agent: str, expected: set[str]
+) -> None:
+    pytester.makepyfile(tool_agents=TOOL_AGENTS)
+    pytester.syspathinsert()
+    result, suite = run_report(
+        pytester,
+        "--agentbench-suite",
+        SUITE,
+        f"--agentbench-adapter=tool_agents:{agent}",
+        "-m",
+        "not agentbench_control",
+    )
+    result.assert_outcomes(failed=3)
+    for case_id, failed in summary(suite)["failed_checks"].items():
+        assert expected <= set(failed), case_id
+        assert "reliable" in failed
+
+
+@pytest.mark.skipif(SUITE not in packaged_suites(), reason="the operations suite is not packaged")
+def test_an_agent_that_raises_is_an_agent_error_and_every_case_is_counted(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(tool_agents=TOOL_AGENTS)
+    pytester.syspathinsert()
+    result, suite = run_report(
+        pytester,
+        "--agentbench-suite",
+        SUITE,
+        "--agentbench-adapter=tool_agents:Raises",
+        "-m",
+        "not agentbench_control",
+    )
+    result.assert_outcomes(failed=3)
+    for entry in suite["cases"]:
+        assert entry["result"]["failure_class"] == "agent_error"
+        assert "provider unavailable" in entry["result"]["failure_reason"]
+
+
+def test_a_folder_in_the_originals_layout_runs_unchanged(pytester: pytest.Pytester) -> None:
+    folder = pytester.path / "examples" / "operatebench"
+    folder.mkdir(parents=True)
+    shutil.copyfile(SPEC, folder / "maintenance_v0_1.yaml")
+    result, suite = run_report(pytester, "examples", "-v")
+    result.assert_outcomes(passed=2, failed=1)
+    assert "examples/operatebench/maintenance_v0_1.yaml::V1" in result.stdout.str()
+    assert suite["id"] == "pab-maintenance-recurring-leak"
+    # No oracle folder holds the declared V2 fault here, so V2 is graded as any variant.
+    assert summary(suite)["failed_checks"]["V2"] == ["obligations", "recovery", "reliable"]
+
+
+def test_a_decision_tape_is_scored_as_predictions(pytester: pytest.Pytester) -> None:
+    from pytest_agentbench.worlds.operations.agents import Reference
+    from pytest_agentbench.worlds.operations.episode import run_episode
+    from tests.worlds.operations.helpers import shipped
+
+    record = run_episode(shipped(), "V1", Reference()).as_json()
+    tapes = pytester.path / "tapes.json"
+    tapes.write_text(json.dumps({"V1": record["decision_tape"]}), encoding="utf-8")
+    result, suite = run_report(
+        pytester,
+        "--agentbench-suite",
+        SUITE,
+        f"--agentbench-predictions={SUITE}={tapes}",
+        "-m",
+        "not agentbench_control",
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    outcomes = {e["result"]["case_id"]: e["result"] for e in suite["cases"]}
+    assert outcomes["V1"]["outcome"] == "passed"
+    assert outcomes["V2"]["failure_class"] == "product_error"
+    assert "missing_tape" in outcomes["V2"]["failure_reason"]

@@ -1,0 +1,243 @@
+"""The world binding: suite loading, the declared-fault oracle, recognise, outcome parsing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_agentbench.contracts import CaseResult
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.suite import Suite, SuiteConfig
+from pytest_agentbench.worlds.operations import outcomes as oc
+from pytest_agentbench.worlds.operations import registration
+from pytest_agentbench.worlds.operations.metrics import METRIC_SPECS, cluster_of
+from pytest_agentbench.worlds.operations.world import SPEC_FILES, WORLD
+from tests.worlds.operations.helpers import ROOT, SPEC_PATH, SUITE
+
+ORACLE = ROOT / "oracles" / "operations-maintenance-v1"
+
+
+def place(tmp_path: Path) -> Path:
+    suite = tmp_path / "suites" / "ops"
+    shutil.copytree(SUITE, suite)
+    shutil.copytree(ORACLE, tmp_path / "oracles" / "ops")
+    return suite
+
+
+def suite_at(root: Path, **options: Any) -> Suite:
+    config = SuiteConfig(
+        id="ops",
+        version="1",
+        world="operations",
+        title="t",
+        options=options or {"spec": "operation.yaml", "manifest": "manifest.json"},
+    )
+    return Suite(config=config, root=root, display_root="suites/ops")
+
+
+def loaded_suite(root: Path, **options: Any) -> Suite:
+    suite = suite_at(root, **options)
+    suite.data = WORLD.load_suite(suite)
+    return suite
+
+
+def refusal(root: Path, **options: Any) -> AgentbenchError:
+    with pytest.raises(AgentbenchError) as info:
+        loaded_suite(root, **options)
+    return info.value
+
+
+def test_one_case_per_variant_labelled_with_its_semantic_scenario(tmp_path: Path) -> None:
+    suite = loaded_suite(place(tmp_path))
+    cases = WORLD.cases(suite)
+    assert [c.case_id for c in cases] == ["V1", "V2", "V3"]
+    assert {c.file for c in cases} == {"operation.yaml"}
+    assert all(c.labels[0] == "cluster:pab-recurring-kitchen-leak" for c in cases)
+    lines = SPEC_PATH.read_text().splitlines()
+    assert [lines[c.line - 1].strip() for c in cases if c.line] == ["V1:", "V2:", "V3:"]
+
+
+@pytest.mark.parametrize(
+    ("options", "code", "field"),
+    [
+        ({"spec": "operation.yaml", "colour": "red"}, "unknown_field", "options.colour"),
+        ({"manifest": "manifest.json"}, "missing_field", "options.spec"),
+        ({"spec": 3}, "invalid_field", "options.spec"),
+    ],
+)
+def test_options_are_strict(tmp_path: Path, options: dict[str, Any], code: str, field: str) -> None:
+    error = refusal(place(tmp_path), **options)
+    assert (error.code, error.location.field) == (code, field)
+
+
+def test_the_manifest_digest_covers_every_public_file(tmp_path: Path) -> None:
+    root = place(tmp_path)
+    (root / "operation.yaml").write_text((root / "operation.yaml").read_text() + "\n")
+    error = refusal(root)
+    assert (error.code, error.location.file) == ("digest_mismatch", "suites/ops/manifest.json")
+
+
+def _faults(root: Path) -> Path:
+    return root.parent.parent / "oracles" / "ops" / "expected_faults.yaml"
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        (lambda f: f["faults"][0].update(scenario_id="V9"), "unknown_reference"),
+        (lambda f: f["faults"][0].update(failed_dimensions=["charm"]), "unknown_reference"),
+        (lambda f: f.update(operation_id="other"), "fault_manifest_mismatch"),
+        (lambda f: f["faults"][0].update(surprise=1), "unknown_field"),
+    ],
+)
+def test_the_declared_fault_oracle_is_strict(tmp_path: Path, change: Any, code: str) -> None:
+    root = place(tmp_path)
+    path = _faults(root)
+    faults = yaml.safe_load(path.read_text())
+    change(faults)
+    path.write_text(yaml.safe_dump(faults))
+    suite = loaded_suite(root)
+    with pytest.raises(AgentbenchError) as info:
+        WORLD.load_oracle(suite)
+    assert info.value.code == code
+
+
+def _graded(suite: Suite, case_id: str, oracle: Any) -> CaseResult:
+    case = next(c for c in WORLD.cases(suite) if c.case_id == case_id)
+    outcome = WORLD.run(suite, case, WORLD.public_view(suite, case), WORLD.reference_agent())
+    return WORLD.evaluate(suite, case, outcome, oracle)
+
+
+def test_v2_passes_only_as_its_declared_fault(tmp_path: Path) -> None:
+    root = place(tmp_path)
+    suite = loaded_suite(root)
+    declared = _graded(suite, "V2", WORLD.load_oracle(suite))
+    assert declared.outcome == "passed"
+    assert declared.measurements["reliable"] == 0, "still unreliable in every metric"
+    assert {"REQUIRED_NOTIFICATION_UNDELIVERED", "OBLIGATION_MESSAGE_NOT_ESTABLISHED"} == set(
+        declared.findings
+    )
+    case = next(c for c in WORLD.cases(suite) if c.case_id == "V2")
+    outcome = WORLD.run(suite, case, WORLD.public_view(suite, case), WORLD.reference_agent())
+    assert outcome.output is not None
+    unreplayed = outcome.model_copy(
+        update={"output": {k: v for k, v in outcome.output.items() if k != "replay_codes"}}
+    )
+    graded = WORLD.evaluate(suite, case, unreplayed, WORLD.load_oracle(suite))
+    assert "REPLAY_NOT_CHECKED" in graded.findings
+    _faults(root).unlink()
+    undeclared = _graded(suite, "V2", WORLD.load_oracle(suite))
+    assert sorted(c.name for c in undeclared.failed_checks) == [
+        "obligations",
+        "recovery",
+        "reliable",
+    ]
+
+
+def test_the_public_view_and_cases_hold_no_canary(tmp_path: Path) -> None:
+    suite = loaded_suite(place(tmp_path))
+    canaries = WORLD.leak_canaries(suite, WORLD.load_oracle(suite))
+    assert '"perished_trap_seal"' in canaries
+    for case in WORLD.cases(suite):
+        text = repr(WORLD.public_view(suite, case)) + case.model_dump_json()
+        assert not [c for c in canaries if c in text]
+
+
+def test_recognise_claims_the_originals_fixture_by_its_header(tmp_path: Path) -> None:
+    assert registration.WORLD.layout_markers == tuple((name,) for name in SPEC_FILES)
+    folder = tmp_path / "operatebench"
+    folder.mkdir()
+    assert WORLD.recognise(folder) is None
+    shutil.copyfile(SPEC_PATH, folder / "maintenance_v0_1.yaml")
+    config = WORLD.recognise(folder)
+    assert config is not None
+    assert (config.id, config.world, config.oracle, config.options) == (
+        "pab-maintenance-recurring-leak",
+        "operations",
+        ".",
+        {"spec": "maintenance_v0_1.yaml"},
+    )
+    (folder / "oracles").mkdir()
+    assert WORLD.recognise(folder).oracle == "oracles"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "schema_version: 1\noperation_type: other.domain\noperation_id: x\nscenarios: {}\n",
+        "schema_version: 2\noperation_type: lettings.maintenance.synthetic\n"
+        "operation_id: x\nscenarios: {}\n",
+        "- a list\n",
+        "key: [unclosed\n",
+        "a: 1\na: 2\n",
+    ],
+    ids=["other-domain", "other-schema", "not-a-mapping", "malformed", "duplicate-key"],
+)
+def test_recognise_declines_what_is_not_an_operation_spec(tmp_path: Path, text: str) -> None:
+    (tmp_path / "maintenance_v0_1.yaml").write_text(text)
+    assert WORLD.recognise(tmp_path) is None
+
+
+def test_the_outcome_parser_is_strict() -> None:
+    assert isinstance(
+        oc.parse_outcome('{"outcome": "WAIT", "reason": "r", "wake_on": ["x"]}'), oc.Wait
+    )
+    refused = [
+        ('{"outcome": "WAIT", "outcome": "ACT"}', "duplicate_key"),
+        ("[1, 2]", "outcome_not_an_object"),
+        ({"outcome": "PONDER"}, "unknown_outcome"),
+        ({"outcome": "WAIT", "wake_on": []}, "invalid_outcome"),
+        (
+            {
+                "outcome": "COMPLETE",
+                "reason": "r",
+                "evidence_refs": [{"collection": "c", "id": "i"}],
+            },
+            "invalid_outcome",
+        ),
+        (
+            {
+                "outcome": "ESCALATE",
+                "checkpoint_id": "c",
+                "exception_type": "x",
+                "evidence_refs": [],
+                "deadline_after_minutes": 0,
+                "rationale": "r",
+            },
+            "invalid_outcome",
+        ),
+        ({"outcome": "ACT", "action": "a", "payload": {}, "extra": True}, "invalid_outcome"),
+        (None, "outcome_not_an_object"),
+    ]
+    for raw, code in refused:
+        with pytest.raises(oc.OutcomeRefused) as info:
+            oc.parse_outcome(raw)
+        assert info.value.code == code, raw
+
+
+def test_metrics_count_semantic_scenarios_not_variants() -> None:
+    def result(case_id: str, reliable: int, cluster: str) -> CaseResult:
+        return CaseResult(
+            suite_id="s",
+            case_id=case_id,
+            outcome="passed",
+            labels=(f"cluster:{cluster}",),
+            measurements={"reliable": reliable, "eligible": 1},
+        )
+
+    results = [
+        result("V1", 1, "a"),
+        result("V2", 0, "a"),
+        result("V3", 1, "a"),
+        result("W1", 1, "b"),
+    ]
+    spec = next(s for s in METRIC_SPECS if s.name == "reliable_operation_rate")
+    assert spec.reducer is not None
+    assert spec.reducer(results, {}) == (0.75, 2)
+    assert spec.reducer([], {}) == (None, 0)
+    unlabelled = CaseResult(suite_id="s", case_id="x", outcome="passed")
+    assert cluster_of(unlabelled) == "x"
