@@ -20,7 +20,7 @@ import pytest
 
 from pytest_agentbench.packaged import packaged_suites
 
-SUITE_ID = "asteria-agentic-v1"
+SUITE_ID = "asteria-authored-v1"
 
 CHEATER = """
 import gc
