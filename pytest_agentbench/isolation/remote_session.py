@@ -76,6 +76,14 @@ class RemoteToolSession:
             self._request("close")
 
     @property
+    def calls(self) -> Any:
+        # The records hold what the budget withheld from the agent: they stay with the harness.
+        raise AttributeError(
+            "an isolated adapter's tool session keeps its call records in the harness; "
+            "read calls_used and bytes_used, or count calls yourself"
+        )
+
+    @property
     def calls_used(self) -> int:
         return int(self._state()["calls_used"])
 
