@@ -123,6 +123,11 @@ class Probe:
             seen["refused"] = exc.code
         return seen
 
+    def contract_loaded(self):
+        import sys
+
+        return "pytest_agentbench.tools" in sys.modules
+
     def exports(self, task, session):
         return {"openai_tools": session.openai_tools(), "mcp_tools": session.mcp_tools()}
 
@@ -417,7 +422,7 @@ def test_the_session_stand_in_closes_and_reads_the_harness_session(
     assert session.closed
     assert outcomes(session) == [
         ("add", '{"a":1,"b":2}', None),
-        ("add", '{"a":1,"b":2}', "session_closed"),
+        ("add", None, "session_closed"),
     ]
 
 
@@ -430,6 +435,16 @@ def test_the_stand_in_exports_what_the_session_exports(
         "openai_tools": session.openai_tools(),
         "mcp_tools": session.mcp_tools(),
     }
+
+
+def test_the_child_loads_the_tool_contract_only_for_a_session(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
+    probe = host.remote(probe_module.Probe())
+    assert probe.answer("1+1") == 2
+    assert probe.contract_loaded() is False
+    probe.exports({}, tool_session(max_calls=1))
+    assert probe.contract_loaded() is True
 
 
 def test_tool_calls_from_the_adapters_threads_are_served_one_at_a_time(
