@@ -123,6 +123,23 @@ class Probe:
             seen["refused"] = exc.code
         return seen
 
+    def not_json(self, task, session):
+        from pytest_agentbench.tools import ToolCallError
+
+        refused = []
+        for name, arguments in [
+            (object(), {"a": 1, "b": 1}),
+            ("add", {"a": (1,), "b": 1}),
+            ("add", {"a": {1}, "b": 1}),
+            ("add", {"a": float("nan"), "b": 1}),
+            ("add", [("a", 1), ("b", 1)]),
+        ]:
+            try:
+                session.call(name, arguments)
+            except ToolCallError as exc:
+                refused.append([exc.code, exc.location.field])
+        return refused
+
     def contract_loaded(self):
         import sys
 
@@ -435,6 +452,17 @@ def test_the_stand_in_exports_what_the_session_exports(
         "openai_tools": session.openai_tools(),
         "mcp_tools": session.mcp_tools(),
     }
+
+
+def test_arguments_json_cannot_carry_are_refused_as_in_process(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
+    in_process = probe_module.Probe().not_json({}, tool_session(max_calls=9))
+    session = tool_session(max_calls=9)
+    isolated = host.remote(probe_module.Probe()).not_json({}, session)
+    assert [code for code, _ in isolated] == ["unknown_tool", *["invalid_arguments"] * 4]
+    assert isolated == [list(refusal) for refusal in in_process]
+    assert session.calls == ()
 
 
 def test_the_child_loads_the_tool_contract_only_for_a_session(

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pytest_agentbench.canonical import JsonValue
+from pytest_agentbench.errors import field_path
 from pytest_agentbench.isolation.protocol import json_message, json_text
 from pytest_agentbench.tools import (
     INVALID_ARGUMENTS,
@@ -33,6 +34,7 @@ from pytest_agentbench.tools import (
     mcp_tools,
     openai_tools,
 )
+from pytest_agentbench.tools.schema import SchemaViolation, check_json_value
 
 
 class ToolLink(Protocol):
@@ -54,21 +56,7 @@ class RemoteToolSession:
         self.final_schema: dict[str, JsonValue] | None = copy.deepcopy(spec["final_schema"])
 
     def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> JsonValue:
-        # What JSON cannot carry cannot reach the harness: refused here, so not
-        # in the harness's record (in-process it would be recorded as refused).
-        try:
-            json_text(name)
-        except (TypeError, ValueError):
-            raise ToolCallError(UNKNOWN_TOOL, f"no tool is named {name!r}") from None
-        try:
-            text = (
-                json_text(arguments)
-                if arguments is None or isinstance(arguments, str)
-                else json_text(dict(arguments))
-            )
-        except (TypeError, ValueError) as exc:
-            raise ToolCallError(INVALID_ARGUMENTS, f"arguments are not JSON: {exc}") from None
-        return self._request("call", name, text)
+        return self._request("call", _name_text(name), _arguments_text(arguments))
 
     def close(self) -> None:
         # Closing after the call ended changes nothing: the harness closed it already.
@@ -105,7 +93,7 @@ class RemoteToolSession:
         state: dict[str, Any] = self._request("state")
         return state
 
-    def _request(self, kind: str, name: str | None = None, arguments: str | None = None) -> Any:
+    def _request(self, kind: str, name: Any = None, arguments: str | None = None) -> Any:
         head = {"call": self._call_id, "session": self._index, "kind": kind, "name": name}
         reply = self._link.tool_request(self._call_id, json_message("tool_call", head, arguments))
         if reply is None:
@@ -113,3 +101,41 @@ class RemoteToolSession:
         if reply["op"] == "tool_result":
             return reply["value"]
         raise ToolCallError(reply["code"], reply["message"], field=reply.get("field"))
+
+
+# A name or arguments JSON cannot carry cannot reach the harness: refused here,
+# with the code the session would give, but not in the session's record.
+
+
+def _name_text(name: Any) -> Any:
+    """``name`` as it crosses (a non-string name is the session's to refuse as unknown)."""
+    try:
+        check_json_value(name, ())
+    except SchemaViolation:
+        raise ToolCallError(UNKNOWN_TOOL, f"no tool is named {name!r}") from None
+    return name
+
+
+def _arguments_text(arguments: Any) -> str:
+    """The arguments as JSON text, refused as the session would refuse what is not JSON.
+
+    Strictly plain JSON: a tuple, a set, NaN or a model is refused here as it
+    is in-process (never converted on the way, which would admit it).
+    """
+    if arguments is None or isinstance(arguments, str):
+        return json_text(arguments)
+    if not isinstance(arguments, Mapping):
+        raise ToolCallError(
+            INVALID_ARGUMENTS,
+            f"arguments must be an object or JSON text, got {type(arguments).__name__}",
+        )
+    plain = dict(arguments)
+    try:
+        check_json_value(plain, ())
+    except SchemaViolation as violation:
+        raise ToolCallError(
+            INVALID_ARGUMENTS,
+            violation.reason,
+            field=field_path(("arguments", *violation.path)),
+        ) from None
+    return json_text(plain)
