@@ -46,7 +46,9 @@ class NaiveContextAgent(ReferenceAgent):
     fenced = False
 
     def observe(self, session: Any, result: Envelope) -> None:
-        call_id = f"call-{len(session.calls)}"
+        # calls_used, not len(session.calls): the records stay with the harness
+        # when the agent runs isolated (--agentbench-isolate).
+        call_id = f"call-{session.calls_used}"
         text = fence_result("tool", result, call_id=call_id) if self.fenced else canonical_json(
             result
         )

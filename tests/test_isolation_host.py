@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from pytest_agentbench.contracts import FailureClass
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters
 from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput
+from pytest_agentbench.tools import Budget, ToolSession, ToolSpec
 from tests.demo_world import WORLD
 
 PROBE = """
@@ -76,7 +75,11 @@ class Probe:
         connection.send_bytes(b"\\xff not json")
         time.sleep(1000)
 
+    # The contract is imported per method: the cases with a 0.5 s limit load this
+    # module in the child within it, on a loaded machine.
     def solve(self, task, session):
+        from pytest_agentbench.tools import ToolCallError, ToolDescriptor
+
         self.session = session
         out = {
             "tools": [tool.name for tool in session.tools],
@@ -93,10 +96,9 @@ class Probe:
         ]:
             try:
                 session.call(name, arguments)
-            except Exception as exc:
-                # pytest_agentbench.tools.ToolCallError where installed, else the child's own.
-                location = getattr(exc, "location", exc)
-                out["errors"].append([exc.code, location.field])
+            except ToolCallError as exc:
+                out["errors"].append([exc.code, exc.location.field])
+        out["descriptors"] = all(isinstance(tool, ToolDescriptor) for tool in session.tools)
         return out
 
     def parallel(self, task, session):
@@ -104,8 +106,10 @@ class Probe:
             return sorted(pool.map(lambda a: session.call("add", {"a": a, "b": 1}), range(6)))
 
     def session_view(self, task, session):
+        from pytest_agentbench.tools import Budget, ToolCallError
+
         seen = {
-            "budget": [session.budget.max_calls, session.budget.max_bytes],
+            "budget": session.budget == Budget(max_calls=5),
             "final_schema": session.final_schema,
             "before": [session.calls_used, session.closed],
         }
@@ -115,14 +119,41 @@ class Probe:
         seen["after_close"] = [session.calls_used, session.closed]
         try:
             session.call("add", {"a": 1, "b": 2})
-        except Exception as exc:
+        except ToolCallError as exc:
             seen["refused"] = exc.code
         return seen
 
+    def not_json(self, task, session):
+        from pytest_agentbench.tools import ToolCallError
+
+        refused = []
+        for name, arguments in [
+            (object(), {"a": 1, "b": 1}),
+            ("add", {"a": (1,), "b": 1}),
+            ("add", {"a": {1}, "b": 1}),
+            ("add", {"a": float("nan"), "b": 1}),
+            ("add", [("a", 1), ("b", 1)]),
+        ]:
+            try:
+                session.call(name, arguments)
+            except ToolCallError as exc:
+                refused.append([exc.code, exc.location.field])
+        return refused
+
+    def contract_loaded(self):
+        import sys
+
+        return "pytest_agentbench.tools" in sys.modules
+
+    def exports(self, task, session):
+        return {"openai_tools": session.openai_tools(), "mcp_tools": session.mcp_tools()}
+
     def late_call(self):
+        from pytest_agentbench.tools import ToolCallError
+
         try:
             self.session.call("add", {"a": 1, "b": 1})
-        except Exception as exc:
+        except ToolCallError as exc:
             return exc.code
         return "answered"
 
@@ -141,78 +172,6 @@ class NoProtocol:
 """
 
 
-class ToolCallError(AgentbenchError):
-    """Shaped like ``pytest_agentbench.tools.ToolCallError`` (Shared API 2)."""
-
-    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
-        super().__init__(code, message, field=field)
-
-
-@dataclass(frozen=True)
-class FakeToolSpec:
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    handler: Callable[[dict[str, Any]], Any]
-    mutating: bool = False
-    privileged: bool = False
-
-
-@dataclass(frozen=True)
-class FakeBudget:
-    max_calls: int | None = None
-    max_bytes: int | None = None
-
-
-@dataclass
-class FakeSession:
-    """A tool session of the shape in Shared API 2: strict arguments, a call budget."""
-
-    tools: list[FakeToolSpec]
-    max_calls: int
-    calls: list[tuple[str, Any]] = field(default_factory=list)
-    closed: bool = False
-    final_schema: dict[str, Any] | None = None
-
-    @property
-    def budget(self) -> FakeBudget:
-        return FakeBudget(max_calls=self.max_calls)
-
-    @property
-    def calls_used(self) -> int:
-        return len(self.calls)
-
-    def close(self) -> None:
-        self.closed = True
-
-    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> Any:
-        specs = {tool.name: tool for tool in self.tools}
-        if self.closed:
-            raise ToolCallError("session_closed", "the session is closed")
-        if name not in specs:
-            raise ToolCallError("unknown_tool", f"no tool {name!r}")
-        if arguments is None:
-            parsed: dict[str, Any] = {}
-        else:
-            parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
-        if name == "add" and not all(isinstance(parsed.get(key), int) for key in "ab"):
-            raise ToolCallError("invalid_arguments", "a and b must be integers", field="arguments")
-        if len(self.calls) >= self.max_calls:
-            raise ToolCallError("budget_exhausted", "no calls left")
-        self.calls.append((name, parsed))
-        return specs[name].handler(parsed)
-
-    def openai_tools(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": schema},
-            }
-            for t in self.tools
-            for schema in [t.parameters]
-        ]
-
-
 def _boom(arguments: dict[str, Any]) -> Any:
     raise RuntimeError("handler bug")
 
@@ -220,18 +179,31 @@ def _boom(arguments: dict[str, Any]) -> Any:
 ADD_SCHEMA = {
     "type": "object",
     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
     "additionalProperties": False,
 }
+EMPTY_SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
 
 
-def fake_session(max_calls: int) -> FakeSession:
-    return FakeSession(
-        tools=[
-            FakeToolSpec("add", "adds", ADD_SCHEMA, lambda args: args["a"] + args["b"]),
-            FakeToolSpec("boom", "fails", {"type": "object"}, _boom),
+def tool_session(max_calls: int, **options: Any) -> ToolSession:
+    return ToolSession(
+        [
+            ToolSpec(
+                name="add",
+                description="adds",
+                parameters=ADD_SCHEMA,
+                handler=lambda args: args["a"] + args["b"],
+            ),
+            ToolSpec(name="boom", description="fails", parameters=EMPTY_SCHEMA, handler=_boom),
         ],
-        max_calls=max_calls,
+        Budget(max_calls=max_calls),
+        **options,
     )
+
+
+def outcomes(session: ToolSession) -> list[tuple[str, str | None, str | None]]:
+    """Each recorded call: name, canonical arguments, error code."""
+    return [(call.name, call.arguments_json, call.error) for call in session.calls]
 
 
 @pytest.fixture
@@ -423,7 +395,8 @@ def test_tool_calls_are_answered_by_the_harness_session(
     host: IsolatedAdapters, probe_module: Any
 ) -> None:
     probe = host.remote(probe_module.Probe())
-    session = fake_session(max_calls=3)
+    # Every call is admitted against the budget, refused or not: the sixth is one too many.
+    session = tool_session(max_calls=5)
     assert probe.solve({"a": 40}, session) == {
         "tools": ["add", "boom"],
         "openai": "add",
@@ -435,21 +408,28 @@ def test_tool_calls_are_answered_by_the_harness_session(
             ["handler_failed", None],
             ["budget_exhausted", None],
         ],
+        "descriptors": True,
     }
-    assert session.calls == [("add", {"a": 40, "b": 2}), ("add", {"a": 1, "b": 1}), ("boom", {})]
+    assert outcomes(session) == [
+        ("add", '{"a":40,"b":2}', None),
+        ("add", '{"a":1,"b":1}', None),
+        ("nope", "{}", "unknown_tool"),
+        ("add", "{}", "invalid_arguments"),
+        ("boom", "{}", "handler_failed"),
+        ("add", None, "budget_exhausted"),
+    ]
     # A session kept past the end of its call is closed; the harness is not asked.
     assert probe.late_call() == "session_closed"
-    assert len(session.calls) == 3
+    assert len(session.calls) == 6
 
 
 def test_the_session_stand_in_closes_and_reads_the_harness_session(
     host: IsolatedAdapters, probe_module: Any
 ) -> None:
     probe = host.remote(probe_module.Probe())
-    session = fake_session(max_calls=5)
-    session.final_schema = {"type": "object"}
+    session = tool_session(max_calls=5, final_schema={"type": "object"})
     assert probe.session_view({}, session) == {
-        "budget": [5, None],
+        "budget": True,
         "final_schema": {"type": "object"},
         "before": [0, False],
         "after_call": [1, False],
@@ -457,13 +437,49 @@ def test_the_session_stand_in_closes_and_reads_the_harness_session(
         "refused": "session_closed",
     }
     assert session.closed
+    assert outcomes(session) == [
+        ("add", '{"a":1,"b":2}', None),
+        ("add", None, "session_closed"),
+    ]
+
+
+def test_the_stand_in_exports_what_the_session_exports(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
+    probe = host.remote(probe_module.Probe())
+    session = tool_session(max_calls=1)
+    assert probe.exports({}, session) == {
+        "openai_tools": session.openai_tools(),
+        "mcp_tools": session.mcp_tools(),
+    }
+
+
+def test_arguments_json_cannot_carry_are_refused_as_in_process(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
+    in_process = probe_module.Probe().not_json({}, tool_session(max_calls=9))
+    session = tool_session(max_calls=9)
+    isolated = host.remote(probe_module.Probe()).not_json({}, session)
+    assert [code for code, _ in isolated] == ["unknown_tool", *["invalid_arguments"] * 4]
+    assert isolated == [list(refusal) for refusal in in_process]
+    assert session.calls == ()
+
+
+def test_the_child_loads_the_tool_contract_only_for_a_session(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
+    probe = host.remote(probe_module.Probe())
+    assert probe.answer("1+1") == 2
+    assert probe.contract_loaded() is False
+    probe.exports({}, tool_session(max_calls=1))
+    assert probe.contract_loaded() is True
 
 
 def test_tool_calls_from_the_adapters_threads_are_served_one_at_a_time(
     host: IsolatedAdapters, probe_module: Any
 ) -> None:
     probe = host.remote(probe_module.Probe())
-    session = fake_session(max_calls=10)
+    session = tool_session(max_calls=10)
     assert probe.parallel({}, session) == [1, 2, 3, 4, 5, 6]
     assert len(session.calls) == 6
 

@@ -1,9 +1,11 @@
-"""The tool-session contract in real pytest runs, with and without xdist.
+"""The tool-session contract in real pytest runs, with and without xdist, in-process and isolated.
 
 One ``demo-tools`` suite has a case per outcome (budgets, every error code,
 adapter failures); the JSON run report and ``--agentbench-receipts`` must
 classify each one the same way and carry receipts whose digests equal those
-of the same cases run in this process.
+of the same cases run in this process, whether the adapter runs in pytest's
+process or, with ``--agentbench-isolate``, in its own (where every tool call
+crosses a pipe to the world's session).
 """
 
 from __future__ import annotations
@@ -111,10 +113,19 @@ def check_budgets(cases: dict[str, Any]) -> None:
     assert spent.totals.delivered == 11
 
 
+@pytest.fixture(params=[[], ["--agentbench-isolate"]], ids=["in-process", "isolated"])
+def isolate_args(request: pytest.FixtureRequest) -> list[str]:
+    args: list[str] = request.param
+    return args
+
+
 def test_every_outcome_is_classified_with_a_stable_receipt(
-    project: pytest.Pytester, xdist_args: list[str], in_process_digests: dict[str, str]
+    project: pytest.Pytester,
+    xdist_args: list[str],
+    isolate_args: list[str],
+    in_process_digests: dict[str, str],
 ) -> None:
-    result, cases = run(project, *xdist_args)
+    result, cases = run(project, *xdist_args, *isolate_args)
     assert sorted(cases) == sorted(EXPECTED)
     for case_id, (outcome, failure_class, errors, code) in EXPECTED.items():
         case = cases[case_id]
@@ -128,6 +139,9 @@ def test_every_outcome_is_classified_with_a_stable_receipt(
     check_budgets(cases)
     counts = {"passed": 1, "failed": 9, "error": 1, "skipped": 0}
     result.stdout.fnmatch_lines([f"cases: {', '.join(f'{v} {k}' for k, v in counts.items())}*"])
+    header = "agentbench: adapter tool_agents:Scripted (tool_agents.Scripted)"
+    where = ", in an isolated process" if isolate_args else ""
+    result.stdout.fnmatch_lines([f"{header}{where}; world kinds:*"])
 
 
 def test_the_reference_tool_agent_and_the_controls_pass(demo: pytest.Pytester) -> None:

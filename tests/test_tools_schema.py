@@ -113,8 +113,12 @@ def test_a_violation_renders_its_field_path() -> None:
     ("schema", "message"),
     [
         ({"type": "string"}, "the root must be"),
-        ({"type": "object"}, "objects must be closed"),
-        ({"type": "object", "additionalProperties": True}, "objects must be closed"),
+        ({"type": "object"}, "the arguments must be a closed object"),
+        ({"type": "object", "additionalProperties": True}, "the arguments must be a closed object"),
+        (
+            {"type": "object", "additionalProperties": {"type": "string"}},
+            "the arguments must be a closed object",
+        ),
         (
             {"type": "object", "additionalProperties": False, "properties": {"a": {}}},
             "parameters.properties.a.type: must be one of",
@@ -131,9 +135,27 @@ def test_a_violation_renders_its_field_path() -> None:
             {
                 "type": "object",
                 "additionalProperties": False,
-                "properties": {"a": {"type": "object"}},
+                "properties": {"a": {"type": "object", "additionalProperties": "yes"}},
             },
-            "parameters.properties.a: objects must be closed",
+            "parameters.properties.a.additionalProperties: must be a boolean or a schema",
+        ),
+        (
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"a": {"type": "object", "additionalProperties": {}}},
+            },
+            "parameters.properties.a.additionalProperties.type: must be one of",
+        ),
+        (
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "a": {"type": "object", "additionalProperties": False, "required": ["b"]}
+                },
+            },
+            "parameters.properties.a.required: 'b' is not one of the properties",
         ),
         (
             {
@@ -262,3 +284,89 @@ def test_patterns_read_as_ecma_262(pattern: str, text: str, matches: bool) -> No
     except SchemaViolation:
         matched = False
     assert matched is matches
+
+
+OPEN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        # Open objects, as the retrieval format's search tool declares them.
+        "filters": {"type": "object"},
+        "modes": {"type": "array", "items": {"type": "object"}},
+        "labels": {
+            "type": "object",
+            "required": ["main"],
+            "properties": {"main": {"type": "string"}},
+            "additionalProperties": {"type": "integer", "minimum": 0},
+        },
+        "meta": {"type": "object", "required": ["id"], "additionalProperties": True},
+    },
+}
+OPEN = compile_schema(OPEN_SCHEMA)
+
+
+def test_open_objects_admit_any_json_members() -> None:
+    check_tool_schema(OPEN_SCHEMA)
+    OPEN(
+        {
+            "filters": {"lang": "de", "deep": {"list": [1, 2.5, None, True, {"x": []}]}},
+            "modes": [{}, {"mode": "lexical"}],
+            "labels": {"main": "a", "count": 3},
+            "meta": {"id": 1, "other": "x"},
+        },
+        (),
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "path", "reason"),
+    [
+        ({"filters": "de"}, ("filters",), "expected object, got string"),
+        ({"filters": {"x": float("nan")}}, ("filters", "x"), "nan is not a JSON number"),
+        ({"filters": {"x": [float("inf")]}}, ("filters", "x", 0), "inf is not a JSON number"),
+        ({"filters": {"x": {1, 2}}}, ("filters", "x"), "expected a JSON value, got set"),
+        ({"filters": {"x": ("a",)}}, ("filters", "x"), "expected a JSON value, got tuple"),
+        ({"filters": {1: "a"}}, ("filters",), "property names must be strings, got 1"),
+        ({"filters": {"x": {2: "a"}}}, ("filters", "x"), "property names must be strings"),
+        ({"modes": [1]}, ("modes", 0), "expected object, got integer"),
+        ({"modes": [{"m": object()}]}, ("modes", 0, "m"), "expected a JSON value, got object"),
+        ({"labels": {"n": 1}}, ("labels",), "missing required property 'main'"),
+        ({"labels": {"main": 1}}, ("labels", "main"), "expected string, got integer"),
+        ({"labels": {"main": "a", "n": -1}}, ("labels", "n"), "-1 breaks minimum 0"),
+        ({"labels": {"main": "a", "n": "1"}}, ("labels", "n"), "expected integer, got string"),
+        ({"meta": {}}, ("meta",), "missing required property 'id'"),
+        ({"other": {}}, (), "unknown property 'other'"),
+    ],
+)
+def test_open_objects_refuse_with_a_path(value: Any, path: tuple[Any, ...], reason: str) -> None:
+    with pytest.raises(SchemaViolation) as caught:
+        OPEN(value, ())
+    assert caught.value.path == path
+    assert caught.value.reason.startswith(reason)
+
+
+label_members = st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3)
+open_documents = st.fixed_dictionaries(
+    {},
+    optional={
+        "filters": json_values,
+        "modes": st.lists(json_values, max_size=3) | json_scalars,
+        "labels": st.dictionaries(st.sampled_from(["main", "n", "m"]), label_members, max_size=3)
+        | json_scalars,
+        "meta": st.dictionaries(st.sampled_from(["id", "other"]), json_values, max_size=2),
+        "other": json_values,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(open_documents)
+def test_open_objects_agree_with_jsonschema(document: dict[str, Any]) -> None:
+    """Integer members only where integers are checked: there the subset is stricter."""
+    expected = jsonschema.Draft202012Validator(OPEN_SCHEMA).is_valid(document)
+    try:
+        OPEN(document, ())
+        ours = True
+    except SchemaViolation:
+        ours = False
+    assert ours == expected

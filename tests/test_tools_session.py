@@ -448,3 +448,34 @@ def test_a_failing_guard_is_a_harness_error() -> None:
 
 def test_a_session_is_what_adapters_may_rely_on() -> None:
     assert isinstance(session(), ToolSessionLike)
+
+
+OPEN_FILTERS: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"filters": {"type": "object"}},
+}
+
+
+def test_an_open_object_takes_json_members_and_refuses_the_rest() -> None:
+    spec = ToolSpec(name="find", description="Find.", parameters=OPEN_FILTERS, handler=echo_all)
+    session = ToolSession([spec])
+    assert session.call("find", '{"filters": {"lang": "de", "n": [1]}}') == {
+        "filters": {"lang": "de", "n": [1]}
+    }
+    for filters in ({"x": {1, 2}}, {"x": float("nan")}, {3: "a"}):
+        with pytest.raises(ToolCallError) as refused:
+            session.call("find", {"filters": filters})
+        assert refused.value.code == INVALID_ARGUMENTS
+        assert (refused.value.location.field or "").startswith("arguments.filters")
+    assert [call.error for call in session.calls] == [None, *[INVALID_ARGUMENTS] * 3]
+    assert session.calls[1].arguments_json is None
+
+
+def test_the_arguments_themselves_must_be_a_closed_object() -> None:
+    with pytest.raises(pydantic.ValidationError, match="must be a closed object"):
+        ToolDescriptor(name="find", description="Find.", parameters={"type": "object"})
+
+
+def echo_all(arguments: dict[str, Any]) -> Any:
+    return arguments

@@ -7,15 +7,13 @@ return value as JSON. Tool calls the adapter makes through a session argument
 travel back to the harness on the same connection while the call is open.
 
 Of the plugin it imports only :mod:`.protocol` (standard library); unpickling a
-view imports the modules that define the view's types, and loading the
-adapter imports the adapter's module.
+view imports the modules that define the view's types, loading the adapter
+imports the adapter's module, and a tool session handed to the adapter loads
+:mod:`.remote_session` (with the tool-session contract, :mod:`pytest_agentbench.tools`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import functools
 import importlib
 import inspect
 import os
@@ -24,7 +22,6 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -36,103 +33,6 @@ from pytest_agentbench.isolation.protocol import (
     shape,
     unpickle_from_parent,
 )
-
-
-class LocalToolCallError(Exception):
-    """Raised by :meth:`RemoteToolSession.call` for a refused tool call.
-
-    Stands in for ``pytest_agentbench.tools.ToolCallError`` where that module
-    is not installed; carries the same ``code`` and ``message``.
-    """
-
-    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
-        super().__init__(f"[{code}] {message}")
-        self.code = code
-        self.message = self.reason = message
-        self.field = field
-
-
-@functools.cache
-def _tool_call_error() -> type[Exception]:
-    try:
-        module = importlib.import_module("pytest_agentbench.tools")
-        error: type[Exception] = module.ToolCallError
-    except (ImportError, AttributeError):
-        return LocalToolCallError
-    return error
-
-
-@dataclass(frozen=True)
-class RemoteToolSpec:
-    """A tool as the adapter sees it: everything of the harness's spec but the handler."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    mutating: bool = False
-    privileged: bool = False
-
-
-@dataclass(frozen=True)
-class RemoteBudget:
-    """The session's budget as the adapter sees it."""
-
-    max_calls: int | None = None
-    max_bytes: int | None = None
-
-
-class RemoteToolSession:
-    """The child's stand-in for the world's tool session.
-
-    ``call``, ``close`` and the usage counters are answered by the world's
-    session in the harness; the tools, their exports, the budget and the final
-    answer's schema are copies taken when the call began.
-    """
-
-    def __init__(self, link: Link, call_id: int, spec: Mapping[str, Any]) -> None:
-        self._link = link
-        self._call_id = call_id
-        self._index: int = spec["index"]
-        self.tools = tuple(RemoteToolSpec(**tool) for tool in spec["tools"])
-        self.budget = None if spec.get("budget") is None else RemoteBudget(**spec["budget"])
-        self.final_schema: Any = copy.deepcopy(spec.get("final_schema"))
-        self._exports: dict[str, Any] = dict(spec.get("exports", {}))
-
-    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> Any:
-        return self._link.tool_request(self._call_id, self._index, "call", name, arguments)
-
-    def close(self) -> None:
-        with contextlib.suppress(_tool_call_error()):
-            self._link.tool_request(self._call_id, self._index, "close")
-
-    @property
-    def calls_used(self) -> Any:
-        return self._state("calls_used")
-
-    @property
-    def bytes_used(self) -> Any:
-        return self._state("bytes_used")
-
-    @property
-    def closed(self) -> Any:
-        return self._state("closed")
-
-    def _state(self, name: str) -> Any:
-        state = self._link.tool_request(self._call_id, self._index, "state")
-        if name not in state:
-            raise AttributeError(f"the harness's tool session has no {name}")
-        return state[name]
-
-    def openai_tools(self) -> Any:
-        return self._export("openai_tools")
-
-    def mcp_tools(self) -> Any:
-        return self._export("mcp_tools")
-
-    def _export(self, name: str) -> Any:
-        if name not in self._exports:
-            raise AttributeError(f"the harness's tool session offers no {name}()")
-        return copy.deepcopy(self._exports[name])
 
 
 class Link:
@@ -156,38 +56,16 @@ class Link:
     def send(self, data: bytes) -> None:
         self.connection.send_bytes(data)
 
-    def tool_request(
-        self,
-        call_id: int,
-        session: int,
-        kind: str,
-        name: str | None = None,
-        arguments: Mapping[str, Any] | str | None = None,
-    ) -> Any:
-        """Ask the harness's session to ``call`` a tool, ``close``, or report its ``state``."""
-        error = _tool_call_error()
+    def tool_request(self, call_id: int, request: bytes) -> dict[str, Any] | None:
+        """Send a session's ``request`` to the harness and return its reply.
+
+        None, without asking the harness, once call ``call_id`` has ended.
+        """
         with self.lock:
             if self.current_call != call_id:
-                raise error("session_closed", "the call this session belongs to has ended")
-            try:
-                payload = json_message(
-                    "tool_call",
-                    {"call": call_id, "session": session, "kind": kind, "name": name},
-                    json_text(
-                        arguments
-                        if arguments is None or isinstance(arguments, str)
-                        else dict(arguments)
-                    ),
-                )
-            except (TypeError, ValueError) as exc:
-                raise error("invalid_arguments", f"arguments are not JSON: {exc}") from None
-            self.send(payload)
-            reply = self.receive()
-        if reply["op"] == "tool_result":
-            return reply["value"]
-        if reply.get("field"):
-            raise error(reply["code"], reply["message"], field=reply["field"])  # type: ignore[call-arg]
-        raise error(reply["code"], reply["message"])
+                return None
+            self.send(request)
+            return self.receive()
 
 
 def _import_target(spec: str) -> Any:
@@ -307,6 +185,9 @@ class Server:
         if kind == "blob":
             return self.blobs[value]
         if kind == "session":
+            # Only adapters of interactive worlds pay for loading the tool-session contract.
+            from pytest_agentbench.isolation.remote_session import RemoteToolSession
+
             return RemoteToolSession(self.link, call_id, value)
         return value
 

@@ -14,9 +14,7 @@ JSON cannot carry is a ``product_error``. Only the harness's own failures
 from __future__ import annotations
 
 import atexit
-import functools
 import hashlib
-import importlib
 import itertools
 import math
 import os
@@ -44,7 +42,6 @@ from pytest_agentbench.isolation.protocol import pickle_for_child, shape
 from pytest_agentbench.isolation.proxy import (
     PendingAdapter,
     RemoteAdapter,
-    ToolSessionLike,
     methods_of,
     remote_class,
     satisfies,
@@ -57,6 +54,7 @@ from pytest_agentbench.runner import (
     MalformedOutput,
     describe_exception,
 )
+from pytest_agentbench.tools import SESSION_CLOSED, ToolCallError, ToolSession
 from pytest_agentbench.world import World
 
 SHARED_VIEWS = 16
@@ -96,27 +94,6 @@ class PickledRecipe:
 
 
 Recipe = SpecRecipe | PickledRecipe
-
-
-@functools.cache
-def _tool_call_error() -> type[Exception] | None:
-    """``pytest_agentbench.tools.ToolCallError``, where the tool-session contract is installed."""
-    try:
-        error: type[Exception] = importlib.import_module("pytest_agentbench.tools").ToolCallError
-    except (ImportError, AttributeError):
-        return None
-    return error
-
-
-def _tool_error_code(exc: Exception) -> str | None:
-    """The code of a tool-session refusal (``ToolCallError``), None for any other exception."""
-    error_type = _tool_call_error()
-    if error_type is None:
-        is_refusal = type(exc).__name__ == "ToolCallError"
-    else:
-        is_refusal = isinstance(exc, error_type)
-    code = getattr(exc, "code", None)
-    return code if is_refusal and isinstance(code, str) else None
 
 
 def _absolute_path() -> list[str]:
@@ -403,7 +380,7 @@ class IsolatedAdapters:
             if loaded["op"] == "refused":
                 raise self._load_failure(loaded)
         call_id = next(self._calls)
-        sessions: list[ToolSessionLike] = []
+        sessions: list[ToolSession] = []
         message = self._call_message(
             call_id=call_id,
             handle=handle,
@@ -452,14 +429,14 @@ class IsolatedAdapters:
         method: str,
         args: Sequence[Any],
         kwargs: Mapping[str, Any],
-        sessions: list[ToolSessionLike],
+        sessions: list[ToolSession],
     ) -> dict[str, Any]:
         blobs: dict[str, bytes] = {}
 
         def encode(value: Any) -> tuple[str, Any]:
             if value is None or isinstance(value, str | int | float | bool):
                 return ("value", value)
-            if hasattr(value, "call") and isinstance(value, ToolSessionLike):
+            if isinstance(value, ToolSession):
                 sessions.append(value)
                 return ("session", {"index": len(sessions) - 1, **session_spec(value)})
             digest, data = self._pickled_argument(value)
@@ -522,7 +499,7 @@ class IsolatedAdapters:
 
     @staticmethod
     def _tool_reply(
-        call_id: int, request: Mapping[str, Any], sessions: Sequence[ToolSessionLike]
+        call_id: int, request: Mapping[str, Any], sessions: Sequence[ToolSession]
     ) -> dict[str, Any]:
         """Answer one tool call of the adapter with the world's session."""
         index = request.get("session")
@@ -533,30 +510,24 @@ class IsolatedAdapters:
         ):
             return {
                 "op": "tool_error",
-                "code": "session_closed",
+                "code": SESSION_CLOSED,
                 "message": "no open tool session matches this call",
             }
         session, kind = sessions[index], request.get("kind")
         if kind == "close":
-            close = getattr(session, "close", None)
-            if callable(close):
-                close()
+            session.close()
             return {"op": "tool_result", "value": None}
         if kind == "state":
             return {"op": "tool_result", "value": session_state(session)}
         try:
             # A name that is not a string is the session's to refuse (unknown_tool).
             value = session.call(request.get("name"), request.get("value"))  # type: ignore[arg-type]
-        except Exception as exc:
-            code = _tool_error_code(exc)
-            # ToolCallError is an AgentbenchError: its text is ``reason``, its place ``location``.
-            message = getattr(exc, "reason", getattr(exc, "message", None))
-            location = getattr(exc, "location", None)
+        except ToolCallError as refusal:
             return {
                 "op": "tool_error",
-                "code": code or "handler_failed",
-                "message": message if isinstance(message, str) else describe_exception(exc),
-                "field": getattr(location, "field", None),
+                "code": refusal.code,
+                "message": refusal.reason,
+                "field": refusal.location.field,
             }
         return {"op": "tool_result", "value": value}
 

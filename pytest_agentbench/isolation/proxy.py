@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.adapters import implements
 from pytest_agentbench.canonical import JsonValue
+from pytest_agentbench.tools import ToolSession
 from pytest_agentbench.world import World
 
 if TYPE_CHECKING:
@@ -87,54 +88,19 @@ class PendingAdapter:
         return f"<isolated adapter {self.spec}, not yet started>"
 
 
-@runtime_checkable
-class ToolSessionLike(Protocol):
-    """The part of a tool session (``pytest_agentbench.tools.ToolSession``) an adapter uses."""
-
-    tools: Sequence[Any]
-
-    def call(self, name: str, arguments: Mapping[str, Any] | str | None = None) -> JsonValue: ...
-
-
-def session_spec(session: ToolSessionLike) -> dict[str, Any]:
-    """What the child's stand-in session needs: the visible tools and their exports."""
-    tools = [
-        {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.parameters,
-            "mutating": bool(getattr(tool, "mutating", False)),
-            "privileged": bool(getattr(tool, "privileged", False)),
-        }
-        for tool in session.tools
-    ]
-    exports = {
-        name: getattr(session, name)()
-        for name in ("openai_tools", "mcp_tools")
-        if callable(getattr(session, name, None))
-    }
-    budget = getattr(session, "budget", None)
+def session_spec(session: ToolSession) -> dict[str, Any]:
+    """What the child's stand-in session is built from (pickled, so the records stay records)."""
     return {
-        "tools": tools,
-        "exports": exports,
-        "final_schema": getattr(session, "final_schema", None),
-        "budget": None
-        if budget is None
-        else {
-            "max_calls": getattr(budget, "max_calls", None),
-            "max_bytes": getattr(budget, "max_bytes", None),
-        },
+        "tools": tuple(tool.describe() for tool in session.tools),
+        "budget": session.budget,
+        "final_schema": session.final_schema,
     }
 
 
-SESSION_COUNTERS = ("calls_used", "bytes_used", "closed")
-"""Attributes of the session the adapter's stand-in reads live from the harness."""
-
-
-def session_state(session: ToolSessionLike) -> dict[str, JsonValue]:
-    state: dict[str, JsonValue] = {}
-    for name in SESSION_COUNTERS:
-        value = getattr(session, name, None)
-        if isinstance(value, int | bool):
-            state[name] = value
-    return state
+def session_state(session: ToolSession) -> dict[str, JsonValue]:
+    """The counters the stand-in reads live from the harness's session."""
+    return {
+        "calls_used": session.calls_used,
+        "bytes_used": session.bytes_used,
+        "closed": session.closed,
+    }

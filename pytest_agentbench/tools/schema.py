@@ -6,8 +6,11 @@ and a call pays only for the checks its schema names. A schema outside the
 subset is refused when the tool is declared, never silently half-checked:
 
 - every subschema names its ``type`` (one name or a list of names);
-- every object is closed (``"additionalProperties": false``) and each name in
-  ``required`` is one of its ``properties``;
+- the arguments themselves are a closed object (``"additionalProperties":
+  false``) whose ``required`` names are among its ``properties``; an object
+  inside them may be open: ``additionalProperties`` absent or ``true`` admits
+  any other member whose value is JSON, a schema admits members that satisfy
+  it (a ``required`` name need not be declared then);
 - keywords: ``type``, ``properties``, ``required``, ``additionalProperties``,
   ``enum``, ``const``, ``minimum``, ``maximum``, ``exclusiveMinimum``,
   ``exclusiveMaximum``, ``minLength``, ``maxLength``, ``pattern``, ``items``,
@@ -124,6 +127,11 @@ def check_tool_schema(schema: Any) -> None:
     """Refuse a tool's parameters schema unless it is a closed object in the subset."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise UnsupportedSchema('parameters: the root must be {"type": "object", ...}')
+    if schema.get("additionalProperties") is not False:
+        # Agents and their frameworks read the declared names as the whole call.
+        raise UnsupportedSchema(
+            'parameters: the arguments must be a closed object ("additionalProperties": false)'
+        )
     compile_schema(schema)
 
 
@@ -238,10 +246,6 @@ def _count(schema: dict[str, Any], key: str, path: Path) -> int | None:
 
 
 def _object_check(schema: dict[str, Any], path: Path) -> Check:
-    if schema.get("additionalProperties") is not False:
-        raise UnsupportedSchema(
-            f'{_where(path)}: objects must be closed ("additionalProperties": false)'
-        )
     properties = schema.get("properties", {})
     if not isinstance(properties, dict):
         raise UnsupportedSchema(f"{_where(path)}.properties: must be an object")
@@ -252,8 +256,9 @@ def _object_check(schema: dict[str, Any], path: Path) -> Check:
         or len(set(required)) != len(required)
     ):
         raise UnsupportedSchema(f"{_where(path)}.required: must be a list of distinct names")
+    others = _others_check(schema, path)
     missing = [name for name in required if name not in properties]
-    if missing:
+    if missing and others is None:
         raise UnsupportedSchema(
             f"{_where(path)}.required: {missing[0]!r} is not one of the properties"
         )
@@ -270,11 +275,52 @@ def _object_check(schema: dict[str, Any], path: Path) -> Check:
                 raise SchemaViolation(at, f"missing required property {name!r}")
         for name, item in value.items():
             child = children.get(name)
-            if child is None:
+            if child is not None:
+                child(item, (*at, name))
+            elif others is None:
                 raise SchemaViolation(at, f"unknown property {name!r}")
-            child(item, (*at, name))
+            elif not isinstance(name, str):
+                raise SchemaViolation(at, f"property names must be strings, got {name!r}")
+            else:
+                others(item, (*at, name))
 
     return check_object
+
+
+def _others_check(schema: dict[str, Any], path: Path) -> Check | None:
+    """The check of members ``properties`` does not name; None when there may be none."""
+    others = schema.get("additionalProperties", True)
+    if others is False:
+        return None
+    if others is True:
+        return check_json_value
+    if isinstance(others, dict):
+        return _compile(others, (*path, "additionalProperties"))
+    raise UnsupportedSchema(f"{_where(path)}.additionalProperties: must be a boolean or a schema")
+
+
+def check_json_value(value: Any, at: Path) -> None:
+    """Refuse what JSON cannot hold where a schema admits any value (an open object's members).
+
+    Valid arguments are always JSON, so the session can record them.
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SchemaViolation(at, f"{value!r} is not a JSON number")
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            check_json_value(item, (*at, index))
+        return
+    if isinstance(value, dict):
+        for name, item in value.items():
+            if not isinstance(name, str):
+                raise SchemaViolation(at, f"property names must be strings, got {name!r}")
+            check_json_value(item, (*at, name))
+        return
+    raise SchemaViolation(at, f"expected a JSON value, got {type_name(value)}")
 
 
 def _array_check(schema: dict[str, Any], path: Path) -> Check:

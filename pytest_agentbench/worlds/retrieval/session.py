@@ -8,15 +8,13 @@ code. The session validates arguments before any handler runs, so a call it
 refuses (``unknown_tool``, ``invalid_arguments``) is mapped afterwards to the
 format's ``disallowed_tool`` / ``invalid_agent_action`` and ends the trial.
 
-The core contract admits closed objects only, so the session's copy of the
-``search`` schema closes ``filters`` and the ``queryModes`` items (no keys).
-Filters are always ``{}`` in the format's fixtures; the exact open schema is
-the one the tools fingerprint covers and the step-driven path validates.
+The specs declare the format's own input schemas, the ones the tools
+fingerprint covers (``search``'s ``filters`` and ``queryModes`` items are
+open objects).
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from pytest_agentbench.tools import (
@@ -30,15 +28,6 @@ from pytest_agentbench.worlds.retrieval import tools
 from pytest_agentbench.worlds.retrieval.trial import Trial, TrialEnded
 
 _SESSION_REFUSALS = {UNKNOWN_TOOL: "disallowed_tool", INVALID_ARGUMENTS: "invalid_agent_action"}
-
-
-def session_schema(name: str) -> dict[str, Any]:
-    schema = copy.deepcopy(tools.INPUT_SCHEMAS[name])
-    if name == "search":
-        closed = {"type": "object", "additionalProperties": False}
-        schema["properties"]["filters"] = closed
-        schema["properties"]["queryModes"] = {"type": "array", "items": closed}
-    return schema
 
 
 def _handler(trial: Trial, session_ref: list[ToolSession], name: str) -> Any:
@@ -68,7 +57,7 @@ def tool_session(trial: Trial) -> ToolSession:
         ToolSpec(
             name=name,
             description=tools.DESCRIPTIONS[name],
-            parameters=session_schema(name),
+            parameters=tools.INPUT_SCHEMAS[name],
             handler=_handler(trial, holder, name),
         )
         for name in tools.TOOL_NAMES

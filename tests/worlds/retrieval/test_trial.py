@@ -336,3 +336,49 @@ def test_a_valid_envelope_passes(small: Small) -> None:
     parsed = parse_final(_envelope([GOOD], []), small.public.tasks["t0000001"])
     assert parsed.failure_code is None
     assert parsed.envelope == _envelope([GOOD], [])
+
+
+OPEN_ARGUMENTS = {
+    "filters": {"lang": "de", "nested": {"tags": ["a", 1, None], "score": 0.5}},
+    "queryModes": [{"mode": "lexical", "weight": 2}, {}],
+}
+
+
+def test_filters_and_query_modes_are_open_objects_as_the_format_declares(small: Small) -> None:
+    receipt = run(small, [search(**OPEN_ARGUMENTS)])
+    (call,) = receipt["calls"]
+    assert call["deliveredToAgent"] is True
+    assert {key: call["arguments"][key] for key in OPEN_ARGUMENTS} == OPEN_ARGUMENTS
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"filters": "de"}, {"filters": ["de"]}, {"queryModes": ["lexical"]}, {"queryModes": {}}],
+)
+def test_filters_and_query_modes_must_still_be_objects(small: Small, extra: Any) -> None:
+    receipt = run(small, [search(**extra)])
+    assert receipt["calls"] == []
+    assert receipt["failure"]["code"] == "invalid_agent_action"
+
+
+class ReadsTools:
+    """An outer agent that keeps the session's tool declarations and abstains."""
+
+    def __init__(self) -> None:
+        self.declared: list[dict[str, Any]] = []
+
+    def solve(self, task: dict[str, Any], session: Any) -> Any:
+        self.declared = session.mcp_tools()
+        session.call("search", {"query": "error", **OPEN_ARGUMENTS})
+        return {}
+
+
+def test_an_outer_agent_is_shown_the_formats_exact_schemas(small: Small) -> None:
+    agent = ReadsTools()
+    result = Harness(small.public, small.harness.cues).run("t0000001", "cold", small.backend, agent)
+    assert result.canonical["calls"][0]["deliveredToAgent"] is True
+    declared = sorted(agent.declared, key=lambda tool: tool["name"])
+    assert {tool["name"]: tool["inputSchema"] for tool in declared} == tools.INPUT_SCHEMAS
+    fields = ("name", "description", "inputSchema")
+    shown = [{key: tool[key] for key in fields} for tool in declared]
+    assert fingerprint(shown) == tools.TOOLS_FINGERPRINT
