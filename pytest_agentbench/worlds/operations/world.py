@@ -11,7 +11,7 @@ after that are the expectations read and the eleven dimensions (and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,11 +38,13 @@ from pytest_agentbench.contracts import (
     Record,
     grade,
 )
+from pytest_agentbench.controls_oracle import ControlOracle, OracleIdentity
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner import MalformedOutput
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
 from pytest_agentbench.tools import ToolAgent
 from pytest_agentbench.worlds.operations import agents
+from pytest_agentbench.worlds.operations.control_oracle import ORACLE_FILE, load_control_oracle
 from pytest_agentbench.worlds.operations.domains import DOMAINS
 from pytest_agentbench.worlds.operations.episode import EpisodeRecord, run_episode
 from pytest_agentbench.worlds.operations.evaluation import (
@@ -51,6 +53,7 @@ from pytest_agentbench.worlds.operations.evaluation import (
     ResultVector,
     evaluate_episode,
 )
+from pytest_agentbench.worlds.operations.gate import bind_control_oracle, gate_manifest
 from pytest_agentbench.worlds.operations.metrics import CLUSTER_PREFIX, METRIC_SPECS
 from pytest_agentbench.worlds.operations.replay import TapeAgent, replay_codes
 from pytest_agentbench.worlds.operations.spec import LoadedSpec, load_operation_spec
@@ -285,6 +288,22 @@ class OperationsWorld:
 
     def control_agents(self, suite: Suite) -> Sequence[ControlAgent]:
         return agents.control_agents()
+
+    def control_oracle(self, suite: Suite, display: Callable[[Path], str]) -> ControlOracle | None:
+        """The gate: the reference on every variant, then each control the oracle declares."""
+        path = suite.oracle_root / ORACLE_FILE
+        if not path.is_file():
+            return None
+        loaded = bind_control_oracle(load_control_oracle(path, display(path)), _data(suite).spec)
+        return ControlOracle(
+            identity=OracleIdentity(
+                oracle_id=loaded.oracle.oracle_id,
+                oracle_version=loaded.oracle.oracle_version,
+                digest_sha256=loaded.digest_sha256,
+                file=loaded.file,
+            ),
+            manifest=gate_manifest(suite.id, loaded.oracle, _data(suite).spec),
+        )
 
     def leak_canaries(self, suite: Suite, oracle: Any) -> Sequence[str]:
         assert isinstance(oracle, Oracle)

@@ -26,9 +26,7 @@ PERSISTS = "PERSISTS"
 
 
 def _read(session: Any, collections: tuple[str, ...] = READ_COLLECTIONS) -> Records:
-    served = session.call(
-        "retrieve", {"requests": [{"collection": name} for name in collections]}
-    )
+    served = session.call("retrieve", {"requests": [{"collection": name} for name in collections]})
     return Records(served["records"])
 
 
