@@ -6,10 +6,12 @@
     agentbench evaluate SUITE (--predictions FILE | --agent NAME) [--json]
     agentbench derive SUITE
     agentbench compare BEFORE.json AFTER.json
+    agentbench check SUITE [--json] [--report FILE]
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
 a published layout that a registered world recognises (its ``recognise`` hook).
 Exit status: 0 success, 1 a refusal / invalid input / differences, 2 usage.
+``check`` (the negative-control gate) exits 0 yes, 1 input refused, 2 no, 64 usage.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import pluggy
 from pydantic import ValidationError
@@ -26,6 +28,13 @@ from pydantic import ValidationError
 from pytest_agentbench import hookspecs
 from pytest_agentbench.canonical import canonical_json, read_json
 from pytest_agentbench.contracts import FailureClass, MetricValue
+from pytest_agentbench.control_run import (
+    declared_controls,
+    run_control,
+    ungraded_agents,
+    ungraded_verdict,
+)
+from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
@@ -215,6 +224,66 @@ def cmd_derive(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 1 if differences else 0
 
 
+def cmd_check(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    """Every declared control run and judged; the verdict quoted with the oracle's identity."""
+    loaded = load(args.suite, registry)
+    world, suite = loaded.world, loaded.suite
+    oracle = suite_control_oracle(world, suite, world.dimensions(suite), _shown)
+    if oracle is None:
+        raise AgentbenchError(
+            "no_control_oracle",
+            f"suite {suite.id!r} declares no negative controls (no control oracle in "
+            f"{suite.oracle_root})",
+        )
+    declared = declared_controls(loaded, oracle)
+    state = _state(registry, args.timeout)
+    verdicts = [run_control(state, loaded, control)[0] for control in declared]
+    verdicts += [
+        ungraded_verdict(f"ungraded-{agent_id}", agent_id)
+        for agent_id in ungraded_agents(loaded, declared)
+    ]
+    passed = all(verdict.passed for verdict in verdicts)
+    report = {
+        "suite": suite.id,
+        "oracle": oracle.identity.model_dump(mode="json"),
+        "passed": passed,
+        "checks": [
+            {**verdict.model_dump(mode="json"), "summary": verdict.summary()}
+            for verdict in verdicts
+        ],
+    }
+    if args.report:
+        _write_text(Path(args.report), canonical_json(report) + "\n")
+    if args.json:
+        print(canonical_json(report))
+    else:
+        identity = oracle.identity
+        print(
+            f"{suite.id}: oracle {identity.oracle_id} {identity.oracle_version} "
+            f"sha256:{identity.digest_sha256} ({identity.file})"
+        )
+        for verdict in verdicts:
+            print(f"  {'PASS' if verdict.passed else 'FAIL'}  {verdict.summary()}")
+        held = sum(1 for verdict in verdicts if verdict.passed)
+        print(f"{'yes' if passed else 'no'}: {held} of {len(verdicts)} checks hold")
+    return 0 if passed else 2
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory where it lies below it."""
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise AgentbenchError("unwritable_report", str(exc), file=str(path)) from None
+
+
 def _read_report(path: str) -> RunReport:
     try:
         return RunReport.model_validate(read_json(Path(path)))
@@ -257,9 +326,23 @@ def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 0
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """Argument parser whose usage errors exit with ``usage_status`` (argparse's 2 by default)."""
+
+    usage_status = 2
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_status, f"{self.prog}: error: {message}\n")
+
+
+GATE_USAGE = 64
+"""``check`` reserves 2 for "no", so its usage errors exit with EX_USAGE."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentbench", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _CommandParser(prog="agentbench", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     commands.add_parser("list", help="list the built-in suites")
     verify = commands.add_parser("verify", help="check a suite's digests and checksums")
     verify.add_argument("suite")
@@ -283,6 +366,14 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="compare two JSON run reports")
     compare.add_argument("before")
     compare.add_argument("after")
+    check = commands.add_parser(
+        "check", help="run the negative-control gate: every declared control, judged"
+    )
+    check.usage_status = GATE_USAGE
+    check.add_argument("suite")
+    check.add_argument("--json", action="store_true")
+    check.add_argument("--report", help="also write the JSON check report to this file")
+    check.add_argument("--timeout", type=float, default=300.0)
     return parser
 
 
@@ -293,6 +384,7 @@ COMMANDS = {
     "evaluate": cmd_evaluate,
     "derive": cmd_derive,
     "compare": cmd_compare,
+    "check": cmd_check,
 }
 
 

@@ -23,7 +23,12 @@ from pytest_agentbench import fixtures
 from pytest_agentbench.adapters import adapter_class
 from pytest_agentbench.canonical import canonical_json
 from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus
-from pytest_agentbench.control_run import run_control, ungraded_verdict
+from pytest_agentbench.control_run import (
+    declared_controls,
+    run_control,
+    ungraded_agents,
+    ungraded_verdict,
+)
 from pytest_agentbench.controls import ControlSpec, ControlVerdict
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
@@ -395,35 +400,15 @@ class SuiteFile(_SuiteCollector):
                 yield item
 
     def _controls(self, loaded: LoadedSuite) -> list[ControlItem]:
-        world, suite = loaded.world, loaded.suite
-        agents = {agent.agent_id: agent for agent in world.control_agents(suite)}
-        declared: list[ControlSpec] = []
         oracle = suite_control_oracle(
-            world, suite, world.dimensions(suite), lambda path: _display(self.config, path)
+            loaded.world,
+            loaded.suite,
+            loaded.world.dimensions(loaded.suite),
+            lambda path: _display(self.config, path),
         )
-        if oracle is not None:
-            display, manifest = oracle.identity.file, oracle.manifest
-            case_ids = {case.case_id for case in world.cases(suite)}
-            for index, control in enumerate(manifest.controls):
-                if control.agent not in agents:
-                    raise AgentbenchError(
-                        "unknown_control_agent",
-                        f"control {control.id!r} names agent {control.agent!r}, which world "
-                        f"{world.kind!r} does not offer (offers: {', '.join(sorted(agents))})",
-                        file=display,
-                        field=f"controls[{index}].agent",
-                    )
-                unknown = sorted(set(control.cases or ()) - case_ids)
-                if unknown:
-                    raise AgentbenchError(
-                        "unknown_control_case",
-                        f"control {control.id!r} names unknown cases {', '.join(unknown)}",
-                        file=display,
-                        field=f"controls[{index}].cases",
-                    )
-            declared = list(manifest.controls)
-        elif self.recognised:
+        if oracle is None and self.recognised:
             return []
+        declared = declared_controls(loaded, oracle)
         items = [
             ControlItem.from_parent(
                 self,
@@ -434,13 +419,11 @@ class SuiteFile(_SuiteCollector):
             )
             for control in declared
         ]
-        graded_agents = {control.agent for control in declared}
         items.extend(
             ControlItem.from_parent(
                 self, name=f"ungraded-{agent_id}", loaded=loaded, control=None, agent_id=agent_id
             )
-            for agent_id, agent in sorted(agents.items())
-            if agent.role == "negative" and agent_id not in graded_agents
+            for agent_id in ungraded_agents(loaded, declared)
         )
         return items
 

@@ -10,8 +10,48 @@ from collections.abc import Sequence
 
 from pytest_agentbench.contracts import Case, MetricValue
 from pytest_agentbench.controls import ControlSpec, ControlVerdict, judge_control
+from pytest_agentbench.controls_oracle import ControlOracle
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.metrics import aggregate
 from pytest_agentbench.session import AgentbenchState, LoadedSuite
+
+
+def declared_controls(loaded: LoadedSuite, oracle: ControlOracle | None) -> list[ControlSpec]:
+    """The oracle's controls, each naming an agent the world offers and cases it has."""
+    if oracle is None:
+        return []
+    world, suite = loaded.world, loaded.suite
+    agents = {agent.agent_id for agent in world.control_agents(suite)}
+    case_ids = {case.case_id for case in world.cases(suite)}
+    display = oracle.identity.file
+    for index, control in enumerate(oracle.manifest.controls):
+        if control.agent not in agents:
+            raise AgentbenchError(
+                "unknown_control_agent",
+                f"control {control.id!r} names agent {control.agent!r}, which world "
+                f"{world.kind!r} does not offer (offers: {', '.join(sorted(agents))})",
+                file=display,
+                field=f"controls[{index}].agent",
+            )
+        unknown = sorted(set(control.cases or ()) - case_ids)
+        if unknown:
+            raise AgentbenchError(
+                "unknown_control_case",
+                f"control {control.id!r} names unknown cases {', '.join(unknown)}",
+                file=display,
+                field=f"controls[{index}].cases",
+            )
+    return list(oracle.manifest.controls)
+
+
+def ungraded_agents(loaded: LoadedSuite, declared: Sequence[ControlSpec]) -> list[str]:
+    """Built-in negative agents no declared control constrains, in id order."""
+    graded = {control.agent for control in declared}
+    return sorted(
+        agent.agent_id
+        for agent in loaded.world.control_agents(loaded.suite)
+        if agent.role == "negative" and agent.agent_id not in graded
+    )
 
 
 def control_cases(loaded: LoadedSuite, control: ControlSpec) -> Sequence[Case]:

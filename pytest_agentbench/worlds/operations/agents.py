@@ -10,10 +10,17 @@ declared here: the gate reads it from the separately authored control oracle.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from pytest_agentbench.contracts import ControlAgent
 from pytest_agentbench.runner import MalformedOutput
+from pytest_agentbench.worlds.operations.control_oracle import (
+    NegativeControlOracle,
+    OracleControl,
+    controls_by_agent,
+)
 from pytest_agentbench.worlds.operations.domains.maintenance import negatives
 from pytest_agentbench.worlds.operations.domains.maintenance.reference import (
     ReferenceAgent as MaintenanceReference,
@@ -140,3 +147,44 @@ MAINTENANCE_NEGATIVES: tuple[tuple[str, type, str], ...] = (
         "reads freshly after a wake and re-proposes its own accepted effect",
     ),
 )
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    """A built-in agent with read-only views of what the control oracle declares for it.
+
+    ``targets``, ``expected_findings`` and ``must_pass_dimensions`` are not
+    fields: they read the oracle the entry was made with, so an agent has no
+    way to declare its own contract.
+    """
+
+    agent: ControlAgent
+    _controls: Mapping[str, OracleControl]
+
+    @property
+    def agent_id(self) -> str:
+        return self.agent.agent_id
+
+    @property
+    def control(self) -> OracleControl | None:
+        return self._controls.get(self.agent.agent_id)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return () if self.control is None else self.control.expected_failed_dimensions
+
+    @property
+    def expected_findings(self) -> tuple[str, ...]:
+        return () if self.control is None else self.control.required_finding_codes
+
+    @property
+    def must_pass_dimensions(self) -> tuple[str, ...]:
+        return () if self.control is None else self.control.must_pass_dimensions
+
+
+def registry(oracle: NegativeControlOracle) -> Mapping[str, AgentEntry]:
+    """Every built-in agent, viewed through ``oracle`` (a read-only mapping)."""
+    controls = controls_by_agent(oracle)
+    return MappingProxyType(
+        {agent.agent_id: AgentEntry(agent, controls) for agent in control_agents()}
+    )
