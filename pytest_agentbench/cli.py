@@ -7,6 +7,9 @@
     agentbench derive SUITE
     agentbench compare BEFORE.json AFTER.json
     agentbench check SUITE [--json] [--report FILE]
+    agentbench record SUITE CASE --agent NAME --out DIR
+    agentbench replay SUITE EPISODE
+    agentbench audit-ledger PATH
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
 a published layout that a registered world recognises (its ``recognise`` hook).
@@ -36,6 +39,7 @@ from pytest_agentbench.control_run import (
 )
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
@@ -57,6 +61,17 @@ class DerivesTruth(Protocol):
     """Optional world capability: recompute evaluator truth and list differences."""
 
     def derive_differences(self, suite: Suite) -> list[str]: ...
+
+
+@runtime_checkable
+class RecordsEpisodes(Protocol):
+    """Optional world capability: record a case with its ledger, replay it from its tape."""
+
+    def record_episode(
+        self, suite: Suite, case_id: str, agent_id: str, adapter: Any, out: Path
+    ) -> list[str]: ...
+
+    def replay_episode(self, suite: Suite, path: Path) -> list[str]: ...
 
 
 def _registry() -> WorldRegistry:
@@ -269,6 +284,46 @@ def cmd_check(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 0 if passed else 2
 
 
+def _recorder(loaded: LoadedSuite) -> RecordsEpisodes:
+    if not isinstance(loaded.world, RecordsEpisodes):
+        raise AgentbenchError(
+            "unsupported_command", f"world kind {loaded.world.kind!r} records no episodes"
+        )
+    return loaded.world
+
+
+def cmd_record(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = load(args.suite, registry)
+    world = _recorder(loaded)
+    agents = {agent.agent_id: agent for agent in loaded.world.control_agents(loaded.suite)}
+    if args.agent not in agents:
+        raise AgentbenchError(
+            "unknown_agent",
+            f"no built-in agent {args.agent!r} (known: {', '.join(sorted(agents))})",
+            field="--agent",
+        )
+    adapter = agents[args.agent].factory()
+    for line in world.record_episode(loaded.suite, args.case, args.agent, adapter, Path(args.out)):
+        print(line)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = load(args.suite, registry)
+    for line in _recorder(loaded).replay_episode(loaded.suite, Path(args.episode)):
+        print(line)
+    return 0
+
+
+def cmd_audit_ledger(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    reading = audit_ledger(Path(args.path))
+    print(
+        f"ok: {args.path}: {len(reading.rows)} rows verified, terminal {reading.terminal_kind}, "
+        f"sha256:{reading.digest}"
+    )
+    return 0
+
+
 def _shown(path: Path) -> str:
     """``path`` relative to the working directory where it lies below it."""
     try:
@@ -374,6 +429,20 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", action="store_true")
     check.add_argument("--report", help="also write the JSON check report to this file")
     check.add_argument("--timeout", type=float, default=300.0)
+    record = commands.add_parser(
+        "record", help="run one case with a built-in agent, writing its execution ledger"
+    )
+    record.add_argument("suite")
+    record.add_argument("case")
+    record.add_argument("--agent", required=True)
+    record.add_argument("--out", required=True, help="directory for the ledger and episode")
+    replay = commands.add_parser(
+        "replay", help="re-execute a recorded episode from its decision tape"
+    )
+    replay.add_argument("suite")
+    replay.add_argument("episode")
+    audit = commands.add_parser("audit-ledger", help="verify an execution ledger")
+    audit.add_argument("path")
     return parser
 
 
@@ -385,6 +454,9 @@ COMMANDS = {
     "derive": cmd_derive,
     "compare": cmd_compare,
     "check": cmd_check,
+    "record": cmd_record,
+    "replay": cmd_replay,
+    "audit-ledger": cmd_audit_ledger,
 }
 
 
