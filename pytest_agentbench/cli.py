@@ -395,7 +395,7 @@ GATE_USAGE = 64
 """``check`` reserves 2 for "no", so its usage errors exit with EX_USAGE."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _CommandParser:
     parser = _CommandParser(prog="agentbench", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     commands.add_parser("list", help="list the built-in suites")
@@ -461,7 +461,12 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Left over after the command's own parser: a usage error of that command.
+        parser.usage_status = GATE_USAGE if args.command == "check" else 2
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return COMMANDS[args.command](args, _registry())
     except AgentbenchError as exc:

@@ -149,7 +149,8 @@ def test_nothing_in_the_package_writes_the_oracle() -> None:
     assert sorted(naming) == ["worlds/operations/control_oracle.py", "worlds/operations/world.py"]
     for name in naming:
         source = (PACKAGE / name).read_text(encoding="utf-8")
-        assert "write_text" not in source and "write_bytes" not in source
+        assert "write_text" not in source
+        assert "write_bytes" not in source
 
 
 def test_the_registry_exposes_read_only_views_of_the_oracle() -> None:
@@ -166,7 +167,8 @@ def test_the_registry_exposes_read_only_views_of_the_oracle() -> None:
         "CLAIM_TREATED_AS_AUTHORITATIVE",
     }
     assert len(claim.targets) + len(claim.must_pass_dimensions) == 11
-    assert entries["reference"].control is None and entries["reference"].targets == ()
+    assert entries["reference"].control is None
+    assert entries["reference"].targets == ()
     with pytest.raises(AttributeError):
         claim.targets = ("recovery",)  # type: ignore[misc]
     with pytest.raises(TypeError):
