@@ -82,6 +82,11 @@ def read_ledger(path: Path) -> LedgerReading:
         data = path.read_bytes()
     except OSError as exc:
         raise _refuse("ledger_unreadable", str(exc.strerror or exc), path) from None
+    return verify_ledger_bytes(data, path)
+
+
+def verify_ledger_bytes(data: bytes, path: Path) -> LedgerReading:
+    """The checks of :func:`read_ledger` on bytes already read (``path`` names them)."""
     if not data:
         raise _refuse("ledger_header_missing", "the ledger is empty", path)
     if not data.endswith(b"\n"):
@@ -198,9 +203,9 @@ def _check_terminal(
         )
 
 
-def audit_ledger(path: Path) -> LedgerReading:
+def audit_ledger(path: Path, data: bytes | None = None) -> LedgerReading:
     """A complete, verified ledger, or the refusal; an incomplete one is refused too."""
-    reading = read_ledger(path)
+    reading = read_ledger(path) if data is None else verify_ledger_bytes(data, path)
     if reading.status != "complete":
         raise _refuse(
             "ledger_incomplete",
