@@ -7,7 +7,7 @@
     agentbench derive SUITE
     agentbench compare BEFORE.json AFTER.json
     agentbench check SUITE [--json] [--report FILE]
-    agentbench record SUITE CASE --agent NAME --out DIR
+    agentbench record SUITE CASE (--agent NAME | --adapter MODULE:ATTR) --out DIR
     agentbench replay SUITE EPISODE
     agentbench audit-ledger PATH
 
@@ -29,6 +29,7 @@ import pluggy
 from pydantic import ValidationError
 
 from pytest_agentbench import hookspecs
+from pytest_agentbench.adapters import load_adapter
 from pytest_agentbench.canonical import canonical_json, read_json
 from pytest_agentbench.contracts import FailureClass, MetricValue
 from pytest_agentbench.control_run import (
@@ -295,15 +296,18 @@ def _recorder(loaded: LoadedSuite) -> RecordsEpisodes:
 def cmd_record(args: argparse.Namespace, registry: WorldRegistry) -> int:
     loaded = load(args.suite, registry)
     world = _recorder(loaded)
-    agents = {agent.agent_id: agent for agent in loaded.world.control_agents(loaded.suite)}
-    if args.agent not in agents:
-        raise AgentbenchError(
-            "unknown_agent",
-            f"no built-in agent {args.agent!r} (known: {', '.join(sorted(agents))})",
-            field="--agent",
-        )
-    adapter = agents[args.agent].factory()
-    for line in world.record_episode(loaded.suite, args.case, args.agent, adapter, Path(args.out)):
+    if args.adapter:
+        agent_id, adapter = args.adapter, load_adapter(args.adapter, [loaded.world])
+    else:
+        agents = {agent.agent_id: agent for agent in loaded.world.control_agents(loaded.suite)}
+        if args.agent not in agents:
+            raise AgentbenchError(
+                "unknown_agent",
+                f"no built-in agent {args.agent!r} (known: {', '.join(sorted(agents))})",
+                field="--agent",
+            )
+        agent_id, adapter = args.agent, agents[args.agent].factory()
+    for line in world.record_episode(loaded.suite, args.case, agent_id, adapter, Path(args.out)):
         print(line)
     return 0
 
@@ -434,7 +438,9 @@ def build_parser() -> _CommandParser:
     )
     record.add_argument("suite")
     record.add_argument("case")
-    record.add_argument("--agent", required=True)
+    recorded = record.add_mutually_exclusive_group(required=True)
+    recorded.add_argument("--agent", help="a built-in agent")
+    recorded.add_argument("--adapter", metavar="MODULE:ATTR", help="your adapter")
     record.add_argument("--out", required=True, help="directory for the ledger and episode")
     replay = commands.add_parser(
         "replay", help="re-execute a recorded episode from its decision tape"

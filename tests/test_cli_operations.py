@@ -164,3 +164,29 @@ def test_record_refuses_an_unknown_case_or_agent(
         capsys, "record", f"suites/{SUITE_ID}", "V1", "--agent", "nobody", "--out", "runs"
     )
     assert (status, err.split("]")[0]) == (1, "agentbench: [unknown_agent")
+
+
+def test_record_runs_a_users_adapter_and_its_ledger_names_it(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (suite_copy.parent.parent / "my_agent.py").write_text(
+        "class Lazy:\n"
+        "    def solve(self, task, session):\n"
+        "        session.call('retrieve', {'requests': [{'collection': 'operation'}]})\n"
+        "        return {'outcome': 'WAIT', 'reason': 'later',\n"
+        "                'wake_on': ['customer_issue_reported']}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(suite_copy.parent.parent))
+    status, _, err = run(
+        capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Lazy", "--out", "u"
+    )
+    assert (status, err) == (0, "")
+    rows = [json.loads(line) for line in Path("u/V1.ledger.ndjson").read_bytes().splitlines()]
+    assert rows[0]["header"]["agent_id"] == "my_agent:Lazy"
+    assert rows[-1]["terminal"]["kind"] == "scored"
+    assert run(capsys, "audit-ledger", "u/V1.ledger.ndjson")[0] == 0
+    status, _, err = run(
+        capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Nope", "--out", "v"
+    )
+    assert (status, err.split("]")[0]) == (1, "agentbench: [adapter_attribute")
