@@ -9,10 +9,15 @@
     agentbench compare BEFORE.json AFTER.json
     agentbench rescore REPORT --suite SUITE [--json]
     agentbench promote BASELINE CANDIDATE --suite SUITE [--json]
+    agentbench check SUITE [--json] [--report FILE]
+    agentbench record SUITE CASE (--agent NAME | --adapter MODULE:ATTR) --out DIR
+    agentbench replay SUITE EPISODE
+    agentbench audit-ledger PATH
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
 a published layout that a registered world recognises (its ``recognise`` hook).
 Exit status: 0 success, 1 a refusal / invalid input / differences, 2 usage.
+``check`` (the negative-control gate) exits 0 yes, 1 input refused, 2 no, 64 usage.
 """
 
 from __future__ import annotations
@@ -21,15 +26,24 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import pluggy
 from pydantic import ValidationError
 
 from pytest_agentbench import hookspecs
+from pytest_agentbench.adapters import load_adapter
 from pytest_agentbench.canonical import canonical_json, read_json
 from pytest_agentbench.contracts import FailureClass, MetricValue
+from pytest_agentbench.control_run import (
+    declared_controls,
+    run_control,
+    ungraded_agents,
+    ungraded_verdict,
+)
+from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
@@ -94,6 +108,17 @@ class WarnsOnVerify(Protocol):
     """Optional world capability: what a suite holds that verify accepts but reports."""
 
     def verify_warnings(self, suite: Suite) -> list[str]: ...
+
+
+@runtime_checkable
+class RecordsEpisodes(Protocol):
+    """Optional world capability: record a case with its ledger, replay it from its tape."""
+
+    def record_episode(
+        self, suite: Suite, case_id: str, agent_id: str, adapter: Any, out: Path
+    ) -> list[str]: ...
+
+    def replay_episode(self, suite: Suite, path: Path) -> list[str]: ...
 
 
 def _registry() -> WorldRegistry:
@@ -284,6 +309,109 @@ def cmd_baselines(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    """Every declared control run and judged; the verdict quoted with the oracle's identity."""
+    loaded = load(args.suite, registry)
+    world, suite = loaded.world, loaded.suite
+    oracle = suite_control_oracle(world, suite, world.dimensions(suite), _shown)
+    if oracle is None:
+        raise AgentbenchError(
+            "no_control_oracle",
+            f"suite {suite.id!r} declares no negative controls (no control oracle in "
+            f"{suite.oracle_root})",
+        )
+    declared = declared_controls(loaded, oracle)
+    state = _state(registry, args.timeout)
+    verdicts = [run_control(state, loaded, control)[0] for control in declared]
+    verdicts += [
+        ungraded_verdict(f"ungraded-{agent_id}", agent_id)
+        for agent_id in ungraded_agents(loaded, declared)
+    ]
+    passed = all(verdict.passed for verdict in verdicts)
+    report = {
+        "suite": suite.id,
+        "oracle": oracle.identity.model_dump(mode="json"),
+        "passed": passed,
+        "checks": [
+            {**verdict.model_dump(mode="json"), "summary": verdict.summary()}
+            for verdict in verdicts
+        ],
+    }
+    if args.report:
+        _write_text(Path(args.report), canonical_json(report) + "\n")
+    if args.json:
+        print(canonical_json(report))
+    else:
+        identity = oracle.identity
+        print(
+            f"{suite.id}: oracle {identity.oracle_id} {identity.oracle_version} "
+            f"sha256:{identity.digest_sha256} ({identity.file})"
+        )
+        for verdict in verdicts:
+            print(f"  {'PASS' if verdict.passed else 'FAIL'}  {verdict.summary()}")
+        held = sum(1 for verdict in verdicts if verdict.passed)
+        print(f"{'yes' if passed else 'no'}: {held} of {len(verdicts)} checks hold")
+    return 0 if passed else 2
+
+
+def _recorder(loaded: LoadedSuite) -> RecordsEpisodes:
+    if not isinstance(loaded.world, RecordsEpisodes):
+        raise AgentbenchError(
+            "unsupported_command", f"world kind {loaded.world.kind!r} records no episodes"
+        )
+    return loaded.world
+
+
+def cmd_record(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = load(args.suite, registry)
+    world = _recorder(loaded)
+    if args.adapter:
+        agent_id, adapter = args.adapter, load_adapter(args.adapter, [loaded.world])
+    else:
+        agents = {agent.agent_id: agent for agent in loaded.world.control_agents(loaded.suite)}
+        if args.agent not in agents:
+            raise AgentbenchError(
+                "unknown_agent",
+                f"no built-in agent {args.agent!r} (known: {', '.join(sorted(agents))})",
+                field="--agent",
+            )
+        agent_id, adapter = args.agent, agents[args.agent].factory()
+    for line in world.record_episode(loaded.suite, args.case, agent_id, adapter, Path(args.out)):
+        print(line)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = load(args.suite, registry)
+    for line in _recorder(loaded).replay_episode(loaded.suite, Path(args.episode)):
+        print(line)
+    return 0
+
+
+def cmd_audit_ledger(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    reading = audit_ledger(Path(args.path))
+    print(
+        f"ok: {args.path}: {len(reading.rows)} rows verified, terminal {reading.terminal_kind}, "
+        f"sha256:{reading.digest}"
+    )
+    return 0
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory where it lies below it."""
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise AgentbenchError("unwritable_report", str(exc), file=str(path)) from None
+
+
 def _read_report(path: str) -> RunReport:
     try:
         return RunReport.model_validate(read_json(Path(path)))
@@ -365,9 +493,23 @@ def cmd_promote(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 0 if result.get("passed") else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentbench", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+class _CommandParser(argparse.ArgumentParser):
+    """Argument parser whose usage errors exit with ``usage_status`` (argparse's 2 by default)."""
+
+    usage_status = 2
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_status, f"{self.prog}: error: {message}\n")
+
+
+GATE_USAGE = 64
+"""``check`` reserves 2 for "no", so its usage errors exit with EX_USAGE."""
+
+
+def build_parser() -> _CommandParser:
+    parser = _CommandParser(prog="agentbench", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     commands.add_parser("list", help="list the built-in suites")
     verify = commands.add_parser("verify", help="check a suite's digests and checksums")
     verify.add_argument("suite")
@@ -388,14 +530,20 @@ def build_parser() -> argparse.ArgumentParser:
         "derive", help="recompute evaluator truth from public data and list differences"
     )
     derive.add_argument("suite")
+    compare = commands.add_parser("compare", help="compare two JSON run reports")
+    compare.add_argument("before")
+    compare.add_argument("after")
+    _add_capability_commands(commands)
+    return parser
+
+
+def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser]) -> None:
+    """Commands served by an optional world capability (or, for audit-ledger, by none)."""
     baselines = commands.add_parser(
         "baselines", help="regenerate a candidate's baseline-records file"
     )
     baselines.add_argument("suite")
     baselines.add_argument("-o", "--output", help="write to FILE instead of standard output")
-    compare = commands.add_parser("compare", help="compare two JSON run reports")
-    compare.add_argument("before")
-    compare.add_argument("after")
     rescore = commands.add_parser(
         "rescore", help="re-score the receipts of a report against the suite's oracles"
     )
@@ -409,7 +557,30 @@ def build_parser() -> argparse.ArgumentParser:
     promote.add_argument("--baseline-adapter", default="gno-mcp")
     promote.add_argument("--candidate-adapter", default="capsule")
     promote.add_argument("--json", action="store_true")
-    return parser
+    check = commands.add_parser(
+        "check", help="run the negative-control gate: every declared control, judged"
+    )
+    check.usage_status = GATE_USAGE
+    check.add_argument("suite")
+    check.add_argument("--json", action="store_true")
+    check.add_argument("--report", help="also write the JSON check report to this file")
+    check.add_argument("--timeout", type=float, default=300.0)
+    record = commands.add_parser(
+        "record", help="run one case with a built-in agent, writing its execution ledger"
+    )
+    record.add_argument("suite")
+    record.add_argument("case")
+    recorded = record.add_mutually_exclusive_group(required=True)
+    recorded.add_argument("--agent", help="a built-in agent")
+    recorded.add_argument("--adapter", metavar="MODULE:ATTR", help="your adapter")
+    record.add_argument("--out", required=True, help="directory for the ledger and episode")
+    replay = commands.add_parser(
+        "replay", help="re-execute a recorded episode from its decision tape"
+    )
+    replay.add_argument("suite")
+    replay.add_argument("episode")
+    audit = commands.add_parser("audit-ledger", help="verify an execution ledger")
+    audit.add_argument("path")
 
 
 COMMANDS = {
@@ -422,11 +593,20 @@ COMMANDS = {
     "compare": cmd_compare,
     "rescore": cmd_rescore,
     "promote": cmd_promote,
+    "check": cmd_check,
+    "record": cmd_record,
+    "replay": cmd_replay,
+    "audit-ledger": cmd_audit_ledger,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # Left over after the command's own parser: a usage error of that command.
+        parser.usage_status = GATE_USAGE if args.command == "check" else 2
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return COMMANDS[args.command](args, _registry())
     except AgentbenchError as exc:

@@ -11,7 +11,7 @@ same code without the fixture machinery.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,18 @@ from pytest_agentbench import fixtures
 from pytest_agentbench.adapters import adapter_class
 from pytest_agentbench.canonical import canonical_json
 from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus
-from pytest_agentbench.controls import ControlSpec, ControlVerdict, judge_control, load_manifest
+from pytest_agentbench.control_run import (
+    declared_controls,
+    run_control,
+    ungraded_agents,
+    ungraded_verdict,
+)
+from pytest_agentbench.controls import ControlSpec, ControlVerdict
+from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.metrics import aggregate
 from pytest_agentbench.session import LoadedSuite, get_state
 from pytest_agentbench.snapshots import GoldenMismatch, assert_golden
-from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE
+from pytest_agentbench.suite import SUITE_FILE
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
 ANSWERED_BY_KEY = pytest.StashKey[str]()
@@ -255,34 +261,13 @@ class ControlItem(pytest.Function):
     def _prunetraceback(self, excinfo: ExceptionInfo[BaseException]) -> None:
         return None
 
-    def _cases(self, control: ControlSpec) -> Sequence[Case]:
-        cases = list(self.loaded.world.cases(self.loaded.suite))
-        if control.cases is None:
-            return cases
-        wanted = set(control.cases)
-        return [case for case in cases if case.case_id in wanted]
-
     def execute(self, request: pytest.FixtureRequest) -> None:
         if self.control is None:
-            verdict = ControlVerdict(
-                control_id=self.name,
-                agent=self.agent_id,
-                passed=False,
-                failing_dimensions=(),
-                ungraded=True,
-            )
+            verdict = ungraded_verdict(self.name, self.agent_id)
             self.stash[VERDICT_KEY] = verdict
             raise ControlFailed(verdict)
         state = get_state(self.config)
-        world, suite = self.loaded.world, self.loaded.suite
-        agent = next(a for a in world.control_agents(suite) if a.agent_id == self.agent_id)
-        adapter = agent.factory()
-        results = [
-            state.execute(self.loaded, case, world.public_view(suite, case), adapter)[1]
-            for case in self._cases(self.control)
-        ]
-        metrics = aggregate(world.metrics(suite), results)
-        verdict = judge_control(self.control, results, {m.name: m for m in metrics})
+        verdict, metrics = run_control(state, self.loaded, self.control)
         self.stash[VERDICT_KEY] = verdict
         if state.options.snapshot:
             report = {m.name: m.value for m in metrics}
@@ -415,36 +400,15 @@ class SuiteFile(_SuiteCollector):
                 yield item
 
     def _controls(self, loaded: LoadedSuite) -> list[ControlItem]:
-        world, suite = loaded.world, loaded.suite
-        agents = {agent.agent_id: agent for agent in world.control_agents(suite)}
-        manifest_path = suite.oracle_root / CONTROLS_FILE
-        declared: list[ControlSpec] = []
-        if manifest_path.is_file():
-            display = _display(self.config, manifest_path)
-            manifest = load_manifest(
-                manifest_path, display, suite_id=suite.id, dimensions=world.dimensions(suite)
-            )
-            case_ids = {case.case_id for case in world.cases(suite)}
-            for index, control in enumerate(manifest.controls):
-                if control.agent not in agents:
-                    raise AgentbenchError(
-                        "unknown_control_agent",
-                        f"control {control.id!r} names agent {control.agent!r}, which world "
-                        f"{world.kind!r} does not offer (offers: {', '.join(sorted(agents))})",
-                        file=display,
-                        field=f"controls[{index}].agent",
-                    )
-                unknown = sorted(set(control.cases or ()) - case_ids)
-                if unknown:
-                    raise AgentbenchError(
-                        "unknown_control_case",
-                        f"control {control.id!r} names unknown cases {', '.join(unknown)}",
-                        file=display,
-                        field=f"controls[{index}].cases",
-                    )
-            declared = list(manifest.controls)
-        elif self.recognised:
+        oracle = suite_control_oracle(
+            loaded.world,
+            loaded.suite,
+            loaded.world.dimensions(loaded.suite),
+            lambda path: _display(self.config, path),
+        )
+        if oracle is None and self.recognised:
             return []
+        declared = declared_controls(loaded, oracle)
         items = [
             ControlItem.from_parent(
                 self,
@@ -455,13 +419,11 @@ class SuiteFile(_SuiteCollector):
             )
             for control in declared
         ]
-        graded_agents = {control.agent for control in declared}
         items.extend(
             ControlItem.from_parent(
                 self, name=f"ungraded-{agent_id}", loaded=loaded, control=None, agent_id=agent_id
             )
-            for agent_id, agent in sorted(agents.items())
-            if agent.role == "negative" and agent_id not in graded_agents
+            for agent_id in ungraded_agents(loaded, declared)
         )
         return items
 

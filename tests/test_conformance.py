@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from pytest_agentbench import hookspecs
 from pytest_agentbench.canonical import canonical_json, tree_files
 from pytest_agentbench.contracts import FailureClass, Outcome
-from pytest_agentbench.controls import load_manifest
+from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.packaged import data_root, packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
@@ -195,17 +195,18 @@ def test_every_negative_agent_is_declared_in_the_controls_manifest(
     rootpath, suite_dir = placed
     loaded = FreshLoader(rootpath).load(suite_dir)
     world, suite = loaded.world, loaded.suite
-    manifest_path = suite.oracle_root / CONTROLS_FILE
+    # The world's own oracle (the control_oracle capability) or controls.yaml.
+    oracle = suite_control_oracle(world, suite, world.dimensions(suite), str)
     # A world offers negative agents (asserted below), so a suite without a
     # manifest would leave every one of them ungraded.
-    assert manifest_path.is_file(), f"{suite.id} has no {CONTROLS_FILE}"
-    manifest = load_manifest(
-        manifest_path, CONTROLS_FILE, suite_id=suite.id, dimensions=world.dimensions(suite)
-    )
-    declared = {control.agent for control in manifest.controls}
+    assert oracle is not None, f"{suite.id} has no control oracle and no {CONTROLS_FILE}"
+    declared = {control.agent for control in oracle.manifest.controls}
     negative = {agent.agent_id for agent in world.control_agents(suite) if agent.role == "negative"}
     assert negative, "a world must offer at least one negative agent to prove its evaluator"
     assert negative <= declared, f"undeclared negative agents: {sorted(negative - declared)}"
+    dimensions = set(world.dimensions(suite))
+    for control in oracle.manifest.controls:
+        assert set(control.must_fail) | set(control.must_pass) == dimensions, control.id
 
 
 def _public_data_files(suite_dir: Path) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,19 @@ from pytest_agentbench.packaged import packaged_suites
 
 SUITE = "operations-maintenance-v1"
 SPEC = Path(__file__).resolve().parents[1] / "suites" / SUITE / "operation.yaml"
+GATE = (
+    "reference-V1",
+    "reference-V2",
+    "reference-V3",
+    "complete_early",
+    "always_act",
+    "always_wait",
+    "always_escalate",
+    "ignore_new_events",
+    "trust_actor_claim",
+    "stale_after_wake",
+    "duplicate_after_wake",
+)
 
 
 def run_report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
@@ -39,8 +53,13 @@ def test_the_three_variants_and_their_controls_run_alike_under_every_distributio
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     result, suite = run_report(pytester, "--agentbench-suite", SUITE, "-v", *xdist_args)
-    result.assert_outcomes(passed=6)
-    assert f"suites/{SUITE}/operation.yaml::V2" in result.stdout.str(), "readable item ids"
+    # Three variants, and the eleven-check gate: reference on each variant, eight negatives.
+    result.assert_outcomes(passed=14)
+    out = result.stdout.str()
+    assert f"suites/{SUITE}/operation.yaml::V2" in out, "readable item ids"
+    for control in GATE:
+        item = re.escape(f"suites/{SUITE}/suite.yaml::control-{control}")
+        assert re.search(rf"PASSED {item}\s|{item} PASSED", out), control
     found = summary(suite)
     assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     metrics = found["metrics"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
+from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner import call_adapter
 from pytest_agentbench.tools import ToolCallRecord
 from pytest_agentbench.worlds.operations import outcomes as oc
@@ -797,6 +798,24 @@ def _call_json(call: ToolCallRecord) -> dict[str, JsonValue]:
     """A tool call as the tape keeps it: enough to make the same call again."""
     arguments = call.arguments if call.arguments_json is not None else call.raw_arguments
     return {"name": call.name, "arguments": arguments}
+
+
+def episode_from_json(output: Mapping[str, Any]) -> EpisodeRecord:
+    try:
+        return EpisodeRecord(
+            operation_id=output["operation_id"],
+            scenario_id=output["scenario_id"],
+            spec_digest=output["spec_digest_sha256"],
+            status=output["status"],
+            replay_final=output["replay_final"],
+            simulated_minutes=output["simulated_minutes"],
+            invocations=output["agent_invocations"],
+            ledger=tuple(output["ledger"]),
+            tape=tuple(output["decision_tape"]["decisions"]),
+            final_state=output["final_state"],
+        )
+    except (KeyError, TypeError) as exc:
+        raise AgentbenchError("invalid_episode_record", f"episode record lacks {exc}") from None
 
 
 def ledger_text(record: EpisodeRecord) -> str:

@@ -24,9 +24,18 @@ from pytest_agentbench.worlds.operations.episode import (
 from pytest_agentbench.worlds.operations.outcomes import ReplayedRefusal
 from pytest_agentbench.worlds.operations.spec import LoadedSpec
 
+MISSING = "tape_decision_missing"
+EXTRA = "tape_decision_extra"
+MISMATCHED = "tape_decision_mismatched"
+
 
 class ReplayDiverged(MalformedOutput):
     """The environment asked for a decision the tape does not hold as recorded."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"[{code}] {detail}")
+        self.code = code
+        self.detail = detail
 
 
 class TapeAgent:
@@ -38,18 +47,23 @@ class TapeAgent:
         where = (task["invocation_index"], task["turn_index"])
         if self.position >= len(self.decisions):
             raise ReplayDiverged(
-                f"the tape has no decision for invocation {where[0]}, turn {where[1]}"
+                MISSING, f"the tape has no decision for invocation {where[0]}, turn {where[1]}"
             )
         decision = self.decisions[self.position]
         self.position += 1
         if (decision["invocation_index"], decision["turn_index"]) != where:
             raise ReplayDiverged(
+                MISMATCHED,
                 f"tape decision {self.position - 1} is for invocation "
                 f"{decision['invocation_index']}, "
-                f"turn {decision['turn_index']}; the environment is at {where[0]}, {where[1]}"
+                f"turn {decision['turn_index']}; the environment is at {where[0]}, {where[1]}",
             )
         if decision["observation_digest_sha256"] != sha256_hex(canonical_bytes(task)):
-            raise ReplayDiverged(f"observation differs at invocation {where[0]}, turn {where[1]}")
+            raise ReplayDiverged(
+                MISMATCHED,
+                f"tape decision {self.position - 1}: the observation at invocation "
+                f"{where[0]}, turn {where[1]} differs from the recorded one",
+            )
         for call in decision["retrievals"]:
             try:
                 session.call(call["name"], call["arguments"])
@@ -72,7 +86,7 @@ def replay(
     agent = TapeAgent(decisions)
     record = run_episode(loaded, scenario_id, agent)
     if agent.unused():
-        raise ReplayDiverged(f"{agent.unused()} tape decisions were never asked for")
+        raise ReplayDiverged(EXTRA, f"{agent.unused()} tape decisions were never asked for")
     return record
 
 

@@ -11,7 +11,7 @@ after that are the expectations read and the eleven dimensions (and
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,19 +38,26 @@ from pytest_agentbench.contracts import (
     Record,
     grade,
 )
+from pytest_agentbench.controls_oracle import ControlOracle, OracleIdentity
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner import MalformedOutput
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
 from pytest_agentbench.tools import ToolAgent
-from pytest_agentbench.worlds.operations import agents
+from pytest_agentbench.worlds.operations import agents, execution
+from pytest_agentbench.worlds.operations.control_oracle import ORACLE_FILE, load_control_oracle
 from pytest_agentbench.worlds.operations.domains import DOMAINS
-from pytest_agentbench.worlds.operations.episode import EpisodeRecord, run_episode
+from pytest_agentbench.worlds.operations.episode import (
+    EpisodeRecord,
+    episode_from_json,
+    run_episode,
+)
 from pytest_agentbench.worlds.operations.evaluation import (
     DIMENSIONS,
     TERMINALS,
     ResultVector,
     evaluate_episode,
 )
+from pytest_agentbench.worlds.operations.gate import bind_control_oracle, gate_manifest
 from pytest_agentbench.worlds.operations.metrics import CLUSTER_PREFIX, METRIC_SPECS
 from pytest_agentbench.worlds.operations.replay import TapeAgent, replay_codes
 from pytest_agentbench.worlds.operations.spec import LoadedSpec, load_operation_spec
@@ -286,6 +293,41 @@ class OperationsWorld:
     def control_agents(self, suite: Suite) -> Sequence[ControlAgent]:
         return agents.control_agents()
 
+    def control_oracle(self, suite: Suite, display: Callable[[Path], str]) -> ControlOracle | None:
+        """The gate: the reference on every variant, then each control the oracle declares."""
+        path = suite.oracle_root / ORACLE_FILE
+        if not path.is_file():
+            return None
+        loaded = bind_control_oracle(load_control_oracle(path, display(path)), _data(suite).spec)
+        return ControlOracle(
+            identity=OracleIdentity(
+                oracle_id=loaded.oracle.oracle_id,
+                oracle_version=loaded.oracle.oracle_version,
+                digest_sha256=loaded.digest_sha256,
+                file=loaded.file,
+            ),
+            manifest=gate_manifest(suite.id, loaded.oracle, _data(suite).spec),
+        )
+
+    def record_episode(
+        self, suite: Suite, case_id: str, agent_id: str, adapter: Any, out: Path
+    ) -> list[str]:
+        """Run one case with its execution ledger; write ledger and episode record to ``out``."""
+        loaded = _data(suite).spec
+        _known_scenario(loaded, case_id)
+        recorded = execution.record_episode(loaded, case_id, agent_id, adapter, out)
+        return [
+            f"episode {recorded.episode}",
+            f"ledger {recorded.ledger} sha256:{recorded.ledger_digest}",
+        ]
+
+    def replay_episode(self, suite: Suite, path: Path) -> list[str]:
+        """Re-execute a recorded episode from its decision tape, with no adapter."""
+        episode = read_json(path, display=str(path))
+        if not isinstance(episode, dict):
+            raise AgentbenchError("invalid_episode_record", "expected an object", file=str(path))
+        return execution.replay_episode(_data(suite).spec, episode, str(path))
+
     def leak_canaries(self, suite: Suite, oracle: Any) -> Sequence[str]:
         assert isinstance(oracle, Oracle)
         spec = _data(suite).spec.spec
@@ -332,6 +374,15 @@ class OperationsWorld:
                 options={"spec": name},
             )
         return None
+
+
+def _known_scenario(loaded: LoadedSpec, case_id: str) -> None:
+    if case_id not in loaded.spec.scenarios:
+        raise AgentbenchError(
+            "unknown_case",
+            f"no scenario {case_id!r} (known: {', '.join(sorted(loaded.spec.scenarios))})",
+            field="CASE",
+        )
 
 
 def _expected(name: str, fault: DeclaredFault | None) -> JsonValue:
@@ -408,24 +459,6 @@ def measurements(vector: ResultVector, record: EpisodeRecord) -> dict[str, int]:
         "recovered": int(needed and dims["recovery"].passed),
         "human_touches": human.get("human_touches", 0),
     }
-
-
-def episode_from_json(output: Mapping[str, Any]) -> EpisodeRecord:
-    try:
-        return EpisodeRecord(
-            operation_id=output["operation_id"],
-            scenario_id=output["scenario_id"],
-            spec_digest=output["spec_digest_sha256"],
-            status=output["status"],
-            replay_final=output["replay_final"],
-            simulated_minutes=output["simulated_minutes"],
-            invocations=output["agent_invocations"],
-            ledger=tuple(output["ledger"]),
-            tape=tuple(output["decision_tape"]["decisions"]),
-            final_state=output["final_state"],
-        )
-    except (KeyError, TypeError) as exc:
-        raise AgentbenchError("invalid_episode_record", f"episode record lacks {exc}") from None
 
 
 class TapeAgents:

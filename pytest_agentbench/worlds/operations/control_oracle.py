@@ -1,0 +1,138 @@
+"""The negative-control oracle in the original's format (its ``maintenance_negative_controls``).
+
+Loaded on its own: this module imports neither the agents nor the evaluator,
+and nothing writes the file. The loader checks the document against itself
+(every control's failed and must-pass sets partition the oracle's own
+``result_vector_dimensions``, agents are unique); the world checks it against
+the operation (same operation, known scenarios, the evaluator's dimension
+list) where it binds it to a suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from pydantic import StrictStr, ValidationError
+
+from pytest_agentbench.canonical import loads_yaml_strict, sha256_hex
+from pytest_agentbench.contracts import Record
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.suite import pydantic_refusal
+
+ORACLE_FILE = "maintenance_negative_controls_v0_5.yaml"
+
+
+class Provenance(Record):
+    authored_by: StrictStr
+    independence: StrictStr
+    evidence_class: StrictStr
+    review_status: StrictStr
+
+
+class OracleControl(Record):
+    agent_id: StrictStr
+    scenario_id: StrictStr
+    intervention: StrictStr
+    guarantee_attacked: StrictStr
+    expected_failed_dimensions: tuple[StrictStr, ...]
+    required_finding_codes: tuple[StrictStr, ...]
+    must_pass_dimensions: tuple[StrictStr, ...]
+    rationale: StrictStr
+
+
+class NegativeControlOracle(Record):
+    oracle_id: StrictStr
+    oracle_version: StrictStr
+    operation_id: StrictStr
+    semantic_scenario_id: StrictStr
+    authored_against_operation_version: StrictStr
+    provenance: Provenance
+    result_vector_dimensions: tuple[StrictStr, ...]
+    controls: tuple[OracleControl, ...]
+
+    def control_for(self, agent_id: str) -> OracleControl | None:
+        return next((c for c in self.controls if c.agent_id == agent_id), None)
+
+
+class LoadedOracle(Record):
+    oracle: NegativeControlOracle
+    digest_sha256: str
+    """SHA-256 of the bytes parsed."""
+    file: str
+
+
+def load_control_oracle(path: Path, display: str) -> LoadedOracle:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AgentbenchError("unreadable_oracle", str(exc), file=display) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AgentbenchError("malformed_yaml", f"not UTF-8: {exc}", file=display) from None
+    raw = loads_yaml_strict(text, file=display)
+    try:
+        oracle = NegativeControlOracle.model_validate(raw)
+    except ValidationError as exc:
+        raise pydantic_refusal(exc, file=display) from None
+    _check(oracle, display)
+    return LoadedOracle(oracle=oracle, digest_sha256=sha256_hex(data), file=display)
+
+
+def _check(oracle: NegativeControlOracle, display: str) -> None:
+    dimensions = oracle.result_vector_dimensions
+    if len(set(dimensions)) != len(dimensions):
+        raise AgentbenchError(
+            "control_coverage",
+            "a dimension is listed twice",
+            file=display,
+            field="result_vector_dimensions",
+        )
+    seen: set[str] = set()
+    for index, control in enumerate(oracle.controls):
+        where = f"controls[{index}]"
+        if control.agent_id in seen:
+            raise AgentbenchError(
+                "duplicate_control",
+                f"agent {control.agent_id!r} has two controls",
+                file=display,
+                field=f"{where}.agent_id",
+            )
+        seen.add(control.agent_id)
+        failed, passing = control.expected_failed_dimensions, control.must_pass_dimensions
+        problems = []
+        both = sorted(set(failed) & set(passing))
+        unknown = sorted((set(failed) | set(passing)) - set(dimensions))
+        neither = [d for d in dimensions if d not in failed and d not in passing]
+        repeated = sorted({d for d in (*failed, *passing) if (*failed, *passing).count(d) > 1})
+        if both:
+            problems.append(f"both failing and passing: {', '.join(both)}")
+        elif repeated:
+            problems.append(f"listed twice: {', '.join(repeated)}")
+        if unknown:
+            problems.append(f"unknown dimensions: {', '.join(unknown)}")
+        if neither:
+            problems.append(f"in neither set: {', '.join(neither)}")
+        if problems:
+            raise AgentbenchError(
+                "control_coverage",
+                f"control {control.agent_id!r} does not partition the "
+                f"{len(dimensions)} dimensions: " + "; ".join(problems),
+                file=display,
+                field=where,
+            )
+        if not failed or not control.required_finding_codes:
+            raise AgentbenchError(
+                "invalid_field",
+                f"control {control.agent_id!r} must declare failing dimensions and finding codes",
+                file=display,
+                field=f"{where}.required_finding_codes"
+                if failed
+                else f"{where}.expected_failed_dimensions",
+            )
+
+
+def controls_by_agent(oracle: NegativeControlOracle) -> Mapping[str, OracleControl]:
+    return MappingProxyType({control.agent_id: control for control in oracle.controls})

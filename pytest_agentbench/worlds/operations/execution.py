@@ -1,0 +1,198 @@
+"""Recording an episode with its execution ledger, and replaying a recorded episode.
+
+:func:`record_episode` opens the ledger before the adapter's first call,
+writes one call row per answer (usage only where the adapter reports it)
+and a terminal row, and writes the episode record beside it: ledger,
+decision tape, final state and result vector. :func:`replay_episode`
+re-executes an episode record from its tape alone and refuses, by name, a
+missing, extra or mismatched decision and any difference in state, event
+sequence or result vector.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.ledger import (
+    CallPayload,
+    Decision,
+    HeaderPayload,
+    LedgerWriter,
+    ReportsUsage,
+)
+from pytest_agentbench.ledger.writer import open_no_follow
+from pytest_agentbench.worlds.operations.episode import (
+    ENGINE_VERSION,
+    episode_from_json,
+    ledger_text,
+    run_episode,
+)
+from pytest_agentbench.worlds.operations.evaluation import evaluate_episode
+from pytest_agentbench.worlds.operations.replay import ReplayDiverged, replay, replay_codes
+from pytest_agentbench.worlds.operations.spec import LoadedSpec
+
+EPISODE_SUFFIX = ".episode.json"
+LEDGER_SUFFIX = ".ledger.ndjson"
+
+
+def _decision(answer: Any) -> Decision:
+    try:
+        data = canonical_bytes(answer)
+    except (TypeError, ValueError):
+        data = repr(answer).encode("utf-8")
+        kind = "MALFORMED"
+    else:
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        kind = outcome if isinstance(outcome, str) else "MALFORMED"
+    return Decision(kind=kind, decision_digest_sha256=sha256_hex(data))
+
+
+class LedgerAgent:
+    """The adapter, with every answer (or failure to answer) written to the ledger first."""
+
+    def __init__(self, adapter: Any, writer: LedgerWriter) -> None:
+        self.adapter = adapter
+        self.writer = writer
+
+    def solve(self, task: dict[str, Any], session: Any) -> Any:
+        decision: Decision | None = None
+        try:
+            answer = self.adapter.solve(task, session)
+            decision = _decision(answer)
+        finally:
+            usage = self.adapter.drain_usage() if isinstance(self.adapter, ReportsUsage) else None
+            self.writer.call(
+                CallPayload(
+                    call_index=len(self.writer.calls),
+                    invocation_index=task["invocation_index"],
+                    turn_index=task["turn_index"],
+                    observation_digest_sha256=sha256_hex(canonical_bytes(task)),
+                    decision=decision,
+                    request_digest_sha256=None if usage is None else usage.request_digest_sha256,
+                    wire_digest_sha256=None if usage is None else usage.wire_digest_sha256,
+                    attempts=None if usage is None else usage.attempts,
+                )
+            )
+        return answer
+
+
+@dataclass(frozen=True)
+class Recorded:
+    episode: Path
+    ledger: Path
+    ledger_digest: str
+
+
+def run_id(loaded: LoadedSpec, scenario_id: str, agent_id: str) -> str:
+    """Derived, not drawn: a rerun of the same agent on the same spec is byte-identical."""
+    seed = {"spec": loaded.digest, "scenario": scenario_id, "agent": agent_id}
+    return "exec_" + sha256_hex(canonical_bytes(seed))[:32]
+
+
+def record_episode(
+    loaded: LoadedSpec, scenario_id: str, agent_id: str, adapter: Any, out: Path
+) -> Recorded:
+    ledger_path = out / f"{scenario_id}{LEDGER_SUFFIX}"
+    writer = LedgerWriter(
+        ledger_path,
+        HeaderPayload(
+            execution_run_id=run_id(loaded, scenario_id, agent_id),
+            operation_id=loaded.spec.operation_id,
+            spec_digest_sha256=loaded.digest,
+            scenario_id=scenario_id,
+            agent_id=agent_id,
+            engine_version=ENGINE_VERSION,
+        ),
+    )
+    try:
+        record = run_episode(loaded, scenario_id, LedgerAgent(adapter, writer))
+    except BaseException:
+        if not writer.poisoned:
+            writer.finish("aborted")
+        writer.close()
+        raise
+    episode = record.as_json()
+    episode["replay_codes"] = replay_codes(loaded, record)
+    scenario = loaded.spec.scenarios[scenario_id]
+    vector = evaluate_episode(record, loaded.domain, scenario, episode["replay_codes"])
+    episode["result_vector"] = vector.as_json()
+    digest = writer.finish("scored")
+    episode["execution_ledger"] = {"file": ledger_path.name, "digest_sha256": digest}
+    episode_path = out / f"{scenario_id}{EPISODE_SUFFIX}"
+    _write_beside(episode_path, (canonical_json(episode) + "\n").encode("utf-8"))
+    return Recorded(episode=episode_path, ledger=ledger_path, ledger_digest=digest)
+
+
+def _write_beside(path: Path, data: bytes) -> None:
+    """The episode record, created as carefully as its ledger (no links, never overwritten)."""
+    fd = open_no_follow(path)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise AgentbenchError(
+            "episode_write_failed", str(exc.strerror or exc), file=str(path)
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def replay_episode(loaded: LoadedSpec, episode: Mapping[str, Any], display: str) -> list[str]:
+    """Re-execute ``episode`` from its tape; the lines that say what was reproduced."""
+    record = episode_from_json(episode)
+    if record.spec_digest != loaded.digest:
+        raise AgentbenchError(
+            "replay_spec_mismatch",
+            "the episode was run against another OperationSpec",
+            file=display,
+            field="spec_digest_sha256",
+        )
+    tape = episode["decision_tape"]
+    if tape.get("decisions_digest_sha256") != sha256_hex(canonical_bytes(list(record.tape))):
+        raise AgentbenchError(
+            "tape_digest_mismatch",
+            "the decisions do not match the tape's digest",
+            file=display,
+            field="decision_tape.decisions_digest_sha256",
+        )
+    if record.scenario_id not in loaded.spec.scenarios:
+        raise AgentbenchError(
+            "unknown_reference", "no such scenario", file=display, field="scenario_id"
+        )
+    try:
+        again = replay(loaded, record.scenario_id, record.tape)
+    except ReplayDiverged as diverged:
+        raise AgentbenchError(diverged.code, diverged.detail, file=display) from None
+    if again.final_state != record.final_state:
+        raise AgentbenchError(
+            "replay_state_diverged", "the final state differs", file=display, field="final_state"
+        )
+    if ledger_text(again) != ledger_text(record):
+        raise AgentbenchError(
+            "replay_events_diverged", "the event sequence differs", file=display, field="ledger"
+        )
+    scenario = loaded.spec.scenarios[record.scenario_id]
+    codes: list[JsonValue] = list(episode.get("replay_codes", []))
+    vector = evaluate_episode(again, loaded.domain, scenario, [str(c) for c in codes]).as_json()
+    recorded = episode.get("result_vector")
+    if recorded is not None and recorded != vector:
+        raise AgentbenchError(
+            "replay_result_diverged",
+            "the result vector differs",
+            file=display,
+            field="result_vector",
+        )
+    return [
+        f"reproduced {record.scenario_id}: {len(record.tape)} decisions, "
+        f"{len(record.ledger)} ledger rows, final state equal",
+        f"result vector {'equal' if recorded is not None else 're-derived'}: "
+        f"reliable={vector['reliable']}, terminal {vector['terminal']}",
+    ]

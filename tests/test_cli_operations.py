@@ -1,0 +1,192 @@
+"""``agentbench check``, ``record``, ``replay`` and ``audit-ledger`` on the operations suite."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_agentbench import cli
+from pytest_agentbench.canonical import canonical_bytes, sha256_hex
+from pytest_agentbench.packaged import packaged_suites
+
+SUITE_ID = "operations-maintenance-v1"
+ROOT = Path(__file__).resolve().parents[1]
+ORACLE_FILE = "maintenance_negative_controls_v0_5.yaml"
+CONTROL_IDS = [
+    "reference-V1",
+    "reference-V2",
+    "reference-V3",
+    "complete_early",
+    "always_act",
+    "always_wait",
+    "always_escalate",
+    "ignore_new_events",
+    "trust_actor_claim",
+    "stale_after_wake",
+    "duplicate_after_wake",
+]
+
+pytestmark = pytest.mark.skipif(
+    SUITE_ID not in packaged_suites(), reason="the operations suite is not packaged"
+)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        status = cli.main(list(argv))
+    except SystemExit as exit_:
+        status = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture
+def suite_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(ROOT / "suites" / SUITE_ID, tmp_path / "suites" / SUITE_ID)
+    shutil.copytree(ROOT / "oracles" / SUITE_ID, tmp_path / "oracles" / SUITE_ID)
+    return tmp_path / "suites" / SUITE_ID
+
+
+def oracle_of(suite: Path) -> Path:
+    return suite.parent.parent / "oracles" / SUITE_ID / ORACLE_FILE
+
+
+def test_check_passes_the_eleven_checks_and_quotes_the_oracle(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    status, out, err = run(capsys, "check", f"suites/{SUITE_ID}", "--report", "gate.json")
+    assert (status, err) == (0, "")
+    oracle = oracle_of(suite_copy)
+    digest = hashlib.sha256(oracle.read_bytes()).hexdigest()
+    assert out.splitlines()[0] == (
+        f"{SUITE_ID}: oracle pab.maintenance.negative-controls 0.5.0 sha256:{digest} "
+        f"(oracles/{SUITE_ID}/{ORACLE_FILE})"
+    )
+    assert out.splitlines()[-1] == "yes: 11 of 11 checks hold"
+    report = json.loads(Path("gate.json").read_text(encoding="utf-8"))
+    assert report["oracle"] == {
+        "oracle_id": "pab.maintenance.negative-controls",
+        "oracle_version": "0.5.0",
+        "digest_sha256": digest,
+        "file": f"oracles/{SUITE_ID}/{ORACLE_FILE}",
+    }
+    assert [check["control_id"] for check in report["checks"]] == CONTROL_IDS
+    assert report["passed"] is True
+    claim = next(c for c in report["checks"] if c["control_id"] == "trust_actor_claim")
+    assert claim["failing_dimensions"] == [
+        "action_validity",
+        "authority_boundaries",
+        "reliable",
+        "retrieval_discipline",
+    ]
+
+
+def test_check_says_no_for_a_closure_the_agents_do_not_produce_and_an_ungraded_agent(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    path = oracle_of(suite_copy)
+    data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["controls"] = [c for c in data["controls"] if c["agent_id"] != "always_act"]
+    claim = next(c for c in data["controls"] if c["agent_id"] == "trust_actor_claim")
+    claim["expected_failed_dimensions"].append("recovery")
+    claim["must_pass_dimensions"].remove("recovery")
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    status, out, _ = run(capsys, "check", f"suites/{SUITE_ID}", "--json")
+    assert status == 2
+    report = json.loads(out)
+    assert report["passed"] is False
+    verdicts = {check["control_id"]: check for check in report["checks"]}
+    assert verdicts["trust_actor_claim"]["unexpected_passes"] == ["recovery"]
+    assert verdicts["ungraded-always_act"]["ungraded"] is True
+    assert sum(1 for check in report["checks"] if check["passed"]) == 9
+
+
+def test_check_refuses_a_malformed_oracle_and_exits_64_on_usage(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    path = oracle_of(suite_copy)
+    path.write_text(path.read_text(encoding="utf-8") + "oracle_id: again\n", encoding="utf-8")
+    status, out, err = run(capsys, "check", f"suites/{SUITE_ID}")
+    assert (status, out) == (1, "")
+    assert err.startswith(f"agentbench: [duplicate_key] oracles/{SUITE_ID}/{ORACLE_FILE}")
+    assert run(capsys, "check")[0] == 64
+    assert run(capsys, "check", SUITE_ID, "--bogus")[0] == 64
+    assert run(capsys, "check", "no-such-suite")[0] == 1
+
+
+def test_record_replay_and_audit_an_episode(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    status, out, err = run(
+        capsys, "record", f"suites/{SUITE_ID}", "V3", "--agent", "reference", "--out", "runs"
+    )
+    assert (status, err) == (0, "")
+    assert out.splitlines()[0] == "episode runs/V3.episode.json"
+    status, out, err = run(capsys, "replay", f"suites/{SUITE_ID}", "runs/V3.episode.json")
+    assert (status, err) == (0, "")
+    assert out.startswith("reproduced V3:")
+    status, out, err = run(capsys, "audit-ledger", "runs/V3.ledger.ndjson")
+    assert (status, err) == (0, "")
+    assert "terminal scored" in out
+
+    episode = json.loads(Path("runs/V3.episode.json").read_text(encoding="utf-8"))
+    decisions = episode["decision_tape"]["decisions"]
+    decisions.pop()
+    episode["decision_tape"]["decisions_digest_sha256"] = sha256_hex(canonical_bytes(decisions))
+    Path("short.json").write_text(json.dumps(episode), encoding="utf-8")
+    status, _, err = run(capsys, "replay", f"suites/{SUITE_ID}", "short.json")
+    assert status == 1
+    assert err.startswith("agentbench: [tape_decision_missing] short.json:")
+
+    Path("runs/V3.ledger.ndjson").write_bytes(
+        b"".join(Path("runs/V3.ledger.ndjson").read_bytes().splitlines(keepends=True)[:-1])
+    )
+    status, _, err = run(capsys, "audit-ledger", "runs/V3.ledger.ndjson")
+    assert status == 1
+    assert err.startswith("agentbench: [ledger_incomplete] runs/V3.ledger.ndjson:")
+
+
+def test_record_refuses_an_unknown_case_or_agent(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    status, _, err = run(
+        capsys, "record", f"suites/{SUITE_ID}", "V9", "--agent", "reference", "--out", "runs"
+    )
+    assert (status, err.split("]")[0]) == (1, "agentbench: [unknown_case")
+    status, _, err = run(
+        capsys, "record", f"suites/{SUITE_ID}", "V1", "--agent", "nobody", "--out", "runs"
+    )
+    assert (status, err.split("]")[0]) == (1, "agentbench: [unknown_agent")
+
+
+def test_record_runs_a_users_adapter_and_its_ledger_names_it(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (suite_copy.parent.parent / "my_agent.py").write_text(
+        "class Lazy:\n"
+        "    def solve(self, task, session):\n"
+        "        session.call('retrieve', {'requests': [{'collection': 'operation'}]})\n"
+        "        return {'outcome': 'WAIT', 'reason': 'later',\n"
+        "                'wake_on': ['customer_issue_reported']}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(suite_copy.parent.parent))
+    status, _, err = run(
+        capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Lazy", "--out", "u"
+    )
+    assert (status, err) == (0, "")
+    rows = [json.loads(line) for line in Path("u/V1.ledger.ndjson").read_bytes().splitlines()]
+    assert rows[0]["header"]["agent_id"] == "my_agent:Lazy"
+    assert rows[-1]["terminal"]["kind"] == "scored"
+    assert run(capsys, "audit-ledger", "u/V1.ledger.ndjson")[0] == 0
+    status, _, err = run(
+        capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Nope", "--out", "v"
+    )
+    assert (status, err.split("]")[0]) == (1, "agentbench: [adapter_attribute")
