@@ -27,7 +27,7 @@ from pytest_agentbench.controls import ControlSpec, ControlVerdict, judge_contro
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.metrics import aggregate
 from pytest_agentbench.session import LoadedSuite, get_state
-from pytest_agentbench.snapshots import GoldenMismatch, assert_golden
+from pytest_agentbench.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
@@ -398,6 +398,7 @@ class SuiteFile(_SuiteCollector):
             for agent_id, agent in sorted(agents.items())
             if agent.role == "negative" and agent_id not in graded_agents
         )
+        suite.cache[CONTROL_NAMES] = tuple(item.name for item in items)
         return items
 
 
