@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench import fixtures, hookspecs
+from pytest_agentbench import fixtures, hookspecs, leaked_threads
 from pytest_agentbench.adapters import describe_adapter, load_adapter
 from pytest_agentbench.collect import (
     REFUSED_KEY,
     ControlItem,
     collect_file,
 )
+from pytest_agentbench.crashes import CrashWitness, attach_worker
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
 from pytest_agentbench.packaged import packaged_suites
@@ -31,6 +32,7 @@ from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, Suite
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
+SESSION_KEY = pytest.StashKey[pytest.Session]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
 
 
@@ -192,17 +194,33 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE_KEY] = state
     config.stash[SNAPSHOT_DIR_KEY] = options.snapshot_dir
     recorder = None
-    if not hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
+        attach_worker(config)
+    else:
         # Results are aggregated where reports arrive: the controller under xdist.
         recorder = config.stash[RECORDER_KEY] = RunRecorder()
+        if config.pluginmanager.hasplugin("xdist"):
+            recorder.crash_witness = CrashWitness()
+            config.pluginmanager.register(recorder.crash_witness, "agentbench-crash-witness")
     config.pluginmanager.register(
         ReportRelay(recorder, junit_case_properties=options.junit_case_properties),
         "agentbench-relay",
     )
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[SESSION_KEY] = session
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     release_alarm()
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is not None and recorder.crash_witness is not None:
+        recorder.crash_witness.close()
+    session = config.stash.get(SESSION_KEY, None)
+    # Everything is written by now: a thread a hung adapter left behind must not
+    # keep the process from ending.
+    leaked_threads.exit_without_joining(0 if session is None else int(session.exitstatus))
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import importlib
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, TypeVar
 
+from pytest_agentbench import crashes, leaked_threads
 from pytest_agentbench.contracts import Case, FailureClass, Outcome
 from pytest_agentbench.suite import Suite
 from pytest_agentbench.world import World
@@ -45,19 +47,38 @@ class CaseTimeout(BaseException):
 
 
 def describe_exception(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    """``Type: first line`` of an exception, even one whose ``__str__`` raises."""
+    name = type(exc).__name__
+    try:
+        text = str(exc).strip().splitlines()
+    except BaseException:  # an adapter's exception may not render; its type still does
+        return f"{name} (its message could not be rendered)"
+    return f"{name}: {text[0]}" if text else name
+
+
 
 
 def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """Call into the adapter; its exceptions become :class:`AdapterFailure`."""
+    """Call into the adapter; anything it raises becomes :class:`AdapterFailure`.
+
+    Every BaseException counts (``asyncio.CancelledError``, ``SystemExit`` from
+    a wrapped command-line tool): raising it fails the agent's case rather than
+    leaving the case out of the metrics. Only the case limit's own
+    :class:`CaseTimeout` and ``KeyboardInterrupt`` (the user's Ctrl-C ends the
+    run, as in any test) pass through. While the call
+    runs, the process's adapter-call flag is up (see :mod:`.crashes`), so a
+    worker that dies inside it is the agent's failure too.
+    """
+    flag = crashes.ADAPTER_CALL
+    flag.raise_flag()
     try:
         return function(*args, **kwargs)
-    except AdapterFailure:
+    except (AdapterFailure, CaseTimeout, KeyboardInterrupt):
         raise
-    # An adapter wrapping a command-line tool may call sys.exit(): still the agent's failure.
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:
         raise AdapterFailure(f"adapter raised {describe_exception(exc)}") from exc
+    finally:
+        flag.lower_flag()
 
 
 class _CaseAlarm:
@@ -67,15 +88,29 @@ class _CaseAlarm:
     so the handler stays installed between cases. A SIGALRM that arrives while
     no limit is armed goes where it would have gone without us: to the handler
     this one displaced. :func:`release_alarm` puts that handler back.
+
+    The timer repeats until the limit is left: an adapter that catches the
+    first :class:`CaseTimeout`, or whose cleanup blocks in turn (joining an
+    executor's thread, an event loop waiting for its default executor), is
+    interrupted again. From the second alarm on, every line of Python the
+    interrupted code runs raises as well (:func:`_raise_on_every_line`), so a
+    bare ``except: continue`` around the hang cannot keep the case alive.
     """
 
     def __init__(self) -> None:
         self.armed = False
+        self.fired = 0
+        self.boundary: FrameType | None = None
+        """The frame that entered the limit: lines above it are the harness's own."""
         self.displaced: Callable[[int, FrameType | None], Any] | int = signal.SIG_DFL
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         if self.armed:
-            self.armed = False
+            if frame is not None and frame.f_code is _LIMIT_EXIT:
+                return  # the limit is being left: nothing left to interrupt
+            self.fired += 1
+            if self.fired > 1:
+                _raise_on_every_line(frame, self.boundary)
             raise CaseTimeout()
         displaced = self.displaced
         if callable(displaced):
@@ -84,6 +119,32 @@ class _CaseAlarm:
             # The default action (ending the process) is what the sender asked for.
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             signal.raise_signal(signal.SIGALRM)
+
+
+def _raise_on_line(frame: FrameType, event: str, arg: object) -> Any:
+    if event == "line":
+        raise CaseTimeout()
+    return _raise_on_line
+
+
+def _raise_on_new_frame(frame: FrameType, event: str, arg: object) -> Any:
+    if frame.f_code is _LIMIT_EXIT:
+        return None
+    return _raise_on_line
+
+
+def _raise_on_every_line(frame: FrameType | None, boundary: FrameType | None) -> None:
+    """Make the next line the interrupted code runs raise :class:`CaseTimeout`.
+
+    A trace function that raises is removed by the interpreter, so this holds
+    for one line; the repeating alarm installs it again. Frames from the
+    limit's own frame up are left alone.
+    """
+    while frame is not None and frame is not boundary:
+        frame.f_trace_lines = True
+        frame.f_trace = _raise_on_line
+        frame = frame.f_back
+    sys.settrace(_raise_on_new_frame)
 
 
 _ALARM = _CaseAlarm()
@@ -127,6 +188,7 @@ class CaseLimit:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.armed = False
+        self._trace: Any = None
 
     def __enter__(self) -> None:
         if self.seconds <= 0 or not _on_main_thread():
@@ -136,13 +198,25 @@ class CaseLimit:
             # The enum-converting call, since the displaced handler is given back with it.
             previous = signal.signal(signal.SIGALRM, _ALARM)
             _ALARM.displaced = signal.SIG_DFL if previous is None else previous
+        self._trace = sys.gettrace()
+        _ALARM.boundary = sys._getframe(1)
+        _ALARM.fired = 0
         _ALARM.armed = self.armed = True
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds, min(self.seconds, _REPEAT_SECONDS))
 
     def __exit__(self, *exc_info: object) -> None:
         if self.armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
             _ALARM.armed = self.armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _ALARM.boundary = None
+            if _ALARM.fired > 1:
+                # Give back whatever tracer (a coverage tool, a debugger) ran before.
+                sys.settrace(self._trace)
+
+
+_LIMIT_EXIT = CaseLimit.__exit__.__code__
+_REPEAT_SECONDS = 0.5
+"""How often a case past its limit is interrupted again until it lets go."""
 
 
 def release_alarm() -> None:
@@ -157,6 +231,7 @@ def run_case(
 ) -> Outcome:
     """Run one case, classifying every way the adapter can fail."""
     started = time.perf_counter()
+    threads_before = threading.enumerate()
     try:
         with interrupt_after(timeout):
             return world.run(suite, case, view, adapter)
@@ -175,3 +250,5 @@ def run_case(
                 f"world {world.kind!r} failed to run the case: {describe_exception(exc)}"
             ),
         )
+    finally:
+        leaked_threads.note(threads_before)

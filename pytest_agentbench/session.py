@@ -217,10 +217,7 @@ class AgentbenchState:
         return known[1]
 
     def oracle(self, loaded: LoadedSuite) -> Any:
-        cache = loaded.suite.cache
-        if "agentbench.oracle" not in cache:
-            cache["agentbench.oracle"] = loaded.world.load_oracle(loaded.suite)
-        return cache["agentbench.oracle"]
+        return oracle_of(loaded)
 
     def execute(
         self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any
@@ -232,16 +229,28 @@ class AgentbenchState:
         return outcome, self.grade(loaded, case, outcome)
 
     def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
-        try:
-            oracle = self.oracle(loaded)
-            return loaded.world.evaluate(loaded.suite, case, outcome, oracle)
-        except Exception as exc:
-            reason = (
-                exc.render()
-                if isinstance(exc, AgentbenchError)
-                else (f"evaluation raised {describe_exception(exc)}")
-            )
-            return harness_error(case.suite_id, case.case_id, reason, case.labels)
+        return grade_outcome(loaded, case, outcome)
+
+
+def oracle_of(loaded: LoadedSuite) -> Any:
+    """The suite's oracle, loaded once per process (and only once an output exists)."""
+    cache = loaded.suite.cache
+    if "agentbench.oracle" not in cache:
+        cache["agentbench.oracle"] = loaded.world.load_oracle(loaded.suite)
+    return cache["agentbench.oracle"]
+
+
+def grade_outcome(loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
+    """Grade one outcome; a failure of the oracle or the evaluator is a harness error."""
+    try:
+        return loaded.world.evaluate(loaded.suite, case, outcome, oracle_of(loaded))
+    except Exception as exc:
+        reason = (
+            exc.render()
+            if isinstance(exc, AgentbenchError)
+            else (f"evaluation raised {describe_exception(exc)}")
+        )
+        return harness_error(case.suite_id, case.case_id, reason, case.labels)
 
 
 STATE_KEY = pytest.StashKey[AgentbenchState]()

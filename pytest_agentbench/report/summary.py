@@ -6,14 +6,21 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass, MetricValue, Record
+from pytest_agentbench.contracts import (
+    CaseOutcome,
+    CaseResult,
+    FailureClass,
+    MetricValue,
+    Outcome,
+    Record,
+)
 from pytest_agentbench.controls import ControlVerdict
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import Gate, GateVerdict, judge, parse_gate
 from pytest_agentbench.metrics import aggregate, select
 from pytest_agentbench.packaged import packaged_suites
-from pytest_agentbench.report.recorder import CRASH_REASON, Identity, RunRecorder
-from pytest_agentbench.session import SuiteLoader, suite_digests
+from pytest_agentbench.report.recorder import Identity, RunRecorder
+from pytest_agentbench.session import LoadedSuite, SuiteLoader, grade_outcome, suite_digests
 from pytest_agentbench.suite import SUITE_FILE
 
 
@@ -97,7 +104,27 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
             item_id=name,
         )
         recorder.identities[nodeid] = identity
-        recorder._store_failure(identity, nodeid, CRASH_REASON)
+        recorder.store_crash(identity, nodeid)
+
+
+def _regrade_adapter_crashes(
+    recorder: RunRecorder, loaded: LoadedSuite, suite_cases: list[tuple[str, CaseResult]]
+) -> list[tuple[str, CaseResult]]:
+    """Grade cases whose worker died inside the adapter call, with every check missing."""
+    if not recorder.crashed_in_adapter.intersection(nodeid for nodeid, _ in suite_cases):
+        return suite_cases
+    cases = {case.case_id: case for case in loaded.world.cases(loaded.suite)}
+    regraded: list[tuple[str, CaseResult]] = []
+    for nodeid, result in suite_cases:
+        case = cases.get(result.case_id)
+        if nodeid in recorder.crashed_in_adapter and case is not None:
+            outcome = Outcome(
+                failure_class=FailureClass.AGENT_ERROR, failure_reason=result.failure_reason
+            )
+            regraded.append((nodeid, grade_outcome(loaded, case, outcome)))
+        else:
+            regraded.append((nodeid, result))
+    return regraded
 
 
 def summarise(
@@ -123,6 +150,7 @@ def summarise(
         suite_cases = sorted(
             (nodeid, result) for nodeid, result in all_cases.items() if result.suite_id == suite_id
         )
+        suite_cases = _regrade_adapter_crashes(recorder, loaded, suite_cases)
         results = [result for _, result in suite_cases]
         counts, failure_classes = _counts(results)
         metrics = select(aggregate(world.metrics(suite), results), suite.config.metrics)
