@@ -56,8 +56,6 @@ def describe_exception(exc: BaseException) -> str:
     return f"{name}: {text[0]}" if text else name
 
 
-
-
 def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call into the adapter; anything it raises becomes :class:`AdapterFailure`.
 

@@ -124,7 +124,7 @@ class _TracingAgent:
     """Whether ``decision`` and every recorded field come from the audit-time verdict."""
 
     def __init__(self) -> None:
-        self._memo: tuple[PublicBundle, dict[str, Row]] | None = None
+        self._memo: tuple[str, dict[str, Row]] | None = None
 
     def _row_of(self, index: WorldIndex, assessment: Assessment) -> Row:
         decided = assessment.at_audit if self.decides_at_audit else assessment.at_action
@@ -144,14 +144,17 @@ class _TracingAgent:
         return dict(rows[event_id])
 
     def _rows(self, bundle: PublicBundle) -> dict[str, Row]:
-        if self._memo is not None and self._memo[0] is bundle:
+        # Each case gets its own copy of the bundle: the memo is keyed by the
+        # bundle's artifact-set digest, which names its content.
+        key = bundle.manifest.artifact_set_digest
+        if self._memo is not None and self._memo[0] == key:
             return self._memo[1]
         index = build_index(bundle.snapshot)
         assessments = assess_actions(
             bundle.snapshot, bundle.events, bundle.scenarios, public_actor(index)
         )
         rows = {item.event.id: self._row_of(index, item) for item in assessments}
-        self._memo = (bundle, rows)
+        self._memo = (key, rows)
         return rows
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from pytest_agentbench.canonical import canonical_json, loads_strict
 from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import MalformedOutput, call_adapter
+from pytest_agentbench.runner import MalformedOutput, call_adapter, describe_exception
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite
 from pytest_agentbench.worlds.authority import agents, builder, bundle, scoring
 from pytest_agentbench.worlds.authority.models import (
@@ -151,6 +152,33 @@ class PredictionsAdapter:
         return self.rows[event_id]
 
 
+def _adapter_row(raw: Any) -> ObservedActionTrace:
+    """The adapter's answer as a validated row; anything unreadable is its product error.
+
+    Reading the answer runs the adapter's code too (a mapping's iteration, a
+    model built with ``model_construct`` that skipped validation), so every
+    failure here is the adapter's, never the harness's.
+    """
+    if not isinstance(raw, ObservedActionTrace | Mapping):
+        raise MalformedOutput(
+            "trace_action must return a mapping or an ObservedActionTrace, "
+            f"got {type(raw).__name__}"
+        )
+    try:
+        if isinstance(raw, ObservedActionTrace):
+            # Revalidated: a model built with model_construct holds whatever it was
+            # given, and serialising such values only warns.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return parse_row(row_json(raw))
+        return parse_row(dict(raw))
+    except AgentbenchError as exc:
+        raise MalformedOutput(exc.render()) from None
+    except Exception as exc:
+        reason = f"the returned row could not be read: {describe_exception(exc)}"
+        raise MalformedOutput(reason) from None
+
+
 def _recoverable_event_id(line: str) -> str | None:
     try:
         value = loads_strict(line)
@@ -193,25 +221,17 @@ class AuthorityWorld:
         return _data(suite).cases
 
     def public_view(self, suite: Suite, case: Case) -> PublicBundle:
-        return _data(suite).bundle
+        # A fresh copy per case: a frozen model still yields to object.__setattr__
+        # and its dicts to item assignment, and one case's change must not reach
+        # the next case, the controls or the oracle's digest binding.
+        return _data(suite).bundle.model_copy(deep=True)
 
     def reference_agent(self) -> agents.ReferenceAgent:
         return agents.ReferenceAgent()
 
     def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
         raw = call_adapter(adapter.trace_action, view, case.case_id)
-        if isinstance(raw, ObservedActionTrace):
-            row = raw
-        elif isinstance(raw, Mapping):
-            try:
-                row = parse_row(dict(raw))
-            except AgentbenchError as exc:
-                raise MalformedOutput(exc.render()) from None
-        else:
-            raise MalformedOutput(
-                "trace_action must return a mapping or an ObservedActionTrace, "
-                f"got {type(raw).__name__}"
-            )
+        row = _adapter_row(raw)
         if row.event_id != case.case_id:
             raise MalformedOutput(f"row is for event {row.event_id!r}, not {case.case_id!r}")
         return Outcome(output=row_json(row))
