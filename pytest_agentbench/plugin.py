@@ -21,6 +21,9 @@ from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
+from pytest_agentbench.report.census import WorkerCensus, take_census
+from pytest_agentbench.report.census import merge as merge_census
 from pytest_agentbench.report.json_report import build_report, write_report
 from pytest_agentbench.report.junit import add_global_properties
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
@@ -75,6 +78,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="run only the negative-control items",
+    )
+    group.addoption(
+        "--agentbench-allow-partial",
+        action="store_true",
+        default=False,
+        help="judge gates on suites the run did not run completely (by default they fail)",
     )
     group.addoption(
         "--agentbench-predictions",
@@ -150,6 +159,7 @@ def _options(config: pytest.Config) -> Options:
         report_path=None if report is None else Path(report).resolve(),
         gates=tuple(config.getoption("agentbench_gate")),
         junit_case_properties=config.getini("agentbench_junit_case_properties"),
+        allow_partial=config.getoption("agentbench_allow_partial"),
     )
 
 
@@ -202,6 +212,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.pluginmanager.hasplugin("xdist"):
             recorder.crash_witness = CrashWitness()
             config.pluginmanager.register(recorder.crash_witness, "agentbench-crash-witness")
+            config.pluginmanager.register(
+                WorkerCensus(recorder.selected), "agentbench-worker-census"
+            )
     config.pluginmanager.register(
         ReportRelay(recorder, junit_case_properties=options.junit_case_properties),
         "agentbench-relay",
@@ -255,6 +268,13 @@ def pytest_make_collect_report(
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    census = take_census(session.items, get_state(config).loader)
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[CENSUS_KEY] = census
+    elif RECORDER_KEY in config.stash:
+        merge_census(config.stash[RECORDER_KEY].selected, census)
     # A refused suite is reported as a collection error, yet the other suites still
     # run: pytest would otherwise interrupt the session (xdist already runs on).
     refused: dict[str, str] = session.config.stash.get(REFUSED_KEY, {})
@@ -282,7 +302,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(config)
     recorder = config.stash[RECORDER_KEY]
     options = state.options
-    if not (recorder.identities or recorder.refusals or options.gates or options.predictions):
+    if not (
+        recorder.identities
+        or recorder.refusals
+        or recorder.selected
+        or options.gates
+        or options.predictions
+        or options.report_path
+    ):
         return
     # Summarising builds a record per case, all acyclic: automatic collections
     # meanwhile would walk the whole heap of the session and free nothing.
@@ -296,7 +323,11 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     options = state.options
     try:
         summary = summarise(
-            recorder, state.loader, options.gates, with_cases=options.report_path is not None
+            recorder,
+            state.loader,
+            options.gates,
+            with_cases=options.report_path is not None,
+            allow_partial=options.allow_partial,
         )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None

@@ -36,6 +36,8 @@ class Options:
     report_path: Path | None
     gates: tuple[str, ...]
     junit_case_properties: bool
+    allow_partial: bool = False
+    """Judge gates on a suite that did not run completely (otherwise they fail)."""
 
 
 @dataclass

@@ -100,6 +100,8 @@ class RunRecorder:
     """Tells whether a crashed xdist worker died inside the adapter call."""
     crashed_in_adapter: set[str] = field(default_factory=set)
     """Node ids whose worker died inside the adapter call: graded as ``agent_error``."""
+    selected: dict[str, set[str]] = field(default_factory=dict)
+    """Per suite folder, the node ids of the case items the run selected (the census)."""
 
     @property
     def cases(self) -> dict[str, CaseResult]:
@@ -197,6 +199,7 @@ class RunRecorder:
             self.controls[nodeid] = RecordedControl(identity.suite_id, nodeid, None, reason)
 
     def suite_roots(self) -> dict[str, str]:
+        """Suite id -> folder of every suite that reported an item."""
         roots: dict[str, str] = {}
         for identity in self.identities.values():
             roots.setdefault(identity.suite_id, identity.suite_root)

@@ -39,6 +39,28 @@ class ControlEntry(Record):
     verdict: ControlVerdict | None
 
 
+class Coverage(Record):
+    """How much of the suite this run ran: a gate judges only a complete run."""
+
+    total: int
+    """Cases the suite has."""
+    selected: int
+    """Cases the run selected (after ``-k``, ``-m``, ``--deselect``, ``--lf`` ...)."""
+    run: int
+    """Selected cases that reported a result (passed, failed, error or skipped)."""
+    missing: int
+    """Selected cases that never reported one (``-x``, an interrupt, crashed-out workers)."""
+    complete: bool
+
+    def describe(self) -> str:
+        parts = [f"{self.run} of {self.total} cases run"]
+        if self.total - self.selected:
+            parts.append(f"{self.total - self.selected} not selected")
+        if self.missing:
+            parts.append(f"{self.missing} selected but never run")
+        return ", ".join(parts)
+
+
 class SuiteSummary(Record):
     id: str
     version: str
@@ -53,6 +75,8 @@ class SuiteSummary(Record):
     cases: tuple[CaseEntry, ...]
     answered_by: tuple[str, ...] = ()
     """Classes of the adapters that ran the cases: shows a conftest fixture override."""
+    coverage: Coverage | None = None
+    """Always set by this version; absent from reports of schema version 1."""
 
     @property
     def ok(self) -> bool:
@@ -127,8 +151,43 @@ def _regrade_adapter_crashes(
     return regraded
 
 
+def _coverage(
+    recorder: RunRecorder, loaded: LoadedSuite, suite_cases: Sequence[tuple[str, CaseResult]]
+) -> Coverage:
+    total = len(loaded.world.cases(loaded.suite))
+    ran = {nodeid for nodeid, _ in suite_cases}
+    selected = recorder.selected.get(str(loaded.suite.root))
+    if selected is None:  # no census arrived (every worker died): what reported is all we know
+        selected = ran
+    missing = len(selected - ran)
+    return Coverage(
+        total=total,
+        selected=len(selected),
+        run=len(ran),
+        missing=missing,
+        complete=len(selected) >= total and not missing,
+    )
+
+
+def _incomplete(verdict: GateVerdict, coverage: Coverage) -> GateVerdict:
+    if not verdict.passed and verdict.value is None:
+        return verdict
+    return verdict.model_copy(
+        update={
+            "passed": False,
+            "reason": f"incomplete: {coverage.describe()}; on the cases that ran: "
+            f"{verdict.reason} (--agentbench-allow-partial judges those)",
+        }
+    )
+
+
 def summarise(
-    recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[str], *, with_cases: bool = True
+    recorder: RunRecorder,
+    loader: SuiteLoader,
+    cli_gates: Sequence[str],
+    *,
+    with_cases: bool = True,
+    allow_partial: bool = False,
 ) -> RunSummary:
     """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``."""
     _locate_unidentified(recorder, loader)
@@ -140,7 +199,14 @@ def summarise(
         parsed_cli.append(parse_gate(text, suite=None, source="--agentbench-gate"))
     all_cases = recorder.cases
     durations = recorder.durations
-    for suite_id, root in sorted(recorder.suite_roots().items()):
+    roots = recorder.suite_roots()
+    for root in sorted(set(recorder.selected) - set(roots.values())):
+        # A suite that was collected but of which nothing ran (-k nomatch, -x).
+        try:
+            roots.setdefault(loader.load(Path(root)).suite.id, root)
+        except AgentbenchError:
+            continue
+    for suite_id, root in sorted(roots.items()):
         try:
             loaded = loader.load(Path(root))
         except AgentbenchError as exc:
@@ -166,7 +232,10 @@ def summarise(
             else []
         )
         gates = declared + [gate for gate in parsed_cli if gate.suite == suite_id]
+        coverage = _coverage(recorder, loaded, suite_cases)
         verdicts = [judge(gate, by_name if results else None) for gate in gates]
+        if not (coverage.complete or allow_partial):
+            verdicts = [_incomplete(verdict, coverage) for verdict in verdicts]
         all_gates.extend(verdicts)
         controls = tuple(
             ControlEntry(
@@ -196,6 +265,7 @@ def summarise(
                     for nodeid, result in (suite_cases if with_cases else ())
                 ),
                 answered_by=tuple(sorted(recorder.answered_by.get(suite_id, ()))),
+                coverage=coverage,
             )
         )
     ran = {summary.id for summary in suites}
