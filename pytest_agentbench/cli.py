@@ -31,6 +31,7 @@ from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.runner import parse_timeout
 from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
 from pytest_agentbench.stats import mcnemar_exact
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
@@ -276,6 +277,13 @@ def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 0
 
 
+def _timeout(text: str) -> float:
+    try:
+        return parse_timeout(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"[invalid_timeout] {exc}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentbench", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -294,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--predictions")
     source.add_argument("--agent")
     evaluate.add_argument("--json", action="store_true")
-    evaluate.add_argument("--timeout", type=float, default=300.0)
+    evaluate.add_argument("--timeout", type=_timeout, default=300.0)
     derive = commands.add_parser(
         "derive", help="recompute evaluator truth from public data and list differences"
     )

@@ -30,7 +30,7 @@ from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
-from pytest_agentbench.runner import release_alarm
+from pytest_agentbench.runner import parse_timeout, release_alarm
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
 
@@ -60,10 +60,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--agentbench-timeout",
-        type=float,
         default=None,
         metavar="SECONDS",
-        help="per-case limit for the adapter; a hang is interrupted (default: 300)",
+        help="per-case limit for the adapter; a hang is interrupted (default: 300; 0: none)",
     )
     group.addoption("--agentbench-report", metavar="PATH", help="write the JSON run report")
     group.addoption(
@@ -136,15 +135,13 @@ def _options(config: pytest.Config) -> Options:
                 field="--agentbench-predictions",
             )
         predictions[suite_id] = Path(path).resolve()
-    timeout_text = config.getoption("agentbench_timeout") or config.getini("agentbench_timeout")
+    option = config.getoption("agentbench_timeout")
+    source = "--agentbench-timeout" if option is not None else "agentbench_timeout"
     try:
-        timeout = float(timeout_text)
-    except ValueError:
-        raise UsageError(
-            "invalid_timeout",
-            f"{timeout_text!r} is not a number of seconds",
-            field="agentbench_timeout",
-        ) from None
+        # 0 given on the command line is 0 (no limit), not "use the ini value".
+        timeout = parse_timeout(config.getini("agentbench_timeout") if option is None else option)
+    except ValueError as exc:
+        raise UsageError("invalid_timeout", str(exc), field=source) from None
     for gate in config.getoption("agentbench_gate"):
         parse_gate(gate, suite=None, source="--agentbench-gate")
     snapshot = config.getoption("agentbench_snapshot")

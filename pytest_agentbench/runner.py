@@ -10,6 +10,7 @@ interrupts a hang instead of waiting it out.
 from __future__ import annotations
 
 import importlib
+import math
 import signal
 import sys
 import threading
@@ -44,6 +45,26 @@ class MalformedOutput(AdapterFailure):
 
 class CaseTimeout(BaseException):
     """Raised inside a hung adapter. A BaseException so ``except Exception`` cannot swallow it."""
+
+
+MAX_TIMEOUT = 1_000_000.0
+"""The largest per-case limit accepted, in seconds (about 11.5 days)."""
+
+
+def parse_timeout(text: object) -> float:
+    """A per-case limit in seconds: finite, 0 (no limit) up to :data:`MAX_TIMEOUT`.
+
+    Raises ValueError naming what is wrong; callers turn it into their refusal.
+    """
+    try:
+        seconds = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_TIMEOUT:
+        raise ValueError(
+            f"{text!r} is not a number of seconds from 0 (no limit) to {MAX_TIMEOUT:g}"
+        )
+    return seconds
 
 
 def describe_exception(exc: BaseException) -> str:
