@@ -170,6 +170,23 @@ def _read_text(path: Path, name: str, malformed_code: str) -> str:
         raise AgentbenchError("missing_file", "file does not exist", file=name) from None
     except UnicodeDecodeError as exc:
         raise AgentbenchError(malformed_code, f"not UTF-8 ({exc.reason})", file=name) from None
+    except OSError as exc:
+        raise unreadable(exc, name) from None
+
+
+def unreadable(exc: OSError, name: str | Path) -> AgentbenchError:
+    """The refusal for a file or folder that cannot be read (permissions, I/O errors)."""
+    return AgentbenchError("unreadable_file", exc.strerror or type(exc).__name__, file=name)
+
+
+def read_bytes(path: Path, *, display: str | None = None) -> bytes:
+    """A file's bytes; any OSError is the named refusal ``unreadable_file``."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise AgentbenchError("missing_file", "file does not exist", file=display or path) from None
+    except OSError as exc:
+        raise unreadable(exc, display or path) from None
 
 
 def read_json(path: Path, *, display: str | None = None) -> JsonValue:
@@ -296,7 +313,11 @@ def tree_files(root: Path, *, exclude: Iterable[str] = ()) -> dict[str, Path]:
     """
     excluded = set(exclude)
     found: dict[str, Path] = {}
-    for path in sorted(root.rglob("*")):
+    try:
+        paths = sorted(root.rglob("*"))
+    except OSError as exc:
+        raise unreadable(exc, exc.filename or root) from None
+    for path in paths:
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()

@@ -24,7 +24,7 @@ import pluggy
 from pydantic import ValidationError
 
 from pytest_agentbench import hookspecs
-from pytest_agentbench.canonical import canonical_json, read_json
+from pytest_agentbench.canonical import canonical_json, read_json, unreadable
 from pytest_agentbench.contracts import FailureClass, MetricValue
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.metrics import aggregate, by_family
@@ -329,6 +329,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args, _registry())
     except AgentbenchError as exc:
         print(f"agentbench: {exc.render()}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a read no reader named: still one line, never a traceback
+        print(f"agentbench: {unreadable(exc, exc.filename or '?').render()}", file=sys.stderr)
         return 1
 
 

@@ -111,6 +111,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="snapshots",
     )
     parser.addini(
+        "agentbench_oracle_roots",
+        "folders outside the project that suites' oracle folders may lie in",
+        type="paths",
+        default=[],
+    )
+    parser.addini(
         "agentbench_junit_case_properties",
         "write per-case check outcomes as JUnit testcase properties",
         type="bool",
@@ -191,7 +197,11 @@ def pytest_configure(config: pytest.Config) -> None:
         options = _options(config)
         _add_packaged_suites(config)
         state = AgentbenchState(
-            options=options, registry=registry, loader=SuiteLoader(registry, config.rootpath)
+            options=options,
+            registry=registry,
+            loader=SuiteLoader(
+                registry, config.rootpath, oracle_roots=config.getini("agentbench_oracle_roots")
+            ),
         )
         if options.adapter_spec:
             state.adapter = load_adapter(options.adapter_spec, registry.worlds())

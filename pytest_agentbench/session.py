@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.adapters import REFERENCE_AGENTS, implements, protocol_name
-from pytest_agentbench.canonical import artifact_set_digest_from_hashes, sha256_hex, tree_files
+from pytest_agentbench.canonical import (
+    artifact_set_digest_from_hashes,
+    read_bytes,
+    sha256_hex,
+    tree_files,
+)
 from pytest_agentbench.contracts import (
     Case,
     CaseResult,
@@ -49,9 +54,13 @@ class LoadedSuite:
 class SuiteLoader:
     """Finds and loads suites once per process; a broken suite's refusal is remembered."""
 
-    def __init__(self, registry: WorldRegistry, rootpath: Path) -> None:
+    def __init__(
+        self, registry: WorldRegistry, rootpath: Path, oracle_roots: Sequence[Path] = ()
+    ) -> None:
         self.registry = registry
         self.rootpath = rootpath
+        self.oracle_roots = tuple(root.resolve() for root in oracle_roots)
+        """Folders outside the project an oracle may also lie in (``agentbench_oracle_roots``)."""
         self._loaded: dict[Path, LoadedSuite | AgentbenchError] = {}
         self._roots: dict[Path, Path | None] = {}
         self._ids: dict[str, Path] = {}
@@ -107,6 +116,7 @@ class SuiteLoader:
             check_gates(config, f"{display}/{SUITE_FILE}")
             world = self.registry.get(config.world, file=f"{display}/{SUITE_FILE}")
             suite = Suite(config=config, root=root, display_root=display)
+            check_oracle_location(suite, (self.rootpath, *self.oracle_roots))
             suite.data = world.load_suite(suite)
             check_case_ids(suite, world.cases(suite))
         except AgentbenchError as exc:
@@ -121,6 +131,27 @@ class SuiteLoader:
 
     def loaded(self) -> list[LoadedSuite]:
         return [value for value in self._loaded.values() if isinstance(value, LoadedSuite)]
+
+
+def check_oracle_location(suite: Suite, allowed: Sequence[Path]) -> None:
+    """Refuse an oracle folder outside the project and outside the suite's own tree.
+
+    The suite's tree is the folder holding its ``suites/`` folder (where the
+    default ``../../oracles/<id>`` lies, also for packaged suites). Anything else
+    (``oracle: /usr/share``, a ``..`` path climbing out) would be read and
+    hashed in full, so it must be listed in ``agentbench_oracle_roots``.
+    """
+    oracle = suite.oracle_root
+    bases = (suite.root.parent.parent, *allowed)
+    if any(oracle.is_relative_to(base.resolve()) for base in bases):
+        return
+    raise AgentbenchError(
+        "oracle_outside_project",
+        f"{oracle} is outside the project and the suite's folder tree "
+        "(list it in the ini setting agentbench_oracle_roots to allow it)",
+        file=suite.display(SUITE_FILE),
+        field="oracle",
+    )
 
 
 def check_gates(config: SuiteConfig, display: str) -> None:
@@ -159,16 +190,24 @@ def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
             )
 
 
-def suite_digests(suite: Suite) -> dict[str, str | None]:
-    """Artifact-set digests of the suite's public folder and oracle folder."""
+def suite_digests(suite: Suite, problems: list[str] | None = None) -> dict[str, str | None]:
+    """Artifact-set digests of the suite's public folder and oracle folder.
+
+    A folder that cannot be read has no digest; its refusal joins ``problems``.
+    """
 
     def digest(root: Path) -> str | None:
         if not root.is_dir():
             return None
-        files = tree_files(root)
-        return artifact_set_digest_from_hashes(
-            {rel: sha256_hex(path.read_bytes()) for rel, path in files.items()}
-        )
+        try:
+            files = tree_files(root)
+            return artifact_set_digest_from_hashes(
+                {rel: sha256_hex(read_bytes(path)) for rel, path in files.items()}
+            )
+        except AgentbenchError as exc:
+            if problems is not None:
+                problems.append(exc.render())
+            return None
 
     return {"public": digest(suite.root), "oracle": digest(suite.oracle_root)}
 

@@ -254,7 +254,7 @@ def summarise(
                 version=suite.config.version,
                 world=world.kind,
                 title=suite.config.title,
-                digests=suite_digests(suite),
+                digests=suite_digests(suite, problems),
                 counts=counts,
                 failure_classes=failure_classes,
                 metrics=tuple(metrics),

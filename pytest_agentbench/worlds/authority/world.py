@@ -88,9 +88,13 @@ def _public_root(suite: Suite) -> Path:
 
 
 def oracle_display(suite: Suite) -> str:
-    """The oracle folder as refusals name it (``oracles/<id>`` for the usual layout)."""
+    """The oracle folder as refusals name it (``oracles/<id>`` for the usual layout).
+
+    A folder that the suite's displayed path cannot reach is shown as it is.
+    """
     relative = os.path.relpath(suite.oracle_root, suite.root)
-    return posixpath.normpath(posixpath.join(suite.display_root, Path(relative).as_posix()))
+    shown = posixpath.normpath(posixpath.join(suite.display_root, Path(relative).as_posix()))
+    return str(suite.oracle_root) if shown.startswith("..") else shown
 
 
 def _data(suite: Suite) -> LoadedAuthority:
