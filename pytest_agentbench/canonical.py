@@ -77,14 +77,18 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> _PairsDict:
     return result
 
 
+class _NonFinite(ValueError):
+    """A JSON number that is NaN, infinite, or too large for a finite float."""
+
+
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise _NonFinite(f"{name} is not a finite number (and not valid JSON)")
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"number {text} does not fit a finite float")
+        raise _NonFinite(f"number {text} does not fit a finite float")
     return value
 
 
@@ -146,6 +150,8 @@ def loads_strict(
             file=file,
             line=exc.lineno if line is None else line,
         ) from None
+    except _NonFinite as exc:
+        raise AgentbenchError("non_finite_number", str(exc), file=file, line=line) from None
     except ValueError as exc:
         raise AgentbenchError("malformed_json", str(exc), file=file, line=line) from None
     except RecursionError:

@@ -31,6 +31,7 @@ from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.runner import parse_timeout
 from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
 from pytest_agentbench.stats import mcnemar_exact
@@ -236,6 +237,9 @@ def cmd_derive(args: argparse.Namespace, registry: WorldRegistry) -> int:
 
 
 def _read_report(path: str) -> RunReport:
+    if not Path(path).is_file():
+        # A folder, or a device such as /dev/zero that would be read forever.
+        raise AgentbenchError("unreadable_file", "not a regular file (a run report)", file=path)
     try:
         return RunReport.model_validate(read_json(Path(path)))
     except ValidationError as exc:
@@ -245,11 +249,20 @@ def _read_report(path: str) -> RunReport:
 def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
     before, after = _read_report(args.before), _read_report(args.after)
     after_suites = {suite.id: suite for suite in after.suites}
+    common = 0
+    refused = False
     for old in before.suites:
         new = after_suites.get(old.id)
         if new is None:
             print(f"{old.id}: only in {args.before}")
             continue
+        mismatch = _suite_mismatch(old, new)
+        if mismatch:
+            # Case-by-case pairs of two different suites say nothing about the adapter.
+            print(f"{old.id}: [suite_mismatch] {mismatch}: not compared")
+            refused = True
+            continue
+        common += 1
         print(f"{old.id}:")
         new_metrics = {metric.name: metric for metric in new.metrics}
         for metric in old.metrics:
@@ -274,7 +287,22 @@ def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
         )
     for suite_id in sorted(set(after_suites) - {suite.id for suite in before.suites}):
         print(f"{suite_id}: only in {args.after}")
-    return 0
+    if not common and not refused:
+        raise AgentbenchError(
+            "no_common_suite", f"{args.before} and {args.after} share no suite to compare"
+        )
+    return 1 if refused else 0
+
+
+def _suite_mismatch(old: SuiteSummary, new: SuiteSummary) -> str:
+    """How two reports' runs of one suite id differ in what was run, if they do."""
+    differences = []
+    if old.version != new.version:
+        differences.append(f"version {old.version} -> {new.version}")
+    for part in sorted(set(old.digests) | set(new.digests)):
+        if old.digests.get(part) != new.digests.get(part):
+            differences.append(f"{part} digest differs")
+    return ", ".join(differences)
 
 
 def _timeout(text: str) -> float:

@@ -67,6 +67,17 @@ def parse_timeout(text: object) -> float:
     return seconds
 
 
+MAX_REASON_CHARS = 2000
+"""How much of a failure reason a case keeps: it is repeated in the terminal, JUnit and JSON."""
+
+
+def cap_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so and how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [truncated: {len(text)} characters in all]"
+
+
 def describe_exception(exc: BaseException) -> str:
     """``Type: first line`` of an exception, even one whose ``__str__`` raises."""
     name = type(exc).__name__
@@ -74,7 +85,7 @@ def describe_exception(exc: BaseException) -> str:
         text = str(exc).strip().splitlines()
     except BaseException:  # an adapter's exception may not render; its type still does
         return f"{name} (its message could not be rendered)"
-    return f"{name}: {text[0]}" if text else name
+    return cap_text(f"{name}: {text[0]}") if text else name
 
 
 def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -261,7 +272,7 @@ def run_case(
             failure_reason=f"timed out after {elapsed:.1f}s (--agentbench-timeout={timeout:g})",
         )
     except AdapterFailure as failure:
-        return Outcome(failure_class=failure.failure_class, failure_reason=failure.reason)
+        return Outcome(failure_class=failure.failure_class, failure_reason=cap_text(failure.reason))
     except Exception as exc:
         return Outcome(
             failure_class=FailureClass.HARNESS_ERROR,

@@ -66,10 +66,11 @@ class SuiteLoader:
         self._ids: dict[str, Path] = {}
 
     def display_root(self, root: Path, suite_id: str | None = None) -> str:
+        """How messages name a suite folder: relative to the rootdir, else its real path."""
         try:
             return root.relative_to(self.rootpath).as_posix()
         except ValueError:
-            return f"suites/{suite_id or root.name}"
+            return root.as_posix()
 
     def suite_root_of(self, directory: Path) -> Path | None:
         """The nearest folder at or above ``directory`` that holds a ``suite.yaml``."""
