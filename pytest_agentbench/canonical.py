@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,6 +194,33 @@ def read_bytes(path: Path, *, display: str | None = None) -> bytes:
         raise AgentbenchError("missing_file", "file does not exist", file=display or path) from None
     except OSError as exc:
         raise unreadable(exc, display or path) from None
+
+
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def decode_lines_lenient(data: bytes) -> str:
+    """UTF-8 text in which every byte that is not UTF-8 survives as a lone surrogate.
+
+    Line-oriented readers (predictions files) refuse such a line alone with
+    :func:`undecodable_line`, instead of the whole file for one bad byte.
+    """
+    return data.decode("utf-8", "surrogateescape")
+
+
+def undecodable_line(
+    line: str, *, file: str | Path | None = None, number: int | None = None
+) -> AgentbenchError | None:
+    """The ``invalid_utf8`` refusal of a line from :func:`decode_lines_lenient`, if it has one."""
+    match = _UNDECODABLE.search(line)
+    if match is None:
+        return None
+    return AgentbenchError(
+        "invalid_utf8",
+        f"byte 0x{ord(match.group()) - 0xDC00:02x} at column {match.start() + 1} is not UTF-8",
+        file=file,
+        line=number,
+    )
 
 
 def read_json(path: Path, *, display: str | None = None) -> JsonValue:

@@ -24,7 +24,12 @@ import pluggy
 from pydantic import ValidationError
 
 from pytest_agentbench import hookspecs
-from pytest_agentbench.canonical import canonical_json, read_json, unreadable
+from pytest_agentbench.canonical import (
+    canonical_json,
+    decode_lines_lenient,
+    read_json,
+    unreadable,
+)
 from pytest_agentbench.contracts import FailureClass, MetricValue
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.metrics import aggregate, by_family
@@ -125,9 +130,12 @@ def _metric_lines(metrics: Sequence[MetricValue]) -> list[str]:
 
 
 def _read_text(path: Path) -> str:
+    """A predictions file's text; a line that is not UTF-8 is refused by line, not the file."""
+    if not path.is_file():
+        raise AgentbenchError("unreadable_predictions", "not a regular file", file=str(path))
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return decode_lines_lenient(path.read_bytes())
+    except OSError as exc:
         raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
 
 

@@ -124,6 +124,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _predictions_file(text: str, path: Path) -> Path:
+    """A predictions file that exists, is a regular file and holds at least one line."""
+
+    def refuse(reason: str) -> UsageError:
+        return UsageError(
+            "invalid_predictions", f"{text!r}: {path} {reason}", field="--agentbench-predictions"
+        )
+
+    if not path.is_file():
+        raise refuse("is not a readable file")
+    try:
+        empty = not path.read_bytes().strip()
+    except OSError as exc:
+        raise refuse(f"cannot be read ({exc.strerror})") from None
+    if empty:
+        raise refuse("is empty: it holds no prediction to score")
+    return path.resolve()
+
+
 def _options(config: pytest.Config) -> Options:
     predictions: dict[str, Path] = {}
     for text in config.getoption("agentbench_predictions"):
@@ -134,13 +153,14 @@ def _options(config: pytest.Config) -> Options:
                 f"{text!r} is not SUITE=PATH",
                 field="--agentbench-predictions",
             )
-        if not Path(path).is_file():
+        if suite_id in predictions:
+            # Keeping the last of two files silently would score only one of them.
             raise UsageError(
                 "invalid_predictions",
-                f"{text!r}: {path} is not a readable file",
+                f"{text!r}: suite {suite_id!r} already has a predictions file",
                 field="--agentbench-predictions",
             )
-        predictions[suite_id] = Path(path).resolve()
+        predictions[suite_id] = _predictions_file(text, Path(path))
     option = config.getoption("agentbench_timeout")
     source = "--agentbench-timeout" if option is not None else "agentbench_timeout"
     try:
@@ -354,7 +374,12 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
                 )
             }
         )
-    if (unscored or not summary.gates_passed) and session.exitstatus == pytest.ExitCode.OK:
+    refused_lines = _refused_prediction_lines(state, summary)
+    if refused_lines:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *refused_lines)})
+    if (
+        unscored or refused_lines or not summary.gates_passed
+    ) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     add_global_properties(config, summary)
     if state.options.report_path is not None:
@@ -374,6 +399,27 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
             update={"suites": tuple(s.model_copy(update={"cases": ()}) for s in summary.suites)}
         )
     config.stash[SUMMARY_KEY] = summary
+
+
+def _refused_prediction_lines(state: AgentbenchState, summary: RunSummary) -> list[str]:
+    """Lines of the predictions files that belong to no case: they fail the run.
+
+    The same lines make ``agentbench validate`` refuse the file. A world's
+    predictions adapter lists them in an optional ``refused_lines`` attribute.
+    """
+    found: list[str] = []
+    ran = {suite.id for suite in summary.suites}
+    for loaded in state.loader.loaded():
+        path = state.options.predictions.get(loaded.suite.id)
+        if path is None or loaded.suite.id not in ran:
+            continue
+        try:
+            adapter = loaded.world.predictions_adapter(loaded.suite, path)
+        except AgentbenchError as exc:
+            found.append(exc.render())
+            continue
+        found.extend(str(line) for line in getattr(adapter, "refused_lines", ()))
+    return found
 
 
 def pytest_terminal_summary(

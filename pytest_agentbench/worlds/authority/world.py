@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_agentbench.canonical import canonical_json, loads_strict
+from pytest_agentbench.canonical import (
+    canonical_json,
+    decode_lines_lenient,
+    loads_strict,
+    read_bytes,
+    undecodable_line,
+)
 from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner import MalformedOutput, call_adapter, describe_exception
@@ -114,28 +120,39 @@ def _action_lines(public_root: Path) -> dict[str, int]:
 
 
 class PredictionsAdapter:
-    """Answers from a predictions JSONL produced elsewhere; a bad line fails only its case."""
+    """Answers from a predictions JSONL produced elsewhere; a bad line fails only its case.
 
-    def __init__(self, path: Path) -> None:
+    The rule is the validator's (``agentbench validate``), applied per line: a
+    line with bytes that are not UTF-8, bad JSON or a bad row fails the case its
+    ``event_id`` names; a line naming no action event of the suite, or none at
+    all, is listed in :attr:`refused_lines`, which fail the run.
+    """
+
+    def __init__(self, path: Path, case_ids: Sequence[str] = ()) -> None:
         self.path = path
         self.rows: dict[str, ObservedActionTrace] = {}
         self.problems: dict[str, str] = {}
         self.unattributed: list[str] = []
         """Refusals of lines with no readable event_id (each may be a missing event's row)."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
+        self.refused_lines: list[str] = []
+        """Refusals of lines that belong to no case: no event_id, or an unknown one."""
+        known = set(case_ids)
+        text = decode_lines_lenient(read_bytes(path))
         for number, line in trace_lines(text):
             try:
+                undecodable = undecodable_line(line, file=str(path), number=number)
+                if undecodable is not None:
+                    raise undecodable
                 value = loads_strict(line, file=str(path), line=number)
                 row = parse_row(value, file=str(path), line=number)
             except AgentbenchError as exc:
                 event_id = _recoverable_event_id(line)
                 if event_id is None:
                     self.unattributed.append(exc.render())
+                    self.refused_lines.append(exc.render())
                 else:
                     self.problems[event_id] = exc.render()
+                    self._check_known(event_id, known, number)
                 continue
             if row.event_id in self.rows:
                 self.problems[row.event_id] = AgentbenchError(
@@ -145,6 +162,19 @@ class PredictionsAdapter:
                     line=number,
                 ).render()
             self.rows[row.event_id] = row
+            self._check_known(row.event_id, known, number)
+
+    def _check_known(self, event_id: str, known: set[str], number: int) -> None:
+        if known and event_id not in known:
+            self.refused_lines.append(
+                AgentbenchError(
+                    "unexpected_event_id",
+                    f"{event_id!r} is not an action event of the suite",
+                    file=str(self.path),
+                    line=number,
+                    field="event_id",
+                ).render()
+            )
 
     def trace_action(self, bundle: PublicBundle, event_id: str) -> ObservedActionTrace:
         if event_id in self.problems:
@@ -307,7 +337,7 @@ class AuthorityWorld:
         ]
 
     def predictions_adapter(self, suite: Suite, path: Path) -> PredictionsAdapter:
-        return PredictionsAdapter(path)
+        return PredictionsAdapter(path, [case.case_id for case in _data(suite).cases])
 
     def derive_differences(self, suite: Suite) -> list[str]:
         """Differences between the shipped truth and truth replayed from public data."""
