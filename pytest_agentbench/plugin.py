@@ -377,9 +377,8 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     refused_lines = _refused_prediction_lines(state, summary)
     if refused_lines:
         summary = summary.model_copy(update={"problems": (*summary.problems, *refused_lines)})
-    if (
-        unscored or refused_lines or not summary.gates_passed
-    ) and session.exitstatus == pytest.ExitCode.OK:
+    # Every problem is a refusal (a suite, an unreadable file, a predictions line).
+    if (summary.problems or not summary.gates_passed) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     add_global_properties(config, summary)
     if state.options.report_path is not None:

@@ -85,7 +85,7 @@ def describe_exception(exc: BaseException) -> str:
         text = str(exc).strip().splitlines()
     except BaseException:  # an adapter's exception may not render; its type still does
         return f"{name} (its message could not be rendered)"
-    return cap_text(f"{name}: {text[0]}") if text else name
+    return f"{name}: {text[0]}" if text else name
 
 
 def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -276,7 +276,7 @@ def run_case(
     except Exception as exc:
         return Outcome(
             failure_class=FailureClass.HARNESS_ERROR,
-            failure_reason=(
+            failure_reason=cap_text(
                 f"world {world.kind!r} failed to run the case: {describe_exception(exc)}"
             ),
         )

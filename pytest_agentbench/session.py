@@ -25,7 +25,7 @@ from pytest_agentbench.contracts import (
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import parse_gate
 from pytest_agentbench.registry import WorldRegistry
-from pytest_agentbench.runner import describe_exception, run_case
+from pytest_agentbench.runner import cap_text, describe_exception, run_case
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
 from pytest_agentbench.world import World
 
@@ -292,7 +292,7 @@ def grade_outcome(loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResu
             if isinstance(exc, AgentbenchError)
             else (f"evaluation raised {describe_exception(exc)}")
         )
-        return harness_error(case.suite_id, case.case_id, reason, case.labels)
+        return harness_error(case.suite_id, case.case_id, cap_text(reason), case.labels)
 
 
 STATE_KEY = pytest.StashKey[AgentbenchState]()

@@ -406,3 +406,320 @@ def test_a_golden_file_no_case_claims_is_still_reported_unused(pytester: pytest.
     result.stdout.fnmatch_lines(["*1 snapshot unused*"])
     pytester.runpytest("suites", "--snapshot-update")
     assert not stale.exists()
+
+
+# --- Medium 4: an unreadable file under an oracle folder ---
+
+
+def test_an_unreadable_oracle_file_is_a_refusal_and_every_report_is_written(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    write_demo_suite(demo.path, "other-suite")
+    # Unreadable even for root: reading /proc/self/mem from its start fails with EIO.
+    (demo.path / "oracles" / "demo-suite" / "mem").symlink_to("/proc/self/mem")
+    path, junit = demo.path / "run.json", demo.path / "junit.xml"
+    result = demo.runpytest(
+        f"--agentbench-report={path}",
+        f"--junitxml={junit}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=6)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "Traceback" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["agentbench [[]unreadable_file[]] *oracles/demo-suite/mem: *"])
+    report = report_of(path)
+    assert suite_of(report, "demo-suite")["digests"]["oracle"] is None
+    assert suite_of(report, "other-suite")["digests"]["oracle"] is not None
+    assert any(problem.startswith("[unreadable_file]") for problem in report["problems"])
+    assert junit.is_file()
+
+
+@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+@pytest.mark.parametrize("command", ["verify", "derive"])
+def test_agentbench_commands_name_an_unreadable_oracle_file(
+    pytester: pytest.Pytester, command: str
+) -> None:
+    copy_asteria(pytester.path)
+    (pytester.path / "oracles" / ASTERIA / "mem").symlink_to("/proc/self/mem")
+    result = pytester.run("agentbench", command, f"suites/{ASTERIA}")
+    assert result.ret == 1
+    assert "Traceback" not in result.stderr.str()
+    result.stderr.fnmatch_lines(["agentbench: [[]unreadable_file[]] *mem: *"])
+
+
+# --- Medium 6: partial runs look like whole runs ---
+
+WRONG_ON_C2 = """
+class Agent:
+    def answer(self, question):
+        left, right = question.split("+")
+        return 0 if question == "2+3" else int(left) + int(right)
+"""
+
+
+@pytest.fixture
+def gated(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(demo.path)
+    demo.makepyfile(wrong=WRONG_ON_C2)
+    return demo
+
+
+def _gated_run(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    path = project.path / "run.json"
+    result = project.runpytest(
+        "--agentbench-adapter=wrong:Agent",
+        "--agentbench-gate=demo-suite:accuracy>=1.0",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        *args,
+    )
+    return result, report_of(path)
+
+
+def test_deselecting_the_failing_case_does_not_pass_the_gate(
+    gated: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    deselect = "--deselect=suites/demo-suite/cases.jsonl::c2"
+    result, report = _gated_run(gated, deselect, *xdist_args)
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    suite = suite_of(report, "demo-suite")
+    assert suite["coverage"] == {
+        "total": 3,
+        "selected": 2,
+        "run": 2,
+        "missing": 0,
+        "complete": False,
+    }
+    (gate,) = suite["gates"]
+    assert not gate["passed"]
+    assert gate["reason"].startswith("incomplete: 2 of 3 cases run, 1 not selected")
+    result.stdout.fnmatch_lines(
+        ["coverage: 3 in suite, 2 selected, 2 run, 0 missing (PARTIAL RUN)"]
+    )
+    allowed, report = _gated_run(gated, deselect, "--agentbench-allow-partial", *xdist_args)
+    assert allowed.ret == pytest.ExitCode.OK
+    assert suite_of(report, "demo-suite")["gates"][0]["passed"]
+
+
+def test_a_run_stopped_early_counts_the_cases_it_never_ran(gated: pytest.Pytester) -> None:
+    result, report = _gated_run(gated, "-x")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    coverage = suite_of(report, "demo-suite")["coverage"]
+    assert (coverage["selected"], coverage["run"], coverage["missing"]) == (3, 2, 1)
+    assert not coverage["complete"]
+
+
+def test_a_run_that_selects_nothing_still_writes_its_report(
+    gated: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    result, report = _gated_run(gated, "-k", "nomatch", *xdist_args)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    suite = suite_of(report, "demo-suite")
+    assert suite["coverage"]["selected"] == 0
+    assert not suite["gates"][0]["passed"]
+
+
+def test_quiet_line_of_a_controls_only_run(demo: pytest.Pytester) -> None:
+    from tests.demo_world import DEMO_CONTROLS
+
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    result = demo.runpytest("-m", "agentbench_control", "-q")
+    result.stdout.fnmatch_lines(["agentbench demo-suite: no cases run; controls 1/1"])
+
+
+# --- Medium 7: predictions files, one rule per line ---
+
+
+def _reference_rows() -> list[dict[str, Any]]:
+    from pytest_agentbench.cli import _registry, load
+    from pytest_agentbench.worlds.authority.agents import ReferenceAgent
+
+    loaded = load(str(REPO / "suites" / ASTERIA), _registry())
+    rows: list[dict[str, Any]] = ReferenceAgent().trace(loaded.suite.data.bundle)
+    return rows
+
+
+@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    copy_asteria(pytester.path)
+    rows = _reference_rows()
+    lines = [json.dumps(row).encode() for row in rows]
+    lines[0] = lines[0].replace(b'"decision"', b'"deci\xffsion"')
+    lines.append(json.dumps(dict(rows[1], event_id="evt-999-unknown")).encode())
+    (pytester.path / "preds.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "suites",
+        f"--agentbench-predictions={ASTERIA}=preds.jsonl",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=10, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = report_of(path)
+    suite = suite_of(report, ASTERIA)
+    first = cases_of(suite)[rows[0]["event_id"]]
+    assert first["failure_class"] == "product_error"
+    assert "[invalid_utf8]" in first["failure_reason"]
+    assert metric(suite, "authorization_decision_accuracy")[1] == 11
+    assert any("[unexpected_event_id]" in problem for problem in report["problems"])
+    validated = pytester.run(
+        "agentbench", "validate", f"suites/{ASTERIA}", "--predictions", "preds.jsonl"
+    )
+    assert validated.ret == 1
+    validated.stdout.fnmatch_lines(
+        ["line 1: error [[]invalid_utf8[]] *", "line 12: error [[]unexpected_event_id[]] *"]
+    )
+
+
+def test_empty_or_repeated_predictions_are_usage_errors(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    (demo.path / "empty.jsonl").write_text("\n  \n")
+    (demo.path / "one.jsonl").write_text('{"id": "c1", "answer": 2}\n')
+    empty = demo.runpytest("--agentbench-predictions=demo-suite=empty.jsonl")
+    assert empty.ret == pytest.ExitCode.USAGE_ERROR
+    empty.stderr.fnmatch_lines(["*[[]invalid_predictions[]]*is empty*"])
+    twice = demo.runpytest(
+        "--agentbench-predictions=demo-suite=one.jsonl",
+        "--agentbench-predictions=demo-suite=one.jsonl",
+    )
+    assert twice.ret == pytest.ExitCode.USAGE_ERROR
+    twice.stderr.fnmatch_lines(["*already has a predictions file*"])
+
+
+# --- Lower 8: timeouts that are not a number of seconds ---
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e20", "-1", "soon"])
+def test_a_bad_timeout_is_a_usage_error(demo: pytest.Pytester, value: str) -> None:
+    write_demo_suite(demo.path)
+    result = demo.runpytest(f"--agentbench-timeout={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]invalid_timeout[]] --agentbench-timeout: *"])
+    command = demo.run(
+        "agentbench", "evaluate", "suites/demo-suite", "--agent", "reference", f"--timeout={value}"
+    )
+    assert command.ret == 2
+    command.stderr.fnmatch_lines(["*[[]invalid_timeout[]]*"])
+
+
+def test_timeout_zero_on_the_command_line_means_no_limit(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    demo.makeini("[pytest]\nagentbench_timeout = 0.2\n")
+    demo.makepyfile(
+        slow="import time\n\nclass Agent:\n    def answer(self, question):\n"
+        "        time.sleep(0.5)\n"
+        "        a, b = question.split('+')\n"
+        "        return int(a) + int(b)\n"
+    )
+    limited = demo.runpytest("--agentbench-adapter=slow:Agent", "-m", "not agentbench_control")
+    limited.assert_outcomes(failed=3)
+    unlimited = demo.runpytest(
+        "--agentbench-adapter=slow:Agent", "--agentbench-timeout=0", "-m", "not agentbench_control"
+    )
+    unlimited.assert_outcomes(passed=3)
+
+
+# --- Lower 9: unbounded text ---
+
+
+def test_a_ten_megabyte_message_is_kept_short_everywhere(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makepyfile(
+        loud="class Agent:\n    def answer(self, question):\n"
+        "        raise ValueError('x' * 10_000_000)\n"
+    )
+    path, junit = demo.path / "run.json", demo.path / "junit.xml"
+    result = demo.runpytest(
+        "--agentbench-adapter=loud:Agent",
+        f"--agentbench-report={path}",
+        f"--junitxml={junit}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(failed=3)
+    reason = cases_of(suite_of(report_of(path), "demo-suite"))["c1"]["failure_reason"]
+    assert reason.endswith("... [truncated: 10000027 characters in all]")
+    assert len(reason) < 2100
+    assert junit.stat().st_size < 100_000
+    assert path.stat().st_size < 100_000
+    assert len(result.stdout.str()) < 100_000
+
+
+# --- Lower 10: oracle folders anywhere ---
+
+
+def test_an_oracle_outside_the_project_is_refused_unless_listed(
+    demo: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    write_demo_suite(demo.path, extra_suite_yaml="oracle: /usr/share\n")
+    result = demo.runpytest()
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]oracle_outside_project[]] suites/demo-suite/suite.yaml: oracle: "
+            "/usr/share is outside the project*"
+        ]
+    )
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    write_demo_suite(elsewhere)
+    oracle = elsewhere / "oracles" / "demo-suite"
+    (demo.path / "suites" / "demo-suite" / "suite.yaml").write_text(
+        f"id: demo-suite\nversion: 1.0.0\nworld: demo\ntitle: Demo\noracle: {oracle}\n"
+    )
+    refused = demo.runpytest("-m", "not agentbench_control")
+    assert refused.ret != pytest.ExitCode.OK
+    demo.makeini(f"[pytest]\nagentbench_oracle_roots = {elsewhere}\n")
+    allowed = demo.runpytest("-m", "not agentbench_control")
+    allowed.assert_outcomes(passed=3)
+
+
+# --- Lower 11: agentbench compare ---
+
+
+def test_compare_refuses_what_it_cannot_compare(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    before = demo.path / "before.json"
+    demo.runpytest(f"--agentbench-report={before}", "-m", "not agentbench_control")
+    for target in ("suites", "/dev/zero"):
+        refused = demo.run("agentbench", "compare", str(before), target, timeout=OUTER_LIMIT)
+        assert refused.ret == 1
+        refused.stderr.fnmatch_lines(["agentbench: [[]unreadable_file[]] *not a regular file*"])
+    report = report_of(before)
+    report["suites"][0]["version"] = "2.0.0"
+    changed = demo.path / "changed.json"
+    changed.write_text(json.dumps(report))
+    mismatch = demo.run("agentbench", "compare", str(before), str(changed))
+    assert mismatch.ret == 1
+    mismatch.stdout.fnmatch_lines(["demo-suite: [[]suite_mismatch[]] version 1.0.0 -> 2.0.0*"])
+    report["suites"][0]["id"] = "another-suite"
+    other = demo.path / "other.json"
+    other.write_text(json.dumps(report))
+    disjoint = demo.run("agentbench", "compare", str(before), str(other))
+    assert disjoint.ret == 1
+    disjoint.stderr.fnmatch_lines(["agentbench: [[]no_common_suite[]] *"])
+
+
+# --- Lower 12: messages ---
+
+
+def test_a_suite_outside_the_rootdir_is_named_by_its_real_path(
+    demo: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("outside")
+    suite_dir = write_demo_suite(elsewhere)
+    (suite_dir / "suite.yaml").write_text("id: demo-suite\nid: again\n")
+    demo.makeini("[pytest]\n")
+    result = demo.runpytest(str(suite_dir), "--rootdir", str(demo.path))
+    result.stdout.fnmatch_lines([f"*[[]duplicate_key[]] {suite_dir.as_posix()}/suite.yaml:2*"])
