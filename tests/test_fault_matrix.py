@@ -361,22 +361,28 @@ def _golden_files(base: Path) -> list[str]:
     return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*.json"))
 
 
+_NODE = f"suites/{ASTERIA}/public_events.jsonl::{ASTERIA_CASE}"
+_SELECTIONS = {
+    "node-id": [_NODE],
+    "deselect": ["suites", "--deselect", _NODE],
+    "controls": ["suites", "--agentbench-controls"],
+    "keyword": ["suites", "-k", "evt-010"],
+    "last-failed": ["suites", "--lf"],
+}
+# Every selection without xdist; the two that reach syrupy's location logic
+# differently (a node id, a deselection) under -n 0 and -n 2 as well.
+_SNAPSHOT_MATRIX = [
+    pytest.param(selection, mode, id=f"{mode_id}-{name}")
+    for mode_id, mode in (("no-xdist", []), ("n0", ["-n", "0"]), ("n2", ["-n", "2"]))
+    for name, selection in _SELECTIONS.items()
+    if mode_id == "no-xdist" or name in ("node-id", "deselect")
+]
+
+
 @pytest.mark.skipif(not (REPO / "snapshots" / ASTERIA).is_dir(), reason="needs the golden files")
-@pytest.mark.parametrize(
-    "selection",
-    [
-        pytest.param([f"suites/{ASTERIA}/public_events.jsonl::{ASTERIA_CASE}"], id="node-id"),
-        pytest.param(
-            ["suites", "--deselect", f"suites/{ASTERIA}/public_events.jsonl::{ASTERIA_CASE}"],
-            id="deselect",
-        ),
-        pytest.param(["suites", "--agentbench-controls"], id="controls"),
-        pytest.param(["suites", "-k", "evt-010"], id="keyword"),
-        pytest.param(["suites", "--lf"], id="last-failed"),
-    ],
-)
+@pytest.mark.parametrize(("selection", "mode"), _SNAPSHOT_MATRIX)
 def test_a_partial_run_neither_reports_nor_deletes_other_golden_files(
-    pytester: pytest.Pytester, xdist_args: list[str], selection: list[str]
+    pytester: pytest.Pytester, selection: list[str], mode: list[str]
 ) -> None:
     copy_asteria(pytester.path, snapshots=True)
     pytester.makeini("[pytest]\nagentbench_snapshot = true\n")
@@ -389,7 +395,7 @@ def test_a_partial_run_neither_reports_nor_deletes_other_golden_files(
             json.dumps({f"suites/{ASTERIA}/public_events.jsonl::{ASTERIA_CASE}": True})
         )
     # --snapshot-update deletes whatever the run calls unused: nothing may be.
-    updated = pytester.runpytest(*selection, "--snapshot-update", *xdist_args)
+    updated = pytester.runpytest(*selection, "--snapshot-update", *mode)
     assert updated.ret == pytest.ExitCode.OK, updated.stdout.str()
     assert "unused" not in updated.stdout.str()
     assert "deleted" not in updated.stdout.str()
