@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,14 +78,18 @@ def _pairs_hook(pairs: list[tuple[str, Any]]) -> _PairsDict:
     return result
 
 
+class _NonFinite(ValueError):
+    """A JSON number that is NaN, infinite, or too large for a finite float."""
+
+
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+    raise _NonFinite(f"{name} is not a finite number (and not valid JSON)")
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"number {text} does not fit a finite float")
+        raise _NonFinite(f"number {text} does not fit a finite float")
     return value
 
 
@@ -146,6 +151,8 @@ def loads_strict(
             file=file,
             line=exc.lineno if line is None else line,
         ) from None
+    except _NonFinite as exc:
+        raise AgentbenchError("non_finite_number", str(exc), file=file, line=line) from None
     except ValueError as exc:
         raise AgentbenchError("malformed_json", str(exc), file=file, line=line) from None
     except RecursionError:
@@ -170,6 +177,50 @@ def _read_text(path: Path, name: str, malformed_code: str) -> str:
         raise AgentbenchError("missing_file", "file does not exist", file=name) from None
     except UnicodeDecodeError as exc:
         raise AgentbenchError(malformed_code, f"not UTF-8 ({exc.reason})", file=name) from None
+    except OSError as exc:
+        raise unreadable(exc, name) from None
+
+
+def unreadable(exc: OSError, name: str | Path) -> AgentbenchError:
+    """The refusal for a file or folder that cannot be read (permissions, I/O errors)."""
+    return AgentbenchError("unreadable_file", exc.strerror or type(exc).__name__, file=name)
+
+
+def read_bytes(path: Path, *, display: str | None = None) -> bytes:
+    """A file's bytes; any OSError is the named refusal ``unreadable_file``."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise AgentbenchError("missing_file", "file does not exist", file=display or path) from None
+    except OSError as exc:
+        raise unreadable(exc, display or path) from None
+
+
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def decode_lines_lenient(data: bytes) -> str:
+    """UTF-8 text in which every byte that is not UTF-8 survives as a lone surrogate.
+
+    Line-oriented readers (predictions files) refuse such a line alone with
+    :func:`undecodable_line`, instead of the whole file for one bad byte.
+    """
+    return data.decode("utf-8", "surrogateescape")
+
+
+def undecodable_line(
+    line: str, *, file: str | Path | None = None, number: int | None = None
+) -> AgentbenchError | None:
+    """The ``invalid_utf8`` refusal of a line from :func:`decode_lines_lenient`, if it has one."""
+    match = _UNDECODABLE.search(line)
+    if match is None:
+        return None
+    return AgentbenchError(
+        "invalid_utf8",
+        f"byte 0x{ord(match.group()) - 0xDC00:02x} at column {match.start() + 1} is not UTF-8",
+        file=file,
+        line=number,
+    )
 
 
 def read_json(path: Path, *, display: str | None = None) -> JsonValue:
@@ -296,7 +347,11 @@ def tree_files(root: Path, *, exclude: Iterable[str] = ()) -> dict[str, Path]:
     """
     excluded = set(exclude)
     found: dict[str, Path] = {}
-    for path in sorted(root.rglob("*")):
+    try:
+        paths = sorted(root.rglob("*"))
+    except OSError as exc:
+        raise unreadable(exc, exc.filename or root) from None
+    for path in paths:
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()

@@ -33,7 +33,12 @@ from pydantic import ValidationError
 
 from pytest_agentbench import hookspecs
 from pytest_agentbench.adapters import load_adapter
-from pytest_agentbench.canonical import canonical_json, read_json
+from pytest_agentbench.canonical import (
+    canonical_json,
+    decode_lines_lenient,
+    read_json,
+    unreadable,
+)
 from pytest_agentbench.contracts import FailureClass, MetricValue
 from pytest_agentbench.control_run import (
     declared_controls,
@@ -48,6 +53,8 @@ from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.report.summary import SuiteSummary
+from pytest_agentbench.runner import parse_timeout
 from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
 from pytest_agentbench.stats import mcnemar_exact
 from pytest_agentbench.suite import Suite, pydantic_refusal
@@ -175,9 +182,12 @@ def _metric_lines(metrics: Sequence[MetricValue]) -> list[str]:
 
 
 def _read_text(path: Path) -> str:
+    """A predictions file's text; a line that is not UTF-8 is refused by line, not the file."""
+    if not path.is_file():
+        raise AgentbenchError("unreadable_predictions", "not a regular file", file=str(path))
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return decode_lines_lenient(path.read_bytes())
+    except OSError as exc:
         raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
 
 
@@ -413,6 +423,9 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _read_report(path: str) -> RunReport:
+    if not Path(path).is_file():
+        # A folder, or a device such as /dev/zero that would be read forever.
+        raise AgentbenchError("unreadable_file", "not a regular file (a run report)", file=path)
     try:
         return RunReport.model_validate(read_json(Path(path)))
     except ValidationError as exc:
@@ -422,11 +435,20 @@ def _read_report(path: str) -> RunReport:
 def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
     before, after = _read_report(args.before), _read_report(args.after)
     after_suites = {suite.id: suite for suite in after.suites}
+    common = 0
+    refused = False
     for old in before.suites:
         new = after_suites.get(old.id)
         if new is None:
             print(f"{old.id}: only in {args.before}")
             continue
+        mismatch = _suite_mismatch(old, new)
+        if mismatch:
+            # Case-by-case pairs of two different suites say nothing about the adapter.
+            print(f"{old.id}: [suite_mismatch] {mismatch}: not compared")
+            refused = True
+            continue
+        common += 1
         print(f"{old.id}:")
         new_metrics = {metric.name: metric for metric in new.metrics}
         for metric in old.metrics:
@@ -451,7 +473,29 @@ def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
         )
     for suite_id in sorted(set(after_suites) - {suite.id for suite in before.suites}):
         print(f"{suite_id}: only in {args.after}")
-    return 0
+    if not common and not refused:
+        raise AgentbenchError(
+            "no_common_suite", f"{args.before} and {args.after} share no suite to compare"
+        )
+    return 1 if refused else 0
+
+
+def _suite_mismatch(old: SuiteSummary, new: SuiteSummary) -> str:
+    """How two reports' runs of one suite id differ in what was run, if they do."""
+    differences = []
+    if old.version != new.version:
+        differences.append(f"version {old.version} -> {new.version}")
+    for part in sorted(set(old.digests) | set(new.digests)):
+        if old.digests.get(part) != new.digests.get(part):
+            differences.append(f"{part} digest differs")
+    return ", ".join(differences)
+
+
+def _timeout(text: str) -> float:
+    try:
+        return parse_timeout(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"[invalid_timeout] {exc}") from None
 
 
 def cmd_rescore(args: argparse.Namespace, registry: WorldRegistry) -> int:
@@ -525,7 +569,7 @@ def build_parser() -> _CommandParser:
     source.add_argument("--predictions")
     source.add_argument("--agent")
     evaluate.add_argument("--json", action="store_true")
-    evaluate.add_argument("--timeout", type=float, default=300.0)
+    evaluate.add_argument("--timeout", type=_timeout, default=300.0)
     derive = commands.add_parser(
         "derive", help="recompute evaluator truth from public data and list differences"
     )
@@ -611,6 +655,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args, _registry())
     except AgentbenchError as exc:
         print(f"agentbench: {exc.render()}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a read no reader named: still one line, never a traceback
+        print(f"agentbench: {unreadable(exc, exc.filename or '?').render()}", file=sys.stderr)
         return 1
 
 

@@ -33,7 +33,7 @@ from pytest_agentbench.controls import ControlSpec, ControlVerdict
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.session import LoadedSuite, get_state
-from pytest_agentbench.snapshots import GoldenMismatch, assert_golden
+from pytest_agentbench.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
 from pytest_agentbench.suite import SUITE_FILE
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
@@ -304,12 +304,15 @@ def _display(config: pytest.Config, path: Path) -> str:
         return str(path)
 
 
-def _nodeid_for(parent: pytest.Collector, display_root: str, root: Path, path: Path) -> str | None:
-    """Readable ``suites/<id>/<file>`` ids for suites outside the rootdir (packaged ones)."""
+def _nodeid_for(parent: pytest.Collector, root: Path, path: Path) -> str | None:
+    """Readable ``suites/<folder>/<file>`` ids for suites outside the rootdir (packaged ones).
+
+    Only node ids are shortened so: messages name such a suite by its real path.
+    """
     try:
         path.relative_to(parent.config.rootpath)
     except ValueError:
-        return f"{display_root}/{path.relative_to(root).as_posix()}"
+        return f"suites/{root.name}/{path.relative_to(root).as_posix()}"
     return None
 
 
@@ -425,6 +428,7 @@ class SuiteFile(_SuiteCollector):
             )
             for agent_id in ungraded_agents(loaded, declared)
         )
+        loaded.suite.cache[CONTROL_NAMES] = tuple(item.name for item in items)
         return items
 
 
@@ -454,14 +458,14 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     state = get_state(parent.config)
     if file_path.name == SUITE_FILE:
         folder = file_path.parent
-        nodeid = _nodeid_for(parent, state.loader.display_root(folder), folder, file_path)
+        nodeid = _nodeid_for(parent, folder, file_path)
         return SuiteFile.from_parent(parent, path=file_path, nodeid=nodeid)
     root = state.loader.suite_root_of(file_path.parent)
     if root is None:
         return None
     anchor = state.loader.anchor(root)
     if anchor != SUITE_FILE and file_path == root / anchor:
-        nodeid = _nodeid_for(parent, state.loader.display_root(root), root, file_path)
+        nodeid = _nodeid_for(parent, root, file_path)
         return SuiteFile.from_parent(
             parent, path=file_path, nodeid=nodeid, suite_root=root, recognised=True
         )
@@ -482,5 +486,5 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
     case_files: frozenset[str] = suite.cache["agentbench.case_files"]
     if file_path.relative_to(suite.root).as_posix() not in case_files:
         return None
-    nodeid = _nodeid_for(parent, suite.display_root, suite.root, file_path)
+    nodeid = _nodeid_for(parent, suite.root, file_path)
     return CaseFile.from_parent(parent, path=file_path, loaded=loaded, nodeid=nodeid)

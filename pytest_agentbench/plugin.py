@@ -9,17 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench import fixtures, hookspecs
+from pytest_agentbench import fixtures, hookspecs, leaked_threads
 from pytest_agentbench.adapters import describe_adapter, load_adapter
 from pytest_agentbench.collect import (
     REFUSED_KEY,
     ControlItem,
     collect_file,
 )
+from pytest_agentbench.crashes import CrashWitness, attach_worker
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
+from pytest_agentbench.report.census import WorkerCensus, take_census
+from pytest_agentbench.report.census import merge as merge_census
 from pytest_agentbench.report.json_report import build_report, write_report
 from pytest_agentbench.report.junit import add_global_properties
 from pytest_agentbench.report.receipts import write_receipts
@@ -27,7 +31,7 @@ from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
-from pytest_agentbench.runner import release_alarm
+from pytest_agentbench.runner import parse_timeout, release_alarm
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
 
@@ -35,6 +39,7 @@ from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
 pytest_plugins = ["pytest_agentbench.agents.options"]
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
+SESSION_KEY = pytest.StashKey[pytest.Session]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
 
 
@@ -60,10 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--agentbench-timeout",
-        type=float,
         default=None,
         metavar="SECONDS",
-        help="per-case limit for the adapter; a hang is interrupted (default: 300)",
+        help="per-case limit for the adapter; a hang is interrupted (default: 300; 0: none)",
     )
     group.addoption("--agentbench-report", metavar="PATH", help="write the JSON run report")
     group.addoption(
@@ -83,6 +87,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="run only the negative-control items",
+    )
+    group.addoption(
+        "--agentbench-allow-partial",
+        action="store_true",
+        default=False,
+        help="judge gates on suites the run did not run completely (by default they fail)",
     )
     group.addoption(
         "--agentbench-predictions",
@@ -124,11 +134,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
     )
     parser.addini(
+        "agentbench_oracle_roots",
+        "folders outside the project that suites' oracle folders may lie in",
+        type="paths",
+        default=[],
+    )
+    parser.addini(
         "agentbench_junit_case_properties",
         "write per-case check outcomes as JUnit testcase properties",
         type="bool",
         default=False,
     )
+
+
+def _predictions_file(text: str, path: Path) -> Path:
+    """A predictions file that exists, is a regular file and holds at least one line."""
+
+    def refuse(reason: str) -> UsageError:
+        return UsageError(
+            "invalid_predictions", f"{text!r}: {path} {reason}", field="--agentbench-predictions"
+        )
+
+    if not path.is_file():
+        raise refuse("is not a readable file")
+    try:
+        empty = not path.read_bytes().strip()
+    except OSError as exc:
+        raise refuse(f"cannot be read ({exc.strerror})") from None
+    if empty:
+        raise refuse("is empty: it holds no prediction to score")
+    return path.resolve()
 
 
 def _options(config: pytest.Config) -> Options:
@@ -141,22 +176,21 @@ def _options(config: pytest.Config) -> Options:
                 f"{text!r} is not SUITE=PATH",
                 field="--agentbench-predictions",
             )
-        if not Path(path).is_file():
+        if suite_id in predictions:
+            # Keeping the last of two files silently would score only one of them.
             raise UsageError(
                 "invalid_predictions",
-                f"{text!r}: {path} is not a readable file",
+                f"{text!r}: suite {suite_id!r} already has a predictions file",
                 field="--agentbench-predictions",
             )
-        predictions[suite_id] = Path(path).resolve()
-    timeout_text = config.getoption("agentbench_timeout") or config.getini("agentbench_timeout")
+        predictions[suite_id] = _predictions_file(text, Path(path))
+    option = config.getoption("agentbench_timeout")
+    source = "--agentbench-timeout" if option is not None else "agentbench_timeout"
     try:
-        timeout = float(timeout_text)
-    except ValueError:
-        raise UsageError(
-            "invalid_timeout",
-            f"{timeout_text!r} is not a number of seconds",
-            field="agentbench_timeout",
-        ) from None
+        # 0 given on the command line is 0 (no limit), not "use the ini value".
+        timeout = parse_timeout(config.getini("agentbench_timeout") if option is None else option)
+    except ValueError as exc:
+        raise UsageError("invalid_timeout", str(exc), field=source) from None
     for gate in config.getoption("agentbench_gate"):
         parse_gate(gate, suite=None, source="--agentbench-gate")
     snapshot = config.getoption("agentbench_snapshot")
@@ -175,6 +209,7 @@ def _options(config: pytest.Config) -> Options:
         junit_case_properties=config.getini("agentbench_junit_case_properties"),
         receipts_dir=None if receipts is None else Path(receipts).resolve(),
         isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
+        allow_partial=config.getoption("agentbench_allow_partial"),
     )
 
 
@@ -218,7 +253,9 @@ def pytest_configure(config: pytest.Config) -> None:
         load_entry_point_worlds(config.pluginmanager)
         registry = WorldRegistry.from_hook(config.pluginmanager)
         options = _options(config)
-        loader = SuiteLoader(registry, config.rootpath)
+        loader = SuiteLoader(
+            registry, config.rootpath, oracle_roots=config.getini("agentbench_oracle_roots")
+        )
         _add_named_suites(config, loader)
         state = AgentbenchState(options=options, registry=registry, loader=loader)
         if options.isolate:
@@ -241,13 +278,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE_KEY] = state
     config.stash[SNAPSHOT_DIR_KEY] = options.snapshot_dir
     recorder = None
-    if not hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
+        attach_worker(config)
+    else:
         # Results are aggregated where reports arrive: the controller under xdist.
         recorder = config.stash[RECORDER_KEY] = RunRecorder()
+        if config.pluginmanager.hasplugin("xdist"):
+            recorder.crash_witness = CrashWitness()
+            config.pluginmanager.register(recorder.crash_witness, "agentbench-crash-witness")
+            config.pluginmanager.register(
+                WorkerCensus(recorder.selected), "agentbench-worker-census"
+            )
     config.pluginmanager.register(
         ReportRelay(recorder, junit_case_properties=options.junit_case_properties),
         "agentbench-relay",
     )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[SESSION_KEY] = session
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -255,6 +304,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.isolation is not None:
         state.isolation.close()
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is not None and recorder.crash_witness is not None:
+        recorder.crash_witness.close()
+    session = config.stash.get(SESSION_KEY, None)
+    # Everything is written by now: a thread a hung adapter left behind must not
+    # keep the process from ending.
+    leaked_threads.exit_without_joining(0 if session is None else int(session.exitstatus))
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -289,6 +345,13 @@ def pytest_make_collect_report(
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    census = take_census(session.items, get_state(config).loader)
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[CENSUS_KEY] = census
+    elif RECORDER_KEY in config.stash:
+        merge_census(config.stash[RECORDER_KEY].selected, census)
     # A refused suite is reported as a collection error, yet the other suites still
     # run: pytest would otherwise interrupt the session (xdist already runs on).
     refused: dict[str, str] = session.config.stash.get(REFUSED_KEY, {})
@@ -316,7 +379,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(config)
     recorder = config.stash[RECORDER_KEY]
     options = state.options
-    if not (recorder.identities or recorder.refusals or options.gates or options.predictions):
+    if not (
+        recorder.identities
+        or recorder.refusals
+        or recorder.selected
+        or options.gates
+        or options.predictions
+        or options.report_path
+    ):
         return
     # Summarising builds a record per case, all acyclic: automatic collections
     # meanwhile would walk the whole heap of the session and free nothing.
@@ -330,7 +400,11 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     options = state.options
     try:
         summary = summarise(
-            recorder, state.loader, options.gates, with_cases=options.report_path is not None
+            recorder,
+            state.loader,
+            options.gates,
+            with_cases=options.report_path is not None,
+            allow_partial=options.allow_partial,
         )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
@@ -350,7 +424,11 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
                 )
             }
         )
-    if (unscored or not summary.gates_passed) and session.exitstatus == pytest.ExitCode.OK:
+    refused_lines = _refused_prediction_lines(state, summary)
+    if refused_lines:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *refused_lines)})
+    # Every problem is a refusal (a suite, an unreadable file, a predictions line).
+    if (summary.problems or not summary.gates_passed) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     add_global_properties(config, summary)
     if options.receipts_dir is not None:
@@ -372,6 +450,27 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
             update={"suites": tuple(s.model_copy(update={"cases": ()}) for s in summary.suites)}
         )
     config.stash[SUMMARY_KEY] = summary
+
+
+def _refused_prediction_lines(state: AgentbenchState, summary: RunSummary) -> list[str]:
+    """Lines of the predictions files that belong to no case: they fail the run.
+
+    The same lines make ``agentbench validate`` refuse the file. A world's
+    predictions adapter lists them in an optional ``refused_lines`` attribute.
+    """
+    found: list[str] = []
+    ran = {suite.id for suite in summary.suites}
+    for loaded in state.loader.loaded():
+        path = state.options.predictions.get(loaded.suite.id)
+        if path is None or loaded.suite.id not in ran:
+            continue
+        try:
+            adapter = loaded.world.predictions_adapter(loaded.suite, path)
+        except AgentbenchError as exc:
+            found.append(exc.render())
+            continue
+        found.extend(str(line) for line in getattr(adapter, "refused_lines", ()))
+    return found
 
 
 def pytest_terminal_summary(

@@ -10,13 +10,16 @@ interrupts a hang instead of waiting it out.
 from __future__ import annotations
 
 import importlib
+import math
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, TypeVar
 
+from pytest_agentbench import crashes, leaked_threads
 from pytest_agentbench.contracts import Case, FailureClass, Outcome
 from pytest_agentbench.suite import Suite
 from pytest_agentbench.world import World
@@ -47,20 +50,68 @@ class CaseTimeout(BaseException):
     """Set by a world that drove a tool session, so the timed-out case keeps its receipt."""
 
 
+MAX_TIMEOUT = 1_000_000.0
+"""The largest per-case limit accepted, in seconds (about 11.5 days)."""
+
+
+def parse_timeout(text: object) -> float:
+    """A per-case limit in seconds: finite, 0 (no limit) up to :data:`MAX_TIMEOUT`.
+
+    Raises ValueError naming what is wrong; callers turn it into their refusal.
+    """
+    try:
+        seconds = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_TIMEOUT:
+        raise ValueError(
+            f"{text!r} is not a number of seconds from 0 (no limit) to {MAX_TIMEOUT:g}"
+        )
+    return seconds
+
+
+MAX_REASON_CHARS = 2000
+"""How much of a failure reason a case keeps: it is repeated in the terminal, JUnit and JSON."""
+
+
+def cap_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so and how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [truncated: {len(text)} characters in all]"
+
+
 def describe_exception(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    """``Type: first line`` of an exception, even one whose ``__str__`` raises."""
+    name = type(exc).__name__
+    try:
+        text = str(exc).strip().splitlines()
+    except BaseException:  # an adapter's exception may not render; its type still does
+        return f"{name} (its message could not be rendered)"
+    return f"{name}: {text[0]}" if text else name
 
 
 def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """Call into the adapter; its exceptions become :class:`AdapterFailure`."""
+    """Call into the adapter; anything it raises becomes :class:`AdapterFailure`.
+
+    Every BaseException counts (``asyncio.CancelledError``, ``SystemExit`` from
+    a wrapped command-line tool): raising it fails the agent's case rather than
+    leaving the case out of the metrics. Only the case limit's own
+    :class:`CaseTimeout` and ``KeyboardInterrupt`` (the user's Ctrl-C ends the
+    run, as in any test) pass through. While the call
+    runs, the process's adapter-call flag is up (see :mod:`.crashes`), so a
+    worker that dies inside it is the agent's failure too.
+    """
+    flag = crashes.ADAPTER_CALL
+    flag.raise_flag()
     try:
         return function(*args, **kwargs)
-    except AdapterFailure:
+    except (AdapterFailure, CaseTimeout, KeyboardInterrupt):
         raise
-    # An adapter wrapping a command-line tool may call sys.exit(): still the agent's failure.
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:
         raise AdapterFailure(f"adapter raised {describe_exception(exc)}") from exc
+    finally:
+        flag.lower_flag()
 
 
 class _CaseAlarm:
@@ -70,15 +121,29 @@ class _CaseAlarm:
     so the handler stays installed between cases. A SIGALRM that arrives while
     no limit is armed goes where it would have gone without us: to the handler
     this one displaced. :func:`release_alarm` puts that handler back.
+
+    The timer repeats until the limit is left: an adapter that catches the
+    first :class:`CaseTimeout`, or whose cleanup blocks in turn (joining an
+    executor's thread, an event loop waiting for its default executor), is
+    interrupted again. From the second alarm on, every line of Python the
+    interrupted code runs raises as well (:func:`_raise_on_every_line`), so a
+    bare ``except: continue`` around the hang cannot keep the case alive.
     """
 
     def __init__(self) -> None:
         self.armed = False
+        self.fired = 0
+        self.boundary: FrameType | None = None
+        """The frame that entered the limit: lines above it are the harness's own."""
         self.displaced: Callable[[int, FrameType | None], Any] | int = signal.SIG_DFL
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         if self.armed:
-            self.armed = False
+            if frame is not None and frame.f_code is _LIMIT_EXIT:
+                return  # the limit is being left: nothing left to interrupt
+            self.fired += 1
+            if self.fired > 1:
+                _raise_on_every_line(frame, self.boundary)
             raise CaseTimeout()
         displaced = self.displaced
         if callable(displaced):
@@ -87,6 +152,32 @@ class _CaseAlarm:
             # The default action (ending the process) is what the sender asked for.
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             signal.raise_signal(signal.SIGALRM)
+
+
+def _raise_on_line(frame: FrameType, event: str, arg: object) -> Any:
+    if event == "line":
+        raise CaseTimeout()
+    return _raise_on_line
+
+
+def _raise_on_new_frame(frame: FrameType, event: str, arg: object) -> Any:
+    if frame.f_code is _LIMIT_EXIT:
+        return None
+    return _raise_on_line
+
+
+def _raise_on_every_line(frame: FrameType | None, boundary: FrameType | None) -> None:
+    """Make the next line the interrupted code runs raise :class:`CaseTimeout`.
+
+    A trace function that raises is removed by the interpreter, so this holds
+    for one line; the repeating alarm installs it again. Frames from the
+    limit's own frame up are left alone.
+    """
+    while frame is not None and frame is not boundary:
+        frame.f_trace_lines = True
+        frame.f_trace = _raise_on_line
+        frame = frame.f_back
+    sys.settrace(_raise_on_new_frame)
 
 
 _ALARM = _CaseAlarm()
@@ -130,6 +221,7 @@ class CaseLimit:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.armed = False
+        self._trace: Any = None
 
     def __enter__(self) -> None:
         if self.seconds <= 0 or not _on_main_thread():
@@ -139,13 +231,25 @@ class CaseLimit:
             # The enum-converting call, since the displaced handler is given back with it.
             previous = signal.signal(signal.SIGALRM, _ALARM)
             _ALARM.displaced = signal.SIG_DFL if previous is None else previous
+        self._trace = sys.gettrace()
+        _ALARM.boundary = sys._getframe(1)
+        _ALARM.fired = 0
         _ALARM.armed = self.armed = True
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds, min(self.seconds, _REPEAT_SECONDS))
 
     def __exit__(self, *exc_info: object) -> None:
         if self.armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
             _ALARM.armed = self.armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _ALARM.boundary = None
+            if _ALARM.fired > 1:
+                # Give back whatever tracer (a coverage tool, a debugger) ran before.
+                sys.settrace(self._trace)
+
+
+_LIMIT_EXIT = CaseLimit.__exit__.__code__
+_REPEAT_SECONDS = 0.5
+"""How often a case past its limit is interrupted again until it lets go."""
 
 
 def release_alarm() -> None:
@@ -160,6 +264,7 @@ def run_case(
 ) -> Outcome:
     """Run one case, classifying every way the adapter can fail."""
     started = time.perf_counter()
+    threads_before = threading.enumerate()
     try:
         with interrupt_after(timeout):
             return world.run(suite, case, view, adapter)
@@ -171,11 +276,13 @@ def run_case(
             receipt=interrupted.receipt,
         )
     except AdapterFailure as failure:
-        return Outcome(failure_class=failure.failure_class, failure_reason=failure.reason)
+        return Outcome(failure_class=failure.failure_class, failure_reason=cap_text(failure.reason))
     except Exception as exc:
         return Outcome(
             failure_class=FailureClass.HARNESS_ERROR,
-            failure_reason=(
+            failure_reason=cap_text(
                 f"world {world.kind!r} failed to run the case: {describe_exception(exc)}"
             ),
         )
+    finally:
+        leaked_threads.note(threads_before)

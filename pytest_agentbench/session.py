@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_agentbench.adapters import REFERENCE_AGENTS, implements, protocol_name
-from pytest_agentbench.canonical import artifact_set_digest_from_hashes, sha256_hex, tree_files
+from pytest_agentbench.canonical import (
+    artifact_set_digest_from_hashes,
+    read_bytes,
+    sha256_hex,
+    tree_files,
+)
 from pytest_agentbench.contracts import (
     Case,
     CaseResult,
@@ -19,9 +24,8 @@ from pytest_agentbench.contracts import (
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import parse_gate
-from pytest_agentbench.packaged import suites_dir
 from pytest_agentbench.registry import Recognition, WorldRegistry
-from pytest_agentbench.runner import describe_exception, run_case
+from pytest_agentbench.runner import cap_text, describe_exception, run_case
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
 from pytest_agentbench.world import World
 
@@ -43,6 +47,8 @@ class Options:
     junit_case_properties: bool
     receipts_dir: Path | None = None
     isolate: bool = False
+    allow_partial: bool = False
+    """Judge gates on a suite that did not run completely (otherwise they fail)."""
 
 
 @dataclass
@@ -58,24 +64,24 @@ class SuiteLoader:
     recognises as its original's published layout (``suite.yaml`` wins).
     """
 
-    def __init__(self, registry: WorldRegistry, rootpath: Path) -> None:
+    def __init__(
+        self, registry: WorldRegistry, rootpath: Path, oracle_roots: Sequence[Path] = ()
+    ) -> None:
         self.registry = registry
         self.rootpath = rootpath
+        self.oracle_roots = tuple(root.resolve() for root in oracle_roots)
+        """Folders outside the project an oracle may also lie in (``agentbench_oracle_roots``)."""
         self._loaded: dict[Path, LoadedSuite | AgentbenchError] = {}
         self._roots: dict[Path, Path | None] = {}
         self._ids: dict[str, Path] = {}
         self._recognised: dict[Path, Recognition | AgentbenchError | None] = {}
-        self._packaged = suites_dir().resolve()
 
     def display_root(self, root: Path, suite_id: str | None = None) -> str:
+        """How messages name a suite folder: relative to the rootdir, else its real path."""
         try:
             return root.relative_to(self.rootpath).as_posix()
         except ValueError:
-            pass
-        if root.parent == self._packaged:
-            # A built-in suite of an installed wheel: named as in a source checkout.
-            return f"suites/{suite_id or root.name}"
-        return root.as_posix()
+            return root.as_posix()
 
     def recognition(self, folder: Path) -> Recognition | None:
         """The world's claim on a folder without ``suite.yaml`` (an ambiguous claim raises)."""
@@ -173,6 +179,7 @@ class SuiteLoader:
             check_gates(config, source)
             world = self.registry.get(config.world, file=source)
             suite = Suite(config=config, root=root, display_root=display)
+            check_oracle_location(suite, (self.rootpath, *self.oracle_roots))
             suite.data = world.load_suite(suite)
             check_case_ids(suite, world.cases(suite))
         except AgentbenchError as exc:
@@ -187,6 +194,27 @@ class SuiteLoader:
 
     def loaded(self) -> list[LoadedSuite]:
         return [value for value in self._loaded.values() if isinstance(value, LoadedSuite)]
+
+
+def check_oracle_location(suite: Suite, allowed: Sequence[Path]) -> None:
+    """Refuse an oracle folder outside the project and outside the suite's own tree.
+
+    The suite's tree is the folder holding its ``suites/`` folder (where the
+    default ``../../oracles/<id>`` lies, also for packaged suites). Anything else
+    (``oracle: /usr/share``, a ``..`` path climbing out) would be read and
+    hashed in full, so it must be listed in ``agentbench_oracle_roots``.
+    """
+    oracle = suite.oracle_root
+    bases = (suite.root.parent.parent, *allowed)
+    if any(oracle.is_relative_to(base.resolve()) for base in bases):
+        return
+    raise AgentbenchError(
+        "oracle_outside_project",
+        f"{oracle} is outside the project and the suite's folder tree "
+        "(list it in the ini setting agentbench_oracle_roots to allow it)",
+        file=suite.display(SUITE_FILE),
+        field="oracle",
+    )
 
 
 def check_gates(config: SuiteConfig, display: str) -> None:
@@ -225,24 +253,30 @@ def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
             )
 
 
-def suite_digests(suite: Suite) -> dict[str, str | None]:
+def suite_digests(suite: Suite, problems: list[str] | None = None) -> dict[str, str | None]:
     """Artifact-set digests of the suite's public folder and oracle folder.
 
     An oracle folder inside the suite folder (a recognised layout such as
-    ``public/`` + ``evaluator/``) is not part of the public digest.
+    ``public/`` + ``evaluator/``) is not part of the public digest. A folder
+    that cannot be read has no digest; its refusal joins ``problems``.
     """
 
     def digest(root: Path, *, without: Path | None = None) -> str | None:
         if not root.is_dir():
             return None
-        files = tree_files(root)
-        return artifact_set_digest_from_hashes(
-            {
-                rel: sha256_hex(path.read_bytes())
-                for rel, path in files.items()
-                if without is None or not path.resolve().is_relative_to(without)
-            }
-        )
+        try:
+            files = tree_files(root)
+            return artifact_set_digest_from_hashes(
+                {
+                    rel: sha256_hex(read_bytes(path))
+                    for rel, path in files.items()
+                    if without is None or not path.resolve().is_relative_to(without)
+                }
+            )
+        except AgentbenchError as exc:
+            if problems is not None:
+                problems.append(exc.render())
+            return None
 
     oracle = suite.oracle_root
     return {"public": digest(suite.root, without=oracle), "oracle": digest(oracle)}
@@ -301,10 +335,7 @@ class AgentbenchState:
         return known[1]
 
     def oracle(self, loaded: LoadedSuite) -> Any:
-        cache = loaded.suite.cache
-        if "agentbench.oracle" not in cache:
-            cache["agentbench.oracle"] = loaded.world.load_oracle(loaded.suite)
-        return cache["agentbench.oracle"]
+        return oracle_of(loaded)
 
     def execute(
         self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any
@@ -316,16 +347,28 @@ class AgentbenchState:
         return outcome, self.grade(loaded, case, outcome)
 
     def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
-        try:
-            oracle = self.oracle(loaded)
-            return loaded.world.evaluate(loaded.suite, case, outcome, oracle)
-        except Exception as exc:
-            reason = (
-                exc.render()
-                if isinstance(exc, AgentbenchError)
-                else (f"evaluation raised {describe_exception(exc)}")
-            )
-            return harness_error(case.suite_id, case.case_id, reason, case.labels)
+        return grade_outcome(loaded, case, outcome)
+
+
+def oracle_of(loaded: LoadedSuite) -> Any:
+    """The suite's oracle, loaded once per process (and only once an output exists)."""
+    cache = loaded.suite.cache
+    if "agentbench.oracle" not in cache:
+        cache["agentbench.oracle"] = loaded.world.load_oracle(loaded.suite)
+    return cache["agentbench.oracle"]
+
+
+def grade_outcome(loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
+    """Grade one outcome; a failure of the oracle or the evaluator is a harness error."""
+    try:
+        return loaded.world.evaluate(loaded.suite, case, outcome, oracle_of(loaded))
+    except Exception as exc:
+        reason = (
+            exc.render()
+            if isinstance(exc, AgentbenchError)
+            else (f"evaluation raised {describe_exception(exc)}")
+        )
+        return harness_error(case.suite_id, case.case_id, cap_text(reason), case.labels)
 
 
 STATE_KEY = pytest.StashKey[AgentbenchState]()

@@ -98,7 +98,7 @@ def test_loads_strict_refuses_duplicate_keys_at_any_depth(text: str, field: str)
 def test_loads_strict_refuses_non_finite_constants(constant: str) -> None:
     with pytest.raises(AgentbenchError) as caught:
         loads_strict(f'{{"score": {constant}}}', file="f.json", line=3)
-    assert caught.value.code == "malformed_json"
+    assert caught.value.code == "non_finite_number"
     assert constant in caught.value.reason
     assert caught.value.location.line == 3
 
@@ -149,7 +149,7 @@ def test_iter_jsonl_names_the_line_of_a_duplicate_key() -> None:
 def test_iter_jsonl_names_the_line_of_a_nan() -> None:
     with pytest.raises(AgentbenchError) as caught:
         list(iter_jsonl('{"x": 1}\n{"x": NaN}\n', file="cases.jsonl"))
-    assert caught.value.code == "malformed_json"
+    assert caught.value.code == "non_finite_number"
     assert caught.value.location.line == 2
 
 
@@ -287,7 +287,7 @@ def test_canonical_json_round_trips_through_the_strict_reader() -> None:
 def test_loads_strict_refuses_numbers_that_overflow_to_infinity(text: str) -> None:
     with pytest.raises(AgentbenchError) as caught:
         loads_strict(text, file="f.json", line=2)
-    assert caught.value.code == "malformed_json"
+    assert caught.value.code == "non_finite_number"
     assert caught.value.location.line == 2
 
 

@@ -220,22 +220,25 @@ def test_world_failing_to_run_a_case_is_a_harness_error(demo: pytest.Pytester) -
     result.stdout.fnmatch_lines(["cases: 2 passed, 0 failed, 1 error, 0 skipped | *"])
 
 
-def test_crashed_worker_counts_its_case_as_a_harness_error(project: pytest.Pytester) -> None:
+def test_worker_crashed_in_the_adapter_counts_its_case_as_an_agent_error(
+    project: pytest.Pytester,
+) -> None:
     result, report = run_with(project, "Crashes", "-n", "2")
     result.assert_outcomes(passed=2, failed=1)
     output = result.stdout.str()
-    assert "cases: 2 passed, 0 failed, 1 error, 0 skipped | failure classes: 1 harness_error" in (
+    assert "cases: 2 passed, 1 failed, 0 error, 0 skipped | failure classes: 1 agent_error" in (
         output
     )
     (suite,) = report["suites"]
-    assert suite["counts"] == {"passed": 2, "failed": 0, "error": 1, "skipped": 0}
-    assert suite["failure_classes"]["harness_error"] == 1
+    assert suite["counts"] == {"passed": 2, "failed": 1, "error": 0, "skipped": 0}
+    assert suite["failure_classes"]["agent_error"] == 1
     cases = case_results(report)
     assert sorted(cases) == ["c1", "c2", "c3"]
-    assert cases["c2"]["outcome"] == "error"
-    assert cases["c2"]["failure_reason"] == "worker crashed while running it"
+    assert cases["c2"]["outcome"] == "failed"
+    assert cases["c2"]["failure_reason"] == "worker crashed inside the adapter call"
+    assert {check["status"] for check in cases["c2"]["checks"]} == {"missing"}
     accuracy = {metric["name"]: metric for metric in suite["metrics"]}["accuracy"]
-    assert (accuracy["value"], accuracy["support"]) == (1.0, 2)
+    assert (accuracy["value"], accuracy["support"]) == (2 / 3, 3)
 
 
 def test_failure_text_has_a_short_first_line_and_every_failed_check(

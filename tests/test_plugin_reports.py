@@ -150,7 +150,7 @@ def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[
     result, report = run(demo, "--agentbench-adapter=agents:Agent", *xdist_args)
     result.assert_outcomes(passed=2, failed=2)
     jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
-    assert report["schema_version"] == "agentbench-run-report/1"
+    assert report["schema_version"] == "agentbench-run-report/2"
     assert report["exit_status"] == 1
     assert set(report["environment"]) == {"python", "pytest", "plugin", "platform", "git_commit"}
     assert report["environment"]["pytest"] == pytest.__version__
@@ -161,6 +161,13 @@ def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[
     (suite,) = report["suites"]
     assert (suite["id"], suite["world"], suite["version"]) == ("demo-suite", "demo", "1.0.0")
     assert suite["answered_by"] == ["agents.Agent"]
+    assert suite["coverage"] == {
+        "total": 3,
+        "selected": 3,
+        "run": 3,
+        "missing": 0,
+        "complete": True,
+    }
     public = {rel: path.read_bytes() for rel, path in tree_files(suite_dir).items()}
     oracle_dir = demo.path / "oracles" / "demo-suite"
     oracle = {rel: path.read_bytes() for rel, path in tree_files(oracle_dir).items()}

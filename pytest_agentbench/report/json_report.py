@@ -35,7 +35,10 @@ class AdapterIdentity(Record):
 
 
 class RunReport(Record):
-    schema_version: Literal["agentbench-run-report/1"] = "agentbench-run-report/1"
+    # Version 2 adds each suite's ``coverage``; version 1 reports still read (without it).
+    schema_version: Literal["agentbench-run-report/1", "agentbench-run-report/2"] = (
+        "agentbench-run-report/2"
+    )
     environment: Environment
     adapter: AdapterIdentity
     exit_status: int

@@ -17,8 +17,9 @@ from typing import NamedTuple
 
 import pytest
 
-from pytest_agentbench.contracts import CaseOutcome, CaseResult, harness_error
+from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass, harness_error
 from pytest_agentbench.controls import ControlVerdict
+from pytest_agentbench.crashes import CrashWitness
 
 IDENTITY_ATTR = "agentbench_identity"
 RESULT_ATTR = "agentbench_result"
@@ -27,6 +28,7 @@ ANSWERED_BY_ATTR = "agentbench_answered_by"
 REFUSAL = "agentbench_refusal"
 """Attribute of a collection report carrying a suite refusal (JSON-safe, crosses xdist)."""
 CRASH_REASON = "worker crashed while running it"
+ADAPTER_CRASH_REASON = "worker crashed inside the adapter call"
 
 
 class Identity(NamedTuple):
@@ -94,6 +96,12 @@ class RunRecorder:
     """Refused suites by collector node id: reported, never silently absent."""
     answered_by: dict[str, set[str]] = field(default_factory=dict)
     """Adapter classes that ran each suite's cases."""
+    crash_witness: CrashWitness | None = None
+    """Tells whether a crashed xdist worker died inside the adapter call."""
+    crashed_in_adapter: set[str] = field(default_factory=set)
+    """Node ids whose worker died inside the adapter call: graded as ``agent_error``."""
+    selected: dict[str, set[str]] = field(default_factory=dict)
+    """Per suite folder, the node ids of the case items the run selected (the census)."""
 
     @property
     def cases(self) -> dict[str, CaseResult]:
@@ -115,8 +123,12 @@ class RunRecorder:
         # pytest-xdist reports a node whose worker died with when="???".
         if str(report.when) == "???":
             self.crashed.append(report.nodeid)
+            if self.crash_witness is not None and self.crash_witness.crashed_in_adapter_call(
+                report
+            ):
+                self.crashed_in_adapter.add(report.nodeid)
             if identity is not None:
-                self._store_failure(identity, report.nodeid, CRASH_REASON)
+                self.store_crash(identity, report.nodeid)
             return
         if identity is None:
             return
@@ -156,6 +168,28 @@ class RunRecorder:
                 failure_reason=_skip_reason(report),
             )
 
+    def store_crash(self, identity: Identity, nodeid: str) -> None:
+        """A node whose worker died: the agent's failure when it died in the adapter call.
+
+        Such a case is regraded with every check missing when the run is
+        summarised, so it counts against the metrics like any agent error.
+        """
+        if nodeid not in self.crashed_in_adapter:
+            self._store_failure(identity, nodeid, CRASH_REASON)
+        elif identity.kind == "case":
+            self.graded[nodeid] = CaseResult(
+                suite_id=identity.suite_id,
+                case_id=identity.item_id,
+                outcome=CaseOutcome.FAILED,
+                labels=identity.labels,
+                failure_class=FailureClass.AGENT_ERROR,
+                failure_reason=ADAPTER_CRASH_REASON,
+            )
+        else:
+            self.controls[nodeid] = RecordedControl(
+                identity.suite_id, nodeid, None, ADAPTER_CRASH_REASON
+            )
+
     def _store_failure(self, identity: Identity, nodeid: str, reason: str) -> None:
         if identity.kind == "case":
             self.graded[nodeid] = harness_error(
@@ -165,6 +199,7 @@ class RunRecorder:
             self.controls[nodeid] = RecordedControl(identity.suite_id, nodeid, None, reason)
 
     def suite_roots(self) -> dict[str, str]:
+        """Suite id -> folder of every suite that reported an item."""
         roots: dict[str, str] = {}
         for identity in self.identities.values():
             roots.setdefault(identity.suite_id, identity.suite_root)

@@ -6,14 +6,21 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass, MetricValue, Record
+from pytest_agentbench.contracts import (
+    CaseOutcome,
+    CaseResult,
+    FailureClass,
+    MetricValue,
+    Outcome,
+    Record,
+)
 from pytest_agentbench.controls import ControlVerdict
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import Gate, GateVerdict, judge, parse_gate
 from pytest_agentbench.metrics import aggregate, select
 from pytest_agentbench.packaged import packaged_suites
-from pytest_agentbench.report.recorder import CRASH_REASON, Identity, RunRecorder
-from pytest_agentbench.session import SuiteLoader, suite_digests
+from pytest_agentbench.report.recorder import Identity, RunRecorder
+from pytest_agentbench.session import LoadedSuite, SuiteLoader, grade_outcome, suite_digests
 from pytest_agentbench.suite import SUITE_FILE
 
 
@@ -32,6 +39,28 @@ class ControlEntry(Record):
     verdict: ControlVerdict | None
 
 
+class Coverage(Record):
+    """How much of the suite this run ran: a gate judges only a complete run."""
+
+    total: int
+    """Cases the suite has."""
+    selected: int
+    """Cases the run selected (after ``-k``, ``-m``, ``--deselect``, ``--lf`` ...)."""
+    run: int
+    """Selected cases that reported a result (passed, failed, error or skipped)."""
+    missing: int
+    """Selected cases that never reported one (``-x``, an interrupt, crashed-out workers)."""
+    complete: bool
+
+    def describe(self) -> str:
+        parts = [f"{self.run} of {self.total} cases run"]
+        if self.total - self.selected:
+            parts.append(f"{self.total - self.selected} not selected")
+        if self.missing:
+            parts.append(f"{self.missing} selected but never run")
+        return ", ".join(parts)
+
+
 class SuiteSummary(Record):
     id: str
     version: str
@@ -46,6 +75,8 @@ class SuiteSummary(Record):
     cases: tuple[CaseEntry, ...]
     answered_by: tuple[str, ...] = ()
     """Classes of the adapters that ran the cases: shows a conftest fixture override."""
+    coverage: Coverage | None = None
+    """Always set by this version; absent from reports of schema version 1."""
 
     @property
     def ok(self) -> bool:
@@ -97,11 +128,66 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
             item_id=name,
         )
         recorder.identities[nodeid] = identity
-        recorder._store_failure(identity, nodeid, CRASH_REASON)
+        recorder.store_crash(identity, nodeid)
+
+
+def _regrade_adapter_crashes(
+    recorder: RunRecorder, loaded: LoadedSuite, suite_cases: list[tuple[str, CaseResult]]
+) -> list[tuple[str, CaseResult]]:
+    """Grade cases whose worker died inside the adapter call, with every check missing."""
+    if not recorder.crashed_in_adapter.intersection(nodeid for nodeid, _ in suite_cases):
+        return suite_cases
+    cases = {case.case_id: case for case in loaded.world.cases(loaded.suite)}
+    regraded: list[tuple[str, CaseResult]] = []
+    for nodeid, result in suite_cases:
+        case = cases.get(result.case_id)
+        if nodeid in recorder.crashed_in_adapter and case is not None:
+            outcome = Outcome(
+                failure_class=FailureClass.AGENT_ERROR, failure_reason=result.failure_reason
+            )
+            regraded.append((nodeid, grade_outcome(loaded, case, outcome)))
+        else:
+            regraded.append((nodeid, result))
+    return regraded
+
+
+def _coverage(
+    recorder: RunRecorder, loaded: LoadedSuite, suite_cases: Sequence[tuple[str, CaseResult]]
+) -> Coverage:
+    total = len(loaded.world.cases(loaded.suite))
+    ran = {nodeid for nodeid, _ in suite_cases}
+    selected = recorder.selected.get(str(loaded.suite.root))
+    if selected is None:  # no census arrived (every worker died): what reported is all we know
+        selected = ran
+    missing = len(selected - ran)
+    return Coverage(
+        total=total,
+        selected=len(selected),
+        run=len(ran),
+        missing=missing,
+        complete=len(selected) >= total and not missing,
+    )
+
+
+def _incomplete(verdict: GateVerdict, coverage: Coverage) -> GateVerdict:
+    if not verdict.passed and verdict.value is None:
+        return verdict
+    return verdict.model_copy(
+        update={
+            "passed": False,
+            "reason": f"incomplete: {coverage.describe()}; on the cases that ran: "
+            f"{verdict.reason} (--agentbench-allow-partial judges those)",
+        }
+    )
 
 
 def summarise(
-    recorder: RunRecorder, loader: SuiteLoader, cli_gates: Sequence[str], *, with_cases: bool = True
+    recorder: RunRecorder,
+    loader: SuiteLoader,
+    cli_gates: Sequence[str],
+    *,
+    with_cases: bool = True,
+    allow_partial: bool = False,
 ) -> RunSummary:
     """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``."""
     _locate_unidentified(recorder, loader)
@@ -113,7 +199,14 @@ def summarise(
         parsed_cli.append(parse_gate(text, suite=None, source="--agentbench-gate"))
     all_cases = recorder.cases
     durations = recorder.durations
-    for suite_id, root in sorted(recorder.suite_roots().items()):
+    roots = recorder.suite_roots()
+    for root in sorted(set(recorder.selected) - set(roots.values())):
+        # A suite that was collected but of which nothing ran (-k nomatch, -x).
+        try:
+            roots.setdefault(loader.load(Path(root)).suite.id, root)
+        except AgentbenchError:
+            continue
+    for suite_id, root in sorted(roots.items()):
         try:
             loaded = loader.load(Path(root))
         except AgentbenchError as exc:
@@ -123,6 +216,7 @@ def summarise(
         suite_cases = sorted(
             (nodeid, result) for nodeid, result in all_cases.items() if result.suite_id == suite_id
         )
+        suite_cases = _regrade_adapter_crashes(recorder, loaded, suite_cases)
         results = [result for _, result in suite_cases]
         counts, failure_classes = _counts(results)
         metrics = select(aggregate(world.metrics(suite), results), suite.config.metrics)
@@ -138,7 +232,10 @@ def summarise(
             else []
         )
         gates = declared + [gate for gate in parsed_cli if gate.suite == suite_id]
+        coverage = _coverage(recorder, loaded, suite_cases)
         verdicts = [judge(gate, by_name if results else None) for gate in gates]
+        if not (coverage.complete or allow_partial):
+            verdicts = [_incomplete(verdict, coverage) for verdict in verdicts]
         all_gates.extend(verdicts)
         controls = tuple(
             ControlEntry(
@@ -157,7 +254,7 @@ def summarise(
                 version=suite.config.version,
                 world=world.kind,
                 title=suite.config.title,
-                digests=suite_digests(suite),
+                digests=suite_digests(suite, problems),
                 counts=counts,
                 failure_classes=failure_classes,
                 metrics=tuple(metrics),
@@ -168,6 +265,7 @@ def summarise(
                     for nodeid, result in (suite_cases if with_cases else ())
                 ),
                 answered_by=tuple(sorted(recorder.answered_by.get(suite_id, ()))),
+                coverage=coverage,
             )
         )
     ran = {summary.id for summary in suites}

@@ -26,11 +26,30 @@ def _counts_line(suite: SuiteSummary) -> str:
     return f"cases: {counts}" + (f" | failure classes: {classes}" if classes else "")
 
 
+def _coverage_line(suite: SuiteSummary) -> str:
+    coverage = suite.coverage
+    if coverage is None:
+        return ""
+    line = (
+        f"coverage: {coverage.total} in suite, {coverage.selected} selected, "
+        f"{coverage.run} run, {coverage.missing} missing"
+    )
+    return line + ("" if coverage.complete else " (PARTIAL RUN)")
+
+
+def _quiet_counts(suite: SuiteSummary) -> str:
+    counts = ", ".join(f"{n} {k}" for k, n in suite.counts.items() if n) or "no cases run"
+    coverage = suite.coverage
+    if coverage is not None and not coverage.complete and any(suite.counts.values()):
+        counts += f" (partial: {coverage.describe()})"
+    return counts
+
+
 def suite_lines(suite: SuiteSummary, adapter: str, *, verbose: bool) -> list[str]:
     passed_controls = sum(1 for c in suite.controls if c.passed)
     passed_gates = sum(1 for g in suite.gates if g.passed)
     if not verbose:
-        line = f"{suite.id}: " + ", ".join(f"{n} {k}" for k, n in suite.counts.items() if n)
+        line = f"{suite.id}: {_quiet_counts(suite)}"
         if suite.controls:
             line += f"; controls {passed_controls}/{len(suite.controls)}"
         if suite.gates:
@@ -42,6 +61,8 @@ def suite_lines(suite: SuiteSummary, adapter: str, *, verbose: bool) -> list[str
     unnamed = [name for name in suite.answered_by if name not in adapter]
     answered = f" (cases answered by {', '.join(unnamed)})" if unnamed else ""
     lines = [f"adapter: {adapter}{answered}", _counts_line(suite)]
+    if suite.coverage is not None:
+        lines.append(_coverage_line(suite))
     width = max((len(m.name) for m in suite.metrics), default=0)
     for family, metrics in by_family(suite.metrics).items():
         lines.append(f"{family}:")

@@ -128,14 +128,17 @@ class _MemoAgent:
     description = ""
 
     def __init__(self) -> None:
-        self._memo: tuple[PublicBundle, dict[str, Row | AgentbenchError]] | None = None
+        self._memo: tuple[str, dict[str, Row | AgentbenchError]] | None = None
 
     def _trace_all(self, bundle: PublicBundle) -> dict[str, Row | AgentbenchError]:
         raise NotImplementedError
 
     def _rows(self, bundle: PublicBundle) -> dict[str, Row | AgentbenchError]:
-        if self._memo is None or self._memo[0] is not bundle:
-            self._memo = (bundle, self._trace_all(bundle))
+        # Each case gets its own copy of the bundle: the memo is keyed by the
+        # bundle's artifact-set digest, which names its content.
+        key = bundle.manifest.artifact_set_digest
+        if self._memo is None or self._memo[0] != key:
+            self._memo = (key, self._trace_all(bundle))
         return self._memo[1]
 
     def trace_action(self, bundle: PublicBundle, event_id: str) -> Row:

@@ -23,6 +23,7 @@ from pytest_agentbench.canonical import (
     artifact_set_digest_from_hashes,
     iter_jsonl,
     loads_strict,
+    read_bytes,
     sha256_hex,
     tree_files,
 )
@@ -306,7 +307,10 @@ def _verify(
 def _read_bytes(root: Path, display: str, exclude: Iterable[str]) -> dict[str, bytes]:
     if not root.is_dir():
         raise AgentbenchError("missing_file", "bundle folder does not exist", file=display)
-    return {path: file.read_bytes() for path, file in tree_files(root, exclude=exclude).items()}
+    return {
+        path: read_bytes(file, display=f"{display}/{path}")
+        for path, file in tree_files(root, exclude=exclude).items()
+    }
 
 
 def _text(data: bytes, file: str) -> str:

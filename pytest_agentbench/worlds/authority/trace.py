@@ -157,8 +157,8 @@ def trace_lines(text: str) -> Iterator[tuple[int, str]]:
 def read_trace(text: str, *, file: str | None = None) -> list[ObservedActionTrace]:
     """Parse a submission strictly, refusing at the first bad line.
 
-    Refusal codes: ``malformed_json`` and ``duplicate_key`` (from the strict
-    JSON reader), ``invalid_row`` (with the field path) and
+    Refusal codes: ``malformed_json``, ``non_finite_number`` and
+    ``duplicate_key`` (from the strict JSON reader), ``invalid_row`` (with the field path) and
     ``duplicate_event_id`` (naming the line of the first occurrence).
     """
     rows: list[ObservedActionTrace] = []

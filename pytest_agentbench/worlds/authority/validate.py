@@ -9,6 +9,7 @@ never make a document invalid and say nothing about scores.
 Codes and severities:
 
 ========================  ========  ============================================================
+``invalid_utf8``          error     the line holds bytes that are not UTF-8
 ``malformed_json``        error     the line is not valid JSON (duplicate keys included)
 ``invalid_row``           error     the line is JSON but violates the trace model
 ``duplicate_event_id``    error     the same ``event_id`` appears on more than one line
@@ -36,7 +37,12 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from pytest_agentbench.canonical import JsonValue, canonical_json, loads_strict
+from pytest_agentbench.canonical import (
+    JsonValue,
+    canonical_json,
+    loads_strict,
+    undecodable_line,
+)
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.trace import (
@@ -50,6 +56,7 @@ from pytest_agentbench.worlds.authority.trace import (
 )
 
 DiagnosticCode = Literal[
+    "invalid_utf8",
     "malformed_json",
     "invalid_row",
     "duplicate_event_id",
@@ -64,6 +71,7 @@ DiagnosticCode = Literal[
 Severity = Literal["error", "warning"]
 
 SEVERITIES: dict[DiagnosticCode, Severity] = {
+    "invalid_utf8": "error",
     "malformed_json": "error",
     "invalid_row": "error",
     "duplicate_event_id": "error",
@@ -130,6 +138,14 @@ def _recover_event_id(value: JsonValue) -> str | None:
     return None
 
 
+def _lenient_event_id(text: str) -> str | None:
+    """The event_id of a line whose only fault is bytes that are not UTF-8."""
+    try:
+        return _recover_event_id(loads_strict(text))
+    except AgentbenchError:
+        return None
+
+
 def _recover_despite_duplicates(text: str, refusal: AgentbenchError) -> str | None:
     """The event_id of a line refused only for a duplicate key other than event_id."""
     if refusal.code != "duplicate_key" or refusal.location.field == "event_id":
@@ -170,6 +186,11 @@ class _Scan:
         self.diagnostics: list[Diagnostic] = []
 
     def line(self, number: int, text: str) -> None:
+        undecodable = undecodable_line(text, number=number)
+        if undecodable is not None:
+            self.diagnostics.append(_diagnostic("invalid_utf8", number, undecodable.reason))
+            self._event_id(number, _lenient_event_id(text))
+            return
         try:
             value = loads_strict(text, line=number)
         except AgentbenchError as exc:

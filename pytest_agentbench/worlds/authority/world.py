@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import os
 import posixpath
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_agentbench.canonical import canonical_json, loads_strict
+from pytest_agentbench.canonical import (
+    canonical_json,
+    decode_lines_lenient,
+    loads_strict,
+    read_bytes,
+    undecodable_line,
+)
 from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import MalformedOutput, call_adapter
+from pytest_agentbench.runner import MalformedOutput, call_adapter, describe_exception
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, SuiteConfig
 from pytest_agentbench.worlds.authority import agents, builder, bundle, layout, scoring
 from pytest_agentbench.worlds.authority.models import (
@@ -87,9 +94,13 @@ def _public_root(suite: Suite) -> Path:
 
 
 def oracle_display(suite: Suite) -> str:
-    """The oracle folder as refusals name it (``oracles/<id>`` for the usual layout)."""
+    """The oracle folder as refusals name it (``oracles/<id>`` for the usual layout).
+
+    A folder that the suite's displayed path cannot reach is shown as it is.
+    """
     relative = os.path.relpath(suite.oracle_root, suite.root)
-    return posixpath.normpath(posixpath.join(suite.display_root, Path(relative).as_posix()))
+    shown = posixpath.normpath(posixpath.join(suite.display_root, Path(relative).as_posix()))
+    return str(suite.oracle_root) if shown.startswith("..") else shown
 
 
 def _data(suite: Suite) -> LoadedAuthority:
@@ -109,28 +120,39 @@ def _action_lines(public_root: Path) -> dict[str, int]:
 
 
 class PredictionsAdapter:
-    """Answers from a predictions JSONL produced elsewhere; a bad line fails only its case."""
+    """Answers from a predictions JSONL produced elsewhere; a bad line fails only its case.
 
-    def __init__(self, path: Path) -> None:
+    The rule is the validator's (``agentbench validate``), applied per line: a
+    line with bytes that are not UTF-8, bad JSON or a bad row fails the case its
+    ``event_id`` names; a line naming no action event of the suite, or none at
+    all, is listed in :attr:`refused_lines`, which fail the run.
+    """
+
+    def __init__(self, path: Path, case_ids: Sequence[str] = ()) -> None:
         self.path = path
         self.rows: dict[str, ObservedActionTrace] = {}
         self.problems: dict[str, str] = {}
         self.unattributed: list[str] = []
         """Refusals of lines with no readable event_id (each may be a missing event's row)."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
+        self.refused_lines: list[str] = []
+        """Refusals of lines that belong to no case: no event_id, or an unknown one."""
+        known = set(case_ids)
+        text = decode_lines_lenient(read_bytes(path))
         for number, line in trace_lines(text):
             try:
+                undecodable = undecodable_line(line, file=str(path), number=number)
+                if undecodable is not None:
+                    raise undecodable
                 value = loads_strict(line, file=str(path), line=number)
                 row = parse_row(value, file=str(path), line=number)
             except AgentbenchError as exc:
                 event_id = _recoverable_event_id(line)
                 if event_id is None:
                     self.unattributed.append(exc.render())
+                    self.refused_lines.append(exc.render())
                 else:
                     self.problems[event_id] = exc.render()
+                    self._check_known(event_id, known, number)
                 continue
             if row.event_id in self.rows:
                 self.problems[row.event_id] = AgentbenchError(
@@ -140,6 +162,19 @@ class PredictionsAdapter:
                     line=number,
                 ).render()
             self.rows[row.event_id] = row
+            self._check_known(row.event_id, known, number)
+
+    def _check_known(self, event_id: str, known: set[str], number: int) -> None:
+        if known and event_id not in known:
+            self.refused_lines.append(
+                AgentbenchError(
+                    "unexpected_event_id",
+                    f"{event_id!r} is not an action event of the suite",
+                    file=str(self.path),
+                    line=number,
+                    field="event_id",
+                ).render()
+            )
 
     def trace_action(self, bundle: PublicBundle, event_id: str) -> ObservedActionTrace:
         if event_id in self.problems:
@@ -149,6 +184,33 @@ class PredictionsAdapter:
             hint = f" (lines with no readable event_id: {unread})" if unread else ""
             raise MalformedOutput(f"[missing_event_id] {self.path}: no row for {event_id!r}{hint}")
         return self.rows[event_id]
+
+
+def _adapter_row(raw: Any) -> ObservedActionTrace:
+    """The adapter's answer as a validated row; anything unreadable is its product error.
+
+    Reading the answer runs the adapter's code too (a mapping's iteration, a
+    model built with ``model_construct`` that skipped validation), so every
+    failure here is the adapter's, never the harness's.
+    """
+    if not isinstance(raw, ObservedActionTrace | Mapping):
+        raise MalformedOutput(
+            "trace_action must return a mapping or an ObservedActionTrace, "
+            f"got {type(raw).__name__}"
+        )
+    try:
+        if isinstance(raw, ObservedActionTrace):
+            # Revalidated: a model built with model_construct holds whatever it was
+            # given, and serialising such values only warns.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return parse_row(row_json(raw))
+        return parse_row(dict(raw))
+    except AgentbenchError as exc:
+        raise MalformedOutput(exc.render()) from None
+    except Exception as exc:
+        reason = f"the returned row could not be read: {describe_exception(exc)}"
+        raise MalformedOutput(reason) from None
 
 
 def _recoverable_event_id(line: str) -> str | None:
@@ -198,25 +260,17 @@ class AuthorityWorld:
         return _data(suite).cases
 
     def public_view(self, suite: Suite, case: Case) -> PublicBundle:
-        return _data(suite).bundle
+        # A fresh copy per case: a frozen model still yields to object.__setattr__
+        # and its dicts to item assignment, and one case's change must not reach
+        # the next case, the controls or the oracle's digest binding.
+        return _data(suite).bundle.model_copy(deep=True)
 
     def reference_agent(self) -> agents.ReferenceAgent:
         return agents.ReferenceAgent()
 
     def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
         raw = call_adapter(adapter.trace_action, view, case.case_id)
-        if isinstance(raw, ObservedActionTrace):
-            row = raw
-        elif isinstance(raw, Mapping):
-            try:
-                row = parse_row(dict(raw))
-            except AgentbenchError as exc:
-                raise MalformedOutput(exc.render()) from None
-        else:
-            raise MalformedOutput(
-                "trace_action must return a mapping or an ObservedActionTrace, "
-                f"got {type(raw).__name__}"
-            )
+        row = _adapter_row(raw)
         if row.event_id != case.case_id:
             raise MalformedOutput(f"row is for event {row.event_id!r}, not {case.case_id!r}")
         return Outcome(output=row_json(row))
@@ -288,7 +342,7 @@ class AuthorityWorld:
         ]
 
     def predictions_adapter(self, suite: Suite, path: Path) -> PredictionsAdapter:
-        return PredictionsAdapter(path)
+        return PredictionsAdapter(path, [case.case_id for case in _data(suite).cases])
 
     def derive_differences(self, suite: Suite) -> list[str]:
         """Differences between the shipped truth and truth replayed from public data."""

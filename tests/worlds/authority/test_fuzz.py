@@ -56,7 +56,9 @@ from pytest_agentbench.worlds.authority.validate import validate_trace
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SNAKE_CASE = re.compile(r"^[a-z][a-z0-9_]*$")
 ROW_KEYS = frozenset(ObservedActionTrace.model_fields)
-TRACE_CODES = frozenset({"malformed_json", "duplicate_key", "invalid_row", "duplicate_event_id"})
+TRACE_CODES = frozenset(
+    {"malformed_json", "non_finite_number", "duplicate_key", "invalid_row", "duplicate_event_id"}
+)
 PYDANTIC_CODES = frozenset({"invalid_field", "missing_field", "unknown_field", "invalid_row"})
 
 T = TypeVar("T")

@@ -161,7 +161,7 @@ def test_reader_refuses_duplicate_keys_with_the_field() -> None:
 def test_reader_refuses_nan() -> None:
     with pytest.raises(AgentbenchError) as caught:
         read_trace('{"event_id":"a","decision":NaN}')
-    assert caught.value.code == "malformed_json"
+    assert caught.value.code == "non_finite_number"
 
 
 def test_reader_names_line_and_field_of_an_invalid_row() -> None:

@@ -42,8 +42,9 @@ def codes(report: ValidationReport) -> list[tuple[str, int | None]]:
     return [(item.code, item.line) for item in report.diagnostics]
 
 
-def test_the_ten_codes_and_their_severities() -> None:
+def test_the_eleven_codes_and_their_severities() -> None:
     assert SEVERITIES == {
+        "invalid_utf8": "error",
         "malformed_json": "error",
         "invalid_row": "error",
         "duplicate_event_id": "error",
@@ -314,3 +315,14 @@ def test_warnings_alone_never_stop_the_scorer() -> None:
     assert report.valid
     assert report.count("warning") == 3
     assert scorer_accepts(text)
+
+
+def test_a_line_that_is_not_utf8_is_refused_alone_with_its_event_id() -> None:
+    from pytest_agentbench.canonical import decode_lines_lenient
+
+    lines = good_document()
+    lines[0] = lines[0].replace('"decision"', '"deci\\u00ffsion"')
+    data = "\n".join(lines).encode().replace(b"\\u00ff", b"\xff")
+    report = validate_trace(decode_lines_lenient(data), ACTION_IDS)
+    assert codes(report) == [("invalid_utf8", 1)]
+    assert not report.valid

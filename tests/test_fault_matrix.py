@@ -1,0 +1,731 @@
+"""The fault matrix of issue 8, in-process: every reproduction, over no xdist, ``-n 0``, ``-n 2``.
+
+Each test reproduces a reported defect exactly and asserts the class every
+case ends in and the counts the metrics see. Runs that could hang go through
+``runpytest_subprocess`` with a generous limit of the test's own: that limit
+is never the mechanism under test (the plugin's ``--agentbench-timeout`` is).
+The isolated variants (``--agentbench-isolate``) live in their own module.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Imported here so that pytester's inline runs, which drop the modules a run
+# imported, share one set of authority model classes with the adapters below.
+import pytest_agentbench.worlds.authority.world  # noqa: F401
+from tests.demo_world import write_demo_suite
+
+REPO = Path(__file__).resolve().parents[1]
+ASTERIA = "asteria-agentic-v1"
+ASTERIA_CASE = "evt-010-authorised-comparison"
+OUTER_LIMIT = 120.0
+"""The test's own limit on a run that might hang: generous, never what is tested."""
+
+
+def report_of(path: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return report
+
+
+def suite_of(report: dict[str, Any], suite_id: str) -> dict[str, Any]:
+    (suite,) = [suite for suite in report["suites"] if suite["id"] == suite_id]
+    return suite
+
+
+def cases_of(suite: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+
+
+def metric(suite: dict[str, Any], name: str) -> tuple[float | None, int]:
+    (found,) = [m for m in suite["metrics"] if m["name"] == name]
+    return found["value"], found["support"]
+
+
+def copy_asteria(base: Path, *, snapshots: bool = False) -> None:
+    """The built-in Asteria suite and its oracle under ``base``, as in this repository."""
+    for folder in ("suites", "oracles", *(("snapshots",) if snapshots else ())):
+        shutil.copytree(REPO / folder / ASTERIA, base / folder / ASTERIA)
+    # A rootdir conftest puts the project on sys.path in xdist workers too.
+    (base / "conftest.py").write_text("")
+
+
+@pytest.fixture(autouse=True)
+def not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """syrupy and the hostile adapters read this: an inner run must not inherit ours."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
+# --- Severe 2 and 3: hangs that escape the timeout, failures hidden from metrics ---
+
+HOSTILE_DEMO = """
+import asyncio
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no message for you")
+
+
+def hang_in_asyncio_executor():
+    async def main():
+        await asyncio.get_running_loop().run_in_executor(None, time.sleep, 1000)
+
+    asyncio.run(main())
+
+
+def hang_in_pool():
+    with ThreadPoolExecutor(1) as ex:
+        ex.submit(time.sleep, 1000).result()
+
+
+def hang_swallowing_everything():
+    while True:
+        try:
+            time.sleep(1000)
+        except:  # noqa: E722 - the reproduction catches the timeout itself
+            continue
+
+
+def crash():
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os._exit(1)
+    raise RuntimeError("would have crashed the only process")
+
+
+def leak_a_thread():
+    threading.Thread(target=time.sleep, args=(1000,)).start()
+
+
+FAULTS = {
+    "1+1": lambda: (_ for _ in ()).throw(asyncio.CancelledError()),
+    "1+2": lambda: (_ for _ in ()).throw(Unprintable()),
+    "1+3": crash,
+    "1+4": hang_in_asyncio_executor,
+    "1+5": hang_in_pool,
+    "1+6": hang_swallowing_everything,
+}
+
+
+class Agent:
+    def answer(self, question):
+        if question in FAULTS:
+            FAULTS[question]()
+        if question == "1+7":
+            leak_a_thread()
+        if question == "2+3":
+            return 0
+        left, right = question.split("+")
+        return int(left) + int(right)
+"""
+
+HOSTILE_QUESTIONS = {
+    "cancelled": "1+1",
+    "unprintable": "1+2",
+    "crash": "1+3",
+    "asyncio-executor": "1+4",
+    "pool-result": "1+5",
+    "bare-except": "1+6",
+    "leaks-thread": "1+7",
+    "right": "2+2",
+    "wrong": "2+3",
+}
+
+
+def test_every_hang_is_bounded_and_every_adapter_failure_counts_against_it(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path, questions=HOSTILE_QUESTIONS)
+    demo.makepyfile(hostile=HOSTILE_DEMO)
+    path = demo.path / "run.json"
+    started = time.monotonic()
+    result = demo.runpytest_subprocess(
+        "--agentbench-adapter=hostile:Agent",
+        "--agentbench-timeout=1",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        "-p",
+        "no:cacheprovider",
+        *xdist_args,
+        timeout=OUTER_LIMIT,
+    )
+    elapsed = time.monotonic() - started
+    # Three hangs of about 1.5 s each, plus start-up; the leaked sleeping
+    # threads (1000 s each) must not hold the process after the report.
+    assert elapsed < 60, f"the run took {elapsed:.0f}s"
+    result.assert_outcomes(passed=2, failed=7)
+    suite = suite_of(report_of(path), "demo-suite")
+    cases = cases_of(suite)
+    classes = {case_id: case["failure_class"] for case_id, case in cases.items()}
+    assert classes == {
+        "cancelled": "agent_error",
+        "unprintable": "agent_error",
+        "crash": "agent_error",
+        "asyncio-executor": "agent_error",
+        "pool-result": "agent_error",
+        "bare-except": "agent_error",
+        "leaks-thread": None,
+        "right": None,
+        "wrong": None,
+    }
+    assert cases["cancelled"]["failure_reason"] == "adapter raised CancelledError"
+    assert cases["unprintable"]["failure_reason"] == (
+        "adapter raised Unprintable (its message could not be rendered)"
+    )
+    for hang in ("asyncio-executor", "pool-result", "bare-except"):
+        assert cases[hang]["failure_reason"].startswith("timed out after 1.")
+    assert suite["counts"] == {"passed": 2, "failed": 7, "error": 0, "skipped": 0}
+    assert suite["failure_classes"] == {"agent_error": 6, "product_error": 0, "harness_error": 0}
+    # Every case is in the denominator: 2 right of 9, not 2 of 3.
+    assert metric(suite, "accuracy") == (pytest.approx(2 / 9), 9)
+
+
+CANCELS_WHEN_WRONG = """
+import asyncio
+
+
+class Agent:
+    def answer(self, question):
+        left, right = question.split("+")
+        if question == "2+3":
+            raise asyncio.CancelledError()
+        return int(left) + int(right)
+"""
+
+
+def test_cancelling_the_case_it_would_get_wrong_does_not_raise_the_score(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    questions = {f"c{n:02d}": f"{n}+{n}" for n in range(1, 11)} | {"c11": "2+3"}
+    write_demo_suite(demo.path, questions=questions)
+    demo.makepyfile(cancels=CANCELS_WHEN_WRONG)
+    path = demo.path / "run.json"
+    result = demo.runpytest(
+        "--agentbench-adapter=cancels:Agent",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=10, failed=1)
+    suite = suite_of(report_of(path), "demo-suite")
+    assert metric(suite, "accuracy") == (pytest.approx(10 / 11), 11)
+    assert cases_of(suite)["c11"]["failure_class"] == "agent_error"
+
+
+CRASHING_WORLD = """
+import os
+
+from demo_world import DemoWorld
+from pytest_agentbench.hookspecs import hookimpl
+
+
+class CrashingWorld(DemoWorld):
+    def run(self, suite, case, view, adapter):
+        if case.case_id == "c2" and os.environ.get("PYTEST_XDIST_WORKER"):
+            os._exit(1)
+        return super().run(suite, case, view, adapter)
+
+
+@hookimpl
+def pytest_agentbench_world_kinds():
+    return [CrashingWorld()]
+"""
+
+
+def test_a_worker_crash_outside_the_adapter_call_is_a_harness_error(
+    demo: pytest.Pytester,
+) -> None:
+    demo.makeconftest(CRASHING_WORLD)
+    write_demo_suite(demo.path)
+    path = demo.path / "run.json"
+    result = demo.runpytest(
+        f"--agentbench-report={path}", "-m", "not agentbench_control", "-n", "2"
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    suite = suite_of(report_of(path), "demo-suite")
+    c2 = cases_of(suite)["c2"]
+    assert (c2["outcome"], c2["failure_class"]) == ("error", "harness_error")
+    assert c2["failure_reason"] == "worker crashed while running it"
+    assert metric(suite, "accuracy") == (1.0, 2)
+
+
+HOSTILE_AUTHORITY = """
+from pytest_agentbench.worlds.authority.agents import ReferenceAgent
+from pytest_agentbench.worlds.authority.trace import ObservedActionTrace
+
+
+class RaisingMapping(dict):
+    def __iter__(self):
+        raise RuntimeError("iteration refused")
+
+    def keys(self):
+        raise RuntimeError("keys refused")
+
+
+class Agent:
+    def __init__(self):
+        self.reference = ReferenceAgent()
+
+    def trace_action(self, bundle, event_id):
+        row = self.reference.trace_action(bundle, event_id)
+        if event_id == "evt-010-authorised-comparison":
+            return RaisingMapping(row)
+        if event_id == "evt-011-supplier-directory-read":
+            return ObservedActionTrace.model_construct(event_id=event_id, decision=42)
+        if event_id == "evt-012-quotation-request":
+            # Tamper with the bundle's manifest: the oracle must not notice.
+            object.__setattr__(bundle.manifest, "artifact_set_digest", "0" * 64)
+            bundle.tool_schemas.clear()
+            bundle.scenarios.clear()
+        return row
+"""
+
+
+@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    copy_asteria(pytester.path)
+    pytester.makepyfile(hostile=HOSTILE_AUTHORITY)
+    pytester.syspathinsert()
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "--agentbench-adapter=hostile:Agent",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=9, failed=2)
+    suite = suite_of(report_of(path), ASTERIA)
+    cases = cases_of(suite)
+    assert cases["evt-010-authorised-comparison"]["failure_class"] == "product_error"
+    assert "refused" in cases["evt-010-authorised-comparison"]["failure_reason"]
+    assert cases["evt-011-supplier-directory-read"]["failure_class"] == "product_error"
+    assert cases["evt-012-quotation-request"]["outcome"] == "passed"
+    assert suite["failure_classes"]["harness_error"] == 0
+    assert metric(suite, "authorization_decision_accuracy") == (pytest.approx(9 / 11), 11)
+
+
+@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+def test_each_case_gets_a_bundle_no_earlier_case_changed(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    copy_asteria(pytester.path)
+    pytester.makepyfile(
+        mutates="""
+from pytest_agentbench.worlds.authority.agents import ReferenceAgent
+
+
+class Agent:
+    def __init__(self):
+        self.reference = ReferenceAgent()
+
+    def trace_action(self, bundle, event_id):
+        row = self.reference.trace_action(bundle, event_id)
+        assert len(bundle.scenarios) > 0 and "injected" not in bundle.tool_schemas
+        bundle.scenarios.clear()
+        bundle.tool_schemas["injected"] = bundle.tool_schemas[next(iter(bundle.tool_schemas))]
+        object.__setattr__(bundle, "events", ())
+        return row
+"""
+    )
+    pytester.syspathinsert()
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "--agentbench-adapter=mutates:Agent", f"--agentbench-report={path}", *xdist_args
+    )
+    # Every case and every control behaves as if no case had touched its bundle.
+    result.assert_outcomes(passed=14)
+    suite = suite_of(report_of(path), ASTERIA)
+    assert metric(suite, "authorization_decision_accuracy") == (1.0, 11)
+
+
+# --- Severe 1: snapshot mode loses golden files in partial runs ---
+
+
+def _golden_files(base: Path) -> list[str]:
+    folder = base / "snapshots" / ASTERIA
+    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*.json"))
+
+
+_NODE = f"suites/{ASTERIA}/public_events.jsonl::{ASTERIA_CASE}"
+_SELECTIONS = {
+    "node-id": [_NODE],
+    "deselect": ["suites", "--deselect", _NODE],
+    "controls": ["suites", "--agentbench-controls"],
+    "keyword": ["suites", "-k", "evt-010"],
+    "last-failed": ["suites", "--lf"],
+}
+# Every selection without xdist; the two that reach syrupy's location logic
+# differently (a node id, a deselection) under -n 0 and -n 2 as well.
+_SNAPSHOT_MATRIX = [
+    pytest.param(selection, mode, id=f"{mode_id}-{name}")
+    for mode_id, mode in (("no-xdist", []), ("n0", ["-n", "0"]), ("n2", ["-n", "2"]))
+    for name, selection in _SELECTIONS.items()
+    if mode_id == "no-xdist" or name in ("node-id", "deselect")
+]
+
+
+@pytest.mark.skipif(not (REPO / "snapshots" / ASTERIA).is_dir(), reason="needs the golden files")
+@pytest.mark.parametrize(("selection", "mode"), _SNAPSHOT_MATRIX)
+def test_a_partial_run_neither_reports_nor_deletes_other_golden_files(
+    pytester: pytest.Pytester, selection: list[str], mode: list[str]
+) -> None:
+    copy_asteria(pytester.path, snapshots=True)
+    pytester.makeini("[pytest]\nagentbench_snapshot = true\n")
+    before = _golden_files(pytester.path)
+    if "--lf" in selection:
+        # A previous run in which one case failed: --lf reruns only that one.
+        cache = pytester.path / ".pytest_cache" / "v" / "cache"
+        cache.mkdir(parents=True)
+        (cache / "lastfailed").write_text(
+            json.dumps({f"suites/{ASTERIA}/public_events.jsonl::{ASTERIA_CASE}": True})
+        )
+    # --snapshot-update deletes whatever the run calls unused: nothing may be.
+    updated = pytester.runpytest(*selection, "--snapshot-update", *mode)
+    assert updated.ret == pytest.ExitCode.OK, updated.stdout.str()
+    assert "unused" not in updated.stdout.str()
+    assert "deleted" not in updated.stdout.str()
+    assert _golden_files(pytester.path) == before
+
+
+@pytest.mark.skipif(not (REPO / "snapshots" / ASTERIA).is_dir(), reason="needs the golden files")
+def test_a_golden_file_no_case_claims_is_still_reported_unused(pytester: pytest.Pytester) -> None:
+    copy_asteria(pytester.path, snapshots=True)
+    pytester.makeini("[pytest]\nagentbench_snapshot = true\n")
+    stale = pytester.path / "snapshots" / ASTERIA / "public_events" / "evt-999-removed.json"
+    stale.write_text("{}\n")
+    result = pytester.runpytest("suites")
+    result.stdout.fnmatch_lines(["*1 snapshot unused*"])
+    pytester.runpytest("suites", "--snapshot-update")
+    assert not stale.exists()
+
+
+# --- Medium 4: an unreadable file under an oracle folder ---
+
+
+def test_an_unreadable_oracle_file_is_a_refusal_and_every_report_is_written(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    write_demo_suite(demo.path, "other-suite")
+    # Unreadable even for root: reading /proc/self/mem from its start fails with EIO.
+    (demo.path / "oracles" / "demo-suite" / "mem").symlink_to("/proc/self/mem")
+    path, junit = demo.path / "run.json", demo.path / "junit.xml"
+    result = demo.runpytest(
+        f"--agentbench-report={path}",
+        f"--junitxml={junit}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=6)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert "Traceback" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["agentbench [[]unreadable_file[]] *oracles/demo-suite/mem: *"])
+    report = report_of(path)
+    assert suite_of(report, "demo-suite")["digests"]["oracle"] is None
+    assert suite_of(report, "other-suite")["digests"]["oracle"] is not None
+    assert any(problem.startswith("[unreadable_file]") for problem in report["problems"])
+    assert junit.is_file()
+
+
+@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+@pytest.mark.parametrize("command", ["verify", "derive"])
+def test_agentbench_commands_name_an_unreadable_oracle_file(
+    pytester: pytest.Pytester, command: str
+) -> None:
+    copy_asteria(pytester.path)
+    (pytester.path / "oracles" / ASTERIA / "mem").symlink_to("/proc/self/mem")
+    result = pytester.run("agentbench", command, f"suites/{ASTERIA}")
+    assert result.ret == 1
+    assert "Traceback" not in result.stderr.str()
+    result.stderr.fnmatch_lines(["agentbench: [[]unreadable_file[]] *mem: *"])
+
+
+# --- Medium 6: partial runs look like whole runs ---
+
+WRONG_ON_C2 = """
+class Agent:
+    def answer(self, question):
+        left, right = question.split("+")
+        return 0 if question == "2+3" else int(left) + int(right)
+"""
+
+
+@pytest.fixture
+def gated(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(demo.path)
+    demo.makepyfile(wrong=WRONG_ON_C2)
+    return demo
+
+
+def _gated_run(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    path = project.path / "run.json"
+    result = project.runpytest(
+        "--agentbench-adapter=wrong:Agent",
+        "--agentbench-gate=demo-suite:accuracy>=1.0",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        *args,
+    )
+    return result, report_of(path)
+
+
+def test_deselecting_the_failing_case_does_not_pass_the_gate(
+    gated: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    deselect = "--deselect=suites/demo-suite/cases.jsonl::c2"
+    result, report = _gated_run(gated, deselect, *xdist_args)
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    suite = suite_of(report, "demo-suite")
+    assert suite["coverage"] == {
+        "total": 3,
+        "selected": 2,
+        "run": 2,
+        "missing": 0,
+        "complete": False,
+    }
+    (gate,) = suite["gates"]
+    assert not gate["passed"]
+    assert gate["reason"].startswith("incomplete: 2 of 3 cases run, 1 not selected")
+    result.stdout.fnmatch_lines(
+        ["coverage: 3 in suite, 2 selected, 2 run, 0 missing (PARTIAL RUN)"]
+    )
+    allowed, report = _gated_run(gated, deselect, "--agentbench-allow-partial", *xdist_args)
+    assert allowed.ret == pytest.ExitCode.OK
+    assert suite_of(report, "demo-suite")["gates"][0]["passed"]
+
+
+def test_a_run_stopped_early_counts_the_cases_it_never_ran(gated: pytest.Pytester) -> None:
+    result, report = _gated_run(gated, "-x")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    coverage = suite_of(report, "demo-suite")["coverage"]
+    assert (coverage["selected"], coverage["run"], coverage["missing"]) == (3, 2, 1)
+    assert not coverage["complete"]
+
+
+def test_a_run_that_selects_nothing_still_writes_its_report(
+    gated: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    result, report = _gated_run(gated, "-k", "nomatch", *xdist_args)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    suite = suite_of(report, "demo-suite")
+    assert suite["coverage"]["selected"] == 0
+    assert not suite["gates"][0]["passed"]
+
+
+def test_quiet_line_of_a_controls_only_run(demo: pytest.Pytester) -> None:
+    from tests.demo_world import DEMO_CONTROLS
+
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    result = demo.runpytest("-m", "agentbench_control", "-q")
+    result.stdout.fnmatch_lines(["agentbench demo-suite: no cases run; controls 1/1"])
+
+
+# --- Medium 7: predictions files, one rule per line ---
+
+
+def _reference_rows() -> list[dict[str, Any]]:
+    from pytest_agentbench.cli import _registry, load
+    from pytest_agentbench.worlds.authority.agents import ReferenceAgent
+
+    loaded = load(str(REPO / "suites" / ASTERIA), _registry())
+    rows: list[dict[str, Any]] = ReferenceAgent().trace(loaded.suite.data.bundle)
+    return rows
+
+
+@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    copy_asteria(pytester.path)
+    rows = _reference_rows()
+    lines = [json.dumps(row).encode() for row in rows]
+    lines[0] = lines[0].replace(b'"decision"', b'"deci\xffsion"')
+    lines.append(json.dumps(dict(rows[1], event_id="evt-999-unknown")).encode())
+    (pytester.path / "preds.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "suites",
+        f"--agentbench-predictions={ASTERIA}=preds.jsonl",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=10, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = report_of(path)
+    suite = suite_of(report, ASTERIA)
+    first = cases_of(suite)[rows[0]["event_id"]]
+    assert first["failure_class"] == "product_error"
+    assert "[invalid_utf8]" in first["failure_reason"]
+    assert metric(suite, "authorization_decision_accuracy")[1] == 11
+    assert any("[unexpected_event_id]" in problem for problem in report["problems"])
+    validated = pytester.run(
+        "agentbench", "validate", f"suites/{ASTERIA}", "--predictions", "preds.jsonl"
+    )
+    assert validated.ret == 1
+    validated.stdout.fnmatch_lines(
+        ["line 1: error [[]invalid_utf8[]] *", "line 12: error [[]unexpected_event_id[]] *"]
+    )
+
+
+def test_empty_or_repeated_predictions_are_usage_errors(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    (demo.path / "empty.jsonl").write_text("\n  \n")
+    (demo.path / "one.jsonl").write_text('{"id": "c1", "answer": 2}\n')
+    empty = demo.runpytest("--agentbench-predictions=demo-suite=empty.jsonl")
+    assert empty.ret == pytest.ExitCode.USAGE_ERROR
+    empty.stderr.fnmatch_lines(["*[[]invalid_predictions[]]*is empty*"])
+    twice = demo.runpytest(
+        "--agentbench-predictions=demo-suite=one.jsonl",
+        "--agentbench-predictions=demo-suite=one.jsonl",
+    )
+    assert twice.ret == pytest.ExitCode.USAGE_ERROR
+    twice.stderr.fnmatch_lines(["*already has a predictions file*"])
+
+
+# --- Lower 8: timeouts that are not a number of seconds ---
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e20", "-1", "soon"])
+def test_a_bad_timeout_is_a_usage_error(demo: pytest.Pytester, value: str) -> None:
+    write_demo_suite(demo.path)
+    result = demo.runpytest(f"--agentbench-timeout={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]invalid_timeout[]] --agentbench-timeout: *"])
+    command = demo.run(
+        "agentbench", "evaluate", "suites/demo-suite", "--agent", "reference", f"--timeout={value}"
+    )
+    assert command.ret == 2
+    command.stderr.fnmatch_lines(["*[[]invalid_timeout[]]*"])
+
+
+def test_timeout_zero_on_the_command_line_means_no_limit(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    demo.makeini("[pytest]\nagentbench_timeout = 0.2\n")
+    demo.makepyfile(
+        slow="import time\n\nclass Agent:\n    def answer(self, question):\n"
+        "        time.sleep(0.5)\n"
+        "        a, b = question.split('+')\n"
+        "        return int(a) + int(b)\n"
+    )
+    limited = demo.runpytest("--agentbench-adapter=slow:Agent", "-m", "not agentbench_control")
+    limited.assert_outcomes(failed=3)
+    unlimited = demo.runpytest(
+        "--agentbench-adapter=slow:Agent", "--agentbench-timeout=0", "-m", "not agentbench_control"
+    )
+    unlimited.assert_outcomes(passed=3)
+
+
+# --- Lower 9: unbounded text ---
+
+
+def test_a_ten_megabyte_message_is_kept_short_everywhere(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makepyfile(
+        loud="class Agent:\n    def answer(self, question):\n"
+        "        raise ValueError('x' * 10_000_000)\n"
+    )
+    path, junit = demo.path / "run.json", demo.path / "junit.xml"
+    result = demo.runpytest(
+        "--agentbench-adapter=loud:Agent",
+        f"--agentbench-report={path}",
+        f"--junitxml={junit}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(failed=3)
+    reason = cases_of(suite_of(report_of(path), "demo-suite"))["c1"]["failure_reason"]
+    assert reason.endswith("... [truncated: 10000027 characters in all]")
+    assert len(reason) < 2100
+    assert junit.stat().st_size < 100_000
+    assert path.stat().st_size < 100_000
+    assert len(result.stdout.str()) < 100_000
+
+
+# --- Lower 10: oracle folders anywhere ---
+
+
+def test_an_oracle_outside_the_project_is_refused_unless_listed(
+    demo: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    write_demo_suite(demo.path, extra_suite_yaml="oracle: /usr/share\n")
+    result = demo.runpytest()
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]oracle_outside_project[]] suites/demo-suite/suite.yaml: oracle: "
+            "/usr/share is outside the project*"
+        ]
+    )
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    write_demo_suite(elsewhere)
+    oracle = elsewhere / "oracles" / "demo-suite"
+    (demo.path / "suites" / "demo-suite" / "suite.yaml").write_text(
+        f"id: demo-suite\nversion: 1.0.0\nworld: demo\ntitle: Demo\noracle: {oracle}\n"
+    )
+    refused = demo.runpytest("-m", "not agentbench_control")
+    assert refused.ret != pytest.ExitCode.OK
+    demo.makeini(f"[pytest]\nagentbench_oracle_roots = {elsewhere}\n")
+    allowed = demo.runpytest("-m", "not agentbench_control")
+    allowed.assert_outcomes(passed=3)
+
+
+# --- Lower 11: agentbench compare ---
+
+
+def test_compare_refuses_what_it_cannot_compare(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    before = demo.path / "before.json"
+    demo.runpytest(f"--agentbench-report={before}", "-m", "not agentbench_control")
+    for target in ("suites", "/dev/zero"):
+        refused = demo.run("agentbench", "compare", str(before), target, timeout=OUTER_LIMIT)
+        assert refused.ret == 1
+        refused.stderr.fnmatch_lines(["agentbench: [[]unreadable_file[]] *not a regular file*"])
+    report = report_of(before)
+    report["suites"][0]["version"] = "2.0.0"
+    changed = demo.path / "changed.json"
+    changed.write_text(json.dumps(report))
+    mismatch = demo.run("agentbench", "compare", str(before), str(changed))
+    assert mismatch.ret == 1
+    mismatch.stdout.fnmatch_lines(["demo-suite: [[]suite_mismatch[]] version 1.0.0 -> 2.0.0*"])
+    report["suites"][0]["id"] = "another-suite"
+    other = demo.path / "other.json"
+    other.write_text(json.dumps(report))
+    disjoint = demo.run("agentbench", "compare", str(before), str(other))
+    assert disjoint.ret == 1
+    disjoint.stderr.fnmatch_lines(["agentbench: [[]no_common_suite[]] *"])
+
+
+# --- Lower 12: messages ---
+
+
+def test_a_suite_outside_the_rootdir_is_named_by_its_real_path(
+    demo: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("outside")
+    suite_dir = write_demo_suite(elsewhere)
+    (suite_dir / "suite.yaml").write_text("id: demo-suite\nid: again\n")
+    demo.makeini("[pytest]\n")
+    result = demo.runpytest(str(suite_dir), "--rootdir", str(demo.path))
+    result.stdout.fnmatch_lines([f"*[[]duplicate_key[]] {suite_dir.as_posix()}/suite.yaml:2*"])
