@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.contracts import CaseResult
+from pytest_agentbench.metrics import aggregate
 from pytest_agentbench.packaged import data_root
 from pytest_agentbench.session import SuiteLoader
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
@@ -142,3 +143,21 @@ def test_tier_world_trap_and_split_markers_select_under_strict_markers(
 
 def test_markers_select_the_same_items_under_xdist(pytester: pytest.Pytester) -> None:
     _select(pytester, "tier_T4 and world_clinic", "-n", "2")
+
+
+def test_trap_kinds_and_the_behaviour_confusion_matrix_are_metrics() -> None:
+    tasks = [t for t in ORACLE.values() if t.trap_kind in ("ambiguous", "unanswerable")]
+    results = [_grade(_Says("It is in north."), t) for t in tasks]
+    specs = LOADED.world.metrics(LOADED.suite)
+    metrics = {m.name: m for m in aggregate(specs, results)}
+    ambiguous = sum(1 for t in tasks if t.trap_kind == "ambiguous")
+    assert (metrics["pass_at_1_trap_ambiguous"].value,
+            metrics["pass_at_1_trap_ambiguous"].support) == (0.0, ambiguous)
+    assert metrics["pass_at_1_trap_injection"].value is None  # no such task: null, not 0
+    assert metrics["behaviour_clarify_as_answer"].value == 1.0
+    assert metrics["behaviour_clarify_as_clarify"].value == 0.0
+    assert metrics["behaviour_answer_as_answer"].support == 0
+    directions = {m.name: m.direction for m in specs}
+    assert directions["behaviour_clarify_as_clarify"] == "higher_is_better"
+    assert directions["behaviour_ignore_and_answer_as_answer"] == "higher_is_better"
+    assert directions["behaviour_clarify_as_answer"] == "lower_is_better"
