@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.toolgrammar.decontam import Decontamination
-from pytest_agentbench.worlds.toolgrammar.generator import Generation
+from pytest_agentbench.worlds.toolgrammar.generator import SEED_SHORTFALLS, Generation
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
 
 HIDDEN = "test_hidden"
@@ -63,6 +63,7 @@ def summary(
     world_digests: Mapping[str, str],
     seed: int,
     plan: Mapping[str, Mapping[str, int]],
+    caps: Mapping[tuple[str, str], int] = SEED_SHORTFALLS,
 ) -> dict[str, JsonValue]:
     attempts = generation.accepted + sum(generation.rejected.values())
     rejected = sum(generation.rejected.values())
@@ -78,6 +79,11 @@ def summary(
         "world_digests": dict(sorted(world_digests.items())),
         "seed": seed,
         "quotas": {world: dict(tiers) for world, tiers in sorted(plan.items())},
+        "quota_caps": {
+            "caps": {f"{world}:{tier}": cap for (world, tier), cap in sorted(caps.items())},
+            "why": "where the seed's own generator ran out of distinct tasks below the "
+            "formula's quota, its published count is taken as the cap",
+        },
         "shortfalls": dict(sorted(generation.shortfalls.items())),
         "generation": {
             "accepted": generation.accepted,
