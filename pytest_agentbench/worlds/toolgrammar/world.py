@@ -234,7 +234,13 @@ class ToolGrammarWorld:
         try:
             options = GrammarOptions.model_validate(suite.config.options)
         except ValidationError as exc:
-            raise pydantic_refusal(exc, file=suite.display(SUITE_FILE)) from None
+            refused = pydantic_refusal(exc, file=suite.display(SUITE_FILE))
+            raise AgentbenchError(
+                refused.code,
+                refused.reason,
+                file=suite.display(SUITE_FILE),
+                field=f"options.{refused.location.field}",
+            ) from None
         manifest = verify_files(suite.root, suite.display_root, MANIFEST, exclude=(SUITE_FILE,))
         tasks: dict[str, PublicTask] = {}
         cases: list[Case] = []

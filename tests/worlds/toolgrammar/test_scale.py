@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import tomllib
 from collections import Counter
 from pathlib import Path
@@ -203,3 +204,20 @@ def test_the_shipped_full_suite_is_what_a_fresh_build_writes(tmp_path: Path) -> 
         for folder in folders:
             rel = f"{folder}/{world}.jsonl"
             assert (written / rel).read_bytes() == (shipped / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize(("options", "code", "field"), [
+    ("  colour: blue\n", "unknown_field", "options.colour"),
+    ("  sealed: [1]\n", "invalid_field", "options.sealed"),
+])
+def test_the_world_refuses_options_it_does_not_know(
+    small_build: Path, tmp_path: Path, options: str, code: str, field: str
+) -> None:
+    suite_dir = tmp_path / build_suite.FULL_PUBLIC / SMALL_ID
+    shutil.copytree(small_build / build_suite.FULL_PUBLIC / SMALL_ID, suite_dir)
+    yaml_path = suite_dir / "suite.yaml"
+    text = yaml_path.read_text(encoding="utf-8")
+    yaml_path.write_text(text.split("options:")[0] + "options:\n" + options, encoding="utf-8")
+    with pytest.raises(AgentbenchError) as refused:
+        SuiteLoader(REGISTRY, tmp_path).load(suite_dir)
+    assert (refused.value.code, refused.value.location.field) == (code, field)
