@@ -126,7 +126,16 @@ def _register_suite_marker(config: pytest.Config, suite_id: str) -> None:
         config.addinivalue_line("markers", f"{suite_id}: items of agentbench suite {suite_id}")
 
 
+def _register_label_marker(config: pytest.Config, label: str) -> None:
+    """Declare a world's case label as a marker so ``--strict-markers`` accepts it."""
+    known: set[str] = config.stash.setdefault(_LABEL_MARKERS_KEY, set())
+    if label not in known:
+        known.add(label)
+        config.addinivalue_line("markers", f"{label}: agentbench cases labelled {label}")
+
+
 _SUITE_MARKERS_KEY = pytest.StashKey[set[str]]()
+_LABEL_MARKERS_KEY = pytest.StashKey[set[str]]()
 REFUSED_KEY = pytest.StashKey[dict[str, str]]()
 """Rendered suite refusals by the node id of the collector that reported them."""
 
@@ -147,8 +156,12 @@ class CaseItem(pytest.Item):
     def _bind_case(self, loaded: LoadedSuite, case: Case) -> None:
         # The markers ``agentbench`` and the suite id sit on the case file, which
         # every case item inherits them from: one set per file rather than per case.
+        # A world's labels (tiers, kinds) differ per case, so they are the item's own.
         self.loaded = loaded
         self.case = case
+        for label in case.labels:
+            _register_label_marker(self.config, label)
+            self.add_marker(label)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1

@@ -72,7 +72,8 @@ class Case(Record):
     line: int | None = None
     title: str | None = None
     labels: tuple[str, ...] = ()
-    """Open labels (case kinds, tiers); also usable with ``-m``-style selection by worlds."""
+    """Open labels (case kinds, tiers): each is also a registered marker on the case's item,
+    so ``-m`` selects by them; use identifier-like names (``tier_T4``, ``world_clinic``)."""
 
 
 class Outcome(Record):

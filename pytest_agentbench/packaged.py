@@ -19,13 +19,22 @@ def data_root() -> Path:
     return bundled if (bundled / "suites").is_dir() else _PACKAGE.parent
 
 
+SUITE_FOLDERS = ("suites", "suites-full")
+"""``suites/`` is what the README's main command collects; ``suites-full/`` holds
+built-in suites too large for it, run by id (``--agentbench-suite``)."""
+
+
 def suites_dir() -> Path:
     return data_root() / "suites"
 
 
 def packaged_suites() -> dict[str, Path]:
     """Suite id (its folder name) -> suite folder, for every built-in suite."""
-    root = suites_dir()
-    if not root.is_dir():
-        return {}
-    return {path.parent.name: path.parent for path in sorted(root.glob(f"*/{SUITE_FILE}"))}
+    found: dict[str, Path] = {}
+    for folder in SUITE_FOLDERS:
+        root = data_root() / folder
+        if root.is_dir():
+            found.update(
+                (path.parent.name, path.parent) for path in sorted(root.glob(f"*/{SUITE_FILE}"))
+            )
+    return found

@@ -59,6 +59,9 @@ class Target(NamedTuple):
 def _packaged_by_kind() -> dict[str, list[str]]:
     by_kind: dict[str, list[str]] = {}
     for suite_id, root in sorted(packaged_suites().items()):
+        # suites-full/ holds the same world kinds at scale; their small suites stand for them.
+        if root.parent.name != "suites":
+            continue
         config = load_suite_config(root / SUITE_FILE, f"suites/{suite_id}/{SUITE_FILE}")
         by_kind.setdefault(config.world, []).append(suite_id)
     return by_kind

@@ -60,6 +60,10 @@ class Nouns:
     """How a prompt asks for the privileged write, e.g. ``issue a refund``."""
     write_table: str = ""
     write_id: str = ""
+    writable_statuses: tuple[str, ...] = ()
+    """Record statuses the privileged write's policy accepts at all (its first status check)."""
+    not_writable_code: str = ""
+    """The policy's refusal code for a record in any other status."""
     extra: Mapping[str, str] = field(default_factory=dict)
 
 

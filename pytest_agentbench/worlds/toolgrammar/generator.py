@@ -35,6 +35,8 @@ class Generation:
     tasks: list[TaskRecord] = field(default_factory=list)
     accepted: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
+    shortfalls: dict[str, int] = field(default_factory=dict)
+    """``<world>:<tier>`` -> tasks missing when the attempts ran out."""
 
 
 def fingerprint(world: str, tier: str, prompt: str, steps: Sequence[Step], answer: str) -> str:
@@ -129,9 +131,16 @@ def _attempt(
 
 def generate(domains: Sequence[Domain], quotas: Mapping[str, int], seed: int = SEED) -> Generation:
     """``quotas[tier]`` tasks per world and tier (a tier no template of a world serves: none)."""
+    return generate_plan(domains, {domain.name: quotas for domain in domains}, seed)
+
+
+def generate_plan(
+    domains: Sequence[Domain], plan: Mapping[str, Mapping[str, int]], seed: int = SEED
+) -> Generation:
+    """``plan[world][tier]`` tasks of each world and tier, worlds in ``domains`` order."""
     out = Generation()
     for domain in domains:
-        for tier, quota in quotas.items():
+        for tier, quota in plan.get(domain.name, {}).items():
             templates = [t for t in TEMPLATES if t.tier == tier and t.applies(domain)]
             if not templates:
                 continue
@@ -162,6 +171,48 @@ def generate(domains: Sequence[Domain], quotas: Mapping[str, int], seed: int = S
                         }
                     )
                 )
+            if len(kept) < quota:
+                out.shortfalls[f"{domain.name}:{tier}"] = quota - len(kept)
             out.accepted += len(kept)
             out.tasks.extend(kept)
     return out
+
+
+TIER_SHARES = {"T1": 0.24, "T2": 0.30, "T3": 0.18, "T4": 0.16, "T5": 0.12}
+WORLD_SHARES = {"ops": 0.50, "clinic": 0.28, "doc": 0.22}
+TARGET = 8000
+SEED_SHORTFALLS = {("doc", "T1"): 401, ("doc", "T5"): 737}
+"""Where the seed's generator ran out of distinct tasks below its quota: the
+published counts, taken as caps so the built suite has the seed's shape."""
+SHARED_TIERS = frozenset({"T1", "T2", "T3", "T4"})
+"""T5 binds only retrieval verbs, so its quota is not shared by role."""
+
+
+def seed_plan(
+    world_shares: Mapping[str, float] = WORLD_SHARES,
+    caps: Mapping[tuple[str, str], int] = SEED_SHORTFALLS,
+    target: int = TARGET,
+) -> dict[str, dict[str, int]]:
+    """The §4 quotas: ``round(target * tier share * role share)``, T5 unshared, capped."""
+    plan: dict[str, dict[str, int]] = {}
+    for world, share in world_shares.items():
+        plan[world] = {}
+        for tier, tier_share in TIER_SHARES.items():
+            quota = round(target * tier_share * (share if tier in SHARED_TIERS else 1.0))
+            plan[world][tier] = min(quota, caps.get((world, tier), quota))
+    return plan
+
+
+def served_plan(
+    domains: Sequence[Domain], plan: Mapping[str, Mapping[str, int]]
+) -> dict[str, dict[str, int]]:
+    """``plan`` without the tiers no template serves in a world (doc alone has T5)."""
+    return {
+        domain.name: {
+            tier: quota
+            for tier, quota in plan.get(domain.name, {}).items()
+            if any(t.tier == tier and t.applies(domain) for t in TEMPLATES)
+        }
+        for domain in domains
+        if domain.name in plan
+    }

@@ -7,6 +7,11 @@ the seed, every table's SHA-256 and the world digest. Oracle
 (``oracles/<id>/``): ``tasks/<world>.jsonl`` with the full §4 records,
 ``checksums.json`` (their artifact-set digest) and the hand-written
 ``controls.yaml``.
+
+A sealed suite keeps its ``test_hidden`` oracle records out of both: their
+public lines go to ``hidden/<world>.jsonl`` in the suite folder, the records
+to a third folder that is never packaged, and the manifest carries the seal
+(§7) that those records must hash to.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
 MANIFEST = "manifest.json"
 CHECKSUMS = "checksums.json"
 TASKS_DIR = "tasks"
+HIDDEN_DIR = "hidden"
+SUMMARY = "summary.json"
+HIDDEN_SPLIT = "test_hidden"
 SCHEMA_VERSION = "toolgrammar-suite-v1"
 
 
@@ -39,6 +47,8 @@ def public_line(record: TaskRecord) -> dict[str, JsonValue]:
         "world": record.world,
         "tier": record.tier,
         "prompt": record.prompt,
+        "trap_kind": record.trap_kind,
+        "split": record.split,
         "injections": [
             {
                 "verb": i.verb.value,
@@ -65,27 +75,51 @@ def write_suite(
     records: Sequence[TaskRecord],
     worlds: Mapping[str, BuiltWorld],
     suite_yaml: str,
+    *,
+    sealed_dir: Path | None = None,
+    summary: Mapping[str, JsonValue] | None = None,
 ) -> None:
-    """Write both halves of a suite (``controls.yaml`` is authored by hand, never here)."""
+    """Write both halves of a suite (``controls.yaml`` is authored by hand, never here).
+
+    With ``sealed_dir``, the hidden split's records go there instead of the
+    oracle folder, and ``summary`` (which holds the seal) must be given.
+    """
+    public: dict[str, bytes] = {}
+    oracle: dict[str, bytes] = {}
+    sealed: dict[str, bytes] = {}
     by_world: dict[str, list[TaskRecord]] = {}
     for record in records:
         by_world.setdefault(record.world, []).append(record)
-    public: dict[str, bytes] = {}
-    oracle: dict[str, bytes] = {}
     for world, rows in sorted(by_world.items()):
         rel = f"{TASKS_DIR}/{world}.jsonl"
-        public[rel] = _jsonl([public_line(r) for r in rows]).encode("utf-8")
-        oracle[rel] = _jsonl([r.model_dump(mode="json") for r in rows]).encode("utf-8")
-    for root, files in ((suite_dir, public), (oracle_dir, oracle)):
-        (root / TASKS_DIR).mkdir(parents=True, exist_ok=True)
+        hidden = [r for r in rows if sealed_dir is not None and r.split == HIDDEN_SPLIT]
+        kept = [r for r in rows if sealed_dir is None or r.split != HIDDEN_SPLIT]
+        public[rel] = _jsonl([public_line(r) for r in kept]).encode("utf-8")
+        oracle[rel] = _jsonl([r.model_dump(mode="json") for r in kept]).encode("utf-8")
+        if hidden:
+            public[f"{HIDDEN_DIR}/{world}.jsonl"] = _jsonl(
+                [public_line(r) for r in hidden]
+            ).encode("utf-8")
+            sealed[rel] = _jsonl([r.model_dump(mode="json") for r in hidden]).encode("utf-8")
+    if summary is not None:
+        public[SUMMARY] = pretty_json(dict(summary)).encode("utf-8")
+    halves = [(suite_dir, public), (oracle_dir, oracle)]
+    if sealed_dir is not None:
+        halves.append((sealed_dir, sealed))
+    for root, files in halves:
         for rel, data in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(data)
     (suite_dir / "suite.yaml").write_text(suite_yaml, encoding="utf-8")
-    manifest = {
+    manifest: dict[str, JsonValue] = {
         "schema_version": SCHEMA_VERSION,
         "artifact_set_digest": artifact_set_digest(public),
         "worlds": {name: world_entry(worlds[name]) for name in sorted(by_world)},
     }
+    if sealed_dir is not None:
+        if summary is None:
+            raise ValueError("a sealed suite needs its summary (the seal is in it)")
+        manifest["seal"] = summary["seal"]
     (suite_dir / MANIFEST).write_text(pretty_json(manifest), encoding="utf-8")
     (oracle_dir / CHECKSUMS).write_text(
         pretty_json(

@@ -123,8 +123,19 @@ def _data(result: Envelope) -> Any:
     return result.get("data")
 
 
+_ROWS: dict[tuple[int, str, tuple[Any, ...]], list[dict[str, Any]]] = {}
+
+
+def _rows(conn: sqlite3.Connection, sql: str, values: list[Any]) -> list[dict[str, Any]]:
+    """A choice query's rows, kept: templates choose from a built world, never written."""
+    key = (id(conn), sql, tuple(values))
+    if key not in _ROWS:
+        _ROWS[key] = many(conn, sql, values)
+    return _ROWS[key]
+
+
 def _pick(rng: random.Random, conn: sqlite3.Connection, sql: str) -> dict[str, Any] | None:
-    rows = many(conn, sql, [])
+    rows = _rows(conn, sql, [])
     return rng.choice(rows) if rows else None
 
 
@@ -250,7 +261,7 @@ class TotalCount(Template):
 
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
         n = domain.nouns
-        values = many(conn, f"SELECT DISTINCT {n.group} FROM {n.principal_table} ORDER BY 1", [])
+        values = _rows(conn, f"SELECT DISTINCT {n.group} FROM {n.principal_table} ORDER BY 1", [])
         return Choice({"value": rng.choice(values)[n.group]})
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
@@ -284,7 +295,7 @@ class SearchThenGet(Template):
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
         n = domain.nouns
         having = ">= 2" if self.shared else "= 1"
-        names = many(
+        names = _rows(
             conn,
             f"SELECT {n.principal_name} AS name FROM {n.principal_table} "
             f"GROUP BY {n.principal_name} HAVING COUNT(*) {having} ORDER BY 1",
@@ -387,6 +398,13 @@ class StatusFilter(ListAndCount):
 
 
 class MetricThenCalc(Template):
+    """Two filtered metric queries and their sum.
+
+    Each group is its own query, so the program names the groups it adds: a
+    sum of two other groups that happens to equal it is another program (one
+    program for both was a leak the decontamination gate caught).
+    """
+
     name = "t2_metric_then_calc"
     tier = "T2"
     verbs = frozenset({Verb.QUERY_METRICS, Verb.CALCULATOR})
@@ -400,7 +418,7 @@ class MetricThenCalc(Template):
         metrics = [m.name for m in domain.metrics if n.group in m.dimensions]
         values = [
             r[n.group]
-            for r in many(
+            for r in _rows(
                 conn, f"SELECT DISTINCT {n.group} FROM {n.principal_table} ORDER BY 1", []
             )
         ]
@@ -408,22 +426,87 @@ class MetricThenCalc(Template):
         return Choice({"metric": rng.choice(metrics), "first": first, "second": second})
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
-        if not results:
-            return Call(
-                Verb.QUERY_METRICS, {"metric": params["metric"], "group_by": domain.nouns.group}
-            )
-        if len(results) == 1 and results[0]["ok"]:
-            groups = {g["group"]: g["value"] for g in _data(results[0])["groups"]}
-            left, right = groups.get(params["first"], 0), groups.get(params["second"], 0)
+        group = domain.nouns.group
+        if len(results) < 2 and all(r["ok"] for r in results):
+            value = params["first"] if not results else params["second"]
+            return Call(Verb.QUERY_METRICS, {"metric": params["metric"], "filters": {group: value}})
+        if len(results) == 2 and all(r["ok"] for r in results):
+            left, right = (_data(r)["value"] or 0 for r in results)
             return Call(Verb.CALCULATOR, {"expression": f"{left} + {right}"})
         return None
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
-        value = str(_data(results[1])["result"])
+        value = str(_data(results[2])["result"])
         return Answer(f"Together it is {value}.", (value,))
 
 
 # T3 -------------------------------------------------------------------------
+
+
+class EligibilityCheck(Template):
+    """Whether a record's status lets the privileged write through, asked without writing.
+
+    The answer follows from the record's status alone; the question is only
+    posed where the world's own policy function agrees (its status check is
+    the first one after the record exists), so the template cannot state a
+    rule the policy does not apply.
+    """
+
+    name = "t3_eligibility_check"
+    tier = "T3"
+    verbs = frozenset({Verb.GET_RECORD, Verb.LOOKUP_POLICY, Verb.PRIVILEGED_WRITE})
+    difficulty = 3
+
+    def applies(self, domain: Domain) -> bool:
+        return super().applies(domain) and bool(domain.nouns.writable_statuses)
+
+    def prompt_pattern(self, domain: Domain) -> str:
+        write = domain.nouns.write_phrase
+        return f"Is {{record}} {{record_key}} in a status that allows a {write}?"
+
+    def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
+        n = domain.nouns
+        writable = rng.random() < 0.5
+        marks = ", ".join("?" for _ in n.writable_statuses)
+        rows = _rows(
+            conn,
+            f"SELECT {n.record_id} FROM {n.record_table} "
+            f"WHERE status {'IN' if writable else 'NOT IN'} ({marks}) ORDER BY 1",
+            list(n.writable_statuses),
+        )
+        if not rows:
+            return None
+        params = {n.record_id: rng.choice(rows)[n.record_id]}
+        if "{amount_cents}" in domain.wording().write:
+            params["amount_cents"] = "100"
+        refused_for_status = (
+            domain.privileged_verdict(conn, _write_arguments(params)) == n.not_writable_code
+        )
+        if refused_for_status == writable:
+            return None
+        return Choice({n.record_id: params[n.record_id]})
+
+    def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
+        if not results:
+            return Call(Verb.GET_RECORD, dict(params))
+        if len(results) == 1 and results[0]["ok"]:
+            return Call(Verb.LOOKUP_POLICY, {})
+        return None
+
+    def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
+        n = domain.nouns
+        status = _data(results[0])["status"]
+        if status in n.writable_statuses:
+            return Answer(
+                f"Yes: {n.record} {params[n.record_id]} is {status}, a status the "
+                f"{n.write_phrase} policy accepts.",
+                ("yes", status),
+            )
+        return Answer(
+            f"No: {n.record} {params[n.record_id]} is {status}; a {n.write_phrase} needs it "
+            f"to be {' or '.join(n.writable_statuses)}.",
+            ("no", status),
+        )
 
 
 class PrivilegedWrite(Template):
@@ -439,7 +522,7 @@ class PrivilegedWrite(Template):
 
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
         n = domain.nouns
-        rows = many(conn, f"SELECT {n.record_id} FROM {n.record_table} ORDER BY 1", [])
+        rows = _rows(conn, f"SELECT {n.record_id} FROM {n.record_table} ORDER BY 1", [])
         wants_amount = "{amount_cents}" in domain.wording().write
         for row in rng.sample(rows, min(40, len(rows))):
             params = {n.record_id: row[n.record_id]}
@@ -582,13 +665,12 @@ class GroundedFact(Template):
     tier = "T5"
     verbs = frozenset({Verb.SEARCH_DOCS, Verb.FETCH_DOC})
     difficulty = 3
-    revised = False
 
     def prompt_pattern(self, domain: Domain) -> str:
-        return "According to the documentation of service {service_id}, what is the {query}?"
+        return "According to the {kind} of service {service_id}, what is the {query}?"
 
     def _candidates(self, conn: sqlite3.Connection) -> list[dict[str, Any]]:
-        return many(
+        return _rows(
             conn,
             "SELECT d.service_id, d.kind, s.fact_key FROM sections s "
             "JOIN documents d ON d.doc_id = s.doc_id WHERE d.status != 'superseded' "
@@ -601,10 +683,13 @@ class GroundedFact(Template):
         if not rows:
             return None
         row = rng.choice(rows)
-        params = {"service_id": row["service_id"], "query": row["fact_key"].replace("_", " ")}
-        if self.revised:
-            params["kind"] = row["kind"]
-        return Choice(params)
+        return Choice(
+            {
+                "kind": row["kind"],
+                "service_id": row["service_id"],
+                "query": row["fact_key"].replace("_", " "),
+            }
+        )
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
         if not results:
@@ -630,7 +715,6 @@ class GroundedFact(Template):
 class StaleVersion(GroundedFact):
     name = "t5_stale_version"
     difficulty = 4
-    revised = True
 
     def prompt_pattern(self, domain: Domain) -> str:
         return (
@@ -639,7 +723,7 @@ class StaleVersion(GroundedFact):
         )
 
     def _candidates(self, conn: sqlite3.Connection) -> list[dict[str, Any]]:
-        return many(
+        return _rows(
             conn,
             "SELECT d.service_id, d.kind, s.fact_key FROM documents old "
             "JOIN documents d ON d.doc_id = old.superseded_by "
@@ -661,6 +745,7 @@ TEMPLATES: tuple[Template, ...] = (
     ListAndCount(),
     MetricThenCalc(),
     StatusFilter(),
+    EligibilityCheck(),
     PrivilegedWrite(),
     CaseThenAction(),
     Unanswerable(),

@@ -32,11 +32,22 @@ from pytest_agentbench.worlds.toolgrammar.sandbox import Injection, Sandbox, bui
 from pytest_agentbench.worlds.toolgrammar.session import open_session
 from pytest_agentbench.worlds.toolgrammar.suitefiles import (
     CHECKSUMS,
+    HIDDEN_DIR,
     MANIFEST,
     TASKS_DIR,
     verify_files,
 )
-from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord, Tier, load_tasks
+from pytest_agentbench.worlds.toolgrammar.summary import verify_seal
+from pytest_agentbench.worlds.toolgrammar.tasks import (
+    Split,
+    TaskRecord,
+    Tier,
+    TrapKind,
+    load_tasks,
+)
+
+SEALED_ENV = "AGENTBENCH_TOOLGRAMMAR_SEALED"
+"""A folder of sealed oracles (``<suite id>/tasks/*.jsonl``), overriding ``options.sealed``."""
 
 
 class PlantSpec(Record):
@@ -51,7 +62,23 @@ class PublicTask(Record):
     world: str
     tier: Tier
     prompt: str = Field(min_length=1)
+    trap_kind: TrapKind | None = None
+    split: Split | None = None
     injections: tuple[PlantSpec, ...] = ()
+
+    def labels(self) -> tuple[str, ...]:
+        """Markers for selection (``-m "tier_T4 and world_clinic"``); never shown to the agent."""
+        return (
+            f"tier_{self.tier}",
+            f"world_{self.world}",
+            *([f"trap_{self.trap_kind}"] if self.trap_kind else []),
+            *([f"split_{self.split}"] if self.split else []),
+        )
+
+
+class GrammarOptions(Record):
+    sealed: str | None = None
+    """Folder of the sealed test_hidden oracle, relative to the suite folder."""
 
 
 class FinalAnswer(Record):
@@ -66,11 +93,26 @@ class LoadedGrammar:
     tasks: Mapping[str, PublicTask]
     cases: tuple[Case, ...]
     worlds: tuple[str, ...]
+    sealed: Path | None
+    """Where the hidden split's oracle is, when its tasks were loaded."""
+    seal: JsonValue = None
 
 
 def _data(suite: Suite) -> LoadedGrammar:
     data: LoadedGrammar = suite.data
     return data
+
+
+def sealed_dir(suite: Suite, options: GrammarOptions) -> Path | None:
+    """The sealed oracle folder of ``suite`` if it is present here (env var first)."""
+    override = os.environ.get(SEALED_ENV)
+    if override:
+        folder = Path(override) / suite.id
+    elif options.sealed is not None:
+        folder = (suite.root / options.sealed).resolve()
+    else:
+        return None
+    return folder if (folder / TASKS_DIR).is_dir() else None
 
 
 def oracle_display(suite: Suite) -> str:
@@ -180,27 +222,38 @@ class PredictionsAdapter:
         return {k: v for k, v in row.items() if k in ("answer", "citations")}
 
 
+def _seal_digest(seal: JsonValue) -> JsonValue:
+    return seal.get("sha256") if isinstance(seal, dict) else None
+
+
 class ToolGrammarWorld:
     kind = "toolgrammar"
     adapter_protocol: type = ToolAgent
 
     def load_suite(self, suite: Suite) -> LoadedGrammar:
-        if suite.config.options:
+        try:
+            options = GrammarOptions.model_validate(suite.config.options)
+        except ValidationError as exc:
+            refused = pydantic_refusal(exc, file=suite.display(SUITE_FILE))
             raise AgentbenchError(
-                "unknown_field",
-                "world kind 'toolgrammar' takes no options",
+                refused.code,
+                refused.reason,
                 file=suite.display(SUITE_FILE),
-                field=f"options.{sorted(suite.config.options)[0]}",
-            )
+                field=f"options.{refused.location.field}",
+            ) from None
         manifest = verify_files(suite.root, suite.display_root, MANIFEST, exclude=(SUITE_FILE,))
         tasks: dict[str, PublicTask] = {}
         cases: list[Case] = []
-        worlds: list[str] = []
+        worlds: set[str] = set()
         files = sorted((suite.root / TASKS_DIR).glob("*.jsonl"))
         if not files:
             raise AgentbenchError("missing_file", "no task files", file=suite.display(TASKS_DIR))
+        sealed = sealed_dir(suite, options)
+        # The hidden split's tasks run only where their sealed oracle is present.
+        if sealed is not None:
+            files += sorted((suite.root / HIDDEN_DIR).glob("*.jsonl"))
         for path in files:
-            rel = f"{TASKS_DIR}/{path.name}"
+            rel = path.relative_to(suite.root).as_posix()
             shown = suite.display(rel)
             try:
                 get_domain(path.stem)
@@ -208,7 +261,7 @@ class ToolGrammarWorld:
                 raise AgentbenchError(
                     "unknown_domain", f"no domain {path.stem!r} is registered", file=shown
                 ) from None
-            worlds.append(path.stem)
+            worlds.add(path.stem)
             for line in read_jsonl(path, display=shown):
                 try:
                     task = PublicTask.model_validate(line.value)
@@ -240,11 +293,17 @@ class ToolGrammarWorld:
                         case_id=task.task_id,
                         file=rel,
                         line=line.line,
-                        labels=(f"tier_{task.tier}", f"world_{task.world}"),
+                        labels=task.labels(),
                     )
                 )
-        _verify_worlds(manifest, worlds, suite.display(MANIFEST))
-        return LoadedGrammar(tasks=tasks, cases=tuple(cases), worlds=tuple(worlds))
+        _verify_worlds(manifest, sorted(worlds), suite.display(MANIFEST))
+        return LoadedGrammar(
+            tasks=tasks,
+            cases=tuple(cases),
+            worlds=tuple(sorted(worlds)),
+            sealed=sealed,
+            seal=manifest.get("seal"),
+        )
 
     def cases(self, suite: Suite) -> Sequence[Case]:
         return _data(suite).cases
@@ -289,6 +348,15 @@ class ToolGrammarWorld:
         for path in sorted((suite.oracle_root / TASKS_DIR).glob("*.jsonl")):
             for record in load_tasks(path, f"{shown}/{TASKS_DIR}/{path.name}"):
                 records[record.task_id] = record
+        sealed = _data(suite).sealed
+        if sealed is not None:
+            hidden = [
+                record
+                for path in sorted((sealed / TASKS_DIR).glob("*.jsonl"))
+                for record in load_tasks(path, f"{sealed.name}/{TASKS_DIR}/{path.name}")
+            ]
+            verify_seal(hidden, _seal_digest(_data(suite).seal), suite.display(MANIFEST))
+            records.update((record.task_id, record) for record in hidden)
         for task in _data(suite).tasks.values():
             found = records.get(task.task_id)
             if found is None or found.prompt != task.prompt:

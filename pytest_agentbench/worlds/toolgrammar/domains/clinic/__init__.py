@@ -53,6 +53,8 @@ class ClinicDomain(Domain):
         write_phrase="billing adjustment",
         write_table="adjustments",
         write_id="adjustment_id",
+        writable_statuses=("completed",),
+        not_writable_code="appointment_not_billable",
     )
     phrasing = Phrasing(
         policy_fact="What percent of {service_band} charges does the {coverage_plan} plan cover?",

@@ -53,6 +53,8 @@ class DocDomain(Domain):
         write_phrase="publication",
         write_table="documents",
         write_id="doc_id",
+        writable_statuses=("draft",),
+        not_writable_code="not_a_draft",
     )
     phrasing = Phrasing(
         policy_fact="Within how many days of its last change may a {kind} draft be published?",

@@ -54,6 +54,8 @@ class OpsDomain(Domain):
         write_phrase="refund",
         write_table="refunds",
         write_id="refund_id",
+        writable_statuses=("delivered", "returned"),
+        not_writable_code="order_not_eligible",
     )
     phrasing = Phrasing(
         policy_fact="What is the refund window in days for the {tier} tier?",

@@ -1,0 +1,104 @@
+"""toolgrammar-v1 at full scale: build, decontamination, and the full run serial and ``-n 2``.
+
+    python bench/toolgrammar_scale.py [--sample 1500] [--skip-run]
+
+Prints, in one run:
+- the full generation (7,756 tasks) and its wall and CPU time per kept task;
+- the decontamination gate at full scale, and on a sample both the
+  prefix-filtered join and the all-pairs baseline (their ratio, and the
+  all-pairs time extrapolated quadratically to the full suite);
+- ``pytest --agentbench-suite toolgrammar-v1`` (reference agent, golden
+  outputs off) serially and under ``-n 2``, and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from pytest_agentbench.worlds.toolgrammar.decontam import (
+    CHAR_THRESHOLD,
+    WORD_THRESHOLD,
+    char_shingles,
+    decontaminate,
+    jaccard,
+    word_grams,
+)
+from pytest_agentbench.worlds.toolgrammar.domains import domain_names, get_domain
+from pytest_agentbench.worlds.toolgrammar.generator import generate_plan, seed_plan, served_plan
+from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
+from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
+
+T = TypeVar("T")
+
+
+def timed(work: Callable[[], T]) -> tuple[T, float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = work()
+    return value, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def all_pairs(tasks: list[TaskRecord]) -> int:
+    chars = [char_shingles(t.prompt) for t in tasks]
+    words = [word_grams(t.prompt) for t in tasks]
+    return sum(
+        1
+        for i, j in itertools.combinations(range(len(tasks)), 2)
+        if jaccard(chars[i], chars[j]) >= CHAR_THRESHOLD
+        or jaccard(words[i], words[j]) >= WORD_THRESHOLD
+    )
+
+
+def run_suite(extra: list[str]) -> float:
+    command = [sys.executable, "-m", "pytest", "--agentbench-suite", "toolgrammar-v1", "-q",
+               "-p", "no:cacheprovider", "-o", "agentbench_snapshot=false", *extra]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
+    print(f"    {' '.join(extra) or 'serial'}: {last}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sample", type=int, default=1500)
+    parser.add_argument("--skip-run", action="store_true")
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    domains = [get_domain(name) for name in domain_names()]
+    for domain in domains:
+        built_world(domain)  # world builds are measured in bench/toolgrammar.py
+    plan = served_plan(domains, seed_plan())
+    generation, wall, cpu = timed(lambda: generate_plan(domains, plan))
+    tasks = generation.tasks
+    print(f"generation: {len(tasks)} tasks in {wall:.1f} s wall, {cpu:.1f} s CPU "
+          f"({1000 * cpu / len(tasks):.2f} ms CPU per kept task, "
+          f"{sum(generation.rejected.values())} rejected attempts)")
+    gate, wall, cpu = timed(lambda: decontaminate(tasks))
+    print(f"decontamination (full): {wall:.2f} s wall, {cpu:.2f} s CPU; "
+          f"{len(gate.leaks)} leaks, {gate.surface_duplicates} surface duplicates")
+    sample = tasks[:: max(1, len(tasks) // args.sample)][: args.sample]
+    _, _, joined = timed(lambda: decontaminate(sample))
+    _, _, brute = timed(lambda: all_pairs(sample))
+    scale = (len(tasks) / len(sample)) ** 2
+    print(f"decontamination ({len(sample)}-task sample): prefix join {joined:.2f} s CPU, "
+          f"all pairs {brute:.2f} s CPU, all pairs / join = {brute / joined:.1f}x; "
+          f"all pairs extrapolated to {len(tasks)}: {brute * scale:.0f} s CPU")
+    if args.skip_run:
+        return
+    print("full run, reference agent:")
+    serial = run_suite([])
+    parallel = run_suite(["-n", "2"])
+    print(f"run: serial {serial:.1f} s, -n 2 {parallel:.1f} s, serial / -n 2 = "
+          f"{serial / parallel:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The generator at scale: quotas, rejections, summary, sealed split, byte-stable builds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.canonical import tree_files
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.packaged import data_root, packaged_suites
+from pytest_agentbench.session import SuiteLoader
+from pytest_agentbench.worlds.toolgrammar import build_suite, generator
+from pytest_agentbench.worlds.toolgrammar.decontam import Decontamination
+from pytest_agentbench.worlds.toolgrammar.domains import get_domain
+from pytest_agentbench.worlds.toolgrammar.generator import (
+    Generation,
+    generate_plan,
+    seed_plan,
+    served_plan,
+)
+from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
+from pytest_agentbench.worlds.toolgrammar.suitefiles import write_suite
+from pytest_agentbench.worlds.toolgrammar.summary import seal, summary
+from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord, load_tasks
+from pytest_agentbench.worlds.toolgrammar.templates import TEMPLATES, RecordStatus
+from pytest_agentbench.worlds.toolgrammar.world import SEALED_ENV
+from tests.test_conformance import REGISTRY
+
+SMALL = {"ops": {"T1": 8, "T2": 8, "T3": 9, "T4": 16}, "doc": {"T3": 3, "T5": 8}}
+SMALL_ID = "tg-small"
+FULL = build_suite.FULL_ID
+
+
+@pytest.fixture(scope="module")
+def small_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("small")
+    build_suite.build_full(root, SMALL, SMALL_ID)
+    return root
+
+
+def _records(folder: Path) -> list[TaskRecord]:
+    return [r for p in sorted(folder.glob("*.jsonl")) for r in load_tasks(p, p.name)]
+
+
+def test_quotas_follow_the_published_arithmetic() -> None:
+    plan = served_plan([get_domain(n) for n in ("ops", "clinic", "doc")], seed_plan())
+    assert plan == {
+        "ops": {"T1": 960, "T2": 1200, "T3": 720, "T4": 640},
+        "clinic": {"T1": 538, "T2": 672, "T3": 403, "T4": 358},
+        "doc": {"T1": 401, "T2": 528, "T3": 317, "T4": 282, "T5": 737},
+    }
+    by_tier = Counter[str]()
+    for tiers in plan.values():
+        by_tier.update(tiers)
+    assert dict(by_tier) == {"T1": 1899, "T2": 2400, "T3": 1440, "T4": 1280, "T5": 737}
+    assert sum(by_tier.values()) == 7756
+    # Uncapped, the formula alone: round(8000 * tier share * role share), T5 unshared.
+    assert seed_plan(caps={})["doc"] == {"T1": 422, "T2": 528, "T3": 317, "T4": 282, "T5": 960}
+
+
+def test_a_fourth_domain_gets_its_share_of_every_tier_it_serves(lab: str) -> None:
+    plan = seed_plan({lab: 0.1}, caps={})
+    served = served_plan([get_domain(lab)], plan)
+    assert served[lab]["T1"] == 192
+    assert "T5" not in served[lab]  # lab binds no retrieval verbs
+    assert {t.name for t in TEMPLATES if t.applies(get_domain(lab))} >= {
+        "t1_record_status", "t2_search_then_get", "t4_unanswerable"}
+
+
+class _WrongClaim(RecordStatus):
+    """Claims an existing record is absent: every execution contradicts it."""
+
+    name = "t1_record_status"
+    expect_found = False
+
+
+def test_an_attempt_whose_execution_contradicts_its_template_is_rejected_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(generator, "TEMPLATES", (_WrongClaim(),))
+    generation = generate_plan([get_domain("clinic")], {"clinic": {"T1": 2}})
+    assert generation.tasks == []
+    assert generation.rejected == Counter(
+        {"step_ok_mismatch": 2 * generator.MAX_ATTEMPTS_PER_TASK})
+    assert generation.shortfalls == {"clinic:T1": 2}
+
+
+def test_the_rejection_rate_is_written_even_when_it_reads_zero() -> None:
+    report = summary([], Generation(), Decontamination((), 0), world_digests={}, seed=1, plan={})
+    assert report["generation"] == {
+        "accepted": 0, "rejected": 0, "rejection_rate": 0.0, "reasons": {}}
+    assert report["decontamination"] == {
+        "leaking_pairs": 0, "surface_duplicates_tolerated": 0}
+
+
+def test_building_twice_gives_byte_identical_files(
+    small_build: Path, tmp_path: Path
+) -> None:
+    build_suite.build_full(tmp_path, SMALL, SMALL_ID)
+    for side in (build_suite.FULL_PUBLIC, "oracles", build_suite.SEALED):
+        first = tree_files(small_build / side / SMALL_ID)
+        second = tree_files(tmp_path / side / SMALL_ID)
+        assert sorted(first) == sorted(second), side
+        for rel, path in first.items():
+            assert path.read_bytes() == second[rel].read_bytes(), f"{side}/{rel}"
+
+
+def test_the_hidden_split_is_sealed_away_from_the_oracle(small_build: Path) -> None:
+    public = small_build / build_suite.FULL_PUBLIC / SMALL_ID
+    oracle = _records(small_build / "oracles" / SMALL_ID / "tasks")
+    hidden = _records(small_build / build_suite.SEALED / SMALL_ID / "tasks")
+    assert hidden, "the small plan must put at least one task in test_hidden"
+    assert {r.split for r in hidden} == {"test_hidden"}
+    assert "test_hidden" not in {r.split for r in oracle}
+    manifest = json.loads((public / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["seal"] == {"split": "test_hidden", "count": len(hidden),
+                                "sha256": seal(hidden)}
+    hidden_ids = {json.loads(line)["task_id"]
+                  for path in (public / "hidden").glob("*.jsonl")
+                  for line in path.read_text(encoding="utf-8").splitlines()}
+    assert hidden_ids == {r.task_id for r in hidden}
+
+
+def _load(root: Path) -> tuple[int, dict[str, TaskRecord]]:
+    loaded = SuiteLoader(REGISTRY, root).load(root / build_suite.FULL_PUBLIC / SMALL_ID)
+    cases = loaded.world.cases(loaded.suite)
+    return len(cases), loaded.world.load_oracle(loaded.suite)
+
+
+def test_hidden_tasks_run_only_where_the_sealed_oracle_is(
+    small_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    total = sum(sum(tiers.values()) for tiers in SMALL.values())
+    hidden = len(_records(small_build / build_suite.SEALED / SMALL_ID / "tasks"))
+    count, oracle = _load(small_build)
+    assert count == len(oracle) == total
+    monkeypatch.setenv(SEALED_ENV, str(tmp_path / "nowhere"))
+    count, oracle = _load(small_build)
+    assert count == len(oracle) == total - hidden
+
+
+def test_a_tampered_sealed_record_breaks_the_seal(
+    small_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sealed = tmp_path / SMALL_ID / "tasks"
+    sealed.mkdir(parents=True)
+    for path in (small_build / build_suite.SEALED / SMALL_ID / "tasks").glob("*.jsonl"):
+        text = path.read_text(encoding="utf-8")
+        # Same prompt, another expected answer: only the seal can see it.
+        first = json.loads(text.splitlines()[0])
+        first["answer_keys"] = ["tampered"]
+        forged = [json.dumps(first), *text.splitlines()[1:]]
+        (sealed / path.name).write_text("\n".join(forged) + "\n", encoding="utf-8")
+    monkeypatch.setenv(SEALED_ENV, str(tmp_path))
+    with pytest.raises(AgentbenchError) as refused:
+        _load(small_build)
+    assert refused.value.code == "seal_mismatch"
+
+
+def test_the_shipped_full_suite_has_the_seed_shape() -> None:
+    public = packaged_suites()[FULL]
+    assert public.parent.name == build_suite.FULL_PUBLIC  # not collected by `pytest suites`
+    report = json.loads((public / "summary.json").read_text(encoding="utf-8"))
+    assert report["total"] == 7756
+    assert report["by_tier"] == {"T1": 1899, "T2": 2400, "T3": 1440, "T4": 1280, "T5": 737}
+    assert report["by_world"] == {"clinic": 1971, "doc": 2265, "ops": 3520}
+    assert report["decontamination"]["leaking_pairs"] == 0
+    assert len(report["by_template"]) == len(TEMPLATES) == 19
+    assert set(report["traps"]) == {"unanswerable", "policy_violation", "ambiguous", "injection"}
+    hidden = _records(data_root() / build_suite.SEALED / FULL / "tasks")
+    assert report["seal"] == {"split": "test_hidden", "count": len(hidden),
+                              "sha256": seal(hidden)}
+
+
+def test_the_sealed_folder_is_in_neither_the_wheel_nor_the_sdist() -> None:
+    project = tomllib.loads((data_root() / "pyproject.toml").read_text(encoding="utf-8"))
+    targets = project["tool"]["hatch"]["build"]["targets"]
+    shipped = [*targets["wheel"]["packages"], *targets["wheel"]["force-include"],
+               *targets["sdist"]["include"]]
+    assert build_suite.SEALED not in shipped
+    assert build_suite.FULL_PUBLIC in targets["wheel"]["force-include"]
+
+
+def test_the_shipped_full_suite_is_what_a_fresh_build_writes(tmp_path: Path) -> None:
+    # Worlds are generated independently (per-world, per-tier attempt seeds), so
+    # one world's full quota checks the shipped files at a quarter of the cost.
+    world = "clinic"
+    plan = served_plan([get_domain(world)], seed_plan())
+    generation = generate_plan([get_domain(world)], plan)
+    write_suite(tmp_path / "public", tmp_path / "oracle", generation.tasks,
+                {world: built_world(get_domain(world))}, "", sealed_dir=tmp_path / "sealed",
+                summary={"seal": None})
+    pairs = [
+        (tmp_path / "public", data_root() / build_suite.FULL_PUBLIC / FULL, ("tasks", "hidden")),
+        (tmp_path / "oracle", data_root() / "oracles" / FULL, ("tasks",)),
+        (tmp_path / "sealed", data_root() / build_suite.SEALED / FULL, ("tasks",)),
+    ]
+    for written, shipped, folders in pairs:
+        for folder in folders:
+            rel = f"{folder}/{world}.jsonl"
+            assert (written / rel).read_bytes() == (shipped / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize(("options", "code", "field"), [
+    ("  colour: blue\n", "unknown_field", "options.colour"),
+    ("  sealed: [1]\n", "invalid_field", "options.sealed"),
+])
+def test_the_world_refuses_options_it_does_not_know(
+    small_build: Path, tmp_path: Path, options: str, code: str, field: str
+) -> None:
+    suite_dir = tmp_path / build_suite.FULL_PUBLIC / SMALL_ID
+    shutil.copytree(small_build / build_suite.FULL_PUBLIC / SMALL_ID, suite_dir)
+    yaml_path = suite_dir / "suite.yaml"
+    text = yaml_path.read_text(encoding="utf-8")
+    yaml_path.write_text(text.split("options:")[0] + "options:\n" + options, encoding="utf-8")
+    with pytest.raises(AgentbenchError) as refused:
+        SuiteLoader(REGISTRY, tmp_path).load(suite_dir)
+    assert (refused.value.code, refused.value.location.field) == (code, field)
