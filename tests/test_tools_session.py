@@ -154,6 +154,17 @@ def test_session_refusals_are_named_and_not_delivered(
     assert record.message == error.reason
 
 
+def test_a_number_without_a_fraction_is_an_integer_as_in_json() -> None:
+    s = session()
+    assert s.call("add", '{"a": 1.0, "b": 2e0}') == {"sum": 3}
+    assert s.call("add", {"a": -4.0, "b": 1}) == {"sum": -3}
+    first, second = s.calls
+    assert first.arguments_json == '{"a":1,"b":2}'
+    assert type(second.arguments["a"]) is int
+    assert refused(s, "add", '{"a": 1.5, "b": 2}').code == "invalid_arguments"
+    assert refused(s, "add", {"a": 2.0**60, "b": 1}).code == "invalid_arguments"
+
+
 def test_arguments_are_recorded_whenever_they_parse() -> None:
     s = session()
     refused(s, "nope", {"x": 1})

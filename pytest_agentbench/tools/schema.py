@@ -18,8 +18,11 @@ subset is refused when the tool is declared, never silently half-checked:
   ``description``, ``title``, ``default``, ``examples``.
 
 Stricter than JSON Schema where a handler would otherwise be surprised:
-``integer`` accepts integer literals only (not ``1.0``), a boolean is never a
-number, and non-finite floats are refused. ``pattern`` is a Python regular
+``integer`` accepts integer values only (not ``1.5``), a boolean is never a
+number, and non-finite floats are refused. A session passes arguments through
+:func:`integral_numbers` first, so ``1.0`` from a model reaches the schema and
+the handler as ``1``, as it would in the JavaScript runtimes that function
+calling conventions come from, where JSON has one number type. ``pattern`` is a Python regular
 expression searched anywhere in the string, with ASCII classes (``\\d`` is
 ``[0-9]``) and ``$`` meaning the end of the text, as in ECMA-262.
 """
@@ -105,6 +108,27 @@ def _is_type(value: Any, name: str) -> bool:
     if actual == "number" and not math.isfinite(value):
         return False
     return actual == name
+
+
+_SAFE_INTEGER = 2**53
+
+
+def integral_numbers(value: Any) -> Any:
+    """``value`` with every float that has no fractional part made an int.
+
+    JSON has one number type: ``1.0`` and ``1`` are the same value, and a
+    draft-07 ``integer`` admits both. Only floats exactly representable as
+    integers (below 2**53 in magnitude) change; anything else is left as it is.
+    """
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < _SAFE_INTEGER:
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        return {key: integral_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [integral_numbers(item) for item in value]
+    return value
 
 
 def _json_key(value: Any) -> str:

@@ -37,7 +37,7 @@ from pytest_agentbench.runner import describe_exception
 from pytest_agentbench.tools.export import mcp_tools, openai_tools
 from pytest_agentbench.tools.receipt import Receipt
 from pytest_agentbench.tools.records import ToolCallRecord, decode_canonical, encode_canonical
-from pytest_agentbench.tools.schema import Check, SchemaViolation
+from pytest_agentbench.tools.schema import Check, SchemaViolation, integral_numbers
 from pytest_agentbench.tools.spec import (
     BUDGET_EXHAUSTED,
     HANDLER_FAILED,
@@ -302,6 +302,7 @@ class ToolSession:
                 INVALID_ARGUMENTS,
                 f"arguments must be an object or JSON text, got {type(arguments).__name__}",
             )
+        parsed = integral_numbers(parsed)
         # Not JSON at all: nothing to record; the schema check refuses it and names where.
         with contextlib.suppress(TypeError, ValueError):
             draft.arguments_json = encode_canonical(parsed)

@@ -361,6 +361,16 @@ def test_filters_and_query_modes_must_still_be_objects(small: Small, extra: Any)
     assert receipt["failure"]["code"] == "invalid_agent_action"
 
 
+def test_a_limit_of_one_point_zero_is_the_integer_one_as_in_the_formats_draft_07(
+    small: Small,
+) -> None:
+    receipt = run(small, [search(limit=1.0)])
+    (call,) = receipt["calls"]
+    assert call["deliveredToAgent"] is True
+    assert call["arguments"]["limit"] == 1
+    assert receipt["failure"] is None or receipt["failure"]["code"] != "invalid_agent_action"
+
+
 class ReadsTools:
     """An outer agent that keeps the session's tool declarations and abstains."""
 
