@@ -142,6 +142,7 @@ def test_the_public_view_and_cases_hold_no_canary(tmp_path: Path) -> None:
     suite = loaded_suite(place(tmp_path))
     canaries = WORLD.leak_canaries(suite, WORLD.load_oracle(suite))
     assert '"perished_trap_seal"' in canaries
+    assert '"supplier_true_attendance_minutes"' in canaries
     for case in WORLD.cases(suite):
         text = repr(WORLD.public_view(suite, case)) + case.model_dump_json()
         assert not [c for c in canaries if c in text]
