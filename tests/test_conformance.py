@@ -22,14 +22,14 @@ from pydantic import BaseModel
 
 from pytest_agentbench import hookspecs
 from pytest_agentbench.canonical import canonical_json, tree_files
-from pytest_agentbench.contracts import CaseResult, FailureClass, Outcome
+from pytest_agentbench.contracts import Case, CaseResult, FailureClass, Outcome
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.packaged import data_root, packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.runner import run_case
 from pytest_agentbench.session import LoadedSuite, SuiteLoader
-from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, load_suite_config
+from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, load_suite_config
 from pytest_agentbench.tools import (
     AnyReceipt,
     Receipt,
@@ -323,10 +323,7 @@ def distinct_sessions(probe: Probe) -> list[ToolSession]:
     return list(seen.values())
 
 
-def test_an_interactive_world_hands_a_json_task_and_a_tool_session(
-    target: Target, placed: tuple[Path, Path]
-) -> None:
-    loaded = interactive(target, placed)
+def assert_garbage_is_a_product_error(loaded: LoadedSuite) -> None:
     probe, outcome = run_probe(loaded, "garbage")
     # The first answer already breaks the final schema: nothing more is asked of the agent.
     (task,) = probe.tasks
@@ -346,6 +343,24 @@ def test_an_interactive_world_hands_a_json_task_and_a_tool_session(
     assert len(issued.canonical.calls) == len(session.calls)
     # Out of its outcome alone, the run report keeps exactly the same receipt.
     assert grade_outcome(loaded, outcome).receipt == outcome.receipt
+
+
+def assert_a_failing_agent_keeps_its_receipt(loaded: LoadedSuite) -> None:
+    probe, outcome = run_probe(loaded, "raise")
+    assert outcome.failure_class is FailureClass.AGENT_ERROR
+    receipt, issued = case_receipts(outcome)
+    assert receipt.canonical.failure_class == "agent_error"
+    assert receipt.canonical.totals.calls >= 1
+    sessions = distinct_sessions(probe)
+    assert all(session.closed for session in sessions)
+    assert len(issued) == len(sessions), "one receipt per session handed out"
+    assert sum(r.canonical.totals.calls for r in issued) == receipt.canonical.totals.calls
+
+
+def test_an_interactive_world_hands_a_json_task_and_a_tool_session(
+    target: Target, placed: tuple[Path, Path]
+) -> None:
+    assert_garbage_is_a_product_error(interactive(target, placed))
 
 
 def test_every_session_of_an_interactive_case_is_closed_and_receipted(
@@ -376,14 +391,61 @@ def test_every_session_of_an_interactive_case_is_closed_and_receipted(
 def test_an_interactive_world_keeps_the_receipt_of_a_failing_agent(
     target: Target, placed: tuple[Path, Path]
 ) -> None:
-    loaded = interactive(target, placed)
-    probe, outcome = run_probe(loaded, "raise")
-    assert outcome.failure_class is FailureClass.AGENT_ERROR
-    receipt, issued = case_receipts(outcome)
-    assert receipt.canonical.failure_class == "agent_error"
-    assert receipt.canonical.totals.calls >= 1
-    assert len(issued) == len(distinct_sessions(probe))
-    assert sum(r.canonical.totals.calls for r in issued) == receipt.canonical.totals.calls
+    assert_a_failing_agent_keeps_its_receipt(interactive(target, placed))
+
+
+class SpendsTheTurn(demo_world.InteractiveDemoWorld):
+    """Breaks the contract: a malformed final answer is kept as a graded output."""
+
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        outcome = super().run(suite, case, view, adapter)
+        if outcome.failure_class is FailureClass.PRODUCT_ERROR:
+            return Outcome(output={"answer": None}, receipt=outcome.receipt)
+        return outcome
+
+
+class LeavesTheSessionOpen(demo_world.InteractiveDemoWorld):
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        session = ToolSession(demo_world.DEMO_TOOLS, self.budget(suite))
+        try:
+            raw = adapter.solve(dict(view), session)
+        except Exception as exc:
+            return Outcome(failure_class=FailureClass.AGENT_ERROR, failure_reason=str(exc))
+        receipt = session.receipt(failure_class="product_error").model_dump(mode="json")
+        return Outcome(
+            failure_class=FailureClass.PRODUCT_ERROR, failure_reason=repr(raw), receipt=receipt
+        )
+
+
+class ReceiptsOnlyTheLastInvocation(demo_world.InteractiveDemoWorld):
+    """Two invocations, two sessions, but the case carries the second one's receipt only."""
+
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        first = ToolSession(demo_world.DEMO_TOOLS, self.budget(suite))
+        with contextlib.suppress(Exception):
+            adapter.solve(dict(view), first)
+        first.close()
+        return super().run(suite, case, view, adapter)
+
+
+@pytest.mark.parametrize(
+    ("broken", "check"),
+    [
+        (SpendsTheTurn, assert_garbage_is_a_product_error),
+        (LeavesTheSessionOpen, assert_garbage_is_a_product_error),
+        (LeavesTheSessionOpen, assert_a_failing_agent_keeps_its_receipt),
+        (ReceiptsOnlyTheLastInvocation, assert_a_failing_agent_keeps_its_receipt),
+    ],
+    ids=["spends-the-turn", "open-session", "open-session-no-receipt", "one-receipt-of-two"],
+)
+def test_the_interactive_checks_fail_a_world_that_breaks_the_contract(
+    tmp_path: Path, broken: type[demo_world.InteractiveDemoWorld], check: Any
+) -> None:
+    placed = place_suite(Target(DEMO_TOOLS, ""), tmp_path)
+    loaded = interactive(Target(DEMO_TOOLS, ""), placed)
+    check(loaded)  # the demo world keeps the contract
+    with pytest.raises(AssertionError):
+        check(dataclasses.replace(loaded, world=broken()))
 
 
 def test_reference_receipts_are_byte_identical_and_leak_nothing(
