@@ -85,7 +85,8 @@ class Outcome(Record):
     failure_reason: str | None = None
     transcript: str | None = None
     receipt: dict[str, JsonValue] | None = None
-    """An interactive world's tool-session receipt (``tools.Receipt`` as JSON)."""
+    """An interactive world's tool-session receipt as JSON: ``tools.Receipt``, or
+    ``tools.EpisodeReceipt`` when the case opened one session per invocation."""
 
 
 class CaseResult(Record):

@@ -22,15 +22,23 @@ from pydantic import BaseModel
 
 from pytest_agentbench import hookspecs
 from pytest_agentbench.canonical import canonical_json, tree_files
-from pytest_agentbench.contracts import FailureClass, Outcome
+from pytest_agentbench.contracts import Case, CaseResult, FailureClass, Outcome
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.packaged import data_root, packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.runner import run_case
 from pytest_agentbench.session import LoadedSuite, SuiteLoader
-from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, load_suite_config
-from pytest_agentbench.tools import Receipt, ToolAgent, ToolCallError, ToolSession
+from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, load_suite_config
+from pytest_agentbench.tools import (
+    AnyReceipt,
+    Receipt,
+    ToolAgent,
+    ToolCallError,
+    ToolSession,
+    load_receipt,
+    session_receipts,
+)
 from pytest_agentbench.world import accepted_protocols
 from tests import demo_world
 
@@ -273,6 +281,24 @@ def interactive(target: Target, placed: tuple[Path, Path]) -> LoadedSuite:
     return loaded
 
 
+class Recording:
+    """Wraps a ToolAgent, recording the sessions it is handed."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+        self.sessions: list[ToolSession] = []
+
+    def solve(self, task: dict[str, Any], session: ToolSession) -> Any:
+        self.sessions.append(session)
+        return self.agent.solve(task, session)
+
+
+def grade_outcome(loaded: LoadedSuite, outcome: Outcome) -> CaseResult:
+    world, suite = loaded.world, loaded.suite
+    case = world.cases(suite)[0]
+    return world.evaluate(suite, case, outcome, world.load_oracle(suite))
+
+
 def run_probe(loaded: LoadedSuite, behaviour: str) -> tuple[Probe, Outcome]:
     world, suite = loaded.world, loaded.suite
     case = world.cases(suite)[0]
@@ -281,15 +307,32 @@ def run_probe(loaded: LoadedSuite, behaviour: str) -> tuple[Probe, Outcome]:
     return probe, outcome
 
 
-def test_an_interactive_world_hands_a_json_task_and_a_tool_session(
-    target: Target, placed: tuple[Path, Path]
-) -> None:
-    loaded = interactive(target, placed)
+def case_receipts(outcome: Outcome) -> tuple[AnyReceipt, tuple[Receipt, ...]]:
+    """The case's receipt (digests checked) and the session receipts it stands for, in order."""
+    assert outcome.receipt is not None, "an interactive case carries its receipt"
+    receipt = load_receipt(outcome.receipt)
+    return receipt, session_receipts(receipt)
+
+
+def distinct_sessions(probe: Probe) -> list[ToolSession]:
+    """The sessions the probe was handed, each once, in the order it first saw them.
+
+    A world may open one session per case, or one per invocation and call
+    ``solve`` several times within it (issue 9); never one session for two cases.
+    """
+    seen: dict[int, ToolSession] = {}
+    for session in probe.sessions:
+        seen.setdefault(id(session), session)
+    return list(seen.values())
+
+
+def assert_garbage_is_a_product_error(loaded: LoadedSuite) -> None:
     probe, outcome = run_probe(loaded, "garbage")
+    # The first answer already breaks the final schema: nothing more is asked of the agent.
     (task,) = probe.tasks
     assert isinstance(task, dict)
     canonical_json(task)
-    (session,) = probe.sessions
+    (session,) = distinct_sessions(probe)
     assert isinstance(session, ToolSession)
     assert session.closed, "the world closes the session once the adapter returns"
     assert session.tools, "an interactive world offers tools"
@@ -297,19 +340,115 @@ def test_an_interactive_world_hands_a_json_task_and_a_tool_session(
         tool["name"] for tool in session.mcp_tools()
     ]
     assert outcome.failure_class is FailureClass.PRODUCT_ERROR, outcome.failure_reason
-    receipt = Receipt.model_validate(outcome.receipt)
-    assert receipt.canonical.calls[0].error == "unknown_tool"
+    receipt, (issued,) = case_receipts(outcome)
+    assert receipt.canonical.failure_class == FailureClass.PRODUCT_ERROR.value
+    assert issued.canonical.calls[0].error == "unknown_tool"
+    assert len(issued.canonical.calls) == len(session.calls)
+    # Out of its outcome alone, the run report keeps exactly the same receipt.
+    assert grade_outcome(loaded, outcome).receipt == outcome.receipt
+
+
+def assert_a_failing_agent_keeps_its_receipt(loaded: LoadedSuite) -> None:
+    probe, outcome = run_probe(loaded, "raise")
+    assert outcome.failure_class is FailureClass.AGENT_ERROR
+    receipt, issued = case_receipts(outcome)
+    assert receipt.canonical.failure_class == "agent_error"
+    assert receipt.canonical.totals.calls >= 1
+    sessions = distinct_sessions(probe)
+    assert all(session.closed for session in sessions)
+    assert len(issued) == len(sessions), "one receipt per session handed out"
+    assert sum(r.canonical.totals.calls for r in issued) == receipt.canonical.totals.calls
+
+
+def test_an_interactive_world_hands_a_json_task_and_a_tool_session(
+    target: Target, placed: tuple[Path, Path]
+) -> None:
+    assert_garbage_is_a_product_error(interactive(target, placed))
+
+
+def test_every_session_of_an_interactive_case_is_closed_and_receipted(
+    target: Target, placed: tuple[Path, Path]
+) -> None:
+    """The reference agent may run through several invocations: one receipt per session.
+
+    (Wrapped, an agent may lose what its world recognises it by and fail the
+    case; every session it was handed is still closed and receipted.)
+    """
+    loaded = interactive(target, placed)
+    world, suite = loaded.world, loaded.suite
+    if not isinstance(world.reference_agent(), ToolAgent):
+        pytest.skip(f"the reference agent of {target.kind!r} is not a ToolAgent")
+    probe = Recording(world.reference_agent())
+    case = world.cases(suite)[0]
+    outcome = run_case(world, suite, case, world.public_view(suite, case), probe, timeout=60)
+    sessions = distinct_sessions(probe)
+    assert sessions
+    assert all(session.closed for session in sessions)
+    _, issued = case_receipts(outcome)
+    assert [len(r.canonical.calls) for r in issued] == [len(s.calls) for s in sessions]
+    assert [r.canonical.context for r in issued] == [
+        s.receipt().canonical.context for s in sessions
+    ]
 
 
 def test_an_interactive_world_keeps_the_receipt_of_a_failing_agent(
     target: Target, placed: tuple[Path, Path]
 ) -> None:
-    loaded = interactive(target, placed)
-    _, outcome = run_probe(loaded, "raise")
-    assert outcome.failure_class is FailureClass.AGENT_ERROR
-    receipt = Receipt.model_validate(outcome.receipt)
-    assert receipt.canonical.failure_class == "agent_error"
-    assert receipt.canonical.totals.calls >= 1
+    assert_a_failing_agent_keeps_its_receipt(interactive(target, placed))
+
+
+class SpendsTheTurn(demo_world.InteractiveDemoWorld):
+    """Breaks the contract: a malformed final answer is kept as a graded output."""
+
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        outcome = super().run(suite, case, view, adapter)
+        if outcome.failure_class is FailureClass.PRODUCT_ERROR:
+            return Outcome(output={"answer": None}, receipt=outcome.receipt)
+        return outcome
+
+
+class LeavesTheSessionOpen(demo_world.InteractiveDemoWorld):
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        session = ToolSession(demo_world.DEMO_TOOLS, self.budget(suite))
+        try:
+            raw = adapter.solve(dict(view), session)
+        except Exception as exc:
+            return Outcome(failure_class=FailureClass.AGENT_ERROR, failure_reason=str(exc))
+        receipt = session.receipt(failure_class="product_error").model_dump(mode="json")
+        return Outcome(
+            failure_class=FailureClass.PRODUCT_ERROR, failure_reason=repr(raw), receipt=receipt
+        )
+
+
+class ReceiptsOnlyTheLastInvocation(demo_world.InteractiveDemoWorld):
+    """Two invocations, two sessions, but the case carries the second one's receipt only."""
+
+    def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        first = ToolSession(demo_world.DEMO_TOOLS, self.budget(suite))
+        with contextlib.suppress(Exception):
+            adapter.solve(dict(view), first)
+        first.close()
+        return super().run(suite, case, view, adapter)
+
+
+@pytest.mark.parametrize(
+    ("broken", "check"),
+    [
+        (SpendsTheTurn, assert_garbage_is_a_product_error),
+        (LeavesTheSessionOpen, assert_garbage_is_a_product_error),
+        (LeavesTheSessionOpen, assert_a_failing_agent_keeps_its_receipt),
+        (ReceiptsOnlyTheLastInvocation, assert_a_failing_agent_keeps_its_receipt),
+    ],
+    ids=["spends-the-turn", "open-session", "open-session-no-receipt", "one-receipt-of-two"],
+)
+def test_the_interactive_checks_fail_a_world_that_breaks_the_contract(
+    tmp_path: Path, broken: type[demo_world.InteractiveDemoWorld], check: Any
+) -> None:
+    placed = place_suite(Target(DEMO_TOOLS, ""), tmp_path)
+    loaded = interactive(Target(DEMO_TOOLS, ""), placed)
+    check(loaded)  # the demo world keeps the contract
+    with pytest.raises(AssertionError):
+        check(dataclasses.replace(loaded, world=broken()))
 
 
 def test_reference_receipts_are_byte_identical_and_leak_nothing(
@@ -328,8 +467,7 @@ def test_reference_receipts_are_byte_identical_and_leak_nothing(
         for case in world.cases(suite)[:3]:
             view = world.public_view(suite, case)
             outcome = run_case(world, suite, case, view, agent, timeout=60)
-            assert outcome.receipt is not None, case.case_id
-            receipt = Receipt.model_validate(outcome.receipt)
+            receipt, _ = case_receipts(outcome)
             texts.append(canonical_json(receipt.canonical.model_dump(mode="json")))
         return texts
 

@@ -8,9 +8,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.report.json_report import SCHEMA_PATH
+from pytest_agentbench.report.receipts import receipt_path
+from pytest_agentbench.tools import EpisodeReceipt, load_receipt
 
 SUITE = "operations-maintenance-v1"
 SPEC = Path(__file__).resolve().parents[1] / "suites" / SUITE / "operation.yaml"
@@ -32,7 +36,9 @@ GATE = (
 def run_report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
     path = pytester.path / "run.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--agentbench-report={path}", *args)
-    (suite,) = json.loads(path.read_text(encoding="utf-8"))["suites"]
+    document = json.loads(path.read_text(encoding="utf-8"))
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    (suite,) = document["suites"]
     return result, suite
 
 
@@ -99,7 +105,7 @@ class Lazy:
     [
         (
             "Garbage",
-            {"terminal_outcome", "temporal_correctness", "action_validity", "human_checkpoints"},
+            {"terminal_outcome", "action_validity"},
         ),
         ("Lazy", {"terminal_outcome", "temporal_correctness", "human_checkpoints"}),
     ],
@@ -109,11 +115,13 @@ def test_a_users_tool_agent_is_graded_on_its_trajectory(
 ) -> None:
     pytester.makepyfile(tool_agents=TOOL_AGENTS)
     pytester.syspathinsert()
+    receipts = pytester.path / "receipts"
     result, suite = run_report(
         pytester,
         "--agentbench-suite",
         SUITE,
         f"--agentbench-adapter=tool_agents:{agent}",
+        f"--agentbench-receipts={receipts}",
         "-m",
         "not agentbench_control",
     )
@@ -121,6 +129,18 @@ def test_a_users_tool_agent_is_graded_on_its_trajectory(
     for case_id, failed in summary(suite)["failed_checks"].items():
         assert expected <= set(failed), case_id
         assert "reliable" in failed
+    for entry in suite["cases"]:
+        case = entry["result"]
+        # A schema-breaking outcome fails the case as the agent's product, still graded.
+        assert case["failure_class"] == ("product_error" if agent == "Garbage" else None)
+        written = json.loads(receipt_path(receipts, SUITE, case["case_id"]).read_text())
+        assert written == case["receipt"]
+        receipt = load_receipt(written)
+        assert isinstance(receipt, EpisodeReceipt)
+        assert len(receipt.receipts) >= 1
+        assert receipt.canonical.totals.calls == (
+            0 if agent == "Garbage" else len(receipt.receipts)
+        )
 
 
 @pytest.mark.skipif(SUITE not in packaged_suites(), reason="the operations suite is not packaged")

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from pydantic import TypeAdapter
 
 from pytest_agentbench import __version__
 from pytest_agentbench.canonical import canonical_json, pretty_json
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
-from pytest_agentbench.tools.receipt import Receipt
+from pytest_agentbench.tools.receipt import AnyReceipt
 
 SCHEMA_PATH = Path(__file__).with_name("run_report.schema.json")
 
@@ -104,17 +105,23 @@ def schema_text() -> str:
 def _with_receipt_schema(schema: dict[str, Any]) -> dict[str, Any]:
     # contracts cannot import the tools package (it builds on contracts), so a
     # case result holds its receipt as JSON; the published schema still says
-    # exactly what that JSON is.
-    receipt = Receipt.model_json_schema()
+    # exactly what that JSON is: a session's receipt, or an episode's.
+    receipts = TypeAdapter(AnyReceipt).json_schema()
     definitions = schema["$defs"]
-    clashes = set(definitions) & {*receipt["$defs"], "Receipt"}
+    clashes = set(definitions) & set(receipts["$defs"])
     assert not clashes, f"run report and receipt schemas both define {sorted(clashes)}"
-    definitions.update(receipt.pop("$defs"))
-    definitions["Receipt"] = receipt
+    definitions.update(receipts["$defs"])
     definitions["CaseResult"]["properties"]["receipt"] = {
-        "anyOf": [{"$ref": "#/$defs/Receipt"}, {"type": "null"}],
+        "anyOf": [
+            {"$ref": "#/$defs/Receipt"},
+            {"$ref": "#/$defs/EpisodeReceipt"},
+            {"type": "null"},
+        ],
         "default": None,
-        "description": "The case's tool-session receipt (interactive worlds).",
+        "description": (
+            "The case's tool-session receipt (interactive worlds); an episode receipt "
+            "when the world opened one session per invocation."
+        ),
     }
     return schema
 

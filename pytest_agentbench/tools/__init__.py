@@ -14,11 +14,16 @@ from pytest_agentbench.tools.agent import (
 )
 from pytest_agentbench.tools.export import mcp_tools, openai_tools
 from pytest_agentbench.tools.receipt import (
+    EPISODE_RECEIPT_SCHEME,
     RECEIPT_SCHEME,
+    AnyReceipt,
+    EpisodeReceipt,
     Receipt,
     ReceiptCall,
     ReceiptCanonical,
     ReceiptObservations,
+    load_receipt,
+    session_receipts,
 )
 from pytest_agentbench.tools.records import ToolCallRecord
 from pytest_agentbench.tools.schema import SchemaViolation, UnsupportedSchema, compile_schema
@@ -38,12 +43,15 @@ from pytest_agentbench.tools.wrapping import fence_result
 
 __all__ = [
     "BUDGET_EXHAUSTED",
+    "EPISODE_RECEIPT_SCHEME",
     "HANDLER_FAILED",
     "INVALID_ARGUMENTS",
     "RECEIPT_SCHEME",
     "SESSION_CLOSED",
     "UNKNOWN_TOOL",
+    "AnyReceipt",
     "Budget",
+    "EpisodeReceipt",
     "Guard",
     "Receipt",
     "ReceiptCall",
@@ -61,8 +69,10 @@ __all__ = [
     "UnsupportedSchema",
     "compile_schema",
     "fence_result",
+    "load_receipt",
     "mcp_tools",
     "openai_tools",
     "parse_final",
+    "session_receipts",
     "solve_with_session",
 ]

@@ -7,6 +7,10 @@ ended); ``digest`` is the sha256 of its canonical JSON, so unchanged inputs give
 a byte-identical digest on every rerun and every worker. ``observations`` holds
 what may change between identical runs (timings, free-text failure messages)
 and is excluded from the digest.
+
+A case whose world opens one session per invocation (issue 9: "for one case
+(or one invocation)") carries one :class:`EpisodeReceipt`: the invocations'
+receipts in order, bound by one digest over all of them.
 """
 
 from __future__ import annotations
@@ -131,6 +135,134 @@ class Receipt(Record):
         return cls.model_construct(
             canonical=canonical, digest=canonical_digest(canonical), observations=observations
         )
+
+
+EPISODE_RECEIPT_SCHEME: Final = "agentbench-episode-receipt/1"
+
+
+class InvocationReceipt(Record):
+    """One invocation's session receipt inside an episode receipt: its canonical part and digest."""
+
+    canonical: ReceiptCanonical
+    digest: str
+
+    @model_validator(mode="after")
+    def _digest_matches(self) -> InvocationReceipt:
+        actual = canonical_digest(self.canonical)
+        if self.digest != actual:
+            raise ValueError(
+                f"invocation digest is {self.digest!r}, its canonical partition hashes to {actual}"
+            )
+        return self
+
+
+class EpisodeReceiptCanonical(Record):
+    scheme: Literal["agentbench-episode-receipt/1"] = EPISODE_RECEIPT_SCHEME
+    context: dict[str, JsonValue] = Field(default_factory=dict)
+    invocations: tuple[InvocationReceipt, ...]
+    """The receipt of each tool session of the case, in the order they were opened."""
+    totals: ReceiptTotals
+    """The invocations' totals summed."""
+    failure_class: str | None = None
+    failure_code: str | None = None
+
+
+class EpisodeReceiptObservations(Record):
+    invocations: tuple[ReceiptObservations, ...] = ()
+    failure_reason: str | None = None
+
+
+def episode_digest(canonical: EpisodeReceiptCanonical) -> str:
+    return sha256_hex(encode_canonical(canonical.model_dump(mode="json")).encode("utf-8"))
+
+
+class EpisodeReceipt(Record):
+    """The receipts of a case that opened one tool session per invocation, digest-bound together.
+
+    Its ``digest`` covers every invocation's canonical partition (and so each
+    invocation digest), the order they ran in and how the case ended.
+    """
+
+    canonical: EpisodeReceiptCanonical
+    digest: str
+    observations: EpisodeReceiptObservations = Field(default_factory=EpisodeReceiptObservations)
+
+    @model_validator(mode="after")
+    def _digest_matches(self) -> EpisodeReceipt:
+        actual = episode_digest(self.canonical)
+        if self.digest != actual:
+            raise ValueError(
+                f"digest is {self.digest!r}, its canonical partition hashes to {actual}"
+            )
+        return self
+
+    @property
+    def receipts(self) -> tuple[Receipt, ...]:
+        """Each invocation's receipt, with its observations, as the session issued it."""
+        observed = self.observations.invocations
+        return tuple(
+            Receipt.model_construct(
+                canonical=item.canonical,
+                digest=item.digest,
+                observations=observed[index] if index < len(observed) else ReceiptObservations(),
+            )
+            for index, item in enumerate(self.canonical.invocations)
+        )
+
+    @classmethod
+    def build(
+        cls,
+        receipts: Sequence[Receipt],
+        *,
+        failure_class: str | None = None,
+        failure_code: str | None = None,
+        failure_reason: str | None = None,
+        context: Mapping[str, JsonValue] | None = None,
+    ) -> EpisodeReceipt:
+        errors: Counter[str] = Counter()
+        for receipt in receipts:
+            errors.update(receipt.canonical.totals.errors)
+        canonical = EpisodeReceiptCanonical(
+            context=dict(context or {}),
+            invocations=tuple(
+                InvocationReceipt.model_construct(canonical=r.canonical, digest=r.digest)
+                for r in receipts
+            ),
+            totals=ReceiptTotals(
+                calls=sum(r.canonical.totals.calls for r in receipts),
+                delivered=sum(r.canonical.totals.delivered for r in receipts),
+                model_visible_bytes=sum(r.canonical.totals.model_visible_bytes for r in receipts),
+                errors=dict(sorted(errors.items())),
+            ),
+            failure_class=failure_class,
+            failure_code=failure_code,
+        )
+        observations = EpisodeReceiptObservations(
+            invocations=tuple(r.observations for r in receipts), failure_reason=failure_reason
+        )
+        return cls.model_construct(
+            canonical=canonical, digest=episode_digest(canonical), observations=observations
+        )
+
+
+AnyReceipt = Receipt | EpisodeReceipt
+
+
+def load_receipt(data: Mapping[str, JsonValue]) -> AnyReceipt:
+    """A receipt read back from JSON, digests checked: a session's, or an episode's.
+
+    Raises ``pydantic.ValidationError`` on anything else.
+    """
+    canonical = data.get("canonical")
+    scheme = canonical.get("scheme") if isinstance(canonical, Mapping) else None
+    if scheme == EPISODE_RECEIPT_SCHEME:
+        return EpisodeReceipt.model_validate(data)
+    return Receipt.model_validate(data)
+
+
+def session_receipts(receipt: AnyReceipt) -> tuple[Receipt, ...]:
+    """The session receipts a case's receipt stands for, in order."""
+    return receipt.receipts if isinstance(receipt, EpisodeReceipt) else (receipt,)
 
 
 SCHEMA_PATH = Path(__file__).with_name("receipt.schema.json")

@@ -17,7 +17,7 @@ from typing import Any
 from pytest_agentbench.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.runner import call_adapter
-from pytest_agentbench.tools import ToolCallRecord
+from pytest_agentbench.tools import Receipt, ToolCallRecord
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
 from pytest_agentbench.worlds.operations.domain import Effects, Rejection
@@ -34,6 +34,8 @@ from pytest_agentbench.worlds.operations.state import OperationState
 ENGINE_VERSION = "1.0.0"
 DEADLOCK = "operation_deadlock"
 HORIZON = "operational_horizon_exhausted"
+MALFORMED = "malformed_agent_outcome"
+"""An outcome that did not parse against the published schema: the episode stops there."""
 COMPLETE = "complete"
 
 
@@ -118,6 +120,10 @@ class Episode:
         self.proposals = 0
         self.invocations = 0
         self.provisional = False
+        self.receipts: list[Receipt] = []
+        """Each invocation's session receipt, in order (kept however the episode ends)."""
+        self.refusal: str | None = None
+        """Where and why the episode stopped at a malformed outcome."""
         self.status: str | None = None
         self.final = False
         self.timer_actor = next(
@@ -252,7 +258,7 @@ class Episode:
         )
         self._schedule_authored()
         horizon = int(self.policy.horizon_minutes)
-        while self.agenda and self.status not in (DEADLOCK,):
+        while self.agenda and self.status not in (DEADLOCK, MALFORMED):
             minute = self.agenda.peek_minute()
             assert minute is not None
             if minute > horizon:
@@ -465,10 +471,15 @@ class Episode:
                         code=refused.code,
                         reason=refused.reason,
                     )
-                    invocation.turn_log.append(
-                        {"turn_index": turn, "outcome": "MALFORMED", "code": refused.code}
+                    # The outcome breaks the published schema: a product error of the
+                    # case, not a spent turn. The refusal stays on the record, so
+                    # action_validity still reports MALFORMED_AGENT_OUTCOME.
+                    self.status = MALFORMED
+                    self.refusal = (
+                        f"invocation {invocation.index}, turn {turn}: "
+                        f"[{refused.code}] {refused.reason}"
                     )
-                    continue
+                    return
                 self._tape(invocation, turn, observation, oc.outcome_json(outcome), retrievals)
                 self.record(
                     "agent_outcome",
@@ -488,11 +499,13 @@ class Episode:
             )
         finally:
             session.close()
+            receipt = session.receipt()
+            self.receipts.append(receipt)
             self.record(
                 "invocation_ended",
                 invocation_index=invocation.index,
                 tool_calls=len(session.calls),
-                receipt_digest_sha256=session.receipt().digest,
+                receipt_digest_sha256=receipt.digest,
             )
 
     def _tape(

@@ -1,8 +1,10 @@
 """Strict parsing of what the agent returns: one of the five outcomes (format §3).
 
-Duplicate keys, unknown fields, wrong types and a WAIT with neither a wake
-condition nor a positive fallback are refused with a stable code; the engine
-records the refusal (``MALFORMED_AGENT_OUTCOME``) and the turn is spent.
+Duplicate keys, unknown fields, wrong types and an unknown outcome are refused
+with a stable code; the engine records the refusal (graded as
+``MALFORMED_AGENT_OUTCOME``) and stops the episode, and the world fails the
+case as a product error. A WAIT with neither a wake condition nor a positive
+fallback parses: it is well-formed, and refused (the turn spent) by the engine.
 """
 
 from __future__ import annotations

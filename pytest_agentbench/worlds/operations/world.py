@@ -33,6 +33,7 @@ from pytest_agentbench.contracts import (
     Check,
     CheckStatus,
     ControlAgent,
+    FailureClass,
     MetricSpec,
     Outcome,
     Record,
@@ -40,16 +41,18 @@ from pytest_agentbench.contracts import (
 )
 from pytest_agentbench.controls_oracle import ControlOracle, OracleIdentity
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import MalformedOutput
+from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput, cap_text
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
-from pytest_agentbench.tools import ToolAgent
+from pytest_agentbench.tools import HANDLER_FAILED, EpisodeReceipt, ToolAgent, ToolHarnessError
+from pytest_agentbench.tools.agent import ADAPTER_FAILED, MALFORMED_FINAL, TIMED_OUT
 from pytest_agentbench.worlds.operations import agents, execution
 from pytest_agentbench.worlds.operations.control_oracle import ORACLE_FILE, load_control_oracle
 from pytest_agentbench.worlds.operations.domains import DOMAINS
 from pytest_agentbench.worlds.operations.episode import (
+    MALFORMED,
+    Episode,
     EpisodeRecord,
     episode_from_json,
-    run_episode,
 )
 from pytest_agentbench.worlds.operations.evaluation import (
     DIMENSIONS,
@@ -219,11 +222,71 @@ class OperationsWorld:
         return agents.reference()
 
     def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
+        """Run the episode; the outcome carries one episode receipt over every invocation's session.
+
+        A malformed outcome stops the episode and fails the case as a product
+        error, with the episode still graded; an adapter that raises (or a
+        tool handler that fails) leaves no episode to grade, only the receipt.
+        """
         loaded = _data(suite).spec
-        record = run_episode(loaded, case.case_id, adapter)
-        episode = record.as_json()
-        episode["replay_codes"] = replay_codes(loaded, record)
-        return Outcome(output=episode)
+        episode = Episode(loaded, case.case_id, adapter)
+        context: dict[str, JsonValue] = {"suite": suite.id, "case": case.case_id}
+        try:
+            record = episode.run()
+        except AdapterFailure as failure:
+            reason = cap_text(failure.reason)
+            receipt = EpisodeReceipt.build(
+                episode.receipts,
+                failure_class=failure.failure_class.value,
+                failure_code=ADAPTER_FAILED,
+                failure_reason=reason,
+                context=context,
+            )
+            return Outcome(
+                failure_class=failure.failure_class,
+                failure_reason=reason,
+                receipt=receipt.model_dump(mode="json"),
+            )
+        except ToolHarnessError as failed:
+            receipt = EpisodeReceipt.build(
+                episode.receipts,
+                failure_class=FailureClass.HARNESS_ERROR.value,
+                failure_code=HANDLER_FAILED,
+                failure_reason=str(failed),
+                context=context,
+            )
+            return Outcome(
+                failure_class=FailureClass.HARNESS_ERROR,
+                failure_reason=str(failed),
+                receipt=receipt.model_dump(mode="json"),
+            )
+        except CaseTimeout as timeout:
+            timeout.receipt = EpisodeReceipt.build(
+                episode.receipts,
+                failure_class=FailureClass.AGENT_ERROR.value,
+                failure_code=TIMED_OUT,
+                context=context,
+            ).model_dump(mode="json")
+            raise
+        output = record.as_json()
+        output["replay_codes"] = replay_codes(loaded, record)
+        if record.status != MALFORMED:
+            receipt = EpisodeReceipt.build(episode.receipts, context=context)
+            return Outcome(output=output, receipt=receipt.model_dump(mode="json"))
+        reason = cap_text(f"malformed agent outcome at {episode.refusal}")
+        receipt = EpisodeReceipt.build(
+            episode.receipts,
+            failure_class=FailureClass.PRODUCT_ERROR.value,
+            failure_code=MALFORMED_FINAL,
+            failure_reason=reason,
+            context=context,
+        )
+        return Outcome(
+            output=output,
+            failure_class=FailureClass.PRODUCT_ERROR,
+            failure_reason=reason,
+            receipt=receipt.model_dump(mode="json"),
+        )
 
     def load_oracle(self, suite: Suite) -> Oracle:
         path = suite.oracle_root / FAULTS_FILE
@@ -331,7 +394,12 @@ class OperationsWorld:
     def leak_canaries(self, suite: Suite, oracle: Any) -> Sequence[str]:
         assert isinstance(oracle, Oracle)
         spec = _data(suite).spec.spec
-        hidden = [canonical_json(value) for value in spec.hidden_state.values()]
+        # A bare number (minutes, a count) would match any digest or byte count, so
+        # a hidden scalar is watched for by its key, which names nothing public.
+        hidden = [
+            canonical_json(value) if isinstance(value, str | dict | list) else canonical_json(key)
+            for key, value in spec.hidden_state.items()
+        ]
         declared = [d.reason for s in spec.scenarios.values() for d in s.expected_event_rejections]
         return [*hidden, *declared, *(fault.rationale for fault in oracle.faults.values())]
 

@@ -173,15 +173,41 @@ def test_a_wait_without_a_condition_is_refused_and_the_turn_spent(bad_wait: dict
 
 
 def test_the_turn_cap_is_deadlock() -> None:
-    record = episode("V1", Scripted(lambda task, session: {"outcome": "DANCE"}))
+    teleport = {"outcome": "ACT", "action": "teleport", "payload": {}}
+    record = episode("V1", Scripted(lambda task, session: teleport))
     assert record.status == "operation_deadlock"
     outcomes = rows(record, "agent_outcome")
     assert len(outcomes) == 8
-    assert {r["code"] for r in outcomes} == {"unknown_outcome"}
+    assert {r["outcome"] for r in outcomes} == {"ACT"}
     assert rows(record, "deadlock")[0]["max_turns"] == 8
-    assert [t["outcome"] for t in record.tape] == [
-        {"kind": "MALFORMED", "code": "unknown_outcome"}
-    ] * 8
+    assert [t["outcome"] for t in record.tape] == [{**teleport, "evidence_refs": []}] * 8
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        {"outcome": "DANCE"},
+        {"outcome": "COMPLETE", "reason": 7},
+        '{"outcome": "WAIT", "outcome": 1}',
+    ],
+    ids=["unknown-outcome", "wrong-type", "duplicate-key"],
+)
+def test_a_malformed_outcome_stops_the_episode_on_the_record(garbage: Any) -> None:
+    asked: list[int] = []
+
+    def decide(task: dict[str, Any], session: Any) -> Any:
+        asked.append(task["turn_index"])
+        return garbage
+
+    record = episode("V1", Scripted(decide))
+    assert record.status == "malformed_agent_outcome"
+    assert asked == [0], "nothing more is asked of an agent that broke the schema"
+    (outcome,) = rows(record, "agent_outcome")
+    assert outcome["outcome"] == "MALFORMED"
+    (decision,) = record.tape
+    assert decision["outcome"] == {"kind": "MALFORMED", "code": outcome["code"]}
+    assert rows(record, "invocation_ended")[0]["invocation_index"] == 1
+    assert not rows(record, "horizon_exhausted")
 
 
 def test_the_horizon_is_exhaustion() -> None:

@@ -266,24 +266,28 @@ def test_repeating_an_own_effect_after_a_wake() -> None:
     assert "DUPLICATE_OR_INVALID_ACTION" in found["action_validity"]
 
 
-def test_malformed_and_inadmissible_outcomes() -> None:
+def test_a_malformed_outcome_is_graded_as_such() -> None:
+    bad = {"outcome": "ACT", "action": "teleport", "payload": {}, "surprise": 1}
+    found = failing(grade(episode("V1", Scripted(lambda task, session: bad))))
+    assert "MALFORMED_AGENT_OUTCOME" in found["action_validity"]
+    assert found["terminal_outcome"] == ("TERMINAL_NOT_REACHED",)
+
+
+def test_inadmissible_outcomes() -> None:
     reference = Reference()
-    answers = iter([{"outcome": "ACT", "action": "teleport", "payload": {}, "surprise": 1}])
 
     def decide(task: dict[str, Any], session: Any) -> Any:
-        if task["invocation_index"] == 1:
-            return next(answers, None) or reference.solve(task, session)
         if task["trigger"] and task["trigger"]["event_id"] == "e05" and task["turn_index"] == 0:
             return {"outcome": "COMPLETE", "reason": "quote in hand", "evidence_refs": []}
         return reference.solve(task, session)
 
     found = failing(grade(episode("V1", Scripted(decide))))
     assert {
-        "MALFORMED_AGENT_OUTCOME",
         "INADMISSIBLE_OUTCOME",
         "PREMATURE_COMPLETION",
         "REJECTED_TERMINAL_PROPOSAL",
     } <= set(found["action_validity"])
+    assert "MALFORMED_AGENT_OUTCOME" not in found["action_validity"]
 
 
 def test_authority_and_human_checkpoint_findings() -> None:

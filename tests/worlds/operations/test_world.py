@@ -9,14 +9,16 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_agentbench.contracts import CaseResult
+from pytest_agentbench.contracts import CaseResult, FailureClass, Outcome
 from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.runner import run_case
 from pytest_agentbench.suite import Suite, SuiteConfig
+from pytest_agentbench.tools import EpisodeReceipt, load_receipt
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations import registration
 from pytest_agentbench.worlds.operations.metrics import METRIC_SPECS, cluster_of
 from pytest_agentbench.worlds.operations.world import SPEC_FILES, WORLD
-from tests.worlds.operations.helpers import ROOT, SPEC_PATH, SUITE
+from tests.worlds.operations.helpers import ROOT, SPEC_PATH, SUITE, Scripted
 
 ORACLE = ROOT / "oracles" / "operations-maintenance-v1"
 
@@ -142,6 +144,7 @@ def test_the_public_view_and_cases_hold_no_canary(tmp_path: Path) -> None:
     suite = loaded_suite(place(tmp_path))
     canaries = WORLD.leak_canaries(suite, WORLD.load_oracle(suite))
     assert '"perished_trap_seal"' in canaries
+    assert '"supplier_true_attendance_minutes"' in canaries
     for case in WORLD.cases(suite):
         text = repr(WORLD.public_view(suite, case)) + case.model_dump_json()
         assert not [c for c in canaries if c in text]
@@ -241,3 +244,60 @@ def test_metrics_count_semantic_scenarios_not_variants() -> None:
     assert spec.reducer([], {}) == (None, 0)
     unlabelled = CaseResult(suite_id="s", case_id="x", outcome="passed")
     assert cluster_of(unlabelled) == "x"
+
+
+def run_and_grade(tmp_path: Path, agent: Any) -> tuple[Outcome, CaseResult]:
+    suite = loaded_suite(place(tmp_path))
+    case = WORLD.cases(suite)[0]
+    outcome = run_case(WORLD, suite, case, WORLD.public_view(suite, case), agent, timeout=60)
+    return outcome, WORLD.evaluate(suite, case, outcome, WORLD.load_oracle(suite))
+
+
+def test_the_episode_receipt_binds_every_invocation_the_ledger_names(tmp_path: Path) -> None:
+    outcome, result = run_and_grade(tmp_path, WORLD.reference_agent())
+    assert result.outcome.value == "passed"
+    assert outcome.receipt is not None
+    assert result.receipt == outcome.receipt
+    receipt = load_receipt(outcome.receipt)
+    assert isinstance(receipt, EpisodeReceipt)
+    assert isinstance(outcome.output, dict)
+    ended = [row for row in outcome.output["ledger"] if row["record_type"] == "invocation_ended"]
+    assert len(ended) == outcome.output["agent_invocations"] > 1
+    assert [r.digest for r in receipt.receipts] == [row["receipt_digest_sha256"] for row in ended]
+    assert receipt.canonical.failure_class is None
+
+
+def test_a_malformed_outcome_fails_the_case_as_a_product_error_and_is_still_graded(
+    tmp_path: Path,
+) -> None:
+    garbage = '{"outcome": "COMPLETE", "reason": "done", "reason": "twice"}'
+    outcome, result = run_and_grade(tmp_path, Scripted(lambda task, session: garbage))
+    assert outcome.failure_class is FailureClass.PRODUCT_ERROR
+    assert "invocation 1, turn 0: [duplicate_key]" in str(outcome.failure_reason)
+    assert (result.outcome.value, result.failure_class) == ("failed", FailureClass.PRODUCT_ERROR)
+    assert "MALFORMED_AGENT_OUTCOME" in result.findings
+    receipt = load_receipt(result.receipt or {})
+    assert (receipt.canonical.failure_class, receipt.canonical.failure_code) == (
+        "product_error",
+        "malformed_final",
+    )
+
+
+def test_a_raising_agent_keeps_the_receipts_of_the_invocations_it_reached(tmp_path: Path) -> None:
+    reference = WORLD.reference_agent()
+
+    def decide(task: dict[str, Any], session: Any) -> Any:
+        if task["invocation_index"] == 2:
+            raise RuntimeError("gives up")
+        return reference.solve(task, session)
+
+    outcome, result = run_and_grade(tmp_path, Scripted(decide))
+    assert outcome.failure_class is FailureClass.AGENT_ERROR
+    assert result.failure_class is FailureClass.AGENT_ERROR
+    receipt = load_receipt(outcome.receipt or {})
+    assert isinstance(receipt, EpisodeReceipt)
+    assert len(receipt.receipts) == 2
+    assert (receipt.canonical.failure_class, receipt.canonical.failure_code) == (
+        "agent_error",
+        "adapter_failed",
+    )
