@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.canonical import canonical_bytes, sha256_hex
-from pytest_agentbench.case_ledger import file_part, ledger_path
+from pytest_agentbench.case_ledger import evidence, file_part, ledger_path
 from pytest_agentbench.ledger import read_ledger
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
@@ -298,3 +298,53 @@ def test_chat_agent_ledger_carries_usage_and_replays_identically(
     assert failed["decision"] is None
     assert terminal_of(recorded / "tools.ndjson")["totals"]["input_tokens"] == 120 + 140
     assert ledgers(demo.path / "replayed") == ledgers(demo.path / "recorded")
+
+
+FAILING_FSYNC = """
+import os
+
+import pytest
+
+from pytest_agentbench.ledger import writer
+
+real = writer.LedgerIO
+synced = {}
+
+
+def fsync(fd):
+    path = os.readlink(f"/proc/self/fd/{fd}")
+    synced[path] = synced.get(path, 0) + 1
+    if path.endswith("c2.ndjson") and synced[path] == 2:
+        raise OSError(5, "Input/output error")
+    os.fsync(fd)
+
+
+@pytest.fixture(autouse=True)
+def failing_disk(monkeypatch):
+    monkeypatch.setattr(writer, "LedgerIO", lambda: real(fsync=fsync))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_a_row_that_fails_to_write_makes_that_case_a_harness_error(
+    project: pytest.Pytester,
+) -> None:
+    project.makeconftest(
+        "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n" + FAILING_FSYNC
+    )
+    cases = run_demo(project, "ReturnsText")
+    assert cases["demo-suite/c2"]["failure_class"] == "harness_error"
+    assert "[ledger_write_failed]" in (cases["demo-suite/c2"]["failure_reason"] or "")
+    assert cases["demo-suite/c3"]["failure_class"] == "product_error", "other cases still run"
+    folder = project.path / "ledgers" / "demo-suite"
+    assert read_ledger(folder / "c2.ndjson").status == "incomplete"
+    audit(folder / "c3.ndjson")
+
+
+def test_evidence_never_uses_repr() -> None:
+    class Opaque:
+        pass
+
+    one, other = evidence({"x": Opaque(), "n": float("nan")}), evidence({"x": Opaque()})
+    assert one["x"] == other["x"] == {"$object": f"{__name__}.{Opaque.__qualname__}"}
+    assert one["n"] == {"$float": "nan"}
