@@ -90,7 +90,9 @@ def error_evidence(exc: BaseException) -> JsonValue:
 @contextmanager
 def _signals_held() -> Iterator[None]:
     """Hold the case limit's alarm while a row is written, so no row is left half-written."""
-    main = threading.current_thread() is threading.main_thread()
+    main = (
+        hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    )
     if main:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
     try:
