@@ -171,7 +171,7 @@ class CaseItem(pytest.Item):
         state = get_state(self.config)
         adapter = state.adapter_for(self.loaded, given_adapter)
         self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
-        outcome, result = state.execute(self.loaded, self.case, view, adapter)
+        outcome, result = state.execute(self.loaded, self.case, view, adapter, ledger=True)
         golden_diff = None
         if request is not None and state.options.snapshot and outcome.failure_class is None:
             try:

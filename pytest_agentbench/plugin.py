@@ -114,6 +114,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the adapter in its own process, which never holds evaluator data; "
         "a hang or crash there costs one case",
     )
+    group.addoption(
+        "--agentbench-ledger",
+        default=None,
+        metavar="DIR",
+        help="write each case's hash-chained execution ledger to DIR/<suite>/<case>.ndjson",
+    )
+    parser.addini("agentbench_ledger", "default for --agentbench-ledger", default=None)
     parser.addini("agentbench_adapter", "default for --agentbench-adapter", default=None)
     parser.addini("agentbench_timeout", "default for --agentbench-timeout", default="300")
     parser.addini(
@@ -197,6 +204,16 @@ def _options(config: pytest.Config) -> Options:
     isolate = config.getoption("agentbench_isolate")
     report = config.getoption("agentbench_report")
     receipts = config.getoption("agentbench_receipts")
+    ledger_option = config.getoption("agentbench_ledger")
+    ledger_ini = config.getini("agentbench_ledger")
+    # As the other paths: an option is relative to where pytest runs, the ini to the rootdir.
+    ledger = (
+        Path(ledger_option)
+        if ledger_option
+        else config.rootpath / ledger_ini
+        if ledger_ini
+        else None
+    )
     return Options(
         adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
         timeout=timeout,
@@ -210,6 +227,7 @@ def _options(config: pytest.Config) -> Options:
         receipts_dir=None if receipts is None else Path(receipts).resolve(),
         isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
         allow_partial=config.getoption("agentbench_allow_partial"),
+        ledger_dir=None if ledger is None else ledger.resolve(),
     )
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.adapters import REFERENCE_AGENTS, implements, protocol_name
+from pytest_agentbench.adapters import REFERENCE_AGENTS, adapter_class, implements, protocol_name
 from pytest_agentbench.canonical import (
     artifact_set_digest_from_hashes,
     read_bytes,
@@ -19,6 +19,7 @@ from pytest_agentbench.canonical import (
 from pytest_agentbench.contracts import (
     Case,
     CaseResult,
+    FailureClass,
     Outcome,
     harness_error,
 )
@@ -49,6 +50,8 @@ class Options:
     isolate: bool = False
     allow_partial: bool = False
     """Judge gates on a suite that did not run completely (otherwise they fail)."""
+    ledger_dir: Path | None = None
+    """``--agentbench-ledger``: each case writes its execution ledger there."""
 
 
 @dataclass
@@ -338,12 +341,42 @@ class AgentbenchState:
         return oracle_of(loaded)
 
     def execute(
-        self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any
+        self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any, *, ledger: bool = False
     ) -> tuple[Outcome, CaseResult]:
-        """Run and grade one case; the oracle is loaded only after the output exists."""
+        """Run and grade one case; the oracle is loaded only after the output exists.
+
+        With ``ledger`` (a case item of the run) and ``--agentbench-ledger``, the
+        case writes its execution ledger; a ledger that cannot be written makes
+        the case a harness error under the ledger's code.
+        """
+        folder = self.options.ledger_dir if ledger else None
+        if folder is None:
+            outcome = run_case(
+                loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
+            )
+            return outcome, self.grade(loaded, case, outcome)
+        from pytest_agentbench.case_ledger import ledgered, open_case_ledger
+
+        try:
+            case_ledger = open_case_ledger(folder, loaded.suite, case, adapter_class(adapter))
+        except AgentbenchError as exc:
+            return Outcome(failure_class=FailureClass.HARNESS_ERROR), harness_error(
+                case.suite_id, case.case_id, cap_text(exc.render()), case.labels
+            )
         outcome = run_case(
-            loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
+            loaded.world,
+            loaded.suite,
+            case,
+            view,
+            ledgered(adapter, case_ledger),
+            timeout=self.options.timeout,
         )
+        case_ledger.finish(outcome)
+        if case_ledger.failure is not None:
+            reason = cap_text(case_ledger.failure.render())
+            return Outcome(
+                failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
+            ), harness_error(case.suite_id, case.case_id, reason, case.labels)
         return outcome, self.grade(loaded, case, outcome)
 
     def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:

@@ -72,6 +72,12 @@ class ScriptedLLM:
                 }
             ],
         }
+        if question != "prose":  # one scenario whose endpoint reports no usage at all
+            completion["usage"] = {
+                "prompt_tokens": 100 + 10 * len(messages),
+                "completion_tokens": 5 + turn,
+                "total_tokens": 105 + 10 * len(messages) + turn,
+            }
         return 200, json.dumps(completion), {}
 
     def script(self, question: str, turn: int) -> dict[str, Any]:

@@ -290,3 +290,24 @@ def test_a_recorded_pytest_run_replays_identically_with_the_server_stopped(
     reasons = [r["failure_reason"] or "" for r in missed.values()]
     assert sum("[cassette_miss]" in reason for reason in reasons) == 1
     assert not any("llm_unreachable" in reason for reason in reasons), "no live call in replay"
+
+
+def test_usage_per_model_request_is_drained_once(llm: tuple[ScriptedLLM, str]) -> None:
+    server, base_url = llm
+    agent = ChatAgent(settings(base_url))
+    assert agent.drain_usage() is None, "no request, no report"
+    solve(agent, "slow")
+    report = agent.drain_usage()
+    assert report is not None
+    (timed_out,) = report.attempts
+    assert (timed_out.outcome, timed_out.fault, timed_out.tokens) == ("fault", "timeout", None)
+    assert report.request_digest_sha256 == request_digest(server.requests[-1])
+    assert agent.drain_usage() is None, "drained"
+    solve(agent, "tools")
+    report = agent.drain_usage()
+    assert report is not None
+    assert [a.attempt_index for a in report.attempts] == [1, 2]
+    assert [a.tokens.model_dump() if a.tokens else None for a in report.attempts] == [
+        {"input": 120, "output": 5, "total": 125},
+        {"input": 140, "output": 6, "total": 146},
+    ]

@@ -6,6 +6,7 @@ import json
 import os
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,6 +25,7 @@ from pytest_agentbench.ledger import (
     read_ledger,
 )
 from pytest_agentbench.ledger.rows import encode_row, row_digest
+from pytest_agentbench.ledger.writer import open_no_follow
 
 LEDGER_CODES = {
     "ledger_row_malformed",
@@ -277,3 +279,18 @@ def test_any_single_byte_edit_is_refused_by_name(tmp_path: Path, data: st.DataOb
     edited = bytearray(original)
     edited[position] = value
     assert refusal(tmp_path / "fuzzed.ndjson", bytes(edited)) in LEDGER_CODES
+
+
+def test_a_folder_created_meanwhile_by_another_process_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_mkdir = os.mkdir
+
+    def racing_mkdir(path: Any, mode: int = 0o777, *, dir_fd: int | None = None) -> None:
+        real_mkdir(path, mode, dir_fd=dir_fd)  # the other worker wins the race
+        real_mkdir(path, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "mkdir", racing_mkdir)
+    fd = open_no_follow(tmp_path / "suite" / "case.ndjson")
+    os.close(fd)
+    assert (tmp_path / "suite" / "case.ndjson").is_file()

@@ -37,6 +37,8 @@ class RecordedResponse(Record):
     text_body: str | None = None
     """The body when it was not JSON."""
     transport_error: Literal["timeout", "connection"] | None = None
+    faults: tuple[str, ...] = ()
+    """The retried failures before this answer (``http_429``, ``http_500`` ...), in order."""
 
 
 class Cassette(Record):

@@ -25,7 +25,9 @@ from typing import Any
 from pytest_agentbench.agents.cassettes import RecordedResponse
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
+from pytest_agentbench.agents.usage import UsageLog
 from pytest_agentbench.canonical import JsonValue, canonical_json
+from pytest_agentbench.ledger import UsageReport
 from pytest_agentbench.tools import ToolCallError, ToolSessionLike
 from pytest_agentbench.tools.wrapping import FENCE_INSTRUCTIONS, fence_result
 
@@ -53,6 +55,7 @@ class ChatAgent:
                 "llm_config", "no base URL (agentbench_llm_base_url / AGENTBENCH_LLM_BASE_URL)"
             )
         self.transport = ChatTransport(self.settings) if transport is None else transport
+        self.usage = UsageLog()
 
     def __repr__(self) -> str:
         return f"ChatAgent(model={self.settings.model!r}, mode={self.settings.effective_mode})"
@@ -76,6 +79,10 @@ class ChatAgent:
         raise ChatAgentError(
             "max_turns_exceeded", f"no final answer within {self.settings.max_turns} turns"
         )
+
+    def drain_usage(self) -> UsageReport | None:
+        """The model requests since last asked (the execution ledger's call row copies them)."""
+        return self.usage.drain()
 
     def _system_prompt(self) -> str:
         if self.settings.fence_results:
@@ -103,7 +110,9 @@ class ChatAgent:
         return request
 
     def _complete(self, request: dict[str, JsonValue]) -> dict[str, Any]:
-        return assistant_message(self.transport.send(request), self.settings.timeout_s)
+        response = self.transport.send(request)
+        self.usage.note(request, response)
+        return assistant_message(response, self.settings.timeout_s)
 
     def _answer_call(
         self, session: ToolSessionLike, call: Any, call_id: str

@@ -76,23 +76,25 @@ class ChatTransport:
 
         client = self._http()
         delay = self.settings.retry_backoff_s
-        attempt = 0
+        faults: list[str] = []
         while True:
             try:
                 answer = client.post("chat/completions", json=request)
             except httpx.TimeoutException:
-                return RecordedResponse(transport_error="timeout")
+                return RecordedResponse(transport_error="timeout", faults=tuple(faults))
             except httpx.TransportError as exc:
                 # Not recorded: an unreachable endpoint says nothing about the model.
                 raise ChatAgentError(
                     "llm_unreachable", f"cannot reach the model endpoint ({type(exc).__name__})"
                 ) from None
-            if answer.status_code in RETRIED_STATUSES and attempt < self.settings.max_retries:
-                attempt += 1
+            if answer.status_code in RETRIED_STATUSES and len(faults) < self.settings.max_retries:
+                faults.append(f"http_{answer.status_code}")
                 self._sleep(_retry_after(answer.headers.get("retry-after"), delay))
                 delay *= 2
                 continue
-            return _recorded(answer.status_code, answer.text)
+            return _recorded(answer.status_code, answer.text).model_copy(
+                update={"faults": tuple(faults)}
+            )
 
 
 def _retry_after(header: str | None, fallback: float) -> float:

@@ -40,8 +40,11 @@ class HeaderPayload(Record):
 
 
 class Tokens(Record):
-    input: Count
-    output: Count
+    """Token counts as the model's response reported them; a count it did not report is absent."""
+
+    input: Count | None = None
+    output: Count | None = None
+    total: Count | None = None
 
 
 class Attempt(Record):
@@ -49,6 +52,8 @@ class Attempt(Record):
     outcome: Literal["fault", "response", "unclassified_error"]
     fault: StrictStr | None = None
     tokens: Tokens | None = None
+    request_digest_sha256: Digest | None = None
+    """The model request this attempt sent (the digest its cassette is named by)."""
 
 
 class Decision(Record):
@@ -66,6 +71,10 @@ class CallPayload(Record):
     request_digest_sha256: Digest | None = None
     wire_digest_sha256: Digest | None = None
     attempts: tuple[Attempt, ...] | None = None
+    method: StrictStr | None = None
+    """The adapter method called (ledgers of pytest runs, which wrap any adapter)."""
+    error_digest_sha256: Digest | None = None
+    """Digest of what the call raised instead of answering (``decision`` is then ``None``)."""
 
 
 class Totals(Record):
@@ -126,6 +135,6 @@ def totals_of(calls: list[CallPayload]) -> Totals:
         calls=len(calls),
         decisions=sum(1 for call in calls if call.decision is not None),
         attempts=len(attempts),
-        input_tokens=sum(a.tokens.input for a in attempts if a.tokens is not None),
-        output_tokens=sum(a.tokens.output for a in attempts if a.tokens is not None),
+        input_tokens=sum(a.tokens.input or 0 for a in attempts if a.tokens is not None),
+        output_tokens=sum(a.tokens.output or 0 for a in attempts if a.tokens is not None),
     )

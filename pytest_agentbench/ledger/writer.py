@@ -12,6 +12,7 @@ the writer, so nothing, not even a terminal row, is appended past a failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,7 +54,9 @@ def open_no_follow(path: Path) -> int:
             try:
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
-                os.mkdir(part, 0o755, dir_fd=fd)
+                # Another process (an xdist worker) may create the same folder meanwhile.
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = child
