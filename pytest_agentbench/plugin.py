@@ -25,7 +25,7 @@ from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
 from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
 from pytest_agentbench.report.json_report import build_report, write_report
-from pytest_agentbench.report.junit import add_global_properties
+from pytest_agentbench.report.junit import add_global_properties, relabel_harness_errors
 from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
@@ -297,6 +297,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[SESSION_KEY] = session
+    # junitxml's LogXML exists by now (it is made in pytest_configure).
+    relabel_harness_errors(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -729,3 +730,36 @@ def test_a_suite_outside_the_rootdir_is_named_by_its_real_path(
     demo.makeini("[pytest]\n")
     result = demo.runpytest(str(suite_dir), "--rootdir", str(demo.path))
     result.stdout.fnmatch_lines([f"*[[]duplicate_key[]] {suite_dir.as_posix()}/suite.yaml:2*"])
+
+
+# --- Lower 12: a harness error is a JUnit <error>, a failed case a <failure> ---
+
+
+def test_a_harness_error_is_a_junit_error_and_a_wrong_answer_a_failure(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    # The oracle knows no answer for c3: grading it fails (harness_error); c2's is wrong.
+    write_demo_suite(demo.path, answers={"c1": 2, "c2": 4})
+    junit, path = demo.path / "junit.xml", demo.path / "run.json"
+    result = demo.runpytest(
+        f"--junitxml={junit}",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    cases = cases_of(suite_of(report_of(path), "demo-suite"))
+    assert [cases[c]["outcome"] for c in ("c1", "c2", "c3")] == ["passed", "failed", "error"]
+    (testsuite,) = ET.parse(junit).getroot().iter("testsuite")
+    assert (testsuite.get("errors"), testsuite.get("failures")) == ("1", "1")
+    verdicts = {
+        case.get("name"): [(child.tag, child.get("message")) for child in case]
+        for case in testsuite.iter("testcase")
+    }
+    assert verdicts["c1"] == []
+    assert [tag for tag, _ in verdicts["c2"]] == ["failure"]
+    ((tag, message),) = verdicts["c3"]
+    assert tag == "error"
+    assert message == "harness_error: evaluation raised KeyError: 'c3'"

@@ -24,6 +24,7 @@ from pytest_agentbench.collect import (
     ControlItem,
     FailureRepr,
 )
+from pytest_agentbench.contracts import CaseOutcome
 from pytest_agentbench.report.recorder import IDENTITY_ATTR, Identity, RunRecorder, attach
 
 
@@ -95,4 +96,5 @@ class ReportRelay:
             result=None if result is None else result.model_dump_json(),
             verdict=None if verdict is None else verdict.model_dump_json(),
             answered_by=item.stash.get(ANSWERED_BY_KEY, None),
+            harness_error=result is not None and result.outcome is CaseOutcome.ERROR,
         )
