@@ -15,6 +15,7 @@ from pytest_agentbench.collect import (
     REFUSED_KEY,
     ControlItem,
     collect_file,
+    refuse_late,
 )
 from pytest_agentbench.crashes import CrashWitness, attach_worker
 from pytest_agentbench.errors import AgentbenchError, UsageError
@@ -325,7 +326,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return collect_file(file_path, parent)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    refuse_late(session, items)
     if not get_state(config).options.controls_only:
         return
     keep = [item for item in items if isinstance(item, ControlItem)]

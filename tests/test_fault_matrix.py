@@ -763,3 +763,31 @@ def test_a_harness_error_is_a_junit_error_and_a_wrong_answer_a_failure(
     ((tag, message),) = verdicts["c3"]
     assert tag == "error"
     assert message == "harness_error: evaluation raised KeyError: 'c3'"
+
+
+# --- Lower 12: duplicate_suite_id refuses both folders, whatever the order ---
+
+
+@pytest.mark.parametrize("order", ["copy-first", "copy-last"])
+def test_a_duplicate_suite_id_refuses_both_folders_in_any_order(
+    demo: pytest.Pytester, xdist_args: list[str], order: str
+) -> None:
+    write_demo_suite(demo.path / "copy", "twin", questions={"c1": "5+5", "c9": "1+0"})
+    write_demo_suite(demo.path / "main", "twin")
+    write_demo_suite(demo.path / "main", "other")
+    folders = ["copy", "main"] if order == "copy-first" else ["main", "copy"]
+    path = demo.path / "run.json"
+    result = demo.runpytest(
+        *folders, f"--agentbench-report={path}", "-m", "not agentbench_control", *xdist_args
+    )
+    # The unrelated suite still runs in full; neither twin folder runs any case.
+    result.assert_outcomes(passed=3, errors=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = report_of(path)
+    assert [suite["id"] for suite in report["suites"]] == ["other"]
+    assert sorted(report["problems"]) == [
+        "[duplicate_suite_id] copy/suites/twin/suite.yaml: id: suite id 'twin' is also "
+        "declared by main/suites/twin: every folder declaring it is refused",
+        "[duplicate_suite_id] main/suites/twin/suite.yaml: id: suite id 'twin' is also "
+        "declared by copy/suites/twin: every folder declaring it is refused",
+    ]
