@@ -33,6 +33,7 @@ from pytest_agentbench.controls import ControlSpec, ControlVerdict
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.report.recorder import REFUSAL as REFUSAL_ATTR
+from pytest_agentbench.runner import cap_text
 from pytest_agentbench.session import LoadedSuite, get_state
 from pytest_agentbench.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
 from pytest_agentbench.suite import SUITE_FILE
@@ -167,7 +168,9 @@ class CaseItem(pytest.Item):
             try:
                 assert_golden(request, outcome.output)
             except GoldenMismatch as mismatch:
-                golden_diff = mismatch.diff
+                # The whole output is pinned; what the reports repeat of the diff is capped.
+                limit = state.options.max_output_bytes
+                golden_diff = cap_text(mismatch.diff, limit) if limit else mismatch.diff
                 result = result.model_copy(
                     update={
                         "outcome": CaseOutcome.FAILED

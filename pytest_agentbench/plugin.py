@@ -20,6 +20,7 @@ from pytest_agentbench.collect import (
 from pytest_agentbench.crashes import CrashWitness, attach_worker
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
+from pytest_agentbench.output_caps import DEFAULT_MAX_OUTPUT_BYTES, parse_max_output_bytes
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
@@ -115,7 +116,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the adapter in its own process, which never holds evaluator data; "
         "a hang or crash there costs one case",
     )
+    group.addoption(
+        "--agentbench-max-output-bytes",
+        default=None,
+        metavar="BYTES",
+        help="keep at most BYTES of canonical JSON of each check value and receipt a case "
+        f"stores for the reports, marked as truncated (default: {DEFAULT_MAX_OUTPUT_BYTES}; "
+        "0: keep outputs whole)",
+    )
     parser.addini("agentbench_adapter", "default for --agentbench-adapter", default=None)
+    parser.addini(
+        "agentbench_max_output_bytes",
+        "default for --agentbench-max-output-bytes",
+        default=str(DEFAULT_MAX_OUTPUT_BYTES),
+    )
     parser.addini("agentbench_timeout", "default for --agentbench-timeout", default="300")
     parser.addini(
         "agentbench_snapshot",
@@ -192,6 +206,16 @@ def _options(config: pytest.Config) -> Options:
         timeout = parse_timeout(config.getini("agentbench_timeout") if option is None else option)
     except ValueError as exc:
         raise UsageError("invalid_timeout", str(exc), field=source) from None
+    option = config.getoption("agentbench_max_output_bytes")
+    source = (
+        "--agentbench-max-output-bytes" if option is not None else "agentbench_max_output_bytes"
+    )
+    try:
+        max_output_bytes = parse_max_output_bytes(
+            config.getini("agentbench_max_output_bytes") if option is None else option
+        )
+    except ValueError as exc:
+        raise UsageError("invalid_max_output_bytes", str(exc), field=source) from None
     for gate in config.getoption("agentbench_gate"):
         parse_gate(gate, suite=None, source="--agentbench-gate")
     snapshot = config.getoption("agentbench_snapshot")
@@ -211,6 +235,7 @@ def _options(config: pytest.Config) -> Options:
         receipts_dir=None if receipts is None else Path(receipts).resolve(),
         isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
         allow_partial=config.getoption("agentbench_allow_partial"),
+        max_output_bytes=max_output_bytes,
     )
 
 
@@ -291,7 +316,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 WorkerCensus(recorder.selected), "agentbench-worker-census"
             )
     config.pluginmanager.register(
-        ReportRelay(recorder, junit_case_properties=options.junit_case_properties),
+        ReportRelay(
+            recorder,
+            junit_case_properties=options.junit_case_properties,
+            max_output_bytes=options.max_output_bytes,
+        ),
         "agentbench-relay",
     )
 

@@ -24,6 +24,7 @@ from pytest_agentbench.contracts import (
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import parse_gate
+from pytest_agentbench.output_caps import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.registry import Recognition, WorldRegistry
 from pytest_agentbench.runner import cap_text, describe_exception, run_case
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
@@ -49,6 +50,8 @@ class Options:
     isolate: bool = False
     allow_partial: bool = False
     """Judge gates on a suite that did not run completely (otherwise they fail)."""
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    """Bytes of canonical JSON each stored check value or receipt keeps (0: everything)."""
 
 
 @dataclass

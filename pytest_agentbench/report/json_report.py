@@ -14,6 +14,7 @@ from pytest_agentbench import __version__
 from pytest_agentbench.canonical import canonical_json, pretty_json
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
+from pytest_agentbench.output_caps import TruncatedReceipt
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 from pytest_agentbench.tools.receipt import Receipt
 
@@ -111,10 +112,18 @@ def _with_receipt_schema(schema: dict[str, Any]) -> dict[str, Any]:
     assert not clashes, f"run report and receipt schemas both define {sorted(clashes)}"
     definitions.update(receipt.pop("$defs"))
     definitions["Receipt"] = receipt
+    truncated = TruncatedReceipt.model_json_schema()
+    definitions.update(truncated.pop("$defs"))
+    definitions["TruncatedReceipt"] = truncated
     definitions["CaseResult"]["properties"]["receipt"] = {
-        "anyOf": [{"$ref": "#/$defs/Receipt"}, {"type": "null"}],
+        "anyOf": [
+            {"$ref": "#/$defs/Receipt"},
+            {"$ref": "#/$defs/TruncatedReceipt"},
+            {"type": "null"},
+        ],
         "default": None,
-        "description": "The case's tool-session receipt (interactive worlds).",
+        "description": "The case's tool-session receipt (interactive worlds); "
+        "above agentbench_max_output_bytes, its digest and the marked start of its JSON.",
     }
     return schema
 
