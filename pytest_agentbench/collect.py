@@ -32,6 +32,8 @@ from pytest_agentbench.control_run import (
 from pytest_agentbench.controls import ControlSpec, ControlVerdict
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.report.recorder import REFUSAL as REFUSAL_ATTR
+from pytest_agentbench.runner import cap_text
 from pytest_agentbench.session import LoadedSuite, get_state
 from pytest_agentbench.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
 from pytest_agentbench.suite import SUITE_FILE
@@ -136,6 +138,8 @@ def _register_label_marker(config: pytest.Config, label: str) -> None:
 
 _SUITE_MARKERS_KEY = pytest.StashKey[set[str]]()
 _LABEL_MARKERS_KEY = pytest.StashKey[set[str]]()
+SUITE_NODEIDS_KEY = pytest.StashKey[dict[Path, str]]()
+"""The node id of each suite folder's ``suite.yaml`` (or marker) collector, by resolved folder."""
 REFUSED_KEY = pytest.StashKey[dict[str, str]]()
 """Rendered suite refusals by the node id of the collector that reported them."""
 
@@ -177,7 +181,9 @@ class CaseItem(pytest.Item):
             try:
                 assert_golden(request, outcome.output)
             except GoldenMismatch as mismatch:
-                golden_diff = mismatch.diff
+                # The whole output is pinned; what the reports repeat of the diff is capped.
+                limit = state.options.max_output_bytes
+                golden_diff = cap_text(mismatch.diff, limit) if limit else mismatch.diff
                 result = result.model_copy(
                     update={
                         "outcome": CaseOutcome.FAILED
@@ -400,6 +406,8 @@ class SuiteFile(_SuiteCollector):
 
     def collect(self) -> Iterator[pytest.Item]:
         state = get_state(self.config)
+        nodeids = self.config.stash.setdefault(SUITE_NODEIDS_KEY, {})
+        nodeids[self.suite_root.resolve()] = self.nodeid
         try:
             loaded = state.loader.load(self.suite_root)
             controls = self._controls(loaded)
@@ -501,3 +509,32 @@ def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector 
         return None
     nodeid = _nodeid_for(parent, suite.root, file_path)
     return CaseFile.from_parent(parent, path=file_path, loaded=loaded, nodeid=nodeid)
+
+
+def refuse_late(session: pytest.Session, items: list[pytest.Item]) -> None:
+    """Drop the items of suites refused after they were collected, reporting each refusal.
+
+    A duplicate suite id is found when the second folder loads, after the first
+    folder's items exist. The first folder is refused too (see
+    ``SuiteLoader._claim``): its items leave the run and its refusal is
+    reported as a collection error of its ``suite.yaml``, exactly as the other
+    folder's is, in every process (xdist workers agree, so the report is one).
+    """
+    late = get_state(session.config).loader.late_refusals()
+    if not late:
+        return
+    nodeids = session.config.stash.get(SUITE_NODEIDS_KEY, {})
+    items[:] = [
+        item
+        for item in items
+        if not (
+            isinstance(item, CaseItem | ControlItem) and item.loaded.suite.root.resolve() in late
+        )
+    ]
+    for root, error in late.items():
+        nodeid = nodeids.get(root) or f"{_display(session.config, root)}/{SUITE_FILE}"
+        text = error.render()
+        session.config.stash.setdefault(REFUSED_KEY, {})[nodeid] = text
+        report = pytest.CollectReport(nodeid, "failed", text, [])
+        setattr(report, REFUSAL_ATTR, text)
+        session.config.hook.pytest_collectreport(report=report)

@@ -15,17 +15,19 @@ from pytest_agentbench.collect import (
     REFUSED_KEY,
     ControlItem,
     collect_file,
+    refuse_late,
 )
 from pytest_agentbench.crashes import CrashWitness, attach_worker
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
+from pytest_agentbench.output_caps import DEFAULT_MAX_OUTPUT_BYTES, parse_max_output_bytes
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
 from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
 from pytest_agentbench.report.json_report import build_report, write_report
-from pytest_agentbench.report.junit import add_global_properties
+from pytest_agentbench.report.junit import add_global_properties, relabel_harness_errors
 from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
@@ -121,7 +123,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write each case's hash-chained execution ledger to DIR/<suite>/<case>.ndjson",
     )
     parser.addini("agentbench_ledger", "default for --agentbench-ledger", default=None)
+    group.addoption(
+        "--agentbench-max-output-bytes",
+        default=None,
+        metavar="BYTES",
+        help="keep at most BYTES of canonical JSON of each check value and receipt a case "
+        f"stores for the reports, marked as truncated (default: {DEFAULT_MAX_OUTPUT_BYTES}; "
+        "0: keep outputs whole)",
+    )
     parser.addini("agentbench_adapter", "default for --agentbench-adapter", default=None)
+    parser.addini(
+        "agentbench_max_output_bytes",
+        "default for --agentbench-max-output-bytes",
+        default=str(DEFAULT_MAX_OUTPUT_BYTES),
+    )
     parser.addini("agentbench_timeout", "default for --agentbench-timeout", default="300")
     parser.addini(
         "agentbench_snapshot",
@@ -198,6 +213,16 @@ def _options(config: pytest.Config) -> Options:
         timeout = parse_timeout(config.getini("agentbench_timeout") if option is None else option)
     except ValueError as exc:
         raise UsageError("invalid_timeout", str(exc), field=source) from None
+    option = config.getoption("agentbench_max_output_bytes")
+    source = (
+        "--agentbench-max-output-bytes" if option is not None else "agentbench_max_output_bytes"
+    )
+    try:
+        max_output_bytes = parse_max_output_bytes(
+            config.getini("agentbench_max_output_bytes") if option is None else option
+        )
+    except ValueError as exc:
+        raise UsageError("invalid_max_output_bytes", str(exc), field=source) from None
     for gate in config.getoption("agentbench_gate"):
         parse_gate(gate, suite=None, source="--agentbench-gate")
     snapshot = config.getoption("agentbench_snapshot")
@@ -228,6 +253,7 @@ def _options(config: pytest.Config) -> Options:
         isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
         allow_partial=config.getoption("agentbench_allow_partial"),
         ledger_dir=None if ledger is None else ledger.resolve(),
+        max_output_bytes=max_output_bytes,
     )
 
 
@@ -308,13 +334,19 @@ def pytest_configure(config: pytest.Config) -> None:
                 WorkerCensus(recorder.selected), "agentbench-worker-census"
             )
     config.pluginmanager.register(
-        ReportRelay(recorder, junit_case_properties=options.junit_case_properties),
+        ReportRelay(
+            recorder,
+            junit_case_properties=options.junit_case_properties,
+            max_output_bytes=options.max_output_bytes,
+        ),
         "agentbench-relay",
     )
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[SESSION_KEY] = session
+    # junitxml's LogXML exists by now (it is made in pytest_configure).
+    relabel_harness_errors(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -341,7 +373,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return collect_file(file_path, parent)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    refuse_late(session, items)
     if not get_state(config).options.controls_only:
         return
     keep = [item for item in items if isinstance(item, ControlItem)]

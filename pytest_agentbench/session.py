@@ -25,6 +25,7 @@ from pytest_agentbench.contracts import (
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import parse_gate
+from pytest_agentbench.output_caps import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.registry import Recognition, WorldRegistry
 from pytest_agentbench.runner import cap_text, describe_exception, run_case
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
@@ -52,6 +53,8 @@ class Options:
     """Judge gates on a suite that did not run completely (otherwise they fail)."""
     ledger_dir: Path | None = None
     """``--agentbench-ledger``: each case writes its execution ledger there."""
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    """Bytes of canonical JSON each stored check value or receipt keeps (0: everything)."""
 
 
 @dataclass
@@ -76,7 +79,10 @@ class SuiteLoader:
         """Folders outside the project an oracle may also lie in (``agentbench_oracle_roots``)."""
         self._loaded: dict[Path, LoadedSuite | AgentbenchError] = {}
         self._roots: dict[Path, Path | None] = {}
-        self._ids: dict[str, Path] = {}
+        self._claims: dict[str, dict[Path, str]] = {}
+        """Per suite id, every folder declaring it and the file naming it (for refusals)."""
+        self._late: set[Path] = set()
+        """Folders loaded before a second folder claimed their id: refused after the fact."""
         self._recognised: dict[Path, Recognition | AgentbenchError | None] = {}
 
     def display_root(self, root: Path, suite_id: str | None = None) -> str:
@@ -170,15 +176,7 @@ class SuiteLoader:
             config, anchor = self._config(root, display)
             display = self.display_root(root, config.id)
             source = f"{display}/{anchor}"
-            owner = self._ids.setdefault(config.id, root)
-            if owner != root:
-                # Results are grouped by suite id: two folders would merge into one suite.
-                raise AgentbenchError(
-                    "duplicate_suite_id",
-                    f"suite id {config.id!r} is already used by {self.display_root(owner)}",
-                    file=source,
-                    field="id",
-                )
+            self._claim(config.id, root, source)
             check_gates(config, source)
             world = self.registry.get(config.world, file=source)
             suite = Suite(config=config, root=root, display_root=display)
@@ -194,6 +192,44 @@ class SuiteLoader:
                 file=source,
             )
         return LoadedSuite(suite=suite, world=world)
+
+    def _claim(self, suite_id: str, root: Path, source: str) -> None:
+        """Refuse every folder of a suite id more than one folder declares.
+
+        Results are grouped by suite id: two folders would merge into one suite.
+        Neither is preferred (which one is found first depends on the command
+        line's order), so each is refused, naming the others; a folder loaded
+        before the clash was known is listed in :meth:`late_refusals`.
+        """
+        claims = self._claims.setdefault(suite_id, {})
+        claims[root] = source
+        if len(claims) == 1:
+            return
+        for claimant, claimant_source in claims.items():
+            others = sorted(self.display_root(other) for other in claims if other != claimant)
+            error = AgentbenchError(
+                "duplicate_suite_id",
+                f"suite id {suite_id!r} is also declared by {', '.join(others)}: "
+                "every folder declaring it is refused",
+                file=claimant_source,
+                field="id",
+            )
+            if claimant == root:
+                raise error
+            earlier = self._loaded.get(claimant)
+            if isinstance(earlier, LoadedSuite):
+                self._late.add(claimant)
+            if earlier is None or claimant in self._late:
+                self._loaded[claimant] = error
+
+    def late_refusals(self) -> dict[Path, AgentbenchError]:
+        """Folders refused after they loaded (their items may be collected), with the refusal."""
+        refusals: dict[Path, AgentbenchError] = {}
+        for root in sorted(self._late):
+            error = self._loaded[root]
+            assert isinstance(error, AgentbenchError)
+            refusals[root] = error
+        return refusals
 
     def loaded(self) -> list[LoadedSuite]:
         return [value for value in self._loaded.values() if isinstance(value, LoadedSuite)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -729,3 +730,206 @@ def test_a_suite_outside_the_rootdir_is_named_by_its_real_path(
     demo.makeini("[pytest]\n")
     result = demo.runpytest(str(suite_dir), "--rootdir", str(demo.path))
     result.stdout.fnmatch_lines([f"*[[]duplicate_key[]] {suite_dir.as_posix()}/suite.yaml:2*"])
+
+
+# --- Lower 12: a harness error is a JUnit <error>, a failed case a <failure> ---
+
+
+def test_a_harness_error_is_a_junit_error_and_a_wrong_answer_a_failure(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    # The oracle knows no answer for c3: grading it fails (harness_error); c2's is wrong.
+    write_demo_suite(demo.path, answers={"c1": 2, "c2": 4})
+    junit, path = demo.path / "junit.xml", demo.path / "run.json"
+    result = demo.runpytest(
+        f"--junitxml={junit}",
+        f"--agentbench-report={path}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    cases = cases_of(suite_of(report_of(path), "demo-suite"))
+    assert [cases[c]["outcome"] for c in ("c1", "c2", "c3")] == ["passed", "failed", "error"]
+    (testsuite,) = ET.parse(junit).getroot().iter("testsuite")
+    assert (testsuite.get("errors"), testsuite.get("failures")) == ("1", "1")
+    verdicts = {
+        case.get("name"): [(child.tag, child.get("message")) for child in case]
+        for case in testsuite.iter("testcase")
+    }
+    assert verdicts["c1"] == []
+    assert [tag for tag, _ in verdicts["c2"]] == ["failure"]
+    ((tag, message),) = verdicts["c3"]
+    assert tag == "error"
+    assert message == "harness_error: evaluation raised KeyError: 'c3'"
+
+
+# --- Lower 12: duplicate_suite_id refuses both folders, whatever the order ---
+
+
+@pytest.mark.parametrize("order", ["copy-first", "copy-last"])
+def test_a_duplicate_suite_id_refuses_both_folders_in_any_order(
+    demo: pytest.Pytester, xdist_args: list[str], order: str
+) -> None:
+    write_demo_suite(demo.path / "copy", "twin", questions={"c1": "5+5", "c9": "1+0"})
+    write_demo_suite(demo.path / "main", "twin")
+    write_demo_suite(demo.path / "main", "other")
+    folders = ["copy", "main"] if order == "copy-first" else ["main", "copy"]
+    path = demo.path / "run.json"
+    result = demo.runpytest(
+        *folders, f"--agentbench-report={path}", "-m", "not agentbench_control", *xdist_args
+    )
+    # The unrelated suite still runs in full; neither twin folder runs any case.
+    result.assert_outcomes(passed=3, errors=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    report = report_of(path)
+    assert [suite["id"] for suite in report["suites"]] == ["other"]
+    assert sorted(report["problems"]) == [
+        "[duplicate_suite_id] copy/suites/twin/suite.yaml: id: suite id 'twin' is also "
+        "declared by main/suites/twin: every folder declaring it is refused",
+        "[duplicate_suite_id] main/suites/twin/suite.yaml: id: suite id 'twin' is also "
+        "declared by copy/suites/twin: every folder declaring it is refused",
+    ]
+
+
+# --- Lower 9: unbounded outputs: check values and receipts are capped, golden files whole ---
+
+LOUD_WORLD = """
+import os
+import resource
+
+from demo_world import DemoWorld
+from pytest_agentbench.contracts import Check, CheckStatus, grade
+from pytest_agentbench.hookspecs import hookimpl
+from pytest_agentbench.tools import Budget, Receipt
+
+
+def essay_of(suite):
+    return "x" * suite.config.options.get("essay_bytes", 10_000_000)
+
+
+class LoudWorld(DemoWorld):
+    kind = "loud"
+
+    def run(self, suite, case, view, adapter):
+        outcome = super().run(suite, case, view, adapter)
+        essay = essay_of(suite)
+        receipt = Receipt.build(
+            tools=(), budget=Budget(), calls=(), final={"essay": essay},
+            context={"case": case.case_id},
+        )
+        return outcome.model_copy(
+            update={
+                "output": {**outcome.output, "essay": essay},
+                "receipt": receipt.model_dump(mode="json"),
+            }
+        )
+
+    def evaluate(self, suite, case, outcome, oracle):
+        graded = super().evaluate(suite, case, outcome, oracle)
+        essay = essay_of(suite)
+        expected = "y" * len(essay) if case.case_id == "c2" else essay
+        actual = outcome.output["essay"]
+        check = Check(
+            name="essay",
+            status=CheckStatus.PASS if actual == expected else CheckStatus.FAIL,
+            expected=expected,
+            actual=actual,
+        )
+        return grade(
+            case, [*graded.checks, check], measurements=graded.measurements, outcome=outcome
+        )
+
+
+@hookimpl
+def pytest_agentbench_world_kinds():
+    return [LoudWorld()]
+
+
+def pytest_unconfigure(config):
+    name = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(f"rss-{name}.txt", "w") as out:
+        out.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+"""
+
+ELEVEN = {f"c{index}": f"{index}+1" for index in range(1, 12)}
+
+
+def _receipt_digest(case_id: str, essay: str) -> str:
+    from pytest_agentbench.tools import Budget, Receipt
+
+    receipt = Receipt.build(
+        tools=(), budget=Budget(), calls=(), final={"essay": essay}, context={"case": case_id}
+    )
+    return receipt.digest
+
+
+def test_ten_megabyte_outputs_are_kept_short_everywhere(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    demo.makeconftest(LOUD_WORLD)
+    write_demo_suite(demo.path, questions=ELEVEN, world="loud")
+    path, junit = demo.path / "run.json", demo.path / "junit.xml"
+    result = demo.runpytest_subprocess(
+        f"--agentbench-report={path}",
+        f"--junitxml={junit}",
+        "-m",
+        "not agentbench_control",
+        *xdist_args,
+        timeout=OUTER_LIMIT,
+    )
+    result.assert_outcomes(passed=10, failed=1)
+    cases = cases_of(suite_of(report_of(path), "demo-suite"))
+    (essay,) = [check for check in cases["c2"]["checks"] if check["name"] == "essay"]
+    whole = 10_000_002  # the essay's canonical JSON: the string and its quotes
+    for value in (essay["expected"], essay["actual"]):
+        assert value.startswith('"' + value[1] * 100)
+        assert f"... [truncated: {whole} bytes of canonical JSON in all, sha256 " in value
+        assert len(value) < 65_536 + 200
+    receipt = cases["c5"]["receipt"]
+    assert receipt["digest"] == _receipt_digest("c5", "x" * 10_000_000)
+    assert receipt["truncated"]["limit"] == 65_536
+    assert receipt["truncated"]["bytes"] > 10_000_000
+    assert path.stat().st_size < 11 * 3 * 70_000
+    assert junit.stat().st_size < 100_000
+    assert len(result.stdout.str()) < 100_000
+    peaks = [int(rss.read_text()) for rss in demo.path.glob("rss-*.txt")]
+    assert peaks
+    assert max(peaks) < 300_000  # KiB: the issue measured 880 MB
+
+
+def test_golden_files_pin_whole_outputs_and_whole_outputs_are_kept_on_request(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    demo.makeconftest(LOUD_WORLD)
+    write_demo_suite(demo.path, world="loud", extra_suite_yaml="options:\n  essay_bytes: 100000\n")
+    first, second = demo.path / "first.json", demo.path / "second.json"
+    common = ("--agentbench-snapshot", "-m", "not agentbench_control", *xdist_args)
+    pinned = demo.runpytest("--snapshot-update", f"--agentbench-report={first}", *common)
+    pinned.assert_outcomes(passed=2, failed=1)
+    golden = demo.path / "snapshots" / "demo-suite" / "cases" / "c1.json"
+    assert json.loads(golden.read_text())["essay"] == "x" * 100_000
+    capped = cases_of(suite_of(report_of(first), "demo-suite"))
+    assert capped["c1"]["receipt"]["truncated"]["bytes"] > 100_000
+    # Kept whole on request; the golden files match, so they hold the whole output.
+    kept = demo.runpytest(
+        "--agentbench-max-output-bytes=0", f"--agentbench-report={second}", *common
+    )
+    kept.assert_outcomes(passed=2, failed=1)
+    whole = cases_of(suite_of(report_of(second), "demo-suite"))
+    assert [c["name"] for c in whole["c2"]["checks"] if c["status"] != "pass"] == ["essay"]
+    (essay,) = [check for check in whole["c1"]["checks"] if check["name"] == "essay"]
+    assert essay["actual"] == "x" * 100_000
+    from pytest_agentbench.tools import Receipt
+
+    receipt = Receipt.model_validate(whole["c1"]["receipt"])
+    assert receipt.digest == capped["c1"]["receipt"]["digest"]
+
+
+@pytest.mark.parametrize("value", ["-1", "lots", "1.5"])
+def test_a_bad_output_limit_is_a_usage_error(demo: pytest.Pytester, value: str) -> None:
+    write_demo_suite(demo.path)
+    result = demo.runpytest(f"--agentbench-max-output-bytes={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "[invalid_max_output_bytes]" in result.stderr.str()

@@ -207,19 +207,19 @@ def test_two_folders_with_one_suite_id_are_not_merged(demo: pytest.Pytester) -> 
     write_demo_suite(demo.path, "twin")
     report = demo.path / "run.json"
     result = demo.runpytest(f"--agentbench-report={report}", "-m", "not agentbench_control")
-    result.assert_outcomes(passed=2, errors=1, deselected=1)
-    refusal = (
-        "[duplicate_suite_id] suites/twin/suite.yaml: id: suite id 'twin' is already used "
-        "by copy/suites/twin"
-    )
-    assert refusal in result.stdout.str()
-    run = json.loads(report.read_text())
-    (suite,) = run["suites"]
-    assert [entry["nodeid"] for entry in suite["cases"]] == [
-        "copy/suites/twin/cases.jsonl::c1",
-        "copy/suites/twin/cases.jsonl::c9",
+    # Neither folder wins: both are refused, each naming the other.
+    result.assert_outcomes(errors=2)
+    refusals = [
+        "[duplicate_suite_id] copy/suites/twin/suite.yaml: id: suite id 'twin' is also "
+        "declared by suites/twin: every folder declaring it is refused",
+        "[duplicate_suite_id] suites/twin/suite.yaml: id: suite id 'twin' is also "
+        "declared by copy/suites/twin: every folder declaring it is refused",
     ]
-    assert run["problems"] == [refusal]
+    for refusal in refusals:
+        assert refusal in result.stdout.str()
+    run = json.loads(report.read_text())
+    assert run["suites"] == []
+    assert sorted(run["problems"]) == refusals
 
 
 def test_one_case_can_be_run_by_its_node_id(demo: pytest.Pytester) -> None:

@@ -15,6 +15,7 @@ from pytest_agentbench import __version__
 from pytest_agentbench.canonical import canonical_json, pretty_json
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
+from pytest_agentbench.output_caps import TruncatedReceipt
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 from pytest_agentbench.tools.receipt import AnyReceipt
 
@@ -111,16 +112,21 @@ def _with_receipt_schema(schema: dict[str, Any]) -> dict[str, Any]:
     clashes = set(definitions) & set(receipts["$defs"])
     assert not clashes, f"run report and receipt schemas both define {sorted(clashes)}"
     definitions.update(receipts["$defs"])
+    truncated = TruncatedReceipt.model_json_schema()
+    definitions.update(truncated.pop("$defs", {}))
+    definitions["TruncatedReceipt"] = truncated
     definitions["CaseResult"]["properties"]["receipt"] = {
         "anyOf": [
             {"$ref": "#/$defs/Receipt"},
             {"$ref": "#/$defs/EpisodeReceipt"},
+            {"$ref": "#/$defs/TruncatedReceipt"},
             {"type": "null"},
         ],
         "default": None,
         "description": (
             "The case's tool-session receipt (interactive worlds); an episode receipt "
-            "when the world opened one session per invocation."
+            "when the world opened one session per invocation; above "
+            "agentbench_max_output_bytes, its digest and the marked start of its JSON."
         ),
     }
     return schema

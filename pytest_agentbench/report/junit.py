@@ -1,10 +1,11 @@
-"""Suite metrics as JUnit global properties, written by the controller (xdist-safe)."""
+"""JUnit XML: suite metrics as global properties, harness errors as ``<error>`` (controller)."""
 
 from __future__ import annotations
 
 import pytest
-from _pytest.junitxml import xml_key
+from _pytest.junitxml import LogXML, xml_key
 
+from pytest_agentbench.report.recorder import HARNESS_ERROR
 from pytest_agentbench.report.summary import RunSummary
 
 
@@ -45,3 +46,37 @@ def add_global_properties(config: pytest.Config, summary: RunSummary) -> None:
         return
     for name, value in global_properties(summary):
         xml.add_global_property(name, value)
+
+
+class HarnessErrorsAsErrors:
+    """Writes a harness-error case as a JUnit ``<error>``, not a ``<failure>``.
+
+    pytest's junitxml decides by the report's phase alone: whatever fails in
+    the call is a ``<failure>``. A harness error (our machinery, not the agent)
+    is the run report's ``error``, so once junitxml has written the call's
+    element (this hook runs after it), the element is renamed and the suite's
+    ``failures``/``errors`` tallies moved with it. Nothing else changes: the
+    report stays failed, so pytest's counts and exit status are as before.
+    """
+
+    def __init__(self, xml: LogXML) -> None:
+        self.xml = xml
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call" or not report.failed or not getattr(report, HARNESS_ERROR, False):
+            return
+        reporter = self.xml.node_reporter(report)
+        for element in reversed(reporter.nodes):
+            if element.tag == "failure":
+                element.tag = "error"
+                self.xml.stats["failure"] -= 1
+                self.xml.stats["error"] += 1
+                return
+
+
+def relabel_harness_errors(config: pytest.Config) -> None:
+    """Register :class:`HarnessErrorsAsErrors` where JUnit XML is written (the controller)."""
+    xml = config.stash.get(xml_key, None)
+    if xml is not None and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(HarnessErrorsAsErrors(xml), "agentbench-junit-errors")

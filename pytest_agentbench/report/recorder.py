@@ -25,6 +25,8 @@ IDENTITY_ATTR = "agentbench_identity"
 RESULT_ATTR = "agentbench_result"
 VERDICT_ATTR = "agentbench_verdict"
 ANSWERED_BY_ATTR = "agentbench_answered_by"
+HARNESS_ERROR = "agentbench_harness_error"
+"""Attribute of a failed call report whose case is a harness error (JUnit writes ``<error>``)."""
 REFUSAL = "agentbench_refusal"
 """Attribute of a collection report carrying a suite refusal (JSON-safe, crosses xdist)."""
 CRASH_REASON = "worker crashed while running it"
@@ -55,6 +57,7 @@ def attach(
     result: str | None = None,
     verdict: str | None = None,
     answered_by: str | None = None,
+    harness_error: bool = False,
 ) -> None:
     """Attach an item's identity (``Identity.to_wire``) and, from the call, what it produced."""
     setattr(report, IDENTITY_ATTR, identity)
@@ -65,6 +68,8 @@ def attach(
     ):
         if value is not None:
             setattr(report, name, value)
+    if harness_error:
+        setattr(report, HARNESS_ERROR, True)
 
 
 def _first_line(report: pytest.TestReport) -> str:

@@ -24,6 +24,8 @@ from pytest_agentbench.collect import (
     ControlItem,
     FailureRepr,
 )
+from pytest_agentbench.contracts import CaseOutcome
+from pytest_agentbench.output_caps import DEFAULT_MAX_OUTPUT_BYTES, stored_result
 from pytest_agentbench.report.recorder import IDENTITY_ATTR, Identity, RunRecorder, attach
 
 
@@ -37,9 +39,16 @@ def identity_of(item: CaseItem | ControlItem) -> Identity:
 class ReportRelay:
     """Registered in every process; records only where ``recorder`` is given."""
 
-    def __init__(self, recorder: RunRecorder | None, *, junit_case_properties: bool) -> None:
+    def __init__(
+        self,
+        recorder: RunRecorder | None,
+        *,
+        junit_case_properties: bool,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+    ) -> None:
         self.recorder = recorder
         self.junit_case_properties = junit_case_properties
+        self.max_output_bytes = max_output_bytes
         self._running: CaseItem | ControlItem | None = None
         self._identity = ""
 
@@ -92,7 +101,8 @@ class ReportRelay:
         attach(
             report,
             self._identity,
-            result=None if result is None else result.model_dump_json(),
+            result=None if result is None else stored_result(result, self.max_output_bytes),
             verdict=None if verdict is None else verdict.model_dump_json(),
             answered_by=item.stash.get(ANSWERED_BY_KEY, None),
+            harness_error=result is not None and result.outcome is CaseOutcome.ERROR,
         )
