@@ -10,7 +10,7 @@ from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass, M
 from pytest_agentbench.controls import ControlVerdict
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import Gate, GateVerdict, judge, parse_gate
-from pytest_agentbench.metrics import aggregate, select
+from pytest_agentbench.metrics import MetricDefinition, aggregate, definition, select
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.report.recorder import CRASH_REASON, Identity, RunRecorder
 from pytest_agentbench.session import SuiteLoader, suite_digests
@@ -46,6 +46,8 @@ class SuiteSummary(Record):
     cases: tuple[CaseEntry, ...]
     answered_by: tuple[str, ...] = ()
     """Classes of the adapters that ran the cases: shows a conftest fixture override."""
+    metric_definitions: tuple[MetricDefinition, ...] = ()
+    """How each metric is computed: a baseline comparison pairs only like with like."""
 
     @property
     def ok(self) -> bool:
@@ -168,6 +170,7 @@ def summarise(
                     for nodeid, result in (suite_cases if with_cases else ())
                 ),
                 answered_by=tuple(sorted(recorder.answered_by.get(suite_id, ()))),
+                metric_definitions=tuple(definition(spec) for spec in world.metrics(suite)),
             )
         )
     ran = {summary.id for summary in suites}
