@@ -34,9 +34,14 @@ from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.runner import release_alarm
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
+from pytest_agentbench.trials import repeat_count
 
 # The chat-model agent's options and ini keys live with it.
-pytest_plugins = ["pytest_agentbench.agents.options", "pytest_agentbench.baseline_options"]
+pytest_plugins = [
+    "pytest_agentbench.agents.options",
+    "pytest_agentbench.baseline_options",
+    "pytest_agentbench.trials",
+]
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
@@ -179,6 +184,7 @@ def _options(config: pytest.Config) -> Options:
         junit_case_properties=config.getini("agentbench_junit_case_properties"),
         receipts_dir=None if receipts is None else Path(receipts).resolve(),
         isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
+        repeat=repeat_count(config),
     )
 
 

@@ -42,6 +42,8 @@ class Options:
     junit_case_properties: bool
     receipts_dir: Path | None = None
     isolate: bool = False
+    repeat: int = 1
+    """``--agentbench-repeat``: items per case."""
 
 
 @dataclass
