@@ -5,7 +5,8 @@
     agentbench validate SUITE --predictions FILE [--json]
     agentbench evaluate SUITE (--predictions FILE | --agent NAME) [--json]
     agentbench derive SUITE
-    agentbench compare BEFORE.json AFTER.json
+    agentbench compare BEFORE.json AFTER.json [--json] [--alpha P] [--max-regression SIZE]
+                       [--allow-changed]
 
 SUITE is a built-in suite id or a suite folder (one holding ``suite.yaml``, or
 an authority bundle folder with ``public/`` and ``evaluator/`` side by side).
@@ -25,14 +26,16 @@ from pydantic import ValidationError
 
 from pytest_agentbench import hookspecs
 from pytest_agentbench.canonical import canonical_json, read_json
+from pytest_agentbench.comparison import compare_runs
 from pytest_agentbench.contracts import FailureClass, MetricValue
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.report.baseline import identity, settings, suite_run
+from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
-from pytest_agentbench.stats import mcnemar_exact
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
 
 
@@ -241,39 +244,36 @@ def _read_report(path: str) -> RunReport:
         raise pydantic_refusal(exc, file=path) from None
 
 
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not strictly between 0 and 1")
+    return value
+
+
+def _size(text: str) -> float:
+    value = float(text)
+    if not value >= 0.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number >= 0")
+    return value
+
+
 def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
     before, after = _read_report(args.before), _read_report(args.after)
-    after_suites = {suite.id: suite for suite in after.suites}
-    for old in before.suites:
-        new = after_suites.get(old.id)
-        if new is None:
-            print(f"{old.id}: only in {args.before}")
-            continue
-        print(f"{old.id}:")
-        new_metrics = {metric.name: metric for metric in new.metrics}
-        for metric in old.metrics:
-            other = new_metrics.get(metric.name)
-            a = metric.value
-            b = None if other is None else other.value
-            delta = "" if a is None or b is None else f"  {b - a:+.4f}"
-            shown_a = "null" if a is None else f"{a:.4f}"
-            shown_b = "null" if b is None else f"{b:.4f}"
-            print(f"  {metric.name}: {shown_a} -> {shown_b}{delta}")
-        old_cases = {entry.nodeid: entry.result.outcome.value for entry in old.cases}
-        new_cases = {entry.nodeid: entry.result.outcome.value for entry in new.cases}
-        paired = sorted(set(old_cases) & set(new_cases))
-        only_before = sum(
-            1 for n in paired if old_cases[n] == "passed" and new_cases[n] != "passed"
-        )
-        only_after = sum(1 for n in paired if old_cases[n] != "passed" and new_cases[n] == "passed")
-        print(
-            f"  cases paired: {len(paired)}; passed only before: {only_before}; "
-            f"passed only after: {only_after}; McNemar exact p = "
-            f"{mcnemar_exact(only_before, only_after):.4g}"
-        )
-    for suite_id in sorted(set(after_suites) - {suite.id for suite in before.suites}):
-        print(f"{suite_id}: only in {args.after}")
-    return 0
+    comparison = compare_runs(
+        [suite_run(suite) for suite in before.suites],
+        [suite_run(suite) for suite in after.suites],
+        baseline=identity(Path(args.before), before),
+        settings=settings(
+            alpha=args.alpha, max_regression=args.max_regression, allow_changed=args.allow_changed
+        ),
+    )
+    if args.json:
+        print(canonical_json(comparison.model_dump(mode="json")))
+    else:
+        for line in comparison_lines(comparison, verbose=True):
+            print(line)
+    return 0 if comparison.passed else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,9 +299,15 @@ def build_parser() -> argparse.ArgumentParser:
         "derive", help="recompute evaluator truth from public data and list differences"
     )
     derive.add_argument("suite")
-    compare = commands.add_parser("compare", help="compare two JSON run reports")
+    compare = commands.add_parser(
+        "compare", help="paired comparison of two JSON run reports; exit 1 on a regression"
+    )
     compare.add_argument("before")
     compare.add_argument("after")
+    compare.add_argument("--json", action="store_true")
+    compare.add_argument("--alpha", type=_probability, default=0.05)
+    compare.add_argument("--max-regression", type=_size, default=0.0)
+    compare.add_argument("--allow-changed", action="store_true")
     return parser
 
 

@@ -7,8 +7,10 @@ scenarios in many variants cannot pass for a large sample.
 
 For each suite present in both runs: a pass/fail row (exact McNemar on the
 discordant units) and one row per metric (the difference and its 95% paired
-cluster-bootstrap interval, 10,000 resamples under a fixed seed). Holm-Bonferroni
-then runs over every tested row of every suite. A row is a regression when its
+cluster-bootstrap interval, 10,000 resamples under a fixed seed, tested by the
+exact sign test on the units whose own value moved, which is McNemar's test
+wherever a unit's value is 0 or 1). Holm-Bonferroni then runs over every
+tested row of every suite. A row is a regression when its
 difference goes the metric's bad way, its Holm-adjusted p is below alpha and its
 size exceeds the allowed regression.
 """
@@ -75,7 +77,11 @@ class ComparisonRow(Record):
     """``after - before`` over the paired, graded trials."""
     interval: tuple[float, float] | None
     """95% paired cluster-bootstrap interval of the difference."""
-    test: Literal["mcnemar_exact", "paired_bootstrap"] | None
+    test: Literal["mcnemar_exact", "paired_bootstrap", "sign_test_exact"] | None
+    """The pass/fail row: exact McNemar on discordant units. A metric row: the exact
+    sign test on units whose own ratio moved (McNemar again where that ratio is 0/1).
+    ``paired_bootstrap`` is not used for p-values: at benchmark sizes its tail is
+    anti-conservative; the bootstrap gives the interval."""
     discordant: Discordant | None
     p_value: float | None
     adjusted_p: float | None
@@ -256,25 +262,24 @@ def _tested_row(
         if units
         else None
     )
-    discordant = None
-    p_value = None if boot is None else boot.p_value
-    test: Literal["mcnemar_exact", "paired_bootstrap"] | None = (
-        None if boot is None else "paired_bootstrap"
+    # Units whose own ratio is undefined on a side cannot say which side did better.
+    defined = [u for u in units if u.before_denominator and u.after_denominator]
+    before_better = sum(
+        1
+        for u in defined
+        if u.before_numerator * u.after_denominator > u.after_numerator * u.before_denominator
     )
-    if kind == "pass_fail":
-        before_better = sum(
-            1
-            for u in units
-            if u.before_numerator * u.after_denominator > u.after_numerator * u.before_denominator
-        )
-        after_better = sum(
-            1
-            for u in units
-            if u.after_numerator * u.before_denominator > u.before_numerator * u.after_denominator
-        )
-        discordant = Discordant(before_better=before_better, after_better=after_better)
-        p_value = sign_test(before_better, after_better) if units else None
-        test = "mcnemar_exact" if units else None
+    after_better = sum(
+        1
+        for u in defined
+        if u.after_numerator * u.before_denominator > u.before_numerator * u.after_denominator
+    )
+    discordant = Discordant(before_better=before_better, after_better=after_better)
+    tested = boot is not None and bool(defined)
+    p_value = sign_test(before_better, after_better) if tested else None
+    test: Literal["mcnemar_exact", "paired_bootstrap", "sign_test_exact"] | None = None
+    if tested:
+        test = "mcnemar_exact" if kind == "pass_fail" else "sign_test_exact"
     return ComparisonRow(
         suite=suite,
         metric=metric,

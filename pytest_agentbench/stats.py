@@ -17,6 +17,7 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import NamedTuple
 
 from pytest_agentbench.contracts import Record
 
@@ -251,10 +252,7 @@ def binomial_variate(rng: random.Random, trials: int, probability: float) -> int
     a = -0.0873 + 0.0248 * b + 0.01 * probability
     c = trials * probability + 0.5
     v_r = 0.92 - 4.2 / b
-    alpha = (2.83 + 5.1 / b) * spread
-    log_odds = math.log(probability / (1.0 - probability))
-    mode = math.floor((trials + 1) * probability)
-    log_mode = math.lgamma(mode + 1) + math.lgamma(trials - mode + 1)
+    exact: tuple[float, float, int, float] | None = None
     while True:
         u = rng.random() - 0.5
         us = 0.5 - abs(u)
@@ -264,6 +262,16 @@ def binomial_variate(rng: random.Random, trials: int, probability: float) -> int
         v = rng.random()
         if us >= 0.07 and v <= v_r:
             return k
+        # The squeeze accepts most draws; the exact test's constants wait until needed.
+        if exact is None:
+            mode = math.floor((trials + 1) * probability)
+            exact = (
+                (2.83 + 5.1 / b) * spread,
+                math.log(probability / (1.0 - probability)),
+                mode,
+                math.lgamma(mode + 1) + math.lgamma(trials - mode + 1),
+            )
+        alpha, log_odds, mode, log_mode = exact
         v *= alpha / (a / (us * us) + b)
         if v > 0.0 and math.log(v) <= (
             log_mode - math.lgamma(k + 1) - math.lgamma(trials - k + 1) + (k - mode) * log_odds
@@ -292,8 +300,11 @@ def multinomial_counts(rng: random.Random, total: int, weights: Sequence[int]) -
     return counts
 
 
-class RatioUnit(Record):
-    """One statistical unit (a case or a cluster): summed numerator and denominator per run."""
+class RatioUnit(NamedTuple):
+    """One statistical unit (a case or a cluster): summed numerator and denominator per run.
+
+    A tuple rather than a record: a comparison builds one per unit and metric.
+    """
 
     after_numerator: float
     after_denominator: float
@@ -307,8 +318,6 @@ class RatioBootstrap(Record):
     difference: float
     low: float
     high: float
-    p_value: float
-    """Two-sided bootstrap p-value of "no difference": twice the smaller tail, add-one smoothed."""
     resamples_used: int
     """Resamples whose denominators were non-zero on both sides; the rest are undefined."""
 
@@ -344,10 +353,7 @@ def ratio_bootstrap(
         before = _ratio(bn, bd)
         return None if after is None or before is None else after - before
 
-    classes = Counter(
-        (u.after_numerator, u.after_denominator, u.before_numerator, u.before_denominator)
-        for u in units
-    )
+    classes = Counter(units)
     keys = sorted(classes)
     weights = [classes[key] for key in keys]
     observed = statistic(
@@ -372,14 +378,10 @@ def ratio_bootstrap(
         return None
     values.sort()
     tail = (1.0 - confidence) / 2.0
-    below = sum(1 for value in values if value <= 0.0)
-    above = sum(1 for value in values if value >= 0.0)
-    p_value = min(1.0, 2.0 * (1 + min(below, above)) / (len(values) + 1))
     return RatioBootstrap(
         difference=observed,
         low=_percentile(values, tail),
         high=_percentile(values, 1.0 - tail),
-        p_value=p_value,
         resamples_used=len(values),
     )
 
