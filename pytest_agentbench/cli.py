@@ -7,6 +7,7 @@
     agentbench derive SUITE
     agentbench compare BEFORE.json AFTER.json [--json] [--alpha P] [--max-regression SIZE]
                        [--allow-changed]
+    agentbench rescore PATH [--json] [--suite ID=FOLDER]
 
 SUITE is a built-in suite id or a suite folder (one holding ``suite.yaml``, or
 an authority bundle folder with ``public/`` and ``evaluator/`` side by side).
@@ -35,6 +36,7 @@ from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.baseline import identity, settings, suite_run
 from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.rescore import RescoresReports, rescore, rescore_lines, unresolvable
 from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
 from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
 
@@ -276,6 +278,44 @@ def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 0 if comparison.passed else 1
 
 
+def cmd_rescore(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    path = Path(args.path)
+    # A world that knows its original project's reports takes them first.
+    for world in registry.worlds():
+        if isinstance(world, RescoresReports):
+            status = world.rescore_report(path, as_json=args.json)
+            if status is not None:
+                return status
+    folders: dict[str, str] = {}
+    for text in args.suite:
+        suite_id, sep, folder = text.partition("=")
+        if not sep or not suite_id or not folder:
+            raise AgentbenchError("invalid_suite", f"{text!r} is not ID=FOLDER", field="--suite")
+        folders[suite_id] = folder
+
+    def locate(suite_id: str) -> LoadedSuite:
+        for candidate in (folders.get(suite_id), suite_id, f"suites/{suite_id}"):
+            if candidate is None:
+                continue
+            try:
+                loaded = load(candidate, registry)
+            except AgentbenchError as exc:
+                if exc.code == "unknown_suite":
+                    continue
+                raise
+            if loaded.suite.id == suite_id:
+                return loaded
+        raise unresolvable(suite_id)
+
+    suites = rescore(path, _state(registry, 300.0), locate)
+    if args.json:
+        print(canonical_json([suite.model_dump(mode="json") for suite in suites]))
+    else:
+        for line in rescore_lines(suites):
+            print(line)
+    return 1 if any(suite.refused for suite in suites) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentbench", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -308,6 +348,14 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--alpha", type=_probability, default=0.05)
     compare.add_argument("--max-regression", type=_size, default=0.0)
     compare.add_argument("--allow-changed", action="store_true")
+    rescore_parser = commands.add_parser(
+        "rescore", help="grade the outputs a run recorded again, without the agent"
+    )
+    rescore_parser.add_argument("path", help="a JSON run report or an --agentbench-record folder")
+    rescore_parser.add_argument("--json", action="store_true")
+    rescore_parser.add_argument(
+        "--suite", action="append", default=[], metavar="ID=FOLDER", help="where a suite lives"
+    )
     return parser
 
 
@@ -318,6 +366,7 @@ COMMANDS = {
     "evaluate": cmd_evaluate,
     "derive": cmd_derive,
     "compare": cmd_compare,
+    "rescore": cmd_rescore,
 }
 
 

@@ -22,10 +22,11 @@ from _pytest._io import TerminalWriter
 from pytest_agentbench import fixtures
 from pytest_agentbench.adapters import adapter_class
 from pytest_agentbench.canonical import canonical_json
-from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus
+from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus, Outcome
 from pytest_agentbench.controls import ControlSpec, ControlVerdict, judge_control, load_manifest
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.metrics import aggregate
+from pytest_agentbench.rerun import RERUN_KEY
 from pytest_agentbench.session import LoadedSuite, get_state
 from pytest_agentbench.snapshots import GoldenMismatch, assert_golden
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE
@@ -156,15 +157,37 @@ class CaseItem(pytest.Item):
 
     def execute(self, request: pytest.FixtureRequest | None, view: Any, given_adapter: Any) -> None:
         state = get_state(self.config)
-        adapter = state.adapter_for(self.loaded, given_adapter)
-        self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
-        trial = make_trial(self.loaded.suite.id, self.case.case_id, self.trial, self.trial_count)
-        with running(trial):
-            outcome, result = state.execute(self.loaded, self.case, view, adapter)
+        rerun = self.config.stash.get(RERUN_KEY, None)
+        outcome: Outcome | None
+        if rerun is not None and rerun.replay is not None:
+            self.stash[ANSWERED_BY_KEY] = "recorded outputs"
+            outcome, result = rerun.replay_case(state, self.loaded, self.case, view, self.trial)
+        else:
+            adapter = state.adapter_for(self.loaded, given_adapter)
+            self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
+            trial = make_trial(
+                self.loaded.suite.id, self.case.case_id, self.trial, self.trial_count
+            )
+            with running(trial):
+                outcome, result = state.execute(self.loaded, self.case, view, adapter)
         if self.trial is not None or self.case.cluster is not None:
             result = result.model_copy(update={"trial": self.trial, "cluster": self.case.cluster})
+        if rerun is not None:
+            result = rerun.keep_output(
+                result,
+                outcome,
+                case=self.case,
+                view=view,
+                suite=self.loaded.suite,
+                adapter=state.adapter_description,
+            )
         golden_diff = None
-        if request is not None and state.options.snapshot and outcome.failure_class is None:
+        if (
+            request is not None
+            and state.options.snapshot
+            and outcome is not None
+            and outcome.failure_class is None
+        ):
             try:
                 assert_golden(request, outcome.output)
             except GoldenMismatch as mismatch:

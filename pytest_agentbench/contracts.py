@@ -90,6 +90,18 @@ class Outcome(Record):
     """An interactive world's tool-session receipt (``tools.Receipt`` as JSON)."""
 
 
+class RecordedOutput(Record):
+    """A case's adapter outcome as recorded for re-scoring, with what it was produced from."""
+
+    outcome: Outcome
+    case_digest: str
+    """sha256 of the case and the public view the adapter was given."""
+    suite_digest: str | None
+    oracle_digest: str | None
+    adapter: str
+    """The adapter's identity: ``--agentbench-adapter`` and its description."""
+
+
 class CaseResult(Record):
     """A graded case. JSON-safe: it travels inside the pytest report."""
 
@@ -110,6 +122,9 @@ class CaseResult(Record):
     """1-based trial index under ``--agentbench-repeat``; ``None`` in a run of one trial."""
     cluster: str | None = None
     """The case's cluster key (``Case.cluster``); ``None``: the case is its own unit."""
+    recorded: RecordedOutput | None = None
+    """The adapter's outcome, kept under ``--agentbench-record`` / ``--agentbench-report``
+    so the run can be re-scored without the agent."""
 
     @property
     def unit(self) -> str:

@@ -31,6 +31,7 @@ from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
+from pytest_agentbench.rerun import RERUN_KEY
 from pytest_agentbench.runner import release_alarm
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
@@ -41,6 +42,7 @@ pytest_plugins = [
     "pytest_agentbench.agents.options",
     "pytest_agentbench.baseline_options",
     "pytest_agentbench.trials",
+    "pytest_agentbench.rerun",
 ]
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
@@ -322,6 +324,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         or options.gates
         or options.predictions
         or BASELINE_KEY in config.stash
+        or (RERUN_KEY in config.stash and config.stash[RERUN_KEY].resume is not None)
     ):
         return
     # Summarising builds a record per case, all acyclic: automatic collections
@@ -335,6 +338,8 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     config = session.config
     options = state.options
     baseline = config.stash.get(BASELINE_KEY, None)
+    rerun = config.stash.get(RERUN_KEY, None)
+    notes = [] if rerun is None else rerun.inject(recorder, state.loader, state)
     try:
         summary = summarise(
             recorder,
@@ -344,6 +349,10 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
         )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
+    if rerun is not None:
+        notes += rerun.finish(recorder, state.loader)
+    if notes:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *notes)})
     comparison = None
     if baseline is not None:
         comparison = compare_with_baseline(
