@@ -81,23 +81,8 @@ def test_a_run_compared_with_itself_is_noise_free(
     )
 
 
-def test_a_seeded_regression_fails_the_session_although_every_item_passed(
-    project: pytest.Pytester, xdist_args: list[str]
-) -> None:
-    run(project, "before.json", "--agentbench-adapter=my_adapters:WrongOnMost")
+def test_a_seeded_regression_fails_the_session(project: pytest.Pytester) -> None:
     junit = project.path / "junit.xml"
-    result, report = run(
-        project,
-        "after.json",
-        "--agentbench-baseline=before.json",
-        f"--junitxml={junit}",
-        *xdist_args,
-    )
-    # Every item passes; only the comparison would fail, so swap the roles: the
-    # baseline is the good run and this run the bad one.
-    assert result.ret == pytest.ExitCode.OK
-    assert report["comparison"]["improvements"] == 2
-
     run(project, "good.json")
     result, report = run(
         project,
@@ -105,7 +90,8 @@ def test_a_seeded_regression_fails_the_session_although_every_item_passed(
         "--agentbench-baseline=good.json",
         "--agentbench-adapter=my_adapters:WrongOnMost",
         f"--junitxml={junit}",
-        *xdist_args,
+        "-n",
+        "2",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     comparison = report["comparison"]
@@ -129,20 +115,6 @@ def test_a_seeded_regression_fails_the_session_although_every_item_passed(
     xml = junit.read_text()
     assert 'name="agentbench.comparison.result" value="fail"' in xml
     assert 'name="agentbench.demo-suite.comparison.accuracy" value="regression: ' in xml
-
-
-def test_max_regression_tolerates_a_small_significant_drop(project: pytest.Pytester) -> None:
-    run(project, "good.json")
-    result, report = run(
-        project,
-        "bad.json",
-        "--agentbench-baseline=good.json",
-        "--agentbench-adapter=my_adapters:WrongOnMost",
-        "--agentbench-max-regression=0.8",
-    )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the wrong answers fail their items
-    assert report["comparison"]["regressions"] == 0
-    assert "within allowed 0.8" in report["comparison"]["suites"][0]["rows"][0]["reason"]
 
 
 def test_a_flaky_difference_is_not_significant(project: pytest.Pytester) -> None:
