@@ -116,6 +116,8 @@ class SuiteComparison(Record):
     """Flipped cases: passed in the baseline, failed now."""
     passed_only_after: tuple[str, ...]
     rows: tuple[ComparisonRow, ...]
+    notes: tuple[str, ...] = ()
+    """What the comparison assumed (a baseline too old to record metric definitions)."""
 
 
 class Comparison(Record):
@@ -165,6 +167,8 @@ def mismatches(before: SuiteRun, after: SuiteRun) -> list[str]:
         old, new = before.digests.get(part), after.digests.get(part)
         if old != new:
             found.append(f"{part} digest {old} != {new}")
+    if not before.metrics:
+        return found  # a /1 report records no definitions: see ``notes``
     old_metrics = {m.name: m for m in before.metrics}
     new_metrics = {m.name: m for m in after.metrics}
     for name in sorted(set(old_metrics) | set(new_metrics)):
@@ -345,7 +349,7 @@ def _compare_suite(
                 settings=settings,
             )
         )
-        old_definitions = {m.name: m for m in before.metrics}
+        old_definitions = {m.name: m for m in before.metrics or after.metrics}
         for definition in after.metrics:
             if definition.name not in old_definitions:
                 continue
@@ -384,6 +388,14 @@ def _compare_suite(
         passed_only_before=pairs.passed_only_before,
         passed_only_after=pairs.passed_only_after,
         rows=tuple(rows),
+        notes=(
+            (
+                "the baseline records no metric definitions (an agentbench-run-report/1 "
+                "report): this run's are assumed for both",
+            )
+            if not before.metrics and after.metrics
+            else ()
+        ),
     )
 
 

@@ -264,3 +264,13 @@ def test_the_comparison_is_reproducible() -> None:
     before = suite([result(f"c{i}", i % 4 != 0) for i in range(40)])
     after = suite([result(f"c{i}", i % 5 != 0) for i in range(40)])
     assert compare([before], [after]) == compare([before], [after])
+
+
+def test_a_baseline_without_metric_definitions_is_compared_with_this_runs() -> None:
+    before = suite([result(f"c{i}", True) for i in range(5)], metrics=())
+    after = suite([result(f"c{i}", i != 0) for i in range(5)])
+    (compared,) = compare([before], [after]).suites
+    assert compared.status == "compared"
+    assert compared.mismatches == ()
+    assert "no metric definitions" in compared.notes[0]
+    assert [row.metric for row in compared.rows] == ["passed", "accuracy", "error_rate"]

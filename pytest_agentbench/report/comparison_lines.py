@@ -47,6 +47,7 @@ def _suite_lines(suite: SuiteComparison) -> list[str]:
         )
     for change in suite.mismatches:
         lines.append(f"  changed (allowed): {change}")
+    lines.extend(f"  note: {note}" for note in suite.notes)
     for side, ids in (("baseline", suite.only_before), ("this run", suite.only_after)):
         if ids:
             lines.append(f"  only in {side}, excluded: {len(ids)}: {_some(ids)}")
