@@ -497,6 +497,24 @@ def test_compare_prints_the_paired_table_and_gates_on_regressions(
     assert "FAILED regression asteria-agentic-v1:passed 1.0000 -> " in out
 
 
+def test_rescore_reproduces_both_runs_metrics(
+    capsys: pytest.CaptureFixture[str], run_reports: tuple[Path, Path]
+) -> None:
+    for report in run_reports:
+        status, out, _ = run(capsys, "rescore", str(report))
+        assert status == 0
+        lines = out.splitlines()
+        assert lines[0] == f"{SUITE_ID}: 11 recorded outputs re-scored"
+        assert all(line.endswith("same") for line in lines[1:]), out
+        status, out, _ = run(capsys, "rescore", str(report), "--json")
+        (suite,) = json.loads(out)
+        recorded = {
+            m["name"]: m["value"] for m in json.loads(report.read_text())["suites"][0]["metrics"]
+        }
+        assert {m["name"]: m["rescored"] for m in suite["metrics"]} == recorded
+        assert suite["oracle_changed"] is None
+
+
 def test_compare_refuses_a_file_that_is_not_a_run_report(
     capsys: pytest.CaptureFixture[str], workdir: Path
 ) -> None:
