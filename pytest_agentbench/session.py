@@ -49,6 +49,8 @@ class Options:
     isolate: bool = False
     allow_partial: bool = False
     """Judge gates on a suite that did not run completely (otherwise they fail)."""
+    repeat: int = 1
+    """``--agentbench-repeat``: items per case."""
 
 
 @dataclass

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_agentbench import __version__
 from pytest_agentbench.canonical import canonical_json, pretty_json
+from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
@@ -35,7 +36,10 @@ class AdapterIdentity(Record):
 
 
 class RunReport(Record):
-    # Version 2 adds each suite's ``coverage``; version 1 reports still read (without it).
+    # Version 2 adds each suite's ``coverage``, ``metric_definitions`` and ``trials``,
+    # a case's ``trial``, ``cluster`` and ``recorded``, and the run's ``comparison``:
+    # all optional, so a version 1 report still reads (without them), and so does a
+    # version 2 report written before the trials and comparison fields existed.
     schema_version: Literal["agentbench-run-report/1", "agentbench-run-report/2"] = (
         "agentbench-run-report/2"
     )
@@ -45,6 +49,8 @@ class RunReport(Record):
     suites: tuple[SuiteSummary, ...]
     gates: tuple[GateVerdict, ...]
     problems: tuple[str, ...] = ()
+    comparison: Comparison | None = None
+    """The paired comparison against ``--agentbench-baseline``; ``None`` without one."""
 
 
 def git_commit(directory: Path) -> str | None:
@@ -80,6 +86,7 @@ def build_report(
     adapter_spec: str | None,
     adapter_description: str,
     exit_status: int,
+    comparison: Comparison | None = None,
 ) -> RunReport:
     return RunReport(
         environment=environment(rootpath),
@@ -88,6 +95,7 @@ def build_report(
         suites=summary.suites,
         gates=summary.gates,
         problems=summary.problems,
+        comparison=comparison,
     )
 
 
