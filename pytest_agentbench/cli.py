@@ -6,6 +6,7 @@
     agentbench evaluate SUITE (--predictions FILE | --agent NAME) [--json]
     agentbench derive SUITE
     agentbench compare BEFORE.json AFTER.json
+    agentbench html RUN.json [-o PATH]
 
 SUITE is a built-in suite id or a suite folder (one holding ``suite.yaml``, or
 an authority bundle folder with ``public/`` and ``evaluator/`` side by side).
@@ -30,6 +31,7 @@ from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.report.html import read_report_document, write_html
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
 from pytest_agentbench.stats import mcnemar_exact
@@ -276,6 +278,14 @@ def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 0
 
 
+def cmd_html(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    source = Path(args.report)
+    output = Path(args.output) if args.output else source.with_suffix(".html")
+    write_html(read_report_document(source), output)
+    print(f"wrote {output}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentbench", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -302,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser("compare", help="compare two JSON run reports")
     compare.add_argument("before")
     compare.add_argument("after")
+    html = commands.add_parser("html", help="draw a JSON run report as one static HTML file")
+    html.add_argument("report")
+    html.add_argument("-o", "--output", help="where to write (default: REPORT with .html)")
     return parser
 
 
@@ -312,6 +325,7 @@ COMMANDS = {
     "evaluate": cmd_evaluate,
     "derive": cmd_derive,
     "compare": cmd_compare,
+    "html": cmd_html,
 }
 
 

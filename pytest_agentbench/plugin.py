@@ -20,6 +20,7 @@ from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.report.html import write_html
 from pytest_agentbench.report.json_report import build_report, write_report
 from pytest_agentbench.report.junit import add_global_properties
 from pytest_agentbench.report.receipts import write_receipts
@@ -65,6 +66,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="per-case limit for the adapter; a hang is interrupted (default: 300)",
     )
     group.addoption("--agentbench-report", metavar="PATH", help="write the JSON run report")
+    group.addoption(
+        "--agentbench-html",
+        metavar="PATH",
+        help="write the run report as one self-contained HTML file",
+    )
     group.addoption(
         "--agentbench-receipts",
         metavar="DIR",
@@ -162,6 +168,7 @@ def _options(config: pytest.Config) -> Options:
     isolate = config.getoption("agentbench_isolate")
     report = config.getoption("agentbench_report")
     receipts = config.getoption("agentbench_receipts")
+    html = config.getoption("agentbench_html")
     return Options(
         adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
         timeout=timeout,
@@ -174,6 +181,7 @@ def _options(config: pytest.Config) -> Options:
         junit_case_properties=config.getini("agentbench_junit_case_properties"),
         receipts_dir=None if receipts is None else Path(receipts).resolve(),
         isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
+        html_path=None if html is None else Path(html).resolve(),
     )
 
 
@@ -317,10 +325,9 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     """Summarise the run, judge its gates and write every report."""
     config = session.config
     options = state.options
+    reporting = options.report_path is not None or options.html_path is not None
     try:
-        summary = summarise(
-            recorder, state.loader, options.gates, with_cases=options.report_path is not None
-        )
+        summary = summarise(recorder, state.loader, options.gates, with_cases=reporting)
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
     # A predictions file for a suite that did not run was never scored: saying
@@ -344,17 +351,19 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     add_global_properties(config, summary)
     if options.receipts_dir is not None:
         write_receipts(recorder.cases.values(), options.receipts_dir)
-    if state.options.report_path is not None:
-        write_report(
-            build_report(
-                summary,
-                rootpath=config.rootpath,
-                adapter_spec=state.options.adapter_spec,
-                adapter_description=state.adapter_description,
-                exit_status=int(session.exitstatus),
-            ),
-            state.options.report_path,
+    if reporting:
+        report = build_report(
+            summary,
+            rootpath=config.rootpath,
+            adapter_spec=state.options.adapter_spec,
+            adapter_description=state.adapter_description,
+            exit_status=int(session.exitstatus),
         )
+        if options.report_path is not None:
+            write_report(report, options.report_path)
+        if options.html_path is not None:
+            # The page is drawn from the very document the JSON report holds.
+            write_html(report.model_dump(mode="json"), options.html_path)
         # The terminal section needs no per-case entries: dropping them here spares
         # the garbage collections of the session's end a walk over every case result.
         summary = summary.model_copy(

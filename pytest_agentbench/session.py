@@ -42,6 +42,7 @@ class Options:
     junit_case_properties: bool
     receipts_dir: Path | None = None
     isolate: bool = False
+    html_path: Path | None = None
 
 
 @dataclass
