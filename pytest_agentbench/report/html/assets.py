@@ -158,6 +158,8 @@ SCRIPT = r"""
     var c = cases(m[1])[Number(m[2])];
     var panel = document.getElementById(m[1] + "-detail");
     if (!c || !panel) { return; }
+    var row = document.querySelector('a[href="#case-' + m[1] + "-" + m[2] + '"]');
+    if (row) { openAround(row); }
     fill(panel, c, m[3] === undefined ? null : Number(m[3]));
     panel.focus();
     panel.scrollIntoView();
@@ -172,10 +174,15 @@ SCRIPT = r"""
     var cell = link.parentElement, grid = link.closest("table[role=grid]");
     if (!grid || !cell) { return; }
     var row = cell.parentElement, rows = Array.prototype.slice.call(grid.tBodies[0].rows);
-    var r = rows.indexOf(row) + move[0], c = cell.cellIndex + move[1];
-    if (r < 0 || r >= rows.length || c < 0 || c >= rows[r].cells.length) { return; }
-    var next = rows[r].cells[c].querySelector("a");
-    if (next) { event.preventDefault(); next.focus(); }
+    var r = rows.indexOf(row), c = cell.cellIndex;
+    // Step over cells without a link (the outcome column) in the same direction.
+    for (;;) {
+      r += move[0];
+      c += move[1];
+      if (r < 0 || r >= rows.length || c < 0 || c >= rows[r].cells.length) { return; }
+      var next = rows[r].cells[c].querySelector("a");
+      if (next) { event.preventDefault(); next.focus(); return; }
+    }
   });
 })();
 """

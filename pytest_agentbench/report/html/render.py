@@ -51,7 +51,8 @@ def _header(report: read.Doc, suite: read.Doc) -> str:
     digests = read.mapping(suite, "digests")
     digest_text = (
         ", ".join(
-            f"{escape(k)} {_code(v if isinstance(v, str) else '')}" for k, v in digests.items()
+            f"{escape(k)} {_code(v if isinstance(v, str) else '')}"
+            for k, v in sorted(digests.items())
         )
         or "<em>none</em>"
     )
@@ -86,7 +87,7 @@ def _header(report: read.Doc, suite: read.Doc) -> str:
 def _outcomes(sid: str, suite: read.Doc) -> str:
     counts = read.mapping(suite, "counts")
     classes = read.mapping(suite, "failure_classes")
-    names = [*OUTCOMES, *(k for k in counts if k not in OUTCOMES)]
+    names = [*OUTCOMES, *sorted(k for k in counts if k not in OUTCOMES)]
     values = {name: read.integer(counts, name) or 0 for name in names}
     bar = count_bar(
         [
@@ -102,7 +103,7 @@ def _outcomes(sid: str, suite: read.Doc) -> str:
     class_rows = "".join(
         f'<tr><th scope="row">{escape(name)}</th>'
         f'<td class="num">{read.integer(classes, name) or 0}</td></tr>'
-        for name in classes
+        for name in sorted(classes)
     )
     return (
         f'<div class="figure">{bar}<table aria-label="outcome counts"><thead><tr>'

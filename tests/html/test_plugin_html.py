@@ -1,0 +1,63 @@
+"""--agentbench-html in real pytest sessions: the same page with and without xdist."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.report.html import render_html
+from tests.demo_world import write_demo_suite
+
+VOLATILE = re.compile(r'<span class="volatile">[^<]*</span>')
+
+
+def stable(page: str) -> str:
+    """The page without the figures that change between runs (timings)."""
+    return VOLATILE.sub("", page)
+
+
+def test_html_is_drawn_from_the_json_report_document(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, extra_suite_yaml="gates: ['accuracy >= 0.9']\n")
+    html, report = demo.path / "out" / "run.html", demo.path / "run.json"
+    result = demo.runpytest(
+        f"--agentbench-html={html}", f"--agentbench-report={report}", "-m", "not agentbench_control"
+    )
+    result.assert_outcomes(passed=3)
+    page = html.read_text(encoding="utf-8")
+    assert page == render_html(json.loads(report.read_text(encoding="utf-8")))
+    assert 'data-suite="demo-suite"' in page
+
+
+def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    html = demo.path / "run.html"
+    demo.runpytest(f"--agentbench-html={html}", "-m", "not agentbench_control").assert_outcomes(
+        passed=3
+    )
+    page = html.read_text(encoding="utf-8")
+    assert page.count('<th scope="row"><a href="#case-s0-') == 3
+
+
+@pytest.mark.parametrize("suite_id", sorted(packaged_suites()))
+def test_built_in_suites_render_identically_without_xdist_and_with_two_workers(
+    pytester: pytest.Pytester, suite_id: str
+) -> None:
+    pages = []
+    for mode in ([], ["-n", "2"]):
+        html = pytester.path / f"run{len(pages)}.html"
+        result = pytester.runpytest_subprocess(
+            f"--agentbench-suite={suite_id}",
+            f"--agentbench-html={html}",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *mode,
+        )
+        assert result.ret == 0, result.stdout.str()[-2000:]
+        pages.append(html.read_text(encoding="utf-8"))
+    assert stable(pages[0]) == stable(pages[1])
+    assert f'data-suite="{suite_id}"' in pages[0]
+    assert pages[0].count('class="volatile"') >= 1
