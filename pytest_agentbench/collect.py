@@ -29,6 +29,7 @@ from pytest_agentbench.metrics import aggregate
 from pytest_agentbench.session import LoadedSuite, get_state
 from pytest_agentbench.snapshots import GoldenMismatch, assert_golden
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE
+from pytest_agentbench.trials import item_name, make_trial, running
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
 ANSWERED_BY_KEY = pytest.StashKey[str]()
@@ -137,22 +138,31 @@ class CaseItem(pytest.Item):
 
     loaded: LoadedSuite
     case: Case
+    trial: int | None = None
+    """1-based trial index under ``--agentbench-repeat``; ``None`` for a single trial."""
+    trial_count: int = 1
 
-    def _bind_case(self, loaded: LoadedSuite, case: Case) -> None:
+    def _bind_case(self, loaded: LoadedSuite, case: Case, trial: int | None, count: int) -> None:
         # The markers ``agentbench`` and the suite id sit on the case file, which
         # every case item inherits them from: one set per file rather than per case.
         self.loaded = loaded
         self.case = case
+        self.trial = trial
+        self.trial_count = count
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1
-        return self.path, line, f"{self.loaded.suite.id}::{self.case.case_id}"
+        return self.path, line, f"{self.loaded.suite.id}::{self.name}"
 
     def execute(self, request: pytest.FixtureRequest | None, view: Any, given_adapter: Any) -> None:
         state = get_state(self.config)
         adapter = state.adapter_for(self.loaded, given_adapter)
         self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
-        outcome, result = state.execute(self.loaded, self.case, view, adapter)
+        trial = make_trial(self.loaded.suite.id, self.case.case_id, self.trial, self.trial_count)
+        with running(trial):
+            outcome, result = state.execute(self.loaded, self.case, view, adapter)
+        if self.trial is not None or self.case.cluster is not None:
+            result = result.model_copy(update={"trial": self.trial, "cluster": self.case.cluster})
         golden_diff = None
         if request is not None and state.options.snapshot and outcome.failure_class is None:
             try:
@@ -196,11 +206,18 @@ class FixtureCaseItem(CaseItem, pytest.Function):
     """
 
     def __init__(
-        self, *, loaded: LoadedSuite, case: Case, resolve_world: bool, **kwargs: Any
+        self,
+        *,
+        loaded: LoadedSuite,
+        case: Case,
+        resolve_world: bool,
+        trial: int | None = None,
+        trial_count: int = 1,
+        **kwargs: Any,
     ) -> None:
         body = self._run_resolved if resolve_world else self._run
         super().__init__(callobj=body, **kwargs)
-        self._bind_case(loaded, case)
+        self._bind_case(loaded, case, trial, trial_count)
 
     def _run(self, agentbench_adapter: Any) -> None:
         view = self.loaded.world.public_view(self.loaded.suite, self.case)
@@ -225,9 +242,17 @@ class DirectCaseItem(CaseItem):
     of the per-item cost.
     """
 
-    def __init__(self, *, loaded: LoadedSuite, case: Case, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        loaded: LoadedSuite,
+        case: Case,
+        trial: int | None = None,
+        trial_count: int = 1,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self._bind_case(loaded, case)
+        self._bind_case(loaded, case, trial, trial_count)
 
     def runtest(self) -> None:
         view = self.loaded.world.public_view(self.loaded.suite, self.case)
@@ -422,28 +447,39 @@ class CaseFile(_SuiteCollector):
         suite = self.loaded.suite
         relative = self.path.relative_to(suite.root).as_posix()
         cases = [case for case in self.loaded.world.cases(suite) if case.file == relative]
-        snapshot = get_state(self.config).options.snapshot
+        options = get_state(self.config).options
+        snapshot, count = options.snapshot, options.repeat
+        trials: list[int | None] = [None] if count == 1 else list(range(1, count + 1))
         if not snapshot and self._fixtures_are_inert():
             for case in cases:
-                yield DirectCaseItem.from_parent(
-                    self, name=case.case_id, loaded=self.loaded, case=case
-                )
+                for trial in trials:
+                    yield DirectCaseItem.from_parent(
+                        self,
+                        name=item_name(case.case_id, trial),
+                        loaded=self.loaded,
+                        case=case,
+                        trial=trial,
+                        trial_count=count,
+                    )
             return
         resolve_world = snapshot or not self._own_fixture("agentbench_world")
         # Every item of this file has the same body and parent, hence the same
         # fixture closure: pytest computes it once, as for a parametrized test.
         fixtureinfo = None
         for case in cases:
-            item = FixtureCaseItem.from_parent(
-                self,
-                name=case.case_id,
-                loaded=self.loaded,
-                case=case,
-                resolve_world=resolve_world,
-                fixtureinfo=fixtureinfo,
-            )
-            fixtureinfo = item._fixtureinfo
-            yield item
+            for trial in trials:
+                item = FixtureCaseItem.from_parent(
+                    self,
+                    name=item_name(case.case_id, trial),
+                    loaded=self.loaded,
+                    case=case,
+                    resolve_world=resolve_world,
+                    fixtureinfo=fixtureinfo,
+                    trial=trial,
+                    trial_count=count,
+                )
+                fixtureinfo = item._fixtureinfo
+                yield item
 
     def _own_fixture(self, name: str) -> bool:
         """Whether ``name`` resolves, for this file, to the plugin's own fixture."""

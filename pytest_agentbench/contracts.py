@@ -73,6 +73,9 @@ class Case(Record):
     title: str | None = None
     labels: tuple[str, ...] = ()
     """Open labels (case kinds, tiers); also usable with ``-m``-style selection by worlds."""
+    cluster: str | None = None
+    """The semantic scenario this case is a variant of: one statistical unit with its
+    siblings. ``None``: the case is its own unit."""
 
 
 class Outcome(Record):
@@ -103,6 +106,15 @@ class CaseResult(Record):
     """Finding codes the evaluator raised (negative controls require some of them)."""
     receipt: dict[str, JsonValue] | None = None
     """The outcome's tool-session receipt, carried into the JSON run report."""
+    trial: int | None = None
+    """1-based trial index under ``--agentbench-repeat``; ``None`` in a run of one trial."""
+    cluster: str | None = None
+    """The case's cluster key (``Case.cluster``); ``None``: the case is its own unit."""
+
+    @property
+    def unit(self) -> str:
+        """The statistical unit: the cluster, else the case."""
+        return self.case_id if self.cluster is None else self.cluster
 
     @property
     def failed_checks(self) -> tuple[Check, ...]:

@@ -11,18 +11,22 @@ import pytest
 
 from pytest_agentbench import fixtures, hookspecs
 from pytest_agentbench.adapters import describe_adapter, load_adapter
+from pytest_agentbench.baseline_options import BASELINE_KEY
 from pytest_agentbench.collect import (
     REFUSED_KEY,
     ControlItem,
     collect_file,
 )
+from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.report.baseline import compare_with_baseline
+from pytest_agentbench.report.comparison_lines import comparison_lines, comparison_properties
 from pytest_agentbench.report.html import write_html
 from pytest_agentbench.report.json_report import build_report, write_report
-from pytest_agentbench.report.junit import add_global_properties
+from pytest_agentbench.report.junit import add_global_properties, add_properties
 from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
@@ -31,12 +35,18 @@ from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.runner import release_alarm
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
+from pytest_agentbench.trials import repeat_count
 
 # The chat-model agent's options and ini keys live with it.
-pytest_plugins = ["pytest_agentbench.agents.options"]
+pytest_plugins = [
+    "pytest_agentbench.agents.options",
+    "pytest_agentbench.baseline_options",
+    "pytest_agentbench.trials",
+]
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
+COMPARISON_KEY = pytest.StashKey[Comparison]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -182,6 +192,7 @@ def _options(config: pytest.Config) -> Options:
         receipts_dir=None if receipts is None else Path(receipts).resolve(),
         isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
         html_path=None if html is None else Path(html).resolve(),
+        repeat=repeat_count(config),
     )
 
 
@@ -313,7 +324,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(config)
     recorder = config.stash[RECORDER_KEY]
     options = state.options
-    if not (recorder.identities or recorder.refusals or options.gates or options.predictions):
+    if not (
+        recorder.identities
+        or recorder.refusals
+        or options.gates
+        or options.predictions
+        or BASELINE_KEY in config.stash
+    ):
         return
     # Summarising builds a record per case, all acyclic: automatic collections
     # meanwhile would walk the whole heap of the session and free nothing.
@@ -325,11 +342,23 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     """Summarise the run, judge its gates and write every report."""
     config = session.config
     options = state.options
+    baseline = config.stash.get(BASELINE_KEY, None)
     reporting = options.report_path is not None or options.html_path is not None
     try:
-        summary = summarise(recorder, state.loader, options.gates, with_cases=reporting)
+        summary = summarise(
+            recorder,
+            state.loader,
+            options.gates,
+            with_cases=reporting or baseline is not None,
+        )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
+    comparison = None
+    if baseline is not None:
+        comparison = compare_with_baseline(
+            baseline.path, baseline.report, summary.suites, baseline.settings
+        )
+        config.stash[COMPARISON_KEY] = comparison
     # A predictions file for a suite that did not run was never scored: saying
     # nothing would let a typo in the suite id pass a CI job.
     unscored = sorted(set(options.predictions) - {suite.id for suite in summary.suites})
@@ -346,9 +375,14 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
                 )
             }
         )
-    if (unscored or not summary.gates_passed) and session.exitstatus == pytest.ExitCode.OK:
+    compared_ok = comparison is None or comparison.passed
+    if (
+        unscored or not summary.gates_passed or not compared_ok
+    ) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     add_global_properties(config, summary)
+    if comparison is not None:
+        add_properties(config, comparison_properties(comparison))
     if options.receipts_dir is not None:
         write_receipts(recorder.cases.values(), options.receipts_dir)
     if reporting:
@@ -358,6 +392,7 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
             adapter_spec=state.options.adapter_spec,
             adapter_description=state.adapter_description,
             exit_status=int(session.exitstatus),
+            comparison=comparison,
         )
         if options.report_path is not None:
             write_report(report, options.report_path)
@@ -387,3 +422,9 @@ def pytest_terminal_summary(
             terminalreporter.write_line(line if verbose else f"agentbench {line}")
     for line in [*orphan_gate_lines(summary), *summary.problems]:
         terminalreporter.write_line(f"agentbench {line}")
+    comparison = config.stash.get(COMPARISON_KEY, None)
+    if comparison is not None:
+        if verbose:
+            terminalreporter.write_sep("=", "agentbench: comparison with the baseline")
+        for line in comparison_lines(comparison, verbose=verbose):
+            terminalreporter.write_line(line if verbose else f"agentbench {line}")

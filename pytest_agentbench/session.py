@@ -43,6 +43,8 @@ class Options:
     receipts_dir: Path | None = None
     isolate: bool = False
     html_path: Path | None = None
+    repeat: int = 1
+    """``--agentbench-repeat``: items per case."""
 
 
 @dataclass

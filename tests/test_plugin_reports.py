@@ -150,7 +150,7 @@ def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[
     result, report = run(demo, "--agentbench-adapter=agents:Agent", *xdist_args)
     result.assert_outcomes(passed=2, failed=2)
     jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
-    assert report["schema_version"] == "agentbench-run-report/1"
+    assert report["schema_version"] == "agentbench-run-report/2"
     assert report["exit_status"] == 1
     assert set(report["environment"]) == {"python", "pytest", "plugin", "platform", "git_commit"}
     assert report["environment"]["pytest"] == pytest.__version__

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_agentbench import __version__
 from pytest_agentbench.canonical import canonical_json, pretty_json
+from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
@@ -35,13 +36,18 @@ class AdapterIdentity(Record):
 
 
 class RunReport(Record):
-    schema_version: Literal["agentbench-run-report/1"] = "agentbench-run-report/1"
+    schema_version: Literal["agentbench-run-report/1", "agentbench-run-report/2"] = (
+        "agentbench-run-report/2"
+    )
+    """/2 added ``comparison`` and per-suite ``metric_definitions``; /1 reports still read."""
     environment: Environment
     adapter: AdapterIdentity
     exit_status: int
     suites: tuple[SuiteSummary, ...]
     gates: tuple[GateVerdict, ...]
     problems: tuple[str, ...] = ()
+    comparison: Comparison | None = None
+    """The paired comparison against ``--agentbench-baseline``; ``None`` without one."""
 
 
 def git_commit(directory: Path) -> str | None:
@@ -77,6 +83,7 @@ def build_report(
     adapter_spec: str | None,
     adapter_description: str,
     exit_status: int,
+    comparison: Comparison | None = None,
 ) -> RunReport:
     return RunReport(
         environment=environment(rootpath),
@@ -85,6 +92,7 @@ def build_report(
         suites=summary.suites,
         gates=summary.gates,
         problems=summary.problems,
+        comparison=comparison,
     )
 
 

@@ -10,11 +10,17 @@ from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass, M
 from pytest_agentbench.controls import ControlVerdict
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import Gate, GateVerdict, judge, parse_gate
-from pytest_agentbench.metrics import aggregate, select
+from pytest_agentbench.metrics import MetricDefinition, aggregate, definition, select
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.report.recorder import CRASH_REASON, Identity, RunRecorder
 from pytest_agentbench.session import SuiteLoader, suite_digests
 from pytest_agentbench.suite import SUITE_FILE
+from pytest_agentbench.trials import (
+    TrialSummary,
+    clustered_intervals,
+    split_item_name,
+    summarise_trials,
+)
 
 
 class CaseEntry(Record):
@@ -46,6 +52,10 @@ class SuiteSummary(Record):
     cases: tuple[CaseEntry, ...]
     answered_by: tuple[str, ...] = ()
     """Classes of the adapters that ran the cases: shows a conftest fixture override."""
+    metric_definitions: tuple[MetricDefinition, ...] = ()
+    """How each metric is computed: a baseline comparison pairs only like with like."""
+    trials: TrialSummary | None = None
+    """pass@1, pass^k, pass@k and consistency under repeats or clusters; else ``None``."""
 
     @property
     def ok(self) -> bool:
@@ -89,12 +99,15 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
             loaded = loader.load(root)
         except AgentbenchError:
             continue
+        is_control = path_part.endswith(f"/{SUITE_FILE}")
+        case_id, trial = (name, None) if is_control else split_item_name(name)
         identity = Identity(
             # Control items live in suite.yaml; case items in the files holding cases.
-            kind="control" if path_part.endswith(f"/{SUITE_FILE}") else "case",
+            kind="control" if is_control else "case",
             suite_id=loaded.suite.id,
             suite_root=str(loaded.suite.root),
-            item_id=name,
+            item_id=case_id,
+            trial=trial,
         )
         recorder.identities[nodeid] = identity
         recorder._store_failure(identity, nodeid, CRASH_REASON)
@@ -125,7 +138,11 @@ def summarise(
         )
         results = [result for _, result in suite_cases]
         counts, failure_classes = _counts(results)
-        metrics = select(aggregate(world.metrics(suite), results), suite.config.metrics)
+        specs = world.metrics(suite)
+        metrics = select(
+            clustered_intervals(suite.id, specs, aggregate(specs, results), results),
+            suite.config.metrics,
+        )
         by_name = {metric.name: metric for metric in metrics}
         # Suite-declared gates judge case metrics, so a controls-only run skips them;
         # a gate asked for on the command line is always judged.
@@ -168,6 +185,8 @@ def summarise(
                     for nodeid, result in (suite_cases if with_cases else ())
                 ),
                 answered_by=tuple(sorted(recorder.answered_by.get(suite_id, ()))),
+                metric_definitions=tuple(definition(spec) for spec in specs),
+                trials=summarise_trials(suite.id, results),
             )
         )
     ran = {summary.id for summary in suites}
