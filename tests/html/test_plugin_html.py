@@ -61,3 +61,38 @@ def test_built_in_suites_render_identically_without_xdist_and_with_two_workers(
     assert stable(pages[0]) == stable(pages[1])
     assert f'data-suite="{suite_id}"' in pages[0]
     assert pages[0].count('class="volatile"') >= 1
+
+
+def test_with_a_baseline_the_page_draws_the_forest_and_the_flipped_cases(
+    demo: pytest.Pytester,
+) -> None:
+    questions = {f"c{i}": f"{i}+{i}" for i in range(12)}
+    write_demo_suite(demo.path, questions=questions)
+    before = demo.path / "before.json"
+    demo.runpytest(f"--agentbench-report={before}", "-m", "not agentbench_control")
+    wrong = {cid: (i * 2 if i < 3 else -1) for i, cid in enumerate(questions)}
+    write_demo_suite(demo.path, questions=questions, answers=wrong)
+    html, after = demo.path / "after.html", demo.path / "after.json"
+    demo.runpytest(
+        f"--agentbench-baseline={before}",
+        "--agentbench-baseline-allow-changed",
+        f"--agentbench-report={after}",
+        f"--agentbench-html={html}",
+        "-m",
+        "not agentbench_control",
+    )
+    document = json.loads(after.read_text(encoding="utf-8"))
+    assert document["comparison"] is not None
+    page = html.read_text(encoding="utf-8")
+    assert page == render_html(document)
+    assert '<section class="comparison" id="comparison"' in page
+    rows = document["comparison"]["suites"][0]["rows"]
+    assert page.count('class="plot forest"') == 1
+    drawn = page.count('class="mark-value significant"') + page.count(
+        'class="mark-value not-significant"'
+    )
+    assert drawn == sum(1 for row in rows if row["difference"] is not None)
+    flipped = document["comparison"]["suites"][0]["passed_only_before"]
+    assert len(flipped) == 9
+    assert "Passed in the baseline, not now: 9" in page
+    assert "Holm-adjusted p" in page

@@ -13,6 +13,7 @@ from html import escape
 
 from pytest_agentbench.report.html import read
 from pytest_agentbench.report.html.assets import CSS, SCRIPT
+from pytest_agentbench.report.html.comparison import comparison_section
 from pytest_agentbench.report.html.grid import grid_section
 from pytest_agentbench.report.html.svg import (
     BarSegment,
@@ -294,6 +295,8 @@ def _run_header(report: read.Doc, suites: Sequence[read.Doc]) -> str:
         f'<a href="#s{i}">{escape(read.text(s, "id", f"suite {i}"))}</a>'
         for i, s in enumerate(suites)
     )
+    if read.mapping(report, "comparison"):
+        toc += '<a href="#comparison">comparison with the baseline</a>'
     summary = _facts(
         [
             ("exit status", "unknown" if status is None else str(status)),
@@ -328,6 +331,6 @@ def render_html(report: read.Doc) -> str:
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         f"<title>agentbench run report</title><style>{CSS}</style></head><body>"
         + _run_header(report, suites)
-        + f"<main>{body}</main>"
+        + f"<main>{body}{comparison_section(report, suites)}</main>"
         + f"<script>{SCRIPT}</script></body></html>\n"
     )
