@@ -41,26 +41,42 @@ def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
     assert page.count('<th scope="row"><a href="#case-s0-') == 3
 
 
-@pytest.mark.parametrize("suite_id", sorted(packaged_suites()))
 def test_built_in_suites_render_identically_without_xdist_and_with_two_workers(
-    pytester: pytest.Pytester, suite_id: str
+    pytester: pytest.Pytester,
 ) -> None:
-    pages = []
-    for mode in ([], ["-n", "2"]):
-        html = pytester.path / f"run{len(pages)}.html"
-        result = pytester.runpytest_subprocess(
-            f"--agentbench-suite={suite_id}",
-            f"--agentbench-html={html}",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            *mode,
-        )
-        assert result.ret == 0, result.stdout.str()[-2000:]
-        pages.append(html.read_text(encoding="utf-8"))
-    assert stable(pages[0]) == stable(pages[1])
-    assert f'data-suite="{suite_id}"' in pages[0]
-    assert pages[0].count('class="volatile"') >= 1
+    """Every built-in suite, without and with a baseline, under no xdist and ``-n 2``.
+
+    The first run's JSON report is the later runs' baseline: four sessions in all.
+    """
+    suites = [f"--agentbench-suite={suite_id}" for suite_id in sorted(packaged_suites())]
+    common = ["-q", "-p", "no:cacheprovider", *suites]
+    baseline = pytester.path / "baseline.json"
+    pages: dict[tuple[bool, bool], str] = {}
+    for with_baseline in (False, True):
+        for xdist in (False, True):
+            html = pytester.path / f"run-{with_baseline}-{xdist}.html"
+            extra = (
+                [f"--agentbench-baseline={baseline}"]
+                if with_baseline
+                else []
+                if xdist
+                else [f"--agentbench-report={baseline}"]
+            )
+            mode = ["-n", "2"] if xdist else []
+            result = pytester.runpytest_subprocess(
+                *common, f"--agentbench-html={html}", *extra, *mode
+            )
+            assert result.ret == 0, result.stdout.str()[-2000:]
+            pages[with_baseline, xdist] = html.read_text(encoding="utf-8")
+    for with_baseline in (False, True):
+        page = pages[with_baseline, False]
+        assert stable(page) == stable(pages[with_baseline, True])
+        for suite_id in packaged_suites():
+            assert f'data-suite="{suite_id}"' in page
+        assert page.count('class="volatile"') >= len(packaged_suites())
+        compared = len(packaged_suites()) if with_baseline else 0
+        assert page.count('class="compared-suite"') == compared
+        assert page.count('class="plot forest"') == compared
 
 
 def test_with_a_baseline_the_page_draws_the_forest_and_the_flipped_cases(
