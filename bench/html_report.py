@@ -18,21 +18,22 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_agentbench.canonical import canonical_json  # noqa: E402
-from pytest_agentbench.report.html import render_html  # noqa: E402
-from tests.browser import Browser, find_chromium  # noqa: E402
-from tests.html import sample  # noqa: E402
+from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.report.html import render_html
+from tests.browser import Browser, find_chromium
+from tests.html import sample
 
 
-def median_seconds(action: object, repeats: int) -> float:
+def median_seconds(action: Callable[[], object], repeats: int) -> float:
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
-        action()  # type: ignore[operator]
+        action()
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
@@ -72,7 +73,8 @@ def main() -> int:
             for _ in range(args.repeats):
                 for name in ("small", "large"):
                     load = browser.open((root / f"{name}.html").as_uri())
-                    assert not load.console_errors and not load.exceptions, load
+                    if load.console_errors or load.exceptions:
+                        raise SystemExit(f"the {name} page logged errors: {load}")
                     loads[name].append(load.load_ms)
         finally:
             browser.close()

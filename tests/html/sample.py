@@ -221,3 +221,80 @@ def report(*suites: dict[str, Any], exit_status: int = 1) -> dict[str, Any]:
         "schema_version": "agentbench-run-report/1",
         "suites": list(suites),
     }
+
+
+def comparison(suite_id: str, flipped: list[str]) -> dict[str, Any]:
+    """A comparison section as the run report holds it (``comparison.Comparison``)."""
+
+    def row(metric: str, before: float | None, after: float | None, verdict: str) -> dict[str, Any]:
+        difference = None if before is None or after is None else after - before
+        return {
+            "adjusted_p": None
+            if difference is None
+            else 0.004
+            if verdict != "no_significant_change"
+            else 0.6,
+            "after": after,
+            "before": before,
+            "difference": difference,
+            "direction": "higher_is_better",
+            "discordant": None if difference is None else {"after_better": 1, "before_better": 9},
+            "interval": None if difference is None else [difference - 0.05, difference + 0.05],
+            "kind": "pass_fail" if metric == "pass_at_1" else "rate",
+            "metric": metric,
+            "p_value": None if difference is None else 0.001,
+            "pairs": 40,
+            "reason": f"{metric}: {verdict}",
+            "suite": suite_id,
+            "test": None if difference is None else "mcnemar_exact",
+            "units": 40,
+            "verdict": verdict if difference is not None else "not_tested",
+        }
+
+    return {
+        "baseline": {
+            "adapter_description": "built-in reference agents",
+            "adapter_spec": None,
+            "git_commit": "0" * 40,
+            "path": "baseline.json",
+            "schema_version": "agentbench-run-report/2",
+        },
+        "family_size": 3,
+        "improvements": 1,
+        "only_in_baseline": [],
+        "only_in_run": [],
+        "passed": False,
+        "regressions": 1,
+        "schema_version": "agentbench-comparison/1",
+        "settings": {
+            "allow_changed": False,
+            "alpha": 0.05,
+            "confidence": 0.95,
+            "max_regression": 0.0,
+            "resamples": 2000,
+            "seed": 20261130,
+        },
+        "suites": [
+            {
+                "cases": 40,
+                "id": suite_id,
+                "mismatches": [],
+                "only_after": [],
+                "only_before": [],
+                "pairs": 40,
+                "passed_only_after": [],
+                "passed_only_before": flipped,
+                "refusal": None,
+                "rows": [
+                    row("pass_at_1", 0.95, 0.75, "regression"),
+                    row("behaviour_accuracy", 0.80, 0.91, "improvement"),
+                    row("latency_ratio", 0.5, 0.52, "no_significant_change"),
+                    row("injection_resistance", None, None, "not_tested"),
+                ],
+                "status": "compared",
+                "ungraded_pairs": 0,
+                "units": 40,
+                "world": "toolgrammar",
+            }
+        ],
+    }

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.report.html import write_html
 from tests.browser import Browser, dump_dom, find_chromium
 from tests.html import sample
@@ -108,6 +109,37 @@ def test_arrow_keys_move_between_grid_cells(browser: Browser, page: Path) -> Non
         )
         browser.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": key, "code": key})
     assert browser.evaluate("document.activeElement.getAttribute('href')") == "#case-s0-1-k1"
+
+
+def test_comparison_draws_a_forest_and_links_flipped_cases(
+    browser: Browser, tmp_path: Path
+) -> None:
+    document = sample.report(sample.suite("alpha", 40))
+    document["comparison"] = sample.comparison("alpha", ["ops-T4-00003", "gone-case"])
+    Comparison.model_validate(document["comparison"])
+    path = tmp_path / "compared.html"
+    write_html(document, path)
+    load = browser.open(path.as_uri())
+    assert (load.console_errors, load.exceptions, load.requests) == ([], [], [path.as_uri()])
+    drawn = browser.evaluate(
+        """({
+        diamonds: document.querySelectorAll('svg.forest .mark-value').length,
+        filled: document.querySelectorAll('svg.forest .mark-value.significant').length,
+        whiskers: document.querySelectorAll('svg.forest .mark-interval').length,
+        nulls: document.querySelectorAll('svg.forest .mark-null').length,
+        flipped: [...document.querySelectorAll('#comparison ul.flipped li')].map(
+          li => [li.textContent, li.querySelector('a') ? li.querySelector('a').hash : null]),
+        })"""
+    )
+    assert drawn == {
+        "diamonds": 3,
+        "filled": 2,
+        "whiskers": 3,
+        "nulls": 1,
+        "flipped": [["ops-T4-00003", "#case-s0-3"], ["gone-case", None]],
+    }
+    browser.evaluate("document.getElementById('comparison').scrollIntoView()")
+    browser.screenshot(tmp_path / "comparison.png")
 
 
 def test_dump_dom_after_load_holds_every_suite(page: Path, tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ VERDICT_TEXT = {
     "not_tested": "\u2013 not tested",
 }
 
+VERDICT_CLASS = {"regression": "fail", "improvement": "pass"}
+
 
 def _p(value: float | None) -> str:
     return "not computable" if value is None else f"{value:.4g}"
@@ -36,7 +38,7 @@ def _rows_table(rows: Sequence[read.Doc]) -> str:
             f"<td>{escape(read.text(row, 'test') or 'none')}</td>"
             f'<td class="num">{_p(read.real(row, "p_value"))}</td>'
             f'<td class="num">{_p(read.real(row, "adjusted_p"))}</td>'
-            f'<td class="verdict-{"fail" if verdict == "regression" else "pass"}">'
+            f'<td class="verdict-{VERDICT_CLASS.get(verdict, "neutral")}">'
             f"{escape(VERDICT_TEXT.get(verdict, verdict))}</td>"
             f"<td>{escape(read.text(row, 'reason'))}</td></tr>"
         )

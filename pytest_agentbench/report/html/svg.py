@@ -127,8 +127,8 @@ ROW_HEIGHT = 22
 TOP = 28
 
 
-def _axis(canvas: _Canvas, scale: LinearScale, bottom: float) -> None:
-    for tick in scale.ticks():
+def _axis(canvas: _Canvas, scale: LinearScale, bottom: float, ticks: int = 5) -> None:
+    for tick in scale.ticks(ticks):
         x = number(scale(tick))
         canvas.add(
             f'<line class="grid" x1="{x}" x2="{x}" y1="{TOP - 6}" y2="{number(bottom)}"/>'
@@ -157,8 +157,8 @@ def _whisker(canvas: _Canvas, scale: LinearScale, y: float, lo: float, hi: float
 
 def _not_computable(canvas: _Canvas, scale: LinearScale, y: float, label: str) -> None:
     canvas.add(
-        f'<text class="mark-null" x="{number((scale.start + scale.end) / 2)}" '
-        f'y="{number(y + 4)}" text-anchor="middle"><title>{escape(label)}: '
+        f'<text class="mark-null" x="{number(scale.start + 6)}" '
+        f'y="{number(y + 4)}" text-anchor="start"><title>{escape(label)}: '
         f"{NOT_COMPUTABLE}</title>{NOT_COMPUTABLE}</text>"
     )
 
@@ -212,7 +212,7 @@ def forest(rows: Sequence[ForestRow], *, title: str, ident: str) -> str:
     scale = LinearScale(lo, hi, LABEL_WIDTH, LABEL_WIDTH + PLOT_WIDTH)
     height = TOP + ROW_HEIGHT * len(rows) + 8
     canvas = _Canvas(LABEL_WIDTH + PLOT_WIDTH + 20, height, title)
-    _axis(canvas, scale, height - 6)
+    _axis(canvas, scale, height - 6, ticks=7)
     zero = number(scale(0.0))
     canvas.add(f'<line class="zero" x1="{zero}" x2="{zero}" y1="{TOP - 6}" y2="{height - 6}"/>')
     for index, row in enumerate(rows):
