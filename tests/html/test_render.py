@@ -179,3 +179,27 @@ def test_cli_refuses_what_is_not_a_run_report(
     assert f"[{code}]" in err
     assert str(source) in err
     assert not (tmp_path / "run.html").exists()
+
+
+def test_comparison_section_tables_every_row_and_links_flipped_cases() -> None:
+    document = sample.report(sample.suite("alpha", 20))
+    document["comparison"] = sample.comparison("alpha", ["ops-T4-00003", "gone-case"])
+    page = render_html(document)
+    assert '<a href="#comparison">' in page
+    assert page.count('class="plot forest"') == 1
+    table = re.search(r'aria-label="metric differences">.*?</table>', page)
+    assert table is not None
+    assert table.group(0).count('<th scope="row">') == 4
+    assert '<td class="verdict-fail">✗ regression</td>' in table.group(0)
+    assert '<td class="verdict-neutral">= no significant change</td>' in table.group(0)
+    assert '<li><a href="#case-s0-3">ops-T4-00003</a></li><li>gone-case</li>' in page
+    assert "Passed in the baseline, not now: 2" in page
+
+
+def test_a_comparison_missing_fields_still_renders() -> None:
+    document = sample.report(sample.suite("alpha", 5))
+    document["comparison"] = {"suites": [{"id": "alpha", "rows": [{"metric": "m"}]}]}
+    page = render_html(document)
+    assert "✗ FAILED" in page
+    assert page.count('class="mark-null"') >= 2
+    assert render_html({**document, "comparison": None}).count('id="comparison"') == 0
