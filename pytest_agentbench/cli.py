@@ -15,6 +15,7 @@
     agentbench record SUITE CASE (--agent NAME | --adapter MODULE:ATTR) --out DIR
     agentbench replay SUITE EPISODE
     agentbench audit-ledger PATH
+    agentbench html RUN.json [-o PATH]
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
 a published layout that a registered world recognises (its ``recognise`` hook).
@@ -57,6 +58,7 @@ from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.baseline import identity, settings, suite_run
 from pytest_agentbench.report.comparison_lines import comparison_lines
+from pytest_agentbench.report.html import read_report_document, write_html
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.rescore import is_own_record, rescore, rescore_lines, unresolvable
@@ -597,6 +599,14 @@ def cmd_promote(args: argparse.Namespace, registry: WorldRegistry) -> int:
     return 0 if result.get("passed") else 1
 
 
+def cmd_html(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    source = Path(args.report)
+    output = Path(args.output) if args.output else source.with_suffix(".html")
+    write_html(read_report_document(source), output)
+    print(f"wrote {output}")
+    return 0
+
+
 class _CommandParser(argparse.ArgumentParser):
     """Argument parser whose usage errors exit with ``usage_status`` (argparse's 2 by default)."""
 
@@ -643,6 +653,9 @@ def build_parser() -> _CommandParser:
     compare.add_argument("--alpha", type=_probability, default=0.05)
     compare.add_argument("--max-regression", type=_size, default=0.0)
     compare.add_argument("--allow-changed", action="store_true")
+    html = commands.add_parser("html", help="draw a JSON run report as one static HTML file")
+    html.add_argument("report")
+    html.add_argument("-o", "--output", help="where to write (default: REPORT with .html)")
     _add_capability_commands(commands)
     return parser
 
@@ -716,6 +729,7 @@ COMMANDS = {
     "record": cmd_record,
     "replay": cmd_replay,
     "audit-ledger": cmd_audit_ledger,
+    "html": cmd_html,
 }
 
 

@@ -28,6 +28,7 @@ from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
 from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
 from pytest_agentbench.report.comparison_lines import comparison_lines, comparison_properties
+from pytest_agentbench.report.html import write_html
 from pytest_agentbench.report.json_report import build_report, write_report
 from pytest_agentbench.report.junit import add_global_properties, add_properties
 from pytest_agentbench.report.receipts import write_receipts
@@ -82,6 +83,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="per-case limit for the adapter; a hang is interrupted (default: 300; 0: none)",
     )
     group.addoption("--agentbench-report", metavar="PATH", help="write the JSON run report")
+    group.addoption(
+        "--agentbench-html",
+        metavar="PATH",
+        help="write the run report as one self-contained HTML file",
+    )
     group.addoption(
         "--agentbench-receipts",
         metavar="DIR",
@@ -209,6 +215,7 @@ def _options(config: pytest.Config) -> Options:
     isolate = config.getoption("agentbench_isolate")
     report = config.getoption("agentbench_report")
     receipts = config.getoption("agentbench_receipts")
+    html = config.getoption("agentbench_html")
     return Options(
         adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
         timeout=timeout,
@@ -222,6 +229,7 @@ def _options(config: pytest.Config) -> Options:
         receipts_dir=None if receipts is None else Path(receipts).resolve(),
         isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
         allow_partial=config.getoption("agentbench_allow_partial"),
+        html_path=None if html is None else Path(html).resolve(),
         repeat=repeat_count(config),
     )
 
@@ -399,6 +407,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         or options.gates
         or options.predictions
         or options.report_path
+        or options.html_path
         or BASELINE_KEY in config.stash
         or (RERUN_KEY in config.stash and config.stash[RERUN_KEY].resume is not None)
     ):
@@ -416,12 +425,13 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     baseline = config.stash.get(BASELINE_KEY, None)
     rerun = config.stash.get(RERUN_KEY, None)
     notes = [] if rerun is None else rerun.inject(recorder, state.loader, state)
+    reporting = options.report_path is not None or options.html_path is not None
     try:
         summary = summarise(
             recorder,
             state.loader,
             options.gates,
-            with_cases=options.report_path is not None or baseline is not None,
+            with_cases=reporting or baseline is not None,
             allow_partial=options.allow_partial,
             trials=options.repeat,
         )
@@ -469,18 +479,20 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
         add_properties(config, comparison_properties(comparison))
     if options.receipts_dir is not None:
         write_receipts(recorder.cases.values(), options.receipts_dir)
-    if state.options.report_path is not None:
-        write_report(
-            build_report(
-                summary,
-                rootpath=config.rootpath,
-                adapter_spec=state.options.adapter_spec,
-                adapter_description=state.adapter_description,
-                exit_status=int(session.exitstatus),
-                comparison=comparison,
-            ),
-            state.options.report_path,
+    if reporting:
+        report = build_report(
+            summary,
+            rootpath=config.rootpath,
+            adapter_spec=state.options.adapter_spec,
+            adapter_description=state.adapter_description,
+            exit_status=int(session.exitstatus),
+            comparison=comparison,
         )
+        if options.report_path is not None:
+            write_report(report, options.report_path)
+        if options.html_path is not None:
+            # The page is drawn from the very document the JSON report holds.
+            write_html(report.model_dump(mode="json"), options.html_path)
         # The terminal section needs no per-case entries: dropping them here spares
         # the garbage collections of the session's end a walk over every case result.
         summary = summary.model_copy(

@@ -49,6 +49,7 @@ class Options:
     isolate: bool = False
     allow_partial: bool = False
     """Judge gates on a suite that did not run completely (otherwise they fail)."""
+    html_path: Path | None = None
     repeat: int = 1
     """``--agentbench-repeat``: items per case."""
 
