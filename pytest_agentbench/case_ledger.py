@@ -35,6 +35,7 @@ from pytest_agentbench.ledger import CallPayload, Decision, HeaderPayload, Ledge
 from pytest_agentbench.ledger.usage import UsageReport
 from pytest_agentbench.runner import CaseTimeout
 from pytest_agentbench.suite import Suite
+from pytest_agentbench.trials import current_trial, item_name
 
 LEDGER_SUFFIX = ".ndjson"
 TIMEOUT_EXCLUSION = "case_timeout"
@@ -265,14 +266,17 @@ def _suite_digest(suite: Suite) -> str:
 def open_case_ledger(folder: Path, suite: Suite, case: Case, agent_id: str) -> CaseLedger:
     """Create the case's ledger with its header row; a refusal names the ledger's code."""
     spec_digest = _suite_digest(suite)
-    seed = {"suite": suite.id, "spec": spec_digest, "case": case.case_id, "agent": agent_id}
+    # Under --agentbench-repeat every trial of a case is its own item with its own ledger.
+    trial = current_trial()
+    name = item_name(case.case_id, trial.index if trial and trial.count > 1 else None)
+    seed = {"suite": suite.id, "spec": spec_digest, "case": name, "agent": agent_id}
     header = HeaderPayload(
         execution_run_id="exec_" + sha256_hex(canonical_bytes(seed))[:32],
         operation_id=suite.id,
         spec_digest_sha256=spec_digest,
-        scenario_id=case.case_id,
+        scenario_id=name,
         agent_id=agent_id,
         engine_version=f"pytest-agentbench {__version__}",
     )
     with _signals_held():
-        return CaseLedger(LedgerWriter(ledger_path(folder, suite.id, case.case_id), header))
+        return CaseLedger(LedgerWriter(ledger_path(folder, suite.id, name), header))

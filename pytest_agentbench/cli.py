@@ -6,13 +6,16 @@
     agentbench evaluate SUITE (--predictions FILE | --agent NAME) [--json]
     agentbench derive SUITE
     agentbench baselines SUITE [-o FILE]
-    agentbench compare BEFORE.json AFTER.json
-    agentbench rescore REPORT --suite SUITE [--json]
+    agentbench compare BEFORE.json AFTER.json [--json] [--alpha P] [--max-regression SIZE]
+                       [--allow-changed]
+    agentbench rescore PATH [--json] [--suite ID=FOLDER ...]   (our run report or record folder)
+    agentbench rescore REPORT --suite SUITE [--json]           (a world's original report)
     agentbench promote BASELINE CANDIDATE --suite SUITE [--json]
     agentbench check SUITE [--json] [--report FILE]
     agentbench record SUITE CASE (--agent NAME | --adapter MODULE:ATTR) --out DIR
     agentbench replay SUITE EPISODE
     agentbench audit-ledger PATH
+    agentbench html RUN.json [-o PATH]
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
 a published layout that a registered world recognises (its ``recognise`` hook).
@@ -39,6 +42,7 @@ from pytest_agentbench.canonical import (
     read_json,
     unreadable,
 )
+from pytest_agentbench.comparison import compare_runs
 from pytest_agentbench.contracts import FailureClass, MetricValue
 from pytest_agentbench.control_run import (
     declared_controls,
@@ -52,11 +56,14 @@ from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.metrics import aggregate, by_family
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.report.baseline import identity, settings, suite_run
+from pytest_agentbench.report.comparison_lines import comparison_lines
+from pytest_agentbench.report.html import read_report_document, write_html
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.summary import SuiteSummary
+from pytest_agentbench.rescore import is_own_record, rescore, rescore_lines, unresolvable
 from pytest_agentbench.runner import parse_timeout
 from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
-from pytest_agentbench.stats import mcnemar_exact
 from pytest_agentbench.suite import Suite, pydantic_refusal
 
 
@@ -432,52 +439,57 @@ def _read_report(path: str) -> RunReport:
         raise pydantic_refusal(exc, file=path) from None
 
 
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not strictly between 0 and 1")
+    return value
+
+
+def _size(text: str) -> float:
+    value = float(text)
+    if not value >= 0.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number >= 0")
+    return value
+
+
 def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
     before, after = _read_report(args.before), _read_report(args.after)
     after_suites = {suite.id: suite for suite in after.suites}
-    common = 0
-    refused = False
-    for old in before.suites:
-        new = after_suites.get(old.id)
-        if new is None:
-            print(f"{old.id}: only in {args.before}")
-            continue
-        mismatch = _suite_mismatch(old, new)
-        if mismatch:
-            # Case-by-case pairs of two different suites say nothing about the adapter.
-            print(f"{old.id}: [suite_mismatch] {mismatch}: not compared")
-            refused = True
-            continue
-        common += 1
-        print(f"{old.id}:")
-        new_metrics = {metric.name: metric for metric in new.metrics}
-        for metric in old.metrics:
-            other = new_metrics.get(metric.name)
-            a = metric.value
-            b = None if other is None else other.value
-            delta = "" if a is None or b is None else f"  {b - a:+.4f}"
-            shown_a = "null" if a is None else f"{a:.4f}"
-            shown_b = "null" if b is None else f"{b:.4f}"
-            print(f"  {metric.name}: {shown_a} -> {shown_b}{delta}")
-        old_cases = {entry.nodeid: entry.result.outcome.value for entry in old.cases}
-        new_cases = {entry.nodeid: entry.result.outcome.value for entry in new.cases}
-        paired = sorted(set(old_cases) & set(new_cases))
-        only_before = sum(
-            1 for n in paired if old_cases[n] == "passed" and new_cases[n] != "passed"
-        )
-        only_after = sum(1 for n in paired if old_cases[n] != "passed" and new_cases[n] == "passed")
-        print(
-            f"  cases paired: {len(paired)}; passed only before: {only_before}; "
-            f"passed only after: {only_after}; McNemar exact p = "
-            f"{mcnemar_exact(only_before, only_after):.4g}"
-        )
-    for suite_id in sorted(set(after_suites) - {suite.id for suite in before.suites}):
-        print(f"{suite_id}: only in {args.after}")
-    if not common and not refused:
+    common = [suite.id for suite in before.suites if suite.id in after_suites]
+    if not common:
         raise AgentbenchError(
             "no_common_suite", f"{args.before} and {args.after} share no suite to compare"
         )
-    return 1 if refused else 0
+    refused: set[str] = set()
+    if not args.allow_changed:
+        for old in before.suites:
+            new = after_suites.get(old.id)
+            mismatch = None if new is None else _suite_mismatch(old, new)
+            if mismatch:
+                # Case-by-case pairs of two different suites say nothing about the adapter.
+                print(
+                    f"{old.id}: [suite_mismatch] {mismatch}: not compared "
+                    "(--allow-changed compares anyway)",
+                    file=sys.stderr if args.json else sys.stdout,
+                )
+                refused.add(old.id)
+    if len(refused) == len(common):
+        return 1
+    comparison = compare_runs(
+        [suite_run(suite) for suite in before.suites if suite.id not in refused],
+        [suite_run(suite) for suite in after.suites if suite.id not in refused],
+        baseline=identity(Path(args.before), before),
+        settings=settings(
+            alpha=args.alpha, max_regression=args.max_regression, allow_changed=args.allow_changed
+        ),
+    )
+    if args.json:
+        print(canonical_json(comparison.model_dump(mode="json")))
+    else:
+        for line in comparison_lines(comparison, verbose=True):
+            print(line)
+    return 0 if comparison.passed and not refused else 1
 
 
 def _suite_mismatch(old: SuiteSummary, new: SuiteSummary) -> str:
@@ -499,20 +511,70 @@ def _timeout(text: str) -> float:
 
 
 def cmd_rescore(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    loaded = load(args.suite, registry)
+    path = Path(args.path)
+    # Our own run report (by its schema field) or record folder is re-scored by the
+    # core; anything else is a world's original-format report, read by that world.
+    if is_own_record(path):
+        return _rescore_recorded(path, args, registry)
+    if len(args.suite) != 1 or "=" in args.suite[0]:
+        raise AgentbenchError(
+            "unrecognised_report",
+            "neither an agentbench run report nor an --agentbench-record folder: name the "
+            "suite whose world reads this report with one --suite SUITE",
+            file=str(path),
+            field="--suite",
+        )
+    loaded = load(args.suite[0], registry)
     if not isinstance(loaded.world, RescoresReports):
         raise AgentbenchError(
             "unsupported_command", f"world kind {loaded.world.kind!r} cannot rescore a report"
         )
-    records, differing = loaded.world.rescore_report(loaded.suite, Path(args.report))
+    records, differing = loaded.world.rescore_report(loaded.suite, path)
     if args.json:
         print(canonical_json(records))
     else:
         for record in records:
             print(canonical_json(record))
-    for identity in differing:
-        print(f"agentbench: differs from the committed score: {identity}", file=sys.stderr)
+    for receipt in differing:
+        print(f"agentbench: differs from the committed score: {receipt}", file=sys.stderr)
     return 1 if differing else 0
+
+
+def _rescore_recorded(path: Path, args: argparse.Namespace, registry: WorldRegistry) -> int:
+    """Grade a run's recorded outputs again against today's suites and oracles."""
+    folders: dict[str, str] = {}
+    for text in args.suite:
+        suite_id, sep, folder = text.partition("=")
+        if sep and suite_id and folder:
+            folders[suite_id] = folder
+        elif not sep:  # a suite folder or built-in id: its own id names it
+            folders[load(text, registry).suite.id] = text
+        else:
+            raise AgentbenchError(
+                "invalid_suite", f"{text!r} is not ID=FOLDER or SUITE", field="--suite"
+            )
+
+    def locate(suite_id: str) -> LoadedSuite:
+        for candidate in (folders.get(suite_id), suite_id, f"suites/{suite_id}"):
+            if candidate is None:
+                continue
+            try:
+                loaded = load(candidate, registry)
+            except AgentbenchError as exc:
+                if exc.code == "unknown_suite":
+                    continue
+                raise
+            if loaded.suite.id == suite_id:
+                return loaded
+        raise unresolvable(suite_id)
+
+    suites = rescore(path, _state(registry, 300.0), locate)
+    if args.json:
+        print(canonical_json([suite.model_dump(mode="json") for suite in suites]))
+    else:
+        for line in rescore_lines(suites):
+            print(line)
+    return 1 if any(suite.refused for suite in suites) else 0
 
 
 def cmd_promote(args: argparse.Namespace, registry: WorldRegistry) -> int:
@@ -535,6 +597,14 @@ def cmd_promote(args: argparse.Namespace, registry: WorldRegistry) -> int:
         for failure in result.get("failures") or []:
             print(f"  {failure}")
     return 0 if result.get("passed") else 1
+
+
+def cmd_html(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    source = Path(args.report)
+    output = Path(args.output) if args.output else source.with_suffix(".html")
+    write_html(read_report_document(source), output)
+    print(f"wrote {output}")
+    return 0
 
 
 class _CommandParser(argparse.ArgumentParser):
@@ -574,9 +644,18 @@ def build_parser() -> _CommandParser:
         "derive", help="recompute evaluator truth from public data and list differences"
     )
     derive.add_argument("suite")
-    compare = commands.add_parser("compare", help="compare two JSON run reports")
+    compare = commands.add_parser(
+        "compare", help="paired comparison of two JSON run reports; exit 1 on a regression"
+    )
     compare.add_argument("before")
     compare.add_argument("after")
+    compare.add_argument("--json", action="store_true")
+    compare.add_argument("--alpha", type=_probability, default=0.05)
+    compare.add_argument("--max-regression", type=_size, default=0.0)
+    compare.add_argument("--allow-changed", action="store_true")
+    html = commands.add_parser("html", help="draw a JSON run report as one static HTML file")
+    html.add_argument("report")
+    html.add_argument("-o", "--output", help="where to write (default: REPORT with .html)")
     _add_capability_commands(commands)
     return parser
 
@@ -588,12 +667,21 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
     )
     baselines.add_argument("suite")
     baselines.add_argument("-o", "--output", help="write to FILE instead of standard output")
-    rescore = commands.add_parser(
-        "rescore", help="re-score the receipts of a report against the suite's oracles"
+    rescore_parser = commands.add_parser(
+        "rescore",
+        help="grade a run's recorded outputs again, or a world's original report's receipts",
     )
-    rescore.add_argument("report")
-    rescore.add_argument("--suite", required=True)
-    rescore.add_argument("--json", action="store_true")
+    rescore_parser.add_argument(
+        "path", help="a JSON run report, an --agentbench-record folder, or a world's report"
+    )
+    rescore_parser.add_argument(
+        "--suite",
+        action="append",
+        default=[],
+        metavar="SUITE | ID=FOLDER",
+        help="the suite whose world reads a foreign report; for our own: where a suite lives",
+    )
+    rescore_parser.add_argument("--json", action="store_true")
     promote = commands.add_parser("promote", help="the promotion gate between two reports")
     promote.add_argument("baseline")
     promote.add_argument("candidate")
@@ -641,6 +729,7 @@ COMMANDS = {
     "record": cmd_record,
     "replay": cmd_replay,
     "audit-ledger": cmd_audit_ledger,
+    "html": cmd_html,
 }
 
 

@@ -22,7 +22,7 @@ from _pytest._io import TerminalWriter
 from pytest_agentbench import fixtures
 from pytest_agentbench.adapters import adapter_class
 from pytest_agentbench.canonical import canonical_json
-from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus
+from pytest_agentbench.contracts import Case, CaseOutcome, CaseResult, Check, CheckStatus, Outcome
 from pytest_agentbench.control_run import (
     declared_controls,
     run_control,
@@ -33,10 +33,12 @@ from pytest_agentbench.controls import ControlSpec, ControlVerdict
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.report.recorder import REFUSAL as REFUSAL_ATTR
+from pytest_agentbench.rerun import RERUN_KEY
 from pytest_agentbench.runner import cap_text
 from pytest_agentbench.session import LoadedSuite, get_state
 from pytest_agentbench.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
 from pytest_agentbench.suite import SUITE_FILE
+from pytest_agentbench.trials import item_name, make_trial, running
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
 ANSWERED_BY_KEY = pytest.StashKey[str]()
@@ -156,28 +158,61 @@ class CaseItem(pytest.Item):
 
     loaded: LoadedSuite
     case: Case
+    trial: int | None = None
+    """1-based trial index under ``--agentbench-repeat``; ``None`` for a single trial."""
+    trial_count: int = 1
 
-    def _bind_case(self, loaded: LoadedSuite, case: Case) -> None:
+    def _bind_case(self, loaded: LoadedSuite, case: Case, trial: int | None, count: int) -> None:
         # The markers ``agentbench`` and the suite id sit on the case file, which
         # every case item inherits them from: one set per file rather than per case.
         # A world's labels (tiers, kinds) differ per case, so they are the item's own.
         self.loaded = loaded
         self.case = case
+        self.trial = trial
+        self.trial_count = count
         for label in case.labels:
             _register_label_marker(self.config, label)
             self.add_marker(label)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1
-        return self.path, line, f"{self.loaded.suite.id}::{self.case.case_id}"
+        return self.path, line, f"{self.loaded.suite.id}::{self.name}"
 
     def execute(self, request: pytest.FixtureRequest | None, view: Any, given_adapter: Any) -> None:
         state = get_state(self.config)
-        adapter = state.adapter_for(self.loaded, given_adapter)
-        self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
-        outcome, result = state.execute(self.loaded, self.case, view, adapter, ledger=True)
+        rerun = self.config.stash.get(RERUN_KEY, None)
+        outcome: Outcome | None
+        if rerun is not None and rerun.replay is not None:
+            self.stash[ANSWERED_BY_KEY] = "recorded outputs"
+            outcome, result = rerun.replay_case(state, self.loaded, self.case, view, self.trial)
+        else:
+            adapter = state.adapter_for(self.loaded, given_adapter)
+            self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
+            trial = make_trial(
+                self.loaded.suite.id, self.case.case_id, self.trial, self.trial_count
+            )
+            with running(trial):
+                outcome, result = state.execute(
+                    self.loaded, self.case, view, adapter, ledger=True
+                )
+        if self.trial is not None or self.case.cluster is not None:
+            result = result.model_copy(update={"trial": self.trial, "cluster": self.case.cluster})
+        if rerun is not None:
+            result = rerun.keep_output(
+                result,
+                outcome,
+                case=self.case,
+                view=view,
+                suite=self.loaded.suite,
+                adapter=state.adapter_description,
+            )
         golden_diff = None
-        if request is not None and state.options.snapshot and outcome.failure_class is None:
+        if (
+            request is not None
+            and state.options.snapshot
+            and outcome is not None
+            and outcome.failure_class is None
+        ):
             try:
                 assert_golden(request, outcome.output)
             except GoldenMismatch as mismatch:
@@ -221,11 +256,18 @@ class FixtureCaseItem(CaseItem, pytest.Function):
     """
 
     def __init__(
-        self, *, loaded: LoadedSuite, case: Case, resolve_world: bool, **kwargs: Any
+        self,
+        *,
+        loaded: LoadedSuite,
+        case: Case,
+        resolve_world: bool,
+        trial: int | None = None,
+        trial_count: int = 1,
+        **kwargs: Any,
     ) -> None:
         body = self._run_resolved if resolve_world else self._run
         super().__init__(callobj=body, **kwargs)
-        self._bind_case(loaded, case)
+        self._bind_case(loaded, case, trial, trial_count)
 
     def _run(self, agentbench_adapter: Any) -> None:
         view = self.loaded.world.public_view(self.loaded.suite, self.case)
@@ -250,9 +292,17 @@ class DirectCaseItem(CaseItem):
     of the per-item cost.
     """
 
-    def __init__(self, *, loaded: LoadedSuite, case: Case, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        loaded: LoadedSuite,
+        case: Case,
+        trial: int | None = None,
+        trial_count: int = 1,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self._bind_case(loaded, case)
+        self._bind_case(loaded, case, trial, trial_count)
 
     def runtest(self) -> None:
         view = self.loaded.world.public_view(self.loaded.suite, self.case)
@@ -350,26 +400,39 @@ class _SuiteCollector(pytest.File):
         suite = loaded.suite
         relative = self.path.relative_to(suite.root).as_posix()
         cases = [case for case in loaded.world.cases(suite) if case.file == relative]
-        snapshot = get_state(self.config).options.snapshot
+        options = get_state(self.config).options
+        snapshot, count = options.snapshot, options.repeat
+        trials: list[int | None] = [None] if count == 1 else list(range(1, count + 1))
         if not snapshot and self._fixtures_are_inert():
             for case in cases:
-                yield DirectCaseItem.from_parent(self, name=case.case_id, loaded=loaded, case=case)
+                for trial in trials:
+                    yield DirectCaseItem.from_parent(
+                        self,
+                        name=item_name(case.case_id, trial),
+                        loaded=loaded,
+                        case=case,
+                        trial=trial,
+                        trial_count=count,
+                    )
             return
         resolve_world = snapshot or not self._own_fixture("agentbench_world")
         # Every item of this file has the same body and parent, hence the same
         # fixture closure: pytest computes it once, as for a parametrized test.
         fixtureinfo = None
         for case in cases:
-            item = FixtureCaseItem.from_parent(
-                self,
-                name=case.case_id,
-                loaded=loaded,
-                case=case,
-                resolve_world=resolve_world,
-                fixtureinfo=fixtureinfo,
-            )
-            fixtureinfo = item._fixtureinfo
-            yield item
+            for trial in trials:
+                item = FixtureCaseItem.from_parent(
+                    self,
+                    name=item_name(case.case_id, trial),
+                    loaded=loaded,
+                    case=case,
+                    resolve_world=resolve_world,
+                    fixtureinfo=fixtureinfo,
+                    trial=trial,
+                    trial_count=count,
+                )
+                fixtureinfo = item._fixtureinfo
+                yield item
 
     def _own_fixture(self, name: str) -> bool:
         """Whether ``name`` resolves, for this file, to the plugin's own fixture."""

@@ -74,6 +74,9 @@ class Case(Record):
     labels: tuple[str, ...] = ()
     """Open labels (case kinds, tiers): each is also a registered marker on the case's item,
     so ``-m`` selects by them; use identifier-like names (``tier_T4``, ``world_clinic``)."""
+    cluster: str | None = None
+    """The semantic scenario this case is a variant of: one statistical unit with its
+    siblings. ``None``: the case is its own unit."""
 
 
 class Outcome(Record):
@@ -87,6 +90,18 @@ class Outcome(Record):
     receipt: dict[str, JsonValue] | None = None
     """An interactive world's tool-session receipt as JSON: ``tools.Receipt``, or
     ``tools.EpisodeReceipt`` when the case opened one session per invocation."""
+
+
+class RecordedOutput(Record):
+    """A case's adapter outcome as recorded for re-scoring, with what it was produced from."""
+
+    outcome: Outcome
+    case_digest: str
+    """sha256 of the case and the public view the adapter was given."""
+    suite_digest: str | None
+    oracle_digest: str | None
+    adapter: str
+    """The adapter's identity: ``--agentbench-adapter`` and its description."""
 
 
 class CaseResult(Record):
@@ -105,6 +120,18 @@ class CaseResult(Record):
     """Finding codes the evaluator raised (negative controls require some of them)."""
     receipt: dict[str, JsonValue] | None = None
     """The outcome's tool-session receipt, carried into the JSON run report."""
+    trial: int | None = None
+    """1-based trial index under ``--agentbench-repeat``; ``None`` in a run of one trial."""
+    cluster: str | None = None
+    """The case's cluster key (``Case.cluster``); ``None``: the case is its own unit."""
+    recorded: RecordedOutput | None = None
+    """The adapter's outcome, kept under ``--agentbench-record`` / ``--agentbench-report``
+    so the run can be re-scored without the agent."""
+
+    @property
+    def unit(self) -> str:
+        """The statistical unit: the cluster, else the case."""
+        return self.case_id if self.cluster is None else self.cluster
 
     @property
     def failed_checks(self) -> tuple[Check, ...]:

@@ -10,10 +10,42 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_agentbench.contracts import CaseOutcome, CaseResult, MetricSpec, MetricValue
+from pytest_agentbench.contracts import (
+    CaseOutcome,
+    CaseResult,
+    Direction,
+    MetricSpec,
+    MetricValue,
+    Record,
+)
 from pytest_agentbench.stats import wilson_interval
 
 GRADED = frozenset({CaseOutcome.PASSED, CaseOutcome.FAILED})
+
+
+class MetricDefinition(Record):
+    """A metric as the run report records it: what a comparison must find unchanged."""
+
+    name: str
+    family: str
+    direction: Direction
+    support_meaning: str
+    numerator: str | None
+    denominator: str | None
+    reduced: bool
+    """Computed by a world reducer: no per-case numerator and denominator to resample."""
+
+
+def definition(spec: MetricSpec) -> MetricDefinition:
+    return MetricDefinition(
+        name=spec.name,
+        family=spec.family,
+        direction=spec.direction,
+        support_meaning=spec.support_meaning,
+        numerator=spec.numerator,
+        denominator=spec.denominator,
+        reduced=spec.reducer is not None,
+    )
 
 
 def graded(results: Sequence[CaseResult]) -> list[CaseResult]:

@@ -11,38 +11,55 @@ import pytest
 
 from pytest_agentbench import fixtures, hookspecs, leaked_threads
 from pytest_agentbench.adapters import describe_adapter, load_adapter
+from pytest_agentbench.baseline_options import BASELINE_KEY
 from pytest_agentbench.collect import (
     REFUSED_KEY,
     ControlItem,
     collect_file,
     refuse_late,
 )
+from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.crashes import CrashWitness, attach_worker
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
 from pytest_agentbench.output_caps import DEFAULT_MAX_OUTPUT_BYTES, parse_max_output_bytes
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.report.baseline import compare_with_baseline
 from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
 from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
+from pytest_agentbench.report.comparison_lines import comparison_lines, comparison_properties
+from pytest_agentbench.report.html import write_html
 from pytest_agentbench.report.json_report import build_report, write_report
-from pytest_agentbench.report.junit import add_global_properties, relabel_harness_errors
+from pytest_agentbench.report.junit import (
+    add_global_properties,
+    add_properties,
+    relabel_harness_errors,
+)
 from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
+from pytest_agentbench.rerun import RERUN_KEY
 from pytest_agentbench.runner import parse_timeout, release_alarm
 from pytest_agentbench.session import STATE_KEY, AgentbenchState, Options, SuiteLoader, get_state
 from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
+from pytest_agentbench.trials import repeat_count
 
 # The chat-model agent's options and ini keys live with it.
-pytest_plugins = ["pytest_agentbench.agents.options"]
+pytest_plugins = [
+    "pytest_agentbench.agents.options",
+    "pytest_agentbench.baseline_options",
+    "pytest_agentbench.trials",
+    "pytest_agentbench.rerun",
+]
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 SESSION_KEY = pytest.StashKey[pytest.Session]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
+COMPARISON_KEY = pytest.StashKey[Comparison]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -72,6 +89,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="per-case limit for the adapter; a hang is interrupted (default: 300; 0: none)",
     )
     group.addoption("--agentbench-report", metavar="PATH", help="write the JSON run report")
+    group.addoption(
+        "--agentbench-html",
+        metavar="PATH",
+        help="write the run report as one self-contained HTML file",
+    )
     group.addoption(
         "--agentbench-receipts",
         metavar="DIR",
@@ -239,6 +261,7 @@ def _options(config: pytest.Config) -> Options:
         if ledger_ini
         else None
     )
+    html = config.getoption("agentbench_html")
     return Options(
         adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
         timeout=timeout,
@@ -254,6 +277,8 @@ def _options(config: pytest.Config) -> Options:
         allow_partial=config.getoption("agentbench_allow_partial"),
         ledger_dir=None if ledger is None else ledger.resolve(),
         max_output_bytes=max_output_bytes,
+        html_path=None if html is None else Path(html).resolve(),
+        repeat=repeat_count(config),
     )
 
 
@@ -439,6 +464,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         or options.gates
         or options.predictions
         or options.report_path
+        or options.html_path
+        or BASELINE_KEY in config.stash
+        or (RERUN_KEY in config.stash and config.stash[RERUN_KEY].resume is not None)
     ):
         return
     # Summarising builds a record per case, all acyclic: automatic collections
@@ -451,16 +479,31 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     """Summarise the run, judge its gates and write every report."""
     config = session.config
     options = state.options
+    baseline = config.stash.get(BASELINE_KEY, None)
+    rerun = config.stash.get(RERUN_KEY, None)
+    notes = [] if rerun is None else rerun.inject(recorder, state.loader, state)
+    reporting = options.report_path is not None or options.html_path is not None
     try:
         summary = summarise(
             recorder,
             state.loader,
             options.gates,
-            with_cases=options.report_path is not None,
+            with_cases=reporting or baseline is not None,
             allow_partial=options.allow_partial,
+            trials=options.repeat,
         )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
+    if rerun is not None:
+        notes += rerun.finish(recorder, state.loader)
+    if notes:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *notes)})
+    comparison = None
+    if baseline is not None:
+        comparison = compare_with_baseline(
+            baseline.path, baseline.report, summary.suites, baseline.settings
+        )
+        config.stash[COMPARISON_KEY] = comparison
     # A predictions file for a suite that did not run was never scored: saying
     # nothing would let a typo in the suite id pass a CI job.
     unscored = sorted(set(options.predictions) - {suite.id for suite in summary.suites})
@@ -480,23 +523,33 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     refused_lines = _refused_prediction_lines(state, summary)
     if refused_lines:
         summary = summary.model_copy(update={"problems": (*summary.problems, *refused_lines)})
-    # Every problem is a refusal (a suite, an unreadable file, a predictions line).
-    if (summary.problems or not summary.gates_passed) and session.exitstatus == pytest.ExitCode.OK:
+    # Every problem is a refusal (a suite, an unreadable file, a predictions line)
+    # except the re-run's notes ([resumed], a changed oracle), which only inform.
+    refusals = [problem for problem in summary.problems if problem not in notes]
+    compared_ok = comparison is None or comparison.passed
+    if (
+        refusals or not summary.gates_passed or not compared_ok
+    ) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     add_global_properties(config, summary)
+    if comparison is not None:
+        add_properties(config, comparison_properties(comparison))
     if options.receipts_dir is not None:
         write_receipts(recorder.cases.values(), options.receipts_dir)
-    if state.options.report_path is not None:
-        write_report(
-            build_report(
-                summary,
-                rootpath=config.rootpath,
-                adapter_spec=state.options.adapter_spec,
-                adapter_description=state.adapter_description,
-                exit_status=int(session.exitstatus),
-            ),
-            state.options.report_path,
+    if reporting:
+        report = build_report(
+            summary,
+            rootpath=config.rootpath,
+            adapter_spec=state.options.adapter_spec,
+            adapter_description=state.adapter_description,
+            exit_status=int(session.exitstatus),
+            comparison=comparison,
         )
+        if options.report_path is not None:
+            write_report(report, options.report_path)
+        if options.html_path is not None:
+            # The page is drawn from the very document the JSON report holds.
+            write_html(report.model_dump(mode="json"), options.html_path)
         # The terminal section needs no per-case entries: dropping them here spares
         # the garbage collections of the session's end a walk over every case result.
         summary = summary.model_copy(
@@ -541,3 +594,9 @@ def pytest_terminal_summary(
             terminalreporter.write_line(line if verbose else f"agentbench {line}")
     for line in [*orphan_gate_lines(summary), *summary.problems]:
         terminalreporter.write_line(f"agentbench {line}")
+    comparison = config.stash.get(COMPARISON_KEY, None)
+    if comparison is not None:
+        if verbose:
+            terminalreporter.write_sep("=", "agentbench: comparison with the baseline")
+        for line in comparison_lines(comparison, verbose=verbose):
+            terminalreporter.write_line(line if verbose else f"agentbench {line}")

@@ -55,6 +55,9 @@ class Options:
     """``--agentbench-ledger``: each case writes its execution ledger there."""
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     """Bytes of canonical JSON each stored check value or receipt keeps (0: everything)."""
+    html_path: Path | None = None
+    repeat: int = 1
+    """``--agentbench-repeat``: items per case."""
 
 
 @dataclass

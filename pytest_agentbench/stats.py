@@ -11,10 +11,13 @@ input, so they raise :class:`ValueError` rather than a located refusal.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from typing import NamedTuple
 
 from pytest_agentbench.contracts import Record
 
@@ -209,3 +212,186 @@ def cohens_kappa(confusion: Sequence[Sequence[int]]) -> float | None:
     if expected == 1:
         return None
     return float((observed - expected) / (1 - expected))
+
+
+# --- cluster bootstrap of ratio metrics --------------------------------------
+#
+# A resample of n units drawn with replacement only matters through how many
+# copies of each distinct unit value it holds: a multinomial draw over the
+# distinct values. Benchmark units carry small integer counts, so a metric has a
+# handful of distinct (numerator, denominator) pairs per side however many cases
+# the suite has, and a resample costs a few binomial draws instead of n index
+# draws. Python 3.11's ``random`` has no binomial sampler, hence the one below.
+
+
+def binomial_variate(rng: random.Random, trials: int, probability: float) -> int:
+    """One Binomial(trials, probability) draw from ``rng``.
+
+    Small means use Devroye's geometric-gap method (the number of successes
+    before the gaps add past ``trials``); large ones Hörmann's BTRS transformed
+    rejection with squeeze (1993), whose cost does not grow with ``trials``.
+    """
+    if trials < 0:
+        raise ValueError(f"trials must be non-negative, got {trials}")
+    if probability <= 0.0 or trials == 0:
+        return 0
+    if probability >= 1.0:
+        return trials
+    if probability > 0.5:
+        return trials - binomial_variate(rng, trials, 1.0 - probability)
+    if trials * probability < 10.0:
+        log_q = math.log1p(-probability)
+        successes = position = 0
+        while True:
+            position += math.floor(math.log(1.0 - rng.random()) / log_q) + 1
+            if position > trials:
+                return successes
+            successes += 1
+    spread = math.sqrt(trials * probability * (1.0 - probability))
+    b = 1.15 + 2.53 * spread
+    a = -0.0873 + 0.0248 * b + 0.01 * probability
+    c = trials * probability + 0.5
+    v_r = 0.92 - 4.2 / b
+    exact: tuple[float, float, int, float] | None = None
+    while True:
+        u = rng.random() - 0.5
+        us = 0.5 - abs(u)
+        k = math.floor((2.0 * a / us + b) * u + c)
+        if k < 0 or k > trials:
+            continue
+        v = rng.random()
+        if us >= 0.07 and v <= v_r:
+            return k
+        # The squeeze accepts most draws; the exact test's constants wait until needed.
+        if exact is None:
+            mode = math.floor((trials + 1) * probability)
+            exact = (
+                (2.83 + 5.1 / b) * spread,
+                math.log(probability / (1.0 - probability)),
+                mode,
+                math.lgamma(mode + 1) + math.lgamma(trials - mode + 1),
+            )
+        alpha, log_odds, mode, log_mode = exact
+        v *= alpha / (a / (us * us) + b)
+        if v > 0.0 and math.log(v) <= (
+            log_mode - math.lgamma(k + 1) - math.lgamma(trials - k + 1) + (k - mode) * log_odds
+        ):
+            return k
+
+
+def multinomial_counts(rng: random.Random, total: int, weights: Sequence[int]) -> list[int]:
+    """How many of ``total`` draws with replacement fall in each class of integer ``weights``.
+
+    Conditional binomials: class ``i`` takes Binomial(remaining draws,
+    w_i / remaining weight), which is exactly the multinomial distribution.
+    """
+    counts = []
+    remaining_draws, remaining_weight = total, sum(weights)
+    for weight in weights[:-1]:
+        drawn = (
+            binomial_variate(rng, remaining_draws, weight / remaining_weight)
+            if remaining_draws
+            else 0
+        )
+        counts.append(drawn)
+        remaining_draws -= drawn
+        remaining_weight -= weight
+    counts.append(remaining_draws)
+    return counts
+
+
+class RatioUnit(NamedTuple):
+    """One statistical unit (a case or a cluster): summed numerator and denominator per run.
+
+    A tuple rather than a record: a comparison builds one per unit and metric.
+    """
+
+    after_numerator: float
+    after_denominator: float
+    before_numerator: float = 0.0
+    before_denominator: float = 0.0
+
+
+class RatioBootstrap(Record):
+    """A cluster bootstrap of ``after`` minus ``before`` for a ratio of sums."""
+
+    difference: float
+    low: float
+    high: float
+    resamples_used: int
+    """Resamples whose denominators were non-zero on both sides; the rest are undefined."""
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return None if denominator == 0 else numerator / denominator
+
+
+def ratio_bootstrap(
+    units: Sequence[RatioUnit],
+    *,
+    paired: bool = True,
+    resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> RatioBootstrap | None:
+    """Percentile interval of ``sum(after_num)/sum(after_den) - sum(before_num)/sum(before_den)``.
+
+    Units are resampled with replacement, each keeping its before and after
+    together, so a unit (a clustered scenario, a case with its trials) counts
+    once however many cases or trials it holds. With ``paired=False`` the
+    statistic is the after ratio alone (a one-sample interval). ``None`` when
+    the observed statistic is undefined (a zero denominator).
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    _check_confidence(confidence)
+
+    def statistic(an: float, ad: float, bn: float, bd: float) -> float | None:
+        after = _ratio(an, ad)
+        if not paired:
+            return after
+        before = _ratio(bn, bd)
+        return None if after is None or before is None else after - before
+
+    classes = Counter(units)
+    keys = sorted(classes)
+    weights = [classes[key] for key in keys]
+    observed = statistic(
+        *(math.fsum(w * key[i] for key, w in zip(keys, weights, strict=True)) for i in range(4))
+    )
+    if observed is None:
+        return None
+    rng = random.Random(seed)
+    total = len(units)
+    values: list[float] = []
+    for _ in range(resamples):
+        counts = multinomial_counts(rng, total, weights)
+        sums = [0.0, 0.0, 0.0, 0.0]
+        for key, count in zip(keys, counts, strict=True):
+            if count:
+                for i in range(4):
+                    sums[i] += count * key[i]
+        value = statistic(*sums)
+        if value is not None:
+            values.append(value)
+    if not values:
+        return None
+    values.sort()
+    tail = (1.0 - confidence) / 2.0
+    return RatioBootstrap(
+        difference=observed,
+        low=_percentile(values, tail),
+        high=_percentile(values, 1.0 - tail),
+        resamples_used=len(values),
+    )
+
+
+def seed_for(*parts: str, base: int = 0) -> int:
+    """A stable per-row seed, so a row's interval does not depend on which other rows exist."""
+    digest = hashlib.sha256("\x1f".join((str(base), *parts)).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def sign_test(before_better: int, after_better: int) -> float:
+    """Exact McNemar on units: for units of one case and one trial it is McNemar's test."""
+    return mcnemar_exact(before_better, after_better)

@@ -348,3 +348,28 @@ def test_evidence_never_uses_repr() -> None:
     one, other = evidence({"x": Opaque(), "n": float("nan")}), evidence({"x": Opaque()})
     assert one["x"] == other["x"] == {"$object": f"{__name__}.{Opaque.__qualname__}"}
     assert one["n"] == {"$float": "nan"}
+
+
+def test_every_trial_of_a_repeated_case_writes_its_own_ledger(project: pytest.Pytester) -> None:
+    report = project.path / "run.json"
+    project.runpytest(
+        "--agentbench-adapter=faulty:ReturnsText",
+        f"--agentbench-report={report}",
+        "--agentbench-ledger=ledgers",
+        "--agentbench-repeat=2",
+        "-m",
+        "not agentbench_control",
+    )
+    results = [
+        entry["result"] for suite in json.loads(report.read_text())["suites"]
+        for entry in suite["cases"]
+    ]
+    assert len(results) == 6
+    assert {result["failure_class"] for result in results} == {"product_error"}
+    folder = project.path / "ledgers"
+    for case_id in ("c1", "c2", "c3"):
+        for index in (1, 2):
+            path = ledger_path(folder, "demo-suite", f"{case_id}[trial-{index}]")
+            audit(path)
+            assert read_ledger(path).rows[0]["header"]["scenario_id"] == f"{case_id}[trial-{index}]"
+    assert len(ledgers(folder)) == 6

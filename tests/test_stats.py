@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import math
+import random
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -10,11 +12,16 @@ from hypothesis import strategies as st
 from pytest_agentbench.stats import (
     BootstrapResult,
     HolmResult,
+    RatioUnit,
+    binomial_variate,
     cohens_kappa,
     holm_bonferroni,
     mcnemar_exact,
+    multinomial_counts,
     normal_quantile,
     paired_bootstrap,
+    ratio_bootstrap,
+    seed_for,
     wilson_interval,
 )
 
@@ -349,3 +356,98 @@ def test_kappa_is_symmetric_and_bounded(confusion: list[list[int]]) -> None:
     assert kappa == cohens_kappa(transposed)
     if kappa is not None:
         assert -1.0 <= kappa <= 1.0
+
+
+# --- binomial and multinomial draws -------------------------------------------
+
+
+@pytest.mark.parametrize(("trials", "probability"), [(40, 0.3), (400, 0.3), (12, 0.8)])
+def test_binomial_variate_follows_the_binomial_law(trials: int, probability: float) -> None:
+    rng = random.Random(7)
+    draws = 50_000
+    counts = Counter(binomial_variate(rng, trials, probability) for _ in range(draws))
+    chi_square, cells = 0.0, 0
+    for k in range(trials + 1):
+        expected = draws * math.comb(trials, k) * probability**k * (1 - probability) ** (trials - k)
+        if expected > 5:
+            chi_square += (counts[k] - expected) ** 2 / expected
+            cells += 1
+    # Far beyond the 99.9% point of chi-square with this many cells: a biased sampler fails.
+    assert chi_square < 3 * cells
+
+
+def test_binomial_variate_edges() -> None:
+    rng = random.Random(0)
+    assert binomial_variate(rng, 0, 0.5) == 0
+    assert binomial_variate(rng, 9, 0.0) == 0
+    assert binomial_variate(rng, 9, 1.0) == 9
+    with pytest.raises(ValueError, match="non-negative"):
+        binomial_variate(rng, -1, 0.5)
+
+
+def test_multinomial_counts_add_up_and_follow_the_weights() -> None:
+    rng = random.Random(3)
+    totals = [0, 0, 0]
+    for _ in range(2_000):
+        counts = multinomial_counts(rng, 100, [1, 3, 6])
+        assert sum(counts) == 100
+        totals = [t + c for t, c in zip(totals, counts, strict=True)]
+    assert [t / 200_000 for t in totals] == pytest.approx([0.1, 0.3, 0.6], abs=0.005)
+
+
+# --- cluster bootstrap of ratios ----------------------------------------------
+
+
+def _units(pairs: list[tuple[int, int]]) -> list[RatioUnit]:
+    return [RatioUnit(after, 1, before, 1) for after, before in pairs]
+
+
+def test_ratio_bootstrap_of_identical_runs_is_exactly_zero() -> None:
+    result = ratio_bootstrap(_units([(1, 1)] * 7 + [(0, 0)] * 3), seed=5)
+    assert result is not None
+    assert (result.difference, result.low, result.high) == (0.0, 0.0, 0.0)
+
+
+def test_ratio_bootstrap_is_deterministic_under_a_seed_and_moves_with_it() -> None:
+    units = _units([(1, 1)] * 20 + [(0, 1)] * 8 + [(1, 0)] * 2 + [(0, 0)] * 10)
+    first = ratio_bootstrap(units, seed=11)
+    assert first == ratio_bootstrap(units, seed=11)
+    assert first == ratio_bootstrap(list(reversed(units)), seed=11)
+    assert first != ratio_bootstrap(units, seed=12)
+    assert first is not None
+    # Hand-checked: 22/40 passed after, 28/40 before.
+    assert first.difference == pytest.approx(22 / 40 - 28 / 40)
+    assert first.low < first.difference < first.high
+
+
+def test_ratio_bootstrap_interval_matches_the_normal_approximation_at_scale() -> None:
+    # 400 units, 60 only-before and 20 only-after: the difference is -0.1 with
+    # standard error sqrt((60 + 20) / 400**2 - 0.1**2 / 400) = 0.02.
+    units = _units([(0, 1)] * 60 + [(1, 0)] * 20 + [(1, 1)] * 200 + [(0, 0)] * 120)
+    result = ratio_bootstrap(units, seed=1)
+    assert result is not None
+    assert result.difference == pytest.approx(-0.1)
+    assert result.low == pytest.approx(-0.1 - 1.96 * 0.02, abs=0.004)
+    assert result.high == pytest.approx(-0.1 + 1.96 * 0.02, abs=0.004)
+
+
+def test_ratio_bootstrap_is_a_ratio_of_sums_over_clusters() -> None:
+    # Two clusters of unequal size: the statistic weights cases, the resampling clusters.
+    units = [RatioUnit(3, 4, 1, 4), RatioUnit(1, 1, 1, 1)]
+    result = ratio_bootstrap(units, seed=0)
+    assert result is not None
+    assert result.difference == pytest.approx(4 / 5 - 2 / 5)
+    one_sample = ratio_bootstrap(units, paired=False, seed=0)
+    assert one_sample is not None
+    assert one_sample.difference == pytest.approx(4 / 5)
+    assert (one_sample.low, one_sample.high) == pytest.approx((0.75, 1.0))
+
+
+def test_ratio_bootstrap_of_an_undefined_ratio_is_none() -> None:
+    assert ratio_bootstrap([RatioUnit(0, 0, 1, 1)]) is None
+
+
+def test_seed_for_is_stable_and_distinct() -> None:
+    assert seed_for("suite", "accuracy") == seed_for("suite", "accuracy")
+    assert seed_for("suite", "accuracy") != seed_for("suite", "zero_rate")
+    assert seed_for("suite", "accuracy", base=1) != seed_for("suite", "accuracy")

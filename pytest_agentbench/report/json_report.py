@@ -13,6 +13,7 @@ from pydantic import TypeAdapter
 
 from pytest_agentbench import __version__
 from pytest_agentbench.canonical import canonical_json, pretty_json
+from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
 from pytest_agentbench.output_caps import TruncatedReceipt
@@ -37,7 +38,10 @@ class AdapterIdentity(Record):
 
 
 class RunReport(Record):
-    # Version 2 adds each suite's ``coverage``; version 1 reports still read (without it).
+    # Version 2 adds each suite's ``coverage``, ``metric_definitions`` and ``trials``,
+    # a case's ``trial``, ``cluster`` and ``recorded``, and the run's ``comparison``:
+    # all optional, so a version 1 report still reads (without them), and so does a
+    # version 2 report written before the trials and comparison fields existed.
     schema_version: Literal["agentbench-run-report/1", "agentbench-run-report/2"] = (
         "agentbench-run-report/2"
     )
@@ -47,6 +51,8 @@ class RunReport(Record):
     suites: tuple[SuiteSummary, ...]
     gates: tuple[GateVerdict, ...]
     problems: tuple[str, ...] = ()
+    comparison: Comparison | None = None
+    """The paired comparison against ``--agentbench-baseline``; ``None`` without one."""
 
 
 def git_commit(directory: Path) -> str | None:
@@ -82,6 +88,7 @@ def build_report(
     adapter_spec: str | None,
     adapter_description: str,
     exit_status: int,
+    comparison: Comparison | None = None,
 ) -> RunReport:
     return RunReport(
         environment=environment(rootpath),
@@ -90,6 +97,7 @@ def build_report(
         suites=summary.suites,
         gates=summary.gates,
         problems=summary.problems,
+        comparison=comparison,
     )
 
 

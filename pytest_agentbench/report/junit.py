@@ -41,10 +41,14 @@ def global_properties(summary: RunSummary) -> list[tuple[str, str]]:
 
 
 def add_global_properties(config: pytest.Config, summary: RunSummary) -> None:
+    add_properties(config, global_properties(summary))
+
+
+def add_properties(config: pytest.Config, properties: list[tuple[str, str]]) -> None:
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return
-    for name, value in global_properties(summary):
+    for name, value in properties:
         xml.add_global_property(name, value)
 
 

@@ -40,14 +40,18 @@ class Identity(NamedTuple):
     suite_root: str
     item_id: str
     labels: tuple[str, ...] = ()
+    trial: int | None = None
+    """The trial index under ``--agentbench-repeat`` (``item_id`` is the case id)."""
 
     def to_wire(self) -> str:
-        return json.dumps([self.kind, self.suite_id, self.suite_root, self.item_id, self.labels])
+        return json.dumps(
+            [self.kind, self.suite_id, self.suite_root, self.item_id, self.labels, self.trial]
+        )
 
     @classmethod
     def from_wire(cls, text: str) -> Identity:
-        kind, suite_id, suite_root, item_id, labels = json.loads(text)
-        return cls(kind, suite_id, suite_root, item_id, tuple(labels))
+        kind, suite_id, suite_root, item_id, labels, trial = json.loads(text)
+        return cls(kind, suite_id, suite_root, item_id, tuple(labels), trial)
 
 
 def attach(
@@ -171,6 +175,7 @@ class RunRecorder:
                 outcome=CaseOutcome.SKIPPED,
                 labels=identity.labels,
                 failure_reason=_skip_reason(report),
+                trial=identity.trial,
             )
 
     def store_crash(self, identity: Identity, nodeid: str) -> None:
@@ -199,7 +204,7 @@ class RunRecorder:
         if identity.kind == "case":
             self.graded[nodeid] = harness_error(
                 identity.suite_id, identity.item_id, reason, identity.labels
-            )
+            ).model_copy(update={"trial": identity.trial})
         else:
             self.controls[nodeid] = RecordedControl(identity.suite_id, nodeid, None, reason)
 

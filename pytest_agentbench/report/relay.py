@@ -32,7 +32,9 @@ from pytest_agentbench.report.recorder import IDENTITY_ATTR, Identity, RunRecord
 def identity_of(item: CaseItem | ControlItem) -> Identity:
     suite = item.loaded.suite
     if isinstance(item, CaseItem):
-        return Identity("case", suite.id, str(suite.root), item.case.case_id, item.case.labels)
+        return Identity(
+            "case", suite.id, str(suite.root), item.case.case_id, item.case.labels, item.trial
+        )
     return Identity("control", suite.id, str(suite.root), item.name)
 
 

@@ -17,11 +17,17 @@ from pytest_agentbench.contracts import (
 from pytest_agentbench.controls import ControlVerdict
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import Gate, GateVerdict, judge, parse_gate
-from pytest_agentbench.metrics import aggregate, select
+from pytest_agentbench.metrics import MetricDefinition, aggregate, definition, select
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.report.recorder import Identity, RunRecorder
 from pytest_agentbench.session import LoadedSuite, SuiteLoader, grade_outcome, suite_digests
 from pytest_agentbench.suite import SUITE_FILE
+from pytest_agentbench.trials import (
+    TrialSummary,
+    clustered_intervals,
+    split_item_name,
+    summarise_trials,
+)
 
 
 class CaseEntry(Record):
@@ -42,14 +48,17 @@ class ControlEntry(Record):
 class Coverage(Record):
     """How much of the suite this run ran: a gate judges only a complete run."""
 
+    # Under ``--agentbench-repeat K`` every count is of case items, one per case and
+    # trial (``total`` = cases x K): a missing trial leaves the run incomplete even
+    # when another trial of the same case ran.
     total: int
-    """Cases the suite has."""
+    """Case items the suite has: its cases, times the trials per case."""
     selected: int
-    """Cases the run selected (after ``-k``, ``-m``, ``--deselect``, ``--lf`` ...)."""
+    """Case items the run selected (after ``-k``, ``-m``, ``--deselect``, ``--lf`` ...)."""
     run: int
-    """Selected cases that reported a result (passed, failed, error or skipped)."""
+    """Selected case items that reported a result (passed, failed, error or skipped)."""
     missing: int
-    """Selected cases that never reported one (``-x``, an interrupt, crashed-out workers)."""
+    """Selected case items that never reported one (``-x``, an interrupt, crashed workers)."""
     complete: bool
 
     def describe(self) -> str:
@@ -77,6 +86,10 @@ class SuiteSummary(Record):
     """Classes of the adapters that ran the cases: shows a conftest fixture override."""
     coverage: Coverage | None = None
     """Always set by this version; absent from reports of schema version 1."""
+    metric_definitions: tuple[MetricDefinition, ...] = ()
+    """How each metric is computed: a baseline comparison pairs only like with like."""
+    trials: TrialSummary | None = None
+    """pass@1, pass^k, pass@k and consistency under repeats or clusters; else ``None``."""
 
     @property
     def ok(self) -> bool:
@@ -120,12 +133,15 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
             loaded = loader.load(root)
         except AgentbenchError:
             continue
+        is_control = path_part.endswith(f"/{SUITE_FILE}")
+        case_id, trial = (name, None) if is_control else split_item_name(name)
         identity = Identity(
             # Control items live in suite.yaml; case items in the files holding cases.
-            kind="control" if path_part.endswith(f"/{SUITE_FILE}") else "case",
+            kind="control" if is_control else "case",
             suite_id=loaded.suite.id,
             suite_root=str(loaded.suite.root),
-            item_id=name,
+            item_id=case_id,
+            trial=trial,
         )
         recorder.identities[nodeid] = identity
         recorder.store_crash(identity, nodeid)
@@ -152,13 +168,16 @@ def _regrade_adapter_crashes(
 
 
 def _coverage(
-    recorder: RunRecorder, loaded: LoadedSuite, suite_cases: Sequence[tuple[str, CaseResult]]
+    recorder: RunRecorder,
+    loaded: LoadedSuite,
+    suite_cases: Sequence[tuple[str, CaseResult]],
+    trials: int,
 ) -> Coverage:
-    total = len(loaded.world.cases(loaded.suite))
+    total = len(loaded.world.cases(loaded.suite)) * trials
     ran = {nodeid for nodeid, _ in suite_cases}
-    selected = recorder.selected.get(str(loaded.suite.root))
-    if selected is None:  # no census arrived (every worker died): what reported is all we know
-        selected = ran
+    # A resumed run deselects the items whose results it takes from the earlier
+    # report: they count as selected, since they are part of this run's result.
+    selected = recorder.selected.get(str(loaded.suite.root), set()) | ran
     missing = len(selected - ran)
     return Coverage(
         total=total,
@@ -188,6 +207,7 @@ def summarise(
     *,
     with_cases: bool = True,
     allow_partial: bool = False,
+    trials: int = 1,
 ) -> RunSummary:
     """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``."""
     _locate_unidentified(recorder, loader)
@@ -219,7 +239,11 @@ def summarise(
         suite_cases = _regrade_adapter_crashes(recorder, loaded, suite_cases)
         results = [result for _, result in suite_cases]
         counts, failure_classes = _counts(results)
-        metrics = select(aggregate(world.metrics(suite), results), suite.config.metrics)
+        specs = world.metrics(suite)
+        metrics = select(
+            clustered_intervals(suite.id, specs, aggregate(specs, results), results),
+            suite.config.metrics,
+        )
         by_name = {metric.name: metric for metric in metrics}
         # Suite-declared gates judge case metrics, so a controls-only run skips them;
         # a gate asked for on the command line is always judged.
@@ -232,7 +256,7 @@ def summarise(
             else []
         )
         gates = declared + [gate for gate in parsed_cli if gate.suite == suite_id]
-        coverage = _coverage(recorder, loaded, suite_cases)
+        coverage = _coverage(recorder, loaded, suite_cases, trials)
         verdicts = [judge(gate, by_name if results else None) for gate in gates]
         if not (coverage.complete or allow_partial):
             verdicts = [_incomplete(verdict, coverage) for verdict in verdicts]
@@ -266,6 +290,8 @@ def summarise(
                 ),
                 answered_by=tuple(sorted(recorder.answered_by.get(suite_id, ()))),
                 coverage=coverage,
+                metric_definitions=tuple(definition(spec) for spec in specs),
+                trials=summarise_trials(suite.id, results),
             )
         )
     ran = {summary.id for summary in suites}

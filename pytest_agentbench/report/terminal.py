@@ -5,6 +5,7 @@ from __future__ import annotations
 from pytest_agentbench.contracts import MetricValue
 from pytest_agentbench.metrics import by_family
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
+from pytest_agentbench.trials import TrialFigure, TrialSummary
 
 _GOOD = {"higher_is_better": "higher is better", "lower_is_better": "lower is better"}
 
@@ -45,6 +46,37 @@ def _quiet_counts(suite: SuiteSummary) -> str:
     return counts
 
 
+def _figure(name: str, figure: TrialFigure) -> str:
+    value = "null" if figure.value is None else f"{figure.value:.4f}"
+    interval = (
+        "" if figure.interval is None else f" [{figure.interval[0]:.4f}, {figure.interval[1]:.4f}]"
+    )
+    return f"{name} {value}{interval}"
+
+
+def trial_lines(trials: TrialSummary) -> list[str]:
+    """pass@1 / pass^k / pass@k, and how many units stand behind them."""
+    k = trials.trials
+    lines = [
+        f"trials: {k} per case; {_figure('pass@1', trials.pass_at_1)}, "
+        f"{_figure(f'pass^{k}', trials.pass_hat_k)}, {_figure(f'pass@{k}', trials.pass_at_k)}"
+    ]
+    if trials.consistency is not None and k > 1:
+        lines.append(
+            f"  consistency {trials.consistency:.4f}: "
+            f"{len(trials.inconsistent_cases)} of {trials.cases} cases pass some trials only"
+        )
+    lines.append(
+        f"units: {trials.cases} cases in {trials.clusters} clusters; intervals resample clusters"
+        + (
+            f" (only {trials.clusters} independent scenarios behind {trials.cases} cases)"
+            if trials.clusters < trials.cases
+            else ""
+        )
+    )
+    return lines
+
+
 def suite_lines(suite: SuiteSummary, adapter: str, *, verbose: bool) -> list[str]:
     passed_controls = sum(1 for c in suite.controls if c.passed)
     passed_gates = sum(1 for g in suite.gates if g.passed)
@@ -63,6 +95,8 @@ def suite_lines(suite: SuiteSummary, adapter: str, *, verbose: bool) -> list[str
     lines = [f"adapter: {adapter}{answered}", _counts_line(suite)]
     if suite.coverage is not None:
         lines.append(_coverage_line(suite))
+    if suite.trials is not None:
+        lines.extend(trial_lines(suite.trials))
     width = max((len(m.name) for m in suite.metrics), default=0)
     for family, metrics in by_family(suite.metrics).items():
         lines.append(f"{family}:")

@@ -1,0 +1,40 @@
+"""The static HTML run report: one self-contained file built from the JSON run report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_agentbench.canonical import read_json
+from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.report.html.read import Doc
+from pytest_agentbench.report.html.render import render_html
+
+__all__ = ["read_report_document", "render_html", "write_html"]
+
+SCHEMA_PREFIX = "agentbench-run-report/"
+
+
+def read_report_document(path: Path) -> Doc:
+    """A saved run report as parsed JSON; anything else is refused by name."""
+    document = read_json(path)
+    if not isinstance(document, Mapping):
+        raise AgentbenchError("invalid_run_report", "a run report is a JSON object", file=str(path))
+    version = document.get("schema_version")
+    if not isinstance(version, str) or not version.startswith(SCHEMA_PREFIX):
+        raise AgentbenchError(
+            "invalid_run_report",
+            f"schema_version is {version!r}, not {SCHEMA_PREFIX}<n>",
+            file=str(path),
+            field="schema_version",
+        )
+    if not isinstance(document.get("suites"), list):
+        raise AgentbenchError(
+            "invalid_run_report", "suites is not a list", file=str(path), field="suites"
+        )
+    return document
+
+
+def write_html(report: Doc, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(report), encoding="utf-8")

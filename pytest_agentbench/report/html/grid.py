@@ -1,0 +1,233 @@
+"""The case x check grid of one suite: aggregated by label group, with drill-down.
+
+Cases are grouped by their labels (tier, world, template ...). The aggregate
+table shows, per group and check, how many cases passed, failed, missed the
+check or were not graded on it; each group opens into its own case x check
+grid, whose cells link to the case's detail. Case details travel as one JSON
+block per suite and are drawn only when asked for, so a run of thousands of
+cases stays a file a browser opens quickly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.report.html import read
+
+STATUSES = ("pass", "fail", "missing", "none")
+SYMBOL = {"pass": "✓", "fail": "✗", "missing": "?", "none": "\u2013"}
+"""Symbols beside colours; an en dash marks a check the case was not graded on."""
+MEANING = {"pass": "pass", "fail": "fail", "missing": "missing", "none": "not graded"}
+SINGLE_GROUP_LIMIT = 60
+"""Up to this many cases a suite shows one grid, open; above, one per label group."""
+VALUE_LIMIT = 600
+CALL_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    index: int
+    case_id: str
+    nodeid: str
+    outcome: str
+    labels: tuple[str, ...]
+    statuses: dict[str, str]
+    entry: read.Doc
+
+
+def _case_label(result: read.Doc) -> str:
+    """The case id, with its trial under repeats (as the comparison names flipped cases)."""
+    case_id = read.text(result, "case_id")
+    trial = read.integer(result, "trial")
+    return case_id if trial is None or not case_id else f"{case_id}[trial-{trial}]"
+
+
+def case_rows(suite: read.Doc) -> list[CaseRow]:
+    rows = []
+    for index, entry in enumerate(read.items(suite, "cases")):
+        result = read.mapping(entry, "result")
+        statuses: dict[str, str] = {}
+        for check in read.items(result, "checks"):
+            status = read.text(check, "status")
+            statuses.setdefault(read.text(check, "name"), status if status in STATUSES else "none")
+        rows.append(
+            CaseRow(
+                index=index,
+                case_id=_case_label(result) or read.text(entry, "nodeid"),
+                nodeid=read.text(entry, "nodeid"),
+                outcome=read.text(result, "outcome", "unknown"),
+                labels=tuple(sorted(read.texts(result, "labels"))),
+                statuses=statuses,
+                entry=entry,
+            )
+        )
+    return rows
+
+
+def check_names(rows: Sequence[CaseRow]) -> list[str]:
+    """Every check name, in the order cases first report them."""
+    return list(dict.fromkeys(name for row in rows for name in row.statuses))
+
+
+def groups(rows: Sequence[CaseRow]) -> list[tuple[str, list[CaseRow]]]:
+    if len(rows) <= SINGLE_GROUP_LIMIT:
+        return [("all cases", list(rows))] if rows else []
+    grouped: dict[str, list[CaseRow]] = {}
+    for row in rows:
+        grouped.setdefault(" · ".join(row.labels) or "(no labels)", []).append(row)
+    return sorted(grouped.items())
+
+
+def _status_cell(href: str, status: str, *, focusable: bool) -> str:
+    tab = "" if focusable else ' tabindex="-1"'
+    return (
+        f'<td class="st-{status}"><a href="{href}"{tab} title="{MEANING[status]}">'
+        f"{SYMBOL[status]}</a></td>"
+    )
+
+
+def _aggregate(sid: str, names: Sequence[str], grouped: Sequence[tuple[str, list[CaseRow]]]) -> str:
+    head = "".join(f'<th scope="col">{escape(name)}</th>' for name in names)
+    body = []
+    for number, (group, rows) in enumerate(grouped):
+        outcomes = Counter(row.outcome for row in rows)
+        cells = []
+        for name in names:
+            counts = Counter(row.statuses.get(name, "none") for row in rows)
+            shown = " ".join(
+                f'<span class="st-{s}">{SYMBOL[s]}{counts[s]}</span>' for s in STATUSES if counts[s]
+            )
+            label = ", ".join(f"{counts[s]} {MEANING[s]}" for s in STATUSES if counts[s])
+            state = "fail" if counts["fail"] or counts["missing"] else "pass"
+            cells.append(
+                f'<td class="agg agg-{state}"><a href="#grid-{sid}-g{number}" tabindex="-1" '
+                f'aria-label="{escape(group)}, {escape(name)}: {label}">{shown}</a></td>'
+            )
+        passed = outcomes.get("passed", 0)
+        body.append(
+            f'<tr><th scope="row"><a href="#grid-{sid}-g{number}">{escape(group)}</a></th>'
+            f'<td class="num">{len(rows)}</td><td class="num">{passed}</td>{"".join(cells)}</tr>'
+        )
+    return (
+        f'<div class="scroll"><table class="grid aggregate" role="grid" '
+        'aria-label="checks by case group">'
+        f'<thead><tr><th scope="col">group</th><th scope="col">cases</th>'
+        f'<th scope="col">passed</th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _case_grid(sid: str, names: Sequence[str], rows: Sequence[CaseRow], caption: str) -> str:
+    head = "".join(f'<th scope="col">{escape(name)}</th>' for name in names)
+    body = []
+    for row in rows:
+        href = f"#case-{sid}-{row.index}"
+        cells = "".join(
+            _status_cell(f"{href}-k{k}", row.statuses.get(name, "none"), focusable=False)
+            for k, name in enumerate(names)
+        )
+        body.append(
+            f'<tr><th scope="row"><a href="{href}">{escape(row.case_id)}</a></th>'
+            f'<td class="outcome oc-{escape(row.outcome)}">{escape(row.outcome)}</td>{cells}</tr>'
+        )
+    return (
+        f'<div class="scroll"><table class="grid cases" role="grid" aria-label="{escape(caption)}">'
+        f'<thead><tr><th scope="col">case</th><th scope="col">outcome</th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def grid_section(sid: str, suite: read.Doc) -> str:
+    rows = case_rows(suite)
+    if not rows:
+        return '<p class="empty">No case results in this report.</p>'
+    names = check_names(rows)
+    grouped = groups(rows)
+    legend = " ".join(f'<span class="st-{s}">{SYMBOL[s]} {MEANING[s]}</span>' for s in STATUSES)
+    parts = [f'<p class="legend">Legend: {legend}. Arrow keys move between cells.</p>']
+    single = len(grouped) == 1
+    if not single:
+        parts.append(_aggregate(sid, names, grouped))
+    for number, (group, members) in enumerate(grouped):
+        failing = sum(1 for row in members if row.outcome != "passed")
+        opened = " open" if single else ""
+        parts.append(
+            f'<details class="group" id="grid-{sid}-g{number}"{opened}><summary>'
+            f"{escape(group)}: {len(members)} cases, {failing} not passed</summary>"
+            + _case_grid(sid, names, members, f"cases of {group}")
+            + "</details>"
+        )
+    parts.append(
+        f'<section class="case-detail" id="{sid}-detail" tabindex="-1" aria-live="polite">'
+        '<p class="hint">Choose a case or a cell to see its detail.</p></section>'
+    )
+    parts.append(
+        f'<script type="application/json" id="cases-{sid}">'
+        + _script_json([_case_data(row, names) for row in rows])
+        + "</script>"
+    )
+    return "".join(parts)
+
+
+def _script_json(value: Any) -> str:
+    # Inside <script> only "</" could end the element early; "<" as an escape
+    # keeps the text JSON.
+    return canonical_json(value).replace("<", "\\u003c")
+
+
+def _case_data(row: CaseRow, names: Sequence[str]) -> dict[str, Any]:
+    result = read.mapping(row.entry, "result")
+    checks = [
+        {
+            "name": read.text(check, "name"),
+            "status": read.text(check, "status"),
+            "expected": read.json_text(check.get("expected"), VALUE_LIMIT),
+            "actual": read.json_text(check.get("actual"), VALUE_LIMIT),
+            "detail": read.text(check, "detail"),
+        }
+        for check in read.items(result, "checks")
+    ]
+    data: dict[str, Any] = {
+        "id": row.case_id,
+        "nodeid": row.nodeid,
+        "outcome": row.outcome,
+        "failure_class": read.text(result, "failure_class"),
+        "failure_reason": read.text(result, "failure_reason"),
+        "labels": list(row.labels),
+        "findings": read.texts(result, "findings"),
+        "checks": checks,
+        "columns": list(names),
+    }
+    receipt = read.mapping(result, "receipt")
+    if receipt:
+        data["receipt"] = _receipt_data(receipt)
+    return data
+
+
+def _receipt_data(receipt: read.Doc) -> dict[str, Any]:
+    canonical = read.mapping(receipt, "canonical")
+    calls = [
+        {
+            "index": read.integer(call, "index"),
+            "tool": read.text(call, "name"),
+            "arguments": read.json_text(call.get("arguments"), CALL_LIMIT),
+            "outcome": read.text(call, "error") or read.json_text(call.get("result"), CALL_LIMIT),
+            "error": bool(read.text(call, "error")),
+            "bytes": read.integer(call, "model_visible_bytes"),
+            "delivered": read.flag(call, "delivered"),
+        }
+        for call in read.items(canonical, "calls")
+    ]
+    return {
+        "digest": read.text(receipt, "digest"),
+        "calls": calls,
+        "totals": read.json_text(canonical.get("totals"), VALUE_LIMIT),
+        "budget": read.json_text(canonical.get("budget"), VALUE_LIMIT),
+        "final": read.json_text(canonical.get("final"), VALUE_LIMIT * 2),
+        "failure": read.text(canonical, "failure_code"),
+    }

@@ -1,0 +1,403 @@
+"""One self-contained HTML page from a run report document.
+
+Both ``--agentbench-html`` and ``agentbench html RUN.json`` hand this module the
+run report as parsed JSON, so the page shows exactly what the JSON report
+says. Every plot sits beside a table holding the same numbers. Figures that
+change from one run to the next (timings) are marked ``class="volatile"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape
+
+from pytest_agentbench.report.html import read
+from pytest_agentbench.report.html.assets import CSS, SCRIPT
+from pytest_agentbench.report.html.comparison import comparison_section
+from pytest_agentbench.report.html.grid import grid_section
+from pytest_agentbench.report.html.svg import (
+    BarSegment,
+    DotRow,
+    GateMark,
+    count_bar,
+    dot_whisker,
+    shown,
+)
+
+OUTCOMES = ("passed", "failed", "error", "skipped")
+
+
+def _facts(pairs: Sequence[tuple[str, str]]) -> str:
+    rows = "".join(f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in pairs)
+    return f'<dl class="facts">{rows}</dl>'
+
+
+def _code(value: str) -> str:
+    return f"<code>{escape(value)}</code>" if value else "<em>none</em>"
+
+
+def _run_time(suite: read.Doc) -> str:
+    durations = [read.real(entry, "duration_s") for entry in read.items(suite, "cases")]
+    known = [d for d in durations if d is not None]
+    if not known:
+        return "<em>not recorded</em>"
+    missing = len(durations) - len(known)
+    note = f" ({missing} cases without a duration)" if missing else ""
+    return f'<span class="volatile">{sum(known):.2f} s</span> summed over case calls{note}'
+
+
+def _header(report: read.Doc, suite: read.Doc) -> str:
+    adapter = read.mapping(report, "adapter")
+    env = read.mapping(report, "environment")
+    digests = read.mapping(suite, "digests")
+    digest_text = (
+        ", ".join(
+            f"{escape(k)} {_code(v if isinstance(v, str) else '')}"
+            for k, v in sorted(digests.items())
+        )
+        or "<em>none</em>"
+    )
+    environment = ", ".join(
+        f"{escape(k)} {escape(str(v))}" for k, v in sorted(env.items()) if v is not None
+    )
+    exit_status = read.integer(report, "exit_status")
+    return _facts(
+        [
+            (
+                "suite",
+                f"{_code(read.text(suite, 'id'))} version {escape(read.text(suite, 'version'))}",
+            ),
+            ("world kind", _code(read.text(suite, "world"))),
+            ("digests", digest_text),
+            (
+                "adapter",
+                f"{escape(read.text(adapter, 'description'))} "
+                f"(spec {_code(read.text(adapter, 'spec'))})",
+            ),
+            (
+                "answered by",
+                ", ".join(_code(c) for c in read.texts(suite, "answered_by")) or "<em>none</em>",
+            ),
+            ("environment", environment or "<em>not recorded</em>"),
+            ("coverage", _coverage(suite)),
+            ("run time", _run_time(suite)),
+            ("exit status", "unknown" if exit_status is None else str(exit_status)),
+        ]
+    )
+
+
+def _coverage(suite: read.Doc) -> str:
+    """How much of the suite ran (case items: one per case and trial); absent in /1 reports."""
+    coverage = read.mapping(suite, "coverage")
+    names = ("total", "selected", "run", "missing")
+    counts = {name: read.integer(coverage, name) for name in names}
+    if any(value is None for value in counts.values()):
+        return "<em>not recorded</em>"
+    shown = (
+        f"{counts['total']} in suite, {counts['selected']} selected, {counts['run']} run, "
+        f"{counts['missing']} missing"
+    )
+    if read.flag(coverage, "complete") is True:
+        return escape(shown)
+    return f'{escape(shown)} <strong class="partial">(partial run)</strong>'
+
+
+def _figure(figure: read.Doc) -> str:
+    value = read.real(figure, "value")
+    span = read.interval(figure)
+    shown_value = "null" if value is None else f"{value:.4f}"
+    shown_span = "" if span is None else f"[{span[0]:.4f}, {span[1]:.4f}]"
+    return f'<td class="num">{shown_value}</td><td class="num">{shown_span}</td>'
+
+
+def _trials(suite: read.Doc) -> str:
+    """pass@1 / pass^k / pass@k with their cluster intervals, under repeats or clusters."""
+    trials = read.mapping(suite, "trials")
+    if not trials:
+        return ""
+    k = read.integer(trials, "trials") or 0
+    cases = read.integer(trials, "cases") or 0
+    clusters = read.integer(trials, "clusters") or 0
+    rows = "".join(
+        f'<tr><th scope="row">{escape(name)}</th>{_figure(read.mapping(trials, key))}</tr>'
+        for name, key in (
+            ("pass@1", "pass_at_1"),
+            (f"pass^{k}", "pass_hat_k"),
+            (f"pass@{k}", "pass_at_k"),
+        )
+    )
+    consistency = read.real(trials, "consistency")
+    inconsistent = read.texts(trials, "inconsistent_cases")
+    facts = [
+        ("trials per case", str(k)),
+        (
+            "units",
+            f"{cases} cases in {clusters} clusters; intervals resample clusters, never trials",
+        ),
+        (
+            "consistency",
+            "null"
+            if consistency is None
+            else f"{consistency:.4f} ({len(inconsistent)} cases pass some trials only"
+            + (f": {escape(', '.join(inconsistent))}" if inconsistent else "")
+            + ")",
+        ),
+    ]
+    return (
+        f"<h3>Trials</h3>{_facts(facts)}"
+        '<table aria-label="trial figures"><thead><tr><th scope="col">figure</th>'
+        '<th scope="col">value</th><th scope="col">95% interval</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def _outcomes(sid: str, suite: read.Doc) -> str:
+    counts = read.mapping(suite, "counts")
+    classes = read.mapping(suite, "failure_classes")
+    names = [*OUTCOMES, *sorted(k for k in counts if k not in OUTCOMES)]
+    values = {name: read.integer(counts, name) or 0 for name in names}
+    bar = count_bar(
+        [
+            BarSegment(name, values[name], f"seg-{name}" if name in OUTCOMES else "seg-other")
+            for name in names
+        ],
+        title=f"case outcomes of {read.text(suite, 'id')}",
+        ident=f"{sid}-outcomes",
+    )
+    rows = "".join(
+        f'<tr><th scope="row">{escape(n)}</th><td class="num">{values[n]}</td></tr>' for n in names
+    )
+    class_rows = "".join(
+        f'<tr><th scope="row">{escape(name)}</th>'
+        f'<td class="num">{read.integer(classes, name) or 0}</td></tr>'
+        for name in sorted(classes)
+    )
+    return (
+        f'<div class="figure">{bar}<table aria-label="outcome counts"><thead><tr>'
+        f'<th scope="col">outcome</th><th scope="col">cases</th></tr></thead><tbody>{rows}'
+        f'</tbody></table><table aria-label="failure classes"><thead><tr><th scope="col">'
+        f'failure class</th><th scope="col">cases</th></tr></thead><tbody>{class_rows}'
+        "</tbody></table></div>"
+    )
+
+
+def _gates_by_metric(suite: read.Doc) -> dict[str, list[GateMark]]:
+    marks: dict[str, list[GateMark]] = {}
+    for verdict in read.items(suite, "gates"):
+        gate = read.mapping(verdict, "gate")
+        threshold = read.real(gate, "threshold")
+        if threshold is None:
+            continue
+        marks.setdefault(read.text(gate, "metric"), []).append(
+            GateMark(read.text(gate, "op"), threshold, read.flag(verdict, "passed") is True)
+        )
+    return marks
+
+
+def _metric_table(
+    family: str, metrics: Sequence[read.Doc], gates: dict[str, list[GateMark]]
+) -> str:
+    rows = []
+    for metric in metrics:
+        name = read.text(metric, "name")
+        value = read.real(metric, "value")
+        bounds = read.interval(metric)
+        interval = "none" if bounds is None else f"[{bounds[0]:.4f}, {bounds[1]:.4f}]"
+        num, den = read.integer(metric, "numerator"), read.integer(metric, "denominator")
+        ratio = f"{num}/{den}" if num is not None and den is not None else ""
+        gate_text = "; ".join(
+            f"{g.op} {g.threshold:g}: " + ("passed" if g.passed else "FAILED")
+            for g in gates.get(name, [])
+        )
+        arrow = "↑" if read.text(metric, "direction") == "higher_is_better" else "↓"
+        rows.append(
+            f'<tr><th scope="row">{escape(name)} <span title="'
+            f'{escape(read.text(metric, "direction"))}">{arrow}</span></th>'
+            f'<td class="num">{escape(shown(value))}</td><td>{interval}</td>'
+            f'<td class="num">{escape(ratio)}</td>'
+            f'<td class="num">{read.integer(metric, "support") or 0}</td>'
+            f"<td>{escape(read.text(metric, 'support_meaning'))}</td>"
+            f"<td>{escape(gate_text)}</td></tr>"
+        )
+    return (
+        f'<table aria-label="metrics of family {escape(family)}"><thead><tr>'
+        '<th scope="col">metric</th><th scope="col">value</th><th scope="col">interval</th>'
+        '<th scope="col">n/d</th><th scope="col">support</th><th scope="col">support counts</th>'
+        f'<th scope="col">gates</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _metrics(sid: str, suite: read.Doc) -> str:
+    families: dict[str, list[read.Doc]] = {}
+    for metric in read.items(suite, "metrics"):
+        families.setdefault(read.text(metric, "family", "metrics"), []).append(metric)
+    if not families:
+        return '<p class="empty">No metrics in this report.</p>'
+    gates = _gates_by_metric(suite)
+    parts = []
+    for number, (family, metrics) in enumerate(families.items()):
+        rows = [
+            DotRow(
+                label=read.text(m, "name"),
+                value=read.real(m, "value"),
+                interval=read.interval(m),
+                gates=tuple(gates.get(read.text(m, "name"), ())),
+            )
+            for m in metrics
+        ]
+        plot = dot_whisker(
+            rows,
+            title=f"metric family {family}: values with intervals and gates",
+            ident=f"{sid}-m{number}",
+        )
+        parts.append(
+            f'<h4>{escape(family)}</h4><div class="figure metric-family" data-family="'
+            f'{escape(family)}">{plot}{_metric_table(family, metrics, gates)}</div>'
+        )
+    return "".join(parts)
+
+
+def _gates(suite: read.Doc) -> str:
+    verdicts = read.items(suite, "gates")
+    if not verdicts:
+        return '<p class="empty">No gates on this suite.</p>'
+    rows = []
+    for verdict in verdicts:
+        gate = read.mapping(verdict, "gate")
+        passed = read.flag(verdict, "passed") is True
+        threshold = read.real(gate, "threshold")
+        rows.append(
+            f'<tr><td class="{"verdict-pass" if passed else "verdict-fail"}">'
+            f"{'✓ passed' if passed else '✗ FAILED'}</td>"
+            f"<td><code>{escape(read.text(gate, 'metric'))} {escape(read.text(gate, 'op'))} "
+            f"{'' if threshold is None else f'{threshold:g}'}</code></td>"
+            f'<td class="num">{escape(shown(read.real(verdict, "value")))}</td>'
+            f"<td>{escape(read.text(gate, 'source'))}</td>"
+            f"<td>{escape(read.text(verdict, 'reason'))}</td></tr>"
+        )
+    return (
+        '<table aria-label="gates"><thead><tr><th scope="col">verdict</th><th scope="col">gate</th>'
+        '<th scope="col">value</th><th scope="col">source</th><th scope="col">reason</th></tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _dimensions(names: Sequence[str]) -> str:
+    return ", ".join(f"<code>{escape(n)}</code>" for n in names) or "<em>none</em>"
+
+
+def _controls(suite: read.Doc) -> str:
+    entries = read.items(suite, "controls")
+    if not entries:
+        return '<p class="empty">No negative controls ran.</p>'
+    rows = []
+    for entry in entries:
+        verdict = read.mapping(entry, "verdict")
+        observed = read.texts(verdict, "failing_dimensions")
+        surprising = set(read.texts(verdict, "unexpected_failures"))
+        # The report keeps the observed failures and the two kinds of surprise;
+        # the declared must-fail set is what remains of them.
+        declared = sorted(
+            {d for d in observed if d not in surprising}
+            | set(read.texts(verdict, "unexpected_passes"))
+        )
+        passed = read.flag(entry, "passed") is True
+        extra = [
+            f"{label}: {', '.join(read.texts(verdict, key))}"
+            for key, label in (
+                ("unexpected_failures", "must-pass dimensions that failed"),
+                ("unexpected_passes", "must-fail dimensions that passed"),
+                ("missing_findings", "missing findings"),
+                ("metric_mismatches", "metric mismatches"),
+                ("harness_errors", "harness errors"),
+            )
+            if read.texts(verdict, key)
+        ]
+        rows.append(
+            f'<tr><th scope="row">{escape(read.text(entry, "control_id"))}</th>'
+            f"<td>{escape(read.text(verdict, 'agent'))}</td>"
+            f'<td class="{"verdict-pass" if passed else "verdict-fail"}">'
+            f"{'✓ as declared' if passed else '✗ NOT as declared'}</td>"
+            f"<td>{_dimensions(declared) if verdict else '<em>no verdict</em>'}</td>"
+            f"<td>{_dimensions(observed) if verdict else '<em>no verdict</em>'}</td>"
+            f"<td>{escape(read.text(entry, 'summary'))}"
+            + "".join(f"<br>{escape(line)}" for line in extra)
+            + "</td></tr>"
+        )
+    return (
+        '<table aria-label="negative controls"><thead><tr><th scope="col">control</th>'
+        '<th scope="col">agent</th><th scope="col">verdict</th>'
+        '<th scope="col">declared failing dimensions</th>'
+        '<th scope="col">observed failing dimensions</th><th scope="col">summary</th></tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _suite(index: int, report: read.Doc, suite: read.Doc) -> str:
+    sid = f"s{index}"
+    suite_id = read.text(suite, "id", f"suite {index}")
+    title = read.text(suite, "title")
+    return (
+        f'<section class="suite" id="{sid}" data-suite="{escape(suite_id)}" '
+        f'aria-labelledby="{sid}-h"><h2 id="{sid}-h">{escape(title or suite_id)} '
+        f"<small>(<code>{escape(suite_id)}</code>, "
+        f"{escape(read.text(suite, 'world'))})</small></h2>"
+        + _header(report, suite)
+        + f"<h3>Outcomes</h3>{_outcomes(sid, suite)}"
+        + _trials(suite)
+        + f"<h3>Metrics</h3>{_metrics(sid, suite)}"
+        + f"<h3>Gates</h3>{_gates(suite)}"
+        + f"<h3>Cases and checks</h3>{grid_section(sid, suite)}"
+        + f"<h3>Negative controls</h3>{_controls(suite)}"
+        + "</section>"
+    )
+
+
+def _run_header(report: read.Doc, suites: Sequence[read.Doc]) -> str:
+    gates = read.items(report, "gates")
+    failed = sum(1 for g in gates if read.flag(g, "passed") is not True)
+    status = read.integer(report, "exit_status")
+    problems = read.texts(report, "problems")
+    toc = "".join(
+        f'<a href="#s{i}">{escape(read.text(s, "id", f"suite {i}"))}</a>'
+        for i, s in enumerate(suites)
+    )
+    if read.mapping(report, "comparison"):
+        toc += '<a href="#comparison">comparison with the baseline</a>'
+    summary = _facts(
+        [
+            ("exit status", "unknown" if status is None else str(status)),
+            ("suites", str(len(suites))),
+            ("gates", f"{len(gates) - failed}/{len(gates)} passed"),
+            ("report schema", _code(read.text(report, "schema_version"))),
+        ]
+    )
+    problem_list = (
+        '<h3>Problems</h3><ul class="problems">'
+        + "".join(f"<li>{escape(p)}</li>" for p in problems)
+        + "</ul>"
+        if problems
+        else ""
+    )
+    return (
+        '<header class="run"><h1>agentbench run report</h1>'
+        f'{summary}<nav class="toc" aria-label="suites">{toc}</nav>{problem_list}</header>'
+    )
+
+
+def render_html(report: read.Doc) -> str:
+    """The whole page for a run report document."""
+    suites = read.items(report, "suites")
+    body = "".join(_suite(i, report, s) for i, s in enumerate(suites)) or (
+        '<p class="empty">This report holds no suite.</p>'
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+        f"<title>agentbench run report</title><style>{CSS}</style></head><body>"
+        + _run_header(report, suites)
+        + f"<main>{body}{comparison_section(report, suites)}</main>"
+        + f"<script>{SCRIPT}</script></body></html>\n"
+    )

@@ -1,0 +1,150 @@
+"""The HTML report in headless Chromium: the DOM after load, console, network, keyboard."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.comparison import Comparison
+from pytest_agentbench.report.html import write_html
+from tests.browser import Browser, dump_dom, find_chromium
+from tests.html import sample
+
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium on PATH (.ci/run installs Debian's chromium; the install failed here)",
+)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    assert CHROMIUM is not None
+    instance = Browser(CHROMIUM, tmp_path_factory.mktemp("profile"))
+    yield instance
+    instance.close()
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("html") / "report.html"
+    write_html(sample.report(sample.suite("alpha", 20), sample.suite("beta", 300)), path)
+    return path
+
+
+def test_page_loads_with_no_console_error_and_no_request_but_itself(
+    browser: Browser, page: Path
+) -> None:
+    load = browser.open(page.as_uri())
+    assert load.console_errors == []
+    assert load.exceptions == []
+    assert load.requests == [page.as_uri()]
+    counts = browser.evaluate(
+        """({
+        suites: [...document.querySelectorAll('section.suite')].map(s => s.dataset.suite),
+        plots: document.querySelectorAll('svg.dot-whisker').length,
+        values: document.querySelectorAll('svg .mark-value').length,
+        nulls: document.querySelectorAll('svg .mark-null').length,
+        gates: document.querySelectorAll('svg .mark-gate').length,
+        groups: document.querySelectorAll('#s1 details.group').length,
+        rows: document.querySelectorAll('#s0 table.cases tbody tr').length,
+        })"""
+    )
+    assert counts == {
+        "suites": ["alpha", "beta"],
+        "plots": 6,
+        "values": 6,
+        "nulls": 2,
+        "gates": 4,
+        "groups": 15,
+        "rows": 20,
+    }
+    browser.screenshot(page.with_name("top.png"))
+
+
+def test_a_cell_opens_the_case_detail_with_expected_and_actual(
+    browser: Browser, page: Path
+) -> None:
+    browser.open(page.as_uri())
+    # A case of the large suite sits in a closed group: the link must open it.
+    detail = browser.evaluate(
+        """(() => {
+        location.hash = '#case-s1-3-k1';
+        window.dispatchEvent(new HashChangeEvent('hashchange'));
+        const panel = document.getElementById('s1-detail');
+        const focused = panel.querySelector('tr.focus');
+        const group = document.querySelector('#s1 a[href="#case-s1-3"]').closest('details');
+        return {
+          heading: panel.querySelector('h4').textContent,
+          focused: focused ? [...focused.cells].map(c => c.textContent) : null,
+          calls: panel.querySelectorAll('table')[1].tBodies[0].rows.length,
+          active: document.activeElement === panel,
+          open: group.open,
+        };
+        })()"""
+    )
+    assert detail["heading"] == "Case ops-T4-00003"
+    assert detail["focused"] == ["answer_keys_present", "✗ fail", '"right"', '"wrong"', ""]
+    assert detail["calls"] == 4
+    assert detail["active"] is True
+    assert detail["open"] is True
+    browser.screenshot(page.with_name("detail.png"))
+
+
+def test_arrow_keys_move_between_grid_cells(browser: Browser, page: Path) -> None:
+    browser.open(page.as_uri())
+    first = "#s0 table.cases tbody tr:first-child th a"
+    browser.evaluate(f"document.querySelector('{first}').focus()")
+    for key in ("ArrowRight", "ArrowRight", "ArrowDown"):
+        browser.send(
+            "Input.dispatchKeyEvent",
+            {
+                "type": "keyDown",
+                "key": key,
+                "code": key,
+                "windowsVirtualKeyCode": {"ArrowRight": 39, "ArrowDown": 40}[key],
+            },
+        )
+        browser.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": key, "code": key})
+    assert browser.evaluate("document.activeElement.getAttribute('href')") == "#case-s0-1-k1"
+
+
+def test_comparison_draws_a_forest_and_links_flipped_cases(
+    browser: Browser, tmp_path: Path
+) -> None:
+    document = sample.report(sample.suite("alpha", 40))
+    document["comparison"] = sample.comparison("alpha", ["ops-T4-00003", "gone-case"])
+    Comparison.model_validate(document["comparison"])
+    path = tmp_path / "compared.html"
+    write_html(document, path)
+    load = browser.open(path.as_uri())
+    assert (load.console_errors, load.exceptions, load.requests) == ([], [], [path.as_uri()])
+    drawn = browser.evaluate(
+        """({
+        diamonds: document.querySelectorAll('svg.forest .mark-value').length,
+        filled: document.querySelectorAll('svg.forest .mark-value.significant').length,
+        whiskers: document.querySelectorAll('svg.forest .mark-interval').length,
+        nulls: document.querySelectorAll('svg.forest .mark-null').length,
+        flipped: [...document.querySelectorAll('#comparison ul.flipped li')].map(
+          li => [li.textContent, li.querySelector('a') ? li.querySelector('a').hash : null]),
+        })"""
+    )
+    assert drawn == {
+        "diamonds": 3,
+        "filled": 2,
+        "whiskers": 3,
+        "nulls": 1,
+        "flipped": [["ops-T4-00003", "#case-s0-3"], ["gone-case", None]],
+    }
+    browser.evaluate("document.getElementById('comparison').scrollIntoView()")
+    browser.screenshot(tmp_path / "comparison.png")
+
+
+def test_dump_dom_after_load_holds_every_suite(page: Path, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    dom = dump_dom(CHROMIUM, page.as_uri(), tmp_path / "profile")
+    assert 'data-suite="alpha"' in dom
+    assert 'data-suite="beta"' in dom
+    assert dom.count('class="plot dot-whisker"') == 6

@@ -1,0 +1,114 @@
+"""--agentbench-html in real pytest sessions: the same page with and without xdist."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.report.html import render_html
+from tests.demo_world import write_demo_suite
+
+VOLATILE = re.compile(r'<span class="volatile">[^<]*</span>')
+
+
+def stable(page: str) -> str:
+    """The page without the figures that change between runs (timings)."""
+    return VOLATILE.sub("", page)
+
+
+def test_html_is_drawn_from_the_json_report_document(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, extra_suite_yaml="gates: ['accuracy >= 0.9']\n")
+    html, report = demo.path / "out" / "run.html", demo.path / "run.json"
+    result = demo.runpytest(
+        f"--agentbench-html={html}", f"--agentbench-report={report}", "-m", "not agentbench_control"
+    )
+    result.assert_outcomes(passed=3)
+    page = html.read_text(encoding="utf-8")
+    assert page == render_html(json.loads(report.read_text(encoding="utf-8")))
+    assert 'data-suite="demo-suite"' in page
+
+
+def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    html = demo.path / "run.html"
+    demo.runpytest(f"--agentbench-html={html}", "-m", "not agentbench_control").assert_outcomes(
+        passed=3
+    )
+    page = html.read_text(encoding="utf-8")
+    assert page.count('<th scope="row"><a href="#case-s0-') == 3
+
+
+def test_built_in_suites_render_identically_without_xdist_and_with_two_workers(
+    pytester: pytest.Pytester,
+) -> None:
+    """Every built-in suite, without and with a baseline, under no xdist and ``-n 2``.
+
+    The first run's JSON report is the later runs' baseline: four sessions in all.
+    """
+    suites = [f"--agentbench-suite={suite_id}" for suite_id in sorted(packaged_suites())]
+    common = ["-q", "-p", "no:cacheprovider", *suites]
+    baseline = pytester.path / "baseline.json"
+    pages: dict[tuple[bool, bool], str] = {}
+    for with_baseline in (False, True):
+        for xdist in (False, True):
+            html = pytester.path / f"run-{with_baseline}-{xdist}.html"
+            extra = (
+                [f"--agentbench-baseline={baseline}"]
+                if with_baseline
+                else []
+                if xdist
+                else [f"--agentbench-report={baseline}"]
+            )
+            mode = ["-n", "2"] if xdist else []
+            result = pytester.runpytest_subprocess(
+                *common, f"--agentbench-html={html}", *extra, *mode
+            )
+            assert result.ret == 0, result.stdout.str()[-2000:]
+            pages[with_baseline, xdist] = html.read_text(encoding="utf-8")
+    for with_baseline in (False, True):
+        page = pages[with_baseline, False]
+        assert stable(page) == stable(pages[with_baseline, True])
+        for suite_id in packaged_suites():
+            assert f'data-suite="{suite_id}"' in page
+        assert page.count('class="volatile"') >= len(packaged_suites())
+        compared = len(packaged_suites()) if with_baseline else 0
+        assert page.count('class="compared-suite"') == compared
+        assert page.count('class="plot forest"') == compared
+
+
+def test_with_a_baseline_the_page_draws_the_forest_and_the_flipped_cases(
+    demo: pytest.Pytester,
+) -> None:
+    questions = {f"c{i}": f"{i}+{i}" for i in range(12)}
+    write_demo_suite(demo.path, questions=questions)
+    before = demo.path / "before.json"
+    demo.runpytest(f"--agentbench-report={before}", "-m", "not agentbench_control")
+    wrong = {cid: (i * 2 if i < 3 else -1) for i, cid in enumerate(questions)}
+    write_demo_suite(demo.path, questions=questions, answers=wrong)
+    html, after = demo.path / "after.html", demo.path / "after.json"
+    demo.runpytest(
+        f"--agentbench-baseline={before}",
+        "--agentbench-baseline-allow-changed",
+        f"--agentbench-report={after}",
+        f"--agentbench-html={html}",
+        "-m",
+        "not agentbench_control",
+    )
+    document = json.loads(after.read_text(encoding="utf-8"))
+    assert document["comparison"] is not None
+    page = html.read_text(encoding="utf-8")
+    assert page == render_html(document)
+    assert '<section class="comparison" id="comparison"' in page
+    rows = document["comparison"]["suites"][0]["rows"]
+    assert page.count('class="plot forest"') == 1
+    drawn = page.count('class="mark-value significant"') + page.count(
+        'class="mark-value not-significant"'
+    )
+    assert drawn == sum(1 for row in rows if row["difference"] is not None)
+    flipped = document["comparison"]["suites"][0]["passed_only_before"]
+    assert len(flipped) == 9
+    assert "Passed in the baseline, not now: 9" in page
+    assert "Holm-adjusted p" in page

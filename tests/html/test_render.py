@@ -1,0 +1,245 @@
+"""The HTML page drawn from a run report document, read as text and as XML-ish markup."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.cli import main
+from pytest_agentbench.report.html import render_html
+from tests.html import sample
+
+
+class Collector(HTMLParser):
+    """Tags, attributes and external references of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def parsed(page: str) -> Collector:
+    collector = Collector()
+    collector.feed(page)
+    return collector
+
+
+def with_class(page: str, cls: str) -> int:
+    return sum(1 for _, attrs in parsed(page).tags if cls in (attrs.get("class") or "").split())
+
+
+def test_page_is_self_contained() -> None:
+    page = render_html(sample.report(sample.suite("alpha", 30)))
+    for tag, attrs in parsed(page).tags:
+        for name in ("src", "href"):
+            target = attrs.get(name)
+            assert target is None or target.startswith("#"), (tag, attrs)
+        assert tag not in {"link", "img", "iframe", "object", "embed"}
+    assert "default-src 'none'" in page
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in page
+
+
+def test_every_suite_and_metric_family_is_drawn_with_a_table_beside_it() -> None:
+    page = render_html(sample.report(sample.suite("alpha", 30), sample.suite("beta", 90)))
+    assert page.count('<section class="suite"') == 2
+    # outcome, safety, cost: three families per suite, each a plot and a table.
+    assert with_class(page, "dot-whisker") == 6
+    assert page.count('aria-label="metrics of family') == 6
+    assert with_class(page, "count-bar") == 2
+    # pass_at_1 and behaviour_accuracy are dots; injection_resistance is null.
+    assert with_class(page, "mark-value") == 2 * 3
+    assert with_class(page, "mark-null") == 2
+    assert with_class(page, "mark-gate") == 2 * 2
+
+
+def test_a_null_metric_reads_not_computable_in_plot_and_table() -> None:
+    page = render_html(sample.report(sample.suite("alpha", 20)))
+    row = re.search(r"<th scope=\"row\">injection_resistance.*?</tr>", page)
+    assert row is not None
+    assert "not computable" in row.group(0)
+    assert "0.0000" not in row.group(0)
+
+
+def test_small_suites_get_one_open_grid_large_ones_groups_with_an_aggregate() -> None:
+    small = render_html(sample.report(sample.suite("alpha", 20)))
+    assert small.count('<details class="group"') == 1
+    assert '<details class="group" id="grid-s0-g0" open>' in small
+    assert 'class="grid aggregate"' not in small
+    large = render_html(sample.report(sample.suite("alpha", 300)))
+    # 5 tiers x 3 worlds
+    assert large.count('<details class="group"') == 15
+    assert " open>" not in large
+    assert large.count('class="grid aggregate"') == 1
+
+
+def test_grid_cells_carry_a_symbol_and_link_to_the_case_detail() -> None:
+    page = render_html(sample.report(sample.suite("alpha", 20)))
+    # case 3 fails answer_keys_present (column 1); case 5 misses behaviour_correct.
+    assert '<td class="st-fail"><a href="#case-s0-3-k1" tabindex="-1" title="fail">✗</a>' in page
+    assert 'href="#case-s0-5-k2" tabindex="-1" title="missing">?</a>' in page
+    # citations_match is graded on T5 cases only: elsewhere it is "not graded".
+    assert 'href="#case-s0-0-k3" tabindex="-1" title="not graded">' in page
+    block = re.search(r'<script type="application/json" id="cases-s0">(.*?)</script>', page)
+    assert block is not None
+    cases = json.loads(block.group(1))
+    assert len(cases) == 20
+    assert cases[3]["checks"][1] == {
+        "actual": '"wrong"',
+        "detail": "",
+        "expected": '"right"',
+        "name": "answer_keys_present",
+        "status": "fail",
+    }
+    assert cases[3]["receipt"]["calls"][0]["tool"] == "get_record"
+
+
+def test_controls_show_declared_and_observed_dimensions() -> None:
+    page = render_html(sample.report(sample.suite("alpha", 10)))
+    row = re.search(r"<th scope=\"row\">control-leaky</th>.*?</tr>", page)
+    assert row is not None
+    cells = re.findall(r"<td>(.*?)</td>", row.group(0))
+    # observed: state_diff, behaviour; behaviour was a surprise and answer_keys was
+    # declared but passed, so declared = answer_keys_present + state_diff_matches.
+    assert cells[1] == "<code>answer_keys_present</code>, <code>state_diff_matches</code>"
+    assert cells[2] == "<code>state_diff_matches</code>, <code>behaviour_correct</code>"
+    assert "✗ NOT as declared" in row.group(0)
+
+
+def test_text_in_the_report_is_escaped_even_inside_the_data_block() -> None:
+    suite = sample.suite("alpha", 3)
+    suite["title"] = "<script>alert(1)</script>"
+    suite["cases"][0]["result"]["failure_reason"] = "</script><script>alert(2)</script>"
+    page = render_html(sample.report(suite))
+    assert "alert(1)</script>" not in page
+    assert "</script><script>alert(2)" not in page
+
+
+def test_a_report_missing_fields_still_renders() -> None:
+    page = render_html({"schema_version": "agentbench-run-report/9", "suites": [{"id": "x"}]})
+    assert '<section class="suite" id="s0" data-suite="x"' in page
+    assert "No metrics in this report." in page
+    assert "No case results in this report." in page
+    broken = render_html(
+        {
+            "suites": [
+                {
+                    "id": "y",
+                    "metrics": [{"name": "m", "value": "high", "interval": [1]}],
+                    "cases": "none",
+                }
+            ]
+        }
+    )
+    assert "not computable" in broken
+
+
+def test_rendering_is_deterministic() -> None:
+    document = sample.report(sample.suite("alpha", 120))
+    assert render_html(document) == render_html(json.loads(json.dumps(document)))
+
+
+def test_cli_writes_the_page_beside_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "run.json"
+    document = sample.report(sample.suite("alpha", 12))
+    source.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["html", str(source)]) == 0
+    assert (tmp_path / "run.html").read_text(encoding="utf-8") == render_html(document)
+    assert main(["html", str(source), "-o", str(tmp_path / "out" / "page.html")]) == 0
+    assert (tmp_path / "out" / "page.html").is_file()
+    assert "wrote" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ('{"a": 1, "a": 2}', "duplicate_key"),
+        ("[1, 2]", "invalid_run_report"),
+        ('{"schema_version": "other/1", "suites": []}', "invalid_run_report"),
+        ('{"schema_version": "agentbench-run-report/1", "suites": {}}', "invalid_run_report"),
+        ("{not json", "malformed_json"),
+    ],
+)
+def test_cli_refuses_what_is_not_a_run_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, code: str
+) -> None:
+    source = tmp_path / "run.json"
+    source.write_text(text, encoding="utf-8")
+    assert main(["html", str(source)]) == 1
+    err = capsys.readouterr().err
+    assert f"[{code}]" in err
+    assert str(source) in err
+    assert not (tmp_path / "run.html").exists()
+
+
+def test_comparison_section_tables_every_row_and_links_flipped_cases() -> None:
+    document = sample.report(sample.suite("alpha", 20))
+    document["comparison"] = sample.comparison("alpha", ["ops-T4-00003", "gone-case"])
+    page = render_html(document)
+    assert '<a href="#comparison">' in page
+    assert page.count('class="plot forest"') == 1
+    table = re.search(r'aria-label="metric differences">.*?</table>', page)
+    assert table is not None
+    assert table.group(0).count('<th scope="row">') == 4
+    assert '<td class="verdict-fail">✗ regression</td>' in table.group(0)
+    assert '<td class="verdict-neutral">= no significant change</td>' in table.group(0)
+    assert '<li><a href="#case-s0-3">ops-T4-00003</a></li><li>gone-case</li>' in page
+    assert "Passed in the baseline, not now: 2" in page
+
+
+def test_a_comparison_missing_fields_still_renders() -> None:
+    document = sample.report(sample.suite("alpha", 5))
+    document["comparison"] = {"suites": [{"id": "alpha", "rows": [{"metric": "m"}]}]}
+    page = render_html(document)
+    assert "✗ FAILED" in page
+    assert page.count('class="mark-null"') >= 2
+    assert render_html({**document, "comparison": None}).count('id="comparison"') == 0
+
+
+def test_coverage_trials_and_trial_cases_are_drawn() -> None:
+    repeated = sample.suite("alpha", 4)
+    for entry in repeated["cases"]:
+        entry["result"]["trial"] = 2
+    repeated["coverage"] = {
+        "total": 8,
+        "selected": 4,
+        "run": 4,
+        "missing": 0,
+        "complete": False,
+    }
+    figure = {"value": 0.5, "interval": [0.25, 0.75], "cases": 4, "clusters": 2}
+    repeated["trials"] = {
+        "trials": 2,
+        "cases": 4,
+        "clusters": 2,
+        "pass_at_1": figure,
+        "pass_hat_k": {**figure, "value": 0.25},
+        "pass_at_k": {**figure, "value": None, "interval": None},
+        "consistency": 0.75,
+        "inconsistent_cases": ["c1"],
+    }
+    page = render_html(sample.report(repeated, sample.suite("beta", 3)))
+    assert (
+        "<dt>coverage</dt><dd>8 in suite, 4 selected, 4 run, 0 missing "
+        '<strong class="partial">(partial run)</strong></dd>'
+    ) in page
+    # A report without coverage (schema /1) says so instead of inventing counts.
+    assert page.count("<dt>coverage</dt><dd><em>not recorded</em></dd>") == 1
+    assert page.count("<h3>Trials</h3>") == 1
+    assert (
+        '<tr><th scope="row">pass^2</th><td class="num">0.2500</td>'
+        '<td class="num">[0.2500, 0.7500]</td></tr>'
+    ) in page
+    assert '<tr><th scope="row">pass@2</th><td class="num">null</td><td class="num"></td>' in page
+    assert "0.7500 (1 cases pass some trials only: c1)" in page
+    case_id = repeated["cases"][0]["result"]["case_id"]
+    assert f"{case_id}[trial-2]" in page

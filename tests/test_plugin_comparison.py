@@ -1,0 +1,171 @@
+"""Comparison against a baseline run: the gate, the report section, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]  # no stubs in the test extra
+import pytest
+
+from pytest_agentbench.report.json_report import SCHEMA_PATH
+from tests.demo_world import write_demo_suite
+
+QUESTIONS = {f"q{i:02d}": f"{i}+{i}" for i in range(40)}
+
+ADAPTERS = '''
+class WrongOnMost:
+    """Right on the first ten questions only: a seeded regression."""
+
+    def answer(self, question):
+        left, right = question.split("+")
+        return int(left) + int(right) if int(left) < 10 else -1
+
+
+class FlakyOnOne:
+    """Wrong on one question: a difference no test can call real."""
+
+    def answer(self, question):
+        left, right = question.split("+")
+        return -1 if left == "7" else int(left) + int(right)
+'''
+
+
+def run(
+    pytester: pytest.Pytester, report: str, *args: str
+) -> tuple[pytest.RunResult, dict[str, Any]]:
+    path = pytester.path / report
+    result = pytester.runpytest(
+        f"--agentbench-report={path}",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "not agentbench_control",
+        *args,
+    )
+    return result, json.loads(path.read_text())
+
+
+@pytest.fixture
+def project(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(demo.path, questions=QUESTIONS)
+    demo.makepyfile(my_adapters=ADAPTERS)
+    return demo
+
+
+def test_a_run_compared_with_itself_is_noise_free(
+    project: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    run(project, "before.json")
+    result, report = run(project, "after.json", "--agentbench-baseline=before.json", *xdist_args)
+    assert result.ret == pytest.ExitCode.OK
+    comparison = report["comparison"]
+    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+    assert report["schema_version"] == "agentbench-run-report/2"
+    assert comparison["passed"] is True
+    assert comparison["regressions"] == 0
+    (suite,) = comparison["suites"]
+    assert suite["pairs"] == 40
+    assert suite["units"] == 40
+    rows = {row["metric"]: row for row in suite["rows"]}
+    assert set(rows) == {"passed", "accuracy", "zero_rate"}
+    for row in rows.values():
+        assert row["difference"] == 0.0
+        assert row["verdict"] == "no_significant_change"
+        assert row["p_value"] == 1.0
+    assert rows["passed"]["test"] == "mcnemar_exact"
+    assert rows["passed"]["discordant"] == {"before_better": 0, "after_better": 0}
+    result.stdout.fnmatch_lines(
+        ["comparison passed: 0 regressions, 0 improvements over 3 tested rows"]
+    )
+
+
+def test_a_seeded_regression_fails_the_session(project: pytest.Pytester) -> None:
+    junit = project.path / "junit.xml"
+    run(project, "good.json")
+    result, report = run(
+        project,
+        "bad.json",
+        "--agentbench-baseline=good.json",
+        "--agentbench-adapter=my_adapters:WrongOnMost",
+        f"--junitxml={junit}",
+        "-n",
+        "2",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    comparison = report["comparison"]
+    assert comparison["passed"] is False
+    (suite,) = comparison["suites"]
+    rows = {row["metric"]: row for row in suite["rows"]}
+    assert rows["passed"]["verdict"] == "regression"
+    assert rows["passed"]["discordant"] == {"before_better": 30, "after_better": 0}
+    assert rows["passed"]["difference"] == pytest.approx(-0.75)
+    assert rows["accuracy"]["verdict"] == "regression"
+    low, high = rows["accuracy"]["interval"]
+    assert low < -0.75 < high < 0
+    assert rows["zero_rate"]["verdict"] == "no_significant_change"
+    assert len(suite["passed_only_before"]) == 30
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED regression demo-suite:passed 1.0000 -> 0.2500 (-0.7500), Holm p = *",
+            "comparison FAILED: 2 regressions, 0 improvements over 3 tested rows",
+        ]
+    )
+    xml = junit.read_text()
+    assert 'name="agentbench.comparison.result" value="fail"' in xml
+    assert 'name="agentbench.demo-suite.comparison.accuracy" value="regression: ' in xml
+
+
+def test_a_flaky_difference_is_not_significant(project: pytest.Pytester) -> None:
+    run(project, "before.json")
+    result, report = run(
+        project,
+        "after.json",
+        "--agentbench-baseline=before.json",
+        "--agentbench-adapter=my_adapters:FlakyOnOne",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the one wrong case fails its item
+    comparison = report["comparison"]
+    assert comparison["passed"] is True
+    rows = {row["metric"]: row for row in comparison["suites"][0]["rows"]}
+    assert rows["passed"]["discordant"] == {"before_better": 1, "after_better": 0}
+    assert rows["passed"]["p_value"] == 1.0
+    assert rows["passed"]["verdict"] == "no_significant_change"
+    assert comparison["suites"][0]["passed_only_before"] == ["q07"]
+
+
+def test_a_changed_suite_is_refused_by_name_unless_allowed(project: pytest.Pytester) -> None:
+    run(project, "before.json")
+    changed = dict(QUESTIONS, q40="40+40")
+    write_demo_suite(project.path, questions=changed)
+    result, report = run(project, "after.json", "--agentbench-baseline=before.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (suite,) = report["comparison"]["suites"]
+    assert suite["status"] == "refused"
+    assert suite["refusal"].startswith("[baseline_mismatch] suite 'demo-suite': oracle digest")
+    assert suite["rows"] == []
+    result.stdout.fnmatch_lines(["*FAILED comparison [[]baseline_mismatch[]] suite 'demo-suite'*"])
+
+    result, report = run(
+        project,
+        "after.json",
+        "--agentbench-baseline=before.json",
+        "--agentbench-baseline-allow-changed",
+    )
+    assert result.ret == pytest.ExitCode.OK
+    (suite,) = report["comparison"]["suites"]
+    assert suite["status"] == "compared"
+    assert suite["mismatches"]
+    assert suite["only_after"] == ["q40"]
+    assert suite["pairs"] == 40
+
+
+def test_an_unreadable_baseline_is_a_usage_error(project: pytest.Pytester) -> None:
+    Path(project.path / "broken.json").write_text('{"schema_version": 3}', encoding="utf-8")
+    result = project.runpytest("--agentbench-baseline=broken.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = project.runpytest("--agentbench-baseline=missing.json")
+    result.stderr.fnmatch_lines(["*[[]invalid_baseline[]]*missing.json*"])
+    result = project.runpytest("--agentbench-baseline=broken.json", "--agentbench-alpha=2")
+    result.stderr.fnmatch_lines(["*[[]invalid_comparison_option[]]*--agentbench-alpha*"])

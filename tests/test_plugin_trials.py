@@ -1,0 +1,139 @@
+"""Repeated trials: K items per case, the trial fixture, pass@1 / pass^k / pass@k."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.trials import trial_seed
+from tests.demo_world import write_demo_suite
+
+QUESTIONS = {f"q{i}": f"{i}+1" for i in range(6)}
+
+CONFTEST = """
+import pytest
+from demo_world import Reference, pytest_agentbench_world_kinds  # noqa: F401
+
+
+class SeededAdapter(Reference):
+    # Wrong exactly when the trial's seed is even: a flaky agent, reproducibly.
+    def __init__(self, trial):
+        self.trial = trial
+
+    def answer(self, question):
+        return -1 if self.trial.seed % 2 == 0 else super().answer(question)
+
+
+@pytest.fixture
+def agentbench_adapter(agentbench_trial):
+    return SeededAdapter(agentbench_trial)
+"""
+
+
+def expected_passes(repeat: int) -> dict[str, list[bool]]:
+    return {
+        case: [trial_seed("demo-suite", case, t) % 2 == 1 for t in range(1, repeat + 1)]
+        for case in QUESTIONS
+    }
+
+
+@pytest.fixture
+def seeded(pytester: pytest.Pytester) -> pytest.Pytester:
+    from tests.conftest import DEMO_SOURCE
+
+    pytester.makepyfile(demo_world=DEMO_SOURCE.read_text(encoding="utf-8"))
+    pytester.makeconftest(CONFTEST)
+    pytester.syspathinsert()
+    write_demo_suite(pytester.path, questions=QUESTIONS)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        f"--agentbench-report={path}",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "not agentbench_control",
+        *args,
+    )
+    return result, json.loads(path.read_text())
+
+
+def test_repeat_runs_k_items_per_case_and_reports_pass_at_k(
+    seeded: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    passes = expected_passes(3)
+    result, report = run(seeded, "--agentbench-repeat=3", "-v", *xdist_args)
+    total = sum(sum(p) for p in passes.values())
+    result.assert_outcomes(passed=total, failed=18 - total)
+    result.stdout.fnmatch_lines(
+        ["*cases.jsonl::q0[[]trial-1[]] *", "*cases.jsonl::q5[[]trial-3[]] *"]
+    )
+    (suite,) = report["suites"]
+    trials = suite["trials"]
+    assert trials["trials"] == 3
+    assert (trials["cases"], trials["clusters"]) == (6, 6)
+    assert trials["pass_at_1"]["value"] == pytest.approx(
+        sum(sum(p) / 3 for p in passes.values()) / 6
+    )
+    assert trials["pass_hat_k"]["value"] == pytest.approx(sum(all(p) for p in passes.values()) / 6)
+    assert trials["pass_at_k"]["value"] == pytest.approx(sum(any(p) for p in passes.values()) / 6)
+    assert trials["inconsistent_cases"] == [
+        case for case, p in passes.items() if any(p) and not all(p)
+    ]
+    low, high = trials["pass_at_1"]["interval"]
+    assert low <= trials["pass_at_1"]["value"] <= high
+    results = {(c["result"]["case_id"], c["result"]["trial"]): c["result"] for c in suite["cases"]}
+    assert len(results) == 18
+    for (case, trial), graded in results.items():
+        assert (graded["outcome"] == "passed") is passes[case][trial - 1]
+    # Every rate counts all trials, but its interval resamples cases, not trials.
+    accuracy = next(m for m in suite["metrics"] if m["name"] == "accuracy")
+    assert accuracy["support"] == 18
+    result.stdout.fnmatch_lines(["trials: 3 per case; pass@1 *, pass^3 *, pass@3 *"])
+
+
+def test_a_single_trial_keeps_plain_ids_and_no_trials_section(seeded: pytest.Pytester) -> None:
+    result, report = run(seeded, "-v")
+    result.stdout.fnmatch_lines(["*cases.jsonl::q0 *"])
+    assert report["suites"][0]["trials"] is None
+    assert all(c["result"]["trial"] is None for c in report["suites"][0]["cases"])
+
+
+def test_repeat_must_be_a_whole_number(seeded: pytest.Pytester) -> None:
+    result = seeded.runpytest("--agentbench-repeat=0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]invalid_repeat[]]*agentbench_repeat*"])
+
+
+def test_coverage_counts_case_items_under_repeat(
+    seeded: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    # Every trial of every case: complete, with 2 x 6 items in the suite.
+    result, report = run(seeded, "--agentbench-repeat=2", *xdist_args)
+    (suite,) = report["suites"]
+    assert suite["coverage"] == {
+        "total": 12,
+        "selected": 12,
+        "run": 12,
+        "missing": 0,
+        "complete": True,
+    }
+    result.stdout.fnmatch_lines(["coverage: 12 in suite, 12 selected, 12 run, 0 missing"])
+    # The first trial of every case only: as many items as cases, yet a partial run.
+    result, report = run(seeded, "--agentbench-repeat=2", "-k", "trial-1", *xdist_args)
+    (suite,) = report["suites"]
+    assert suite["coverage"] == {
+        "total": 12,
+        "selected": 6,
+        "run": 6,
+        "missing": 0,
+        "complete": False,
+    }
+    result.stdout.fnmatch_lines(
+        ["coverage: 12 in suite, 6 selected, 6 run, 0 missing (PARTIAL RUN)"]
+    )
