@@ -165,6 +165,7 @@ def grade(
         failure_reason=None if outcome is None else outcome.failure_reason,
         findings=tuple(sorted(set(findings))),
         receipt=None if outcome is None else outcome.receipt,
+        cluster=case.cluster,
     )
 
 

@@ -5,11 +5,13 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from pytest_agentbench.contracts import (
+    Case,
     CaseOutcome,
     CaseResult,
     FailureClass,
     MetricSpec,
     MetricValue,
+    grade,
 )
 from pytest_agentbench.metrics import aggregate, by_family, graded, select
 from pytest_agentbench.stats import wilson_interval
@@ -195,3 +197,11 @@ def test_a_ratio_above_one_is_reported_without_an_interval() -> None:
     assert value.value == 1.5
     assert value.interval is None
     assert value.support == 2
+
+
+def test_a_graded_case_carries_its_cluster_key() -> None:
+    clustered = Case(suite_id="s", case_id="v2", file="f", cluster="scenario")
+    assert grade(clustered, []).cluster == "scenario"
+    assert grade(clustered, []).unit == "scenario"
+    alone = Case(suite_id="s", case_id="v1", file="f")
+    assert grade(alone, []).unit == "v1"

@@ -188,6 +188,7 @@ class OperationsWorld:
                 file=spec_name,
                 line=lines.get(scenario_id),
                 title=None,
+                cluster=spec.semantic_scenario_id,
                 labels=(
                     f"{CLUSTER_PREFIX}{spec.semantic_scenario_id}",
                     f"operation:{spec.operation_id}",

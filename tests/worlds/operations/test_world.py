@@ -59,6 +59,8 @@ def test_one_case_per_variant_labelled_with_its_semantic_scenario(tmp_path: Path
     assert [c.case_id for c in cases] == ["V1", "V2", "V3"]
     assert {c.file for c in cases} == {"operation.yaml"}
     assert all(c.labels[0] == "cluster:pab-recurring-kitchen-leak" for c in cases)
+    # The comparison's statistical unit: three variants of one scenario are one cluster.
+    assert {c.cluster for c in cases} == {"pab-recurring-kitchen-leak"}
     lines = SPEC_PATH.read_text().splitlines()
     assert [lines[c.line - 1].strip() for c in cases if c.line] == ["V1:", "V2:", "V3:"]
 
