@@ -97,7 +97,11 @@ def _cap_text(text: str | None, limit: int) -> str | None:
 
 
 def cap_result(result: CaseResult, limit: int) -> CaseResult:
-    """``result`` with every check value, check detail and receipt held to ``limit`` bytes."""
+    """``result`` with every check value, check detail and receipt held to ``limit`` bytes.
+
+    A recorded output (``--agentbench-report`` / ``--agentbench-record``) larger
+    than ``limit`` is not kept at all.
+    """
     if limit <= 0:
         return result
     checks = tuple(
@@ -111,7 +115,12 @@ def cap_result(result: CaseResult, limit: int) -> CaseResult:
         for check in result.checks
     )
     receipt = None if result.receipt is None else cap_receipt(result.receipt, limit)
-    return result.model_copy(update={"checks": checks, "receipt": receipt})
+    # A recorded output is only worth keeping whole (re-scoring grades it again):
+    # above the limit it is dropped, and replaying it is refused by name.
+    recorded = result.recorded
+    if recorded is not None and len(recorded.model_dump_json().encode("utf-8")) > limit:
+        recorded = None
+    return result.model_copy(update={"checks": checks, "receipt": receipt, "recorded": recorded})
 
 
 def stored_result(result: CaseResult, limit: int) -> str:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from pytest_agentbench.canonical import canonical_json, sha256_hex
-from pytest_agentbench.contracts import CaseOutcome, CaseResult, Check, CheckStatus
+from pytest_agentbench.contracts import (
+    CaseOutcome,
+    CaseResult,
+    Check,
+    CheckStatus,
+    Outcome,
+    RecordedOutput,
+)
 from pytest_agentbench.output_caps import (
     MARKER,
     TruncatedReceipt,
@@ -70,6 +77,27 @@ def test_a_result_is_rewritten_only_when_its_report_text_is_large() -> None:
     assert MARKER in check.actual
     assert capped.receipt is not None
     assert capped.receipt["digest"] == result.receipt["digest"]  # type: ignore[index]
+
+
+def test_a_recorded_output_over_the_limit_is_not_kept_and_one_under_it_is() -> None:
+    def recorded(output: str) -> CaseResult:
+        return CaseResult(
+            suite_id="s",
+            case_id="c",
+            outcome=CaseOutcome.PASSED,
+            recorded=RecordedOutput(
+                outcome=Outcome(output=output),
+                case_digest="0" * 64,
+                suite_digest=None,
+                oracle_digest=None,
+                adapter="agent",
+            ),
+        )
+
+    large, small = recorded("x" * 5000), recorded("x")
+    assert cap_result(large, 1000).recorded is None
+    assert cap_result(small, 1000).recorded == small.recorded
+    assert cap_result(large, 0).recorded == large.recorded
 
 
 @pytest.mark.parametrize("text", ["-1", "1.5", "many", ""])
