@@ -122,7 +122,8 @@ SCRIPT = r"""
       panel.appendChild(el("p", "Check " + focusName + " was not graded on this case.", "hint"));
     }
     if (c.output) {
-      panel.appendChild(el("h4", "Adapter output" + (c.output.adapter ? " (" + c.output.adapter + ")" : "")));
+      var from = c.output.adapter ? " (" + c.output.adapter + ")" : "";
+      panel.appendChild(el("h4", "Adapter output" + from));
       panel.appendChild(el("pre", c.output.json, "adapter-output"));
     }
     if (c.receipt) {
