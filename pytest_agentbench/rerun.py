@@ -221,7 +221,10 @@ def pytest_configure(config: pytest.Config) -> None:
         resume_path = None if resume is None else Path(resume)
         config.stash[RERUN_KEY] = Rerun(
             record_dir=None if record_dir is None else Path(record_dir).resolve(),
-            recording=record_dir is not None or config.getoption("agentbench_report") is not None,
+            # The HTML page shows each case's recorded adapter output, as the report keeps it.
+            recording=record_dir is not None
+            or config.getoption("agentbench_report") is not None
+            or config.getoption("agentbench_html") is not None,
             replay=(
                 None
                 if replay_path is None

@@ -298,3 +298,32 @@ def comparison(suite_id: str, flipped: list[str]) -> dict[str, Any]:
             }
         ],
     }
+
+
+def recorded(output: Any, adapter: str = "tests.agents:Oracle") -> dict[str, Any]:
+    """A case result's ``recorded`` field (``contracts.RecordedOutput``) holding ``output``."""
+    return {
+        "adapter": adapter,
+        "case_digest": "1" * 64,
+        "oracle_digest": "2" * 64,
+        "outcome": {
+            "failure_class": None,
+            "failure_reason": None,
+            "output": output,
+            "receipt": None,
+            "transcript": None,
+        },
+        "suite_digest": "3" * 64,
+    }
+
+
+def trace_row(event_id: str) -> dict[str, Any]:
+    """Part of an authority world's trace row, as its adapter answers it."""
+    return {
+        "action": "refund.issue",
+        "attributed_actor_id": "agent-7",
+        "event_id": event_id,
+        "requested_scope": ["refunds:write"],
+        "resource_id": "order-1182",
+        "timestamp": "2026-01-05T09:30:00Z",
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,3 +149,38 @@ def test_dump_dom_after_load_holds_every_suite(page: Path, tmp_path: Path) -> No
     assert 'data-suite="alpha"' in dom
     assert 'data-suite="beta"' in dom
     assert dom.count('class="plot dot-whisker"') == 6
+
+
+def test_opening_an_authority_case_shows_its_recorded_trace_row(
+    browser: Browser, tmp_path: Path
+) -> None:
+    authority = sample.suite("authority-demo", 4, interactive=False)
+    authority["world"] = "authority"
+    authority["cases"][2]["result"]["recorded"] = sample.recorded(sample.trace_row("evt-0042"))
+    path = tmp_path / "authority.html"
+    write_html(sample.report(authority), path)
+    load = browser.open(path.as_uri())
+    assert (load.console_errors, load.exceptions) == ([], [])
+    shown = browser.evaluate(
+        """(() => {
+        const panel = document.getElementById('s0-detail');
+        const open = (hash) => {
+          location.hash = hash;
+          window.dispatchEvent(new HashChangeEvent('hashchange'));
+          return {
+            headings: [...panel.querySelectorAll('h4')].map(h => h.textContent),
+            output: panel.querySelector('pre.adapter-output')
+              ? panel.querySelector('pre.adapter-output').textContent : null,
+          };
+        };
+        return {recorded: open('#case-s0-2'), plain: open('#case-s0-1')};
+        })()"""
+    )
+    recorded = shown["recorded"]
+    assert "Adapter output (tests.agents:Oracle)" in recorded["headings"]
+    assert json.loads(recorded["output"])["event_id"] == "evt-0042"
+    assert '\n  "event_id": "evt-0042",\n' in recorded["output"]
+    assert shown["plain"]["output"] is None
+    assert not any(h.startswith("Adapter output") for h in shown["plain"]["headings"])
+    browser.evaluate("location.hash = '#case-s0-2'")
+    browser.screenshot(tmp_path / "authority-detail.png")

@@ -39,6 +39,9 @@ def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
     )
     page = html.read_text(encoding="utf-8")
     assert page.count('<th scope="row"><a href="#case-s0-') == 3
+    # The page alone records the adapter's outputs for each case's detail.
+    block = page.split('<script type="application/json" id="cases-s0">')[1].split("</script>")[0]
+    assert all("output" in case for case in json.loads(block))
 
 
 def test_built_in_suites_render_identically_without_xdist_and_with_two_workers(

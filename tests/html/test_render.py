@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.cli import main
-from pytest_agentbench.report.html import render_html
+from pytest_agentbench.contracts import RecordedOutput
+from pytest_agentbench.report.html import grid, render_html
 from tests.html import sample
 
 
@@ -243,3 +244,48 @@ def test_coverage_trials_and_trial_cases_are_drawn() -> None:
     assert "0.7500 (1 cases pass some trials only: c1)" in page
     case_id = repeated["cases"][0]["result"]["case_id"]
     assert f"{case_id}[trial-2]" in page
+
+
+def _detail_cases(page: str) -> list[dict[str, object]]:
+    block = re.search(r'<script type="application/json" id="cases-s0">(.*?)</script>', page)
+    assert block is not None
+    cases: list[dict[str, object]] = json.loads(block.group(1))
+    return cases
+
+
+def test_the_detail_carries_the_recorded_adapter_output_pretty_printed() -> None:
+    suite = sample.suite("alpha", 3, interactive=False)
+    row = sample.trace_row("evt-0042")
+    suite["cases"][1]["result"]["recorded"] = sample.recorded(row)
+    suite["cases"][2]["result"]["recorded"] = sample.recorded(None)
+    RecordedOutput.model_validate(suite["cases"][1]["result"]["recorded"])
+    cases = _detail_cases(render_html(sample.report(suite)))
+    # No ``recorded`` (the run kept none): no output, not an empty one.
+    assert "output" not in cases[0]
+    assert cases[1]["output"] == {
+        "adapter": "tests.agents:Oracle",
+        "json": json.dumps(row, sort_keys=True, indent=2),
+    }
+    # An adapter that answered nothing recorded null: shown as such.
+    assert cases[2]["output"] == {"adapter": "tests.agents:Oracle", "json": "null"}
+
+
+def test_a_large_adapter_output_is_cut_with_a_count_of_what_was_left_out() -> None:
+    suite = sample.suite("alpha", 1, interactive=False)
+    suite["cases"][0]["result"]["recorded"] = sample.recorded({"records": ["r" * 50] * 200})
+    shown = _detail_cases(render_html(sample.report(suite)))[0]["output"]
+    assert isinstance(shown, dict)
+    assert len(shown["json"]) < grid.OUTPUT_LIMIT + 40
+    assert shown["json"].endswith(" more characters)")
+
+
+def test_script_end_tags_inside_the_adapter_output_are_escaped() -> None:
+    suite = sample.suite("alpha", 1, interactive=False)
+    hostile = {"note": "</script><script>alert(3)</script>"}
+    suite["cases"][0]["result"]["recorded"] = sample.recorded(hostile)
+    page = render_html(sample.report(suite))
+    assert "alert(3)</script>" not in page
+    assert "</script><script>alert(3)" not in page
+    output = _detail_cases(page)[0]["output"]
+    assert isinstance(output, dict)
+    assert json.loads(output["json"]) == hostile

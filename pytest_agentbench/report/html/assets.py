@@ -121,6 +121,11 @@ SCRIPT = r"""
     if (focusName !== null && focusRow < 0) {
       panel.appendChild(el("p", "Check " + focusName + " was not graded on this case.", "hint"));
     }
+    if (c.output) {
+      var from = c.output.adapter ? " (" + c.output.adapter + ")" : "";
+      panel.appendChild(el("h4", "Adapter output" + from));
+      panel.appendChild(el("pre", c.output.json, "adapter-output"));
+    }
     if (c.receipt) {
       var r = c.receipt;
       panel.appendChild(el("h4", "Tool-session receipt (" + r.calls.length + " calls)"));

@@ -27,6 +27,8 @@ SINGLE_GROUP_LIMIT = 60
 """Up to this many cases a suite shows one grid, open; above, one per label group."""
 VALUE_LIMIT = 600
 CALL_LIMIT = 300
+OUTPUT_LIMIT = 2400
+"""Characters of an adapter output's pretty-printed JSON kept per case."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,13 @@ def _case_data(row: CaseRow, names: Sequence[str]) -> dict[str, Any]:
         "checks": checks,
         "columns": list(names),
     }
+    recorded = read.mapping(result, "recorded")
+    outcome = read.mapping(recorded, "outcome")
+    if "output" in outcome:
+        data["output"] = {
+            "adapter": read.text(recorded, "adapter"),
+            "json": read.pretty_text(outcome["output"], OUTPUT_LIMIT),
+        }
     receipt = read.mapping(result, "receipt")
     if receipt:
         data["receipt"] = _receipt_data(receipt)

@@ -7,6 +7,7 @@ missing or mistyped field reads as its empty default rather than failing.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -76,6 +77,19 @@ def json_text(value: Any, limit: int) -> str:
         shown = canonical_json(value)
     except (TypeError, ValueError):
         shown = repr(value)
+    return _cut(shown, limit)
+
+
+def _cut(shown: str, limit: int) -> str:
     if len(shown) > limit:
         return f"{shown[:limit]}… ({len(shown) - limit} more characters)"
     return shown
+
+
+def pretty_text(value: Any, limit: int) -> str:
+    """``value`` as indented JSON with sorted keys, cut at ``limit`` characters."""
+    try:
+        shown = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        shown = repr(value)
+    return _cut(shown, limit)
