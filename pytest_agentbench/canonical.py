@@ -29,10 +29,14 @@ JsonValue = Any
 
 def canonical_json(value: JsonValue) -> str:
     """Serialise ``value`` canonically; non-finite floats are refused."""
-    _refuse_non_finite(value, ())
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    try:
+        return json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except ValueError:
+        # json names no path; the walk is only paid for on the way to the refusal.
+        _refuse_non_finite(value, ())
+        raise
 
 
 def canonical_bytes(value: JsonValue) -> bytes:
@@ -41,8 +45,12 @@ def canonical_bytes(value: JsonValue) -> bytes:
 
 def pretty_json(value: JsonValue) -> str:
     """The on-disk form of JSON files: ``indent=2``, sorted keys, trailing newline."""
-    _refuse_non_finite(value, ())
-    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    try:
+        text = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        _refuse_non_finite(value, ())
+        raise
+    return text + "\n"
 
 
 def _refuse_non_finite(value: JsonValue, path: tuple[int | str, ...]) -> None:
