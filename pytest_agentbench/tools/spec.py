@@ -82,7 +82,9 @@ class ToolDescriptor(Record):
         return copy
 
     def describe(self) -> ToolDescriptor:
-        return ToolDescriptor(
+        # Every field was validated when this tool was declared; checking again
+        # would repeat the schema walk once per tool per receipt.
+        return ToolDescriptor.model_construct(
             name=self.name,
             description=self.description,
             parameters=self.parameters,

@@ -8,11 +8,14 @@ are read only once that answer exists; the grade is computed by code.
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -325,7 +328,7 @@ class ToolGrammarWorld:
         plants = [Injection(p.verb, p.payload, p.match, p.field_name) for p in task.injections]
         sandbox = Sandbox(built_world(get_domain(task.world)), plants)
         try:
-            session = open_session(sandbox, task.task_id, FinalAnswer.model_json_schema())
+            session = open_session(sandbox, task.task_id, _final_answer_schema())
 
             def accept(raw: Any) -> JsonValue:
                 final = parse_final(raw)
@@ -448,10 +451,16 @@ class ToolGrammarWorld:
 
     def final_schema(self) -> dict[str, JsonValue]:
         """The published JSON Schema of the answer object ``solve`` returns."""
-        return FinalAnswer.model_json_schema()
+        return copy.deepcopy(dict(_final_answer_schema()))
 
     def predictions_adapter(self, suite: Suite, path: Path) -> PredictionsAdapter:
         return PredictionsAdapter(path)
+
+
+@functools.cache
+def _final_answer_schema() -> Mapping[str, JsonValue]:
+    # pydantic rebuilds the schema on every call; each session copies what it is given.
+    return MappingProxyType(FinalAnswer.model_json_schema())
 
 
 WORLD = ToolGrammarWorld()
