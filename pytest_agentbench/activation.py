@@ -43,10 +43,8 @@ def is_active(config: pytest.Config) -> bool:
 def activate(config: pytest.Config) -> tuple[object, ...]:
     """Register the plugins of a benchmark run unless they are; return those registered now.
 
-    A usage error found while doing so (a bad environment variable, a broken
-    world registration) ends the session with pytest's usage-error status, as
-    it would have at configure time: pytest reports an exception from a
-    collection or fixture hook as a failure of that node instead.
+    A usage error found while doing so (a broken world registration, say)
+    unregisters them again and is raised: the plugin stays off.
     """
     if ACTIVE_KEY in config.stash:
         return ()
@@ -57,13 +55,11 @@ def activate(config: pytest.Config) -> tuple[object, ...]:
         for name in PLUGINS:
             if pluginmanager.get_plugin(name) is None and not pluginmanager.is_blocked(name):
                 pluginmanager.register(importlib.import_module(name), name)
-    except pytest.UsageError as exc:
-        if SESSION_KEY not in config.stash:
-            raise
+    except pytest.UsageError:
         for plugin in pluginmanager.get_plugins():
             if id(plugin) not in before:
                 pluginmanager.unregister(plugin)
-        pytest.exit(f"ERROR: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        raise
     registered = tuple(p for p in pluginmanager.get_plugins() if id(p) not in before)
     config.stash[ACTIVE_KEY] = registered
     session = config.stash.get(SESSION_KEY, None)

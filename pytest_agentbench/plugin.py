@@ -38,6 +38,8 @@ REFUSAL_ATTR = "agentbench_refusal"
 CENSUS_KEY = "agentbench_census"
 
 FINDER_KEY = pytest.StashKey[SuiteFinder]()
+REFUSED_KEY = pytest.StashKey[pytest.UsageError]()
+"""A usage error met turning the plugin on during collection, raised once collection ends."""
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -81,11 +83,23 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         in_suite = True  # a broken world registration: the benchmark plugin refuses it
     if not in_suite:
         return None
-    registered = activate(config)
+    try:
+        registered = activate(config)
+    except pytest.UsageError as exc:
+        # Raised here, pytest would report it as this folder's collection error.
+        config.stash[REFUSED_KEY] = exc
+        return None
     collected = deliver(
         config, registered, "pytest_collect_file", file_path=file_path, parent=parent
     )
     return next((collector for collector in collected if collector is not None), None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config) -> None:
+    refused = config.stash.get(REFUSED_KEY, None)
+    if refused is not None:
+        # As at configure time: the session ends with pytest's usage-error status.
+        raise refused
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
