@@ -66,7 +66,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if plugin_options.in_use(config) is not None:
         activate(config)
     elif controller:
+        if config.getoption("dist", "no") != "no" and not _worlds_register(config):
+            # A worker would meet the broken registration while collecting, where
+            # its usage error could not end the session: the plugin's configure says it.
+            activate(config)
         config.pluginmanager.register(WorkerReports(config), "agentbench-worker-reports")
+
+
+def _worlds_register(config: pytest.Config) -> bool:
+    try:
+        config.stash[FINDER_KEY].world_markers()
+    except AgentbenchError:
+        return False
+    return True
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

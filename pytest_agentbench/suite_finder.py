@@ -32,7 +32,7 @@ class SuiteFinder:
         self._marker_sets = None
         self._verdicts.clear()
 
-    def _markers(self) -> MarkerSets:
+    def world_markers(self) -> MarkerSets:
         """Every world's layout marker sets (raises the registry's refusals)."""
         if self._marker_sets is None:
             load_entry_point_worlds(self._pluginmanager)
@@ -46,7 +46,8 @@ class SuiteFinder:
         if (folder / SUITE_FILE).is_file():
             return True
         return any(
-            all((folder / marker).is_file() for marker in markers) for markers in self._markers()
+            all((folder / marker).is_file() for marker in markers)
+            for markers in self.world_markers()
         )
 
     def in_suite(self, file_path: Path) -> bool:

@@ -224,7 +224,7 @@ def test_a_chat_agent_environment_variable_is_a_setting(
 
 
 def test_a_broken_world_registration_met_while_collecting_is_a_usage_error(
-    demo: pytest.Pytester,
+    demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     demo.makeconftest(
         "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n"
@@ -238,6 +238,6 @@ def test_a_broken_world_registration_met_while_collecting_is_a_usage_error(
         "    config.pluginmanager.register(Twice())\n"
     )
     write_demo_suite(demo.path)
-    result = demo.runpytest()
+    result = demo.runpytest(*xdist_args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "[duplicate_world_kind] world kind 'demo' is registered twice" in result.stderr.str()
