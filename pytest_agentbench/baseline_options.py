@@ -28,32 +28,6 @@ class BaselineRequest:
 BASELINE_KEY = pytest.StashKey[BaselineRequest]()
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("agentbench")
-    group.addoption(
-        "--agentbench-baseline",
-        metavar="PATH",
-        help="compare this run with an earlier JSON run report; a regression fails the session",
-    )
-    group.addoption(
-        "--agentbench-alpha",
-        metavar="P",
-        help="significance level of the comparison, after Holm-Bonferroni (default: 0.05)",
-    )
-    group.addoption(
-        "--agentbench-max-regression",
-        metavar="SIZE",
-        help="a significant change worse than the baseline by at most SIZE is tolerated "
-        "(default: 0)",
-    )
-    group.addoption(
-        "--agentbench-baseline-allow-changed",
-        action="store_true",
-        default=False,
-        help="compare although suite digests, world kind or metric definitions changed",
-    )
-
-
 def _number(text: str, option: str, *, low: float, high: float | None) -> float:
     try:
         value = float(text)

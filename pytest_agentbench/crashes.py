@@ -54,10 +54,20 @@ def attach_worker(config: pytest.Config) -> None:
 
 
 class CrashWitness:
-    """On the xdist controller: one flag file per worker, read when a worker dies."""
+    """On the xdist controller: one flag file per worker, read when a worker dies.
+
+    Registered before anyone knows whether the run has benchmarks (workers are
+    configured before they collect), so its folder is made only when a worker is.
+    """
 
     def __init__(self) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="agentbench-flags-"))
+        self._directory: Path | None = None
+
+    @property
+    def directory(self) -> Path:
+        if self._directory is None:
+            self._directory = Path(tempfile.mkdtemp(prefix="agentbench-flags-"))
+        return self._directory
 
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
@@ -76,4 +86,9 @@ class CrashWitness:
             return False
 
     def close(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+
+WITNESS_KEY = pytest.StashKey[CrashWitness]()
+"""The controller's witness, registered by the plugin's facade on every xdist controller."""

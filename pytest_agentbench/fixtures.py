@@ -4,20 +4,30 @@
 (for example to build the agent from the user's own fixtures). Outside a case
 item, ``agentbench_case`` and ``agentbench_world`` need the test to name its
 case: ``@pytest.mark.agentbench(suite="<suite id>", case="<case id>")``.
+
+Registered in every run, so the module imports only pytest: a test of the
+user's that requests one of them is what turns the plugin on in a run
+without suites (:func:`~pytest_agentbench.activation.activate`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.contracts import Case
-from pytest_agentbench.packaged import packaged_suites
-from pytest_agentbench.session import LoadedSuite, get_state
+from pytest_agentbench.activation import activate
+
+if TYPE_CHECKING:
+    from pytest_agentbench.contracts import Case
+    from pytest_agentbench.session import LoadedSuite
+    from pytest_agentbench.trials import Trial
 
 
 def _loaded_case(request: pytest.FixtureRequest) -> tuple[LoadedSuite, Case]:
+    from pytest_agentbench.packaged import packaged_suites
+    from pytest_agentbench.session import get_state
+
     node = request.node
     loaded: LoadedSuite | None = getattr(node, "loaded", None)
     case: Case | None = getattr(node, "case", None)
@@ -50,6 +60,9 @@ def _loaded_case(request: pytest.FixtureRequest) -> tuple[LoadedSuite, Case]:
 @pytest.fixture(scope="session")
 def agentbench_adapter(pytestconfig: pytest.Config) -> Any:
     """The system under test: ``--agentbench-adapter``, or the built-in reference agents."""
+    from pytest_agentbench.session import get_state
+
+    activate(pytestconfig)
     state = get_state(pytestconfig)
     if state.isolation is not None:
         return state.isolation.ready(state.adapter)
@@ -59,11 +72,27 @@ def agentbench_adapter(pytestconfig: pytest.Config) -> Any:
 @pytest.fixture
 def agentbench_case(request: pytest.FixtureRequest) -> Case:
     """The case of the running item."""
+    activate(request.config)
     return _loaded_case(request)[1]
 
 
 @pytest.fixture
 def agentbench_world(request: pytest.FixtureRequest) -> Any:
     """The public projection of the case's world: everything the adapter may see."""
+    activate(request.config)
     loaded, case = _loaded_case(request)
     return loaded.world.public_view(loaded.suite, case)
+
+
+@pytest.fixture
+def agentbench_trial(request: pytest.FixtureRequest) -> Trial:
+    """The running trial: index, count and seed (index 1 of 1 outside repeats)."""
+    from pytest_agentbench.trials import make_trial
+
+    node = request.node
+    case = getattr(node, "case", None)
+    suite = getattr(getattr(node, "loaded", None), "suite", None)
+    count: int = getattr(node, "trial_count", 1)
+    if case is None or suite is None:
+        return make_trial("", node.nodeid, None, 1)
+    return make_trial(suite.id, case.case_id, getattr(node, "trial", None), count)

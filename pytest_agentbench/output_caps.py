@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from pytest_agentbench import plugin_options
 from pytest_agentbench.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.contracts import CaseResult, Record
 
-DEFAULT_MAX_OUTPUT_BYTES = 65536
+# Defined with the options, which are registered without importing pydantic.
+DEFAULT_MAX_OUTPUT_BYTES = plugin_options.DEFAULT_MAX_OUTPUT_BYTES
 """The default limit per stored value, in bytes of canonical JSON; 0 keeps every value whole."""
 MARKER = "... [truncated: "
 

@@ -1,4 +1,9 @@
-"""The world kinds known to this process, gathered through the pluggy hook."""
+"""The world kinds known to this process, gathered through the pluggy hook.
+
+Importing this module and building a registry of lazy worlds imports neither
+pydantic nor any world: the plugin asks it for layout markers in every pytest
+run that collects files, benchmarks or not.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import pluggy
 
 from pytest_agentbench import hookspecs
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import describe_exception
-from pytest_agentbench.suite import SuiteConfig
-from pytest_agentbench.world import RecognisesLayout, World
+
+if TYPE_CHECKING:
+    from pytest_agentbench.suite import SuiteConfig
+    from pytest_agentbench.world import World
 
 MarkerSets = tuple[tuple[str, ...], ...]
 
@@ -57,6 +64,8 @@ class LazyWorld:
             try:
                 world: World = target.load()
             except Exception as exc:
+                from pytest_agentbench.runner import describe_exception
+
                 raise AgentbenchError(
                     "world_load_failed",
                     f"world kind {self.kind!r}: importing {self.target} raised "
@@ -174,6 +183,10 @@ class WorldRegistry:
         kinds claim is refused as ``ambiguous_layout`` rather than given to
         whichever registered first.
         """
+        from pytest_agentbench.runner import describe_exception
+        from pytest_agentbench.suite import SuiteConfig
+        from pytest_agentbench.world import RecognisesLayout
+
         display = display or folder.as_posix()
         claims: dict[str, Recognition] = {}
         for kind in self.kinds():

@@ -186,25 +186,6 @@ def _locate(
 RERUN_KEY = pytest.StashKey[Rerun]()
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("agentbench")
-    group.addoption(
-        "--agentbench-record",
-        metavar="DIR",
-        help="write every case's recorded adapter output to DIR/<suite>/<case>.json",
-    )
-    group.addoption(
-        "--agentbench-replay-outputs",
-        metavar="PATH",
-        help="grade the outputs recorded in a run report or record folder; no adapter runs",
-    )
-    group.addoption(
-        "--agentbench-resume",
-        metavar="PATH",
-        help="run only the cases an earlier run report left without a graded result",
-    )
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     record_dir = config.getoption("agentbench_record")

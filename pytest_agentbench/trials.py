@@ -76,15 +76,6 @@ def split_item_name(name: str) -> tuple[str, int | None]:
     return name, None
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("agentbench").addoption(
-        "--agentbench-repeat",
-        metavar="K",
-        help="run every case K times as K items (case[trial-1] ...); default 1",
-    )
-    parser.addini("agentbench_repeat", "default for --agentbench-repeat", default="1")
-
-
 def repeat_count(config: pytest.Config) -> int:
     text = config.getoption("agentbench_repeat") or config.getini("agentbench_repeat")
     try:
@@ -96,18 +87,6 @@ def repeat_count(config: pytest.Config) -> int:
             "invalid_repeat", f"{text!r} is not a whole number >= 1", field="agentbench_repeat"
         )
     return count
-
-
-@pytest.fixture
-def agentbench_trial(request: pytest.FixtureRequest) -> Trial:
-    """The running trial: index, count and seed (index 1 of 1 outside repeats)."""
-    node = request.node
-    case = getattr(node, "case", None)
-    suite = getattr(getattr(node, "loaded", None), "suite", None)
-    count: int = getattr(node, "trial_count", 1)
-    if case is None or suite is None:
-        return make_trial("", node.nodeid, None, 1)
-    return make_trial(suite.id, case.case_id, getattr(node, "trial", None), count)
 
 
 # --- the suite's figures ----------------------------------------------------

@@ -11,30 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, ValidationError
 
+from pytest_agentbench import plugin_options
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.errors import UsageError
 
-CassetteMode = Literal["record", "replay", "off"]
-
-# setting -> (ini key, environment variable)
-SOURCES: dict[str, tuple[str, str]] = {
-    "base_url": ("agentbench_llm_base_url", "AGENTBENCH_LLM_BASE_URL"),
-    "model": ("agentbench_llm_model", "AGENTBENCH_LLM_MODEL"),
-    "api_key_env": ("agentbench_llm_api_key_env", "AGENTBENCH_LLM_API_KEY_ENV"),
-    "temperature": ("agentbench_llm_temperature", "AGENTBENCH_LLM_TEMPERATURE"),
-    "max_turns": ("agentbench_llm_max_turns", "AGENTBENCH_LLM_MAX_TURNS"),
-    "seed": ("agentbench_llm_seed", "AGENTBENCH_LLM_SEED"),
-    "timeout_s": ("agentbench_llm_timeout", "AGENTBENCH_LLM_TIMEOUT"),
-    "max_retries": ("agentbench_llm_max_retries", "AGENTBENCH_LLM_MAX_RETRIES"),
-    "retry_backoff_s": ("agentbench_llm_retry_backoff", "AGENTBENCH_LLM_RETRY_BACKOFF"),
-    "fence_results": ("agentbench_llm_fence_results", "AGENTBENCH_LLM_FENCE_RESULTS"),
-    "cassettes": ("agentbench_cassettes", "AGENTBENCH_CASSETTES"),
-    "cassette_mode": ("agentbench_cassette_mode", "AGENTBENCH_CASSETTE_MODE"),
-}
+# Defined with the options, which are registered without importing pydantic.
+CassetteMode = plugin_options.CassetteMode
+SOURCES = plugin_options.SOURCES
 
 
 class ChatSettings(Record):

@@ -1,0 +1,243 @@
+"""The plugin is inert in a run without benchmarks, and whole in a run with them.
+
+The entry-point module registers options, markers and fixtures only; the
+rest is turned on when the run sets an option, collects a suite file or a
+recognised layout, or a test requests a plugin fixture. Under xdist the
+controller follows the workers' decision. Runs whose imports are checked run
+in a subprocess: the test process itself has imported everything.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench import plugin, plugin_options
+from pytest_agentbench.report import census, recorder
+from tests.demo_world import write_demo_suite
+from tests.layout_world import write_layout_folder
+
+HEAVY_PREFIXES = ("pydantic", "yaml", "pytest_agentbench.report", "pytest_agentbench.worlds")
+
+# Writes, in every process, which heavy modules it imported and whether the
+# plugin was loaded at all (a blocked plugin would make the check vacuous).
+IMPORT_PROBE = """
+import json, sys
+
+HEAVY = (
+    "pydantic", "yaml", "pytest_agentbench.report", "pytest_agentbench.contracts",
+    "pytest_agentbench.session", "pytest_agentbench.collect",
+    "pytest_agentbench.benchmark_plugin",
+)
+WORLD_DECLARATIONS = ("pytest_agentbench.worlds",)
+
+
+def world_module(name):
+    # A world's registration declares it (kind, markers) and imports nothing of it.
+    parts = name.split(".")
+    return name.startswith("pytest_agentbench.worlds.") and len(parts) > 3 and (
+        parts[3] != "registration"
+    )
+
+
+def pytest_sessionfinish(session):
+    config = session.config
+    worker = getattr(config, "workerinput", {}).get("workerid", "main")
+    heavy = sorted(
+        name for name in sys.modules if name.startswith(HEAVY) or world_module(name)
+    )
+    probe = {"loaded": config.pluginmanager.hasplugin("agentbench"), "heavy": heavy}
+    with open(f"probe-{worker}.json", "w") as handle:
+        json.dump(probe, handle)
+"""
+
+
+def _probes(project: pytest.Pytester) -> dict[str, dict[str, object]]:
+    return {
+        path.stem.removeprefix("probe-"): json.loads(path.read_text(encoding="utf-8"))
+        for path in project.path.glob("probe-*.json")
+    }
+
+
+def _expected_processes(xdist_args: list[str]) -> set[str]:
+    return {"main", "gw0", "gw1"} if xdist_args == ["-n", "2"] else {"main"}
+
+
+def test_importing_the_plugin_imports_no_model_world_or_report_module() -> None:
+    code = (
+        "import json, sys\n"
+        "import pytest_agentbench.plugin\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    modules = json.loads(done.stdout)
+    assert "pytest_agentbench.plugin" in modules
+    assert [name for name in modules if name.startswith(HEAVY_PREFIXES)] == []
+
+
+def test_the_report_attributes_the_facade_watches_are_the_recorders() -> None:
+    assert plugin.IDENTITY_ATTR == recorder.IDENTITY_ATTR
+    assert plugin.REFUSAL_ATTR == recorder.REFUSAL
+    assert plugin.CENSUS_KEY == census.WORKEROUTPUT_KEY
+
+
+def test_a_run_without_suites_imports_nothing_heavy_and_says_nothing(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    pytester.makeconftest(IMPORT_PROBE)
+    pytester.makepyfile(test_plain="def test_one():\n    pass\n\ndef test_two():\n    pass\n")
+    (pytester.path / "data").mkdir()
+    (pytester.path / "data" / "notes.yaml").write_text("a: 1\n", encoding="utf-8")
+    result = pytester.runpytest_subprocess(*xdist_args)
+    result.assert_outcomes(passed=2)
+    said = [line for line in result.outlines if "agentbench" in line]
+    assert [line for line in said if not line.startswith("plugins:")] == []
+    probes = _probes(pytester)
+    assert set(probes) == _expected_processes(xdist_args)
+    for process, probe in probes.items():
+        assert probe == {"loaded": True, "heavy": []}, process
+
+
+def test_a_suite_collected_by_path_turns_the_plugin_on_everywhere(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = demo.runpytest(*xdist_args)
+    result.assert_outcomes(passed=4, failed=1)
+    # The summary is the controller's: it learnt of the suite from the workers.
+    result.stdout.fnmatch_lines(["*= agentbench: demo-suite (demo) =*", "*accuracy*"])
+
+
+def test_a_refused_suite_alone_turns_the_controller_on(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    folder = write_demo_suite(demo.path)
+    (folder / "suite.yaml").write_text("id: demo-suite\nworld: demo\n", encoding="utf-8")
+    demo.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = demo.runpytest(*xdist_args)
+    result.assert_outcomes(passed=1, errors=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["agentbench [[]missing_field[]] suites/demo-suite/suite.yaml: version*"]
+    )
+
+
+def test_a_recognised_layout_collected_by_path_turns_the_plugin_on(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    pytester.makepyfile(layout_world=Path(sys.modules["tests.layout_world"].__file__).read_text())
+    pytester.makeconftest("from layout_world import pytest_agentbench_world_kinds  # noqa: F401\n")
+    pytester.syspathinsert()
+    write_layout_folder(pytester.path)
+    result = pytester.runpytest("published", *xdist_args)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*= agentbench: published-demo (layout) =*"])
+
+
+def test_a_packaged_suite_by_name(pytester: pytest.Pytester, xdist_args: list[str]) -> None:
+    report = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "--agentbench-suite", "operations-maintenance-v1", f"--agentbench-report={report}",
+        *xdist_args,
+    )
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*= agentbench: operations-maintenance-v1 (operations) =*"])
+    (suite,) = json.loads(report.read_text(encoding="utf-8"))["suites"]
+    assert suite["id"] == "operations-maintenance-v1"
+    assert suite["cases"]
+
+
+def test_a_plugin_fixture_turns_the_plugin_on_in_a_project_without_suites(
+    demo: pytest.Pytester,
+) -> None:
+    demo.makepyfile(
+        test_fixture="""
+def test_adapter(agentbench_adapter, agentbench_trial):
+    assert repr(agentbench_adapter) == "<built-in reference agents>"
+    assert (agentbench_trial.index, agentbench_trial.count) == (1, 1)
+"""
+    )
+    demo.runpytest().assert_outcomes(passed=1)
+
+
+def test_help_lists_every_option_and_ini_key(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--help")
+    text = result.stdout.str()
+    options = [
+        "adapter", "suite", "timeout", "report", "html", "receipts", "gate", "controls",
+        "allow-partial", "predictions", "snapshot", "isolate", "ledger", "max-output-bytes",
+        "cassettes", "cassette-mode", "baseline", "alpha", "max-regression",
+        "baseline-allow-changed", "repeat", "record", "replay-outputs", "resume",
+    ]  # fmt: skip
+    ini_keys = [
+        "ledger", "adapter", "max_output_bytes", "timeout", "snapshot", "snapshot_dir",
+        "isolate", "oracle_roots", "junit_case_properties", "llm_base_url", "llm_model",
+        "llm_api_key_env", "llm_temperature", "llm_max_turns", "llm_seed", "llm_timeout",
+        "llm_max_retries", "llm_retry_backoff", "llm_fence_results", "cassettes",
+        "cassette_mode", "repeat",
+    ]  # fmt: skip
+    for option in options:
+        assert f"--agentbench-{option}" in text, option
+    for key in ini_keys:
+        assert f"  agentbench_{key} (" in text, key
+    assert "agent benchmarks (pytest-agentbench):" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "expected"),
+    [
+        pytest.param([], "", None, id="nothing"),
+        pytest.param(["--agentbench-repeat", "2"], "", "--agentbench-repeat", id="option"),
+        pytest.param(["--agentbench-timeout", "300"], "", "--agentbench-timeout", id="given"),
+        pytest.param([], "agentbench_snapshot = true\n", "agentbench_snapshot", id="ini"),
+        pytest.param([], "agentbench_timeout = 300\n", None, id="ini-default"),
+        pytest.param(["-o", "agentbench_llm_model=m"], "", "agentbench_llm_model", id="override"),
+    ],
+)
+def test_in_use_names_the_first_setting_of_ours(
+    pytester: pytest.Pytester, args: list[str], ini: str, expected: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    for _, env_key in plugin_options.SOURCES.values():
+        monkeypatch.delenv(env_key, raising=False)
+    pytester.makeini(f"[pytest]\n{ini}")
+    config = pytester.parseconfigure(*args)
+    assert plugin_options.in_use(config) == expected
+
+
+def test_a_chat_agent_environment_variable_is_a_setting(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTBENCH_LLM_TEMPERATURE", "hot")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest()
+    # Resolved at configure time, as before the plugin was lazy: a usage error.
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "AGENTBENCH_LLM_TEMPERATURE" in result.stderr.str()
+
+
+def test_a_broken_world_registration_met_while_collecting_is_a_usage_error(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    demo.makeconftest(
+        "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n"
+        "from pytest_agentbench.hookspecs import hookimpl\n\n"
+        "class Twice:\n"
+        "    @hookimpl\n"
+        "    def pytest_agentbench_world_kinds(self):\n"
+        "        from demo_world import DemoWorld\n"
+        "        return [DemoWorld()]\n\n"
+        "def pytest_configure(config):\n"
+        "    config.pluginmanager.register(Twice())\n"
+    )
+    write_demo_suite(demo.path)
+    result = demo.runpytest(*xdist_args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "[duplicate_world_kind] world kind 'demo' is registered twice" in result.stderr.str()
