@@ -96,6 +96,7 @@ def judge_idle(plugin: Sequence[Sample], bare: Sequence[Sample]) -> list[Verdict
     pairs = _rounds(plugin, bare)
     wall = Spread.of([(p.wall - b.wall) * 1000 for p, b in pairs])
     rss = Spread.of([p.rss_mb - b.rss_mb for p, b in pairs])
+    cpu = statistics.median((p.cpu - b.cpu) * 1000 for p, b in pairs)
     bare_wall = statistics.median(b.wall for b in bare) * 1000
     bare_rss = statistics.median(b.rss_mb for b in bare)
     return [
@@ -105,7 +106,10 @@ def judge_idle(plugin: Sequence[Sample], bare: Sequence[Sample]) -> list[Verdict
             "ms",
             IDLE_WALL_MS,
             at_most=True,
-            detail=f"{wall.describe(1)} ms; bare {bare_wall:.0f} ms; {len(pairs)} rounds",
+            detail=(
+                f"{wall.describe(1)} ms; bare {bare_wall:.0f} ms; added CPU {cpu:.0f} ms; "
+                f"{len(pairs)} rounds"
+            ),
         ),
         Verdict(
             "T1 idle: added peak RSS",
@@ -125,7 +129,10 @@ def judge_ratio(
     ratios = wall_ratios(plugin, bare)
     plugin_s = statistics.median(p.wall for p in plugin)
     bare_s = statistics.median(b.wall for b in bare)
-    detail = f"{ratios.describe()}; plugin {plugin_s:.2f} s, bare {bare_s:.2f} s"
+    cpu = statistics.median(p.cpu / b.cpu for p, b in _rounds(plugin, bare))
+    detail = (
+        f"{ratios.describe()}; plugin {plugin_s:.2f} s, bare {bare_s:.2f} s; CPU ratio {cpu:.2f}"
+    )
     return Verdict(target, ratios.median, "x", limit, at_most=True, detail=detail), ratios
 
 
