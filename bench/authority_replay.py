@@ -21,11 +21,13 @@ matching truth, bindings and labels. Evaluate (``scoring.grade_action`` for
 every row plus ``metrics.aggregate``) is timed against parsing the same JSONL
 (``trace.read_trace``).
 
-Timings are ``time.perf_counter`` medians (``--repeats`` replay runs, sizes
-taking turns within each run so that load changes hit them alike;
-``--trace-repeats`` parse and evaluate runs). A small size is measured over
-several distinct seeded worlds, so that every run covers about as many events
-(and as much memory) as the largest size.
+Timings are ``time.process_time`` medians, CPU time of the process (on a
+shared machine wall time measures the neighbours): ``--repeats`` replay runs,
+sizes taking turns within each run so that load changes hit them alike;
+``--trace-repeats`` parse and evaluate runs (``--trace-rows 0`` skips them).
+A small size is measured over several distinct seeded worlds, so that every
+run covers about as many events (and as much memory) as the largest size. The
+last line is the machine-readable ``LINEARITY`` line of ``linearity.py``.
 
 Usage: ``python bench/authority_replay.py [--sizes 1000 10000 100000] [--repeats 5]``.
 """
@@ -42,6 +44,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+
+from linearity import Series, line
 
 from pytest_agentbench.canonical import canonical_json
 from pytest_agentbench.contracts import Case
@@ -522,9 +526,9 @@ def generate(size: int, seed: int = SEED, runtime_path_share: float = RUNTIME_PA
 def median_seconds(run: Callable[[], object], repeats: int) -> float:
     samples = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         run()
-        samples.append(time.perf_counter() - start)
+        samples.append(time.process_time() - start)
     return statistics.median(samples)
 
 
@@ -571,10 +575,10 @@ def time_replay(
     for _ in range(repeats):
         for size in sizes:
             for name, step in steps.items():
-                start = time.perf_counter()
+                start = time.process_time()
                 for world in worlds[size]:
                     step(world)
-                elapsed = time.perf_counter() - start
+                elapsed = time.process_time() - start
                 per_event = elapsed * 1e6 / (len(worlds[size]) * size)
                 samples.setdefault((size, name), []).append(per_event)
     return [
@@ -669,7 +673,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=5, help="replay runs per size")
-    parser.add_argument("--trace-rows", type=int, default=TRACE_ROWS)
+    parser.add_argument(
+        "--trace-rows", type=int, default=TRACE_ROWS, help="0 skips the trace measurement"
+    )
     parser.add_argument("--trace-repeats", type=int, default=3, help="parse/evaluate runs")
     parser.add_argument(
         "--runtime-path-share",
@@ -701,13 +707,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{name}: per-event({last.size})/per-event({first.size}) = {ratio:.2f} "
             f"(target <= {FLATNESS_TARGET})"
         )
-    fixture = trace_fixture(args.trace_rows)
-    parse_s = median_seconds(lambda: read_trace(fixture.text), args.trace_repeats)
-    evaluate_s = median_seconds(lambda: evaluate(fixture), args.trace_repeats)
+    if args.trace_rows > 0:
+        fixture = trace_fixture(args.trace_rows)
+        parse_s = median_seconds(lambda: read_trace(fixture.text), args.trace_repeats)
+        evaluate_s = median_seconds(lambda: evaluate(fixture), args.trace_repeats)
+        print(
+            f"trace of {args.trace_rows} rows (median of {args.trace_repeats}): "
+            f"parse {parse_s:.2f} s, evaluate {evaluate_s:.2f} s "
+            f"(parse + grade + aggregate), evaluate/parse = {evaluate_s / parse_s:.2f}"
+        )
+    sizes_seen = tuple(t.size for t in timings)
     print(
-        f"trace of {args.trace_rows} rows (median of {args.trace_repeats}): parse {parse_s:.2f} s, "
-        f"evaluate {evaluate_s:.2f} s "
-        f"(parse + grade + aggregate), evaluate/parse = {evaluate_s / parse_s:.2f}"
+        line(
+            [
+                Series(
+                    "authority",
+                    "validate",
+                    "event",
+                    sizes_seen,
+                    tuple(t.validate_us for t in timings),
+                ),
+                Series(
+                    "authority",
+                    "all prefixes",
+                    "event",
+                    sizes_seen,
+                    tuple(t.prefixes_us for t in timings),
+                ),
+            ]
+        )
     )
     return 0 if flat else 1
 

@@ -10,16 +10,11 @@ time, since the cost is the fsyncs.
 
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from demo_world import DemoWorld, Reference
+from percase import DemoWorld, Reference, arguments, print_medians, take_turns
 
 from pytest_agentbench.case_ledger import ledgered, open_case_ledger
 from pytest_agentbench.contracts import Case
@@ -28,10 +23,7 @@ from pytest_agentbench.suite import Suite, SuiteConfig
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=300)
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = arguments(__doc__ or "", default_cases=300)
     world, adapter = DemoWorld(), Reference()
     view = {"question": "1+2"}
     with tempfile.TemporaryDirectory() as temporary:
@@ -57,17 +49,10 @@ def main() -> int:
                 ledger.finish(outcome)
                 assert ledger.failure is None
 
-        timings: dict[str, list[float]] = {"run_case": [], "with ledger": []}
-        for _ in range(args.repeats):
-            for name, body in (("run_case", plain), ("with ledger", with_ledger)):
-                started = time.perf_counter()
-                body()
-                timings[name].append((time.perf_counter() - started) / args.cases * 1e6)
-    medians = {name: statistics.median(values) for name, values in timings.items()}
-    for name, value in medians.items():
-        print(f"{name:<12} {value:9.1f} us per case (wall, median of {args.repeats})")
-    print(f"ratio with ledger / run_case: {medians['with ledger'] / medians['run_case']:.1f}x")
-    print(f"the ledger adds {medians['with ledger'] - medians['run_case']:.0f} us per case")
+        medians = take_turns(
+            {"run_case": plain, "with ledger": with_ledger}, repeats=args.repeats, cases=args.cases
+        )
+    print_medians(medians, clock_name="wall", repeats=args.repeats)
     return 0
 
 

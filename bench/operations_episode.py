@@ -13,14 +13,16 @@ inside the world:
   audit record that wakes nobody); the agent waits on them without a
   fallback. Cost per event, N = 100, 1000 and 5000.
 
-Timings are ``time.perf_counter`` medians over ``--repeats`` rounds in which
-the sizes take turns, so load changes on a shared machine hit them alike.
+Timings are ``time.process_time`` medians, CPU time of the process (on a
+shared machine wall time measures the neighbours), over ``--repeats`` rounds in
+which the sizes take turns, so load changes hit them alike.
 Each size's per-unit cost is printed as a ratio to the smallest size's,
 measured in the same run. Target: ratio <= 2 at the largest size (flat
 per-unit cost, i.e. linear total cost).
 
 Usage: ``python bench/operations_episode.py [--repeats 3] [--hours 120 480 1920]
-[--events 100 1000 5000]``.
+[--events 100 1000 5000]``. The last line is the machine-readable ``LINEARITY``
+line of ``linearity.py``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from linearity import Series, line
 
 from pytest_agentbench.worlds.operations.domains import DOMAINS
 from pytest_agentbench.worlds.operations.episode import run_episode
@@ -111,9 +114,9 @@ def measure(
     times: dict[int, list[float]] = {size: [] for size in sizes}
     for _ in range(repeats):
         for size in sizes:
-            started = time.perf_counter()
+            started = time.process_time()
             one_case(specs[size], agent)
-            times[size].append(time.perf_counter() - started)
+            times[size].append(time.process_time() - started)
     return {size: statistics.median(values) for size, values in times.items()}
 
 
@@ -132,6 +135,13 @@ def report(title: str, unit: str, medians: dict[int, float]) -> bool:
     return ok
 
 
+def _series(measure: str, unit: str, medians: dict[int, float]) -> Series:
+    sizes = tuple(sorted(medians))
+    return Series(
+        "operations", measure, unit, sizes, tuple(medians[size] / size * 1e6 for size in sizes)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -143,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     events = measure(args.events, events_spec, Waiter(fallback=None), args.repeats)
     ok = report("horizon (simulated hours; one invocation per hour)", "hour", horizon)
     ok = report("event count (authored events; 4 in 5 wake the agent)", "event", events) and ok
+    print(line([_series("horizon", "hour", horizon), _series("events", "event", events)]))
     return 0 if ok else 1
 
 

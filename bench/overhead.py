@@ -1,389 +1,396 @@
-"""How much the plugin costs over bare pytest, and what pytest-xdist buys.
+"""Every target of issue 16, each against a baseline measured in the same run: met or missed.
 
-Two measurements, each configuration in a fresh ``python -m pytest`` subprocess
-(wall time of the whole process, median of ``--repeats`` runs):
+    python bench/overhead.py                 # the default run (about 10 minutes on a quiet machine)
+    python bench/overhead.py --large         # adds N = 100,000 once (T2, T3)
+    python bench/overhead.py --quick         # a smoke run: tiny sizes, few rounds
+    python bench/overhead.py --targets T1 T3 # a subset
 
-* overhead: N trivial cases of the demo world run through the plugin, against
-  the same N cases, from a file at the same path, as bare ``pytest.Item`` s
-  yielded by a minimal JSONL collector doing the same arithmetic (agentbench
-  disabled with ``-p no:agentbench``). Target: plugin/bare <= 1.5 at N = 10,000.
-* parallelism: a CPU-bound adapter (``SlowAdder``) under ``-n 2`` against
-  ``-n 0``. Target: speed-up >= 1.6 on two cores.
+T1 idle: a project with no suites, ``pytest -q`` with the plugin against
+``-p no:agentbench``: added wall and peak RSS, medians of per-round differences.
+T2 per case: N trivial demo-world cases against the same N as bare pytest items,
+with every output on (``--agentbench-report``, ``--junitxml``, the full terminal
+section; bare writes its JUnit too) and with nothing written (``-q``, no files).
+T3 memory: peak RSS growth per case, (peak at N - peak at a small N) / (N - small N),
+with every output on, the plugin's and bare pytest's.
+T4 xdist: a CPU-bound adapter's ``-n 0`` / ``-n 2`` speed-up, with plain test
+functions doing the same work as the ceiling; on trivial cases the plugin's
+``-n 2`` / ``-n 0`` ratio against bare items'.
+T5 worlds: each built-in world's linearity bench (a subprocess ending in a
+``LINEARITY`` line); and the README's main command, serial.
 
-Usage: ``python bench/overhead.py [--sizes 1000 10000] [--repeats 3]``.
+Each configuration is a fresh subprocess; configurations compared alternate
+within each round after one warm-up. One line per target: measured value,
+threshold, ``met`` or ``missed``. Exit status 1 on any miss. See bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import platform
-import re
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-REPO = Path(__file__).resolve().parent.parent
-DEMO_WORLD = REPO / "tests" / "demo_world.py"
-SUITE_ID = "bench-suite"
-OVERHEAD_TARGET = 1.5
-SPEEDUP_TARGET = 1.6
-
-PLUGIN_CONFTEST = "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n"
-
-# One control restricted to one case keeps the suite realistic (suite.yaml is
-# collected and yields a control item) without doubling the work.
-BENCH_CONTROLS = f"""\
-schema_version: 1
-suite: {SUITE_ID}
-controls:
-  - id: always-zero
-    agent: always_zero
-    cases: [b1]
-    intervention: answers 0
-    guarantee: answers are computed
-    must_fail: [answer_correct]
-    required_findings: [wrong_answer]
-    must_pass: [answer_present]
-"""
-
-BARE_CONFTEST = """\
-import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import pytest
+import linearity
+import projects
+from processes import Config, Sample, interleave, run_command
+from verdicts import (
+    ALL_OUTPUTS_RATIO,
+    NOTHING_WRITTEN_RATIO,
+    Verdict,
+    exit_status,
+    judge_cpu_bound,
+    judge_growth,
+    judge_idle,
+    judge_main_command,
+    judge_not_growing,
+    judge_ratio,
+    judge_trivial_xdist,
+    judge_world,
+    wall_ratios,
+)
 
+BENCH = Path(__file__).resolve().parent
+NO_PLUGIN = ("-p", "no:agentbench")
+TARGETS = ("T1", "T2", "T3", "T4", "T5")
 
-class SumItem(pytest.Item):
-    def __init__(self, *, row, **kwargs):
-        super().__init__(**kwargs)
-        self.row = row
+WORLD_BENCHES: dict[str, tuple[str, ...]] = {
+    "authority": (
+        "authority_replay.py",
+        *("--sizes", "1000", "10000", "50000", "--repeats", "3", "--trace-rows", "0"),
+    ),
+    "evidence_binding": ("evidence_binding.py", "--sizes", "100", "1000", "4000", "--repeats", "3"),
+    "retrieval": ("retrieval_scale.py", "--scales", "1", "10", "50", "--repeats", "3"),
+    "toolgrammar": ("toolgrammar_linearity.py", "--sizes", "100", "400", "1600", "--repeats", "2"),
+    "operations": (
+        "operations_episode.py",
+        *("--repeats", "2", "--hours", "60", "240", "960", "--events", "100", "400", "1600"),
+    ),
+}
 
-    def runtest(self):
-        left, right = self.row["question"].split("+")
-        assert int(left) + int(right) == self.row["answer"]
-
-    def reportinfo(self):
-        return self.path, None, self.name
-
-
-class JsonlFile(pytest.File):
-    def collect(self):
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            yield SumItem.from_parent(self, name=row["id"], row=row)
-
-
-def pytest_collect_file(file_path, parent):
-    if file_path.suffix == ".jsonl":
-        return JsonlFile.from_parent(parent, path=file_path)
-    return None
-"""
-
-SLOW_ADAPTER = """\
-from demo_world import SlowAdder
-
-
-def build():
-    return SlowAdder(work_ms={work_ms})
-"""
-
-
-SPIN_TESTS = """\
-import time
-
-import pytest
-
-
-@pytest.mark.parametrize("index", range({cases}))
-def test_spin(index):
-    deadline = time.perf_counter() + {work_ms} / 1000
-    while time.perf_counter() < deadline:
-        pass
-"""
-
-
-def questions(count: int) -> dict[str, str]:
-    return {f"b{index}": f"{index}+{(index * 7) % 1000}" for index in range(count)}
-
-
-def _expected_sum(question: str) -> int:
-    left, right = question.split("+")
-    return int(left) + int(right)
-
-
-def _demo_world() -> Any:
-    """tests/demo_world.py as a module, without putting tests/ on ``sys.path``."""
-    spec = importlib.util.spec_from_file_location("agentbench_bench_demo_world", DEMO_WORLD)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def write_plugin_project(base: Path, count: int, *, adapter_work_ms: float | None = None) -> None:
-    """A project whose conftest registers the demo world, with one demo suite of ``count`` cases."""
-    shutil.copyfile(DEMO_WORLD, base / "demo_world.py")
-    (base / "conftest.py").write_text(PLUGIN_CONFTEST, encoding="utf-8")
-    if adapter_work_ms is not None:
-        (base / "slow_adapter.py").write_text(
-            SLOW_ADAPTER.format(work_ms=adapter_work_ms), encoding="utf-8"
-        )
-    _demo_world().write_demo_suite(
-        base, SUITE_ID, questions=questions(count), controls=BENCH_CONTROLS
-    )
-
-
-def write_bare_project(base: Path, count: int) -> None:
-    """The same cases as one JSONL file collected by a minimal conftest.
-
-    The file sits where the plugin's case file does (``suites/<id>/cases.jsonl``),
-    so both runs collect the same directory nodes and only the items differ.
-    """
-    (base / "conftest.py").write_text(BARE_CONFTEST, encoding="utf-8")
-    folder = base / "suites" / SUITE_ID
-    folder.mkdir(parents=True)
-    lines = [
-        f'{{"id": "{case_id}", "question": "{question}", "answer": {_expected_sum(question)}}}\n'
-        for case_id, question in questions(count).items()
-    ]
-    (folder / "cases.jsonl").write_text("".join(lines), encoding="utf-8")
+QUICK_WORLD_BENCHES: dict[str, tuple[str, ...]] = {
+    "authority": (
+        "authority_replay.py",
+        *("--sizes", "100", "400", "--repeats", "1", "--trace-rows", "0"),
+    ),
+    "evidence_binding": ("evidence_binding.py", "--sizes", "10", "40", "--repeats", "1"),
+    "retrieval": ("retrieval_scale.py", "--scales", "1", "2", "--repeats", "1"),
+    "toolgrammar": ("toolgrammar_linearity.py", "--sizes", "10", "40", "--repeats", "1"),
+    "operations": (
+        "operations_episode.py",
+        *("--repeats", "1", "--hours", "12", "48", "--events", "20", "80"),
+    ),
+}
 
 
 @dataclass(frozen=True)
-class Run:
-    """One pytest configuration: where it runs, its arguments, how many items must pass."""
+class Plan:
+    """Sizes and rounds of one run of the script."""
 
-    label: str
-    project: Path
-    args: tuple[str, ...]
-    expect_passed: int
-
-
-@dataclass(frozen=True)
-class Timing:
-    label: str
-    cases: int
-    wall: tuple[float, ...]
-    cpu: tuple[float, ...]
-    """User plus system time of the pytest process and its children (xdist workers)."""
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.wall)
-
-    @property
-    def median_cpu(self) -> float:
-        return statistics.median(self.cpu)
+    idle_rounds: int = 20
+    cases: int = 10_000
+    small_cases: int = 1_000
+    case_rounds: int = 5
+    large_cases: int | None = None
+    cpu_cases: int = 200
+    work_ms: float = 50.0
+    xdist_rounds: int = 3
+    trivial_xdist_cases: int = 5_000
+    worlds: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(WORLD_BENCHES))
+    main_rounds: int = 2
 
 
-def _passed_count(output: str) -> int:
-    # The last line is pytest's own summary; agentbench's summary line precedes it.
-    counts = re.findall(r"(\d+) passed", output)
-    return int(counts[-1]) if counts else 0
+QUICK = Plan(
+    idle_rounds=3,
+    cases=300,
+    small_cases=100,
+    case_rounds=2,
+    cpu_cases=10,
+    work_ms=20.0,
+    xdist_rounds=1,
+    trivial_xdist_cases=200,
+    worlds=dict(QUICK_WORLD_BENCHES),
+    main_rounds=0,
+)
 
 
-# Plugins installed for this repository's own tests, not for the plugin; they
-# are disabled in every configuration alike.
-UNRELATED_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+def _row(label: str, samples: Sequence[Sample]) -> str:
+    wall = statistics.median(s.wall for s in samples)
+    cpu = statistics.median(s.cpu for s in samples)
+    rss = statistics.median(s.rss_mb for s in samples)
+    return f"  {label:<38} wall {wall:>7.2f} s  cpu {cpu:>7.2f} s  peak RSS {rss:>7.1f} MB"
 
 
-def _environment() -> dict[str, str]:
-    env = dict(os.environ)
-    # pytest rewrites every pytest11 distribution; without a bytecode cache each
-    # process (and each xdist worker) recompiles them, which would dwarf what is measured.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.pop("PYTEST_ADDOPTS", None)
-    return env
+def _print_rows(configs: Sequence[Config], samples: Sequence[Sequence[Sample]]) -> None:
+    for config, taken in zip(configs, samples, strict=True):
+        print(_row(config.label, taken))
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def measure_idle(rounds: int) -> list[Verdict]:
+    """T1: ``pytest -q`` in a project with no suites, with the plugin against without it."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        projects.write_empty_project(root)
+        configs = [
+            Config("idle, plugin installed", root, (), 0, exit_code=5),
+            Config("idle, -p no:agentbench", root, NO_PLUGIN, 0, exit_code=5),
+        ]
+        plugin, bare = interleave(configs, rounds)
+    _print_rows(configs, [plugin, bare])
+    return judge_idle(plugin, bare)
 
 
-def run_once(run: Run) -> tuple[float, float]:
-    """Wall and CPU seconds of ``python -m pytest -q <args>``; refuses a run that did not pass."""
-    command = [sys.executable, "-m", "pytest", "-q", *UNRELATED_PLUGINS, *run.args]
-    cpu_before = _children_cpu()
-    started = time.perf_counter()
-    done = subprocess.run(
-        command, cwd=run.project, env=_environment(), capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - started
-    cpu = _children_cpu() - cpu_before
-    passed = _passed_count(done.stdout)
-    if done.returncode != 0 or passed != run.expect_passed:
-        raise SystemExit(
-            f"{run.label}: expected {run.expect_passed} passed and exit 0, got {passed} passed, "
-            f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+def _case_configs(
+    plugin_root: Path, bare_root: Path, cases: int, *, outputs: bool
+) -> tuple[Config, Config]:
+    if outputs:
+        plugin_args: tuple[str, ...] = (
+            "--agentbench-report=run-report.json",
+            "--junitxml=junit.xml",
+            "suites",
         )
-    return wall, cpu
+        bare_args: tuple[str, ...] = (*NO_PLUGIN, "--junitxml=junit.xml", "suites")
+        kind = "every output"
+    else:
+        plugin_args, bare_args, kind = ("suites",), (*NO_PLUGIN, "suites"), "nothing written"
+    return (
+        Config(
+            f"plugin, {kind}, N={cases:,}", plugin_root, plugin_args, cases + 1, quiet=not outputs
+        ),
+        Config(f"bare, {kind}, N={cases:,}", bare_root, bare_args, cases, quiet=not outputs),
+    )
 
 
-def measure(runs: Sequence[Run], repeats: int) -> list[Timing]:
-    """One untimed warm-up of each run, then ``repeats`` rounds.
+def _case_projects(base: Path, cases: int) -> tuple[Path, Path]:
+    plugin_root, bare_root = base / f"plugin-{cases}", base / f"bare-{cases}"
+    plugin_root.mkdir()
+    bare_root.mkdir()
+    projects.write_plugin_project(plugin_root, cases)
+    projects.write_bare_project(bare_root, cases)
+    return plugin_root, bare_root
 
-    Runs alternate within a round, so a change in the machine's load during
-    the measurement affects every configuration alike.
-    """
-    for run in runs:
-        run_once(run)
-    samples: list[list[tuple[float, float]]] = [[] for _ in runs]
-    for _ in range(repeats):
-        for run, taken in zip(runs, samples, strict=True):
-            taken.append(run_once(run))
+
+def measure_cases(plan: Plan, targets: Sequence[str]) -> list[Verdict]:
+    """T2 (ratios at N, and at the large N once) and T3 (peak RSS growth per case)."""
+    verdicts: list[Verdict] = []
+    n, small = plan.cases, plan.small_cases
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        plugin_root, bare_root = _case_projects(base, n)
+        small_plugin, small_bare = _case_projects(base, small)
+        configs = [
+            *_case_configs(plugin_root, bare_root, n, outputs=True),
+            *_case_configs(plugin_root, bare_root, n, outputs=False),
+            *_case_configs(small_plugin, small_bare, small, outputs=True),
+        ]
+        if "T2" not in targets:
+            configs = [configs[0], configs[1], configs[4], configs[5]]
+        samples = interleave(configs, plan.case_rounds)
+        _print_rows(configs, samples)
+        by_label = {c.label: s for c, s in zip(configs, samples, strict=True)}
+        plugin_all, bare_all = by_label[configs[0].label], by_label[configs[1].label]
+        plugin_small, bare_small = by_label[configs[-2].label], by_label[configs[-1].label]
+        spread = wall_ratios(plugin_all, bare_all)
+        if "T2" in targets:
+            verdict, _ = judge_ratio(
+                f"T2 per case, every output, N={n:,}", plugin_all, bare_all, ALL_OUTPUTS_RATIO
+            )
+            verdicts.append(verdict)
+            verdict, _ = judge_ratio(
+                f"T2 per case, nothing written, N={n:,}",
+                by_label[configs[2].label],
+                by_label[configs[3].label],
+                NOTHING_WRITTEN_RATIO,
+            )
+            verdicts.append(verdict)
+        if "T3" in targets:
+            verdicts.append(
+                judge_growth(
+                    f"T3 peak RSS growth, N={n:,}",
+                    (plugin_all, plugin_small),
+                    (bare_all, bare_small),
+                    n - small,
+                )
+            )
+        if plan.large_cases is not None:
+            large = plan.large_cases
+            large_plugin, large_bare = _case_projects(base, large)
+            pair = _case_configs(large_plugin, large_bare, large, outputs=True)
+            plugin_large, bare_large = interleave(pair, 1, warm_up=False)
+            _print_rows(pair, [plugin_large, bare_large])
+            if "T2" in targets:
+                verdicts.append(
+                    judge_not_growing(
+                        f"T2 ratio does not grow, N={large:,}",
+                        plugin_large[0].wall / bare_large[0].wall,
+                        spread,
+                    )
+                )
+            if "T3" in targets:
+                verdicts.append(
+                    judge_growth(
+                        f"T3 peak RSS growth, N={large:,}",
+                        (plugin_large, plugin_small),
+                        (bare_large, bare_small),
+                        large - small,
+                    )
+                )
+    return verdicts
+
+
+def measure_xdist(plan: Plan) -> list[Verdict]:
+    """T4: CPU-bound speed-up against plain tests; trivial cases against bare items."""
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        slow, spin = base / "slow", base / "spin"
+        slow.mkdir()
+        spin.mkdir()
+        projects.write_plugin_project(slow, plan.cpu_cases, adapter_work_ms=plan.work_ms)
+        projects.write_spin_project(spin, plan.cpu_cases, plan.work_ms)
+        adapter = ("--agentbench-adapter", "slow_adapter:build", "suites")
+        label = f"SlowAdder {plan.work_ms:g} ms x {plan.cpu_cases}"
+        cpu_configs = [
+            Config(f"{label}, -n 0", slow, ("-n", "0", *adapter), plan.cpu_cases + 1),
+            Config(f"{label}, -n 2", slow, ("-n", "2", *adapter), plan.cpu_cases + 1),
+            Config("plain spin tests, -n 0", spin, (*NO_PLUGIN, "-n", "0"), plan.cpu_cases),
+            Config("plain spin tests, -n 2", spin, (*NO_PLUGIN, "-n", "2"), plan.cpu_cases),
+        ]
+        # Busy work dwarfs a first run's compile cost: no warm-up round.
+        cpu = interleave(cpu_configs, plan.xdist_rounds, warm_up=False)
+        _print_rows(cpu_configs, cpu)
+        n = plan.trivial_xdist_cases
+        plugin_root, bare_root = _case_projects(base, n)
+        trivial_configs = [
+            Config(f"plugin, N={n:,}, -n 0", plugin_root, ("-n", "0", "suites"), n + 1),
+            Config(f"plugin, N={n:,}, -n 2", plugin_root, ("-n", "2", "suites"), n + 1),
+            Config(f"bare, N={n:,}, -n 0", bare_root, (*NO_PLUGIN, "-n", "0", "suites"), n),
+            Config(f"bare, N={n:,}, -n 2", bare_root, (*NO_PLUGIN, "-n", "2", "suites"), n),
+        ]
+        trivial = interleave(trivial_configs, plan.xdist_rounds)
+        _print_rows(trivial_configs, trivial)
     return [
-        Timing(
-            run.label,
-            run.expect_passed,
-            tuple(wall for wall, _ in taken),
-            tuple(cpu for _, cpu in taken),
-        )
-        for run, taken in zip(runs, samples, strict=True)
+        judge_cpu_bound((cpu[0], cpu[1]), (cpu[2], cpu[3])),
+        judge_trivial_xdist((trivial[0], trivial[1]), (trivial[2], trivial[3])),
     ]
 
 
-def measure_overhead(size: int, repeats: int) -> tuple[Timing, Timing]:
-    with tempfile.TemporaryDirectory() as plugin_dir, tempfile.TemporaryDirectory() as bare_dir:
-        plugin_root, bare_root = Path(plugin_dir), Path(bare_dir)
-        write_plugin_project(plugin_root, size)
-        write_bare_project(bare_root, size)
-        plugin, bare = measure(
-            [
-                Run("agentbench", plugin_root, ("suites",), size + 1),
-                Run("bare", bare_root, ("-p", "no:agentbench", "suites"), size),
-            ],
-            repeats,
-        )
-    return plugin, bare
+def run_world_bench(world: str, arguments: Sequence[str]) -> list[linearity.Series]:
+    """A world's linearity bench as a subprocess; the series of its ``LINEARITY`` line."""
+    script, *rest = arguments
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *rest],
+        cwd=BENCH.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        return linearity.parse(done.stdout)
+    except ValueError:
+        raise SystemExit(
+            f"{world}: {script} ended without a LINEARITY line (exit {done.returncode})\n"
+            f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        ) from None
 
 
-def measure_speedup(cases: int, work_ms: float, repeats: int) -> tuple[Timing, Timing]:
-    with tempfile.TemporaryDirectory() as project_dir:
-        root = Path(project_dir)
-        write_plugin_project(root, cases, adapter_work_ms=work_ms)
-        args = ("--agentbench-adapter", "slow_adapter:build", "suites")
-        serial, parallel = measure(
-            [
-                Run("-n 0", root, ("-n", "0", *args), cases + 1),
-                Run("-n 2", root, ("-n", "2", *args), cases + 1),
-            ],
-            repeats,
-        )
-    return serial, parallel
+def measure_worlds(plan: Plan) -> list[Verdict]:
+    """T5: each built-in world's per-unit cost, largest size over smallest; the main command."""
+    verdicts = []
+    for world, arguments in plan.worlds.items():
+        series = run_world_bench(world, arguments)
+        for one in series:
+            costs = " ".join(f"{cost:.1f}" for cost in one.per_unit_us)
+            sizes = " ".join(f"{size:,}" for size in one.sizes)
+            print(f"  {world} {one.measure}: us per {one.unit} {costs} at {sizes}")
+        verdict = judge_world(world, series)
+        print(verdict.line())
+        verdicts.append(verdict)
+    if plan.main_rounds:
+        verdict = measure_main_command(plan.main_rounds)
+        print(verdict.line())
+        verdicts.append(verdict)
+    else:
+        print("T5 README main command: not run under --quick")
+    return verdicts
 
 
-def measure_plain_speedup(cases: int, work_ms: float, repeats: int) -> tuple[Timing, Timing]:
-    """The same busy work as plain test functions: what xdist gives on this machine now."""
-    with tempfile.TemporaryDirectory() as project_dir:
-        root = Path(project_dir)
-        (root / "test_spin.py").write_text(
-            SPIN_TESTS.format(cases=cases, work_ms=work_ms), encoding="utf-8"
-        )
-        args = ("-p", "no:agentbench", "test_spin.py")
-        serial, parallel = measure(
-            [
-                Run("-n 0", root, ("-n", "0", *args), cases),
-                Run("-n 2", root, ("-n", "2", *args), cases),
-            ],
-            repeats,
-        )
-    return serial, parallel
+def measure_main_command(rounds: int) -> Verdict:
+    """``python -m pytest suites --agentbench-report=...`` in the repository, serial.
+
+    The README's first command also installs the package; installation is not
+    timed. One untimed warm-up run first, as for every other configuration.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites",
+            f"--agentbench-report={Path(folder) / 'run-report.json'}",
+        ]
+        samples = []
+        for index in range(rounds + 1):
+            sample, code, output = run_command(command, BENCH.parent)
+            if code != 0:
+                raise SystemExit(f"the README main command failed (exit {code})\n{output[-3000:]}")
+            if index:
+                samples.append(sample)
+    print(_row("README main command", samples))
+    return judge_main_command(samples)
 
 
 def _versions() -> str:
-    probe = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import pytest, xdist; print(pytest.__version__, xdist.__version__)",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    pytest_version, xdist_version = probe.stdout.split()
+    import pytest
+    import xdist
+
     return (
-        f"python {platform.python_version()}, pytest {pytest_version}, "
-        f"pytest-xdist {xdist_version}, nproc {os.cpu_count()}, {platform.machine()}"
+        f"python {platform.python_version()}, pytest {pytest.__version__}, "
+        f"pytest-xdist {xdist.__version__}, nproc {os.cpu_count()}, {platform.machine()}"
     )
 
 
-def _row(label: str, timing: Timing) -> str:
-    return f"{label:<28} {timing.cases:>7} {timing.median:>9.2f}s {timing.median_cpu:>9.2f}s"
-
-
-def _ratio_row(label: str, cases: int, wall: float, cpu: float, note: str = "") -> str:
-    return f"{label:<28} {cases:>7} {wall:>9.2f}x {cpu:>9.2f}x  {note}"
+def _load() -> str:
+    return "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--xdist-cases", type=int, default=400)
-    parser.add_argument("--work-ms", type=float, default=50.0)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run: tiny sizes")
+    parser.add_argument("--large", action="store_true", help="add N = 100,000 once (T2, T3)")
+    parser.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
     options = parser.parse_args(argv)
+    plan = QUICK if options.quick else Plan()
+    if options.large:
+        plan = replace(plan, large_cases=100_000)
+    targets: list[str] = options.targets
 
     print(_versions())
-    print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    print(
-        f"{'configuration':<28} {'cases':>7} {'wall':>10} {'cpu':>10}  "
-        f"(medians of {options.repeats}, runs interleaved)"
+    print(f"load average before: {_load()}")
+    verdicts: list[Verdict] = []
+    sections = (
+        ("T1", lambda: measure_idle(plan.idle_rounds)),
+        ("T2", lambda: measure_cases(plan, targets)),
+        ("T4", lambda: measure_xdist(plan)),
+        ("T5", lambda: measure_worlds(plan)),
     )
-    met = True
-    for size in options.sizes:
-        plugin, bare = measure_overhead(size, options.repeats)
-        print(_row("agentbench (demo world)", plugin))
-        print(_row("bare JSONL items", bare))
-        ratio = plugin.median / bare.median
-        verdict = ""
-        if size >= 10000:
-            ok = ratio <= OVERHEAD_TARGET
-            met = met and ok
-            verdict = f"target (wall) <= {OVERHEAD_TARGET}: {'met' if ok else 'MISSED'}"
-        cpu_ratio = plugin.median_cpu / bare.median_cpu
-        print(_ratio_row("  ratio plugin/bare", size, ratio, cpu_ratio, verdict))
-        # Each round runs both configurations back to back, so a round's ratio
-        # is the spread that a shared machine's load leaves in the figure.
-        rounds = [p / b for p, b in zip(plugin.wall, bare.wall, strict=True)]
-        print(f"{'    per round':<28} {size:>7} {min(rounds):>9.2f}x to {max(rounds):.2f}x")
-
-    serial, parallel = measure_speedup(options.xdist_cases, options.work_ms, options.repeats)
-    label = f"SlowAdder {options.work_ms:g} ms/case"
-    print(_row(f"{label}, -n 0", serial))
-    print(_row(f"{label}, -n 2", parallel))
-    speedup = serial.median / parallel.median
-    ok = speedup >= SPEEDUP_TARGET
-    met = met and ok
-    print(
-        f"{'  speed-up -n 2 / -n 0':<28} {options.xdist_cases:>7} {speedup:>9.2f}x "
-        f"{'':>10}  target >= {SPEEDUP_TARGET}: {'met' if ok else 'MISSED'}"
-    )
-    plain_serial, plain_parallel = measure_plain_speedup(
-        options.xdist_cases, options.work_ms, options.repeats
-    )
-    plain_label = f"plain tests {options.work_ms:g} ms"
-    print(_row(f"{plain_label}, -n 0", plain_serial))
-    print(_row(f"{plain_label}, -n 2", plain_parallel))
-    print(
-        f"{'  reference speed-up':<28} {options.xdist_cases:>7} "
-        f"{plain_serial.median / plain_parallel.median:>9.2f}x {'':>10}  "
-        "(no plugin: what xdist reaches on this machine now)"
-    )
-    print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    return 0 if met else 1
+    for name, measure in sections:
+        wanted = name in targets or (name == "T2" and "T3" in targets)
+        if not wanted:
+            continue
+        found = measure()
+        if name != "T5":
+            for verdict in found:
+                print(verdict.line())
+        verdicts.extend(found)
+    print(f"load average after: {_load()}")
+    met = sum(verdict.met for verdict in verdicts)
+    print(f"{met} of {len(verdicts)} targets met")
+    return exit_status(verdicts)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def _timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def _registry() -> WorldRegistry:
+def registry() -> WorldRegistry:
     import pluggy
 
     from pytest_agentbench import hookspecs
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         missed |= ratio > SANDBOX_TARGET
         print(f"{name:<14} {build * 1000:10.1f} ms {copy * 1000:14.3f} ms {ratio:15.4f}")
 
-    loaded = SuiteLoader(_registry(), data_root()).load(packaged_suites()[SUITE_ID])
+    loaded = SuiteLoader(registry(), data_root()).load(packaged_suites()[SUITE_ID])
     world, suite = loaded.world, loaded.suite
     oracle = world.load_oracle(suite)
     cases = list(world.cases(suite))
