@@ -121,6 +121,26 @@ def write_empty_project(base: Path) -> None:
     (base / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
 
 
+UNRELATED_TESTS = """\
+def test_one():
+    assert 1 + 1 == 2
+
+
+def test_two():
+    assert "a" < "b"
+"""
+
+
+def write_unrelated_project(base: Path) -> None:
+    """A project with two trivial tests and no suite: what an unrelated test suite looks like.
+
+    Its test file is collected, so the plugin's collection-time check for suite
+    folders is part of what is measured.
+    """
+    write_empty_project(base)
+    (base / "test_unrelated.py").write_text(UNRELATED_TESTS, encoding="utf-8")
+
+
 def write_plugin_project(base: Path, count: int, *, adapter_work_ms: float | None = None) -> None:
     """A project whose conftest registers the demo world, with one demo suite of ``count`` cases."""
     write_empty_project(base)

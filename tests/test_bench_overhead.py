@@ -214,12 +214,12 @@ def test_main_prints_each_target_and_exits_on_misses(
 
 
 def test_a_pytest_process_is_sampled_and_checked(bench: SimpleNamespace, tmp_path: Path) -> None:
-    bench.projects.write_empty_project(tmp_path)
-    config = bench.processes.Config("empty", tmp_path, ("-p", "no:agentbench"), 0, exit_code=5)
+    bench.projects.write_unrelated_project(tmp_path)
+    config = bench.processes.Config("unrelated", tmp_path, ("-p", "no:agentbench"), 2)
     sample = bench.processes.run_once(config)
     assert sample.wall > 0
     assert sample.cpu > 0
     assert sample.rss_mb > 5
-    wrong = bench.processes.Config("empty", tmp_path, ("-p", "no:agentbench"), 1, exit_code=5)
-    with pytest.raises(SystemExit, match="expected 1 passed and exit 5, got 0 passed, exit 5"):
+    wrong = bench.processes.Config("unrelated", tmp_path, ("-p", "no:agentbench"), 1)
+    with pytest.raises(SystemExit, match="expected 1 passed and exit 0, got 2 passed, exit 0"):
         bench.processes.run_once(wrong)
