@@ -150,7 +150,11 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
 def _regrade_adapter_crashes(
     recorder: RunRecorder, loaded: LoadedSuite, suite_cases: list[tuple[str, CaseResult]]
 ) -> list[tuple[str, CaseResult]]:
-    """Grade cases whose worker died inside the adapter call, with every check missing."""
+    """Grade cases whose worker died inside the adapter call, with every check missing.
+
+    The regraded result replaces the stored one, so the report written from the
+    store says what the summary counted.
+    """
     if not recorder.crashed_in_adapter.intersection(nodeid for nodeid, _ in suite_cases):
         return suite_cases
     cases = {case.case_id: case for case in loaded.world.cases(loaded.suite)}
@@ -161,7 +165,8 @@ def _regrade_adapter_crashes(
             outcome = Outcome(
                 failure_class=FailureClass.AGENT_ERROR, failure_reason=result.failure_reason
             )
-            regraded.append((nodeid, grade_outcome(loaded, case, outcome)))
+            recorder.graded[nodeid] = grade_outcome(loaded, case, outcome)
+            regraded.append((nodeid, recorder.graded[nodeid]))
         else:
             regraded.append((nodeid, result))
     return regraded
@@ -209,7 +214,11 @@ def summarise(
     allow_partial: bool = False,
     trials: int = 1,
 ) -> RunSummary:
-    """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``."""
+    """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``.
+
+    Results are read from the recorder's store one suite at a time: memory holds
+    one suite's parsed results while its figures are computed, never the run's.
+    """
     _locate_unidentified(recorder, loader)
     problems: list[str] = [recorder.refusals[nodeid] for nodeid in sorted(recorder.refusals)]
     suites: list[SuiteSummary] = []
@@ -217,7 +226,7 @@ def summarise(
     parsed_cli: list[Gate] = []
     for text in cli_gates:
         parsed_cli.append(parse_gate(text, suite=None, source="--agentbench-gate"))
-    all_cases = recorder.cases
+    stored = recorder.graded.by_suite()
     durations = recorder.durations
     roots = recorder.suite_roots()
     for root in sorted(set(recorder.selected) - set(roots.values())):
@@ -233,9 +242,7 @@ def summarise(
             problems.append(exc.render())
             continue
         suite, world = loaded.suite, loaded.world
-        suite_cases = sorted(
-            (nodeid, result) for nodeid, result in all_cases.items() if result.suite_id == suite_id
-        )
+        suite_cases = [(nodeid, recorder.graded[nodeid]) for nodeid in stored.get(suite_id, ())]
         suite_cases = _regrade_adapter_crashes(recorder, loaded, suite_cases)
         results = [result for _, result in suite_cases]
         counts, failure_classes = _counts(results)
