@@ -1,14 +1,15 @@
 """Controller-side collection of graded cases from test reports.
 
-The worker attaches the item's identity to its setup and call reports and the
-graded result to the call report, each as one JSON text attribute: pytest-xdist
+The worker attaches the item's identity to its setup report and the graded
+result to its call report, each as one JSON text attribute: pytest-xdist
 carries them, and the reports pytest keeps until the end of the run hold no
 extra containers for the garbage collector to walk.
 The controller keeps the last result per node id, so ``--dist each`` and reruns
 never double-count, and a node whose worker crashed is recorded as a
-``harness_error`` rather than silently dropped. Once recorded, the result text
-leaves the report for a :class:`CaseStore` on disk, so memory does not hold
-every case's record until the run ends.
+``harness_error`` rather than silently dropped. Once recorded, both texts
+leave the report (pytest keeps every report until the run ends): the identity
+for :attr:`RunRecorder.identities`, the result for a :class:`CaseStore` on
+disk, so memory does not hold every case's record until the run ends.
 """
 
 from __future__ import annotations
@@ -70,16 +71,20 @@ class Identity(NamedTuple):
 
 def attach(
     report: pytest.TestReport,
-    identity: str,
+    identity: str | None,
     *,
     result: str | None = None,
     verdict: str | None = None,
     answered_by: str | None = None,
     harness_error: bool = False,
 ) -> None:
-    """Attach an item's identity (``Identity.to_wire``) and, from the call, what it produced."""
-    setattr(report, IDENTITY_ATTR, identity)
+    """Attach an item's identity (``Identity.to_wire``) and, from the call, what it produced.
+
+    The setup report carries the identity; the call report needs none, since the
+    controller has it from the setup report by then.
+    """
     for name, value in (
+        (IDENTITY_ATTR, identity),
         (RESULT_ATTR, result),
         (VERDICT_ATTR, verdict),
         (ANSWERED_BY_ATTR, answered_by),
@@ -142,9 +147,12 @@ class RunRecorder:
     def record(self, report: pytest.TestReport) -> None:
         identity = self.identities.get(report.nodeid)
         wire: str | None = getattr(report, IDENTITY_ATTR, None)
-        if wire is not None and identity is None:
-            identity = Identity.from_wire(wire, self._shared)
-            self.identities[report.nodeid] = identity
+        if wire is not None:
+            # pytest keeps the report until the run ends; the identity is kept here.
+            delattr(report, IDENTITY_ATTR)
+            if identity is None:
+                identity = Identity.from_wire(wire, self._shared)
+                self.identities[report.nodeid] = identity
         # pytest-xdist reports a node whose worker died with when="???".
         if str(report.when) == "???":
             self.crashed.append(report.nodeid)

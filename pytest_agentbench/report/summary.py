@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_agentbench.contracts import (
@@ -19,6 +20,7 @@ from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import Gate, GateVerdict, judge, parse_gate
 from pytest_agentbench.metrics import MetricDefinition, aggregate, definition, select
 from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.recorder import Identity, RunRecorder
 from pytest_agentbench.session import LoadedSuite, SuiteLoader, grade_outcome, suite_digests
 from pytest_agentbench.suite import SUITE_FILE
@@ -172,6 +174,34 @@ def _regrade_adapter_crashes(
     return regraded
 
 
+def _figures_record(store: CaseStore) -> Callable[[str], CaseResult]:
+    """Reads what a suite's figures need of a stored result, and nothing else.
+
+    Counts, rates, intervals and trial figures read a case's outcome, failure
+    class, measurements and unit. Its checks, receipt and recorded output are
+    most of its record, and only the written report shows them: it reads them
+    back from the store case by case. The text is a result's own dump, so the
+    record is built without validating it again.
+    """
+
+    def read(nodeid: str) -> CaseResult:
+        data = json.loads(store.text(nodeid))
+        failure_class = data["failure_class"]
+        return CaseResult.model_construct(
+            suite_id=data["suite_id"],
+            case_id=data["case_id"],
+            outcome=CaseOutcome(data["outcome"]),
+            measurements=data["measurements"],
+            labels=tuple(data["labels"]),
+            failure_class=None if failure_class is None else FailureClass(failure_class),
+            failure_reason=data["failure_reason"],
+            trial=data["trial"],
+            cluster=data["cluster"],
+        )
+
+    return read
+
+
 def _coverage(
     recorder: RunRecorder,
     loaded: LoadedSuite,
@@ -242,11 +272,14 @@ def summarise(
             problems.append(exc.render())
             continue
         suite, world = loaded.suite, loaded.world
-        suite_cases = [(nodeid, recorder.graded[nodeid]) for nodeid in stored.get(suite_id, ())]
+        specs = world.metrics(suite)
+        # A world's reducer and a baseline comparison may read any part of a result.
+        whole = with_cases or any(spec.reducer is not None for spec in specs)
+        read = recorder.graded.__getitem__ if whole else _figures_record(recorder.graded)
+        suite_cases = [(nodeid, read(nodeid)) for nodeid in stored.get(suite_id, ())]
         suite_cases = _regrade_adapter_crashes(recorder, loaded, suite_cases)
         results = [result for _, result in suite_cases]
         counts, failure_classes = _counts(results)
-        specs = world.metrics(suite)
         metrics = select(
             clustered_intervals(suite.id, specs, aggregate(specs, results), results),
             suite.config.metrics,
