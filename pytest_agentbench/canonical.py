@@ -35,21 +35,6 @@ def canonical_json(value: JsonValue) -> str:
     )
 
 
-_ENCODE_PARSED = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
-
-
-def canonical_json_of_parsed(value: JsonValue) -> str:
-    """:func:`canonical_json` of a value parsed from JSON text.
-
-    Such a value holds no non-finite number to name, so the walk looking for
-    one is skipped (the encoder would still refuse it): it costs more than the
-    encoding on a run report's thousands of case records.
-    """
-    return _ENCODE_PARSED(value)
-
-
 def canonical_bytes(value: JsonValue) -> bytes:
     return canonical_json(value).encode("utf-8")
 

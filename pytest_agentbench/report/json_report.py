@@ -16,7 +16,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from pytest_agentbench import __version__
-from pytest_agentbench.canonical import canonical_json, canonical_json_of_parsed, pretty_json
+from pytest_agentbench.canonical import canonical_json, pretty_json
 from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
@@ -142,7 +142,7 @@ def _write_cases(
             "nodeid": nodeid,
             "result": json.loads(store.text(nodeid)),
         }
-        out.write(canonical_json_of_parsed(entry))
+        out.write(canonical_json(entry))
 
 
 def _write_object(
