@@ -36,7 +36,7 @@ from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
 from pytest_agentbench.report.comparison_lines import comparison_lines, comparison_properties
 from pytest_agentbench.report.html import write_html
-from pytest_agentbench.report.json_report import build_report, write_report
+from pytest_agentbench.report.json_report import report_document, write_report
 from pytest_agentbench.report.junit import (
     add_global_properties,
     add_properties,
@@ -241,6 +241,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.isolation is not None:
         state.isolation.close()
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is not None:
+        recorder.graded.close()
     session = config.stash.get(SESSION_KEY, None)
     # Everything is written by now: a thread a hung adapter left behind must not
     # keep the process from ending.
@@ -347,7 +350,7 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
             recorder,
             state.loader,
             options.gates,
-            with_cases=reporting or baseline is not None,
+            with_cases=baseline is not None,
             allow_partial=options.allow_partial,
             trials=options.repeat,
         )
@@ -394,21 +397,25 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     if comparison is not None:
         add_properties(config, comparison_properties(comparison))
     if options.receipts_dir is not None:
-        write_receipts(recorder.cases.values(), options.receipts_dir)
+        write_receipts(recorder.graded.results(), options.receipts_dir)
     if reporting:
-        report = build_report(
-            summary,
-            rootpath=config.rootpath,
-            adapter_spec=state.options.adapter_spec,
-            adapter_description=state.adapter_description,
-            exit_status=int(session.exitstatus),
-            comparison=comparison,
-        )
+        identity = {
+            "rootpath": config.rootpath,
+            "adapter_spec": state.options.adapter_spec,
+            "adapter_description": state.adapter_description,
+            "exit_status": int(session.exitstatus),
+            "comparison": comparison,
+        }
         if options.report_path is not None:
-            write_report(report, options.report_path)
+            write_report(
+                options.report_path, summary, recorder.graded, recorder.durations, **identity
+            )
         if options.html_path is not None:
             # The page is drawn from the very document the JSON report holds.
-            write_html(report.model_dump(mode="json"), options.html_path)
+            write_html(
+                report_document(summary, recorder.graded, recorder.durations, **identity),
+                options.html_path,
+            )
         # The terminal section needs no per-case entries: dropping them here spares
         # the garbage collections of the session's end a walk over every case result.
         summary = summary.model_copy(

@@ -38,7 +38,7 @@ from pytest_agentbench.runner import cap_text
 from pytest_agentbench.session import LoadedSuite, get_state
 from pytest_agentbench.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
 from pytest_agentbench.suite import SUITE_FILE
-from pytest_agentbench.trials import item_name, make_trial, running
+from pytest_agentbench.trials import item_name, running
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
 ANSWERED_BY_KEY = pytest.StashKey[str]()
@@ -188,10 +188,9 @@ class CaseItem(pytest.Item):
         else:
             adapter = state.adapter_for(self.loaded, given_adapter)
             self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
-            trial = make_trial(
+            with running(
                 self.loaded.suite.id, self.case.case_id, self.trial, self.trial_count
-            )
-            with running(trial):
+            ):
                 outcome, result = state.execute(
                     self.loaded, self.case, view, adapter, ledger=True
                 )

@@ -148,7 +148,7 @@ class Rerun:
     def finish(self, recorder: RunRecorder, loader: SuiteLoader) -> list[str]:
         """Write the record folder; say where re-scored outputs met another oracle."""
         if self.record_dir is not None:
-            write_records(recorder.cases.values(), self.record_dir)
+            write_records(recorder.graded.results(), self.record_dir)
         if self.replay is None:
             return []
         oracle_now: dict[str, str | None] = {}

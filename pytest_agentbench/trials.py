@@ -47,17 +47,21 @@ def make_trial(suite_id: str, case_id: str, index: int | None, count: int) -> Tr
     return Trial(index=position, count=count, seed=trial_seed(suite_id, case_id, position))
 
 
-_CURRENT: ContextVar[Trial | None] = ContextVar("agentbench_trial", default=None)
+_CURRENT: ContextVar[tuple[str, str, int | None, int] | None] = ContextVar(
+    "agentbench_trial", default=None
+)
+"""The running trial's suite, case, index and count: its seed is derived only when asked for."""
 
 
 def current_trial() -> Trial | None:
     """The trial being run, for a world that passes its seed to the adapter's run call."""
-    return _CURRENT.get()
+    running_trial = _CURRENT.get()
+    return None if running_trial is None else make_trial(*running_trial)
 
 
 @contextmanager
-def running(trial: Trial) -> Iterator[None]:
-    token = _CURRENT.set(trial)
+def running(suite_id: str, case_id: str, index: int | None, count: int) -> Iterator[None]:
+    token = _CURRENT.set((suite_id, case_id, index, count))
     try:
         yield
     finally:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+import io
+import json
 import platform
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 import pytest
 from pydantic import TypeAdapter
@@ -17,6 +21,7 @@ from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.contracts import Record
 from pytest_agentbench.gates import GateVerdict
 from pytest_agentbench.output_caps import TruncatedReceipt
+from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 from pytest_agentbench.tools.receipt import AnyReceipt
 
@@ -81,29 +86,105 @@ def environment(rootpath: Path) -> Environment:
     )
 
 
-def build_report(
+def stream_report(
+    out: TextIO,
     summary: RunSummary,
+    store: CaseStore,
+    durations: Mapping[str, float],
     *,
     rootpath: Path,
     adapter_spec: str | None,
     adapter_description: str,
     exit_status: int,
     comparison: Comparison | None = None,
-) -> RunReport:
-    return RunReport(
+) -> None:
+    """Write the run report to ``out``: the canonical JSON of a :class:`RunReport`.
+
+    The bytes are exactly those of ``canonical_json(report.model_dump(mode="json"))``
+    for the report holding every case, but that report is never built: each
+    suite's case entries are read from ``store`` and written one at a time, so a
+    run of 100,000 cases needs memory for one case's record, not for all of them.
+    """
+    head = RunReport(
         environment=environment(rootpath),
         adapter=AdapterIdentity(spec=adapter_spec, description=adapter_description),
         exit_status=exit_status,
-        suites=summary.suites,
+        suites=(),
         gates=summary.gates,
         problems=summary.problems,
         comparison=comparison,
-    )
+    ).model_dump(mode="json")
+    stored = store.by_suite()
+
+    def write_suites() -> None:
+        for index, suite in enumerate(summary.suites):
+            if index:
+                out.write(",")
+            fields = suite.model_copy(update={"cases": ()}).model_dump(mode="json")
+            nodeids = stored.get(suite.id, [])
+            cases = functools.partial(_write_cases, out, nodeids, store, durations)
+            _write_object(out, fields, "cases", cases)
+
+    _write_object(out, head, "suites", write_suites)
+    out.write("\n")
 
 
-def write_report(report: RunReport, path: Path) -> None:
+def _write_cases(
+    out: TextIO, nodeids: list[str], store: CaseStore, durations: Mapping[str, float]
+) -> None:
+    for index, nodeid in enumerate(nodeids):
+        if index:
+            out.write(",")
+        # The stored text is the result's model_dump_json: parsed as plain JSON it
+        # is the result's model_dump(mode="json").
+        entry = {
+            "duration_s": durations.get(nodeid),
+            "nodeid": nodeid,
+            "result": json.loads(store.text(nodeid)),
+        }
+        out.write(canonical_json(entry))
+
+
+def _write_object(
+    out: TextIO, fields: dict[str, Any], listed: str, write_list: Callable[[], None]
+) -> None:
+    """Canonical JSON of ``fields`` plus the key ``listed``, whose list ``write_list`` writes."""
+    out.write("{")
+    for index, key in enumerate(sorted({*fields, listed})):
+        if index:
+            out.write(",")
+        out.write(canonical_json(key))
+        out.write(":")
+        if key == listed:
+            out.write("[")
+            write_list()
+            out.write("]")
+        else:
+            out.write(canonical_json(fields[key]))
+    out.write("}")
+
+
+def write_report(
+    path: Path,
+    summary: RunSummary,
+    store: CaseStore,
+    durations: Mapping[str, float],
+    **identity: Any,
+) -> None:
+    """:func:`stream_report` into the file ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(canonical_json(report.model_dump(mode="json")) + "\n", encoding="utf-8")
+    with path.open("w", encoding="utf-8") as out:
+        stream_report(out, summary, store, durations, **identity)
+
+
+def report_document(
+    summary: RunSummary, store: CaseStore, durations: Mapping[str, float], **identity: Any
+) -> dict[str, Any]:
+    """The run report as one document, for a consumer that needs all of it (the HTML page)."""
+    text = io.StringIO()
+    stream_report(text, summary, store, durations, **identity)
+    document: dict[str, Any] = json.loads(text.getvalue())
+    return document
 
 
 def schema_text() -> str:

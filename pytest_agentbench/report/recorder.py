@@ -1,25 +1,29 @@
 """Controller-side collection of graded cases from test reports.
 
-The worker attaches the item's identity to its setup and call reports and the
-graded result to the call report, each as one JSON text attribute: pytest-xdist
+The worker attaches the item's identity to its setup report and the graded
+result to its call report, each as one JSON text attribute: pytest-xdist
 carries them, and the reports pytest keeps until the end of the run hold no
 extra containers for the garbage collector to walk.
 The controller keeps the last result per node id, so ``--dist each`` and reruns
 never double-count, and a node whose worker crashed is recorded as a
-``harness_error`` rather than silently dropped.
+``harness_error`` rather than silently dropped. Once recorded, both texts
+leave the report (pytest keeps every report until the run ends): the identity
+for :attr:`RunRecorder.identities`, the result for a :class:`CaseStore` on
+disk, so memory does not hold every case's record until the run ends.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
 from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass, harness_error
 from pytest_agentbench.controls import ControlVerdict
 from pytest_agentbench.crashes import CrashWitness
+from pytest_agentbench.report.case_store import CaseStore
 
 IDENTITY_ATTR = "agentbench_identity"
 RESULT_ATTR = "agentbench_result"
@@ -49,23 +53,38 @@ class Identity(NamedTuple):
         )
 
     @classmethod
-    def from_wire(cls, text: str) -> Identity:
+    def from_wire(cls, text: str, shared: dict[Any, Any] | None = None) -> Identity:
+        """Parse ``to_wire`` text; values already in ``shared`` are reused, new ones added.
+
+        Thousands of identities repeat one kind, suite id, folder and label set:
+        sharing them keeps one copy of each rather than one per case.
+        """
         kind, suite_id, suite_root, item_id, labels, trial = json.loads(text)
-        return cls(kind, suite_id, suite_root, item_id, tuple(labels), trial)
+        labels = tuple(labels)
+        if shared is not None:
+            kind = shared.setdefault(kind, kind)
+            suite_id = shared.setdefault(suite_id, suite_id)
+            suite_root = shared.setdefault(suite_root, suite_root)
+            labels = shared.setdefault(labels, labels)
+        return cls(kind, suite_id, suite_root, item_id, labels, trial)
 
 
 def attach(
     report: pytest.TestReport,
-    identity: str,
+    identity: str | None,
     *,
     result: str | None = None,
     verdict: str | None = None,
     answered_by: str | None = None,
     harness_error: bool = False,
 ) -> None:
-    """Attach an item's identity (``Identity.to_wire``) and, from the call, what it produced."""
-    setattr(report, IDENTITY_ATTR, identity)
+    """Attach an item's identity (``Identity.to_wire``) and, from the call, what it produced.
+
+    The setup report carries the identity; the call report needs none, since the
+    controller has it from the setup report by then.
+    """
     for name, value in (
+        (IDENTITY_ATTR, identity),
         (RESULT_ATTR, result),
         (VERDICT_ATTR, verdict),
         (ANSWERED_BY_ATTR, answered_by),
@@ -92,11 +111,12 @@ class RecordedControl:
 @dataclass
 class RunRecorder:
     identities: dict[str, Identity] = field(default_factory=dict)
-    graded: dict[str, CaseResult | str] = field(default_factory=dict)
+    graded: CaseStore = field(default_factory=CaseStore)
     """Per case node id: the result as the JSON text it travelled in, or one made here.
 
-    Text is parsed only when the run is summarised: thousands of retained
-    model graphs would otherwise make every garbage collection of the run slower.
+    Text is parsed only when the run is summarised, one result at a time:
+    thousands of retained model graphs would otherwise make every garbage
+    collection of the run slower, and hold every case's record in memory.
     """
     controls: dict[str, RecordedControl] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
@@ -111,13 +131,13 @@ class RunRecorder:
     """Node ids whose worker died inside the adapter call: graded as ``agent_error``."""
     selected: dict[str, set[str]] = field(default_factory=dict)
     """Per suite folder, the node ids of the case items the run selected (the census)."""
+    _shared: dict[Any, Any] = field(default_factory=dict)
+    """One copy of each value many identities repeat (see ``Identity.from_wire``)."""
 
     @property
     def cases(self) -> dict[str, CaseResult]:
-        return {
-            nodeid: CaseResult.model_validate_json(entry) if isinstance(entry, str) else entry
-            for nodeid, entry in self.graded.items()
-        }
+        """Every graded case, parsed: for small runs and tests; the run reads one at a time."""
+        return {nodeid: self.graded[nodeid] for nodeid in self.graded}
 
     def record_collection(self, report: pytest.CollectReport) -> None:
         refusal: str | None = getattr(report, REFUSAL, None)
@@ -127,8 +147,12 @@ class RunRecorder:
     def record(self, report: pytest.TestReport) -> None:
         identity = self.identities.get(report.nodeid)
         wire: str | None = getattr(report, IDENTITY_ATTR, None)
-        if wire is not None and identity is None:
-            identity = self.identities[report.nodeid] = Identity.from_wire(wire)
+        if wire is not None:
+            # pytest keeps the report until the run ends; the identity is kept here.
+            delattr(report, IDENTITY_ATTR)
+            if identity is None:
+                identity = Identity.from_wire(wire, self._shared)
+                self.identities[report.nodeid] = identity
         # pytest-xdist reports a node whose worker died with when="???".
         if str(report.when) == "???":
             self.crashed.append(report.nodeid)
@@ -156,10 +180,13 @@ class RunRecorder:
             self.answered_by.setdefault(identity.suite_id, set()).add(answered_by)
         result: str | None = getattr(report, RESULT_ATTR, None)
         verdict: str | None = getattr(report, VERDICT_ATTR, None)
+        if result is not None:
+            # pytest keeps the report until the run ends; the store keeps the result.
+            delattr(report, RESULT_ATTR)
         if report.skipped:
             self._store_skip(identity, report)
         elif identity.kind == "case" and result is not None:
-            self.graded[report.nodeid] = result
+            self.graded.put(report.nodeid, identity.suite_id, result)
         elif identity.kind == "control" and verdict is not None:
             self.controls[report.nodeid] = RecordedControl(
                 identity.suite_id, report.nodeid, ControlVerdict.model_validate_json(verdict)

@@ -1,8 +1,8 @@
 """What a benchmark item's reports carry, and where they are recorded.
 
-While a case or control item runs, its setup and call reports get its identity
-and its call report what it produced (graded result, control verdict, adapter
-class), as JSON text attributes that pytest-xdist carries to the controller.
+While a case or control item runs, its setup report gets its identity and its
+call report what it produced (graded result, control verdict, adapter class),
+as JSON text attributes that pytest-xdist carries to the controller.
 Where reports arrive (the controller, or the only process) a failure text
 becomes a :class:`FailureRepr` and the :class:`RunRecorder` records the report.
 
@@ -79,7 +79,7 @@ class ReportRelay:
             if (
                 report.failed
                 and isinstance(report.longrepr, str)
-                and hasattr(report, IDENTITY_ATTR)
+                and (hasattr(report, IDENTITY_ATTR) or report.nodeid in self.recorder.identities)
             ):
                 path, lineno, _ = report.location
                 report.longrepr = FailureRepr(report.longrepr, path=path, lineno=lineno or 0)
@@ -102,7 +102,7 @@ class ReportRelay:
                 item.user_properties.extend(checks)
         attach(
             report,
-            self._identity,
+            None,
             result=None if result is None else stored_result(result, self.max_output_bytes),
             verdict=None if verdict is None else verdict.model_dump_json(),
             answered_by=item.stash.get(ANSWERED_BY_KEY, None),

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pytest_agentbench.contracts import (
@@ -19,6 +20,7 @@ from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import Gate, GateVerdict, judge, parse_gate
 from pytest_agentbench.metrics import MetricDefinition, aggregate, definition, select
 from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.recorder import Identity, RunRecorder
 from pytest_agentbench.session import LoadedSuite, SuiteLoader, grade_outcome, suite_digests
 from pytest_agentbench.suite import SUITE_FILE
@@ -150,7 +152,11 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
 def _regrade_adapter_crashes(
     recorder: RunRecorder, loaded: LoadedSuite, suite_cases: list[tuple[str, CaseResult]]
 ) -> list[tuple[str, CaseResult]]:
-    """Grade cases whose worker died inside the adapter call, with every check missing."""
+    """Grade cases whose worker died inside the adapter call, with every check missing.
+
+    The regraded result replaces the stored one, so the report written from the
+    store says what the summary counted.
+    """
     if not recorder.crashed_in_adapter.intersection(nodeid for nodeid, _ in suite_cases):
         return suite_cases
     cases = {case.case_id: case for case in loaded.world.cases(loaded.suite)}
@@ -161,10 +167,39 @@ def _regrade_adapter_crashes(
             outcome = Outcome(
                 failure_class=FailureClass.AGENT_ERROR, failure_reason=result.failure_reason
             )
-            regraded.append((nodeid, grade_outcome(loaded, case, outcome)))
+            recorder.graded[nodeid] = grade_outcome(loaded, case, outcome)
+            regraded.append((nodeid, recorder.graded[nodeid]))
         else:
             regraded.append((nodeid, result))
     return regraded
+
+
+def _figures_record(store: CaseStore) -> Callable[[str], CaseResult]:
+    """Reads what a suite's figures need of a stored result, and nothing else.
+
+    Counts, rates, intervals and trial figures read a case's outcome, failure
+    class, measurements and unit. Its checks, receipt and recorded output are
+    most of its record, and only the written report shows them: it reads them
+    back from the store case by case. The text is a result's own dump, so the
+    record is built without validating it again.
+    """
+
+    def read(nodeid: str) -> CaseResult:
+        data = json.loads(store.text(nodeid))
+        failure_class = data["failure_class"]
+        return CaseResult.model_construct(
+            suite_id=data["suite_id"],
+            case_id=data["case_id"],
+            outcome=CaseOutcome(data["outcome"]),
+            measurements=data["measurements"],
+            labels=tuple(data["labels"]),
+            failure_class=None if failure_class is None else FailureClass(failure_class),
+            failure_reason=data["failure_reason"],
+            trial=data["trial"],
+            cluster=data["cluster"],
+        )
+
+    return read
 
 
 def _coverage(
@@ -209,7 +244,11 @@ def summarise(
     allow_partial: bool = False,
     trials: int = 1,
 ) -> RunSummary:
-    """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``."""
+    """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``.
+
+    Results are read from the recorder's store one suite at a time: memory holds
+    one suite's parsed results while its figures are computed, never the run's.
+    """
     _locate_unidentified(recorder, loader)
     problems: list[str] = [recorder.refusals[nodeid] for nodeid in sorted(recorder.refusals)]
     suites: list[SuiteSummary] = []
@@ -217,7 +256,7 @@ def summarise(
     parsed_cli: list[Gate] = []
     for text in cli_gates:
         parsed_cli.append(parse_gate(text, suite=None, source="--agentbench-gate"))
-    all_cases = recorder.cases
+    stored = recorder.graded.by_suite()
     durations = recorder.durations
     roots = recorder.suite_roots()
     for root in sorted(set(recorder.selected) - set(roots.values())):
@@ -233,13 +272,14 @@ def summarise(
             problems.append(exc.render())
             continue
         suite, world = loaded.suite, loaded.world
-        suite_cases = sorted(
-            (nodeid, result) for nodeid, result in all_cases.items() if result.suite_id == suite_id
-        )
+        specs = world.metrics(suite)
+        # A world's reducer and a baseline comparison may read any part of a result.
+        whole = with_cases or any(spec.reducer is not None for spec in specs)
+        read = recorder.graded.__getitem__ if whole else _figures_record(recorder.graded)
+        suite_cases = [(nodeid, read(nodeid)) for nodeid in stored.get(suite_id, ())]
         suite_cases = _regrade_adapter_crashes(recorder, loaded, suite_cases)
         results = [result for _, result in suite_cases]
         counts, failure_classes = _counts(results)
-        specs = world.metrics(suite)
         metrics = select(
             clustered_intervals(suite.id, specs, aggregate(specs, results), results),
             suite.config.metrics,

@@ -1,0 +1,92 @@
+"""Graded results of a run, kept in a temporary file rather than in memory.
+
+A run of 100,000 cases would otherwise hold every case's full record until the
+report is written. Each result is appended, as the JSON text it travelled in,
+to an anonymous temporary file as it arrives; memory keeps only where each
+node id's text lies. The last text stored for a node id wins (``--dist each``,
+reruns), as a dictionary would. Readers take one result at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import IO, NamedTuple
+
+from pytest_agentbench.contracts import CaseResult
+
+
+class _Slot(NamedTuple):
+    suite_id: str
+    offset: int
+    length: int
+
+
+class CaseStore:
+    """Per case node id: its suite and its result's JSON text, stored on disk."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, _Slot] = {}
+        self._file: IO[bytes] | None = None
+        self._end = 0
+        self._unflushed = False
+
+    def put(self, nodeid: str, suite_id: str, text: str) -> None:
+        """Store ``text`` (``CaseResult`` JSON) as the result of ``nodeid`` in ``suite_id``."""
+        data = text.encode("utf-8")
+        if self._file is None:
+            # Closed by close() at the session's end; until then it is written to.
+            self._file = tempfile.TemporaryFile(prefix="agentbench-results-")  # noqa: SIM115
+        self._file.write(data)
+        self._slots[nodeid] = _Slot(suite_id, self._end, len(data))
+        self._end += len(data)
+        self._unflushed = True
+
+    def __setitem__(self, nodeid: str, result: CaseResult) -> None:
+        self.put(nodeid, result.suite_id, result.model_dump_json())
+
+    def __contains__(self, nodeid: object) -> bool:
+        return nodeid in self._slots
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._slots)
+
+    def suite_of(self, nodeid: str) -> str:
+        return self._slots[nodeid].suite_id
+
+    def text(self, nodeid: str) -> str:
+        """The stored JSON text of ``nodeid``'s result."""
+        slot = self._slots[nodeid]
+        assert self._file is not None
+        if self._unflushed:
+            self._file.flush()
+            self._unflushed = False
+        return os.pread(self._file.fileno(), slot.length, slot.offset).decode("utf-8")
+
+    def __getitem__(self, nodeid: str) -> CaseResult:
+        return CaseResult.model_validate_json(self.text(nodeid))
+
+    def by_suite(self) -> dict[str, list[str]]:
+        """The stored node ids of each suite, sorted."""
+        grouped: dict[str, list[str]] = {}
+        for nodeid, slot in self._slots.items():
+            grouped.setdefault(slot.suite_id, []).append(nodeid)
+        for nodeids in grouped.values():
+            nodeids.sort()
+        return grouped
+
+    def results(self) -> Iterator[CaseResult]:
+        """Every stored result, one parsed at a time."""
+        for nodeid in list(self._slots):
+            yield self[nodeid]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._slots.clear()
+        self._end = 0

@@ -1,0 +1,163 @@
+"""The streamed JSON run report is byte for byte the report the whole-model builder wrote.
+
+The report used to be one :class:`RunReport` holding every case, dumped and
+encoded at once. It is now written case by case from the recorder's store.
+Each run below goes through the real writer, and the same inputs are also fed
+to the former builder (kept here as the reference): both texts must be equal.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.comparison import Comparison
+from pytest_agentbench.contracts import CaseOutcome, CaseResult
+from pytest_agentbench.report import json_report
+from pytest_agentbench.report.case_store import CaseStore
+from pytest_agentbench.report.json_report import AdapterIdentity, RunReport, environment
+from pytest_agentbench.report.summary import CaseEntry, RunSummary
+from tests.demo_world import DEMO_CONTROLS, write_demo_suite
+
+WRONG_ON_C2 = """\
+class Agent:
+    def answer(self, question):
+        if question == "2+3":
+            return 6
+        if question == "10+5":
+            raise RuntimeError("no answer today")
+        left, right = question.split("+")
+        return int(left) + int(right)
+"""
+
+
+def whole_model_report(
+    summary: RunSummary,
+    store: CaseStore,
+    durations: Mapping[str, float],
+    *,
+    rootpath: Path,
+    adapter_spec: str | None,
+    adapter_description: str,
+    exit_status: int,
+    comparison: Comparison | None = None,
+) -> str:
+    """The former builder: every case entry in the summary, one model, one encoding."""
+    results = {nodeid: store[nodeid] for nodeid in store}
+    suites = tuple(
+        suite.model_copy(
+            update={
+                "cases": tuple(
+                    CaseEntry(nodeid=nodeid, result=result, duration_s=durations.get(nodeid))
+                    for nodeid, result in sorted(results.items())
+                    if result.suite_id == suite.id
+                )
+            }
+        )
+        for suite in summary.suites
+    )
+    report = RunReport(
+        environment=environment(rootpath),
+        adapter=AdapterIdentity(spec=adapter_spec, description=adapter_description),
+        exit_status=exit_status,
+        suites=suites,
+        gates=summary.gates,
+        problems=summary.problems,
+        comparison=comparison,
+    )
+    return canonical_json(report.model_dump(mode="json")) + "\n"
+
+
+@pytest.fixture
+def compared(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every report written while the test runs: (streamed text, former builder's text)."""
+    pairs: list[tuple[str, str]] = []
+    streamed = json_report.stream_report
+
+    def both(out: Any, summary: RunSummary, store: CaseStore, durations: Any, **kw: Any) -> None:
+        text = io.StringIO()
+        streamed(text, summary, store, durations, **kw)
+        pairs.append((text.getvalue(), whole_model_report(summary, store, durations, **kw)))
+        out.write(text.getvalue())
+
+    monkeypatch.setattr(json_report, "stream_report", both)
+    return pairs
+
+
+def assert_identical(pairs: list[tuple[str, str]], report: Path) -> dict[str, Any]:
+    assert pairs, "no report was written"
+    for streamed, whole in pairs:
+        assert streamed == whole
+    assert report.read_text(encoding="utf-8") == pairs[-1][0]
+    document: dict[str, Any] = json.loads(pairs[-1][0])
+    return document
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([], id="serial"),
+        pytest.param(["-n", "2"], id="xdist"),
+        pytest.param(["--agentbench-repeat", "2"], id="repeats"),
+        pytest.param(["-n", "2", "--agentbench-repeat", "2"], id="xdist-repeats"),
+    ],
+)
+def test_streamed_report_equals_the_whole_model_report(
+    demo: pytest.Pytester, compared: list[tuple[str, str]], args: list[str]
+) -> None:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    write_demo_suite(demo.path, "second-suite", questions={"s1": "4+4", "s2": "0+0"})
+    # A suite refused at collection is a problem line of the report.
+    broken = demo.path / "suites" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "suite.yaml").write_text("id: broken\nworld: nowhere\n", encoding="utf-8")
+    demo.makepyfile(agents=WRONG_ON_C2)
+    path = demo.path / "run.json"
+    demo.runpytest(f"--agentbench-report={path}", "--agentbench-adapter=agents:Agent", *args)
+    document = assert_identical(compared, path)
+    assert [suite["id"] for suite in document["suites"]] == ["demo-suite", "second-suite"]
+    assert document["problems"], "the broken suite is reported"
+    demo_suite = document["suites"][0]
+    outcomes = {entry["result"]["outcome"] for entry in demo_suite["cases"]}
+    assert outcomes == {CaseOutcome.PASSED.value, CaseOutcome.FAILED.value}
+    assert demo_suite["controls"], "the control's verdict is in the report"
+    cases = 6 if "--agentbench-repeat" in args else 3
+    assert len(demo_suite["cases"]) == cases
+
+
+def test_streamed_report_with_a_baseline_comparison(
+    demo: pytest.Pytester, compared: list[tuple[str, str]]
+) -> None:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    demo.runpytest("--agentbench-report=before.json")
+    demo.makepyfile(agents=WRONG_ON_C2)
+    path = demo.path / "after.json"
+    demo.runpytest(
+        f"--agentbench-report={path}",
+        "--agentbench-baseline=before.json",
+        "--agentbench-adapter=agents:Agent",
+    )
+    document = assert_identical(compared, path)
+    assert document["comparison"] is not None
+    assert len(compared) == 2
+
+
+def test_a_store_keeps_the_last_result_of_a_node_and_reads_it_back() -> None:
+    store = CaseStore()
+    first = CaseResult(suite_id="s", case_id="c1", outcome=CaseOutcome.FAILED)
+    second = CaseResult(suite_id="s", case_id="c1", outcome=CaseOutcome.PASSED)
+    store["n::c1"] = first
+    store.put("n::c0", "t", second.model_copy(update={"suite_id": "t"}).model_dump_json())
+    store["n::c1"] = second
+    assert len(store) == 2
+    assert store["n::c1"] == second
+    assert store.by_suite() == {"s": ["n::c1"], "t": ["n::c0"]}
+    assert [result.case_id for result in store.results()] == ["c1", "c1"]
+    store.close()
+    assert len(store) == 0
