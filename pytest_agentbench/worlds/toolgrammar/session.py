@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.tools import Budget, ToolSession, ToolSpec
@@ -46,7 +47,7 @@ def tool_specs(sandbox: Sandbox) -> list[ToolSpec]:
 
 
 def open_session(
-    sandbox: Sandbox, task_id: str, final_schema: dict[str, JsonValue] | None = None
+    sandbox: Sandbox, task_id: str, final_schema: Mapping[str, JsonValue] | None = None
 ) -> ToolSession:
     return ToolSession(
         tool_specs(sandbox), BUDGET, context={"task_id": task_id}, final_schema=final_schema
