@@ -9,6 +9,7 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs in the test extra
 import pytest
 
 from pytest_agentbench.report.json_report import SCHEMA_PATH
+from tests.conftest import XDIST_ARGS
 from tests.demo_runs import demo_project, run_cases
 from tests.demo_world import write_demo_suite
 
@@ -37,33 +38,35 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     return demo_project(demo, QUESTIONS, ADAPTERS)
 
 
-def test_a_run_compared_with_itself_is_noise_free(
-    project: pytest.Pytester, xdist_args: list[str]
+def test_a_run_compared_with_itself_is_noise_free_under_every_distribution(
+    project: pytest.Pytester,
 ) -> None:
+    # One baseline run, compared against under no xdist, -n 0 and -n 2 in turn.
     run_cases(project, "before.json")
-    result, report = run_cases(
-        project, "after.json", "--agentbench-baseline=before.json", *xdist_args
-    )
-    assert result.ret == pytest.ExitCode.OK
-    comparison = report["comparison"]
-    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
-    assert report["schema_version"] == "agentbench-run-report/2"
-    assert comparison["passed"] is True
-    assert comparison["regressions"] == 0
-    (suite,) = comparison["suites"]
-    assert suite["pairs"] == 40
-    assert suite["units"] == 40
-    rows = {row["metric"]: row for row in suite["rows"]}
-    assert set(rows) == {"passed", "accuracy", "zero_rate"}
-    for row in rows.values():
-        assert row["difference"] == 0.0
-        assert row["verdict"] == "no_significant_change"
-        assert row["p_value"] == 1.0
-    assert rows["passed"]["test"] == "mcnemar_exact"
-    assert rows["passed"]["discordant"] == {"before_better": 0, "after_better": 0}
-    result.stdout.fnmatch_lines(
-        ["comparison passed: 0 regressions, 0 improvements over 3 tested rows"]
-    )
+    for mode, xdist_args in XDIST_ARGS.items():
+        result, report = run_cases(
+            project, "after.json", "--agentbench-baseline=before.json", *xdist_args
+        )
+        assert result.ret == pytest.ExitCode.OK, mode
+        comparison = report["comparison"]
+        jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+        assert report["schema_version"] == "agentbench-run-report/2"
+        assert comparison["passed"] is True
+        assert comparison["regressions"] == 0
+        (suite,) = comparison["suites"]
+        assert suite["pairs"] == 40
+        assert suite["units"] == 40
+        rows = {row["metric"]: row for row in suite["rows"]}
+        assert set(rows) == {"passed", "accuracy", "zero_rate"}
+        for row in rows.values():
+            assert row["difference"] == 0.0
+            assert row["verdict"] == "no_significant_change"
+            assert row["p_value"] == 1.0
+        assert rows["passed"]["test"] == "mcnemar_exact"
+        assert rows["passed"]["discordant"] == {"before_better": 0, "after_better": 0}
+        result.stdout.fnmatch_lines(
+            ["comparison passed: 0 regressions, 0 improvements over 3 tested rows"]
+        )
 
 
 def test_a_seeded_regression_fails_the_session(project: pytest.Pytester) -> None:
