@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from pytest_agentbench.trials import trial_seed
+from tests.demo_runs import run_cases
 from tests.demo_world import write_demo_suite
 
 QUESTIONS = {f"q{i}": f"{i}+1" for i in range(6)}
@@ -51,16 +51,7 @@ def seeded(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    path = pytester.path / "run.json"
-    result = pytester.runpytest(
-        f"--agentbench-report={path}",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        "not agentbench_control",
-        *args,
-    )
-    return result, json.loads(path.read_text())
+    return run_cases(pytester, "run.json", *args)
 
 
 def test_repeat_runs_k_items_per_case_and_reports_pass_at_k(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.worlds.toolgrammar import handlers
 from pytest_agentbench.worlds.toolgrammar import words as w
 from pytest_agentbench.worlds.toolgrammar.database import Row, day
 from pytest_agentbench.worlds.toolgrammar.domains.clinic.policy import adjustment_verdict
@@ -17,25 +18,15 @@ from pytest_agentbench.worlds.toolgrammar.grammar import (
     limit_param,
     text,
 )
-from pytest_agentbench.worlds.toolgrammar.handlers import (
-    Link,
-    Table,
-    get_by_id,
-    list_under,
-    lookup_policy,
-    open_case,
-    search_by_name,
-    update_case,
-)
 from pytest_agentbench.worlds.toolgrammar.privileged import guarded_write
 from pytest_agentbench.worlds.toolgrammar.records import DATE_PATTERN, insert, next_id, one
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
 
-PATIENTS = Table("patients", "patient_id", "patient")
-APPOINTMENTS = Table("appointments", "appointment_id", "appointment")
-REFERRALS = Table("referrals", "referral_id", "referral")
+PATIENTS = handlers.Table("patients", "patient_id", "patient")
+APPOINTMENTS = handlers.Table("appointments", "appointment_id", "appointment")
+REFERRALS = handlers.Table("referrals", "referral_id", "referral")
 
 
 def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
@@ -87,7 +78,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("coverage_plan", "only this plan", enum=list(w.COVERAGE_PLANS)),
                 limit_param(),
             ),
-            search_by_name(
+            handlers.search_by_name(
                 conn,
                 PATIENTS,
                 columns="patient_id, name, email, site, coverage_plan",
@@ -100,14 +91,14 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
             "get_patient",
             "One patient by id.",
             closed_schema(text("patient_id", "e.g. PAT-00001", required=True)),
-            get_by_id(conn, PATIENTS),
+            handlers.get_by_id(conn, PATIENTS),
         ),
         BoundTool(
             Verb.GET_RECORD,
             "get_appointment",
             "One appointment by id.",
             closed_schema(text("appointment_id", "e.g. APT-00001", required=True)),
-            get_by_id(conn, APPOINTMENTS),
+            handlers.get_by_id(conn, APPOINTMENTS),
         ),
         BoundTool(
             Verb.LIST_RECORDS,
@@ -121,7 +112,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("until", "on or before (YYYY-MM-DD)", pattern=DATE_PATTERN),
                 limit_param(),
             ),
-            list_under(
+            handlers.list_under(
                 conn,
                 PATIENTS,
                 APPOINTMENTS,
@@ -146,7 +137,9 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("urgency", "how soon", enum=list(w.URGENCIES)),
                 text("appointment_id", "the appointment it follows"),
             ),
-            open_case(conn, PATIENTS, Link(APPOINTMENTS, "an appointment"), "referrals", referral),
+            handlers.open_case(
+                conn, PATIENTS, handlers.Link(APPOINTMENTS, "an appointment"), "referrals", referral
+            ),
             mutating=True,
         ),
         BoundTool(
@@ -160,7 +153,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("assignee", "new assignee", maxLength=200),
                 text("outcome", "outcome text", maxLength=2000),
             ),
-            update_case(conn, REFERRALS, ("status", "urgency", "assignee", "outcome")),
+            handlers.update_case(conn, REFERRALS, ("status", "urgency", "assignee", "outcome")),
             mutating=True,
         ),
         BoundTool(
@@ -185,7 +178,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("coverage_plan", "only this plan", enum=list(w.COVERAGE_PLANS)),
                 text("service_band", "only this band", enum=list(w.SERVICE_BANDS)),
             ),
-            lookup_policy(
+            handlers.lookup_policy(
                 conn,
                 "coverage_policies",
                 [("coverage_plan = ?", "coverage_plan"), ("service_band = ?", "service_band")],

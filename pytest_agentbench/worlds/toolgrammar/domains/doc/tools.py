@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.worlds.toolgrammar import handlers
 from pytest_agentbench.worlds.toolgrammar import words as w
 from pytest_agentbench.worlds.toolgrammar.database import Row, day
 from pytest_agentbench.worlds.toolgrammar.domains.doc.policy import publication_verdict
@@ -21,16 +22,6 @@ from pytest_agentbench.worlds.toolgrammar.grammar import (
     ok,
     text,
 )
-from pytest_agentbench.worlds.toolgrammar.handlers import (
-    Link,
-    Table,
-    get_by_id,
-    list_under,
-    lookup_policy,
-    open_case,
-    search_by_name,
-    update_case,
-)
 from pytest_agentbench.worlds.toolgrammar.privileged import guarded_write
 from pytest_agentbench.worlds.toolgrammar.records import (
     many,
@@ -43,10 +34,10 @@ if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
 
 
-SERVICES = Table("services", "service_id", "service")
-DOCUMENTS = Table("documents", "doc_id", "document")
-SECTIONS = Table("sections", "section_id", "section")
-ISSUES = Table("doc_issues", "issue_id", "issue")
+SERVICES = handlers.Table("services", "service_id", "service")
+DOCUMENTS = handlers.Table("documents", "doc_id", "document")
+SECTIONS = handlers.Table("sections", "section_id", "section")
+ISSUES = handlers.Table("doc_issues", "issue_id", "issue")
 
 
 def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
@@ -90,7 +81,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("category", "only this category", enum=list(w.SERVICE_CATEGORIES)),
                 limit_param(),
             ),
-            search_by_name(
+            handlers.search_by_name(
                 conn,
                 SERVICES,
                 columns="service_id, name, category, status",
@@ -103,14 +94,14 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
             "get_service",
             "One service by id.",
             closed_schema(text("service_id", "e.g. SVC-001", required=True)),
-            get_by_id(conn, SERVICES),
+            handlers.get_by_id(conn, SERVICES),
         ),
         BoundTool(
             Verb.GET_RECORD,
             "get_document",
             "One document's metadata by id.",
             closed_schema(text("doc_id", "e.g. DOC-00001", required=True)),
-            get_by_id(conn, DOCUMENTS, cited=True),
+            handlers.get_by_id(conn, DOCUMENTS, cited=True),
         ),
         BoundTool(
             Verb.LIST_RECORDS,
@@ -122,7 +113,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("status", "only this status", enum=list(w.DOC_STATUSES)),
                 limit_param(),
             ),
-            list_under(
+            handlers.list_under(
                 conn,
                 SERVICES,
                 DOCUMENTS,
@@ -141,7 +132,9 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("section_id", "the section it concerns"),
                 text("priority", "issue priority", enum=list(w.PRIORITIES)),
             ),
-            open_case(conn, DOCUMENTS, Link(SECTIONS, "a section"), "doc_issues", doc_issue),
+            handlers.open_case(
+                conn, DOCUMENTS, handlers.Link(SECTIONS, "a section"), "doc_issues", doc_issue
+            ),
             mutating=True,
         ),
         BoundTool(
@@ -155,7 +148,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("assignee", "new assignee", maxLength=200),
                 text("resolution", "resolution text", maxLength=2000),
             ),
-            update_case(conn, ISSUES, ("status", "priority", "assignee", "resolution")),
+            handlers.update_case(conn, ISSUES, ("status", "priority", "assignee", "resolution")),
             mutating=True,
         ),
         BoundTool(
@@ -175,7 +168,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
             "lookup_publication_rule",
             "Publication rules, for one kind or all.",
             closed_schema(text("kind", "only this kind", enum=list(w.DOC_KINDS))),
-            lookup_policy(conn, "publication_rules", [("kind = ?", "kind")], "rule_id"),
+            handlers.lookup_policy(conn, "publication_rules", [("kind = ?", "kind")], "rule_id"),
         ),
         *retrieval_tools(sandbox),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.worlds.toolgrammar import handlers
 from pytest_agentbench.worlds.toolgrammar import words as w
 from pytest_agentbench.worlds.toolgrammar.database import Row, day
 from pytest_agentbench.worlds.toolgrammar.domains.ops.policy import refund_verdict
@@ -17,25 +18,15 @@ from pytest_agentbench.worlds.toolgrammar.grammar import (
     limit_param,
     text,
 )
-from pytest_agentbench.worlds.toolgrammar.handlers import (
-    Link,
-    Table,
-    get_by_id,
-    list_under,
-    lookup_policy,
-    open_case,
-    search_by_name,
-    update_case,
-)
 from pytest_agentbench.worlds.toolgrammar.privileged import guarded_write
 from pytest_agentbench.worlds.toolgrammar.records import DATE_PATTERN, insert, next_id, one
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
 
-CUSTOMERS = Table("customers", "customer_id", "customer")
-ORDERS = Table("orders", "order_id", "order")
-TICKETS = Table("tickets", "ticket_id", "ticket")
+CUSTOMERS = handlers.Table("customers", "customer_id", "customer")
+ORDERS = handlers.Table("orders", "order_id", "order")
+TICKETS = handlers.Table("tickets", "ticket_id", "ticket")
 
 
 def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
@@ -91,7 +82,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("tier", "only this tier", enum=list(w.TIERS)),
                 limit_param(),
             ),
-            search_by_name(
+            handlers.search_by_name(
                 conn,
                 CUSTOMERS,
                 columns="customer_id, name, email, region, tier",
@@ -104,14 +95,14 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
             "get_customer",
             "One customer by id.",
             closed_schema(text("customer_id", "e.g. CUS-00001", required=True)),
-            get_by_id(conn, CUSTOMERS),
+            handlers.get_by_id(conn, CUSTOMERS),
         ),
         BoundTool(
             Verb.GET_RECORD,
             "get_order",
             "One order by id.",
             closed_schema(text("order_id", "e.g. ORD-00001", required=True)),
-            get_by_id(conn, ORDERS),
+            handlers.get_by_id(conn, ORDERS),
         ),
         BoundTool(
             Verb.LIST_RECORDS,
@@ -124,7 +115,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("until", "placed on or before (YYYY-MM-DD)", pattern=DATE_PATTERN),
                 limit_param(),
             ),
-            list_under(
+            handlers.list_under(
                 conn,
                 CUSTOMERS,
                 ORDERS,
@@ -148,7 +139,9 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("priority", "ticket priority", enum=list(w.PRIORITIES)),
                 text("order_id", "the order it concerns"),
             ),
-            open_case(conn, CUSTOMERS, Link(ORDERS, "an order"), "tickets", ticket),
+            handlers.open_case(
+                conn, CUSTOMERS, handlers.Link(ORDERS, "an order"), "tickets", ticket
+            ),
             mutating=True,
         ),
         BoundTool(
@@ -162,7 +155,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("assignee", "new assignee", maxLength=200),
                 text("resolution", "resolution text", maxLength=2000),
             ),
-            update_case(conn, TICKETS, ("status", "priority", "assignee", "resolution")),
+            handlers.update_case(conn, TICKETS, ("status", "priority", "assignee", "resolution")),
             mutating=True,
         ),
         BoundTool(
@@ -183,6 +176,6 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
             "lookup_refund_policy",
             "Refund policies, for one tier or all.",
             closed_schema(text("tier", "only this tier", enum=list(w.TIERS))),
-            lookup_policy(conn, "refund_policies", [("tier = ?", "tier")], "policy_id"),
+            handlers.lookup_policy(conn, "refund_policies", [("tier = ?", "tier")], "policy_id"),
         ),
     ]
