@@ -193,11 +193,17 @@ class LedgerProxy:
         self._adapter = adapter
         self._ledger = ledger
 
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:
+    @property
+    def __class__(self) -> type[Any]:
         # A world may dispatch on the adapter's class (``isinstance(agent, FixtureAgent)``);
         # isinstance consults ``__class__``, so the stand-in passes for what it wraps.
         return type(self._adapter)
+
+    @__class__.setter
+    def __class__(self, value: type[Any]) -> None:
+        # object's ``__class__`` is writable, so the override declares a setter; the
+        # stand-in's class is its adapter's and cannot be reassigned.
+        raise AttributeError("a ledger proxy's class is its adapter's")
 
     def __getattr__(self, name: str) -> Any:
         # Non-method members of the adapter (a protocol may declare data members).

@@ -171,8 +171,13 @@ class CaseItem(pytest.Item):
         self.trial = trial
         self.trial_count = count
         for label in case.labels:
-            _register_label_marker(self.config, label)
-            self.add_marker(label)
+            if label.isidentifier():
+                _register_label_marker(self.config, label)
+                self.add_marker(label)
+            else:
+                # pytest reads a marker name only up to a colon (``cluster:<id>``), so
+                # such a label could never be registered; it stays a ``-k`` keyword.
+                self.extra_keyword_matches.add(label)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         line = None if self.case.line is None else self.case.line - 1

@@ -72,8 +72,9 @@ class Case(Record):
     line: int | None = None
     title: str | None = None
     labels: tuple[str, ...] = ()
-    """Open labels (case kinds, tiers): each is also a registered marker on the case's item,
-    so ``-m`` selects by them; use identifier-like names (``tier_T4``, ``world_clinic``)."""
+    """Open labels (case kinds, tiers): each that is a Python identifier (``tier_T4``,
+    ``world_clinic``) is also a registered marker on the case's item, so ``-m`` selects by
+    it; any other (``cluster:<id>``) is a ``-k`` keyword only."""
     cluster: str | None = None
     """The semantic scenario this case is a variant of: one statistical unit with its
     siblings. ``None``: the case is its own unit."""

@@ -23,6 +23,8 @@ hookimpl = pluggy.HookimplMarker("pytest")
 ENTRY_POINT_GROUP = "pytest_agentbench.worlds"
 
 
+# pluggy reads a hookspec's signature only; its body is the docstring, which mypy
+# would otherwise report as a function that returns nothing.
 @hookspec
 def pytest_agentbench_world_kinds() -> Sequence[World | LazyWorld]:  # type: ignore[empty-body]
     """Return the world kinds this plugin provides.

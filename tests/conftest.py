@@ -6,11 +6,9 @@ import pytest
 
 DEMO_SOURCE = Path(__file__).with_name("demo_world.py")
 
-XDIST_MODES = [
-    pytest.param([], id="no-xdist"),
-    pytest.param(["-n", "0"], id="n0"),
-    pytest.param(["-n", "2"], id="n2"),
-]
+XDIST_ARGS: dict[str, list[str]] = {"no-xdist": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}
+"""The distributions every integration test runs under, by id."""
+XDIST_MODES = [pytest.param(args, id=name) for name, args in XDIST_ARGS.items()]
 
 
 @pytest.fixture

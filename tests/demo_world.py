@@ -23,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pytest_agentbench.canonical import (
     artifact_set_digest,
+    canonical_json,
     iter_jsonl,
     pretty_json,
     read_json,
@@ -397,6 +398,7 @@ def write_demo_suite(
     controls: str | None = None,
     extra_suite_yaml: str = "",
     world: str = "demo",
+    labels: dict[str, list[str]] | None = None,
 ) -> Path:
     """Write ``suites/<id>`` and ``oracles/<id>`` under ``base``; returns the suite folder."""
     questions = questions or {"c1": "1+1", "c2": "2+3", "c3": "10+5"}
@@ -410,8 +412,14 @@ def write_demo_suite(
         f"{extra_suite_yaml}",
         encoding="utf-8",
     )
+    labels = labels or {}
     (suite_dir / CASES_FILE).write_text(
-        "".join(f'{{"id": "{cid}", "question": "{q}"}}\n' for cid, q in questions.items()),
+        "".join(
+            f'{{"id": "{cid}", "question": "{q}"'
+            + (f', "labels": {canonical_json(labels[cid])}' if cid in labels else "")
+            + "}\n"
+            for cid, q in questions.items()
+        ),
         encoding="utf-8",
     )
     files = {CASES_FILE: (suite_dir / CASES_FILE).read_bytes()}

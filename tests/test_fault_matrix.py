@@ -768,7 +768,16 @@ def test_a_harness_error_is_a_junit_error_and_a_wrong_answer_a_failure(
 # --- Lower 12: duplicate_suite_id refuses both folders, whatever the order ---
 
 
-@pytest.mark.parametrize("order", ["copy-first", "copy-last"])
+# Both orders without xdist; one under -n 0 and -n 2, where each worker collects alike.
+@pytest.mark.parametrize(
+    ("order", "xdist_args"),
+    [
+        pytest.param("copy-first", [], id="no-xdist-copy-first"),
+        pytest.param("copy-last", [], id="no-xdist-copy-last"),
+        pytest.param("copy-last", ["-n", "0"], id="n0-copy-last"),
+        pytest.param("copy-first", ["-n", "2"], id="n2-copy-first"),
+    ],
+)
 def test_a_duplicate_suite_id_refuses_both_folders_in_any_order(
     demo: pytest.Pytester, xdist_args: list[str], order: str
 ) -> None:

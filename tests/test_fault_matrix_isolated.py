@@ -175,6 +175,11 @@ UNENCODABLE = {
 }
 PASSING = {"ok-first": 1, "leaked-thread": 14, "ok-last": 18}
 
+SUBSET = ("ok-first", "sleep", "ignores-sigterm", "os-exit", "segfault", "nan", "leaked-thread")
+"""What runs under ``-n 0``, the serial path again with xdist loaded: a fault of each kind
+(a plain hang and one that ignores SIGTERM, an exit and a signal, an unencodable value)
+and the passing cases around them. No xdist and ``-n 2`` run every fault."""
+
 SESSION_LIMIT = 240
 """The test's own bound on a session: far above what the mechanism under test needs."""
 
@@ -219,8 +224,12 @@ def test_every_hang_and_crash_costs_one_case_when_isolated(
     project: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     report_path = project.path / "run.json"
+    subset = xdist_args == ["-n", "0"]
+    selected = set(SUBSET) if subset else set(_questions())
+    nodes = [f"suites/demo-suite/cases.jsonl::{case}" for case in SUBSET] if subset else []
     started = time.monotonic()
     result = project.runpytest_subprocess(
+        *nodes,
         "--agentbench-adapter=faults:Faulty",
         "--agentbench-isolate",
         "--agentbench-timeout=1",
@@ -233,25 +242,38 @@ def test_every_hang_and_crash_costs_one_case_when_isolated(
         timeout=SESSION_LIMIT,
     )
     elapsed = time.monotonic() - started
-    result.assert_outcomes(passed=len(PASSING), failed=18 - len(PASSING))
+    passing = selected & set(PASSING)
+    hangs, crashes = selected & set(TIMEOUTS), selected & set(CRASHES)
+    unencodable = selected & set(UNENCODABLE)
+    result.assert_outcomes(passed=len(passing), failed=len(selected) - len(passing))
     report: dict[str, Any] = json.loads(report_path.read_text())
     (suite,) = report["suites"]
-    assert suite["counts"] == {"passed": 3, "failed": 15, "error": 0, "skipped": 0}
-    assert suite["failure_classes"] == {"agent_error": 12, "product_error": 3, "harness_error": 0}
+    assert suite["counts"] == {
+        "passed": len(passing),
+        "failed": len(selected) - len(passing),
+        "error": 0,
+        "skipped": 0,
+    }
+    assert suite["failure_classes"] == {
+        "agent_error": len(hangs) + len(crashes),
+        "product_error": len(unencodable),
+        "harness_error": 0,
+    }
     results = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
-    for case in PASSING:
+    assert set(results) == selected
+    for case in passing:
         assert results[case]["outcome"] == "passed", case
-    for case in TIMEOUTS:
+    for case in hangs:
         assert results[case]["failure_class"] == "agent_error", case
         assert results[case]["failure_reason"].startswith("timed out after 1."), case
-    for case, (_, reason) in CRASHES.items():
+    for case in crashes:
         assert results[case]["failure_class"] == "agent_error", case
-        assert results[case]["failure_reason"].startswith(reason), case
-    for case, (_, reason) in UNENCODABLE.items():
+        assert results[case]["failure_reason"].startswith(CRASHES[case][1]), case
+    for case in unencodable:
         assert results[case]["failure_class"] == "product_error", case
-        assert results[case]["failure_reason"].endswith(reason), case
+        assert results[case]["failure_reason"].endswith(UNENCODABLE[case][1]), case
     accuracy = {metric["name"]: metric for metric in suite["metrics"]}["accuracy"]
-    assert (accuracy["numerator"], accuracy["denominator"]) == (3, 18)
+    assert (accuracy["numerator"], accuracy["denominator"]) == (len(passing), len(selected))
     # Nothing outlives the session: not the adapter's processes, not what they started.
     assert (
         _wait_gone(_pids(project.path / "child.pid") | _pids(project.path / "grandchild.pid"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,29 @@ def test_strict_markers_accept_suite_markers_under_xdist(
         "--strict-markers", "-m", "demo-suite and not agentbench_control", *xdist_args
     )
     result.assert_outcomes(passed=3)
+
+
+def selected_cases(result: pytest.RunResult) -> set[str]:
+    return set(re.findall(r"cases\.jsonl::(c\d)", result.stdout.str()))
+
+
+def test_identifier_labels_are_markers_and_other_labels_keywords(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(
+        demo.path,
+        labels={"c1": ["tier_T4", "cluster:pair"], "c2": ["cluster:pair"], "c3": ["tier_T1"]},
+    )
+    strict = ["--strict-markers", "-W", "error::pytest.PytestUnknownMarkWarning", *xdist_args]
+    by_marker = demo.runpytest(*strict, "-m", "tier_T4 or tier_T1", "-v")
+    # Under xdist the workers deselect, so the count is in the passed items alone.
+    by_marker.assert_outcomes(passed=2, warnings=0)
+    assert selected_cases(by_marker) == {"c1", "c3"}
+    by_keyword = demo.runpytest(*strict, "-k", "cluster:pair", "-v")
+    by_keyword.assert_outcomes(passed=2, warnings=0)
+    assert selected_cases(by_keyword) == {"c1", "c2"}
+    # A colon label was never a marker name: ``-m`` cannot select by it.
+    assert "cluster" not in demo.runpytest("--markers").stdout.str()
 
 
 def test_broken_suite_is_a_named_collection_error_and_others_still_run(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs in the test extra
 import pytest
 
 from pytest_agentbench.report.json_report import SCHEMA_PATH
+from tests.conftest import XDIST_ARGS
+from tests.demo_runs import demo_project, run_cases
 from tests.demo_world import write_demo_suite
 
 QUESTIONS = {f"q{i:02d}": f"{i}+{i}" for i in range(40)}
@@ -32,59 +33,46 @@ class FlakyOnOne:
 '''
 
 
-def run(
-    pytester: pytest.Pytester, report: str, *args: str
-) -> tuple[pytest.RunResult, dict[str, Any]]:
-    path = pytester.path / report
-    result = pytester.runpytest(
-        f"--agentbench-report={path}",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        "not agentbench_control",
-        *args,
-    )
-    return result, json.loads(path.read_text())
-
-
 @pytest.fixture
 def project(demo: pytest.Pytester) -> pytest.Pytester:
-    write_demo_suite(demo.path, questions=QUESTIONS)
-    demo.makepyfile(my_adapters=ADAPTERS)
-    return demo
+    return demo_project(demo, QUESTIONS, ADAPTERS)
 
 
-def test_a_run_compared_with_itself_is_noise_free(
-    project: pytest.Pytester, xdist_args: list[str]
+def test_a_run_compared_with_itself_is_noise_free_under_every_distribution(
+    project: pytest.Pytester,
 ) -> None:
-    run(project, "before.json")
-    result, report = run(project, "after.json", "--agentbench-baseline=before.json", *xdist_args)
-    assert result.ret == pytest.ExitCode.OK
-    comparison = report["comparison"]
-    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
-    assert report["schema_version"] == "agentbench-run-report/2"
-    assert comparison["passed"] is True
-    assert comparison["regressions"] == 0
-    (suite,) = comparison["suites"]
-    assert suite["pairs"] == 40
-    assert suite["units"] == 40
-    rows = {row["metric"]: row for row in suite["rows"]}
-    assert set(rows) == {"passed", "accuracy", "zero_rate"}
-    for row in rows.values():
-        assert row["difference"] == 0.0
-        assert row["verdict"] == "no_significant_change"
-        assert row["p_value"] == 1.0
-    assert rows["passed"]["test"] == "mcnemar_exact"
-    assert rows["passed"]["discordant"] == {"before_better": 0, "after_better": 0}
-    result.stdout.fnmatch_lines(
-        ["comparison passed: 0 regressions, 0 improvements over 3 tested rows"]
-    )
+    # One baseline run, compared against under no xdist, -n 0 and -n 2 in turn.
+    run_cases(project, "before.json")
+    for mode, xdist_args in XDIST_ARGS.items():
+        result, report = run_cases(
+            project, "after.json", "--agentbench-baseline=before.json", *xdist_args
+        )
+        assert result.ret == pytest.ExitCode.OK, mode
+        comparison = report["comparison"]
+        jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+        assert report["schema_version"] == "agentbench-run-report/2"
+        assert comparison["passed"] is True
+        assert comparison["regressions"] == 0
+        (suite,) = comparison["suites"]
+        assert suite["pairs"] == 40
+        assert suite["units"] == 40
+        rows = {row["metric"]: row for row in suite["rows"]}
+        assert set(rows) == {"passed", "accuracy", "zero_rate"}
+        for row in rows.values():
+            assert row["difference"] == 0.0
+            assert row["verdict"] == "no_significant_change"
+            assert row["p_value"] == 1.0
+        assert rows["passed"]["test"] == "mcnemar_exact"
+        assert rows["passed"]["discordant"] == {"before_better": 0, "after_better": 0}
+        result.stdout.fnmatch_lines(
+            ["comparison passed: 0 regressions, 0 improvements over 3 tested rows"]
+        )
 
 
 def test_a_seeded_regression_fails_the_session(project: pytest.Pytester) -> None:
     junit = project.path / "junit.xml"
-    run(project, "good.json")
-    result, report = run(
+    run_cases(project, "good.json")
+    result, report = run_cases(
         project,
         "bad.json",
         "--agentbench-baseline=good.json",
@@ -118,8 +106,8 @@ def test_a_seeded_regression_fails_the_session(project: pytest.Pytester) -> None
 
 
 def test_a_flaky_difference_is_not_significant(project: pytest.Pytester) -> None:
-    run(project, "before.json")
-    result, report = run(
+    run_cases(project, "before.json")
+    result, report = run_cases(
         project,
         "after.json",
         "--agentbench-baseline=before.json",
@@ -136,10 +124,10 @@ def test_a_flaky_difference_is_not_significant(project: pytest.Pytester) -> None
 
 
 def test_a_changed_suite_is_refused_by_name_unless_allowed(project: pytest.Pytester) -> None:
-    run(project, "before.json")
+    run_cases(project, "before.json")
     changed = dict(QUESTIONS, q40="40+40")
     write_demo_suite(project.path, questions=changed)
-    result, report = run(project, "after.json", "--agentbench-baseline=before.json")
+    result, report = run_cases(project, "after.json", "--agentbench-baseline=before.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     (suite,) = report["comparison"]["suites"]
     assert suite["status"] == "refused"
@@ -147,7 +135,7 @@ def test_a_changed_suite_is_refused_by_name_unless_allowed(project: pytest.Pytes
     assert suite["rows"] == []
     result.stdout.fnmatch_lines(["*FAILED comparison [[]baseline_mismatch[]] suite 'demo-suite'*"])
 
-    result, report = run(
+    result, report = run_cases(
         project,
         "after.json",
         "--agentbench-baseline=before.json",

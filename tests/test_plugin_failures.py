@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -142,10 +142,9 @@ def test_wrong_output_type_is_a_product_error(project: pytest.Pytester) -> None:
 def test_hanging_adapter_is_interrupted_and_the_session_goes_on(
     project: pytest.Pytester, agent: str
 ) -> None:
-    started = time.monotonic()
+    # No wall-clock bound: had the timeout not fired, ``Sleeps`` would pass after 60 s
+    # and the other two would never return; c2 failing as a timeout is the evidence.
     result, report = run_with(project, agent, "--agentbench-timeout=1")
-    elapsed = time.monotonic() - started
-    assert elapsed < 15, f"the run took {elapsed:.1f}s: the hang was not interrupted"
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         ["*_ demo-suite::c2 _*", "agent_error: timed out after 1.?s (--agentbench-timeout=1)"]
@@ -156,18 +155,22 @@ def test_hanging_adapter_is_interrupted_and_the_session_goes_on(
 
 
 def test_timeout_holds_on_xdist_workers(project: pytest.Pytester) -> None:
-    started = time.monotonic()
-    result, report = run_with(project, "Sleeps", "--agentbench-timeout=1", "-n", "2")
-    assert time.monotonic() - started < 20
+    # No wall-clock bound (a loaded machine breaks one): ``Sleeps`` sleeps 60 s and
+    # then answers right, so c2 fails as a timeout only if the worker's timeout fired.
+    result, report = run_with(project, "Sleeps", "--agentbench-timeout=1", "-n", "2", "-v")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, "the session ended on its own"
     result.assert_outcomes(passed=2, failed=1)
-    assert case_results(report)["c2"]["failure_class"] == "agent_error"
+    out = result.stdout.str()
+    assert re.search(r"\[gw\d\] .*FAILED \S*::c2\b", out), "c2 ran and failed on a worker"
+    c2 = case_results(report)["c2"]
+    assert c2["failure_class"] == "agent_error"
+    assert c2["failure_reason"].startswith("timed out after 1"), c2["failure_reason"]
+    assert [case_results(report)[cid]["outcome"] for cid in ("c1", "c3")] == ["passed"] * 2
 
 
 def test_timeout_from_ini(project: pytest.Pytester) -> None:
     project.makeini("[pytest]\nagentbench_timeout = 0.5\n")
-    started = time.monotonic()
     result, _ = run_with(project, "Sleeps")
-    assert time.monotonic() - started < 15
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*timed out after 0.5s (--agentbench-timeout=0.5)*"])
 

@@ -14,16 +14,12 @@ import pytest
 from pytest_agentbench.canonical import canonical_bytes, sha256_hex
 from pytest_agentbench.case_ledger import evidence, file_part, ledger_path
 from pytest_agentbench.ledger import read_ledger
+from tests.conftest import XDIST_ARGS
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
 
 REPO = Path(__file__).resolve().parent.parent
 BUILT_IN = REPO / "suites" / "operations-maintenance-v1"
-XDIST = [
-    pytest.param((), id="no-xdist"),
-    pytest.param(("-n", "0"), id="n0"),
-    pytest.param(("-n", "2"), id="n2"),
-]
 
 ADAPTERS = """
 import time
@@ -79,46 +75,45 @@ def report_cases(path: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-@pytest.mark.parametrize("xdist", XDIST)
-def test_a_built_in_suite_writes_one_audited_ledger_per_case(
-    pytester: pytest.Pytester, xdist: tuple[str, ...]
+def test_a_built_in_suite_writes_one_audited_ledger_per_case_alike_under_every_distribution(
+    pytester: pytest.Pytester,
 ) -> None:
-    report = pytester.path / "run.json"
-    result = pytester.runpytest(
-        str(BUILT_IN),
-        "--agentbench-ledger=ledgers",
-        f"--agentbench-report={report}",
-        "-m",
-        "not agentbench_control",
-        "-p",
-        "no:cacheprovider",
-        *xdist,
-    )
-    result.assert_outcomes(passed=3)
-    folder = pytester.path / "ledgers"
-    cases = report_cases(report)
-    assert sorted(ledgers(folder)) == sorted(f"{key}.ndjson" for key in cases)
-    for key in cases:
-        path = folder / f"{key}.ndjson"
-        assert audit(path).startswith(f"ok: {path}")
-        reading = read_ledger(path)
-        assert reading.terminal_kind == "scored"
-        header = reading.rows[0]["header"]
-        assert isinstance(header, dict)
-        assert header["scenario_id"] == key.split("/")[1]
-        calls = calls_of(path)
-        assert calls
-        assert all(call["method"] == "solve" for call in calls)
-        assert [call["invocation_index"] for call in calls] == list(range(1, len(calls) + 1))
-
-
-def test_ledgers_are_byte_identical_with_and_without_xdist(pytester: pytest.Pytester) -> None:
-    common = (str(BUILT_IN), "-m", "not agentbench_control", "-p", "no:cacheprovider")
-    pytester.runpytest(*common, "--agentbench-ledger=serial").assert_outcomes(passed=3)
-    pytester.runpytest(*common, "--agentbench-ledger=xdist", "-n", "2").assert_outcomes(passed=3)
-    serial = ledgers(pytester.path / "serial")
+    # One project, one session per distribution (no xdist, -n 0, -n 2): each writes
+    # and audits its own ledgers, and all three sets are byte for byte the same.
+    sets: dict[str, dict[str, bytes]] = {}
+    for name, xdist in XDIST_ARGS.items():
+        report = pytester.path / f"{name}.json"
+        result = pytester.runpytest(
+            str(BUILT_IN),
+            f"--agentbench-ledger={name}",
+            f"--agentbench-report={report}",
+            "-m",
+            "not agentbench_control",
+            "-p",
+            "no:cacheprovider",
+            *xdist,
+        )
+        result.assert_outcomes(passed=3)
+        folder = pytester.path / name
+        cases = report_cases(report)
+        sets[name] = ledgers(folder)
+        assert sorted(sets[name]) == sorted(f"{key}.ndjson" for key in cases), name
+        for key in cases:
+            path = folder / f"{key}.ndjson"
+            assert audit(path).startswith(f"ok: {path}")
+            reading = read_ledger(path)
+            assert reading.terminal_kind == "scored"
+            header = reading.rows[0]["header"]
+            assert isinstance(header, dict)
+            assert header["scenario_id"] == key.split("/")[1]
+            calls = calls_of(path)
+            assert calls
+            assert all(call["method"] == "solve" for call in calls)
+            assert [call["invocation_index"] for call in calls] == list(range(1, len(calls) + 1))
+    serial = sets["no-xdist"]
     assert serial
-    assert serial == ledgers(pytester.path / "xdist")
+    assert sets["n0"] == serial
+    assert sets["n2"] == serial
 
 
 @pytest.fixture
@@ -361,7 +356,8 @@ def test_every_trial_of_a_repeated_case_writes_its_own_ledger(project: pytest.Py
         "not agentbench_control",
     )
     results = [
-        entry["result"] for suite in json.loads(report.read_text())["suites"]
+        entry["result"]
+        for suite in json.loads(report.read_text())["suites"]
         for entry in suite["cases"]
     ]
     assert len(results) == 6

@@ -58,10 +58,23 @@ def summary(suite: dict[str, Any]) -> dict[str, Any]:
 def test_the_three_variants_and_their_controls_run_alike_under_every_distribution(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
-    result, suite = run_report(pytester, "--agentbench-suite", SUITE, "-v", *xdist_args)
+    # The variants' labels ``cluster:<id>`` and ``operation:<id>`` cannot be marker
+    # names; they must not be offered to pytest as markers (an unknown-mark warning,
+    # an error under --strict-markers), on the controller or on a worker.
+    result, suite = run_report(
+        pytester,
+        "--agentbench-suite",
+        SUITE,
+        "-v",
+        "--strict-markers",
+        "-W",
+        "error::pytest.PytestUnknownMarkWarning",
+        *xdist_args,
+    )
     # Three variants, and the eleven-check gate: reference on each variant, eight negatives.
-    result.assert_outcomes(passed=14)
+    result.assert_outcomes(passed=14, warnings=0)
     out = result.stdout.str()
+    assert "PytestUnknownMarkWarning" not in out
     assert f"suites/{SUITE}/operation.yaml::V2" in out, "readable item ids"
     for control in GATE:
         item = re.escape(f"suites/{SUITE}/suite.yaml::control-{control}")
@@ -79,6 +92,17 @@ def test_the_three_variants_and_their_controls_run_alike_under_every_distributio
     assert all(
         "cluster:pab-recurring-kitchen-leak" in case_labels for case_labels in labels.values()
     )
+
+
+@pytest.mark.skipif(SUITE not in packaged_suites(), reason="the operations suite is not packaged")
+@pytest.mark.parametrize("label", ["cluster:pab-recurring-kitchen-leak", "operation:pab"])
+def test_a_label_that_is_no_marker_name_still_selects_with_k(
+    pytester: pytest.Pytester, label: str
+) -> None:
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--agentbench-suite", SUITE, "--strict-markers", "-k", label
+    )
+    result.assert_outcomes(passed=3, deselected=11, warnings=0)
 
 
 TOOL_AGENTS = """

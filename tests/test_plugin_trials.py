@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from pytest_agentbench.trials import trial_seed
+from tests.demo_runs import run_cases
 from tests.demo_world import write_demo_suite
 
 QUESTIONS = {f"q{i}": f"{i}+1" for i in range(6)}
@@ -51,16 +51,7 @@ def seeded(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    path = pytester.path / "run.json"
-    result = pytester.runpytest(
-        f"--agentbench-report={path}",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        "not agentbench_control",
-        *args,
-    )
-    return result, json.loads(path.read_text())
+    return run_cases(pytester, "run.json", *args)
 
 
 def test_repeat_runs_k_items_per_case_and_reports_pass_at_k(
@@ -95,6 +86,15 @@ def test_repeat_runs_k_items_per_case_and_reports_pass_at_k(
     accuracy = next(m for m in suite["metrics"] if m["name"] == "accuracy")
     assert accuracy["support"] == 18
     result.stdout.fnmatch_lines(["trials: 3 per case; pass@1 *, pass^3 *, pass@3 *"])
+    # Every trial of every case: complete, with 3 x 6 items in the suite.
+    assert suite["coverage"] == {
+        "total": 18,
+        "selected": 18,
+        "run": 18,
+        "missing": 0,
+        "complete": True,
+    }
+    result.stdout.fnmatch_lines(["coverage: 18 in suite, 18 selected, 18 run, 0 missing"])
 
 
 def test_a_single_trial_keeps_plain_ids_and_no_trials_section(seeded: pytest.Pytester) -> None:
@@ -113,17 +113,7 @@ def test_repeat_must_be_a_whole_number(seeded: pytest.Pytester) -> None:
 def test_coverage_counts_case_items_under_repeat(
     seeded: pytest.Pytester, xdist_args: list[str]
 ) -> None:
-    # Every trial of every case: complete, with 2 x 6 items in the suite.
-    result, report = run(seeded, "--agentbench-repeat=2", *xdist_args)
-    (suite,) = report["suites"]
-    assert suite["coverage"] == {
-        "total": 12,
-        "selected": 12,
-        "run": 12,
-        "missing": 0,
-        "complete": True,
-    }
-    result.stdout.fnmatch_lines(["coverage: 12 in suite, 12 selected, 12 run, 0 missing"])
+    # (A complete repeated run's coverage is asserted with pass@k above.)
     # The first trial of every case only: as many items as cases, yet a partial run.
     result, report = run(seeded, "--agentbench-repeat=2", "-k", "trial-1", *xdist_args)
     (suite,) = report["suites"]

@@ -519,9 +519,11 @@ class IsolatedAdapters:
             return {"op": "tool_result", "value": None}
         if kind == "state":
             return {"op": "tool_result", "value": session_state(session)}
+        # Whatever JSON the adapter's process sent: a name that is not a string is the
+        # session's to refuse (unknown_tool), so it is passed on unchecked.
+        name: Any = request.get("name")
         try:
-            # A name that is not a string is the session's to refuse (unknown_tool).
-            value = session.call(request.get("name"), request.get("value"))  # type: ignore[arg-type]
+            value = session.call(name, request.get("value"))
         except ToolCallError as refusal:
             return {
                 "op": "tool_error",

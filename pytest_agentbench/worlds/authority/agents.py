@@ -24,6 +24,7 @@ before its audit, at the audit's time: a final-state policy check, not replay.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -117,7 +118,7 @@ def _unknown_event(event_id: str) -> AgentbenchError:
     )
 
 
-class _MemoAgent:
+class _MemoAgent(ABC):
     """Trace the whole stream once per bundle, answer per event.
 
     A row may be an :class:`AgentbenchError` instead: the agent refuses that
@@ -130,8 +131,9 @@ class _MemoAgent:
     def __init__(self) -> None:
         self._memo: tuple[str, dict[str, Row | AgentbenchError]] | None = None
 
+    @abstractmethod
     def _trace_all(self, bundle: PublicBundle) -> dict[str, Row | AgentbenchError]:
-        raise NotImplementedError
+        """Every action event's row (or refusal), by event id."""
 
     def _rows(self, bundle: PublicBundle) -> dict[str, Row | AgentbenchError]:
         # Each case gets its own copy of the bundle: the memo is keyed by the

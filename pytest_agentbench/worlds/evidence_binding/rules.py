@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any, Protocol
 
 from pytest_agentbench.worlds.evidence_binding.artifacts import InvariantError
 
 
-def sorted_unique(values: Sequence[Hashable], field: str, *, allow_empty: bool = False) -> None:
+class Ordered(Hashable, Protocol):
+    """A value with an order: ids, paths and tuples of them."""
+
+    def __lt__(self, other: Any, /) -> bool: ...
+
+
+def sorted_unique(values: Sequence[Ordered], field: str, *, allow_empty: bool = False) -> None:
     if not values and not allow_empty:
         raise InvariantError("invalid_field", "must hold at least one entry", field)
     for index in range(1, len(values)):
         previous, current = values[index - 1], values[index]
         if previous == current:
             raise InvariantError("duplicate_entry", f"{current!r} appears twice", field)
-        if not previous < current:  # type: ignore[operator]
+        if not previous < current:
             raise InvariantError("unsorted_entries", "entries must be sorted", field)
 
 

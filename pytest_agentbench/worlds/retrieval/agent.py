@@ -18,10 +18,16 @@ from pytest_agentbench.canonical import read_json
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.retrieval.bundle import parse_bundle_content
 from pytest_agentbench.worlds.retrieval.jscanon import sha256_text
+from pytest_agentbench.worlds.retrieval.spans import observed_coord
 
 AGENT_ID = "fixture-agent-v1"
 STATE_MACHINE = "search-read-final-v1"
 GNO_CUES_FILE = Path(__file__).with_name("gno_cues.json")
+
+Cues = Mapping[str, Sequence[str]]
+"""claimKey -> cues, the first preferred."""
+History = Sequence[Mapping[str, Any]]
+"""The tool calls so far: ``callIndex``, ``toolName``, ``arguments``, ``result``."""
 
 # JavaScript regexes without the u flag: ASCII \b and \d, Unicode \s.
 _WS = "[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
@@ -183,15 +189,9 @@ def final(
                 "claimKey": claim["claimKey"],
                 "value": {"type": claim["valueType"], "value": value},
                 "citations": [
-                    {
-                        "uri": line.uri,
-                        "sourceHash": line.source_hash,
-                        "startLine": line.number,
-                        "endLine": line.number,
-                        "spanHash": sha256_text(line.text),
-                        "sourceHashProvenance": "harness_observed",
-                        "spanHashProvenance": "harness_observed",
-                    }
+                    observed_coord(
+                        line.uri, line.source_hash, line.number, line.number, sha256_text(line.text)
+                    )
                     for line in chosen
                 ],
             }
@@ -203,6 +203,17 @@ def final(
         "gaps": gaps,
         "abstained": abstained,
         "stopReason": "abstained" if abstained else "complete",
+    }
+
+
+def abstention(task: Mapping[str, Any], gap: str, stop: str) -> dict[str, Any]:
+    """A final envelope claiming nothing: every claim a gap for ``gap``, stopped for ``stop``."""
+    return {
+        "schemaVersion": "1.0",
+        "claims": [],
+        "gaps": [{"claimKey": claim["claimKey"], "reason": gap} for claim in task["claims"]],
+        "abstained": True,
+        "stopReason": stop,
     }
 
 
@@ -224,7 +235,7 @@ class FixtureAgent:
     agent_id = AGENT_ID
     state_machine = STATE_MACHINE
 
-    def __init__(self, cues: Mapping[str, Sequence[str]] | None = None) -> None:
+    def __init__(self, cues: Cues | None = None) -> None:
         self.cues = cues
 
     def solve(self, task: dict[str, Any], session: Any) -> Any:
@@ -244,37 +255,27 @@ class FixtureAgent:
             )
 
     def next_step(
-        self,
-        task: Mapping[str, Any],
-        history: Sequence[Mapping[str, Any]],
-        cues: Mapping[str, Sequence[str]] | None = None,
+        self, task: Mapping[str, Any], history: History, cues: Cues | None = None
     ) -> dict[str, Any]:
         cue_map = cues if cues is not None else self.cues
         if cue_map is None:
             raise ValueError("the fixture agent needs a cue map")
-        return self._next(task, history, cue_map)
+        step = self._next(task, history, cue_map)
+        if step["kind"] == "final":
+            step["envelope"] = self.finish(step["envelope"], history)
+        return step
 
-    def _next(
-        self,
-        task: Mapping[str, Any],
-        history: Sequence[Mapping[str, Any]],
-        cues: Mapping[str, Sequence[str]],
-    ) -> dict[str, Any]:
+    def finish(self, envelope: dict[str, Any], history: History) -> dict[str, Any]:
+        """The final envelope as sent: the reference sends it as built; controls alter it."""
+        return envelope
+
+    def _next(self, task: Mapping[str, Any], history: History, cues: Cues) -> dict[str, Any]:
         allowed = set(task["allowedTools"])
         if not history:
             if "search" not in allowed:
                 return {
                     "kind": "final",
-                    "envelope": {
-                        "schemaVersion": "1.0",
-                        "claims": [],
-                        "gaps": [
-                            {"claimKey": c["claimKey"], "reason": "tool_unavailable"}
-                            for c in task["claims"]
-                        ],
-                        "abstained": True,
-                        "stopReason": "tool_unavailable",
-                    },
+                    "envelope": abstention(task, "tool_unavailable", "tool_unavailable"),
                 }
             firsts = [cues[c["claimKey"]][0] for c in task["claims"] if cues.get(c["claimKey"])]
             query = " ".join(dict.fromkeys(firsts)) or task["brief"]["goal"]

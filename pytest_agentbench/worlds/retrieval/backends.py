@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 from pytest_agentbench.worlds.retrieval.bundle import bundle_content
 from pytest_agentbench.worlds.retrieval.fixture import CorpusDoc
 from pytest_agentbench.worlds.retrieval.jscanon import fingerprint, sha256_text
+from pytest_agentbench.worlds.retrieval.spans import observed_coord
 
 _TOKEN = re.compile(r"\w+")
 K1 = 1.2
@@ -83,13 +84,7 @@ def item(doc: CorpusDoc, line: int, *, backend_hashes: bool) -> dict[str, Any]:
     text = doc.lines[line - 1]
     span = sha256_text(text)
     return {
-        "uri": doc.uri,
-        "sourceHash": doc.source_hash,
-        "startLine": line,
-        "endLine": line,
-        "spanHash": span,
-        "sourceHashProvenance": "harness_observed",
-        "spanHashProvenance": "harness_observed",
+        **observed_coord(doc.uri, doc.source_hash, line, line, span),
         "text": text,
         "backendSourceHash": doc.source_hash if backend_hashes else None,
         "backendSpanHash": span if backend_hashes else None,

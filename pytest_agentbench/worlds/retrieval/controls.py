@@ -8,10 +8,17 @@ separately authored ``controls.yaml`` of the suite's oracle folder.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, evidence_of
+from pytest_agentbench.worlds.retrieval.agent import (
+    Cues,
+    FixtureAgent,
+    History,
+    abstention,
+    evidence_of,
+)
+from pytest_agentbench.worlds.retrieval.spans import observed_coord
 
 
 class NoCitationAgent(FixtureAgent):
@@ -19,17 +26,10 @@ class NoCitationAgent(FixtureAgent):
 
     agent_id = "control-no-citations"
 
-    def next_step(
-        self,
-        task: Mapping[str, Any],
-        history: Sequence[Mapping[str, Any]],
-        cues: Mapping[str, Sequence[str]] | None = None,
-    ) -> dict[str, Any]:
-        step = super().next_step(task, history, cues)
-        if step["kind"] == "final":
-            for claim in step["envelope"]["claims"]:
-                claim["citations"] = []
-        return step
+    def finish(self, envelope: dict[str, Any], history: History) -> dict[str, Any]:
+        for claim in envelope["claims"]:
+            claim["citations"] = []
+        return envelope
 
 
 class CiteEverythingAgent(FixtureAgent):
@@ -37,30 +37,22 @@ class CiteEverythingAgent(FixtureAgent):
 
     agent_id = "control-cite-everything"
 
-    def next_step(
-        self,
-        task: Mapping[str, Any],
-        history: Sequence[Mapping[str, Any]],
-        cues: Mapping[str, Sequence[str]] | None = None,
-    ) -> dict[str, Any]:
-        step = super().next_step(task, history, cues)
-        if step["kind"] == "final" and step["envelope"]["claims"]:
+    def finish(self, envelope: dict[str, Any], history: History) -> dict[str, Any]:
+        if envelope["claims"]:
             seen: dict[tuple[Any, ...], dict[str, Any]] = {}
             for call in history:
                 for item in evidence_of(call["result"]):
-                    coord = {
-                        "uri": item["uri"],
-                        "sourceHash": item["sourceHash"],
-                        "startLine": item["startLine"],
-                        "endLine": item["endLine"],
-                        "spanHash": item["spanHash"],
-                        "sourceHashProvenance": "harness_observed",
-                        "spanHashProvenance": "harness_observed",
-                    }
+                    coord = observed_coord(
+                        item["uri"],
+                        item["sourceHash"],
+                        item["startLine"],
+                        item["endLine"],
+                        item["spanHash"],
+                    )
                     seen.setdefault(tuple(coord.values()), coord)
-            for claim in step["envelope"]["claims"]:
+            for claim in envelope["claims"]:
                 claim["citations"] = list(seen.values())
-        return step
+        return envelope
 
 
 class NeverStopsAgent(FixtureAgent):
@@ -68,13 +60,8 @@ class NeverStopsAgent(FixtureAgent):
 
     agent_id = "control-never-stops"
 
-    def next_step(
-        self,
-        task: Mapping[str, Any],
-        history: Sequence[Mapping[str, Any]],
-        cues: Mapping[str, Sequence[str]] | None = None,
-    ) -> dict[str, Any]:
-        return super().next_step(task, [], cues)
+    def _next(self, task: Mapping[str, Any], history: History, cues: Cues) -> dict[str, Any]:
+        return super()._next(task, [], cues)
 
 
 class AlwaysAbstainAgent(FixtureAgent):
@@ -82,24 +69,7 @@ class AlwaysAbstainAgent(FixtureAgent):
 
     agent_id = "control-always-abstains"
 
-    def next_step(
-        self,
-        task: Mapping[str, Any],
-        history: Sequence[Mapping[str, Any]],
-        cues: Mapping[str, Sequence[str]] | None = None,
-    ) -> dict[str, Any]:
+    def _next(self, task: Mapping[str, Any], history: History, cues: Cues) -> dict[str, Any]:
         if not history:
-            return super().next_step(task, history, cues)
-        return {
-            "kind": "final",
-            "envelope": {
-                "schemaVersion": "1.0",
-                "claims": [],
-                "gaps": [
-                    {"claimKey": claim["claimKey"], "reason": "missing_evidence"}
-                    for claim in task["claims"]
-                ],
-                "abstained": True,
-                "stopReason": "abstained",
-            },
-        }
+            return super()._next(task, history, cues)
+        return {"kind": "final", "envelope": abstention(task, "missing_evidence", "abstained")}

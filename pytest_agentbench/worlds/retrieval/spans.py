@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
 
 from pytest_agentbench.worlds.retrieval.jscanon import sha256_text
 
@@ -22,6 +23,21 @@ def span_text(lines: list[str], start: int, end: int) -> str | None:
     if start < 1 or end < start or end > len(lines):
         return None
     return "\n".join(lines[start - 1 : end])
+
+
+def observed_coord(
+    uri: str, source_hash: str, start: int, end: int, span_hash: str
+) -> dict[str, Any]:
+    """A citation coordinate in its JSON form, both hashes computed by the harness."""
+    return {
+        "uri": uri,
+        "sourceHash": source_hash,
+        "startLine": start,
+        "endLine": end,
+        "spanHash": span_hash,
+        "sourceHashProvenance": "harness_observed",
+        "spanHashProvenance": "harness_observed",
+    }
 
 
 def span_hash(lines: list[str], start: int, end: int) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 from pytest_agentbench.worlds.retrieval.fixture import MANIFEST, CorpusDoc, corpus_fingerprint
 from pytest_agentbench.worlds.retrieval.jscanon import sha256_bytes, sha256_text, utf16_key
 from pytest_agentbench.worlds.retrieval.models import NORMALIZER_BY_TYPE, SCHEMA_VERSION
-from pytest_agentbench.worlds.retrieval.spans import span_text, split_lines
+from pytest_agentbench.worlds.retrieval.spans import observed_coord, span_text, split_lines
 
 
 @dataclass(frozen=True)
@@ -115,15 +115,7 @@ def coordinate(spec: TaskSpec, evidence: Evidence) -> dict[str, Any]:
     text = span_text(lines, start, end)
     if text is None:
         raise ValueError(f"{spec.task_id}: evidence runs past the end of {doc.rel_path}")
-    return {
-        "uri": doc.uri,
-        "sourceHash": sha256_text(doc.text),
-        "startLine": start,
-        "endLine": end,
-        "spanHash": sha256_text(text),
-        "sourceHashProvenance": "harness_observed",
-        "spanHashProvenance": "harness_observed",
-    }
+    return observed_coord(doc.uri, sha256_text(doc.text), start, end, sha256_text(text))
 
 
 def oracle_json(spec: TaskSpec) -> dict[str, Any]:

@@ -45,9 +45,12 @@ def evaluate_expression(expression: str) -> int | float:
     def walk(node: ast.AST) -> int | float:
         if isinstance(node, ast.Expression):
             return walk(node.body)
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            number: int | float = node.value  # type: ignore[assignment]
-            return number
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, int | float)
+            and not isinstance(node.value, bool)  # True is no number to a calculator
+        ):
+            return node.value
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
             operand = walk(node.operand)
             return -operand if isinstance(node.op, ast.USub) else operand

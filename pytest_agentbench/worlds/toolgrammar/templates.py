@@ -139,6 +139,34 @@ def _pick(rng: random.Random, conn: sqlite3.Connection, sql: str) -> dict[str, A
     return rng.choice(rows) if rows else None
 
 
+def _pick_id(rng: random.Random, conn: sqlite3.Connection, table: str, key: str) -> Choice | None:
+    """One row's id of ``table``, as the task's only parameter."""
+    row = _pick(rng, conn, f"SELECT {key} FROM {table}")
+    return None if row is None else Choice({key: row[key]})
+
+
+def _groups(conn: sqlite3.Connection, domain: Domain) -> list[str]:
+    """The principals' group values present in the world, sorted."""
+    n = domain.nouns
+    rows = _rows(conn, f"SELECT DISTINCT {n.group} FROM {n.principal_table} ORDER BY 1", [])
+    return [row[n.group] for row in rows]
+
+
+def _only(call: Call, results: Sequence[Envelope]) -> Call | None:
+    """A one-call program: ``call`` first, then nothing."""
+    return None if results else call
+
+
+def _after_first(results: Sequence[Envelope], *, single: bool = False) -> Any:
+    """The first call's data when it alone has run and succeeded (``single``: and matched
+    exactly one row), else None: the condition for a program's second call."""
+    if len(results) != 1 or not results[0]["ok"]:
+        return None
+    if single and results[0]["match_count"] != 1:
+        return None
+    return _data(results[0])
+
+
 # T1 -------------------------------------------------------------------------
 
 
@@ -152,14 +180,10 @@ class RecordStatus(Template):
         return "What is the status of {record} {record_key}?"
 
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
-        n = domain.nouns
-        row = _pick(rng, conn, f"SELECT {n.record_id} FROM {n.record_table}")
-        return None if row is None else Choice({n.record_id: row[n.record_id]})
+        return _pick_id(rng, conn, domain.nouns.record_table, domain.nouns.record_id)
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
-        if results:
-            return None
-        return Call(Verb.GET_RECORD, dict(params), expect_ok=self.expect_found)
+        return _only(Call(Verb.GET_RECORD, dict(params), expect_ok=self.expect_found), results)
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
         n = domain.nouns
@@ -195,12 +219,10 @@ class PrincipalGroup(Template):
         return "Which {group} is {principal} {principal_key} in?"
 
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
-        n = domain.nouns
-        row = _pick(rng, conn, f"SELECT {n.principal_id} FROM {n.principal_table}")
-        return None if row is None else Choice({n.principal_id: row[n.principal_id]})
+        return _pick_id(rng, conn, domain.nouns.principal_table, domain.nouns.principal_id)
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
-        return None if results else Call(Verb.GET_PRINCIPAL, dict(params))
+        return _only(Call(Verb.GET_PRINCIPAL, dict(params)), results)
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
         n = domain.nouns
@@ -223,7 +245,7 @@ class PolicyFact(Template):
         return Choice({name: rng.choice(values) for name, values in sorted(choices.items())})
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
-        return None if results else Call(Verb.LOOKUP_POLICY, dict(params))
+        return _only(Call(Verb.LOOKUP_POLICY, dict(params)), results)
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
         value = str(_data(results[0])[0][domain.wording().policy_field])
@@ -260,9 +282,7 @@ class TotalCount(Template):
         return "How many {principals} are in the {value} {group}?"
 
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
-        n = domain.nouns
-        values = _rows(conn, f"SELECT DISTINCT {n.group} FROM {n.principal_table} ORDER BY 1", [])
-        return Choice({"value": rng.choice(values)[n.group]})
+        return Choice({"value": rng.choice(_groups(conn, domain))})
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
         if results:
@@ -304,12 +324,11 @@ class SearchThenGet(Template):
         return Choice({"query": rng.choice(names)["name"]}) if names else None
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
-        n = domain.nouns
+        key = domain.nouns.principal_id
         if not results:
             return Call(Verb.SEARCH_PRINCIPALS, {"query": params["query"]})
-        if len(results) == 1 and results[0]["ok"] and results[0]["match_count"] == 1:
-            return Call(Verb.GET_PRINCIPAL, {n.principal_id: _data(results[0])[0][n.principal_id]})
-        return None
+        found = _after_first(results, single=True)
+        return None if found is None else Call(Verb.GET_PRINCIPAL, {key: found[0][key]})
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
         n = domain.nouns
@@ -352,9 +371,12 @@ class RecordToPrincipal(Template):
         n = domain.nouns
         if not results:
             return Call(Verb.GET_RECORD, dict(params))
-        if len(results) == 1 and results[0]["ok"]:
-            return Call(Verb.GET_PRINCIPAL, {n.principal_id: _data(results[0])[n.record_owner]})
-        return None
+        record = _after_first(results)
+        return (
+            None
+            if record is None
+            else Call(Verb.GET_PRINCIPAL, {n.principal_id: record[n.record_owner]})
+        )
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
         value = _data(results[1])[domain.nouns.group]
@@ -382,7 +404,7 @@ class ListAndCount(Template):
         return Choice(params)
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
-        return None if results else Call(Verb.LIST_RECORDS, {**params, "limit": MAX_LIMIT})
+        return _only(Call(Verb.LIST_RECORDS, {**params, "limit": MAX_LIMIT}), results)
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
         count = str(results[0]["match_count"])
@@ -414,15 +436,8 @@ class MetricThenCalc(Template):
         return "What is the {metric} of {first} and {second} together, by {group}?"
 
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
-        n = domain.nouns
-        metrics = [m.name for m in domain.metrics if n.group in m.dimensions]
-        values = [
-            r[n.group]
-            for r in _rows(
-                conn, f"SELECT DISTINCT {n.group} FROM {n.principal_table} ORDER BY 1", []
-            )
-        ]
-        first, second = rng.sample(values, 2)
+        metrics = [m.name for m in domain.metrics if domain.nouns.group in m.dimensions]
+        first, second = rng.sample(_groups(conn, domain), 2)
         return Choice({"metric": rng.choice(metrics), "first": first, "second": second})
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
@@ -489,9 +504,7 @@ class EligibilityCheck(Template):
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
         if not results:
             return Call(Verb.GET_RECORD, dict(params))
-        if len(results) == 1 and results[0]["ok"]:
-            return Call(Verb.LOOKUP_POLICY, {})
-        return None
+        return None if _after_first(results) is None else Call(Verb.LOOKUP_POLICY, {})
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
         n = domain.nouns
@@ -537,7 +550,7 @@ class PrivilegedWrite(Template):
         n = domain.nouns
         if not results:
             return Call(Verb.GET_RECORD, {n.record_id: params[n.record_id]})
-        if len(results) == 1 and results[0]["ok"]:
+        if _after_first(results) is not None:
             return Call(Verb.LOOKUP_POLICY, {})
         if len(results) == 2:
             return Call(Verb.PRIVILEGED_WRITE, _write_arguments(params), expect_ok=self.approved)
@@ -584,12 +597,10 @@ class CaseThenAction(Template):
         n = domain.nouns
         if not results:
             return Call(Verb.CREATE_CASE, {k: v for k, v in params.items() if k != "assignee"})
-        if len(results) == 1 and results[0]["ok"]:
-            return Call(
-                Verb.UPDATE_CASE,
-                {n.case_id: _data(results[0])[n.case_id], "assignee": params["assignee"]},
-            )
-        return None
+        case = _after_first(results)
+        if case is None:
+            return None
+        return Call(Verb.UPDATE_CASE, {n.case_id: case[n.case_id], "assignee": params["assignee"]})
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
         made = _data(results[0])[domain.nouns.case_id]
@@ -694,9 +705,10 @@ class GroundedFact(Template):
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
         if not results:
             return Call(Verb.SEARCH_DOCS, dict(params))
-        if len(results) == 1 and results[0]["ok"] and results[0]["match_count"] == 1:
-            return Call(Verb.FETCH_DOC, {"section_id": _data(results[0])[0]["section_id"]})
-        return None
+        found = _after_first(results, single=True)
+        return (
+            None if found is None else Call(Verb.FETCH_DOC, {"section_id": found[0]["section_id"]})
+        )
 
     def answer(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Answer:
         if len(results) < 2:

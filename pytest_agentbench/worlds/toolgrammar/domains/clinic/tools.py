@@ -5,100 +5,38 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.worlds.toolgrammar import handlers
 from pytest_agentbench.worlds.toolgrammar import words as w
-from pytest_agentbench.worlds.toolgrammar.database import day
+from pytest_agentbench.worlds.toolgrammar.database import Row, day
 from pytest_agentbench.worlds.toolgrammar.domains.clinic.policy import adjustment_verdict
 from pytest_agentbench.worlds.toolgrammar.grammar import (
-    DEFAULT_LIMIT,
     BoundTool,
     Envelope,
     Verb,
     closed_schema,
-    fail,
     integer,
     limit_param,
-    listing,
-    ok,
     text,
 )
 from pytest_agentbench.worlds.toolgrammar.privileged import guarded_write
-from pytest_agentbench.worlds.toolgrammar.records import (
-    DATE_PATTERN,
-    insert,
-    many,
-    next_id,
-    one,
-    update_fields,
-    where,
-)
+from pytest_agentbench.worlds.toolgrammar.records import DATE_PATTERN, insert, next_id, one
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
 
-SUMMARY = "patient_id, name, email, site, coverage_plan"
+PATIENTS = handlers.Table("patients", "patient_id", "patient")
+APPOINTMENTS = handlers.Table("appointments", "appointment_id", "appointment")
+REFERRALS = handlers.Table("referrals", "referral_id", "referral")
 
 
 def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
     conn = sandbox.conn
 
-    def search_patients(args: dict[str, Any]) -> Envelope:
-        pattern = f"%{args['query'].lower()}%"
-        extra, values = where(
-            [("site = ?", args.get("site")), ("coverage_plan = ?", args.get("coverage_plan"))]
-        )
-        rows = many(
-            conn,
-            f"SELECT {SUMMARY} FROM patients WHERE (LOWER(name) LIKE ? OR LOWER(email) LIKE ? "
-            f"OR LOWER(patient_id) = ?){extra} ORDER BY patient_id",
-            [pattern, pattern, args["query"].lower(), *values],
-        )
-        return listing(rows, args.get("limit", DEFAULT_LIMIT))
-
-    def get_patient(args: dict[str, Any]) -> Envelope:
-        row = one(conn, "patients", "patient_id", args["patient_id"])
-        return fail("not_found", f"no patient {args['patient_id']!r}") if row is None else ok(row)
-
-    def get_appointment(args: dict[str, Any]) -> Envelope:
-        row = one(conn, "appointments", "appointment_id", args["appointment_id"])
-        if row is None:
-            return fail("not_found", f"no appointment {args['appointment_id']!r}")
-        return ok(row)
-
-    def list_appointments(args: dict[str, Any]) -> Envelope:
-        if one(conn, "patients", "patient_id", args["patient_id"]) is None:
-            return fail("not_found", f"no patient {args['patient_id']!r}")
-        extra, values = where(
-            [
-                ("status = ?", args.get("status")),
-                ("service_band = ?", args.get("service_band")),
-                ("scheduled_date >= ?", args.get("since")),
-                ("scheduled_date <= ?", args.get("until")),
-            ]
-        )
-        rows = many(
-            conn,
-            "SELECT appointment_id, scheduled_date, status, service_band, charge_cents "
-            f"FROM appointments WHERE patient_id = ?{extra} ORDER BY scheduled_date, "
-            "appointment_id",
-            [args["patient_id"], *values],
-        )
-        return listing(rows, args.get("limit", DEFAULT_LIMIT))
-
-    def create_referral(args: dict[str, Any]) -> Envelope:
-        if one(conn, "patients", "patient_id", args["patient_id"]) is None:
-            return fail("not_found", f"no patient {args['patient_id']!r}")
-        appointment_id = args.get("appointment_id")
-        if appointment_id is not None:
-            appointment = one(conn, "appointments", "appointment_id", appointment_id)
-            if appointment is None or appointment["patient_id"] != args["patient_id"]:
-                return fail(
-                    "appointment_mismatch",
-                    f"{appointment_id!r} is not an appointment of this patient",
-                )
-        row = {
+    def referral(args: dict[str, Any]) -> Row:
+        return {
             "referral_id": next_id(conn, "referrals", "RFL"),
             "patient_id": args["patient_id"],
-            "appointment_id": appointment_id,
+            "appointment_id": args.get("appointment_id"),
             "specialty": args["specialty"],
             "summary": args.get("summary", ""),
             "status": "open",
@@ -108,25 +46,6 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
             "updated_date": day(0),
             "outcome": "",
         }
-        insert(conn, "referrals", row)
-        return ok(row)
-
-    def update_referral(args: dict[str, Any]) -> Envelope:
-        referral = one(conn, "referrals", "referral_id", args["referral_id"])
-        if referral is None:
-            return fail("not_found", f"no referral {args['referral_id']!r}")
-        updated = update_fields(
-            conn,
-            "referrals",
-            key="referral_id",
-            row=referral,
-            fields=("status", "urgency", "assignee", "outcome"),
-            arguments=args,
-            today=day(0),
-        )
-        if updated is None:
-            return fail("nothing_to_update", "name at least one field to change")
-        return ok(updated)
 
     def issue_billing_adjustment(args: dict[str, Any]) -> Envelope:
         verdict = adjustment_verdict(conn, args["appointment_id"], args["amount_cents"])
@@ -148,16 +67,6 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
 
         return guarded_write(sandbox, "issue_billing_adjustment", args, verdict, write)
 
-    def lookup_coverage_policy(args: dict[str, Any]) -> Envelope:
-        extra, values = where(
-            [
-                ("coverage_plan = ?", args.get("coverage_plan")),
-                ("service_band = ?", args.get("service_band")),
-            ]
-        )
-        rows = many(conn, f"SELECT * FROM coverage_policies WHERE 1 = 1{extra} ORDER BY 1", values)
-        return ok(rows, [row["policy_id"] for row in rows])
-
     return [
         BoundTool(
             Verb.SEARCH_PRINCIPALS,
@@ -169,21 +78,27 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("coverage_plan", "only this plan", enum=list(w.COVERAGE_PLANS)),
                 limit_param(),
             ),
-            search_patients,
+            handlers.search_by_name(
+                conn,
+                PATIENTS,
+                columns="patient_id, name, email, site, coverage_plan",
+                like=("name", "email"),
+                filters=[("site = ?", "site"), ("coverage_plan = ?", "coverage_plan")],
+            ),
         ),
         BoundTool(
             Verb.GET_PRINCIPAL,
             "get_patient",
             "One patient by id.",
             closed_schema(text("patient_id", "e.g. PAT-00001", required=True)),
-            get_patient,
+            handlers.get_by_id(conn, PATIENTS),
         ),
         BoundTool(
             Verb.GET_RECORD,
             "get_appointment",
             "One appointment by id.",
             closed_schema(text("appointment_id", "e.g. APT-00001", required=True)),
-            get_appointment,
+            handlers.get_by_id(conn, APPOINTMENTS),
         ),
         BoundTool(
             Verb.LIST_RECORDS,
@@ -197,7 +112,19 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("until", "on or before (YYYY-MM-DD)", pattern=DATE_PATTERN),
                 limit_param(),
             ),
-            list_appointments,
+            handlers.list_under(
+                conn,
+                PATIENTS,
+                APPOINTMENTS,
+                columns="appointment_id, scheduled_date, status, service_band, charge_cents",
+                filters=[
+                    ("status = ?", "status"),
+                    ("service_band = ?", "service_band"),
+                    ("scheduled_date >= ?", "since"),
+                    ("scheduled_date <= ?", "until"),
+                ],
+                order="scheduled_date, appointment_id",
+            ),
         ),
         BoundTool(
             Verb.CREATE_CASE,
@@ -210,7 +137,9 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("urgency", "how soon", enum=list(w.URGENCIES)),
                 text("appointment_id", "the appointment it follows"),
             ),
-            create_referral,
+            handlers.open_case(
+                conn, PATIENTS, handlers.Link(APPOINTMENTS, "an appointment"), "referrals", referral
+            ),
             mutating=True,
         ),
         BoundTool(
@@ -224,7 +153,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("assignee", "new assignee", maxLength=200),
                 text("outcome", "outcome text", maxLength=2000),
             ),
-            update_referral,
+            handlers.update_case(conn, REFERRALS, ("status", "urgency", "assignee", "outcome")),
             mutating=True,
         ),
         BoundTool(
@@ -249,6 +178,11 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("coverage_plan", "only this plan", enum=list(w.COVERAGE_PLANS)),
                 text("service_band", "only this band", enum=list(w.SERVICE_BANDS)),
             ),
-            lookup_coverage_policy,
+            handlers.lookup_policy(
+                conn,
+                "coverage_policies",
+                [("coverage_plan = ?", "coverage_plan"), ("service_band = ?", "service_band")],
+                "policy_id",
+            ),
         ),
     ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.worlds.toolgrammar import handlers
 from pytest_agentbench.worlds.toolgrammar import words as w
-from pytest_agentbench.worlds.toolgrammar.database import day
+from pytest_agentbench.worlds.toolgrammar.database import Row, day
 from pytest_agentbench.worlds.toolgrammar.domains.doc.policy import publication_verdict
 from pytest_agentbench.worlds.toolgrammar.grammar import (
     DEFAULT_LIMIT,
@@ -23,11 +24,9 @@ from pytest_agentbench.worlds.toolgrammar.grammar import (
 )
 from pytest_agentbench.worlds.toolgrammar.privileged import guarded_write
 from pytest_agentbench.worlds.toolgrammar.records import (
-    insert,
     many,
     next_id,
     one,
-    update_fields,
     where,
 )
 
@@ -35,53 +34,20 @@ if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
 
 
+SERVICES = handlers.Table("services", "service_id", "service")
+DOCUMENTS = handlers.Table("documents", "doc_id", "document")
+SECTIONS = handlers.Table("sections", "section_id", "section")
+ISSUES = handlers.Table("doc_issues", "issue_id", "issue")
+
+
 def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
     conn = sandbox.conn
 
-    def search_services(args: dict[str, Any]) -> Envelope:
-        extra, values = where([("category = ?", args.get("category"))])
-        rows = many(
-            conn,
-            "SELECT service_id, name, category, status FROM services WHERE "
-            f"(LOWER(name) LIKE ? OR LOWER(service_id) = ?){extra} ORDER BY service_id",
-            [f"%{args['query'].lower()}%", args["query"].lower(), *values],
-        )
-        return listing(rows, args.get("limit", DEFAULT_LIMIT))
-
-    def get_service(args: dict[str, Any]) -> Envelope:
-        row = one(conn, "services", "service_id", args["service_id"])
-        return fail("not_found", f"no service {args['service_id']!r}") if row is None else ok(row)
-
-    def get_document(args: dict[str, Any]) -> Envelope:
-        row = one(conn, "documents", "doc_id", args["doc_id"])
-        if row is None:
-            return fail("not_found", f"no document {args['doc_id']!r}")
-        return ok(row, [row["doc_id"]])
-
-    def list_documents(args: dict[str, Any]) -> Envelope:
-        if one(conn, "services", "service_id", args["service_id"]) is None:
-            return fail("not_found", f"no service {args['service_id']!r}")
-        extra, values = where([("kind = ?", args.get("kind")), ("status = ?", args.get("status"))])
-        rows = many(
-            conn,
-            "SELECT doc_id, title, kind, version, status FROM documents "
-            f"WHERE service_id = ?{extra} ORDER BY doc_id",
-            [args["service_id"], *values],
-        )
-        return listing(rows, args.get("limit", DEFAULT_LIMIT))
-
-    def create_doc_issue(args: dict[str, Any]) -> Envelope:
-        if one(conn, "documents", "doc_id", args["doc_id"]) is None:
-            return fail("not_found", f"no document {args['doc_id']!r}")
-        section_id = args.get("section_id")
-        if section_id is not None:
-            section = one(conn, "sections", "section_id", section_id)
-            if section is None or section["doc_id"] != args["doc_id"]:
-                return fail("section_mismatch", f"{section_id!r} is not a section of this document")
-        row = {
+    def doc_issue(args: dict[str, Any]) -> Row:
+        return {
             "issue_id": next_id(conn, "doc_issues", "ISS"),
             "doc_id": args["doc_id"],
-            "section_id": section_id,
+            "section_id": args.get("section_id"),
             "summary": args["summary"],
             "status": "open",
             "priority": args.get("priority", "normal"),
@@ -90,25 +56,6 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
             "updated_date": day(0),
             "resolution": "",
         }
-        insert(conn, "doc_issues", row)
-        return ok(row)
-
-    def update_doc_issue(args: dict[str, Any]) -> Envelope:
-        issue = one(conn, "doc_issues", "issue_id", args["issue_id"])
-        if issue is None:
-            return fail("not_found", f"no issue {args['issue_id']!r}")
-        updated = update_fields(
-            conn,
-            "doc_issues",
-            key="issue_id",
-            row=issue,
-            fields=("status", "priority", "assignee", "resolution"),
-            arguments=args,
-            today=day(0),
-        )
-        if updated is None:
-            return fail("nothing_to_update", "name at least one field to change")
-        return ok(updated)
 
     def publish_document(args: dict[str, Any]) -> Envelope:
         verdict = publication_verdict(conn, args["doc_id"])
@@ -124,11 +71,6 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
 
         return guarded_write(sandbox, "publish_document", args, verdict, write)
 
-    def lookup_publication_rule(args: dict[str, Any]) -> Envelope:
-        extra, values = where([("kind = ?", args.get("kind"))])
-        rows = many(conn, f"SELECT * FROM publication_rules WHERE 1 = 1{extra} ORDER BY 1", values)
-        return ok(rows, [row["rule_id"] for row in rows])
-
     return [
         BoundTool(
             Verb.SEARCH_PRINCIPALS,
@@ -139,21 +81,27 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("category", "only this category", enum=list(w.SERVICE_CATEGORIES)),
                 limit_param(),
             ),
-            search_services,
+            handlers.search_by_name(
+                conn,
+                SERVICES,
+                columns="service_id, name, category, status",
+                like=("name",),
+                filters=[("category = ?", "category")],
+            ),
         ),
         BoundTool(
             Verb.GET_PRINCIPAL,
             "get_service",
             "One service by id.",
             closed_schema(text("service_id", "e.g. SVC-001", required=True)),
-            get_service,
+            handlers.get_by_id(conn, SERVICES),
         ),
         BoundTool(
             Verb.GET_RECORD,
             "get_document",
             "One document's metadata by id.",
             closed_schema(text("doc_id", "e.g. DOC-00001", required=True)),
-            get_document,
+            handlers.get_by_id(conn, DOCUMENTS, cited=True),
         ),
         BoundTool(
             Verb.LIST_RECORDS,
@@ -165,7 +113,14 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("status", "only this status", enum=list(w.DOC_STATUSES)),
                 limit_param(),
             ),
-            list_documents,
+            handlers.list_under(
+                conn,
+                SERVICES,
+                DOCUMENTS,
+                columns="doc_id, title, kind, version, status",
+                filters=[("kind = ?", "kind"), ("status = ?", "status")],
+                order="doc_id",
+            ),
         ),
         BoundTool(
             Verb.CREATE_CASE,
@@ -177,7 +132,9 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("section_id", "the section it concerns"),
                 text("priority", "issue priority", enum=list(w.PRIORITIES)),
             ),
-            create_doc_issue,
+            handlers.open_case(
+                conn, DOCUMENTS, handlers.Link(SECTIONS, "a section"), "doc_issues", doc_issue
+            ),
             mutating=True,
         ),
         BoundTool(
@@ -191,7 +148,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
                 text("assignee", "new assignee", maxLength=200),
                 text("resolution", "resolution text", maxLength=2000),
             ),
-            update_doc_issue,
+            handlers.update_case(conn, ISSUES, ("status", "priority", "assignee", "resolution")),
             mutating=True,
         ),
         BoundTool(
@@ -211,7 +168,7 @@ def tools(sandbox: Sandbox) -> Sequence[BoundTool]:
             "lookup_publication_rule",
             "Publication rules, for one kind or all.",
             closed_schema(text("kind", "only this kind", enum=list(w.DOC_KINDS))),
-            lookup_publication_rule,
+            handlers.lookup_policy(conn, "publication_rules", [("kind = ?", "kind")], "rule_id"),
         ),
         *retrieval_tools(sandbox),
     ]
