@@ -16,6 +16,7 @@ from pytest_agentbench.runner import (
     MalformedOutput,
     call_adapter,
     describe_exception,
+    harness_time,
     interrupt_after,
     release_alarm,
     run_case,
@@ -99,6 +100,23 @@ def test_interrupt_after_stops_a_sleeping_function() -> None:
     with pytest.raises(CaseTimeout), interrupt_after(0.1):
         time.sleep(5)
     assert time.perf_counter() - started < 2
+
+
+@needs_itimer
+def test_harness_time_does_not_count_against_the_case_limit() -> None:
+    with interrupt_after(0.3):
+        with harness_time():
+            time.sleep(0.6)  # past the limit, but the harness's time
+        time.sleep(0.1)  # the adapter's own time is still within it
+
+
+@needs_itimer
+def test_the_limit_resumes_with_its_remaining_time_after_harness_time() -> None:
+    with pytest.raises(CaseTimeout), interrupt_after(0.3):
+        with harness_time():
+            time.sleep(0.05)
+        time.sleep(5)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
 @needs_itimer

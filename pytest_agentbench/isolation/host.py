@@ -53,6 +53,7 @@ from pytest_agentbench.runner import (
     CaseTimeout,
     MalformedOutput,
     describe_exception,
+    harness_time,
 )
 from pytest_agentbench.tools import SESSION_CLOSED, ToolCallError, ToolSession
 from pytest_agentbench.world import World
@@ -66,6 +67,13 @@ CALL_SLACK = 1.0
 On pytest's main thread the case limit (SIGALRM, armed around the whole case)
 ends a hang first, once; the call's deadline bounds calls where no alarm can
 be delivered (off the main thread) without ever racing the alarm.
+"""
+
+START_SLACK = 30.0
+"""How long past the case limit starting and loading a replacement process may take.
+
+That time is not the adapter's (the case limit's clock stops for it), but a
+constructor that hangs on reloading must still end.
 """
 
 GRACE_SECONDS = 0.5
@@ -374,11 +382,17 @@ class IsolatedAdapters:
         failure = self._load_failures.pop(handle, None)
         if failure is not None:
             raise failure
+        if handle not in self._loaded or self._process is None or not self._process.alive():
+            # A fresh process after a crash or a hang: the harness's recovery, which a
+            # loaded machine can make slower than a short case limit.
+            with harness_time():
+                start_deadline = self._deadline(START_SLACK)
+                self._child(start_deadline)
+                if handle not in self._loaded:
+                    loaded = self._load(handle, start_deadline)
+                    if loaded["op"] == "refused":
+                        raise self._load_failure(loaded)
         deadline = self._deadline(CALL_SLACK)
-        if handle not in self._loaded:
-            loaded = self._load(handle, deadline)
-            if loaded["op"] == "refused":
-                raise self._load_failure(loaded)
         call_id = next(self._calls)
         sessions: list[ToolSession] = []
         message = self._call_message(
