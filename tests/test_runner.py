@@ -112,10 +112,13 @@ def test_harness_time_does_not_count_against_the_case_limit() -> None:
 
 @needs_itimer
 def test_the_limit_resumes_with_its_remaining_time_after_harness_time() -> None:
-    with pytest.raises(CaseTimeout), interrupt_after(0.3):
+    def harness_then_adapter() -> None:
         with harness_time():
             time.sleep(0.05)
         time.sleep(5)
+
+    with pytest.raises(CaseTimeout), interrupt_after(0.3):
+        harness_then_adapter()
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
