@@ -41,8 +41,6 @@ from pytest_agentbench.suite import SUITE_FILE
 from pytest_agentbench.trials import item_name, running
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
-ANSWERED_BY_KEY = pytest.StashKey[str]()
-"""The class of the adapter that ran a case (a fixture override may replace the configured one)."""
 VERDICT_KEY = pytest.StashKey[ControlVerdict]()
 
 
@@ -161,6 +159,12 @@ class CaseItem(pytest.Item):
     trial: int | None = None
     """1-based trial index under ``--agentbench-repeat``; ``None`` for a single trial."""
     trial_count: int = 1
+    answered_by: str | None = None
+    """The adapter class that answered (or ``recorded outputs``), once the case ran.
+
+    An attribute set when the item is made rather than a stash entry added when
+    it runs: a sixth stash entry would double every item's stash table.
+    """
 
     def _bind_case(self, loaded: LoadedSuite, case: Case, trial: int | None, count: int) -> None:
         # The markers ``agentbench`` and the suite id sit on the case file, which
@@ -170,6 +174,7 @@ class CaseItem(pytest.Item):
         self.case = case
         self.trial = trial
         self.trial_count = count
+        self.answered_by = None
         for label in case.labels:
             if label.isidentifier():
                 _register_label_marker(self.config, label)
@@ -188,11 +193,11 @@ class CaseItem(pytest.Item):
         rerun = self.config.stash.get(RERUN_KEY, None)
         outcome: Outcome | None
         if rerun is not None and rerun.replay is not None:
-            self.stash[ANSWERED_BY_KEY] = "recorded outputs"
+            self.answered_by = "recorded outputs"
             outcome, result = rerun.replay_case(state, self.loaded, self.case, view, self.trial)
         else:
             adapter = state.adapter_for(self.loaded, given_adapter)
-            self.stash[ANSWERED_BY_KEY] = adapter_class(adapter)
+            self.answered_by = adapter_class(adapter)
             with running(
                 self.loaded.suite.id, self.case.case_id, self.trial, self.trial_count
             ):

@@ -17,7 +17,6 @@ from collections.abc import Generator
 import pytest
 
 from pytest_agentbench.collect import (
-    ANSWERED_BY_KEY,
     RESULT_KEY,
     VERDICT_KEY,
     CaseItem,
@@ -105,6 +104,6 @@ class ReportRelay:
             None,
             result=None if result is None else stored_result(result, self.max_output_bytes),
             verdict=None if verdict is None else verdict.model_dump_json(),
-            answered_by=item.stash.get(ANSWERED_BY_KEY, None),
+            answered_by=item.answered_by if isinstance(item, CaseItem) else None,
             harness_error=result is not None and result.outcome is CaseOutcome.ERROR,
         )
