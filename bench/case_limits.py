@@ -12,26 +12,30 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from percase import DemoWorld, Reference, arguments, print_medians, take_turns
 
 from pytest_agentbench.contracts import Case
 from pytest_agentbench.runner import run_case
+from pytest_agentbench.suite import Suite, SuiteConfig
 
 
 def main() -> int:
     args = arguments(__doc__ or "", default_cases=20_000)
     world, adapter = DemoWorld(), Reference()
+    config = SuiteConfig(id="bench", version="1", world=world.kind, title="bench")
+    suite = Suite(config=config, root=Path("."), display_root="")
     case = Case(suite_id="bench", case_id="c1", file="cases.jsonl")
     view = {"question": "1+2"}
 
     def direct() -> None:
         for _ in range(args.cases):
-            world.run(None, case, view, adapter)  # type: ignore[arg-type]
+            world.run(suite, case, view, adapter)
 
     def limited() -> None:
         for _ in range(args.cases):
-            run_case(world, None, case, view, adapter, timeout=300)  # type: ignore[arg-type]
+            run_case(world, suite, case, view, adapter, timeout=300)
 
     medians = take_turns(
         {"world.run": direct, "run_case": limited},

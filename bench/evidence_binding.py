@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from linearity import Series, line
 
@@ -64,11 +65,11 @@ def _tree(root: Path) -> CandidateTree:
 
 
 def asteria_run(root: Path) -> tuple[Callable[[], object], Callable[[], object]]:
-    def read() -> object:
+    def read() -> tuple[Any, Any]:
         candidate = asteria_reader.read_public(_tree(root))
         return candidate, asteria_reader.read_evaluator(_tree(root), candidate)
 
-    candidate, truth = read()  # type: ignore[misc]
+    candidate, truth = read()
 
     def grade() -> object:
         agent = EvidenceAgent()
@@ -84,11 +85,11 @@ def asteria_run(root: Path) -> tuple[Callable[[], object], Callable[[], object]]
 
 
 def enterprise_run(root: Path) -> tuple[Callable[[], object], Callable[[], object]]:
-    def read() -> object:
+    def read() -> tuple[Any, Any]:
         candidate = enterprise_reader.read_public(_tree(root))
         return candidate, enterprise_reader.read_evaluator(_tree(root), candidate)
 
-    candidate, truth = read()  # type: ignore[misc]
+    candidate, truth = read()
 
     def grade() -> object:
         submission = enterprise_submission(
