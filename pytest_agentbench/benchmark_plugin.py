@@ -35,7 +35,7 @@ from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
 from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
 from pytest_agentbench.report.comparison_lines import comparison_lines, comparison_properties
-from pytest_agentbench.report.html import write_html
+from pytest_agentbench.report.html import read_report_document, write_html
 from pytest_agentbench.report.json_report import report_document, write_report
 from pytest_agentbench.report.junit import (
     add_global_properties,
@@ -411,11 +411,14 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
                 options.report_path, summary, recorder.graded, recorder.durations, **identity
             )
         if options.html_path is not None:
-            # The page is drawn from the very document the JSON report holds.
-            write_html(
-                report_document(summary, recorder.graded, recorder.durations, **identity),
-                options.html_path,
+            # The page is drawn from the very document the JSON report holds: read
+            # back when it was just written rather than streamed a second time.
+            document = (
+                report_document(summary, recorder.graded, recorder.durations, **identity)
+                if options.report_path is None
+                else read_report_document(options.report_path)
             )
+            write_html(document, options.html_path)
         # The terminal section needs no per-case entries: dropping them here spares
         # the garbage collections of the session's end a walk over every case result.
         summary = summary.model_copy(

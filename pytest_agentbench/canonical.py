@@ -29,14 +29,7 @@ JsonValue = Any
 
 def canonical_json(value: JsonValue) -> str:
     """Serialise ``value`` canonically; non-finite floats are refused."""
-    try:
-        return json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
-    except ValueError:
-        # json names no path; the walk is only paid for on the way to the refusal.
-        _refuse_non_finite(value, ())
-        raise
+    return _dumps(value, separators=(",", ":"))
 
 
 def canonical_bytes(value: JsonValue) -> bytes:
@@ -45,12 +38,16 @@ def canonical_bytes(value: JsonValue) -> bytes:
 
 def pretty_json(value: JsonValue) -> str:
     """The on-disk form of JSON files: ``indent=2``, sorted keys, trailing newline."""
+    return _dumps(value, indent=2) + "\n"
+
+
+def _dumps(value: JsonValue, **layout: Any) -> str:
     try:
-        text = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False, **layout)
     except ValueError:
+        # json names no path; the walk is only paid for on the way to the refusal.
         _refuse_non_finite(value, ())
         raise
-    return text + "\n"
 
 
 def _refuse_non_finite(value: JsonValue, path: tuple[int | str, ...]) -> None:
