@@ -27,6 +27,7 @@ from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.crashes import WITNESS_KEY, attach_worker
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
+from pytest_agentbench.gc_freeze import freeze_collected
 from pytest_agentbench.output_caps import parse_max_output_bytes
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
@@ -297,6 +298,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     refused: dict[str, str] = session.config.stash.get(REFUSED_KEY, {})
     if refused and session.testsfailed == len(refused):
         session.config.option.continue_on_collection_errors = True
+    if census:
+        freeze_collected(config)
+
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench import fixtures, hookspecs, plugin_options
+from pytest_agentbench import fixtures, gc_freeze, hookspecs, plugin_options
 from pytest_agentbench.activation import SESSION_KEY, activate, deliver, is_active
 from pytest_agentbench.crashes import WITNESS_KEY, CrashWitness
 from pytest_agentbench.errors import AgentbenchError
@@ -51,6 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    gc_freeze.arrange_thaw(config)
     config.addinivalue_line("markers", "agentbench: a benchmark case or control item")
     config.addinivalue_line(
         "markers", "agentbench_control: a negative-control item (--agentbench-controls)"

@@ -1,0 +1,70 @@
+"""A benchmark run keeps the garbage collector off its collected tree, and gives it back.
+
+The adapter below reports, from inside each case, how many objects the
+collector has frozen; the outer process checks what is frozen once a run ends.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+
+from tests.demo_world import write_demo_suite
+
+PROBE_AGENT = """
+import gc, json, os
+
+
+class FreezeProbe:
+    def answer(self, question):
+        with open(f"frozen-{os.getpid()}.jsonl", "a") as handle:
+            handle.write(json.dumps(gc.get_freeze_count()) + "\\n")
+        left, right = question.split("+")
+        return int(left) + int(right)
+"""
+
+
+def _frozen_counts(project: pytest.Pytester) -> list[int]:
+    return [
+        json.loads(line)
+        for path in sorted(project.path.glob("frozen-*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+
+
+def test_cases_run_with_the_collected_tree_frozen(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makepyfile(probe_agent=PROBE_AGENT)
+    frozen_before = gc.get_freeze_count()
+
+    result = demo.runpytest(
+        "--agentbench-adapter=probe_agent:FreezeProbe",
+        "-m",
+        "not agentbench_control",
+        "suites",
+        *xdist_args,
+    )
+
+    result.assert_outcomes(passed=3)
+    counts = _frozen_counts(demo)
+    assert len(counts) == 3
+    assert all(count > frozen_before for count in counts)
+    # The in-process session has given back what it froze (workers have exited).
+    assert gc.get_freeze_count() == frozen_before
+
+
+def test_a_run_without_suites_freezes_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import gc
+
+        def test_nothing_frozen():
+            assert gc.get_freeze_count() == 0
+        """
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)
