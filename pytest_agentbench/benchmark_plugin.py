@@ -43,6 +43,7 @@ from pytest_agentbench.report.junit import (
     add_properties,
     relabel_harness_errors,
 )
+from pytest_agentbench.report.preload import SuitePreload
 from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
@@ -221,6 +222,10 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.register(
                 WorkerCensus(recorder.selected), "agentbench-worker-census"
             )
+            if config.getoption("dist", "no") != "no":
+                config.pluginmanager.register(
+                    SuitePreload(recorder, state.loader), "agentbench-suite-preload"
+                )
     config.pluginmanager.register(
         ReportRelay(
             recorder,
