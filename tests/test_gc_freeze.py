@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from pytest_agentbench import gc_freeze
 from tests.demo_world import write_demo_suite
 
 PROBE_AGENT = """
@@ -68,3 +69,21 @@ def test_a_run_without_suites_freezes_nothing(pytester: pytest.Pytester) -> None
     )
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["main-process", "xdist-worker"])
+def test_only_a_process_that_outlives_its_session_is_given_the_tree_back(
+    pytester: pytest.Pytester, worker: bool
+) -> None:
+    config = pytester.parseconfig()
+    if worker:
+        config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
+    gc_freeze.arrange_thaw(config)
+    try:
+        gc_freeze.freeze_collected(config)
+        config._ensure_unconfigure()
+        # A worker's process ends with the session; the interpreter's last
+        # collection then skips the frozen tree.
+        assert (gc.get_freeze_count() > 0) is worker
+    finally:
+        gc.unfreeze()
