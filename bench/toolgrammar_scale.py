@@ -1,6 +1,6 @@
 """toolgrammar-v1 at full scale: build, decontamination, and the full run serial and ``-n 2``.
 
-    python bench/toolgrammar_scale.py [--sample 1500] [--skip-run]
+    python bench/toolgrammar_scale.py [--sample 1500] [--skip-run | --run-only] [--rounds 1]
 
 Prints, in one run:
 - the full generation (7,756 tasks) and its wall and CPU time per kept task;
@@ -8,7 +8,8 @@ Prints, in one run:
   prefix-filtered join and the all-pairs baseline (their ratio, and the
   all-pairs time extrapolated quadratically to the full suite);
 - ``pytest --agentbench-suite toolgrammar-v1`` (reference agent, golden
-  outputs off) serially and under ``-n 2``, and their ratio.
+  outputs off) serially and under ``-n 2``, alternating for ``--rounds``, with
+  their wall, CPU (workers included) and peak RSS, and the ratio of the medians.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import subprocess
+import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
+
+from processes import UNRELATED_PLUGINS, Sample, passed_count, run_command
 
 from pytest_agentbench.worlds.toolgrammar.decontam import (
     CHAR_THRESHOLD,
@@ -34,6 +38,10 @@ from pytest_agentbench.worlds.toolgrammar.domains import domain_names, get_domai
 from pytest_agentbench.worlds.toolgrammar.generator import generate_plan, seed_plan, served_plan
 from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
+
+REPO = Path(__file__).resolve().parent.parent
+FULL_ITEMS = 7_762
+"""7,756 tasks and 6 controls."""
 
 T = TypeVar("T")
 
@@ -55,23 +63,45 @@ def all_pairs(tasks: list[TaskRecord]) -> int:
     )
 
 
-def run_suite(extra: list[str]) -> float:
+def run_suite(extra: list[str]) -> Sample:
     command = [sys.executable, "-m", "pytest", "--agentbench-suite", "toolgrammar-v1", "-q",
-               "-p", "no:cacheprovider", "-o", "agentbench_snapshot=false", *extra]
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr
-    print(f"    {' '.join(extra) or 'serial'}: {last}")
-    return elapsed
+               *UNRELATED_PLUGINS, "-o", "agentbench_snapshot=false", *extra]
+    sample, status, output = run_command(command, REPO)
+    lines = output.strip().splitlines()
+    if status != 0 or passed_count(output) != FULL_ITEMS:
+        raise SystemExit(f"{' '.join(extra) or 'serial'} failed (exit {status}): {lines[-5:]}")
+    print(f"    {' '.join(extra) or 'serial'}: {sample.wall:.1f} s wall, {sample.cpu:.1f} s CPU "
+          f"(workers included), peak RSS {sample.rss_mb:.0f} MB; {lines[-1]}")
+    return sample
+
+
+def measure_run(rounds: int) -> None:
+    """Serial and ``-n 2`` runs alternating, so both see the same load."""
+    print(f"full run, reference agent, {rounds} interleaved rounds:")
+    serial: list[Sample] = []
+    parallel: list[Sample] = []
+    for _ in range(rounds):
+        serial.append(run_suite([]))
+        parallel.append(run_suite(["-n", "2"]))
+    one = statistics.median(sample.wall for sample in serial)
+    two = statistics.median(sample.wall for sample in parallel)
+    ratios = sorted(a.wall / b.wall for a, b in zip(serial, parallel, strict=True))
+    print(f"run: serial {one:.1f} s, -n 2 {two:.1f} s (medians); serial / -n 2 = "
+          f"{one / two:.2f}x (rounds {ratios[0]:.2f}x to {ratios[-1]:.2f}x); "
+          f"load average {os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sample", type=int, default=1500)
     parser.add_argument("--skip-run", action="store_true")
+    parser.add_argument("--run-only", action="store_true", help="only the full run")
+    parser.add_argument("--rounds", type=int, default=1, help="serial / -n 2 rounds")
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}")
+    if args.run_only:
+        measure_run(args.rounds)
+        return
     domains = [get_domain(name) for name in domain_names()]
     for domain in domains:
         built_world(domain)  # world builds are measured in bench/toolgrammar.py
@@ -93,11 +123,7 @@ def main() -> None:
           f"all pairs extrapolated to {len(tasks)}: {brute * scale:.0f} s CPU")
     if args.skip_run:
         return
-    print("full run, reference agent:")
-    serial = run_suite([])
-    parallel = run_suite(["-n", "2"])
-    print(f"run: serial {serial:.1f} s, -n 2 {parallel:.1f} s, serial / -n 2 = "
-          f"{serial / parallel:.2f}x")
+    measure_run(args.rounds)
 
 
 if __name__ == "__main__":
