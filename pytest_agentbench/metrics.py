@@ -52,11 +52,20 @@ def graded(results: Sequence[CaseResult]) -> list[CaseResult]:
     return [result for result in results if result.outcome in GRADED]
 
 
-def _rate(spec: MetricSpec, results: Sequence[CaseResult]) -> MetricValue:
+def _measurement_totals(results: Sequence[CaseResult]) -> dict[str, int]:
+    """Each measurement summed over ``results``: one pass, however many rates read them."""
+    totals: dict[str, int] = {}
+    for result in results:
+        for name, value in result.measurements.items():
+            totals[name] = totals.get(name, 0) + value
+    return totals
+
+
+def _rate(spec: MetricSpec, totals: Mapping[str, int]) -> MetricValue:
     assert spec.numerator is not None
     assert spec.denominator is not None
-    numerator = sum(result.measurements.get(spec.numerator, 0) for result in results)
-    denominator = sum(result.measurements.get(spec.denominator, 0) for result in results)
+    numerator = totals.get(spec.numerator, 0)
+    denominator = totals.get(spec.denominator, 0)
     return MetricValue(
         name=spec.name,
         family=spec.family,
@@ -77,12 +86,13 @@ def _rate(spec: MetricSpec, results: Sequence[CaseResult]) -> MetricValue:
 def aggregate(specs: Sequence[MetricSpec], results: Sequence[CaseResult]) -> list[MetricValue]:
     """Every metric of ``specs`` over the graded ``results``, in ``specs`` order."""
     scored = graded(results)
+    totals = _measurement_totals(scored)
     computed: dict[str, MetricValue] = {}
     for spec in specs:
         if spec.reducer is None:
             if spec.numerator is None or spec.denominator is None:
                 raise ValueError(f"metric {spec.name!r} has neither a ratio nor a reducer")
-            computed[spec.name] = _rate(spec, scored)
+            computed[spec.name] = _rate(spec, totals)
     for spec in specs:
         if spec.reducer is not None:
             value, support = spec.reducer(scored, dict(computed))
