@@ -307,7 +307,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         freeze_collected(config)
 
 
-
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Suspend automatic garbage collection, resuming it only if it was on."""

@@ -1,12 +1,12 @@
 """Keeping the garbage collector off a benchmark run's collected tree.
 
 The collected tree (items, suites, their cases and the worlds' data) lives
-until the session ends, so every full collection during the run walks all of
-it and frees nothing. Once collection ends the plugin moves everything alive to the
-collector's permanent generation, and gives it back when the run is over
-(an xdist worker, whose process ends with the run, keeps it frozen).
-Objects freed by reference counting are unaffected; a cycle among frozen
-objects that became garbage during the run is freed once the run ends.
+until the session ends, so every full collection during the run walks all
+of it and frees nothing. Once collection ends the plugin moves everything
+alive to the collector's permanent generation, and gives it back when the
+run is over (an xdist worker, whose process ends with the run, keeps it
+frozen). Objects freed by reference counting are unaffected; a cycle among
+frozen objects that became garbage during the run is freed once the run ends.
 """
 
 from __future__ import annotations
