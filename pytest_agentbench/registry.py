@@ -227,9 +227,6 @@ class WorldRegistry:
     def kinds(self) -> list[str]:
         return sorted(self._worlds)
 
-    def worlds(self) -> list[World]:
-        return [self.get(kind) for kind in self.kinds()]
-
     def adapter_protocols(self) -> list[KindProtocols]:
         """Every kind's accepted adapter protocols, importing no world that declares its own."""
         found = []
