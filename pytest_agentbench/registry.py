@@ -7,7 +7,6 @@ run that collects files, benchmarks or not.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -24,9 +23,6 @@ if TYPE_CHECKING:
     from pytest_agentbench.world import World
 
 MarkerSets = tuple[tuple[str, ...], ...]
-
-# An importable dotted module path, a colon, a dotted attribute path.
-_TARGET = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
@@ -127,15 +123,22 @@ def _load(kind: str, target: str, *, file: str | None, field: str) -> Any:
 
 def checked_protocol_targets(kind: str, targets: Sequence[str]) -> tuple[str, ...]:
     """Protocol targets as a tuple, each a ``"module:attribute"`` string."""
-    if isinstance(targets, str) or not all(
-        isinstance(target, str) and _TARGET.fullmatch(target) for target in targets
-    ):
+    if isinstance(targets, str) or not all(_is_target(target) for target in targets):
         raise AgentbenchError(
             "invalid_adapter_protocols",
             f"world kind {kind!r}: adapter protocols are a sequence of 'module:attribute' strings",
             field="adapter_protocols",
         )
     return tuple(targets)
+
+
+def _is_target(target: object) -> bool:
+    """Whether ``target`` is a dotted module path, a colon and a dotted attribute path."""
+    if not isinstance(target, str):
+        return False
+    module, sep, attribute = target.partition(":")
+    names = [*module.split("."), *attribute.split(".")]
+    return bool(sep) and all(name.isidentifier() for name in names)
 
 
 def checked_markers(kind: str, marker_sets: Sequence[Sequence[str]]) -> MarkerSets:
