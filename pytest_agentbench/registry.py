@@ -76,8 +76,25 @@ class LazyWorld:
                     file=file,
                     field="world",
                 )
+            if self.adapter_protocols:
+                self._check_declared_protocols(world, file=file)
             self._world = world
         return self._world
+
+    def _check_declared_protocols(self, world: World, *, file: str | None) -> None:
+        """The declared protocols are the world's own: else adapters are judged twice, apart."""
+        from pytest_agentbench.world import accepted_protocols
+
+        declared, accepted = self.protocols(), accepted_protocols(world)
+        if declared != accepted:
+            names = [" or ".join(p.__name__ for p in found) for found in (declared, accepted)]
+            raise AgentbenchError(
+                "world_load_failed",
+                f"world kind {self.kind!r} is registered accepting {names[0]} but "
+                f"{self.target} accepts {names[1]}",
+                file=file,
+                field="adapter_protocols",
+            )
 
     def protocols(self) -> tuple[type, ...]:
         """The declared adapter protocols, importing their modules but not the world's.

@@ -152,3 +152,34 @@ def test_malformed_protocol_declarations_are_refused(targets: object) -> None:
         LazyWorld("x", "x:WORLD", adapter_protocols=targets)  # type: ignore[arg-type]
     assert refused.value.code == "invalid_adapter_protocols"
     assert "world kind 'x'" in refused.value.reason
+
+
+def test_a_world_accepting_other_protocols_than_its_registration_declares_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "agentbench_lazy_probe", _module_holding(DemoWorld()))
+    lazy = LazyWorld(
+        "demo",
+        "agentbench_lazy_probe:WORLD",
+        adapter_protocols=("pytest_agentbench.tools:ToolAgent",),
+    )
+    with pytest.raises(AgentbenchError) as refused:
+        WorldRegistry([lazy]).get("demo", file="suites/d/suite.yaml")
+    assert refused.value.code == "world_load_failed"
+    assert refused.value.render() == (
+        "[world_load_failed] suites/d/suite.yaml: adapter_protocols: world kind 'demo' is "
+        "registered accepting ToolAgent but agentbench_lazy_probe:WORLD accepts DemoAdapter"
+    )
+
+
+def test_a_world_accepting_what_its_registration_declares_resolves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = InteractiveDemoWorld()
+    monkeypatch.setitem(sys.modules, "agentbench_lazy_probe", _module_holding(world))
+    lazy = LazyWorld(
+        "demo-tools",
+        "agentbench_lazy_probe:WORLD",
+        adapter_protocols=("pytest_agentbench.tools:ToolAgent", DEMO_ADAPTER),
+    )
+    assert WorldRegistry([lazy]).get("demo-tools") is world
