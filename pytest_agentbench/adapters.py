@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_agentbench.errors import UsageError
+from pytest_agentbench.registry import KindProtocols
 from pytest_agentbench.runner import describe_exception
 from pytest_agentbench.world import World, accepted_protocols
 
@@ -34,21 +35,29 @@ class ReferenceAgents:
 REFERENCE_AGENTS = ReferenceAgents()
 
 
+def kind_protocols(world: World) -> KindProtocols:
+    return KindProtocols(world.kind, accepted_protocols(world))
+
+
 def protocol_name(world: World) -> str:
-    return " or ".join(protocol.__name__ for protocol in accepted_protocols(world))
+    return kind_protocols(world).names
 
 
 def implements(adapter: Any, world: World) -> bool:
-    return any(isinstance(adapter, protocol) for protocol in accepted_protocols(world))
+    return kind_protocols(world).accepts(adapter)
 
 
-def _protocols_summary(worlds: Sequence[World]) -> str:
-    names = [f"{protocol_name(world)} ({world.kind})" for world in worlds]
+def _protocols_summary(kinds: Sequence[KindProtocols]) -> str:
+    names = [f"{kind.names} ({kind.kind})" for kind in kinds]
     return ", ".join(names) or "no world kinds are registered"
 
 
-def load_adapter(spec: str, worlds: Sequence[World]) -> Any:
-    """Import, build and check the adapter named by ``spec``; refusals are usage errors."""
+def load_adapter(spec: str, kinds: Sequence[KindProtocols]) -> Any:
+    """Import, build and check the adapter named by ``spec``; refusals are usage errors.
+
+    ``kinds`` are the protocols of every world kind the adapter may serve
+    (:meth:`~pytest_agentbench.registry.WorldRegistry.adapter_protocols`).
+    """
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
         raise UsageError(
@@ -73,7 +82,7 @@ def load_adapter(spec: str, worlds: Sequence[World]) -> Any:
             ) from None
     adapter = target
     if inspect.isclass(target) or (
-        callable(target) and not any(implements(target, world) for world in worlds)
+        callable(target) and not any(kind.accepts(target) for kind in kinds)
     ):
         try:
             adapter = target()
@@ -83,11 +92,11 @@ def load_adapter(spec: str, worlds: Sequence[World]) -> Any:
                 f"building adapter {spec!r} failed: {describe_exception(exc)}",
                 field="--agentbench-adapter",
             ) from None
-    if not any(implements(adapter, world) for world in worlds):
+    if not any(kind.accepts(adapter) for kind in kinds):
         raise UsageError(
             "adapter_protocol",
             f"adapter {spec!r} ({type(adapter).__name__}) implements no known protocol; "
-            f"expected one of: {_protocols_summary(worlds)}",
+            f"expected one of: {_protocols_summary(kinds)}",
             field="--agentbench-adapter",
         )
     return adapter

@@ -200,10 +200,10 @@ def pytest_configure(config: pytest.Config) -> None:
             state.isolation = IsolatedAdapters(options.timeout)
             if options.adapter_spec:
                 state.adapter = configured_adapter(
-                    config, state.isolation, options.adapter_spec, registry.worlds()
+                    config, state.isolation, options.adapter_spec, registry.adapter_protocols()
                 )
         elif options.adapter_spec:
-            state.adapter = load_adapter(options.adapter_spec, registry.worlds())
+            state.adapter = load_adapter(options.adapter_spec, registry.adapter_protocols())
         state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)
         if state.isolation is not None:
             state.adapter_description += ", in an isolated process"

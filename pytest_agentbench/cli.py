@@ -35,7 +35,7 @@ import pluggy
 from pydantic import ValidationError
 
 from pytest_agentbench import hookspecs
-from pytest_agentbench.adapters import load_adapter
+from pytest_agentbench.adapters import kind_protocols, load_adapter
 from pytest_agentbench.canonical import (
     canonical_json,
     decode_lines_lenient,
@@ -383,7 +383,7 @@ def cmd_record(args: argparse.Namespace, registry: WorldRegistry) -> int:
     loaded = load(args.suite, registry)
     world = _recorder(loaded)
     if args.adapter:
-        agent_id, adapter = args.adapter, load_adapter(args.adapter, [loaded.world])
+        agent_id, adapter = args.adapter, load_adapter(args.adapter, [kind_protocols(loaded.world)])
     else:
         agents = {agent.agent_id: agent for agent in loaded.world.control_agents(loaded.suite)}
         if args.agent not in agents:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -39,40 +39,36 @@ class LazyWorld:
     """A world kind registered by name, its module imported when first needed.
 
     ``target`` is ``"module:attribute"`` naming the World object. A session
-    that runs no suite of the kind (and names no adapter, whose protocol would
-    be checked against every kind) never imports it. ``layout_markers`` are the
+    that runs no suite of the kind never imports it. ``layout_markers`` are the
     marker sets of the published layouts the world recognises (see
     :class:`~pytest_agentbench.world.RecognisesLayout`): the module is imported
     to recognise a folder only when the folder holds every file of one set.
+    ``adapter_protocols`` name, as ``"module:attribute"``, the protocols the
+    world accepts (its ``adapter_protocol`` first, as
+    :func:`~pytest_agentbench.world.accepted_protocols` lists them), so that
+    an ``--agentbench-adapter`` is checked against every kind by importing
+    those modules only; a world that declares none is imported for the check.
     """
 
     def __init__(
-        self, kind: str, target: str, *, layout_markers: Sequence[Sequence[str]] = ()
+        self,
+        kind: str,
+        target: str,
+        *,
+        layout_markers: Sequence[Sequence[str]] = (),
+        adapter_protocols: Sequence[str] = (),
     ) -> None:
         self.kind = kind
         self.target = target
         self.layout_markers = checked_markers(kind, layout_markers)
+        self.adapter_protocols = checked_protocol_targets(kind, adapter_protocols)
         self._world: World | None = None
+        self._protocols: tuple[type, ...] | None = None
 
     def resolve(self, *, file: str | None = None) -> World:
         """The World object; ``world_load_failed`` if it does not import as registered."""
         if self._world is None:
-            # The entry-point machinery already parses and imports "module:attr".
-            target = EntryPoint(
-                name=self.kind, value=self.target, group=hookspecs.ENTRY_POINT_GROUP
-            )
-            try:
-                world: World = target.load()
-            except Exception as exc:
-                from pytest_agentbench.runner import describe_exception
-
-                raise AgentbenchError(
-                    "world_load_failed",
-                    f"world kind {self.kind!r}: importing {self.target} raised "
-                    f"{describe_exception(exc)}",
-                    file=file,
-                    field="world",
-                ) from None
+            world: World = _load(self.kind, self.target, file=file, field="world")
             if getattr(world, "kind", None) != self.kind:
                 raise AgentbenchError(
                     "world_load_failed",
@@ -80,8 +76,86 @@ class LazyWorld:
                     file=file,
                     field="world",
                 )
+            if self.adapter_protocols:
+                self._check_declared_protocols(world, file=file)
             self._world = world
         return self._world
+
+    def _check_declared_protocols(self, world: World, *, file: str | None) -> None:
+        """The declared protocols are the world's own: else adapters are judged twice, apart."""
+        from pytest_agentbench.world import accepted_protocols
+
+        declared, accepted = self.protocols(), accepted_protocols(world)
+        if declared != accepted:
+            names = [" or ".join(p.__name__ for p in found) for found in (declared, accepted)]
+            raise AgentbenchError(
+                "world_load_failed",
+                f"world kind {self.kind!r} is registered accepting {names[0]} but "
+                f"{self.target} accepts {names[1]}",
+                file=file,
+                field="adapter_protocols",
+            )
+
+    def protocols(self) -> tuple[type, ...]:
+        """The declared adapter protocols, importing their modules but not the world's.
+
+        ``world_load_failed`` if one does not import or is not a class.
+        """
+        if self._protocols is None:
+            if self.adapter_protocols:
+                self._protocols = tuple(self._protocol(target) for target in self.adapter_protocols)
+            else:
+                from pytest_agentbench.world import accepted_protocols
+
+                self._protocols = accepted_protocols(self.resolve())
+        return self._protocols
+
+    def _protocol(self, target: str) -> type:
+        protocol = _load(self.kind, target, file=None, field="adapter_protocols")
+        if not isinstance(protocol, type):
+            raise AgentbenchError(
+                "world_load_failed",
+                f"world kind {self.kind!r}: adapter protocol {target} is not a class",
+                field="adapter_protocols",
+            )
+        return protocol
+
+
+def _load(kind: str, target: str, *, file: str | None, field: str) -> Any:
+    """The object ``target`` ("module:attr") names; ``world_load_failed`` if it does not import."""
+    # The entry-point machinery already parses and imports "module:attr".
+    entry_point = EntryPoint(name=kind, value=target, group=hookspecs.ENTRY_POINT_GROUP)
+    try:
+        return entry_point.load()
+    except Exception as exc:
+        from pytest_agentbench.runner import describe_exception
+
+        raise AgentbenchError(
+            "world_load_failed",
+            f"world kind {kind!r}: importing {target} raised {describe_exception(exc)}",
+            file=file,
+            field=field,
+        ) from None
+
+
+def checked_protocol_targets(kind: str, targets: Sequence[str]) -> tuple[str, ...]:
+    """Protocol targets as a tuple, each a ``"module:attribute"`` string."""
+    if isinstance(targets, str) or not all(_is_target(target) for target in targets):
+        raise AgentbenchError(
+            "invalid_adapter_protocols",
+            f"world kind {kind!r}: adapter protocols are a sequence of 'module:attribute' strings",
+            field="adapter_protocols",
+        )
+    return tuple(targets)
+
+
+def _is_target(target: object) -> bool:
+    """Whether ``target`` is a dotted module path, a colon and a dotted attribute path."""
+    if not isinstance(target, str):
+        return False
+    module, sep, attribute = target.partition(":")
+    names = [*module.split("."), *attribute.split(".")]
+    return bool(sep) and all(name.isidentifier() for name in names)
 
 
 def checked_markers(kind: str, marker_sets: Sequence[Sequence[str]]) -> MarkerSets:
@@ -107,6 +181,21 @@ def checked_markers(kind: str, marker_sets: Sequence[Sequence[str]]) -> MarkerSe
                     f"world kind {kind!r}: marker {marker!r} is not a relative path in the folder",
                 )
     return checked
+
+
+@dataclass(frozen=True)
+class KindProtocols:
+    """The adapter protocols one world kind accepts, its primary one first."""
+
+    kind: str
+    protocols: tuple[type, ...]
+
+    @property
+    def names(self) -> str:
+        return " or ".join(protocol.__name__ for protocol in self.protocols)
+
+    def accepts(self, adapter: object) -> bool:
+        return any(isinstance(adapter, protocol) for protocol in self.protocols)
 
 
 @dataclass(frozen=True)
@@ -158,8 +247,19 @@ class WorldRegistry:
     def kinds(self) -> list[str]:
         return sorted(self._worlds)
 
-    def worlds(self) -> list[World]:
-        return [self.get(kind) for kind in self.kinds()]
+    def adapter_protocols(self) -> list[KindProtocols]:
+        """Every kind's accepted adapter protocols, importing no world that declares its own."""
+        found = []
+        for kind in self.kinds():
+            entry = self._worlds[kind]
+            if isinstance(entry, LazyWorld):
+                protocols = entry.protocols()
+            else:
+                from pytest_agentbench.world import accepted_protocols
+
+                protocols = accepted_protocols(entry)
+            found.append(KindProtocols(kind, protocols))
+        return found
 
     def marker_sets(self, kind: str) -> MarkerSets:
         """The layout marker sets a kind declares (none: it is never asked to recognise)."""

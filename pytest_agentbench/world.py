@@ -28,6 +28,8 @@ class World(Protocol):
     ``adapter_protocols: tuple[type, ...]`` lists every one it accepts (see
     :func:`accepted_protocols`); ``adapter_protocol`` stays the primary one.
     Interactive worlds accept :class:`pytest_agentbench.tools.ToolAgent` there.
+    A world registered as a :class:`~pytest_agentbench.registry.LazyWorld`
+    names the same protocols, in the same order, in its ``adapter_protocols``.
     """
 
     def load_suite(self, suite: Suite) -> Any:

@@ -11,6 +11,7 @@ from pytest_agentbench.adapters import (
     REFERENCE_AGENTS,
     describe_adapter,
     implements,
+    kind_protocols,
     load_adapter,
     protocol_name,
 )
@@ -20,6 +21,7 @@ from tests.demo_world import WORLD as DEMO_WORLD
 from tests.demo_world import Reference
 
 WORLD: World = DEMO_WORLD
+KINDS = [kind_protocols(WORLD)]
 
 MODULE = "agentbench_test_adapters_module"
 
@@ -90,7 +92,7 @@ def adapter_module(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
 
 def refusal(spec: str, code: str) -> UsageError:
     with pytest.raises(UsageError) as caught:
-        load_adapter(spec, [WORLD])
+        load_adapter(spec, KINDS)
     error = caught.value
     assert error.code == code
     assert error.location.field == "--agentbench-adapter"
@@ -103,28 +105,28 @@ def refusal(spec: str, code: str) -> UsageError:
 
 def test_a_class_is_built_with_no_arguments() -> None:
     before = BuildCounter.built
-    adapter = load_adapter(f"{MODULE}:BuildCounter", [WORLD])
+    adapter = load_adapter(f"{MODULE}:BuildCounter", KINDS)
     assert isinstance(adapter, BuildCounter)
     assert BuildCounter.built == before + 1
     assert adapter.answer("2+3") == 5
 
 
 def test_a_factory_is_called_with_no_arguments() -> None:
-    adapter = load_adapter(f"{MODULE}:factory", [WORLD])
+    adapter = load_adapter(f"{MODULE}:factory", KINDS)
     assert type(adapter) is Reference
 
 
 def test_an_instance_is_used_as_is() -> None:
-    assert load_adapter(f"{MODULE}:READY", [WORLD]) is READY
+    assert load_adapter(f"{MODULE}:READY", KINDS) is READY
 
 
 def test_a_callable_instance_that_implements_the_protocol_is_not_called() -> None:
     module = sys.modules[MODULE]
-    assert load_adapter(f"{MODULE}:callable_ready", [WORLD]) is module.callable_ready
+    assert load_adapter(f"{MODULE}:callable_ready", KINDS) is module.callable_ready
 
 
 def test_a_dotted_attribute_path_is_followed() -> None:
-    assert load_adapter(f"{MODULE}:Holder.instance", [WORLD]) is Holder.instance
+    assert load_adapter(f"{MODULE}:Holder.instance", KINDS) is Holder.instance
 
 
 def test_a_module_imported_from_the_path_is_accepted(
@@ -135,7 +137,7 @@ def test_a_module_imported_from_the_path_is_accepted(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "agentbench_file_adapter", raising=False)
-    adapter = load_adapter("agentbench_file_adapter:Agent", [WORLD])
+    adapter = load_adapter("agentbench_file_adapter:Agent", KINDS)
     assert adapter.answer("1+1") == 7
 
 

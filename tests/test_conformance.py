@@ -13,6 +13,7 @@ import dataclasses
 import os
 import shutil
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,7 +27,7 @@ from pytest_agentbench.contracts import Case, CaseResult, FailureClass, Outcome
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.packaged import data_root, packaged_suites
-from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.registry import LazyWorld, WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.runner import run_case
 from pytest_agentbench.session import LoadedSuite, SuiteLoader
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, load_suite_config
@@ -477,6 +478,21 @@ def test_reference_receipts_are_byte_identical_and_leak_nothing(
     canaries = [c for c in loaded.world.leak_canaries(loaded.suite, oracle) if c]
     for text in first:
         assert not [c for c in canaries if c in text], "a tool result carried oracle data"
+
+
+def test_every_built_in_registration_declares_the_protocols_its_world_accepts() -> None:
+    """Spelt out in the registration so that checking an adapter imports no world: they agree."""
+    registrations = sorted(
+        entry_points(group=hookspecs.ENTRY_POINT_GROUP), key=lambda entry: entry.name
+    )
+    assert registrations
+    for entry_point in registrations:
+        for lazy in entry_point.load().pytest_agentbench_world_kinds():
+            assert isinstance(lazy, LazyWorld), lazy.kind
+            assert lazy.adapter_protocols, lazy.kind
+            assert lazy.protocols() == accepted_protocols(lazy.resolve()), lazy.kind
+    declared = {kind.kind: kind.protocols for kind in REGISTRY.adapter_protocols()}
+    assert declared == {kind: accepted_protocols(REGISTRY.get(kind)) for kind in REGISTRY.kinds()}
 
 
 def test_a_world_declaring_layout_markers_can_recognise(tmp_path: Path) -> None:

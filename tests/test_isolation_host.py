@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.adapters import adapter_class, implements
+from pytest_agentbench.adapters import adapter_class, implements, kind_protocols
 from pytest_agentbench.contracts import FailureClass
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters
@@ -365,7 +365,7 @@ def test_a_spec_is_loaded_in_the_child_only(host: IsolatedAdapters, tmp_path: Pa
     sys.path.insert(0, str(tmp_path))
     try:
         for spec in ("child_only_probe:Probe", "child_only_probe:build_probe"):
-            probe = host.load_spec(spec, [WORLD])
+            probe = host.load_spec(spec, [kind_protocols(WORLD)])
             assert adapter_class(probe) == "child_only_probe.Probe"
             assert probe.answer("4+4") == 8
         assert "child_only_probe" not in sys.modules
@@ -387,7 +387,7 @@ def test_bad_specs_are_the_usage_errors_of_in_process_loading(
     host: IsolatedAdapters, probe_module: Any, spec: str, code: str
 ) -> None:
     with pytest.raises(UsageError) as refused:
-        host.load_spec(spec, [WORLD])
+        host.load_spec(spec, [kind_protocols(WORLD)])
     assert refused.value.code == code
 
 

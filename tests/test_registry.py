@@ -6,8 +6,11 @@ import types
 import pytest
 
 from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.registry import LazyWorld, WorldRegistry
-from tests.demo_world import DemoWorld
+from pytest_agentbench.registry import KindProtocols, LazyWorld, WorldRegistry
+from pytest_agentbench.tools import ToolAgent
+from tests.demo_world import DemoAdapter, DemoWorld, InteractiveDemoWorld, Reference
+
+DEMO_ADAPTER = "tests.demo_world:DemoAdapter"
 
 
 def _module_holding(world: object) -> types.ModuleType:
@@ -47,7 +50,7 @@ def test_a_lazy_world_resolves_to_the_object_it_names_once(
     registry = WorldRegistry([lazy])
     assert registry.get("demo") is world
     monkeypatch.delitem(sys.modules, "agentbench_lazy_probe")
-    assert registry.worlds() == [world]
+    assert registry.get("demo") is world
 
 
 def test_a_lazy_world_that_does_not_import_is_a_named_refusal() -> None:
@@ -75,3 +78,108 @@ def test_the_authority_world_registers_lazily() -> None:
     assert isinstance(world, LazyWorld)
     assert world.kind == "authority"
     assert world.resolve().kind == "authority"
+
+
+# --- adapter protocols -------------------------------------------------------------
+
+
+def test_declared_protocols_are_given_without_importing_the_world(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(sys.modules, "agentbench_lazy_probe", raising=False)
+    lazy = LazyWorld(
+        "probe",
+        "agentbench_lazy_probe:WORLD",
+        adapter_protocols=("pytest_agentbench.tools:ToolAgent", DEMO_ADAPTER),
+    )
+    (kind,) = WorldRegistry([lazy]).adapter_protocols()
+    assert kind == KindProtocols("probe", (ToolAgent, DemoAdapter))
+    assert kind.names == "ToolAgent or DemoAdapter"
+    assert kind.accepts(Reference())
+    assert not kind.accepts(object())
+    assert "agentbench_lazy_probe" not in sys.modules
+
+
+def test_a_lazy_world_declaring_no_protocols_is_imported_for_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "agentbench_lazy_probe", _module_holding(DemoWorld()))
+    registry = WorldRegistry([LazyWorld("demo", "agentbench_lazy_probe:WORLD")])
+    assert registry.adapter_protocols() == [KindProtocols("demo", (DemoAdapter,))]
+
+
+def test_a_world_registered_as_an_object_gives_every_protocol_it_accepts() -> None:
+    registry = WorldRegistry([InteractiveDemoWorld(), DemoWorld()])
+    assert registry.adapter_protocols() == [
+        KindProtocols("demo", (DemoAdapter,)),
+        KindProtocols("demo-tools", (ToolAgent, DemoAdapter)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [
+        pytest.param("agentbench_no_such_module:Adapter", "ModuleNotFoundError", id="module"),
+        pytest.param("tests.demo_world:NoSuchAdapter", "AttributeError", id="attribute"),
+        pytest.param("tests.demo_world:WORLD", "is not a class", id="not-a-class"),
+    ],
+)
+def test_a_declared_protocol_that_does_not_load_is_a_named_refusal(
+    target: str, reason: str
+) -> None:
+    registry = WorldRegistry(
+        [LazyWorld("probe", "tests.demo_world:WORLD", adapter_protocols=(target,))]
+    )
+    with pytest.raises(AgentbenchError) as refused:
+        registry.adapter_protocols()
+    assert refused.value.code == "world_load_failed"
+    assert refused.value.location.field == "adapter_protocols"
+    assert "world kind 'probe'" in refused.value.reason
+    assert reason in refused.value.reason
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [
+        pytest.param(DEMO_ADAPTER, id="bare-string"),
+        pytest.param(("DemoAdapter",), id="no-module"),
+        pytest.param(("tests.demo_world:",), id="no-attribute"),
+        pytest.param((DemoAdapter,), id="a-class"),
+    ],
+)
+def test_malformed_protocol_declarations_are_refused(targets: object) -> None:
+    with pytest.raises(AgentbenchError) as refused:
+        LazyWorld("x", "x:WORLD", adapter_protocols=targets)  # type: ignore[arg-type]
+    assert refused.value.code == "invalid_adapter_protocols"
+    assert "world kind 'x'" in refused.value.reason
+
+
+def test_a_world_accepting_other_protocols_than_its_registration_declares_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "agentbench_lazy_probe", _module_holding(DemoWorld()))
+    lazy = LazyWorld(
+        "demo",
+        "agentbench_lazy_probe:WORLD",
+        adapter_protocols=("pytest_agentbench.tools:ToolAgent",),
+    )
+    with pytest.raises(AgentbenchError) as refused:
+        WorldRegistry([lazy]).get("demo", file="suites/d/suite.yaml")
+    assert refused.value.code == "world_load_failed"
+    assert refused.value.render() == (
+        "[world_load_failed] suites/d/suite.yaml: adapter_protocols: world kind 'demo' is "
+        "registered accepting ToolAgent but agentbench_lazy_probe:WORLD accepts DemoAdapter"
+    )
+
+
+def test_a_world_accepting_what_its_registration_declares_resolves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = InteractiveDemoWorld()
+    monkeypatch.setitem(sys.modules, "agentbench_lazy_probe", _module_holding(world))
+    lazy = LazyWorld(
+        "demo-tools",
+        "agentbench_lazy_probe:WORLD",
+        adapter_protocols=("pytest_agentbench.tools:ToolAgent", DEMO_ADAPTER),
+    )
+    assert WorldRegistry([lazy]).get("demo-tools") is world

@@ -48,6 +48,7 @@ from pytest_agentbench.isolation.proxy import (
     session_spec,
     session_state,
 )
+from pytest_agentbench.registry import KindProtocols
 from pytest_agentbench.runner import (
     AdapterFailure,
     CaseTimeout,
@@ -56,7 +57,6 @@ from pytest_agentbench.runner import (
     harness_time,
 )
 from pytest_agentbench.tools import SESSION_CLOSED, ToolCallError, ToolSession
-from pytest_agentbench.world import World
 
 SHARED_VIEWS = 16
 """How many distinct argument values the child keeps, so a view is sent once, not per case."""
@@ -198,7 +198,7 @@ class IsolatedAdapters:
 
     # -- loading -----------------------------------------------------------
 
-    def load_spec(self, spec: str, worlds: Sequence[World]) -> RemoteAdapter:
+    def load_spec(self, spec: str, kinds: Sequence[KindProtocols]) -> RemoteAdapter:
         """Load ``--agentbench-adapter`` in the child, refusing it as in-process loading would."""
         module_name, sep, attr_path = spec.partition(":")
         if not sep or not module_name or not attr_path:
@@ -212,7 +212,7 @@ class IsolatedAdapters:
                 raise self._spec_refusal(spec, resolved)
             target_shape = resolved["shape"]
             build = bool(resolved["is_class"]) or (
-                bool(resolved["callable"]) and not any(satisfies(target_shape, w) for w in worlds)
+                bool(resolved["callable"]) and not any(satisfies(target_shape, k) for k in kinds)
             )
             handle = self._register(SpecRecipe(spec, build))
             loaded = self._load(handle, deadline)
@@ -231,11 +231,11 @@ class IsolatedAdapters:
         if loaded["op"] == "refused":
             raise self._spec_refusal(spec, loaded)
         adapter_shape = loaded["shape"]
-        if not any(satisfies(adapter_shape, world) for world in worlds):
+        if not any(satisfies(adapter_shape, kind) for kind in kinds):
             raise UsageError(
                 "adapter_protocol",
                 f"adapter {spec!r} ({loaded['qualname'].rpartition('.')[2]}) implements no "
-                f"known protocol; expected one of: {_protocols_summary(worlds)}",
+                f"known protocol; expected one of: {_protocols_summary(kinds)}",
                 field="--agentbench-adapter",
             )
         return self._proxy(handle, loaded)
@@ -254,8 +254,8 @@ class IsolatedAdapters:
         }.get(code, f"loading adapter {spec!r} failed: {cause}")
         return UsageError(code, reason, field="--agentbench-adapter")
 
-    def pending(self, spec: str, worlds: Sequence[World]) -> PendingAdapter:
-        return PendingAdapter(spec, tuple(worlds))
+    def pending(self, spec: str, kinds: Sequence[KindProtocols]) -> PendingAdapter:
+        return PendingAdapter(spec, tuple(kinds))
 
     def ready(self, adapter: Any) -> Any:
         """``adapter`` as a test may use it: an xdist worker's pending spec is loaded now."""
@@ -281,7 +281,7 @@ class IsolatedAdapters:
                 self._remotes.move_to_end(id(adapter))
             else:
                 if isinstance(adapter, PendingAdapter):
-                    proxy = self.load_spec(adapter.spec, adapter.worlds)
+                    proxy = self.load_spec(adapter.spec, adapter.kinds)
                 else:
                     proxy = self._pickled(adapter)
                 self._remotes[id(adapter)] = (adapter, proxy)

@@ -14,10 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.adapters import implements
 from pytest_agentbench.canonical import JsonValue
+from pytest_agentbench.registry import KindProtocols
 from pytest_agentbench.tools import ToolSession
-from pytest_agentbench.world import World
 
 if TYPE_CHECKING:
     from pytest_agentbench.isolation.host import IsolatedAdapters
@@ -58,14 +57,14 @@ def methods_of(shape: Mapping[str, bool]) -> tuple[str, ...]:
     return tuple(sorted(name for name, is_callable in shape.items() if is_callable))
 
 
-def satisfies(shape: Mapping[str, bool], world: World) -> bool:
-    """Whether an object with these public members meets ``world``'s adapter protocol.
+def satisfies(shape: Mapping[str, bool], kind: KindProtocols) -> bool:
+    """Whether an object with these public members meets one of ``kind``'s adapter protocols.
 
     Asked of a stand-in carrying the members, so the check is the runtime
     protocol check itself rather than a copy of it.
     """
     stand_in = type("Shape", (), dict.fromkeys(shape, _present))()
-    return implements(stand_in, world)
+    return kind.accepts(stand_in)
 
 
 def _present(*_args: Any) -> None:
@@ -82,7 +81,7 @@ class PendingAdapter:
     """
 
     spec: str
-    worlds: Sequence[World]
+    kinds: Sequence[KindProtocols]
 
     def __repr__(self) -> str:
         return f"<isolated adapter {self.spec}, not yet started>"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.isolation.host import IsolatedAdapters
-from pytest_agentbench.world import World
+from pytest_agentbench.registry import KindProtocols
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -21,7 +21,7 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 
 
 def configured_adapter(
-    config: pytest.Config, isolation: IsolatedAdapters, spec: str, worlds: Sequence[World]
+    config: pytest.Config, isolation: IsolatedAdapters, spec: str, kinds: Sequence[KindProtocols]
 ) -> Any:
     """The value of ``agentbench_adapter`` for ``--agentbench-adapter`` in an isolated run.
 
@@ -31,9 +31,9 @@ def configured_adapter(
     runs no case and ends it. A worker defers everything to its first case.
     """
     if _is_xdist_worker(config):
-        return isolation.pending(spec, worlds)
+        return isolation.pending(spec, kinds)
     try:
-        adapter = isolation.load_spec(spec, worlds)
+        adapter = isolation.load_spec(spec, kinds)
     except BaseException:
         isolation.close()
         raise

@@ -6,8 +6,8 @@ call is validated, budgeted, byte-counted and recorded into a :class:`Receipt`
 whose canonical partition has a stable sha256 digest. See docs/tool-sessions.md.
 """
 
+from pytest_agentbench.tool_agent import ToolAgent
 from pytest_agentbench.tools.agent import (
-    ToolAgent,
     ToolSessionLike,
     parse_final,
     solve_with_session,

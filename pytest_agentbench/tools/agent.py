@@ -4,7 +4,9 @@ An adapter implementing :class:`ToolAgent` runs on every interactive world:
 it gets the world's public task view (a dict) and a :class:`ToolSession`, and
 returns the world's final answer object. :func:`solve_with_session` is how a
 world calls it: failures are classified, the session is closed, and the
-outcome carries the receipt whatever happened.
+outcome carries the receipt whatever happened. :class:`ToolAgent` itself is
+defined in :mod:`pytest_agentbench.tool_agent`, which imports nothing heavy
+(:mod:`pytest_agentbench.tools` exports it).
 """
 
 from __future__ import annotations
@@ -44,12 +46,6 @@ class ToolSessionLike(Protocol):
     def openai_tools(self) -> list[dict[str, JsonValue]]: ...
 
     def mcp_tools(self) -> list[dict[str, JsonValue]]: ...
-
-
-@runtime_checkable
-class ToolAgent(Protocol):
-    def solve(self, task: dict[str, Any], session: ToolSession) -> Any:
-        """Work on ``task`` through ``session``; return the world's final answer object."""
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -11,6 +11,7 @@ WORLD = LazyWorld(
     "authority",
     "pytest_agentbench.worlds.authority.world:WORLD",
     layout_markers=(("public/manifest.json", "evaluator/checksums.json"),),
+    adapter_protocols=("pytest_agentbench.worlds.authority.protocol:AuthorityAdapter",),
 )
 
 

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pytest_agentbench.canonical import (
     canonical_json,
@@ -36,6 +36,7 @@ from pytest_agentbench.worlds.authority.models import (
     EvaluatorBundle,
     PublicBundle,
 )
+from pytest_agentbench.worlds.authority.protocol import AuthorityAdapter
 from pytest_agentbench.worlds.authority.trace import (
     ObservedActionTrace,
     parse_row,
@@ -45,14 +46,6 @@ from pytest_agentbench.worlds.authority.trace import (
 from pytest_agentbench.worlds.authority.validate import ValidationReport, validate_trace
 
 EVENTS_FILE = "public_events.jsonl"
-
-
-@runtime_checkable
-class AuthorityAdapter(Protocol):
-    """What an adapter implements to run ``authority`` suites."""
-
-    def trace_action(self, bundle: PublicBundle, event_id: str) -> Any:
-        """One observed-action row (a mapping or an ObservedActionTrace) for ``event_id``."""
 
 
 @dataclass(frozen=True)

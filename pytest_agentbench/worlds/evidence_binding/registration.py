@@ -14,6 +14,7 @@ WORLD = LazyWorld(
     "evidence-binding",
     "pytest_agentbench.worlds.evidence_binding.world:WORLD",
     layout_markers=LAYOUT_MARKERS,
+    adapter_protocols=("pytest_agentbench.worlds.evidence_binding.protocol:EvidenceBindingAdapter",),
 )
 
 

@@ -16,7 +16,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
@@ -41,6 +41,7 @@ from pytest_agentbench.worlds.evidence_binding.lineages import (
     canaries,
     refusal_for,
 )
+from pytest_agentbench.worlds.evidence_binding.protocol import EvidenceBindingAdapter
 from pytest_agentbench.worlds.evidence_binding.registration import LAYOUT_MARKERS
 from pytest_agentbench.worlds.evidence_binding.submissions import (
     SubmissionReport,
@@ -50,14 +51,6 @@ from pytest_agentbench.worlds.evidence_binding.submissions import (
 
 KIND = "evidence-binding"
 _SUITE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-
-
-@runtime_checkable
-class EvidenceBindingAdapter(Protocol):
-    """What an adapter implements to run ``evidence-binding`` suites."""
-
-    def select_evidence(self, public: Any, action_id: str) -> Any:
-        """Asteria: the retained observation ids; Enterprise: observation rows."""
 
 
 def lineage_of(suite: Suite) -> Lineage:

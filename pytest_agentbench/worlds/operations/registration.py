@@ -11,6 +11,7 @@ WORLD = LazyWorld(
     "operations",
     "pytest_agentbench.worlds.operations.world:WORLD",
     layout_markers=(("maintenance_v0_1.yaml",),),
+    adapter_protocols=("pytest_agentbench.tool_agent:ToolAgent",),
 )
 
 

@@ -27,11 +27,14 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pytest_agentbench.worlds.retrieval.bundle import bundle_content
 from pytest_agentbench.worlds.retrieval.fixture import CorpusDoc
 from pytest_agentbench.worlds.retrieval.jscanon import fingerprint, sha256_text
+
+# Re-exported: its home before it moved to a module the plugin may import at configure time.
+from pytest_agentbench.worlds.retrieval.protocol import RetrievalBackend  # noqa: F401
 from pytest_agentbench.worlds.retrieval.spans import observed_coord
 
 _TOKEN = re.compile(r"\w+")
@@ -59,24 +62,6 @@ class BackendError(Exception):
         super().__init__(message)
         self.code = code
         self.failure_class = failure_class
-
-
-@runtime_checkable
-class RetrievalBackend(Protocol):
-    """The second plug point: a search engine benchmarked under the built-in fixture agent.
-
-    ``prepare`` builds the index once from every corpus document (by URI) and
-    returns its fingerprint; ``call`` answers one tool call within ``scope``
-    and returns a result ``{status, resultRole, content, evidence, errorCode}``.
-    Optional attributes: ``adapter_id`` (str), ``config`` (JSON, fingerprinted),
-    ``backend_hashes`` (bool), ``invocations(tool) -> int`` (internal operations
-    per call; without it backendInvocations is 0 and accounting unsupported),
-    ``reset()`` (called before each cold task).
-    """
-
-    def prepare(self, docs: Mapping[str, CorpusDoc]) -> str: ...
-
-    def call(self, tool: str, arguments: Mapping[str, Any], scope: TaskScope) -> Any: ...
 
 
 def item(doc: CorpusDoc, line: int, *, backend_hashes: bool) -> dict[str, Any]:

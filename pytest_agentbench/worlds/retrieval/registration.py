@@ -11,6 +11,10 @@ WORLD = LazyWorld(
     "retrieval",
     "pytest_agentbench.worlds.retrieval.world:WORLD",
     layout_markers=(("manifest.json",),),
+    adapter_protocols=(
+        "pytest_agentbench.tool_agent:ToolAgent",
+        "pytest_agentbench.worlds.retrieval.protocol:RetrievalBackend",
+    ),
 )
 
 

@@ -36,14 +36,12 @@ from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig
 from pytest_agentbench.tools import ToolAgent
 from pytest_agentbench.worlds.retrieval import controls, fixture, metrics
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues, load_cues
-from pytest_agentbench.worlds.retrieval.backends import (
-    BUILTIN_BACKENDS,
-    RetrievalBackend,
-)
+from pytest_agentbench.worlds.retrieval.backends import BUILTIN_BACKENDS
 from pytest_agentbench.worlds.retrieval.harness import LIFECYCLES, Harness, core_failure_class
 from pytest_agentbench.worlds.retrieval.jscanon import sha256_bytes
 from pytest_agentbench.worlds.retrieval.models import Oracle
 from pytest_agentbench.worlds.retrieval.promotion import promote_reports
+from pytest_agentbench.worlds.retrieval.protocol import RetrievalBackend
 from pytest_agentbench.worlds.retrieval.report import read_report, rescore
 from pytest_agentbench.worlds.retrieval.scoring import IDENTITY_FIELDS, score_receipt
 

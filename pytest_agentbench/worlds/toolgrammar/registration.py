@@ -5,7 +5,11 @@ from __future__ import annotations
 from pytest_agentbench.hookspecs import hookimpl
 from pytest_agentbench.registry import LazyWorld
 
-WORLD = LazyWorld("toolgrammar", "pytest_agentbench.worlds.toolgrammar.world:WORLD")
+WORLD = LazyWorld(
+    "toolgrammar",
+    "pytest_agentbench.worlds.toolgrammar.world:WORLD",
+    adapter_protocols=("pytest_agentbench.tool_agent:ToolAgent",),
+)
 
 
 @hookimpl
