@@ -86,7 +86,9 @@ class LazyWorld:
         from pytest_agentbench.world import accepted_protocols
 
         declared, accepted = self.protocols(), accepted_protocols(world)
-        if declared != accepted:
+        # Compared by name: a module imported afresh (pytester restores sys.modules
+        # after an in-process run) makes a new class object of the same protocol.
+        if _qualified(declared) != _qualified(accepted):
             names = [" or ".join(p.__name__ for p in found) for found in (declared, accepted)]
             raise AgentbenchError(
                 "world_load_failed",
@@ -119,6 +121,10 @@ class LazyWorld:
                 field="adapter_protocols",
             )
         return protocol
+
+
+def _qualified(protocols: tuple[type, ...]) -> list[str]:
+    return [f"{protocol.__module__}.{protocol.__qualname__}" for protocol in protocols]
 
 
 def _load(kind: str, target: str, *, file: str | None, field: str) -> Any:
