@@ -1,6 +1,7 @@
 """toolgrammar-v1 at full scale: build, decontamination, and the full run serial and ``-n 2``.
 
-    python bench/toolgrammar_scale.py [--sample 1500] [--skip-run | --run-only] [--rounds 1]
+    python bench/toolgrammar_scale.py [--sample 1500] [--skip-run | --run-only]
+                                      [--rounds 1] [--spin-ms 2]
 
 Prints, in one run:
 - the full generation (7,756 tasks) and its wall and CPU time per kept task;
@@ -8,8 +9,10 @@ Prints, in one run:
   prefix-filtered join and the all-pairs baseline (their ratio, and the
   all-pairs time extrapolated quadratically to the full suite);
 - ``pytest --agentbench-suite toolgrammar-v1`` (reference agent, golden
-  outputs off) serially and under ``-n 2``, alternating for ``--rounds``, with
-  their wall, CPU (workers included) and peak RSS, and the ratio of the medians.
+  outputs off) serially and under ``-n 2``, with their wall, CPU (workers
+  included) and peak RSS and the ratio of the medians, beside the same number
+  of plain test functions of ``--spin-ms`` each (xdist's own speed-up at that
+  grain), all alternating for ``--rounds``.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import itertools
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 from processes import UNRELATED_PLUGINS, Sample, passed_count, run_command
+from projects import write_spin_project
 
 from pytest_agentbench.worlds.toolgrammar.decontam import (
     CHAR_THRESHOLD,
@@ -63,32 +68,54 @@ def all_pairs(tasks: list[TaskRecord]) -> int:
     )
 
 
-def run_suite(extra: list[str]) -> Sample:
-    command = [sys.executable, "-m", "pytest", "--agentbench-suite", "toolgrammar-v1", "-q",
-               *UNRELATED_PLUGINS, "-o", "agentbench_snapshot=false", *extra]
-    sample, status, output = run_command(command, REPO)
+def run_pytest(label: str, arguments: list[str], cwd: Path, items: int) -> Sample:
+    command = [sys.executable, "-m", "pytest", "-q", *UNRELATED_PLUGINS, *arguments]
+    sample, status, output = run_command(command, cwd)
     lines = output.strip().splitlines()
-    if status != 0 or passed_count(output) != FULL_ITEMS:
-        raise SystemExit(f"{' '.join(extra) or 'serial'} failed (exit {status}): {lines[-5:]}")
-    print(f"    {' '.join(extra) or 'serial'}: {sample.wall:.1f} s wall, {sample.cpu:.1f} s CPU "
-          f"(workers included), peak RSS {sample.rss_mb:.0f} MB; {lines[-1]}")
+    if status != 0 or passed_count(output) != items:
+        raise SystemExit(f"{label} failed (exit {status}): {lines[-5:]}")
+    print(f"    {label}: {sample.wall:.1f} s wall, {sample.cpu:.1f} s CPU (workers included), "
+          f"peak RSS {sample.rss_mb:.0f} MB")
     return sample
 
 
-def measure_run(rounds: int) -> None:
-    """Serial and ``-n 2`` runs alternating, so both see the same load."""
-    print(f"full run, reference agent, {rounds} interleaved rounds:")
-    serial: list[Sample] = []
-    parallel: list[Sample] = []
-    for _ in range(rounds):
-        serial.append(run_suite([]))
-        parallel.append(run_suite(["-n", "2"]))
+def speedup(label: str, serial: list[Sample], parallel: list[Sample]) -> None:
     one = statistics.median(sample.wall for sample in serial)
     two = statistics.median(sample.wall for sample in parallel)
     ratios = sorted(a.wall / b.wall for a, b in zip(serial, parallel, strict=True))
-    print(f"run: serial {one:.1f} s, -n 2 {two:.1f} s (medians); serial / -n 2 = "
-          f"{one / two:.2f}x (rounds {ratios[0]:.2f}x to {ratios[-1]:.2f}x); "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"{label}: serial {one:.1f} s, -n 2 {two:.1f} s (medians); serial / -n 2 = "
+          f"{one / two:.2f}x (rounds {ratios[0]:.2f}x to {ratios[-1]:.2f}x)")
+
+
+def measure_run(rounds: int, spin_ms: float) -> None:
+    """toolgrammar-v1 serial and ``-n 2``, and plain tests as xdist's own reference.
+
+    The reference is the same number of plain test functions, each spinning
+    ``spin_ms`` (about the reference agent's CPU per case): what pytest-xdist
+    itself gains on this machine at this item count and grain. Every
+    configuration alternates with the others, round by round, so all see the
+    same load.
+    """
+    suite = ["--agentbench-suite", "toolgrammar-v1", "-o", "agentbench_snapshot=false"]
+    samples: dict[str, list[Sample]] = {name: [] for name in ("tg0", "tg2", "spin0", "spin2")}
+    print(f"full run, reference agent, and {FULL_ITEMS:,} plain tests of {spin_ms:g} ms; "
+          f"{rounds} interleaved rounds:")
+    with tempfile.TemporaryDirectory() as folder:
+        spin = Path(folder)
+        write_spin_project(spin, FULL_ITEMS, spin_ms)
+        plain = ["-p", "no:agentbench"]
+        for _ in range(rounds):
+            samples["tg0"].append(run_pytest("toolgrammar-v1", suite, REPO, FULL_ITEMS))
+            samples["tg2"].append(
+                run_pytest("toolgrammar-v1 -n 2", [*suite, "-n", "2"], REPO, FULL_ITEMS)
+            )
+            samples["spin0"].append(run_pytest("plain tests", plain, spin, FULL_ITEMS))
+            samples["spin2"].append(
+                run_pytest("plain tests -n 2", [*plain, "-n", "2"], spin, FULL_ITEMS)
+            )
+    speedup("toolgrammar-v1", samples["tg0"], samples["tg2"])
+    speedup("plain tests (xdist's own)", samples["spin0"], samples["spin2"])
+    print(f"load average {os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
@@ -97,10 +124,13 @@ def main() -> None:
     parser.add_argument("--skip-run", action="store_true")
     parser.add_argument("--run-only", action="store_true", help="only the full run")
     parser.add_argument("--rounds", type=int, default=1, help="serial / -n 2 rounds")
+    parser.add_argument(
+        "--spin-ms", type=float, default=2.0, help="work of each plain reference test"
+    )
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}")
     if args.run_only:
-        measure_run(args.rounds)
+        measure_run(args.rounds, args.spin_ms)
         return
     domains = [get_domain(name) for name in domain_names()]
     for domain in domains:
@@ -123,7 +153,7 @@ def main() -> None:
           f"all pairs extrapolated to {len(tasks)}: {brute * scale:.0f} s CPU")
     if args.skip_run:
         return
-    measure_run(args.rounds)
+    measure_run(args.rounds, args.spin_ms)
 
 
 if __name__ == "__main__":
