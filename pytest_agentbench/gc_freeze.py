@@ -30,6 +30,8 @@ def arrange_thaw(config: pytest.Config) -> None:
 
 
 def freeze_collected(config: pytest.Config) -> None:
+    if not hasattr(gc, "freeze"):
+        return  # an interpreter without generations to freeze (PyPy)
     gc.freeze()
     # An xdist worker's process ends with its session, and the controller waits
     # for it to end: given back, the tree would only be walked once more by the

@@ -87,3 +87,15 @@ def test_only_a_process_that_outlives_its_session_is_given_the_tree_back(
         assert (gc.get_freeze_count() > 0) is worker
     finally:
         gc.unfreeze()
+
+
+def test_an_interpreter_without_gc_freeze_runs_unfrozen(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(gc, "freeze")
+    config = pytester.parseconfig()
+    gc_freeze.arrange_thaw(config)
+    frozen_before = gc.get_freeze_count()
+    gc_freeze.freeze_collected(config)
+    assert gc.get_freeze_count() == frozen_before
+    config._ensure_unconfigure()
