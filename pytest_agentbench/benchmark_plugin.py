@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench import leaked_threads
+from pytest_agentbench.activation import SESSION_KEY
 from pytest_agentbench.adapters import describe_adapter, load_adapter
 from pytest_agentbench.baseline_options import BASELINE_KEY
 from pytest_agentbench.collect import (
@@ -56,7 +57,6 @@ from pytest_agentbench.snapshots import SNAPSHOT_DIR_KEY
 from pytest_agentbench.trials import repeat_count
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
-SESSION_KEY = pytest.StashKey[pytest.Session]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
 COMPARISON_KEY = pytest.StashKey[Comparison]()
 
@@ -237,7 +237,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    session.config.stash[SESSION_KEY] = session
     # junitxml's LogXML exists by now (it is made in pytest_configure).
     relabel_harness_errors(session.config)
 

@@ -7,6 +7,7 @@ run that collects files, benchmarks or not.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -25,14 +26,22 @@ if TYPE_CHECKING:
 MarkerSets = tuple[tuple[str, ...], ...]
 
 
+_SCANNED: weakref.WeakSet[pluggy.PluginManager] = weakref.WeakSet()
+"""Plugin managers whose entry-point worlds are registered (the scan is asked for twice
+in a run that collection turns on: for layout markers, then by the benchmark plugin)."""
+
+
 def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
     """Register every module named under the ``pytest_agentbench.worlds`` entry-point group."""
+    if pluginmanager in _SCANNED:
+        return
     for entry_point in sorted(
         entry_points(group=hookspecs.ENTRY_POINT_GROUP), key=lambda ep: ep.name
     ):
         name = f"agentbench-world-{entry_point.name}"
         if pluginmanager.get_plugin(name) is None and not pluginmanager.is_blocked(name):
             pluginmanager.register(entry_point.load(), name=name)
+    _SCANNED.add(pluginmanager)
 
 
 class LazyWorld:
