@@ -3,8 +3,10 @@
 Every configuration runs as its own subprocess. ``os.wait4`` gives the
 resource usage of that process alone (and of its reaped children: the xdist
 workers), so the peak RSS is the process's own, not the largest child this
-script ever had. A run that does not end with the expected exit status and
-number of passed items aborts the benchmark: a failing run measures nothing.
+script ever had. Linux folds the forking process's high-water mark into it
+at exec, so the script keeps itself small (it only writes projects). A run
+that does not end with the expected exit status and number of passed items
+aborts the benchmark: a failing run measures nothing.
 """
 
 from __future__ import annotations
