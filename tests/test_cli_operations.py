@@ -13,7 +13,6 @@ import yaml
 
 from pytest_agentbench import cli
 from pytest_agentbench.canonical import canonical_bytes, sha256_hex
-from pytest_agentbench.packaged import packaged_suites
 
 SUITE_ID = "operations-maintenance-v1"
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,11 +30,6 @@ CONTROL_IDS = [
     "stale_after_wake",
     "duplicate_after_wake",
 ]
-
-pytestmark = pytest.mark.skipif(
-    SUITE_ID not in packaged_suites(), reason="the operations suite is not packaged"
-)
-
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     try:

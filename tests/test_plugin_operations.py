@@ -11,7 +11,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
@@ -54,7 +53,6 @@ def summary(suite: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.skipif(SUITE not in packaged_suites(), reason="the operations suite is not packaged")
 def test_the_three_variants_and_their_controls_run_alike_under_every_distribution(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -94,7 +92,6 @@ def test_the_three_variants_and_their_controls_run_alike_under_every_distributio
     )
 
 
-@pytest.mark.skipif(SUITE not in packaged_suites(), reason="the operations suite is not packaged")
 @pytest.mark.parametrize("label", ["cluster:pab-recurring-kitchen-leak", "operation:pab"])
 def test_a_label_that_is_no_marker_name_still_selects_with_k(
     pytester: pytest.Pytester, label: str
@@ -123,7 +120,6 @@ class Lazy:
 """
 
 
-@pytest.mark.skipif(SUITE not in packaged_suites(), reason="the operations suite is not packaged")
 @pytest.mark.parametrize(
     ("agent", "expected"),
     [
@@ -167,7 +163,6 @@ def test_a_users_tool_agent_is_graded_on_its_trajectory(
         )
 
 
-@pytest.mark.skipif(SUITE not in packaged_suites(), reason="the operations suite is not packaged")
 def test_an_agent_that_raises_is_an_agent_error_and_every_case_is_counted(
     pytester: pytest.Pytester,
 ) -> None:
