@@ -231,6 +231,8 @@ def pytest_configure(config: pytest.Config) -> None:
             recorder,
             junit_case_properties=options.junit_case_properties,
             max_output_bytes=options.max_output_bytes,
+            # A report copies canonical text; a run without one needs only the faster dump.
+            canonical_results=options.report_path is not None or options.html_path is not None,
         ),
         "agentbench-relay",
     )

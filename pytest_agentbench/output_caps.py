@@ -125,9 +125,19 @@ def cap_result(result: CaseResult, limit: int) -> CaseResult:
     return result.model_copy(update={"checks": checks, "receipt": receipt, "recorded": recorded})
 
 
-def stored_result(result: CaseResult, limit: int) -> str:
-    """The JSON text a case's report carries: the result, capped only when it is large."""
-    wire = result.model_dump_json()
+def stored_result(result: CaseResult, limit: int, *, canonical: bool = False) -> str:
+    """The JSON text a case's report carries: the result, capped only when it is large.
+
+    ``canonical`` gives the result's canonical JSON, which a run report copies as
+    it is, rather than pydantic's faster dump, which the report would re-serialise.
+    The two differ in length only where a float has an exponent (``1.5e-07``
+    against ``1.5e-7``).
+    """
+    wire = _result_text(result, canonical)
     if limit > 0 and len(wire.encode("utf-8")) > limit:
-        wire = cap_result(result, limit).model_dump_json()
+        wire = _result_text(cap_result(result, limit), canonical)
     return wire
+
+
+def _result_text(result: CaseResult, canonical: bool) -> str:
+    return canonical_json(result.model_dump(mode="json")) if canonical else result.model_dump_json()

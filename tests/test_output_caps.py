@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_agentbench.canonical import canonical_json, sha256_hex
@@ -77,6 +79,36 @@ def test_a_result_is_rewritten_only_when_its_report_text_is_large() -> None:
     assert MARKER in check.actual
     assert capped.receipt is not None
     assert capped.receipt["digest"] == result.receipt["digest"]  # type: ignore[index]
+
+
+AWKWARD_VALUES = [
+    "plain",
+    "caf\u00e9 \u2028 \U0001f600",
+    'tab\tnew\nline\x00\x1f\x7f quote" slash\\ /',
+    1e16,
+    0.1,
+    -0.0,
+    2**70,
+    float("inf"),
+    {"z": [1, {"b": None, "a": True}], "a": 1.5e-7},
+]
+
+
+@pytest.mark.parametrize("value", AWKWARD_VALUES)
+@pytest.mark.parametrize("limit", [0, 100_000, 200])
+def test_the_canonical_text_is_the_plain_texts_canonical_form(value: object, limit: int) -> None:
+    result = CaseResult(
+        suite_id="s",
+        case_id="c",
+        outcome=CaseOutcome.FAILED,
+        checks=(Check(name="v", status=CheckStatus.FAIL, expected=value, actual=["x" * 300]),),
+        measurements={"scored": 1},
+    )
+    plain = stored_result(result, limit)
+    canonical = stored_result(result, limit, canonical=True)
+    assert canonical == canonical_json(json.loads(plain))
+    # Only an exponent differs in length (pydantic writes 1.5e-7, canonical JSON 1.5e-07).
+    assert len(canonical) - len(plain) == canonical.count("e-0")
 
 
 def test_a_recorded_output_over_the_limit_is_not_kept_and_one_under_it_is() -> None:

@@ -148,6 +148,46 @@ def test_streamed_report_with_a_baseline_comparison(
     assert len(compared) == 2
 
 
+SKIP_ONE_CASE = """\
+import pytest
+
+from demo_world import pytest_agentbench_world_kinds  # noqa: F401
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.name == "c2":
+            item.add_marker(pytest.mark.skip(reason="not today"))
+"""
+
+
+@pytest.mark.parametrize("args", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_report_mixing_copied_and_re_serialised_results_is_canonical(
+    demo: pytest.Pytester, compared: list[tuple[str, str]], args: list[str]
+) -> None:
+    # A skipped case is stored by the controller from its model, the others as the
+    # canonical text their reports carried: the report must not tell them apart.
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    demo.makeconftest(SKIP_ONE_CASE)
+    path = demo.path / "run.json"
+    demo.runpytest(f"--agentbench-report={path}", *args)
+    document = assert_identical(compared, path)
+    outcomes = [entry["result"]["outcome"] for entry in document["suites"][0]["cases"]]
+    assert sorted(outcomes) == ["passed", "passed", "skipped"]
+
+
+def test_a_store_gives_each_result_in_canonical_form() -> None:
+    store = CaseStore()
+    result = CaseResult(suite_id="s", case_id="c1", outcome=CaseOutcome.PASSED, labels=("b",))
+    canonical = canonical_json(result.model_dump(mode="json"))
+    store["n::plain"] = result
+    store.put("n::copied", "s", canonical, canonical=True)
+    assert store.text("n::plain") == result.model_dump_json() != canonical
+    assert store.canonical_text("n::plain") == canonical
+    assert store.canonical_text("n::copied") == canonical
+    store.close()
+
+
 def test_a_store_keeps_the_last_result_of_a_node_and_reads_it_back() -> None:
     store = CaseStore()
     first = CaseResult(suite_id="s", case_id="c1", outcome=CaseOutcome.FAILED)

@@ -9,11 +9,13 @@ reruns), as a dictionary would. Readers take one result at a time.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from typing import IO, NamedTuple
 
+from pytest_agentbench.canonical import canonical_json
 from pytest_agentbench.contracts import CaseResult
 
 
@@ -21,6 +23,7 @@ class _Slot(NamedTuple):
     suite_id: str
     offset: int
     length: int
+    canonical: bool
 
 
 class CaseStore:
@@ -32,14 +35,18 @@ class CaseStore:
         self._end = 0
         self._unflushed = False
 
-    def put(self, nodeid: str, suite_id: str, text: str) -> None:
-        """Store ``text`` (``CaseResult`` JSON) as the result of ``nodeid`` in ``suite_id``."""
+    def put(self, nodeid: str, suite_id: str, text: str, *, canonical: bool = False) -> None:
+        """Store ``text`` (``CaseResult`` JSON) as the result of ``nodeid`` in ``suite_id``.
+
+        ``canonical`` says the text is the result's canonical JSON (``canonical_json``
+        of its ``model_dump(mode="json")``): a run report then copies it unchanged.
+        """
         data = text.encode("utf-8")
         if self._file is None:
             # Closed by close() at the session's end; until then it is written to.
             self._file = tempfile.TemporaryFile(prefix="agentbench-results-")  # noqa: SIM115
         self._file.write(data)
-        self._slots[nodeid] = _Slot(suite_id, self._end, len(data))
+        self._slots[nodeid] = _Slot(suite_id, self._end, len(data), canonical)
         self._end += len(data)
         self._unflushed = True
 
@@ -57,6 +64,11 @@ class CaseStore:
 
     def suite_of(self, nodeid: str) -> str:
         return self._slots[nodeid].suite_id
+
+    def canonical_text(self, nodeid: str) -> str:
+        """The canonical JSON of ``nodeid``'s result: as stored, or re-serialised."""
+        text = self.text(nodeid)
+        return text if self._slots[nodeid].canonical else canonical_json(json.loads(text))
 
     def text(self, nodeid: str) -> str:
         """The stored JSON text of ``nodeid``'s result."""

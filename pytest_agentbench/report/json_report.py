@@ -135,14 +135,14 @@ def _write_cases(
     for index, nodeid in enumerate(nodeids):
         if index:
             out.write(",")
-        # The stored text is the result's model_dump_json: parsed as plain JSON it
-        # is the result's model_dump(mode="json").
-        entry = {
-            "duration_s": durations.get(nodeid),
-            "nodeid": nodeid,
-            "result": json.loads(store.text(nodeid)),
-        }
-        out.write(canonical_json(entry))
+        # canonical_json of {"duration_s", "nodeid", "result"}: the keys in order.
+        out.write('{"duration_s":')
+        out.write(canonical_json(durations.get(nodeid)))
+        out.write(',"nodeid":')
+        out.write(canonical_json(nodeid))
+        out.write(',"result":')
+        out.write(store.canonical_text(nodeid))
+        out.write("}")
 
 
 def _write_object(

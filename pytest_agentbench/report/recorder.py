@@ -27,6 +27,8 @@ from pytest_agentbench.report.case_store import CaseStore
 
 IDENTITY_ATTR = "agentbench_identity"
 RESULT_ATTR = "agentbench_result"
+CANONICAL_ATTR = "agentbench_result_canonical"
+"""Set on a call report whose result text is canonical JSON (see ``stored_result``)."""
 VERDICT_ATTR = "agentbench_verdict"
 ANSWERED_BY_ATTR = "agentbench_answered_by"
 HARNESS_ERROR = "agentbench_harness_error"
@@ -77,6 +79,7 @@ def attach(
     verdict: str | None = None,
     answered_by: str | None = None,
     harness_error: bool = False,
+    canonical: bool = False,
 ) -> None:
     """Attach an item's identity (``Identity.to_wire``) and, from the call, what it produced.
 
@@ -93,6 +96,8 @@ def attach(
             setattr(report, name, value)
     if harness_error:
         setattr(report, HARNESS_ERROR, True)
+    if canonical and result is not None:
+        setattr(report, CANONICAL_ATTR, True)
 
 
 def _first_line(report: pytest.TestReport) -> str:
@@ -180,13 +185,17 @@ class RunRecorder:
             self.answered_by.setdefault(identity.suite_id, set()).add(answered_by)
         result: str | None = getattr(report, RESULT_ATTR, None)
         verdict: str | None = getattr(report, VERDICT_ATTR, None)
+        canonical = False
         if result is not None:
             # pytest keeps the report until the run ends; the store keeps the result.
             delattr(report, RESULT_ATTR)
+            canonical = getattr(report, CANONICAL_ATTR, False)
+            if canonical:
+                delattr(report, CANONICAL_ATTR)
         if report.skipped:
             self._store_skip(identity, report)
         elif identity.kind == "case" and result is not None:
-            self.graded.put(report.nodeid, identity.suite_id, result)
+            self.graded.put(report.nodeid, identity.suite_id, result, canonical=canonical)
         elif identity.kind == "control" and verdict is not None:
             self.controls[report.nodeid] = RecordedControl(
                 identity.suite_id, report.nodeid, ControlVerdict.model_validate_json(verdict)

@@ -46,10 +46,13 @@ class ReportRelay:
         *,
         junit_case_properties: bool,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+        canonical_results: bool = False,
     ) -> None:
         self.recorder = recorder
         self.junit_case_properties = junit_case_properties
         self.max_output_bytes = max_output_bytes
+        self.canonical_results = canonical_results
+        """Results travel as canonical JSON, which a run report copies (``stored_result``)."""
         self._running: CaseItem | ControlItem | None = None
         self._identity = ""
 
@@ -102,7 +105,10 @@ class ReportRelay:
         attach(
             report,
             None,
-            result=None if result is None else stored_result(result, self.max_output_bytes),
+            result=None
+            if result is None
+            else stored_result(result, self.max_output_bytes, canonical=self.canonical_results),
+            canonical=self.canonical_results,
             verdict=None if verdict is None else verdict.model_dump_json(),
             answered_by=item.answered_by if isinstance(item, CaseItem) else None,
             harness_error=result is not None and result.outcome is CaseOutcome.ERROR,
