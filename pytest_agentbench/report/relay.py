@@ -12,8 +12,6 @@ hook calls per report adds them ten thousand times to a suite of that size.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-
 import pytest
 
 from pytest_agentbench.collect import (
@@ -56,21 +54,25 @@ class ReportRelay:
         self._running: CaseItem | ControlItem | None = None
         self._identity = ""
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+    # First of all setup hooks (registered after pytest's own, so first among the
+    # tryfirst ones): one that skips or fails the item must find it known here.
+    # A plain hook rather than a wrapper of the whole protocol, which costs more per item.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if isinstance(item, CaseItem | ControlItem):
             self._running = item
             self._identity = identity_of(item).to_wire()
-        try:
-            return (yield)
-        finally:
+        else:
             self._running = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        item = self._running
         # The controller needs the identity from setup (a crash may follow) and
-        # the result from the call; teardown reports carry nothing new.
+        # the result from the call; teardown reports carry nothing new, and only
+        # a failed one has a failure text to show.
+        if report.when == "teardown" and report.passed:
+            return
+        item = self._running
         if item is not None and report.when != "teardown" and report.nodeid == item.nodeid:
             if report.when == "setup":
                 attach(report, self._identity)
