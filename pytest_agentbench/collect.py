@@ -38,7 +38,7 @@ from pytest_agentbench.runner import cap_text
 from pytest_agentbench.session import LoadedSuite, get_state
 from pytest_agentbench.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
 from pytest_agentbench.suite import SUITE_FILE
-from pytest_agentbench.trials import item_name, running
+from pytest_agentbench.trials import enter_trial, item_name, leave_trial
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
 VERDICT_KEY = pytest.StashKey[ControlVerdict]()
@@ -198,12 +198,13 @@ class CaseItem(pytest.Item):
         else:
             adapter = state.adapter_for(self.loaded, given_adapter)
             self.answered_by = adapter_class(adapter)
-            with running(
+            token = enter_trial(
                 self.loaded.suite.id, self.case.case_id, self.trial, self.trial_count
-            ):
-                outcome, result = state.execute(
-                    self.loaded, self.case, view, adapter, ledger=True
-                )
+            )
+            try:
+                outcome, result = state.execute(self.loaded, self.case, view, adapter, ledger=True)
+            finally:
+                leave_trial(token)
         if self.trial is not None or self.case.cluster is not None:
             result = result.model_copy(update={"trial": self.trial, "cluster": self.case.cluster})
         if rerun is not None:

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
+from contextvars import ContextVar, Token
 
 import pytest
 
@@ -47,9 +46,8 @@ def make_trial(suite_id: str, case_id: str, index: int | None, count: int) -> Tr
     return Trial(index=position, count=count, seed=trial_seed(suite_id, case_id, position))
 
 
-_CURRENT: ContextVar[tuple[str, str, int | None, int] | None] = ContextVar(
-    "agentbench_trial", default=None
-)
+_Running = tuple[str, str, int | None, int] | None
+_CURRENT: ContextVar[_Running] = ContextVar("agentbench_trial", default=None)
 """The running trial's suite, case, index and count: its seed is derived only when asked for."""
 
 
@@ -59,13 +57,16 @@ def current_trial() -> Trial | None:
     return None if running_trial is None else make_trial(*running_trial)
 
 
-@contextmanager
-def running(suite_id: str, case_id: str, index: int | None, count: int) -> Iterator[None]:
-    token = _CURRENT.set((suite_id, case_id, index, count))
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+def enter_trial(suite_id: str, case_id: str, index: int | None, count: int) -> Token[_Running]:
+    """Make this the running trial until :func:`leave_trial` is given the token.
+
+    Two calls rather than a generator-based context manager: this runs once per case.
+    """
+    return _CURRENT.set((suite_id, case_id, index, count))
+
+
+def leave_trial(token: Token[_Running]) -> None:
+    _CURRENT.reset(token)
 
 
 def item_name(case_id: str, index: int | None) -> str:
