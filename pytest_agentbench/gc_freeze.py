@@ -4,15 +4,20 @@ The collected tree (items, suites, their cases and the worlds' data) lives
 until the session ends, so every full collection during the run walks all
 of it and frees nothing. Once collection ends the plugin moves everything
 alive to the collector's permanent generation, and gives it back when the
-run is over (an xdist worker, whose process ends with the run, keeps it
-frozen). Objects freed by reference counting are unaffected; a cycle among
-frozen objects that became garbage during the run is freed once the run ends.
+run is over. A process that ends with the run keeps it frozen: an xdist
+worker, and a run started from pytest's command line (``pytest``,
+``python -m pytest``), whose interpreter would otherwise walk the whole tree
+once more in its last collection, for nothing. Objects freed by reference
+counting are unaffected; a cycle among frozen objects that became garbage
+during the run is freed once the run ends, where the process carries on.
 """
 
 from __future__ import annotations
 
 import functools
 import gc
+import sys
+from types import FrameType
 
 import pytest
 
@@ -33,11 +38,39 @@ def freeze_collected(config: pytest.Config) -> None:
     if not hasattr(gc, "freeze"):
         return  # an interpreter without generations to freeze (PyPy)
     gc.freeze()
-    # An xdist worker's process ends with its session, and the controller waits
-    # for it to end: given back, the tree would only be walked once more by the
-    # interpreter's last collection (most of a second for a 7,756-case suite).
-    if not hasattr(config, "workerinput"):
+    # Given back in a process that ends with its session, the tree would only be
+    # walked once more by the interpreter's last collection: most of a second for
+    # a 7,756-case suite, and an xdist controller waits for each worker's exit.
+    if not (hasattr(config, "workerinput") or _started_from_command_line()):
         config.stash[_FROZEN_KEY] = True
+
+
+_SESSION_ENTRIES = frozenset({"main", "_main"})
+"""Where pytest makes and runs a session (``_main`` from pytest 9 on)."""
+_COMMAND_LINE_ENTRIES = frozenset({"console_main", "_console_main"})
+"""pytest's command-line entry points (``_console_main`` from pytest 9.1 on)."""
+
+
+def _started_from_command_line() -> bool:
+    """Whether this session was started by pytest's command-line entry, which ends the process.
+
+    The innermost session entry is this session's: ``pytest.main`` (pytester's
+    in-process runs, scripts) returns to a caller that carries on, and needs
+    its memory back, even inside a test run itself started from the command
+    line. Should pytest rename these functions, the tree is given back as in
+    any other process: slower, never wrong.
+    """
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if _in_pytest_config(frame, _SESSION_ENTRIES):
+            caller = frame.f_back
+            return caller is not None and _in_pytest_config(caller, _COMMAND_LINE_ENTRIES)
+        frame = frame.f_back
+    return False
+
+
+def _in_pytest_config(frame: FrameType, names: frozenset[str]) -> bool:
+    return frame.f_code.co_name in names and frame.f_globals.get("__name__") == "_pytest.config"
 
 
 def _thaw(config: pytest.Config) -> None:

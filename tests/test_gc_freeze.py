@@ -71,10 +71,16 @@ def test_a_run_without_suites_freezes_nothing(pytester: pytest.Pytester) -> None
     result.assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize("worker", [False, True], ids=["main-process", "xdist-worker"])
+@pytest.mark.parametrize(
+    ("worker", "command_line"),
+    [(False, False), (True, False), (False, True)],
+    ids=["in-process", "xdist-worker", "command-line"],
+)
 def test_only_a_process_that_outlives_its_session_is_given_the_tree_back(
-    pytester: pytest.Pytester, worker: bool
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, worker: bool, command_line: bool
 ) -> None:
+    # This test runs inside a session started from the command line itself.
+    monkeypatch.setattr(gc_freeze, "_started_from_command_line", lambda: command_line)
     config = pytester.parseconfig()
     if worker:
         config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
@@ -82,11 +88,40 @@ def test_only_a_process_that_outlives_its_session_is_given_the_tree_back(
     try:
         gc_freeze.freeze_collected(config)
         config._ensure_unconfigure()
-        # A worker's process ends with the session; the interpreter's last
-        # collection then skips the frozen tree.
-        assert (gc.get_freeze_count() > 0) is worker
+        # A worker's process and a command-line run end with the session; the
+        # interpreter's last collection then skips the frozen tree.
+        assert (gc.get_freeze_count() > 0) is (worker or command_line)
     finally:
         gc.unfreeze()
+
+
+EXIT_PROBE = """
+import atexit, gc
+
+from demo_world import pytest_agentbench_world_kinds  # noqa: F401
+
+
+def _report():
+    # After the session, before the interpreter's last collection.
+    with open("frozen-at-exit.txt", "w") as handle:
+        handle.write(str(gc.get_freeze_count()))
+
+
+atexit.register(_report)
+"""
+
+
+def test_a_run_from_the_command_line_keeps_the_tree_frozen_to_the_end(
+    demo: pytest.Pytester,
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makeconftest(EXIT_PROBE)
+
+    # runpytest_subprocess starts ``python -m pytest``: pytest.console_main.
+    result = demo.runpytest_subprocess("-m", "not agentbench_control", "suites")
+
+    result.assert_outcomes(passed=3)
+    assert int((demo.path / "frozen-at-exit.txt").read_text(encoding="utf-8")) > 0
 
 
 def test_an_interpreter_without_gc_freeze_runs_unfrozen(
