@@ -187,16 +187,21 @@ def _figures_record(store: CaseStore) -> Callable[[str], CaseResult]:
     def read(nodeid: str) -> CaseResult:
         data = json.loads(store.text(nodeid))
         failure_class = data["failure_class"]
+        # Every field given: model_construct resolves each default left out, per case.
         return CaseResult.model_construct(
             suite_id=data["suite_id"],
             case_id=data["case_id"],
             outcome=CaseOutcome(data["outcome"]),
+            checks=(),
             measurements=data["measurements"],
             labels=tuple(data["labels"]),
             failure_class=None if failure_class is None else FailureClass(failure_class),
             failure_reason=data["failure_reason"],
+            findings=(),
+            receipt=None,
             trial=data["trial"],
             cluster=data["cluster"],
+            recorded=None,
         )
 
     return read
