@@ -14,17 +14,22 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterable
 
 _LEAKED: list[threading.Thread] = []
 
 
-def note(before: Iterable[threading.Thread]) -> list[threading.Thread]:
-    """Record the non-daemon threads started since ``before`` that still run; return them."""
+def note(before: list[threading.Thread]) -> list[threading.Thread]:
+    """Record the non-daemon threads started since ``before`` that still run; return them.
+
+    ``before`` is what :func:`threading.enumerate` gave when the case started.
+    """
+    current = threading.enumerate()
+    if current == before:
+        return []  # the common case, decided by one comparison of thread identities
     known = set(before)
     leaked = [
         thread
-        for thread in threading.enumerate()
+        for thread in current
         if thread not in known and not thread.daemon and thread.is_alive()
     ]
     _LEAKED.extend(leaked)
