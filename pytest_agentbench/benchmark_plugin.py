@@ -37,7 +37,6 @@ from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
 from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
 from pytest_agentbench.report.comparison_lines import comparison_lines, comparison_properties
-from pytest_agentbench.report.html import read_report_document, write_html
 from pytest_agentbench.report.json_report import report_document, write_report
 from pytest_agentbench.report.junit import (
     add_global_properties,
@@ -420,6 +419,9 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
                 options.report_path, summary, recorder.graded, recorder.durations, **identity
             )
         if options.html_path is not None:
+            # Imported only when asked for: its modules cost every run 9 ms otherwise.
+            from pytest_agentbench.report.html import read_report_document, write_html
+
             # The page is drawn from the very document the JSON report holds: read
             # back when it was just written rather than streamed a second time.
             document = (

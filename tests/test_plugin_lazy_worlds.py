@@ -17,7 +17,8 @@ from tests.demo_world import write_demo_suite
 
 BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
 
-# Writes, in every process, which built-in world modules it imported and
+# Writes, in every process, which built-in world modules it imported, whether
+# the HTML report's modules were (asked for by --agentbench-html only) and
 # whether the benchmark half of the plugin ran (else the check would be vacuous).
 WORLD_PROBE = """
 import json, sys
@@ -33,6 +34,7 @@ def pytest_sessionfinish(session):
     probe = {{
         "active": "pytest_agentbench.benchmark_plugin" in sys.modules,
         "worlds": sorted(name for name in sys.modules if name in WORLD_MODULES),
+        "html": "pytest_agentbench.report.html" in sys.modules,
     }}
     with open(f"probe-{{worker}}.json", "w") as handle:
         json.dump(probe, handle)
@@ -60,7 +62,7 @@ def test_a_demo_run_with_an_adapter_imports_no_built_in_world(
     expected = {"main", "gw0", "gw1"} if xdist_args == ["-n", "2"] else {"main"}
     assert set(probes) == expected
     for process, probe in probes.items():
-        assert probe == {"active": True, "worlds": []}, process
+        assert probe == {"active": True, "worlds": [], "html": False}, process
 
 
 def test_an_isolated_adapter_is_checked_without_importing_a_built_in_world(
@@ -69,7 +71,7 @@ def test_an_isolated_adapter_is_checked_without_importing_a_built_in_world(
     probes = _probe_run(demo, "--agentbench-isolate", "-n", "2")
     assert set(probes) == {"main", "gw0", "gw1"}
     for process, probe in probes.items():
-        assert probe == {"active": True, "worlds": []}, process
+        assert probe == {"active": True, "worlds": [], "html": False}, process
 
 
 @pytest.mark.parametrize("isolate", [[], ["--agentbench-isolate"]], ids=["in-process", "isolated"])
