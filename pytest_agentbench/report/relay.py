@@ -2,12 +2,13 @@
 
 While a case or control item runs, its setup report gets its identity and its
 call report what it produced (graded result, control verdict, adapter class),
-as JSON text attributes that pytest-xdist carries to the controller.
+as JSON text attributes that pytest-xdist carries to the controller. Without
+xdist the identity goes straight to the recorder instead.
 Where reports arrive (the controller, or the only process) a failure text
 becomes a :class:`FailureRepr` and the :class:`RunRecorder` records the report.
 
-One wrapper per item and one report hook do all of this: a plugin that adds
-hook calls per report adds them ten thousand times to a suite of that size.
+One setup hook and one report hook do all of this: a plugin that adds hook
+calls per report adds them ten thousand times to a suite of that size.
 """
 
 from __future__ import annotations
@@ -59,11 +60,17 @@ class ReportRelay:
     # A plain hook rather than a wrapper of the whole protocol, which costs more per item.
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if isinstance(item, CaseItem | ControlItem):
-            self._running = item
-            self._identity = identity_of(item).to_wire()
-        else:
+        if not isinstance(item, CaseItem | ControlItem):
             self._running = None
+            return
+        self._running = item
+        identity = identity_of(item)
+        if self.recorder is None:
+            self._identity = identity.to_wire()
+        else:
+            # Recorded where it runs (no xdist): the report need not carry it as text.
+            self._identity = ""
+            self.recorder.identities.setdefault(item.nodeid, identity)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -74,10 +81,10 @@ class ReportRelay:
             return
         item = self._running
         if item is not None and report.when != "teardown" and report.nodeid == item.nodeid:
-            if report.when == "setup":
-                attach(report, self._identity)
-            else:
+            if report.when != "setup":
                 self._attach_call(item, report)
+            elif self._identity:
+                attach(report, self._identity)
         if self.recorder is not None:
             # Here rather than in the worker: under xdist the text arrives as a plain string.
             if (
