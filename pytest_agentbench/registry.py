@@ -92,9 +92,7 @@ class LazyWorld:
 
     def _check_declared_protocols(self, world: World, *, file: str | None) -> None:
         """The declared protocols are the world's own: else adapters are judged twice, apart."""
-        from pytest_agentbench.world import accepted_protocols
-
-        declared, accepted = self.protocols(), accepted_protocols(world)
+        declared, accepted = self.protocols(), _accepted_protocols(world)
         # Compared by name: a module imported afresh (pytester restores sys.modules
         # after an in-process run) makes a new class object of the same protocol.
         if _qualified(declared) != _qualified(accepted):
@@ -116,9 +114,7 @@ class LazyWorld:
             if self.adapter_protocols:
                 self._protocols = tuple(self._protocol(target) for target in self.adapter_protocols)
             else:
-                from pytest_agentbench.world import accepted_protocols
-
-                self._protocols = accepted_protocols(self.resolve())
+                self._protocols = _accepted_protocols(self.resolve())
         return self._protocols
 
     def _protocol(self, target: str) -> type:
@@ -130,6 +126,14 @@ class LazyWorld:
                 field="adapter_protocols",
             )
         return protocol
+
+
+def _accepted_protocols(world: World) -> tuple[type, ...]:
+    # Imported here: pytest_agentbench.world imports the contracts (pydantic), and
+    # the registry is built in runs that have nothing to do with benchmarks.
+    from pytest_agentbench.world import accepted_protocols
+
+    return accepted_protocols(world)
 
 
 def _qualified(protocols: tuple[type, ...]) -> list[str]:
@@ -267,12 +271,9 @@ class WorldRegistry:
         found = []
         for kind in self.kinds():
             entry = self._worlds[kind]
-            if isinstance(entry, LazyWorld):
-                protocols = entry.protocols()
-            else:
-                from pytest_agentbench.world import accepted_protocols
-
-                protocols = accepted_protocols(entry)
+            protocols = (
+                entry.protocols() if isinstance(entry, LazyWorld) else _accepted_protocols(entry)
+            )
             found.append(KindProtocols(kind, protocols))
         return found
 
