@@ -490,9 +490,17 @@ def test_every_built_in_registration_declares_the_protocols_its_world_accepts() 
         for lazy in entry_point.load().pytest_agentbench_world_kinds():
             assert isinstance(lazy, LazyWorld), lazy.kind
             assert lazy.adapter_protocols, lazy.kind
-            assert lazy.protocols() == accepted_protocols(lazy.resolve()), lazy.kind
-    declared = {kind.kind: kind.protocols for kind in REGISTRY.adapter_protocols()}
-    assert declared == {kind: accepted_protocols(REGISTRY.get(kind)) for kind in REGISTRY.kinds()}
+            assert _named(lazy.protocols()) == _named(accepted_protocols(lazy.resolve())), lazy.kind
+    declared = {kind.kind: _named(kind.protocols) for kind in REGISTRY.adapter_protocols()}
+    assert declared == {
+        kind: _named(accepted_protocols(REGISTRY.get(kind))) for kind in REGISTRY.kinds()
+    }
+
+
+def _named(protocols: tuple[type, ...]) -> list[str]:
+    # By name, as the registry compares them: after an in-process pytester run has
+    # restored sys.modules, a module imported again holds new class objects.
+    return [f"{protocol.__module__}.{protocol.__qualname__}" for protocol in protocols]
 
 
 def test_a_world_declaring_layout_markers_can_recognise(tmp_path: Path) -> None:
