@@ -54,6 +54,7 @@ class ReportRelay:
         """Results travel as canonical JSON, which a run report copies (``stored_result``)."""
         self._running: CaseItem | ControlItem | None = None
         self._identity = ""
+        """The running item's identity as its setup report carries it to the controller."""
 
     # First of all setup hooks (registered after pytest's own, so first among the
     # tryfirst ones): one that skips or fails the item must find it known here.
@@ -69,7 +70,6 @@ class ReportRelay:
             self._identity = identity.to_wire()
         else:
             # Recorded where it runs (no xdist): the report need not carry it as text.
-            self._identity = ""
             self.recorder.identities.setdefault(item.nodeid, identity)
 
     @pytest.hookimpl(tryfirst=True)
@@ -83,7 +83,7 @@ class ReportRelay:
         if item is not None and report.when != "teardown" and report.nodeid == item.nodeid:
             if report.when != "setup":
                 self._attach_call(item, report)
-            elif self._identity:
+            elif self.recorder is None:
                 attach(report, self._identity)
         if self.recorder is not None:
             # Here rather than in the worker: under xdist the text arrives as a plain string.
