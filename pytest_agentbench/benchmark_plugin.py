@@ -7,6 +7,7 @@ benchmarks; the options, markers and fixtures are the facade's
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
@@ -187,7 +188,10 @@ def pytest_configure(config: pytest.Config) -> None:
         registry = WorldRegistry.from_hook(config.pluginmanager)
         options = _options(config)
         loader = SuiteLoader(
-            registry, config.rootpath, oracle_roots=config.getini("agentbench_oracle_roots")
+            registry,
+            config.rootpath,
+            oracle_roots=config.getini("agentbench_oracle_roots"),
+            on_load=functools.partial(freeze_collected, config),
         )
         _add_named_suites(config, loader)
         state = AgentbenchState(options=options, registry=registry, loader=loader)

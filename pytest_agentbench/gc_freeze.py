@@ -2,14 +2,17 @@
 
 The collected tree (items, suites, their cases and the worlds' data) lives
 until the session ends, so every full collection during the run walks all
-of it and frees nothing. Once collection ends the plugin moves everything
-alive to the collector's permanent generation, and gives it back when the
-run is over. A process that ends with the run keeps it frozen: an xdist
-worker, and a run started from pytest's command line (``pytest``,
-``python -m pytest``), whose interpreter would otherwise walk the whole tree
-once more in its last collection, for nothing. Objects freed by reference
-counting are unaffected; a cycle among frozen objects that became garbage
-during the run is freed once the run ends, where the process carries on.
+of it and frees nothing. As each suite loads (its cases, the largest part
+of the tree, are then made) and once collection ends, the plugin moves
+everything alive to the collector's permanent generation, and gives it back
+when the run is over. Freezing the loaded cases early also keeps the full
+collections that making the items triggers off them. A process that ends
+with the run keeps it frozen: an xdist worker, and a run started from
+pytest's command line (``pytest``, ``python -m pytest``), whose interpreter
+would otherwise walk the whole tree once more in its last collection, for
+nothing. Objects freed by reference counting are unaffected; a cycle among
+frozen objects that became garbage during the run is freed once the run
+ends, where the process carries on.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ def arrange_thaw(config: pytest.Config) -> None:
 
 
 def freeze_collected(config: pytest.Config) -> None:
+    """Move everything alive now to the permanent generation (thawed as the module says)."""
     if not hasattr(gc, "freeze"):
         return  # an interpreter without generations to freeze (PyPy)
     gc.freeze()

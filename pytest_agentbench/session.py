@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,7 +74,12 @@ class SuiteLoader:
     """
 
     def __init__(
-        self, registry: WorldRegistry, rootpath: Path, oracle_roots: Sequence[Path] = ()
+        self,
+        registry: WorldRegistry,
+        rootpath: Path,
+        oracle_roots: Sequence[Path] = (),
+        *,
+        on_load: Callable[[], None] | None = None,
     ) -> None:
         self.registry = registry
         self.rootpath = rootpath
@@ -87,6 +92,8 @@ class SuiteLoader:
         self._late: set[Path] = set()
         """Folders loaded before a second folder claimed their id: refused after the fact."""
         self._recognised: dict[Path, Recognition | AgentbenchError | None] = {}
+        self.on_load = on_load
+        """Called once after each suite loads (the run freezes what loading made)."""
 
     def display_root(self, root: Path, suite_id: str | None = None) -> str:
         """How messages name a suite folder: relative to the rootdir, else its real path."""
@@ -154,6 +161,8 @@ class SuiteLoader:
         if cached is None:
             cached = self._load(root)
             self._loaded[root] = cached
+            if self.on_load is not None and isinstance(cached, LoadedSuite):
+                self.on_load()
         if isinstance(cached, AgentbenchError):
             raise cached
         return cached

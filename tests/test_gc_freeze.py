@@ -58,6 +58,35 @@ def test_cases_run_with_the_collected_tree_frozen(
     assert gc.get_freeze_count() == frozen_before
 
 
+LOAD_PROBE = """
+import gc, json, os
+
+from demo_world import pytest_agentbench_world_kinds  # noqa: F401
+
+
+def pytest_collection_modifyitems(items):
+    # Before collection ends: only what loading the suite froze is frozen.
+    with open(f"frozen-{os.getpid()}.jsonl", "a") as handle:
+        handle.write(json.dumps(gc.get_freeze_count()) + "\\n")
+"""
+
+
+def test_loading_a_suite_freezes_its_cases_before_the_items_are_made(
+    demo: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makeconftest(LOAD_PROBE)
+    frozen_before = gc.get_freeze_count()
+
+    result = demo.runpytest("-m", "not agentbench_control", "suites", *xdist_args)
+
+    result.assert_outcomes(passed=3)
+    counts = _frozen_counts(demo)
+    assert counts
+    assert all(count > frozen_before for count in counts)
+    assert gc.get_freeze_count() == frozen_before
+
+
 def test_a_run_without_suites_freezes_nothing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """

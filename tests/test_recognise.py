@@ -165,6 +165,22 @@ def test_the_loader_loads_a_recognised_folder(tmp_path: Path) -> None:
     assert loaded.suite.oracle_root == tmp_path / "answers"
 
 
+def test_the_loader_reports_each_suite_it_loads_once(tmp_path: Path) -> None:
+    folder = write_layout_folder(tmp_path)
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    (refused / "suite.yaml").write_text("id: refused\n", encoding="utf-8")
+    loads: list[int] = []
+    loader = SuiteLoader(
+        WorldRegistry([RivalWorld()]), tmp_path, on_load=lambda: loads.append(len(loads))
+    )
+    loader.load(folder)
+    loader.load(folder)
+    with pytest.raises(AgentbenchError):
+        loader.load(refused)
+    assert loads == [0]
+
+
 # ---------------------------------------------------------------------------
 # pytest sessions
 
