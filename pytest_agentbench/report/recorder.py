@@ -150,36 +150,38 @@ class RunRecorder:
             self.refusals[report.nodeid] = refusal
 
     def record(self, report: pytest.TestReport) -> None:
-        identity = self.identities.get(report.nodeid)
+        nodeid = report.nodeid  # a property building the text: read once per report
+        identity = self.identities.get(nodeid)
         wire: str | None = getattr(report, IDENTITY_ATTR, None)
         if wire is not None:
             # pytest keeps the report until the run ends; the identity is kept here.
             delattr(report, IDENTITY_ATTR)
             if identity is None:
                 identity = Identity.from_wire(wire, self._shared)
-                self.identities[report.nodeid] = identity
+                self.identities[nodeid] = identity
+        when = report.when
         # pytest-xdist reports a node whose worker died with when="???".
-        if str(report.when) == "???":
-            self.crashed.append(report.nodeid)
+        if str(when) == "???":
+            self.crashed.append(nodeid)
             if self.crash_witness is not None and self.crash_witness.crashed_in_adapter_call(
                 report
             ):
-                self.crashed_in_adapter.add(report.nodeid)
+                self.crashed_in_adapter.add(nodeid)
             if identity is not None:
-                self.store_crash(identity, report.nodeid)
+                self.store_crash(identity, nodeid)
             return
         if identity is None:
             return
-        if report.when == "setup" and not report.passed:
+        if when == "setup" and not report.passed:
             if report.skipped:
-                self._store_skip(identity, report)
+                self._store_skip(identity, report, nodeid)
             else:
-                self._store_failure(identity, report.nodeid, f"setup failed: {_first_line(report)}")
-        elif report.when == "call":
-            self._store_call(identity, report)
+                self._store_failure(identity, nodeid, f"setup failed: {_first_line(report)}")
+        elif when == "call":
+            self._store_call(identity, report, nodeid)
 
-    def _store_call(self, identity: Identity, report: pytest.TestReport) -> None:
-        self.durations[report.nodeid] = report.duration
+    def _store_call(self, identity: Identity, report: pytest.TestReport, nodeid: str) -> None:
+        self.durations[nodeid] = report.duration
         answered_by: str | None = getattr(report, ANSWERED_BY_ATTR, None)
         if answered_by is not None:
             self.answered_by.setdefault(identity.suite_id, set()).add(answered_by)
@@ -193,19 +195,19 @@ class RunRecorder:
             if canonical:
                 delattr(report, CANONICAL_ATTR)
         if report.skipped:
-            self._store_skip(identity, report)
+            self._store_skip(identity, report, nodeid)
         elif identity.kind == "case" and result is not None:
-            self.graded.put(report.nodeid, identity.suite_id, result, canonical=canonical)
+            self.graded.put(nodeid, identity.suite_id, result, canonical=canonical)
         elif identity.kind == "control" and verdict is not None:
-            self.controls[report.nodeid] = RecordedControl(
-                identity.suite_id, report.nodeid, ControlVerdict.model_validate_json(verdict)
+            self.controls[nodeid] = RecordedControl(
+                identity.suite_id, nodeid, ControlVerdict.model_validate_json(verdict)
             )
         else:
-            self._store_failure(identity, report.nodeid, _first_line(report))
+            self._store_failure(identity, nodeid, _first_line(report))
 
-    def _store_skip(self, identity: Identity, report: pytest.TestReport) -> None:
+    def _store_skip(self, identity: Identity, report: pytest.TestReport, nodeid: str) -> None:
         if identity.kind == "case":
-            self.graded[report.nodeid] = CaseResult(
+            self.graded[nodeid] = CaseResult(
                 suite_id=identity.suite_id,
                 case_id=identity.item_id,
                 outcome=CaseOutcome.SKIPPED,

@@ -53,6 +53,7 @@ class ReportRelay:
         self.canonical_results = canonical_results
         """Results travel as canonical JSON, which a run report copies (``stored_result``)."""
         self._running: CaseItem | ControlItem | None = None
+        self._running_nodeid = ""
         self._identity = ""
         """The running item's identity as its setup report carries it to the controller."""
 
@@ -65,23 +66,26 @@ class ReportRelay:
             self._running = None
             return
         self._running = item
+        # Node ids are properties that build their text: each report compares with this one.
+        self._running_nodeid = item.nodeid
         identity = identity_of(item)
         if self.recorder is None:
             self._identity = identity.to_wire()
         else:
             # Recorded where it runs (no xdist): the report need not carry it as text.
-            self.recorder.identities.setdefault(item.nodeid, identity)
+            self.recorder.identities.setdefault(self._running_nodeid, identity)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # The controller needs the identity from setup (a crash may follow) and
         # the result from the call; teardown reports carry nothing new, and only
         # a failed one has a failure text to show.
-        if report.when == "teardown" and report.passed:
+        when = report.when
+        if when == "teardown" and report.passed:
             return
         item = self._running
-        if item is not None and report.when != "teardown" and report.nodeid == item.nodeid:
-            if report.when != "setup":
+        if item is not None and when != "teardown" and report.nodeid == self._running_nodeid:
+            if when != "setup":
                 self._attach_call(item, report)
             elif self.recorder is None:
                 attach(report, self._identity)
