@@ -145,7 +145,7 @@ def measure_idle(rounds: int) -> list[Verdict]:
     return judge_idle(plugin, bare)
 
 
-def _case_configs(
+def case_configs(
     plugin_root: Path, bare_root: Path, cases: int, *, outputs: bool
 ) -> tuple[Config, Config]:
     if outputs:
@@ -166,7 +166,7 @@ def _case_configs(
     )
 
 
-def _case_projects(base: Path, cases: int) -> tuple[Path, Path]:
+def case_projects(base: Path, cases: int) -> tuple[Path, Path]:
     plugin_root, bare_root = base / f"plugin-{cases}", base / f"bare-{cases}"
     plugin_root.mkdir()
     bare_root.mkdir()
@@ -181,12 +181,12 @@ def measure_cases(plan: Plan, targets: Sequence[str]) -> list[Verdict]:
     n, small = plan.cases, plan.small_cases
     with tempfile.TemporaryDirectory() as folder:
         base = Path(folder)
-        plugin_root, bare_root = _case_projects(base, n)
-        small_plugin, small_bare = _case_projects(base, small)
+        plugin_root, bare_root = case_projects(base, n)
+        small_plugin, small_bare = case_projects(base, small)
         configs = [
-            *_case_configs(plugin_root, bare_root, n, outputs=True),
-            *_case_configs(plugin_root, bare_root, n, outputs=False),
-            *_case_configs(small_plugin, small_bare, small, outputs=True),
+            *case_configs(plugin_root, bare_root, n, outputs=True),
+            *case_configs(plugin_root, bare_root, n, outputs=False),
+            *case_configs(small_plugin, small_bare, small, outputs=True),
         ]
         if "T2" not in targets:
             configs = [configs[0], configs[1], configs[4], configs[5]]
@@ -219,8 +219,8 @@ def measure_cases(plan: Plan, targets: Sequence[str]) -> list[Verdict]:
             )
         if plan.large_cases is not None:
             large = plan.large_cases
-            large_plugin, large_bare = _case_projects(base, large)
-            pair = _case_configs(large_plugin, large_bare, large, outputs=True)
+            large_plugin, large_bare = case_projects(base, large)
+            pair = case_configs(large_plugin, large_bare, large, outputs=True)
             plugin_large, bare_large = interleave(pair, 1, warm_up=False)
             _print_rows(pair, [plugin_large, bare_large])
             if "T2" in targets:
@@ -264,7 +264,7 @@ def measure_xdist(plan: Plan) -> list[Verdict]:
         cpu = interleave(cpu_configs, plan.xdist_rounds, warm_up=False)
         _print_rows(cpu_configs, cpu)
         n = plan.trivial_xdist_cases
-        plugin_root, bare_root = _case_projects(base, n)
+        plugin_root, bare_root = case_projects(base, n)
         trivial_configs = [
             Config(f"plugin, N={n:,}, -n 0", plugin_root, ("-n", "0", "suites"), n + 1),
             Config(f"plugin, N={n:,}, -n 2", plugin_root, ("-n", "2", "suites"), n + 1),

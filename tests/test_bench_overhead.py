@@ -9,6 +9,7 @@ subprocess through the sampling code.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -25,7 +26,14 @@ def bench() -> Iterator[SimpleNamespace]:
         yield SimpleNamespace(
             **{
                 name: importlib.import_module(name)
-                for name in ("linearity", "processes", "projects", "verdicts", "overhead")
+                for name in (
+                    "linearity",
+                    "processes",
+                    "projects",
+                    "verdicts",
+                    "overhead",
+                    "instructions",
+                )
             }
         )
 
@@ -223,3 +231,58 @@ def test_a_pytest_process_is_sampled_and_checked(bench: SimpleNamespace, tmp_pat
     wrong = bench.processes.Config("unrelated", tmp_path, ("-p", "no:agentbench"), 1)
     with pytest.raises(SystemExit, match="expected 1 passed and exit 0, got 2 passed, exit 0"):
         bench.processes.run_once(wrong)
+
+
+def test_instruction_lines_split_per_case_from_fixed_cost(bench: SimpleNamespace) -> None:
+    line = bench.instructions.Line.through((1_000, 3_000_000_000), (3_000, 7_000_000_000))
+    assert line.per_case == 2_000_000
+    assert line.fixed == 1_000_000_000
+    assert line.at(10_000) == 21_000_000_000
+    with pytest.raises(ValueError, match="sizes must grow"):
+        bench.instructions.Line.through((3_000, 1), (1_000, 2))
+
+
+def test_instruction_line_names_both_sides_and_the_projection(bench: SimpleNamespace) -> None:
+    plugin = bench.instructions.Line(per_case=2_500_000, fixed=3e9)
+    bare = bench.instructions.Line(per_case=2_000_000, fixed=2e9)
+    text = bench.instructions.describe("nothing written", plugin, bare)
+    assert "plugin 2.500 M, bare 2.000 M, ratio 1.250x" in text
+    assert "plugin's fixed extra 1.00 G" in text
+    assert "total ratio at N = 10,000: 1.273x" in text  # 28e9 / 22e9
+
+
+FAKE_VALGRIND = """#!/bin/sh
+while [ "${1#--}" != "$1" ]; do shift; done
+"$@"
+status=$?
+echo "==1== Collected : 12345" >&2
+exit $status
+"""
+
+
+def test_instructions_are_read_from_callgrind_and_the_run_is_checked(
+    bench: SimpleNamespace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "valgrind").write_text(FAKE_VALGRIND, encoding="utf-8")
+    (tools / "valgrind").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    project = tmp_path / "project"
+    project.mkdir()
+    bench.projects.write_unrelated_project(project)
+    config = bench.processes.Config("unrelated", project, ("-p", "no:agentbench"), 2)
+    assert bench.instructions.instructions(config) == 12345
+    wrong = bench.processes.Config("unrelated", project, ("-p", "no:agentbench"), 1)
+    with pytest.raises(SystemExit, match="expected 1 passed and exit 0, got 2 passed, exit 0"):
+        bench.instructions.instructions(wrong)
+
+
+def test_instructions_without_valgrind_exit_2(
+    bench: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(bench.instructions.shutil, "which", lambda name: None)
+    assert bench.instructions.main([]) == 2
+    assert "valgrind is not installed" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.instructions.main(["--sizes", "3000", "1000"])
