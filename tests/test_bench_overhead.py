@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,6 +34,7 @@ def bench() -> Iterator[SimpleNamespace]:
                     "verdicts",
                     "overhead",
                     "instructions",
+                    "bytecodes",
                 )
             }
         )
@@ -286,3 +288,24 @@ def test_instructions_without_valgrind_exit_2(
     assert "valgrind is not installed" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench.instructions.main(["--sizes", "3000", "1000"])
+
+
+def test_bytecode_report_ranks_functions_by_what_they_add_per_case(
+    bench: SimpleNamespace,
+) -> None:
+    plugin = {"a.py:1:hot": (3_000, 20), "b.py:1:shared": (5_000, 10), "c.py:1:gone": (0, 0)}
+    bare = {"b.py:1:shared": (4_000, 10), "c.py:1:gone": (1_000, 10)}
+    lines = bench.bytecodes.report(plugin, bare, 10, top=2)
+    assert lines[0] == "bytecodes per case: plugin 800, bare 500, extra 300 (1.600x)"
+    assert lines[2:] == [
+        "     300.0       2.00  a.py:1:hot",
+        "     100.0       0.00  b.py:1:shared",
+    ]
+
+
+def test_bytecode_names_are_shortened_to_their_package(bench: SimpleNamespace) -> None:
+    site = f"{sys.prefix}/lib/python3.11/site-packages/_pytest/nodes.py:1:f"
+    assert bench.bytecodes.short(site) == "_pytest/nodes.py:1:f"
+    own = f"{BENCH.parent}/pytest_agentbench/runner.py:2:g"
+    assert bench.bytecodes.short(own) == "pytest_agentbench/runner.py:2:g"
+    assert bench.bytecodes.short("/elsewhere/x.py:3:h") == "/elsewhere/x.py:3:h"
