@@ -2,17 +2,17 @@
 
 Importing this module and building a registry of lazy worlds imports neither
 pydantic nor any world: the plugin asks it for layout markers in every pytest
-run that collects files, benchmarks or not.
+run that collects files, benchmarks or not. For the same reason its records
+are named tuples, a tenth of the cost of frozen dataclasses to make.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pluggy
 
@@ -202,8 +202,7 @@ def checked_markers(kind: str, marker_sets: Sequence[Sequence[str]]) -> MarkerSe
     return checked
 
 
-@dataclass(frozen=True)
-class KindProtocols:
+class KindProtocols(NamedTuple):
     """The adapter protocols one world kind accepts, its primary one first."""
 
     kind: str
@@ -217,8 +216,7 @@ class KindProtocols:
         return any(isinstance(adapter, protocol) for protocol in self.protocols)
 
 
-@dataclass(frozen=True)
-class Recognition:
+class Recognition(NamedTuple):
     """A folder a world claimed as its original's layout."""
 
     config: SuiteConfig
