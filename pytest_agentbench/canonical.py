@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,29 @@ _CANONICAL = json.JSONEncoder(
 _PRETTY = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False, indent=2)
 
 
+def _c_canonical() -> Callable[[JsonValue], str]:
+    """The C encoder ``_CANONICAL.encode`` builds on every call, built once.
+
+    Its arguments are those ``JSONEncoder.iterencode`` passes, but for the circular
+    check: a cycle then ends in ``RecursionError``, as the refusal's walk below
+    already did. An interpreter without the C encoder (PyPy) uses ``encode``.
+    """
+    try:
+        from _json import encode_basestring, make_encoder
+    except ImportError:
+        return _CANONICAL.encode
+    encoder = make_encoder(
+        None, _CANONICAL.default, encode_basestring, None, ":", ",", True, False, False
+    )
+    return lambda value: "".join(encoder(value, 0))
+
+
+_ENCODE_CANONICAL = _c_canonical()
+
+
 def canonical_json(value: JsonValue) -> str:
     """Serialise ``value`` canonically; non-finite floats are refused."""
-    return _dumps(_CANONICAL, value)
+    return _dumps(_ENCODE_CANONICAL, value)
 
 
 def canonical_bytes(value: JsonValue) -> bytes:
@@ -46,12 +66,12 @@ def canonical_bytes(value: JsonValue) -> bytes:
 
 def pretty_json(value: JsonValue) -> str:
     """The on-disk form of JSON files: ``indent=2``, sorted keys, trailing newline."""
-    return _dumps(_PRETTY, value) + "\n"
+    return _dumps(_PRETTY.encode, value) + "\n"
 
 
-def _dumps(encoder: json.JSONEncoder, value: JsonValue) -> str:
+def _dumps(encode: Callable[[JsonValue], str], value: JsonValue) -> str:
     try:
-        return encoder.encode(value)
+        return encode(value)
     except ValueError:
         # json names no path; the walk is only paid for on the way to the refusal.
         _refuse_non_finite(value, ())

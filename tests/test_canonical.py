@@ -57,6 +57,32 @@ def test_canonical_json_refuses_non_finite_numbers_naming_the_field(value: Any, 
     assert caught.value.location.field == field
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": [1.5e-07, -0.0, 10**30, 2.5], "a": "tab\tquote\"newline\n\u2028é😀", "c": None},
+        [True, False, None, "", [], {}, [[{"z": 1, "é": 2, "Z": 3}]]],
+        "a top-level string",
+        12345678901234567890,
+    ],
+)
+def test_canonical_json_is_what_the_json_encoder_gives(value: Any) -> None:
+    expected = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert canonical_json(value) == expected
+
+
+def test_canonical_json_refuses_what_json_cannot_encode_and_reuses_nothing_after() -> None:
+    with pytest.raises(TypeError):
+        canonical_json({"a": object()})
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    with pytest.raises(RecursionError):
+        canonical_json(cyclic)
+    shared = [1]
+    # No state of the failed calls survives: a value seen before encodes normally.
+    assert canonical_json({"x": shared, "y": shared}) == '{"x":[1],"y":[1]}'
+
+
 def test_pretty_json_is_indented_sorted_and_ends_with_a_newline() -> None:
     assert pretty_json({"b": [1], "a": 2}) == '{\n  "a": 2,\n  "b": [\n    1\n  ]\n}\n'
 
