@@ -214,12 +214,14 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.render()) from None
     config.stash[STATE_KEY] = state
     config.stash[SNAPSHOT_DIR_KEY] = options.snapshot_dir
+    # A report copies canonical text; a run without one needs only the faster dump.
+    canonical_results = options.report_path is not None or options.html_path is not None
     recorder = None
     if hasattr(config, "workerinput"):
         attach_worker(config)
     else:
         # Results are aggregated where reports arrive: the controller under xdist.
-        recorder = config.stash[RECORDER_KEY] = RunRecorder()
+        recorder = config.stash[RECORDER_KEY] = RunRecorder(results_canonical=canonical_results)
         if config.pluginmanager.hasplugin("xdist"):
             recorder.crash_witness = config.stash.get(WITNESS_KEY, None)
             config.pluginmanager.register(
@@ -234,8 +236,7 @@ def pytest_configure(config: pytest.Config) -> None:
             recorder,
             junit_case_properties=options.junit_case_properties,
             max_output_bytes=options.max_output_bytes,
-            # A report copies canonical text; a run without one needs only the faster dump.
-            canonical_results=options.report_path is not None or options.html_path is not None,
+            canonical_results=canonical_results,
         ),
         "agentbench-relay",
     )

@@ -27,8 +27,6 @@ from pytest_agentbench.report.case_store import CaseStore
 
 IDENTITY_ATTR = "agentbench_identity"
 RESULT_ATTR = "agentbench_result"
-CANONICAL_ATTR = "agentbench_result_canonical"
-"""Set on a call report whose result text is canonical JSON (see ``stored_result``)."""
 VERDICT_ATTR = "agentbench_verdict"
 ANSWERED_BY_ATTR = "agentbench_answered_by"
 HARNESS_ERROR = "agentbench_harness_error"
@@ -79,7 +77,6 @@ def attach(
     verdict: str | None = None,
     answered_by: str | None = None,
     harness_error: bool = False,
-    canonical: bool = False,
 ) -> None:
     """Attach an item's identity (``Identity.to_wire``) and, from the call, what it produced.
 
@@ -96,8 +93,6 @@ def attach(
             setattr(report, name, value)
     if harness_error:
         setattr(report, HARNESS_ERROR, True)
-    if canonical and result is not None:
-        setattr(report, CANONICAL_ATTR, True)
 
 
 def _first_line(report: pytest.TestReport) -> str:
@@ -136,6 +131,9 @@ class RunRecorder:
     """Node ids whose worker died inside the adapter call: graded as ``agent_error``."""
     selected: dict[str, set[str]] = field(default_factory=dict)
     """Per suite folder, the node ids of the case items the run selected (the census)."""
+    results_canonical: bool = False
+    """The result texts reports carry are canonical JSON (``stored_result``), as every
+    process of a run writing a JSON or HTML report makes them: the report copies them."""
     _shared: dict[Any, Any] = field(default_factory=dict)
     """One copy of each value many identities repeat (see ``Identity.from_wire``)."""
 
@@ -187,17 +185,13 @@ class RunRecorder:
             self.answered_by.setdefault(identity.suite_id, set()).add(answered_by)
         result: str | None = getattr(report, RESULT_ATTR, None)
         verdict: str | None = getattr(report, VERDICT_ATTR, None)
-        canonical = False
         if result is not None:
             # pytest keeps the report until the run ends; the store keeps the result.
             delattr(report, RESULT_ATTR)
-            canonical = getattr(report, CANONICAL_ATTR, False)
-            if canonical:
-                delattr(report, CANONICAL_ATTR)
         if report.skipped:
             self._store_skip(identity, report, nodeid)
         elif identity.kind == "case" and result is not None:
-            self.graded.put(nodeid, identity.suite_id, result, canonical=canonical)
+            self.graded.put(nodeid, identity.suite_id, result, canonical=self.results_canonical)
         elif identity.kind == "control" and verdict is not None:
             self.controls[nodeid] = RecordedControl(
                 identity.suite_id, nodeid, ControlVerdict.model_validate_json(verdict)

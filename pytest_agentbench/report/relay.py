@@ -51,7 +51,7 @@ class ReportRelay:
         self.junit_case_properties = junit_case_properties
         self.max_output_bytes = max_output_bytes
         self.canonical_results = canonical_results
-        """Results travel as canonical JSON, which a run report copies (``stored_result``)."""
+        """Results travel as canonical JSON (``RunRecorder.results_canonical``)."""
         self._running: CaseItem | ControlItem | None = None
         self._running_nodeid = ""
         self._identity = ""
@@ -121,7 +121,6 @@ class ReportRelay:
             result=None
             if result is None
             else stored_result(result, self.max_output_bytes, canonical=self.canonical_results),
-            canonical=self.canonical_results,
             verdict=None if verdict is None else verdict.model_dump_json(),
             answered_by=item.answered_by if isinstance(item, CaseItem) else None,
             harness_error=result is not None and result.outcome is CaseOutcome.ERROR,
