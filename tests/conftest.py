@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.demo_world import REGISTERING_CONFTEST
+
 DEMO_SOURCE = Path(__file__).with_name("demo_world.py")
 
 XDIST_ARGS: dict[str, list[str]] = {"no-xdist": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}
@@ -15,7 +17,7 @@ XDIST_MODES = [pytest.param(args, id=name) for name, args in XDIST_ARGS.items()]
 def demo(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytester project where the demo world is registered from a conftest plugin."""
     pytester.makepyfile(demo_world=DEMO_SOURCE.read_text(encoding="utf-8"))
-    pytester.makeconftest("from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n")
+    pytester.makeconftest(REGISTERING_CONFTEST)
     pytester.syspathinsert()
     return pytester
 

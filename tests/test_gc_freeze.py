@@ -12,7 +12,7 @@ import json
 import pytest
 
 from pytest_agentbench import gc_freeze
-from tests.demo_world import write_demo_suite
+from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 
 PROBE_AGENT = """
 import gc, json, os
@@ -61,8 +61,6 @@ def test_cases_run_with_the_collected_tree_frozen(
 LOAD_PROBE = """
 import gc, json, os
 
-from demo_world import pytest_agentbench_world_kinds  # noqa: F401
-
 
 def pytest_collection_modifyitems(items):
     # Before collection ends: only what loading the suite froze is frozen.
@@ -75,7 +73,7 @@ def test_loading_a_suite_freezes_its_cases_before_the_items_are_made(
     demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     write_demo_suite(demo.path)
-    demo.makeconftest(LOAD_PROBE)
+    demo.makeconftest(REGISTERING_CONFTEST + LOAD_PROBE)
     frozen_before = gc.get_freeze_count()
 
     result = demo.runpytest("-m", "not agentbench_control", "suites", *xdist_args)
@@ -127,8 +125,6 @@ def test_only_a_process_that_outlives_its_session_is_given_the_tree_back(
 EXIT_PROBE = """
 import atexit, gc
 
-from demo_world import pytest_agentbench_world_kinds  # noqa: F401
-
 
 def _report():
     # After the session, before the interpreter's last collection.
@@ -144,7 +140,7 @@ def test_a_run_from_the_command_line_keeps_the_tree_frozen_to_the_end(
     demo: pytest.Pytester,
 ) -> None:
     write_demo_suite(demo.path)
-    demo.makeconftest(EXIT_PROBE)
+    demo.makeconftest(REGISTERING_CONFTEST + EXIT_PROBE)
 
     # runpytest_subprocess starts ``python -m pytest``: pytest.console_main.
     result = demo.runpytest_subprocess("-m", "not agentbench_control", "suites")

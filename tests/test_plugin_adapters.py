@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.demo_world import write_demo_suite
+from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 
 AGENTS = """
 class OffByOne:
@@ -182,9 +182,9 @@ def test_conftest_override_built_from_another_fixture_reaches_every_case(
 ) -> None:
     write_demo_suite(demo.path)
     demo.makeconftest(
-        """
+        REGISTERING_CONFTEST
+        + """
 import pytest
-from demo_world import pytest_agentbench_world_kinds  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -218,11 +218,11 @@ def test_autouse_fixtures_of_the_user_run_for_every_case_item(
 ) -> None:
     write_demo_suite(demo.path)
     demo.makeconftest(
-        """
+        REGISTERING_CONFTEST
+        + """
 import os
 
 import pytest
-from demo_world import pytest_agentbench_world_kinds  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
@@ -253,9 +253,9 @@ def test_an_overridden_world_fixture_is_what_the_adapter_sees(
 ) -> None:
     write_demo_suite(demo.path)
     demo.makeconftest(
-        """
+        REGISTERING_CONFTEST
+        + """
 import pytest
-from demo_world import pytest_agentbench_world_kinds  # noqa: F401
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_agentbench import plugin, plugin_options
 from pytest_agentbench.report import census, recorder
-from tests.demo_world import write_demo_suite
+from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.layout_world import write_layout_folder
 
 HEAVY_PREFIXES = ("pydantic", "yaml", "pytest_agentbench.report", "pytest_agentbench.worlds")
@@ -227,8 +227,8 @@ def test_a_broken_world_registration_met_while_collecting_is_a_usage_error(
     demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     demo.makeconftest(
-        "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n"
-        "from pytest_agentbench.hookspecs import hookimpl\n\n"
+        REGISTERING_CONFTEST
+        + "from pytest_agentbench.hookspecs import hookimpl\n\n"
         "class Twice:\n"
         "    @hookimpl\n"
         "    def pytest_agentbench_world_kinds(self):\n"

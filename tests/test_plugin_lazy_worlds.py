@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from tests.demo_world import write_demo_suite
+from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 
 BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
 
@@ -22,8 +22,6 @@ BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "t
 # whether the benchmark half of the plugin ran (else the check would be vacuous).
 WORLD_PROBE = """
 import json, sys
-
-from demo_world import pytest_agentbench_world_kinds  # noqa: F401
 
 WORLD_MODULES = tuple(f"pytest_agentbench.worlds.{{kind}}.world" for kind in {kinds!r})
 
@@ -44,7 +42,7 @@ NO_PROTOCOL = "class Nothing:\n    def reply(self, question):\n        return 0\
 
 
 def _probe_run(demo: pytest.Pytester, *args: str) -> dict[str, dict[str, object]]:
-    demo.makeconftest(WORLD_PROBE.format(kinds=BUILT_IN_KINDS))
+    demo.makeconftest(REGISTERING_CONFTEST + WORLD_PROBE.format(kinds=BUILT_IN_KINDS))
     write_demo_suite(demo.path)
     result = demo.runpytest_subprocess("--agentbench-adapter", "demo_world:Reference", *args)
     result.assert_outcomes(passed=3, failed=1)

@@ -15,7 +15,7 @@ from pytest_agentbench.canonical import canonical_bytes, sha256_hex
 from pytest_agentbench.case_ledger import evidence, file_part, ledger_path
 from pytest_agentbench.ledger import read_ledger
 from tests.conftest import XDIST_ARGS
-from tests.demo_world import write_demo_suite
+from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.llm_server import ScriptedLLM
 
 REPO = Path(__file__).resolve().parent.parent
@@ -325,7 +325,7 @@ def test_a_row_that_fails_to_write_makes_that_case_a_harness_error(
     project: pytest.Pytester,
 ) -> None:
     project.makeconftest(
-        "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n" + FAILING_FSYNC
+        REGISTERING_CONFTEST + FAILING_FSYNC
     )
     cases = run_demo(project, "ReturnsText")
     assert cases["demo-suite/c2"]["failure_class"] == "harness_error"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.demo_world import write_demo_suite
+from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 
 # Logs, per process role, when the demo world loads a suite and when the session
 # starts finishing (around every plugin's hook, so before the summary).
@@ -60,7 +60,7 @@ def test_each_suite_is_loaded_once_before_the_session_finishes(
     write_demo_suite(demo.path, "first")
     write_demo_suite(demo.path, "second")
     demo.makeconftest(
-        "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n" + EVENT_LOG
+        REGISTERING_CONFTEST + EVENT_LOG
     )
 
     result = demo.runpytest("-m", "not agentbench_control", "suites", *xdist_args)
@@ -77,7 +77,7 @@ def test_each_suite_is_loaded_once_before_the_session_finishes(
 def test_a_suite_the_controller_cannot_load_is_still_reported(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path, "workers-only")
     demo.makeconftest(
-        "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n"
+        REGISTERING_CONFTEST
         + EVENT_LOG
         + """
 from pytest_agentbench.errors import AgentbenchError

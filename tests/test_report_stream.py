@@ -23,7 +23,7 @@ from pytest_agentbench.report import json_report
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.json_report import AdapterIdentity, RunReport, environment
 from pytest_agentbench.report.summary import CaseEntry, RunSummary
-from tests.demo_world import DEMO_CONTROLS, write_demo_suite
+from tests.demo_world import DEMO_CONTROLS, REGISTERING_CONFTEST, write_demo_suite
 
 WRONG_ON_C2 = """\
 class Agent:
@@ -151,8 +151,6 @@ def test_streamed_report_with_a_baseline_comparison(
 SKIP_ONE_CASE = """\
 import pytest
 
-from demo_world import pytest_agentbench_world_kinds  # noqa: F401
-
 
 def pytest_collection_modifyitems(items):
     for item in items:
@@ -168,7 +166,7 @@ def test_a_report_mixing_copied_and_re_serialised_results_is_canonical(
     # A skipped case is stored by the controller from its model, the others as the
     # canonical text their reports carried: the report must not tell them apart.
     write_demo_suite(demo.path, controls=DEMO_CONTROLS)
-    demo.makeconftest(SKIP_ONE_CASE)
+    demo.makeconftest(REGISTERING_CONFTEST + SKIP_ONE_CASE)
     path = demo.path / "run.json"
     demo.runpytest(f"--agentbench-report={path}", *args)
     document = assert_identical(compared, path)
