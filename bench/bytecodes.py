@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from overhead import case_configs, case_projects
-from processes import UNRELATED_PLUGINS, Config, environment, passed_count
+from processes import Config, check_run, environment, pytest_command
 
 BENCH = Path(__file__).resolve().parent
 _PREFIXES = (f"{Path(sys.prefix)}/lib/", f"{Path(sys.base_prefix)}/lib/", f"{BENCH.parent}/")
@@ -46,17 +46,15 @@ def count(config: Config, out: Path) -> Counts:
     env = environment()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(BENCH), env.get("PYTHONPATH"))))
     env["AGENTBENCH_BYTECODES"] = str(out)
-    command = [sys.executable, "-m", "pytest", "-p", "bytecode_probe", *UNRELATED_PLUGINS]
-    command += [*(("-q",) if config.quiet else ()), *config.args]
     done = subprocess.run(
-        command, cwd=config.project, env=env, capture_output=True, text=True, check=False
+        pytest_command(config, "-p", "bytecode_probe"),
+        cwd=config.project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,  # checked below, with the run's output
     )
-    passed = passed_count(done.stdout)
-    if done.returncode != config.exit_code or passed != config.passed:
-        raise SystemExit(
-            f"{config.label}: expected {config.passed} passed and exit {config.exit_code}, "
-            f"got {passed} passed, exit {done.returncode}\n{(done.stdout + done.stderr)[-3000:]}"
-        )
+    check_run(config, done.returncode, done.stdout + done.stderr)
     counts: Counts = {}
     for line in out.read_text(encoding="utf-8").splitlines():
         opcodes, calls, name = line.split("\t", 2)

@@ -79,22 +79,25 @@ def run_command(command: Sequence[str], cwd: Path) -> tuple[Sample, int, str]:
     return sample, process.returncode, text
 
 
-def run_once(config: Config) -> Sample:
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        *(("-q",) if config.quiet else ()),
-        *UNRELATED_PLUGINS,
-        *config.args,
-    ]
-    sample, code, output = run_command(command, config.project)
+def pytest_command(config: Config, *plugins: str) -> list[str]:
+    """The configuration's ``python -m pytest`` command; ``plugins`` adds ``-p`` arguments."""
+    quiet = ("-q",) if config.quiet else ()
+    return [sys.executable, "-m", "pytest", *quiet, *UNRELATED_PLUGINS, *plugins, *config.args]
+
+
+def check_run(config: Config, code: int, output: str) -> None:
+    """Abort the benchmark unless the run passed exactly the expected items: it measured nothing."""
     passed = passed_count(output)
     if code != config.exit_code or passed != config.passed:
         raise SystemExit(
             f"{config.label}: expected {config.passed} passed and exit {config.exit_code}, "
             f"got {passed} passed, exit {code}\n{output[-3000:]}"
         )
+
+
+def run_once(config: Config) -> Sample:
+    sample, code, output = run_command(pytest_command(config), config.project)
+    check_run(config, code, output)
     return sample
 
 

@@ -21,14 +21,13 @@ import argparse
 import itertools
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from processes import UNRELATED_PLUGINS, Sample, passed_count, run_command
+from processes import Config, Sample, check_run, pytest_command, run_command
 from projects import write_spin_project
 
 from pytest_agentbench.worlds.toolgrammar.decontam import (
@@ -69,11 +68,9 @@ def all_pairs(tasks: list[TaskRecord]) -> int:
 
 
 def run_pytest(label: str, arguments: list[str], cwd: Path, items: int) -> Sample:
-    command = [sys.executable, "-m", "pytest", "-q", *UNRELATED_PLUGINS, *arguments]
-    sample, status, output = run_command(command, cwd)
-    lines = output.strip().splitlines()
-    if status != 0 or passed_count(output) != items:
-        raise SystemExit(f"{label} failed (exit {status}): {lines[-5:]}")
+    config = Config(label, cwd, tuple(arguments), items)
+    sample, status, output = run_command(pytest_command(config), cwd)
+    check_run(config, status, output)
     print(f"    {label}: {sample.wall:.1f} s wall, {sample.cpu:.1f} s CPU (workers included), "
           f"peak RSS {sample.rss_mb:.0f} MB")
     return sample
