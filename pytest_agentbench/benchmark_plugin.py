@@ -29,7 +29,7 @@ from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.crashes import WITNESS_KEY, attach_worker
 from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.gates import parse_gate
-from pytest_agentbench.gc_freeze import freeze_collected
+from pytest_agentbench.gc_freeze import freeze_alive
 from pytest_agentbench.output_caps import parse_max_output_bytes
 from pytest_agentbench.packaged import packaged_suites
 from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
@@ -191,7 +191,7 @@ def pytest_configure(config: pytest.Config) -> None:
             registry,
             config.rootpath,
             oracle_roots=config.getini("agentbench_oracle_roots"),
-            on_load=functools.partial(freeze_collected, config),
+            on_load=functools.partial(freeze_alive, config),
         )
         _add_named_suites(config, loader)
         state = AgentbenchState(options=options, registry=registry, loader=loader)
@@ -309,7 +309,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if refused and session.testsfailed == len(refused):
         session.config.option.continue_on_collection_errors = True
     if census:
-        freeze_collected(config)
+        freeze_alive(config)
 
 
 @contextmanager

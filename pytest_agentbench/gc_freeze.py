@@ -37,7 +37,7 @@ def arrange_thaw(config: pytest.Config) -> None:
     config.add_cleanup(functools.partial(_thaw, config))
 
 
-def freeze_collected(config: pytest.Config) -> None:
+def freeze_alive(config: pytest.Config) -> None:
     """Move everything alive now to the permanent generation (thawed as the module says)."""
     if not hasattr(gc, "freeze"):
         return  # an interpreter without generations to freeze (PyPy)

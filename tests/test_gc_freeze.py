@@ -113,7 +113,7 @@ def test_only_a_process_that_outlives_its_session_is_given_the_tree_back(
         config.workerinput = {"workerid": "gw0"}  # type: ignore[attr-defined]
     gc_freeze.arrange_thaw(config)
     try:
-        gc_freeze.freeze_collected(config)
+        gc_freeze.freeze_alive(config)
         config._ensure_unconfigure()
         # A worker's process and a command-line run end with the session; the
         # interpreter's last collection then skips the frozen tree.
@@ -156,6 +156,6 @@ def test_an_interpreter_without_gc_freeze_runs_unfrozen(
     config = pytester.parseconfig()
     gc_freeze.arrange_thaw(config)
     frozen_before = gc.get_freeze_count()
-    gc_freeze.freeze_collected(config)
+    gc_freeze.freeze_alive(config)
     assert gc.get_freeze_count() == frozen_before
     config._ensure_unconfigure()
