@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from overhead import case_configs, case_projects
-from processes import Config, check_run, environment, pytest_command
+from processes import Config, check_run, counting_environment, pytest_command
 
 BENCH = Path(__file__).resolve().parent
 _PREFIXES = (f"{Path(sys.prefix)}/lib/", f"{Path(sys.base_prefix)}/lib/", f"{BENCH.parent}/")
@@ -43,7 +43,7 @@ def short(name: str) -> str:
 
 
 def count(config: Config, out: Path) -> Counts:
-    env = environment()
+    env = counting_environment()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(BENCH), env.get("PYTHONPATH"))))
     env["AGENTBENCH_BYTECODES"] = str(out)
     done = subprocess.run(

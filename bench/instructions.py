@@ -5,9 +5,10 @@
 
 The wall-clock ratios of ``overhead.py`` move by 10% or more from round to
 round on a shared machine, so a change that saves 2% cannot be seen there.
-Instruction counts do not move: the same run counts the same instructions to
-within about 0.1%. Each T2 configuration of ``overhead.py`` (every output,
-nothing written; the same projects and arguments) runs once under
+Instruction counts barely move: with string hashing fixed
+(``PYTHONHASHSEED=0``) the same run counts the same instructions to within
+0.01%. Each T2 configuration of ``overhead.py`` (every output, nothing
+written; the same projects and arguments) runs once under
 ``valgrind --tool=callgrind`` at each of two sizes. The difference between
 the sizes over the difference in cases is the per-case count; the rest is
 the fixed cost (start-up, imports). Printed per configuration: both sides'
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from overhead import case_configs, case_projects
-from processes import Config, check_run, environment, pytest_command
+from processes import Config, check_run, counting_environment, pytest_command
 
 PROJECTED_CASES = 10_000
 _COLLECTED = re.compile(r"Collected : (\d+)")
@@ -65,7 +66,7 @@ def instructions(config: Config) -> int:
     done = subprocess.run(
         [*command, *pytest_command(config)],
         cwd=config.project,
-        env=environment(),
+        env=counting_environment(),
         capture_output=True,
         text=True,
         check=False,  # checked below, with the run's output

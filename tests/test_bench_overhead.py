@@ -257,7 +257,8 @@ FAKE_VALGRIND = """#!/bin/sh
 while [ "${1#--}" != "$1" ]; do shift; done
 "$@"
 status=$?
-echo "==1== Collected : 12345" >&2
+# The hash seed joins the count, so the test sees whether hashing was fixed.
+echo "==1== Collected : 12345${PYTHONHASHSEED:-999}" >&2
 exit $status
 """
 
@@ -274,7 +275,7 @@ def test_instructions_are_read_from_callgrind_and_the_run_is_checked(
     project.mkdir()
     bench.projects.write_unrelated_project(project)
     config = bench.processes.Config("unrelated", project, ("-p", "no:agentbench"), 2)
-    assert bench.instructions.instructions(config) == 12345
+    assert bench.instructions.instructions(config) == 123450
     wrong = bench.processes.Config("unrelated", project, ("-p", "no:agentbench"), 1)
     with pytest.raises(SystemExit, match="expected 1 passed and exit 0, got 2 passed, exit 0"):
         bench.instructions.instructions(wrong)
