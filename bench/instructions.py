@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from overhead import case_configs, case_projects
-from processes import Config, check_run, counting_environment, pytest_command
+from processes import Config, check_run, counting_environment, pytest_command, run_once
 
 PROJECTED_CASES = 10_000
 _COLLECTED = re.compile(r"Collected : (\d+)")
@@ -98,6 +98,9 @@ def measure(sizes: tuple[int, int], base: Path) -> list[str]:
             configs.setdefault((kind, "plugin"), []).append(plugin)
             configs.setdefault((kind, "bare"), []).append(bare)
     ordered = [config for pair in configs.values() for config in pair]
+    for config in ordered:
+        # Bytecode caches first: a module compiled under valgrind counts its compiling.
+        run_once(config)
     with ThreadPoolExecutor(max_workers=2) as pool:
         counts = dict(zip(ordered, pool.map(instructions, ordered), strict=True))
     lines = {
