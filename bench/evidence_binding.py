@@ -7,7 +7,9 @@ timed run covers as many actions as the largest size. Per size, time per
 action of:
 
 * verified read: the lineage reader's public and evaluator sides (inventory,
-  canonical re-serialisation, models and invariants, digests, bindings);
+  canonical re-serialisation, models and invariants, digests, bindings), each
+  with the collector paused, as a run reads them (``SuiteLoader.load``,
+  ``oracle_of``);
 * grade: the reference agent's answer for every action, graded, plus the
   lineage report;
 * bare parse (the baseline, measured in the same run): ``json.loads`` of the
@@ -41,6 +43,7 @@ from typing import Any
 
 from linearity import Series, line
 
+from pytest_agentbench.gc_freeze import collector_paused
 from pytest_agentbench.worlds.evidence_binding import (
     asteria_reader,
     enterprise_reader,
@@ -66,8 +69,10 @@ def _tree(root: Path) -> CandidateTree:
 
 def asteria_run(root: Path) -> tuple[Callable[[], object], Callable[[], object]]:
     def read() -> tuple[Any, Any]:
-        candidate = asteria_reader.read_public(_tree(root))
-        return candidate, asteria_reader.read_evaluator(_tree(root), candidate)
+        with collector_paused():
+            candidate = asteria_reader.read_public(_tree(root))
+        with collector_paused():
+            return candidate, asteria_reader.read_evaluator(_tree(root), candidate)
 
     candidate, truth = read()
 
@@ -86,8 +91,10 @@ def asteria_run(root: Path) -> tuple[Callable[[], object], Callable[[], object]]
 
 def enterprise_run(root: Path) -> tuple[Callable[[], object], Callable[[], object]]:
     def read() -> tuple[Any, Any]:
-        candidate = enterprise_reader.read_public(_tree(root))
-        return candidate, enterprise_reader.read_evaluator(_tree(root), candidate)
+        with collector_paused():
+            candidate = enterprise_reader.read_public(_tree(root))
+        with collector_paused():
+            return candidate, enterprise_reader.read_evaluator(_tree(root), candidate)
 
     candidate, truth = read()
 

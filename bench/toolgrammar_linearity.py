@@ -5,9 +5,10 @@ machine wall time measures the neighbours):
 
 * load: what a pytest run does once per suite before its first case: a fresh
   ``SuiteLoader.load`` (reading and checking every public task file and the
-  manifest), the cases, and ``load_oracle`` (checksums, every hidden record,
-  the public/hidden prompt match), for the built-in ``toolgrammar-mini-v1``
-  (236 tasks) against ``toolgrammar-v1`` (7,756 tasks);
+  manifest), the cases, and the oracle as a run loads it (``oracle_of``:
+  checksums, every hidden record, the public/hidden prompt match), for the
+  built-in ``toolgrammar-mini-v1`` (236 tasks) against ``toolgrammar-v1``
+  (7,756 tasks);
 * run + grade: ``world.run`` with the reference agent and ``world.evaluate``
   of N tasks of ``toolgrammar-v1`` in one loaded world, the N tasks evenly
   spaced over the suite (so every size holds the same mix of domains and
@@ -35,7 +36,7 @@ from toolgrammar import registry
 
 from pytest_agentbench.contracts import Case
 from pytest_agentbench.packaged import data_root, packaged_suites
-from pytest_agentbench.session import SuiteLoader
+from pytest_agentbench.session import SuiteLoader, oracle_of
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 
 SUITES = ("toolgrammar-mini-v1", "toolgrammar-v1")
@@ -45,7 +46,7 @@ def load_suite(suite_id: str) -> int:
     """Load a suite and its oracle as a fresh run would; the number of tasks."""
     loaded = SuiteLoader(registry(), data_root()).load(packaged_suites()[suite_id])
     cases = loaded.world.cases(loaded.suite)
-    oracle = loaded.world.load_oracle(loaded.suite)
+    oracle = oracle_of(loaded)
     assert len(oracle) >= len(cases)
     return len(cases)
 

@@ -13,6 +13,11 @@ would otherwise walk the whole tree once more in its last collection, for
 nothing. Objects freed by reference counting are unaffected; a cycle among
 frozen objects that became garbage during the run is freed once the run
 ends, where the process carries on.
+
+While a suite or its oracle loads, automatic collection is paused
+(:func:`collector_paused`): what loading makes outlives it, and every full
+collection the growing heap triggered on the way walked all of it again, so
+a large suite's load cost grew faster than the suite.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 import functools
 import gc
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 import pytest
@@ -47,6 +54,23 @@ def freeze_alive(config: pytest.Config) -> None:
     # a 7,756-case suite, and an xdist controller waits for each worker's exit.
     if not (hasattr(config, "workerinput") or _started_from_command_line()):
         config.stash[_FROZEN_KEY] = True
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No automatic collection inside the block; garbage cycles it makes wait for the next.
+
+    A block inside another, or run while the collector is already off (by the
+    user's choice), leaves the collector as it found it.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 _SESSION_ENTRIES = frozenset({"main", "_main"})

@@ -25,6 +25,7 @@ from pytest_agentbench.contracts import (
 )
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.gates import parse_gate
+from pytest_agentbench.gc_freeze import collector_paused
 from pytest_agentbench.output_caps import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.registry import Recognition, WorldRegistry
 from pytest_agentbench.runner import cap_text, describe_exception, run_case
@@ -159,7 +160,8 @@ class SuiteLoader:
         root = root.resolve()
         cached = self._loaded.get(root)
         if cached is None:
-            cached = self._load(root)
+            with collector_paused():
+                cached = self._load(root)
             self._loaded[root] = cached
             if self.on_load is not None and isinstance(cached, LoadedSuite):
                 self.on_load()
@@ -435,7 +437,8 @@ def oracle_of(loaded: LoadedSuite) -> Any:
     """The suite's oracle, loaded once per process (and only once an output exists)."""
     cache = loaded.suite.cache
     if "agentbench.oracle" not in cache:
-        cache["agentbench.oracle"] = loaded.world.load_oracle(loaded.suite)
+        with collector_paused():
+            cache["agentbench.oracle"] = loaded.world.load_oracle(loaded.suite)
     return cache["agentbench.oracle"]
 
 

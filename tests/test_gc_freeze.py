@@ -2,17 +2,24 @@
 
 The adapter below reports, from inside each case, how many objects the
 collector has frozen; the outer process checks what is frozen once a run ends.
+Suites and oracles load with automatic collection paused.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_agentbench import gc_freeze
+from pytest_agentbench.registry import WorldRegistry
+from pytest_agentbench.session import SuiteLoader, oracle_of
+from pytest_agentbench.suite import Suite
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
+from tests.layout_world import RivalWorld, write_layout_folder
 
 PROBE_AGENT = """
 import gc, json, os
@@ -159,3 +166,49 @@ def test_an_interpreter_without_gc_freeze_runs_unfrozen(
     gc_freeze.freeze_alive(config)
     assert gc.get_freeze_count() == frozen_before
     config._ensure_unconfigure()
+
+
+def test_the_collector_is_paused_inside_the_block_and_resumed_after() -> None:
+    assert gc.isenabled()
+    with gc_freeze.collector_paused():
+        assert not gc.isenabled()
+        with gc_freeze.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block found it paused and leaves it so
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="load failed"), gc_freeze.collector_paused():
+        raise ValueError("load failed")
+    assert gc.isenabled()
+
+
+def test_a_collector_the_user_turned_off_stays_off() -> None:
+    gc.disable()
+    try:
+        with gc_freeze.collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+class _CollectorWitness(RivalWorld):
+    """Notes whether the collector runs while the suite and its oracle load."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, bool] = {}
+
+    def load_suite(self, suite: Suite) -> dict[str, Any]:
+        self.seen["load_suite"] = gc.isenabled()
+        return super().load_suite(suite)
+
+    def load_oracle(self, suite: Suite) -> dict[str, dict[str, Any]]:
+        self.seen["load_oracle"] = gc.isenabled()
+        return super().load_oracle(suite)
+
+
+def test_a_suite_and_its_oracle_load_with_the_collector_paused(tmp_path: Path) -> None:
+    world = _CollectorWitness()
+    loaded = SuiteLoader(WorldRegistry([world]), tmp_path).load(write_layout_folder(tmp_path))
+    oracle_of(loaded)
+    assert world.seen == {"load_suite": False, "load_oracle": False}
+    assert gc.isenabled()
