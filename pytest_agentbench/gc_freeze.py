@@ -17,7 +17,8 @@ ends, where the process carries on.
 While a suite or its oracle loads, automatic collection is paused
 (:func:`collector_paused`): what loading makes outlives it, and every full
 collection the growing heap triggered on the way walked all of it again, so
-a large suite's load cost grew faster than the suite.
+a large suite's load cost grew faster than the suite. One young collection
+as the load ends frees what it left in garbage cycles.
 """
 
 from __future__ import annotations
@@ -58,10 +59,12 @@ def freeze_alive(config: pytest.Config) -> None:
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """No automatic collection inside the block; garbage cycles it makes wait for the next.
+    """No automatic collection inside the block; one young collection as it ends.
 
-    A block inside another, or run while the collector is already off (by the
-    user's choice), leaves the collector as it found it.
+    That collection walks what the block made once, as the first allocation
+    after it would have, and frees the garbage cycles among it before anything
+    freezes them. A block inside another, or run while the collector is already
+    off (by the user's choice), leaves the collector as it found it.
     """
     if not gc.isenabled():
         yield
@@ -71,6 +74,7 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+        gc.collect(0)
 
 
 _SESSION_ENTRIES = frozenset({"main", "_main"})

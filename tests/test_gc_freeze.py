@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,20 @@ def test_the_collector_is_paused_inside_the_block_and_resumed_after() -> None:
     with pytest.raises(ValueError, match="load failed"), gc_freeze.collector_paused():
         raise ValueError("load failed")
     assert gc.isenabled()
+
+
+class _Node:
+    partner: _Node
+
+
+def test_garbage_cycles_made_in_the_block_are_freed_as_it_ends() -> None:
+    with gc_freeze.collector_paused():
+        first, second = _Node(), _Node()
+        first.partner, second.partner = second, first
+        gone = weakref.ref(first)
+        del first, second
+        assert gone() is not None  # a cycle: reference counting cannot free it
+    assert gone() is None
 
 
 def test_a_collector_the_user_turned_off_stays_off() -> None:
