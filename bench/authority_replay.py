@@ -9,7 +9,8 @@ attempts, cascading revocations and evidence discards, and ends with one audit.
 
 Per size, time per event of:
 
-* validate: ``replay.materialize`` of the full stream (it validates everything);
+* validate: ``replay.materialize`` of the full stream (it validates everything),
+  with the collector paused as when a run loads the bundle;
 * prefixes: building a :class:`~.replay.Replayer` and stepping through every
   prefix, reading each prefix state.
 
@@ -49,6 +50,7 @@ from linearity import Series, line
 
 from pytest_agentbench.canonical import canonical_json
 from pytest_agentbench.contracts import Case
+from pytest_agentbench.gc_freeze import collector_paused
 from pytest_agentbench.metrics import aggregate
 from pytest_agentbench.worlds.authority.agents import ReferenceAgent
 from pytest_agentbench.worlds.authority.builder import WorldSource, build_benchmark
@@ -533,7 +535,9 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
 
 
 def validate_stream(world: World) -> None:
-    materialize(world.snapshot, world.events)
+    # As a run validates it: while the public bundle loads, with the collector paused.
+    with collector_paused():
+        materialize(world.snapshot, world.events)
 
 
 def replay_prefixes(world: World) -> None:

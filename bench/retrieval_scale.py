@@ -10,7 +10,8 @@ the scales and phases take turns (each timed part starting from a collected
 heap):
 
 - load: ``load_public`` + ``load_hidden`` (every hash, canonical form,
-  fingerprint, coordinates, canaries);
+  fingerprint, coordinates, canaries), each with the collector paused, as a
+  run loads them;
 - run: the fixture agent over the lexical backend, both lifecycles (index
   preparation included, once per round);
 - score: ``score_receipt`` of every receipt.
@@ -38,6 +39,7 @@ from typing import Any
 
 from linearity import Series, line
 
+from pytest_agentbench.gc_freeze import collector_paused
 from pytest_agentbench.worlds.retrieval import builtin, fixture
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, load_cues
 from pytest_agentbench.worlds.retrieval.backends import LexicalBackend
@@ -62,8 +64,11 @@ def prepare(scale: int, base: Path) -> Scale:
     cues = load_cues(suite / builtin.CUES_FILE, builtin.CUES_FILE)
 
     def load() -> tuple[fixture.PublicFixture, dict[str, Any]]:
-        public = fixture.load_public(suite, "s", extra_files=[builtin.CUES_FILE])
-        return public, fixture.load_hidden(public, oracles_dir, "o")
+        # As a run loads them (the suite, then its oracle): with the collector paused.
+        with collector_paused():
+            public = fixture.load_public(suite, "s", extra_files=[builtin.CUES_FILE])
+        with collector_paused():
+            return public, fixture.load_hidden(public, oracles_dir, "o")
 
     public, oracles = load()
 
