@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from processes import Config, Sample, check_run, pytest_command, run_command
+from processes import Config, Sample, run_once
 from projects import write_spin_project
 
 from pytest_agentbench.worlds.toolgrammar.decontam import (
@@ -68,9 +68,7 @@ def all_pairs(tasks: list[TaskRecord]) -> int:
 
 
 def run_pytest(label: str, arguments: list[str], cwd: Path, items: int) -> Sample:
-    config = Config(label, cwd, tuple(arguments), items)
-    sample, status, output = run_command(pytest_command(config), cwd)
-    check_run(config, status, output)
+    sample = run_once(Config(label, cwd, tuple(arguments), items))
     print(f"    {label}: {sample.wall:.1f} s wall, {sample.cpu:.1f} s CPU (workers included), "
           f"peak RSS {sample.rss_mb:.0f} MB")
     return sample
