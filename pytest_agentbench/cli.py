@@ -63,7 +63,7 @@ from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.rescore import is_own_record, rescore, rescore_lines, unresolvable
 from pytest_agentbench.runner import parse_timeout
-from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
+from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader, oracle_of
 from pytest_agentbench.suite import Suite, pydantic_refusal
 
 
@@ -212,7 +212,7 @@ def cmd_list(args: argparse.Namespace, registry: WorldRegistry) -> int:
 
 def cmd_verify(args: argparse.Namespace, registry: WorldRegistry) -> int:
     loaded = load(args.suite, registry)
-    loaded.world.load_oracle(loaded.suite)
+    oracle_of(loaded)
     if isinstance(loaded.world, WarnsOnVerify):
         for warning in loaded.world.verify_warnings(loaded.suite):
             print(f"agentbench: warning: {warning}", file=sys.stderr)
