@@ -438,7 +438,7 @@ def write_demo_suite(
     return suite_dir
 
 
-REGISTERING_CONFTEST = "from demo_world import pytest_agentbench_world_kinds  # noqa: F401\n"
+REGISTERING_CONFTEST = "from demo_world import pytest_agentbench_world_kinds\n"
 """A conftest's first line that registers this world in a pytester project (the
 ``demo`` fixture's whole conftest); a test's own conftest hooks follow it."""
 
