@@ -27,7 +27,12 @@ from pytest_agentbench.contracts import Case, CaseResult, FailureClass, Outcome
 from pytest_agentbench.controls_oracle import suite_control_oracle
 from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.packaged import data_root, packaged_suites
-from pytest_agentbench.registry import LazyWorld, WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.registry import (
+    LazyWorld,
+    WorldRegistry,
+    _qualified,
+    load_entry_point_worlds,
+)
 from pytest_agentbench.runner import run_case
 from pytest_agentbench.session import LoadedSuite, SuiteLoader
 from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, load_suite_config
@@ -490,17 +495,15 @@ def test_every_built_in_registration_declares_the_protocols_its_world_accepts() 
         for lazy in entry_point.load().pytest_agentbench_world_kinds():
             assert isinstance(lazy, LazyWorld), lazy.kind
             assert lazy.adapter_protocols, lazy.kind
-            assert _named(lazy.protocols()) == _named(accepted_protocols(lazy.resolve())), lazy.kind
-    declared = {kind.kind: _named(kind.protocols) for kind in REGISTRY.adapter_protocols()}
+            # By name, as the registry compares them: a module imported again after an
+            # in-process pytester run holds new class objects.
+            declared_here = _qualified(lazy.protocols())
+            assert declared_here == _qualified(accepted_protocols(lazy.resolve())), lazy.kind
+    declared = {kind.kind: _qualified(kind.protocols) for kind in REGISTRY.adapter_protocols()}
     assert declared == {
-        kind: _named(accepted_protocols(REGISTRY.get(kind))) for kind in REGISTRY.kinds()
+        kind: _qualified(accepted_protocols(REGISTRY.get(kind))) for kind in REGISTRY.kinds()
     }
 
-
-def _named(protocols: tuple[type, ...]) -> list[str]:
-    # By name, as the registry compares them: after an in-process pytester run has
-    # restored sys.modules, a module imported again holds new class objects.
-    return [f"{protocol.__module__}.{protocol.__qualname__}" for protocol in protocols]
 
 
 def test_a_world_declaring_layout_markers_can_recognise(tmp_path: Path) -> None:
