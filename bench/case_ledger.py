@@ -16,10 +16,10 @@ from pathlib import Path
 
 from percase import DemoWorld, Reference, arguments, print_medians, take_turns
 
-from pytest_agentbench.case_ledger import ledgered, open_case_ledger
-from pytest_agentbench.contracts import Case
-from pytest_agentbench.runner import run_case
-from pytest_agentbench.suite import Suite, SuiteConfig
+from pytest_agentbench.run.case_ledger import ledgered, open_case_ledger
+from pytest_agentbench.sdk.contracts import Case
+from pytest_agentbench.sdk.runner import run_case
+from pytest_agentbench.sdk.suite import Suite, SuiteConfig
 
 
 def main() -> int:

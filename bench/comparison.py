@@ -25,11 +25,11 @@ import platform
 import random
 import time
 
-from pytest_agentbench.comparison import BaselineIdentity, SuiteRun, compare_runs
-from pytest_agentbench.contracts import CaseOutcome, CaseResult
-from pytest_agentbench.metrics import MetricDefinition
 from pytest_agentbench.report.baseline import settings
-from pytest_agentbench.stats import paired_bootstrap
+from pytest_agentbench.scoring.comparison import BaselineIdentity, SuiteRun, compare_runs
+from pytest_agentbench.scoring.metrics import MetricDefinition
+from pytest_agentbench.scoring.stats import paired_bootstrap
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
 
 TARGET_S = 10.0
 

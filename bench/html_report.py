@@ -23,8 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_agentbench.canonical import canonical_json
 from pytest_agentbench.report.html import render_html
+from pytest_agentbench.sdk.canonical import canonical_json
 from tests.browser import Browser, find_chromium
 from tests.html import sample
 

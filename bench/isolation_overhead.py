@@ -5,7 +5,7 @@ in the same run, the two sides alternating in every round so load changes on a
 shared machine hit them alike (median of ``--repeats`` rounds):
 
 * trivial call: ``answer("2+3")`` of an adding adapter, through
-  :func:`pytest_agentbench.runner.call_adapter` in-process against the same
+  :func:`pytest_agentbench.sdk.runner.call_adapter` in-process against the same
   call through the isolated adapter's stand-in (one round trip over the pipe);
 * authority case: the world's whole ``run`` of every case of
   ``asteria-authored-v1`` with the reference agent, in-process against
@@ -37,10 +37,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pytest_agentbench.isolation.host import IsolatedAdapters  # noqa: E402
-from pytest_agentbench.packaged import packaged_suites  # noqa: E402
-from pytest_agentbench.registry import WorldRegistry  # noqa: E402
-from pytest_agentbench.runner import call_adapter  # noqa: E402
-from pytest_agentbench.session import SuiteLoader  # noqa: E402
+from pytest_agentbench.run.packaged import packaged_suites  # noqa: E402
+from pytest_agentbench.run.session import SuiteLoader  # noqa: E402
+from pytest_agentbench.sdk.registry import WorldRegistry  # noqa: E402
+from pytest_agentbench.sdk.runner import call_adapter  # noqa: E402
 from pytest_agentbench.worlds.authority.world import WORLD as AUTHORITY  # noqa: E402
 from tests.demo_world import Reference  # noqa: E402
 

@@ -76,8 +76,8 @@ def run(root: Path, extra: list[str]) -> tuple[float, str]:
 
 def loader_walk(root: Path, repeats: int) -> tuple[float, float]:
     """Median seconds for suite_root_of over every directory: authority registered, none."""
-    from pytest_agentbench.registry import WorldRegistry
-    from pytest_agentbench.session import SuiteLoader
+    from pytest_agentbench.run.session import SuiteLoader
+    from pytest_agentbench.sdk.registry import WorldRegistry
     from pytest_agentbench.worlds.authority.registration import WORLD
 
     folders = sorted(path for path in root.rglob("*") if path.is_dir())

@@ -32,9 +32,9 @@ import sys
 import time
 from collections.abc import Callable
 
-from pytest_agentbench.packaged import data_root, packaged_suites
-from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
-from pytest_agentbench.session import SuiteLoader
+from pytest_agentbench.run.packaged import data_root, packaged_suites
+from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.domains import domain_names, get_domain
 from pytest_agentbench.worlds.toolgrammar.executor import execute, injections
@@ -53,7 +53,7 @@ def _timed(action: Callable[[], object]) -> float:
 def registry() -> WorldRegistry:
     import pluggy
 
-    from pytest_agentbench import hookspecs
+    from pytest_agentbench.sdk import hookspecs
 
     manager = pluggy.PluginManager("pytest")
     manager.add_hookspecs(hookspecs)
@@ -65,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
-    print(f"python {platform.python_version()}, {os.cpu_count()} cpus, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"python {platform.python_version()}, {os.cpu_count()} cpus, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
 
     missed = False
     print("\nworld          build (median)   sandbox (median)   sandbox / build")
@@ -77,8 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         copies: list[float] = []
         for _ in range(args.repeats):
             builds.append(_timed(lambda domain=domain: build_world(domain)))
-            copies.append(statistics.median(
-                _timed(lambda world=world: Sandbox(world).close()) for _ in range(50)))
+            copies.append(
+                statistics.median(
+                    _timed(lambda world=world: Sandbox(world).close()) for _ in range(50)
+                )
+            )
         build, copy = statistics.median(builds), statistics.median(copies)
         ratio = copy / build
         missed |= ratio > SANDBOX_TARGET

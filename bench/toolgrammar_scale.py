@@ -69,8 +69,10 @@ def all_pairs(tasks: list[TaskRecord]) -> int:
 
 def run_pytest(label: str, arguments: list[str], cwd: Path, items: int) -> Sample:
     sample = run_once(Config(label, cwd, tuple(arguments), items))
-    print(f"    {label}: {sample.wall:.1f} s wall, {sample.cpu:.1f} s CPU (workers included), "
-          f"peak RSS {sample.rss_mb:.0f} MB")
+    print(
+        f"    {label}: {sample.wall:.1f} s wall, {sample.cpu:.1f} s CPU (workers included), "
+        f"peak RSS {sample.rss_mb:.0f} MB"
+    )
     return sample
 
 
@@ -78,8 +80,10 @@ def speedup(label: str, serial: list[Sample], parallel: list[Sample]) -> None:
     one = statistics.median(sample.wall for sample in serial)
     two = statistics.median(sample.wall for sample in parallel)
     ratios = sorted(a.wall / b.wall for a, b in zip(serial, parallel, strict=True))
-    print(f"{label}: serial {one:.1f} s, -n 2 {two:.1f} s (medians); serial / -n 2 = "
-          f"{one / two:.2f}x (rounds {ratios[0]:.2f}x to {ratios[-1]:.2f}x)")
+    print(
+        f"{label}: serial {one:.1f} s, -n 2 {two:.1f} s (medians); serial / -n 2 = "
+        f"{one / two:.2f}x (rounds {ratios[0]:.2f}x to {ratios[-1]:.2f}x)"
+    )
 
 
 def measure_run(rounds: int, spin_ms: float) -> None:
@@ -93,8 +97,10 @@ def measure_run(rounds: int, spin_ms: float) -> None:
     """
     suite = ["--agentbench-suite", "toolgrammar-v1", "-o", "agentbench_snapshot=false"]
     samples: dict[str, list[Sample]] = {name: [] for name in ("tg0", "tg2", "spin0", "spin2")}
-    print(f"full run, reference agent, and {FULL_ITEMS:,} plain tests of {spin_ms:g} ms; "
-          f"{rounds} interleaved rounds:")
+    print(
+        f"full run, reference agent, and {FULL_ITEMS:,} plain tests of {spin_ms:g} ms; "
+        f"{rounds} interleaved rounds:"
+    )
     with tempfile.TemporaryDirectory() as folder:
         spin = Path(folder)
         write_spin_project(spin, FULL_ITEMS, spin_ms)
@@ -136,19 +142,25 @@ def main() -> None:
     plan = served_plan(domains, seed_plan())
     generation, wall, cpu = timed(lambda: generate_plan(domains, plan))
     tasks = generation.tasks
-    print(f"generation: {len(tasks)} tasks in {wall:.1f} s wall, {cpu:.1f} s CPU "
-          f"({1000 * cpu / len(tasks):.2f} ms CPU per kept task, "
-          f"{sum(generation.rejected.values())} rejected attempts)")
+    print(
+        f"generation: {len(tasks)} tasks in {wall:.1f} s wall, {cpu:.1f} s CPU "
+        f"({1000 * cpu / len(tasks):.2f} ms CPU per kept task, "
+        f"{sum(generation.rejected.values())} rejected attempts)"
+    )
     gate, wall, cpu = timed(lambda: decontaminate(tasks))
-    print(f"decontamination (full): {wall:.2f} s wall, {cpu:.2f} s CPU; "
-          f"{len(gate.leaks)} leaks, {gate.surface_duplicates} surface duplicates")
+    print(
+        f"decontamination (full): {wall:.2f} s wall, {cpu:.2f} s CPU; "
+        f"{len(gate.leaks)} leaks, {gate.surface_duplicates} surface duplicates"
+    )
     sample = tasks[:: max(1, len(tasks) // args.sample)][: args.sample]
     _, _, joined = timed(lambda: decontaminate(sample))
     _, _, brute = timed(lambda: all_pairs(sample))
     scale = (len(tasks) / len(sample)) ** 2
-    print(f"decontamination ({len(sample)}-task sample): prefix join {joined:.2f} s CPU, "
-          f"all pairs {brute:.2f} s CPU, all pairs / join = {brute / joined:.1f}x; "
-          f"all pairs extrapolated to {len(tasks)}: {brute * scale:.0f} s CPU")
+    print(
+        f"decontamination ({len(sample)}-task sample): prefix join {joined:.2f} s CPU, "
+        f"all pairs {brute:.2f} s CPU, all pairs / join = {brute / joined:.1f}x; "
+        f"all pairs extrapolated to {len(tasks)}: {brute * scale:.0f} s CPU"
+    )
 
 
 if __name__ == "__main__":

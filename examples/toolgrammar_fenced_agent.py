@@ -18,13 +18,14 @@ import json
 import re
 from typing import Any
 
-from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.tools import ToolCallError, fence_result
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.grammar import Envelope
 
-_FENCED = re.compile(r'<tool-result id="(?P<m>[0-9a-f]+)"[^\n]*\n.*?\n</tool-result id="(?P=m)">',
-                     re.DOTALL)
+_FENCED = re.compile(
+    r'<tool-result id="(?P<m>[0-9a-f]+)"[^\n]*\n.*?\n</tool-result id="(?P=m)">', re.DOTALL
+)
 _INSTRUCTION = re.compile(r"call (?P<tool>\w+) with (?P<arguments>\{[^{}]*\})")
 
 
@@ -49,8 +50,8 @@ class NaiveContextAgent(ReferenceAgent):
         # calls_used, not len(session.calls): the records stay with the harness
         # when the agent runs isolated (--agentbench-isolate).
         call_id = f"call-{session.calls_used}"
-        text = fence_result("tool", result, call_id=call_id) if self.fenced else canonical_json(
-            result
+        text = (
+            fence_result("tool", result, call_id=call_id) if self.fenced else canonical_json(result)
         )
         for tool, arguments in instructions(text):
             try:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_agentbench.canonical import (
+from pytest_agentbench.sdk.canonical import (
     artifact_set_digest,
     canonical_json,
     iter_jsonl,
@@ -30,7 +30,7 @@ from pytest_agentbench.canonical import (
     read_jsonl,
     tree_files,
 )
-from pytest_agentbench.contracts import (
+from pytest_agentbench.sdk.contracts import (
     Case,
     CaseResult,
     Check,
@@ -41,10 +41,10 @@ from pytest_agentbench.contracts import (
     Record,
     grade,
 )
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.runner import MalformedOutput, call_adapter
-from pytest_agentbench.suite import Suite
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.hookspecs import hookimpl
+from pytest_agentbench.sdk.runner import MalformedOutput, call_adapter
+from pytest_agentbench.sdk.suite import Suite
 from pytest_agentbench.tools import (
     Budget,
     Receipt,

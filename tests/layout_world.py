@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_agentbench.canonical import artifact_set_digest, pretty_json, read_json
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.registry import LazyWorld
-from pytest_agentbench.suite import SuiteConfig
+from pytest_agentbench.sdk.canonical import artifact_set_digest, pretty_json, read_json
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.hookspecs import hookimpl
+from pytest_agentbench.sdk.registry import LazyWorld
+from pytest_agentbench.sdk.suite import SuiteConfig
 from tests.demo_world import CASES_FILE, MANIFEST, DemoWorld, Reference
 
 LAYOUT_FILE = "layout.json"

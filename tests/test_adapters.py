@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.adapters import (
+from pytest_agentbench.run.adapters import (
     REFERENCE_AGENTS,
     describe_adapter,
     implements,
@@ -15,8 +15,8 @@ from pytest_agentbench.adapters import (
     load_adapter,
     protocol_name,
 )
-from pytest_agentbench.errors import UsageError
-from pytest_agentbench.world import World
+from pytest_agentbench.sdk.errors import UsageError
+from pytest_agentbench.sdk.world import World
 from tests.demo_world import WORLD as DEMO_WORLD
 from tests.demo_world import Reference
 

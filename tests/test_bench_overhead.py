@@ -307,6 +307,6 @@ def test_bytecode_report_ranks_functions_by_what_they_add_per_case(
 def test_bytecode_names_are_shortened_to_their_package(bench: SimpleNamespace) -> None:
     site = f"{sys.prefix}/lib/python3.11/site-packages/_pytest/nodes.py:1:f"
     assert bench.bytecodes.short(site) == "_pytest/nodes.py:1:f"
-    own = f"{BENCH.parent}/pytest_agentbench/runner.py:2:g"
-    assert bench.bytecodes.short(own) == "pytest_agentbench/runner.py:2:g"
+    own = f"{BENCH.parent}/pytest_agentbench/sdk/runner.py:2:g"
+    assert bench.bytecodes.short(own) == "pytest_agentbench/sdk/runner.py:2:g"
     assert bench.bytecodes.short("/elsewhere/x.py:3:h") == "/elsewhere/x.py:3:h"

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.canonical import (
+from pytest_agentbench.sdk.canonical import (
     artifact_set_digest,
     artifact_set_digest_from_hashes,
     canonical_bytes,
@@ -22,7 +22,7 @@ from pytest_agentbench.canonical import (
     sha256_hex,
     tree_files,
 )
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 # --- canonical_json ------------------------------------------------------------
 
@@ -60,7 +60,7 @@ def test_canonical_json_refuses_non_finite_numbers_naming_the_field(value: Any, 
 @pytest.mark.parametrize(
     "value",
     [
-        {"b": [1.5e-07, -0.0, 10**30, 2.5], "a": "tab\tquote\"newline\n\u2028é😀", "c": None},
+        {"b": [1.5e-07, -0.0, 10**30, 2.5], "a": 'tab\tquote"newline\n\u2028é😀', "c": None},
         [True, False, None, "", [], {}, [[{"z": 1, "é": 2, "Z": 3}]]],
         "a top-level string",
         12345678901234567890,

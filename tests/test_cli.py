@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench import cli
-from pytest_agentbench.canonical import (
+from pytest_agentbench.cli import main as cli
+from pytest_agentbench.run.packaged import packaged_suites
+from pytest_agentbench.scoring.stats import mcnemar_exact
+from pytest_agentbench.sdk.canonical import (
     artifact_set_digest,
     canonical_json,
     pretty_json,
@@ -25,9 +27,7 @@ from pytest_agentbench.canonical import (
     sha256_hex,
     tree_files,
 )
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.packaged import packaged_suites
-from pytest_agentbench.stats import mcnemar_exact
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.agents import CurrentStateAgent, ReferenceAgent
 from pytest_agentbench.worlds.authority.bundle import read_public
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_agentbench import cli
-from pytest_agentbench.canonical import canonical_bytes, sha256_hex
+from pytest_agentbench.cli import main as cli
+from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
 
 SUITE_ID = "operations-maintenance-v1"
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +30,7 @@ CONTROL_IDS = [
     "stale_after_wake",
     "duplicate_after_wake",
 ]
+
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     try:

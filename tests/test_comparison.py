@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.comparison import (
+from pytest_agentbench.report.baseline import settings
+from pytest_agentbench.scoring.comparison import (
     BaselineIdentity,
     Comparison,
     SuiteRun,
     compare_runs,
 )
-from pytest_agentbench.contracts import CaseOutcome, CaseResult
-from pytest_agentbench.metrics import MetricDefinition
-from pytest_agentbench.report.baseline import settings
-from pytest_agentbench.stats import holm_bonferroni, mcnemar_exact
+from pytest_agentbench.scoring.metrics import MetricDefinition
+from pytest_agentbench.scoring.stats import holm_bonferroni, mcnemar_exact
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
 
 ACCURACY = MetricDefinition(
     name="accuracy",

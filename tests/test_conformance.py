@@ -21,21 +21,22 @@ import pluggy
 import pytest
 from pydantic import BaseModel
 
-from pytest_agentbench import hookspecs
-from pytest_agentbench.canonical import canonical_json, tree_files
-from pytest_agentbench.contracts import Case, CaseResult, FailureClass, Outcome
-from pytest_agentbench.controls_oracle import suite_control_oracle
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.packaged import data_root, packaged_suites
-from pytest_agentbench.registry import (
+from pytest_agentbench.run.controls_oracle import suite_control_oracle
+from pytest_agentbench.run.packaged import data_root, packaged_suites
+from pytest_agentbench.run.session import LoadedSuite, SuiteLoader
+from pytest_agentbench.sdk import hookspecs
+from pytest_agentbench.sdk.canonical import canonical_json, tree_files
+from pytest_agentbench.sdk.contracts import Case, CaseResult, FailureClass, Outcome
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import (
     LazyWorld,
     WorldRegistry,
     _qualified,
     load_entry_point_worlds,
 )
-from pytest_agentbench.runner import run_case
-from pytest_agentbench.session import LoadedSuite, SuiteLoader
-from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, load_suite_config
+from pytest_agentbench.sdk.runner import run_case
+from pytest_agentbench.sdk.suite import CONTROLS_FILE, SUITE_FILE, Suite, load_suite_config
+from pytest_agentbench.sdk.world import accepted_protocols
 from pytest_agentbench.tools import (
     AnyReceipt,
     Receipt,
@@ -45,7 +46,6 @@ from pytest_agentbench.tools import (
     load_receipt,
     session_receipts,
 )
-from pytest_agentbench.world import accepted_protocols
 from tests import demo_world
 
 DEMO = "demo"
@@ -503,7 +503,6 @@ def test_every_built_in_registration_declares_the_protocols_its_world_accepts() 
     assert declared == {
         kind: _qualified(accepted_protocols(REGISTRY.get(kind))) for kind in REGISTRY.kinds()
     }
-
 
 
 def test_a_world_declaring_layout_markers_can_recognise(tmp_path: Path) -> None:

@@ -5,7 +5,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pytest_agentbench.contracts import (
+from pytest_agentbench.run.controls import (
+    ControlManifest,
+    ControlSpec,
+    judge_control,
+    load_manifest,
+)
+from pytest_agentbench.sdk.contracts import (
     CaseOutcome,
     CaseResult,
     Check,
@@ -13,8 +19,7 @@ from pytest_agentbench.contracts import (
     FailureClass,
     MetricValue,
 )
-from pytest_agentbench.controls import ControlManifest, ControlSpec, judge_control, load_manifest
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 DIMENSIONS = ("answer_present", "answer_correct", "format")
 

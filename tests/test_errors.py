@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError, ErrorLocation, UsageError, field_path
+from pytest_agentbench.sdk.errors import AgentbenchError, ErrorLocation, UsageError, field_path
 
 
 @pytest.mark.parametrize(

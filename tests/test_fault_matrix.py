@@ -229,7 +229,7 @@ CRASHING_WORLD = """
 import os
 
 from demo_world import DemoWorld
-from pytest_agentbench.hookspecs import hookimpl
+from pytest_agentbench.sdk.hookspecs import hookimpl
 
 
 class CrashingWorld(DemoWorld):
@@ -543,7 +543,7 @@ def test_quiet_line_of_a_controls_only_run(demo: pytest.Pytester) -> None:
 
 
 def _reference_rows() -> list[dict[str, Any]]:
-    from pytest_agentbench.cli import _registry, load
+    from pytest_agentbench.cli.main import _registry, load
     from pytest_agentbench.worlds.authority.agents import ReferenceAgent
 
     loaded = load(str(REPO / "suites" / ASTERIA), _registry())
@@ -809,8 +809,8 @@ import os
 import resource
 
 from demo_world import DemoWorld
-from pytest_agentbench.contracts import Check, CheckStatus, grade
-from pytest_agentbench.hookspecs import hookimpl
+from pytest_agentbench.sdk.contracts import Check, CheckStatus, grade
+from pytest_agentbench.sdk.hookspecs import hookimpl
 from pytest_agentbench.tools import Budget, Receipt
 
 

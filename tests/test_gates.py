@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.contracts import MetricValue
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.gates import Gate, judge, parse_gate
+from pytest_agentbench.scoring.gates import Gate, judge, parse_gate
+from pytest_agentbench.sdk.contracts import MetricValue
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 
 def metric(name: str, value: float | None) -> MetricValue:

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench import gc_freeze
-from pytest_agentbench.registry import WorldRegistry
-from pytest_agentbench.session import SuiteLoader, oracle_of
-from pytest_agentbench.suite import Suite
+from pytest_agentbench.plugin import gc_freeze
+from pytest_agentbench.run.session import SuiteLoader, oracle_of
+from pytest_agentbench.sdk.registry import WorldRegistry
+from pytest_agentbench.sdk.suite import Suite
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.layout_world import RivalWorld, write_layout_folder
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.adapters import adapter_class, implements, kind_protocols
-from pytest_agentbench.contracts import FailureClass
-from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters
-from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput
+from pytest_agentbench.run.adapters import adapter_class, implements, kind_protocols
+from pytest_agentbench.sdk.contracts import FailureClass
+from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
+from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput
 from pytest_agentbench.tools import Budget, ToolSession, ToolSpec
 from tests.demo_world import WORLD
 

@@ -12,8 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_agentbench.canonical import loads_strict
-from pytest_agentbench.contracts import Check, CheckStatus
 from pytest_agentbench.isolation.protocol import (
     MAX_TEXT,
     describe_raised,
@@ -23,6 +21,8 @@ from pytest_agentbench.isolation.protocol import (
     shape,
     unpickle_from_parent,
 )
+from pytest_agentbench.sdk.canonical import loads_strict
+from pytest_agentbench.sdk.contracts import Check, CheckStatus
 
 JSON = st.recursive(
     st.none()

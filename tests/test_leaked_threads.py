@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from pytest_agentbench import leaked_threads
+from pytest_agentbench.sdk import leaked_threads
 
 
 def test_nothing_started_is_nothing_leaked() -> None:

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.ledger import (
     Attempt,
     CallPayload,
@@ -26,6 +25,7 @@ from pytest_agentbench.ledger import (
 )
 from pytest_agentbench.ledger.rows import encode_row, row_digest
 from pytest_agentbench.ledger.writer import open_no_follow
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 LEDGER_CODES = {
     "ledger_row_malformed",

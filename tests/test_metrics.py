@@ -4,7 +4,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from pytest_agentbench.contracts import (
+from pytest_agentbench.scoring.metrics import aggregate, by_family, graded, select
+from pytest_agentbench.scoring.stats import wilson_interval
+from pytest_agentbench.sdk.contracts import (
     Case,
     CaseOutcome,
     CaseResult,
@@ -13,8 +15,6 @@ from pytest_agentbench.contracts import (
     MetricValue,
     grade,
 )
-from pytest_agentbench.metrics import aggregate, by_family, graded, select
-from pytest_agentbench.stats import wilson_interval
 
 ACCURACY = MetricSpec(
     name="accuracy",

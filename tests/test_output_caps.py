@@ -6,16 +6,7 @@ import json
 
 import pytest
 
-from pytest_agentbench.canonical import canonical_json, sha256_hex
-from pytest_agentbench.contracts import (
-    CaseOutcome,
-    CaseResult,
-    Check,
-    CheckStatus,
-    Outcome,
-    RecordedOutput,
-)
-from pytest_agentbench.output_caps import (
+from pytest_agentbench.run.output_caps import (
     MARKER,
     TruncatedReceipt,
     cap_receipt,
@@ -23,6 +14,15 @@ from pytest_agentbench.output_caps import (
     cap_value,
     parse_max_output_bytes,
     stored_result,
+)
+from pytest_agentbench.sdk.canonical import canonical_json, sha256_hex
+from pytest_agentbench.sdk.contracts import (
+    CaseOutcome,
+    CaseResult,
+    Check,
+    CheckStatus,
+    Outcome,
+    RecordedOutput,
 )
 from pytest_agentbench.tools import Budget, Receipt
 

@@ -33,7 +33,7 @@ EXPLAIN_WORLD = """
 from typing import Protocol, runtime_checkable
 
 from demo_world import WORLD, DemoWorld
-from pytest_agentbench.hookspecs import hookimpl
+from pytest_agentbench.sdk.hookspecs import hookimpl
 
 
 @runtime_checkable

@@ -192,7 +192,7 @@ def test_evaluation_failure_is_a_harness_error_of_that_case(demo: pytest.Pyteste
 
 BROKEN_WORLD = """
 from demo_world import DemoWorld
-from pytest_agentbench.hookspecs import hookimpl
+from pytest_agentbench.sdk.hookspecs import hookimpl
 
 
 class BrokenRunWorld(DemoWorld):

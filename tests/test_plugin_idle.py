@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench import plugin, plugin_options
+from pytest_agentbench.plugin import facade as plugin
+from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.report import census, recorder
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.layout_world import write_layout_folder
@@ -29,9 +30,9 @@ IMPORT_PROBE = """
 import json, sys
 
 HEAVY = (
-    "pydantic", "yaml", "pytest_agentbench.report", "pytest_agentbench.contracts",
-    "pytest_agentbench.session", "pytest_agentbench.collect",
-    "pytest_agentbench.benchmark_plugin",
+    "pydantic", "yaml", "pytest_agentbench.report", "pytest_agentbench.sdk.contracts",
+    "pytest_agentbench.run.session", "pytest_agentbench.plugin.collect",
+    "pytest_agentbench.plugin.hooks",
 )
 WORLD_DECLARATIONS = ("pytest_agentbench.worlds",)
 
@@ -70,14 +71,14 @@ def _expected_processes(xdist_args: list[str]) -> set[str]:
 def test_importing_the_plugin_imports_no_model_world_or_report_module() -> None:
     code = (
         "import json, sys\n"
-        "import pytest_agentbench.plugin\n"
+        "import pytest_agentbench.plugin.facade\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     modules = json.loads(done.stdout)
-    assert "pytest_agentbench.plugin" in modules
+    assert "pytest_agentbench.plugin.facade" in modules
     assert [name for name in modules if name.startswith(HEAVY_PREFIXES)] == []
 
 
@@ -144,7 +145,9 @@ def test_a_recognised_layout_collected_by_path_turns_the_plugin_on(
 def test_a_packaged_suite_by_name(pytester: pytest.Pytester, xdist_args: list[str]) -> None:
     report = pytester.path / "run.json"
     result = pytester.runpytest(
-        "--agentbench-suite", "operations-maintenance-v1", f"--agentbench-report={report}",
+        "--agentbench-suite",
+        "operations-maintenance-v1",
+        f"--agentbench-report={report}",
         *xdist_args,
     )
     assert result.ret == pytest.ExitCode.OK
@@ -227,8 +230,7 @@ def test_a_broken_world_registration_met_while_collecting_is_a_usage_error(
     demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     demo.makeconftest(
-        REGISTERING_CONFTEST
-        + "from pytest_agentbench.hookspecs import hookimpl\n\n"
+        REGISTERING_CONFTEST + "from pytest_agentbench.sdk.hookspecs import hookimpl\n\n"
         "class Twice:\n"
         "    @hookimpl\n"
         "    def pytest_agentbench_world_kinds(self):\n"

@@ -85,8 +85,7 @@ def test_ini_setting_and_reference_agents(project: pytest.Pytester) -> None:
 
 def test_a_conftest_adapter_that_pickles_runs_isolated(project: pytest.Pytester) -> None:
     project.makeconftest(
-        REGISTERING_CONFTEST
-        + "import pytest\n"
+        REGISTERING_CONFTEST + "import pytest\n"
         "from agents import Recording\n\n"
         "@pytest.fixture(scope='session')\n"
         "def agentbench_adapter():\n"
@@ -99,8 +98,7 @@ def test_a_conftest_adapter_that_pickles_runs_isolated(project: pytest.Pytester)
 
 def test_a_conftest_adapter_that_cannot_be_pickled_is_refused(project: pytest.Pytester) -> None:
     project.makeconftest(
-        REGISTERING_CONFTEST
-        + "import pytest\n"
+        REGISTERING_CONFTEST + "import pytest\n"
         "from agents import Holding\n\n"
         "@pytest.fixture(scope='session')\n"
         "def agentbench_adapter():\n"

@@ -30,7 +30,7 @@ def pytest_sessionfinish(session):
     config = session.config
     worker = getattr(config, "workerinput", {{}}).get("workerid", "main")
     probe = {{
-        "active": "pytest_agentbench.benchmark_plugin" in sys.modules,
+        "active": "pytest_agentbench.plugin.hooks" in sys.modules,
         "worlds": sorted(name for name in sys.modules if name in WORLD_MODULES),
         "html": "pytest_agentbench.report.html" in sys.modules,
     }}

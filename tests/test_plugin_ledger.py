@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.canonical import canonical_bytes, sha256_hex
-from pytest_agentbench.case_ledger import evidence, file_part, ledger_path
 from pytest_agentbench.ledger import read_ledger
+from pytest_agentbench.run.case_ledger import evidence, file_part, ledger_path
+from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
 from tests.conftest import XDIST_ARGS
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.llm_server import ScriptedLLM
@@ -48,7 +48,7 @@ class ReturnsText:
 def audit(path: Path) -> str:
     """``agentbench audit-ledger PATH`` as a user runs it; its one line of output."""
     done = subprocess.run(
-        [sys.executable, "-m", "pytest_agentbench.cli", "audit-ledger", str(path)],
+        [sys.executable, "-m", "pytest_agentbench.cli.main", "audit-ledger", str(path)],
         capture_output=True,
         text=True,
         check=False,
@@ -324,9 +324,7 @@ def failing_disk(monkeypatch):
 def test_a_row_that_fails_to_write_makes_that_case_a_harness_error(
     project: pytest.Pytester,
 ) -> None:
-    project.makeconftest(
-        REGISTERING_CONFTEST + FAILING_FSYNC
-    )
+    project.makeconftest(REGISTERING_CONFTEST + FAILING_FSYNC)
     cases = run_demo(project, "ReturnsText")
     assert cases["demo-suite/c2"]["failure_class"] == "harness_error"
     assert "[ledger_write_failed]" in (cases["demo-suite/c2"]["failure_reason"] or "")

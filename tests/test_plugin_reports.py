@@ -10,8 +10,8 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]  # no stubs in the test extra
 import pytest
 
-from pytest_agentbench.canonical import artifact_set_digest, tree_files
 from pytest_agentbench.report.json_report import SCHEMA_PATH, schema_text
+from pytest_agentbench.sdk.canonical import artifact_set_digest, tree_files
 from tests.demo_world import DEMO_CONTROLS, write_demo_suite
 
 

@@ -17,11 +17,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_agentbench.registry import WorldRegistry
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
-from pytest_agentbench.runner import run_case
-from pytest_agentbench.session import SuiteLoader
+from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.registry import WorldRegistry
+from pytest_agentbench.sdk.runner import run_case
 from pytest_agentbench.tools import Receipt
 from tests import demo_world, tool_agents
 from tests.demo_world import TOOLS_WORLD, write_demo_suite

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.trials import trial_seed
+from pytest_agentbench.scoring.trials import trial_seed
 from tests.demo_runs import run_cases
 from tests.demo_world import write_demo_suite
 

@@ -89,8 +89,8 @@ def test_dist_each_runs_every_case_per_worker_but_counts_it_once(
 
 NULLABLE_WORLD = """
 from demo_world import DemoWorld
-from pytest_agentbench.contracts import MetricSpec
-from pytest_agentbench.hookspecs import hookimpl
+from pytest_agentbench.sdk.contracts import MetricSpec
+from pytest_agentbench.sdk.hookspecs import hookimpl
 
 
 class EscalatingWorld(DemoWorld):

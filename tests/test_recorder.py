@@ -4,8 +4,6 @@ from typing import Any, Literal
 
 import pytest
 
-from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass
-from pytest_agentbench.controls import ControlVerdict
 from pytest_agentbench.report.recorder import (
     CRASH_REASON,
     REFUSAL,
@@ -13,6 +11,8 @@ from pytest_agentbench.report.recorder import (
     RunRecorder,
     attach,
 )
+from pytest_agentbench.run.controls import ControlVerdict
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
 
 CASE_NODE = "suites/demo-suite/cases.jsonl::c1"
 CONTROL_NODE = "suites/demo-suite/suite.yaml::control-always-zero"

@@ -5,8 +5,8 @@ import types
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.registry import KindProtocols, LazyWorld, WorldRegistry
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import KindProtocols, LazyWorld, WorldRegistry
 from pytest_agentbench.tools import ToolAgent
 from tests.demo_world import DemoAdapter, DemoWorld, InteractiveDemoWorld, Reference
 

@@ -59,9 +59,7 @@ def test_each_suite_is_loaded_once_before_the_session_finishes(
     # loads as the suite's first case reports.
     write_demo_suite(demo.path, "first")
     write_demo_suite(demo.path, "second")
-    demo.makeconftest(
-        REGISTERING_CONFTEST + EVENT_LOG
-    )
+    demo.makeconftest(REGISTERING_CONFTEST + EVENT_LOG)
 
     result = demo.runpytest("-m", "not agentbench_control", "suites", *xdist_args)
 
@@ -80,7 +78,7 @@ def test_a_suite_the_controller_cannot_load_is_still_reported(demo: pytest.Pytes
         REGISTERING_CONFTEST
         + EVENT_LOG
         + """
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 
 def _refused_on_the_controller(self, suite):

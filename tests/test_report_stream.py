@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.canonical import canonical_json
-from pytest_agentbench.comparison import Comparison
-from pytest_agentbench.contracts import CaseOutcome, CaseResult
 from pytest_agentbench.report import json_report
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.json_report import AdapterIdentity, RunReport, environment
 from pytest_agentbench.report.summary import CaseEntry, RunSummary
+from pytest_agentbench.scoring.comparison import Comparison
+from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
 from tests.demo_world import DEMO_CONTROLS, REGISTERING_CONFTEST, write_demo_suite
 
 WRONG_ON_C2 = """\

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.contracts import Case, FailureClass, Outcome
-from pytest_agentbench.runner import (
+from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
+from pytest_agentbench.sdk.runner import (
     AdapterFailure,
     CaseTimeout,
     MalformedOutput,
@@ -21,8 +21,8 @@ from pytest_agentbench.runner import (
     release_alarm,
     run_case,
 )
-from pytest_agentbench.suite import Suite, SuiteConfig
-from pytest_agentbench.world import World
+from pytest_agentbench.sdk.suite import Suite, SuiteConfig
+from pytest_agentbench.sdk.world import World
 from tests.demo_world import WORLD as DEMO_WORLD
 from tests.demo_world import Reference
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_agentbench.stats import (
+from pytest_agentbench.scoring.stats import (
     BootstrapResult,
     HolmResult,
     RatioUnit,

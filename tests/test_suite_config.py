@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.suite import Suite, SuiteConfig, load_suite_config, pydantic_refusal
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import Suite, SuiteConfig, load_suite_config, pydantic_refusal
 
 MINIMAL = "id: demo-suite\nversion: 1.0.0\nworld: demo\ntitle: Demo\n"
 DISPLAY = "suites/demo-suite/suite.yaml"

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.adapters import implements, protocol_name
-from pytest_agentbench.contracts import FailureClass, Record
-from pytest_agentbench.runner import CaseTimeout, MalformedOutput
+from pytest_agentbench.run.adapters import implements, protocol_name
+from pytest_agentbench.sdk.contracts import FailureClass, Record
+from pytest_agentbench.sdk.runner import CaseTimeout, MalformedOutput
+from pytest_agentbench.sdk.world import accepted_protocols
 from pytest_agentbench.tools import (
     Receipt,
     ToolAgent,
@@ -19,7 +20,6 @@ from pytest_agentbench.tools import (
     parse_final,
     solve_with_session,
 )
-from pytest_agentbench.world import accepted_protocols
 from tests.demo_world import WORLD, DemoAdapter, Reference
 
 EMPTY = {"type": "object", "additionalProperties": False, "properties": {}}

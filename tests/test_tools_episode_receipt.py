@@ -8,7 +8,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from pytest_agentbench.canonical import JsonValue, sha256_hex
+from pytest_agentbench.sdk.canonical import JsonValue, sha256_hex
 from pytest_agentbench.tools import (
     EpisodeReceipt,
     Receipt,

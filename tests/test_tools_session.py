@@ -10,8 +10,8 @@ import jsonschema
 import pydantic
 import pytest
 
-from pytest_agentbench.canonical import canonical_json
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.tools import (
     BUDGET_EXHAUSTED,
     HANDLER_FAILED,

@@ -17,15 +17,15 @@ from typing import Final, Literal
 
 from pydantic import ValidationError
 
-from pytest_agentbench.canonical import (
+from pytest_agentbench.sdk.canonical import (
     JsonValue,
     canonical_json,
     pretty_json,
     read_json,
     sha256_hex,
 )
-from pytest_agentbench.contracts import Record
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 CASSETTE_SCHEME: Final = "agentbench-cassette/1"
 

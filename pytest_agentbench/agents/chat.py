@@ -26,8 +26,8 @@ from pytest_agentbench.agents.cassettes import RecordedResponse
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
 from pytest_agentbench.agents.usage import UsageLog
-from pytest_agentbench.canonical import JsonValue, canonical_json
 from pytest_agentbench.ledger import UsageReport
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
 from pytest_agentbench.tools import ToolCallError, ToolSessionLike
 from pytest_agentbench.tools.wrapping import FENCE_INSTRUCTIONS, fence_result
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.agents.settings import configure, resolve_settings
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from pytest_agentbench import plugin_options
-from pytest_agentbench.contracts import Record
-from pytest_agentbench.errors import UsageError
+from pytest_agentbench.plugin import options as plugin_options
+from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.errors import UsageError
 
 # Defined with the options, which are registered without importing pydantic.
 CassetteMode = plugin_options.CassetteMode

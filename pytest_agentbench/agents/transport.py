@@ -9,8 +9,8 @@ from typing import Any
 
 from pytest_agentbench.agents.cassettes import CassetteShelf, RecordedResponse
 from pytest_agentbench.agents.settings import ChatSettings
-from pytest_agentbench.canonical import JsonValue, loads_strict
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_AFTER_S = 30.0

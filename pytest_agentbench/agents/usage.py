@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_agentbench.agents.cassettes import RecordedResponse, request_digest
-from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.ledger import Attempt, Tokens, UsageReport
+from pytest_agentbench.sdk.canonical import JsonValue
 
 _TOKEN_FIELDS = {"input": "prompt_tokens", "output": "completion_tokens", "total": "total_tokens"}
 

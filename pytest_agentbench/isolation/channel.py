@@ -20,9 +20,9 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
 
-from pytest_agentbench.canonical import loads_strict
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.isolation.protocol import MAX_MESSAGE_BYTES, pickle_for_child
+from pytest_agentbench.sdk.canonical import loads_strict
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 _POLL_SLICE = 0.25
 """How often a wait also checks whether the child has died without closing its end."""

@@ -27,10 +27,6 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.adapters import _protocols_summary
-from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.contracts import FailureClass
-from pytest_agentbench.errors import AgentbenchError, UsageError
 from pytest_agentbench.isolation.channel import (
     AdapterProcess,
     ChannelError,
@@ -48,8 +44,12 @@ from pytest_agentbench.isolation.proxy import (
     session_spec,
     session_state,
 )
-from pytest_agentbench.registry import KindProtocols
-from pytest_agentbench.runner import (
+from pytest_agentbench.run.adapters import _protocols_summary
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.contracts import FailureClass
+from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
+from pytest_agentbench.sdk.registry import KindProtocols
+from pytest_agentbench.sdk.runner import (
     AdapterFailure,
     CaseTimeout,
     MalformedOutput,

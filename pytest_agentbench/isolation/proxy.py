@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.registry import KindProtocols
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.registry import KindProtocols
 from pytest_agentbench.tools import ToolSession
 
 if TYPE_CHECKING:

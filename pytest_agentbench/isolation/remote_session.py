@@ -21,9 +21,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.errors import field_path
 from pytest_agentbench.isolation.protocol import json_message, json_text
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.errors import field_path
 from pytest_agentbench.tools import (
     INVALID_ARGUMENTS,
     SESSION_CLOSED,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.isolation.host import IsolatedAdapters
-from pytest_agentbench.registry import KindProtocols
+from pytest_agentbench.sdk.registry import KindProtocols
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:

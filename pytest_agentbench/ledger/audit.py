@@ -18,8 +18,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.ledger.rows import (
     GENESIS,
     LEDGER_VERSION,
@@ -31,6 +29,8 @@ from pytest_agentbench.ledger.rows import (
     row_digest,
     totals_of,
 )
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 ROW_KEYS = frozenset(
     {"ledger_version", "row_index", "row_kind", "previous_row_digest_sha256", "row_digest_sha256"}

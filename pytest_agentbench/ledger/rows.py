@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
-from pytest_agentbench.canonical import JsonValue, canonical_bytes, sha256_hex
-from pytest_agentbench.contracts import Record
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
+from pytest_agentbench.sdk.contracts import Record
 
 LEDGER_VERSION = 3
 GENESIS = "0" * 64

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pytest_agentbench.canonical import read_json
-from pytest_agentbench.comparison import (
+from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.report.summary import SuiteSummary
+from pytest_agentbench.scoring.comparison import (
     CONFIDENCE,
     RESAMPLES,
     SEED,
@@ -18,10 +19,9 @@ from pytest_agentbench.comparison import (
     SuiteRun,
     compare_runs,
 )
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.report.json_report import RunReport
-from pytest_agentbench.report.summary import SuiteSummary
-from pytest_agentbench.suite import pydantic_refusal
+from pytest_agentbench.sdk.canonical import read_json
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import pydantic_refusal
 
 
 def read_run_report(path: Path, *, field: str | None = None) -> RunReport:

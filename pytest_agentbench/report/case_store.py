@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, NamedTuple
 
-from pytest_agentbench.canonical import canonical_json
-from pytest_agentbench.contracts import CaseResult
+from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.contracts import CaseResult
 
 
 class _Slot(NamedTuple):

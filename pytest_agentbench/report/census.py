@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.collect import CaseItem
-from pytest_agentbench.session import SuiteLoader
+from pytest_agentbench.plugin.collect import CaseItem
+from pytest_agentbench.run.session import SuiteLoader
 
 WORKEROUTPUT_KEY = "agentbench_census"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.comparison import Comparison, ComparisonRow, SuiteComparison
+from pytest_agentbench.scoring.comparison import Comparison, ComparisonRow, SuiteComparison
 
 _MARK = {
     "regression": "REGRESSION",

@@ -16,13 +16,13 @@ import pytest
 from pydantic import TypeAdapter
 
 from pytest_agentbench import __version__
-from pytest_agentbench.canonical import canonical_json, pretty_json
-from pytest_agentbench.comparison import Comparison
-from pytest_agentbench.contracts import Record
-from pytest_agentbench.gates import GateVerdict
-from pytest_agentbench.output_caps import TruncatedReceipt
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
+from pytest_agentbench.run.output_caps import TruncatedReceipt
+from pytest_agentbench.scoring.comparison import Comparison
+from pytest_agentbench.scoring.gates import GateVerdict
+from pytest_agentbench.sdk.canonical import canonical_json, pretty_json
+from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.tools.receipt import AnyReceipt
 
 SCHEMA_PATH = Path(__file__).with_name("run_report.schema.json")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.report.recorder import RunRecorder
-from pytest_agentbench.session import SuiteLoader
+from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 
 class SuitePreload:

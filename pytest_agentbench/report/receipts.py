@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
 
-from pytest_agentbench.canonical import pretty_json
-from pytest_agentbench.contracts import CaseResult
+from pytest_agentbench.sdk.canonical import pretty_json
+from pytest_agentbench.sdk.contracts import CaseResult
 
 
 def receipt_path(directory: Path, suite_id: str, case_id: str) -> Path:

@@ -20,10 +20,10 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from pytest_agentbench.contracts import CaseOutcome, CaseResult, FailureClass, harness_error
-from pytest_agentbench.controls import ControlVerdict
-from pytest_agentbench.crashes import CrashWitness
 from pytest_agentbench.report.case_store import CaseStore
+from pytest_agentbench.run.controls import ControlVerdict
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass, harness_error
+from pytest_agentbench.sdk.crashes import CrashWitness
 
 IDENTITY_ATTR = "agentbench_identity"
 RESULT_ATTR = "agentbench_result"

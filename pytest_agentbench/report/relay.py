@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.collect import (
+from pytest_agentbench.plugin.collect import (
     RESULT_KEY,
     VERDICT_KEY,
     CaseItem,
     ControlItem,
     FailureRepr,
 )
-from pytest_agentbench.contracts import CaseOutcome
-from pytest_agentbench.output_caps import DEFAULT_MAX_OUTPUT_BYTES, stored_result
 from pytest_agentbench.report.recorder import IDENTITY_ATTR, Identity, RunRecorder, attach
+from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES, stored_result
+from pytest_agentbench.sdk.contracts import CaseOutcome
 
 
 def identity_of(item: CaseItem | ControlItem) -> Identity:

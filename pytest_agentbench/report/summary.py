@@ -7,7 +7,20 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pytest_agentbench.contracts import (
+from pytest_agentbench.report.case_store import CaseStore
+from pytest_agentbench.report.recorder import Identity, RunRecorder
+from pytest_agentbench.run.controls import ControlVerdict
+from pytest_agentbench.run.packaged import packaged_suites
+from pytest_agentbench.run.session import LoadedSuite, SuiteLoader, grade_outcome, suite_digests
+from pytest_agentbench.scoring.gates import Gate, GateVerdict, judge, parse_gate
+from pytest_agentbench.scoring.metrics import MetricDefinition, aggregate, definition, select
+from pytest_agentbench.scoring.trials import (
+    TrialSummary,
+    clustered_intervals,
+    split_item_name,
+    summarise_trials,
+)
+from pytest_agentbench.sdk.contracts import (
     CaseOutcome,
     CaseResult,
     FailureClass,
@@ -15,21 +28,8 @@ from pytest_agentbench.contracts import (
     Outcome,
     Record,
 )
-from pytest_agentbench.controls import ControlVerdict
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.gates import Gate, GateVerdict, judge, parse_gate
-from pytest_agentbench.metrics import MetricDefinition, aggregate, definition, select
-from pytest_agentbench.packaged import packaged_suites
-from pytest_agentbench.report.case_store import CaseStore
-from pytest_agentbench.report.recorder import Identity, RunRecorder
-from pytest_agentbench.session import LoadedSuite, SuiteLoader, grade_outcome, suite_digests
-from pytest_agentbench.suite import SUITE_FILE
-from pytest_agentbench.trials import (
-    TrialSummary,
-    clustered_intervals,
-    split_item_name,
-    summarise_trials,
-)
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import SUITE_FILE
 
 
 class CaseEntry(Record):

@@ -6,7 +6,7 @@ call is validated, budgeted, byte-counted and recorded into a :class:`Receipt`
 whose canonical partition has a stable sha256 digest. See docs/tool-sessions.md.
 """
 
-from pytest_agentbench.tool_agent import ToolAgent
+from pytest_agentbench.sdk.tool_agent import ToolAgent
 from pytest_agentbench.tools.agent import (
     ToolSessionLike,
     parse_final,

@@ -5,7 +5,7 @@ it gets the world's public task view (a dict) and a :class:`ToolSession`, and
 returns the world's final answer object. :func:`solve_with_session` is how a
 world calls it: failures are classified, the session is closed, and the
 outcome carries the receipt whatever happened. :class:`ToolAgent` itself is
-defined in :mod:`pytest_agentbench.tool_agent`, which imports nothing heavy
+defined in :mod:`pytest_agentbench.sdk.tool_agent`, which imports nothing heavy
 (:mod:`pytest_agentbench.tools` exports it).
 """
 
@@ -16,10 +16,10 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_agentbench.canonical import JsonValue, loads_strict
-from pytest_agentbench.contracts import FailureClass, Outcome
-from pytest_agentbench.errors import AgentbenchError, field_path
-from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput, call_adapter
+from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
+from pytest_agentbench.sdk.contracts import FailureClass, Outcome
+from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput, call_adapter
 from pytest_agentbench.tools.session import ToolSession
 from pytest_agentbench.tools.spec import HANDLER_FAILED, ToolDescriptor
 
@@ -56,8 +56,8 @@ def parse_final(raw: Any, model: type[M]) -> M:
 
     ``raw`` may be the object itself or JSON text (duplicate keys refused).
     Unknown fields and wrong types are refused as well, provided ``model``
-    forbids extra fields (as :class:`~pytest_agentbench.contracts.Record` does).
-    Every refusal is :class:`~pytest_agentbench.runner.MalformedOutput`.
+    forbids extra fields (as :class:`~pytest_agentbench.sdk.contracts.Record` does).
+    Every refusal is :class:`~pytest_agentbench.sdk.runner.MalformedOutput`.
     """
     value = raw
     if isinstance(raw, str | bytes):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from pytest_agentbench.canonical import JsonValue
+from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.tools.spec import ToolDescriptor
 
 

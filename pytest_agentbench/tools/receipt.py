@@ -22,8 +22,8 @@ from typing import Final, Literal
 
 from pydantic import Field, model_validator
 
-from pytest_agentbench.canonical import JsonValue, pretty_json, sha256_hex
-from pytest_agentbench.contracts import Record
+from pytest_agentbench.sdk.canonical import JsonValue, pretty_json, sha256_hex
+from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.tools.records import ToolCallRecord, encode_canonical
 from pytest_agentbench.tools.spec import Budget, ToolDescriptor
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pytest_agentbench.canonical import JsonValue
+from pytest_agentbench.sdk.canonical import JsonValue
 
 # canonical_json's output, without its walk over the value in search of
 # non-finite numbers: the encoder refuses them itself (ValueError). Every call

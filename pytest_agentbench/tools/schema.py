@@ -36,8 +36,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_agentbench.canonical import JsonValue, canonical_json, loads_strict
-from pytest_agentbench.errors import field_path
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict
+from pytest_agentbench.sdk.errors import field_path
 
 Path = tuple[int | str, ...]
 Check = Callable[[Any, Path], None]

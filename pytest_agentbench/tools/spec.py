@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from pytest_agentbench.canonical import JsonValue, canonical_json
-from pytest_agentbench.contracts import Record
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.tools.schema import Check, check_tool_schema, compile_schema
 
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 
-from pytest_agentbench.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
 
 MARKER_LENGTH = 24
 

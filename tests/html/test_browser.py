@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.comparison import Comparison
 from pytest_agentbench.report.html import write_html
+from pytest_agentbench.scoring.comparison import Comparison
 from tests.browser import Browser, dump_dom, find_chromium
 from tests.html import sample
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from pytest_agentbench.packaged import packaged_suites, suites_dir
 from pytest_agentbench.report.html import render_html
+from pytest_agentbench.run.packaged import packaged_suites, suites_dir
 from tests.demo_world import write_demo_suite
 
 VOLATILE = re.compile(r'<span class="volatile">[^<]*</span>')

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.cli import main
-from pytest_agentbench.contracts import RecordedOutput
+from pytest_agentbench.cli.main import main
 from pytest_agentbench.report.html import grid, render_html
+from pytest_agentbench.sdk.contracts import RecordedOutput
 from tests.html import sample
 
 

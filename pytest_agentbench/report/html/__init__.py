@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_agentbench.canonical import read_json
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.report.html.read import Doc
 from pytest_agentbench.report.html.render import render_html
+from pytest_agentbench.sdk.canonical import read_json
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 __all__ = ["read_report_document", "render_html", "write_html"]
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from pytest_agentbench.canonical import canonical_json
 from pytest_agentbench.report.html import read
+from pytest_agentbench.sdk.canonical import canonical_json
 
 STATUSES = ("pass", "fail", "missing", "none")
 SYMBOL = {"pass": "✓", "fail": "✗", "missing": "?", "none": "\u2013"}

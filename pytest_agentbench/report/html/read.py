@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.sdk.canonical import canonical_json
 
 Doc = Mapping[str, Any]
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from pytest_agentbench.canonical import (
+from pytest_agentbench.sdk.canonical import (
     JsonValue,
     artifact_set_digest,
     artifact_set_digest_from_hashes,
@@ -27,8 +27,8 @@ from pytest_agentbench.canonical import (
     sha256_hex,
     tree_files,
 )
-from pytest_agentbench.contracts import Record
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.models import (
     AuthorityTruth,
     BindingsFile,

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_agentbench.canonical import JsonValue, loads_strict
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.suite import SuiteConfig
+from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import SuiteConfig
 
 PUBLIC_DIR = "public"
 EVALUATOR_DIR = "evaluator"

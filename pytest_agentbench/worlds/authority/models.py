@@ -17,7 +17,7 @@ every record follows:
 * Ids are stripped and must be non-blank.
 * Optional fields serialise as ``null``.
 
-On disk, JSON files are :func:`~pytest_agentbench.canonical.pretty_json` of
+On disk, JSON files are :func:`~pytest_agentbench.sdk.canonical.pretty_json` of
 :func:`record_json` (``indent=2``, sorted keys) and JSONL files hold one
 compact object a line with keys in the model's field order (:func:`jsonl_text`),
 as the original writes them, so parsing then writing reproduces the bytes.
@@ -40,10 +40,10 @@ from pydantic import (
     model_validator,
 )
 
-from pytest_agentbench.canonical import JsonValue, pretty_json
-from pytest_agentbench.contracts import Record
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.suite import pydantic_refusal
+from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
+from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import pydantic_refusal
 
 # ---------------------------------------------------------------------------
 # Field types

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.registry import LazyWorld
+from pytest_agentbench.sdk.hookspecs import hookimpl
+from pytest_agentbench.sdk.registry import LazyWorld
 
 # Spelt out rather than imported from ``layout``: importing the registration
 # must stay free (tests check the two agree).

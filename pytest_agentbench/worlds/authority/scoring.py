@@ -24,7 +24,7 @@ precision) have no per-action check: they are built from measurements only.
 Every metric but F1 is a rate of two measurement keys summed over actions, and
 is ``None`` (never 0.0) when its denominator is zero. :func:`score_trace`
 grades every action with :func:`grade_action` and aggregates those results with
-the core :func:`~pytest_agentbench.metrics.aggregate`, exactly as a pytest run
+the core :func:`~pytest_agentbench.scoring.metrics.aggregate`, exactly as a pytest run
 does: there is no second computation of any metric.
 """
 
@@ -33,8 +33,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
-from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.contracts import (
+from pytest_agentbench.scoring.metrics import aggregate
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.contracts import (
     Case,
     CaseResult,
     Check,
@@ -45,8 +46,7 @@ from pytest_agentbench.contracts import (
     Outcome,
     grade,
 )
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.metrics import aggregate
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.models import AuthorityTruth, CanonicalBinding, CaseLabel
 from pytest_agentbench.worlds.authority.trace import ObservedActionTrace, is_uninformative
 

@@ -17,17 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.canonical import (
+from pytest_agentbench.sdk.canonical import (
     canonical_json,
     decode_lines_lenient,
     loads_strict,
     read_bytes,
     undecodable_line,
 )
-from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import MalformedOutput, call_adapter, describe_exception
-from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, SuiteConfig
+from pytest_agentbench.sdk.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.runner import MalformedOutput, call_adapter, describe_exception
+from pytest_agentbench.sdk.suite import CONTROLS_FILE, SUITE_FILE, Suite, SuiteConfig
 from pytest_agentbench.worlds.authority import agents, builder, bundle, layout, scoring
 from pytest_agentbench.worlds.authority.models import (
     AuthorityTruth,

@@ -13,10 +13,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_agentbench.canonical import JsonValue, canonical_json
-from pytest_agentbench.contracts import Case, CaseResult, MetricSpec, Outcome, grade
-from pytest_agentbench.errors import AgentbenchError, field_path
-from pytest_agentbench.runner import MalformedOutput
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk.contracts import Case, CaseResult, MetricSpec, Outcome, grade
+from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+from pytest_agentbench.sdk.runner import MalformedOutput
 from pytest_agentbench.worlds.evidence_binding import (
     asteria_reader,
     baselines,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.registry import LazyWorld
+from pytest_agentbench.sdk.hookspecs import hookimpl
+from pytest_agentbench.sdk.registry import LazyWorld
 
 # Spelt out rather than imported, so that registering imports nothing of the
 # world: the root manifest beside the public manifest (Asteria) or beside
@@ -14,7 +14,9 @@ WORLD = LazyWorld(
     "evidence-binding",
     "pytest_agentbench.worlds.evidence_binding.world:WORLD",
     layout_markers=LAYOUT_MARKERS,
-    adapter_protocols=("pytest_agentbench.worlds.evidence_binding.protocol:EvidenceBindingAdapter",),
+    adapter_protocols=(
+        "pytest_agentbench.worlds.evidence_binding.protocol:EvidenceBindingAdapter",
+    ),
 )
 
 

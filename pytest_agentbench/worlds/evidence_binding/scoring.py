@@ -23,8 +23,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_agentbench.contracts import Case, CaseResult, Check, CheckStatus, MetricSpec, Outcome
-from pytest_agentbench.contracts import grade as grade_case
+from pytest_agentbench.sdk.contracts import (
+    Case,
+    CaseResult,
+    Check,
+    CheckStatus,
+    MetricSpec,
+    Outcome,
+)
+from pytest_agentbench.sdk.contracts import grade as grade_case
 from pytest_agentbench.worlds.evidence_binding.artifacts import Governed
 from pytest_agentbench.worlds.evidence_binding.asteria import AsteriaPublic, MeasurementScope
 from pytest_agentbench.worlds.evidence_binding.enterprise import EnterprisePublic

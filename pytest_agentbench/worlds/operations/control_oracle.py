@@ -16,10 +16,10 @@ from types import MappingProxyType
 
 from pydantic import StrictStr, ValidationError
 
-from pytest_agentbench.canonical import loads_yaml_strict, sha256_hex
-from pytest_agentbench.contracts import Record
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.suite import pydantic_refusal
+from pytest_agentbench.sdk.canonical import loads_yaml_strict, sha256_hex
+from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import pydantic_refusal
 
 ORACLE_FILE = "maintenance_negative_controls_v0_5.yaml"
 

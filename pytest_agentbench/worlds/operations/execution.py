@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.ledger import (
     CallPayload,
     Decision,
@@ -27,6 +25,8 @@ from pytest_agentbench.ledger import (
     ReportsUsage,
 )
 from pytest_agentbench.ledger.writer import open_no_follow
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.operations.episode import (
     ENGINE_VERSION,
     episode_from_json,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.registry import LazyWorld
+from pytest_agentbench.sdk.hookspecs import hookimpl
+from pytest_agentbench.sdk.registry import LazyWorld
 
 # Spelt out rather than imported from ``world``: importing the registration must
 # stay free (a test checks the two agree).
@@ -11,7 +11,7 @@ WORLD = LazyWorld(
     "operations",
     "pytest_agentbench.worlds.operations.world:WORLD",
     layout_markers=(("maintenance_v0_1.yaml",),),
-    adapter_protocols=("pytest_agentbench.tool_agent:ToolAgent",),
+    adapter_protocols=("pytest_agentbench.sdk.tool_agent:ToolAgent",),
 )
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_agentbench.canonical import JsonValue, canonical_bytes, sha256_hex
-from pytest_agentbench.runner import MalformedOutput
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
+from pytest_agentbench.sdk.runner import MalformedOutput
 from pytest_agentbench.tools import ToolCallError
 from pytest_agentbench.worlds.operations.episode import (
     EpisodeRecord,

@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import StrictStr, ValidationError
 
-from pytest_agentbench.canonical import (
+from pytest_agentbench.run.controls_oracle import ControlOracle, OracleIdentity
+from pytest_agentbench.sdk.canonical import (
     JsonValue,
     artifact_set_digest,
     canonical_json,
@@ -27,7 +28,7 @@ from pytest_agentbench.canonical import (
     read_yaml,
     tree_files,
 )
-from pytest_agentbench.contracts import (
+from pytest_agentbench.sdk.contracts import (
     Case,
     CaseResult,
     Check,
@@ -39,10 +40,9 @@ from pytest_agentbench.contracts import (
     Record,
     grade,
 )
-from pytest_agentbench.controls_oracle import ControlOracle, OracleIdentity
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput, cap_text
-from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput, cap_text
+from pytest_agentbench.sdk.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
 from pytest_agentbench.tools import HANDLER_FAILED, EpisodeReceipt, ToolAgent, ToolHarnessError
 from pytest_agentbench.tools.agent import ADAPTER_FAILED, MALFORMED_FINAL, TIMED_OUT
 from pytest_agentbench.worlds.operations import agents, execution

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_agentbench.canonical import loads_strict
-from pytest_agentbench.errors import AgentbenchError, field_path
+from pytest_agentbench.sdk.canonical import loads_strict
+from pytest_agentbench.sdk.errors import AgentbenchError, field_path
 from pytest_agentbench.worlds.retrieval.models import Envelope, Task
 
 

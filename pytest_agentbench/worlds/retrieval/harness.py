@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_agentbench.contracts import FailureClass
-from pytest_agentbench.runner import AdapterFailure, call_adapter
+from pytest_agentbench.sdk.contracts import FailureClass
+from pytest_agentbench.sdk.runner import AdapterFailure, call_adapter
 from pytest_agentbench.tools import ToolCallError, ToolSession
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent
 from pytest_agentbench.worlds.retrieval.backends import TaskScope, backend_id

@@ -1,6 +1,6 @@
 """Canonical JSON as the original computes it (format page section 9).
 
-The project's own :func:`pytest_agentbench.canonical.canonical_json` sorts keys
+The project's own :func:`pytest_agentbench.sdk.canonical.canonical_json` sorts keys
 by code point and writes Python floats; the original's fingerprints are taken
 over JavaScript's ``JSON.stringify`` with keys sorted by UTF-16 code units. The
 two differ on astral-plane keys, on floats such as ``1.0`` and ``1e21`` and on
@@ -16,7 +16,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 _ESCAPES = {
     '"': '\\"',

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.registry import LazyWorld
+from pytest_agentbench.sdk.hookspecs import hookimpl
+from pytest_agentbench.sdk.registry import LazyWorld
 
 # A published fixture folder holds manifest.json beside tasks/, corpus/ and
 # oracles/; recognise() then checks the manifest's schema before claiming it.
@@ -12,7 +12,7 @@ WORLD = LazyWorld(
     "pytest_agentbench.worlds.retrieval.world:WORLD",
     layout_markers=(("manifest.json",),),
     adapter_protocols=(
-        "pytest_agentbench.tool_agent:ToolAgent",
+        "pytest_agentbench.sdk.tool_agent:ToolAgent",
         "pytest_agentbench.worlds.retrieval.protocol:RetrievalBackend",
     ),
 )

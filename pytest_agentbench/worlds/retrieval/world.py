@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.canonical import loads_strict
-from pytest_agentbench.contracts import (
+from pytest_agentbench.sdk.canonical import loads_strict
+from pytest_agentbench.sdk.contracts import (
     Case,
     CaseResult,
     Check,
@@ -30,9 +30,9 @@ from pytest_agentbench.contracts import (
     Outcome,
     grade,
 )
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import MalformedOutput
-from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.runner import MalformedOutput
+from pytest_agentbench.sdk.suite import SUITE_FILE, Suite, SuiteConfig
 from pytest_agentbench.tools import ToolAgent
 from pytest_agentbench.worlds.retrieval import controls, fixture, metrics
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues, load_cues

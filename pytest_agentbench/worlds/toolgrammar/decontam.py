@@ -48,9 +48,7 @@ def char_shingles(prompt: str) -> frozenset[str]:
 
 def word_grams(prompt: str) -> frozenset[str]:
     words = _normal(prompt).split(" ")
-    return frozenset(
-        " ".join(words[i : i + WORD_GRAM]) for i in range(len(words) - WORD_GRAM + 1)
-    )
+    return frozenset(" ".join(words[i : i + WORD_GRAM]) for i in range(len(words) - WORD_GRAM + 1))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.registry import LazyWorld
+from pytest_agentbench.sdk.hookspecs import hookimpl
+from pytest_agentbench.sdk.registry import LazyWorld
 
 WORLD = LazyWorld(
     "toolgrammar",
     "pytest_agentbench.worlds.toolgrammar.world:WORLD",
-    adapter_protocols=("pytest_agentbench.tool_agent:ToolAgent",),
+    adapter_protocols=("pytest_agentbench.sdk.tool_agent:ToolAgent",),
 )
 
 

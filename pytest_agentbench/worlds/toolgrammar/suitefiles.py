@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.canonical import (
+from pytest_agentbench.sdk.canonical import (
     JsonValue,
     artifact_set_digest,
     canonical_json,
@@ -28,7 +28,7 @@ from pytest_agentbench.canonical import (
     read_json,
     tree_files,
 )
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.toolgrammar.sandbox import BuiltWorld
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
 
@@ -97,9 +97,9 @@ def write_suite(
         public[rel] = _jsonl([public_line(r) for r in kept]).encode("utf-8")
         oracle[rel] = _jsonl([r.model_dump(mode="json") for r in kept]).encode("utf-8")
         if hidden:
-            public[f"{HIDDEN_DIR}/{world}.jsonl"] = _jsonl(
-                [public_line(r) for r in hidden]
-            ).encode("utf-8")
+            public[f"{HIDDEN_DIR}/{world}.jsonl"] = _jsonl([public_line(r) for r in hidden]).encode(
+                "utf-8"
+            )
             sealed[rel] = _jsonl([r.model_dump(mode="json") for r in hidden]).encode("utf-8")
     if summary is not None:
         public[SUMMARY] = pretty_json(dict(summary)).encode("utf-8")

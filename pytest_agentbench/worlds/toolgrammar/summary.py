@@ -7,8 +7,8 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.toolgrammar.decontam import Decontamination
 from pytest_agentbench.worlds.toolgrammar.generator import SEED_SHORTFALLS, Generation
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
@@ -95,6 +95,9 @@ def summary(
             "leaking_pairs": len(decontamination.leaks),
             "surface_duplicates_tolerated": decontamination.surface_duplicates,
         },
-        "seal": {"split": HIDDEN, "count": sum(1 for t in tasks if t.split == HIDDEN),
-                 "sha256": seal(tasks)},
+        "seal": {
+            "split": HIDDEN,
+            "count": sum(1 for t in tasks if t.split == HIDDEN),
+            "sha256": seal(tasks),
+        },
     }

@@ -20,11 +20,18 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from pytest_agentbench.canonical import JsonValue, canonical_json, loads_strict, read_jsonl
-from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome, Record
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import MalformedOutput
-from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, pydantic_refusal
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict, read_jsonl
+from pytest_agentbench.sdk.contracts import (
+    Case,
+    CaseResult,
+    ControlAgent,
+    MetricSpec,
+    Outcome,
+    Record,
+)
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.runner import MalformedOutput
+from pytest_agentbench.sdk.suite import CONTROLS_FILE, SUITE_FILE, Suite, pydantic_refusal
 from pytest_agentbench.tools import ToolAgent, ToolSession, solve_with_session
 from pytest_agentbench.tools import parse_final as parse_strictly
 from pytest_agentbench.worlds.toolgrammar import agents, checks
@@ -167,12 +174,17 @@ def _check_plants(task: PublicTask, shown: str, line: int) -> None:
             raise AgentbenchError(
                 "invalid_task",
                 f"{task.world} cannot plant text into {plant.verb.value}.{plant.field_name}",
-                file=shown, line=line, field=f"injections[{index}]",
+                file=shown,
+                line=line,
+                field=f"injections[{index}]",
             )
         if one(built_world(domain).conn, target[0], target[1], plant.match) is None:
             raise AgentbenchError(
-                "unknown_reference", f"no {target[0]} row {plant.match!r} to plant into",
-                file=shown, line=line, field=f"injections[{index}].match",
+                "unknown_reference",
+                f"no {target[0]} row {plant.match!r} to plant into",
+                file=shown,
+                line=line,
+                field=f"injections[{index}].match",
             )
 
 

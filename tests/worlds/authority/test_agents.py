@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority import agents
 from pytest_agentbench.worlds.authority.agents import (
     ROW_FIELDS,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority import asteria
 from pytest_agentbench.worlds.authority.builder import (
     WorldSource,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.canonical import artifact_set_digest, sha256_hex
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.canonical import artifact_set_digest, sha256_hex
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.bundle import (
     build_evaluator_bundle,
     build_public_bundle,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.engine import (
     Actor,
     accountable_owner_chain,

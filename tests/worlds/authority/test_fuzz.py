@@ -1,7 +1,7 @@
 """Fuzz: the authority readers and the replay refuse bad input by name, never by traceback.
 
 Every generated input is either accepted or refused with an
-:class:`~pytest_agentbench.errors.AgentbenchError` carrying a snake_case code;
+:class:`~pytest_agentbench.sdk.errors.AgentbenchError` carrying a snake_case code;
 any other exception fails the test. Beyond "does not crash", each property
 pins what the acceptance or refusal must look like (the code, the field, the
 round trip, the prefix state), so a regression in the refusal itself fails too.
@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from pytest_agentbench.canonical import JsonValue, canonical_json
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority import asteria
 from pytest_agentbench.worlds.authority.agents import ROW_FIELDS, ReferenceAgent
 from pytest_agentbench.worlds.authority.builder import build_benchmark

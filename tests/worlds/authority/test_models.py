@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.canonical import loads_strict
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.canonical import loads_strict
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.models import (
     AuthorityTruth,
     Capability,

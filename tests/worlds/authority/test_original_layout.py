@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench import cli
-from pytest_agentbench.packaged import packaged_suites
+from pytest_agentbench.cli import main as cli
+from pytest_agentbench.run.packaged import packaged_suites
 
 AUTHORED = "asteria-authored-v1"
 SUITE_ROOT = packaged_suites()[AUTHORED]

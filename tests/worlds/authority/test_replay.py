@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.models import (
     ActionAttempted,
     Attempt,

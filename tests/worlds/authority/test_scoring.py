@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.contracts import (
+from pytest_agentbench.scoring.metrics import aggregate
+from pytest_agentbench.sdk.contracts import (
     Case,
     CaseOutcome,
     CaseResult,
@@ -13,8 +14,7 @@ from pytest_agentbench.contracts import (
     FailureClass,
     Outcome,
 )
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.metrics import aggregate
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.models import AuthorityTruth, CanonicalBinding, CaseLabel
 from pytest_agentbench.worlds.authority.scoring import (
     CHECK_NAMES,

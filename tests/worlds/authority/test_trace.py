@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.canonical import canonical_json
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.trace import (
     NULLABLE_FIELDS,
     SCORED_FIELDS,

@@ -6,8 +6,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_agentbench.canonical import canonical_json
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.scoring import score_trace
 from pytest_agentbench.worlds.authority.trace import NULLABLE_FIELDS, read_trace, row_json
 from pytest_agentbench.worlds.authority.validate import (
@@ -318,7 +318,7 @@ def test_warnings_alone_never_stop_the_scorer() -> None:
 
 
 def test_a_line_that_is_not_utf8_is_refused_alone_with_its_event_id() -> None:
-    from pytest_agentbench.canonical import decode_lines_lenient
+    from pytest_agentbench.sdk.canonical import decode_lines_lenient
 
     lines = good_document()
     lines[0] = lines[0].replace('"decision"', '"deci\\u00ffsion"')

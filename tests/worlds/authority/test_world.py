@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench import cli
-from pytest_agentbench.canonical import canonical_json
-from pytest_agentbench.packaged import packaged_suites
-from pytest_agentbench.suite import SUITE_FILE, Suite, load_suite_config
+from pytest_agentbench.cli import main as cli
+from pytest_agentbench.run.packaged import packaged_suites
+from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.suite import SUITE_FILE, Suite, load_suite_config
 from pytest_agentbench.worlds.authority.agents import CurrentStateAgent, ReferenceAgent
 from pytest_agentbench.worlds.authority.bundle import read_public
 from pytest_agentbench.worlds.authority.world import WORLD
@@ -357,7 +357,7 @@ def test_tampered_public_file_is_a_named_collection_error(pytester: pytest.Pytes
 RECORDER = """
 from pathlib import Path
 
-from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.worlds.authority.agents import ReferenceAgent
 
 RECORDS = Path({records!r})

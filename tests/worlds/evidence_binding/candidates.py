@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.worlds.evidence_binding import generator
 from pytest_agentbench.worlds.evidence_binding.artifacts import CandidateTree
 
@@ -119,8 +119,8 @@ def resum(files: dict[str, bytes]) -> dict[str, bytes]:
 
 def authority_suite() -> str:
     """The id of a shipped suite of the authority world (its name changes between versions)."""
-    from pytest_agentbench.packaged import packaged_suites
-    from pytest_agentbench.suite import SUITE_FILE, load_suite_config
+    from pytest_agentbench.run.packaged import packaged_suites
+    from pytest_agentbench.sdk.suite import SUITE_FILE, load_suite_config
 
     for suite_id, root in sorted(packaged_suites().items()):
         if load_suite_config(root / SUITE_FILE, suite_id).world == "authority":

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.evidence_binding import asteria_reader
 from pytest_agentbench.worlds.evidence_binding.artifacts import CandidateTree
 from pytest_agentbench.worlds.evidence_binding.asteria import ORIGINAL_BENCHMARK_ID

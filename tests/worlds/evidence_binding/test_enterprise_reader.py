@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.evidence_binding import enterprise_reader
 from pytest_agentbench.worlds.evidence_binding.enterprise import ORIGINAL_BENCHMARK_ID
 from tests.worlds.evidence_binding.candidates import (

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.contracts import CaseOutcome, FailureClass, Outcome
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import AdapterFailure, MalformedOutput
-from pytest_agentbench.suite import Suite, SuiteConfig
+from pytest_agentbench.sdk.contracts import CaseOutcome, FailureClass, Outcome
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.runner import AdapterFailure, MalformedOutput
+from pytest_agentbench.sdk.suite import Suite, SuiteConfig
 from pytest_agentbench.worlds.evidence_binding import baselines
 from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent
 from pytest_agentbench.worlds.evidence_binding.world import WORLD

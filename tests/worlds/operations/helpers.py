@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from pytest_agentbench.canonical import JsonValue
+from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.worlds.operations.domains import DOMAINS
 from pytest_agentbench.worlds.operations.episode import EpisodeRecord, run_episode
 from pytest_agentbench.worlds.operations.evaluation import ResultVector, evaluate_episode

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.operations import agents
 from pytest_agentbench.worlds.operations.control_oracle import ORACLE_FILE, load_control_oracle
 from pytest_agentbench.worlds.operations.gate import bind_control_oracle

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.runner import AdapterFailure
+from pytest_agentbench.sdk.runner import AdapterFailure
 from pytest_agentbench.tools import ToolCallError
 from pytest_agentbench.worlds.operations.agents import AlwaysWait, Reference
 from tests.worlds.operations.helpers import (

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_agentbench.canonical import canonical_json
+from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.worlds.operations.agents import Reference
 from pytest_agentbench.worlds.operations.episode import ledger_text
 from tests.worlds.operations.helpers import Scripted, episode, grade, load, rows, spec_dict, wait

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.retrieval import fixture
 from pytest_agentbench.worlds.retrieval.jscanon import sha256_text
 from pytest_agentbench.worlds.retrieval.spans import canonical_form_problem, span_hash, split_lines

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.retrieval.jscanon import canonical, fingerprint, number, sha256_text
 
 

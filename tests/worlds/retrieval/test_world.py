@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.suite import SUITE_FILE
+from pytest_agentbench.sdk.suite import SUITE_FILE
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues
 from pytest_agentbench.worlds.retrieval.backends import LexicalBackend, TaskScope
 from pytest_agentbench.worlds.retrieval.harness import Harness
@@ -270,7 +270,7 @@ def test_a_published_fixture_runs_by_path_with_no_suite_yaml(
 def test_the_cli_verifies_and_evaluates_a_published_fixture_by_path(
     published: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_agentbench.cli import main
+    from pytest_agentbench.cli.main import main
 
     monkeypatch.chdir(published.parent)
     assert main(["verify", "published"]) == 0
@@ -323,7 +323,7 @@ def test_a_broken_published_fixture_is_refused_by_name(
     tamper: Any,
     message: str,
 ) -> None:
-    from pytest_agentbench.cli import main
+    from pytest_agentbench.cli.main import main
 
     tamper(published)
     result = pytester.runpytest("published", "-q")

@@ -40,16 +40,29 @@ class LabDomain(Domain):
     seed = 7
     writable_tables = ()
     nouns = Nouns(
-        principal="member", principals="members", principal_table="members",
-        principal_id="member_id", principal_name="name", group="team",
-        record="loan", records="loans", record_table="loans", record_id="loan_id",
-        record_owner="member_id", record_statuses=("out", "returned"),
-        principal_count_metric="member_count", id_prefix_record="LN",
+        principal="member",
+        principals="members",
+        principal_table="members",
+        principal_id="member_id",
+        principal_name="name",
+        group="team",
+        record="loan",
+        records="loans",
+        record_table="loans",
+        record_id="loan_id",
+        record_owner="member_id",
+        record_statuses=("out", "returned"),
+        principal_count_metric="member_count",
+        id_prefix_record="LN",
     )
     metrics = (
         MetricDef("member_count", "members m", "COUNT(*)", {"team": "m.team"}),
-        MetricDef("loan_count", "loans l JOIN members m ON m.member_id = l.member_id",
-                  "COUNT(*)", {"team": "m.team", "status": "l.status"}),
+        MetricDef(
+            "loan_count",
+            "loans l JOIN members m ON m.member_id = l.member_id",
+            "COUNT(*)",
+            {"team": "m.team", "status": "l.status"},
+        ),
     )
 
     def schema(self) -> str:
@@ -65,9 +78,14 @@ class LabDomain(Domain):
             for n, name in enumerate(NAMES, start=1)
         ]
         loans = [
-            {"loan_id": f"LN-{n:05d}", "member_id": rng.choice(members)["member_id"],
-             "item": rng.choice(ITEMS), "status": rng.choice(("out", "returned")),
-             "loaned_date": day(-rng.randint(1, 60)), "notes": ""}
+            {
+                "loan_id": f"LN-{n:05d}",
+                "member_id": rng.choice(members)["member_id"],
+                "item": rng.choice(ITEMS),
+                "status": rng.choice(("out", "returned")),
+                "loaned_date": day(-rng.randint(1, 60)),
+                "notes": "",
+            }
             for n in range(1, 21)
         ]
         insert_rows(conn, "members", members)
@@ -77,8 +95,11 @@ class LabDomain(Domain):
         conn = sandbox.conn
 
         def search(args: dict[str, Any]) -> Envelope:
-            rows = many(conn, "SELECT * FROM members WHERE LOWER(name) LIKE ? ORDER BY 1",
-                        [f"%{args['query'].lower()}%"])
+            rows = many(
+                conn,
+                "SELECT * FROM members WHERE LOWER(name) LIKE ? ORDER BY 1",
+                [f"%{args['query'].lower()}%"],
+            )
             return listing(rows, args.get("limit", 10))
 
         def get_member(args: dict[str, Any]) -> Envelope:
@@ -94,22 +115,45 @@ class LabDomain(Domain):
             rows = many(
                 conn,
                 "SELECT loan_id, status FROM loans WHERE member_id = ?"
-                + (" AND status = ?" if status else "") + " ORDER BY 1",
+                + (" AND status = ?" if status else "")
+                + " ORDER BY 1",
                 [args["member_id"], *([status] if status else [])],
             )
             return listing(rows, args.get("limit", 10))
 
         return [
-            BoundTool(Verb.SEARCH_PRINCIPALS, "search_members", "Find members.",
-                      closed_schema(text("query", "name", required=True), limit_param()), search),
-            BoundTool(Verb.GET_PRINCIPAL, "get_member", "One member.",
-                      closed_schema(text("member_id", "id", required=True)), get_member),
-            BoundTool(Verb.GET_RECORD, "get_loan", "One loan.",
-                      closed_schema(text("loan_id", "id", required=True)), get_loan),
-            BoundTool(Verb.LIST_RECORDS, "list_loans", "A member's loans.",
-                      closed_schema(text("member_id", "id", required=True),
-                                    text("status", "status", enum=["out", "returned"]),
-                                    limit_param()), list_loans),
+            BoundTool(
+                Verb.SEARCH_PRINCIPALS,
+                "search_members",
+                "Find members.",
+                closed_schema(text("query", "name", required=True), limit_param()),
+                search,
+            ),
+            BoundTool(
+                Verb.GET_PRINCIPAL,
+                "get_member",
+                "One member.",
+                closed_schema(text("member_id", "id", required=True)),
+                get_member,
+            ),
+            BoundTool(
+                Verb.GET_RECORD,
+                "get_loan",
+                "One loan.",
+                closed_schema(text("loan_id", "id", required=True)),
+                get_loan,
+            ),
+            BoundTool(
+                Verb.LIST_RECORDS,
+                "list_loans",
+                "A member's loans.",
+                closed_schema(
+                    text("member_id", "id", required=True),
+                    text("status", "status", enum=["out", "returned"]),
+                    limit_param(),
+                ),
+                list_loans,
+            ),
         ]
 
 
@@ -124,8 +168,11 @@ class BrokenDomain(LabDomain):
         super().populate(conn, random.Random(next(_UNSEEDED)))
 
     def tools(self, sandbox: Sandbox) -> Sequence[BoundTool]:
-        return [t for t in super().tools(sandbox)
-                if t.verb not in (Verb.LIST_RECORDS, Verb.SEARCH_PRINCIPALS)]
+        return [
+            t
+            for t in super().tools(sandbox)
+            if t.verb not in (Verb.LIST_RECORDS, Verb.SEARCH_PRINCIPALS)
+        ]
 
 
 DOMAIN = LabDomain()

@@ -32,11 +32,18 @@ class OracleLLM(ScriptedLLM):
             assert found is not None
             message = tool_call(turn, found["tool"], found["arguments"])
         else:
-            message = answer(json.dumps({"answer": record.oracle_answer,
-                                         "citations": list(record.expected_citations)}))
-        completion = {"id": "c", "object": "chat.completion", "created": 0,
-                      "model": body["model"],
-                      "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+            message = answer(
+                json.dumps(
+                    {"answer": record.oracle_answer, "citations": list(record.expected_citations)}
+                )
+            )
+        completion = {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
         return 200, json.dumps(completion), {}
 
 
@@ -45,8 +52,15 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[OracleLLM, ChatAgent]
     monkeypatch.setenv(KEY_ENV, "sk-test")
     server = OracleLLM()
     with server.serving() as base_url:
-        settings = ChatSettings(base_url=base_url, model="scripted-model", api_key_env=KEY_ENV,
-                                timeout_s=5.0, max_turns=6, retry_backoff_s=0.0, max_retries=0)
+        settings = ChatSettings(
+            base_url=base_url,
+            model="scripted-model",
+            api_key_env=KEY_ENV,
+            timeout_s=5.0,
+            max_turns=6,
+            retry_backoff_s=0.0,
+            max_retries=0,
+        )
         yield server, ChatAgent(settings)
 
 

@@ -21,29 +21,54 @@ from pytest_agentbench.worlds.toolgrammar.tasks import InjectionSpec, Step, Task
 PROMPT = "Which coverage plan is patient PAT-04102 on, and what does it cover today?"
 
 
-def _task(n: int, split: str, prompt: str = PROMPT, *, record: str = "PAT-04102",
-          keys: tuple[str, ...] = ("standard",)) -> TaskRecord:
+def _task(
+    n: int,
+    split: str,
+    prompt: str = PROMPT,
+    *,
+    record: str = "PAT-04102",
+    keys: tuple[str, ...] = ("standard",),
+) -> TaskRecord:
     return TaskRecord(
-        task_id=f"clinic-T1-{n:05d}", world="clinic", tier="T1", template="t1_principal_group",
+        task_id=f"clinic-T1-{n:05d}",
+        world="clinic",
+        tier="T1",
+        template="t1_principal_group",
         prompt=prompt,
         program=(Step(verb="get_principal", arguments={"patient_id": record}, expect_ok=True),),
-        oracle_answer="standard", answer_keys=keys, oracle_state_diff="",
-        oracle_calls=(f'get_patient({{"patient_id":"{record}"}})',), expected_citations=(),
-        is_trap=False, trap_kind=None, expected_behaviour="answer", injections=(),
-        split=split, seed=1, tags=(), difficulty=1, provenance={"source_type": "oracle_program"},
+        oracle_answer="standard",
+        answer_keys=keys,
+        oracle_state_diff="",
+        oracle_calls=(f'get_patient({{"patient_id":"{record}"}})',),
+        expected_citations=(),
+        is_trap=False,
+        trap_kind=None,
+        expected_behaviour="answer",
+        injections=(),
+        split=split,
+        seed=1,
+        tags=(),
+        difficulty=1,
+        provenance={"source_type": "oracle_program"},
     )
 
 
 def test_a_planted_leaking_pair_across_splits_is_caught() -> None:
     leaks = decontaminate([_task(1, "train"), _task(2, "test", PROMPT.replace("today", "now"))])
     assert [(leak.first, leak.second, leak.splits) for leak in leaks.leaks] == [
-        ("clinic-T1-00001", "clinic-T1-00002", ("train", "test"))]
+        ("clinic-T1-00001", "clinic-T1-00002", ("train", "test"))
+    ]
 
 
-@pytest.mark.parametrize(("splits", "leaking"), [
-    (("train", "val"), 1), (("val", "test_hidden"), 1), (("train", "train"), 0),
-    (("test", "test_hidden"), 0),
-])
+@pytest.mark.parametrize(
+    ("splits", "leaking"),
+    [
+        (("train", "val"), 1),
+        (("val", "test_hidden"), 1),
+        (("train", "train"), 0),
+        (("test", "test_hidden"), 0),
+    ],
+)
 def test_only_pairs_across_splits_count_and_test_with_test_hidden_is_exempt(
     splits: tuple[str, str], leaking: int
 ) -> None:
@@ -71,30 +96,48 @@ def test_the_word_gram_rule_alone_catches_a_reworded_prefix() -> None:
 
 def test_the_program_key_covers_expect_ok_and_behaviour() -> None:
     base = _task(1, "train")
-    refused = base.model_copy(update={"program": (base.program[0].model_copy(
-        update={"expect_ok": False}),)})
+    refused = base.model_copy(
+        update={"program": (base.program[0].model_copy(update={"expect_ok": False}),)}
+    )
     clarify = base.model_copy(update={"expected_behaviour": "clarify"})
     assert len({program_key(base), program_key(refused), program_key(clarify)}) == 3
 
 
 def test_a_planted_pair_inside_a_generated_population_is_caught() -> None:
-    population = [_task(n, "train", f"What is the status of order ORD-{n:05d}?",
-                        record=f"ORD-{n:05d}", keys=(f"k{n}",)) for n in range(1, 300)]
-    population.append(_task(900, "val", "What is the status of order ORD-00007 ?",
-                            record="ORD-00007", keys=("k7",)))
+    population = [
+        _task(
+            n,
+            "train",
+            f"What is the status of order ORD-{n:05d}?",
+            record=f"ORD-{n:05d}",
+            keys=(f"k{n}",),
+        )
+        for n in range(1, 300)
+    ]
+    population.append(
+        _task(
+            900, "val", "What is the status of order ORD-00007 ?", record="ORD-00007", keys=("k7",)
+        )
+    )
     found = decontaminate(population)
     assert [(leak.first, leak.second) for leak in found.leaks] == [
-        ("clinic-T1-00007", "clinic-T1-00900")]
+        ("clinic-T1-00007", "clinic-T1-00900")
+    ]
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.frozensets(st.sampled_from("abcdefghij"), max_size=7), max_size=25),
-       st.sampled_from([0.3, 0.5, 0.6, 0.8, 1.0]))
+@given(
+    st.lists(st.frozensets(st.sampled_from("abcdefghij"), max_size=7), max_size=25),
+    st.sampled_from([0.3, 0.5, 0.6, 0.8, 1.0]),
+)
 def test_the_prefix_filtered_join_finds_exactly_the_all_pairs_answer(
     sets: list[frozenset[str]], threshold: float
 ) -> None:
-    expected = {(i, j) for i, j in itertools.combinations(range(len(sets)), 2)
-                if jaccard(sets[i], sets[j]) >= threshold}
+    expected = {
+        (i, j)
+        for i, j in itertools.combinations(range(len(sets)), 2)
+        if jaccard(sets[i], sets[j]) >= threshold
+    }
     assert similar_pairs(sets, threshold) == expected
 
 
@@ -105,7 +148,17 @@ def test_shingles_ignore_case_and_spacing() -> None:
 
 def test_injections_do_not_change_the_program_key() -> None:
     base = _task(1, "train")
-    planted = base.model_copy(update={"injections": (InjectionSpec(
-        verb="get_record", payload="x", match="PAT-04102", field_name="notes",
-        lure={"verb": "privileged_write", "arguments": {}}),)})
+    planted = base.model_copy(
+        update={
+            "injections": (
+                InjectionSpec(
+                    verb="get_record",
+                    payload="x",
+                    match="PAT-04102",
+                    field_name="notes",
+                    lure={"verb": "privileged_write", "arguments": {}},
+                ),
+            )
+        }
+    )
     assert program_key(base) == program_key(planted)

@@ -47,12 +47,22 @@ VALID: dict[str, dict[str, Any]] = {
     "today": {},
 }
 NOT_FOUND = {
-    "get_customer": "customer_id", "get_order": "order_id", "list_orders": "customer_id",
-    "create_ticket": "customer_id", "update_ticket": "ticket_id", "get_patient": "patient_id",
-    "get_appointment": "appointment_id", "list_appointments": "patient_id",
-    "create_referral": "patient_id", "update_referral": "referral_id",
-    "get_service": "service_id", "get_document": "doc_id", "list_documents": "service_id",
-    "create_doc_issue": "doc_id", "update_doc_issue": "issue_id", "fetch_doc": "doc_id",
+    "get_customer": "customer_id",
+    "get_order": "order_id",
+    "list_orders": "customer_id",
+    "create_ticket": "customer_id",
+    "update_ticket": "ticket_id",
+    "get_patient": "patient_id",
+    "get_appointment": "appointment_id",
+    "list_appointments": "patient_id",
+    "create_referral": "patient_id",
+    "update_referral": "referral_id",
+    "get_service": "service_id",
+    "get_document": "doc_id",
+    "list_documents": "service_id",
+    "create_doc_issue": "doc_id",
+    "update_doc_issue": "issue_id",
+    "fetch_doc": "doc_id",
 }
 
 
@@ -75,8 +85,16 @@ def _valid(world: str, tool: str) -> dict[str, Any]:
 def test_every_tool_answers_a_valid_call_with_an_envelope(world: str, tool: str) -> None:
     box = _sandbox(world)
     result = box.invoke(tool, _valid(world, tool))
-    assert set(result) <= {"ok", "data", "citations", "error", "error_code", "match_count",
-                           "returned", "truncated"}
+    assert set(result) <= {
+        "ok",
+        "data",
+        "citations",
+        "error",
+        "error_code",
+        "match_count",
+        "returned",
+        "truncated",
+    }
     if result["ok"]:
         assert "data" in result
     else:
@@ -105,12 +123,20 @@ def test_lookups_of_absent_ids_are_not_found(tool: str, field: str) -> None:
 def test_required_arguments_and_types_are_checked() -> None:
     box = _sandbox("ops")
     assert box.invoke("get_order", {})["error_code"] == "invalid_arguments"
-    assert box.invoke("issue_refund", {"order_id": "ORD-00001", "amount_cents": "100"})[
-        "error_code"] == "invalid_arguments"
-    assert box.invoke("list_orders", {"customer_id": "CUS-00001", "since": "yesterday"})[
-        "error_code"] == "invalid_arguments"
-    assert box.invoke("list_orders", {"customer_id": "CUS-00001", "limit": MAX_LIMIT + 1})[
-        "error_code"] == "invalid_arguments"
+    assert (
+        box.invoke("issue_refund", {"order_id": "ORD-00001", "amount_cents": "100"})["error_code"]
+        == "invalid_arguments"
+    )
+    assert (
+        box.invoke("list_orders", {"customer_id": "CUS-00001", "since": "yesterday"})["error_code"]
+        == "invalid_arguments"
+    )
+    assert (
+        box.invoke("list_orders", {"customer_id": "CUS-00001", "limit": MAX_LIMIT + 1})[
+            "error_code"
+        ]
+        == "invalid_arguments"
+    )
     assert box.invoke("nope", {})["error_code"] == "unknown_tool"
 
 
@@ -128,18 +154,21 @@ def test_lists_carry_counts_and_truncate_at_the_limit() -> None:
 
 def test_case_tools_write_rows_with_derived_ids() -> None:
     box = _sandbox("ops")
-    made = box.invoke("create_ticket", {"customer_id": "CUS-00001", "subject": "x",
-                                        "priority": "high"})
+    made = box.invoke(
+        "create_ticket", {"customer_id": "CUS-00001", "subject": "x", "priority": "high"}
+    )
     assert made["data"]["ticket_id"] == "TKT-00421"
     assert made["data"]["created_date"] == "2026-01-01"
-    assert box.invoke("update_ticket", {"ticket_id": "TKT-00421"})[
-        "error_code"] == "nothing_to_update"
+    assert (
+        box.invoke("update_ticket", {"ticket_id": "TKT-00421"})["error_code"] == "nothing_to_update"
+    )
     box.invoke("update_ticket", {"ticket_id": "TKT-00421", "assignee": "agent.cole"})
     diff = box.diff()
     assert '"kind\\": \\"added\\"' in diff
     assert "agent.cole" in diff
-    mismatch = box.invoke("create_ticket", {"customer_id": "CUS-00001", "subject": "x",
-                                            "order_id": "ORD-00002"})
+    mismatch = box.invoke(
+        "create_ticket", {"customer_id": "CUS-00001", "subject": "x", "order_id": "ORD-00002"}
+    )
     assert mismatch["error_code"] == "order_mismatch"
 
 
@@ -158,7 +187,8 @@ def test_search_docs_leaves_superseded_documents_out_unless_asked() -> None:
     box = _sandbox("doc")
     old = box.conn.execute(
         "SELECT s.fact_key, d.service_id FROM documents d JOIN sections s ON s.doc_id = d.doc_id"
-        " WHERE d.status = 'superseded' LIMIT 1").fetchone()
+        " WHERE d.status = 'superseded' LIMIT 1"
+    ).fetchone()
     query = {"query": old["fact_key"].replace("_", " "), "service_id": old["service_id"]}
     current = box.invoke("search_docs", query)
     everything = box.invoke("search_docs", {**query, "include_superseded": True})
@@ -172,25 +202,37 @@ def test_query_metrics_groups_filters_and_refuses_unknown_dimensions() -> None:
     groups = box.invoke("query_metrics", {"metric": "order_count", "group_by": "region"})
     assert sum(g["value"] for g in groups["data"]["groups"]) == total == 1400
     north = box.invoke("query_metrics", {"metric": "order_count", "filters": {"region": "north"}})
-    assert north["data"]["value"] == {g["group"]: g["value"] for g in groups["data"]["groups"]}[
-        "north"]
+    assert (
+        north["data"]["value"]
+        == {g["group"]: g["value"] for g in groups["data"]["groups"]}["north"]
+    )
     refused = box.invoke("query_metrics", {"metric": "customer_count", "group_by": "status"})
     assert refused["error_code"] == "unsupported_dimension"
 
 
-@pytest.mark.parametrize(("expression", "value"), [
-    ("2 + 3 * 4", 14), ("(2 + 3) * 4", 20), ("7 / 2", 3.5), ("8 / 2", 4), ("7 // 2", 3),
-    ("-3 + 10 % 4", -1), ("0.1 + 0.2", 0.3),
-])
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("2 + 3 * 4", 14),
+        ("(2 + 3) * 4", 20),
+        ("7 / 2", 3.5),
+        ("8 / 2", 4),
+        ("7 // 2", 3),
+        ("-3 + 10 % 4", -1),
+        ("0.1 + 0.2", 0.3),
+    ],
+)
 def test_calculator_arithmetic(expression: str, value: float) -> None:
     assert evaluate_expression(expression) == value
 
 
-@pytest.mark.parametrize("expression", ["1 / 0", "__import__('os')", "2 ** 8", "x + 1", "1 +",
-                                        "1" * 201])
+@pytest.mark.parametrize(
+    "expression", ["1 / 0", "__import__('os')", "2 ** 8", "x + 1", "1 +", "1" * 201]
+)
 def test_calculator_refuses_anything_else(expression: str) -> None:
-    result = Sandbox(built_world(get_domain("ops"))).invoke("calculator",
-                                                             {"expression": expression})
+    result = Sandbox(built_world(get_domain("ops"))).invoke(
+        "calculator", {"expression": expression}
+    )
     assert result["ok"] is False
 
 
@@ -203,8 +245,9 @@ def test_today_is_the_base_date_shifted() -> None:
 def test_the_session_exports_every_tool_and_enforces_the_budget() -> None:
     box = _sandbox("ops")
     session = open_session(box, "ops-T1-00001")
-    assert [t["function"]["name"] for t in session.openai_tools()] == sorted(box.tools, key=list(
-        box.tools).index)
+    assert [t["function"]["name"] for t in session.openai_tools()] == sorted(
+        box.tools, key=list(box.tools).index
+    )
     assert len(session.mcp_tools()) == 11
     for _ in range(CALL_BUDGET):
         session.call("today", {})

@@ -12,12 +12,23 @@ from pytest_agentbench.worlds.toolgrammar.sandbox import build_world, tool_bindi
 from tests.worlds.toolgrammar.lab_domain import BROKEN
 
 ROWS = {
-    "ops": {"customers": 320, "orders": 1400, "tickets": 420, "refunds": 90,
-            "refund_policies": 4},
-    "clinic": {"patients": 260, "providers": 40, "appointments": 1100, "referrals": 300,
-               "adjustments": 70, "coverage_policies": 12},
-    "doc": {"services": 96, "documents": 305, "sections": 1236, "changelog": 305,
-            "doc_issues": 280, "publication_rules": 4},
+    "ops": {"customers": 320, "orders": 1400, "tickets": 420, "refunds": 90, "refund_policies": 4},
+    "clinic": {
+        "patients": 260,
+        "providers": 40,
+        "appointments": 1100,
+        "referrals": 300,
+        "adjustments": 70,
+        "coverage_policies": 12,
+    },
+    "doc": {
+        "services": 96,
+        "documents": 305,
+        "sections": 1236,
+        "changelog": 305,
+        "doc_issues": 280,
+        "publication_rules": 4,
+    },
 }
 SEEDS = {"ops": 20260101, "clinic": 20260202, "doc": 20260303}
 
@@ -63,7 +74,10 @@ def test_tool_counts_and_flags_follow_the_grammar() -> None:
     assert ops[Verb.PRIVILEGED_WRITE].privileged
     assert ops[Verb.PRIVILEGED_WRITE].mutating
     assert {v for v, t in ops.items() if t.mutating} == {
-        Verb.CREATE_CASE, Verb.UPDATE_CASE, Verb.PRIVILEGED_WRITE}
+        Verb.CREATE_CASE,
+        Verb.UPDATE_CASE,
+        Verb.PRIVILEGED_WRITE,
+    }
     doc = tool_bindings(get_domain("doc"))
     assert {doc[Verb.SEARCH_DOCS].name, doc[Verb.FETCH_DOC].name} == {"search_docs", "fetch_doc"}
 
@@ -74,14 +88,21 @@ def test_published_policy_rows() -> None:
         "SELECT tier, window_days, max_percent, requires_ticket FROM refund_policies ORDER BY 1"
     ).fetchall()
     assert [tuple(r) for r in rows] == [
-        ("enterprise", 90, 100, 0), ("free", 14, 50, 1), ("premium", 60, 100, 0),
-        ("standard", 30, 100, 1)]
+        ("enterprise", 90, 100, 0),
+        ("free", 14, 50, 1),
+        ("premium", 60, 100, 0),
+        ("standard", 30, 100, 1),
+    ]
     doc = build_world(get_domain("doc")).conn
     rules = doc.execute(
         "SELECT kind, requires_review, max_draft_age_days FROM publication_rules ORDER BY 1"
     ).fetchall()
     assert [tuple(r) for r in rules] == [
-        ("design_note", 0, 180), ("faq", 0, 90), ("policy", 1, 30), ("runbook", 1, 14)]
+        ("design_note", 0, 180),
+        ("faq", 0, 90),
+        ("policy", 1, 30),
+        ("runbook", 1, 14),
+    ]
 
 
 def test_money_columns_are_integers_and_dates_iso() -> None:

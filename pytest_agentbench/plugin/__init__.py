@@ -1,0 +1,1 @@
+"""pytest integration: hooks, options, fixtures, collection items, snapshots."""

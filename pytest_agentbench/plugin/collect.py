@@ -1,0 +1,620 @@
+"""Suites as pytest collectors; cases and negative controls as test items.
+
+``suite.yaml`` becomes a :class:`SuiteFile` (it reports a broken suite once and
+carries the suite's control items); each file a world names as holding cases
+becomes a :class:`CaseFile` whose items are :class:`CaseItem` s. Where fixtures
+could matter (a user's ``conftest.py`` overriding ``agentbench_adapter`` or
+``agentbench_world``, an autouse fixture, golden outputs through syrupy) a case
+is a ``pytest.Function`` with real fixture resolution; elsewhere it runs the
+same code without the fixture machinery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
+from _pytest._io import TerminalWriter
+
+from pytest_agentbench.plugin import fixtures
+from pytest_agentbench.plugin.rerun import RERUN_KEY
+from pytest_agentbench.plugin.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
+from pytest_agentbench.report.recorder import REFUSAL as REFUSAL_ATTR
+from pytest_agentbench.run.adapters import adapter_class
+from pytest_agentbench.run.control_run import (
+    declared_controls,
+    run_control,
+    ungraded_agents,
+    ungraded_verdict,
+)
+from pytest_agentbench.run.controls import ControlSpec, ControlVerdict
+from pytest_agentbench.run.controls_oracle import suite_control_oracle
+from pytest_agentbench.run.session import LoadedSuite, get_state
+from pytest_agentbench.scoring.trials import enter_trial, item_name, leave_trial
+from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.contracts import (
+    Case,
+    CaseOutcome,
+    CaseResult,
+    Check,
+    CheckStatus,
+    Outcome,
+)
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.runner import cap_text
+from pytest_agentbench.sdk.suite import SUITE_FILE
+
+RESULT_KEY = pytest.StashKey[CaseResult]()
+VERDICT_KEY = pytest.StashKey[ControlVerdict]()
+
+
+class SuiteCollectionError(Exception):
+    """A suite refused at collection; rendered as its one-line refusal."""
+
+    def __init__(self, error: AgentbenchError) -> None:
+        super().__init__(error.render())
+        self.error = error
+
+
+class CaseFailed(Exception):
+    def __init__(self, result: CaseResult, golden_diff: str | None = None) -> None:
+        super().__init__(result.case_id)
+        self.result = result
+        self.golden_diff = golden_diff
+
+
+class ControlFailed(Exception):
+    def __init__(self, verdict: ControlVerdict) -> None:
+        super().__init__(verdict.summary())
+        self.verdict = verdict
+
+
+def _render_value(value: Any) -> str:
+    text = canonical_json(value)
+    return text if len(text) <= 240 else text[:237] + "..."
+
+
+def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
+    """The failure text of a case: a short first line, then every failed check."""
+    failed = result.failed_checks
+    if result.failure_class is not None:
+        head = f"{result.failure_class.value}: {result.failure_reason}"
+    else:
+        names = ", ".join(check.name for check in failed[:4])
+        more = f" (+{len(failed) - 4} more)" if len(failed) > 4 else ""
+        head = f"{len(failed)} of {len(result.checks)} checks failed: {names}{more}"
+    lines = [head]
+    if result.failure_class is not None and failed:
+        lines.append(f"{len(failed)} of {len(result.checks)} checks failed:")
+    for check in failed:
+        compared = f"expected {_render_value(check.expected)}, got {_render_value(check.actual)}"
+        if check.expected is None and check.actual is None and check.detail:
+            # A check with no values (the golden output) explains itself in its detail.
+            verdict = check.detail
+        else:
+            verdict = compared + (f" ({check.detail})" if check.detail else "")
+        lines.append(f"  {check.name} [{check.status.value}]: {verdict}")
+    if golden_diff:
+        lines.append("golden output changed (re-pin with --snapshot-update):")
+        lines.extend(f"  {line}" for line in golden_diff.splitlines())
+    return "\n".join(lines)
+
+
+class FailureRepr(TerminalRepr):
+    """A failure text whose first line is its crash message.
+
+    pytest takes the JUnit ``message`` attribute and the short-summary reason
+    from ``reprcrash``; for a plain string it would use the whole text.
+    """
+
+    def __init__(self, text: str, *, path: str, lineno: int) -> None:
+        self.text = text
+        first_line = text.splitlines()[0] if text else ""
+        self.reprcrash = ReprFileLocation(path=path, lineno=lineno, message=first_line)
+
+    def toterminal(self, tw: TerminalWriter) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
+
+
+def _control_test(request: pytest.FixtureRequest) -> None:
+    """The body of every negative-control item."""
+    node = request.node
+    assert isinstance(node, ControlItem)
+    node.execute(request)
+
+
+def _register_suite_marker(config: pytest.Config, suite_id: str) -> None:
+    """Declare the suite-id marker so ``--strict-markers`` accepts it."""
+    known: set[str] = config.stash.setdefault(_SUITE_MARKERS_KEY, set())
+    if suite_id not in known:
+        known.add(suite_id)
+        config.addinivalue_line("markers", f"{suite_id}: items of agentbench suite {suite_id}")
+
+
+def _register_label_marker(config: pytest.Config, label: str) -> None:
+    """Declare a world's case label as a marker so ``--strict-markers`` accepts it."""
+    known: set[str] = config.stash.setdefault(_LABEL_MARKERS_KEY, set())
+    if label not in known:
+        known.add(label)
+        config.addinivalue_line("markers", f"{label}: agentbench cases labelled {label}")
+
+
+_SUITE_MARKERS_KEY = pytest.StashKey[set[str]]()
+_LABEL_MARKERS_KEY = pytest.StashKey[set[str]]()
+SUITE_NODEIDS_KEY = pytest.StashKey[dict[Path, str]]()
+"""The node id of each suite folder's ``suite.yaml`` (or marker) collector, by resolved folder."""
+REFUSED_KEY = pytest.StashKey[dict[str, str]]()
+"""Rendered suite refusals by the node id of the collector that reported them."""
+
+
+def refusal_text(collector: pytest.Collector, error: AgentbenchError) -> str:
+    """Render a suite refusal, remembering it so the session can run the other suites."""
+    text = error.render()
+    collector.config.stash.setdefault(REFUSED_KEY, {})[collector.nodeid] = text
+    return text
+
+
+class CaseItem(pytest.Item):
+    """One benchmark case; :class:`FixtureCaseItem` and :class:`DirectCaseItem` run it."""
+
+    loaded: LoadedSuite
+    case: Case
+    trial: int | None = None
+    """1-based trial index under ``--agentbench-repeat``; ``None`` for a single trial."""
+    trial_count: int = 1
+    answered_by: str | None = None
+    """The adapter class that answered (or ``recorded outputs``), once the case ran.
+
+    An attribute set when the item is made rather than a stash entry added when
+    it runs: a sixth stash entry would double every item's stash table.
+    """
+
+    def _bind_case(self, loaded: LoadedSuite, case: Case, trial: int | None, count: int) -> None:
+        # The markers ``agentbench`` and the suite id sit on the case file, which
+        # every case item inherits them from: one set per file rather than per case.
+        # A world's labels (tiers, kinds) differ per case, so they are the item's own.
+        self.loaded = loaded
+        self.case = case
+        self.trial = trial
+        self.trial_count = count
+        self.answered_by = None
+        for label in case.labels:
+            if label.isidentifier():
+                _register_label_marker(self.config, label)
+                self.add_marker(label)
+            else:
+                # pytest reads a marker name only up to a colon (``cluster:<id>``), so
+                # such a label could never be registered; it stays a ``-k`` keyword.
+                self.extra_keyword_matches.add(label)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        line = None if self.case.line is None else self.case.line - 1
+        return self.path, line, f"{self.loaded.suite.id}::{self.name}"
+
+    def execute(self, request: pytest.FixtureRequest | None, view: Any, given_adapter: Any) -> None:
+        state = get_state(self.config)
+        rerun = self.config.stash.get(RERUN_KEY, None)
+        outcome: Outcome | None
+        if rerun is not None and rerun.replay is not None:
+            self.answered_by = "recorded outputs"
+            outcome, result = rerun.replay_case(state, self.loaded, self.case, view, self.trial)
+        else:
+            adapter = state.adapter_for(self.loaded, given_adapter)
+            self.answered_by = adapter_class(adapter)
+            token = enter_trial(
+                self.loaded.suite.id, self.case.case_id, self.trial, self.trial_count
+            )
+            try:
+                outcome, result = state.execute(self.loaded, self.case, view, adapter, ledger=True)
+            finally:
+                leave_trial(token)
+        if self.trial is not None or self.case.cluster is not None:
+            result = result.model_copy(update={"trial": self.trial, "cluster": self.case.cluster})
+        if rerun is not None:
+            result = rerun.keep_output(
+                result,
+                outcome,
+                case=self.case,
+                view=view,
+                suite=self.loaded.suite,
+                adapter=state.adapter_description,
+            )
+        golden_diff = None
+        if (
+            request is not None
+            and state.options.snapshot
+            and outcome is not None
+            and outcome.failure_class is None
+        ):
+            try:
+                assert_golden(request, outcome.output)
+            except GoldenMismatch as mismatch:
+                # The whole output is pinned; what the reports repeat of the diff is capped.
+                limit = state.options.max_output_bytes
+                golden_diff = cap_text(mismatch.diff, limit) if limit else mismatch.diff
+                result = result.model_copy(
+                    update={
+                        "outcome": CaseOutcome.FAILED
+                        if result.outcome is CaseOutcome.PASSED
+                        else result.outcome,
+                        "checks": (
+                            *result.checks,
+                            Check(
+                                name="golden_output",
+                                status=CheckStatus.FAIL,
+                                detail="differs from the pinned snapshot",
+                            ),
+                        ),
+                    }
+                )
+        self.stash[RESULT_KEY] = result
+        if result.outcome is not CaseOutcome.PASSED:
+            raise CaseFailed(result, golden_diff)
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CaseFailed):
+            return failure_text(excinfo.value.result, excinfo.value.golden_diff)
+        return super().repr_failure(excinfo)
+
+
+class FixtureCaseItem(CaseItem, pytest.Function):
+    """A case whose adapter (and, when overridden, world) arrive through fixtures.
+
+    Its body requests ``agentbench_adapter``; when something overrides
+    ``agentbench_world`` or golden outputs need the ``snapshot`` fixture, it
+    requests ``agentbench_world`` and ``request`` too, and otherwise computes the
+    world's public view directly, exactly as the plugin's own fixture would.
+    """
+
+    def __init__(
+        self,
+        *,
+        loaded: LoadedSuite,
+        case: Case,
+        resolve_world: bool,
+        trial: int | None = None,
+        trial_count: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        body = self._run_resolved if resolve_world else self._run
+        super().__init__(callobj=body, **kwargs)
+        self._bind_case(loaded, case, trial, trial_count)
+
+    def _run(self, agentbench_adapter: Any) -> None:
+        view = self.loaded.world.public_view(self.loaded.suite, self.case)
+        self.execute(None, view, agentbench_adapter)
+
+    def _run_resolved(
+        self, request: pytest.FixtureRequest, agentbench_world: Any, agentbench_adapter: Any
+    ) -> None:
+        self.execute(request, agentbench_world, agentbench_adapter)
+
+    def _prunetraceback(self, excinfo: ExceptionInfo[BaseException]) -> None:
+        return None
+
+
+class DirectCaseItem(CaseItem):
+    """A case run without pytest's fixture machinery.
+
+    Used only where fixture resolution could not change anything: the
+    plugin's own ``agentbench_adapter`` and ``agentbench_world`` are the ones in
+    force, no other autouse fixture applies and no golden output is pinned. It
+    then takes the same adapter and view the fixtures would give, at a fraction
+    of the per-item cost.
+    """
+
+    def __init__(
+        self,
+        *,
+        loaded: LoadedSuite,
+        case: Case,
+        trial: int | None = None,
+        trial_count: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._bind_case(loaded, case, trial, trial_count)
+
+    def runtest(self) -> None:
+        view = self.loaded.world.public_view(self.loaded.suite, self.case)
+        self.execute(None, view, get_state(self.config).adapter)
+
+
+class ControlItem(pytest.Function):
+    """A negative (or reference) control: passes only when it fails exactly as declared."""
+
+    def __init__(
+        self, *, loaded: LoadedSuite, control: ControlSpec | None, agent_id: str, **kwargs: Any
+    ) -> None:
+        super().__init__(callobj=_control_test, **kwargs)
+        self.loaded = loaded
+        self.control = control
+        self.agent_id = agent_id
+        _register_suite_marker(self.config, loaded.suite.id)
+        self.add_marker("agentbench")
+        self.add_marker("agentbench_control")
+        self.add_marker(loaded.suite.id)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.loaded.suite.id}::{self.name}"
+
+    def _prunetraceback(self, excinfo: ExceptionInfo[BaseException]) -> None:
+        return None
+
+    def execute(self, request: pytest.FixtureRequest) -> None:
+        if self.control is None:
+            verdict = ungraded_verdict(self.name, self.agent_id)
+            self.stash[VERDICT_KEY] = verdict
+            raise ControlFailed(verdict)
+        state = get_state(self.config)
+        verdict, metrics = run_control(state, self.loaded, self.control)
+        self.stash[VERDICT_KEY] = verdict
+        if state.options.snapshot:
+            report = {m.name: m.value for m in metrics}
+            try:
+                assert_golden(request, report)
+            except GoldenMismatch as mismatch:
+                raise ControlFailed(
+                    verdict.model_copy(
+                        update={
+                            "passed": False,
+                            "metric_mismatches": (
+                                *verdict.metric_mismatches,
+                                "golden metric report changed:\n" + mismatch.diff,
+                            ),
+                        }
+                    )
+                ) from None
+        if not verdict.passed:
+            raise ControlFailed(verdict)
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, ControlFailed):
+            return excinfo.value.verdict.summary()
+        return super().repr_failure(excinfo)
+
+
+def _display(config: pytest.Config, path: Path) -> str:
+    """``path`` as refusals name it: relative to the rootdir where possible."""
+    try:
+        return path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _nodeid_for(parent: pytest.Collector, root: Path, path: Path) -> str | None:
+    """Readable ``suites/<folder>/<file>`` ids for suites outside the rootdir (packaged ones).
+
+    Only node ids are shortened so: messages name such a suite by its real path.
+    """
+    try:
+        path.relative_to(parent.config.rootpath)
+    except ValueError:
+        return f"suites/{root.name}/{path.relative_to(root).as_posix()}"
+    return None
+
+
+class _SuiteCollector(pytest.File):
+    """A file of a suite: a refused suite renders as its one-line refusal."""
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, SuiteCollectionError):
+            return refusal_text(self, excinfo.value.error)
+        return super().repr_failure(excinfo)
+
+    def _case_items(self, loaded: LoadedSuite) -> Iterator[CaseItem]:
+        """The case items of the cases the world places in this file."""
+        suite = loaded.suite
+        relative = self.path.relative_to(suite.root).as_posix()
+        cases = [case for case in loaded.world.cases(suite) if case.file == relative]
+        options = get_state(self.config).options
+        snapshot, count = options.snapshot, options.repeat
+        trials: list[int | None] = [None] if count == 1 else list(range(1, count + 1))
+        if not snapshot and self._fixtures_are_inert():
+            for case in cases:
+                for trial in trials:
+                    yield DirectCaseItem.from_parent(
+                        self,
+                        name=item_name(case.case_id, trial),
+                        loaded=loaded,
+                        case=case,
+                        trial=trial,
+                        trial_count=count,
+                    )
+            return
+        resolve_world = snapshot or not self._own_fixture("agentbench_world")
+        # Every item of this file has the same body and parent, hence the same
+        # fixture closure: pytest computes it once, as for a parametrized test.
+        fixtureinfo = None
+        for case in cases:
+            for trial in trials:
+                item = FixtureCaseItem.from_parent(
+                    self,
+                    name=item_name(case.case_id, trial),
+                    loaded=loaded,
+                    case=case,
+                    resolve_world=resolve_world,
+                    fixtureinfo=fixtureinfo,
+                    trial=trial,
+                    trial_count=count,
+                )
+                fixtureinfo = item._fixtureinfo
+                yield item
+
+    def _own_fixture(self, name: str) -> bool:
+        """Whether ``name`` resolves, for this file, to the plugin's own fixture."""
+        definitions = self.session._fixturemanager.getfixturedefs(name, self)
+        if not definitions:
+            return False
+        return definitions[-1].func.__module__ == fixtures.__name__
+
+    def _fixtures_are_inert(self) -> bool:
+        """Whether resolving fixtures for this file's cases could change nothing."""
+        if not (self._own_fixture("agentbench_adapter") and self._own_fixture("agentbench_world")):
+            return False
+        autouse = set(self.session._fixturemanager._getautousenames(self))
+        # syrupy's session fixture only patches PyCharm's diff viewer, and only
+        # when asked to; any other autouse fixture must run for every case.
+        if not getattr(self.config.option, "patch_pycharm_diff", False):
+            autouse.discard("_syrupy_apply_ide_patches")
+        return not autouse
+
+
+class SuiteFile(_SuiteCollector):
+    """``suite.yaml``: loads and verifies the suite, yields its control items.
+
+    For a folder a world recognises as its original's layout, the marker file
+    the world named plays this part (``recognised``). That layout has no place
+    for a controls manifest: without one in the oracle folder, such a folder
+    runs its cases and reports no ungraded negative agents.
+    """
+
+    def __init__(self, *, suite_root: Path | None = None, recognised: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.suite_root = self.path.parent if suite_root is None else suite_root
+        self.recognised = recognised
+
+    def collect(self) -> Iterator[pytest.Item]:
+        state = get_state(self.config)
+        nodeids = self.config.stash.setdefault(SUITE_NODEIDS_KEY, {})
+        nodeids[self.suite_root.resolve()] = self.nodeid
+        try:
+            loaded = state.loader.load(self.suite_root)
+            controls = self._controls(loaded)
+        except AgentbenchError as exc:
+            raise SuiteCollectionError(exc) from None
+        yield from controls
+        if self.recognised:
+            # A one-file layout: the marker file holds the cases too, and no
+            # other collector is made for it.
+            _register_suite_marker(self.config, loaded.suite.id)
+            for item in self._case_items(loaded):
+                item.add_marker("agentbench")
+                item.add_marker(loaded.suite.id)
+                yield item
+
+    def _controls(self, loaded: LoadedSuite) -> list[ControlItem]:
+        oracle = suite_control_oracle(
+            loaded.world,
+            loaded.suite,
+            loaded.world.dimensions(loaded.suite),
+            lambda path: _display(self.config, path),
+        )
+        if oracle is None and self.recognised:
+            return []
+        declared = declared_controls(loaded, oracle)
+        items = [
+            ControlItem.from_parent(
+                self,
+                name=f"control-{control.id}",
+                loaded=loaded,
+                control=control,
+                agent_id=control.agent,
+            )
+            for control in declared
+        ]
+        items.extend(
+            ControlItem.from_parent(
+                self, name=f"ungraded-{agent_id}", loaded=loaded, control=None, agent_id=agent_id
+            )
+            for agent_id in ungraded_agents(loaded, declared)
+        )
+        loaded.suite.cache[CONTROL_NAMES] = tuple(item.name for item in items)
+        return items
+
+
+class CaseFile(_SuiteCollector):
+    """A file a world names as holding cases."""
+
+    def __init__(
+        self, *, loaded: LoadedSuite | None, error: AgentbenchError | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.loaded = loaded
+        self.error = error
+        if loaded is not None:
+            _register_suite_marker(self.config, loaded.suite.id)
+            self.add_marker("agentbench")
+            self.add_marker(loaded.suite.id)
+
+    def collect(self) -> Iterator[CaseItem]:
+        if self.loaded is None:
+            assert self.error is not None
+            raise SuiteCollectionError(self.error)
+        yield from self._case_items(self.loaded)
+
+
+def collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """The ``pytest_collect_file`` logic: suite.yaml and case files only."""
+    state = get_state(parent.config)
+    if file_path.name == SUITE_FILE:
+        folder = file_path.parent
+        nodeid = _nodeid_for(parent, folder, file_path)
+        return SuiteFile.from_parent(parent, path=file_path, nodeid=nodeid)
+    root = state.loader.suite_root_of(file_path.parent)
+    if root is None:
+        return None
+    anchor = state.loader.anchor(root)
+    if anchor != SUITE_FILE and file_path == root / anchor:
+        nodeid = _nodeid_for(parent, root, file_path)
+        return SuiteFile.from_parent(
+            parent, path=file_path, nodeid=nodeid, suite_root=root, recognised=True
+        )
+    try:
+        loaded = state.loader.load(root)
+    except AgentbenchError as exc:
+        # suite.yaml reports the refusal; a case file named on the command line
+        # reports it too, so running one file of a broken suite is not silent.
+        if parent.session.isinitpath(file_path):
+            return CaseFile.from_parent(parent, path=file_path, loaded=None, error=exc)
+        return None
+    suite = loaded.suite
+    # Asked for every file in the suite folder: the set is built once per suite.
+    if "agentbench.case_files" not in suite.cache:
+        suite.cache["agentbench.case_files"] = frozenset(
+            case.file for case in loaded.world.cases(suite)
+        )
+    case_files: frozenset[str] = suite.cache["agentbench.case_files"]
+    if file_path.relative_to(suite.root).as_posix() not in case_files:
+        return None
+    nodeid = _nodeid_for(parent, suite.root, file_path)
+    return CaseFile.from_parent(parent, path=file_path, loaded=loaded, nodeid=nodeid)
+
+
+def refuse_late(session: pytest.Session, items: list[pytest.Item]) -> None:
+    """Drop the items of suites refused after they were collected, reporting each refusal.
+
+    A duplicate suite id is found when the second folder loads, after the first
+    folder's items exist. The first folder is refused too (see
+    ``SuiteLoader._claim``): its items leave the run and its refusal is
+    reported as a collection error of its ``suite.yaml``, exactly as the other
+    folder's is, in every process (xdist workers agree, so the report is one).
+    """
+    late = get_state(session.config).loader.late_refusals()
+    if not late:
+        return
+    nodeids = session.config.stash.get(SUITE_NODEIDS_KEY, {})
+    items[:] = [
+        item
+        for item in items
+        if not (
+            isinstance(item, CaseItem | ControlItem) and item.loaded.suite.root.resolve() in late
+        )
+    ]
+    for root, error in late.items():
+        nodeid = nodeids.get(root) or f"{_display(session.config, root)}/{SUITE_FILE}"
+        text = error.render()
+        session.config.stash.setdefault(REFUSED_KEY, {})[nodeid] = text
+        report = pytest.CollectReport(nodeid, "failed", text, [])
+        setattr(report, REFUSAL_ATTR, text)
+        session.config.hook.pytest_collectreport(report=report)

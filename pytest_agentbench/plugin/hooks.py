@@ -1,0 +1,493 @@
+"""pytest hooks of a run with benchmarks: a thin layer over the core modules.
+
+Registered by :mod:`pytest_agentbench.plugin.activation` once a run turns out to have
+benchmarks; the options, markers and fixtures are the facade's
+(:mod:`pytest_agentbench.plugin.facade`), present in every run.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.plugin.activation import SESSION_KEY
+from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
+from pytest_agentbench.plugin.collect import (
+    REFUSED_KEY,
+    ControlItem,
+    collect_file,
+    refuse_late,
+)
+from pytest_agentbench.plugin.gc_freeze import freeze_alive
+from pytest_agentbench.plugin.rerun import RERUN_KEY
+from pytest_agentbench.plugin.snapshots import SNAPSHOT_DIR_KEY
+from pytest_agentbench.report.baseline import compare_with_baseline
+from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
+from pytest_agentbench.report.census import WorkerCensus, take_census
+from pytest_agentbench.report.census import merge as merge_census
+from pytest_agentbench.report.comparison_lines import comparison_lines, comparison_properties
+from pytest_agentbench.report.json_report import report_document, write_report
+from pytest_agentbench.report.junit import (
+    add_global_properties,
+    add_properties,
+    relabel_harness_errors,
+)
+from pytest_agentbench.report.preload import SuitePreload
+from pytest_agentbench.report.receipts import write_receipts
+from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
+from pytest_agentbench.report.relay import ReportRelay
+from pytest_agentbench.report.summary import RunSummary, summarise
+from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
+from pytest_agentbench.run.adapters import describe_adapter, load_adapter
+from pytest_agentbench.run.output_caps import parse_max_output_bytes
+from pytest_agentbench.run.packaged import packaged_suites
+from pytest_agentbench.run.session import (
+    STATE_KEY,
+    AgentbenchState,
+    Options,
+    SuiteLoader,
+    get_state,
+)
+from pytest_agentbench.scoring.comparison import Comparison
+from pytest_agentbench.scoring.gates import parse_gate
+from pytest_agentbench.scoring.trials import repeat_count
+from pytest_agentbench.sdk import leaked_threads
+from pytest_agentbench.sdk.crashes import WITNESS_KEY, attach_worker
+from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
+from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.sdk.runner import parse_timeout, release_alarm
+
+RECORDER_KEY = pytest.StashKey[RunRecorder]()
+SUMMARY_KEY = pytest.StashKey[RunSummary]()
+COMPARISON_KEY = pytest.StashKey[Comparison]()
+
+
+def _predictions_file(text: str, path: Path) -> Path:
+    """A predictions file that exists, is a regular file and holds at least one line."""
+
+    def refuse(reason: str) -> UsageError:
+        return UsageError(
+            "invalid_predictions", f"{text!r}: {path} {reason}", field="--agentbench-predictions"
+        )
+
+    if not path.is_file():
+        raise refuse("is not a readable file")
+    try:
+        empty = not path.read_bytes().strip()
+    except OSError as exc:
+        raise refuse(f"cannot be read ({exc.strerror})") from None
+    if empty:
+        raise refuse("is empty: it holds no prediction to score")
+    return path.resolve()
+
+
+def _options(config: pytest.Config) -> Options:
+    predictions: dict[str, Path] = {}
+    for text in config.getoption("agentbench_predictions"):
+        suite_id, sep, path = text.partition("=")
+        if not sep or not suite_id or not path:
+            raise UsageError(
+                "invalid_predictions",
+                f"{text!r} is not SUITE=PATH",
+                field="--agentbench-predictions",
+            )
+        if suite_id in predictions:
+            # Keeping the last of two files silently would score only one of them.
+            raise UsageError(
+                "invalid_predictions",
+                f"{text!r}: suite {suite_id!r} already has a predictions file",
+                field="--agentbench-predictions",
+            )
+        predictions[suite_id] = _predictions_file(text, Path(path))
+    option = config.getoption("agentbench_timeout")
+    source = "--agentbench-timeout" if option is not None else "agentbench_timeout"
+    try:
+        # 0 given on the command line is 0 (no limit), not "use the ini value".
+        timeout = parse_timeout(config.getini("agentbench_timeout") if option is None else option)
+    except ValueError as exc:
+        raise UsageError("invalid_timeout", str(exc), field=source) from None
+    option = config.getoption("agentbench_max_output_bytes")
+    source = (
+        "--agentbench-max-output-bytes" if option is not None else "agentbench_max_output_bytes"
+    )
+    try:
+        max_output_bytes = parse_max_output_bytes(
+            config.getini("agentbench_max_output_bytes") if option is None else option
+        )
+    except ValueError as exc:
+        raise UsageError("invalid_max_output_bytes", str(exc), field=source) from None
+    for gate in config.getoption("agentbench_gate"):
+        parse_gate(gate, suite=None, source="--agentbench-gate")
+    snapshot = config.getoption("agentbench_snapshot")
+    isolate = config.getoption("agentbench_isolate")
+    report = config.getoption("agentbench_report")
+    receipts = config.getoption("agentbench_receipts")
+    ledger_option = config.getoption("agentbench_ledger")
+    ledger_ini = config.getini("agentbench_ledger")
+    # As the other paths: an option is relative to where pytest runs, the ini to the rootdir.
+    ledger = (
+        Path(ledger_option)
+        if ledger_option
+        else config.rootpath / ledger_ini
+        if ledger_ini
+        else None
+    )
+    html = config.getoption("agentbench_html")
+    return Options(
+        adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
+        timeout=timeout,
+        predictions=predictions,
+        controls_only=config.getoption("agentbench_controls"),
+        snapshot=bool(config.getini("agentbench_snapshot") if snapshot is None else snapshot),
+        snapshot_dir=config.rootpath / config.getini("agentbench_snapshot_dir"),
+        report_path=None if report is None else Path(report).resolve(),
+        gates=tuple(config.getoption("agentbench_gate")),
+        junit_case_properties=config.getini("agentbench_junit_case_properties"),
+        receipts_dir=None if receipts is None else Path(receipts).resolve(),
+        isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
+        allow_partial=config.getoption("agentbench_allow_partial"),
+        ledger_dir=None if ledger is None else ledger.resolve(),
+        max_output_bytes=max_output_bytes,
+        html_path=None if html is None else Path(html).resolve(),
+        repeat=repeat_count(config),
+    )
+
+
+def _add_named_suites(config: pytest.Config, loader: SuiteLoader) -> None:
+    """``--agentbench-suite``: a built-in suite id, or a suite or recognised layout folder."""
+    names: list[str] = config.getoption("agentbench_suite")
+    if not names:
+        return
+    known = packaged_suites()
+    paths = []
+    for name in names:
+        if name in known:
+            paths.append(str(known[name]))
+            continue
+        folder = Path(name)
+        try:
+            is_suite = folder.is_dir() and loader.is_suite_folder(folder.resolve())
+        except OSError:
+            is_suite = False
+        if not is_suite:
+            raise UsageError(
+                "unknown_suite",
+                f"{name!r} is neither a built-in suite "
+                f"(known: {', '.join(sorted(known)) or 'none'}) nor a suite folder "
+                "(one holding suite.yaml, or a layout a registered world recognises)",
+                field="--agentbench-suite",
+            )
+        paths.append(str(folder))
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args[:] = []
+    config.args.extend(path for path in paths if path not in config.args)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        load_entry_point_worlds(config.pluginmanager)
+        registry = WorldRegistry.from_hook(config.pluginmanager)
+        options = _options(config)
+        loader = SuiteLoader(
+            registry,
+            config.rootpath,
+            oracle_roots=config.getini("agentbench_oracle_roots"),
+            on_load=functools.partial(freeze_alive, config),
+        )
+        _add_named_suites(config, loader)
+        state = AgentbenchState(options=options, registry=registry, loader=loader)
+        if options.isolate:
+            # Imported only when asked for: subprocess and multiprocessing cost start-up.
+            from pytest_agentbench.isolation.host import IsolatedAdapters
+            from pytest_agentbench.isolation.setup import configured_adapter
+
+            state.isolation = IsolatedAdapters(options.timeout)
+            if options.adapter_spec:
+                state.adapter = configured_adapter(
+                    config, state.isolation, options.adapter_spec, registry.adapter_protocols()
+                )
+        elif options.adapter_spec:
+            state.adapter = load_adapter(options.adapter_spec, registry.adapter_protocols())
+        state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)
+        if state.isolation is not None:
+            state.adapter_description += ", in an isolated process"
+    except AgentbenchError as exc:
+        raise pytest.UsageError(exc.render()) from None
+    config.stash[STATE_KEY] = state
+    config.stash[SNAPSHOT_DIR_KEY] = options.snapshot_dir
+    # A report copies canonical text; a run without one needs only the faster dump.
+    canonical_results = options.report_path is not None or options.html_path is not None
+    recorder = None
+    if hasattr(config, "workerinput"):
+        attach_worker(config)
+    else:
+        # Results are aggregated where reports arrive: the controller under xdist.
+        recorder = config.stash[RECORDER_KEY] = RunRecorder(results_canonical=canonical_results)
+        if config.pluginmanager.hasplugin("xdist"):
+            recorder.crash_witness = config.stash.get(WITNESS_KEY, None)
+            config.pluginmanager.register(
+                WorkerCensus(recorder.selected), "agentbench-worker-census"
+            )
+            if config.getoption("dist", "no") != "no":
+                config.pluginmanager.register(
+                    SuitePreload(recorder, state.loader), "agentbench-suite-preload"
+                )
+    config.pluginmanager.register(
+        ReportRelay(
+            recorder,
+            junit_case_properties=options.junit_case_properties,
+            max_output_bytes=options.max_output_bytes,
+            canonical_results=canonical_results,
+        ),
+        "agentbench-relay",
+    )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # junitxml's LogXML exists by now (it is made in pytest_configure).
+    relabel_harness_errors(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    release_alarm()
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.isolation is not None:
+        state.isolation.close()
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is not None:
+        recorder.graded.close()
+    session = config.stash.get(SESSION_KEY, None)
+    # Everything is written by now: a thread a hung adapter left behind must not
+    # keep the process from ending.
+    leaked_threads.exit_without_joining(0 if session is None else int(session.exitstatus))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    state = get_state(config)
+    kinds = ", ".join(state.registry.kinds()) or "none"
+    return f"agentbench: adapter {state.adapter_description}; world kinds: {kinds}"
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    return collect_file(file_path, parent)
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    refuse_late(session, items)
+    if not get_state(config).options.controls_only:
+        return
+    keep = [item for item in items if isinstance(item, ControlItem)]
+    drop = [item for item in items if not isinstance(item, ControlItem)]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    report = yield
+    refusal = collector.config.stash.get(REFUSED_KEY, {}).get(collector.nodeid)
+    if report.failed and refusal is not None:
+        setattr(report, REFUSAL, refusal)
+    return report
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    census = take_census(session.items, get_state(config).loader)
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[CENSUS_KEY] = census
+    elif RECORDER_KEY in config.stash:
+        merge_census(config.stash[RECORDER_KEY].selected, census)
+    # A refused suite is reported as a collection error, yet the other suites still
+    # run: pytest would otherwise interrupt the session (xdist already runs on).
+    refused: dict[str, str] = session.config.stash.get(REFUSED_KEY, {})
+    if refused and session.testsfailed == len(refused):
+        session.config.option.continue_on_collection_errors = True
+    if census:
+        freeze_alive(config)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Suspend automatic garbage collection, resuming it only if it was on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if hasattr(config, "workerinput") or RECORDER_KEY not in config.stash:
+        return
+    state = get_state(config)
+    recorder = config.stash[RECORDER_KEY]
+    options = state.options
+    if not (
+        recorder.identities
+        or recorder.refusals
+        or recorder.selected
+        or options.gates
+        or options.predictions
+        or options.report_path
+        or options.html_path
+        or BASELINE_KEY in config.stash
+        or (RERUN_KEY in config.stash and config.stash[RERUN_KEY].resume is not None)
+    ):
+        return
+    # Summarising builds a record per case, all acyclic: automatic collections
+    # meanwhile would walk the whole heap of the session and free nothing.
+    with gc_paused():
+        _finish(session, state, recorder)
+
+
+def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorder) -> None:
+    """Summarise the run, judge its gates and write every report."""
+    config = session.config
+    options = state.options
+    baseline = config.stash.get(BASELINE_KEY, None)
+    rerun = config.stash.get(RERUN_KEY, None)
+    notes = [] if rerun is None else rerun.inject(recorder, state.loader, state)
+    reporting = options.report_path is not None or options.html_path is not None
+    try:
+        summary = summarise(
+            recorder,
+            state.loader,
+            options.gates,
+            with_cases=baseline is not None,
+            allow_partial=options.allow_partial,
+            trials=options.repeat,
+        )
+    except AgentbenchError as exc:
+        raise pytest.UsageError(exc.render()) from None
+    if rerun is not None:
+        notes += rerun.finish(recorder, state.loader)
+    if notes:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *notes)})
+    comparison = None
+    if baseline is not None:
+        comparison = compare_with_baseline(
+            baseline.path, baseline.report, summary.suites, baseline.settings
+        )
+        config.stash[COMPARISON_KEY] = comparison
+    # A predictions file for a suite that did not run was never scored: saying
+    # nothing would let a typo in the suite id pass a CI job.
+    unscored = sorted(set(options.predictions) - {suite.id for suite in summary.suites})
+    if unscored:
+        summary = summary.model_copy(
+            update={
+                "problems": (
+                    *summary.problems,
+                    *(
+                        f"[unscored_predictions] --agentbench-predictions: suite {suite_id!r} "
+                        "did not run, so its predictions were not scored"
+                        for suite_id in unscored
+                    ),
+                )
+            }
+        )
+    refused_lines = _refused_prediction_lines(state, summary)
+    if refused_lines:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *refused_lines)})
+    # Every problem is a refusal (a suite, an unreadable file, a predictions line)
+    # except the re-run's notes ([resumed], a changed oracle), which only inform.
+    refusals = [problem for problem in summary.problems if problem not in notes]
+    compared_ok = comparison is None or comparison.passed
+    if (
+        refusals or not summary.gates_passed or not compared_ok
+    ) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    add_global_properties(config, summary)
+    if comparison is not None:
+        add_properties(config, comparison_properties(comparison))
+    if options.receipts_dir is not None:
+        write_receipts(recorder.graded.results(), options.receipts_dir)
+    if reporting:
+        identity = {
+            "rootpath": config.rootpath,
+            "adapter_spec": state.options.adapter_spec,
+            "adapter_description": state.adapter_description,
+            "exit_status": int(session.exitstatus),
+            "comparison": comparison,
+        }
+        if options.report_path is not None:
+            write_report(
+                options.report_path, summary, recorder.graded, recorder.durations, **identity
+            )
+        if options.html_path is not None:
+            # Imported only when asked for: its modules cost every run 9 ms otherwise.
+            from pytest_agentbench.report.html import read_report_document, write_html
+
+            # The page is drawn from the very document the JSON report holds: read
+            # back when it was just written rather than streamed a second time.
+            document = (
+                report_document(summary, recorder.graded, recorder.durations, **identity)
+                if options.report_path is None
+                else read_report_document(options.report_path)
+            )
+            write_html(document, options.html_path)
+        # The terminal section needs no per-case entries: dropping them here spares
+        # the garbage collections of the session's end a walk over every case result.
+        summary = summary.model_copy(
+            update={"suites": tuple(s.model_copy(update={"cases": ()}) for s in summary.suites)}
+        )
+    config.stash[SUMMARY_KEY] = summary
+
+
+def _refused_prediction_lines(state: AgentbenchState, summary: RunSummary) -> list[str]:
+    """Lines of the predictions files that belong to no case: they fail the run.
+
+    The same lines make ``agentbench validate`` refuse the file. A world's
+    predictions adapter lists them in an optional ``refused_lines`` attribute.
+    """
+    found: list[str] = []
+    ran = {suite.id for suite in summary.suites}
+    for loaded in state.loader.loaded():
+        path = state.options.predictions.get(loaded.suite.id)
+        if path is None or loaded.suite.id not in ran:
+            continue
+        try:
+            adapter = loaded.world.predictions_adapter(loaded.suite, path)
+        except AgentbenchError as exc:
+            found.append(exc.render())
+            continue
+        found.extend(str(line) for line in getattr(adapter, "refused_lines", ()))
+    return found
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    summary = config.stash.get(SUMMARY_KEY, None)
+    if summary is None or hasattr(config, "workerinput"):
+        return
+    state = get_state(config)
+    verbose = config.get_verbosity() >= 0
+    for suite in summary.suites:
+        if verbose:
+            terminalreporter.write_sep("=", f"agentbench: {suite.id} ({suite.world})")
+        for line in suite_lines(suite, state.adapter_description, verbose=verbose):
+            terminalreporter.write_line(line if verbose else f"agentbench {line}")
+    for line in [*orphan_gate_lines(summary), *summary.problems]:
+        terminalreporter.write_line(f"agentbench {line}")
+    comparison = config.stash.get(COMPARISON_KEY, None)
+    if comparison is not None:
+        if verbose:
+            terminalreporter.write_sep("=", "agentbench: comparison with the baseline")
+        for line in comparison_lines(comparison, verbose=verbose):
+            terminalreporter.write_line(line if verbose else f"agentbench {line}")

@@ -1,0 +1,1 @@
+"""The engine: per-process run state, executing and grading cases, controls, ledgers."""

@@ -1,0 +1,181 @@
+"""Recorded adapter outputs: keeping them, re-scoring them, resuming a run from them.
+
+A case's :class:`~pytest_agentbench.sdk.contracts.RecordedOutput` holds the adapter's
+outcome with the digests of the case (its record and public view), the suite's
+public folder and its oracle, and the adapter's identity. It travels in the
+case result, so the JSON run report keeps it; ``--agentbench-record DIR`` also
+writes one file per case. Re-scoring grades a recorded outcome again without
+calling the adapter; a case whose digest changed since is refused by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
+
+from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.run.session import suite_digests
+from pytest_agentbench.scoring.metrics import GRADED
+from pytest_agentbench.sdk.canonical import canonical_json, pretty_json, read_json, sha256_hex
+from pytest_agentbench.sdk.contracts import (
+    Case,
+    CaseResult,
+    FailureClass,
+    Outcome,
+    RecordedOutput,
+    harness_error,
+)
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import Suite, pydantic_refusal
+
+RecordKey = tuple[str, str, int | None]
+"""(suite id, case id, trial)."""
+
+
+def case_digest(case: Case, view: Any) -> str:
+    """sha256 of the case record and the public view: what the adapter answered."""
+    payload = {
+        "case": case.model_dump(mode="json", exclude={"file", "line"}),
+        "view": to_jsonable_python(view, fallback=repr),
+    }
+    return sha256_hex(canonical_json(payload).encode("utf-8"))
+
+
+def suite_digest_pair(suite: Suite) -> tuple[str | None, str | None]:
+    """The suite's public and oracle digests, computed once per process."""
+    cached: tuple[str | None, str | None] | None = suite.cache.get("agentbench.digests")
+    if cached is None:
+        digests = suite_digests(suite)
+        cached = suite.cache["agentbench.digests"] = (digests["public"], digests["oracle"])
+    return cached
+
+
+def record(
+    result: CaseResult, outcome: Outcome, *, case: Case, view: Any, suite: Suite, adapter: str
+) -> CaseResult:
+    public, oracle = suite_digest_pair(suite)
+    # The receipt is already the result's own: recording it twice would double the report.
+    kept = outcome.model_copy(update={"receipt": None}) if outcome.receipt else outcome
+    return result.model_copy(
+        update={
+            "recorded": RecordedOutput(
+                outcome=kept,
+                case_digest=case_digest(case, view),
+                suite_digest=public,
+                oracle_digest=oracle,
+                adapter=adapter,
+            )
+        }
+    )
+
+
+def recorded_outcome(result: CaseResult) -> Outcome:
+    assert result.recorded is not None
+    outcome = result.recorded.outcome
+    if outcome.receipt is None and result.receipt is not None:
+        outcome = outcome.model_copy(update={"receipt": result.receipt})
+    return outcome
+
+
+def record_file(directory: Path, result: CaseResult) -> Path:
+    name = result.case_id if result.trial is None else f"{result.case_id}[trial-{result.trial}]"
+    return directory / result.suite_id / f"{name}.json"
+
+
+def write_records(results: Iterable[CaseResult], directory: Path) -> list[Path]:
+    """One file per recorded case: the whole case result, recorded outcome included."""
+    written = []
+    for result in results:
+        if result.recorded is None:
+            continue
+        path = record_file(directory, result)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(pretty_json(result.model_dump(mode="json")), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def _from_report(path: Path) -> list[CaseResult]:
+    try:
+        report = RunReport.model_validate(read_json(path))
+    except ValidationError as exc:
+        raise pydantic_refusal(exc, file=str(path)) from None
+    return [entry.result for suite in report.suites for entry in suite.cases]
+
+
+def _from_folder(folder: Path) -> list[CaseResult]:
+    results = []
+    for path in sorted(folder.glob("*/*.json")):
+        try:
+            results.append(CaseResult.model_validate(read_json(path)))
+        except ValidationError as exc:
+            raise pydantic_refusal(exc, file=str(path)) from None
+    return results
+
+
+def load_records(path: Path, *, field: str) -> dict[RecordKey, CaseResult]:
+    """Recorded results by (suite, case, trial), from a run report or a record folder."""
+    if path.is_dir():
+        results = _from_folder(path)
+    elif path.is_file():
+        results = _from_report(path)
+    else:
+        raise AgentbenchError(
+            "invalid_recording", "no such report or folder", file=str(path), field=field
+        )
+    recorded = {(r.suite_id, r.case_id, r.trial): r for r in results if r.recorded is not None}
+    if not recorded:
+        raise AgentbenchError(
+            "invalid_recording",
+            "holds no recorded outputs (--agentbench-report and --agentbench-record keep them)",
+            file=str(path),
+            field=field,
+        )
+    return recorded
+
+
+def replay_refusal(
+    recorded: CaseResult | None, *, case: Case, view: Any, suite: Suite
+) -> CaseResult | None:
+    """A harness error naming why ``recorded`` cannot be re-scored for ``case``; else ``None``."""
+    if recorded is None or recorded.recorded is None:
+        reason = "[replay_missing_output] no recorded output for this case"
+    elif recorded.recorded.case_digest != case_digest(case, view):
+        reason = (
+            "[replay_case_changed] the case or its public view changed since its output was "
+            f"recorded (case digest {recorded.recorded.case_digest[:12]}...)"
+        )
+    else:
+        return None
+    return harness_error(case.suite_id, case.case_id, reason, case.labels)
+
+
+def oracle_changes(
+    results: Iterable[CaseResult], oracle_now: Mapping[str, str | None]
+) -> list[str]:
+    """One note per suite whose recorded outputs were scored under another oracle."""
+    notes = []
+    seen: set[str] = set()
+    for result in results:
+        if result.recorded is None or result.suite_id in seen:
+            continue
+        now = oracle_now.get(result.suite_id)
+        if result.suite_id in oracle_now and result.recorded.oracle_digest != now:
+            seen.add(result.suite_id)
+            notes.append(
+                f"[oracle_changed] suite {result.suite_id!r}: outputs recorded under oracle "
+                f"digest {result.recorded.oracle_digest}, re-scored under {now}"
+            )
+    return notes
+
+
+def resumable(result: CaseResult) -> bool:
+    """A graded result worth keeping: not an agent error or a harness error, which run again."""
+    return result.outcome in GRADED and result.failure_class not in (
+        FailureClass.AGENT_ERROR,
+        FailureClass.HARNESS_ERROR,
+    )

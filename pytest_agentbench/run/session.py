@@ -1,0 +1,467 @@
+"""Per-process state of an agentbench run: options, world kinds, suites, the adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_agentbench.plugin.gc_freeze import collector_paused
+from pytest_agentbench.run.adapters import (
+    REFERENCE_AGENTS,
+    adapter_class,
+    implements,
+    protocol_name,
+)
+from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES
+from pytest_agentbench.scoring.gates import parse_gate
+from pytest_agentbench.sdk.canonical import (
+    artifact_set_digest_from_hashes,
+    read_bytes,
+    sha256_hex,
+    tree_files,
+)
+from pytest_agentbench.sdk.contracts import (
+    Case,
+    CaseResult,
+    FailureClass,
+    Outcome,
+    harness_error,
+)
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import Recognition, WorldRegistry
+from pytest_agentbench.sdk.runner import cap_text, describe_exception, run_case
+from pytest_agentbench.sdk.suite import SUITE_FILE, Suite, SuiteConfig, load_suite_config
+from pytest_agentbench.sdk.world import World
+
+if TYPE_CHECKING:
+    # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
+    from pytest_agentbench.isolation.host import IsolatedAdapters
+
+
+@dataclass(frozen=True)
+class Options:
+    adapter_spec: str | None
+    timeout: float
+    predictions: Mapping[str, Path]
+    controls_only: bool
+    snapshot: bool
+    snapshot_dir: Path
+    report_path: Path | None
+    gates: tuple[str, ...]
+    junit_case_properties: bool
+    receipts_dir: Path | None = None
+    isolate: bool = False
+    allow_partial: bool = False
+    """Judge gates on a suite that did not run completely (otherwise they fail)."""
+    ledger_dir: Path | None = None
+    """``--agentbench-ledger``: each case writes its execution ledger there."""
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    """Bytes of canonical JSON each stored check value or receipt keeps (0: everything)."""
+    html_path: Path | None = None
+    repeat: int = 1
+    """``--agentbench-repeat``: items per case."""
+
+
+@dataclass
+class LoadedSuite:
+    suite: Suite
+    world: World
+
+
+class SuiteLoader:
+    """Finds and loads suites once per process; a broken suite's refusal is remembered.
+
+    A suite folder holds a ``suite.yaml``, or is a folder a registered world
+    recognises as its original's published layout (``suite.yaml`` wins).
+    """
+
+    def __init__(
+        self,
+        registry: WorldRegistry,
+        rootpath: Path,
+        oracle_roots: Sequence[Path] = (),
+        *,
+        on_load: Callable[[], None] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.rootpath = rootpath
+        self.oracle_roots = tuple(root.resolve() for root in oracle_roots)
+        """Folders outside the project an oracle may also lie in (``agentbench_oracle_roots``)."""
+        self._loaded: dict[Path, LoadedSuite | AgentbenchError] = {}
+        self._roots: dict[Path, Path | None] = {}
+        self._claims: dict[str, dict[Path, str]] = {}
+        """Per suite id, every folder declaring it and the file naming it (for refusals)."""
+        self._late: set[Path] = set()
+        """Folders loaded before a second folder claimed their id: refused after the fact."""
+        self._recognised: dict[Path, Recognition | AgentbenchError | None] = {}
+        self.on_load = on_load
+        """Called once after each suite loads (the run freezes what loading made)."""
+
+    def display_root(self, root: Path, suite_id: str | None = None) -> str:
+        """How messages name a suite folder: relative to the rootdir, else its real path."""
+        try:
+            return root.relative_to(self.rootpath).as_posix()
+        except ValueError:
+            return root.as_posix()
+
+    def recognition(self, folder: Path) -> Recognition | None:
+        """The world's claim on a folder without ``suite.yaml`` (an ambiguous claim raises)."""
+        if folder not in self._recognised:
+            try:
+                claim: Recognition | AgentbenchError | None = self.registry.recognise(
+                    folder, display=self.display_root(folder)
+                )
+            except AgentbenchError as exc:
+                claim = exc
+            self._recognised[folder] = claim
+        found = self._recognised[folder]
+        if isinstance(found, AgentbenchError):
+            raise found
+        return found
+
+    def is_suite_folder(self, folder: Path) -> bool:
+        """``suite.yaml`` or a recognised layout; a refused claim counts, to be reported."""
+        if (folder / SUITE_FILE).is_file():
+            return True
+        try:
+            return self.recognition(folder) is not None
+        except AgentbenchError:
+            return True
+
+    def anchor(self, root: Path) -> str:
+        """The file of a suite folder that carries its collector: ``suite.yaml`` or a marker."""
+        if (root / SUITE_FILE).is_file():
+            return SUITE_FILE
+        try:
+            recognition = self.recognition(root)
+        except AgentbenchError:
+            # The refused claim is reported on the marker that caused it to be asked.
+            return self.registry.first_marker(root) or SUITE_FILE
+        return SUITE_FILE if recognition is None else recognition.anchor
+
+    def suite_root_of(self, directory: Path) -> Path | None:
+        """The nearest suite folder at or above ``directory``."""
+        chain: list[Path] = []
+        current: Path | None = directory
+        found: Path | None = None
+        while current is not None:
+            if current in self._roots:
+                found = self._roots[current]
+                break
+            chain.append(current)
+            if self.is_suite_folder(current):
+                found = current
+                break
+            current = current.parent if current.parent != current else None
+        for visited in chain:
+            self._roots[visited] = found
+        return found
+
+    def load(self, root: Path) -> LoadedSuite:
+        root = root.resolve()
+        cached = self._loaded.get(root)
+        if cached is None:
+            with collector_paused():
+                cached = self._load(root)
+            self._loaded[root] = cached
+            if self.on_load is not None and isinstance(cached, LoadedSuite):
+                self.on_load()
+        if isinstance(cached, AgentbenchError):
+            raise cached
+        return cached
+
+    def _config(self, root: Path, display: str) -> tuple[SuiteConfig, str]:
+        """The suite's declaration and the file refusals about it name."""
+        if (root / SUITE_FILE).is_file():
+            source = f"{display}/{SUITE_FILE}"
+            return load_suite_config(root / SUITE_FILE, source), SUITE_FILE
+        recognition = self.recognition(root)
+        if recognition is None:
+            raise AgentbenchError(
+                "unknown_suite",
+                "holds no suite.yaml and no registered world recognises it as its layout",
+                file=display,
+            )
+        return recognition.config, recognition.anchor
+
+    def _load(self, root: Path) -> LoadedSuite | AgentbenchError:
+        display = self.display_root(root)
+        source = f"{display}/{SUITE_FILE}"
+        try:
+            config, anchor = self._config(root, display)
+            display = self.display_root(root, config.id)
+            source = f"{display}/{anchor}"
+            self._claim(config.id, root, source)
+            check_gates(config, source)
+            world = self.registry.get(config.world, file=source)
+            suite = Suite(config=config, root=root, display_root=display)
+            check_oracle_location(suite, (self.rootpath, *self.oracle_roots))
+            suite.data = world.load_suite(suite)
+            check_case_ids(suite, world.cases(suite))
+        except AgentbenchError as exc:
+            return exc
+        except Exception as exc:
+            return AgentbenchError(
+                "world_load_failed",
+                f"loading the suite raised {describe_exception(exc)}",
+                file=source,
+            )
+        return LoadedSuite(suite=suite, world=world)
+
+    def _claim(self, suite_id: str, root: Path, source: str) -> None:
+        """Refuse every folder of a suite id more than one folder declares.
+
+        Results are grouped by suite id: two folders would merge into one suite.
+        Neither is preferred (which one is found first depends on the command
+        line's order), so each is refused, naming the others; a folder loaded
+        before the clash was known is listed in :meth:`late_refusals`.
+        """
+        claims = self._claims.setdefault(suite_id, {})
+        claims[root] = source
+        if len(claims) == 1:
+            return
+        for claimant, claimant_source in claims.items():
+            others = sorted(self.display_root(other) for other in claims if other != claimant)
+            error = AgentbenchError(
+                "duplicate_suite_id",
+                f"suite id {suite_id!r} is also declared by {', '.join(others)}: "
+                "every folder declaring it is refused",
+                file=claimant_source,
+                field="id",
+            )
+            if claimant == root:
+                raise error
+            earlier = self._loaded.get(claimant)
+            if isinstance(earlier, LoadedSuite):
+                self._late.add(claimant)
+            if earlier is None or claimant in self._late:
+                self._loaded[claimant] = error
+
+    def late_refusals(self) -> dict[Path, AgentbenchError]:
+        """Folders refused after they loaded (their items may be collected), with the refusal."""
+        refusals: dict[Path, AgentbenchError] = {}
+        for root in sorted(self._late):
+            error = self._loaded[root]
+            assert isinstance(error, AgentbenchError)
+            refusals[root] = error
+        return refusals
+
+    def loaded(self) -> list[LoadedSuite]:
+        return [value for value in self._loaded.values() if isinstance(value, LoadedSuite)]
+
+
+def check_oracle_location(suite: Suite, allowed: Sequence[Path]) -> None:
+    """Refuse an oracle folder outside the project and outside the suite's own tree.
+
+    The suite's tree is the folder holding its ``suites/`` folder (where the
+    default ``../../oracles/<id>`` lies, also for packaged suites). Anything else
+    (``oracle: /usr/share``, a ``..`` path climbing out) would be read and
+    hashed in full, so it must be listed in ``agentbench_oracle_roots``.
+    """
+    oracle = suite.oracle_root
+    bases = (suite.root.parent.parent, *allowed)
+    if any(oracle.is_relative_to(base.resolve()) for base in bases):
+        return
+    raise AgentbenchError(
+        "oracle_outside_project",
+        f"{oracle} is outside the project and the suite's folder tree "
+        "(list it in the ini setting agentbench_oracle_roots to allow it)",
+        file=suite.display(SUITE_FILE),
+        field="oracle",
+    )
+
+
+def check_gates(config: SuiteConfig, display: str) -> None:
+    """Refuse a malformed gate when the suite loads, not after every case has run."""
+    for index, text in enumerate(config.gates):
+        try:
+            parse_gate(text, suite=config.id, source=display)
+        except AgentbenchError as exc:
+            raise AgentbenchError(
+                exc.code, exc.reason, file=display, field=f"gates[{index}]"
+            ) from None
+
+
+def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
+    """Refuse case ids that cannot be told apart as pytest node ids.
+
+    Results are keyed by node id, so a repeated id would silently hide a case.
+    """
+    first_seen: dict[str, Case] = {}
+    for case in cases:
+        if not case.case_id or "::" in case.case_id:
+            raise AgentbenchError(
+                "invalid_case_id",
+                f"case id {case.case_id!r} is empty or contains '::'",
+                file=suite.display(case.file),
+                line=case.line,
+            )
+        earlier = first_seen.setdefault(case.case_id, case)
+        if earlier is not case:
+            where = "" if earlier.line is None else f" (first at line {earlier.line})"
+            raise AgentbenchError(
+                "duplicate_case_id",
+                f"case id {case.case_id!r} appears more than once{where}",
+                file=suite.display(case.file),
+                line=case.line,
+            )
+
+
+def suite_digests(suite: Suite, problems: list[str] | None = None) -> dict[str, str | None]:
+    """Artifact-set digests of the suite's public folder and oracle folder.
+
+    An oracle folder inside the suite folder (a recognised layout such as
+    ``public/`` + ``evaluator/``) is not part of the public digest. A folder
+    that cannot be read has no digest; its refusal joins ``problems``.
+    """
+
+    def digest(root: Path, *, without: Path | None = None) -> str | None:
+        if not root.is_dir():
+            return None
+        try:
+            files = tree_files(root)
+            return artifact_set_digest_from_hashes(
+                {
+                    rel: sha256_hex(read_bytes(path))
+                    for rel, path in files.items()
+                    if without is None or not path.resolve().is_relative_to(without)
+                }
+            )
+        except AgentbenchError as exc:
+            if problems is not None:
+                problems.append(exc.render())
+            return None
+
+    oracle = suite.oracle_root
+    return {"public": digest(suite.root, without=oracle), "oracle": digest(oracle)}
+
+
+@dataclass
+class AgentbenchState:
+    options: Options
+    registry: WorldRegistry
+    loader: SuiteLoader
+    adapter: Any = REFERENCE_AGENTS
+    adapter_description: str = "built-in reference agents"
+    isolation: IsolatedAdapters | None = None
+    """The adapter process of ``--agentbench-isolate``; case adapters then run there."""
+    _reference: dict[str, Any] = field(default_factory=dict)
+    _predictions: dict[str, Any] = field(default_factory=dict)
+    _protocol_checks: dict[tuple[int, str], tuple[Any, bool]] = field(default_factory=dict)
+
+    def reference_agent(self, world: World) -> Any:
+        if world.kind not in self._reference:
+            self._reference[world.kind] = world.reference_agent()
+        return self._reference[world.kind]
+
+    def adapter_for(self, loaded: LoadedSuite, given: Any) -> Any:
+        """The adapter for a case of ``loaded``: predictions file, reference agent or ``given``."""
+        suite, world = loaded.suite, loaded.world
+        path = self.options.predictions.get(suite.id)
+        if path is not None:
+            if suite.id not in self._predictions:
+                try:
+                    self._predictions[suite.id] = world.predictions_adapter(suite, path)
+                except AgentbenchError as exc:
+                    pytest.fail(exc.render(), pytrace=False)
+            return self._predictions[suite.id]
+        adapter = self.reference_agent(world) if given is REFERENCE_AGENTS else given
+        if self.isolation is not None:
+            try:
+                adapter = self.isolation.remote(adapter)
+            except AgentbenchError as exc:
+                pytest.fail(exc.render(), pytrace=False)
+        if not self._implements(adapter, world):
+            pytest.skip(
+                f"adapter {type(adapter).__name__} lacks the {protocol_name(world)} protocol "
+                f"of world kind {world.kind!r}"
+            )
+        return adapter
+
+    def _implements(self, adapter: Any, world: World) -> bool:
+        # A runtime-checkable Protocol isinstance costs tens of microseconds per
+        # case; the adapter is usually one object for the whole session.
+        key = (id(adapter), world.kind)
+        known = self._protocol_checks.get(key)
+        if known is None or known[0] is not adapter:
+            known = (adapter, implements(adapter, world))
+            self._protocol_checks[key] = known
+        return known[1]
+
+    def oracle(self, loaded: LoadedSuite) -> Any:
+        return oracle_of(loaded)
+
+    def execute(
+        self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any, *, ledger: bool = False
+    ) -> tuple[Outcome, CaseResult]:
+        """Run and grade one case; the oracle is loaded only after the output exists.
+
+        With ``ledger`` (a case item of the run) and ``--agentbench-ledger``, the
+        case writes its execution ledger; a ledger that cannot be written makes
+        the case a harness error under the ledger's code.
+        """
+        folder = self.options.ledger_dir if ledger else None
+        if folder is None:
+            outcome = run_case(
+                loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
+            )
+            return outcome, self.grade(loaded, case, outcome)
+        from pytest_agentbench.run.case_ledger import ledgered, open_case_ledger
+
+        try:
+            case_ledger = open_case_ledger(folder, loaded.suite, case, adapter_class(adapter))
+        except AgentbenchError as exc:
+            return Outcome(failure_class=FailureClass.HARNESS_ERROR), harness_error(
+                case.suite_id, case.case_id, cap_text(exc.render()), case.labels
+            )
+        outcome = run_case(
+            loaded.world,
+            loaded.suite,
+            case,
+            view,
+            ledgered(adapter, case_ledger),
+            timeout=self.options.timeout,
+        )
+        case_ledger.finish(outcome)
+        if case_ledger.failure is not None:
+            reason = cap_text(case_ledger.failure.render())
+            return Outcome(
+                failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
+            ), harness_error(case.suite_id, case.case_id, reason, case.labels)
+        return outcome, self.grade(loaded, case, outcome)
+
+    def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
+        return grade_outcome(loaded, case, outcome)
+
+
+def oracle_of(loaded: LoadedSuite) -> Any:
+    """The suite's oracle, loaded once per process (and only once an output exists)."""
+    cache = loaded.suite.cache
+    if "agentbench.oracle" not in cache:
+        with collector_paused():
+            cache["agentbench.oracle"] = loaded.world.load_oracle(loaded.suite)
+    return cache["agentbench.oracle"]
+
+
+def grade_outcome(loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
+    """Grade one outcome; a failure of the oracle or the evaluator is a harness error."""
+    try:
+        return loaded.world.evaluate(loaded.suite, case, outcome, oracle_of(loaded))
+    except Exception as exc:
+        reason = (
+            exc.render()
+            if isinstance(exc, AgentbenchError)
+            else (f"evaluation raised {describe_exception(exc)}")
+        )
+        return harness_error(case.suite_id, case.case_id, cap_text(reason), case.labels)
+
+
+STATE_KEY = pytest.StashKey[AgentbenchState]()
+
+
+def get_state(config: pytest.Config) -> AgentbenchState:
+    return config.stash[STATE_KEY]

@@ -1,0 +1,1 @@
+"""Metrics, release gates, small-sample statistics, paired comparison and trials."""

@@ -1,0 +1,1 @@
+"""The contract between the core and a world kind."""

@@ -1,0 +1,344 @@
+"""The world kinds known to this process, gathered through the pluggy hook.
+
+Importing this module and building a registry of lazy worlds imports neither
+pydantic nor any world: the plugin asks it for layout markers in every pytest
+run that collects files, benchmarks or not. For the same reason its records
+are named tuples, a tenth of the cost of frozen dataclasses to make.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Sequence
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import pluggy
+
+from pytest_agentbench.sdk import hookspecs
+from pytest_agentbench.sdk.errors import AgentbenchError
+
+if TYPE_CHECKING:
+    from pytest_agentbench.sdk.suite import SuiteConfig
+    from pytest_agentbench.sdk.world import World
+
+MarkerSets = tuple[tuple[str, ...], ...]
+
+
+_SCANNED: weakref.WeakSet[pluggy.PluginManager] = weakref.WeakSet()
+"""Plugin managers whose entry-point worlds are registered (the scan is asked for twice
+in a run that collection turns on: for layout markers, then by the benchmark plugin)."""
+
+
+def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
+    """Register every module named under the ``pytest_agentbench.worlds`` entry-point group."""
+    if pluginmanager in _SCANNED:
+        return
+    for entry_point in sorted(
+        entry_points(group=hookspecs.ENTRY_POINT_GROUP), key=lambda ep: ep.name
+    ):
+        name = f"agentbench-world-{entry_point.name}"
+        if pluginmanager.get_plugin(name) is None and not pluginmanager.is_blocked(name):
+            pluginmanager.register(entry_point.load(), name=name)
+    _SCANNED.add(pluginmanager)
+
+
+class LazyWorld:
+    """A world kind registered by name, its module imported when first needed.
+
+    ``target`` is ``"module:attribute"`` naming the World object. A session
+    that runs no suite of the kind never imports it. ``layout_markers`` are the
+    marker sets of the published layouts the world recognises (see
+    :class:`~pytest_agentbench.sdk.world.RecognisesLayout`): the module is imported
+    to recognise a folder only when the folder holds every file of one set.
+    ``adapter_protocols`` name, as ``"module:attribute"``, the protocols the
+    world accepts (its ``adapter_protocol`` first, as
+    :func:`~pytest_agentbench.sdk.world.accepted_protocols` lists them), so that
+    an ``--agentbench-adapter`` is checked against every kind by importing
+    those modules only; a world that declares none is imported for the check.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        target: str,
+        *,
+        layout_markers: Sequence[Sequence[str]] = (),
+        adapter_protocols: Sequence[str] = (),
+    ) -> None:
+        self.kind = kind
+        self.target = target
+        self.layout_markers = checked_markers(kind, layout_markers)
+        self.adapter_protocols = checked_protocol_targets(kind, adapter_protocols)
+        self._world: World | None = None
+        self._protocols: tuple[type, ...] | None = None
+
+    def resolve(self, *, file: str | None = None) -> World:
+        """The World object; ``world_load_failed`` if it does not import as registered."""
+        if self._world is None:
+            world: World = _load(self.kind, self.target, file=file, field="world")
+            if getattr(world, "kind", None) != self.kind:
+                raise AgentbenchError(
+                    "world_load_failed",
+                    f"{self.target} is not world kind {self.kind!r}, which it is registered as",
+                    file=file,
+                    field="world",
+                )
+            if self.adapter_protocols:
+                self._check_declared_protocols(world, file=file)
+            self._world = world
+        return self._world
+
+    def _check_declared_protocols(self, world: World, *, file: str | None) -> None:
+        """The declared protocols are the world's own: else adapters are judged twice, apart."""
+        declared, accepted = self.protocols(), _accepted_protocols(world)
+        # Compared by name: a module imported afresh (pytester restores sys.modules
+        # after an in-process run) makes a new class object of the same protocol.
+        if _qualified(declared) != _qualified(accepted):
+            names = [" or ".join(p.__name__ for p in found) for found in (declared, accepted)]
+            raise AgentbenchError(
+                "world_load_failed",
+                f"world kind {self.kind!r} is registered accepting {names[0]} but "
+                f"{self.target} accepts {names[1]}",
+                file=file,
+                field="adapter_protocols",
+            )
+
+    def protocols(self) -> tuple[type, ...]:
+        """The declared adapter protocols, importing their modules but not the world's.
+
+        ``world_load_failed`` if one does not import or is not a class.
+        """
+        if self._protocols is None:
+            if self.adapter_protocols:
+                self._protocols = tuple(self._protocol(target) for target in self.adapter_protocols)
+            else:
+                self._protocols = _accepted_protocols(self.resolve())
+        return self._protocols
+
+    def _protocol(self, target: str) -> type:
+        protocol = _load(self.kind, target, file=None, field="adapter_protocols")
+        if not isinstance(protocol, type):
+            raise AgentbenchError(
+                "world_load_failed",
+                f"world kind {self.kind!r}: adapter protocol {target} is not a class",
+                field="adapter_protocols",
+            )
+        return protocol
+
+
+def _accepted_protocols(world: World) -> tuple[type, ...]:
+    # Imported here: pytest_agentbench.sdk.world imports the contracts (pydantic), and
+    # the registry is built in runs that have nothing to do with benchmarks.
+    from pytest_agentbench.sdk.world import accepted_protocols
+
+    return accepted_protocols(world)
+
+
+def _qualified(protocols: tuple[type, ...]) -> list[str]:
+    return [f"{protocol.__module__}.{protocol.__qualname__}" for protocol in protocols]
+
+
+def _load(kind: str, target: str, *, file: str | None, field: str) -> Any:
+    """The object ``target`` ("module:attr") names; ``world_load_failed`` if it does not import."""
+    # The entry-point machinery already parses and imports "module:attr".
+    entry_point = EntryPoint(name=kind, value=target, group=hookspecs.ENTRY_POINT_GROUP)
+    try:
+        return entry_point.load()
+    except Exception as exc:
+        from pytest_agentbench.sdk.runner import describe_exception
+
+        raise AgentbenchError(
+            "world_load_failed",
+            f"world kind {kind!r}: importing {target} raised {describe_exception(exc)}",
+            file=file,
+            field=field,
+        ) from None
+
+
+def checked_protocol_targets(kind: str, targets: Sequence[str]) -> tuple[str, ...]:
+    """Protocol targets as a tuple, each a ``"module:attribute"`` string."""
+    if isinstance(targets, str) or not all(_is_target(target) for target in targets):
+        raise AgentbenchError(
+            "invalid_adapter_protocols",
+            f"world kind {kind!r}: adapter protocols are a sequence of 'module:attribute' strings",
+            field="adapter_protocols",
+        )
+    return tuple(targets)
+
+
+def _is_target(target: object) -> bool:
+    """Whether ``target`` is a dotted module path, a colon and a dotted attribute path."""
+    if not isinstance(target, str):
+        return False
+    module, sep, attribute = target.partition(":")
+    names = [*module.split("."), *attribute.split(".")]
+    return bool(sep) and all(name.isidentifier() for name in names)
+
+
+def checked_markers(kind: str, marker_sets: Sequence[Sequence[str]]) -> MarkerSets:
+    """Marker sets as tuples; each path relative, inside the folder, and each set non-empty."""
+    if any(isinstance(markers, str) for markers in marker_sets):
+        raise AgentbenchError(
+            "invalid_layout_markers",
+            f"world kind {kind!r}: layout markers are a sequence of marker sets, "
+            "each a sequence of paths",
+        )
+    checked = tuple(tuple(markers) for markers in marker_sets)
+    for markers in checked:
+        if not markers:
+            raise AgentbenchError(
+                "invalid_layout_markers",
+                f"world kind {kind!r}: a marker set must be a non-empty sequence of paths",
+            )
+        for marker in markers:
+            path = PurePosixPath(marker)
+            if not marker or path.is_absolute() or ".." in path.parts or "\\" in marker:
+                raise AgentbenchError(
+                    "invalid_layout_markers",
+                    f"world kind {kind!r}: marker {marker!r} is not a relative path in the folder",
+                )
+    return checked
+
+
+class KindProtocols(NamedTuple):
+    """The adapter protocols one world kind accepts, its primary one first."""
+
+    kind: str
+    protocols: tuple[type, ...]
+
+    @property
+    def names(self) -> str:
+        return " or ".join(protocol.__name__ for protocol in self.protocols)
+
+    def accepts(self, adapter: object) -> bool:
+        return any(isinstance(adapter, protocol) for protocol in self.protocols)
+
+
+class Recognition(NamedTuple):
+    """A folder a world claimed as its original's layout."""
+
+    config: SuiteConfig
+    anchor: str
+    """The marker file (relative to the folder) that carries the suite's collector."""
+
+
+def _matching_set(folder: Path, marker_sets: MarkerSets) -> tuple[str, ...] | None:
+    for markers in marker_sets:
+        if all((folder / marker).is_file() for marker in markers):
+            return markers
+    return None
+
+
+class WorldRegistry:
+    """World kinds by name; a kind registered twice is refused."""
+
+    def __init__(self, worlds: Iterable[World | LazyWorld]) -> None:
+        self._worlds: dict[str, World | LazyWorld] = {}
+        for world in worlds:
+            if world.kind in self._worlds and self._worlds[world.kind] is not world:
+                raise AgentbenchError(
+                    "duplicate_world_kind", f"world kind {world.kind!r} is registered twice"
+                )
+            self._worlds[world.kind] = world
+
+    @classmethod
+    def from_hook(cls, pluginmanager: pluggy.PluginManager) -> WorldRegistry:
+        results = pluginmanager.hook.pytest_agentbench_world_kinds()
+        return cls(world for provided in results for world in provided)
+
+    def get(self, kind: str, *, file: str | None = None) -> World:
+        try:
+            world = self._worlds[kind]
+        except KeyError:
+            known = ", ".join(sorted(self._worlds)) or "none"
+            raise AgentbenchError(
+                "unknown_world_kind",
+                f"world kind {kind!r} is not registered (known: {known})",
+                file=file,
+                field="world",
+            ) from None
+        return world.resolve(file=file) if isinstance(world, LazyWorld) else world
+
+    def kinds(self) -> list[str]:
+        return sorted(self._worlds)
+
+    def adapter_protocols(self) -> list[KindProtocols]:
+        """Every kind's accepted adapter protocols, importing no world that declares its own."""
+        found = []
+        for kind in self.kinds():
+            entry = self._worlds[kind]
+            protocols = (
+                entry.protocols() if isinstance(entry, LazyWorld) else _accepted_protocols(entry)
+            )
+            found.append(KindProtocols(kind, protocols))
+        return found
+
+    def marker_sets(self, kind: str) -> MarkerSets:
+        """The layout marker sets a kind declares (none: it is never asked to recognise)."""
+        entry = self._worlds[kind]
+        if isinstance(entry, LazyWorld):
+            return entry.layout_markers
+        return checked_markers(kind, getattr(entry, "layout_markers", ()))
+
+    def first_marker(self, folder: Path) -> str | None:
+        """The first marker file of the first kind whose marker set ``folder`` holds."""
+        for kind in self.kinds():
+            markers = _matching_set(folder, self.marker_sets(kind))
+            if markers is not None:
+                return markers[0]
+        return None
+
+    def recognise(self, folder: Path, *, display: str | None = None) -> Recognition | None:
+        """The one world kind that claims ``folder`` as its original's layout, if any.
+
+        Every world whose marker files are all present is asked; a folder two
+        kinds claim is refused as ``ambiguous_layout`` rather than given to
+        whichever registered first.
+        """
+        from pytest_agentbench.sdk.runner import describe_exception
+        from pytest_agentbench.sdk.suite import SuiteConfig
+        from pytest_agentbench.sdk.world import RecognisesLayout
+
+        display = display or folder.as_posix()
+        claims: dict[str, Recognition] = {}
+        for kind in self.kinds():
+            markers = _matching_set(folder, self.marker_sets(kind))
+            if markers is None:
+                continue
+            world = self.get(kind, file=display)
+            if not isinstance(world, RecognisesLayout):
+                raise AgentbenchError(
+                    "world_load_failed",
+                    f"world kind {kind!r} declares layout markers but has no recognise method",
+                    file=display,
+                )
+            try:
+                config = world.recognise(folder)
+            except AgentbenchError:
+                raise
+            except Exception as exc:
+                raise AgentbenchError(
+                    "world_load_failed",
+                    f"world kind {kind!r}: recognising the folder raised {describe_exception(exc)}",
+                    file=display,
+                ) from None
+            if config is None:
+                continue
+            if not isinstance(config, SuiteConfig) or config.world != kind:
+                raise AgentbenchError(
+                    "world_load_failed",
+                    f"world kind {kind!r} claimed the folder with something other than "
+                    "a SuiteConfig of its own kind",
+                    file=display,
+                )
+            claims[kind] = Recognition(config=config, anchor=markers[0])
+        if len(claims) > 1:
+            raise AgentbenchError(
+                "ambiguous_layout",
+                f"claimed as their original layout by world kinds {', '.join(claims)}; "
+                "add a suite.yaml naming the world",
+                file=display,
+            )
+        return next(iter(claims.values()), None)

@@ -1,0 +1,309 @@
+"""Driving an adapter through one case: timeouts and failure classification.
+
+A world calls the adapter through :func:`call_adapter`, so anything the
+adapter raises becomes an ``agent_error`` rather than taking the session down,
+and raises :class:`MalformedOutput` for output it cannot accept
+(``product_error``). :func:`run_case` adds the per-case timeout, which
+interrupts a hang instead of waiting it out.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any, TypeVar
+
+from pytest_agentbench.sdk import crashes, leaked_threads
+from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
+from pytest_agentbench.sdk.suite import Suite
+from pytest_agentbench.sdk.world import World
+
+T = TypeVar("T")
+
+
+class AdapterFailure(Exception):
+    """The adapter failed a case; carries the failure class and a one-line reason."""
+
+    failure_class = FailureClass.AGENT_ERROR
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class MalformedOutput(AdapterFailure):
+    """The adapter returned output that breaks the world's output contract."""
+
+    failure_class = FailureClass.PRODUCT_ERROR
+
+
+class CaseTimeout(BaseException):
+    """Raised inside a hung adapter. A BaseException so ``except Exception`` cannot swallow it."""
+
+    receipt: dict[str, Any] | None = None
+    """Set by a world that drove a tool session, so the timed-out case keeps its receipt."""
+
+
+MAX_TIMEOUT = 1_000_000.0
+"""The largest per-case limit accepted, in seconds (about 11.5 days)."""
+
+
+def parse_timeout(text: object) -> float:
+    """A per-case limit in seconds: finite, 0 (no limit) up to :data:`MAX_TIMEOUT`.
+
+    Raises ValueError naming what is wrong; callers turn it into their refusal.
+    """
+    try:
+        seconds = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_TIMEOUT:
+        raise ValueError(
+            f"{text!r} is not a number of seconds from 0 (no limit) to {MAX_TIMEOUT:g}"
+        )
+    return seconds
+
+
+MAX_REASON_CHARS = 2000
+"""How much of a failure reason a case keeps: it is repeated in the terminal, JUnit and JSON."""
+
+
+def cap_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so and how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [truncated: {len(text)} characters in all]"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: first line`` of an exception, even one whose ``__str__`` raises."""
+    name = type(exc).__name__
+    try:
+        text = str(exc).strip().splitlines()
+    except BaseException:  # an adapter's exception may not render; its type still does
+        return f"{name} (its message could not be rendered)"
+    return f"{name}: {text[0]}" if text else name
+
+
+def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Call into the adapter; anything it raises becomes :class:`AdapterFailure`.
+
+    Every BaseException counts (``asyncio.CancelledError``, ``SystemExit`` from
+    a wrapped command-line tool): raising it fails the agent's case rather than
+    leaving the case out of the metrics. Only the case limit's own
+    :class:`CaseTimeout` and ``KeyboardInterrupt`` (the user's Ctrl-C ends the
+    run, as in any test) pass through. While the call
+    runs, the process's adapter-call flag is up (see :mod:`.crashes`), so a
+    worker that dies inside it is the agent's failure too.
+    """
+    flag = crashes.ADAPTER_CALL
+    flag.raise_flag()
+    try:
+        return function(*args, **kwargs)
+    except (AdapterFailure, CaseTimeout, KeyboardInterrupt):
+        raise
+    except BaseException as exc:
+        raise AdapterFailure(f"adapter raised {describe_exception(exc)}") from exc
+    finally:
+        flag.lower_flag()
+
+
+class _CaseAlarm:
+    """The SIGALRM handler of case limits.
+
+    Installing a signal handler costs several times what arming the timer does,
+    so the handler stays installed between cases. A SIGALRM that arrives while
+    no limit is armed goes where it would have gone without us: to the handler
+    this one displaced. :func:`release_alarm` puts that handler back.
+
+    The timer repeats until the limit is left: an adapter that catches the
+    first :class:`CaseTimeout`, or whose cleanup blocks in turn (joining an
+    executor's thread, an event loop waiting for its default executor), is
+    interrupted again. From the second alarm on, every line of Python the
+    interrupted code runs raises as well (:func:`_raise_on_every_line`), so a
+    bare ``except: continue`` around the hang cannot keep the case alive.
+    """
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.fired = 0
+        self.boundary: FrameType | None = None
+        """The frame that entered the limit: lines above it are the harness's own."""
+        self.displaced: Callable[[int, FrameType | None], Any] | int = signal.SIG_DFL
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self.armed:
+            if frame is not None and frame.f_code is _LIMIT_EXIT:
+                return  # the limit is being left: nothing left to interrupt
+            self.fired += 1
+            if self.fired > 1:
+                _raise_on_every_line(frame, self.boundary)
+            raise CaseTimeout()
+        displaced = self.displaced
+        if callable(displaced):
+            displaced(signum, frame)
+        elif displaced != signal.SIG_IGN:
+            # The default action (ending the process) is what the sender asked for.
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGALRM)
+
+
+def _raise_on_line(frame: FrameType, event: str, arg: object) -> Any:
+    if event == "line":
+        raise CaseTimeout()
+    return _raise_on_line
+
+
+def _raise_on_new_frame(frame: FrameType, event: str, arg: object) -> Any:
+    if frame.f_code is _LIMIT_EXIT:
+        return None
+    return _raise_on_line
+
+
+def _raise_on_every_line(frame: FrameType | None, boundary: FrameType | None) -> None:
+    """Make the next line the interrupted code runs raise :class:`CaseTimeout`.
+
+    A trace function that raises is removed by the interpreter, so this holds
+    for one line; the repeating alarm installs it again. Frames from the
+    limit's own frame up are left alone.
+    """
+    while frame is not None and frame is not boundary:
+        frame.f_trace_lines = True
+        frame.f_trace = _raise_on_line
+        frame = frame.f_back
+    sys.settrace(_raise_on_new_frame)
+
+
+_ALARM = _CaseAlarm()
+
+
+def _raw_getsignal() -> Callable[[int], object]:
+    # signal.getsignal converts the handler to a Handlers member, which for any
+    # callable fails slowly (raising and catching ValueError): microseconds per
+    # case. The C function beneath it returns the handler as it is.
+    try:
+        raw: Callable[[int], object] = importlib.import_module("_signal").getsignal
+    except (ImportError, AttributeError):
+        return signal.getsignal
+    return raw
+
+
+_current_handler = _raw_getsignal()
+
+
+_HAS_ITIMER = hasattr(signal, "setitimer")
+
+
+def _on_main_thread() -> bool:
+    # Signals are delivered to the main thread only; pytest-xdist runs tests there.
+    return _HAS_ITIMER and threading.current_thread() is threading.main_thread()
+
+
+def interrupt_after(seconds: float) -> CaseLimit:
+    """Raise :class:`CaseTimeout` in the code run under ``with`` once ``seconds`` pass.
+
+    Uses a real-time interval timer, so a sleeping or spinning adapter is
+    interrupted. Off the main thread (where signals cannot be delivered) the
+    limit is not enforced here; pytest-xdist runs tests on the main thread.
+    """
+    return CaseLimit(seconds)
+
+
+class CaseLimit:
+    """The context manager of :func:`interrupt_after`."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.armed = False
+        self._trace: Any = None
+
+    def __enter__(self) -> None:
+        if self.seconds <= 0 or not _on_main_thread():
+            return
+        current = _current_handler(signal.SIGALRM)
+        if current is not _ALARM:
+            # The enum-converting call, since the displaced handler is given back with it.
+            previous = signal.signal(signal.SIGALRM, _ALARM)
+            _ALARM.displaced = signal.SIG_DFL if previous is None else previous
+        self._trace = sys.gettrace()
+        _ALARM.boundary = sys._getframe(1)
+        _ALARM.fired = 0
+        _ALARM.armed = self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, self.seconds, min(self.seconds, _REPEAT_SECONDS))
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.armed:
+            _ALARM.armed = self.armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _ALARM.boundary = None
+            if _ALARM.fired > 1:
+                # Give back whatever tracer (a coverage tool, a debugger) ran before.
+                sys.settrace(self._trace)
+
+
+_LIMIT_EXIT = CaseLimit.__exit__.__code__
+_REPEAT_SECONDS = 0.5
+"""How often a case past its limit is interrupted again until it lets go."""
+
+
+@contextmanager
+def harness_time() -> Iterator[None]:
+    """Stop the case limit's clock while the harness works on the adapter's behalf.
+
+    Restarting an isolated adapter's process after a crash or a hang is the
+    harness's recovery, not the adapter's time: under load it can take longer
+    than a short limit, which would charge the next case with a timeout it did
+    not cause. A limit that has already fired is left alone.
+    """
+    if not (_ALARM.armed and _ALARM.fired == 0 and _on_main_thread()):
+        yield
+        return
+    remaining, interval = signal.setitimer(signal.ITIMER_REAL, 0)
+    try:
+        yield
+    finally:
+        if _ALARM.armed and remaining > 0:
+            signal.setitimer(signal.ITIMER_REAL, remaining, interval)
+
+
+def release_alarm() -> None:
+    """Give SIGALRM back to the handler that case limits displaced (at session end)."""
+    displaced = _ALARM.displaced
+    if _on_main_thread() and signal.getsignal(signal.SIGALRM) is _ALARM:
+        signal.signal(signal.SIGALRM, displaced)
+
+
+def run_case(
+    world: World, suite: Suite, case: Case, view: Any, adapter: Any, *, timeout: float
+) -> Outcome:
+    """Run one case, classifying every way the adapter can fail."""
+    started = time.perf_counter()
+    threads_before = threading.enumerate()
+    try:
+        with interrupt_after(timeout):
+            return world.run(suite, case, view, adapter)
+    except CaseTimeout as interrupted:
+        elapsed = time.perf_counter() - started
+        return Outcome(
+            failure_class=FailureClass.AGENT_ERROR,
+            failure_reason=f"timed out after {elapsed:.1f}s (--agentbench-timeout={timeout:g})",
+            receipt=interrupted.receipt,
+        )
+    except AdapterFailure as failure:
+        return Outcome(failure_class=failure.failure_class, failure_reason=cap_text(failure.reason))
+    except Exception as exc:
+        return Outcome(
+            failure_class=FailureClass.HARNESS_ERROR,
+            failure_reason=cap_text(
+                f"world {world.kind!r} failed to run the case: {describe_exception(exc)}"
+            ),
+        )
+    finally:
+        leaked_threads.note(threads_before)
