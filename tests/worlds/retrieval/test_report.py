@@ -143,6 +143,7 @@ def test_a_written_report_rescores_byte_for_byte(small: Small, tmp_path: Path) -
     committed = read_report(tmp_path / "report.json")
     assert {r["score"]["exclusionReason"] for r in committed["scores"]} == {None, "harness_error"}
     assert any(r["score"]["correctAbstention"] for r in committed["scores"])
+    assert all(r["canonical"]["schemaVersion"] == "1.0" for r in committed["receipts"])
     for record in committed["scores"]:
         assert set(record) == SCORE_RECORD_FIELDS
         assert set(record["score"]) == TASK_SCORE_FIELDS
