@@ -6,11 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
 from pytest_agentbench.sdk.canonical import loads_strict
-from pytest_agentbench.sdk.errors import AgentbenchError, field_path
-from pytest_agentbench.worlds.retrieval.models import Envelope, Task
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.worlds.retrieval.envelope_schema import schema_message
+from pytest_agentbench.worlds.retrieval.models import Task
 
 
 @dataclass(frozen=True)
@@ -34,18 +33,6 @@ def parse_raw(raw: Any) -> Any:
             where = f" at {exc.location.field}" if exc.location.field else ""
             raise AgentbenchError("malformed_agent_json", f"{exc.reason}{where}") from None
     return raw
-
-
-def schema_message(value: Any) -> str | None:
-    """The validator's first complaint, or None when the envelope fits the schema."""
-    if value is None:
-        return "finalEnvelope is null"
-    try:
-        Envelope.model_validate(value)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        return f"{field_path(tuple(first['loc'])) or '<root>'}: {first['msg']}"
-    return None
 
 
 def semantic_issues(envelope: Mapping[str, Any], task: Task) -> list[str]:
@@ -94,4 +81,13 @@ def parse_final(raw: Any, task: Task) -> Parsed:
     issues = semantic_issues(value, task)
     if issues:
         return Parsed(None, "invalid_final_envelope", ", ".join(issues))
-    return Parsed(Envelope.model_validate(value).model_dump(mode="json"), None)
+    return Parsed(_plain_json(value), None)
+
+
+def _plain_json(value: Any) -> Any:
+    """A copy with JSON's containers only, so the receipt never aliases the agent's data."""
+    if isinstance(value, dict):
+        return {key: _plain_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_json(item) for item in value]
+    return value

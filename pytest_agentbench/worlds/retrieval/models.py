@@ -269,24 +269,3 @@ class Oracle(Closed):
                 *claim.forbiddenEvidence,
             )
         }
-
-
-class EnvelopeClaim(Closed):
-    claimKey: StrictStr
-    value: ClaimValue
-    citations: tuple[Coord, ...]
-
-
-class Gap(Closed):
-    claimKey: StrictStr
-    reason: Literal[
-        "missing_evidence", "conflicting_evidence", "budget_exhausted", "tool_unavailable"
-    ]
-
-
-class Envelope(Closed):
-    schemaVersion: Literal["1.0"]
-    claims: tuple[EnvelopeClaim, ...]
-    gaps: tuple[Gap, ...]
-    abstained: StrictBool
-    stopReason: Literal["complete", "abstained", "budget_exhausted", "tool_unavailable", "error"]

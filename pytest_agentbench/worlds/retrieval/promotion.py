@@ -113,7 +113,11 @@ def _pair_failures(
         ("candidate", candidate, scores[1]),
     ):
         found = by_key.get(key, [])
-        if len(found) != 1 or found[0].get("adapterId") != receipt.get("adapterId"):
+        if (
+            len(found) != 1
+            or found[0].get("adapterId") != receipt.get("adapterId")
+            or found[0]["score"].get("taskId") != receipt.get("taskId")
+        ):
             failures.append(f"{side}_score_identity_mismatch")
     unscored = any(
         receipt.get("failure", {}).get("class") == "harness_error"

@@ -7,14 +7,15 @@ No model judges anything here; every value follows from exact comparisons.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.worlds.retrieval import tools
-from pytest_agentbench.worlds.retrieval.envelope import schema_message, semantic_issues
-from pytest_agentbench.worlds.retrieval.jscanon import canonical, utf16_key
+from pytest_agentbench.worlds.retrieval.envelope import semantic_issues
+from pytest_agentbench.worlds.retrieval.envelope_schema import schema_message
+from pytest_agentbench.worlds.retrieval.jscanon import canonical
 from pytest_agentbench.worlds.retrieval.models import Oracle, Task
+from pytest_agentbench.worlds.retrieval.normalizers import js_trim, normalize_claim_value
 
 CoordKey = tuple[Any, ...]
 _COORD = tools.COORD_FIELDS
@@ -24,33 +25,23 @@ def coord_key(coord: Mapping[str, Any]) -> CoordKey:
     return tuple(coord.get(name) for name in _COORD)
 
 
-def normalise(normalizer: str, value: Any) -> Any:
-    if normalizer == "trim-lower-v1" and isinstance(value, str):
-        return value.strip().lower()
-    if normalizer == "identifier-v1" and isinstance(value, str):
-        return "".join(value.strip().upper().split())
-    if normalizer == "iso-date-v1" and isinstance(value, str):
-        try:
-            return datetime.date.fromisoformat(value).isoformat()
-        except ValueError:
-            return value
-    if normalizer == "string-set-v1" and isinstance(value, list):
-        return sorted(value, key=lambda item: utf16_key(item) if isinstance(item, str) else b"")
-    return value
-
-
 def values_equal(actual: Mapping[str, Any], expected: Mapping[str, Any], normalizer: str) -> bool:
-    if actual.get("type") != expected.get("type"):
+    """Equal types, then equal canonical JSON of both normalised values."""
+    value_type = actual.get("type")
+    if value_type != expected.get("type"):
         return False
-    return canonical(normalise(normalizer, actual.get("value"))) == canonical(
-        normalise(normalizer, expected.get("value"))
-    )
+    return canonical(
+        normalize_claim_value(actual.get("value"), normalizer, value_type)
+    ) == canonical(normalize_claim_value(expected.get("value"), normalizer, value_type))
 
 
-def _empty(task: Task, *, scored: bool, invalid: list[str]) -> dict[str, Any]:
+def _early_exit(task: Task, reason: str, *, scored: bool = True) -> dict[str, Any]:
+    """Success 0, every flag false, every required key missing; a scored exit names
+    its reason in invalidOutputs, an unscored one as its exclusion reason."""
     return {
+        "taskId": task.taskId,
         "scored": scored,
-        "exclusionReason": None if scored else "harness_error",
+        "exclusionReason": None if scored else reason,
         "success": 0,
         "completed": False,
         "correctAbstention": False,
@@ -63,20 +54,21 @@ def _empty(task: Task, *, scored: bool, invalid: list[str]) -> dict[str, Any]:
         "unsupportedSubstantiveClaims": [],
         "missingRequiredClaims": [c.claimKey for c in task.claims if c.required],
         "forbiddenEvidenceClaims": [],
-        "invalidOutputs": invalid,
+        "invalidOutputs": [reason] if scored else [],
         "substantiveClaims": 0,
         "linkedSupportedClaims": 0,
     }
 
 
 def accounting_issues(receipt: Mapping[str, Any]) -> list[str]:
-    """Receipt accounting codes: the totals and per-call invariants must hold."""
+    """Receipt accounting codes, each at most once, in the original's order."""
     issues: list[str] = []
     calls: Sequence[Mapping[str, Any]] = receipt.get("calls") or []
     failure = receipt.get("failure") or {}
+    envelope = receipt.get("finalEnvelope")
     if receipt.get("agentCalls") != len(calls):
         issues.append("agent_calls_mismatch")
-    if [c.get("callIndex") for c in calls] != list(range(len(calls))):
+    if any(not _same(call.get("callIndex"), index) for index, call in enumerate(calls)):
         issues.append("call_index_sequence_invalid")
     if receipt.get("backendInvocations") != sum(c.get("backendInvocations", 0) for c in calls):
         issues.append("backend_invocations_mismatch")
@@ -84,57 +76,84 @@ def accounting_issues(receipt: Mapping[str, Any]) -> list[str]:
         c.get("modelVisibleUtf8Bytes", 0) for c in calls
     ):
         issues.append("model_visible_bytes_mismatch")
-    for call in calls:
-        delivered = call.get("deliveredToAgent") is True
-        expected = tools.visible_bytes(tools.projection(call["result"])) if delivered else 0
-        if call.get("modelVisibleUtf8Bytes") != expected:
-            issues.append("call_model_visible_bytes_mismatch")
-            break
-    undelivered = [i for i, c in enumerate(calls) if c.get("deliveredToAgent") is not True]
-    if (
-        any(
-            (c.get("deliveredToAgent") is True) == (c.get("failureCode") is not None) for c in calls
-        )
-        or len(undelivered) > 1
-        or (undelivered and undelivered[0] != len(calls) - 1)
-    ):
+    if any(c.get("modelVisibleUtf8Bytes") != _visible_bytes(c) for c in calls):
+        issues.append("call_model_visible_bytes_mismatch")
+    if any(_breaks_delivery_invariant(c) for c in calls):
         issues.append("call_delivery_failure_invariant")
-    if undelivered and calls[undelivered[0]].get("failureCode") != failure.get("code"):
+    undelivered = [i for i, c in enumerate(calls) if not _delivered(c)]
+    if len(undelivered) > 1 or (
+        len(undelivered) == 1
+        and (
+            undelivered[0] != len(calls) - 1
+            or failure.get("class") == "none"
+            or failure.get("code") != calls[undelivered[0]].get("failureCode")
+        )
+    ):
         issues.append("undelivered_call_failure_mismatch")
-    delivered_calls = [c for c in calls if c.get("deliveredToAgent") is True]
-    measured = [c.get("measuredTokens") for c in delivered_calls]
-    total = (
-        sum(m for m in measured if isinstance(m, int))
-        if delivered_calls and all(isinstance(m, int) for m in measured)
-        else None
-    )
-    if receipt.get("measuredTokens") != total:
+    if _measured_tokens_mismatch(receipt, [c for c in calls if _delivered(c)]):
         issues.append("measured_tokens_mismatch")
-    tokenizers = {
-        c.get("tokenizerFingerprint")
-        for c in delivered_calls
-        if c.get("measuredTokens") is not None
-    }
-    if None in tokenizers:
+    if any(
+        c.get("measuredTokens") is not None and c.get("tokenizerFingerprint") is None for c in calls
+    ):
         issues.append("tokenizer_fingerprint_missing")
-    elif len(tokenizers) > 1:
-        issues.append("tokenizer_fingerprint_mismatch")
     if any(
         c.get("measuredTokens") is None and c.get("tokenizerFingerprint") is not None for c in calls
     ):
         issues.append("unexpected_tokenizer_fingerprint")
-    envelope = receipt.get("finalEnvelope")
-    stop = "error" if envelope is None else envelope.get("stopReason")
-    if receipt.get("stopReason") != stop:
+    if (
+        len({c["tokenizerFingerprint"] for c in calls if c.get("tokenizerFingerprint") is not None})
+        > 1
+    ):
+        issues.append("tokenizer_fingerprint_mismatch")
+    if isinstance(envelope, dict) and envelope.get("stopReason") != receipt.get("stopReason"):
         issues.append("stop_reason_mismatch")
     failure_class = failure.get("class")
-    if (failure_class == "none") != (failure.get("code") is None) or failure.get(
-        "redactedMessage"
-    ) is not None:
+    if (
+        failure_class == "none"
+        and (failure.get("code") is not None or failure.get("redactedMessage") is not None)
+    ) or (failure_class != "none" and failure.get("code") is None):
         issues.append("failure_payload_invariant_invalid")
-    if (failure_class == "none") != (envelope is not None):
+    if (envelope is None and (receipt.get("stopReason") != "error" or failure_class == "none")) or (
+        envelope is not None and failure_class != "none"
+    ):
         issues.append("failure_envelope_invariant_invalid")
     return issues
+
+
+def _delivered(call: Mapping[str, Any]) -> bool:
+    return call.get("deliveredToAgent") is True
+
+
+def _visible_bytes(call: Mapping[str, Any]) -> int:
+    return tools.visible_bytes(tools.projection(call["result"])) if _delivered(call) else 0
+
+
+def _breaks_delivery_invariant(call: Mapping[str, Any]) -> bool:
+    """A delivered call has no failure code; an undelivered one has a non-blank code
+    (blank as JavaScript's ``trim`` sees it) and no tokens or tokenizer."""
+    code = call.get("failureCode")
+    if _delivered(call):
+        return code is not None
+    return (
+        not isinstance(code, str)
+        or not js_trim(code)
+        or call.get("measuredTokens") is not None
+        or call.get("tokenizerFingerprint") is not None
+    )
+
+
+def _measured_tokens_mismatch(
+    receipt: Mapping[str, Any], delivered: Sequence[Mapping[str, Any]]
+) -> bool:
+    total = receipt.get("measuredTokens")
+    measured = [call.get("measuredTokens") for call in delivered]
+    all_measured = all(tokens is not None for tokens in measured)
+    return (
+        (not delivered and total is not None)
+        or (total is not None and not all_measured)
+        or (bool(delivered) and all_measured and total is None)
+        or (total is not None and total != sum(tokens or 0 for tokens in measured))
+    )
 
 
 def observed_coords(receipt: Mapping[str, Any]) -> set[CoordKey]:
@@ -191,9 +210,11 @@ def claim_support(
     present: Mapping[str, Mapping[str, Any]],
     observed: set[CoordKey],
 ) -> dict[str, Any]:
-    """Each oracle claim that is public and present: supported, linked, unsupported, forbidden."""
+    """Each oracle claim that is public and present: supported, linked, unsupported,
+    forbidden; one that is public, required and absent: missing (in oracle order)."""
     public = {claim.claimKey: claim for claim in task.claims}
     out: dict[str, Any] = {
+        "missingRequiredClaims": [],
         "supportedClaims": [],
         "unsupportedClaims": [],
         "unsupportedSubstantiveClaims": [],
@@ -204,6 +225,8 @@ def claim_support(
     for expected in oracle.claims:
         key = expected.claimKey
         if key not in public or key not in present:
+            if key in public and public[key].required:
+                out["missingRequiredClaims"].append(key)
             continue
         declared = public[key]
         actual = present[key]
@@ -235,18 +258,26 @@ def claim_support(
     return out
 
 
+def gapped_as_missing(gaps: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> bool:
+    """Every key has a gap with reason ``missing_evidence``; other gaps for the same key
+    do not count against it."""
+    gapped = {gap["claimKey"] for gap in gaps if gap["reason"] == "missing_evidence"}
+    return all(key in gapped for key in keys)
+
+
 def score_receipt(receipt: Mapping[str, Any], task: Task, oracle: Oracle) -> dict[str, Any]:
-    """The score of one receipt's canonical partition."""
+    """The score of one receipt's canonical partition. The early exits come in the
+    original's order: task identity, then harness error, then the envelope schema."""
     failure = receipt.get("failure") or {}
+    if oracle.taskId != task.taskId or receipt.get("taskId") != task.taskId:
+        return _early_exit(task, "task_identity_mismatch")
     if failure.get("class") == "harness_error":
-        return _empty(task, scored=False, invalid=[])
+        return _early_exit(task, "harness_error", scored=False)
     envelope = receipt.get("finalEnvelope")
     message = schema_message(envelope)
     if message is not None:
-        return _empty(task, scored=True, invalid=[f"invalid_final_envelope:{message}"])
-    if receipt.get("taskId") != task.taskId or oracle.taskId != task.taskId:
-        return _empty(task, scored=True, invalid=["task_identity_mismatch"])
-    assert envelope is not None
+        return _early_exit(task, f"invalid_final_envelope:{message}")
+    assert isinstance(envelope, dict)
     invalid = semantic_issues(envelope, task) + accounting_issues(receipt)
     present = {claim["claimKey"]: claim for claim in envelope["claims"]}
     observed = observed_coords(receipt)
@@ -255,9 +286,13 @@ def score_receipt(receipt: Mapping[str, Any], task: Task, oracle: Oracle) -> dic
     forbidden_claims = claims["forbiddenEvidenceClaims"]
     unsupported_substantive = claims["unsupportedSubstantiveClaims"]
     substantive, linked = claims["substantiveClaims"], claims["linkedSupportedClaims"]
-    missing = [c.claimKey for c in task.claims if c.required and c.claimKey not in present]
+    missing = claims["missingRequiredClaims"]
+    missing += [
+        c.claimKey
+        for c in task.claims
+        if c.required and c.claimKey not in present and c.claimKey not in missing
+    ]
     completion = oracle.completion
-    gaps = {gap["claimKey"]: gap["reason"] for gap in envelope["gaps"]}
     correct_abstention = (
         completion.expectAbstention
         and envelope["abstained"] is True
@@ -266,13 +301,12 @@ def score_receipt(receipt: Mapping[str, Any], task: Task, oracle: Oracle) -> dic
         and not invalid
         and not unsupported
         and not forbidden_claims
-        and all(gaps.get(key) == "missing_evidence" for key in oracle.expectedMissing)
+        and gapped_as_missing(envelope["gaps"], oracle.expectedMissing)
     )
     calls = receipt.get("calls") or []
     scope = oracle.expectedScope.collection
     collection_ok = scope is None or any(
-        isinstance(c.get("arguments"), dict) and c["arguments"].get("collection") == scope
-        for c in calls
+        _same(_path_get(c.get("arguments"), "collection"), scope) for c in calls
     )
     filters_ok = filters_correct(calls, oracle.expectedScope.filters)
     known = oracle.all_evidence()
@@ -300,6 +334,7 @@ def score_receipt(receipt: Mapping[str, Any], task: Task, oracle: Oracle) -> dic
         and failure.get("class") == "none"
     )
     return {
+        "taskId": task.taskId,
         "scored": True,
         "exclusionReason": None,
         "success": 1 if success else 0,

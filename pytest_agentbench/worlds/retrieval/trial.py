@@ -327,6 +327,7 @@ class Trial:
         failure_class, code = self.failure or ("none", None)
         envelope = self.envelope
         return {
+            "schemaVersion": SCHEMA_VERSION,
             **self.identity.as_json(),
             "capabilities": capabilities(self.backend),
             "calls": self.calls,
@@ -387,6 +388,7 @@ def harness_failure_canonical(
 ) -> dict[str, Any]:
     """A harness-failure receipt: no calls, null envelope, zero prompt/model fingerprints."""
     return {
+        "schemaVersion": SCHEMA_VERSION,
         **identity.as_json(),
         "capabilities": capabilities(backend),
         "calls": [],

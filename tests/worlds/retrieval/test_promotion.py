@@ -51,6 +51,7 @@ def record(r: dict[str, Any], success: int, unsupported: int = 0, **extra: Any) 
     return {
         **{k: r[k] for k in keys},
         "score": {
+            "taskId": r["taskId"],
             "scored": True,
             "success": success,
             "substantiveClaims": 1,
@@ -211,6 +212,8 @@ def _pair_case(name: str) -> tuple[list[Any], str]:
         bs[0]["adapterId"] = "other"
     elif name == "candidate_score_identity_mismatch":
         cs.append(dict(cs[0]))
+    elif name == "score_of_another_task":
+        bs[0]["score"]["taskId"] = "t00000ff"
     elif name == "unscored_or_harness_failed_pair":
         b[0]["failure"] = {"class": "harness_error", "code": "x", "redactedMessage": None}
     elif name == "capsule_replay_identity_mismatch":
@@ -226,7 +229,9 @@ def _pair_case(name: str) -> tuple[list[Any], str]:
     elif name == "nondeterministic_capsule_payload":
         other = bundle_content([{**ITEM, "text": "changed"}], {})
         rp[0] = replay(c[0], second=other)
-    return [b, bs, c, cs, rp], name
+    return [b, bs, c, cs, rp], name.replace(
+        "score_of_another_task", "baseline_score_identity_mismatch"
+    )
 
 
 PAIR_FAILURES = [
@@ -234,6 +239,7 @@ PAIR_FAILURES = [
     "comparison_fingerprint_mismatch",
     "baseline_score_identity_mismatch",
     "candidate_score_identity_mismatch",
+    "score_of_another_task",
     "unscored_or_harness_failed_pair",
     "capsule_replay_identity_mismatch",
     "candidate_capsule_payload_missing_or_ambiguous",

@@ -12,7 +12,7 @@ from pytest_agentbench.worlds.retrieval.models import Oracle
 from pytest_agentbench.worlds.retrieval.scoring import (
     accounting_issues,
     filters_correct,
-    normalise,
+    gapped_as_missing,
     score_receipt,
     values_equal,
 )
@@ -29,6 +29,7 @@ def score(small: Small, receipt: Receipt, oracle: Oracle | None = None) -> dict[
 def test_the_fixture_agent_succeeds_with_linked_evidence(small: Small) -> None:
     result = score(small, small.receipt("t0000001"))
     assert result == {
+        "taskId": "t0000001",
         "scored": True,
         "exclusionReason": None,
         "success": 1,
@@ -184,24 +185,97 @@ def test_unnecessary_read_from_calls_bytes_and_unexpected_evidence(small: Small)
     assert (result["completed"], result["success"]) == (True, 0)
 
 
+_SCHEMA_FAILED = "invalid_final_envelope:final-envelope schema validation failed: "
+_CONST = "/claims/0/value/type const must be equal to constant"
+
+
 @pytest.mark.parametrize(
-    ("envelope", "expected"),
+    ("mutate", "errors"),
     [
-        (None, "invalid_final_envelope:finalEnvelope is null"),
-        ({"schemaVersion": "1.0"}, "invalid_final_envelope:claims: Field required"),
+        (lambda r: r.update(finalEnvelope=None), ["/ type must be object"]),
+        (
+            lambda r: r.update(finalEnvelope={"schemaVersion": "1.0", "extra": 1}),
+            [
+                "/ additionalProperties must NOT have additional properties",
+                "/ required must have required property 'abstained'",
+                "/ required must have required property 'claims'",
+                "/ required must have required property 'gaps'",
+                "/ required must have required property 'stopReason'",
+            ],
+        ),
+        (
+            lambda r: r["finalEnvelope"]["claims"][0].update(
+                value={"type": "date", "value": "2024-02-30"}
+            ),
+            [
+                "/claims/0/value oneOf must match exactly one schema in oneOf",
+                *[_CONST] * 5,
+                '/claims/0/value/value format must match format "date"',
+                "/claims/0/value/value type must be array",
+                "/claims/0/value/value type must be boolean",
+                "/claims/0/value/value type must be number",
+            ],
+        ),
+        (
+            lambda r: r["finalEnvelope"]["claims"][0]["citations"][0].update(
+                startLine=0.5, uri="file:///x"
+            ),
+            [
+                "/claims/0/citations/0/startLine minimum must be >= 1",
+                "/claims/0/citations/0/startLine type must be integer",
+                '/claims/0/citations/0/uri pattern must match pattern "^gno://"',
+            ],
+        ),
+        (
+            lambda r: r["finalEnvelope"]["gaps"].append({"claimKey": "Bad", "reason": "x"}),
+            [
+                '/gaps/1/claimKey pattern must match pattern "^[a-z][a-zA-Z0-9]*$"',
+                "/gaps/1/reason enum must be equal to one of the allowed values",
+            ],
+        ),
     ],
 )
-def test_schema_invalid_envelope_is_an_early_exit(
-    small: Small, envelope: Any, expected: str
+def test_schema_invalid_envelope_is_an_early_exit_naming_every_error(
+    small: Small, mutate: Callable[[Receipt], None], errors: list[str]
 ) -> None:
-    receipt = small.receipt("t0000001")
-    receipt["finalEnvelope"] = envelope
+    """The message is "path keyword message" for every validator error, sorted, "; "-joined."""
+    receipt = small.receipt("t0000003")
+    receipt["finalEnvelope"]["claims"] = [
+        {
+            "claimKey": "projectCodename",
+            "value": {"type": "string", "value": "x"},
+            "citations": [small.receipt("t0000001")["finalEnvelope"]["claims"][0]["citations"][0]],
+        }
+    ]
+    mutate(receipt)
     result = score(small, receipt)
-    assert result["invalidOutputs"] == [expected]
-    assert result["missingRequiredClaims"] == ["errorIdentifier"]
-    assert result["scored"] is True
+    assert result["invalidOutputs"] == [_SCHEMA_FAILED + "; ".join(errors)]
+    assert result["missingRequiredClaims"] == ["projectCodename"]
+    assert (result["scored"], result["taskId"]) == (True, "t0000003")
     assert not any(result[k] for k in ("completed", "collectionCorrect", "unnecessaryRead"))
     assert (result["success"], result["substantiveClaims"]) == (0, 0)
+
+
+def test_early_exits_come_identity_first_then_harness_then_schema(small: Small) -> None:
+    receipt = small.receipt("t0000001")
+    receipt["finalEnvelope"] = None
+    receipt["failure"] = {"class": "harness_error", "code": "x", "redactedMessage": None}
+    unscored = score(small, receipt)
+    assert (unscored["scored"], unscored["exclusionReason"], unscored["invalidOutputs"]) == (
+        False,
+        "harness_error",
+        [],
+    )
+    receipt["taskId"] = "t0000002"
+    mismatched = score_receipt(receipt, small.public.tasks["t0000001"], small.oracles["t0000001"])
+    assert (mismatched["scored"], mismatched["exclusionReason"]) == (True, None)
+    assert mismatched["invalidOutputs"] == ["task_identity_mismatch"]
+    assert mismatched["taskId"] == "t0000001"
+    other_oracle = small.oracles["t0000002"]
+    receipt["taskId"] = "t0000001"
+    assert score_receipt(receipt, small.public.tasks["t0000001"], other_oracle)[
+        "invalidOutputs"
+    ] == ["task_identity_mismatch"]
 
 
 def test_harness_errors_are_unscored(small: Small) -> None:
@@ -232,93 +306,166 @@ def test_semantic_issues_come_first_then_accounting_codes(small: Small) -> None:
     assert result["completed"] is False
 
 
-def _mutations() -> list[tuple[str, Callable[[Receipt], None]]]:
+def _undeliver(receipt: Receipt, index: int, code: Any = "tool_timeout") -> None:
+    """Turn one call into an undelivered one, keeping the byte totals consistent."""
+    call = receipt["calls"][index]
+    receipt["modelVisibleUtf8Bytes"] -= call["modelVisibleUtf8Bytes"]
+    call.update(deliveredToAgent=False, failureCode=code, modelVisibleUtf8Bytes=0)
+
+
+def _agent_failure(receipt: Receipt, code: str = "tool_timeout") -> None:
+    receipt.update(finalEnvelope=None, stopReason="error")
+    receipt["failure"] = {"class": "agent_error", "code": code, "redactedMessage": None}
+
+
+def _mutations() -> list[tuple[list[str], Callable[[Receipt], None]]]:
     def delivered_bytes(r: Receipt) -> None:
         r["calls"][0]["modelVisibleUtf8Bytes"] += 1
         r["modelVisibleUtf8Bytes"] += 1
 
+    def undelivered_last(r: Receipt) -> None:
+        _undeliver(r, 1)
+        _agent_failure(r)
+
     def undelivered_middle(r: Receipt) -> None:
-        r["calls"][0].update(deliveredToAgent=False, failureCode="x", modelVisibleUtf8Bytes=0)
-        r["modelVisibleUtf8Bytes"] = r["calls"][1]["modelVisibleUtf8Bytes"]
+        _undeliver(r, 0)
+        _agent_failure(r)
+
+    def undelivered_twice(r: Receipt) -> None:
+        _undeliver(r, 0)
+        _undeliver(r, 1)
+        _agent_failure(r)
+
+    def undelivered_blank_code(r: Receipt) -> None:
+        # U+FEFF and U+3000 are white space to JavaScript's trim.
+        _undeliver(r, 1, " \ufeff\u3000")
+        _agent_failure(r, " \ufeff\u3000")
+
+    def undelivered_control_code(r: Receipt) -> None:
+        # U+001F is white space to Python's str.strip, not to JavaScript's trim.
+        _undeliver(r, 1, "\x1f")
+        _agent_failure(r, "\x1f")
+
+    def undelivered_with_tokenizer(r: Receipt) -> None:
+        undelivered_last(r)
+        r["calls"][1]["tokenizerFingerprint"] = "a" * 64
+
+    def undelivered_with_tokens(r: Receipt) -> None:
+        undelivered_with_tokenizer(r)
+        r["calls"][1]["measuredTokens"] = 5
+
+    def undelivered_under_no_failure(r: Receipt) -> None:
+        _undeliver(r, 1)
+
+    def undelivered_other_code(r: Receipt) -> None:
+        _undeliver(r, 1)
+        _agent_failure(r, "tool_call_failed")
+
+    def every_tokenizer_code(r: Receipt) -> None:
+        r["calls"][0].update(measuredTokens=3, tokenizerFingerprint=None)
+        r["calls"][1].update(measuredTokens=None, tokenizerFingerprint="a" * 64)
+        r["calls"].append({**r["calls"][1], "callIndex": 2, "tokenizerFingerprint": "b" * 64})
+        r["agentCalls"] = 3
+        r["backendInvocations"] += r["calls"][2]["backendInvocations"]
+        r["modelVisibleUtf8Bytes"] += r["calls"][2]["modelVisibleUtf8Bytes"]
+
+    def redacted_agent_error(r: Receipt) -> None:
+        _agent_failure(r)
+        r["failure"]["redactedMessage"] = "secret"
+
+    def agent_error_without_code(r: Receipt) -> None:
+        _agent_failure(r)
+        r["failure"]["code"] = None
 
     return [
-        ("agent_calls_mismatch", lambda r: r.update(agentCalls=3)),
-        ("call_index_sequence_invalid", lambda r: r["calls"][1].update(callIndex=5)),
-        ("backend_invocations_mismatch", lambda r: r.update(backendInvocations=9)),
-        ("model_visible_bytes_mismatch", lambda r: r.update(modelVisibleUtf8Bytes=1)),
-        ("call_model_visible_bytes_mismatch", delivered_bytes),
-        ("call_delivery_failure_invariant", undelivered_middle),
-        ("measured_tokens_mismatch", lambda r: r.update(measuredTokens=4)),
+        ([], lambda r: None),
+        (["agent_calls_mismatch"], lambda r: r.update(agentCalls=3)),
+        (["call_index_sequence_invalid"], lambda r: r["calls"][1].update(callIndex=5)),
+        (["backend_invocations_mismatch"], lambda r: r.update(backendInvocations=9)),
+        (["model_visible_bytes_mismatch"], lambda r: r.update(modelVisibleUtf8Bytes=1)),
+        (["call_model_visible_bytes_mismatch"], delivered_bytes),
+        ([], undelivered_last),
+        (["undelivered_call_failure_mismatch"], undelivered_middle),
+        (["undelivered_call_failure_mismatch"], undelivered_twice),
+        (["call_delivery_failure_invariant"], undelivered_blank_code),
+        ([], undelivered_control_code),
         (
-            "unexpected_tokenizer_fingerprint",
-            lambda r: r["calls"][0].update(tokenizerFingerprint="t"),
+            ["call_delivery_failure_invariant", "unexpected_tokenizer_fingerprint"],
+            undelivered_with_tokenizer,
         ),
-        ("stop_reason_mismatch", lambda r: r.update(stopReason="abstained")),
+        (["call_delivery_failure_invariant"], undelivered_with_tokens),
+        (["undelivered_call_failure_mismatch"], undelivered_under_no_failure),
+        (["undelivered_call_failure_mismatch"], undelivered_other_code),
+        (["measured_tokens_mismatch"], lambda r: r.update(measuredTokens=4)),
         (
-            "failure_payload_invariant_invalid",
+            [
+                "tokenizer_fingerprint_missing",
+                "unexpected_tokenizer_fingerprint",
+                "tokenizer_fingerprint_mismatch",
+            ],
+            every_tokenizer_code,
+        ),
+        (["stop_reason_mismatch"], lambda r: r.update(stopReason="abstained")),
+        (
+            ["failure_payload_invariant_invalid"],
             lambda r: r["failure"].update(redactedMessage="secret"),
         ),
+        # A redacted message is an error only beside class none.
+        ([], redacted_agent_error),
+        (["failure_payload_invariant_invalid"], agent_error_without_code),
         (
-            "failure_envelope_invariant_invalid",
+            ["failure_envelope_invariant_invalid"],
             lambda r: r["failure"].update({"class": "agent_error", "code": "x"}),
         ),
+        (["failure_envelope_invariant_invalid"], lambda r: r.update(finalEnvelope=None)),
     ]
 
 
-@pytest.mark.parametrize(("code", "mutate"), _mutations(), ids=[c for c, _ in _mutations()])
-def test_accounting_codes(small: Small, code: str, mutate: Callable[[Receipt], None]) -> None:
-    receipt = small.receipt("t0000001")
-    assert accounting_issues(receipt) == []
-    mutate(receipt)
-    assert code in accounting_issues(receipt)
-
-
-def test_tokens_measured_need_one_tokenizer() -> None:
-    def call(index: int, tokens: int | None, tokenizer: str | None) -> dict[str, Any]:
-        return {
-            "callIndex": index,
-            "deliveredToAgent": True,
-            "failureCode": None,
-            "measuredTokens": tokens,
-            "tokenizerFingerprint": tokenizer,
-            "backendInvocations": 0,
-            "modelVisibleUtf8Bytes": 0,
-            "result": {
-                "status": "ok",
-                "resultRole": "source",
-                "content": "",
-                "evidence": [],
-                "errorCode": None,
-            },
-        }
-
-    base = {"agentCalls": 2, "backendInvocations": 0, "finalEnvelope": None, "stopReason": "error"}
-    base["failure"] = {"class": "agent_error", "code": "x", "redactedMessage": None}
-    mixed = {**base, "calls": [call(0, 3, "a"), call(1, 4, "b")], "measuredTokens": 7}
-    missing = {**base, "calls": [call(0, 3, None), call(1, 4, None)], "measuredTokens": 7}
-    unmeasured = {**base, "calls": [call(0, 3, "a"), call(1, None, None)], "measuredTokens": None}
-    assert "tokenizer_fingerprint_mismatch" in accounting_issues(mixed)
-    assert "tokenizer_fingerprint_missing" in accounting_issues(missing)
-    issues = accounting_issues(unmeasured)
-    assert "measured_tokens_mismatch" not in issues
-    # model_visible bytes of a delivered call are recomputed from its result
-    assert "call_model_visible_bytes_mismatch" in issues
-
-
 @pytest.mark.parametrize(
-    ("normalizer", "value", "expected"),
-    [
-        ("exact-v1", " A ", " A "),
-        ("trim-lower-v1", "  Team Lumen ", "team lumen"),
-        ("identifier-v1", " inc - 7 731 ", "INC-7731"),
-        ("iso-date-v1", "2026-09-14", "2026-09-14"),
-        ("iso-date-v1", "14/09/2026", "14/09/2026"),
-        ("string-set-v1", ["b", "a", "\U0001f600", "\uffff"], ["a", "b", "\U0001f600", "\uffff"]),
-        ("exact-v1", 3.0, 3.0),
-    ],
+    ("codes", "mutate"), _mutations(), ids=[str(i) for i in range(len(_mutations()))]
 )
-def test_normalizers(normalizer: str, value: Any, expected: Any) -> None:
-    assert normalise(normalizer, value) == expected
+def test_accounting_codes_partition_and_order(
+    small: Small, codes: list[str], mutate: Callable[[Receipt], None]
+) -> None:
+    receipt = small.receipt("t0000001")
+    assert len(receipt["calls"]) == 2
+    mutate(receipt)
+    assert accounting_issues(receipt) == codes
+
+
+def test_required_keys_missing_in_oracle_order_then_task_order(small: Small) -> None:
+    task = small.public.tasks["t0000001"]
+    oracle = small.oracles["t0000001"]
+    keys = ("zetaKey", "alphaKey", "midKey")
+    task = task.model_copy(
+        update={"claims": tuple(task.claims[0].model_copy(update={"claimKey": k}) for k in keys)}
+    )
+    # The oracle knows two of the three keys, in another order than the task's.
+    oracle = oracle.model_copy(
+        update={
+            "claims": tuple(
+                oracle.claims[0].model_copy(update={"claimKey": k}) for k in ("midKey", "zetaKey")
+            )
+        }
+    )
+    receipt = small.receipt("t0000001")
+    receipt["finalEnvelope"]["claims"] = []
+    receipt["finalEnvelope"]["gaps"] = [{"claimKey": k, "reason": "missing_evidence"} for k in keys]
+    result = score_receipt(receipt, task, oracle)
+    assert result["missingRequiredClaims"] == ["midKey", "zetaKey", "alphaKey"]
+    assert result["invalidOutputs"] == []
+
+
+def test_any_missing_evidence_gap_for_a_key_counts() -> None:
+    gaps = [
+        {"claimKey": "a", "reason": "missing_evidence"},
+        {"claimKey": "a", "reason": "conflicting_evidence"},
+        {"claimKey": "b", "reason": "budget_exhausted"},
+    ]
+    assert gapped_as_missing(gaps, ["a"])
+    assert gapped_as_missing(list(reversed(gaps)), ["a"])
+    assert not gapped_as_missing(gaps, ["a", "b"])
+    assert gapped_as_missing([], [])
 
 
 def test_values_compare_types_first_and_numbers_canonically() -> None:

@@ -53,6 +53,26 @@ def test_a_receipt_rerun_is_byte_identical(small: Small) -> None:
     assert canonical(first.canonical) == canonical(second.canonical)
     assert first.receipt["observations"]["timings"]["endToEnd"]["valueMs"] is not None
     assert set(first.receipt) == {"schemaVersion", "canonical", "observations"}
+    # The original's closed canonical partition: exactly these fields.
+    assert set(first.canonical) == {
+        "schemaVersion",
+        "taskId",
+        "adapterId",
+        "trialId",
+        "seed",
+        "lifecycle",
+        "agentId",
+        "capabilities",
+        "calls",
+        "agentCalls",
+        "backendInvocations",
+        "modelVisibleUtf8Bytes",
+        "measuredTokens",
+        "finalEnvelope",
+        "stopReason",
+        "failure",
+        "fingerprints",
+    }
 
 
 def test_call_budget_records_one_undelivered_call_with_a_synthetic_result(small: Small) -> None:
