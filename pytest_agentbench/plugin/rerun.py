@@ -19,7 +19,6 @@ import pytest
 from pytest_agentbench.report.baseline import read_run_report
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.recorder import Identity, RunRecorder
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.run.recording import (
     RecordKey,
     load_records,
@@ -170,7 +169,7 @@ def _locate(
         found = loader.suite_root_of((loader.rootpath / path_part).parent)
         parts = path_part.split("/")
         if found is None and len(parts) > 1 and parts[0] == "suites":
-            found = packaged_suites().get(parts[1])
+            found = loader.registry.suites().get(parts[1])
         if found is not None:
             candidates.append(found)
     for root in candidates:
