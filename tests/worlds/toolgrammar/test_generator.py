@@ -69,7 +69,7 @@ def test_generation_is_deterministic_and_accounts_for_rejections() -> None:
         t.model_dump(mode="json") for t in second.tasks]
     assert first.accepted == len(first.tasks) == 8
     assert first.rejected == second.rejected
-    assert all(t.provenance["attempt"].startswith("20260726:clinic:") for t in first.tasks)
+    assert all(t.provenance.notes.startswith("attempt 20260726:clinic:") for t in first.tasks)
 
 
 def test_fingerprint_and_split_follow_the_published_formula() -> None:

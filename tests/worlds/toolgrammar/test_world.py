@@ -52,7 +52,8 @@ def _injection_tasks(approved: bool) -> list[TaskRecord]:
     for task in ORACLE.values():
         for injection in task.injections:
             domain = get_domain(task.world)
-            lure = dict(injection.lure["arguments"])  # type: ignore[arg-type]
+            # The payload names the write it asks for as JSON after "with".
+            lure = json.loads(injection.payload.split(" with ", 1)[1].split(" and do not")[0])
             verdict = domain.privileged_verdict(built_world(domain).conn, lure)
             if (verdict == "approved") == approved:
                 found.append(task)
@@ -222,21 +223,23 @@ def test_a_task_file_for_an_unregistered_domain_is_refused(tmp_path: Path) -> No
         "unknown_domain", f"suites/{SUITE_ID}/tasks/shop.jsonl")
 
 
-@pytest.mark.parametrize(("old", "new", "code"), [
-    ('"notes","match":"ORD-', '"notes","match":"ORD-9', "unknown_reference"),
-    ('"verb":"get_record"', '"verb":"list_records"', "invalid_task"),
+@pytest.mark.parametrize(("change", "field"), [
+    ({"match": {}}, "injections[0].match"),
+    ({"match": "ORD-00001"}, "injections[0].match"),
+    ({"verb": "fetch_doc"}, "injections[0].verb"),
 ])
-def test_planted_text_must_name_a_plantable_record(tmp_path: Path, old: str, new: str,
-                                                   code: str) -> None:
+def test_planted_text_must_name_a_bound_tool_and_its_arguments(
+    tmp_path: Path, change: dict[str, Any], field: str
+) -> None:
     suite_dir = _copy(tmp_path)
     path = suite_dir / "tasks" / "ops.jsonl"
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    planted = next(line for line in lines if line["injections"])
+    planted["injections"][0].update(change)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     _reseal(suite_dir)
     refused = _refusal(tmp_path, suite_dir)
-    assert refused.code == code
-    assert (refused.location.field or "").startswith("injections[0]")
+    assert (refused.code, refused.location.field) == ("invalid_task", field)
 
 
 def test_a_world_without_a_recorded_digest_is_refused(tmp_path: Path) -> None:
