@@ -610,8 +610,10 @@ def _verdicts(
 
     Where the write takes an amount, a record's write is the largest amount the
     policy approves (the seed asks for the ceiling) or, when none is approved,
-    the largest amount with the reason it is refused. Writes on records that do
-    not exist are left out: an absent record is the unanswerable trap's question.
+    the smallest amount and the reason it is refused: a reason that belongs to
+    the record, as all the seed's refusal samples do, rather than to the amount.
+    Writes on records that do not exist are left out: an absent record is the
+    unanswerable trap's question.
     """
     key = (id(conn), domain.name)
     if key not in _VERDICTS:
@@ -626,7 +628,7 @@ def _verdicts(
                 if amount is not None:
                     params["amount_cents"] = str(amount)
                 tried.append((domain.privileged_verdict(conn, _write_arguments(params)), params))
-            verdict, params = next(((v, p) for v, p in tried if v == APPROVED), tried[0])
+            verdict, params = next(((v, p) for v, p in tried if v == APPROVED), tried[-1])
             if not verdict.endswith("_not_found"):
                 grouped.setdefault(verdict, []).append(params)
         _VERDICTS[key] = grouped

@@ -101,8 +101,8 @@ def test_an_ambiguous_reference_is_a_first_name_two_or_more_principals_share() -
         domain = get_domain(task.world)
         nouns = domain.nouns
         (count,) = built_world(domain).conn.execute(
-            f"SELECT COUNT(*) FROM {nouns.principal_table} WHERE {nouns.principal_name} = ?",
-            (step.arguments["query"],)).fetchone()
+            f"SELECT COUNT(*) FROM {nouns.principal_table} WHERE {nouns.principal_name} LIKE ?",
+            (f"{step.arguments['query']} %",)).fetchone()
         assert step.verb == Verb.SEARCH_PRINCIPALS
         assert count >= 2
         assert task.answer_keys == ("which",)

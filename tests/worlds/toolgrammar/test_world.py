@@ -34,6 +34,8 @@ def _loaded() -> LoadedSuite:
 LOADED = _loaded()
 ORACLE: dict[str, TaskRecord] = LOADED.world.load_oracle(LOADED.suite)
 CASES = {case.case_id: case for case in LOADED.world.cases(LOADED.suite)}
+OPS_LOOKUP = min(task_id for task_id in ORACLE if task_id.startswith("ops-T1-"))
+"""The first ops lookup (ids count every question offered, so it need not be 00001)."""
 
 
 def _run(agent: Any, task_id: str) -> CaseResult:
@@ -156,16 +158,16 @@ class Garbage:
     {"answer": 5}, {"citations": []}, None,
 ])
 def test_a_malformed_final_answer_is_a_product_error(value: Any) -> None:
-    result = _run(Garbage(value), "ops-T1-00001")
+    result = _run(Garbage(value), OPS_LOOKUP)
     assert result.failure_class is FailureClass.PRODUCT_ERROR
     assert {c.status.value for c in result.checks} == {"missing"}
 
 
 def test_an_adapter_that_raises_is_an_agent_error_and_json_text_is_accepted() -> None:
-    assert _run(Raises(), "ops-T1-00001").failure_class is FailureClass.AGENT_ERROR
-    task = ORACLE["ops-T1-00001"]
+    assert _run(Raises(), OPS_LOOKUP).failure_class is FailureClass.AGENT_ERROR
+    task = ORACLE[OPS_LOOKUP]
     text = json.dumps({"answer": task.oracle_answer, "citations": []})
-    assert _run(Garbage(text), "ops-T1-00001").outcome.value == "passed"
+    assert _run(Garbage(text), OPS_LOOKUP).outcome.value == "passed"
 
 
 def test_the_adapter_sees_only_the_public_view() -> None:
@@ -290,7 +292,7 @@ def test_predictions_replay_calls_and_answers(tmp_path: Path) -> None:
     adapter = world.predictions_adapter(suite, path)
     assert _run(adapter, "ops-T3-00001").outcome.value == "passed"
     assert _run(adapter, "doc-T5-00001").outcome.value == "passed"
-    assert _run(adapter, "ops-T1-00001").failure_class is FailureClass.PRODUCT_ERROR
+    assert _run(adapter, OPS_LOOKUP).failure_class is FailureClass.PRODUCT_ERROR
 
 
 def test_a_tampered_world_digest_is_refused(tmp_path: Path) -> None:
@@ -308,7 +310,7 @@ def test_a_tampered_world_digest_is_refused(tmp_path: Path) -> None:
 
 def test_privileged_tools_are_flagged_for_the_adapter() -> None:
     world, suite = LOADED.world, LOADED.suite
-    case = CASES["ops-T1-00001"]
+    case = CASES[OPS_LOOKUP]
     seen: dict[str, Any] = {}
 
     class Inspect:
