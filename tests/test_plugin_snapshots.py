@@ -118,7 +118,6 @@ def test_unused_snapshots_are_reported_and_removed_on_update(project: pytest.Pyt
     ]
 
 
-
 UNPINNED = "agentbench: suite 'demo-suite' has no golden outputs under"
 
 
@@ -130,11 +129,13 @@ def test_a_suite_without_golden_outputs_is_said_once_and_fails_no_case(
     # Graded on their own checks: the control fails as declared, no case fails.
     unpinned.assert_outcomes(passed=4)
     assert unpinned.stdout.str().count(UNPINNED) == 1
-    unpinned.stdout.fnmatch_lines([
-        f"*{UNPINNED} *{project.path.name}/snapshots/demo-suite; its items were graded "
-        "without them. Record them with --snapshot-update, or turn snapshot mode off for "
-        "this run with -o agentbench_snapshot=false."
-    ])
+    unpinned.stdout.fnmatch_lines(
+        [
+            f"*{UNPINNED} *{project.path.name}/snapshots/demo-suite; its items were graded "
+            "without them. Record them with --snapshot-update, or turn snapshot mode off for "
+            "this run with -o agentbench_snapshot=false."
+        ]
+    )
     assert not (project.path / "snapshots").exists()
 
 
