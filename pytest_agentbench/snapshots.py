@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.suite import SUITE_FILE
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.suite import SUITE_FILE
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation
 
-    from pytest_agentbench.session import LoadedSuite
+    from pytest_agentbench.run.session import LoadedSuite
 
 SNAPSHOT_DIR_KEY = pytest.StashKey[Path]()
 CONTROL_NAMES = "agentbench.control_names"

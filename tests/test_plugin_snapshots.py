@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from pytest_agentbench.sdk.canonical import artifact_set_digest, pretty_json
 
-from pytest_agentbench.canonical import artifact_set_digest, pretty_json
 from tests.demo_world import DEMO_CONTROLS, write_demo_suite
 
 SHIFTED = """

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_agentbench.contracts import Case, CaseResult, Check, CheckStatus, MetricSpec, Outcome
-from pytest_agentbench.contracts import grade as grade_case
+from pytest_agentbench.sdk import Case, CaseResult, Check, CheckStatus, MetricSpec, Outcome
+from pytest_agentbench.sdk import grade as grade_case
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grading import behaviour_ok, classify, key_present
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb

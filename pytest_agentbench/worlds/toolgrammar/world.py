@@ -20,13 +20,28 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from pytest_agentbench.canonical import JsonValue, canonical_json, loads_strict, read_jsonl
-from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome, Record
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import MalformedOutput
-from pytest_agentbench.suite import CONTROLS_FILE, SUITE_FILE, Suite, pydantic_refusal
-from pytest_agentbench.tools import ToolAgent, ToolSession, solve_with_session
-from pytest_agentbench.tools import parse_final as parse_strictly
+from pytest_agentbench.sdk import (
+    CONTROLS_FILE,
+    SUITE_FILE,
+    AgentbenchError,
+    Case,
+    CaseResult,
+    ControlAgent,
+    JsonValue,
+    MalformedOutput,
+    MetricSpec,
+    Outcome,
+    Record,
+    Suite,
+    ToolAgent,
+    ToolSession,
+    canonical_json,
+    loads_strict,
+    pydantic_refusal,
+    read_jsonl,
+    solve_with_session,
+)
+from pytest_agentbench.sdk import parse_final as parse_strictly
 from pytest_agentbench.worlds.toolgrammar import agents, checks
 from pytest_agentbench.worlds.toolgrammar.domains import UnknownDomain, get_domain
 from pytest_agentbench.worlds.toolgrammar.generator import task_fingerprint

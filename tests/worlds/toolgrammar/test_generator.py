@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_agentbench.run.packaged import data_root
+from pytest_agentbench.sdk.canonical import tree_files
 
-from pytest_agentbench.canonical import tree_files
-from pytest_agentbench.packaged import data_root
 from pytest_agentbench.tools import ToolSession
 from pytest_agentbench.worlds.toolgrammar import build_suite
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
@@ -40,15 +40,21 @@ def test_the_suite_covers_every_world_tier_and_trap() -> None:
     assert {(t.world, t.tier) for t in tasks} >= {
         (w, tier) for w in ("ops", "clinic", "doc") for tier in ("T1", "T2", "T3", "T4")
     } | {("doc", "T5")}
-    assert {t.trap_kind for t in tasks} == {None, "unanswerable", "policy_violation",
-                                           "ambiguous", "injection"}
+    assert {t.trap_kind for t in tasks} == {
+        None,
+        "unanswerable",
+        "policy_violation",
+        "ambiguous",
+        "injection",
+    }
     assert {t.template for t in tasks} == {t.name for t in TEMPLATES}
 
 
 def test_executor_reports_a_step_whose_ok_differs() -> None:
     world = built_world(get_domain("ops"))
-    run = execute(world, [Step(verb="get_record", arguments={"order_id": "ORD-99999"},
-                               expect_ok=True)])
+    run = execute(
+        world, [Step(verb="get_record", arguments={"order_id": "ORD-99999"}, expect_ok=True)]
+    )
     assert run.mismatches == ("step 0 (get_order): ok is False, expected True (not_found)",)
     doc_only = execute(world, [Step(verb="fetch_doc", arguments={}, expect_ok=True)])
     assert doc_only.mismatches == ("step 0: ops binds no fetch_doc",)
@@ -66,7 +72,8 @@ def test_generation_is_deterministic_and_accounts_for_rejections() -> None:
     quotas = {"T1": 4, "T4": 4}
     first, second = generate(domains, quotas), generate(domains, quotas)
     assert [t.model_dump(mode="json") for t in first.tasks] == [
-        t.model_dump(mode="json") for t in second.tasks]
+        t.model_dump(mode="json") for t in second.tasks
+    ]
     assert first.accepted == len(first.tasks) == 8
     assert first.rejected == second.rejected
     assert all(t.provenance.notes.startswith("attempt 20260726:clinic:") for t in first.tasks)
@@ -83,8 +90,7 @@ def test_fingerprint_and_split_follow_the_published_formula() -> None:
 def _solve(task: TaskRecord) -> dict[str, Any]:
     sandbox = Sandbox(built_world(get_domain(task.world)))
     session: ToolSession = open_session(sandbox, task.task_id)
-    view = {"task_id": task.task_id, "world": task.world, "tier": task.tier,
-            "prompt": task.prompt}
+    view = {"task_id": task.task_id, "world": task.world, "tier": task.tier, "prompt": task.prompt}
     final = ReferenceAgent().solve(view, session)
     final["state_diff"] = sandbox.diff()
     return final
@@ -94,8 +100,11 @@ def test_templates_serve_a_domain_written_after_them(lab: str) -> None:
     generation = generate([get_domain(lab)], {"T1": 6, "T2": 6, "T4": 3})
     tasks = generation.tasks
     assert {t.tier for t in tasks} == {"T1", "T2", "T4"}
-    assert {t.template for t in tasks} >= {"t1_record_status", "t2_search_then_get",
-                                           "t4_unanswerable"}
+    assert {t.template for t in tasks} >= {
+        "t1_record_status",
+        "t2_search_then_get",
+        "t4_unanswerable",
+    }
     for task in tasks:
         final = _solve(task)
         assert final["state_diff"] == task.oracle_state_diff
@@ -111,8 +120,12 @@ def test_every_shipped_prompt_parses_to_its_own_template_family(world: str) -> N
         assert parsed is not None, task.task_id
         template, _ = parsed
         # A trap shares its honest twin's prompt and plan; never another family's.
-        assert template.next_call.__func__ is next(  # type: ignore[attr-defined]
-            t for t in TEMPLATES if t.name == task.template).next_call.__func__, task.task_id
+        assert (
+            template.next_call.__func__
+            is next(  # type: ignore[attr-defined]
+                t for t in TEMPLATES if t.name == task.template
+            ).next_call.__func__
+        ), task.task_id
 
 
 def test_the_shipped_suite_is_what_the_generator_writes(tmp_path: Path) -> None:

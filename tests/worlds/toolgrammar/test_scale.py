@@ -9,11 +9,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from pytest_agentbench.run.packaged import data_root, packaged_suites
+from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.canonical import tree_files
+from pytest_agentbench.sdk.errors import AgentbenchError
 
-from pytest_agentbench.canonical import tree_files
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.packaged import data_root, packaged_suites
-from pytest_agentbench.session import SuiteLoader
 from pytest_agentbench.worlds.toolgrammar import build_suite, generator
 from pytest_agentbench.worlds.toolgrammar.decontam import Decontamination
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
@@ -69,7 +69,10 @@ def test_a_fourth_domain_gets_its_share_of_every_tier_it_serves(lab: str) -> Non
     assert served[lab]["T1"] == 192
     assert "T5" not in served[lab]  # lab binds no retrieval verbs
     assert {t.name for t in TEMPLATES if t.applies(get_domain(lab))} >= {
-        "t1_record_status", "t2_search_then_get", "t4_unanswerable"}
+        "t1_record_status",
+        "t2_search_then_get",
+        "t4_unanswerable",
+    }
 
 
 class _WrongClaim(RecordStatus):
@@ -85,22 +88,22 @@ def test_an_attempt_whose_execution_contradicts_its_template_is_rejected_and_cou
     monkeypatch.setattr(generator, "TEMPLATES", (_WrongClaim(),))
     generation = generate_plan([get_domain("clinic")], {"clinic": {"T1": 2}})
     assert generation.tasks == []
-    assert generation.rejected == Counter(
-        {"step_ok_mismatch": 2 * generator.MAX_ATTEMPTS_PER_TASK})
+    assert generation.rejected == Counter({"step_ok_mismatch": 2 * generator.MAX_ATTEMPTS_PER_TASK})
     assert generation.shortfalls == {"clinic:T1": 2}
 
 
 def test_the_rejection_rate_is_written_even_when_it_reads_zero() -> None:
     report = summary([], Generation(), Decontamination((), 0), world_digests={}, seed=1, plan={})
     assert report["generation"] == {
-        "accepted": 0, "rejected": 0, "rejection_rate": 0.0, "reasons": {}}
-    assert report["decontamination"] == {
-        "leaking_pairs": 0, "surface_duplicates_tolerated": 0}
+        "accepted": 0,
+        "rejected": 0,
+        "rejection_rate": 0.0,
+        "reasons": {},
+    }
+    assert report["decontamination"] == {"leaking_pairs": 0, "surface_duplicates_tolerated": 0}
 
 
-def test_building_twice_gives_byte_identical_files(
-    small_build: Path, tmp_path: Path
-) -> None:
+def test_building_twice_gives_byte_identical_files(small_build: Path, tmp_path: Path) -> None:
     build_suite.build_full(tmp_path, SMALL, SMALL_ID)
     for side in (build_suite.FULL_PUBLIC, "oracles", build_suite.SEALED):
         first = tree_files(small_build / side / SMALL_ID)
@@ -118,11 +121,16 @@ def test_the_hidden_split_is_sealed_away_from_the_oracle(small_build: Path) -> N
     assert {r.split for r in hidden} == {"test_hidden"}
     assert "test_hidden" not in {r.split for r in oracle}
     manifest = json.loads((public / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["seal"] == {"split": "test_hidden", "count": len(hidden),
-                                "sha256": seal(hidden)}
-    hidden_ids = {json.loads(line)["task_id"]
-                  for path in (public / "hidden").glob("*.jsonl")
-                  for line in path.read_text(encoding="utf-8").splitlines()}
+    assert manifest["seal"] == {
+        "split": "test_hidden",
+        "count": len(hidden),
+        "sha256": seal(hidden),
+    }
+    hidden_ids = {
+        json.loads(line)["task_id"]
+        for path in (public / "hidden").glob("*.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines()
+    }
     assert hidden_ids == {r.task_id for r in hidden}
 
 
@@ -175,8 +183,7 @@ def test_the_shipped_full_suite_has_the_seed_shape() -> None:
     assert len(report["by_template"]) == len(TEMPLATES) == 19
     assert set(report["traps"]) == {"unanswerable", "policy_violation", "ambiguous", "injection"}
     hidden = _records(data_root() / build_suite.SEALED / FULL / "tasks")
-    assert report["seal"] == {"split": "test_hidden", "count": len(hidden),
-                              "sha256": seal(hidden)}
+    assert report["seal"] == {"split": "test_hidden", "count": len(hidden), "sha256": seal(hidden)}
 
 
 SEED_SUMMARY = {
@@ -223,8 +230,11 @@ def test_the_shipped_full_suite_lands_within_two_percent_of_the_seed_where_rules
 def test_the_sealed_folder_is_in_neither_the_wheel_nor_the_sdist() -> None:
     project = tomllib.loads((data_root() / "pyproject.toml").read_text(encoding="utf-8"))
     targets = project["tool"]["hatch"]["build"]["targets"]
-    shipped = [*targets["wheel"]["packages"], *targets["wheel"]["force-include"],
-               *targets["sdist"]["include"]]
+    shipped = [
+        *targets["wheel"]["packages"],
+        *targets["wheel"]["force-include"],
+        *targets["sdist"]["include"],
+    ]
     assert build_suite.SEALED not in shipped
     assert build_suite.FULL_PUBLIC in targets["wheel"]["force-include"]
 
@@ -235,9 +245,15 @@ def test_the_shipped_full_suite_is_what_a_fresh_build_writes(tmp_path: Path) -> 
     world = "clinic"
     plan = served_plan([get_domain(world)], seed_plan())
     generation = generate_plan([get_domain(world)], plan)
-    write_suite(tmp_path / "public", tmp_path / "oracle", generation.tasks,
-                {world: built_world(get_domain(world))}, "", sealed_dir=tmp_path / "sealed",
-                summary={"seal": None})
+    write_suite(
+        tmp_path / "public",
+        tmp_path / "oracle",
+        generation.tasks,
+        {world: built_world(get_domain(world))},
+        "",
+        sealed_dir=tmp_path / "sealed",
+        summary={"seal": None},
+    )
     pairs = [
         (tmp_path / "public", data_root() / build_suite.FULL_PUBLIC / FULL, ("tasks", "hidden")),
         (tmp_path / "oracle", data_root() / "oracles" / FULL, ("tasks",)),
@@ -249,10 +265,13 @@ def test_the_shipped_full_suite_is_what_a_fresh_build_writes(tmp_path: Path) -> 
             assert (written / rel).read_bytes() == (shipped / rel).read_bytes(), rel
 
 
-@pytest.mark.parametrize(("options", "code", "field"), [
-    ("  colour: blue\n", "unknown_field", "options.colour"),
-    ("  sealed: [1]\n", "invalid_field", "options.sealed"),
-])
+@pytest.mark.parametrize(
+    ("options", "code", "field"),
+    [
+        ("  colour: blue\n", "unknown_field", "options.colour"),
+        ("  sealed: [1]\n", "invalid_field", "options.sealed"),
+    ],
+)
 def test_the_world_refuses_options_it_does_not_know(
     small_build: Path, tmp_path: Path, options: str, code: str, field: str
 ) -> None:

@@ -7,16 +7,33 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_agentbench.run.packaged import data_root
+from pytest_agentbench.sdk.errors import AgentbenchError
 
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.packaged import data_root
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord, load_tasks
 
 ORACLE = data_root() / "oracles" / "toolgrammar-mini-v1" / "tasks"
 FIELDS = {
-    "task_id", "world", "tier", "template", "prompt", "program", "oracle_answer", "answer_keys",
-    "oracle_state_diff", "oracle_calls", "expected_citations", "is_trap", "trap_kind",
-    "expected_behaviour", "injections", "split", "seed", "tags", "difficulty", "provenance",
+    "task_id",
+    "world",
+    "tier",
+    "template",
+    "prompt",
+    "program",
+    "oracle_answer",
+    "answer_keys",
+    "oracle_state_diff",
+    "oracle_calls",
+    "expected_citations",
+    "is_trap",
+    "trap_kind",
+    "expected_behaviour",
+    "injections",
+    "split",
+    "seed",
+    "tags",
+    "difficulty",
+    "provenance",
 }
 
 
@@ -51,22 +68,29 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
     assert records[0].model_dump(mode="json") == first
 
 
-@pytest.mark.parametrize(("change", "code", "field"), [
-    ({"surprise": 1}, "unknown_field", "surprise"),
-    ({"prompt": 5}, "invalid_task", "prompt"),
-    ({"tier": "T9"}, "invalid_task", "tier"),
-    ({"difficulty": 6}, "invalid_task", "difficulty"),
-    ({"trap_kind": "sneaky"}, "invalid_task", "trap_kind"),
-    ({"split": "dev"}, "invalid_task", "split"),
-    ({"task_id": "ops-T2-00001"}, "invalid_task", "<root>"),
-    ({"is_trap": True}, "invalid_task", "<root>"),
-    ({"oracle_calls": []}, "invalid_task", "<root>"),
-    ({"provenance": {"source_type": "handwritten"}}, "invalid_task", "provenance.source_type"),
-    ({"program": [{"verb": "teleport", "arguments": {}, "expect_ok": True}]}, "invalid_task",
-     "program[0].verb"),
-])
-def test_bad_fields_are_refused_by_name(tmp_path: Path, change: dict[str, Any], code: str,
-                                        field: str) -> None:
+@pytest.mark.parametrize(
+    ("change", "code", "field"),
+    [
+        ({"surprise": 1}, "unknown_field", "surprise"),
+        ({"prompt": 5}, "invalid_task", "prompt"),
+        ({"tier": "T9"}, "invalid_task", "tier"),
+        ({"difficulty": 6}, "invalid_task", "difficulty"),
+        ({"trap_kind": "sneaky"}, "invalid_task", "trap_kind"),
+        ({"split": "dev"}, "invalid_task", "split"),
+        ({"task_id": "ops-T2-00001"}, "invalid_task", "<root>"),
+        ({"is_trap": True}, "invalid_task", "<root>"),
+        ({"oracle_calls": []}, "invalid_task", "<root>"),
+        ({"provenance": {"source_type": "handwritten"}}, "invalid_task", "provenance.source_type"),
+        (
+            {"program": [{"verb": "teleport", "arguments": {}, "expect_ok": True}]},
+            "invalid_task",
+            "program[0].verb",
+        ),
+    ],
+)
+def test_bad_fields_are_refused_by_name(
+    tmp_path: Path, change: dict[str, Any], code: str, field: str
+) -> None:
     refused = _refusal(tmp_path, json.dumps({**_first(), **change}))
     assert refused.code == code
     assert refused.location.field == field

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pytest_agentbench.run.packaged import data_root
+from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.scoring.metrics import aggregate
+from pytest_agentbench.sdk.contracts import CaseResult
 
-from pytest_agentbench.contracts import CaseResult
-from pytest_agentbench.metrics import aggregate
-from pytest_agentbench.packaged import data_root
-from pytest_agentbench.session import SuiteLoader
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
@@ -72,14 +72,16 @@ def test_each_trap_carries_its_expected_behaviour_and_only_that_passes(kind: str
 def test_an_unanswerable_task_names_a_well_formed_id_with_no_referent() -> None:
     for task in _traps("unanswerable"):
         (step,) = task.program
-        assert (step.verb, step.expect_ok, task.answer_keys) == (Verb.GET_RECORD, False,
-                                                                  ("cannot",))
+        assert (step.verb, step.expect_ok, task.answer_keys) == (
+            Verb.GET_RECORD,
+            False,
+            ("cannot",),
+        )
         domain = get_domain(task.world)
         nouns = domain.nouns
         record_id = str(step.arguments[nouns.record_id])
         assert record_id.startswith(f"{nouns.id_prefix_record}-")
-        assert one(built_world(domain).conn, nouns.record_table, nouns.record_id,
-                   record_id) is None
+        assert one(built_world(domain).conn, nouns.record_table, nouns.record_id, record_id) is None
 
 
 def test_a_policy_violation_asks_for_a_write_the_policy_refuses() -> None:
@@ -100,9 +102,14 @@ def test_an_ambiguous_reference_is_a_first_name_two_or_more_principals_share() -
         (step,) = task.program
         domain = get_domain(task.world)
         nouns = domain.nouns
-        (count,) = built_world(domain).conn.execute(
-            f"SELECT COUNT(*) FROM {nouns.principal_table} WHERE {nouns.principal_name} LIKE ?",
-            (f"{step.arguments['query']} %",)).fetchone()
+        (count,) = (
+            built_world(domain)
+            .conn.execute(
+                f"SELECT COUNT(*) FROM {nouns.principal_table} WHERE {nouns.principal_name} LIKE ?",
+                (f"{step.arguments['query']} %",),
+            )
+            .fetchone()
+        )
         assert step.verb == Verb.SEARCH_PRINCIPALS
         assert count >= 2
         assert task.answer_keys == ("which",)
@@ -122,16 +129,16 @@ def test_an_injection_is_planted_in_notes_and_its_program_never_writes() -> None
 SELECTIONS = {
     "tier_T4 and world_clinic": lambda t: t.tier == "T4" and t.world == "clinic",
     "trap_injection or trap_ambiguous": lambda t: t.trap_kind in ("injection", "ambiguous"),
-    "split_test_hidden and not world_ops": lambda t: t.split == "test_hidden"
-    and t.world != "ops",
+    "split_test_hidden and not world_ops": lambda t: t.split == "test_hidden" and t.world != "ops",
 }
 
 
 def _select(pytester: pytest.Pytester, expression: str, *args: str) -> None:
     expected = sum(1 for t in ORACLE.values() if SELECTIONS[expression](t))
     assert expected
-    result = pytester.runpytest("--agentbench-suite", "toolgrammar-mini-v1", "--strict-markers",
-                                "-m", expression, *args)
+    result = pytester.runpytest(
+        "--agentbench-suite", "toolgrammar-mini-v1", "--strict-markers", "-m", expression, *args
+    )
     result.assert_outcomes(passed=expected)
 
 
@@ -152,8 +159,10 @@ def test_trap_kinds_and_the_behaviour_confusion_matrix_are_metrics() -> None:
     specs = LOADED.world.metrics(LOADED.suite)
     metrics = {m.name: m for m in aggregate(specs, results)}
     ambiguous = sum(1 for t in tasks if t.trap_kind == "ambiguous")
-    assert (metrics["pass_at_1_trap_ambiguous"].value,
-            metrics["pass_at_1_trap_ambiguous"].support) == (0.0, ambiguous)
+    assert (
+        metrics["pass_at_1_trap_ambiguous"].value,
+        metrics["pass_at_1_trap_ambiguous"].support,
+    ) == (0.0, ambiguous)
     assert metrics["pass_at_1_trap_injection"].value is None  # no such task: null, not 0
     assert metrics["behaviour_clarify_as_answer"].value == 1.0
     assert metrics["behaviour_clarify_as_clarify"].value == 0.0

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_agentbench.run.packaged import data_root, packaged_suites
+from pytest_agentbench.run.session import LoadedSuite, SuiteLoader
+from pytest_agentbench.sdk.canonical import artifact_set_digest, tree_files
+from pytest_agentbench.sdk.contracts import CaseResult, FailureClass
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 from examples.toolgrammar_fenced_agent import FencedAgent, NaiveContextAgent
-from pytest_agentbench.canonical import artifact_set_digest, tree_files
-from pytest_agentbench.contracts import CaseResult, FailureClass
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.packaged import data_root, packaged_suites
-from pytest_agentbench.session import LoadedSuite, SuiteLoader
 from pytest_agentbench.worlds.toolgrammar import agents
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
@@ -23,8 +23,14 @@ from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
 from tests.test_conformance import REGISTRY
 
 SUITE_ID = "toolgrammar-mini-v1"
-CONTROLS = ["control-reference", "control-obeys-injection", "control-always-refuses",
-            "control-answers-without-checking", "control-ignores-policy", "control-never-cites"]
+CONTROLS = [
+    "control-reference",
+    "control-obeys-injection",
+    "control-always-refuses",
+    "control-answers-without-checking",
+    "control-ignores-policy",
+    "control-never-cites",
+]
 
 
 def _loaded() -> LoadedSuite:
@@ -64,8 +70,9 @@ def _injection_tasks(approved: bool) -> list[TaskRecord]:
 
 def _suite_report(pytester: pytest.Pytester, *args: str) -> tuple[Any, dict[str, Any]]:
     report = pytester.path / "run.json"
-    result = pytester.runpytest("--agentbench-suite", SUITE_ID, f"--agentbench-report={report}",
-                                *args)
+    result = pytester.runpytest(
+        "--agentbench-suite", SUITE_ID, f"--agentbench-report={report}", *args
+    )
     (suite,) = json.loads(report.read_text(encoding="utf-8"))["suites"]
     return result, suite
 
@@ -80,7 +87,12 @@ def test_builtin_suite_passes_and_its_controls_fail_as_declared(
     assert metrics["injection_resistance"] == 1.0
     assert metrics["faithfulness"] == 1.0
     assert {m["name"] for m in suite["metrics"]} >= {
-        "pass_at_1_T1", "pass_at_1_T5", "pass_at_1_ops", "pass_at_1_doc", "trap_pass_at_1"}
+        "pass_at_1_T1",
+        "pass_at_1_T5",
+        "pass_at_1_ops",
+        "pass_at_1_doc",
+        "trap_pass_at_1",
+    }
 
 
 def test_trap_tier_aggregates_identically_with_and_without_xdist(
@@ -153,10 +165,18 @@ class Garbage:
         return self.value
 
 
-@pytest.mark.parametrize("value", [
-    ["a list"], "not json", '{"answer": "x", "answer": "y"}', {"answer": "x", "extra": 1},
-    {"answer": 5}, {"citations": []}, None,
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        ["a list"],
+        "not json",
+        '{"answer": "x", "answer": "y"}',
+        {"answer": "x", "extra": 1},
+        {"answer": 5},
+        {"citations": []},
+        None,
+    ],
+)
 def test_a_malformed_final_answer_is_a_product_error(value: Any) -> None:
     result = _run(Garbage(value), OPS_LOOKUP)
     assert result.failure_class is FailureClass.PRODUCT_ERROR
@@ -189,7 +209,8 @@ def test_every_call_reaches_the_outcome_and_receipt() -> None:
     assert outcome.receipt is not None
     calls = outcome.output["calls"]  # type: ignore[index]
     assert [c["tool"] for c in calls] == [
-        s.split("(")[0] for s in ORACLE["ops-T3-00001"].oracle_calls]
+        s.split("(")[0] for s in ORACLE["ops-T3-00001"].oracle_calls
+    ]
     assert outcome.output["state_diff"] == ORACLE["ops-T3-00001"].oracle_state_diff  # type: ignore[index]
 
 
@@ -212,7 +233,8 @@ def _reseal(suite_dir: Path) -> None:
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     files = tree_files(suite_dir, exclude=("suite.yaml", "manifest.json"))
     manifest["artifact_set_digest"] = artifact_set_digest(
-        {rel: path.read_bytes() for rel, path in files.items()})
+        {rel: path.read_bytes() for rel, path in files.items()}
+    )
     manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
 
 
@@ -222,14 +244,19 @@ def test_a_task_file_for_an_unregistered_domain_is_refused(tmp_path: Path) -> No
     _reseal(suite_dir)
     refused = _refusal(tmp_path, suite_dir)
     assert (refused.code, refused.location.file) == (
-        "unknown_domain", f"suites/{SUITE_ID}/tasks/shop.jsonl")
+        "unknown_domain",
+        f"suites/{SUITE_ID}/tasks/shop.jsonl",
+    )
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    ({"match": {}}, "injections[0].match"),
-    ({"match": "ORD-00001"}, "injections[0].match"),
-    ({"verb": "fetch_doc"}, "injections[0].verb"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"match": {}}, "injections[0].match"),
+        ({"match": "ORD-00001"}, "injections[0].match"),
+        ({"verb": "fetch_doc"}, "injections[0].verb"),
+    ],
+)
 def test_planted_text_must_name_a_bound_tool_and_its_arguments(
     tmp_path: Path, change: dict[str, Any], field: str
 ) -> None:
@@ -257,8 +284,9 @@ def test_a_world_without_a_recorded_digest_is_refused(tmp_path: Path) -> None:
 def test_a_public_prompt_the_oracle_does_not_know_is_refused(tmp_path: Path) -> None:
     suite_dir = _copy(tmp_path)
     path = suite_dir / "tasks" / "clinic.jsonl"
-    path.write_text(path.read_text(encoding="utf-8").replace("What is", "What was", 1),
-                    encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("What is", "What was", 1), encoding="utf-8"
+    )
     _reseal(suite_dir)
     loaded = SuiteLoader(REGISTRY, tmp_path).load(suite_dir)
     with pytest.raises(AgentbenchError) as refused:
@@ -281,12 +309,19 @@ def test_predictions_replay_calls_and_answers(tmp_path: Path) -> None:
     rows = []
     for task_id in ("ops-T3-00001", "doc-T5-00001"):
         case = CASES[task_id]
-        output = world.run(suite, case, world.public_view(suite, case),
-                           agents.ReferenceAgent()).output
-        rows.append({"task_id": task_id, "answer": output["answer"],  # type: ignore[index]
-                     "citations": output["citations"],  # type: ignore[index]
-                     "calls": [{"tool": c["tool"], "arguments": c["arguments"]}
-                               for c in output["calls"]]})  # type: ignore[index]
+        output = world.run(
+            suite, case, world.public_view(suite, case), agents.ReferenceAgent()
+        ).output
+        rows.append(
+            {
+                "task_id": task_id,
+                "answer": output["answer"],  # type: ignore[index]
+                "citations": output["citations"],  # type: ignore[index]
+                "calls": [
+                    {"tool": c["tool"], "arguments": c["arguments"]} for c in output["calls"]
+                ],
+            }
+        )  # type: ignore[index]
     path = tmp_path / "predictions.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     adapter = world.predictions_adapter(suite, path)
