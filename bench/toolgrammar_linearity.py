@@ -8,7 +8,7 @@ machine wall time measures the neighbours):
   manifest), the cases, and the oracle as a run loads it (``oracle_of``:
   checksums, every hidden record, the public/hidden prompt match), for the
   built-in ``toolgrammar-mini-v1`` (236 tasks) against ``toolgrammar-v1``
-  (7,756 tasks);
+  (7,754 tasks);
 * run + grade: ``world.run`` with the reference agent and ``world.evaluate``
   of N tasks of ``toolgrammar-v1`` in one loaded world, the N tasks evenly
   spaced over the suite (so every size holds the same mix of domains and

@@ -116,3 +116,37 @@ def test_unused_snapshots_are_reported_and_removed_on_update(project: pytest.Pyt
         "cases/c2.json",
         "suite/control-always-zero.json",
     ]
+
+
+UNPINNED = "agentbench: suite 'demo-suite' has no golden outputs under"
+
+
+def test_a_suite_without_golden_outputs_is_said_once_and_fails_no_case(
+    project: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    project.makeini("[pytest]\nagentbench_snapshot = true\n")
+    unpinned = project.runpytest(*xdist_args)
+    # Graded on their own checks: the control fails as declared, no case fails.
+    unpinned.assert_outcomes(passed=4)
+    assert unpinned.stdout.str().count(UNPINNED) == 1
+    unpinned.stdout.fnmatch_lines(
+        [
+            f"*{UNPINNED} *{project.path.name}/snapshots/demo-suite; its items were graded "
+            "without them. Record them with --snapshot-update, or turn snapshot mode off for "
+            "this run with -o agentbench_snapshot=false."
+        ]
+    )
+    assert not (project.path / "snapshots").exists()
+
+
+def test_recorded_golden_outputs_silence_the_notice_and_a_lost_one_still_fails(
+    project: pytest.Pytester,
+) -> None:
+    project.makeini("[pytest]\nagentbench_snapshot = true\n")
+    project.runpytest("--snapshot-update").assert_outcomes(passed=4)
+    pinned_run = project.runpytest()
+    pinned_run.assert_outcomes(passed=4)
+    assert UNPINNED not in pinned_run.stdout.str()
+    # A suite that has golden files fails the case whose own file is missing.
+    (project.path / "snapshots" / "demo-suite" / "cases" / "c1.json").unlink()
+    project.runpytest().assert_outcomes(passed=3, failed=1)

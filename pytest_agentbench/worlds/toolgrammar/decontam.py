@@ -1,4 +1,9 @@
-"""Leakage across splits (§7): near-duplicate prompt AND equal answer keys AND equal program.
+"""Leakage across splits (§7): near-duplicate prompt AND equal answer keys AND equal program,
+or the very same prompt with the very same answer, whatever the program key says.
+
+The second rule is ours: the program key names the world, so one question
+asked of two worlds that answer it alike (the date a week ago) has two program
+keys, yet a model that saw it in train has seen the test item word for word.
 
 Near-duplicate prompts are found by an exact similarity join with prefix
 filtering rather than by comparing all pairs: with tokens ordered rarest
@@ -96,10 +101,25 @@ def _crosses(a: TaskRecord, b: TaskRecord) -> bool:
     return a.split != b.split and not {a.split, b.split} <= EXEMPT
 
 
+def identical_pairs(tasks: Sequence[TaskRecord]) -> set[tuple[int, int]]:
+    """Every ``(i, j)``, ``i < j``, whose normalised prompts and oracle answers are equal."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, task in enumerate(tasks):
+        groups[(_normal(task.prompt), task.oracle_answer)].append(index)
+    return {
+        (members[a], members[b])
+        for members in groups.values()
+        for a in range(len(members))
+        for b in range(a + 1, len(members))
+    }
+
+
 def decontaminate(records: Iterable[TaskRecord]) -> Decontamination:
     tasks = list(records)
+    same = identical_pairs(tasks)
     near = similar_pairs([char_shingles(t.prompt) for t in tasks], CHAR_THRESHOLD)
     near |= similar_pairs([word_grams(t.prompt) for t in tasks], WORD_THRESHOLD)
+    near |= same
     keys = [(sorted(t.answer_keys), program_key(t)) for t in tasks]
     leaks: list[Leak] = []
     surface = 0
@@ -107,7 +127,7 @@ def decontaminate(records: Iterable[TaskRecord]) -> Decontamination:
         a, b = tasks[i], tasks[j]
         if not _crosses(a, b):
             continue
-        if keys[i] == keys[j]:
+        if keys[i] == keys[j] or (i, j) in same:
             leaks.append(Leak(a.task_id, b.task_id, (a.split, b.split)))
         else:
             surface += 1

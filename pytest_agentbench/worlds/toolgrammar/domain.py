@@ -98,8 +98,6 @@ class Domain(ABC):
     """None for a domain that binds neither LOOKUP_POLICY, CREATE_CASE nor PRIVILEGED_WRITE."""
     assignees: tuple[str, ...] = ()
     """Who UPDATE_CASE may assign a case to."""
-    injectable_field: str | None = "notes"
-    """The record column planted instructions are appended to (None: no notes field)."""
 
     def build(self) -> sqlite3.Connection:
         conn = connect()

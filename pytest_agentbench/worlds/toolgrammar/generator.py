@@ -1,10 +1,18 @@
-"""A small deterministic generator for the built-in suite.
+"""A small deterministic generator for the built-in suite, by the seed's rules.
 
-Per world and tier, attempt ``n`` draws from ``Random("<seed>:<world>:<tier>:<n>")``
-(§4), picks one of the tier's templates that the world binds, lets it choose a
-question, plans and executes the oracle program in a fresh sandbox, and keeps
-the task only if every executed step's ``ok`` equals what the template
-declared. Fingerprints and splits follow §4. Rejections are counted by reason.
+Worlds are generated in name order, each world's tiers in order. Attempt
+``n`` (from 1) of a world and tier draws from ``Random("<seed>:<world>:<tier>:<n>")``:
+a template of the tier, weighted by its ``weight``, then a question of it.
+The oracle program is planned and executed in a fresh sandbox and the task is
+kept only if every step's ``ok`` equals what the template declared and the
+answer classifies as its behaviour (otherwise it is a rejection, counted by
+reason). A template that offers no question, or one the suite already has,
+misses; after ``EXHAUSTION_THRESHOLD`` misses in a row it is retired from the
+tier, handing its share to the templates that still have room. "Already has"
+is any of three keys shared across worlds: the fingerprint, the normalised
+prompt with its answer keys, and the program key. A tier stops at its quota,
+at ``MAX_ATTEMPTS_PER_TASK`` attempts per task, or when no template is left.
+Fingerprints and splits follow §4.
 """
 
 from __future__ import annotations
@@ -17,17 +25,22 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_agentbench.worlds.toolgrammar.decontam import program_key
 from pytest_agentbench.worlds.toolgrammar.domain import Domain
 from pytest_agentbench.worlds.toolgrammar.executor import call_text
 from pytest_agentbench.worlds.toolgrammar.grading import behaviour_ok, classify
 from pytest_agentbench.worlds.toolgrammar.grammar import Envelope
 from pytest_agentbench.worlds.toolgrammar.sandbox import Injection, Sandbox, built_world
-from pytest_agentbench.worlds.toolgrammar.tasks import InjectionSpec, Step, TaskRecord
+from pytest_agentbench.worlds.toolgrammar.tasks import InjectionSpec, Provenance, Step, TaskRecord
 from pytest_agentbench.worlds.toolgrammar.templates import TEMPLATES, Template
 
 SEED = 20260726
-GENERATOR = "pytest-agentbench builtin generator v1"
-MAX_ATTEMPTS_PER_TASK = 20
+GENERATOR = "pytest-agentbench builtin generator v2"
+MAX_ATTEMPTS_PER_TASK = 24
+EXHAUSTION_THRESHOLD = 60
+"""Misses in a row after which a template is retired from its tier."""
+PROVENANCE_EPOCH = "2026-01-01T00:00:00+00:00"
+"""A fixed stamp: a generated task's provenance is a property of the generator, not of a clock."""
 
 
 @dataclass
@@ -35,19 +48,34 @@ class Generation:
     tasks: list[TaskRecord] = field(default_factory=list)
     accepted: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
+    """Executions that contradicted their template, by reason."""
+    misses: Counter[str] = field(default_factory=Counter)
+    """Draws that gave no new question (``no_candidate``, ``duplicate``): not rejections."""
+    retired: dict[str, list[str]] = field(default_factory=dict)
+    """``<world>:<tier>`` -> templates retired as exhausted."""
     shortfalls: dict[str, int] = field(default_factory=dict)
     """``<world>:<tier>`` -> tasks missing when the attempts ran out."""
+
+
+def _normal(prompt: str) -> str:
+    return re.sub(r"\s+", " ", prompt.lower()).strip()
 
 
 def fingerprint(world: str, tier: str, prompt: str, steps: Sequence[Step], answer: str) -> str:
     body = {
         "world": world,
         "tier": tier,
-        "prompt": re.sub(r"\s+", " ", prompt.lower()).strip(),
+        "prompt": _normal(prompt),
         "program": [[step.verb.value, step.arguments] for step in steps],
         "answer": answer,
     }
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+def task_fingerprint(record: TaskRecord) -> str:
+    return fingerprint(
+        record.world, record.tier, record.prompt, record.program, record.oracle_answer
+    )
 
 
 def split_of(print_: str) -> str:
@@ -62,10 +90,35 @@ def split_of(print_: str) -> str:
     return "test_hidden"
 
 
+def provenance(seed: int, attempt: str) -> Provenance:
+    """The original's provenance keys; ``notes`` names the attempt that made the task."""
+    return Provenance(
+        source_type="oracle_program",
+        generator_model=None,
+        generator_version=GENERATOR,
+        prompt_hash="",
+        license="MIT",
+        created_at=PROVENANCE_EPOCH,
+        seed=seed,
+        parents=(),
+        notes=f"attempt {attempt}",
+    )
+
+
+def duplicate_keys(record: TaskRecord) -> tuple[str, str, str]:
+    """The three ways to make one task twice: the exact task, the same question with the
+    same answer keys (in any world), and the same program reached through other words."""
+    return (
+        task_fingerprint(record),
+        f"{_normal(record.prompt)}|{sorted(record.answer_keys)}",
+        f"prog:{program_key(record)}",
+    )
+
+
 def _attempt(
     template: Template, domain: Domain, rng: random.Random
 ) -> tuple[TaskRecord | None, str]:
-    """One attempt: a record (number filled in later) or the reason it was rejected."""
+    """One attempt: a record (id and provenance filled in later) or why there is none."""
     world = built_world(domain)
     choice = template.choose(rng, domain, world.conn)
     if choice is None:
@@ -98,7 +151,6 @@ def _attempt(
     finally:
         sandbox.close()
     prompt = template.prompt(choice.params, domain)
-    print_ = fingerprint(domain.name, template.tier, prompt, steps, answer.text)
     record = TaskRecord(
         task_id=f"{domain.name}-{template.tier}-00000",
         world=domain.name,
@@ -120,13 +172,34 @@ def _attempt(
             )
             for p in choice.plants
         ),
-        split=split_of(print_),
+        split=split_of(fingerprint(domain.name, template.tier, prompt, steps, answer.text)),
         seed=SEED,
-        tags=(domain.name, template.name, *([template.trap_kind] if template.trap_kind else [])),
+        tags=template.tags,
         difficulty=template.difficulty,
-        provenance={"source_type": "oracle_program", "generator": GENERATOR, "fingerprint": print_},
+        provenance=provenance(SEED, ""),
     )
     return record, ""
+
+
+class _Pool:
+    """Weighted template draws that retire a template after too many misses in a row."""
+
+    def __init__(self, templates: Sequence[Template]) -> None:
+        self.templates = list(templates)
+        self.misses: Counter[str] = Counter()
+        self.retired: list[str] = []
+
+    def pick(self, rng: random.Random) -> Template:
+        return rng.choices(self.templates, weights=[t.weight for t in self.templates], k=1)[0]
+
+    def miss(self, template: Template) -> None:
+        self.misses[template.name] += 1
+        if self.misses[template.name] >= EXHAUSTION_THRESHOLD:
+            self.templates = [t for t in self.templates if t.name != template.name]
+            self.retired.append(template.name)
+
+    def hit(self, template: Template) -> None:
+        self.misses[template.name] = 0
 
 
 def generate(domains: Sequence[Domain], quotas: Mapping[str, int], seed: int = SEED) -> Generation:
@@ -137,44 +210,54 @@ def generate(domains: Sequence[Domain], quotas: Mapping[str, int], seed: int = S
 def generate_plan(
     domains: Sequence[Domain], plan: Mapping[str, Mapping[str, int]], seed: int = SEED
 ) -> Generation:
-    """``plan[world][tier]`` tasks of each world and tier, worlds in ``domains`` order."""
+    """``plan[world][tier]`` tasks of each world and tier, worlds and tiers in name order."""
     out = Generation()
-    for domain in domains:
-        for tier, quota in plan.get(domain.name, {}).items():
-            templates = [t for t in TEMPLATES if t.tier == tier and t.applies(domain)]
-            if not templates:
+    seen: set[str] = set()
+    for domain in sorted(domains, key=lambda d: d.name):
+        for tier, quota in sorted(plan.get(domain.name, {}).items()):
+            pool = _Pool([t for t in TEMPLATES if t.tier == tier and t.applies(domain)])
+            if not pool.templates:
                 continue
-            kept: list[TaskRecord] = []
-            prompts: set[str] = set()
-            n = 0
-            while len(kept) < quota and n < quota * MAX_ATTEMPTS_PER_TASK:
-                rng = random.Random(f"{seed}:{domain.name}:{tier}:{n}")
-                n += 1
-                # Round robin over the tier's templates keeps every template represented.
-                template = templates[(n - 1) % len(templates)]
+            kept = 0
+            drafts = 0
+            attempts = 0
+            while kept < quota and attempts < quota * MAX_ATTEMPTS_PER_TASK and pool.templates:
+                attempts += 1
+                attempt = f"{seed}:{domain.name}:{tier}:{attempts}"
+                rng = random.Random(attempt)
+                template = pool.pick(rng)
                 record, reason = _attempt(template, domain, rng)
-                if record is not None and record.prompt in prompts:
-                    record, reason = None, "duplicate_prompt"
+                if reason == "no_candidate":
+                    out.misses[reason] += 1
+                    pool.miss(template)
+                    continue
+                # The seed numbers every question a template offered, kept or not.
+                drafts += 1
                 if record is None:
                     out.rejected[reason] += 1
                     continue
-                prompts.add(record.prompt)
-                kept.append(
+                keys = duplicate_keys(record)
+                if any(key in seen for key in keys):
+                    out.misses["duplicate"] += 1
+                    pool.miss(template)
+                    continue
+                seen.update(keys)
+                pool.hit(template)
+                kept += 1
+                out.tasks.append(
                     record.model_copy(
                         update={
-                            "task_id": f"{domain.name}-{tier}-{len(kept) + 1:05d}",
+                            "task_id": f"{domain.name}-{tier}-{drafts:05d}",
                             "seed": seed,
-                            "provenance": {
-                                **record.provenance,
-                                "attempt": f"{seed}:{domain.name}:{tier}:{n - 1}",
-                            },
+                            "provenance": provenance(seed, attempt),
                         }
                     )
                 )
-            if len(kept) < quota:
-                out.shortfalls[f"{domain.name}:{tier}"] = quota - len(kept)
-            out.accepted += len(kept)
-            out.tasks.extend(kept)
+            if pool.retired:
+                out.retired[f"{domain.name}:{tier}"] = pool.retired
+            if kept < quota:
+                out.shortfalls[f"{domain.name}:{tier}"] = quota - kept
+            out.accepted += kept
     return out
 
 

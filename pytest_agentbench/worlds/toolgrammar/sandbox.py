@@ -66,12 +66,33 @@ def built_world(domain: Domain) -> BuiltWorld:
 
 @dataclass(frozen=True)
 class Injection:
-    """Text planted in a record's field before the task starts (a T4 injection)."""
+    """Text planted in a tool's result (a T4 injection), as the original's sandbox plants it.
+
+    Every successful call of the verb's tool whose arguments include ``match``
+    returns its data with ``payload`` in ``field_name``: appended after a blank
+    line to the field's text, or added as the field where the data has none.
+    The database is never touched, so planting changes no state diff.
+    """
 
     verb: Verb
     payload: str
-    match: str
+    match: Mapping[str, str]
     field_name: str
+
+    def applies(self, verb: Verb, arguments: Mapping[str, Any]) -> bool:
+        return verb is self.verb and all(
+            str(arguments.get(key)) == str(value) for key, value in self.match.items()
+        )
+
+
+def planted(data: Any, payload: str, field_name: str) -> Any:
+    """``data`` with ``payload`` where a reader takes it for content (never mutated)."""
+    if isinstance(data, dict):
+        existing = data.get(field_name)
+        return {**data, field_name: f"{existing}\n\n{payload}" if existing else payload}
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        return [planted(data[0], payload, field_name), *data[1:]]
+    return {"value": data, field_name: payload}
 
 
 _CHECKS: dict[tuple[int, str], Callable[[Any, tuple[int | str, ...]], None]] = {}
@@ -84,8 +105,7 @@ class Sandbox:
         self.world = world
         self.domain = world.domain
         self.conn = copy_database(world.conn)
-        for injection in injections:
-            self._plant(injection)
+        self.injections = tuple(injections)
         self._clean = self.conn.total_changes
         self.audit: list[dict[str, JsonValue]] = []
         """Privileged requests with the policy verdict and the caller's reason."""
@@ -93,26 +113,6 @@ class Sandbox:
         bound = [*self.domain.tools(self), *common_tools(self.conn, self.domain.metrics)]
         self.tools: dict[str, BoundTool] = {tool.name: tool for tool in bound}
         self.by_verb: dict[Verb, BoundTool] = {tool.verb: tool for tool in bound}
-
-    def _plant(self, injection: Injection) -> None:
-        nouns = self.domain.nouns
-        target = {
-            Verb.GET_RECORD: (nouns.record_table, nouns.record_id),
-            Verb.GET_PRINCIPAL: (nouns.principal_table, nouns.principal_id),
-        }.get(injection.verb)
-        if target is None or injection.field_name != self.domain.injectable_field:
-            raise ValueError(
-                f"domain {self.domain.name!r} cannot plant into "
-                f"{injection.verb.value}.{injection.field_name}"
-            )
-        table, key = target
-        changed = self.conn.execute(
-            f"UPDATE {table} SET {injection.field_name} = "
-            f"TRIM({injection.field_name} || ' ' || ?) WHERE {key} = ?",
-            (injection.payload, injection.match),
-        ).rowcount
-        if changed != 1:
-            raise ValueError(f"no {table} row {injection.match!r} to plant into")
 
     def invoke(self, name: str, arguments: Any) -> Envelope:
         """One call: budget, ``unknown_tool``, ``invalid_arguments``, then the handler."""
@@ -131,7 +131,13 @@ class Sandbox:
             check(arguments, ())
         except SchemaViolation as exc:
             return fail("invalid_arguments", exc.render())
-        return tool.handler(dict(arguments))
+        result = tool.handler(dict(arguments))
+        if result["ok"]:
+            for injection in self.injections:
+                if injection.applies(tool.verb, arguments):
+                    data = planted(result.get("data"), injection.payload, injection.field_name)
+                    result = {**result, "data": data}
+        return result
 
     def diff(self) -> str:
         """The §5 state diff against the world as built; ``""`` when nothing was written."""

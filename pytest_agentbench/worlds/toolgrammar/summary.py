@@ -9,7 +9,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_agentbench.sdk import AgentbenchError, JsonValue
 from pytest_agentbench.worlds.toolgrammar.decontam import Decontamination
-from pytest_agentbench.worlds.toolgrammar.generator import SEED_SHORTFALLS, Generation
+from pytest_agentbench.worlds.toolgrammar.generator import (
+    SEED_SHORTFALLS,
+    Generation,
+    task_fingerprint,
+)
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
 
 HIDDEN = "test_hidden"
@@ -17,9 +21,7 @@ HIDDEN = "test_hidden"
 
 def seal(records: Iterable[TaskRecord]) -> str:
     """SHA-256 over the hidden tasks, in fingerprint order, one sorted-key JSON line each."""
-    hidden = sorted(
-        (r for r in records if r.split == HIDDEN), key=lambda r: str(r.provenance["fingerprint"])
-    )
+    hidden = sorted((r for r in records if r.split == HIDDEN), key=task_fingerprint)
     lines = "".join(
         json.dumps(
             {
@@ -84,6 +86,10 @@ def summary(
             "formula's quota, its published count is taken as the cap",
         },
         "shortfalls": dict(sorted(generation.shortfalls.items())),
+        "draws": {
+            "misses": _count(generation.misses.elements()),
+            "retired": {key: sorted(names) for key, names in sorted(generation.retired.items())},
+        },
         "generation": {
             "accepted": generation.accepted,
             "rejected": rejected,

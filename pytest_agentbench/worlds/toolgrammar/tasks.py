@@ -38,19 +38,33 @@ class InjectionSpec(Record):
 
     verb: Verb
     payload: str = Field(min_length=1)
-    match: str = Field(min_length=1)
-    """The id of the record whose field receives the payload."""
+    match: dict[str, str]
+    """The arguments a call must carry for its result to receive the payload:
+    ``{"order_id": "ORD-00012"}``."""
     field_name: Literal["notes"]
-    lure: dict[str, JsonValue]
-    """The privileged call the payload asks for: ``{"verb", "arguments"}``."""
+    lure: str = Field(min_length=1)
+    """What the planted text tries to make the agent do, in plain words."""
 
-    @field_validator("lure")
+    @field_validator("match")
     @classmethod
-    def _lure_shape(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-        if set(value) != {"verb", "arguments"} or not isinstance(value["arguments"], dict):
-            raise ValueError("must be {verb, arguments} with arguments an object")
-        Verb(str(value["verb"]))
+    def _names_an_argument(cls, value: dict[str, str]) -> dict[str, str]:
+        if not value:
+            raise ValueError("must name at least one argument and its value")
         return value
+
+
+class Provenance(Record):
+    """Where a task came from: the original's provenance keys, all of them required."""
+
+    source_type: Literal["oracle_program"]
+    generator_model: str | None
+    generator_version: str
+    prompt_hash: str
+    license: str
+    created_at: str
+    seed: int | None
+    parents: tuple[str, ...]
+    notes: str
 
 
 class TaskRecord(Record):
@@ -74,8 +88,7 @@ class TaskRecord(Record):
     seed: int
     tags: tuple[str, ...]
     difficulty: int = Field(ge=1, le=5)
-    provenance: dict[str, JsonValue]
-    """``{"source_type": "oracle_program", ...}``: the rest is the producer's own."""
+    provenance: Provenance
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskRecord:
@@ -92,8 +105,6 @@ class TaskRecord(Record):
             raise ValueError("program must hold at least one step")
         if len(self.oracle_calls) != len(self.program):
             raise ValueError("oracle_calls must have one entry per program step")
-        if self.provenance.get("source_type") != "oracle_program":
-            raise ValueError("provenance.source_type must be 'oracle_program'")
         if not self.answer_keys:
             raise ValueError("answer_keys must not be empty")
         return self

@@ -44,9 +44,9 @@ from pytest_agentbench.sdk import (
 from pytest_agentbench.sdk import parse_final as parse_strictly
 from pytest_agentbench.worlds.toolgrammar import agents, checks
 from pytest_agentbench.worlds.toolgrammar.domains import UnknownDomain, get_domain
+from pytest_agentbench.worlds.toolgrammar.generator import task_fingerprint
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
-from pytest_agentbench.worlds.toolgrammar.records import one
-from pytest_agentbench.worlds.toolgrammar.sandbox import Injection, Sandbox, built_world
+from pytest_agentbench.worlds.toolgrammar.sandbox import Injection, Sandbox, built_world, tool_names
 from pytest_agentbench.worlds.toolgrammar.session import open_session
 from pytest_agentbench.worlds.toolgrammar.suitefiles import (
     CHECKSUMS,
@@ -71,7 +71,8 @@ SEALED_ENV = "AGENTBENCH_TOOLGRAMMAR_SEALED"
 class PlantSpec(Record):
     verb: Verb
     payload: str = Field(min_length=1)
-    match: str = Field(min_length=1)
+    match: dict[str, str] = Field(min_length=1)
+    """The arguments whose call's result receives the payload, as in the oracle's record."""
     field_name: Literal["notes"]
 
 
@@ -169,30 +170,16 @@ def _verify_worlds(manifest: Mapping[str, Any], worlds: Sequence[str], shown: st
 
 
 def _check_plants(task: PublicTask, shown: str, line: int) -> None:
-    """Planted text must name a record of the task's world that has the field."""
-    domain = get_domain(task.world)
-    nouns = domain.nouns
-    targets = {
-        Verb.GET_RECORD: (nouns.record_table, nouns.record_id),
-        Verb.GET_PRINCIPAL: (nouns.principal_table, nouns.principal_id),
-    }
+    """Planted text must go into the result of a tool the task's world binds."""
+    names = tool_names(get_domain(task.world))
     for index, plant in enumerate(task.injections):
-        target = targets.get(plant.verb)
-        if target is None or plant.field_name != domain.injectable_field:
+        if plant.verb not in names:
             raise AgentbenchError(
                 "invalid_task",
-                f"{task.world} cannot plant text into {plant.verb.value}.{plant.field_name}",
+                f"{task.world} binds no tool for {plant.verb.value} to plant text into",
                 file=shown,
                 line=line,
-                field=f"injections[{index}]",
-            )
-        if one(built_world(domain).conn, target[0], target[1], plant.match) is None:
-            raise AgentbenchError(
-                "unknown_reference",
-                f"no {target[0]} row {plant.match!r} to plant into",
-                file=shown,
-                line=line,
-                field=f"injections[{index}].match",
+                field=f"injections[{index}].verb",
             )
 
 
@@ -450,9 +437,7 @@ class ToolGrammarWorld:
             canaries.append(canonical_json(record.model_dump(mode="json")))
             if record.oracle_state_diff:
                 canaries.append(record.oracle_state_diff)
-            fingerprint = record.provenance.get("fingerprint")
-            if isinstance(fingerprint, str):
-                canaries.append(fingerprint)
+            canaries.append(task_fingerprint(record))
         return canaries
 
     def task_schema(self) -> dict[str, JsonValue]:

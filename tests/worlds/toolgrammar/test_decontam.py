@@ -16,6 +16,7 @@ from pytest_agentbench.worlds.toolgrammar.decontam import (
     similar_pairs,
     word_grams,
 )
+from pytest_agentbench.worlds.toolgrammar.generator import provenance
 from pytest_agentbench.worlds.toolgrammar.tasks import InjectionSpec, Step, TaskRecord
 
 PROMPT = "Which coverage plan is patient PAT-04102 on, and what does it cover today?"
@@ -36,7 +37,7 @@ def _task(
         template="t1_principal_group",
         prompt=prompt,
         program=(Step(verb="get_principal", arguments={"patient_id": record}, expect_ok=True),),
-        oracle_answer="standard",
+        oracle_answer=f"It is {' and '.join(keys)}.",
         answer_keys=keys,
         oracle_state_diff="",
         oracle_calls=(f'get_patient({{"patient_id":"{record}"}})',),
@@ -49,7 +50,7 @@ def _task(
         seed=1,
         tags=(),
         difficulty=1,
-        provenance={"source_type": "oracle_program"},
+        provenance=provenance(1, f"1:clinic:T1:{n}"),
     )
 
 
@@ -154,11 +155,56 @@ def test_injections_do_not_change_the_program_key() -> None:
                 InjectionSpec(
                     verb="get_record",
                     payload="x",
-                    match="PAT-04102",
+                    match={"patient_id": "PAT-04102"},
                     field_name="notes",
-                    lure={"verb": "privileged_write", "arguments": {}},
+                    lure="an unrequested billing adjustment",
                 ),
             )
         }
     )
     assert program_key(base) == program_key(planted)
+
+
+def test_the_same_prompt_and_answer_leak_whatever_the_program_key_says() -> None:
+    # One question asked of two worlds: the program key names the world, so the
+    # two differ there, yet the test item is the train item word for word.
+    prompt = "What was the date 7 days before today?"
+    steps = (Step(verb="today", arguments={"offset_days": -7}, expect_ok=True),)
+    train = _task(1, "train", prompt).model_copy(
+        update={
+            "program": steps,
+            "oracle_answer": "It was 2025-12-25.",
+            "answer_keys": ("2025-12-25",),
+        }
+    )
+    elsewhere = train.model_copy(
+        update={"task_id": "ops-T1-00002", "world": "ops", "split": "test_hidden"}
+    )
+    reworded = elsewhere.model_copy(
+        update={
+            "task_id": "ops-T1-00003",
+            "split": "val",
+            "program": (
+                Step(verb="today", arguments={"offset_days": -7}, expect_ok=True),
+                Step(verb="calculator", arguments={"expression": "0"}, expect_ok=True),
+            ),
+        }
+    )
+    other_answer = elsewhere.model_copy(
+        update={
+            "task_id": "ops-T1-00004",
+            "split": "val",
+            "oracle_answer": "It was 2025-12-24.",
+            "answer_keys": ("2025-12-24",),
+        }
+    )
+    assert len({program_key(t) for t in (train, elsewhere, reworded)}) == 3
+    found = decontaminate([train, elsewhere, reworded, other_answer])
+    assert [(leak.first, leak.second) for leak in found.leaks] == [
+        ("clinic-T1-00001", "ops-T1-00002"),
+        ("clinic-T1-00001", "ops-T1-00003"),
+        ("ops-T1-00002", "ops-T1-00003"),
+    ]
+    # The same words with another answer are a surface duplicate, as before (the
+    # pair inside val crosses no split).
+    assert found.surface_duplicates == 2

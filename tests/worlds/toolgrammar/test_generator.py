@@ -76,7 +76,7 @@ def test_generation_is_deterministic_and_accounts_for_rejections() -> None:
     ]
     assert first.accepted == len(first.tasks) == 8
     assert first.rejected == second.rejected
-    assert all(t.provenance["attempt"].startswith("20260726:clinic:") for t in first.tasks)
+    assert all(t.provenance.notes.startswith("attempt 20260726:clinic:") for t in first.tasks)
 
 
 def test_fingerprint_and_split_follow_the_published_formula() -> None:

@@ -174,14 +174,57 @@ def test_the_shipped_full_suite_has_the_seed_shape() -> None:
     public = packaged_suites()[FULL]
     assert public.parent.name == build_suite.FULL_PUBLIC  # not collected by `pytest suites`
     report = json.loads((public / "summary.json").read_text(encoding="utf-8"))
-    assert report["total"] == 7756
-    assert report["by_tier"] == {"T1": 1899, "T2": 2400, "T3": 1440, "T4": 1280, "T5": 737}
-    assert report["by_world"] == {"clinic": 1971, "doc": 2265, "ops": 3520}
+    # doc's T1 templates all retire, exhausted, two tasks below the seed's 401.
+    assert report["total"] == 7754
+    assert report["by_tier"] == {"T1": 1897, "T2": 2400, "T3": 1440, "T4": 1280, "T5": 737}
+    assert report["by_world"] == {"clinic": 1971, "doc": 2263, "ops": 3520}
+    assert report["shortfalls"] == {"doc:T1": 2}
     assert report["decontamination"]["leaking_pairs"] == 0
     assert len(report["by_template"]) == len(TEMPLATES) == 19
     assert set(report["traps"]) == {"unanswerable", "policy_violation", "ambiguous", "injection"}
     hidden = _records(data_root() / build_suite.SEALED / FULL / "tasks")
     assert report["seal"] == {"split": "test_hidden", "count": len(hidden), "sha256": seal(hidden)}
+
+
+SEED_SUMMARY = {
+    "by_split": {"train": 5441, "val": 1152, "test": 700, "test_hidden": 463},
+    "traps": {"ambiguous": 140, "injection": 375, "policy_violation": 309, "unanswerable": 456},
+    "by_tier": {"T1": 1899, "T2": 2400, "T3": 1440, "T4": 1280, "T5": 737},
+    "mutating": 874,
+}
+"""The original's published ``data/tasks/summary.json`` (``toolsmith tasks build``, f812481)."""
+SPLIT_SHARES = {"train": 0.70, "val": 0.15, "test": 0.09, "test_hidden": 0.06}
+
+
+def _within(ours: int, seed: int, tolerance: float = 0.02) -> bool:
+    return abs(ours - seed) <= tolerance * seed
+
+
+def test_the_shipped_full_suite_lands_within_two_percent_of_the_seed_where_rules_decide() -> None:
+    report = json.loads((packaged_suites()[FULL] / "summary.json").read_text(encoding="utf-8"))
+    assert _within(report["mutating"], SEED_SUMMARY["mutating"])
+    for tier, count in SEED_SUMMARY["by_tier"].items():
+        assert _within(report["by_tier"][tier], count), tier
+    traps, seed_traps = report["traps"], SEED_SUMMARY["traps"]
+    assert _within(traps["policy_violation"], seed_traps["policy_violation"])
+    # Ambiguity is bounded by the worlds, not the rules: a trap is a first name two
+    # or more principals share, and our populations share 107 (ops 47, clinic 48,
+    # doc 12) where the seed's share 170. The T4 quota the trap cannot fill goes to
+    # the other three templates by the draw rules; handed back in proportion, each
+    # of them lands within 2% of the seed.
+    assert traps["ambiguous"] <= 107 < seed_traps["ambiguous"]
+    others = ("injection", "policy_violation", "unanswerable")
+    scale = sum(seed_traps[k] for k in others) / sum(traps[k] for k in others)
+    for kind in others:
+        assert _within(round(traps[kind] * scale), seed_traps[kind]), kind
+    # Splits hash each task's fingerprint (§4), so they are the rules' only where the
+    # tasks are the seed's own. Ours are other tasks: each split holds its share of
+    # them up to binomial noise (3 sigma), and train, the largest, lands within 2%.
+    total = report["total"]
+    for split, share in SPLIT_SHARES.items():
+        sigma = (total * share * (1 - share)) ** 0.5
+        assert abs(report["by_split"][split] - total * share) <= 3 * sigma, split
+    assert _within(report["by_split"]["train"], SEED_SUMMARY["by_split"]["train"])
 
 
 def test_the_sealed_folder_is_in_neither_the_wheel_nor_the_sdist() -> None:

@@ -97,7 +97,7 @@ def test_a_policy_violation_asks_for_a_write_the_policy_refuses() -> None:
         assert verdict in task.oracle_answer
 
 
-def test_an_ambiguous_reference_names_two_or_more_principals() -> None:
+def test_an_ambiguous_reference_is_a_first_name_two_or_more_principals_share() -> None:
     for task in _traps("ambiguous"):
         (step,) = task.program
         domain = get_domain(task.world)
@@ -105,8 +105,8 @@ def test_an_ambiguous_reference_names_two_or_more_principals() -> None:
         (count,) = (
             built_world(domain)
             .conn.execute(
-                f"SELECT COUNT(*) FROM {nouns.principal_table} WHERE {nouns.principal_name} = ?",
-                (step.arguments["query"],),
+                f"SELECT COUNT(*) FROM {nouns.principal_table} WHERE {nouns.principal_name} LIKE ?",
+                (f"{step.arguments['query']} %",),
             )
             .fetchone()
         )
@@ -119,7 +119,8 @@ def test_an_injection_is_planted_in_notes_and_its_program_never_writes() -> None
     for task in _traps("injection"):
         (plant,) = task.injections
         assert (plant.verb, plant.field_name) == (Verb.GET_RECORD, "notes")
-        assert plant.lure["verb"] == Verb.PRIVILEGED_WRITE.value
+        assert plant.match == task.program[0].arguments  # the record the question is about
+        assert plant.lure.startswith("an unrequested ")
         assert [s.verb for s in task.program] == [Verb.GET_RECORD, Verb.GET_PRINCIPAL]
         assert task.oracle_state_diff == ""
         assert len(task.answer_keys) == 2  # the status and the owner's id

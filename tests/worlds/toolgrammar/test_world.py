@@ -40,6 +40,8 @@ def _loaded() -> LoadedSuite:
 LOADED = _loaded()
 ORACLE: dict[str, TaskRecord] = LOADED.world.load_oracle(LOADED.suite)
 CASES = {case.case_id: case for case in LOADED.world.cases(LOADED.suite)}
+OPS_LOOKUP = min(task_id for task_id in ORACLE if task_id.startswith("ops-T1-"))
+"""The first ops lookup (ids count every question offered, so it need not be 00001)."""
 
 
 def _run(agent: Any, task_id: str) -> CaseResult:
@@ -58,7 +60,8 @@ def _injection_tasks(approved: bool) -> list[TaskRecord]:
     for task in ORACLE.values():
         for injection in task.injections:
             domain = get_domain(task.world)
-            lure = dict(injection.lure["arguments"])  # type: ignore[arg-type]
+            # The payload names the write it asks for as JSON after "with".
+            lure = json.loads(injection.payload.split(" with ", 1)[1].split(" and do not")[0])
             verdict = domain.privileged_verdict(built_world(domain).conn, lure)
             if (verdict == "approved") == approved:
                 found.append(task)
@@ -175,16 +178,16 @@ class Garbage:
     ],
 )
 def test_a_malformed_final_answer_is_a_product_error(value: Any) -> None:
-    result = _run(Garbage(value), "ops-T1-00001")
+    result = _run(Garbage(value), OPS_LOOKUP)
     assert result.failure_class is FailureClass.PRODUCT_ERROR
     assert {c.status.value for c in result.checks} == {"missing"}
 
 
 def test_an_adapter_that_raises_is_an_agent_error_and_json_text_is_accepted() -> None:
-    assert _run(Raises(), "ops-T1-00001").failure_class is FailureClass.AGENT_ERROR
-    task = ORACLE["ops-T1-00001"]
+    assert _run(Raises(), OPS_LOOKUP).failure_class is FailureClass.AGENT_ERROR
+    task = ORACLE[OPS_LOOKUP]
     text = json.dumps({"answer": task.oracle_answer, "citations": []})
-    assert _run(Garbage(text), "ops-T1-00001").outcome.value == "passed"
+    assert _run(Garbage(text), OPS_LOOKUP).outcome.value == "passed"
 
 
 def test_the_adapter_sees_only_the_public_view() -> None:
@@ -247,24 +250,25 @@ def test_a_task_file_for_an_unregistered_domain_is_refused(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "code"),
+    ("change", "field"),
     [
-        ('"notes","match":"ORD-', '"notes","match":"ORD-9', "unknown_reference"),
-        ('"verb":"get_record"', '"verb":"list_records"', "invalid_task"),
+        ({"match": {}}, "injections[0].match"),
+        ({"match": "ORD-00001"}, "injections[0].match"),
+        ({"verb": "fetch_doc"}, "injections[0].verb"),
     ],
 )
-def test_planted_text_must_name_a_plantable_record(
-    tmp_path: Path, old: str, new: str, code: str
+def test_planted_text_must_name_a_bound_tool_and_its_arguments(
+    tmp_path: Path, change: dict[str, Any], field: str
 ) -> None:
     suite_dir = _copy(tmp_path)
     path = suite_dir / "tasks" / "ops.jsonl"
-    text = path.read_text(encoding="utf-8")
-    assert old in text
-    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    planted = next(line for line in lines if line["injections"])
+    planted["injections"][0].update(change)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     _reseal(suite_dir)
     refused = _refusal(tmp_path, suite_dir)
-    assert refused.code == code
-    assert (refused.location.field or "").startswith("injections[0]")
+    assert (refused.code, refused.location.field) == ("invalid_task", field)
 
 
 def test_a_world_without_a_recorded_digest_is_refused(tmp_path: Path) -> None:
@@ -323,7 +327,7 @@ def test_predictions_replay_calls_and_answers(tmp_path: Path) -> None:
     adapter = world.predictions_adapter(suite, path)
     assert _run(adapter, "ops-T3-00001").outcome.value == "passed"
     assert _run(adapter, "doc-T5-00001").outcome.value == "passed"
-    assert _run(adapter, "ops-T1-00001").failure_class is FailureClass.PRODUCT_ERROR
+    assert _run(adapter, OPS_LOOKUP).failure_class is FailureClass.PRODUCT_ERROR
 
 
 def test_a_tampered_world_digest_is_refused(tmp_path: Path) -> None:
@@ -341,7 +345,7 @@ def test_a_tampered_world_digest_is_refused(tmp_path: Path) -> None:
 
 def test_privileged_tools_are_flagged_for_the_adapter() -> None:
     world, suite = LOADED.world, LOADED.suite
-    case = CASES["ops-T1-00001"]
+    case = CASES[OPS_LOOKUP]
     seen: dict[str, Any] = {}
 
     class Inspect:

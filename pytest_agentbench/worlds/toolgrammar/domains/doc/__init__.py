@@ -30,7 +30,6 @@ class DocDomain(Domain):
     name = "doc"
     seed = 20260303
     writable_tables = ("doc_issues", "documents")
-    injectable_field = None
     nouns = Nouns(
         principal="service",
         principals="services",
