@@ -14,7 +14,9 @@ WORLD = LazyWorld(
     "evidence-binding",
     "pytest_agentbench.worlds.evidence_binding.world:WORLD",
     layout_markers=LAYOUT_MARKERS,
-    adapter_protocols=("pytest_agentbench.worlds.evidence_binding.protocol:EvidenceBindingAdapter",),
+    adapter_protocols=(
+        "pytest_agentbench.worlds.evidence_binding.protocol:EvidenceBindingAdapter",
+    ),
 )
 
 
