@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.registry import LazyWorld
+from pytest_agentbench.sdk import LazyWorld, hookimpl
 
 # Spelt out rather than imported, so that registering imports nothing of the
 # world: the root manifest beside the public manifest (Asteria) or beside

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pytest_agentbench.sdk.errors import AgentbenchError
 
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.engine import (
     Actor,
     authorise,

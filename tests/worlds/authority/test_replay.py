@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from pytest_agentbench.sdk.errors import AgentbenchError
 
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.models import (
     ActionAttempted,
     Attempt,
