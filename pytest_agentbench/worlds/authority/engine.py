@@ -67,7 +67,7 @@ from pytest_agentbench.worlds.authority.replay import (
     Replayer,
     WorldIndex,
     WorldState,
-    authorised_child_delegator,
+    child_refusal,
 )
 
 SIDE_EFFECTS: Mapping[str, str] = {
@@ -175,11 +175,17 @@ def select_chain(
 
 
 def proposal_within_leaf(state: WorldState, proposal: Delegation, leaf: Delegation) -> bool:
-    """Whether a proposed delegation is a valid child of the selected leaf ``leaf``."""
+    """Whether a proposed delegation is a valid child of the selected leaf ``leaf``.
+
+    Attenuated (the leaf may delegate; the proposal names it as parent, keeps
+    its policy version and stays within its resources, actions, scopes,
+    purpose and validity) and acceptable as a child grant of the leaf in
+    ``state``: the organisation, origin, child-agent and delegator rules of
+    :func:`~pytest_agentbench.worlds.authority.replay.child_refusal`.
+    """
     wanted, granted = proposal.capability, leaf.capability
     return (
         granted.may_delegate
-        and proposal.originating_principal_id == leaf.originating_principal_id
         and proposal.parent_delegation_id == leaf.id
         and proposal.policy_version == leaf.policy_version
         and set(wanted.resource_ids) <= set(granted.resource_ids)
@@ -188,7 +194,7 @@ def proposal_within_leaf(state: WorldState, proposal: Delegation, leaf: Delegati
         and wanted.purpose == granted.purpose
         and leaf.valid_from <= proposal.valid_from
         and proposal.expires_at <= leaf.expires_at
-        and authorised_child_delegator(state, leaf, proposal.delegator_principal_id)
+        and child_refusal(state, proposal, leaf) is None
     )
 
 

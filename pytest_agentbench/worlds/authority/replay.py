@@ -12,9 +12,9 @@ before it; giving neither selects the full stream; giving both is refused.
 
 Delegation provenance is checked when a grant takes effect (bounded v1 rules):
 
-* every delegation: the originating principal, delegator, grantee agent and
-  delegated resources share one organisation (records without an
-  organisation do not constrain it);
+* every delegation: the originating principal, the delegator and the
+  delegated resources all name the grantee agent's organisation (a principal
+  without an organisation does not);
 * root: the delegator is the origin or lies on every delegated resource
   owner's inclusive ownership chain;
 * child: the parent is already granted and unrevoked, shares the child's
@@ -593,28 +593,46 @@ def _parents_first(delegations: Sequence[Delegation]) -> list[Delegation]:
 
 def check_grant_provenance(state: WorldState, delegation: Delegation) -> None:
     """Refuse a grant that breaks the v1 provenance rules (see the module doc)."""
-    index = state.index
-    _check_shared_organisation(index, delegation)
-    if delegation.parent_delegation_id is None:
-        _check_root_delegator(index, delegation)
-    else:
+    if delegation.parent_delegation_id is not None:
         _check_child(state, delegation)
+        return
+    refusal = organisation_refusal(state.index, delegation)
+    if refusal is not None:
+        raise refusal
+    _check_root_delegator(state.index, delegation)
 
 
-def _check_shared_organisation(index: WorldIndex, delegation: Delegation) -> None:
-    organisations = {
-        index.principals[delegation.originating_principal_id].organisation_id,
-        index.principals[delegation.delegator_principal_id].organisation_id,
-        index.agents[delegation.grantee_agent_id].organisation_id,
-        *(index.resources[rid].organisation_id for rid in delegation.capability.resource_ids),
+def organisation_refusal(index: WorldIndex, delegation: Delegation) -> AgentbenchError | None:
+    """Why ``delegation`` leaves its grantee's organisation, or ``None`` when it does not.
+
+    As the original's bounded v1 rule: the originating principal, the delegator
+    and every delegated resource must name the grantee agent's organisation; a
+    principal without one does not.
+    """
+    organisation = index.agents[delegation.grantee_agent_id].organisation_id
+    parties = {
+        f"originating principal {delegation.originating_principal_id!r}": index.principals[
+            delegation.originating_principal_id
+        ].organisation_id,
+        f"delegator {delegation.delegator_principal_id!r}": index.principals[
+            delegation.delegator_principal_id
+        ].organisation_id,
+        **{
+            f"resource {rid!r}": index.resources[rid].organisation_id
+            for rid in delegation.capability.resource_ids
+        },
     }
-    organisations.discard(None)
-    if len(organisations) > 1:
-        raise AgentbenchError(
-            "cross_organisation_delegation",
-            f"delegation {delegation.id!r} spans organisations "
-            f"{sorted(o for o in organisations if o)}",
-        )
+    outside = [
+        f"{party} ({found or 'no organisation'})"
+        for party, found in parties.items()
+        if found != organisation
+    ]
+    if not outside:
+        return None
+    return AgentbenchError(
+        "cross_organisation_delegation",
+        f"delegation {delegation.id!r} to an agent of {organisation!r} names " + ", ".join(outside),
+    )
 
 
 def _check_root_delegator(index: WorldIndex, delegation: Delegation) -> None:
@@ -632,7 +650,6 @@ def _check_root_delegator(index: WorldIndex, delegation: Delegation) -> None:
 
 
 def _check_child(state: WorldState, delegation: Delegation) -> None:
-    index = state.index
     parent_id = delegation.parent_delegation_id
     assert parent_id is not None
     parent = state.delegations.get(parent_id)
@@ -646,31 +663,53 @@ def _check_child(state: WorldState, delegation: Delegation) -> None:
             "parent_revoked",
             f"delegation {delegation.id!r} names revoked parent {parent_id!r}",
         )
+    refusal = child_refusal(state, delegation, parent)
+    if refusal is not None:
+        raise refusal
+
+
+def child_refusal(
+    state: WorldState, delegation: Delegation, parent: Delegation
+) -> AgentbenchError | None:
+    """Why ``delegation`` may not be a child of ``parent`` in ``state``, or ``None``.
+
+    The rules a child grant is checked against during replay, and the ones a
+    proposed sub-delegation is judged by against the selected leaf: the
+    delegation stays in its grantee's organisation, shares the parent's origin,
+    goes to an agent that names the parent's grantee as its parent agent, and
+    is made by an authorised delegator. (The original also requires the parent
+    grantee to share the grantee's organisation; that follows here from the
+    shared origin, which lies in both.)
+    """
+    index = state.index
+    refusal = organisation_refusal(index, delegation)
+    if refusal is not None:
+        return refusal
     if delegation.originating_principal_id != parent.originating_principal_id:
-        raise AgentbenchError(
+        return AgentbenchError(
             "origin_mismatch",
-            f"delegation {delegation.id!r} has a different origin than its parent {parent_id!r}",
+            f"delegation {delegation.id!r} has a different origin than its parent {parent.id!r}",
         )
     grantee = index.agents[delegation.grantee_agent_id]
     if grantee.parent_agent_id != parent.grantee_agent_id:
-        raise AgentbenchError(
+        return AgentbenchError(
             "child_agent_not_parent_grantee",
             f"delegation {delegation.id!r}: agent {grantee.id!r} does not name the parent "
             f"grantee {parent.grantee_agent_id!r} as its parent",
         )
     delegator = delegation.delegator_principal_id
     if authorised_child_delegator(state, parent, delegator):
-        return
+        return None
     if delegator in index.runtime_path_principals.get(parent.grantee_agent_id, ()):
-        raise AgentbenchError(
+        return AgentbenchError(
             "runtime_spawned_after_grant",
             f"delegation {delegation.id!r}: delegator {delegator!r} acts through a parent-agent "
             "runtime that is not spawned before the grant",
         )
-    raise AgentbenchError(
+    return AgentbenchError(
         "unrelated_child_delegator",
         f"delegation {delegation.id!r}: delegator {delegator!r} is not related to parent "
-        f"{parent_id!r}",
+        f"{parent.id!r}",
     )
 
 

@@ -18,13 +18,14 @@ from pytest_agentbench.worlds.evidence_binding.agents import (
     ASTERIA_MODES,
     ENTERPRISE_MODES,
     EvidenceAgent,
+    asteria_target,
 )
 from pytest_agentbench.worlds.evidence_binding.artifacts import (
     canonical_file_bytes,
     record_bytes,
     sha256_bytes,
 )
-from pytest_agentbench.worlds.evidence_binding.asteria import AsteriaPublic
+from pytest_agentbench.worlds.evidence_binding.asteria import AsteriaPublic, Binding
 from pytest_agentbench.worlds.evidence_binding.enterprise import EnterprisePublic
 from pytest_agentbench.worlds.evidence_binding.scoring import (
     EnterpriseRow,
@@ -102,7 +103,7 @@ def asteria_submission_digest(submission: AsteriaSubmission, public: AsteriaPubl
 def enterprise_submission(
     public: EnterprisePublic, public_input_digest: str, agent: EvidenceAgent
 ) -> EnterpriseSubmission:
-    rows = [row for a in public.actions for row in agent.select_evidence(public, a.action_id)]
+    rows = agent.enterprise_rows(public)
     return EnterpriseSubmission.model_validate(
         {
             "schema_version": "2.0.0",
@@ -126,11 +127,18 @@ def enterprise_rows(submission: EnterpriseSubmission) -> list[EnterpriseRow]:
 
 
 def asteria_baselines(
-    public: AsteriaPublic, public_input_digest: str, required: Mapping[str, frozenset[str]]
+    public: AsteriaPublic,
+    public_input_digest: str,
+    required: Mapping[str, frozenset[str]],
+    bindings: Sequence[Binding],
 ) -> BaselineRecords:
     records = []
     for mode in ("exact", *ASTERIA_MODES):
-        agent = EvidenceAgent("reference" if mode == "exact" else mode)
+        agent = (
+            EvidenceAgent()
+            if mode == "exact"
+            else EvidenceAgent(mode, asteria_target=asteria_target(bindings, mode))
+        )
         submission = asteria_submission(public, public_input_digest, agent)
         retained = {
             row.action_event_id: frozenset(row.retained_observation_ids) for row in submission.rows

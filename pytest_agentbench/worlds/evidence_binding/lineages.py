@@ -7,7 +7,7 @@ picks one by the suite's ``lineage`` option.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,9 +33,14 @@ from pytest_agentbench.worlds.evidence_binding import (
     scoring,
     submissions,
 )
-from pytest_agentbench.worlds.evidence_binding.agents import ASTERIA_MODES, ENTERPRISE_MODES
+from pytest_agentbench.worlds.evidence_binding.agents import (
+    ASTERIA_MODES,
+    ENTERPRISE_MODES,
+    EvidenceAgent,
+    asteria_target,
+)
 from pytest_agentbench.worlds.evidence_binding.artifacts import CandidateTree, NonBlank
-from pytest_agentbench.worlds.evidence_binding.asteria import AsteriaPublic
+from pytest_agentbench.worlds.evidence_binding.asteria import AsteriaPublic, Binding
 from pytest_agentbench.worlds.evidence_binding.enterprise import EnterprisePublic
 
 
@@ -75,6 +80,11 @@ class Lineage(Protocol):
         self, loaded: Loaded, text: str, file: str
     ) -> tuple[dict[str, JsonValue], submissions.SubmissionReport]: ...
     def baselines(self, loaded: Loaded, truth: Truth) -> baselines.BaselineRecords: ...
+
+    def agent(self, mode: str, truth: Callable[[], Truth]) -> EvidenceAgent:
+        """The built-in agent ``mode``; ``truth`` is read only if its target needs it."""
+        ...
+
     def report(
         self, loaded: Loaded, truth: Truth, answers: Mapping[str, JsonValue]
     ) -> BaseModel: ...
@@ -152,8 +162,13 @@ class AsteriaLineage:
 
     def baselines(self, loaded: Loaded, truth: Truth) -> baselines.BaselineRecords:
         return baselines.asteria_baselines(
-            loaded.public, loaded.public_input_digest, truth.required
+            loaded.public, loaded.public_input_digest, truth.required, _bindings(truth)
         )
+
+    def agent(self, mode: str, truth: Callable[[], Truth]) -> EvidenceAgent:
+        if mode == "reference":
+            return EvidenceAgent()
+        return EvidenceAgent(mode, asteria_target=asteria_target(_bindings(truth()), mode))
 
     def report(self, loaded: Loaded, truth: Truth, answers: Mapping[str, JsonValue]) -> BaseModel:
         retained = {key: frozenset(value) for key, value in answers.items()}
@@ -164,6 +179,11 @@ class AsteriaLineage:
     def scope(self, loaded: Loaded) -> JsonValue:
         public: AsteriaPublic = loaded.public
         return public.measurement_scope.model_dump(mode="json")
+
+
+def _bindings(truth: Truth) -> list[Binding]:
+    """The Asteria evaluator bindings a truth holds as its records."""
+    return [record for record in truth.records if isinstance(record, Binding)]
 
 
 class SelectedObservation(BaseModel):
@@ -256,6 +276,9 @@ class EnterpriseLineage:
         return baselines.enterprise_baselines(
             loaded.public, loaded.benchmark_id, loaded.public_input_digest, truth.required
         )
+
+    def agent(self, mode: str, truth: Callable[[], Truth]) -> EvidenceAgent:
+        return EvidenceAgent(mode)
 
     def report(self, loaded: Loaded, truth: Truth, answers: Mapping[str, JsonValue]) -> BaseModel:
         rows = [

@@ -194,8 +194,8 @@ class EvidenceBindingWorld:
             ControlAgent(
                 agent_id=mode,
                 role="negative",
-                description=f"the reference with the {mode!r} baseline perturbation",
-                factory=_factory(mode),
+                description=f"the reference with the original's {mode!r} baseline perturbation",
+                factory=_factory(suite, mode),
             )
             for mode in lineage_of(suite).modes
         )
@@ -235,7 +235,7 @@ class EvidenceBindingWorld:
     def lineage_report(self, suite: Suite, agent_id: str) -> bytes:
         """The lineage's own scoring report (§4) of a built-in agent's whole submission."""
         loaded = _loaded(suite)
-        agent = EvidenceAgent(agent_id)
+        agent = lineage_of(suite).agent(agent_id, lambda: truth_of(suite))
         answers = {
             case.case_id: agent.select_evidence(loaded.public, case.case_id)
             for case in self.cases(suite)
@@ -279,9 +279,9 @@ class EvidenceBindingWorld:
         )
 
 
-def _factory(mode: str) -> Any:
+def _factory(suite: Suite, mode: str) -> Any:
     def build() -> EvidenceAgent:
-        return EvidenceAgent(mode)
+        return lineage_of(suite).agent(mode, lambda: truth_of(suite))
 
     return build
 

@@ -26,7 +26,9 @@ from pytest_agentbench.worlds.authority.models import (
     Attempt,
     AuditPerformed,
     Delegation,
+    DelegationGranted,
     DelegationRevoked,
+    LogicalAgent,
     Principal,
 )
 from pytest_agentbench.worlds.authority.replay import WorldState, materialize
@@ -260,8 +262,10 @@ def test_tenant_mismatch_for_a_principal_without_an_organisation() -> None:
         p.model_copy(update={"organisation_id": None}) if p.id == "p-manager" else p
         for p in base_snapshot().principals
     )
-    state = world(delegation("d-a"), principals=principals)
-    assert reasons(state, attempt()) == ["tenant_mismatch"]
+    # No delegation can originate with p-manager now (replay refuses it, as the
+    # original does), so the unknown coverage shows beside the mismatch.
+    state = world(principals=principals)
+    assert reasons(state, attempt()) == ["no_active_delegation", "tenant_mismatch"]
 
 
 def test_policy_version_mismatch_for_an_unregistered_version_without_a_chain() -> None:
@@ -350,6 +354,78 @@ def test_the_leafs_authorised_delegators_include_its_grantees_owner_chain() -> N
     # does a proposal.
     state = world(delegation("d-root", cap=ROOT_CAP))
     assert reasons(state, propose(proposal(delegator="p-org-a"))) == []
+
+
+def agent(agent_id: str, *, parent: str | None, org: str = "org-a") -> LogicalAgent:
+    owner = "p-manager" if org == "org-a" else "p-org-x"
+    return LogicalAgent(
+        id=agent_id,
+        display_name=agent_id,
+        organisation_id=org,
+        owner_principal_id=owner,
+        parent_agent_id=parent,
+    )
+
+
+# One world per clause of "a child agent of the leaf's grantee, in the same
+# organisation": the leaf d-root is granted to agent-main, and each proposal
+# goes to an agent that breaks exactly that clause (the original's
+# derive_authorised_delegator_ids returns no delegator for it).
+GRANTEE_CLAUSES = [
+    pytest.param((), "agent-main", "child_agent_not_parent_grantee", id="the-leafs-own-grantee"),
+    pytest.param(
+        (agent("agent-sibling", parent=None),),
+        "agent-sibling",
+        "child_agent_not_parent_grantee",
+        id="an-unrelated-agent",
+    ),
+    pytest.param(
+        (agent("agent-grandchild", parent="agent-child"),),
+        "agent-grandchild",
+        "child_agent_not_parent_grantee",
+        id="a-descendant-but-not-a-child",
+    ),
+    pytest.param(
+        (agent("agent-child-x", parent="agent-main", org="org-x"),),
+        "agent-child-x",
+        "cross_organisation_delegation",
+        id="a-child-agent-in-another-organisation",
+    ),
+]
+
+
+def clause_world(extra_agents: tuple[LogicalAgent, ...]) -> WorldState:
+    return world(
+        delegation("d-root", cap=ROOT_CAP), agents=(*base_snapshot().agents, *extra_agents)
+    )
+
+
+@pytest.mark.parametrize(("extra_agents", "grantee", "code"), GRANTEE_CLAUSES)
+def test_a_proposal_to_an_agent_that_is_not_a_child_of_the_leafs_grantee_is_overprivileged(
+    extra_agents: tuple[LogicalAgent, ...], grantee: str, code: str
+) -> None:
+    state = clause_world(extra_agents)
+    assert reasons(state, propose(proposal(grantee=grantee))) == ["overprivileged_subdelegation"]
+
+
+@pytest.mark.parametrize(("extra_agents", "grantee", "code"), GRANTEE_CLAUSES)
+def test_replay_refuses_the_same_delegation_as_a_grant_by_the_same_rule(
+    extra_agents: tuple[LogicalAgent, ...], grantee: str, code: str
+) -> None:
+    granted = proposal(grantee=grantee)
+    snapshot = base_snapshot(
+        agents=(*base_snapshot().agents, *extra_agents),
+        delegations=(delegation("d-root", cap=ROOT_CAP), granted),
+    )
+    with pytest.raises(AgentbenchError) as caught:
+        materialize(snapshot, stream(DelegationGranted(delegation=granted)))
+    assert caught.value.code == code
+
+
+def test_a_child_of_the_leafs_grantee_in_its_organisation_passes_in_every_clause_world() -> None:
+    extra = tuple(agent for param in GRANTEE_CLAUSES for agent in param.values[0])
+    state = clause_world(extra)
+    assert reasons(state, propose(proposal(grantee="agent-child"))) == []
 
 
 def test_no_chain_no_overprivileged_judgement() -> None:

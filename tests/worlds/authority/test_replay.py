@@ -496,6 +496,20 @@ def test_delegation_must_stay_in_one_organisation() -> None:
     refusal("cross_organisation_delegation", *grant_world(crossed))
 
 
+def test_a_principal_without_an_organisation_may_not_originate_a_delegation() -> None:
+    # As the original: origin and delegator must name the grantee's organisation.
+    loose = principal("p-loose", "human", "p-org-a").model_copy(update={"organisation_id": None})
+    snapshot = base_snapshot(principals=(*base_snapshot().principals, loose))
+    grant = delegation("d-loose", origin="p-loose", delegator="p-loose")
+    snapshot = base_snapshot(
+        principals=snapshot.principals, delegations=(*snapshot.delegations, grant)
+    )
+    events = stream(DelegationGranted(delegation=grant))
+    assert "p-loose' (no organisation)" in refusal(
+        "cross_organisation_delegation", snapshot, events
+    )
+
+
 @pytest.mark.parametrize(
     ("child", "code"),
     [

@@ -160,7 +160,8 @@ def test_every_command_works_on_a_candidate_by_path(
     capsys: pytest.CaptureFixture[str],
     lineage: str,
 ) -> None:
-    write(LINEAGES[lineage](), tmp_path / "c")
+    # Six Asteria actions, so that the evaluator designates a target for every mode.
+    write(LINEAGES[lineage](actions=6), tmp_path / "c")
     monkeypatch.chdir(tmp_path)
     assert cli.main(["verify", "c"]) == 0
     assert capsys.readouterr().out.startswith(f"ok: {lineage}-tiny:")
@@ -179,8 +180,11 @@ def test_validate_and_evaluate_a_submission_of_a_candidate_by_path(
 ) -> None:
     root = write(asteria_files(), tmp_path / "c")
     candidate = read_public(tree(root))
+    target = candidate.public.actions[0].action_event_id
     submission = baselines.asteria_submission(
-        candidate.public, candidate.public_input_digest, EvidenceAgent("extra")
+        candidate.public,
+        candidate.public_input_digest,
+        EvidenceAgent("extra", asteria_target=target),
     )
     (tmp_path / "s.json").write_text(submission.model_dump_json())
     monkeypatch.chdir(tmp_path)
