@@ -13,8 +13,8 @@ import hashlib
 from typing import Any
 
 import pytest
-from pytest_agentbench.sdk.errors import AgentbenchError
 
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.evidence_binding import baselines
 from pytest_agentbench.worlds.evidence_binding.agents import (
     EvidenceAgent,
