@@ -224,10 +224,24 @@ class Recognition(NamedTuple):
     """The marker file (relative to the folder) that carries the suite's collector."""
 
 
+def marker_files(folder: Path, marker: str) -> list[str]:
+    """The files of ``folder`` a marker names: itself, or every match of a file-name pattern.
+
+    A marker holding ``*``, ``?`` or ``[`` is a pattern over the names of the
+    folder's own files (``*.yaml``), for layouts recognised by content rather
+    than by a fixed file name.
+    """
+    if not any(char in marker for char in "*?["):
+        return [marker] if (folder / marker).is_file() else []
+    return sorted(path.name for path in folder.glob(marker) if path.is_file())
+
+
 def _matching_set(folder: Path, marker_sets: MarkerSets) -> tuple[str, ...] | None:
+    """The first set every marker of which names a file, its patterns resolved to their first."""
     for markers in marker_sets:
-        if all((folder / marker).is_file() for marker in markers):
-            return markers
+        found = [marker_files(folder, marker) for marker in markers]
+        if all(found):
+            return tuple(files[0] for files in found)
     return None
 
 
@@ -333,7 +347,11 @@ class WorldRegistry:
                     "a SuiteConfig of its own kind",
                     file=display,
                 )
-            claims[kind] = Recognition(config=config, anchor=markers[0])
+            # A layout recognised by content names its own anchor (the file a
+            # pattern marker matched first need not be the one that carries it).
+            chosen = getattr(world, "layout_anchor", None)
+            anchor = chosen(folder, config) if callable(chosen) else markers[0]
+            claims[kind] = Recognition(config=config, anchor=anchor)
         if len(claims) > 1:
             raise AgentbenchError(
                 "ambiguous_layout",

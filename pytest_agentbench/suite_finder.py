@@ -14,7 +14,12 @@ from pathlib import Path
 
 import pluggy
 
-from pytest_agentbench.registry import MarkerSets, WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.registry import (
+    MarkerSets,
+    WorldRegistry,
+    load_entry_point_worlds,
+    marker_files,
+)
 
 SUITE_FILE = "suite.yaml"
 
@@ -46,7 +51,7 @@ class SuiteFinder:
         if (folder / SUITE_FILE).is_file():
             return True
         return any(
-            all((folder / marker).is_file() for marker in markers)
+            all(marker_files(folder, marker) for marker in markers)
             for markers in self.world_markers()
         )
 
