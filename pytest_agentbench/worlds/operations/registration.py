@@ -10,7 +10,7 @@ from pytest_agentbench.registry import LazyWorld
 WORLD = LazyWorld(
     "operations",
     "pytest_agentbench.worlds.operations.world:WORLD",
-    layout_markers=(("maintenance_v0_1.yaml",),),
+    layout_markers=(("*.yaml",),),
     adapter_protocols=("pytest_agentbench.tool_agent:ToolAgent",),
 )
 
