@@ -14,7 +14,7 @@ from pytest_agentbench.registry import LazyWorld, WorldRegistry
 from pytest_agentbench.session import SuiteLoader
 from pytest_agentbench.suite import SuiteConfig
 from tests import layout_world
-from tests.layout_world import MARKERS, RivalWorld, write_layout_folder
+from tests.layout_world import MARKERS, RivalWorld, claim, write_layout_folder
 
 PROBE = "agentbench_layout_probe"
 
@@ -96,6 +96,33 @@ def test_a_world_object_registered_eagerly_is_asked_too(tmp_path: Path) -> None:
     recognition = WorldRegistry([RivalWorld()]).recognise(folder)
     assert recognition is not None
     assert recognition.config.world == "rival"
+
+
+class _ByContent(RivalWorld):
+    """Recognises the layout file whatever it is called, and anchors on it."""
+
+    layout_markers = (("*.json",),)
+
+    def recognise(self, folder: Path) -> SuiteConfig | None:
+        return claim(folder, self.kind)
+
+    def layout_anchor(self, folder: Path, config: SuiteConfig) -> str:
+        return "layout.json"
+
+
+def test_a_pattern_marker_asks_about_any_matching_file_and_the_world_names_the_anchor(
+    tmp_path: Path,
+) -> None:
+    folder = write_layout_folder(tmp_path)
+    # Sorts before layout.json, so the first match is not what the world anchors on.
+    (folder / "a.json").write_text("{}", encoding="utf-8")
+    recognition = WorldRegistry([_ByContent()]).recognise(folder)
+    assert recognition is not None
+    assert recognition.anchor == "layout.json"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("", encoding="utf-8")
+    assert WorldRegistry([_ByContent()]).recognise(empty) is None
 
 
 class _Raising(RivalWorld):
