@@ -224,3 +224,19 @@ def test_record_runs_a_users_adapter_and_its_ledger_names_it(
         capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Nope", "--out", "v"
     )
     assert (status, err.split("]")[0]) == (1, "agentbench: [adapter_attribute")
+
+
+def test_check_passes_our_commerce_suite_against_its_own_oracle(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for folder in ("suites", "oracles"):
+        shutil.copytree(
+            ROOT / folder / "operations-commerce-v1", tmp_path / folder / "operations-commerce-v1"
+        )
+    status, out, err = run(capsys, "check", "suites/operations-commerce-v1")
+    assert (status, err) == (0, "")
+    assert out.splitlines()[0].startswith(
+        "operations-commerce-v1: oracle pab.commerce.negative-controls 0.1.0 sha256:"
+    )
+    assert out.splitlines()[-1] == "yes: 9 of 9 checks hold"

@@ -217,6 +217,13 @@ def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
     again.assert_outcomes(passed=3 + len(GATE))
 
 
+def test_our_commerce_suite_runs_by_name_with_its_controls(pytester: pytest.Pytester) -> None:
+    result, suite = run_report(pytester, "--agentbench-suite", "operations-commerce-v1")
+    result.assert_outcomes(passed=3 + 3 + 6)  # the variants, the references, the negatives
+    assert summary(suite)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
+    assert summary(suite)["metrics"]["reliable_operation_rate"] == (1.0, 1)
+
+
 def test_a_decision_tape_is_scored_as_predictions(pytester: pytest.Pytester) -> None:
     from pytest_agentbench.worlds.operations.agents import Reference
     from pytest_agentbench.worlds.operations.episode import run_episode

@@ -1,10 +1,10 @@
 """The operations world's built-in agents: each installed pack's reference and negatives.
 
 The reference agent answers for every installed operation type by handing
-each episode to its pack's reference. The negative controls are the pack's
-(a domain's interventions differ: commerce's ``complete_early`` tries once
-and then runs the reference path, maintenance's never stops). What each
-negative must fail is not declared here: the gate reads it from the
+each episode to its pack's reference. The negative controls are the pack's:
+one intervention means different behaviour in different domains (a control
+of the same name may try once in one domain and never stop in another). What
+each negative must fail is not declared here: the gate reads it from the
 separately authored control oracle.
 """
 

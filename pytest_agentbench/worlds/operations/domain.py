@@ -84,7 +84,7 @@ class Effects:
     reopened: bool = False
     """A reopen-eligible event arrived inside the provisional window."""
     terminal: str | None = None
-    """A replay-final terminal the engine must enter (``completed_successfully``, ...)."""
+    """A replay-final terminal the engine must enter (one of the pack's ``terminals``)."""
 
 
 @dataclass(frozen=True)
