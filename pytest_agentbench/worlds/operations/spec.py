@@ -163,6 +163,7 @@ def render_time(start: datetime, minutes: int) -> str:
 
 
 def event_digest_form(event: AuthoredEvent, sequence: int) -> dict[str, JsonValue]:
+    """An event as the identity hashes it; a trigger's kind is ``action`` or ``event``."""
     timing = event.trigger
     return {
         "event_id": event.event_id,
@@ -174,15 +175,23 @@ def event_digest_form(event: AuthoredEvent, sequence: int) -> dict[str, JsonValu
         "at": event.at,
         "trigger": None
         if timing is None
-        else {"kind": timing[0], **timing[1].model_dump(mode="json")},
+        else {"kind": timing[0].removeprefix("on_"), **timing[1].model_dump(mode="json")},
         "delay_minutes": event.delay_minutes,
     }
 
 
 def spec_digest(spec: OperationSpec) -> str:
-    """SHA-256 of the canonical JSON of the parsed spec, events in their digest form."""
+    """SHA-256 of the canonical JSON of the parsed spec, events in their digest form.
+
+    Sets are hashed as sets (an actor's authority and a scenario's dispatch
+    failures sorted), as the original does: the original's published fixture
+    hashes to the digest it publishes for it.
+    """
     document: dict[str, Any] = spec.model_dump(mode="json")
+    for actor in document["actors"].values():
+        actor["authority"] = sorted(actor["authority"])
     for scenario_id, scenario in spec.scenarios.items():
+        document["scenarios"][scenario_id]["dispatch_failures"] = sorted(scenario.dispatch_failures)
         document["scenarios"][scenario_id]["events"] = [
             event_digest_form(event, sequence) for sequence, event in enumerate(scenario.events)
         ]
