@@ -101,7 +101,7 @@ def test_a_world_object_registered_eagerly_is_asked_too(tmp_path: Path) -> None:
 class _ByContent(RivalWorld):
     """Recognises the layout file whatever it is called, and anchors on it."""
 
-    layout_markers = (("*.json",),)
+    layout_markers = (('*.json containing {"format":',),)
 
     def recognise(self, folder: Path) -> SuiteConfig | None:
         return claim(folder, self.kind)
@@ -119,10 +119,11 @@ def test_a_pattern_marker_asks_about_any_matching_file_and_the_world_names_the_a
     recognition = WorldRegistry([_ByContent()]).recognise(folder)
     assert recognition is not None
     assert recognition.anchor == "layout.json"
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    (empty / "notes.txt").write_text("", encoding="utf-8")
-    assert WorldRegistry([_ByContent()]).recognise(empty) is None
+    # A file that matches the pattern but not the text is never handed over.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "layout.json").write_text('{"kind": "else"}', encoding="utf-8")
+    assert WorldRegistry([_ByContent()]).recognise(other) is None
 
 
 class _Raising(RivalWorld):

@@ -10,7 +10,9 @@ from pytest_agentbench.registry import LazyWorld
 WORLD = LazyWorld(
     "operations",
     "pytest_agentbench.worlds.operations.world:WORLD",
-    layout_markers=(("*.yaml",),),
+    # Any YAML file whose top-level lines name an OperationSpec's keys; the
+    # world then parses it (a data file elsewhere imports nothing).
+    layout_markers=(("*.yaml containing schema_version: operation_type: scenarios:",),),
     adapter_protocols=("pytest_agentbench.tool_agent:ToolAgent",),
 )
 

@@ -74,8 +74,9 @@ from pytest_agentbench.worlds.operations.spec import LoadedSpec, load_operation_
 RELIABLE = "reliable"
 CHECK_NAMES = (*DIMENSIONS, RELIABLE)
 _OPTIONS = frozenset({"spec", "manifest"})
-LAYOUT_MARKER = "*.yaml"
+LAYOUT_MARKER = "*.yaml containing schema_version: operation_type: scenarios:"
 """The original's folders are recognised by the content of their YAML files, not by name."""
+_YAML = "*.yaml"
 _SPEC_KEYS = frozenset({"schema_version", "operation_id", "operation_type", "scenarios"})
 
 
@@ -418,7 +419,7 @@ class OperationsWorld:
 
 
 def _yaml_files(folder: Path) -> list[str]:
-    return sorted(path.name for path in folder.glob(LAYOUT_MARKER) if path.is_file())
+    return sorted(path.name for path in folder.glob(_YAML) if path.is_file())
 
 
 def _spec_header(path: Path) -> dict[str, Any] | None:
