@@ -217,6 +217,24 @@ def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
     again.assert_outcomes(passed=3 + len(GATE))
 
 
+def test_a_delivery_recovery_spec_runs_by_path_and_recovers_v2(pytester: pytest.Pytester) -> None:
+    # Operation 0.7.0, under a name of its own and with no oracle: V2's failed
+    # transfer notice goes out again on the secondary channel, so V2 is reliable.
+    from tests.worlds.operations.helpers import second_cycle_dict
+
+    spec = second_cycle_dict()
+    spec["operation_version"] = "0.7.0"
+    folder = pytester.path / "recovery"
+    folder.mkdir()
+    (folder / "leak_delivery_recovery_v0_7.yaml").write_text(
+        yaml.safe_dump(spec, sort_keys=False), encoding="utf-8"
+    )
+    result, suite = run_report(pytester, "recovery")
+    result.assert_outcomes(passed=3)
+    v2 = next(e["result"] for e in suite["cases"] if e["result"]["case_id"] == "V2")
+    assert (v2["measurements"]["reliable"], v2["findings"]) == (1, [])
+
+
 def test_our_commerce_suite_runs_by_name_with_its_controls(pytester: pytest.Pytester) -> None:
     result, suite = run_report(pytester, "--agentbench-suite", "operations-commerce-v1")
     result.assert_outcomes(passed=3 + 3 + 6)  # the variants, the references, the negatives
