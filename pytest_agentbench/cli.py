@@ -34,37 +34,43 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 import pluggy
 from pydantic import ValidationError
 
-from pytest_agentbench import hookspecs
-from pytest_agentbench.adapters import kind_protocols, load_adapter
-from pytest_agentbench.canonical import (
-    canonical_json,
-    decode_lines_lenient,
-    read_json,
-    unreadable,
-)
-from pytest_agentbench.comparison import compare_runs
-from pytest_agentbench.contracts import FailureClass, MetricValue
-from pytest_agentbench.control_run import (
-    declared_controls,
-    run_control,
-    ungraded_agents,
-    ungraded_verdict,
-)
-from pytest_agentbench.controls_oracle import suite_control_oracle
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.cli.rescore import is_own_record, rescore, rescore_lines, unresolvable
 from pytest_agentbench.ledger import audit_ledger
-from pytest_agentbench.metrics import aggregate, by_family
-from pytest_agentbench.packaged import packaged_suites
-from pytest_agentbench.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.report.baseline import identity, settings, suite_run
 from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.html import read_report_document, write_html
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.summary import SuiteSummary
-from pytest_agentbench.rescore import is_own_record, rescore, rescore_lines, unresolvable
-from pytest_agentbench.runner import parse_timeout
-from pytest_agentbench.session import AgentbenchState, LoadedSuite, Options, SuiteLoader, oracle_of
-from pytest_agentbench.suite import Suite, pydantic_refusal
+from pytest_agentbench.run.adapters import kind_protocols, load_adapter
+from pytest_agentbench.run.control_run import (
+    declared_controls,
+    run_control,
+    ungraded_agents,
+    ungraded_verdict,
+)
+from pytest_agentbench.run.controls_oracle import suite_control_oracle
+from pytest_agentbench.run.packaged import packaged_suites
+from pytest_agentbench.run.session import (
+    AgentbenchState,
+    LoadedSuite,
+    Options,
+    SuiteLoader,
+    oracle_of,
+)
+from pytest_agentbench.scoring.comparison import compare_runs
+from pytest_agentbench.scoring.metrics import aggregate, by_family
+from pytest_agentbench.sdk import hookspecs
+from pytest_agentbench.sdk.canonical import (
+    canonical_json,
+    decode_lines_lenient,
+    read_json,
+    unreadable,
+)
+from pytest_agentbench.sdk.contracts import FailureClass, MetricValue
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.sdk.runner import parse_timeout
+from pytest_agentbench.sdk.suite import Suite, pydantic_refusal
 
 
 @runtime_checkable

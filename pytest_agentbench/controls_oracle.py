@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_agentbench.canonical import sha256_hex
-from pytest_agentbench.contracts import Record
-from pytest_agentbench.controls import ControlManifest, load_manifest
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.suite import CONTROLS_FILE, Suite
+from pytest_agentbench.run.controls import ControlManifest, load_manifest
+from pytest_agentbench.sdk.canonical import sha256_hex
+from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import CONTROLS_FILE, Suite
 
 
 class OracleIdentity(Record):

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pluggy
 
-from pytest_agentbench import hookspecs
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk import hookspecs
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 if TYPE_CHECKING:
-    from pytest_agentbench.suite import SuiteConfig
-    from pytest_agentbench.world import World
+    from pytest_agentbench.sdk.suite import SuiteConfig
+    from pytest_agentbench.sdk.world import World
 
 MarkerSets = tuple[tuple[str, ...], ...]
 
@@ -50,11 +50,11 @@ class LazyWorld:
     ``target`` is ``"module:attribute"`` naming the World object. A session
     that runs no suite of the kind never imports it. ``layout_markers`` are the
     marker sets of the published layouts the world recognises (see
-    :class:`~pytest_agentbench.world.RecognisesLayout`): the module is imported
+    :class:`~pytest_agentbench.sdk.world.RecognisesLayout`): the module is imported
     to recognise a folder only when the folder holds every file of one set.
     ``adapter_protocols`` name, as ``"module:attribute"``, the protocols the
     world accepts (its ``adapter_protocol`` first, as
-    :func:`~pytest_agentbench.world.accepted_protocols` lists them), so that
+    :func:`~pytest_agentbench.sdk.world.accepted_protocols` lists them), so that
     an ``--agentbench-adapter`` is checked against every kind by importing
     those modules only; a world that declares none is imported for the check.
     """
@@ -129,9 +129,9 @@ class LazyWorld:
 
 
 def _accepted_protocols(world: World) -> tuple[type, ...]:
-    # Imported here: pytest_agentbench.world imports the contracts (pydantic), and
+    # Imported here: pytest_agentbench.sdk.world imports the contracts (pydantic), and
     # the registry is built in runs that have nothing to do with benchmarks.
-    from pytest_agentbench.world import accepted_protocols
+    from pytest_agentbench.sdk.world import accepted_protocols
 
     return accepted_protocols(world)
 
@@ -147,7 +147,7 @@ def _load(kind: str, target: str, *, file: str | None, field: str) -> Any:
     try:
         return entry_point.load()
     except Exception as exc:
-        from pytest_agentbench.runner import describe_exception
+        from pytest_agentbench.sdk.runner import describe_exception
 
         raise AgentbenchError(
             "world_load_failed",
@@ -334,9 +334,9 @@ class WorldRegistry:
         kinds claim is refused as ``ambiguous_layout`` rather than given to
         whichever registered first.
         """
-        from pytest_agentbench.runner import describe_exception
-        from pytest_agentbench.suite import SuiteConfig
-        from pytest_agentbench.world import RecognisesLayout
+        from pytest_agentbench.sdk.runner import describe_exception
+        from pytest_agentbench.sdk.suite import SuiteConfig
+        from pytest_agentbench.sdk.world import RecognisesLayout
 
         display = display or folder.as_posix()
         claims: dict[str, Recognition] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pluggy
 
-from pytest_agentbench.registry import (
+from pytest_agentbench.sdk.registry import (
     MarkerSets,
     WorldRegistry,
     load_entry_point_worlds,

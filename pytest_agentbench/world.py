@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pytest_agentbench.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
-from pytest_agentbench.suite import Suite, SuiteConfig
+from pytest_agentbench.sdk.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
+from pytest_agentbench.sdk.suite import Suite, SuiteConfig
 
 
 @runtime_checkable
@@ -28,14 +28,14 @@ class World(Protocol):
     ``adapter_protocols: tuple[type, ...]`` lists every one it accepts (see
     :func:`accepted_protocols`); ``adapter_protocol`` stays the primary one.
     Interactive worlds accept :class:`pytest_agentbench.tools.ToolAgent` there.
-    A world registered as a :class:`~pytest_agentbench.registry.LazyWorld`
+    A world registered as a :class:`~pytest_agentbench.sdk.registry.LazyWorld`
     names the same protocols, in the same order, in its ``adapter_protocols``.
     """
 
     def load_suite(self, suite: Suite) -> Any:
         """Verify the suite's public artifacts (digests included) and parse them.
 
-        Raise :class:`~pytest_agentbench.errors.AgentbenchError` naming the file
+        Raise :class:`~pytest_agentbench.sdk.errors.AgentbenchError` naming the file
         and field on bad input. Must not read the oracle folder's truth.
         """
 
@@ -51,9 +51,9 @@ class World(Protocol):
     def run(self, suite: Suite, case: Case, view: Any, adapter: Any) -> Outcome:
         """Drive ``adapter`` through ``case``.
 
-        Call the adapter through :func:`pytest_agentbench.runner.call_adapter` so
+        Call the adapter through :func:`pytest_agentbench.sdk.runner.call_adapter` so
         its exceptions are classified as ``agent_error``; raise
-        :class:`~pytest_agentbench.runner.MalformedOutput` when it returns
+        :class:`~pytest_agentbench.sdk.runner.MalformedOutput` when it returns
         something the world cannot accept. Anything else raised is a harness error.
         """
 
@@ -93,7 +93,7 @@ class RecognisesLayout(Protocol):
     The world declares marker sets: relative file paths that all exist in a
     folder of one published layout, e.g. ``(("public/manifest.json",
     "evaluator/checksums.json"),)``, as ``layout_markers=`` of its
-    :class:`~pytest_agentbench.registry.LazyWorld` or, registered as an object,
+    :class:`~pytest_agentbench.sdk.registry.LazyWorld` or, registered as an object,
     as its ``layout_markers`` attribute. The core asks ``recognise`` only about
     folders holding every file of one set, so that pytest, which visits every
     directory, neither imports the world nor reads its files elsewhere; the

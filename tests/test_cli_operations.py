@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 import yaml
+from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
 
-from pytest_agentbench import cli
-from pytest_agentbench.canonical import canonical_bytes, sha256_hex
+from pytest_agentbench.cli import main as cli
 
 SUITE_ID = "operations-maintenance-v1"
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,19 +8,19 @@ import types
 from pathlib import Path
 
 import pytest
+from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import LazyWorld, WorldRegistry
+from pytest_agentbench.sdk.suite import SuiteConfig
 
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.registry import LazyWorld, WorldRegistry
-from pytest_agentbench.session import SuiteLoader
-from pytest_agentbench.suite import SuiteConfig
 from tests import layout_world
 from tests.layout_world import MARKERS, RivalWorld, claim, write_layout_folder
 
 PROBE = "agentbench_layout_probe"
 
 LAZY_CONFTEST = f"""
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.registry import LazyWorld
+from pytest_agentbench.sdk.hookspecs import hookimpl
+from pytest_agentbench.sdk.registry import LazyWorld
 
 
 @hookimpl

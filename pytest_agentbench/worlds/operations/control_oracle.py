@@ -18,10 +18,14 @@ from types import MappingProxyType
 
 from pydantic import StrictStr, ValidationError
 
-from pytest_agentbench.canonical import JsonValue, loads_yaml_strict, sha256_hex
-from pytest_agentbench.contracts import Record
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.suite import pydantic_refusal
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    JsonValue,
+    Record,
+    loads_yaml_strict,
+    pydantic_refusal,
+    sha256_hex,
+)
 
 ORACLE_KEYS = frozenset({"oracle_id", "oracle_version", "controls", "result_vector_dimensions"})
 """The keys that make a YAML document a control oracle (how one is found by content)."""

@@ -17,8 +17,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.contracts import ControlAgent
+from pytest_agentbench.sdk import ControlAgent, JsonValue
 from pytest_agentbench.worlds.operations.control_oracle import NegativeControlOracle
 
 FieldKind = Literal["str", "int", "bool"]

@@ -16,7 +16,7 @@ from functools import cache
 from importlib.metadata import entry_points
 from types import MappingProxyType
 
-from pytest_agentbench.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError
 from pytest_agentbench.worlds.operations.domain import DomainPack
 
 PACK_GROUP = "pytest_agentbench.operations_packs"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.hookspecs import hookimpl
-from pytest_agentbench.registry import LazyWorld
+from pytest_agentbench.sdk import LazyWorld, hookimpl
 
 # Spelt out rather than imported from ``world``: importing the registration must
 # stay free (a test checks the two agree).
@@ -13,7 +12,7 @@ WORLD = LazyWorld(
     # Any YAML file whose top-level lines name an OperationSpec's keys; the
     # world then parses it (a data file elsewhere imports nothing).
     layout_markers=(("*.yaml containing schema_version: operation_type: scenarios:",),),
-    adapter_protocols=("pytest_agentbench.tool_agent:ToolAgent",),
+    adapter_protocols=("pytest_agentbench.sdk.tool_agent:ToolAgent",),
 )
 
 

@@ -22,31 +22,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.canonical import (
+from pytest_agentbench.sdk import (
+    ADAPTER_FAILED,
+    HANDLER_FAILED,
+    MALFORMED_FINAL,
+    SUITE_FILE,
+    TIMED_OUT,
+    AdapterFailure,
+    AgentbenchError,
+    Case,
+    CaseResult,
+    CaseTimeout,
+    Check,
+    CheckStatus,
+    ControlAgent,
+    ControlOracle,
+    EpisodeReceipt,
+    FailureClass,
     JsonValue,
+    MalformedOutput,
+    MetricSpec,
+    OracleIdentity,
+    Outcome,
+    Suite,
+    SuiteConfig,
+    ToolAgent,
+    ToolHarnessError,
     artifact_set_digest,
     canonical_json,
+    cap_text,
+    grade,
     loads_yaml_strict,
     read_json,
     tree_files,
 )
-from pytest_agentbench.contracts import (
-    Case,
-    CaseResult,
-    Check,
-    CheckStatus,
-    ControlAgent,
-    FailureClass,
-    MetricSpec,
-    Outcome,
-    grade,
-)
-from pytest_agentbench.controls_oracle import ControlOracle, OracleIdentity
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import AdapterFailure, CaseTimeout, MalformedOutput, cap_text
-from pytest_agentbench.suite import SUITE_FILE, Suite, SuiteConfig
-from pytest_agentbench.tools import HANDLER_FAILED, EpisodeReceipt, ToolAgent, ToolHarnessError
-from pytest_agentbench.tools.agent import ADAPTER_FAILED, MALFORMED_FINAL, TIMED_OUT
 from pytest_agentbench.worlds.operations import agents, execution
 from pytest_agentbench.worlds.operations.control_oracle import (
     is_oracle_document,

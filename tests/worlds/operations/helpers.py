@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pytest_agentbench.sdk.canonical import JsonValue
 
-from pytest_agentbench.canonical import JsonValue
 from pytest_agentbench.worlds.operations.episode import EpisodeRecord, run_episode
 from pytest_agentbench.worlds.operations.evaluation import ResultVector, evaluate_episode
 from pytest_agentbench.worlds.operations.packs import installed_packs

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
+from pytest_agentbench.sdk.errors import AgentbenchError
 
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.operations import packs
 from pytest_agentbench.worlds.operations.agents import Reference, control_agents
 from pytest_agentbench.worlds.operations.control_oracle import load_control_oracle

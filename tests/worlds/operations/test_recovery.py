@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pytest_agentbench.sdk.errors import AgentbenchError
 
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.operations.agents import Reference
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import PACK
 from tests.worlds.operations.helpers import (

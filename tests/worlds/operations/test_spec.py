@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_agentbench.sdk.errors import AgentbenchError
 
-from pytest_agentbench.errors import AgentbenchError
 from pytest_agentbench.worlds.operations.packs import installed_packs
 from pytest_agentbench.worlds.operations.spec import load_operation_spec, spec_digest
 from tests.worlds.operations.helpers import SPEC_PATH, load, shipped, spec_dict

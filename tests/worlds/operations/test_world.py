@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 import yaml
+from pytest_agentbench.sdk.contracts import CaseResult, FailureClass, Outcome
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.runner import run_case
+from pytest_agentbench.sdk.suite import Suite, SuiteConfig
 
-from pytest_agentbench.contracts import CaseResult, FailureClass, Outcome
-from pytest_agentbench.errors import AgentbenchError
-from pytest_agentbench.runner import run_case
-from pytest_agentbench.suite import Suite, SuiteConfig
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations import registration

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_agentbench.contracts import ControlAgent
+from pytest_agentbench.sdk import ControlAgent
 from pytest_agentbench.worlds.operations.domains.commerce_return_refund import vocabulary as v
 from pytest_agentbench.worlds.operations.domains.commerce_return_refund.operation import (
     CASE,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import StrictInt, StrictStr, field_validator
 
-from pytest_agentbench.contracts import Record
+from pytest_agentbench.sdk import Record
 from pytest_agentbench.worlds.operations.domain import ActionType, EventType, FieldRule
 
 OPERATION_TYPE = "commerce.return_refund.synthetic.v1"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_agentbench.contracts import ControlAgent
+from pytest_agentbench.sdk import ControlAgent
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
     READ_COLLECTIONS,
     Records,

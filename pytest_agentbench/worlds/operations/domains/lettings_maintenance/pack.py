@@ -11,8 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, StrictStr
 
-from pytest_agentbench.canonical import JsonValue
-from pytest_agentbench.contracts import ControlAgent
+from pytest_agentbench.sdk import ControlAgent, JsonValue
 from pytest_agentbench.worlds.operations.control_oracle import NegativeControlOracle
 from pytest_agentbench.worlds.operations.domain import (
     ActionOutcome,
