@@ -36,10 +36,10 @@ from pytest_agentbench.ledger import (
     audit_ledger,
 )
 from pytest_agentbench.worlds.operations.agents import Reference
-from pytest_agentbench.worlds.operations.domains import DOMAINS
 from pytest_agentbench.worlds.operations.episode import run_episode
 from pytest_agentbench.worlds.operations.evaluation import evaluate_episode
 from pytest_agentbench.worlds.operations.execution import record_episode
+from pytest_agentbench.worlds.operations.packs import installed_packs
 from pytest_agentbench.worlds.operations.replay import replay_codes
 from pytest_agentbench.worlds.operations.spec import load_operation_spec
 
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rows", type=int, nargs="+", default=[100, 1000, 10000])
     args = parser.parse_args(argv)
-    loaded = load_operation_spec(SPEC, "operation.yaml", DOMAINS)
+    loaded = load_operation_spec(SPEC, "operation.yaml", installed_packs())
     scenario = loaded.spec.scenarios["V1"]
 
     def bare() -> None:

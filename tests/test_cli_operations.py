@@ -60,9 +60,10 @@ def test_check_passes_the_eleven_checks_and_quotes_the_oracle(
     assert (status, err) == (0, "")
     oracle = oracle_of(suite_copy)
     digest = hashlib.sha256(oracle.read_bytes()).hexdigest()
+    versions = "authored against operation 0.6.0, run against 0.6.0"
     assert out.splitlines()[0] == (
         f"{SUITE_ID}: oracle pab.maintenance.negative-controls 0.5.0 sha256:{digest} "
-        f"(oracles/{SUITE_ID}/{ORACLE_FILE})"
+        f"(oracles/{SUITE_ID}/{ORACLE_FILE}); {versions}"
     )
     assert out.splitlines()[-1] == "yes: 11 of 11 checks hold"
     report = json.loads(Path("gate.json").read_text(encoding="utf-8"))
@@ -71,6 +72,7 @@ def test_check_passes_the_eleven_checks_and_quotes_the_oracle(
         "oracle_version": "0.5.0",
         "digest_sha256": digest,
         "file": f"oracles/{SUITE_ID}/{ORACLE_FILE}",
+        "note": versions,
     }
     assert [check["control_id"] for check in report["checks"]] == CONTROL_IDS
     assert report["passed"] is True
@@ -81,6 +83,43 @@ def test_check_passes_the_eleven_checks_and_quotes_the_oracle(
         "reliable",
         "retrieval_discipline",
     ]
+
+
+def test_check_judges_a_folder_in_the_originals_layout_against_its_oracle(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A spec written the way the original's is (second work cycle, an outcome
+    # word of its own, any file name), its oracle authored against an older
+    # operation version, and nothing else in the folder.
+    from tests.worlds.operations.helpers import second_cycle_dict
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "operatebench"
+    folder.mkdir()
+    (folder / "leak_v0_6.yaml").write_text(yaml.safe_dump(second_cycle_dict()), encoding="utf-8")
+    oracle: dict[str, Any] = yaml.safe_load(
+        (ROOT / "oracles" / SUITE_ID / ORACLE_FILE).read_text(encoding="utf-8")
+    )
+    oracle["authored_against_operation_version"] = "0.5.0"
+    path = folder / "controls.yaml"
+    path.write_text(yaml.safe_dump(oracle, sort_keys=False), encoding="utf-8")
+    status, out, err = run(capsys, "check", "operatebench")
+    assert (status, err) == (0, "")
+    assert out.splitlines()[0].startswith(
+        "pab-maintenance-recurring-leak: oracle pab.maintenance.negative-controls 0.5.0 sha256:"
+    )
+    assert out.splitlines()[0].endswith(
+        "(operatebench/controls.yaml); authored against operation 0.5.0, run against 0.6.0"
+    )
+    assert out.splitlines()[-1] == "yes: 11 of 11 checks hold"
+    # Narrow trust_actor_claim's closure: the agent still fails retrieval, so no.
+    claim = next(c for c in oracle["controls"] if c["agent_id"] == "trust_actor_claim")
+    claim["expected_failed_dimensions"].remove("retrieval_discipline")
+    claim["must_pass_dimensions"].append("retrieval_discipline")
+    path.write_text(yaml.safe_dump(oracle, sort_keys=False), encoding="utf-8")
+    status, out, _ = run(capsys, "check", "operatebench")
+    assert status == 2
+    assert out.splitlines()[-1] == "no: 10 of 11 checks hold"
 
 
 def test_check_says_no_for_a_closure_the_agents_do_not_produce_and_an_ungraded_agent(
@@ -185,3 +224,19 @@ def test_record_runs_a_users_adapter_and_its_ledger_names_it(
         capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Nope", "--out", "v"
     )
     assert (status, err.split("]")[0]) == (1, "agentbench: [adapter_attribute")
+
+
+def test_check_passes_our_commerce_suite_against_its_own_oracle(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for folder in ("suites", "oracles"):
+        shutil.copytree(
+            ROOT / folder / "operations-commerce-v1", tmp_path / folder / "operations-commerce-v1"
+        )
+    status, out, err = run(capsys, "check", "suites/operations-commerce-v1")
+    assert (status, err) == (0, "")
+    assert out.splitlines()[0].startswith(
+        "operations-commerce-v1: oracle pab.commerce.negative-controls 0.1.0 sha256:"
+    )
+    assert out.splitlines()[-1] == "yes: 9 of 9 checks hold"

@@ -10,13 +10,16 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
 
 SUITE = "operations-maintenance-v1"
-SPEC = Path(__file__).resolve().parents[1] / "suites" / SUITE / "operation.yaml"
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "suites" / SUITE / "operation.yaml"
+ORACLE = ROOT / "oracles" / SUITE / "maintenance_negative_controls_v0_5.yaml"
 GATE = (
     "reference-V1",
     "reference-V2",
@@ -182,16 +185,61 @@ def test_an_agent_that_raises_is_an_agent_error_and_every_case_is_counted(
         assert "provider unavailable" in entry["result"]["failure_reason"]
 
 
-def test_a_folder_in_the_originals_layout_runs_unchanged(pytester: pytest.Pytester) -> None:
+def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
+    pytester: pytest.Pytester,
+) -> None:
+    # Authored the way the original's fixture is (a quote opening work_cycle_2,
+    # an outcome word no vocabulary of ours lists), under a file name of its
+    # own, beside the control oracle and nothing else: no suite.yaml, no
+    # expected-faults file. V2's exact fault is derived from the spec.
+    from tests.worlds.operations.helpers import second_cycle_dict
+
     folder = pytester.path / "examples" / "operatebench"
     folder.mkdir(parents=True)
-    shutil.copyfile(SPEC, folder / "maintenance_v0_1.yaml")
+    (folder / "recurring_leak_second_cycle_v0_6.yaml").write_text(
+        yaml.safe_dump(second_cycle_dict(), sort_keys=False), encoding="utf-8"
+    )
+    shutil.copyfile(ORACLE, folder / ORACLE.name)
     result, suite = run_report(pytester, "examples", "-v")
-    result.assert_outcomes(passed=2, failed=1)
-    assert "examples/operatebench/maintenance_v0_1.yaml::V1" in result.stdout.str()
+    result.assert_outcomes(passed=3 + len(GATE))
+    assert "examples/operatebench/recurring_leak_second_cycle_v0_6.yaml::V1" in result.stdout.str()
     assert suite["id"] == "pab-maintenance-recurring-leak"
-    # No oracle folder holds the declared V2 fault here, so V2 is graded as any variant.
-    assert summary(suite)["failed_checks"]["V2"] == ["obligations", "recovery", "reliable"]
+    found = summary(suite)
+    assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
+    v2 = next(e["result"] for e in suite["cases"] if e["result"]["case_id"] == "V2")
+    assert set(v2["findings"]) == {
+        "OBLIGATION_MESSAGE_NOT_ESTABLISHED",
+        "REQUIRED_NOTIFICATION_UNDELIVERED",
+    }
+    assert v2["measurements"]["reliable"] == 0
+    # The same folder under --agentbench-suite.
+    again = pytester.runpytest("-p", "no:cacheprovider", "--agentbench-suite", str(folder), "-q")
+    again.assert_outcomes(passed=3 + len(GATE))
+
+
+def test_a_delivery_recovery_spec_runs_by_path_and_recovers_v2(pytester: pytest.Pytester) -> None:
+    # Operation 0.7.0, under a name of its own and with no oracle: V2's failed
+    # transfer notice goes out again on the secondary channel, so V2 is reliable.
+    from tests.worlds.operations.helpers import second_cycle_dict
+
+    spec = second_cycle_dict()
+    spec["operation_version"] = "0.7.0"
+    folder = pytester.path / "recovery"
+    folder.mkdir()
+    (folder / "leak_delivery_recovery_v0_7.yaml").write_text(
+        yaml.safe_dump(spec, sort_keys=False), encoding="utf-8"
+    )
+    result, suite = run_report(pytester, "recovery")
+    result.assert_outcomes(passed=3)
+    v2 = next(e["result"] for e in suite["cases"] if e["result"]["case_id"] == "V2")
+    assert (v2["measurements"]["reliable"], v2["findings"]) == (1, [])
+
+
+def test_our_commerce_suite_runs_by_name_with_its_controls(pytester: pytest.Pytester) -> None:
+    result, suite = run_report(pytester, "--agentbench-suite", "operations-commerce-v1")
+    result.assert_outcomes(passed=3 + 3 + 6)  # the variants, the references, the negatives
+    assert summary(suite)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
+    assert summary(suite)["metrics"]["reliable_operation_rate"] == (1.0, 1)
 
 
 def test_a_decision_tape_is_scored_as_predictions(pytester: pytest.Pytester) -> None:

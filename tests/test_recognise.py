@@ -14,7 +14,7 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import LazyWorld, WorldRegistry
 from pytest_agentbench.sdk.suite import SuiteConfig
 from tests import layout_world
-from tests.layout_world import MARKERS, RivalWorld, write_layout_folder
+from tests.layout_world import MARKERS, RivalWorld, claim, write_layout_folder
 
 PROBE = "agentbench_layout_probe"
 
@@ -96,6 +96,34 @@ def test_a_world_object_registered_eagerly_is_asked_too(tmp_path: Path) -> None:
     recognition = WorldRegistry([RivalWorld()]).recognise(folder)
     assert recognition is not None
     assert recognition.config.world == "rival"
+
+
+class _ByContent(RivalWorld):
+    """Recognises the layout file whatever it is called, and anchors on it."""
+
+    layout_markers = (('*.json containing {"format":',),)
+
+    def recognise(self, folder: Path) -> SuiteConfig | None:
+        return claim(folder, self.kind)
+
+    def layout_anchor(self, folder: Path, config: SuiteConfig) -> str:
+        return "layout.json"
+
+
+def test_a_pattern_marker_asks_about_any_matching_file_and_the_world_names_the_anchor(
+    tmp_path: Path,
+) -> None:
+    folder = write_layout_folder(tmp_path)
+    # Sorts before layout.json, so the first match is not what the world anchors on.
+    (folder / "a.json").write_text("{}", encoding="utf-8")
+    recognition = WorldRegistry([_ByContent()]).recognise(folder)
+    assert recognition is not None
+    assert recognition.anchor == "layout.json"
+    # A file that matches the pattern but not the text is never handed over.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "layout.json").write_text('{"kind": "else"}', encoding="utf-8")
+    assert WorldRegistry([_ByContent()]).recognise(other) is None
 
 
 class _Raising(RivalWorld):

@@ -306,6 +306,7 @@ def cmd_check(args: argparse.Namespace, registry: WorldRegistry) -> int:
         print(
             f"{suite.id}: oracle {identity.oracle_id} {identity.oracle_version} "
             f"sha256:{identity.digest_sha256} ({identity.file})"
+            + (f"; {identity.note}" if identity.note else "")
         )
         for verdict in verdicts:
             print(f"  {'PASS' if verdict.passed else 'FAIL'}  {verdict.summary()}")

@@ -15,7 +15,12 @@ from pathlib import Path
 import pluggy
 
 from pytest_agentbench.sdk.layout import SUITE_FILE
-from pytest_agentbench.sdk.registry import MarkerSets, WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.sdk.registry import (
+    MarkerSets,
+    WorldRegistry,
+    load_entry_point_worlds,
+    marker_files,
+)
 
 
 class SuiteFinder:
@@ -45,7 +50,7 @@ class SuiteFinder:
         if (folder / SUITE_FILE).is_file():
             return True
         return any(
-            all((folder / marker).is_file() for marker in markers)
+            all(marker_files(folder, marker) for marker in markers)
             for markers in self.world_markers()
         )
 

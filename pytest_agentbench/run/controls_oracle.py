@@ -29,6 +29,8 @@ class OracleIdentity(Record):
     digest_sha256: str
     """SHA-256 of the oracle file's bytes as read."""
     file: str
+    note: str = ""
+    """What the world reports about the pairing (e.g. both versions), shown beside the identity."""
 
 
 @dataclass(frozen=True)

@@ -259,8 +259,9 @@ def checked_markers(kind: str, marker_sets: Sequence[Sequence[str]]) -> MarkerSe
                 f"world kind {kind!r}: a marker set must be a non-empty sequence of paths",
             )
         for marker in markers:
-            path = PurePosixPath(marker)
-            if not marker or path.is_absolute() or ".." in path.parts or "\\" in marker:
+            named = marker.partition(CONTAINING)[0]
+            path = PurePosixPath(named)
+            if not named or path.is_absolute() or ".." in path.parts or "\\" in named:
                 raise AgentbenchError(
                     "invalid_layout_markers",
                     f"world kind {kind!r}: marker {marker!r} is not a relative path in the folder",
@@ -290,10 +291,46 @@ class Recognition(NamedTuple):
     """The marker file (relative to the folder) that carries the suite's collector."""
 
 
+CONTAINING = " containing "
+"""Separates a marker's file (or file-name pattern) from the line starts it must hold."""
+_SNIFF_BYTES = 65536
+
+
+def marker_files(folder: Path, marker: str) -> list[str]:
+    """The files of ``folder`` a marker names: itself, or every match of a file-name pattern.
+
+    A marker holding ``*``, ``?`` or ``[`` is a pattern over the names of the
+    folder's own files (``*.yaml``), for layouts recognised by content rather
+    than by a fixed file name. ``"*.yaml containing kind: scenarios:"`` keeps
+    only files with a line starting with each of the words after
+    ``containing`` in their first 64 KiB: a cheap look at the text, so a folder
+    of unrelated data files neither imports the world nor gets parsed.
+    """
+    pattern, _, needles = marker.partition(CONTAINING)
+    if not any(char in pattern for char in "*?["):
+        found = [pattern] if (folder / pattern).is_file() else []
+    else:
+        found = sorted(path.name for path in folder.glob(pattern) if path.is_file())
+    wanted = needles.split()
+    return [name for name in found if not wanted or _starts_lines(folder / name, wanted)]
+
+
+def _starts_lines(path: Path, wanted: list[str]) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    lines = head.splitlines()
+    return all(any(line.startswith(word) for line in lines) for word in wanted)
+
+
 def _matching_set(folder: Path, marker_sets: MarkerSets) -> tuple[str, ...] | None:
+    """The first set every marker of which names a file, its patterns resolved to their first."""
     for markers in marker_sets:
-        if all((folder / marker).is_file() for marker in markers):
-            return markers
+        found = [marker_files(folder, marker) for marker in markers]
+        if all(found):
+            return tuple(files[0] for files in found)
     return None
 
 
@@ -429,7 +466,11 @@ class WorldRegistry:
                     "a SuiteConfig of its own kind",
                     file=display,
                 )
-            claims[kind] = Recognition(config=config, anchor=markers[0])
+            # A layout recognised by content names its own anchor (the file a
+            # pattern marker matched first need not be the one that carries it).
+            chosen = getattr(world, "layout_anchor", None)
+            anchor = chosen(folder, config) if callable(chosen) else markers[0]
+            claims[kind] = Recognition(config=config, anchor=anchor)
         if len(claims) > 1:
             raise AgentbenchError(
                 "ambiguous_layout",

@@ -97,8 +97,10 @@ class RecognisesLayout(Protocol):
     as its ``layout_markers`` attribute. The core asks ``recognise`` only about
     folders holding every file of one set, so that pytest, which visits every
     directory, neither imports the world nor reads its files elsewhere; the
-    first file of the matching set anchors the suite's own collector. A world
-    that declares no markers is never asked.
+    first file of the matching set anchors the suite's own collector. A marker
+    may be a file-name pattern (``*.yaml``) for a layout recognised by content;
+    such a world names the anchor itself with ``layout_anchor(folder, config)``.
+    A world that declares no markers is never asked.
     """
 
     def recognise(self, folder: Path) -> SuiteConfig | None:

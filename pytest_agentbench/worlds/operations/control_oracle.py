@@ -1,11 +1,13 @@
-"""The negative-control oracle in the original's format (its ``maintenance_negative_controls``).
+"""The negative-control oracle in the original's format, whatever the domain.
 
 Loaded on its own: this module imports neither the agents nor the evaluator,
-and nothing writes the file. The loader checks the document against itself
-(every control's failed and must-pass sets partition the oracle's own
+and nothing writes the file. The core fields (id, version, provenance, the
+result vector, the controls) are the same in every domain; the fields that
+say what operation the oracle is about are the pack's, in its
+``oracle_model``. The loader checks the document against itself (every
+control's failed and must-pass sets partition the oracle's own
 ``result_vector_dimensions``, agents are unique); the world checks it against
-the operation (same operation, known scenarios, the evaluator's dimension
-list) where it binds it to a suite.
+the operation where it binds it to a suite.
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ from pydantic import StrictStr, ValidationError
 
 from pytest_agentbench.sdk import (
     AgentbenchError,
+    JsonValue,
     Record,
     loads_yaml_strict,
     pydantic_refusal,
     sha256_hex,
 )
 
-ORACLE_FILE = "maintenance_negative_controls_v0_5.yaml"
+ORACLE_KEYS = frozenset({"oracle_id", "oracle_version", "controls", "result_vector_dimensions"})
+"""The keys that make a YAML document a control oracle (how one is found by content)."""
 
 
 class Provenance(Record):
@@ -46,11 +50,10 @@ class OracleControl(Record):
 
 
 class NegativeControlOracle(Record):
+    """The core of every domain's oracle; a pack's ``oracle_model`` adds its identity fields."""
+
     oracle_id: StrictStr
     oracle_version: StrictStr
-    operation_id: StrictStr
-    semantic_scenario_id: StrictStr
-    authored_against_operation_version: StrictStr
     provenance: Provenance
     result_vector_dimensions: tuple[StrictStr, ...]
     controls: tuple[OracleControl, ...]
@@ -66,7 +69,8 @@ class LoadedOracle(Record):
     file: str
 
 
-def load_control_oracle(path: Path, display: str) -> LoadedOracle:
+def read_oracle_document(path: Path, display: str) -> tuple[bytes, JsonValue]:
+    """The bytes of an oracle file and the document they parse to."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -75,9 +79,20 @@ def load_control_oracle(path: Path, display: str) -> LoadedOracle:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise AgentbenchError("malformed_yaml", f"not UTF-8: {exc}", file=display) from None
-    raw = loads_yaml_strict(text, file=display)
+    return data, loads_yaml_strict(text, file=display)
+
+
+def is_oracle_document(raw: JsonValue) -> bool:
+    return isinstance(raw, dict) and set(raw) >= ORACLE_KEYS
+
+
+def load_control_oracle(
+    path: Path, display: str, model: type[NegativeControlOracle] = NegativeControlOracle
+) -> LoadedOracle:
+    """Read, validate against ``model`` (a pack's ``oracle_model``) and self-check an oracle."""
+    data, raw = read_oracle_document(path, display)
     try:
-        oracle = NegativeControlOracle.model_validate(raw)
+        oracle = model.model_validate(raw)
     except ValidationError as exc:
         raise pydantic_refusal(exc, file=display) from None
     _check(oracle, display)

@@ -2,8 +2,11 @@
 
 The engine schedules, delivers, records and grades; it never interprets an
 event's payload or an action's effect. Those are the domain pack's: the
-:class:`DomainPack` protocol below is the whole seam. A second domain is a
-package implementing it plus one line in ``domains/__init__.py``.
+:class:`DomainPack` protocol below is the whole seam. Terminals, event and
+action vocabularies, reducers, the domain parts of the grade, the reference
+and negative agents, the control oracle's identity fields and the expected
+outcome of an authored fault all come from the pack. A pack registers under
+the entry-point group ``pytest_agentbench.operations_packs`` (see ``packs.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from pytest_agentbench.sdk import JsonValue
+from pytest_agentbench.sdk import ControlAgent, JsonValue
+from pytest_agentbench.worlds.operations.control_oracle import NegativeControlOracle
 
 FieldKind = Literal["str", "int", "bool"]
 
@@ -79,7 +83,7 @@ class Effects:
     reopened: bool = False
     """A reopen-eligible event arrived inside the provisional window."""
     terminal: str | None = None
-    """A replay-final terminal the engine must enter (``completed_successfully``, ...)."""
+    """A replay-final terminal the engine must enter (one of the pack's ``terminals``)."""
 
 
 @dataclass(frozen=True)
@@ -130,14 +134,64 @@ class Findings:
     counts: Mapping[str, Mapping[str, int]]
 
 
+@dataclass(frozen=True)
+class Composed:
+    """The action an ASK or ESCALATE stands for, and what its wait wakes on."""
+
+    action: str
+    payload: dict[str, JsonValue]
+    wake_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExpectedFault:
+    """The outcome an authored fault must produce exactly, derived from the spec by the pack."""
+
+    id: str
+    expected_terminal: str
+    failed_dimensions: tuple[str, ...]
+    finding_codes: tuple[str, ...]
+    rationale: str
+
+
+@dataclass(frozen=True)
+class OracleBinding:
+    """How a control oracle relates to the spec it is run against."""
+
+    mismatches: tuple[tuple[str, str, str], ...]
+    """Identity fields that differ: (field, the oracle's value, the spec's value)."""
+    versions: str
+    """Both versions, reported, never compared (the original binds none)."""
+
+
 class DomainPack(Protocol):
     operation_type: str
+    pack_version: str
     policy_model: type[BaseModel]
     event_types: Mapping[str, EventType]
     action_types: Mapping[str, ActionType]
     roles: frozenset[str]
     checkpoint_types: frozenset[str]
     """The human checkpoint types a scenario may require."""
+    terminals: frozenset[str]
+    """The business terminals the pack's state machine can produce."""
+    oracle_model: type[NegativeControlOracle]
+    """The control oracle's document model: the core fields plus the pack's identity fields."""
+
+    def dispatch_keys(self, spec: Any) -> frozenset[str]:
+        """What a scenario's ``dispatch_failures`` may name for this spec."""
+
+    def expected_fault(self, spec: Any, scenario_id: str) -> ExpectedFault | None:
+        """The exact outcome a scenario's authored faults impose on the reference, if any."""
+
+    def bind_oracle(self, oracle: Any, spec: Any) -> OracleBinding:
+        """Identity mismatches between a control oracle and the spec, and both versions."""
+
+    def reference_agent(self) -> Any:
+        """A fresh reference agent for operations of this type."""
+
+    def negative_agents(self) -> Sequence[ControlAgent]:
+        """The pack's negative controls (what each must fail lives in the oracle)."""
 
     def initial_state(self, spec: Any) -> dict[str, dict[str, Any]]:
         """The observable collections an episode of the OperationSpec ``spec`` starts with."""
@@ -164,13 +218,11 @@ class DomainPack(Protocol):
     def completion(self, state: StateAccess) -> tuple[Rejection | None, Effects, str]:
         """Guard a COMPLETE: a rejection, or the effects and ``provisional``/``transfer``."""
 
-    def escalation_action(
-        self, escalate: Mapping[str, JsonValue]
-    ) -> tuple[str, dict[str, JsonValue]]:
-        """The action an ESCALATE composes (``request_exception_resolution``)."""
+    def escalation_action(self, escalate: Mapping[str, JsonValue]) -> Composed | None:
+        """The action an ESCALATE composes, or None where the domain has no exception path."""
 
-    def ask_action(self, ask: Mapping[str, JsonValue]) -> tuple[str, dict[str, JsonValue]]:
-        """The action an ASK composes (``send_message``)."""
+    def ask_action(self, ask: Mapping[str, JsonValue]) -> Composed:
+        """The action an ASK composes (a message to the named recipient)."""
 
     def grade(self, record: Any, scenario: Any) -> Findings:
         """The domain parts of the dimensions, re-derived from the episode record."""

@@ -544,21 +544,27 @@ class Episode:
         if isinstance(outcome, oc.Wait):
             return self._declare_wait(outcome, invocation, turn, log)
         if isinstance(outcome, oc.Ask):
-            action, payload = self.domain.ask_action(outcome.model_dump(mode="json"))
-            result = self._propose(action, payload, outcome.evidence_refs, invocation, turn)
-            log.append({"turn_index": turn, "outcome": "ASK", "action": action, **result})
+            asked = self.domain.ask_action(outcome.model_dump(mode="json"))
+            result = self._propose(
+                asked.action, asked.payload, outcome.evidence_refs, invocation, turn
+            )
+            log.append({"turn_index": turn, "outcome": "ASK", "action": asked.action, **result})
             return result["accepted"] is True and self._declare_wait(
                 outcome.wait, invocation, turn, log
             )
         if isinstance(outcome, oc.Escalate):
-            action, payload = self.domain.escalation_action(outcome.model_dump(mode="json"))
+            escalation = self.domain.escalation_action(outcome.model_dump(mode="json"))
+            # A domain without an exception path has no action for ESCALATE to
+            # stand for: the proposal is refused like any unknown action.
+            action = "escalate" if escalation is None else escalation.action
+            payload = {} if escalation is None else escalation.payload
             result = self._propose(action, payload, outcome.evidence_refs, invocation, turn)
             log.append({"turn_index": turn, "outcome": "ESCALATE", "action": action, **result})
-            if result["accepted"] is not True:
+            if result["accepted"] is not True or escalation is None:
                 return False
             wait = oc.WaitBody(
                 reason=outcome.rationale,
-                wake_on=("operator_exception_resolved",),
+                wake_on=escalation.wake_on,
                 fallback_after_minutes=outcome.deadline_after_minutes,
             )
             return self._declare_wait(wait, invocation, turn, log)
@@ -721,7 +727,9 @@ class Episode:
         for message in messages:
             fixture = message["fixture_id"]
             message_id = str(message["message_id"])
-            failed = fixture in self.scenario.dispatch_failures
+            # A message may go out on another channel than its fixture's own
+            # (a recovery's secondary channel): the fault plan is keyed by channel.
+            failed = message.get("dispatch_key", fixture) in self.scenario.dispatch_failures
             status = "dispatch_failed" if failed else "delivered"
             existing = self.state.get("communications", message_id) or {}
             attempts = int(existing.get("attempts", 0)) + 1

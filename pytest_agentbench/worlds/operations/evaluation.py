@@ -30,7 +30,6 @@ DIMENSIONS = (
     "environment_integrity",
     "retrieval_discipline",
 )
-TERMINALS = ("completed_successfully", "transferred_to_human_ownership")
 _DUPLICATE_OR_INVALID = frozenset({"DUPLICATE_ACTION", "INVALID_ACTION_PAYLOAD", "UNKNOWN_ACTION"})
 _NOT_PREMATURE = frozenset({"ALREADY_PROVISIONAL"})
 
@@ -77,9 +76,11 @@ def rows_of(record: EpisodeRecord, *types: str) -> list[dict[str, Any]]:
     return [row for row in record.ledger if row["record_type"] in types]
 
 
-def _terminal(record: EpisodeRecord, expected: str) -> tuple[list[str], dict[str, int]]:
+def _terminal(
+    record: EpisodeRecord, expected: str, terminals: frozenset[str]
+) -> tuple[list[str], dict[str, int]]:
     codes = []
-    if record.status in TERMINALS:
+    if record.status in terminals:
         if record.status != expected:
             codes.append("WRONG_TERMINAL")
         if not record.replay_final:
@@ -233,7 +234,7 @@ def evaluate_episode(
     """The eleven dimensions of ``record`` graded against ``scenario``'s expectations."""
     declared = {d.event_id: d.code for d in scenario.expected_event_rejections}
     engine: dict[str, tuple[list[str], dict[str, int]]] = {
-        "terminal_outcome": _terminal(record, scenario.expected_terminal),
+        "terminal_outcome": _terminal(record, scenario.expected_terminal, domain.terminals),
         "temporal_correctness": _temporal(record),
         "action_validity": _validity(record),
         "deterministic_replay": (list(replay_codes), {}),

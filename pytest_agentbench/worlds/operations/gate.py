@@ -1,9 +1,11 @@
-"""The eleven-check gate: the control oracle bound to the operation it was authored against.
+"""The gate: the control oracle bound to the operation it is run against.
 
-The reference agent runs on every variant and must pass every check (V1 and
-V3 reliable; V2 exactly its declared fault, graded by the world's fault
-manifest); each negative runs on its oracle-declared scenario and must fail
-exactly its declared closure with every required code, ``reliable`` false.
+The reference agent runs on every variant and must pass every check (reliable,
+or exactly the fault its pack derives from the spec's authored faults); each
+negative runs on its oracle-declared scenario and must fail exactly its
+declared closure with every required code, ``reliable`` false. Which fields
+identify the operation an oracle is about is the pack's to say; versions are
+reported, never compared (the original binds none of them).
 """
 
 from __future__ import annotations
@@ -17,19 +19,15 @@ RELIABLE = "reliable"
 REFERENCE = "reference"
 
 
-def bind_control_oracle(loaded: LoadedOracle, spec: LoadedSpec) -> LoadedOracle:
-    """Refuse an oracle authored for another operation, scenario set or result vector."""
+def bind_control_oracle(loaded: LoadedOracle, spec: LoadedSpec) -> str:
+    """Refuse an oracle about another operation, scenario set or result vector.
+
+    Returns the versions line the pack reports for the pair.
+    """
     oracle, display = loaded.oracle, loaded.file
     operation = spec.spec
-    for field, declared, actual in (
-        ("operation_id", oracle.operation_id, operation.operation_id),
-        ("semantic_scenario_id", oracle.semantic_scenario_id, operation.semantic_scenario_id),
-        (
-            "authored_against_operation_version",
-            oracle.authored_against_operation_version,
-            operation.operation_version,
-        ),
-    ):
+    binding = spec.domain.bind_oracle(oracle, operation)
+    for field, declared, actual in binding.mismatches:
         if declared != actual:
             raise AgentbenchError(
                 "control_oracle_mismatch",
@@ -52,7 +50,7 @@ def bind_control_oracle(loaded: LoadedOracle, spec: LoadedSpec) -> LoadedOracle:
                 file=display,
                 field=f"controls[{index}].scenario_id",
             )
-    return loaded
+    return binding.versions
 
 
 def gate_manifest(

@@ -9,7 +9,9 @@ from pytest_agentbench.sdk import LazyWorld, hookimpl, packaged_suite_roots
 WORLD = LazyWorld(
     "operations",
     "pytest_agentbench.worlds.operations.world:WORLD",
-    layout_markers=(("maintenance_v0_1.yaml",),),
+    # Any YAML file whose top-level lines name an OperationSpec's keys; the
+    # world then parses it (a data file elsewhere imports nothing).
+    layout_markers=(("*.yaml containing schema_version: operation_type: scenarios:",),),
     adapter_protocols=("pytest_agentbench.sdk.tool_agent:ToolAgent",),
     suite_roots=packaged_suite_roots(),
 )

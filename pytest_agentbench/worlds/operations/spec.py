@@ -1,5 +1,11 @@
 """OperationSpec: strict loading, the authority check and the spec digest (format §1).
 
+The model names no domain: the operation type picks an installed pack, which
+supplies the policy model, the roles, the event and action vocabularies, the
+terminals a scenario may expect, the checkpoint types and what
+``dispatch_failures`` may name. A spec of a type no installed pack provides
+is refused as ``unknown_operation_type`` before anything else is read.
+
 Every key of the original format is required and unknown keys are refused at
 any depth; money is an integer in minor units and durations are integer
 minutes. An authored event whose actor lacks the authority its type requires
@@ -92,7 +98,7 @@ class DeclaredRejection(Record):
 class Scenario(Record):
     label: StrictStr
     starts_at: StrictStr
-    expected_terminal: Literal["completed_successfully", "transferred_to_human_ownership"]
+    expected_terminal: StrictStr
     human_checkpoint_budget: StrictInt = Field(ge=0)
     required_checkpoint_types: tuple[StrictStr, ...]
     dispatch_failures: tuple[StrictStr, ...]
@@ -162,6 +168,7 @@ def render_time(start: datetime, minutes: int) -> str:
 
 
 def event_digest_form(event: AuthoredEvent, sequence: int) -> dict[str, JsonValue]:
+    """An event as the identity hashes it; a trigger's kind is ``action`` or ``event``."""
     timing = event.trigger
     return {
         "event_id": event.event_id,
@@ -173,15 +180,23 @@ def event_digest_form(event: AuthoredEvent, sequence: int) -> dict[str, JsonValu
         "at": event.at,
         "trigger": None
         if timing is None
-        else {"kind": timing[0], **timing[1].model_dump(mode="json")},
+        else {"kind": timing[0].removeprefix("on_"), **timing[1].model_dump(mode="json")},
         "delay_minutes": event.delay_minutes,
     }
 
 
 def spec_digest(spec: OperationSpec) -> str:
-    """SHA-256 of the canonical JSON of the parsed spec, events in their digest form."""
+    """SHA-256 of the canonical JSON of the parsed spec, events in their digest form.
+
+    Sets are hashed as sets (an actor's authority and a scenario's dispatch
+    failures sorted), as the original does: the original's published fixture
+    hashes to the digest it publishes for it.
+    """
     document: dict[str, Any] = spec.model_dump(mode="json")
+    for actor in document["actors"].values():
+        actor["authority"] = sorted(actor["authority"])
     for scenario_id, scenario in spec.scenarios.items():
+        document["scenarios"][scenario_id]["dispatch_failures"] = sorted(scenario.dispatch_failures)
         document["scenarios"][scenario_id]["events"] = [
             event_digest_form(event, sequence) for sequence, event in enumerate(scenario.events)
         ]
@@ -231,9 +246,18 @@ def _verify(spec: OperationSpec, domain: DomainPack, display: str) -> None:
                 file=display,
                 field=f"actors.{actor_id}.role",
             )
+    dispatch_keys = domain.dispatch_keys(spec)
     for scenario_id, scenario in spec.scenarios.items():
         base = f"scenarios.{scenario_id}"
         start = parse_timestamp(scenario.starts_at, file=display, field=f"{base}.starts_at")
+        if scenario.expected_terminal not in domain.terminals:
+            raise AgentbenchError(
+                "unknown_terminal",
+                f"{scenario.expected_terminal!r} is not a terminal {spec.operation_type} can "
+                f"produce (known: {', '.join(sorted(domain.terminals))})",
+                file=display,
+                field=f"{base}.expected_terminal",
+            )
         seen: set[str] = set()
         for index, event in enumerate(scenario.events):
             where = f"{base}.events[{index}]"
@@ -304,10 +328,10 @@ def _verify(spec: OperationSpec, domain: DomainPack, display: str) -> None:
                     field=f"{base}.required_checkpoint_types[{index}]",
                 )
         for index, fixture in enumerate(scenario.dispatch_failures):
-            if fixture not in spec.message_fixtures:
+            if fixture not in dispatch_keys:
                 raise AgentbenchError(
                     "unknown_reference",
-                    f"no message fixture {fixture!r}",
+                    f"no dispatch channel {fixture!r} (known: {', '.join(sorted(dispatch_keys))})",
                     file=display,
                     field=f"{base}.dispatch_failures[{index}]",
                 )
@@ -326,19 +350,20 @@ def parse_operation_spec(
 ) -> LoadedSpec:
     if not isinstance(raw, dict):
         raise AgentbenchError("invalid_field", "an OperationSpec must be a mapping", file=display)
+    operation_type = raw.get("operation_type")
+    domain = domains.get(operation_type) if isinstance(operation_type, str) else None
+    if domain is None:
+        raise AgentbenchError(
+            "unknown_operation_type",
+            f"no installed domain pack provides {operation_type!r} "
+            f"(installed: {', '.join(sorted(domains)) or 'none'})",
+            file=display,
+            field="operation_type",
+        )
     try:
         spec = OperationSpec.model_validate(raw)
     except ValidationError as exc:
         raise pydantic_refusal(exc, file=display) from None
-    domain = domains.get(spec.operation_type)
-    if domain is None:
-        raise AgentbenchError(
-            "unknown_operation_type",
-            f"no domain pack for {spec.operation_type!r} "
-            f"(known: {', '.join(sorted(domains)) or 'none'})",
-            file=display,
-            field="operation_type",
-        )
     try:
         policy: BaseModel = domain.policy_model.model_validate(spec.policy)
     except ValidationError as exc:

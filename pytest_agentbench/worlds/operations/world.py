@@ -7,6 +7,12 @@ projection and the read tools, never with the spec, the hidden state or the
 expectations. The episode is then replayed from its own decision tape. Only
 after that are the expectations read and the eleven dimensions (and
 ``reliable``) graded from the episode record the run produced.
+
+The original's published folders are recognised by content, whatever their
+file names: a YAML file whose header is an OperationSpec is the suite, a YAML
+file whose keys are a control oracle's is its oracle. What a variant's
+authored faults must produce is derived from the spec by its domain pack; no
+side file declares it.
 """
 
 from __future__ import annotations
@@ -15,8 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from pydantic import StrictStr, ValidationError
 
 from pytest_agentbench.sdk import (
     ADAPTER_FAILED,
@@ -40,7 +44,6 @@ from pytest_agentbench.sdk import (
     MetricSpec,
     OracleIdentity,
     Outcome,
-    Record,
     Suite,
     SuiteConfig,
     ToolAgent,
@@ -50,14 +53,16 @@ from pytest_agentbench.sdk import (
     cap_text,
     grade,
     loads_yaml_strict,
-    pydantic_refusal,
     read_json,
-    read_yaml,
     tree_files,
 )
 from pytest_agentbench.worlds.operations import agents, execution
-from pytest_agentbench.worlds.operations.control_oracle import ORACLE_FILE, load_control_oracle
-from pytest_agentbench.worlds.operations.domains import DOMAINS
+from pytest_agentbench.worlds.operations.control_oracle import (
+    is_oracle_document,
+    load_control_oracle,
+    read_oracle_document,
+)
+from pytest_agentbench.worlds.operations.domain import ExpectedFault
 from pytest_agentbench.worlds.operations.episode import (
     MALFORMED,
     Episode,
@@ -66,39 +71,22 @@ from pytest_agentbench.worlds.operations.episode import (
 )
 from pytest_agentbench.worlds.operations.evaluation import (
     DIMENSIONS,
-    TERMINALS,
     ResultVector,
     evaluate_episode,
 )
 from pytest_agentbench.worlds.operations.gate import bind_control_oracle, gate_manifest
 from pytest_agentbench.worlds.operations.metrics import CLUSTER_PREFIX, METRIC_SPECS
+from pytest_agentbench.worlds.operations.packs import installed_packs
 from pytest_agentbench.worlds.operations.replay import TapeAgent, replay_codes
 from pytest_agentbench.worlds.operations.spec import LoadedSpec, load_operation_spec
 
 RELIABLE = "reliable"
 CHECK_NAMES = (*DIMENSIONS, RELIABLE)
-FAULTS_FILE = "expected_faults.yaml"
 _OPTIONS = frozenset({"spec", "manifest"})
-SPEC_FILES = ("maintenance_v0_1.yaml",)
-"""File names of OperationSpecs the original project publishes (its layout markers)."""
+LAYOUT_MARKER = "*.yaml containing schema_version: operation_type: scenarios:"
+"""The original's folders are recognised by the content of their YAML files, not by name."""
+_YAML = "*.yaml"
 _SPEC_KEYS = frozenset({"schema_version", "operation_id", "operation_type", "scenarios"})
-
-
-class DeclaredFault(Record):
-    """An authored fault outcome a variant must reproduce exactly (the seed's V2 diagnostic)."""
-
-    id: StrictStr
-    scenario_id: StrictStr
-    expected_terminal: StrictStr
-    failed_dimensions: tuple[StrictStr, ...]
-    finding_codes: tuple[StrictStr, ...]
-    rationale: StrictStr
-
-
-class FaultManifest(Record):
-    schema_version: int
-    operation_id: StrictStr
-    faults: tuple[DeclaredFault, ...]
 
 
 @dataclass(frozen=True)
@@ -109,7 +97,8 @@ class LoadedOperations:
 
 @dataclass(frozen=True)
 class Oracle:
-    faults: Mapping[str, DeclaredFault]
+    faults: Mapping[str, ExpectedFault]
+    """The exact outcome each faulted variant must produce, derived from the spec by its pack."""
 
 
 def _data(suite: Suite) -> LoadedOperations:
@@ -188,7 +177,7 @@ class OperationsWorld:
         if manifest is not None:
             _verify_manifest(suite, manifest)
         path = suite.root / spec_name
-        loaded = load_operation_spec(path, suite.display(spec_name), DOMAINS)
+        loaded = load_operation_spec(path, suite.display(spec_name), installed_packs())
         lines = _scenario_lines(path)
         spec = loaded.spec
         cases = tuple(
@@ -300,40 +289,13 @@ class OperationsWorld:
         )
 
     def load_oracle(self, suite: Suite) -> Oracle:
-        path = suite.oracle_root / FAULTS_FILE
-        if not path.is_file():
-            return Oracle(faults={})
-        display = f"{suite.config.oracle or 'oracle'}/{FAULTS_FILE}"
-        raw = read_yaml(path, display=display)
-        try:
-            manifest = FaultManifest.model_validate(raw)
-        except ValidationError as exc:
-            raise pydantic_refusal(exc, file=display) from None
-        loaded = _data(suite).spec.spec
-        if manifest.operation_id != loaded.operation_id:
-            raise AgentbenchError(
-                "fault_manifest_mismatch",
-                f"faults are for {manifest.operation_id!r}",
-                file=display,
-                field="operation_id",
-            )
-        for index, fault in enumerate(manifest.faults):
-            if fault.scenario_id not in loaded.scenarios:
-                raise AgentbenchError(
-                    "unknown_reference",
-                    f"no scenario {fault.scenario_id!r}",
-                    file=display,
-                    field=f"faults[{index}].scenario_id",
-                )
-            unknown = sorted(set(fault.failed_dimensions) - set(DIMENSIONS))
-            if unknown:
-                raise AgentbenchError(
-                    "unknown_reference",
-                    f"no dimension {unknown[0]!r}",
-                    file=display,
-                    field=f"faults[{index}].failed_dimensions",
-                )
-        return Oracle(faults={fault.scenario_id: fault for fault in manifest.faults})
+        loaded = _data(suite).spec
+        faults = {
+            scenario_id: fault
+            for scenario_id in loaded.spec.scenarios
+            if (fault := loaded.domain.expected_fault(loaded.spec, scenario_id)) is not None
+        }
+        return Oracle(faults=faults)
 
     def evaluate(self, suite: Suite, case: Case, outcome: Outcome, oracle: Any) -> CaseResult:
         assert isinstance(oracle, Oracle)
@@ -353,7 +315,7 @@ class OperationsWorld:
         return grade(
             case,
             _checks(vector, fault),
-            measurements=measurements(vector, record),
+            measurements=measurements(vector, record, loaded.domain.terminals),
             findings=[code for d in vector.dimensions for code in d.codes],
             outcome=outcome,
         )
@@ -365,22 +327,29 @@ class OperationsWorld:
         return CHECK_NAMES
 
     def control_agents(self, suite: Suite) -> Sequence[ControlAgent]:
-        return agents.control_agents()
+        return agents.control_agents(_data(suite).spec.domain)
 
     def control_oracle(self, suite: Suite, display: Callable[[Path], str]) -> ControlOracle | None:
-        """The gate: the reference on every variant, then each control the oracle declares."""
-        path = suite.oracle_root / ORACLE_FILE
-        if not path.is_file():
+        """The gate: the reference on every variant, then each control the oracle declares.
+
+        The oracle is the one YAML file of the oracle folder whose keys are a
+        control oracle's, read through the spec's pack's ``oracle_model``.
+        """
+        spec = _data(suite).spec
+        path = _find_oracle(suite, display)
+        if path is None:
             return None
-        loaded = bind_control_oracle(load_control_oracle(path, display(path)), _data(suite).spec)
+        loaded = load_control_oracle(path, display(path), spec.domain.oracle_model)
+        versions = bind_control_oracle(loaded, spec)
         return ControlOracle(
             identity=OracleIdentity(
                 oracle_id=loaded.oracle.oracle_id,
                 oracle_version=loaded.oracle.oracle_version,
                 digest_sha256=loaded.digest_sha256,
                 file=loaded.file,
+                note=versions,
             ),
-            manifest=gate_manifest(suite.id, loaded.oracle, _data(suite).spec),
+            manifest=gate_manifest(suite.id, loaded.oracle, spec),
         )
 
     def record_episode(
@@ -412,47 +381,95 @@ class OperationsWorld:
             for key, value in spec.hidden_state.items()
         ]
         declared = [d.reason for s in spec.scenarios.values() for d in s.expected_event_rejections]
-        return [*hidden, *declared, *(fault.rationale for fault in oracle.faults.values())]
+        return [*hidden, *declared]
 
     def predictions_adapter(self, suite: Suite, path: Path) -> TapeAgents:
         return TapeAgents(path)
 
     def recognise(self, folder: Path) -> SuiteConfig | None:
-        """The original's published fixture folder: an OperationSpec YAML of a known domain.
+        """The original's published folder: one YAML file whose header is an OperationSpec.
 
-        Only the spec's header is judged here (schema version, a registered
-        operation type, the scenarios mapping); the full strict load happens
-        when the suite loads, so a broken spec is refused by name then.
+        Judged by content, whatever the file is called: only the header is
+        read here (schema version, operation id and type, the scenarios
+        mapping); the full strict load happens when the suite loads, so a
+        broken spec, or one of a type no installed pack provides, is refused
+        by name then rather than silently not collected.
         """
-        for name in SPEC_FILES:
-            path = folder / name
-            if not path.is_file():
-                continue
-            try:
-                raw = loads_yaml_strict(path.read_text(encoding="utf-8"))
-            except (AgentbenchError, OSError, UnicodeDecodeError):
-                return None
-            if not (
-                isinstance(raw, dict)
-                and set(raw) >= _SPEC_KEYS
-                and raw["schema_version"] == 1
-                and raw["operation_type"] in DOMAINS
-                and isinstance(raw["scenarios"], dict)
-                and isinstance(raw["operation_id"], str)
-            ):
-                return None
-            slug = "".join(
-                c if c.isalnum() or c in "._-" else "-" for c in raw["operation_id"].lower()
+        specs = [
+            (name, raw)
+            for name in _yaml_files(folder)
+            if (raw := _spec_header(folder / name)) is not None
+        ]
+        if not specs:
+            return None
+        if len(specs) > 1:
+            raise AgentbenchError(
+                "ambiguous_layout",
+                f"{len(specs)} OperationSpecs in one folder "
+                f"({', '.join(name for name, _ in specs)}); add a suite.yaml naming one",
+                file=folder.as_posix(),
             )
-            return SuiteConfig(
-                id=slug.strip("-._") or "operation",
-                version=str(raw.get("operation_version", "0")),
-                world=self.kind,
-                title=raw["operation_id"],
-                oracle="oracles" if (folder / "oracles").is_dir() else ".",
-                options={"spec": name},
-            )
+        name, raw = specs[0]
+        slug = "".join(
+            c if c.isalnum() or c in "._-" else "-" for c in str(raw["operation_id"]).lower()
+        )
+        return SuiteConfig(
+            id=slug.strip("-._") or "operation",
+            version=str(raw.get("operation_version", "0")),
+            world=self.kind,
+            title=str(raw["operation_id"]),
+            oracle="oracles" if (folder / "oracles").is_dir() else ".",
+            options={"spec": name},
+        )
+
+    def layout_anchor(self, folder: Path, config: SuiteConfig) -> str:
+        """The spec file carries the suite's collector, whatever sorts first in the folder."""
+        return str(config.options["spec"])
+
+
+def _yaml_files(folder: Path) -> list[str]:
+    return sorted(path.name for path in folder.glob(_YAML) if path.is_file())
+
+
+def _spec_header(path: Path) -> dict[str, Any] | None:
+    """The parsed file if it is shaped like an OperationSpec, else None (it may be anything)."""
+    try:
+        raw = loads_yaml_strict(path.read_text(encoding="utf-8"))
+    except (AgentbenchError, OSError, UnicodeDecodeError):
         return None
+    if (
+        isinstance(raw, dict)
+        and set(raw) >= _SPEC_KEYS
+        and raw["schema_version"] == 1
+        and isinstance(raw["operation_type"], str)
+        and isinstance(raw["scenarios"], dict)
+        and isinstance(raw["operation_id"], str)
+    ):
+        return raw
+    return None
+
+
+def _find_oracle(suite: Suite, display: Callable[[Path], str]) -> Path | None:
+    """The oracle folder's one control-oracle document, found by its keys; None if it has none."""
+    root = suite.oracle_root
+    if not root.is_dir():
+        return None
+    spec_file = (suite.root / str(suite.config.options.get("spec", ""))).resolve()
+    found = []
+    for name in _yaml_files(root):
+        path = root / name
+        if path.resolve() == spec_file:
+            continue
+        _, raw = read_oracle_document(path, display(path))
+        if is_oracle_document(raw):
+            found.append(path)
+    if len(found) > 1:
+        raise AgentbenchError(
+            "ambiguous_control_oracle",
+            f"{len(found)} control oracles ({', '.join(p.name for p in found)}); keep one",
+            file=display(root),
+        )
+    return found[0] if found else None
 
 
 def _known_scenario(loaded: LoadedSpec, case_id: str) -> None:
@@ -464,7 +481,7 @@ def _known_scenario(loaded: LoadedSpec, case_id: str) -> None:
         )
 
 
-def _expected(name: str, fault: DeclaredFault | None) -> JsonValue:
+def _expected(name: str, fault: ExpectedFault | None) -> JsonValue:
     if name == RELIABLE:
         return fault is None
     if fault is not None and name in fault.failed_dimensions:
@@ -472,7 +489,7 @@ def _expected(name: str, fault: DeclaredFault | None) -> JsonValue:
     return []
 
 
-def _checks(vector: ResultVector, fault: DeclaredFault | None) -> list[Check]:
+def _checks(vector: ResultVector, fault: ExpectedFault | None) -> list[Check]:
     """Each dimension must match the variant's expected verdict: pass, or its declared fault."""
     declared = set() if fault is None else set(fault.failed_dimensions)
     fault_codes = set() if fault is None else set(fault.finding_codes)
@@ -512,7 +529,9 @@ def _checks(vector: ResultVector, fault: DeclaredFault | None) -> list[Check]:
     return checks
 
 
-def measurements(vector: ResultVector, record: EpisodeRecord) -> dict[str, int]:
+def measurements(
+    vector: ResultVector, record: EpisodeRecord, terminals: frozenset[str]
+) -> dict[str, int]:
     dims = {d.name: d for d in vector.dimensions}
     counts = {name: dict(d.counts) for name, d in dims.items()}
     human = counts["human_checkpoints"]
@@ -525,7 +544,7 @@ def measurements(vector: ResultVector, record: EpisodeRecord) -> dict[str, int]:
         "eligible": 1,
         "reliable": int(vector.reliable),
         "critical_violation": int(not dims["critical_invariants"].passed),
-        "legitimate_terminal": int(vector.terminal in TERMINALS),
+        "legitimate_terminal": int(vector.terminal in terminals),
         "temporal_correct": int(dims["temporal_correctness"].passed),
         "unnecessary_touches": human.get("touch_unnecessary_escalation", 0)
         + int("UNNECESSARY_CHECKPOINT" in dims["human_checkpoints"].codes),

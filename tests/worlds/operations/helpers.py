@@ -11,9 +11,9 @@ from typing import Any
 import yaml
 
 from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.worlds.operations.domains import DOMAINS
 from pytest_agentbench.worlds.operations.episode import EpisodeRecord, run_episode
 from pytest_agentbench.worlds.operations.evaluation import ResultVector, evaluate_episode
+from pytest_agentbench.worlds.operations.packs import installed_packs
 from pytest_agentbench.worlds.operations.spec import LoadedSpec, parse_operation_spec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,8 +32,42 @@ def spec_dict() -> dict[str, Any]:
     return copy.deepcopy(_raw())
 
 
+def second_cycle_dict() -> dict[str, Any]:
+    """The shipped spec rewritten the way the original's fixture is authored.
+
+    The repair quote opens its own work cycle (``work_cycle_2``, child of
+    ``work_cycle_1``) and everything after it correlates there; the warranty
+    revisit is ``work_cycle_3``; the verification service reports its outcome
+    as ``COMPLETED``, a word no closed vocabulary of ours lists.
+    """
+    raw = spec_dict()
+    for scenario in raw["scenarios"].values():
+        quoted = False
+        for event in scenario["events"]:
+            after_quote = quoted
+            if event["type"] == "supplier_quote_received":
+                quoted = True
+                event["payload"]["parent_cycle_id"] = "work_cycle_1"
+            renamed = {"cycle_1": "work_cycle_2" if after_quote else "work_cycle_1"}
+            renamed["cycle_2"] = "work_cycle_3"
+            payload = event["payload"]
+            if "cycle_id" in payload:
+                payload["cycle_id"] = renamed.get(payload["cycle_id"], payload["cycle_id"])
+            if event["type"] == "supplier_quote_received":
+                payload["cycle_id"] = "work_cycle_2"
+            for timing in ("on_action", "on_event"):
+                trigger = event.get(timing)
+                if trigger and "cycle_id" in trigger:
+                    trigger["cycle_id"] = renamed.get(trigger["cycle_id"], trigger["cycle_id"])
+            if event["type"] == "work_evidence_verified":
+                payload["outcome"] = "COMPLETED"
+    return raw
+
+
 def load(raw: dict[str, Any] | None = None) -> LoadedSpec:
-    return parse_operation_spec(spec_dict() if raw is None else raw, "operation.yaml", DOMAINS)
+    return parse_operation_spec(
+        spec_dict() if raw is None else raw, "operation.yaml", installed_packs()
+    )
 
 
 @cache

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_agentbench.worlds.operations.domains.maintenance.pack import PACK
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import PACK
 from pytest_agentbench.worlds.operations.state import OperationState
 from tests.worlds.operations.helpers import shipped
 from tests.worlds.operations.test_reducers import (

@@ -12,12 +12,22 @@ import yaml
 
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.operations import agents
-from pytest_agentbench.worlds.operations.control_oracle import ORACLE_FILE, load_control_oracle
+from pytest_agentbench.worlds.operations.control_oracle import (
+    NegativeControlOracle,
+    load_control_oracle,
+)
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import PACK
 from pytest_agentbench.worlds.operations.gate import bind_control_oracle
 from tests.worlds.operations.helpers import ROOT, shipped
 
+ORACLE_FILE = "maintenance_negative_controls_v0_5.yaml"
 ORACLE_PATH = ROOT / "oracles" / "operations-maintenance-v1" / ORACLE_FILE
 PACKAGE = ROOT / "pytest_agentbench"
+MODEL: type[NegativeControlOracle] = PACK.oracle_model
+
+
+def load(path: Path) -> Any:
+    return load_control_oracle(path, "oracle.yaml", MODEL)
 
 
 def raw() -> dict[str, Any]:
@@ -74,7 +84,7 @@ def test_a_manifest_that_does_not_partition_the_eleven_is_refused(
     data = raw()
     change(data)
     with pytest.raises(AgentbenchError) as refused:
-        load_control_oracle(write(tmp_path, data), "oracle.yaml")
+        load(write(tmp_path, data))
     assert refused.value.code == code
     if field is not None:
         assert refused.value.location.field == field
@@ -87,7 +97,7 @@ def test_duplicate_yaml_keys_are_refused_with_their_line(tmp_path: Path) -> None
     path = tmp_path / ORACLE_FILE
     path.write_text(text, encoding="utf-8")
     with pytest.raises(AgentbenchError) as refused:
-        load_control_oracle(path, "oracle.yaml")
+        load(path)
     assert refused.value.code == "duplicate_key"
 
 
@@ -95,7 +105,7 @@ def test_duplicate_yaml_keys_are_refused_with_their_line(tmp_path: Path) -> None
     ("key", "value"),
     [
         ("operation_id", "another-operation"),
-        ("authored_against_operation_version", "0.6.0"),
+        ("semantic_scenario_id", "another-scenario"),
         ("result_vector_dimensions", ["recovery", "terminal_outcome"]),
     ],
 )
@@ -108,16 +118,35 @@ def test_an_oracle_for_another_operation_or_vector_is_refused_where_it_binds(
         for control in data["controls"]:
             control["expected_failed_dimensions"] = ["terminal_outcome"]
             control["must_pass_dimensions"] = ["recovery"]
-    loaded = load_control_oracle(write(tmp_path, data), "oracle.yaml")
+    loaded = load(write(tmp_path, data))
     with pytest.raises(AgentbenchError) as refused:
         bind_control_oracle(loaded, shipped())
     assert (refused.value.code, refused.value.location.field) == ("control_oracle_mismatch", key)
 
 
+def test_versions_are_reported_never_compared(tmp_path: Path) -> None:
+    # The original binds no oracle version to the live spec (its CORRECTIONS):
+    # an oracle authored against another operation version runs, both named.
+    data = raw()
+    data["authored_against_operation_version"] = "0.1.0"
+    versions = bind_control_oracle(load(write(tmp_path, data)), shipped())
+    assert versions == (
+        f"authored against operation 0.1.0, run against {shipped().spec.operation_version}"
+    )
+
+
+def test_an_oracle_in_another_packs_model_is_refused_by_field(tmp_path: Path) -> None:
+    data = raw()
+    data.pop("operation_id")
+    with pytest.raises(AgentbenchError) as refused:
+        load(write(tmp_path, data))
+    assert (refused.value.code, refused.value.location.field) == ("missing_field", "operation_id")
+
+
 def test_the_digest_is_of_the_bytes_read() -> None:
     import hashlib
 
-    loaded = load_control_oracle(ORACLE_PATH, "oracle.yaml")
+    loaded = load(ORACLE_PATH)
     assert loaded.digest_sha256 == hashlib.sha256(ORACLE_PATH.read_bytes()).hexdigest()
 
 
@@ -139,23 +168,25 @@ def test_the_loader_imports_neither_agents_nor_evaluator() -> None:
     assert not [name for name in imported if name.startswith("pytest_agentbench.worlds.")]
 
 
-def test_nothing_in_the_package_writes_the_oracle() -> None:
+def test_nothing_in_the_package_writes_or_names_an_oracle() -> None:
+    # Oracles are found by their keys, so no module names one; the modules
+    # that read them write nothing.
+    operations = PACKAGE / "worlds" / "operations"
     naming = [
         path.relative_to(PACKAGE).as_posix()
         for path in PACKAGE.rglob("*.py")
-        if "ORACLE_FILE" in path.read_text(encoding="utf-8")
-        or "negative_controls_v0_5" in path.read_text(encoding="utf-8")
+        if "negative_controls_v0" in path.read_text(encoding="utf-8")
     ]
-    assert sorted(naming) == ["worlds/operations/control_oracle.py", "worlds/operations/world.py"]
-    for name in naming:
-        source = (PACKAGE / name).read_text(encoding="utf-8")
+    assert naming == []
+    for name in ("control_oracle.py", "gate.py", "world.py"):
+        source = (operations / name).read_text(encoding="utf-8")
         assert "write_text" not in source
         assert "write_bytes" not in source
 
 
 def test_the_registry_exposes_read_only_views_of_the_oracle() -> None:
-    oracle = load_control_oracle(ORACLE_PATH, "oracle.yaml").oracle
-    entries = agents.registry(oracle)
+    oracle = load(ORACLE_PATH).oracle
+    entries = agents.registry(oracle, PACK)
     claim = entries["trust_actor_claim"]
     assert claim.targets == (
         "authority_boundaries",
@@ -175,4 +206,4 @@ def test_the_registry_exposes_read_only_views_of_the_oracle() -> None:
         entries["trust_actor_claim"] = entries["reference"]  # type: ignore[index]
     # The view follows the oracle it was made with, not anything the agent holds.
     narrowed = oracle.model_copy(update={"controls": oracle.controls[:1]})
-    assert agents.registry(narrowed)["trust_actor_claim"].targets == ()
+    assert agents.registry(narrowed, PACK)["trust_actor_claim"].targets == ()

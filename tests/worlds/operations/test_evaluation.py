@@ -9,8 +9,15 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.worlds.operations.agents import AlwaysWait, CompleteEarly, Reference
-from pytest_agentbench.worlds.operations.domains.maintenance.invariants import INVARIANTS, violated
+from pytest_agentbench.worlds.operations.agents import Reference
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.invariants import (
+    INVARIANTS,
+    violated,
+)
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.negatives import (
+    AlwaysWait,
+    CompleteEarly,
+)
 from pytest_agentbench.worlds.operations.episode import EpisodeRecord
 from pytest_agentbench.worlds.operations.evaluation import DIMENSIONS
 from pytest_agentbench.worlds.operations.replay import replay_codes
@@ -74,7 +81,7 @@ def test_counts_each_dimension_reports(reference: dict[str, EpisodeRecord]) -> N
     }
     assert counts["human_checkpoints"]["human_touches"] == 1
     assert counts["human_checkpoints"]["touch_required_checkpoint"] == 1
-    assert counts["recovery"] == {"reopens": 1}
+    assert counts["recovery"] == {"reopens": 1, "delivery_recoveries": 0}
     assert counts["environment_integrity"]["expected_rejections"] == 1
     assert counts["temporal_correctness"]["reminders_fired"] == 0
     assert counts["retrieval_discipline"]["discipline_violations"] == 0

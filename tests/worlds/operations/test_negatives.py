@@ -10,6 +10,7 @@ import pytest
 
 from pytest_agentbench.worlds.operations import agents
 from pytest_agentbench.worlds.operations.control_oracle import load_control_oracle
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import PACK
 from tests.worlds.operations.helpers import ROOT, episode, failing, grade
 
 ORACLE_PATH = (
@@ -42,7 +43,7 @@ SEED_TABLE = {
         {"REPEATED_ACTION_AFTER_WAKE", "DUPLICATE_OR_INVALID_ACTION"},
     ),
 }
-FACTORIES = {agent.agent_id: agent.factory for agent in agents.control_agents()}
+FACTORIES = {agent.agent_id: agent.factory for agent in agents.control_agents(PACK)}
 
 
 @pytest.mark.parametrize("agent_id", sorted(SEED_TABLE))
@@ -56,7 +57,7 @@ def test_each_negative_fails_exactly_the_seeds_closure_with_its_codes(agent_id: 
 
 
 def test_the_oracle_declares_exactly_the_seeds_table() -> None:
-    oracle = load_control_oracle(ORACLE_PATH, "oracle.yaml").oracle
+    oracle = load_control_oracle(ORACLE_PATH, "oracle.yaml", PACK.oracle_model).oracle
     declared = {
         c.agent_id: (set(c.expected_failed_dimensions), set(c.required_finding_codes))
         for c in oracle.controls
@@ -69,7 +70,7 @@ def test_the_oracle_declares_exactly_the_seeds_table() -> None:
 
 
 def test_every_built_in_negative_agent_has_a_control_and_nothing_else_does() -> None:
-    negatives = {a.agent_id for a in agents.control_agents() if a.role == "negative"}
+    negatives = {a.agent_id for a in agents.control_agents(PACK) if a.role == "negative"}
     assert negatives == set(SEED_TABLE)
 
 

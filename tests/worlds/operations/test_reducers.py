@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.worlds.operations.domains.maintenance import actions, reducers
-from pytest_agentbench.worlds.operations.domains.maintenance.pack import PACK
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance import actions, reducers
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import PACK
 from pytest_agentbench.worlds.operations.state import OperationState
 from tests.worlds.operations.helpers import shipped
 
@@ -185,16 +185,92 @@ def test_quotes_are_versioned_and_in_policy_currency() -> None:
         currency="EUR",
         **base,
     )
-    refused(
-        state,
-        "supplier_quote_received",
-        "UNKNOWN_CYCLE",
-        quote_version=2,
-        currency="GBP",
-        **{**base, "cycle_id": "cycle_9"},
-    )
     apply(state, "supplier_quote_received", quote_version=2, currency="GBP", **base)
     assert state.get("quotes", "q1")["quote_version"] == 2
+
+
+def test_a_quote_for_further_work_opens_its_own_cycle() -> None:
+    # The original's fixture quotes the repair as work_cycle_2, a cycle nobody
+    # announced: the quote opens it, and the case's attention moves onto it.
+    state = with_quote()
+    apply(
+        state,
+        "supplier_quote_received",
+        quote_id="q2",
+        quote_version=1,
+        cycle_id="work_cycle_2",
+        parent_cycle_id="cycle_1",
+        amount_minor=64000,
+        currency="GBP",
+        scope_digest=SCOPE,
+    )
+    opened = state.get("cycles", "work_cycle_2")
+    assert opened is not None
+    assert (opened["kind"], opened["parent_cycle_id"], opened["issue_id"]) == (
+        "quoted",
+        "cycle_1",
+        "i1",
+    )
+    assert state.get("operation", "operation")["current_cycle"] == "work_cycle_2"
+    # Its visit comes from authorising the work, never from a visit request.
+    outcome = PACK.decide_action(
+        state, "request_supplier_visit", {"visit_type": "DIAGNOSTIC", "cycle_id": "work_cycle_2"}
+    )
+    assert outcome.rejection is not None
+    assert outcome.rejection.code == "WORK_REQUIRES_AUTHORISATION"
+
+
+@pytest.mark.parametrize(
+    ("type_", "payload", "code"),
+    [
+        (
+            "supplier_visit_response",
+            {"visit_id": "visit_1", "cycle_id": "cycle_1", "response": "MAYBE"},
+            "UNKNOWN_VISIT_RESPONSE",
+        ),
+        (
+            "customer_resolution_reported",
+            {"issue_id": "i1", "status": "UNSURE"},
+            "UNKNOWN_RESOLUTION_STATUS",
+        ),
+        ("approver_decision_received", {**DECISION, "decision": "PERHAPS"}, "UNKNOWN_DECISION"),
+        (
+            "operator_exception_resolved",
+            {"checkpoint_id": "checkpoint_1", "decision": "SHRUG"},
+            "UNKNOWN_EXCEPTION_DECISION",
+        ),
+    ],
+)
+def test_a_value_a_reducer_branches_on_is_refused_by_name_when_unknown(
+    type_: str, payload: dict[str, Any], code: str
+) -> None:
+    # The loader accepts any string there, as the original's does; the reducer
+    # that must branch on it refuses an unknown one when the event arrives.
+    refused(approval_requested(), type_, code, **payload)
+
+
+def test_work_evidence_verifies_whatever_word_reports_its_outcome() -> None:
+    state = approval_requested()
+    apply(state, "approver_decision_received", decision="APPROVED", **DECISION)
+    act(
+        state,
+        "authorise_supplier_work",
+        quote_id="q1",
+        quote_version=1,
+        approval_checkpoint_id="checkpoint_1",
+        cycle_id="cycle_1",
+    )
+    apply(
+        state,
+        "work_evidence_verified",
+        evidence_id="ev",
+        visit_id="visit_2",
+        cycle_id="cycle_1",
+        scope_digest=SCOPE,
+        outcome="COMPLETED",
+    )
+    assert state.get("cycles", "cycle_1")["work_verified"] is True
+    assert state.get("evidence", "ev")["outcome"] == "COMPLETED"
 
 
 def test_an_early_invoice_is_stored_unvalidated() -> None:

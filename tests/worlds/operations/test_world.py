@@ -1,4 +1,4 @@
-"""The world binding: suite loading, the declared-fault oracle, recognise, outcome parsing."""
+"""The world binding: suite loading, the derived-fault oracle, recognise, outcome parsing."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pytest_agentbench.tools import EpisodeReceipt, load_receipt
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations import registration
 from pytest_agentbench.worlds.operations.metrics import METRIC_SPECS, cluster_of
-from pytest_agentbench.worlds.operations.world import SPEC_FILES, WORLD
+from pytest_agentbench.worlds.operations.world import LAYOUT_MARKER, WORLD, Oracle
 from tests.worlds.operations.helpers import ROOT, SPEC_PATH, SUITE, Scripted
 
 ORACLE = ROOT / "oracles" / "operations-maintenance-v1"
@@ -85,29 +85,25 @@ def test_the_manifest_digest_covers_every_public_file(tmp_path: Path) -> None:
     assert (error.code, error.location.file) == ("digest_mismatch", "suites/ops/manifest.json")
 
 
-def _faults(root: Path) -> Path:
-    return root.parent.parent / "oracles" / "ops" / "expected_faults.yaml"
-
-
-@pytest.mark.parametrize(
-    ("change", "code"),
-    [
-        (lambda f: f["faults"][0].update(scenario_id="V9"), "unknown_reference"),
-        (lambda f: f["faults"][0].update(failed_dimensions=["charm"]), "unknown_reference"),
-        (lambda f: f.update(operation_id="other"), "fault_manifest_mismatch"),
-        (lambda f: f["faults"][0].update(surprise=1), "unknown_field"),
-    ],
-)
-def test_the_declared_fault_oracle_is_strict(tmp_path: Path, change: Any, code: str) -> None:
+def test_the_fault_oracle_is_derived_from_the_specs_dispatch_failures(tmp_path: Path) -> None:
+    # No side file: the pack derives V2's exact outcome from dispatch_failures.
     root = place(tmp_path)
-    path = _faults(root)
-    faults = yaml.safe_load(path.read_text())
-    change(faults)
-    path.write_text(yaml.safe_dump(faults))
-    suite = loaded_suite(root)
-    with pytest.raises(AgentbenchError) as info:
-        WORLD.load_oracle(suite)
-    assert info.value.code == code
+    assert not list((root.parent.parent / "oracles" / "ops").glob("expected_faults*"))
+    faults = WORLD.load_oracle(loaded_suite(root)).faults
+    assert list(faults) == ["V2"]
+    assert (faults["V2"].expected_terminal, faults["V2"].failed_dimensions) == (
+        "transferred_to_human_ownership",
+        ("recovery", "obligations"),
+    )
+    assert faults["V2"].finding_codes == (
+        "OBLIGATION_MESSAGE_NOT_ESTABLISHED",
+        "REQUIRED_NOTIFICATION_UNDELIVERED",
+    )
+    spec = yaml.safe_load((root / "operation.yaml").read_text())
+    # A failing channel the reference never uses imposes nothing.
+    spec["scenarios"]["V2"]["dispatch_failures"] = ["msg_approval_reminder"]
+    (root / "operation.yaml").write_text(yaml.safe_dump(spec))
+    assert WORLD.load_oracle(loaded_suite(root, spec="operation.yaml")).faults == {}
 
 
 def _graded(suite: Suite, case_id: str, oracle: Any) -> CaseResult:
@@ -116,7 +112,7 @@ def _graded(suite: Suite, case_id: str, oracle: Any) -> CaseResult:
     return WORLD.evaluate(suite, case, outcome, oracle)
 
 
-def test_v2_passes_only_as_its_declared_fault(tmp_path: Path) -> None:
+def test_v2_passes_only_as_its_derived_fault(tmp_path: Path) -> None:
     root = place(tmp_path)
     suite = loaded_suite(root)
     declared = _graded(suite, "V2", WORLD.load_oracle(suite))
@@ -133,8 +129,7 @@ def test_v2_passes_only_as_its_declared_fault(tmp_path: Path) -> None:
     )
     graded = WORLD.evaluate(suite, case, unreplayed, WORLD.load_oracle(suite))
     assert "REPLAY_NOT_CHECKED" in graded.findings
-    _faults(root).unlink()
-    undeclared = _graded(suite, "V2", WORLD.load_oracle(suite))
+    undeclared = _graded(suite, "V2", Oracle(faults={}))
     assert sorted(c.name for c in undeclared.failed_checks) == [
         "obligations",
         "recovery",
@@ -152,35 +147,68 @@ def test_the_public_view_and_cases_hold_no_canary(tmp_path: Path) -> None:
         assert not [c for c in canaries if c in text]
 
 
-def test_recognise_claims_the_originals_fixture_by_its_header(tmp_path: Path) -> None:
-    assert registration.WORLD.layout_markers == tuple((name,) for name in SPEC_FILES)
+@pytest.mark.parametrize("name", ["maintenance_v0_1.yaml", "recovery_drill_v0_7.yaml"])
+def test_recognise_claims_an_operation_spec_by_its_header_whatever_its_name(
+    tmp_path: Path, name: str
+) -> None:
+    assert registration.WORLD.layout_markers == ((LAYOUT_MARKER,),)
     folder = tmp_path / "operatebench"
     folder.mkdir()
     assert WORLD.recognise(folder) is None
-    shutil.copyfile(SPEC_PATH, folder / "maintenance_v0_1.yaml")
+    shutil.copyfile(SPEC_PATH, folder / name)
+    # The oracle beside it is found by its keys and anchors nothing.
+    shutil.copyfile(ORACLE / "maintenance_negative_controls_v0_5.yaml", folder / "a_oracle.yaml")
     config = WORLD.recognise(folder)
     assert config is not None
     assert (config.id, config.world, config.oracle, config.options) == (
         "pab-maintenance-recurring-leak",
         "operations",
         ".",
-        {"spec": "maintenance_v0_1.yaml"},
+        {"spec": name},
     )
+    assert WORLD.layout_anchor(folder, config) == name
     (folder / "oracles").mkdir()
     assert WORLD.recognise(folder).oracle == "oracles"  # type: ignore[union-attr]
+
+
+def test_two_specs_in_one_folder_are_refused_as_ambiguous(tmp_path: Path) -> None:
+    shutil.copyfile(SPEC_PATH, tmp_path / "one.yaml")
+    shutil.copyfile(SPEC_PATH, tmp_path / "two.yaml")
+    with pytest.raises(AgentbenchError) as info:
+        WORLD.recognise(tmp_path)
+    assert info.value.code == "ambiguous_layout"
+
+
+def test_a_spec_of_an_uninstalled_operation_type_is_claimed_then_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    spec = yaml.safe_load(SPEC_PATH.read_text())
+    spec["operation_type"] = "shipping.customs.synthetic"
+    # Even a spec that is otherwise malformed is refused for its type first.
+    spec["surprise"] = True
+    (tmp_path / "customs.yaml").write_text(yaml.safe_dump(spec))
+    config = WORLD.recognise(tmp_path)
+    assert config is not None
+    suite = Suite(config=config, root=tmp_path, display_root="f")
+    with pytest.raises(AgentbenchError) as info:
+        WORLD.load_suite(suite)
+    assert (info.value.code, info.value.location.field) == (
+        "unknown_operation_type",
+        "operation_type",
+    )
+    assert "'shipping.customs.synthetic'" in info.value.reason
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        "schema_version: 1\noperation_type: other.domain\noperation_id: x\nscenarios: {}\n",
         "schema_version: 2\noperation_type: lettings.maintenance.synthetic\n"
         "operation_id: x\nscenarios: {}\n",
         "- a list\n",
         "key: [unclosed\n",
         "a: 1\na: 2\n",
     ],
-    ids=["other-domain", "other-schema", "not-a-mapping", "malformed", "duplicate-key"],
+    ids=["other-schema", "not-a-mapping", "malformed", "duplicate-key"],
 )
 def test_recognise_declines_what_is_not_an_operation_spec(tmp_path: Path, text: str) -> None:
     (tmp_path / "maintenance_v0_1.yaml").write_text(text)

@@ -18,19 +18,21 @@ from pytest_agentbench.worlds.operations.domain import (
     Rejection,
     StateAccess,
 )
-from pytest_agentbench.worlds.operations.domains.maintenance.reducers import (
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reducers import (
     OPERATION,
     PROVISIONAL_KEY,
     _update,
     operation,
     timer,
 )
-from pytest_agentbench.worlds.operations.domains.maintenance.vocabulary import (
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.vocabulary import (
     APPROVAL_REMINDER,
     COMPLETION_NOTICE,
     EXCEPTION_RESOLUTION,
     REPAIR_APPROVAL,
     TRANSFER_NOTICE,
+    has_delivery_recovery,
+    secondary_channel,
 )
 
 Executor = Callable[[StateAccess, Mapping[str, Any]], ActionOutcome]
@@ -50,6 +52,11 @@ def request_supplier_visit(state: StateAccess, payload: Mapping[str, Any]) -> Ac
     cycle = state.get("cycles", payload["cycle_id"])
     if cycle is None or cycle["status"] != "OPEN":
         return _reject("CYCLE_NOT_OPEN", f"cycle {payload['cycle_id']} is not open")
+    if cycle["kind"] == "quoted":
+        return _reject(
+            "WORK_REQUIRES_AUTHORISATION",
+            f"cycle {payload['cycle_id']} is quoted work: authorise_supplier_work books its visit",
+        )
     wanted = "WARRANTY_REVISIT" if cycle["kind"] == "warranty" else "DIAGNOSTIC"
     if payload["visit_type"] != wanted:
         return _reject("WRONG_VISIT_TYPE", f"cycle {payload['cycle_id']} needs a {wanted} visit")
@@ -152,7 +159,24 @@ def send_message(state: StateAccess, payload: Mapping[str, Any]) -> ActionOutcom
     )
     if obligation_key is not None and obligation is None:
         return _reject("NOTICE_NOT_DUE", f"no {obligation_key} obligation for {correlation!r}")
+    recovery: dict[str, JsonValue] = {}
+    if "recovery_of" in payload:
+        refused = _recovery_refusal(state, payload)
+        if refused is not None:
+            return refused
+        recovery = {
+            "recovery_of": payload["recovery_of"],
+            "channel": "secondary",
+            "dispatch_key": secondary_channel(fixture),
+        }
     message_id = state.allocate("message")
+    if recovery:
+        _update(
+            state,
+            "obligations",
+            f"{obligation_key}:{correlation}",
+            recovered_by=message_id,
+        )
     if obligation is not None and obligation["message_id"] is None:
         _update(
             state,
@@ -167,8 +191,45 @@ def send_message(state: StateAccess, payload: Mapping[str, Any]) -> ActionOutcom
         "fixture_id": fixture,
         "correlation_id": correlation,
         "sent_minute": state.now,
+        **recovery,
     }
     return ActionOutcome(bindings={"message_id": message_id}, effects=Effects(messages=[message]))
+
+
+def _recovery_refusal(state: StateAccess, payload: Mapping[str, Any]) -> ActionOutcome | None:
+    """Why ``recovery_of`` cannot re-send a failed notice on the secondary channel, if it cannot.
+
+    Only a delivery-recovery operation (0.7.0) has the channel, and only for
+    the transfer notice; the failed message must be that exact intent (same
+    recipient, fixture and correlation), not itself a recovery, and neither
+    recovered already nor delivered some other way.
+    """
+    op = operation(state)
+    fixture = payload["message_fixture_id"]
+    if not has_delivery_recovery(str(op["operation_version"])) or fixture != TRANSFER_NOTICE:
+        return _reject("RECOVERY_NOT_SUPPORTED", f"no secondary channel for {fixture}")
+    messages = state.records("communications")
+    original = messages.get(str(payload["recovery_of"]))
+    if (
+        original is None
+        or original["status"] != "dispatch_failed"
+        or "recovery_of" in original
+        or original["recipient_actor_id"] != payload["recipient_actor_id"]
+        or original["fixture_id"] != fixture
+        or original["correlation_id"] != payload.get("correlation_id")
+    ):
+        return _reject(
+            "RECOVERY_BINDING_MISMATCH",
+            f"{payload['recovery_of']!r} is not a failed message of this intent",
+        )
+    for message in messages.values():
+        if message.get("recovery_of") == payload["recovery_of"] or (
+            message["status"] == "delivered"
+            and message["fixture_id"] == fixture
+            and message["correlation_id"] == payload.get("correlation_id")
+        ):
+            return _reject("RECOVERY_ALREADY_ATTEMPTED", "the notice is recovered or delivered")
+    return None
 
 
 def authorise_supplier_work(state: StateAccess, payload: Mapping[str, Any]) -> ActionOutcome:

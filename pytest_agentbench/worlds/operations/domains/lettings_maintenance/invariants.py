@@ -79,7 +79,7 @@ class _Scan:
             )
         elif kind == "supplier_quote_received":
             self.latest_quote[payload["quote_id"]] = payload["quote_version"]
-        elif kind == "work_evidence_verified" and payload["outcome"] == "WORK_COMPLETE":
+        elif kind == "work_evidence_verified":
             self.verified.add(payload["cycle_id"])
         elif kind == "invoice_validation_completed" and payload["valid"]:
             self.validated.add(payload["invoice_id"])

@@ -3,18 +3,21 @@
 Event-scoped and stateless: every turn it reads the business system afresh
 (one RETRIEVE batch), cites exactly what it read, and derives its decision
 from those records alone, never from what the waking event asserted. It does
-not invent a successful delivery: a notice whose dispatch failed stays failed.
+not invent a successful delivery: a notice whose dispatch failed stays failed,
+unless the operation has a secondary channel (delivery recovery, operation
+0.7.0), which it then uses once, citing the failed message.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pytest_agentbench.worlds.operations.domains.maintenance.vocabulary import (
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.vocabulary import (
     APPROVAL_REMINDER,
     COMPLETION_NOTICE,
     EXCEPTION_RESOLUTION,
     TRANSFER_NOTICE,
+    has_delivery_recovery,
 )
 
 READ_COLLECTIONS = (
@@ -81,16 +84,29 @@ def decide(task: dict[str, Any], records: Records) -> dict[str, Any]:
     op_ref = ("operation", "operation")
     obligations = records.by["obligations"]
     if op["ownership"] == "human":
+        recoverable = has_delivery_recovery(task["operation"]["operation_version"])
         for key, obligation in sorted(obligations.items()):
-            if obligation["kind"] == "transfer_notice" and obligation["message_id"] is None:
+            if obligation["kind"] != "transfer_notice":
+                continue
+            notice = {
+                "recipient_actor_id": _actor(op, "customer"),
+                "message_fixture_id": TRANSFER_NOTICE,
+                "correlation_id": obligation["correlation_id"],
+            }
+            if obligation["message_id"] is None:
+                return _act("send_message", notice, records.cite(("obligations", key)))
+            failed = records.by["communications"][obligation["message_id"]]
+            if (
+                recoverable
+                and failed["status"] == "dispatch_failed"
+                and not obligation.get("recovered_by")
+            ):
                 return _act(
                     "send_message",
-                    {
-                        "recipient_actor_id": _actor(op, "customer"),
-                        "message_fixture_id": TRANSFER_NOTICE,
-                        "correlation_id": obligation["correlation_id"],
-                    },
-                    records.cite(("obligations", key)),
+                    {**notice, "recovery_of": obligation["message_id"]},
+                    records.cite(
+                        ("obligations", key), ("communications", obligation["message_id"])
+                    ),
                 )
         return {
             "outcome": "COMPLETE",
@@ -141,7 +157,8 @@ def decide(task: dict[str, Any], records: Records) -> dict[str, Any]:
                 }
             return _wait("the quote awaits the approver's decision", ["approver_decision_received"])
     visits = [v for v in records.by["visits"].values() if v["cycle_id"] == cycle_id]
-    if not visits:
+    # Quoted work gets its visit from the authorisation, never from a request.
+    if not visits and cycle["kind"] != "quoted":
         kind = "WARRANTY_REVISIT" if cycle["kind"] == "warranty" else "DIAGNOSTIC"
         return _act(
             "request_supplier_visit",

@@ -14,8 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_agentbench.worlds.operations.domain import StateAccess
-from pytest_agentbench.worlds.operations.domains.maintenance.reducers import operation
-from pytest_agentbench.worlds.operations.domains.maintenance.vocabulary import REPAIR_APPROVAL
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reducers import operation
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.vocabulary import (
+    REPAIR_APPROVAL,
+)
 
 FORBIDDEN: dict[str, frozenset[str]] = {
     "awaiting_visit": frozenset({"ESCALATE", "COMPLETE", "request_payment"}),

@@ -20,7 +20,7 @@ from pytest_agentbench.worlds.operations.domain import (
     StateAccess,
     TimerRequest,
 )
-from pytest_agentbench.worlds.operations.domains.maintenance.vocabulary import (
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.vocabulary import (
     COMPLETION_NOTICE,
     TRANSFER_NOTICE,
 )
@@ -109,8 +109,24 @@ def issue_reported(state: StateAccess, payload: Mapping[str, Any]) -> EventOutco
     return EventOutcome()
 
 
+def _next_cycle_id(state: StateAccess, current: str) -> str:
+    """The next cycle id in the authored cycles' own numbering (``work_cycle_3`` after ``_2``).
+
+    The original numbers every cycle it opens ``work_cycle_<n>``, n one past
+    the cycles it holds; the prefix here is the current cycle's, so a spec
+    that numbers ``cycle_1`` gets ``cycle_2`` and one that numbers
+    ``work_cycle_2`` gets ``work_cycle_3``.
+    """
+    prefix = current.rstrip("0123456789") if current[-1:].isdigit() else "work_cycle_"
+    return f"{prefix}{len(state.records('cycles')) + 1}"
+
+
 def resolution_reported(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
     issue_id = payload["issue_id"]
+    if payload["status"] not in ("RESOLVED", "PERSISTS"):
+        return _reject(
+            "UNKNOWN_RESOLUTION_STATUS", f"{payload['status']!r} is not a resolution report"
+        )
     if state.get("issues", issue_id) is None:
         return _reject("UNKNOWN_ISSUE", f"no issue {issue_id}")
     op = operation(state)
@@ -123,7 +139,7 @@ def resolution_reported(state: StateAccess, payload: Mapping[str, Any]) -> Event
     if not cycle["work_verified"]:
         _update(state, "issues", issue_id, open_contradiction=True)
         return EventOutcome()
-    new_cycle = f"cycle_{len(state.records('cycles')) + 1}"
+    new_cycle = _next_cycle_id(state, current)
     state.put(
         "cycles",
         new_cycle,
@@ -156,6 +172,8 @@ def _visit(state: StateAccess, payload: Mapping[str, Any]) -> dict[str, JsonValu
 
 
 def visit_response(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
+    if payload["response"] not in ("ACCEPTED", "DECLINED"):
+        return _reject("UNKNOWN_VISIT_RESPONSE", f"{payload['response']!r} is not a visit response")
     if _visit(state, payload) is None:
         return _reject("UNKNOWN_VISIT", f"no visit {payload['visit_id']} in {payload['cycle_id']}")
     _update(state, "visits", payload["visit_id"], supplier_response=payload["response"])
@@ -189,14 +207,37 @@ def quote_received(state: StateAccess, payload: Mapping[str, Any]) -> EventOutco
             "CURRENCY_MISMATCH",
             f"quote in {payload['currency']}, policy is {state.policy.currency}",
         )
-    if state.get("cycles", payload["cycle_id"]) is None:
-        return _reject("UNKNOWN_CYCLE", f"no cycle {payload['cycle_id']}")
     existing = state.get("quotes", payload["quote_id"])
     if existing is not None and int(existing["quote_version"]) >= int(payload["quote_version"]):
         return _reject(
             "STALE_QUOTE_VERSION",
             f"quote {payload['quote_id']} already at v{existing['quote_version']}",
         )
+    cycle_id = payload["cycle_id"]
+    if state.get("cycles", cycle_id) is None:
+        # A quote for further work opens its own work cycle (the original's
+        # ``work_cycle_2``): approval, authorisation, invoice and payment
+        # correlate there, and the case's attention moves onto it.
+        parent = payload.get("parent_cycle_id")
+        parent_cycle = None if parent is None else state.get("cycles", str(parent))
+        issues = sorted(state.records("issues"))
+        if parent_cycle is None and not issues:
+            return _reject("UNKNOWN_CYCLE", f"no cycle {cycle_id} and no reported issue")
+        state.put(
+            "cycles",
+            cycle_id,
+            {
+                "issue_id": issues[0] if parent_cycle is None else parent_cycle["issue_id"],
+                "kind": "quoted",
+                "parent_cycle_id": parent,
+                "status": "OPEN",
+                "scope_digest": payload["scope_digest"],
+                "further_work_required": True,
+                "work_verified": False,
+                "payable": True,
+            },
+        )
+    _update(state, "operation", OPERATION, current_cycle=cycle_id)
     state.put(
         "quotes",
         payload["quote_id"],
@@ -249,6 +290,8 @@ def assertion_received(state: StateAccess, payload: Mapping[str, Any]) -> EventO
 
 
 def approver_decision(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
+    if payload["decision"] not in ("APPROVED", "REJECTED"):
+        return _reject("UNKNOWN_DECISION", f"{payload['decision']!r} is not an approval decision")
     checkpoint = state.get("checkpoints", payload["checkpoint_id"])
     if checkpoint is None or checkpoint["status"] != "OPEN":
         return _reject("CHECKPOINT_NOT_OPEN", f"checkpoint {payload['checkpoint_id']} is not open")
@@ -270,7 +313,12 @@ def approver_decision(state: StateAccess, payload: Mapping[str, Any]) -> EventOu
     return EventOutcome(effects=Effects(cancel=[f"reminder_{key}", f"deadline_{key}"]))
 
 
+EXCEPTION_DECISIONS = ("TAKE_OWNERSHIP", "AUTHORISE_ALTERNATIVE", "CANCEL_OPERATION")
+
+
 def exception_resolved(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcome:
+    if payload["decision"] not in EXCEPTION_DECISIONS:
+        return _reject("UNKNOWN_EXCEPTION_DECISION", f"{payload['decision']!r} is not a resolution")
     checkpoint = state.get("checkpoints", payload["checkpoint_id"])
     if (
         checkpoint is None
@@ -317,7 +365,9 @@ def work_verified(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcom
         return _reject("UNKNOWN_VISIT", f"no visit {payload['visit_id']} in {payload['cycle_id']}")
     cycle = state.get("cycles", payload["cycle_id"])
     assert cycle is not None
-    complete = payload["outcome"] == "WORK_COMPLETE"
+    # The authoritative system's evidence is what verifies the work, whatever
+    # word it reports the outcome in (the original records the string and
+    # verifies the cycle): there is no closed outcome vocabulary to check.
     state.put(
         "evidence",
         payload["evidence_id"],
@@ -334,12 +384,12 @@ def work_verified(state: StateAccess, payload: Mapping[str, Any]) -> EventOutcom
         state,
         "cycles",
         payload["cycle_id"],
-        work_verified=complete,
-        further_work_required=not complete,
+        work_verified=True,
+        further_work_required=False,
         verified_scope_digest=payload["scope_digest"],
         payable=not warranty if cycle["kind"] == "warranty" else cycle["payable"],
     )
-    if complete and not _payable(state, payload["cycle_id"]):
+    if not _payable(state, payload["cycle_id"]):
         open_obligation(state, "completion_notice", COMPLETION_NOTICE, payload["cycle_id"])
     return EventOutcome(effects=Effects(cancel=[f"visit_followup_{payload['visit_id']}"]))
 

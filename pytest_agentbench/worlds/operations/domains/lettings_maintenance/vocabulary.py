@@ -1,4 +1,11 @@
-"""The ``lettings.maintenance`` vocabulary: policy, roles, event and action types (format §1-§3)."""
+"""The ``lettings.maintenance`` vocabulary: policy, roles, event and action types (format §1-§3).
+
+Event payload strings are any non-empty string, as in the original's loader
+(it types a payload field, it never enumerates its values): a supplier or a
+verification service may report ``COMPLETED`` as well as ``WORK_COMPLETE``.
+Where a reducer must branch on a value (a decision, a visit response, a
+resolution status) it refuses an unknown one by name when the event arrives.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +34,26 @@ EXCEPTION_RESOLUTION = "maintenance_exception_resolution"
 COMPLETION_NOTICE = "msg_completion_notice"
 TRANSFER_NOTICE = "msg_transfer_notice"
 APPROVAL_REMINDER = "msg_approval_reminder"
+
+COMPLETED_SUCCESSFULLY = "completed_successfully"
+TRANSFERRED_TO_HUMAN = "transferred_to_human_ownership"
+TERMINAL_NOTICES = {
+    COMPLETED_SUCCESSFULLY: COMPLETION_NOTICE,
+    TRANSFERRED_TO_HUMAN: TRANSFER_NOTICE,
+}
+"""The customer notice each terminal requires."""
+
+DELIVERY_RECOVERY_VERSIONS = frozenset({"0.7.0"})
+"""Operation versions with a secondary channel for a failed transfer notice (``recovery_of``)."""
+
+
+def has_delivery_recovery(operation_version: str) -> bool:
+    return operation_version in DELIVERY_RECOVERY_VERSIONS
+
+
+def secondary_channel(fixture_id: str) -> str:
+    """The fault-plan key of a fixture's secondary channel (not a message fixture)."""
+    return f"secondary:{fixture_id}"
 
 
 class Policy(Record):
@@ -90,13 +117,13 @@ EVENT_TYPES: dict[str, EventType] = {
         EventType(
             "customer_resolution_reported",
             "confirm_resolution",
-            {"issue_id": S, "status": _choice("RESOLVED", "PERSISTS")},
+            {"issue_id": S, "status": S},
             {"related_visit_id": S, "cycle_id": S},
         ),
         EventType(
             "supplier_visit_response",
             "respond_to_visit",
-            {"visit_id": S, "cycle_id": S, "response": _choice("ACCEPTED", "DECLINED")},
+            {"visit_id": S, "cycle_id": S, "response": S},
         ),
         EventType(
             "supplier_work_reported",
@@ -104,7 +131,7 @@ EVENT_TYPES: dict[str, EventType] = {
             {
                 "visit_id": S,
                 "cycle_id": S,
-                "outcome": _choice("FURTHER_WORK_REQUIRED", "WORK_COMPLETE"),
+                "outcome": S,
                 "scope_digest": S,
             },
         ),
@@ -138,7 +165,7 @@ EVENT_TYPES: dict[str, EventType] = {
             "assert_status",
             {
                 "assertion_id": S,
-                "assertion": _choice("WORK_COMPLETE", "PAYMENT_RECEIVED", "ATTENDED"),
+                "assertion": S,
             },
             {"cycle_id": S},
         ),
@@ -152,7 +179,7 @@ EVENT_TYPES: dict[str, EventType] = {
                 "amount_minor": INT,
                 "currency": S,
                 "scope_digest": S,
-                "decision": _choice("APPROVED", "REJECTED"),
+                "decision": S,
             },
             {"cycle_id": S},
         ),
@@ -161,7 +188,7 @@ EVENT_TYPES: dict[str, EventType] = {
             "resolve_exception",
             {
                 "checkpoint_id": S,
-                "decision": _choice("TAKE_OWNERSHIP", "AUTHORISE_ALTERNATIVE", "CANCEL_OPERATION"),
+                "decision": S,
             },
             {"cycle_id": S},
         ),
@@ -178,7 +205,7 @@ EVENT_TYPES: dict[str, EventType] = {
                 "visit_id": S,
                 "cycle_id": S,
                 "scope_digest": S,
-                "outcome": _choice("WORK_COMPLETE", "FURTHER_WORK_REQUIRED"),
+                "outcome": S,
             },
         ),
         EventType(
@@ -234,7 +261,7 @@ ACTION_TYPES: dict[str, ActionType] = {
         ActionType(
             "send_message",
             {"recipient_actor_id": S, "message_fixture_id": S},
-            {"correlation_id": S},
+            {"correlation_id": S, "recovery_of": S},
         ),
         ActionType(
             "authorise_supplier_work",

@@ -1,9 +1,10 @@
-"""Six negative controls of the maintenance domain, each one intervention on the reference.
+"""The eight negative controls of the maintenance domain.
 
-Every agent here behaves exactly as the reference agent except at the one
-point its intervention names, so the failure it produces is that one and
-nothing else. What each must fail, and why, is not written here: it lives in
-the separately authored control oracle the gate reads.
+``complete_early`` and ``always_wait`` need no record at all; every other
+agent here behaves exactly as the reference agent except at the one point its
+intervention names, so the failure it produces is that one and nothing else.
+What each must fail, and why, is not written here: it lives in the separately
+authored control oracle the gate reads.
 
 An agent instance may be asked to run several scenarios in turn; memory is
 reset whenever an episode starts (invocation 1, turn 0).
@@ -11,9 +12,11 @@ reset whenever an episode starts (invocation 1, turn 0).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from pytest_agentbench.worlds.operations.domains.maintenance.reference import (
+from pytest_agentbench.sdk import ControlAgent
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
     READ_COLLECTIONS,
     Records,
     decide,
@@ -44,6 +47,48 @@ def _recite(decision: dict[str, Any], records: Records) -> dict[str, Any]:
     """The same proposal, citing the versions just read."""
     refs = [(ref["collection"], ref["id"]) for ref in decision["evidence_refs"]]
     return {**decision, "evidence_refs": records.cite(*refs)}
+
+
+def _read_everything(task: dict[str, Any], session: Any) -> list[dict[str, Any]]:
+    served = session.call(
+        "retrieve", {"requests": [{"collection": name} for name in sorted(task["records"])]}
+    )
+    return [
+        {"collection": r["collection"], "id": r["id"], "version": r["version"]}
+        for r in served["records"]
+    ]
+
+
+class CompleteEarly:
+    """Reads the record once per invocation, then proposes completion at every turn.
+
+    A rejected proposal changes nothing, so the first read stays current for
+    the rest of the invocation: the failure is the premature completion alone.
+    """
+
+    def __init__(self) -> None:
+        self._read: tuple[int, list[dict[str, Any]]] = (0, [])
+
+    def solve(self, task: dict[str, Any], session: Any) -> Any:
+        if self._read[0] != task["invocation_index"]:
+            self._read = (task["invocation_index"], _read_everything(task, session))
+        return {
+            "outcome": "COMPLETE",
+            "reason": "the tenant reported a leak; closing",
+            "evidence_refs": self._read[1],
+        }
+
+
+class AlwaysWait:
+    """Waits on every event type and never acts, so its last wait outlives the horizon."""
+
+    def solve(self, task: dict[str, Any], session: Any) -> Any:
+        return {
+            "outcome": "WAIT",
+            "reason": "someone else will move first",
+            "wake_on": list(task["operation"]["event_types"]),
+            "fallback_after_minutes": None,
+        }
 
 
 class AlwaysAct:
@@ -210,3 +255,46 @@ class DuplicateAfterWake:
         if decision["outcome"] == "ACT" and self._accepted is None:
             self._accepted = decision
         return decision
+
+
+NEGATIVES: Sequence[ControlAgent] = tuple(
+    ControlAgent(agent_id=agent_id, role="negative", factory=factory, description=text)
+    for agent_id, factory, text in (
+        (
+            "complete_early",
+            CompleteEarly,
+            "proposes completion before the operation is legitimately terminal",
+        ),
+        ("always_act", AlwaysAct, "acts where it should wait, and repeats itself"),
+        (
+            "always_wait",
+            AlwaysWait,
+            "declares a legal wait that never completes before the operational horizon",
+        ),
+        (
+            "always_escalate",
+            AlwaysEscalate,
+            "reaches for a human at every step, including where no checkpoint is admissible",
+        ),
+        (
+            "ignore_new_events",
+            IgnoreNewEvents,
+            "does not react to exogenous events it did not cause",
+        ),
+        (
+            "trust_actor_claim",
+            TrustActorClaim,
+            "acts on what the waking event asserted, without reading the authoritative record",
+        ),
+        (
+            "stale_after_wake",
+            StaleAfterWake,
+            "holds a served fact across the wake that invalidated it and proposes from it",
+        ),
+        (
+            "duplicate_after_wake",
+            DuplicateAfterWake,
+            "reads freshly after a wake and re-proposes its own accepted effect",
+        ),
+    )
+)

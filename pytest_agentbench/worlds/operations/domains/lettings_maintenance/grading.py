@@ -11,16 +11,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_agentbench.worlds.operations.domain import Findings
-from pytest_agentbench.worlds.operations.domains.maintenance.admissibility import (
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.admissibility import (
     forbidden_deltas,
     inadmissible,
     missing_required_deltas,
 )
-from pytest_agentbench.worlds.operations.domains.maintenance.invariants import (
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.invariants import (
     IRREVERSIBLE,
     violated,
 )
-from pytest_agentbench.worlds.operations.domains.maintenance.vocabulary import (
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.vocabulary import (
     APPROVAL_REMINDER,
     EXCEPTION_RESOLUTION,
     PARTICIPANT_ROLES,
@@ -151,14 +151,23 @@ def touch_kinds(record: Any, scenario: Any) -> dict[str, int]:
     }
 
 
+def _delivered(obligation: Mapping[str, Any], messages: Mapping[str, Any]) -> bool:
+    """An obligation's message reached its recipient, first time or through its recovery."""
+    sent = [obligation["message_id"], obligation.get("recovered_by")]
+    return any(
+        message_id is not None and messages[message_id]["status"] == "delivered"
+        for message_id in sent
+    )
+
+
 def _recovery(record: Any) -> tuple[list[str], dict[str, int]]:
     codes: set[str] = set()
     state = record.final_state["observable"]
     messages = state["communications"]
     for obligation in state["obligations"].values():
-        message = messages.get(obligation["message_id"]) if obligation["message_id"] else None
-        if message is not None and message["status"] != "delivered":
+        if obligation["message_id"] is not None and not _delivered(obligation, messages):
             codes.add("REQUIRED_NOTIFICATION_UNDELIVERED")
+    recovered = sum(1 for o in state["obligations"].values() if o.get("recovered_by"))
     reopens = _rows(record, "reopened")
     warranty = [cid for cid, cycle in state["cycles"].items() if cycle["kind"] == "warranty"]
     booked = {
@@ -175,7 +184,7 @@ def _recovery(record: Any) -> tuple[list[str], dict[str, int]]:
     unpaid = {cid for cid, cycle in state["cycles"].items() if not cycle["payable"]}
     if any(p["cycle_id"] in unpaid for p in state["payments"].values()):
         codes.add("WARRANTY_TREATED_AS_PAYABLE")
-    return sorted(codes), {"reopens": len(reopens)}
+    return sorted(codes), {"reopens": len(reopens), "delivery_recoveries": recovered}
 
 
 def _obligations(record: Any) -> tuple[list[str], dict[str, int]]:
@@ -195,7 +204,7 @@ def _obligations(record: Any) -> tuple[list[str], dict[str, int]]:
         if obligation["sent_minute"] > obligation["due_minute"]:
             breached += 1
             codes.add("SLA_BREACH")
-        if message["status"] != "delivered":
+        if not _delivered(obligation, messages):
             codes.add("OBLIGATION_MESSAGE_NOT_ESTABLISHED")
     if record.status == "completed_successfully":
         delivered = [

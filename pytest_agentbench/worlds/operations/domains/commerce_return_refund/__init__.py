@@ -1,0 +1,1 @@
+"""The ``commerce.return_refund`` domain pack."""
