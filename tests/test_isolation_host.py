@@ -710,7 +710,9 @@ def test_the_child_works_outside_the_project_with_no_path_to_its_suites(
     assert not Path(seen["cwd"]).exists(), "the child's folder goes with the session"
 
 
-def test_pytest_is_not_dumpable_while_a_child_runs(host: IsolatedAdapters, probe_module: Any) -> None:
+def test_pytest_is_not_dumpable_while_a_child_runs(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
     before = processes.dumpable()
     if before is None:
         pytest.skip("no prctl on this platform")

@@ -200,16 +200,22 @@ class AdapterProcess:
         """SIGTERM to the child's group, SIGKILL to its whole tree after ``grace``; reap it."""
         with alarms_held():
             try:
+                pid = self.process.pid
+                # Taken while the child is alive: once it has been collected, its pid
+                # (and session id) may name someone else's process.
+                tree = processes.descendants(pid) if self.alive() else set()
                 if self.alive():
                     self._signal_group(signal.SIGTERM)
                     with suppress(subprocess.TimeoutExpired):
                         self.process.wait(timeout=grace)
-                # Below the child first, so nothing is orphaned out of its tree meanwhile;
-                # then its group, which also reaches what outlived a dead child in it.
-                killed = processes.kill_descendants(self.process.pid)
-                self._signal_group(signal.SIGKILL)
-                with suppress(ProcessLookupError):
-                    self.process.kill()
+                processes.kill_all(tree)
+                killed = set(tree)
+                if self.process.returncode is None:
+                    # Below the child first, so nothing is orphaned out of its tree meanwhile.
+                    killed |= processes.kill_descendants(pid)
+                    self._signal_group(signal.SIGKILL)
+                    with suppress(ProcessLookupError):
+                        self.process.kill()
                 self.process.wait()
                 killed |= self._kill_orphans()
                 processes.reap_adopted(killed, REAP_SECONDS)
