@@ -123,21 +123,29 @@ class _HarnessProcess:
 
     holders = 0
     made_undumpable = False
+    made_subreaper = False
 
     @classmethod
     def hold(cls) -> None:
         """A child is about to start: protect pytest's memory, adopt the child's orphans."""
         if cls.holders == 0:
-            processes.become_subreaper()
+            cls.made_subreaper = processes.is_subreaper() is False and processes.set_subreaper(True)
             cls.made_undumpable = processes.dumpable() is True and processes.set_dumpable(False)
         cls.holders += 1
 
     @classmethod
     def release(cls) -> None:
+        """The last child has ended: give pytest's process its flags back."""
         cls.holders -= 1
-        if cls.holders == 0 and cls.made_undumpable:
+        if cls.holders > 0:
+            return
+        if cls.made_undumpable:
             processes.set_dumpable(True)
             cls.made_undumpable = False
+        if cls.made_subreaper:
+            # Later orphans of other processes pytest starts are not its to collect.
+            processes.set_subreaper(False)
+            cls.made_subreaper = False
 
 
 @dataclass(frozen=True)

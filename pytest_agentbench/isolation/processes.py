@@ -26,6 +26,7 @@ from dataclasses import dataclass
 PR_SET_DUMPABLE = 4
 PR_GET_DUMPABLE = 3
 PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
 
 KILL_ROUNDS = 20
 """How often a tree is enumerated and killed again, for processes forked while it was killed."""
@@ -53,7 +54,25 @@ def _prctl(option: int, value: int = 0) -> int | None:
 
 def become_subreaper() -> bool:
     """Make this process adopt its orphaned descendants; False where that is not possible."""
-    return _prctl(PR_SET_CHILD_SUBREAPER, 1) is not None
+    return set_subreaper(True)
+
+
+def set_subreaper(flag: bool) -> bool:
+    """Set whether this process adopts its orphaned descendants; False where it cannot."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1 if flag else 0) is not None
+
+
+def is_subreaper() -> bool | None:
+    """Whether this process adopts its orphaned descendants; None: unknown."""
+    flag = ctypes.c_int(0)
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        result = int(libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0))
+    except (OSError, AttributeError):
+        return None
+    return None if result < 0 else flag.value != 0
 
 
 def dumpable() -> bool | None:
