@@ -6,14 +6,17 @@ import importlib
 import os
 import sys
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_agentbench.isolation import processes
+from pytest_agentbench.agents.settings import ChatSettings, configure
+from pytest_agentbench.isolation import forwarding, processes
 from pytest_agentbench.isolation.channel import AdapterProcess
+from pytest_agentbench.isolation.forwarding import forwarded_settings
 from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters, namespace_available
 from pytest_agentbench.run.adapters import adapter_class, implements, kind_protocols
 from pytest_agentbench.sdk.contracts import FailureClass
@@ -101,6 +104,11 @@ class Probe:
             "path": sys.path,
             "oracles": importlib.util.find_spec("probe_oracles") is not None,
         }
+
+    def chat_settings(self):
+        from pytest_agentbench.agents.settings import configured_settings
+
+        return configured_settings().model_dump(mode="json")
 
     def read_parent_memory(self):
         parent = os.getppid()
@@ -734,6 +742,38 @@ def test_in_a_user_namespace_the_child_cannot_read_pytests_memory(probe_module: 
         assert probe.read_parent_memory() == "PermissionError"
     finally:
         host.close()
+
+
+def test_the_sessions_settings_reach_the_child_whole(probe_module: Any, tmp_path: Path) -> None:
+    resolved = ChatSettings(
+        base_url="http://127.0.0.1:9/v1",
+        model="scripted-model",
+        max_turns=3,
+        cassettes=tmp_path / "tapes",
+        cassette_mode="replay",
+    )
+    configure(resolved)
+    try:
+        host = IsolatedAdapters(timeout=5, settings=forwarded_settings())
+    finally:
+        configure(None)
+    try:
+        probe = host.remote(probe_module.Probe())
+        assert probe.chat_settings() == resolved.model_dump(mode="json")
+    finally:
+        host.close()
+
+
+def test_settings_that_cannot_be_handed_over_refuse_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    holder = types.ModuleType("unpicklable_settings")
+    holder.__dict__.update(current=lambda: lambda: None, install=lambda value: None)
+    monkeypatch.setitem(sys.modules, holder.__name__, holder)
+    monkeypatch.setattr(forwarding, "FORWARDED", ((holder.__name__, "current", "install"),))
+    with pytest.raises(UsageError) as refused:
+        forwarding.forwarded_settings()
+    assert refused.value.code == "isolation_unforwardable_settings"
 
 
 def test_close_ends_the_process(probe_module: Any) -> None:
