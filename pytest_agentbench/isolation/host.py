@@ -117,6 +117,20 @@ class IsolationFailure(AdapterFailure):
 class StartupTimedOut(Exception):
     """Starting the child or loading the adapter overran the start-up allowance."""
 
+    def __init__(self, what: str, failure_type: type[AdapterFailure]) -> None:
+        super().__init__(what)
+        self.what = what
+        self.failure_type = failure_type
+        """The class of the case's failure: the harness's when the interpreter did not start."""
+
+
+def _starting() -> StartupTimedOut:
+    return StartupTimedOut("starting the adapter's process", IsolationFailure)
+
+
+def _loading() -> StartupTimedOut:
+    return StartupTimedOut("loading the adapter in its isolated process", AdapterFailure)
+
 
 class _HarnessProcess:
     """pytest's own process flags while isolated children run (shared by every host)."""
@@ -291,12 +305,13 @@ class IsolatedAdapters:
             return None
         return time.monotonic() + self.startup_timeout
 
-    def _startup_overrun(self, what: str, kind: type[AdapterFailure]) -> AdapterFailure:
+    def _startup_overrun(self, overrun: StartupTimedOut) -> AdapterFailure:
         """The failure of the case whose start-up overran.
 
         It is reported there once: later cases fail at once with a reference
         to it, of the same class, instead of waiting out the allowance again.
         """
+        what, kind = overrun.what, overrun.failure_type
         self._startup_failure = kind(
             f"[isolation_startup_timeout] {what} took over {self.startup_timeout:g}s "
             f"({STARTUP_SETTING}) earlier in this process; not tried again"
@@ -342,8 +357,7 @@ class IsolatedAdapters:
             ready = process.receive(deadline)
         except ChildTimedOut:
             self._discard()
-            failure = self._startup_overrun("starting the adapter's process", IsolationFailure)
-            raise failure from None
+            raise _starting() from None
         except ChannelError as exc:
             self._discard()
             raise IsolationFailure(
@@ -409,11 +423,11 @@ class IsolatedAdapters:
                 f"loading adapter {spec!r} in its isolated process failed: {failure.reason}",
                 field="--agentbench-adapter",
             ) from None
-        except StartupTimedOut:
+        except StartupTimedOut as overrun:
+            self._startup_overrun(overrun)
             raise UsageError(
                 "isolation_startup_timeout",
-                f"loading adapter {spec!r} in its isolated process took over "
-                f"{self.startup_timeout:g}s",
+                f"adapter {spec!r}: {overrun.what} took over {self.startup_timeout:g}s",
                 field=STARTUP_SETTING,
             ) from None
         if loaded["op"] == "refused":
@@ -502,10 +516,8 @@ class IsolatedAdapters:
             return
         try:
             loaded = self._load(handle, self._startup_deadline())
-        except StartupTimedOut:
-            self._load_failures[handle] = self._startup_overrun(
-                "loading the adapter in its isolated process", AdapterFailure
-            )
+        except StartupTimedOut as overrun:
+            self._load_failures[handle] = self._startup_overrun(overrun)
         except AdapterFailure as failure:
             self._load_failures[handle] = failure
         else:
@@ -549,7 +561,7 @@ class IsolatedAdapters:
             return process.receive(deadline)
         except ChildTimedOut:
             self._discard()
-            raise StartupTimedOut() from None
+            raise _loading() from None
         except BaseException as exc:
             self._discard()
             raise self._translated(exc) from None
@@ -590,10 +602,8 @@ class IsolatedAdapters:
                         loaded = self._load(handle, start_deadline)
                         if loaded["op"] == "refused":
                             raise self._load_failure(loaded)
-                except StartupTimedOut:
-                    raise self._startup_overrun(
-                        "loading the adapter in its isolated process", AdapterFailure
-                    ) from None
+                except StartupTimedOut as overrun:
+                    raise self._startup_overrun(overrun) from None
         deadline = self._deadline(CALL_SLACK)
         call_id = next(self._calls)
         sessions: list[ToolSession] = []
@@ -605,7 +615,11 @@ class IsolatedAdapters:
             kwargs=kwargs,
             sessions=sessions,
         )
-        process = self._child(deadline)
+        try:
+            process = self._child(deadline)
+        except StartupTimedOut as overrun:
+            # The process died between its restart above and this call.
+            raise self._startup_overrun(overrun) from None
         try:
             process.send({**message, "collect": process.collected()})
             reply = process.receive(deadline)
