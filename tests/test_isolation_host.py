@@ -103,6 +103,7 @@ class Probe:
             "cwd": os.getcwd(),
             "path": sys.path,
             "oracles": importlib.util.find_spec("probe_oracles") is not None,
+            "pythonpath": os.environ.get("PYTHONPATH"),
         }
 
     def chat_settings(self):
@@ -706,6 +707,7 @@ def test_the_child_works_outside_the_project_with_no_path_to_its_suites(
         seen = probe.where()
         assert not Path(seen["cwd"]).resolve().is_relative_to(tmp_path.resolve())
         assert str(tmp_path) not in seen["path"]
+        assert seen["pythonpath"] == os.environ.get("PYTHONPATH"), "as pytest has it"
         assert not seen["oracles"], "a folder of the project imports as a namespace package"
         assert not any((Path(entry) / "probe_oracles").exists() for entry in seen["path"])
         shims = [Path(entry) for entry in seen["path"] if (Path(entry) / "pkg").exists()]

@@ -128,6 +128,7 @@ class Server:
                 os._exit(0)
             if op == "init":
                 sys.path[:] = message["sys_path"]
+                _restore_pythonpath(message["pythonpath"])
                 _install_settings(message["settings"])
                 link.send(json_message("ready", {"pid": os.getpid()}))
             elif op == "resolve":
@@ -256,6 +257,14 @@ class Server:
                 },
             )
         return json_message("returned", {"call": call_id}, text)
+
+
+def _restore_pythonpath(value: str | None) -> None:
+    """PYTHONPATH as the harness had it (it was extended only to start this process)."""
+    if value is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = value
 
 
 def _install_settings(settings: list[tuple[str, str, bytes]]) -> None:

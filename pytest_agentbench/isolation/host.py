@@ -267,11 +267,12 @@ class IsolatedAdapters:
         self._prefix = NAMESPACE_PREFIX if namespace else ()
         self._workdir = Path(tempfile.mkdtemp(prefix="agentbench-isolated-"))
         self._environment = dict(os.environ)
-        # The child must import this plugin before it is told its sys.path.
+        # The child must import this plugin before it is told its sys.path; it then
+        # puts PYTHONPATH back, so what the adapter starts does not inherit the entry.
         plugin_parent = str(Path(pytest_agentbench.__file__).resolve().parent.parent)
-        inherited = self._environment.get("PYTHONPATH")
+        self._pythonpath = self._environment.get("PYTHONPATH")
         self._environment["PYTHONPATH"] = (
-            plugin_parent if not inherited else f"{plugin_parent}{os.pathsep}{inherited}"
+            f"{plugin_parent}{os.pathsep}{self._pythonpath}" if self._pythonpath else plugin_parent
         )
         self._holding = False
         self._startup_failure: AdapterFailure | None = None
@@ -352,6 +353,7 @@ class IsolatedAdapters:
                     "op": "init",
                     "sys_path": child_path(sys.path, self._protected, self._workdir),
                     "settings": list(self._settings),
+                    "pythonpath": self._pythonpath,
                 }
             )
             ready = process.receive(deadline)
