@@ -92,6 +92,11 @@ class Probe:
         os.waitpid(first, 0)
         return int(os.read(read, 32))
 
+    def setsid_and_exit(self, path):
+        with open(path, "w") as handle:
+            handle.write(str(subprocess.Popen(["setsid", "sleep", "1000"]).pid))
+        os._exit(3)
+
     def setsid_and_hang(self):
         subprocess.Popen(["setsid", "sleep", "1000"])
         time.sleep(1000)
@@ -648,6 +653,17 @@ def test_a_hang_ends_the_whole_tree_setsid_included(probe_module: Any, tmp_path:
     }
     host.close()
     assert not leftovers
+
+
+def test_what_a_dead_child_left_behind_is_found_and_ended(
+    host: IsolatedAdapters, probe_module: Any, tmp_path: Path
+) -> None:
+    probe = host.remote(probe_module.Probe())
+    with pytest.raises(AdapterFailure, match="exited with status 3"):
+        probe.setsid_and_exit(str(tmp_path / "orphan.pid"))
+    # The orphan left the child's session and lost its parent: its environment names it.
+    assert _gone(int((tmp_path / "orphan.pid").read_text()))
+    assert probe.answer("1+1") == 2
 
 
 def _is_sleep(pid: int) -> bool:
