@@ -801,3 +801,7 @@ def test_close_ends_the_process(probe_module: Any) -> None:
     host.close()
     assert _gone(pid)
     assert host.pid is None
+    # A closed host starts a fresh child (in a fresh folder) when used again.
+    assert probe.answer("1+1") == 2
+    assert probe.pid() not in {pid, os.getpid()}
+    host.close()

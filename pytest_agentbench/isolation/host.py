@@ -265,7 +265,8 @@ class IsolatedAdapters:
         self._settings = tuple(settings)
         self._protected = tuple(Path(root).resolve() for root in protected)
         self._prefix = NAMESPACE_PREFIX if namespace else ()
-        self._workdir = Path(tempfile.mkdtemp(prefix="agentbench-isolated-"))
+        self._workdir: Path | None = None
+        """The child's working folder, made when a child starts and removed by :meth:`close`."""
         self._environment = dict(os.environ)
         # The child must import this plugin before it is told its sys.path; it then
         # puts PYTHONPATH back, so what the adapter starts does not inherit the entry.
@@ -338,8 +339,11 @@ class IsolatedAdapters:
             _HarnessProcess.hold()
             self._holding = True
         try:
+            if self._workdir is None:
+                self._workdir = Path(tempfile.mkdtemp(prefix="agentbench-isolated-"))
+            workdir = self._workdir
             process = AdapterProcess(
-                self._output, cwd=str(self._workdir), env=self._environment, prefix=self._prefix
+                self._output, cwd=str(workdir), env=self._environment, prefix=self._prefix
             )
         except OSError as exc:
             raise IsolationFailure(
@@ -351,7 +355,7 @@ class IsolatedAdapters:
             process.send(
                 {
                     "op": "init",
-                    "sys_path": child_path(sys.path, self._protected, self._workdir),
+                    "sys_path": child_path(sys.path, self._protected, workdir),
                     "settings": list(self._settings),
                     "pythonpath": self._pythonpath,
                 }
@@ -397,7 +401,9 @@ class IsolatedAdapters:
         if self._holding:
             self._holding = False
             _HarnessProcess.release()
-        shutil.rmtree(self._workdir, ignore_errors=True)
+        workdir, self._workdir = self._workdir, None
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
 
     # -- loading -----------------------------------------------------------
 
