@@ -195,6 +195,13 @@ def _questions() -> dict[str, str]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs: a zombie (ended, not yet collected) runs nothing."""
+    if Path("/proc/self/stat").exists():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            return False
+        return stat.rpartition(")")[2].split()[0] != "Z"
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -6,13 +6,18 @@ import importlib
 import os
 import sys
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters
+from pytest_agentbench.agents.settings import ChatSettings, configure
+from pytest_agentbench.isolation import forwarding, processes
+from pytest_agentbench.isolation.channel import AdapterProcess
+from pytest_agentbench.isolation.forwarding import forwarded_settings
+from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters, namespace_available
 from pytest_agentbench.run.adapters import adapter_class, implements, kind_protocols
 from pytest_agentbench.sdk.contracts import FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
@@ -24,6 +29,8 @@ PROBE = """
 import gc
 import os
 import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -50,6 +57,76 @@ class Probe:
     def same_view(self, view):
         same, self.last = view is self.last, view
         return {"same": same, "size": len(view)}
+
+    def tamper(self, view, again):
+        seen = view.get("tampered", False)
+        view["tampered"] = True
+        return {"seen": seen, "same_in_call": view is again}
+
+    def fork_back(self):
+        # The forked copy returns into the child's serving loop, as a careless fork would.
+        os.fork()
+        return "forked"
+
+    def fork_and_work(self):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(1000)
+            os._exit(0)
+        return pid
+
+    def setsid_grandchild(self):
+        return subprocess.Popen(["setsid", "sleep", "1000"]).pid
+
+    def daemon(self):
+        read, write = os.pipe()
+        first = os.fork()
+        if first == 0:
+            os.setsid()
+            second = os.fork()
+            if second == 0:
+                time.sleep(1000)
+                os._exit(0)
+            os.write(write, str(second).encode())
+            os._exit(0)
+        os.waitpid(first, 0)
+        return int(os.read(read, 32))
+
+    def setsid_and_exit(self, path):
+        with open(path, "w") as handle:
+            handle.write(str(subprocess.Popen(["setsid", "sleep", "1000"]).pid))
+        os._exit(3)
+
+    def setsid_and_hang(self):
+        subprocess.Popen(["setsid", "sleep", "1000"])
+        time.sleep(1000)
+
+    def where(self):
+        import importlib.util
+
+        return {
+            "cwd": os.getcwd(),
+            "path": sys.path,
+            "oracles": importlib.util.find_spec("probe_oracles") is not None,
+            "pythonpath": os.environ.get("PYTHONPATH"),
+        }
+
+    def chat_settings(self):
+        from pytest_agentbench.agents.settings import configured_settings
+
+        return configured_settings().model_dump(mode="json")
+
+    def read_parent_memory(self):
+        parent = os.getppid()
+        try:
+            with open(f"/proc/{parent}/maps") as maps:
+                start = int(maps.readline().split("-")[0], 16)
+            with open(f"/proc/{parent}/mem", "rb") as memory:
+                memory.seek(start)
+                memory.read(16)
+        except OSError as exc:
+            return type(exc).__name__
+        return "read"
 
     def echo(self, value):
         return value
@@ -158,6 +235,33 @@ class Probe:
         return "answered"
 
 
+class Resident(Probe):
+    # Starts a helper when rebuilt: the adapter's own, kept while the process lives.
+
+    def __init__(self):
+        super().__init__()
+        self.helper = None
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.helper = subprocess.Popen(["sleep", "1000"]).pid
+
+    def helper_pid(self):
+        return self.helper
+
+
+class SlowStart(Probe):
+    # Takes ``delay`` seconds to be rebuilt in the child.
+
+    def __init__(self, delay):
+        super().__init__()
+        self.delay = delay
+
+    def __setstate__(self, state):
+        time.sleep(state["delay"])
+        self.__dict__.update(state)
+
+
 def build_probe():
     return Probe()
 
@@ -221,11 +325,11 @@ def host() -> Iterator[IsolatedAdapters]:
 
 
 def _gone(pid: int) -> bool:
+    """Whether ``pid`` ends within a few seconds (a zombie has ended: it runs nothing)."""
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        entry = processes.process_table().get(pid)
+        if entry is None or entry.zombie:
             return True
         time.sleep(0.05)
     return False
@@ -242,17 +346,33 @@ def test_a_remote_adapter_answers_like_the_adapter(
     assert probe.pid() != os.getpid()
 
 
-def test_a_view_is_sent_once_and_stays_one_object_in_the_child(
-    host: IsolatedAdapters, probe_module: Any
+def test_a_view_is_sent_once_and_each_call_gets_its_own_copy(
+    host: IsolatedAdapters, probe_module: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    sent: list[int] = []
+    send = AdapterProcess.send
+
+    def counting(process: AdapterProcess, message: dict[str, Any]) -> None:
+        if message["op"] == "call":
+            sent.append(len(message["blobs"]))
+        send(process, message)
+
+    monkeypatch.setattr(AdapterProcess, "send", counting)
     probe = host.remote(probe_module.Probe())
     view = {"events": list(range(100))}
+    # What a call does to its copy is not seen by the next; within one call a
+    # value passed twice is one object, as in-process.
+    assert probe.tamper(view, view) == {"seen": False, "same_in_call": True}
+    assert probe.tamper(view, view) == {"seen": False, "same_in_call": True}
     assert probe.same_view(view) == {"same": False, "size": 1}
-    assert probe.same_view(view) == {"same": True, "size": 1}
+    assert probe.same_view(view) == {"same": False, "size": 1}
+    assert sent == [1, 0, 0, 0], "the view crossed the pipe once"
     # Many other values later, the child has forgotten it and is sent it again.
     for index in range(40):
         probe.same_view({"other": index})
+    sent.clear()
     assert probe.same_view(view) == {"same": False, "size": 1}
+    assert sent == [1]
 
 
 def test_a_mutable_view_changed_in_the_harness_is_sent_again(
@@ -484,6 +604,196 @@ def test_tool_calls_from_the_adapters_threads_are_served_one_at_a_time(
     assert len(session.calls) == 6
 
 
+def test_a_fork_returning_into_the_child_does_not_answer_for_it(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
+    probe = host.remote(probe_module.Probe())
+    pid = probe.pid()
+    for _ in range(3):
+        assert probe.fork_back() == "forked"
+        # The next call is answered by the child, not a stray copy, and nothing is charged to it.
+        assert probe.answer("2+3") == 5
+    assert probe.pid() == pid
+    assert host.starts == 1
+
+
+@pytest.mark.parametrize("method", ["fork_and_work", "setsid_grandchild", "daemon"])
+def test_what_a_call_starts_ends_with_the_call(
+    host: IsolatedAdapters, probe_module: Any, method: str
+) -> None:
+    probe = host.remote(probe_module.Probe())
+    started = getattr(probe, method)()
+    assert _gone(started), f"{method} left {started} running after its call"
+    assert probe.answer("1+1") == 2
+    assert host.starts == 1
+
+
+def test_what_the_adapter_starts_when_built_lives_with_the_process(probe_module: Any) -> None:
+    host = IsolatedAdapters(timeout=5)
+    probe = host.remote(probe_module.Resident())
+    helper = probe.helper_pid()
+    assert probe.answer("1+1") == 2
+    os.kill(helper, 0)  # still running after two calls
+    host.close()
+    assert _gone(helper)
+
+
+def test_a_hang_ends_the_whole_tree_setsid_included(probe_module: Any, tmp_path: Path) -> None:
+    host = IsolatedAdapters(timeout=0.5)
+    probe = host.remote(probe_module.Probe())
+    child = probe.pid()
+    table_before = processes.process_table()
+    with pytest.raises(CaseTimeout):
+        probe.setsid_and_hang()
+    assert _gone(child)
+    leftovers = {
+        entry.pid
+        for entry in processes.process_table().values()
+        if entry.pid not in table_before and entry.session != os.getsid(0) and _is_sleep(entry.pid)
+    }
+    host.close()
+    assert not leftovers
+
+
+def test_what_a_dead_child_left_behind_is_found_and_ended(
+    host: IsolatedAdapters, probe_module: Any, tmp_path: Path
+) -> None:
+    probe = host.remote(probe_module.Probe())
+    with pytest.raises(AdapterFailure, match="exited with status 3"):
+        probe.setsid_and_exit(str(tmp_path / "orphan.pid"))
+    # The orphan left the child's session and lost its parent: its environment names it.
+    assert _gone(int((tmp_path / "orphan.pid").read_text()))
+    assert probe.answer("1+1") == 2
+
+
+def _is_sleep(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"1000"]
+    except OSError:
+        return False
+
+
+def test_start_up_has_its_own_limit_and_an_overrun_is_reported_once(
+    probe_module: Any,
+) -> None:
+    # Rebuilding takes longer than the case limit: not charged to the case.
+    host = IsolatedAdapters(timeout=0.2, startup_timeout=60)
+    try:
+        probe = host.remote(probe_module.SlowStart(0.5))
+        assert probe.answer("2+2") == 4
+        with pytest.raises(CaseTimeout):
+            probe.hang()
+        # The restart after the timeout is the start-up's time again, not this call's.
+        host.remote(probe)
+        assert probe.answer("2+3") == 5
+    finally:
+        host.close()
+    # Long enough for the interpreter to start on a loaded machine, far shorter than the load.
+    host = IsolatedAdapters(timeout=30, startup_timeout=5)
+    try:
+        probe = host.remote(probe_module.SlowStart(600))
+        with pytest.raises(AdapterFailure) as first:
+            probe.answer("1+1")
+        assert first.value.failure_class is FailureClass.AGENT_ERROR
+        assert first.value.reason == (
+            "[isolation_startup_timeout] loading the adapter in its isolated process took over "
+            "5s (agentbench_isolate_startup_timeout; the case limit does not apply to start-up)"
+        )
+        starts = host.starts
+        for _ in range(2):
+            host.remote(probe)
+            with pytest.raises(AdapterFailure) as later:
+                probe.answer("1+1")
+            assert later.value.failure_class is FailureClass.AGENT_ERROR
+            assert later.value.reason.endswith("earlier in this process; not tried again")
+        assert host.starts == starts, "an overrun start-up is not tried again"
+    finally:
+        host.close()
+
+
+def test_the_child_works_outside_the_project_with_no_path_to_its_suites(
+    probe_module: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "probe_oracles" / "demo").mkdir(parents=True)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    host = IsolatedAdapters(timeout=5, protected=[tmp_path])
+    try:
+        probe = host.remote(probe_module.Probe())
+        seen = probe.where()
+        assert not Path(seen["cwd"]).resolve().is_relative_to(tmp_path.resolve())
+        assert str(tmp_path) not in seen["path"]
+        assert seen["pythonpath"] == os.environ.get("PYTHONPATH"), "as pytest has it"
+        assert not seen["oracles"], "a folder of the project imports as a namespace package"
+        assert not any((Path(entry) / "probe_oracles").exists() for entry in seen["path"])
+        shims = [Path(entry) for entry in seen["path"] if (Path(entry) / "pkg").exists()]
+        # The adapter's module and the package still import from there.
+        assert [sorted(p.name for p in shim.iterdir()) for shim in shims] == [
+            ["isolation_probe.py", "pkg"]
+        ]
+    finally:
+        host.close()
+    assert not Path(seen["cwd"]).exists(), "the child's folder goes with the session"
+
+
+def test_pytest_is_not_dumpable_while_a_child_runs(
+    host: IsolatedAdapters, probe_module: Any
+) -> None:
+    before = processes.dumpable()
+    if before is None:
+        pytest.skip("no prctl on this platform")
+    probe = host.remote(probe_module.Probe())
+    probe.answer("1+1")
+    assert processes.dumpable() is False
+    host.close()
+    assert processes.dumpable() is before
+
+
+def test_in_a_user_namespace_the_child_cannot_read_pytests_memory(probe_module: Any) -> None:
+    unavailable = namespace_available()
+    if unavailable is not None:
+        pytest.skip(unavailable)
+    host = IsolatedAdapters(timeout=5, namespace=True)
+    try:
+        probe = host.remote(probe_module.Probe())
+        assert probe.answer("1+2") == 3
+        assert probe.read_parent_memory() == "PermissionError"
+    finally:
+        host.close()
+
+
+def test_the_sessions_settings_reach_the_child_whole(probe_module: Any, tmp_path: Path) -> None:
+    resolved = ChatSettings(
+        base_url="http://127.0.0.1:9/v1",
+        model="scripted-model",
+        max_turns=3,
+        cassettes=tmp_path / "tapes",
+        cassette_mode="replay",
+    )
+    configure(resolved)
+    try:
+        host = IsolatedAdapters(timeout=5, settings=forwarded_settings())
+    finally:
+        configure(None)
+    try:
+        probe = host.remote(probe_module.Probe())
+        assert probe.chat_settings() == resolved.model_dump(mode="json")
+    finally:
+        host.close()
+
+
+def test_settings_that_cannot_be_handed_over_refuse_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    holder = types.ModuleType("unpicklable_settings")
+    holder.__dict__.update(current=lambda: lambda: None, install=lambda value: None)
+    monkeypatch.setitem(sys.modules, holder.__name__, holder)
+    monkeypatch.setattr(forwarding, "FORWARDED", ((holder.__name__, "current", "install"),))
+    with pytest.raises(UsageError) as refused:
+        forwarding.forwarded_settings()
+    assert refused.value.code == "isolation_unforwardable_settings"
+
+
 def test_close_ends_the_process(probe_module: Any) -> None:
     host = IsolatedAdapters(timeout=5)
     probe = host.remote(probe_module.Probe())
@@ -491,3 +801,7 @@ def test_close_ends_the_process(probe_module: Any) -> None:
     host.close()
     assert _gone(pid)
     assert host.pid is None
+    # A closed host starts a fresh child (in a fresh folder) when used again.
+    assert probe.answer("1+1") == 2
+    assert probe.pid() not in {pid, os.getpid()}
+    host.close()

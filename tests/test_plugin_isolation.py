@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.isolation.host import namespace_available
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 
 AGENTS = """
@@ -154,3 +155,37 @@ def test_the_adapters_output_goes_to_pytests_stderr(project: pytest.Pytester) ->
     result.assert_outcomes(passed=3)
     assert "PRINTED-BY-THE-ADAPTER" not in result.stdout.str()
     assert result.stderr.str().count("PRINTED-BY-THE-ADAPTER") == 3
+
+
+def test_the_namespace_mode_runs_the_adapter_in_a_user_namespace_of_its_own(
+    project: pytest.Pytester,
+) -> None:
+    unavailable = namespace_available()
+    if unavailable is not None:
+        pytest.skip(unavailable)
+    project.makepyfile(
+        namespaced="import os\n"
+        "from pathlib import Path\n\n"
+        "class Namespaced:\n"
+        "    def answer(self, question):\n"
+        "        Path(__file__).resolve().with_name('ns.txt').write_text(\n"
+        "            os.readlink('/proc/self/ns/user'))\n"
+        "        left, right = question.split('+')\n"
+        "        return int(left) + int(right)\n"
+    )
+    project.makeini("[pytest]\nagentbench_isolate_namespace = true\n")
+    result = project.runpytest(
+        "--agentbench-adapter=namespaced:Namespaced",
+        "--agentbench-isolate",
+        "-m",
+        "not agentbench_control",
+    )
+    result.assert_outcomes(passed=3)
+    assert (project.path / "ns.txt").read_text() != os.readlink("/proc/self/ns/user")
+
+
+def test_an_invalid_start_up_allowance_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nagentbench_isolate_startup_timeout = soon\n")
+    result = project.runpytest("--agentbench-isolate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]invalid_timeout[]] agentbench_isolate_startup_timeout:*"])

@@ -1,9 +1,11 @@
 """One adapter process seen from the harness: start it, talk to it, end it.
 
-The child runs in its own session (process group), so ending it also ends
-whatever it started: a command-line tool the adapter runs, a worker pool. A
-call that outlives its deadline gets the group SIGTERM, then SIGKILL after a
-short grace, whatever the adapter does with signals.
+The child runs in its own session (process group), and ending it also ends
+whatever it started: a command-line tool the adapter runs, a worker pool, a
+grandchild that left the session with ``setsid`` (found through ``/proc``, see
+:mod:`.processes`). A call that outlives its deadline gets the group SIGTERM,
+then the whole tree SIGKILL after a short grace, whatever the adapter does
+with signals. What a call starts ends with the call (:meth:`AdapterProcess.end_call`).
 """
 
 from __future__ import annotations
@@ -14,18 +16,29 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
 
+from pytest_agentbench.isolation import processes
 from pytest_agentbench.isolation.protocol import MAX_MESSAGE_BYTES, pickle_for_child
 from pytest_agentbench.sdk.canonical import loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 _POLL_SLICE = 0.25
 """How often a wait also checks whether the child has died without closing its end."""
+
+TREE_VARIABLE = "AGENTBENCH_ISOLATED_TREE"
+"""Set in the child's environment to a token of its own; the processes it starts inherit it.
+
+A descendant that was orphaned when the child died is re-parented to the
+harness (a subreaper) and is recognised as the child's by this token.
+"""
+
+REAP_SECONDS = 1.0
+"""How long the harness waits for killed processes it adopted to be collectable."""
 
 
 class ChannelError(Exception):
@@ -73,13 +86,30 @@ def alarms_held() -> Iterator[None]:
 class AdapterProcess:
     """A started child and the harness's end of its connection."""
 
-    def __init__(self, output: int | None = None) -> None:
-        """Start a child; ``output`` is the descriptor its stdout and stderr write to."""
+    def __init__(
+        self,
+        output: int | None = None,
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
+    ) -> None:
+        """Start a child.
+
+        ``output`` is the descriptor its stdout and stderr write to, ``cwd`` its
+        working directory, ``env`` its environment (the harness's when None)
+        and ``prefix`` a command it runs under (``unshare ...``), which must
+        ``exec`` it so the child keeps the process id the harness started.
+        """
         parent_end, child_end = Pipe(duplex=True)
         fd = child_end.fileno()
+        self.token = os.urandom(16).hex()
+        environment = dict(os.environ if env is None else env)
+        environment[TREE_VARIABLE] = self.token
         try:
             self.process = subprocess.Popen(
                 [
+                    *prefix,
                     sys.executable,
                     "-m",
                     "pytest_agentbench.isolation.child",
@@ -90,11 +120,17 @@ class AdapterProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=output,
+                cwd=cwd,
+                env=environment,
                 start_new_session=True,
             )
         finally:
             child_end.close()
         self.connection: Connection = parent_end
+        self.resident: frozenset[int] = frozenset()
+        """Processes the adapter started while it was loaded: they live as long as the child."""
+        self.ended: list[int] = []
+        """Processes ended after a call, for the child to collect (it is their parent)."""
 
     @property
     def pid(self) -> int:
@@ -141,19 +177,65 @@ class AdapterProcess:
             return "closed its connection"
         return exit_description(returncode)
 
+    def note_resident(self) -> None:
+        """Take the processes below the child now as the adapter's own (after a load)."""
+        pid = self.process.pid
+        self.resident = (
+            frozenset(processes.descendants(pid)) if processes.has_children(pid) else frozenset()
+        )
+
+    def end_call(self) -> None:
+        """End every process the call started, so none works on into the next case."""
+        pid = self.process.pid
+        if processes.has_children(pid):
+            with alarms_held():
+                self.ended.extend(processes.kill_descendants(pid, keep=self.resident))
+
+    def collected(self) -> list[int]:
+        """The ended processes the child is to collect, each given once."""
+        ended, self.ended = self.ended, []
+        return ended
+
     def kill(self, grace: float) -> None:
-        """SIGTERM to the child's group, SIGKILL after ``grace`` seconds; reap it."""
+        """SIGTERM to the child's group, SIGKILL to its whole tree after ``grace``; reap it."""
         with alarms_held():
             try:
+                pid = self.process.pid
+                # Taken while the child is alive: once it has been collected, its pid
+                # (and session id) may name someone else's process.
+                tree = processes.descendants(pid) if self.alive() else set()
                 if self.alive():
                     self._signal_group(signal.SIGTERM)
                     with suppress(subprocess.TimeoutExpired):
                         self.process.wait(timeout=grace)
-                # Also reaches what the child started and left behind.
-                self._signal_group(signal.SIGKILL)
+                processes.kill_all(tree)
+                killed = set(tree)
+                if self.process.returncode is None:
+                    # Below the child first, so nothing is orphaned out of its tree meanwhile.
+                    killed |= processes.kill_descendants(pid)
+                    self._signal_group(signal.SIGKILL)
+                    with suppress(ProcessLookupError):
+                        self.process.kill()
                 self.process.wait()
+                killed |= self._kill_orphans()
+                processes.reap_adopted(killed, REAP_SECONDS)
             finally:
                 self.connection.close()
+
+    def _kill_orphans(self) -> set[int]:
+        """Kill what the dead child left behind outside its session, and what is below it.
+
+        Such a process was re-parented to the harness (a subreaper) or, where
+        there is none, to init; it carries the child's token in its environment.
+        """
+        me, marker = os.getpid(), f"{TREE_VARIABLE}={self.token}".encode()
+        killed: set[int] = set()
+        for entry in processes.process_table().values():
+            if entry.pid != me and not entry.zombie and _environment_has(entry.pid, marker):
+                killed |= processes.kill_descendants(entry.pid)
+                processes.kill_all([entry.pid])
+                killed.add(entry.pid)
+        return killed
 
     def shutdown(self, grace: float) -> None:
         """Ask the child to exit; end it by force if it does not within ``grace``."""
@@ -166,3 +248,11 @@ class AdapterProcess:
     def _signal_group(self, signum: int) -> None:
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signum)
+
+
+def _environment_has(pid: int, entry: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return entry in handle.read().split(b"\0")
+    except OSError:
+        return False

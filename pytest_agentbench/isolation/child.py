@@ -6,10 +6,20 @@ arguments the world passes (public views); it answers with the adapter's
 return value as JSON. Tool calls the adapter makes through a session argument
 travel back to the harness on the same connection while the call is open.
 
-Of the plugin it imports only :mod:`.protocol` (standard library); unpickling a
-view imports the modules that define the view's types, loading the adapter
-imports the adapter's module, and a tool session handed to the adapter loads
-:mod:`.remote_session` (with the tool-session contract, :mod:`pytest_agentbench.tools`).
+Of the plugin it imports only :mod:`.protocol` and :mod:`.processes`
+(standard library); the settings the harness resolved for the adapter (the
+chat agent's) are handed over whole and installed where the harness keeps
+them, importing their module; unpickling a view imports the modules that
+define the view's types, loading the adapter imports the adapter's module, and
+a tool session handed to the adapter loads :mod:`.remote_session` (with the
+tool-session contract, :mod:`pytest_agentbench.tools`).
+
+Each call gets its own copy of every argument, rebuilt from the bytes the
+harness sent (once), as each case gets its own view in-process: what an
+adapter does to a view in one case is not seen by the next.
+
+A process the adapter forks is a copy of this one; should the copy return
+into the serving loop, it exits there rather than answer on the connection.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
+from pytest_agentbench.isolation.processes import become_subreaper
 from pytest_agentbench.isolation.protocol import (
     MAX_MESSAGE_BYTES,
     describe_raised,
@@ -48,6 +59,8 @@ class Link:
         self.connection = connection
         self.lock = threading.Lock()
         self.current_call: int | None = None
+        self.pid = os.getpid()
+        """The serving process: a fork of it has another pid and must not use the connection."""
 
     def receive(self) -> dict[str, Any]:
         message: dict[str, Any] = unpickle_from_parent(self.connection.recv_bytes())
@@ -61,6 +74,8 @@ class Link:
 
         None, without asking the harness, once call ``call_id`` has ended.
         """
+        if os.getpid() != self.pid:
+            return None
         with self.lock:
             if self.current_call != call_id:
                 return None
@@ -96,7 +111,8 @@ class Server:
     def __init__(self, link: Link) -> None:
         self.link = link
         self.adapters: dict[int, Any] = {}
-        self.blobs: dict[str, Any] = {}
+        self.blobs: dict[str, bytes] = {}
+        """Each argument's pickle, unpickled afresh for every call that passes it."""
 
     def serve(self) -> None:
         link = self.link
@@ -112,6 +128,8 @@ class Server:
                 os._exit(0)
             if op == "init":
                 sys.path[:] = message["sys_path"]
+                _restore_pythonpath(message["pythonpath"])
+                _install_settings(message["settings"])
                 link.send(json_message("ready", {"pid": os.getpid()}))
             elif op == "resolve":
                 link.send(self.resolve(message["spec"]))
@@ -123,6 +141,9 @@ class Server:
                 try:
                     reply = self.call(message)
                 finally:
+                    if os.getpid() != link.pid:
+                        # A fork the adapter made, come back here: the call is not its to answer.
+                        os._exit(0)
                     link.lock.acquire()
                     link.current_call = None
                 link.send(reply)
@@ -144,6 +165,13 @@ class Server:
     def unload(self, message: Mapping[str, Any]) -> None:
         for released in message["unload"]:
             self.adapters.pop(released, None)
+        for ended in message["collect"]:
+            # Processes of the adapter's that the harness ended after a call: this
+            # process is their parent and collects them, so they do not pile up.
+            try:
+                os.waitpid(ended, os.WNOHANG)
+            except ChildProcessError:
+                continue
 
     def load(self, message: Mapping[str, Any]) -> bytes:
         self.unload(message)
@@ -180,10 +208,13 @@ class Server:
         kind, text = describe_raised(refused.cause)
         return json_message("refused", {"code": refused.code, "type": kind, "text": text})
 
-    def _argument(self, call_id: int, encoded: tuple[str, Any]) -> Any:
+    def _argument(self, call_id: int, encoded: tuple[str, Any], copies: dict[str, Any]) -> Any:
         kind, value = encoded
         if kind == "blob":
-            return self.blobs[value]
+            # One copy per call: a value passed twice in one call is one object, as in-process.
+            if value not in copies:
+                copies[value] = unpickle_from_parent(self.blobs[value])
+            return copies[value]
         if kind == "session":
             # Only adapters of interactive worlds pay for loading the tool-session contract.
             from pytest_agentbench.isolation.remote_session import RemoteToolSession
@@ -197,10 +228,13 @@ class Server:
         for digest in message["forget"]:
             self.blobs.pop(digest, None)
         try:
-            for digest, data in message["blobs"].items():
-                self.blobs[digest] = unpickle_from_parent(data)
-            args = [self._argument(call_id, item) for item in message["args"]]
-            kwargs = {key: self._argument(call_id, item) for key, item in message["kwargs"].items()}
+            self.blobs.update(message["blobs"])
+            copies: dict[str, Any] = {}
+            args = [self._argument(call_id, item, copies) for item in message["args"]]
+            kwargs = {
+                key: self._argument(call_id, item, copies)
+                for key, item in message["kwargs"].items()
+            }
             method = getattr(self.adapters[message["handle"]], message["method"])
             result = method(*args, **kwargs)
         # Everything the adapter raises is its failure, BaseExceptions included.
@@ -225,6 +259,20 @@ class Server:
         return json_message("returned", {"call": call_id}, text)
 
 
+def _restore_pythonpath(value: str | None) -> None:
+    """PYTHONPATH as the harness had it (it was extended only to start this process)."""
+    if value is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = value
+
+
+def _install_settings(settings: list[tuple[str, str, bytes]]) -> None:
+    """Install each resolved settings object as the harness has it: ``(module, setter, pickle)``."""
+    for module_name, setter, payload in settings:
+        getattr(importlib.import_module(module_name), setter)(unpickle_from_parent(payload))
+
+
 def _watch_parent(parent_pid: int) -> None:
     """End this process when the harness is gone (a hung adapter never reads the EOF)."""
     while True:
@@ -237,6 +285,9 @@ def main(argv: list[str]) -> None:
     fd, parent_pid = int(argv[0]), int(argv[1])
     # Ctrl-C in the terminal is the harness's to handle; it then ends this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # What the adapter starts and orphans is re-parented here, so it stays in this
+    # process's tree, where the harness finds it.
+    become_subreaper()
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
     Server(Link(Connection(fd))).serve()
 

@@ -9,24 +9,45 @@ BaseException or a garbled message is an ``agent_error``, a return value
 JSON cannot carry is a ``product_error``. Only the harness's own failures
 (a view that cannot be pickled, a child that cannot start) are
 ``harness_error``.
+
+Starting the child and loading the adapter into it (first, and again after a
+timeout or crash) is bounded by its own limit, the start-up allowance, never
+by the case limit, and is not the case's time. A start-up that overruns it
+fails the case it happened in, once; later cases fail at once with a
+reference to it rather than wait for it again.
+
+The child works in a folder of its own outside the project, with a
+``sys.path`` on which no entry leads to the project's suite or oracle folders
+(see :func:`child_path`), and the environment the harness had when isolation
+was set up. While a child runs, pytest's process is not dumpable, so a process
+of the same user without ``CAP_SYS_PTRACE`` cannot read its memory through
+``/proc/<pid>/mem``; with ``namespace`` the child runs in a user namespace of
+its own, which keeps it out of pytest's memory even as root.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import importlib.machinery
 import itertools
 import math
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import pytest_agentbench
+from pytest_agentbench.isolation import processes
 from pytest_agentbench.isolation.channel import (
     AdapterProcess,
     ChannelError,
@@ -34,6 +55,7 @@ from pytest_agentbench.isolation.channel import (
     ChildMisbehaved,
     ChildTimedOut,
 )
+from pytest_agentbench.isolation.forwarding import ForwardedSettings
 from pytest_agentbench.isolation.protocol import pickle_for_child, shape
 from pytest_agentbench.isolation.proxy import (
     PendingAdapter,
@@ -69,12 +91,18 @@ ends a hang first, once; the call's deadline bounds calls where no alarm can
 be delivered (off the main thread) without ever racing the alarm.
 """
 
-START_SLACK = 30.0
-"""How long past the case limit starting and loading a replacement process may take.
+STARTUP_TIMEOUT = 30.0
+"""Default of ``agentbench_isolate_startup_timeout``: how long starting the child and
+loading the adapter into it may take, whatever the case limit.
 
 That time is not the adapter's (the case limit's clock stops for it), but a
-constructor that hangs on reloading must still end.
+constructor that hangs must still end.
 """
+
+STARTUP_SETTING = "agentbench_isolate_startup_timeout"
+
+NAMESPACE_PREFIX = ("unshare", "--user", "--map-current-user")
+"""Runs the child in a new user namespace, as the same user (``exec``, so the pid stays)."""
 
 GRACE_SECONDS = 0.5
 """Between SIGTERM and SIGKILL when a child is ended."""
@@ -84,6 +112,54 @@ class IsolationFailure(AdapterFailure):
     """The harness's side of isolation failed: not the adapter's doing."""
 
     failure_class = FailureClass.HARNESS_ERROR
+
+
+class StartupTimedOut(Exception):
+    """Starting the child or loading the adapter overran the start-up allowance."""
+
+    def __init__(self, what: str, failure_type: type[AdapterFailure]) -> None:
+        super().__init__(what)
+        self.what = what
+        self.failure_type = failure_type
+        """The class of the case's failure: the harness's when the interpreter did not start."""
+
+
+def _starting() -> StartupTimedOut:
+    return StartupTimedOut("starting the adapter's process", IsolationFailure)
+
+
+def _loading() -> StartupTimedOut:
+    return StartupTimedOut("loading the adapter in its isolated process", AdapterFailure)
+
+
+class _HarnessProcess:
+    """pytest's own process flags while isolated children run (shared by every host)."""
+
+    holders = 0
+    made_undumpable = False
+    made_subreaper = False
+
+    @classmethod
+    def hold(cls) -> None:
+        """A child is about to start: protect pytest's memory, adopt the child's orphans."""
+        if cls.holders == 0:
+            cls.made_subreaper = processes.is_subreaper() is False and processes.set_subreaper(True)
+            cls.made_undumpable = processes.dumpable() is True and processes.set_dumpable(False)
+        cls.holders += 1
+
+    @classmethod
+    def release(cls) -> None:
+        """The last child has ended: give pytest's process its flags back."""
+        cls.holders -= 1
+        if cls.holders > 0:
+            return
+        if cls.made_undumpable:
+            processes.set_dumpable(True)
+            cls.made_undumpable = False
+        if cls.made_subreaper:
+            # Later orphans of other processes pytest starts are not its to collect.
+            processes.set_subreaper(False)
+            cls.made_subreaper = False
 
 
 @dataclass(frozen=True)
@@ -104,17 +180,103 @@ class PickledRecipe:
 Recipe = SpecRecipe | PickledRecipe
 
 
-def _absolute_path() -> list[str]:
-    # The child starts in the same directory, but '' must not mean a later chdir.
-    return [os.path.abspath(entry) if entry else os.getcwd() for entry in sys.path]
+_IMPORTABLE = tuple(importlib.machinery.all_suffixes())
+
+
+def _leads_to(entry: Path, protected: Sequence[Path]) -> bool:
+    return any(root == entry or root.is_relative_to(entry) for root in protected)
+
+
+def _is_package(folder: Path) -> bool:
+    return any((folder / f"__init__{suffix}").is_file() for suffix in _IMPORTABLE)
+
+
+def child_path(entries: Sequence[str], protected: Sequence[Path], workdir: Path) -> list[str]:
+    """The child's ``sys.path``: pytest's, with no entry leading to a ``protected`` folder.
+
+    An entry that is a protected folder (the project, where suites and oracles
+    lie) or above one is replaced by a folder under ``workdir`` linking only
+    its importable modules and regular packages that hold no protected folder:
+    the adapter's own module at the project root still imports, while neither
+    an import (a folder imports as a namespace package) nor a path built from
+    ``sys.path`` reaches a suite. ``''`` (pytest's working directory) is taken
+    as that folder.
+    """
+    resolved = [Path(entry or os.getcwd()).resolve() for entry in entries]
+    path = []
+    for index, entry in enumerate(resolved):
+        if not _leads_to(entry, protected):
+            path.append(str(entry))
+            continue
+        shim = workdir / f"path-{index}"
+        shutil.rmtree(shim, ignore_errors=True)
+        shim.mkdir(parents=True)
+        try:
+            members = sorted(entry.iterdir())
+        except OSError:
+            members = []
+        for member in members:
+            importable = (member.is_file() and member.name.endswith(_IMPORTABLE)) or (
+                member.is_dir() and _is_package(member) and not _leads_to(member, protected)
+            )
+            if importable and not member.name.startswith("."):
+                (shim / member.name).symlink_to(member)
+        path.append(str(shim))
+    return path
+
+
+def namespace_available() -> str | None:
+    """Why the child cannot run in a user namespace of its own here; None when it can."""
+    if shutil.which(NAMESPACE_PREFIX[0]) is None:
+        return f"{NAMESPACE_PREFIX[0]} is not installed"
+    try:
+        probe = subprocess.run(
+            [*NAMESPACE_PREFIX, "true"], check=False, capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{' '.join(NAMESPACE_PREFIX)} failed: {exc}"
+    if probe.returncode != 0:
+        first = (probe.stderr.strip().splitlines() or [f"status {probe.returncode}"])[0]
+        return f"{' '.join(NAMESPACE_PREFIX)} failed: {first}"
+    return None
 
 
 class IsolatedAdapters:
     """The adapter process of this pytest process and the adapters loaded into it."""
 
-    def __init__(self, timeout: float, *, grace: float = GRACE_SECONDS) -> None:
+    def __init__(
+        self,
+        timeout: float,
+        *,
+        startup_timeout: float = STARTUP_TIMEOUT,
+        grace: float = GRACE_SECONDS,
+        settings: Sequence[ForwardedSettings] = (),
+        protected: Sequence[Path] = (),
+        namespace: bool = False,
+    ) -> None:
+        """``protected``: folders no ``sys.path`` entry of the child may lead to (the project's).
+
+        ``settings`` are installed in every child before it loads an adapter
+        (:mod:`.forwarding`); ``namespace`` starts it in a user namespace.
+        """
         self.timeout = timeout
+        self.startup_timeout = startup_timeout
         self.grace = grace
+        self._settings = tuple(settings)
+        self._protected = tuple(Path(root).resolve() for root in protected)
+        self._prefix = NAMESPACE_PREFIX if namespace else ()
+        self._workdir: Path | None = None
+        """The child's working folder, made when a child starts and removed by :meth:`close`."""
+        self._environment = dict(os.environ)
+        # The child must import this plugin before it is told its sys.path; it then
+        # puts PYTHONPATH back, so what the adapter starts does not inherit the entry.
+        plugin_parent = str(Path(pytest_agentbench.__file__).resolve().parent.parent)
+        self._pythonpath = self._environment.get("PYTHONPATH")
+        self._environment["PYTHONPATH"] = (
+            f"{plugin_parent}{os.pathsep}{self._pythonpath}" if self._pythonpath else plugin_parent
+        )
+        self._holding = False
+        self._startup_failure: AdapterFailure | None = None
         self._process: AdapterProcess | None = None
         self._recipes: dict[int, Recipe] = {}
         self._loaded: set[int] = set()
@@ -140,6 +302,27 @@ class IsolatedAdapters:
             return None
         return time.monotonic() + self.timeout + slack
 
+    def _startup_deadline(self) -> float | None:
+        if self.startup_timeout <= 0 or not math.isfinite(self.startup_timeout):
+            return None
+        return time.monotonic() + self.startup_timeout
+
+    def _startup_overrun(self, overrun: StartupTimedOut) -> AdapterFailure:
+        """The failure of the case whose start-up overran.
+
+        It is reported there once: later cases fail at once with a reference
+        to it, of the same class, instead of waiting out the allowance again.
+        """
+        what, kind = overrun.what, overrun.failure_type
+        self._startup_failure = kind(
+            f"[isolation_startup_timeout] {what} took over {self.startup_timeout:g}s "
+            f"({STARTUP_SETTING}) earlier in this process; not tried again"
+        )
+        return kind(
+            f"[isolation_startup_timeout] {what} took over {self.startup_timeout:g}s "
+            f"({STARTUP_SETTING}; the case limit does not apply to start-up)"
+        )
+
     @property
     def pid(self) -> int | None:
         """The running child's process id, if one is running."""
@@ -150,8 +333,18 @@ class IsolatedAdapters:
             if self._process.alive():
                 return self._process
             self._discard()
+        if self._startup_failure is not None:
+            raise self._startup_failure
+        if not self._holding:
+            _HarnessProcess.hold()
+            self._holding = True
         try:
-            process = AdapterProcess(self._output)
+            if self._workdir is None:
+                self._workdir = Path(tempfile.mkdtemp(prefix="agentbench-isolated-"))
+            workdir = self._workdir
+            process = AdapterProcess(
+                self._output, cwd=str(workdir), env=self._environment, prefix=self._prefix
+            )
         except OSError as exc:
             raise IsolationFailure(
                 f"[isolation_unavailable] the adapter's process could not be started: {exc}"
@@ -159,8 +352,18 @@ class IsolatedAdapters:
         self._process = process
         self.starts += 1
         try:
-            process.send({"op": "init", "sys_path": _absolute_path()})
+            process.send(
+                {
+                    "op": "init",
+                    "sys_path": child_path(sys.path, self._protected, workdir),
+                    "settings": list(self._settings),
+                    "pythonpath": self._pythonpath,
+                }
+            )
             ready = process.receive(deadline)
+        except ChildTimedOut:
+            self._discard()
+            raise _starting() from None
         except ChannelError as exc:
             self._discard()
             raise IsolationFailure(
@@ -195,6 +398,12 @@ class IsolatedAdapters:
         output, self._output = self._output, None
         if output is not None:
             os.close(output)
+        if self._holding:
+            self._holding = False
+            _HarnessProcess.release()
+        workdir, self._workdir = self._workdir, None
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
 
     # -- loading -----------------------------------------------------------
 
@@ -205,7 +414,7 @@ class IsolatedAdapters:
             raise UsageError(
                 "adapter_spec", f"{spec!r} is not 'module:attr'", field="--agentbench-adapter"
             )
-        deadline = self._deadline()
+        deadline = self._startup_deadline()
         try:
             resolved = self._exchange({"op": "resolve", "spec": spec}, deadline)
             if resolved["op"] == "refused":
@@ -222,11 +431,12 @@ class IsolatedAdapters:
                 f"loading adapter {spec!r} in its isolated process failed: {failure.reason}",
                 field="--agentbench-adapter",
             ) from None
-        except CaseTimeout:
+        except StartupTimedOut as overrun:
+            self._startup_overrun(overrun)
             raise UsageError(
-                "adapter_import",
-                f"loading adapter {spec!r} in its isolated process took over {self.timeout:g}s",
-                field="--agentbench-adapter",
+                "isolation_startup_timeout",
+                f"adapter {spec!r}: {overrun.what} took over {self.startup_timeout:g}s",
+                field=STARTUP_SETTING,
             ) from None
         if loaded["op"] == "refused":
             raise self._spec_refusal(spec, loaded)
@@ -313,11 +523,9 @@ class IsolatedAdapters:
         if handle in self._loaded and self._process is not None and self._process.alive():
             return
         try:
-            loaded = self._load(handle, self._deadline())
-        except CaseTimeout:
-            self._load_failures[handle] = AdapterFailure(
-                f"loading the adapter in its isolated process took over {self.timeout:g}s"
-            )
+            loaded = self._load(handle, self._startup_deadline())
+        except StartupTimedOut as overrun:
+            self._load_failures[handle] = self._startup_overrun(overrun)
         except AdapterFailure as failure:
             self._load_failures[handle] = failure
         else:
@@ -350,11 +558,18 @@ class IsolatedAdapters:
         return cls(self, handle)
 
     def _exchange(self, message: dict[str, Any], deadline: float | None) -> dict[str, Any]:
-        """One request and its reply; any failure or interruption discards the child."""
+        """One start-up request (resolve, load) and its reply.
+
+        Any failure or interruption discards the child; running out of
+        ``deadline`` (the start-up allowance) is :class:`StartupTimedOut`.
+        """
         process = self._child(deadline)
         try:
-            process.send(message)
+            process.send({**message, "collect": process.collected()})
             return process.receive(deadline)
+        except ChildTimedOut:
+            self._discard()
+            raise _loading() from None
         except BaseException as exc:
             self._discard()
             raise self._translated(exc) from None
@@ -371,6 +586,8 @@ class IsolatedAdapters:
         reply = self._exchange(message, deadline)
         if reply["op"] == "loaded":
             self._loaded.add(handle)
+            if self._process is not None:
+                self._process.note_resident()
         return reply
 
     # -- calls -------------------------------------------------------------
@@ -386,12 +603,15 @@ class IsolatedAdapters:
             # A fresh process after a crash or a hang: the harness's recovery, which a
             # loaded machine can make slower than a short case limit.
             with harness_time():
-                start_deadline = self._deadline(START_SLACK)
-                self._child(start_deadline)
-                if handle not in self._loaded:
-                    loaded = self._load(handle, start_deadline)
-                    if loaded["op"] == "refused":
-                        raise self._load_failure(loaded)
+                start_deadline = self._startup_deadline()
+                try:
+                    self._child(start_deadline)
+                    if handle not in self._loaded:
+                        loaded = self._load(handle, start_deadline)
+                        if loaded["op"] == "refused":
+                            raise self._load_failure(loaded)
+                except StartupTimedOut as overrun:
+                    raise self._startup_overrun(overrun) from None
         deadline = self._deadline(CALL_SLACK)
         call_id = next(self._calls)
         sessions: list[ToolSession] = []
@@ -403,13 +623,18 @@ class IsolatedAdapters:
             kwargs=kwargs,
             sessions=sessions,
         )
-        process = self._child(deadline)
         try:
-            process.send(message)
+            process = self._child(deadline)
+        except StartupTimedOut as overrun:
+            # The process died between its restart above and this call.
+            raise self._startup_overrun(overrun) from None
+        try:
+            process.send({**message, "collect": process.collected()})
             reply = process.receive(deadline)
             while reply["op"] == "tool_call":
                 process.send(self._tool_reply(call_id, reply, sessions))
                 reply = process.receive(deadline)
+            process.end_call()
         except BaseException as exc:
             self._discard()
             raise self._translated(exc) from None

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_agentbench.isolation.host import IsolatedAdapters
+from pytest_agentbench.isolation.forwarding import forwarded_settings
+from pytest_agentbench.isolation.host import (
+    STARTUP_SETTING,
+    IsolatedAdapters,
+    namespace_available,
+)
+from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.registry import KindProtocols
+from pytest_agentbench.sdk.runner import parse_timeout
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -40,3 +48,34 @@ def configured_adapter(
     if _is_xdist_controller(config):
         isolation.close()
     return adapter
+
+
+def isolated_adapters(
+    config: pytest.Config, timeout: float, oracle_roots: Sequence[Path]
+) -> IsolatedAdapters:
+    """The adapter-process host of an isolated run, as the ini file and session configure it.
+
+    Refuses the run (a usage error) when the start-up allowance is invalid, a
+    requested user namespace is unavailable, or the settings an adapter reads
+    cannot be handed to its process.
+    """
+    try:
+        startup_timeout = parse_timeout(config.getini(STARTUP_SETTING))
+    except ValueError as exc:
+        raise UsageError("invalid_timeout", str(exc), field=STARTUP_SETTING) from None
+    namespace = bool(config.getini("agentbench_isolate_namespace"))
+    if namespace:
+        unavailable = namespace_available()
+        if unavailable is not None:
+            raise UsageError(
+                "isolation_namespace_unavailable",
+                f"the isolated adapter cannot run in a user namespace here: {unavailable}",
+                field="agentbench_isolate_namespace",
+            )
+    return IsolatedAdapters(
+        timeout,
+        startup_timeout=startup_timeout,
+        settings=forwarded_settings(),
+        protected=(config.rootpath, *oracle_roots),
+        namespace=namespace,
+    )

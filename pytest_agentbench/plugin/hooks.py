@@ -202,10 +202,9 @@ def pytest_configure(config: pytest.Config) -> None:
         state = AgentbenchState(options=options, registry=registry, loader=loader)
         if options.isolate:
             # Imported only when asked for: subprocess and multiprocessing cost start-up.
-            from pytest_agentbench.isolation.host import IsolatedAdapters
-            from pytest_agentbench.isolation.setup import configured_adapter
+            from pytest_agentbench.isolation.setup import configured_adapter, isolated_adapters
 
-            state.isolation = IsolatedAdapters(options.timeout)
+            state.isolation = isolated_adapters(config, options.timeout, loader.oracle_roots)
             if options.adapter_spec:
                 state.adapter = configured_adapter(
                     config, state.isolation, options.adapter_spec, registry.adapter_protocols()

@@ -168,6 +168,19 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
     )
     r.addini(
+        "agentbench_isolate_startup_timeout",
+        "seconds an isolated adapter's process may take to start and load the adapter, "
+        "first and after a timeout or crash, apart from the case limit (0: no limit)",
+        default="30",
+    )
+    r.addini(
+        "agentbench_isolate_namespace",
+        "run the isolated adapter in a user namespace of its own (unshare), so it cannot "
+        "read pytest's memory even as root; refused where unavailable",
+        type="bool",
+        default=False,
+    )
+    r.addini(
         "agentbench_oracle_roots",
         "folders outside the project that suites' oracle folders may lie in",
         type="paths",

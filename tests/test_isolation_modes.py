@@ -1,0 +1,370 @@
+"""What an adapter sees and leaves behind, the same in every mode: in-process and isolated,
+serially and under ``-n 2``.
+
+Each test runs one small pytest session per mode that applies and asserts every case of
+it: cassette replay stays offline (the chat agent's settings reach an isolated adapter),
+a view an adapter tampers with is its case's own copy, what an isolated adapter starts
+ends with its case, and an isolated adapter's restart is not charged to the next case.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.demo_world import write_demo_suite
+from tests.llm_server import ScriptedLLM
+
+MODES = {
+    "in-process": [],
+    "in-process-n2": ["-n", "2"],
+    "isolated": ["--agentbench-isolate"],
+    "isolated-n2": ["--agentbench-isolate", "-n", "2"],
+}
+ISOLATED_MODES = {name: args for name, args in MODES.items() if "--agentbench-isolate" in args}
+
+
+def _suite_results(report: Path) -> dict[str, dict[str, Any]]:
+    (suite,) = json.loads(report.read_text())["suites"]
+    return {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+
+
+# -- cassette replay -------------------------------------------------------------------
+
+NETWORK_GUARD = """
+import os
+import socket
+
+_connect = socket.socket.connect
+
+
+def _refuse_non_loopback(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        host = address[0]
+        if not (host.startswith("127.") or host == "::1"):
+            with open(os.environ["NETWORK_GUARD_LOG"], "a") as log:
+                log.write(f"{os.getpid()} {host}\\n")
+            raise ConnectionRefusedError(f"network guard: {host} is not loopback")
+    return _connect(self, address)
+
+
+socket.socket.connect = _refuse_non_loopback
+"""
+"""A ``sitecustomize`` on PYTHONPATH: every process of a session (pytest, its xdist
+workers, the isolated adapter's process) refuses, and logs, non-loopback connections."""
+
+SCENARIOS = ("tools", "malformed_args", "prose")
+KEY_ENV = "AGENTBENCH_TEST_LLM_KEY"
+CHAT_ADAPTER = "--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent"
+
+
+def _guard_this_process(guard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the guard does in every process a session starts, done in this one (its pytest)."""
+    unguarded = socket.socket.connect
+    spec = importlib.util.spec_from_file_location("network_guard", guard / "sitecustomize.py")
+    assert spec is not None
+    assert spec.loader is not None
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    guarded = socket.socket.connect
+    socket.socket.connect = unguarded  # type: ignore[method-assign]
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+def _chat_run(
+    pytester: pytest.Pytester, tag: str, *args: str
+) -> tuple[pytest.RunResult, dict[str, Any]]:
+    report = pytester.path / f"{tag}.json"
+    result = pytester.runpytest(
+        CHAT_ADAPTER,
+        "--agentbench-timeout=60",
+        f"--agentbench-report={report}",
+        "-m",
+        "not agentbench_control",
+        *args,
+    )
+    results = {
+        case_id: (result["outcome"], result["failure_class"], result["failure_reason"])
+        for case_id, result in _suite_results(report).items()
+    }
+    return result, results
+
+
+def test_cassette_replay_reaches_the_adapter_and_stays_offline_in_every_mode(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_demo_suite(
+        demo.path,
+        "chat-suite",
+        questions={q: q for q in SCENARIOS},
+        answers=dict.fromkeys(SCENARIOS, 3),
+        world="demo-tools",
+    )
+    # Settings from the ini file, which only the pytest session reads.
+    demo.makeini(
+        "[pytest]\n"
+        "agentbench_llm_model = scripted-model\n"
+        f"agentbench_llm_api_key_env = {KEY_ENV}\n"
+        "agentbench_llm_max_turns = 4\n"
+        "agentbench_llm_retry_backoff = 0\n"
+    )
+    guard = demo.mkdir("guard")
+    (guard / "sitecustomize.py").write_text(NETWORK_GUARD)
+    log = demo.path / "connections.log"
+    monkeypatch.setenv("NETWORK_GUARD_LOG", str(log))
+    monkeypatch.setenv(KEY_ENV, "sk-any-configured-key")
+    tapes = demo.path / "cassettes"
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        _, recorded = _chat_run(demo, "record", f"--agentbench-cassettes={tapes}")
+    recorded_requests = len(server.requests)
+    assert recorded_requests >= len(SCENARIOS)
+    assert len(list(tapes.glob("*.json"))) == recorded_requests
+    monkeypatch.setenv("PYTHONPATH", str(guard))
+    _guard_this_process(guard, monkeypatch)
+    # A live endpoint that is not loopback: any request that is not replayed reaches the guard.
+    monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", "http://203.0.113.7/v1")
+    for mode, args in MODES.items():
+        _, replayed = _chat_run(
+            demo,
+            f"replay-{mode}",
+            f"--agentbench-cassettes={tapes}",
+            "--agentbench-cassette-mode=replay",
+            *args,
+        )
+        assert replayed == recorded, mode
+        assert not log.exists(), f"{mode}: {log.read_text()}"
+    assert len(server.requests) == recorded_requests, "replay sent nothing to the server"
+    # The guard does catch the isolated adapter's process: live, it is refused.
+    _, live = _chat_run(demo, "live", "--agentbench-isolate")
+    assert {outcome[1] for outcome in live.values()} == {"agent_error"}
+    assert "203.0.113.7" in log.read_text()
+
+
+# -- a view tampered with --------------------------------------------------------------
+
+SHELF_WORLD = """
+from typing import Any, Protocol, runtime_checkable
+
+from demo_world import DemoWorld
+from pytest_agentbench.sdk.contracts import Outcome, Record
+from pytest_agentbench.sdk.hookspecs import hookimpl
+from pytest_agentbench.sdk.runner import MalformedOutput, call_adapter
+
+
+class Catalog(Record):
+    items: tuple[str, ...]
+
+
+@runtime_checkable
+class ShelfAdapter(Protocol):
+    def answer(self, question: str, catalog: Catalog) -> Any: ...
+
+
+class ShelfWorld(DemoWorld):
+    kind = "demo-shelf"
+    adapter_protocol = ShelfAdapter
+
+    def public_view(self, suite, case):
+        # Every case's own catalog, equal in every case (so its pickle is too).
+        question = suite.data["questions"][case.case_id]
+        return {"question": question, "catalog": Catalog(items=("a", "b"))}
+
+    def run(self, suite, case, view, adapter):
+        value = call_adapter(adapter.answer, view["question"], view["catalog"])
+        if not isinstance(value, int):
+            raise MalformedOutput(f"answer must be an integer, got {type(value).__name__}")
+        return Outcome(output={"answer": value})
+
+
+@hookimpl
+def pytest_agentbench_world_kinds():
+    return [ShelfWorld()]
+"""
+
+TAMPERING = """
+class Tamperer:
+    def answer(self, question, catalog):
+        if catalog.items != ("a", "b"):
+            return -1  # what an earlier case did to its view
+        object.__setattr__(catalog, "items", ())
+        left, right = question.split("+")
+        return int(left) + int(right)
+"""
+
+
+def test_a_view_an_adapter_tampers_with_is_its_cases_own_in_every_mode(
+    demo: pytest.Pytester,
+) -> None:
+    questions = {f"c{index:02d}": f"{index}+1" for index in range(6)}
+    write_demo_suite(demo.path, "shelf-suite", questions=questions, world="demo-shelf")
+    demo.makepyfile(shelf_world=SHELF_WORLD, tampering=TAMPERING)
+    demo.makeconftest("from shelf_world import pytest_agentbench_world_kinds\n")
+    for mode, args in MODES.items():
+        report = demo.path / f"{mode}.json"
+        result = demo.runpytest(
+            "--agentbench-adapter=tampering:Tamperer",
+            f"--agentbench-report={report}",
+            "-m",
+            "not agentbench_control",
+            *args,
+        )
+        result.assert_outcomes(passed=len(questions))
+        assert {r["outcome"] for r in _suite_results(report).values()} == {"passed"}, mode
+
+
+# -- processes an isolated adapter starts ----------------------------------------------
+
+SPAWNING = """
+import os
+import subprocess
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _note(pid):
+    with (HERE / "started.pid").open("a") as handle:
+        handle.write(f"{pid}\\n")
+
+
+def setsid_grandchild():
+    _note(subprocess.Popen(["setsid", "sleep", "1000"]).pid)
+
+
+def fork_back():
+    # The copy returns into the adapter's process's serving loop.
+    os.fork()
+
+
+def fork_and_work():
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            pass
+    _note(pid)
+
+
+def daemon():
+    read, write = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.setsid()
+        second = os.fork()
+        if second == 0:
+            time.sleep(1000)
+            os._exit(0)
+        os.write(write, str(second).encode())
+        os._exit(0)
+    os.waitpid(first, 0)
+    _note(int(os.read(read, 32)))
+
+
+BEHAVIOUR = {1: setsid_grandchild, 2: fork_back, 3: fork_and_work, 4: daemon}
+
+
+class Spawning:
+    def answer(self, question):
+        left, right = (int(part) for part in question.split("+"))
+        if left in BEHAVIOUR:
+            BEHAVIOUR[left]()
+        return left + right
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _still_running(pids: set[int]) -> set[int]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_running(pid) for pid in pids):
+        time.sleep(0.1)
+    return {pid for pid in pids if _running(pid)}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_what_an_isolated_adapter_starts_ends_with_its_case(demo: pytest.Pytester) -> None:
+    # Each spawning case is followed by plain ones, which must not pay for it.
+    questions = {f"c{index:02d}": f"{index}+0" for index in range(1, 9)}
+    write_demo_suite(demo.path, questions=questions)
+    demo.makepyfile(spawning=SPAWNING)
+    started = demo.path / "started.pid"
+    for mode, args in ISOLATED_MODES.items():
+        report = demo.path / f"{mode}.json"
+        result = demo.runpytest(
+            "--agentbench-adapter=spawning:Spawning",
+            f"--agentbench-report={report}",
+            "--agentbench-timeout=30",
+            "-m",
+            "not agentbench_control",
+            *args,
+        )
+        result.assert_outcomes(passed=len(questions))
+        pids = {int(line) for line in started.read_text().split()}
+        assert len(pids) == 3, mode
+        assert _still_running(pids) == set(), f"{mode}: left running after the session"
+        started.unlink()
+
+
+# -- a restart after a timeout ---------------------------------------------------------
+
+SLOW_TO_START = """
+import time
+
+# Loading this module takes longer than a case may: start-up has its own allowance.
+time.sleep(1.5)
+
+
+class SlowToStart:
+    def answer(self, question):
+        left, right = (int(part) for part in question.split("+"))
+        if left == 0:
+            time.sleep(1000)
+        return left + right
+"""
+
+
+def test_an_isolated_restart_is_not_charged_to_the_next_case(demo: pytest.Pytester) -> None:
+    # Every other case hangs, so every case after one starts a fresh process.
+    questions = {f"c{index:02d}": f"{index % 2}+{index}" for index in range(4)}
+    write_demo_suite(demo.path, questions=questions)
+    demo.makepyfile(slow=SLOW_TO_START)
+    for mode, args in ISOLATED_MODES.items():
+        report = demo.path / f"{mode}.json"
+        result = demo.runpytest(
+            "--agentbench-adapter=slow:SlowToStart",
+            f"--agentbench-report={report}",
+            "--agentbench-timeout=1",
+            "-m",
+            "not agentbench_control",
+            *args,
+        )
+        result.assert_outcomes(passed=2, failed=2)
+        for case_id, case in _suite_results(report).items():
+            if questions[case_id].startswith("0+"):
+                assert case["failure_class"] == "agent_error", (mode, case_id)
+                assert case["failure_reason"].startswith("timed out after 1."), (mode, case_id)
+            else:
+                assert case["outcome"] == "passed", (mode, case_id, case["failure_reason"])
+    # An allowance the start-up overruns refuses the run once, before any case.
+    demo.makeini("[pytest]\nagentbench_isolate_startup_timeout = 0.5\n")
+    result = demo.runpytest("--agentbench-adapter=slow:SlowToStart", "--agentbench-isolate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*[[]isolation_startup_timeout[]] agentbench_isolate_startup_timeout: "
+            "adapter 'slow:SlowToStart': * took over 0.5s"
+        ]
+    )
