@@ -32,6 +32,7 @@ ENVIRONMENT_VARIABLE = re.compile(r"^AGENTBENCH_[A-Z0-9_]+$")
 ERROR_SUFFIXES = ("Error", "Miss")
 """Callables whose first string argument is a stable code: AgentbenchError and its
 subclasses, UsageError, ChatAgentError, ToolCallError, BackendError, CassetteMiss ..."""
+CODE_KEYWORDS = ("code", "failure_code")
 
 
 def documentation_pages() -> list[Path]:
@@ -102,21 +103,24 @@ def _called_name(call: ast.Call) -> str:
     return ""
 
 
+def _code(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and CODE.match(node.value):
+        return node.value
+    return None
+
+
 def raised_codes() -> set[str]:
-    """First string arguments of every *Error(...) / *Miss(...) call in the package."""
+    """First string arguments of every *Error(...) / *Miss(...) call in the package, and
+    every literal passed as ``code=`` or ``failure_code=`` (diagnostics, receipts)."""
     codes: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and node.args):
+            if not isinstance(node, ast.Call):
                 continue
-            first = node.args[0]
-            if (
-                _called_name(node).endswith(ERROR_SUFFIXES)
-                and isinstance(first, ast.Constant)
-                and isinstance(first.value, str)
-                and CODE.match(first.value)
-            ):
-                codes.add(first.value)
+            candidates = [kw.value for kw in node.keywords if kw.arg in CODE_KEYWORDS]
+            if node.args and _called_name(node).endswith(ERROR_SUFFIXES):
+                candidates.append(node.args[0])
+            codes.update(code for code in map(_code, candidates) if code is not None)
     return codes
 
 
