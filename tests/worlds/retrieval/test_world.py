@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sdk.suite import SUITE_FILE
+from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues
 from pytest_agentbench.worlds.retrieval.backends import LexicalBackend, TaskScope
 from pytest_agentbench.worlds.retrieval.harness import Harness
