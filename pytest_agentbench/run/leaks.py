@@ -74,7 +74,7 @@ def suite_canaries(world: World, suite: Suite, oracle: Any) -> tuple[str, ...]:
 
 
 def find_leak(
-    world: World, suite: Suite, case: Case, seen: str, outcome: Outcome, oracle: Any
+    world: World, suite: Suite, case: Case, seen: str, outcome: Outcome, *, oracle: Any
 ) -> AgentbenchError | None:
     """``harness_leak`` naming the case and where a canary showed, or None."""
     try:

@@ -449,9 +449,8 @@ class AgentbenchState:
         result = self.grade(loaded, case, outcome)
         if "agentbench.oracle" not in loaded.suite.cache:
             return result  # the oracle did not load: the grade already says why
-        leak = find_leak(
-            loaded.world, loaded.suite, case, seen, outcome, loaded.suite.cache["agentbench.oracle"]
-        )
+        oracle = loaded.suite.cache["agentbench.oracle"]
+        leak = find_leak(loaded.world, loaded.suite, case, seen, outcome, oracle=oracle)
         if leak is None:
             return result
         return harness_error(case.suite_id, case.case_id, cap_text(leak.render()), case.labels)
