@@ -20,7 +20,7 @@ KIND = "demo"
 SUITE_ID = "outside-suite"
 ENTRY_POINT = "outside-arith"
 
-REGISTRATION = f'''"""Registers the outside world: no @hookimpl, as pytest itself does not need one."""
+REGISTRATION = f'''"""Registers the outside world, with no @hookimpl: pytest needs none."""
 
 from pathlib import Path
 

@@ -120,7 +120,9 @@ def _allowed(module: str, kind: str) -> bool:
     return module in {"pytest_agentbench.sdk", own} or module.startswith(f"{own}.")
 
 
-WORLD_KINDS = sorted(path.name for path in WORLDS_ROOT.iterdir() if (path / "__init__.py").is_file())
+WORLD_KINDS = sorted(
+    path.name for path in WORLDS_ROOT.iterdir() if (path / "__init__.py").is_file()
+)
 
 
 @pytest.mark.parametrize("kind", WORLD_KINDS)
