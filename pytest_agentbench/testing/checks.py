@@ -168,7 +168,9 @@ def check_deterministic_cases(target: SuiteUnderTest) -> None:
         "two loads of the suite give different cases or a different order",
     )
     for case in cases:
-        _fail_unless(case.suite_id == first.suite.id, f"{case.case_id}: suite_id is not the suite's")
+        _fail_unless(
+            case.suite_id == first.suite.id, f"{case.case_id}: suite_id is not the suite's"
+        )
         _fail_unless(
             (first.suite.root / case.file).is_file(), f"{case.case_id}: no file {case.file}"
         )
@@ -184,7 +186,8 @@ def check_byte_identical_reruns(target: SuiteUnderTest) -> None:
     differing = [
         one.case_id
         for one, again in zip(first, second, strict=True)
-        if canonical_json(one.model_dump(mode="json")) != canonical_json(again.model_dump(mode="json"))
+        if canonical_json(one.model_dump(mode="json"))
+        != canonical_json(again.model_dump(mode="json"))
     ]
     _fail_unless(not differing, f"the reference agent's results differ on a rerun: {differing}")
 
@@ -195,7 +198,8 @@ def check_no_leak_canary(target: SuiteUnderTest) -> None:
     world, suite = loaded.world, loaded.suite
     canaries = suite_canaries(world, suite, world.load_oracle(suite))
     _fail_unless(
-        bool(canaries), "the world names no leak canaries: nothing shows that its oracle stays hidden"
+        bool(canaries),
+        "the world names no leak canaries: nothing shows that its oracle stays hidden",
     )
     cases = [canonical_json(case.model_dump(mode="json")) for case in world.cases(suite)]
     for text in [*cases, *_views(loaded)]:
@@ -243,11 +247,11 @@ def check_tamper_refusals(target: SuiteUnderTest) -> None:
     for path in public:
         original = path.read_bytes()
         path.write_bytes(_flipped(path))
-        _refused(lambda: target.load(suite_dir), f"{path.relative_to(suite_dir)} with a byte flipped")
+        _refused(
+            lambda: target.load(suite_dir), f"{path.relative_to(suite_dir)} with a byte flipped"
+        )
         path.write_bytes(original)
-    oracle_files = [
-        path for rel, path in tree_files(oracle_root).items() if rel != CONTROLS_FILE
-    ]
+    oracle_files = [path for rel, path in tree_files(oracle_root).items() if rel != CONTROLS_FILE]
     _fail_unless(bool(oracle_files), "the suite's oracle folder holds no evaluator file")
     for path in oracle_files:
         original = path.read_bytes()
@@ -312,7 +316,9 @@ def check_interactive_receipts(target: SuiteUnderTest) -> None:
             try:
                 receipt = load_receipt(outcome.receipt)
             except ValueError as exc:
-                raise ConformanceFailure(f"{case.case_id}: the receipt does not load: {exc}") from None
+                raise ConformanceFailure(
+                    f"{case.case_id}: the receipt does not load: {exc}"
+                ) from None
             _fail_unless(
                 bool(session_receipts(receipt)), f"{case.case_id}: the receipt holds no session"
             )
