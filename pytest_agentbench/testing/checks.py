@@ -176,6 +176,25 @@ def check_deterministic_cases(target: SuiteUnderTest) -> None:
         )
 
 
+def _without_observations(value: JsonValue) -> JsonValue:
+    if isinstance(value, dict):
+        return {k: _without_observations(v) for k, v in value.items() if k != "observations"}
+    if isinstance(value, list):
+        return [_without_observations(item) for item in value]
+    return value
+
+
+def _comparable(result: CaseResult) -> str:
+    """A result's canonical JSON, its receipt's observations (timings) left out.
+
+    A receipt's ``observations`` are outside its digest by design: they say
+    how the run went (latencies), not what it computed.
+    """
+    data = result.model_dump(mode="json")
+    data["receipt"] = _without_observations(data.get("receipt"))
+    return canonical_json(data)
+
+
 def check_byte_identical_reruns(target: SuiteUnderTest) -> None:
     """Public views, and the reference agent's graded results, are byte-identical twice over."""
     _fail_unless(
@@ -186,8 +205,7 @@ def check_byte_identical_reruns(target: SuiteUnderTest) -> None:
     differing = [
         one.case_id
         for one, again in zip(first, second, strict=True)
-        if canonical_json(one.model_dump(mode="json"))
-        != canonical_json(again.model_dump(mode="json"))
+        if _comparable(one) != _comparable(again)
     ]
     _fail_unless(not differing, f"the reference agent's results differ on a rerun: {differing}")
 
@@ -213,6 +231,33 @@ def check_no_leak_canary(target: SuiteUnderTest) -> None:
     _fail_unless(not leaks, f"the reference run reached an oracle canary: {leaks[:1]}")
 
 
+_RECORDING: list[list[Path]] = []
+"""The open file lists of the ``files_opened`` blocks under way (innermost last)."""
+
+
+def _record_open(event: str, args: tuple[Any, ...]) -> None:
+    if _RECORDING and event == "open" and isinstance(args[0], (str, os.PathLike)):
+        _RECORDING[-1].append(Path(os.fsdecode(args[0])).resolve())
+
+
+_HOOKED: list[bool] = []
+
+
+@contextmanager
+def files_opened() -> Iterator[list[Path]]:
+    """The files opened while the block runs (an audit hook, installed once per process)."""
+    if not _HOOKED:
+        # An audit hook cannot be removed: it records only inside this block.
+        sys.addaudithook(_record_open)
+        _HOOKED.append(True)
+    opened: list[Path] = []
+    _RECORDING.append(opened)
+    try:
+        yield opened
+    finally:
+        _RECORDING.pop()
+
+
 def _flipped(path: Path) -> bytes:
     """The file's bytes with one bit of its middle byte flipped (an empty file gains a byte)."""
     data = bytearray(path.read_bytes())
@@ -234,7 +279,7 @@ def _refused(load: Callable[[], object], what: str) -> None:
 
 
 def check_tamper_refusals(target: SuiteUnderTest) -> None:
-    """A byte flipped in any public artifact, or in any oracle file, is a named refusal."""
+    """A byte flipped in any public artifact, or in an oracle file the world reads, is refused."""
     suite_dir = target.copy()
     loaded = target.load(suite_dir)
     oracle_root = loaded.suite.oracle_root
@@ -251,15 +296,20 @@ def check_tamper_refusals(target: SuiteUnderTest) -> None:
             lambda: target.load(suite_dir), f"{path.relative_to(suite_dir)} with a byte flipped"
         )
         path.write_bytes(original)
-    oracle_files = [path for rel, path in tree_files(oracle_root).items() if rel != CONTROLS_FILE]
-    _fail_unless(bool(oracle_files), "the suite's oracle folder holds no evaluator file")
-    for path in oracle_files:
+    fresh = target.load(suite_dir)
+    with files_opened() as opened:
+        fresh.world.load_oracle(fresh.suite)
+    # The evaluator truth is what load_oracle reads; a control manifest or a
+    # baseline kept beside it is read by other paths, which check it themselves.
+    read = sorted({path for path in opened if path.is_relative_to(oracle_root) and path.is_file()})
+    _fail_unless(bool(read), "load_oracle read no file of the suite's oracle folder")
+    for path in read:
         original = path.read_bytes()
         path.write_bytes(_flipped(path))
 
         def load_oracle() -> object:
-            fresh = target.load(suite_dir)
-            return fresh.world.load_oracle(fresh.suite)
+            again = target.load(suite_dir)
+            return again.world.load_oracle(again.suite)
 
         _refused(load_oracle, f"oracle file {path.relative_to(oracle_root)} with a byte flipped")
         path.write_bytes(original)
