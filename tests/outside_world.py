@@ -16,7 +16,7 @@ from pathlib import Path
 from tests.demo_world import DEMO_CONTROLS, write_demo_suite
 
 PACKAGE = "outside_arith"
-KIND = "demo"
+KIND = "outside-demo"
 SUITE_ID = "outside-suite"
 ENTRY_POINT = "outside-arith"
 
@@ -44,9 +44,17 @@ def install_outside_world(site: Path) -> Path:
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("", encoding="utf-8")
     source = Path(__file__).with_name("demo_world.py").read_text(encoding="utf-8")
+    # Its own kind: the demo world may be registered beside it (a conftest, a test plugin).
+    source += f"\n\nWORLD.kind = {KIND!r}\n"
     (package / "world.py").write_text(source, encoding="utf-8")
     (package / "registration.py").write_text(REGISTRATION, encoding="utf-8")
-    write_demo_suite(package, SUITE_ID, controls=DEMO_CONTROLS.replace("demo-suite", SUITE_ID))
+    write_demo_suite(
+        package,
+        SUITE_ID,
+        controls=DEMO_CONTROLS.replace("demo-suite", SUITE_ID),
+        world=KIND,
+        sealed_oracle=True,
+    )
     dist_info = site / f"{PACKAGE}-0.1.dist-info"
     dist_info.mkdir()
     (dist_info / "METADATA").write_text(

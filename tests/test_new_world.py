@@ -9,6 +9,7 @@ editable build, which this offline environment does not have; the package is
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -92,3 +93,12 @@ def test_the_scaffold_passes_its_own_tests_under_xdist(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "7 passed" in done.stdout
+
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "writing-a-world.md"
+SCAFFOLD_BLOCK = re.compile(r"<!-- scaffold: (\S+) -->\n```[a-z]+\n(.*?)```\n", re.DOTALL)
+
+
+def test_the_writing_a_world_guide_shows_exactly_the_scaffold() -> None:
+    shown = dict(SCAFFOLD_BLOCK.findall(DOC.read_text(encoding="utf-8")))
+    assert shown == scaffold_files("arith")
