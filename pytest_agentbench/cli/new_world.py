@@ -20,8 +20,8 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
-CASES = (("c1", 1, 2), ("c2", 20, 22), ("c3", -5, 5))
-"""The shipped suite's cases: id, a, b."""
+CASES = (("c1", 1, 2), ("c2", 20, 22), ("c3", -5, 12))
+"""The shipped suite's cases: id, a, b (no sum is 0, which the negative control answers)."""
 
 PYPROJECT = """\
 [build-system]

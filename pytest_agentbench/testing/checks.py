@@ -460,5 +460,7 @@ CHECKS: dict[str, Callable[[SuiteUnderTest], None]] = {
 @contextmanager
 def work_folder(parent: Path | None = None) -> Iterator[Path]:
     """A fresh folder for one check's copies and reports, removed afterwards."""
+    if parent is not None:
+        parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="agentbench-conformance-", dir=parent) as folder:
         yield Path(folder)
