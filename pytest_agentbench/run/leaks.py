@@ -11,6 +11,7 @@ not the agent's: the case becomes a ``harness_error`` under ``harness_leak``.
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from pytest_agentbench.sdk.world import World
 
 LEAK_CODE = "harness_leak"
 _CANARIES_KEY = "agentbench.leak_canaries"
+_LENGTHS_KEY = "agentbench.leak_canary_lengths"
 
 
 def adapter_visible(value: Any) -> Any:
@@ -64,13 +66,20 @@ def tool_results(receipt: JsonValue) -> Iterator[str]:
 
 
 def suite_canaries(world: World, suite: Suite, oracle: Any) -> tuple[str, ...]:
-    """The suite's non-empty canaries, asked of the world once per process."""
+    """The suite's distinct non-empty canaries, shortest first, asked of the world once."""
     cached: tuple[str, ...] | None = suite.cache.get(_CANARIES_KEY)
     if cached is None:
         found: Sequence[str] = world.leak_canaries(suite, oracle)
-        cached = tuple(dict.fromkeys(canary for canary in found if canary))
+        cached = tuple(sorted(dict.fromkeys(canary for canary in found if canary), key=len))
         suite.cache[_CANARIES_KEY] = cached
+        suite.cache[_LENGTHS_KEY] = [len(canary) for canary in cached]
     return cached
+
+
+def _fitting(suite: Suite, canaries: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """The canaries no longer than ``text``: a record-sized canary never fits a short view."""
+    lengths: list[int] = suite.cache[_LENGTHS_KEY]
+    return canaries[: bisect_right(lengths, len(text))]
 
 
 def find_leak(
@@ -91,7 +100,7 @@ def find_leak(
     if outcome.receipt is not None:
         places.extend(("tool result", text) for text in tool_results(outcome.receipt))
     for place, text in places:
-        for canary in canaries:
+        for canary in _fitting(suite, canaries, text):
             if canary in text:
                 shown = canary if len(canary) <= 40 else f"{canary[:37]}..."
                 return AgentbenchError(
