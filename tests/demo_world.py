@@ -28,6 +28,7 @@ from pytest_agentbench.sdk.canonical import (
     pretty_json,
     read_json,
     read_jsonl,
+    sha256_hex,
     tree_files,
 )
 from pytest_agentbench.sdk.contracts import (
@@ -57,6 +58,7 @@ from pytest_agentbench.tools import (
 )
 
 CASES_FILE = "cases.jsonl"
+ORACLE_SEAL = "seal.json"
 MANIFEST = "manifest.json"
 
 
@@ -155,6 +157,16 @@ class DemoWorld:
 
     def load_oracle(self, suite: Suite) -> dict[str, dict[str, Any]]:
         path = suite.oracle_root / "answers.jsonl"
+        sealed = suite.oracle_root / ORACLE_SEAL
+        if sealed.is_file():
+            # A sealed oracle (``write_demo_suite(sealed_oracle=True)``) proves it is unchanged.
+            expected = read_json(sealed, display=str(sealed)).get("answers_sha256")
+            if sha256_hex(path.read_bytes()) != expected:
+                raise AgentbenchError(
+                    "digest_mismatch",
+                    f"answers.jsonl does not match the sealed digest {expected}",
+                    file=str(path),
+                )
         return {line.value["id"]: line.value for line in read_jsonl(path)}
 
     def evaluate(self, suite: Suite, case: Case, outcome: Outcome, oracle: Any) -> CaseResult:
@@ -399,6 +411,7 @@ def write_demo_suite(
     extra_suite_yaml: str = "",
     world: str = "demo",
     labels: dict[str, list[str]] | None = None,
+    sealed_oracle: bool = False,
 ) -> Path:
     """Write ``suites/<id>`` and ``oracles/<id>`` under ``base``; returns the suite folder."""
     questions = questions or {"c1": "1+1", "c2": "2+3", "c3": "10+5"}
@@ -433,6 +446,11 @@ def write_demo_suite(
         ),
         encoding="utf-8",
     )
+    if sealed_oracle:
+        digest = sha256_hex((oracle_dir / "answers.jsonl").read_bytes())
+        (oracle_dir / ORACLE_SEAL).write_text(
+            pretty_json({"answers_sha256": digest}), encoding="utf-8"
+        )
     if controls is not None:
         (oracle_dir / "controls.yaml").write_text(controls, encoding="utf-8")
     return suite_dir

@@ -1,9 +1,11 @@
 """What every world kind owes the core, checked against each of its suites.
 
-Runs for every world kind registered through the ``pytest_agentbench.worlds``
-entry point plus the demo world of the core's own tests, on each packaged
-suite of that kind (the demo world on a suite written into ``tmp_path``).
-A new world kind is picked up here without editing this file.
+Runs the conformance kit (:mod:`pytest_agentbench.testing`) and the deeper
+interactive checks for every world kind the project registers itself (under
+``pytest_agentbench.worlds.``) plus the demo worlds of the core's own tests, on
+each packaged suite of that kind (a demo world on a suite written into
+``tmp_path``). An installed outside world answers to its own tests, through
+the same kit: it is not checked here, and cannot make this file fail.
 """
 
 from __future__ import annotations
@@ -12,22 +14,19 @@ import contextlib
 import dataclasses
 import os
 import shutil
-from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from pydantic import BaseModel
 
-from pytest_agentbench.run.controls_oracle import suite_control_oracle
 from pytest_agentbench.run.packaged import data_root, packaged_suites
 from pytest_agentbench.run.session import LoadedSuite, SuiteLoader
 from pytest_agentbench.sdk import hookspecs
-from pytest_agentbench.sdk.canonical import canonical_json, tree_files
+from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.contracts import Case, CaseResult, FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
+from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.registry import (
     LazyWorld,
     WorldRegistry,
@@ -37,6 +36,7 @@ from pytest_agentbench.sdk.registry import (
 from pytest_agentbench.sdk.runner import run_case
 from pytest_agentbench.sdk.suite import Suite, load_suite_config
 from pytest_agentbench.sdk.world import accepted_protocols
+from pytest_agentbench.testing import CHECK_NAMES, SuiteUnderTest, run_check
 from pytest_agentbench.tools import (
     AnyReceipt,
     Receipt,
@@ -77,12 +77,19 @@ def _packaged_by_kind() -> dict[str, list[str]]:
     return by_kind
 
 
+def _own_kinds() -> list[str]:
+    """Kinds registered by the project itself, under ``pytest_agentbench.worlds.``."""
+    own = []
+    for entry_point in entry_points(group=hookspecs.ENTRY_POINT_GROUP):
+        if entry_point.value.startswith("pytest_agentbench.worlds."):
+            own.extend(world.kind for world in entry_point.load().pytest_agentbench_world_kinds())
+    return sorted(own)
+
+
 PACKAGED = _packaged_by_kind()
+OWN_KINDS = _own_kinds()
 TARGETS = [Target(DEMO, ""), Target(DEMO_TOOLS, "")] + [
-    Target(kind, suite_id)
-    for kind in REGISTRY.kinds()
-    if kind not in DEMO_KINDS
-    for suite_id in PACKAGED.get(kind, [])
+    Target(kind, suite_id) for kind in OWN_KINDS for suite_id in PACKAGED.get(kind, [])
 ]
 
 
@@ -92,20 +99,23 @@ def target(request: pytest.FixtureRequest) -> Target:
     return chosen
 
 
-def place_suite(target: Target, base: Path) -> tuple[Path, Path]:
+def place_suite(target: Target, base: Path, *, sealed_oracle: bool = False) -> tuple[Path, Path]:
     """(rootpath, suite folder): the written demo suite, or a copy of a packaged one.
 
     Copies keep the suite's oracle at the same relative place, so tampering
     with them never touches the shipped files.
     """
     if target.kind == DEMO:
-        return base, demo_world.write_demo_suite(base, controls=demo_world.DEMO_CONTROLS)
+        return base, demo_world.write_demo_suite(
+            base, controls=demo_world.DEMO_CONTROLS, sealed_oracle=sealed_oracle
+        )
     if target.kind == DEMO_TOOLS:
         return base, demo_world.write_demo_suite(
             base,
             "demo-tools-suite",
             controls=demo_world.DEMO_TOOLS_CONTROLS,
             world=DEMO_TOOLS,
+            sealed_oracle=sealed_oracle,
         )
     source = packaged_suites()[target.suite_id]
     source_oracle = FreshLoader(data_root()).load(source).suite.oracle_root
@@ -129,23 +139,6 @@ class FreshLoader:
         return SuiteLoader(REGISTRY, self.rootpath).load(suite_dir)
 
 
-def adapter_visible(value: Any) -> Any:
-    """The JSON form of what a world hands an adapter."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return value
-
-
-def public_views(loaded: LoadedSuite) -> list[str]:
-    world, suite = loaded.world, loaded.suite
-    return [
-        canonical_json(adapter_visible(world.public_view(suite, case)))
-        for case in world.cases(suite)
-    ]
-
-
 @pytest.fixture
 def placed(target: Target, tmp_path: Path) -> tuple[Path, Path]:
     return place_suite(target, tmp_path)
@@ -159,91 +152,49 @@ def test_registry_holds_the_demo_world_and_every_entry_point_world() -> None:
         assert isinstance(world.adapter_protocol, type)
 
 
-def test_every_entry_point_world_kind_ships_a_suite() -> None:
-    missing = [kind for kind in REGISTRY.kinds() if kind not in DEMO_KINDS and kind not in PACKAGED]
+def test_every_own_world_kind_ships_a_suite() -> None:
+    """Only the project's own kinds: an installed outside world answers to its own tests."""
+    assert OWN_KINDS
+    missing = [kind for kind in OWN_KINDS if kind not in PACKAGED]
     assert not missing, f"world kinds with no packaged suite to check: {missing}"
 
 
-def test_case_order_is_deterministic(placed: tuple[Path, Path]) -> None:
-    rootpath, suite_dir = placed
-    first = FreshLoader(rootpath).load(suite_dir)
-    second = FreshLoader(rootpath).load(suite_dir)
-    ids = [case.case_id for case in first.world.cases(first.suite)]
-    assert ids, "a suite with no cases checks nothing"
-    assert len(ids) == len(set(ids)), "case ids must be unique"
-    assert ids == [case.case_id for case in second.world.cases(second.suite)]
-    for case in first.world.cases(first.suite):
-        assert case.suite_id == first.suite.id
-        assert (suite_dir / case.file).is_file(), f"{case.case_id}: no file {case.file}"
+# xdist equality runs two pytest sessions per suite: it is asked of the demo worlds,
+# whose suites a pytest run loads through ``-p tests.demo_world``.
+KNOWN_GAPS = {
+    ("toolgrammar", "tamper_refusals"): (
+        "manifest.json records each world's per-table digests, which the world reads only "
+        "to word a world_digest_mismatch: a changed table digest beside an intact world "
+        "digest is accepted"
+    ),
+}
+"""Checks a built-in world is known to fail, each why (strict: fixing it fails the xfail)."""
+
+KIT_CASES = [
+    pytest.param(
+        target,
+        check,
+        id=f"{target.kind}:{target.suite_id or 'written'}:{check}",
+        marks=[pytest.mark.xfail(reason=KNOWN_GAPS[target.kind, check], strict=True)]
+        if (target.kind, check) in KNOWN_GAPS
+        else [],
+    )
+    for target in TARGETS
+    for check in CHECK_NAMES
+    if check != "xdist_equality" or target.kind in DEMO_KINDS
+]
 
 
-def test_loading_and_public_views_are_byte_identical(placed: tuple[Path, Path]) -> None:
-    rootpath, suite_dir = placed
-    first = FreshLoader(rootpath).load(suite_dir)
-    second = FreshLoader(rootpath).load(suite_dir)
-    cases_first = [case.model_dump(mode="json") for case in first.world.cases(first.suite)]
-    cases_second = [case.model_dump(mode="json") for case in second.world.cases(second.suite)]
-    assert canonical_json(cases_first) == canonical_json(cases_second)
-    assert public_views(first) == public_views(second)
-
-
-def test_adapter_visible_data_holds_no_leak_canary(placed: tuple[Path, Path]) -> None:
-    rootpath, suite_dir = placed
-    loaded = FreshLoader(rootpath).load(suite_dir)
-    oracle = loaded.world.load_oracle(loaded.suite)
-    canaries: Sequence[str] = loaded.world.leak_canaries(loaded.suite, oracle)
-    assert canaries, "a world without leak canaries cannot show that its oracle stays hidden"
-    views = public_views(loaded)
-    cases = [
-        canonical_json(case.model_dump(mode="json")) for case in loaded.world.cases(loaded.suite)
-    ]
-    for text in [*views, *cases]:
-        leaked = [canary for canary in canaries if canary and canary in text]
-        assert not leaked, f"oracle canaries visible to the adapter: {leaked[:3]}"
-
-
-def test_every_negative_agent_is_declared_in_the_controls_manifest(
-    placed: tuple[Path, Path],
-) -> None:
-    rootpath, suite_dir = placed
-    loaded = FreshLoader(rootpath).load(suite_dir)
-    world, suite = loaded.world, loaded.suite
-    # The world's own oracle (the control_oracle capability) or controls.yaml.
-    oracle = suite_control_oracle(world, suite, world.dimensions(suite), str)
-    # A world offers negative agents (asserted below), so a suite without a
-    # manifest would leave every one of them ungraded.
-    assert oracle is not None, f"{suite.id} has no control oracle and no {CONTROLS_FILE}"
-    declared = {control.agent for control in oracle.manifest.controls}
-    negative = {agent.agent_id for agent in world.control_agents(suite) if agent.role == "negative"}
-    assert negative, "a world must offer at least one negative agent to prove its evaluator"
-    assert negative <= declared, f"undeclared negative agents: {sorted(negative - declared)}"
-    dimensions = set(world.dimensions(suite))
-    for control in oracle.manifest.controls:
-        assert set(control.must_fail) | set(control.must_pass) == dimensions, control.id
-
-
-def _public_data_files(suite_dir: Path) -> list[str]:
-    return [rel for rel in tree_files(suite_dir) if rel not in {SUITE_FILE, "manifest.json"}]
-
-
-def test_tampering_with_any_public_file_is_refused_by_name(
-    placed: tuple[Path, Path],
-) -> None:
-    rootpath, suite_dir = placed
-    FreshLoader(rootpath).load(suite_dir)
-    files = _public_data_files(suite_dir)
-    assert files
-    for rel in files:
-        path = suite_dir / rel
-        original = path.read_bytes()
-        # A trailing newline parses to the same data: only the digest can notice it.
-        path.write_bytes(original + b"\n")
-        with pytest.raises(AgentbenchError) as refused:
-            FreshLoader(rootpath).load(suite_dir)
-        assert refused.value.code, rel
-        assert refused.value.location.file, rel
-        path.write_bytes(original)
-    FreshLoader(rootpath).load(suite_dir)
+@pytest.mark.parametrize(("target", "check"), KIT_CASES)
+def test_the_world_passes_the_conformance_kit(target: Target, check: str, tmp_path: Path) -> None:
+    _, suite_dir = place_suite(target, tmp_path / "placed", sealed_oracle=True)
+    under_test = SuiteUnderTest(
+        suite_dir, registry=REGISTRY, workdir=tmp_path / "kit", plugins=("tests.demo_world",)
+    )
+    outcome = run_check(check, under_test)
+    if outcome.status == "not_applicable":
+        pytest.skip(outcome.detail)
+    assert outcome.status == "passed", outcome.detail
 
 
 def test_an_unexpected_public_file_is_refused(placed: tuple[Path, Path]) -> None:

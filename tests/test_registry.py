@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +12,7 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import KindProtocols, LazyWorld, WorldRegistry
 from pytest_agentbench.tools import ToolAgent
 from tests.demo_world import DemoAdapter, DemoWorld, InteractiveDemoWorld, Reference
+from tests.outside_world import KIND, SUITE_ID, install_outside_world
 
 DEMO_ADAPTER = "tests.demo_world:DemoAdapter"
 
@@ -183,3 +187,76 @@ def test_a_world_accepting_what_its_registration_declares_resolves(
         adapter_protocols=("pytest_agentbench.tools:ToolAgent", DEMO_ADAPTER),
     )
     assert WorldRegistry([lazy]).get("demo-tools") is world
+
+
+def test_a_relative_suite_root_is_refused_by_name() -> None:
+    with pytest.raises(AgentbenchError) as refused:
+        LazyWorld("probe", "agentbench_lazy_probe:WORLD", suite_roots=["suites"])
+    assert refused.value.code == "invalid_suite_roots"
+    assert refused.value.location.field == "suite_roots"
+    assert "'suites'" in refused.value.reason
+
+
+def test_one_suite_id_shipped_from_two_roots_is_refused_naming_both(tmp_path: Path) -> None:
+    first, second = tmp_path / "one", tmp_path / "two"
+    for root in (first, second):
+        (root / "same-id").mkdir(parents=True)
+        (root / "same-id" / "suite.yaml").write_text("id: same-id\n", encoding="utf-8")
+    (second / "other").mkdir()
+    (second / "other" / "suite.yaml").write_text("id: other\n", encoding="utf-8")
+    registry = WorldRegistry(
+        [
+            LazyWorld("a", "agentbench_lazy_probe:A", suite_roots=[first]),
+            LazyWorld("b", "agentbench_lazy_probe:B", suite_roots=[second]),
+        ]
+    )
+    with pytest.raises(AgentbenchError) as refused:
+        registry.suites()
+    assert refused.value.code == "duplicate_suite_id"
+    assert str(first / "same-id") in refused.value.reason
+    assert str(second / "same-id") in refused.value.reason
+    # Two kinds sharing one root ship each suite once.
+    shared = WorldRegistry(
+        [
+            LazyWorld("a", "agentbench_lazy_probe:A", suite_roots=[second]),
+            LazyWorld("b", "agentbench_lazy_probe:B", suite_roots=[second]),
+        ]
+    )
+    assert shared.suites() == {"other": second / "other", "same-id": second / "same-id"}
+
+
+@pytest.fixture
+def outside_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An unmarked outside world, found by entry point by every subprocess of the test."""
+    site = tmp_path / "site"
+    install_outside_world(site)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), *sys.path]))
+    return site
+
+
+def _agentbench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_agentbench.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_an_unmarked_entry_point_world_ships_suites_the_cli_and_pytest_run_by_id(
+    outside_site: Path, pytester: pytest.Pytester
+) -> None:
+    listed = _agentbench("list")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split("\t") for line in listed.stdout.splitlines()]
+    assert [SUITE_ID, KIND, "3 cases", f"Demo {SUITE_ID}"] in rows
+    verified = _agentbench("verify", SUITE_ID)
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout.startswith(f"ok: {SUITE_ID}:")
+    result = pytester.runpytest_subprocess(
+        f"--agentbench-suite={SUITE_ID}", "-p", "no:cacheprovider", "-q"
+    )
+    # Three cases and the one declared negative control, from the package's own folder.
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines([f"agentbench {SUITE_ID}: 3 passed; controls 1/1"])

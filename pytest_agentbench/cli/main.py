@@ -16,6 +16,7 @@
     agentbench replay SUITE EPISODE
     agentbench audit-ledger PATH
     agentbench html RUN.json [-o PATH]
+    agentbench new-world NAME [-C DIR]
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
 a published layout that a registered world recognises (its ``recognise`` hook).
@@ -33,6 +34,7 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
+from pytest_agentbench.cli import new_world
 from pytest_agentbench.cli.rescore import is_own_record, rescore, rescore_lines, unresolvable
 from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.report.baseline import identity, settings, suite_run
@@ -565,6 +567,11 @@ GATE_USAGE = 64
 """``check`` reserves 2 for "no", so its usage errors exit with EX_USAGE."""
 
 
+def cmd_new_world(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    """Needs no world: the scaffold is the package a new world starts from."""
+    return new_world.cmd_new_world(args)
+
+
 def build_parser() -> _CommandParser:
     parser = _CommandParser(prog="agentbench", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
@@ -601,6 +608,7 @@ def build_parser() -> _CommandParser:
     html.add_argument("report")
     html.add_argument("-o", "--output", help="where to write (default: REPORT with .html)")
     _add_capability_commands(commands)
+    new_world.add_parser(commands)
     return parser
 
 
@@ -674,6 +682,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "audit-ledger": cmd_audit_ledger,
     "html": cmd_html,
+    "new-world": cmd_new_world,
 }
 
 

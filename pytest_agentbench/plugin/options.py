@@ -97,6 +97,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="fail the session unless the metric satisfies the bound (>=, <=, ==; repeatable)",
     )
     r.option(
+        "--agentbench-conformance",
+        action="append",
+        default=[],
+        metavar="SUITE",
+        help="run the conformance kit's checks on a suite (a shipped suite id or a suite "
+        "folder), each check its own test item; repeatable",
+    )
+    r.option(
         "--agentbench-controls",
         action="store_true",
         default=False,

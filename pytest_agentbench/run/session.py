@@ -16,6 +16,7 @@ from pytest_agentbench.run.adapters import (
     implements,
     protocol_name,
 )
+from pytest_agentbench.run.leaks import find_leak, visible_text
 from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.sdk.canonical import (
@@ -403,14 +404,17 @@ class AgentbenchState:
 
         With ``ledger`` (a case item of the run) and ``--agentbench-ledger``, the
         case writes its execution ledger; a ledger that cannot be written makes
-        the case a harness error under the ledger's code.
+        the case a harness error under the ledger's code. What the adapter saw
+        is serialised before it runs and searched for the world's leak canaries
+        once the oracle is loaded: a canary there is a ``harness_leak``.
         """
+        seen = visible_text(view)
         folder = self.options.ledger_dir if ledger else None
         if folder is None:
             outcome = run_case(
                 loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
             )
-            return outcome, self.grade(loaded, case, outcome)
+            return outcome, self.graded_unleaked(loaded, case, outcome, seen)
         from pytest_agentbench.run.case_ledger import ledgered, open_case_ledger
 
         try:
@@ -433,10 +437,23 @@ class AgentbenchState:
             return Outcome(
                 failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
             ), harness_error(case.suite_id, case.case_id, reason, case.labels)
-        return outcome, self.grade(loaded, case, outcome)
+        return outcome, self.graded_unleaked(loaded, case, outcome, seen)
 
     def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
         return grade_outcome(loaded, case, outcome)
+
+    def graded_unleaked(
+        self, loaded: LoadedSuite, case: Case, outcome: Outcome, seen: str
+    ) -> CaseResult:
+        """The graded case, or a ``harness_leak`` harness error if the adapter saw a canary."""
+        result = self.grade(loaded, case, outcome)
+        if "agentbench.oracle" not in loaded.suite.cache:
+            return result  # the oracle did not load: the grade already says why
+        oracle = loaded.suite.cache["agentbench.oracle"]
+        leak = find_leak(loaded.world, loaded.suite, case, seen, outcome, oracle=oracle)
+        if leak is None:
+            return result
+        return harness_error(case.suite_id, case.case_id, cap_text(leak.render()), case.labels)
 
 
 def oracle_of(loaded: LoadedSuite) -> Any:

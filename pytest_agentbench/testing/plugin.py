@@ -1,0 +1,85 @@
+"""``pytest --agentbench-conformance SUITE``: each conformance check a test item.
+
+Registered with the rest of the benchmark plugin; it adds items only when the
+option is given. The checks import the core when an item runs, not here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+class ConformanceItem(pytest.Item):
+    """One conformance check of one suite."""
+
+    def __init__(self, *, suite: str, check: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.suite = suite
+        self.check = check
+        self.add_marker("agentbench_conformance")
+
+    def runtest(self) -> None:
+        from pytest_agentbench.run.session import get_state
+        from pytest_agentbench.testing import SuiteUnderTest, run_check
+        from pytest_agentbench.testing.checks import work_folder
+
+        with work_folder() as folder:
+            target = SuiteUnderTest(
+                self.suite,
+                registry=get_state(self.config).registry,
+                workdir=folder,
+                plugins=invocation_plugins(self.config),
+            )
+            outcome = run_check(self.check, target)
+        if outcome.status == "not_applicable":
+            pytest.skip(outcome.detail)
+        if outcome.status == "failed":
+            raise ConformanceError(outcome.detail)
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: str | None = None,
+    ) -> str:
+        if isinstance(excinfo.value, ConformanceError):
+            return f"conformance check {self.check} of {self.suite}: {excinfo.value}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return self.suite, None, f"conformance {self.suite}::{self.check}"
+
+
+class ConformanceError(Exception):
+    """A failed check, reported as one line rather than a traceback."""
+
+
+def invocation_plugins(config: pytest.Config) -> tuple[str, ...]:
+    """Modules the run was given with ``-p``: the xdist check's subprocesses load them too."""
+    args = list(config.invocation_params.args)
+    found = []
+    for index, arg in enumerate(args):
+        if arg == "-p" and index + 1 < len(args):
+            found.append(args[index + 1])
+        elif arg.startswith("-p") and len(arg) > 2:
+            found.append(arg[2:])
+    return tuple(name for name in found if not name.startswith("no:"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "agentbench_conformance: a conformance-kit check (--agentbench-conformance)"
+    )
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    from pytest_agentbench.testing import CHECK_NAMES
+
+    for suite in config.getoption("agentbench_conformance"):
+        for check in CHECK_NAMES:
+            items.append(
+                ConformanceItem.from_parent(
+                    session, name=f"conformance[{suite}::{check}]", suite=suite, check=check
+                )
+            )
