@@ -249,11 +249,13 @@ def pytest_configure(config: pytest.Config) -> None:
         attach_worker(config)
     else:
         # Results are aggregated where reports arrive: the controller under xdist.
-        recorder = config.stash[RECORDER_KEY] = RunRecorder(results_canonical=canonical_results)
+        recorder = config.stash[RECORDER_KEY] = RunRecorder(
+            results_canonical=canonical_results, rootpath=config.rootpath
+        )
         if config.pluginmanager.hasplugin("xdist"):
             recorder.crash_witness = config.stash.get(WITNESS_KEY, None)
             config.pluginmanager.register(
-                WorkerCensus(recorder.selected), "agentbench-worker-census"
+                WorkerCensus(recorder.selected, recorder.local_root), "agentbench-worker-census"
             )
             if config.getoption("dist", "no") != "no":
                 config.pluginmanager.register(
@@ -331,7 +333,7 @@ def pytest_make_collect_report(
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
-    census = take_census(session.items, get_state(config).loader)
+    census = take_census(session.items, get_state(config).loader, config)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput[CENSUS_KEY] = census

@@ -61,7 +61,9 @@ def attach_worker(config: pytest.Config) -> None:
     """On an xdist worker: map the flag file the controller created for it."""
     workerinput: dict[str, Any] = getattr(config, "workerinput", {})
     path = workerinput.get(WORKERINPUT_KEY)
-    if path is not None:
+    if path is not None and Path(path).is_file():
+        # A remote worker (``--tx socket=`` / ``ssh=``) does not see the controller's
+        # file: its flag stays inert, and a crash there counts as the harness's.
         ADAPTER_CALL.attach(Path(path))
 
 
