@@ -87,7 +87,7 @@ class LatencyServer:
 
             def do_POST(self) -> None:
                 server_state._arrived()
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                body = json.loads(self._body() or b"{}")
                 time.sleep(server_state.latency)
                 completion = {
                     "id": "chatcmpl-bench",
@@ -110,6 +110,16 @@ class LatencyServer:
                 self.end_headers()
                 self.wfile.write(data)
                 server_state._answered()
+
+            def _body(self) -> bytes:
+                if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+                    return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                chunks = []
+                while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                    chunks.append(self.rfile.read(size))
+                    self.rfile.readline()
+                self.rfile.readline()  # the empty line ending the chunks
+                return b"".join(chunks)
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None
