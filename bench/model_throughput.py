@@ -242,7 +242,9 @@ def inspect_run(
             str(concurrency),
             "--display",
             "none",
-            "--no-log-samples",
+            # Chat completions, as the other runs use: the provider defaults to the Responses API.
+            "-M",
+            "responses_api=false",
         ],
         folder,
     )
@@ -292,7 +294,9 @@ def load_average() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.5)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument(
+        "--concurrency", type=int, nargs="*", default=[1, 8, 32, 64], help="none: only the others"
+    )
     parser.add_argument("--inspect", type=Path, help="the `inspect` command of an inspect_ai venv")
     parser.add_argument("--promptfoo", type=Path, help="the `promptfoo` command (npm)")
     parser.add_argument(
@@ -312,7 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             AGENTBENCH_LLM_MAX_TURNS="2",
         )
         # One untimed collection: bytecode caches.
-        run_command([*agentbench_command(1), "--collect-only"], project)
+        if options.concurrency:
+            run_command([*agentbench_command(1), "--collect-only"], project)
         for concurrency in options.concurrency:
             rows.append(agentbench_run(server, project, concurrency))
             print(rows[-1].line(), flush=True)
