@@ -14,6 +14,8 @@ from xml.etree import ElementTree
 
 import pytest
 
+from pytest_agentbench.ledger import read_ledger
+from pytest_agentbench.run.case_ledger import digest_of, ledger_path
 from tests.conftest import XDIST_MODES
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
@@ -182,9 +184,20 @@ def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
     demo.makepyfile(my_adapters=ADAPTERS)
     for adapter in ("Async", "Raises"):
         args = (f"--agentbench-adapter=my_adapters:{adapter}", "--agentbench-repeat=3", *xdist)
-        serial_result, serial = run(demo, f"{adapter}-serial", *args)
-        result, concurrent = run(demo, f"{adapter}-concurrent", *args, "--agentbench-concurrency=4")
+        serial_result, serial = run(
+            demo, f"{adapter}-serial", *args, f"--agentbench-ledger={adapter}-serial"
+        )
+        result, concurrent = run(
+            demo,
+            f"{adapter}-concurrent",
+            *args,
+            "--agentbench-concurrency=4",
+            f"--agentbench-ledger={adapter}-concurrent",
+        )
         assert concurrent == serial, adapter
+        ledgers = ledger_files(demo.path / f"{adapter}-concurrent")
+        assert ledgers == ledger_files(demo.path / f"{adapter}-serial")
+        assert len(ledgers) == 3 * len(QUESTIONS)
         assert junit_normalised(demo.path / f"{adapter}-concurrent.xml") == junit_normalised(
             demo.path / f"{adapter}-serial.xml"
         )
@@ -197,6 +210,10 @@ def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
         if adapter == "Async":
             assert not failed, "an async adapter method is awaited: every case answers"
             result.assert_outcomes(passed=3 * len(QUESTIONS))
+            path = ledger_path(demo.path / "Async-concurrent", "demo-suite", "c3[trial-2]")
+            (call,) = [row["call"] for row in read_ledger(path).rows if row["row_kind"] == "call"]
+            # The ledger records what the coroutine answered, not the coroutine.
+            assert call["decision"]["decision_digest_sha256"] == digest_of(6)
         else:
             assert failed == {"c4": "agent_error", "c5": "product_error"}
     assert serial_result.ret == 1

@@ -10,7 +10,6 @@ interrupts a hang instead of waiting it out.
 from __future__ import annotations
 
 import importlib
-import inspect
 import math
 import signal
 import sys
@@ -18,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from types import FrameType
+from types import CoroutineType, FrameType
 from typing import Any, TypeVar
 
 from pytest_agentbench.sdk import crashes, leaked_threads
@@ -108,7 +107,7 @@ def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     flag.raise_flag()
     try:
         result = function(*args, **kwargs)
-        if inspect.iscoroutine(result):
+        if isinstance(result, CoroutineType):  # an ``async def`` method's call
             result = awaited(result)
         return result
     except (AdapterFailure, CaseTimeout, KeyboardInterrupt):
