@@ -235,15 +235,18 @@ class CasePool:
         with self._changed:
             while not self._closed:
                 now = time.monotonic()
+                if self.timeout > 0:
+                    for job in list(self._running):
+                        self._police(job, now)  # may give a slot up
                 while self._queue and len(self._running) < self.size:
                     self._start(self._queue.popleft(), now)
                 wake = None
-                if self.timeout > 0:
-                    for job in list(self._running):
-                        due = self._police(job, now)
-                        if due is not None:
-                            wake = due if wake is None else min(wake, due)
+                if self.timeout > 0 and self._running:
+                    wake = min(self._next_look(job) for job in self._running)
                 self._changed.wait(None if wake is None else max(wake - now, 0.0))
+
+    def _next_look(self, job: CaseJob) -> float:
+        return job.started + self.timeout if job.interrupts == 0 else job.next_interrupt
 
     def _start(self, job: CaseJob, now: float) -> None:
         job.started = now
@@ -254,15 +257,11 @@ class CasePool:
         self._running.append(job)
         job.thread.start()
 
-    def _police(self, job: CaseJob, now: float) -> float | None:
-        """Interrupt or give up on a case past its limit; when to look at it next."""
+    def _police(self, job: CaseJob, now: float) -> None:
+        """Interrupt a case past its limit, or give up on one that does not let go."""
         assert job.thread is not None
-        if job.interrupts == 0:
-            deadline = job.started + self.timeout
-            if now < deadline:
-                return deadline
-        elif now < job.next_interrupt:
-            return job.next_interrupt
+        if now < self._next_look(job):
+            return
         if job.interrupts > GIVE_UP_AFTER:
             # Blocked where no interrupt reaches: its slot goes to the next case.
             self._running.remove(job)
@@ -270,11 +269,10 @@ class CasePool:
                 job.ledger.timed_out = True
             job.settle((timed_out(now - job.started, self.timeout), job.ledger, None), None)
             leaked_threads.note(job.threads_before)
-            return None
+            return
         _interrupt(job.thread)
         job.interrupts += 1
         job.next_interrupt = now + REPEAT_SECONDS
-        return job.next_interrupt
 
 
 class Prefetcher:
@@ -290,15 +288,18 @@ class Prefetcher:
         self._positions: dict[pytest.Item, int] | None = None
         self._worker_queue = _worker_queue(session.config)
 
-    def upcoming(self, item: pytest.Item) -> Iterator[pytest.Item]:
+    def upcoming(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[pytest.Item]:
         """``item`` and the items this process runs after it, as far as it knows them."""
         items = self.session.items
         if self._worker_queue is not None:
+            # The worker has taken ``nextitem`` off its queue already.
             with self._worker_queue.lock() as indices:
                 ahead = [
                     items[index] for index in islice(indices, self.window) if isinstance(index, int)
                 ]
             yield item
+            if nextitem is not None:
+                yield nextitem
             yield from ahead
             return
         if self._positions is None:
@@ -310,10 +311,10 @@ class Prefetcher:
         for position in range(start, min(start + self.window, len(items))):
             yield items[position]
 
-    def top_up(self, item: pytest.Item) -> None:
+    def top_up(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         from pytest_agentbench.plugin.collect import CaseItem
 
-        for count, upcoming in enumerate(self.upcoming(item)):
+        for count, upcoming in enumerate(self.upcoming(item, nextitem)):
             if count >= self.window:
                 break
             if upcoming in self.jobs or not isinstance(upcoming, CaseItem):
@@ -347,7 +348,7 @@ class Prefetcher:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        self.top_up(item)
+        self.top_up(item, nextitem)
 
     def close(self) -> None:
         self.pool.close()
