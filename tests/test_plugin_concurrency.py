@@ -278,3 +278,29 @@ def test_bad_concurrency_is_refused_by_name(
     result = demo.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*[[]{code}[]]*{named}*"])
+
+
+def test_a_concurrent_resume_runs_only_what_is_missing_and_merges_exactly(
+    demo: pytest.Pytester,
+) -> None:
+    write_demo_suite(demo.path, questions=QUESTIONS)
+    demo.makepyfile(my_adapters=ADAPTERS)
+    adapter = "--agentbench-adapter=my_adapters:Raises"
+    _, complete = run(demo, "complete", adapter)
+    run(demo, "partial", adapter, "-k", "c1 or c2 or c4")
+    result, resumed = run(
+        demo,
+        "resumed",
+        adapter,
+        f"--agentbench-resume={demo.path / 'partial.json'}",
+        "--agentbench-concurrency=4",
+    )
+    # The six missing cases ran, and c4 again: an agent_error is not a graded result.
+    result.assert_outcomes(passed=5, failed=2)
+    (suite,) = resumed["suites"]
+    (whole,) = complete["suites"]
+    assert suite["metrics"] == whole["metrics"]
+    assert suite["counts"] == whole["counts"]
+    assert sorted(suite["cases"], key=lambda e: e["result"]["case_id"]) == sorted(
+        whole["cases"], key=lambda e: e["result"]["case_id"]
+    )
