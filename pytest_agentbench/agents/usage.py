@@ -9,6 +9,7 @@ in cassettes, so a replayed run reports the same usage as the recorded one.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from pytest_agentbench.agents.cassettes import RecordedResponse, request_digest
@@ -44,30 +45,40 @@ def final_attempt(response: RecordedResponse) -> dict[str, Any]:
     return {"outcome": "response", "tokens": reported_tokens(response.json_body)}
 
 
-class UsageLog:
-    """The requests since the ledger last asked."""
+class _Pending(threading.local):
+    """One thread's requests: under ``--agentbench-concurrency`` each case has its thread."""
 
     def __init__(self) -> None:
-        self._attempts: list[dict[str, Any]] = []
-        self._last_request: str | None = None
+        self.attempts: list[dict[str, Any]] = []
+        self.last_request: str | None = None
+
+
+class UsageLog:
+    """The requests since the ledger last asked, kept per thread so concurrent cases
+    each drain their own."""
+
+    def __init__(self) -> None:
+        self._pending = _Pending()
 
     def note(self, request: dict[str, JsonValue], response: RecordedResponse) -> None:
         digest = request_digest(request)
+        pending = self._pending
         for fault in response.faults:
-            self._attempts.append(
+            pending.attempts.append(
                 {"outcome": "fault", "fault": fault, "request_digest_sha256": digest}
             )
-        self._attempts.append({**final_attempt(response), "request_digest_sha256": digest})
-        self._last_request = digest
+        pending.attempts.append({**final_attempt(response), "request_digest_sha256": digest})
+        pending.last_request = digest
 
     def drain(self) -> UsageReport | None:
-        """Every attempt since the last drain, numbered from 1; the last request's digest."""
-        if self._last_request is None:
+        """Every attempt of this thread since its last drain, numbered from 1; the last digest."""
+        pending = self._pending
+        if pending.last_request is None:
             return None
         attempts = tuple(
             Attempt(attempt_index=index, **attempt)
-            for index, attempt in enumerate(self._attempts, start=1)
+            for index, attempt in enumerate(pending.attempts, start=1)
         )
-        report = UsageReport(request_digest_sha256=self._last_request, attempts=attempts)
-        self._attempts, self._last_request = [], None
+        report = UsageReport(request_digest_sha256=pending.last_request, attempts=attempts)
+        pending.attempts, pending.last_request = [], None
         return report

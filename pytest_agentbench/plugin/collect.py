@@ -24,6 +24,7 @@ from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.plugin.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
 from pytest_agentbench.report.recorder import REFUSAL as REFUSAL_ATTR
 from pytest_agentbench.run.adapters import adapter_class
+from pytest_agentbench.run.concurrency import PREFETCHER_KEY
 from pytest_agentbench.run.control_run import (
     declared_controls,
     run_control,
@@ -172,6 +173,9 @@ class CaseItem(pytest.Item):
     An attribute set when the item is made rather than a stash entry added when
     it runs: a sixth stash entry would double every item's stash table.
     """
+    runs_ahead: bool = False
+    """Whether ``--agentbench-concurrency`` may run the case before its turn: its
+    adapter and view are the plugin's own and no fixture needs setting up first."""
 
     def _bind_case(self, loaded: LoadedSuite, case: Case, trial: int | None, count: int) -> None:
         # The markers ``agentbench`` and the suite id sit on the case file, which
@@ -202,6 +206,10 @@ class CaseItem(pytest.Item):
         if rerun is not None and rerun.replay is not None:
             self.answered_by = "recorded outputs"
             outcome, result = rerun.replay_case(state, self.loaded, self.case, view, self.trial)
+        elif (job := self._run_ahead()) is not None:
+            view = job.view
+            self.answered_by = adapter_class(job.adapter)
+            outcome, result = job.result()
         else:
             adapter = state.adapter_for(self.loaded, given_adapter)
             self.answered_by = adapter_class(adapter)
@@ -255,6 +263,13 @@ class CaseItem(pytest.Item):
         if result.outcome is not CaseOutcome.PASSED:
             raise CaseFailed(result, golden_diff)
 
+    def _run_ahead(self) -> Any:
+        """The case's run started ahead of its turn (a ``CaseJob``), if it was."""
+        if not self.runs_ahead:
+            return None
+        prefetcher = self.config.stash.get(PREFETCHER_KEY, None)
+        return None if prefetcher is None else prefetcher.take(self)
+
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
@@ -306,8 +321,10 @@ class DirectCaseItem(CaseItem):
     plugin's own ``agentbench_adapter`` and ``agentbench_world`` are the ones in
     force, no other autouse fixture applies and no golden output is pinned. It
     then takes the same adapter and view the fixtures would give, at a fraction
-    of the per-item cost.
+    of the per-item cost, and may always run ahead under ``--agentbench-concurrency``.
     """
+
+    runs_ahead = True
 
     def __init__(
         self,
@@ -420,7 +437,8 @@ class _SuiteCollector(pytest.File):
         options = get_state(self.config).options
         snapshot, count = options.snapshot, options.repeat
         trials: list[int | None] = [None] if count == 1 else list(range(1, count + 1))
-        if not snapshot and self._fixtures_are_inert():
+        inert = self._fixtures_are_inert()
+        if not snapshot and inert:
             for case in cases:
                 for trial in trials:
                     yield DirectCaseItem.from_parent(
@@ -449,6 +467,8 @@ class _SuiteCollector(pytest.File):
                     trial_count=count,
                 )
                 fixtureinfo = item._fixtureinfo
+                if inert:  # only the golden output needs fixtures, and only after the run
+                    item.runs_ahead = True
                 yield item
 
     def _own_fixture(self, name: str) -> bool:

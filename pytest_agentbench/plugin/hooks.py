@@ -43,6 +43,7 @@ from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
+from pytest_agentbench.run import concurrency
 from pytest_agentbench.run.adapters import describe_adapter, load_adapter
 from pytest_agentbench.run.output_caps import parse_max_output_bytes
 from pytest_agentbench.run.session import (
@@ -137,6 +138,15 @@ def _options(config: pytest.Config) -> Options:
         else None
     )
     html = config.getoption("agentbench_html")
+    concurrent = _concurrency(config)
+    isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
+    if isolated and concurrent > 1:
+        raise UsageError(
+            "concurrency_unsupported",
+            f"--agentbench-concurrency {concurrent} with --agentbench-isolate: the isolated "
+            "adapter process answers one case at a time (add xdist processes with -n instead)",
+            field="--agentbench-concurrency",
+        )
     return Options(
         adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
         timeout=timeout,
@@ -148,13 +158,25 @@ def _options(config: pytest.Config) -> Options:
         gates=tuple(config.getoption("agentbench_gate")),
         junit_case_properties=config.getini("agentbench_junit_case_properties"),
         receipts_dir=None if receipts is None else Path(receipts).resolve(),
-        isolate=bool(config.getini("agentbench_isolate") if isolate is None else isolate),
+        isolate=isolated,
         allow_partial=config.getoption("agentbench_allow_partial"),
         ledger_dir=None if ledger is None else ledger.resolve(),
         max_output_bytes=max_output_bytes,
         html_path=None if html is None else Path(html).resolve(),
         repeat=repeat_count(config),
+        concurrency=concurrent,
     )
+
+
+def _concurrency(config: pytest.Config) -> int:
+    option = config.getoption("agentbench_concurrency")
+    source = "--agentbench-concurrency" if option is not None else "agentbench_concurrency"
+    try:
+        return concurrency.parse_concurrency(
+            config.getini("agentbench_concurrency") if option is None else option
+        )
+    except ValueError as exc:
+        raise UsageError("invalid_concurrency", str(exc), field=source) from None
 
 
 def _add_named_suites(config: pytest.Config, loader: SuiteLoader) -> None:
@@ -225,11 +247,13 @@ def pytest_configure(config: pytest.Config) -> None:
         attach_worker(config)
     else:
         # Results are aggregated where reports arrive: the controller under xdist.
-        recorder = config.stash[RECORDER_KEY] = RunRecorder(results_canonical=canonical_results)
+        recorder = config.stash[RECORDER_KEY] = RunRecorder(
+            results_canonical=canonical_results, rootpath=config.rootpath
+        )
         if config.pluginmanager.hasplugin("xdist"):
             recorder.crash_witness = config.stash.get(WITNESS_KEY, None)
             config.pluginmanager.register(
-                WorkerCensus(recorder.selected), "agentbench-worker-census"
+                WorkerCensus(recorder.selected, recorder.local_root), "agentbench-worker-census"
             )
             if config.getoption("dist", "no") != "no":
                 config.pluginmanager.register(
@@ -249,9 +273,15 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     # junitxml's LogXML exists by now (it is made in pytest_configure).
     relabel_harness_errors(session.config)
+    config = session.config
+    rerun = config.stash.get(RERUN_KEY, None)
+    # Replayed outputs call no adapter: there is nothing to run ahead.
+    if get_state(config).options.concurrency > 1 and (rerun is None or rerun.replay is None):
+        concurrency.start(session, get_state(config))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    concurrency.stop(config)
     release_alarm()
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.isolation is not None:
@@ -301,7 +331,7 @@ def pytest_make_collect_report(
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
-    census = take_census(session.items, get_state(config).loader)
+    census = take_census(session.items, get_state(config).loader, config)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput[CENSUS_KEY] = census

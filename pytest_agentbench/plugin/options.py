@@ -243,6 +243,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="run every case K times as K items (case[trial-1] ...); default 1",
     )
     r.addini("agentbench_repeat", "default for --agentbench-repeat", default="1")
+    # Concurrent cases within a process (run/concurrency.py).
+    r.option(
+        "--agentbench-concurrency",
+        metavar="N",
+        help="run up to N cases' adapters at once in each pytest process; default 1",
+    )
+    r.addini("agentbench_concurrency", "default for --agentbench-concurrency", default="1")
     # Recording, re-scoring and resuming (rerun.py).
     r.option(
         "--agentbench-record",

@@ -10,25 +10,26 @@ same items, so one worker that finishes is enough.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pytest
 
 from pytest_agentbench.plugin.collect import CaseItem
+from pytest_agentbench.report.relay import wire_root
 from pytest_agentbench.run.session import SuiteLoader
 
 WORKEROUTPUT_KEY = "agentbench_census"
 
 Census = dict[str, list[str]]
-"""Suite folder (absolute path) -> node ids of its selected case items."""
+"""Suite folder (as :func:`.relay.wire_root` names it) -> node ids of its selected case items."""
 
 
-def take_census(items: Iterable[pytest.Item], loader: SuiteLoader) -> Census:
-    census: Census = {str(loaded.suite.root): [] for loaded in loader.loaded()}
+def take_census(items: Iterable[pytest.Item], loader: SuiteLoader, config: pytest.Config) -> Census:
+    census: Census = {wire_root(config, loaded.suite): [] for loaded in loader.loaded()}
     for item in items:
         if isinstance(item, CaseItem):
-            census.setdefault(str(item.loaded.suite.root), []).append(item.nodeid)
+            census.setdefault(wire_root(config, item.loaded.suite), []).append(item.nodeid)
     return census
 
 
@@ -40,11 +41,14 @@ def merge(into: dict[str, set[str]], census: Mapping[str, Iterable[str]]) -> Non
 class WorkerCensus:
     """On the xdist controller: gathers each worker's census as it finishes."""
 
-    def __init__(self, selected: dict[str, set[str]]) -> None:
+    def __init__(self, selected: dict[str, set[str]], local_root: Callable[[str], str]) -> None:
         self.selected = selected
+        self.local_root = local_root
+        """A folder as a worker names it, as a path here (``RunRecorder.local_root``)."""
 
     @pytest.hookimpl
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", None)
         if isinstance(output, dict) and isinstance(output.get(WORKEROUTPUT_KEY), dict):
-            merge(self.selected, output[WORKEROUTPUT_KEY])
+            census = output[WORKEROUTPUT_KEY]
+            merge(self.selected, {self.local_root(root): ids for root, ids in census.items()})

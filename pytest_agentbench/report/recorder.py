@@ -15,7 +15,9 @@ disk, so memory does not hold every case's record until the run ends.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -134,8 +136,24 @@ class RunRecorder:
     results_canonical: bool = False
     """The result texts reports carry are canonical JSON (``stored_result``), as every
     process of a run writing a JSON or HTML report makes them: the report copies them."""
+    rootpath: Path | None = None
+    """Where the suite folders xdist workers name relative to their rootdir lie here."""
     _shared: dict[Any, Any] = field(default_factory=dict)
     """One copy of each value many identities repeat (see ``Identity.from_wire``)."""
+
+    def local_root(self, root: str) -> str:
+        """A suite folder as a worker named it (:func:`.relay.wire_root`), as a path here.
+
+        A remote worker runs a checkout at another path: it names the folder
+        relative to its rootdir, and the same folder lies under this rootdir.
+        """
+        if os.path.isabs(root) or self.rootpath is None:
+            return root
+        key = ("agentbench.local_root", root)
+        found = self._shared.get(key)
+        if found is None:
+            found = self._shared[key] = str((self.rootpath / root).resolve())
+        return str(found)
 
     @property
     def cases(self) -> dict[str, CaseResult]:
@@ -156,6 +174,8 @@ class RunRecorder:
             delattr(report, IDENTITY_ATTR)
             if identity is None:
                 identity = Identity.from_wire(wire, self._shared)
+                if not os.path.isabs(identity.suite_root):
+                    identity = identity._replace(suite_root=self.local_root(identity.suite_root))
                 self.identities[nodeid] = identity
         when = report.when
         # pytest-xdist reports a node whose worker died with when="???".

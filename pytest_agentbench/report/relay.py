@@ -25,15 +25,31 @@ from pytest_agentbench.plugin.collect import (
 from pytest_agentbench.report.recorder import IDENTITY_ATTR, Identity, RunRecorder, attach
 from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES, stored_result
 from pytest_agentbench.sdk.contracts import CaseOutcome
+from pytest_agentbench.sdk.suite import Suite
+
+
+def wire_root(config: pytest.Config, suite: Suite) -> str:
+    """The suite folder as a report names it to the process that aggregates.
+
+    An xdist worker names it relative to its rootdir where it lies inside: a
+    remote worker (``--tx socket=``/``ssh=``) runs a checkout at another path,
+    and the controller finds the same folder under its own rootdir.
+    """
+    cache = suite.cache
+    if "agentbench.wire_root" not in cache:
+        root = str(suite.root)
+        if hasattr(config, "workerinput") and suite.root.is_relative_to(config.rootpath):
+            root = suite.root.relative_to(config.rootpath).as_posix()
+        cache["agentbench.wire_root"] = root
+    return str(cache["agentbench.wire_root"])
 
 
 def identity_of(item: CaseItem | ControlItem) -> Identity:
     suite = item.loaded.suite
+    root = wire_root(item.config, suite)
     if isinstance(item, CaseItem):
-        return Identity(
-            "case", suite.id, str(suite.root), item.case.case_id, item.case.labels, item.trial
-        )
-    return Identity("control", suite.id, str(suite.root), item.name)
+        return Identity("case", suite.id, root, item.case.case_id, item.case.labels, item.trial)
+    return Identity("control", suite.id, root, item.name)
 
 
 class ReportRelay:

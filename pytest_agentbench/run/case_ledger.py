@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import CoroutineType
 from typing import Any
 from urllib.parse import quote
 
@@ -34,7 +35,7 @@ from pytest_agentbench.scoring.trials import current_trial, item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.runner import CaseTimeout
+from pytest_agentbench.sdk.runner import CaseTimeout, awaited
 from pytest_agentbench.sdk.suite import Suite
 
 LEDGER_SUFFIX = ".ndjson"
@@ -218,6 +219,9 @@ def _recorded_method(name: str) -> Callable[..., Any]:
         received = {"method": name, "args": evidence(args), "kwargs": evidence(kwargs)}
         try:
             answer = getattr(self._adapter, name)(*args, **kwargs)
+            if isinstance(answer, CoroutineType):
+                # An ``async def`` method: the row records what it answers, not the coroutine.
+                answer = awaited(answer)
         except BaseException as exc:
             self._ledger.record(self._adapter, name, received, None, exc)
             raise

@@ -42,6 +42,7 @@ from pytest_agentbench.sdk.world import World
 if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
     from pytest_agentbench.isolation.host import IsolatedAdapters
+    from pytest_agentbench.run.case_ledger import CaseLedger
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ class Options:
     html_path: Path | None = None
     repeat: int = 1
     """``--agentbench-repeat``: items per case."""
+    concurrency: int = 1
+    """``--agentbench-concurrency``: cases whose adapters run at once in this process."""
 
 
 @dataclass
@@ -409,34 +412,66 @@ class AgentbenchState:
         once the oracle is loaded: a canary there is a ``harness_leak``.
         """
         seen = visible_text(view)
-        folder = self.options.ledger_dir if ledger else None
+        opened = self.open_ledger(loaded, case, adapter) if ledger else None
+        if isinstance(opened, CaseResult):
+            return Outcome(failure_class=FailureClass.HARNESS_ERROR), opened
+        outcome = self.run(loaded, case, view, adapter, opened)
+        return self.settle(loaded, case, outcome, opened, seen)
+
+    def open_ledger(
+        self, loaded: LoadedSuite, case: Case, adapter: Any
+    ) -> CaseLedger | CaseResult | None:
+        """The case's ledger under ``--agentbench-ledger``, or the harness error refusing it."""
+        folder = self.options.ledger_dir
         if folder is None:
-            outcome = run_case(
-                loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
-            )
-            return outcome, self.graded_unleaked(loaded, case, outcome, seen)
-        from pytest_agentbench.run.case_ledger import ledgered, open_case_ledger
+            return None
+        from pytest_agentbench.run.case_ledger import open_case_ledger
 
         try:
-            case_ledger = open_case_ledger(folder, loaded.suite, case, adapter_class(adapter))
+            return open_case_ledger(folder, loaded.suite, case, adapter_class(adapter))
         except AgentbenchError as exc:
-            return Outcome(failure_class=FailureClass.HARNESS_ERROR), harness_error(
-                case.suite_id, case.case_id, cap_text(exc.render()), case.labels
-            )
-        outcome = run_case(
-            loaded.world,
-            loaded.suite,
-            case,
-            view,
-            ledgered(adapter, case_ledger),
-            timeout=self.options.timeout,
+            return harness_error(case.suite_id, case.case_id, cap_text(exc.render()), case.labels)
+
+    def run(
+        self,
+        loaded: LoadedSuite,
+        case: Case,
+        view: Any,
+        adapter: Any,
+        case_ledger: CaseLedger | None,
+    ) -> Outcome:
+        """The world's run of one case, ungraded: what runs ahead under concurrency.
+
+        It reads no oracle and writes nothing of the item's, so it may run on
+        another thread while earlier items are graded.
+        """
+        if case_ledger is not None:
+            from pytest_agentbench.run.case_ledger import ledgered
+
+            adapter = ledgered(adapter, case_ledger)
+        return run_case(
+            loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
         )
-        case_ledger.finish(outcome)
-        if case_ledger.failure is not None:
-            reason = cap_text(case_ledger.failure.render())
-            return Outcome(
-                failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
-            ), harness_error(case.suite_id, case.case_id, reason, case.labels)
+
+    def settle(
+        self,
+        loaded: LoadedSuite,
+        case: Case,
+        outcome: Outcome,
+        case_ledger: CaseLedger | None,
+        seen: str,
+    ) -> tuple[Outcome, CaseResult]:
+        """Finish the case's ledger and grade its outcome (in item order).
+
+        ``seen`` is the view as the adapter received it (:func:`visible_text`).
+        """
+        if case_ledger is not None:
+            case_ledger.finish(outcome)
+            if case_ledger.failure is not None:
+                reason = cap_text(case_ledger.failure.render())
+                return Outcome(
+                    failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
+                ), harness_error(case.suite_id, case.case_id, reason, case.labels)
         return outcome, self.graded_unleaked(loaded, case, outcome, seen)
 
     def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import mmap
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,16 @@ WORKERINPUT_KEY = "agentbench_adapter_call_flag"
 
 
 class AdapterCallFlag:
-    """This process's flag; inert unless the controller handed it a file."""
+    """This process's flag; inert unless the controller handed it a file.
+
+    Under ``--agentbench-concurrency`` several cases call their adapters at
+    once: the flag stays up until the last of those calls returns.
+    """
 
     def __init__(self) -> None:
         self._map: mmap.mmap | None = None
+        self._calls = 0
+        self._lock = threading.Lock()
 
     def attach(self, path: Path) -> None:
         with path.open("r+b") as handle:
@@ -35,11 +42,16 @@ class AdapterCallFlag:
 
     def raise_flag(self) -> None:
         if self._map is not None:
-            self._map[0] = 1
+            with self._lock:
+                self._calls += 1
+                self._map[0] = 1
 
     def lower_flag(self) -> None:
         if self._map is not None:
-            self._map[0] = 0
+            with self._lock:
+                self._calls -= 1
+                if not self._calls:
+                    self._map[0] = 0
 
 
 ADAPTER_CALL = AdapterCallFlag()
@@ -49,7 +61,9 @@ def attach_worker(config: pytest.Config) -> None:
     """On an xdist worker: map the flag file the controller created for it."""
     workerinput: dict[str, Any] = getattr(config, "workerinput", {})
     path = workerinput.get(WORKERINPUT_KEY)
-    if path is not None:
+    if path is not None and Path(path).is_file():
+        # A remote worker (``--tx socket=`` / ``ssh=``) does not see the controller's
+        # file: its flag stays inert, and a crash there counts as the harness's.
         ADAPTER_CALL.attach(Path(path))
 
 

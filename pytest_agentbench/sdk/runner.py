@@ -15,9 +15,9 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from types import FrameType
+from types import CoroutineType, FrameType
 from typing import Any, TypeVar
 
 from pytest_agentbench.sdk import crashes, leaked_threads
@@ -106,13 +106,27 @@ def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     flag = crashes.ADAPTER_CALL
     flag.raise_flag()
     try:
-        return function(*args, **kwargs)
+        result = function(*args, **kwargs)
+        if isinstance(result, CoroutineType):  # an ``async def`` method's call
+            result = awaited(result)
+        return result
     except (AdapterFailure, CaseTimeout, KeyboardInterrupt):
         raise
     except BaseException as exc:
         raise AdapterFailure(f"adapter raised {describe_exception(exc)}") from exc
     finally:
         flag.lower_flag()
+
+
+def awaited(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run an async adapter method's coroutine to its end on an event loop of this thread.
+
+    Each call gets a fresh loop, closed after: under ``--agentbench-concurrency``
+    every case runs on a thread of its own, so their coroutines wait at once.
+    """
+    import asyncio  # only async adapters pay for importing it
+
+    return asyncio.run(coroutine)
 
 
 class _CaseAlarm:
@@ -280,6 +294,15 @@ def release_alarm() -> None:
         signal.signal(signal.SIGALRM, displaced)
 
 
+def timed_out(elapsed: float, timeout: float, receipt: dict[str, Any] | None = None) -> Outcome:
+    """The outcome of a case its limit ended after ``elapsed`` seconds."""
+    return Outcome(
+        failure_class=FailureClass.AGENT_ERROR,
+        failure_reason=f"timed out after {elapsed:.1f}s (--agentbench-timeout={timeout:g})",
+        receipt=receipt,
+    )
+
+
 def run_case(
     world: World, suite: Suite, case: Case, view: Any, adapter: Any, *, timeout: float
 ) -> Outcome:
@@ -290,12 +313,7 @@ def run_case(
         with interrupt_after(timeout):
             return world.run(suite, case, view, adapter)
     except CaseTimeout as interrupted:
-        elapsed = time.perf_counter() - started
-        return Outcome(
-            failure_class=FailureClass.AGENT_ERROR,
-            failure_reason=f"timed out after {elapsed:.1f}s (--agentbench-timeout={timeout:g})",
-            receipt=interrupted.receipt,
-        )
+        return timed_out(time.perf_counter() - started, timeout, interrupted.receipt)
     except AdapterFailure as failure:
         return Outcome(failure_class=failure.failure_class, failure_reason=cap_text(failure.reason))
     except Exception as exc:
