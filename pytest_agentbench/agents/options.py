@@ -12,15 +12,19 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.agents.settings import configure, resolve_settings
+from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     folder = config.getoption("agentbench_cassettes")
+    pricing = config.getoption("agentbench_pricing")
     overrides = {
         "cassettes": None if folder is None else str(Path(folder).resolve()),
         "cassette_mode": config.getoption("agentbench_cassette_mode"),
+        **{name: config.getoption(f"agentbench_{name}") for name in plugin_options.RUN_LIMITS},
+        "pricing": None if pricing is None else str(Path(pricing).resolve()),
     }
 
     def ini(key: str) -> str | None:

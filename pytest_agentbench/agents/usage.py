@@ -9,6 +9,7 @@ in cassettes, so a replayed run reports the same usage as the recorded one.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from pytest_agentbench.agents.cassettes import RecordedResponse, request_digest
@@ -44,30 +45,53 @@ def final_attempt(response: RecordedResponse) -> dict[str, Any]:
     return {"outcome": "response", "tokens": reported_tokens(response.json_body)}
 
 
+def final_tokens(response: RecordedResponse) -> Tokens | None:
+    """The token counts of the answer that ended a request, when it reported them."""
+    if response.transport_error is not None or response.text_body is not None:
+        return None
+    status = response.status
+    if status is None or not 200 <= status < 300:
+        return None
+    return reported_tokens(response.json_body)
+
+
 class UsageLog:
-    """The requests since the ledger last asked."""
+    """The requests since the ledger last asked, per thread.
+
+    One agent serves every case of a process, concurrently on their own
+    threads; each case's ledger drains on the thread that ran the call, so
+    each sees its own requests only.
+    """
 
     def __init__(self) -> None:
-        self._attempts: list[dict[str, Any]] = []
-        self._last_request: str | None = None
+        self._local = threading.local()
+
+    def _pending(self) -> tuple[list[dict[str, Any]], list[str]]:
+        local = self._local
+        if not hasattr(local, "attempts"):
+            local.attempts, local.requests = [], []
+        return local.attempts, local.requests
 
     def note(self, request: dict[str, JsonValue], response: RecordedResponse) -> None:
+        attempts, requests = self._pending()
         digest = request_digest(request)
         for fault in response.faults:
-            self._attempts.append(
-                {"outcome": "fault", "fault": fault, "request_digest_sha256": digest}
-            )
-        self._attempts.append({**final_attempt(response), "request_digest_sha256": digest})
-        self._last_request = digest
+            attempts.append({"outcome": "fault", "fault": fault, "request_digest_sha256": digest})
+        attempts.append({**final_attempt(response), "request_digest_sha256": digest})
+        requests.append(digest)
 
     def drain(self) -> UsageReport | None:
         """Every attempt since the last drain, numbered from 1; the last request's digest."""
-        if self._last_request is None:
+        attempts, requests = self._pending()
+        if not requests:
             return None
-        attempts = tuple(
-            Attempt(attempt_index=index, **attempt)
-            for index, attempt in enumerate(self._attempts, start=1)
+        report = UsageReport(
+            request_digest_sha256=requests[-1],
+            attempts=tuple(
+                Attempt(attempt_index=index, **attempt)
+                for index, attempt in enumerate(attempts, start=1)
+            ),
         )
-        report = UsageReport(request_digest_sha256=self._last_request, attempts=attempts)
-        self._attempts, self._last_request = [], None
+        attempts.clear()
+        requests.clear()
         return report
