@@ -76,7 +76,7 @@ def read_pricing(path: Path) -> PricingTable:
         first = exc.errors()[0]
         raise UsageError(
             "invalid_pricing",
-            f"{first['msg']} (prices are decimal strings, e.g. \"0.0000025\")",
+            f'{first["msg"]} (prices are decimal strings, e.g. "0.0000025")',
             file=display,
             field=".".join(str(part) for part in first["loc"]),
         ) from None
@@ -201,7 +201,9 @@ class BudgetGuard:
             state["cost"] = decimal_text(Decimal(state["cost"]) + Decimal(worst.cost))
         return worst
 
-    def settle(self, reservation: Reservation, input_tokens: int | None, output_tokens: int | None) -> None:
+    def settle(
+        self, reservation: Reservation, input_tokens: int | None, output_tokens: int | None
+    ) -> None:
         """Replace the reservation by what the endpoint reported; unreported, it stays whole."""
         if input_tokens is None and output_tokens is None:
             return

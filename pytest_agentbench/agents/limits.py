@@ -14,6 +14,7 @@ rather than retry in lock step, and a rerun draws the same delays.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -161,12 +162,11 @@ class Backoff:
 
     def delay(self, retry: int, retry_after: str | None) -> float:
         """The wait before retry number ``retry`` (from 0)."""
-        base = self.first_delay_s * 2**retry
+        base = self.first_delay_s * 2.0**retry
         if retry_after is not None:
-            try:
+            # An HTTP-date or garbage leaves the backoff standing.
+            with contextlib.suppress(ValueError):
                 base = float(retry_after)
-            except ValueError:
-                pass  # an HTTP-date or garbage: the backoff stands
         base = min(max(base, 0.0), MAX_RETRY_DELAY_S)
         with self._lock:
             draw = self._random.random()

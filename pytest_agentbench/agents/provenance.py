@@ -15,7 +15,6 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
-from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -35,7 +34,7 @@ from pytest_agentbench.agents.budget import (
 from pytest_agentbench.agents.limits import Backoff, Clock, RateLimiter, SystemClock, Wait
 from pytest_agentbench.agents.settings import ChatSettings
 from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import CaseResult, Outcome, Record
 from pytest_agentbench.sdk.errors import UsageError
 
 PROVIDER = "openai-compatible"
@@ -261,6 +260,28 @@ def current_case() -> CaseCalls | None:
     return calls
 
 
+def excluded_if_refused(outcome: Outcome) -> Outcome:
+    """The case's outcome, or its exclusion when the budget refused one of its calls.
+
+    The refusal reached the world as the adapter's error; it is not the agent's
+    failure, so the case is excluded under the refusal's code instead.
+    """
+    calls = current_case()
+    if calls is None or calls.refusal is None:
+        return outcome
+    return Outcome(
+        exclusion=calls.refusal.code,
+        failure_reason=calls.refusal.render(),
+        receipt=outcome.receipt,
+    )
+
+
+def attach_model_calls(calls: CaseCalls, result: CaseResult) -> CaseResult:
+    if not calls.used:
+        return result
+    return result.model_copy(update={"model_calls": calls.record().model_dump(mode="json")})
+
+
 class RunProvenance(Record):
     """The model behind a run and its traffic, summed over the cases' records."""
 
@@ -326,7 +347,3 @@ def run_provenance(
         wait_seconds=decimal_text(wait_seconds),
         excluded=tuple(sorted(excluded)),
     )
-
-
-def shared_tally_path(folder: Path) -> Path:
-    return folder / "budget-tally.json"

@@ -32,7 +32,10 @@ SOURCES: dict[str, tuple[str, str]] = {
     "cassettes": ("agentbench_cassettes", "AGENTBENCH_CASSETTES"),
     "cassette_mode": ("agentbench_cassette_mode", "AGENTBENCH_CASSETTE_MODE"),
     "retry_jitter": ("agentbench_llm_retry_jitter", "AGENTBENCH_LLM_RETRY_JITTER"),
-    "max_tokens_per_call": ("agentbench_llm_max_tokens_per_call", "AGENTBENCH_LLM_MAX_TOKENS_PER_CALL"),
+    "max_tokens_per_call": (
+        "agentbench_llm_max_tokens_per_call",
+        "AGENTBENCH_LLM_MAX_TOKENS_PER_CALL",
+    ),
     # Rate limits and budgets of the run (agents/limits.py, agents/budget.py); each is
     # also a command-line option, --agentbench-<name with dashes>.
     "max_connections": ("agentbench_max_connections", "AGENTBENCH_MAX_CONNECTIONS"),
@@ -49,8 +52,14 @@ RUN_LIMITS: dict[str, tuple[str, str]] = {
     "requests_per_minute": ("N", "model requests sent in any minute, per process"),
     "tokens_per_minute": ("N", "model tokens (reserved, then reported) in any minute, per process"),
     "max_calls": ("N", "model calls the whole run may make; checked before each call is sent"),
-    "max_tokens": ("N", "model tokens the whole run may use (needs agentbench_llm_max_tokens_per_call)"),
-    "max_cost": ("AMOUNT", "what the whole run may cost, an exact decimal (needs --agentbench-pricing)"),
+    "max_tokens": (
+        "N",
+        "model tokens the whole run may use (needs agentbench_llm_max_tokens_per_call)",
+    ),
+    "max_cost": (
+        "AMOUNT",
+        "what the whole run may cost, an exact decimal (needs --agentbench-pricing)",
+    ),
     "pricing": ("FILE", "pricing table: per model, the price of one input and one output token"),
 }
 """The settings above that are command-line options too: metavar and help."""

@@ -29,6 +29,7 @@ from pytest_agentbench.sdk.contracts import (
     CaseResult,
     FailureClass,
     Outcome,
+    excluded,
     harness_error,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -404,10 +405,23 @@ class AgentbenchState:
         case writes its execution ledger; a ledger that cannot be written makes
         the case a harness error under the ledger's code.
         """
+        from pytest_agentbench.agents.provenance import attach_model_calls, case_scope
+
+        with case_scope() as calls:
+            outcome, result = self._execute(loaded, case, view, adapter, ledger=ledger)
+        return outcome, attach_model_calls(calls, result)
+
+    def _execute(
+        self, loaded: LoadedSuite, case: Case, view: Any, adapter: Any, *, ledger: bool
+    ) -> tuple[Outcome, CaseResult]:
+        from pytest_agentbench.agents.provenance import excluded_if_refused
+
         folder = self.options.ledger_dir if ledger else None
         if folder is None:
-            outcome = run_case(
-                loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
+            outcome = excluded_if_refused(
+                run_case(
+                    loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
+                )
             )
             return outcome, self.grade(loaded, case, outcome)
         from pytest_agentbench.run.case_ledger import ledgered, open_case_ledger
@@ -418,13 +432,15 @@ class AgentbenchState:
             return Outcome(failure_class=FailureClass.HARNESS_ERROR), harness_error(
                 case.suite_id, case.case_id, cap_text(exc.render()), case.labels
             )
-        outcome = run_case(
-            loaded.world,
-            loaded.suite,
-            case,
-            view,
-            ledgered(adapter, case_ledger),
-            timeout=self.options.timeout,
+        outcome = excluded_if_refused(
+            run_case(
+                loaded.world,
+                loaded.suite,
+                case,
+                view,
+                ledgered(adapter, case_ledger),
+                timeout=self.options.timeout,
+            )
         )
         case_ledger.finish(outcome)
         if case_ledger.failure is not None:
@@ -449,6 +465,8 @@ def oracle_of(loaded: LoadedSuite) -> Any:
 
 def grade_outcome(loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
     """Grade one outcome; a failure of the oracle or the evaluator is a harness error."""
+    if outcome.exclusion is not None:
+        return excluded(case, outcome)
     try:
         return loaded.world.evaluate(loaded.suite, case, outcome, oracle_of(loaded))
     except Exception as exc:
