@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from pytest_agentbench.cli.main import main
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
@@ -253,3 +254,123 @@ def test_a_ceiling_reached_mid_run_excludes_the_later_cases_counted_and_named(
     skipped = [c.get("name") for c in junit.iter("testcase") if c.find("skipped") is not None]
     assert skipped == ["c3", "c4"]
     result.stdout.fnmatch_lines(["*budget: max-tokens 750; 2 cases excluded*"])
+
+
+def _case_of(document: dict[str, Any], case_id: str) -> dict[str, Any]:
+    (suite,) = document["suites"]
+    result: dict[str, Any] = next(
+        e["result"] for e in suite["cases"] if e["result"]["case_id"] == case_id
+    )
+    return result
+
+
+def _edit_report(path: Path, change: Any) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
+def _edit_row(path: Path, index: int, field: str, value: Any) -> None:
+    """Change a row's payload and write its exact encoding back, without re-chaining."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    row = json.loads(lines[index])
+    row[row["row_kind"]][field] = value
+    lines[index] = json.dumps(row, sort_keys=True).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+
+
+def _drop_line(path: Path, index: int) -> None:
+    lines = path.read_bytes().splitlines(keepends=True)
+    del lines[index]
+    path.write_bytes(b"".join(lines))
+
+
+def _set_calls(case_id: str, key: str, change: Any) -> Any:
+    return lambda d: change(_case_of(d, case_id)["model_calls"], key)
+
+
+TAMPERINGS: list[tuple[str, str, Any]] = [
+    ("a call row edited", "ledger_row_edited", ("c1", lambda p: _edit_row(p, 1, "method", "x"))),
+    ("a call row removed", "ledger_row_missing", ("c1", lambda p: _drop_line(p, 1))),
+    ("the terminal row removed", "ledger_incomplete", ("c1", lambda p: _drop_line(p, -1))),
+    ("a ledger removed", "audit_ledger_missing", ("c1", lambda p: p.unlink())),
+    (
+        "a ledger the report does not name",
+        "audit_ledger_unreported",
+        ("c1", lambda p: p.with_name("c9.ndjson").write_bytes(p.read_bytes())),
+    ),
+    (
+        "the run's totals changed",
+        "audit_run_totals_mismatch",
+        lambda d: d["model_run"].update(calls=d["model_run"]["calls"] + 1),
+    ),
+    (
+        "a case's totals changed",
+        "audit_totals_mismatch",
+        lambda d: _case_of(d, "c2")["model_calls"].update(input_tokens=1),
+    ),
+    (
+        "a case's decision digest changed",
+        "audit_decision_mismatch",
+        lambda d: _case_of(d, "c1")["model_calls"]["decisions"][0].update(
+            decision_digest_sha256="0" * 64
+        ),
+    ),
+    (
+        "a case's request digest changed",
+        "audit_request_mismatch",
+        lambda d: _case_of(d, "c1")["model_calls"]["request_digests"].__setitem__(0, "0" * 64),
+    ),
+    (
+        "a scored case reported excluded",
+        "audit_terminal_mismatch",
+        lambda d: _case_of(d, "c3").update(outcome="excluded", exclusion="budget_x"),
+    ),
+]
+
+
+def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
+    chat_project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with ScriptedLLM().serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        run(chat_project, "audited", "--agentbench-cassette-mode=off")
+    report = chat_project.path / "audited.json"
+    ledgers = chat_project.path / "ledger-audited"
+    pricing = chat_project.path / "pricing.json"
+    pristine = {path: path.read_bytes() for path in [report, *ledgers.rglob("*.ndjson")]}
+
+    def audit(*extra: str) -> str:
+        capsys.readouterr()
+        status = main(["audit", str(report), str(ledgers), *extra])
+        err = capsys.readouterr().err
+        for path in set(ledgers.rglob("*.ndjson")) - set(pristine):
+            path.unlink()
+        for path, data in pristine.items():
+            path.write_bytes(data)
+        if status == 0:
+            return "ok"
+        assert status == 1, err
+        assert err.count("\n") == 1, "one line"
+        return err.split("[")[1].split("]")[0]
+
+    assert audit() == "ok"
+    assert audit("--pricing", str(pricing)) == "ok"
+    found = {}
+    for name, code, tamper in TAMPERINGS:
+        if isinstance(tamper, tuple):
+            case_id, change = tamper
+            change(ledgers / "chat-suite" / f"{case_id}.ndjson")
+        else:
+            _edit_report(report, tamper)
+        found[name] = (code, audit())
+    assert {name: got for name, (_, got) in found.items()} == {
+        name: code for name, (code, _) in found.items()
+    }
+    _edit_report(report, lambda d: _case_of(d, "c1")["model_calls"].update(cost="0.1"))
+    assert audit("--pricing", str(pricing)) == "audit_cost_mismatch"
+    other = chat_project.path / "other-pricing.json"
+    other.write_text(json.dumps({**PRICING, "currency": "EUR"}))
+    assert audit("--pricing", str(other)) == "audit_pricing_mismatch"

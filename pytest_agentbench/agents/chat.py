@@ -70,14 +70,16 @@ class ChatAgent:
 
     def solve(self, task: dict[str, Any], session: ToolSessionLike) -> str:
         case = current_case()
+        first_call = 0 if case is None else case.begin()
         try:
             answer = self._solve(task, session)
         except BaseException:
             if case is not None:
-                case.decided(None)
+                case.decided(first_call, None)
             raise
         if case is not None:
-            case.decided(sha256_hex(canonical_bytes(answer)))
+            # The digest the case's ledger takes of the answer it records.
+            case.decided(first_call, sha256_hex(canonical_bytes(answer)))
         return answer
 
     def _solve(self, task: dict[str, Any], session: ToolSessionLike) -> str:

@@ -204,14 +204,21 @@ class CaseCalls:
             self.cost += cost
             self.waits.extend(waits)
 
-    def decided(self, decision_digest: str | None) -> None:
+    def begin(self) -> int:
+        """An invocation of the adapter starts: the number of its first model call."""
+        with self._lock:
+            return len(self.requests)
+
+    def decided(self, first_call: int, decision_digest: str | None) -> None:
         """An invocation of the adapter ended (with an answer, or raising)."""
         with self._lock:
             self.decisions.append(
                 DecisionCall(
                     call_index=len(self.decisions),
                     decision_digest_sha256=decision_digest,
-                    request_digest_sha256=self.requests[-1] if self.requests else None,
+                    request_digest_sha256=self.requests[-1]
+                    if len(self.requests) > first_call
+                    else None,
                 )
             )
 

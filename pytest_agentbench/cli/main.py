@@ -15,6 +15,7 @@
     agentbench record SUITE CASE (--agent NAME | --adapter MODULE:ATTR) --out DIR
     agentbench replay SUITE EPISODE
     agentbench audit-ledger PATH
+    agentbench audit REPORT LEDGER_DIR [--pricing FILE]
     agentbench html RUN.json [-o PATH]
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
@@ -34,6 +35,7 @@ from typing import Any, NoReturn, Protocol, runtime_checkable
 import pluggy
 from pydantic import ValidationError
 
+from pytest_agentbench.cli.audit import add_audit_command, cmd_audit
 from pytest_agentbench.cli.rescore import is_own_record, rescore, rescore_lines, unresolvable
 from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.report.baseline import identity, settings, suite_run
@@ -719,6 +721,7 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
     replay.add_argument("episode")
     audit = commands.add_parser("audit-ledger", help="verify an execution ledger")
     audit.add_argument("path")
+    add_audit_command(commands)
 
 
 COMMANDS = {
@@ -735,6 +738,7 @@ COMMANDS = {
     "record": cmd_record,
     "replay": cmd_replay,
     "audit-ledger": cmd_audit_ledger,
+    "audit": cmd_audit,
     "html": cmd_html,
 }
 
