@@ -89,8 +89,15 @@ class RateLimiter:
         self.clock = clock or SystemClock()
         self._condition = threading.Condition(threading.Lock())
         self._open = 0
+        self._waiting = 0
         self._window: list[Permit] = []
         """Admitted requests of the last minute, oldest first."""
+
+    @property
+    def waiting(self) -> int:
+        """Requests blocked for a connection right now."""
+        with self._condition:
+            return self._waiting
 
     def acquire(self, tokens: int) -> Permit:
         """Block until a request of ``tokens`` may be sent; the permit lists every wait."""
@@ -99,7 +106,11 @@ class RateLimiter:
             while True:
                 now = self.clock.now()
                 if self.max_connections is not None and self._open >= self.max_connections:
-                    self._condition.wait()
+                    self._waiting += 1
+                    try:
+                        self._condition.wait()
+                    finally:
+                        self._waiting -= 1
                     waits.append(wait("connections", self.clock.now() - now))
                     continue
                 self._forget_before(now - WINDOW_S)
