@@ -141,7 +141,10 @@ class ChatAgent:
             if case is not None:
                 case.refuse(refusal)
             raise
-        exchange = self.transport.send(request, tokens=reservation.tokens)
+        # Without a per-call bound, the tokens-per-minute limit counts the request's size
+        # (about four bytes a token) until its answer reports what it used.
+        expected = reservation.tokens or len(canonical_json(request)) // 4 + 1
+        exchange = self.transport.send(request, tokens=expected)
         response = exchange.response
         tokens = final_tokens(response)
         guard.settle(
