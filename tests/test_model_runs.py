@@ -98,7 +98,12 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
     server = ScriptedLLM()
     with server.serving() as base_url:
         monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url.replace("//", "//user:pw@"))
-        serial, serial_report = run(chat_project, "serial", "--agentbench-cassette-mode=record")
+        serial, serial_report = run(
+            chat_project,
+            "serial",
+            "--agentbench-cassette-mode=record",
+            f"--agentbench-html={chat_project.path / 'serial.html'}",
+        )
     with ScriptedLLM().serving() as other_url:
         # The same port may not be free again: compare hosts only through the first run.
         monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", other_url)
@@ -142,6 +147,10 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
         line.startswith("agentbench model: openai-compatible " + host) for line in serial.outlines
     ), "the terminal header names the model"
     serial.stdout.fnmatch_lines(["*agentbench: model*", f"model: openai-compatible {host}*"])
+    page = (chat_project.path / "serial.html").read_text()
+    model_block = page[page.index("<h3>Model</h3>") : page.index("</dl>", page.index("<h3>Model"))]
+    for shown in (host, provenance["settings_digest"], provenance["cost"], "record", "USD"):
+        assert shown in model_block
 
     connects: list[object] = []
     real_connect = socket.socket.connect
