@@ -23,9 +23,7 @@ def _interval(metric: MetricValue) -> str:
 
 def _counts_line(suite: SuiteSummary) -> str:
     # Only budgets exclude cases: a run without one is not told of a zero.
-    counts = ", ".join(
-        f"{n} {name}" for name, n in suite.counts.items() if n or name != "excluded"
-    )
+    counts = ", ".join(f"{n} {name}" for name, n in suite.counts.items() if n or name != "excluded")
     classes = ", ".join(f"{n} {name}" for name, n in suite.failure_classes.items() if n)
     return f"cases: {counts}" + (f" | failure classes: {classes}" if classes else "")
 
