@@ -254,3 +254,43 @@ def test_budgets_that_cannot_be_enforced_are_refused_at_configuration(tmp_path: 
 )
 def test_the_endpoint_is_reported_by_host_only(url: str | None, host: str | None) -> None:
     assert endpoint_host(url) == host
+
+
+def test_concurrent_cases_on_one_agent_keep_their_own_calls_and_usage() -> None:
+    from pytest_agentbench.agents.chat import ChatAgent
+    from pytest_agentbench.agents.provenance import case_scope
+    from pytest_agentbench.tools import ToolSession, solve_with_session
+    from tests.demo_world import DEMO_TOOLS, DemoFinal, accept_final
+    from tests.llm_server import ScriptedLLM
+
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        settings = ChatSettings(
+            base_url=base_url, model="m", max_turns=4, retry_backoff_s=0.0, max_connections=1
+        )
+        agent = ChatAgent(settings)
+        seen: dict[str, tuple[object, object]] = {}
+
+        def case(question: str) -> None:
+            with case_scope() as calls:
+                session = ToolSession(DEMO_TOOLS, final_schema=DemoFinal.model_json_schema())
+                solve_with_session(agent, {"question": question}, session, accept_final)
+                usage = agent.drain_usage()
+                seen[question] = (calls.record(), usage)
+
+        threads = [threading.Thread(target=case, args=(q,)) for q in ("tools", "plain", "loop")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    task = '{{"question":"{}"}}'
+    requests = {
+        q: [r for r in server.requests if task.format(q) in r["messages"][1]["content"]]
+        for q in seen
+    }
+    for question, (record, usage) in seen.items():
+        assert record.calls == len(requests[question])  # type: ignore[attr-defined]
+        assert usage is not None
+        digests = {a.request_digest_sha256 for a in usage.attempts}  # type: ignore[attr-defined]
+        assert digests == set(record.request_digests)  # type: ignore[attr-defined]
+    assert agent.run.limiter.waiting == 0
