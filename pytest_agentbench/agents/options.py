@@ -59,14 +59,14 @@ def pytest_configure(config: pytest.Config) -> None:
             ini=ini, environ=os.environ, overrides=overrides, root=config.rootpath
         )
         configure(settings)
-        folder = _shared_folder(config, settings)
-        run = ModelRun(settings, tally=None if folder is None else Tally(tally_path(folder)))
+        shared = _shared_folder(config, settings)
+        run = ModelRun(settings, tally=None if shared is None else Tally(tally_path(shared)))
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
     configure_run(run)
     config.stash[RUN_KEY] = run
-    if folder is not None and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(BudgetController(folder, run), "agentbench-budget-controller")
+    if shared is not None and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(BudgetController(shared, run), "agentbench-budget-controller")
 
 
 def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None:
