@@ -137,7 +137,7 @@ def test_every_outcome_is_classified_with_a_stable_receipt(
         on_disk = receipt_path(project.path / "receipts", SUITE, case_id)
         assert Receipt.model_validate_json(on_disk.read_text()).digest == receipt.digest
     check_budgets(cases)
-    counts = {"passed": 1, "failed": 9, "error": 1, "skipped": 0}  # the terminal names no zero excluded
+    counts = {"passed": 1, "failed": 9, "error": 1, "skipped": 0}
     result.stdout.fnmatch_lines([f"cases: {', '.join(f'{v} {k}' for k, v in counts.items())}*"])
     header = "agentbench: adapter tool_agents:Scripted (tool_agents.Scripted)"
     where = ", in an isolated process" if isolate_args else ""
