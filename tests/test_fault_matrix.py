@@ -186,7 +186,7 @@ def test_every_hang_is_bounded_and_every_adapter_failure_counts_against_it(
     )
     for hang in ("asyncio-executor", "pool-result", "bare-except"):
         assert cases[hang]["failure_reason"].startswith("timed out after 1.")
-    assert suite["counts"] == {"passed": 2, "failed": 7, "error": 0, "skipped": 0}
+    assert suite["counts"] == {"passed": 2, "failed": 7, "error": 0, "skipped": 0, "excluded": 0}
     assert suite["failure_classes"] == {"agent_error": 6, "product_error": 0, "harness_error": 0}
     # Every case is in the denominator: 2 right of 9, not 2 of 3.
     assert metric(suite, "accuracy") == (pytest.approx(2 / 9), 9)

@@ -260,6 +260,7 @@ def test_every_hang_and_crash_costs_one_case_when_isolated(
         "failed": len(selected) - len(passing),
         "error": 0,
         "skipped": 0,
+        "excluded": 0,
     }
     assert suite["failure_classes"] == {
         "agent_error": len(hangs) + len(crashes),

@@ -93,11 +93,12 @@ def test_a_zero_rate_is_zero_when_it_is_computable() -> None:
     assert accuracy.interval is not None
 
 
-def test_harness_errors_and_skipped_cases_are_not_graded() -> None:
+def test_harness_errors_skipped_and_excluded_cases_are_not_graded() -> None:
     results = [
         case("ok", correct=1, scored=1),
         case("broken", CaseOutcome.ERROR, correct=0, scored=1),
         case("skipped", CaseOutcome.SKIPPED, correct=0, scored=1),
+        case("over-budget", CaseOutcome.EXCLUDED, correct=0, scored=1),
     ]
     assert [result.case_id for result in graded(results)] == ["ok"]
     (accuracy,) = aggregate([ACCURACY], results)

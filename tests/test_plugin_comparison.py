@@ -50,7 +50,7 @@ def test_a_run_compared_with_itself_is_noise_free_under_every_distribution(
         assert result.ret == pytest.ExitCode.OK, mode
         comparison = report["comparison"]
         jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
-        assert report["schema_version"] == "agentbench-run-report/2"
+        assert report["schema_version"] == "agentbench-run-report/3"
         assert comparison["passed"] is True
         assert comparison["regressions"] == 0
         (suite,) = comparison["suites"]

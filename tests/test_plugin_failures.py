@@ -186,7 +186,13 @@ def test_evaluation_failure_is_a_harness_error_of_that_case(demo: pytest.Pyteste
         ["*_ demo-suite::c3 _*", "harness_error: evaluation raised KeyError: 'c3'"]
     )
     report = json.loads(path.read_text())
-    assert report["suites"][0]["counts"] == {"passed": 2, "failed": 0, "error": 1, "skipped": 0}
+    assert report["suites"][0]["counts"] == {
+        "passed": 2,
+        "failed": 0,
+        "error": 1,
+        "skipped": 0,
+        "excluded": 0,
+    }
     assert case_results(report)["c3"]["failure_class"] == "harness_error"
 
 
@@ -233,7 +239,7 @@ def test_worker_crashed_in_the_adapter_counts_its_case_as_an_agent_error(
         output
     )
     (suite,) = report["suites"]
-    assert suite["counts"] == {"passed": 2, "failed": 1, "error": 0, "skipped": 0}
+    assert suite["counts"] == {"passed": 2, "failed": 1, "error": 0, "skipped": 0, "excluded": 0}
     assert suite["failure_classes"]["agent_error"] == 1
     cases = case_results(report)
     assert sorted(cases) == ["c1", "c2", "c3"]

@@ -150,7 +150,7 @@ def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[
     result, report = run(demo, "--agentbench-adapter=agents:Agent", *xdist_args)
     result.assert_outcomes(passed=2, failed=2)
     jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
-    assert report["schema_version"] == "agentbench-run-report/2"
+    assert report["schema_version"] == "agentbench-run-report/3"
     assert report["exit_status"] == 1
     assert set(report["environment"]) == {"python", "pytest", "plugin", "platform", "git_commit"}
     assert report["environment"]["pytest"] == pytest.__version__
@@ -175,7 +175,7 @@ def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[
         "public": artifact_set_digest(public),
         "oracle": artifact_set_digest(oracle),
     }
-    assert suite["counts"] == {"passed": 1, "failed": 2, "error": 0, "skipped": 0}
+    assert suite["counts"] == {"passed": 1, "failed": 2, "error": 0, "skipped": 0, "excluded": 0}
     metrics = {metric["name"]: metric for metric in suite["metrics"]}
     assert metrics["accuracy"]["value"] == pytest.approx(1 / 3)
     assert (metrics["accuracy"]["numerator"], metrics["accuracy"]["denominator"]) == (1, 3)

@@ -64,7 +64,7 @@ def test_metrics_are_identical_for_every_distribution(
     _, baseline = metrics_and_counts(project)
     result, summary = metrics_and_counts(project, *args)
     assert summary == baseline
-    assert summary["counts"] == {"passed": 4, "failed": 4, "error": 0, "skipped": 0}
+    assert summary["counts"] == {"passed": 4, "failed": 4, "error": 0, "skipped": 0, "excluded": 0}
     assert summary["cases"] == sorted(QUESTIONS)
     by_name = {
         metric["name"]: (metric["value"], metric["numerator"], metric["denominator"])
@@ -84,7 +84,7 @@ def test_dist_each_runs_every_case_per_worker_but_counts_it_once(
     # pytest's own tally sees both workers' runs; the benchmark counts each case once.
     result.assert_outcomes(passed=8, failed=8)
     assert summary == baseline
-    assert summary["counts"] == {"passed": 4, "failed": 4, "error": 0, "skipped": 0}
+    assert summary["counts"] == {"passed": 4, "failed": 4, "error": 0, "skipped": 0, "excluded": 0}
 
 
 NULLABLE_WORLD = """

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.agents.provenance import RunProvenance
 from pytest_agentbench.report import json_report
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.json_report import AdapterIdentity, RunReport, environment
@@ -47,6 +48,7 @@ def whole_model_report(
     adapter_description: str,
     exit_status: int,
     comparison: Comparison | None = None,
+    model_run: RunProvenance | None = None,
 ) -> str:
     """The former builder: every case entry in the summary, one model, one encoding."""
     results = {nodeid: store[nodeid] for nodeid in store}
@@ -70,6 +72,7 @@ def whole_model_report(
         gates=summary.gates,
         problems=summary.problems,
         comparison=comparison,
+        model_run=model_run,
     )
     return canonical_json(report.model_dump(mode="json")) + "\n"
 

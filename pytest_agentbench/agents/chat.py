@@ -20,14 +20,17 @@ which the world classifies as ``agent_error``.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
-from pytest_agentbench.agents.cassettes import RecordedResponse
+from pytest_agentbench.agents.budget import BudgetRefused
+from pytest_agentbench.agents.cassettes import RecordedResponse, request_digest
+from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
-from pytest_agentbench.agents.usage import UsageLog
+from pytest_agentbench.agents.usage import UsageLog, final_tokens
 from pytest_agentbench.ledger import UsageReport
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
 from pytest_agentbench.tools import ToolCallError, ToolSessionLike
 from pytest_agentbench.tools.wrapping import FENCE_INSTRUCTIONS, fence_result
 
@@ -43,7 +46,11 @@ class ChatAgent:
     """A chat-model agent; built with no arguments it reads the session's settings."""
 
     def __init__(
-        self, settings: ChatSettings | None = None, *, transport: ChatTransport | None = None
+        self,
+        settings: ChatSettings | None = None,
+        *,
+        transport: ChatTransport | None = None,
+        run: ModelRun | None = None,
     ) -> None:
         self.settings = configured_settings() if settings is None else settings
         if not self.settings.model:
@@ -54,13 +61,28 @@ class ChatAgent:
             raise ChatAgentError(
                 "llm_config", "no base URL (agentbench_llm_base_url / AGENTBENCH_LLM_BASE_URL)"
             )
-        self.transport = ChatTransport(self.settings) if transport is None else transport
+        self.run = current_run(self.settings) if run is None else run
+        self.transport = ChatTransport(self.settings, self.run) if transport is None else transport
         self.usage = UsageLog()
 
     def __repr__(self) -> str:
         return f"ChatAgent(model={self.settings.model!r}, mode={self.settings.effective_mode})"
 
     def solve(self, task: dict[str, Any], session: ToolSessionLike) -> str:
+        case = current_case()
+        first_call = 0 if case is None else case.begin()
+        try:
+            answer = self._solve(task, session)
+        except BaseException:
+            if case is not None:
+                case.decided(first_call, None)
+            raise
+        if case is not None:
+            # The digest the case's ledger takes of the answer it records.
+            case.decided(first_call, sha256_hex(canonical_bytes(answer)))
+        return answer
+
+    def _solve(self, task: dict[str, Any], session: ToolSessionLike) -> str:
         messages: list[JsonValue] = [
             {"role": "system", "content": self._system_prompt()},
             {"role": "user", "content": self._task_prompt(task, session)},
@@ -110,8 +132,39 @@ class ChatAgent:
         return request
 
     def _complete(self, request: dict[str, JsonValue]) -> dict[str, Any]:
-        response = self.transport.send(request)
+        """One model call: reserved against the budgets before it is sent, then settled."""
+        case = current_case()
+        guard = self.run.guard
+        try:
+            reservation = guard.reserve()
+        except BudgetRefused as refusal:
+            if case is not None:
+                case.refuse(refusal)
+            raise
+        # Without a per-call bound, the tokens-per-minute limit counts the request's size
+        # (about four bytes a token) until its answer reports what it used.
+        expected = reservation.tokens or len(canonical_json(request)) // 4 + 1
+        exchange = self.transport.send(request, tokens=expected)
+        response = exchange.response
+        tokens = final_tokens(response)
+        guard.settle(
+            reservation,
+            None if tokens is None else tokens.input,
+            None if tokens is None else tokens.output,
+        )
         self.usage.note(request, response)
+        if case is not None:
+            price = self.run.price
+            used_in = 0 if tokens is None else tokens.input or 0
+            used_out = 0 if tokens is None else tokens.output or 0
+            case.call(
+                request_digest(request),
+                attempts=len(response.faults) + 1,
+                input_tokens=used_in,
+                output_tokens=used_out,
+                cost=Decimal(0) if price is None else price.cost(used_in, used_out),
+                waits=exchange.waits,
+            )
         return assistant_message(response, self.settings.timeout_s)
 
     def _answer_call(

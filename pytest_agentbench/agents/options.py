@@ -1,26 +1,53 @@
 """The chat-model agent's pytest options and ini keys, resolved (a plugin of benchmark runs).
 
 Resolved once per process at configure time, so an invalid setting is a usage
-error before any case runs; the agent reads them when it is built.
+error before any case runs; the agent reads them when it is built. The
+process's :class:`~pytest_agentbench.agents.provenance.ModelRun` (rate limiter,
+budget guard, pricing) is built here too.
+
+Budgets are the run's, not a process's: under xdist the controller makes a
+folder whose locked tally file every worker reserves from, and the worst-case
+preflight runs where the selected cases are known before any is scheduled
+(after collection serially; under xdist, on the controller as each worker
+reports its collection, from the case count the worker left in that folder).
+A refused run ends there, before any call.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_agentbench.agents.settings import configure, resolve_settings
+from pytest_agentbench.agents.budget import BudgetRefused, Tally
+from pytest_agentbench.agents.provenance import (
+    PROVIDER,
+    ModelRun,
+    configure_run,
+    endpoint_host,
+)
+from pytest_agentbench.agents.settings import ChatSettings, configure, resolve_settings
+from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.sdk.errors import AgentbenchError
+
+RUN_KEY = pytest.StashKey[ModelRun]()
+WORKERINPUT_KEY = "agentbench_budget_folder"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     folder = config.getoption("agentbench_cassettes")
+    pricing = config.getoption("agentbench_pricing")
     overrides = {
         "cassettes": None if folder is None else str(Path(folder).resolve()),
         "cassette_mode": config.getoption("agentbench_cassette_mode"),
+        **{name: config.getoption(f"agentbench_{name}") for name in plugin_options.RUN_LIMITS},
+        "pricing": None if pricing is None else str(Path(pricing).resolve()),
     }
 
     def ini(key: str) -> str | None:
@@ -28,12 +55,113 @@ def pytest_configure(config: pytest.Config) -> None:
         return str(value) if value else None
 
     try:
-        configure(
-            resolve_settings(ini=ini, environ=os.environ, overrides=overrides, root=config.rootpath)
+        settings = resolve_settings(
+            ini=ini, environ=os.environ, overrides=overrides, root=config.rootpath
         )
+        configure(settings)
+        shared = _shared_folder(config, settings)
+        run = ModelRun(settings, tally=None if shared is None else Tally(tally_path(shared)))
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
+    configure_run(run)
+    config.stash[RUN_KEY] = run
+    if shared is not None and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(BudgetController(shared, run), "agentbench-budget-controller")
+
+
+def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None:
+    """The folder the run's budget is shared through: made by the xdist controller."""
+    ceilings = (settings.max_calls, settings.max_tokens, settings.max_cost)
+    if all(ceiling is None for ceiling in ceilings):
+        return None
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        given = workerinput.get(WORKERINPUT_KEY)
+        return None if given is None else Path(given)
+    if config.getoption("dist", "no") == "no" and not config.getoption("numprocesses", None):
+        return None
+    return Path(tempfile.mkdtemp(prefix="agentbench-budget-"))
+
+
+def tally_path(folder: Path) -> Path:
+    return folder / "tally.json"
+
+
+class BudgetController:
+    """On the xdist controller: hands workers the folder, preflights their collections."""
+
+    def __init__(self, folder: Path, run: ModelRun) -> None:
+        self.folder = folder
+        self.run = run
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[WORKERINPUT_KEY] = str(self.folder)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        path = self.folder / f"cases-{node.workerinput['workerid']}.json"
+        try:
+            cases = int(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            cases = len(ids)  # a worker that left no count: every item may be a case
+        _preflight(self.run, cases)
+
+    def pytest_unconfigure(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _preflight(run: ModelRun, cases: int) -> None:
+    try:
+        run.preflight(cases)
+    except BudgetRefused as refusal:
+        pytest.exit(f"agentbench: run refused before any call: {refusal.render()}", 4)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or not run.ceilings.any:
+        return
+    from pytest_agentbench.plugin.collect import CaseItem
+
+    cases = sum(1 for item in session.items if isinstance(item, CaseItem))
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        _preflight(run, cases)
+    elif WORKERINPUT_KEY in workerinput:
+        folder = Path(workerinput[WORKERINPUT_KEY])
+        (folder / f"cases-{workerinput['workerid']}.json").write_text(str(cases), encoding="utf-8")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or not run.settings.model:
+        return None
+    return "agentbench model: " + header_text(run)
+
+
+def header_text(run: ModelRun) -> str:
+    settings = run.settings
+    mode = settings.effective_mode
+    parts = [
+        f"{PROVIDER} {endpoint_host(settings.base_url) or '(no endpoint)'}",
+        f"model {settings.model}",
+        "replay" if mode == "replay" else "live" if mode == "off" else "live, recording",
+        f"settings sha256:{settings.settings_digest()[:12]}",
+    ]
+    if run.pricing is not None:
+        parts.append(f"pricing sha256:{run.pricing.digest[:12]}")
+    ceilings = [
+        f"{name.replace('_', '-')} {value}"
+        for name, value in run.ceilings.model_dump().items()
+        if value is not None
+    ]
+    if ceilings:
+        parts.append("budget " + ", ".join(ceilings))
+    return "; ".join(parts)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     configure(None)
+    configure_run(None)

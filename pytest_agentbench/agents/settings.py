@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from pytest_agentbench.plugin import options as plugin_options
+from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import UsageError
 
@@ -38,11 +39,46 @@ class ChatSettings(Record):
     """Retries after a 429 or 5xx answer."""
     retry_backoff_s: float = Field(default=1.0, ge=0)
     """First retry delay, doubling each time; a ``Retry-After`` header (capped) wins."""
+    retry_jitter: float = Field(default=0.5, ge=0.0, le=1.0)
+    """The largest fraction of a retry delay added at random (seeded by ``seed``)."""
+    max_tokens_per_call: int | None = Field(default=None, ge=1)
+    """The most tokens (input and output) one call is reserved for; budgets need it."""
+    max_connections: int | None = Field(default=None, ge=1)
+    requests_per_minute: int | None = Field(default=None, ge=1)
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    max_calls: int | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_cost: str | None = Field(default=None, pattern=r"^[0-9]+(\.[0-9]+)?$")
+    """An exact decimal amount in the pricing table's currency."""
+    pricing: Path | None = None
     fence_results: bool = True
     """Render tool results inside per-call fences (``tools.wrapping``)."""
     cassettes: Path | None = None
     cassette_mode: CassetteMode | None = None
     """``None``: ``replay`` when the cassette folder exists, otherwise ``record``."""
+
+    def settings_digest(self) -> str:
+        """The settings that shape what is sent and how it is retried (the report's digest).
+
+        Not the endpoint (reported as its host), the key's variable, the cassette
+        folder, the budgets or the rate limits: none changes a request or an answer.
+        """
+        shaping = self.model_dump(
+            mode="json",
+            include={
+                "model",
+                "temperature",
+                "max_turns",
+                "seed",
+                "timeout_s",
+                "max_retries",
+                "retry_backoff_s",
+                "retry_jitter",
+                "max_tokens_per_call",
+                "fence_results",
+            },
+        )
+        return sha256_hex(canonical_bytes(shaping))
 
     @property
     def effective_mode(self) -> CassetteMode:
@@ -76,8 +112,9 @@ def resolve_settings(
             values[name], origin[name] = environ[env_key], env_key
         elif ini(ini_key):
             values[name], origin[name] = str(ini(ini_key)), ini_key
-    if "cassettes" in values and root is not None:
-        values["cassettes"] = str((root / values["cassettes"]).resolve())
+    for name in ("cassettes", "pricing"):
+        if name in values and root is not None:
+            values[name] = str((root / values[name]).resolve())
     try:
         return ChatSettings.model_validate(values)
     except ValidationError as exc:

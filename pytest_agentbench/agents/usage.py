@@ -45,40 +45,53 @@ def final_attempt(response: RecordedResponse) -> dict[str, Any]:
     return {"outcome": "response", "tokens": reported_tokens(response.json_body)}
 
 
-class _Pending(threading.local):
-    """One thread's requests: under ``--agentbench-concurrency`` each case has its thread."""
-
-    def __init__(self) -> None:
-        self.attempts: list[dict[str, Any]] = []
-        self.last_request: str | None = None
+def final_tokens(response: RecordedResponse) -> Tokens | None:
+    """The token counts of the answer that ended a request, when it reported them."""
+    if response.transport_error is not None or response.text_body is not None:
+        return None
+    status = response.status
+    if status is None or not 200 <= status < 300:
+        return None
+    return reported_tokens(response.json_body)
 
 
 class UsageLog:
-    """The requests since the ledger last asked, kept per thread so concurrent cases
-    each drain their own."""
+    """The requests since the ledger last asked, per thread.
+
+    One agent serves every case of a process, concurrently on their own
+    threads; each case's ledger drains on the thread that ran the call, so
+    each sees its own requests only.
+    """
 
     def __init__(self) -> None:
-        self._pending = _Pending()
+        self._local = threading.local()
+
+    def _pending(self) -> tuple[list[dict[str, Any]], list[str]]:
+        local = self._local
+        if not hasattr(local, "attempts"):
+            local.attempts, local.requests = [], []
+        return local.attempts, local.requests
 
     def note(self, request: dict[str, JsonValue], response: RecordedResponse) -> None:
+        attempts, requests = self._pending()
         digest = request_digest(request)
-        pending = self._pending
         for fault in response.faults:
-            pending.attempts.append(
-                {"outcome": "fault", "fault": fault, "request_digest_sha256": digest}
-            )
-        pending.attempts.append({**final_attempt(response), "request_digest_sha256": digest})
-        pending.last_request = digest
+            attempts.append({"outcome": "fault", "fault": fault, "request_digest_sha256": digest})
+        attempts.append({**final_attempt(response), "request_digest_sha256": digest})
+        requests.append(digest)
 
     def drain(self) -> UsageReport | None:
-        """Every attempt of this thread since its last drain, numbered from 1; the last digest."""
-        pending = self._pending
-        if pending.last_request is None:
+        """Every attempt since the last drain, numbered from 1; the last request's digest."""
+        attempts, requests = self._pending()
+        if not requests:
             return None
-        attempts = tuple(
-            Attempt(attempt_index=index, **attempt)
-            for index, attempt in enumerate(pending.attempts, start=1)
+        report = UsageReport(
+            request_digest_sha256=requests[-1],
+            attempts=tuple(
+                Attempt(attempt_index=index, **attempt)
+                for index, attempt in enumerate(attempts, start=1)
+            ),
         )
-        report = UsageReport(request_digest_sha256=pending.last_request, attempts=attempts)
-        pending.attempts, pending.last_request = [], None
+        attempts.clear()
+        requests.clear()
         return report

@@ -15,6 +15,7 @@
     agentbench record SUITE CASE (--agent NAME | --adapter MODULE:ATTR) --out DIR
     agentbench replay SUITE EPISODE
     agentbench audit-ledger PATH
+    agentbench audit REPORT LEDGER_DIR [--pricing FILE]
     agentbench html RUN.json [-o PATH]
     agentbench new-world NAME [-C DIR]
 
@@ -35,6 +36,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from pytest_agentbench.cli import new_world
+from pytest_agentbench.cli.audit import add_audit_command, cmd_audit
 from pytest_agentbench.cli.rescore import is_own_record, rescore, rescore_lines, unresolvable
 from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.report.baseline import identity, settings, suite_run
@@ -665,6 +667,7 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
     replay.add_argument("episode")
     audit = commands.add_parser("audit-ledger", help="verify an execution ledger")
     audit.add_argument("path")
+    add_audit_command(commands)
 
 
 COMMANDS = {
@@ -681,6 +684,7 @@ COMMANDS = {
     "record": cmd_record,
     "replay": cmd_replay,
     "audit-ledger": cmd_audit_ledger,
+    "audit": cmd_audit,
     "html": cmd_html,
     "new-world": cmd_new_world,
 }

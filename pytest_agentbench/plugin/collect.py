@@ -260,6 +260,9 @@ class CaseItem(pytest.Item):
                     }
                 )
         self.stash[RESULT_KEY] = result
+        if result.outcome is CaseOutcome.EXCLUDED:
+            # Not the agent's failure: the item is skipped, its result still reported.
+            pytest.skip(f"excluded: {result.failure_reason}")
         if result.outcome is not CaseOutcome.PASSED:
             raise CaseFailed(result, golden_diff)
 

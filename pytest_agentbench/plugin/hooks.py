@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.agents.provenance import RunProvenance
 from pytest_agentbench.plugin.activation import SESSION_KEY
 from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
 from pytest_agentbench.plugin.collect import (
@@ -36,6 +37,12 @@ from pytest_agentbench.report.junit import (
     add_global_properties,
     add_properties,
     relabel_harness_errors,
+)
+from pytest_agentbench.report.model_run import (
+    exclusion_problem,
+    model_run_lines,
+    model_run_of,
+    model_run_properties,
 )
 from pytest_agentbench.report.preload import SuitePreload
 from pytest_agentbench.report.receipts import write_receipts
@@ -65,6 +72,7 @@ from pytest_agentbench.sdk.runner import parse_timeout, release_alarm
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
 COMPARISON_KEY = pytest.StashKey[Comparison]()
+MODEL_RUN_KEY = pytest.StashKey[RunProvenance]()
 
 
 def _predictions_file(text: str, path: Path) -> Path:
@@ -429,6 +437,7 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
                 )
             }
         )
+    model_run, summary = _with_model_run(config, recorder, summary)
     refused_lines = _refused_prediction_lines(state, summary)
     if refused_lines:
         summary = summary.model_copy(update={"problems": (*summary.problems, *refused_lines)})
@@ -441,6 +450,9 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     ) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     add_global_properties(config, summary)
+    if model_run is not None:
+        add_properties(config, model_run_properties(model_run))
+        config.stash[MODEL_RUN_KEY] = model_run
     if comparison is not None:
         add_properties(config, comparison_properties(comparison))
     if options.receipts_dir is not None:
@@ -452,6 +464,7 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
             "adapter_description": state.adapter_description,
             "exit_status": int(session.exitstatus),
             "comparison": comparison,
+            "model_run": model_run,
         }
         if options.report_path is not None:
             write_report(
@@ -475,6 +488,17 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
             update={"suites": tuple(s.model_copy(update={"cases": ()}) for s in summary.suites)}
         )
     config.stash[SUMMARY_KEY] = summary
+
+
+def _with_model_run(
+    config: pytest.Config, recorder: RunRecorder, summary: RunSummary
+) -> tuple[RunProvenance | None, RunSummary]:
+    """The run's model provenance; cases a budget excluded make a problem of the summary."""
+    model_run = model_run_of(config, recorder.graded)
+    line = None if model_run is None else exclusion_problem(model_run)
+    if line is not None:
+        summary = summary.model_copy(update={"problems": (*summary.problems, line)})
+    return model_run, summary
 
 
 def _refused_prediction_lines(state: AgentbenchState, summary: RunSummary) -> list[str]:
@@ -513,6 +537,12 @@ def pytest_terminal_summary(
             terminalreporter.write_line(line if verbose else f"agentbench {line}")
     for line in [*orphan_gate_lines(summary), *summary.problems]:
         terminalreporter.write_line(f"agentbench {line}")
+    model_run = config.stash.get(MODEL_RUN_KEY, None)
+    if model_run is not None:
+        if verbose:
+            terminalreporter.write_sep("=", "agentbench: model")
+        for line in model_run_lines(model_run):
+            terminalreporter.write_line(line if verbose else f"agentbench {line.strip()}")
     comparison = config.stash.get(COMPARISON_KEY, None)
     if comparison is not None:
         if verbose:

@@ -31,7 +31,38 @@ SOURCES: dict[str, tuple[str, str]] = {
     "fence_results": ("agentbench_llm_fence_results", "AGENTBENCH_LLM_FENCE_RESULTS"),
     "cassettes": ("agentbench_cassettes", "AGENTBENCH_CASSETTES"),
     "cassette_mode": ("agentbench_cassette_mode", "AGENTBENCH_CASSETTE_MODE"),
+    "retry_jitter": ("agentbench_llm_retry_jitter", "AGENTBENCH_LLM_RETRY_JITTER"),
+    "max_tokens_per_call": (
+        "agentbench_llm_max_tokens_per_call",
+        "AGENTBENCH_LLM_MAX_TOKENS_PER_CALL",
+    ),
+    # Rate limits and budgets of the run (agents/limits.py, agents/budget.py); each is
+    # also a command-line option, --agentbench-<name with dashes>.
+    "max_connections": ("agentbench_max_connections", "AGENTBENCH_MAX_CONNECTIONS"),
+    "requests_per_minute": ("agentbench_requests_per_minute", "AGENTBENCH_REQUESTS_PER_MINUTE"),
+    "tokens_per_minute": ("agentbench_tokens_per_minute", "AGENTBENCH_TOKENS_PER_MINUTE"),
+    "max_calls": ("agentbench_max_calls", "AGENTBENCH_MAX_CALLS"),
+    "max_tokens": ("agentbench_max_tokens", "AGENTBENCH_MAX_TOKENS"),
+    "max_cost": ("agentbench_max_cost", "AGENTBENCH_MAX_COST"),
+    "pricing": ("agentbench_pricing", "AGENTBENCH_PRICING"),
 }
+
+RUN_LIMITS: dict[str, tuple[str, str]] = {
+    "max_connections": ("N", "model requests open at once in this process (default: unlimited)"),
+    "requests_per_minute": ("N", "model requests sent in any minute, per process"),
+    "tokens_per_minute": ("N", "model tokens (reserved, then reported) in any minute, per process"),
+    "max_calls": ("N", "model calls the whole run may make; checked before each call is sent"),
+    "max_tokens": (
+        "N",
+        "model tokens the whole run may use (needs agentbench_llm_max_tokens_per_call)",
+    ),
+    "max_cost": (
+        "AMOUNT",
+        "what the whole run may cost, an exact decimal (needs --agentbench-pricing)",
+    ),
+    "pricing": ("FILE", "pricing table: per model, the price of one input and one output token"),
+}
+"""The settings above that are command-line options too: metavar and help."""
 
 _DEFAULTS: dict[str, dict[str, Any]] = {"options": {}, "ini": {}}
 """Each registered option's default by dest, each ini key's by name (same in every run)."""
@@ -211,6 +242,8 @@ def add_options(parser: pytest.Parser) -> None:
         choices=get_args(CassetteMode),
         help="record, replay or off (default: replay when DIR exists, else record)",
     )
+    for name, (metavar, text) in RUN_LIMITS.items():
+        r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)
     for name, (ini_key, env_key) in SOURCES.items():
         r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
     # The baseline comparison's (baseline_options.py).

@@ -16,6 +16,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from pytest_agentbench import __version__
+from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 from pytest_agentbench.run.output_caps import TruncatedReceipt
@@ -47,9 +48,11 @@ class RunReport(Record):
     # a case's ``trial``, ``cluster`` and ``recorded``, and the run's ``comparison``:
     # all optional, so a version 1 report still reads (without them), and so does a
     # version 2 report written before the trials and comparison fields existed.
-    schema_version: Literal["agentbench-run-report/1", "agentbench-run-report/2"] = (
-        "agentbench-run-report/2"
-    )
+    # Version 3 adds the run's ``model_run`` (provenance of the chat model behind it),
+    # a case's ``exclusion`` and ``model_calls`` and the ``excluded`` outcome.
+    schema_version: Literal[
+        "agentbench-run-report/1", "agentbench-run-report/2", "agentbench-run-report/3"
+    ] = "agentbench-run-report/3"
     environment: Environment
     adapter: AdapterIdentity
     exit_status: int
@@ -58,6 +61,9 @@ class RunReport(Record):
     problems: tuple[str, ...] = ()
     comparison: Comparison | None = None
     """The paired comparison against ``--agentbench-baseline``; ``None`` without one."""
+    model_run: RunProvenance | None = None
+    """The chat model behind the run, its settings, pricing and traffic; ``None`` when no
+    model is configured."""
 
 
 def git_commit(directory: Path) -> str | None:
@@ -97,6 +103,7 @@ def stream_report(
     adapter_description: str,
     exit_status: int,
     comparison: Comparison | None = None,
+    model_run: RunProvenance | None = None,
 ) -> None:
     """Write the run report to ``out``: the canonical JSON of a :class:`RunReport`.
 
@@ -113,6 +120,7 @@ def stream_report(
         gates=summary.gates,
         problems=summary.problems,
         comparison=comparison,
+        model_run=model_run,
     ).model_dump(mode="json")
     stored = store.by_suite()
 
@@ -216,6 +224,17 @@ def _with_receipt_schema(schema: dict[str, Any]) -> dict[str, Any]:
             "The case's tool-session receipt (interactive worlds); an episode receipt "
             "when the world opened one session per invocation; above "
             "agentbench_max_output_bytes, its digest and the marked start of its JSON."
+        ),
+    }
+    model_calls = CaseModelCalls.model_json_schema()
+    definitions.update(model_calls.pop("$defs", {}))
+    definitions["CaseModelCalls"] = model_calls
+    definitions["CaseResult"]["properties"]["model_calls"] = {
+        "anyOf": [{"$ref": "#/$defs/CaseModelCalls"}, {"type": "null"}],
+        "default": None,
+        "description": (
+            "The case's model traffic: calls, attempts, tokens, cost, each call's request "
+            "digest, the call index of each decision, every wait and a budget refusal."
         ),
     }
     return schema

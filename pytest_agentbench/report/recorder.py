@@ -208,7 +208,7 @@ class RunRecorder:
         if result is not None:
             # pytest keeps the report until the run ends; the store keeps the result.
             delattr(report, RESULT_ATTR)
-        if report.skipped:
+        if report.skipped and result is None:
             self._store_skip(identity, report, nodeid)
         elif identity.kind == "case" and result is not None:
             self.graded.put(nodeid, identity.suite_id, result, canonical=self.results_canonical)

@@ -22,7 +22,8 @@ def _interval(metric: MetricValue) -> str:
 
 
 def _counts_line(suite: SuiteSummary) -> str:
-    counts = ", ".join(f"{n} {name}" for name, n in suite.counts.items())
+    # Only budgets exclude cases: a run without one is not told of a zero.
+    counts = ", ".join(f"{n} {name}" for name, n in suite.counts.items() if n or name != "excluded")
     classes = ", ".join(f"{n} {name}" for name, n in suite.failure_classes.items() if n)
     return f"cases: {counts}" + (f" | failure classes: {classes}" if classes else "")
 

@@ -160,7 +160,9 @@ class CaseLedger:
             if self.failure is not None:
                 self.writer.close()
                 return
-            if self.timed_out:
+            if outcome.exclusion is not None:
+                kind, code = "excluded", outcome.exclusion
+            elif self.timed_out:
                 kind, code = "excluded", TIMEOUT_EXCLUSION
             elif self.raised or outcome.failure_class is FailureClass.HARNESS_ERROR:
                 kind, code = "aborted", None

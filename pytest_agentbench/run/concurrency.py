@@ -44,6 +44,7 @@ from pytest_agentbench.sdk.contracts import Case, CaseResult, FailureClass, Outc
 from pytest_agentbench.sdk.runner import CaseTimeout, timed_out
 
 if TYPE_CHECKING:
+    from pytest_agentbench.agents.provenance import CaseCalls
     from pytest_agentbench.run.case_ledger import CaseLedger
     from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
 
@@ -96,6 +97,7 @@ class CaseJob:
         self.case = case
         self.view = view
         self.seen = visible_text(view)
+        self.calls: CaseCalls | None = None
         self.adapter = adapter
         self.trial = trial
         self.ledger: CaseLedger | None = None
@@ -134,7 +136,9 @@ class CaseJob:
             if isinstance(opened, CaseResult):
                 return (Outcome(failure_class=FailureClass.HARNESS_ERROR), None, opened), None
             self.ledger = opened
-            outcome = self.state.run(self.loaded, self.case, self.view, self.adapter, opened)
+            outcome, self.calls = self.state.run(
+                self.loaded, self.case, self.view, self.adapter, opened
+            )
             return (outcome, opened, None), None
         except CaseTimeout:
             raise
@@ -165,7 +169,9 @@ class CaseJob:
         outcome, case_ledger, decided = self._settled
         if decided is not None:
             return outcome, decided
-        return self.state.settle(self.loaded, self.case, outcome, case_ledger, self.seen)
+        return self.state.settle(
+            self.loaded, self.case, outcome, case_ledger, seen=self.seen, calls=self.calls
+        )
 
 
 def _interrupt(thread: threading.Thread) -> None:

@@ -30,6 +30,7 @@ from pytest_agentbench.sdk.contracts import (
     CaseResult,
     FailureClass,
     Outcome,
+    excluded,
     harness_error,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -41,6 +42,7 @@ from pytest_agentbench.sdk.world import World
 
 if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
+    from pytest_agentbench.agents.provenance import CaseCalls
     from pytest_agentbench.isolation.host import IsolatedAdapters
     from pytest_agentbench.run.case_ledger import CaseLedger
 
@@ -415,8 +417,8 @@ class AgentbenchState:
         opened = self.open_ledger(loaded, case, adapter) if ledger else None
         if isinstance(opened, CaseResult):
             return Outcome(failure_class=FailureClass.HARNESS_ERROR), opened
-        outcome = self.run(loaded, case, view, adapter, opened)
-        return self.settle(loaded, case, outcome, opened, seen)
+        outcome, calls = self.run(loaded, case, view, adapter, opened)
+        return self.settle(loaded, case, outcome, opened, seen=seen, calls=calls)
 
     def open_ledger(
         self, loaded: LoadedSuite, case: Case, adapter: Any
@@ -439,19 +441,25 @@ class AgentbenchState:
         view: Any,
         adapter: Any,
         case_ledger: CaseLedger | None,
-    ) -> Outcome:
-        """The world's run of one case, ungraded: what runs ahead under concurrency.
+    ) -> tuple[Outcome, CaseCalls]:
+        """The world's run of one case, ungraded, and the model calls it made.
 
-        It reads no oracle and writes nothing of the item's, so it may run on
-        another thread while earlier items are graded.
+        What runs ahead under concurrency: it reads no oracle and writes nothing
+        of the item's, so it may run on another thread while earlier items are
+        graded. The calls are collected on the thread that makes them; a call
+        the budget refused makes the case excluded, not the agent's failure.
         """
+        from pytest_agentbench.agents.provenance import case_scope, excluded_if_refused
+
         if case_ledger is not None:
             from pytest_agentbench.run.case_ledger import ledgered
 
             adapter = ledgered(adapter, case_ledger)
-        return run_case(
-            loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
-        )
+        with case_scope() as calls:
+            outcome = run_case(
+                loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
+            )
+            return excluded_if_refused(outcome), calls
 
     def settle(
         self,
@@ -459,20 +467,27 @@ class AgentbenchState:
         case: Case,
         outcome: Outcome,
         case_ledger: CaseLedger | None,
+        *,
         seen: str,
+        calls: CaseCalls | None,
     ) -> tuple[Outcome, CaseResult]:
         """Finish the case's ledger and grade its outcome (in item order).
 
-        ``seen`` is the view as the adapter received it (:func:`visible_text`).
+        ``seen`` is the view as the adapter received it (:func:`visible_text`);
+        ``calls`` the model calls of its run (none for a run given up on).
         """
+        from pytest_agentbench.agents.provenance import attach_model_calls
+
         if case_ledger is not None:
             case_ledger.finish(outcome)
             if case_ledger.failure is not None:
                 reason = cap_text(case_ledger.failure.render())
+                refused = harness_error(case.suite_id, case.case_id, reason, case.labels)
                 return Outcome(
                     failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
-                ), harness_error(case.suite_id, case.case_id, reason, case.labels)
-        return outcome, self.graded_unleaked(loaded, case, outcome, seen)
+                ), refused if calls is None else attach_model_calls(calls, refused)
+        result = self.graded_unleaked(loaded, case, outcome, seen)
+        return outcome, result if calls is None else attach_model_calls(calls, result)
 
     def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
         return grade_outcome(loaded, case, outcome)
@@ -502,6 +517,8 @@ def oracle_of(loaded: LoadedSuite) -> Any:
 
 def grade_outcome(loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
     """Grade one outcome; a failure of the oracle or the evaluator is a harness error."""
+    if outcome.exclusion is not None:
+        return excluded(case, outcome)
     try:
         return loaded.world.evaluate(loaded.suite, case, outcome, oracle_of(loaded))
     except Exception as exc:

@@ -60,6 +60,9 @@ class CaseOutcome(StrEnum):
     ERROR = "error"
     """Harness error: the case was attempted but could not be graded."""
     SKIPPED = "skipped"
+    EXCLUDED = "excluded"
+    """Not run to the end for a reason outside the agent (a budget ceiling): counted by
+    its exclusion code, never graded, never the agent's failure."""
 
 
 class Case(Record):
@@ -91,6 +94,8 @@ class Outcome(Record):
     receipt: dict[str, JsonValue] | None = None
     """An interactive world's tool-session receipt as JSON: ``tools.Receipt``, or
     ``tools.EpisodeReceipt`` when the case opened one session per invocation."""
+    exclusion: str | None = None
+    """The code that excluded the case (``budget_exceeded_calls`` ...); then it is not graded."""
 
 
 class RecordedOutput(Record):
@@ -128,6 +133,11 @@ class CaseResult(Record):
     recorded: RecordedOutput | None = None
     """The adapter's outcome, kept under ``--agentbench-record`` / ``--agentbench-report``
     so the run can be re-scored without the agent."""
+    exclusion: str | None = None
+    """Why an ``excluded`` case was not graded: a stable code."""
+    model_calls: dict[str, JsonValue] | None = None
+    """The case's model traffic (``agents.provenance.CaseModelCalls`` as JSON): calls,
+    attempts, tokens, cost, request digests and the call index of each decision."""
 
     @property
     def unit(self) -> str:
@@ -167,6 +177,20 @@ def grade(
         findings=tuple(sorted(set(findings))),
         receipt=None if outcome is None else outcome.receipt,
         cluster=case.cluster,
+    )
+
+
+def excluded(case: Case, outcome: Outcome) -> CaseResult:
+    """A case stopped by ``outcome.exclusion``: counted and named, never graded."""
+    return CaseResult(
+        suite_id=case.suite_id,
+        case_id=case.case_id,
+        outcome=CaseOutcome.EXCLUDED,
+        labels=case.labels,
+        failure_reason=outcome.failure_reason,
+        receipt=outcome.receipt,
+        cluster=case.cluster,
+        exclusion=outcome.exclusion,
     )
 
 

@@ -36,6 +36,7 @@ stroke-width:1.5}
 svg .mark-segment text{fill:#fff;font-weight:600}
 svg .seg-passed rect{fill:var(--pass)}svg .seg-failed rect{fill:var(--fail)}
 svg .seg-error rect{fill:#8250df}svg .seg-skipped rect{fill:var(--none)}
+svg .seg-excluded rect{fill:#bf8700}
 svg .seg-other rect{fill:var(--missing)}
 .st-pass{color:var(--pass)}.st-fail{color:var(--fail);font-weight:700}
 .st-missing{color:var(--missing);font-weight:700}.st-none{color:var(--none)}

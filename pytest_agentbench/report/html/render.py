@@ -24,7 +24,7 @@ from pytest_agentbench.report.html.svg import (
     shown,
 )
 
-OUTCOMES = ("passed", "failed", "error", "skipped")
+OUTCOMES = ("passed", "failed", "error", "skipped", "excluded")
 
 
 def _facts(pairs: Sequence[tuple[str, str]]) -> str:
@@ -353,6 +353,49 @@ def _suite(index: int, report: read.Doc, suite: read.Doc) -> str:
     )
 
 
+def _model_run(report: read.Doc) -> str:
+    """The model behind the run (report schema 3): who answered, at what settings and cost."""
+    run = read.mapping(report, "model_run")
+    if not run:
+        return ""
+    ceilings = ", ".join(
+        f"{escape(name.replace('_', '-'))} {escape(str(value))}"
+        for name, value in sorted(read.mapping(run, "ceilings").items())
+        if value is not None
+    )
+    currency = read.text(run, "currency")
+    cost = read.text(run, "cost")
+    excluded = read.texts(run, "excluded")
+    return "<h3>Model</h3>" + _facts(
+        [
+            (
+                "model",
+                f"{_code(read.text(run, 'model'))} via {escape(read.text(run, 'provider'))} "
+                f"at {_code(read.text(run, 'base_url_host'))}",
+            ),
+            ("mode", escape(read.text(run, "mode"))),
+            ("settings", _code(read.text(run, "settings_digest"))),
+            ("pricing", _code(read.text(run, "pricing_digest"))),
+            (
+                "traffic",
+                f"{read.integer(run, 'calls')} calls, {read.integer(run, 'attempts')} attempts, "
+                f"{read.integer(run, 'input_tokens')} input and "
+                f"{read.integer(run, 'output_tokens')} output tokens",
+            ),
+            ("cost", f"{escape(cost)} {escape(currency)}" if cost else "<em>not priced</em>"),
+            (
+                "waits",
+                f"{read.integer(run, 'waits')} ({escape(read.text(run, 'wait_seconds'))} s)",
+            ),
+            ("budget", ceilings or "<em>none</em>"),
+            (
+                "excluded",
+                ", ".join(_code(nodeid) for nodeid in excluded) if excluded else "none",
+            ),
+        ]
+    )
+
+
 def _run_header(report: read.Doc, suites: Sequence[read.Doc]) -> str:
     gates = read.items(report, "gates")
     failed = sum(1 for g in gates if read.flag(g, "passed") is not True)
@@ -381,7 +424,8 @@ def _run_header(report: read.Doc, suites: Sequence[read.Doc]) -> str:
     )
     return (
         '<header class="run"><h1>agentbench run report</h1>'
-        f'{summary}<nav class="toc" aria-label="suites">{toc}</nav>{problem_list}</header>'
+        f"{summary}{_model_run(report)}"
+        f'<nav class="toc" aria-label="suites">{toc}</nav>{problem_list}</header>'
     )
 
 

@@ -1,0 +1,356 @@
+"""Which model answered a run, at what cost, and which of its calls each case made.
+
+A process has one :class:`ModelRun`: the chat client's settings with the rate
+limiter, retry backoff, budget guard and pricing every case shares. While a
+case runs, :func:`case_scope` collects the model calls made on its thread
+into a :class:`CaseCalls`, which becomes the case result's ``model_calls``
+(a :class:`CaseModelCalls`). The run's :class:`RunProvenance` is summed from
+those per-case records where results arrive, so a run under xdist reports
+exactly what the same run reports serially.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, StrictStr
+
+from pytest_agentbench.agents.budget import (
+    BudgetGuard,
+    BudgetRefused,
+    Ceilings,
+    DecimalText,
+    ModelPrice,
+    PricingTable,
+    Tally,
+    decimal_text,
+    read_pricing,
+)
+from pytest_agentbench.agents.limits import Backoff, Clock, RateLimiter, SystemClock, Wait
+from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.contracts import CaseResult, Outcome, Record
+from pytest_agentbench.sdk.errors import UsageError
+
+PROVIDER = "openai-compatible"
+Digest = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+def endpoint_host(base_url: str | None) -> str | None:
+    """``host[:port]`` of the endpoint: no scheme, credentials, path or query."""
+    if not base_url:
+        return None
+    parts = urlsplit(base_url)
+    host = parts.hostname
+    if host is None:
+        return None
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port is None else f"{shown}:{port}"
+
+
+class ModelRun:
+    """The chat client's shared state in one process."""
+
+    def __init__(
+        self,
+        settings: ChatSettings,
+        *,
+        clock: Clock | None = None,
+        tally: Tally | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self.pricing: PricingTable | None = (
+            None if settings.pricing is None else read_pricing(settings.pricing)
+        )
+        self.price: ModelPrice | None = (
+            None
+            if self.pricing is None or settings.model is None
+            else self.pricing.models.get(settings.model)
+        )
+        self.ceilings = Ceilings(
+            max_calls=settings.max_calls,
+            max_tokens=settings.max_tokens,
+            max_cost=settings.max_cost,
+        )
+        self._refuse_unpriceable()
+        self.limiter = RateLimiter(
+            max_connections=settings.max_connections,
+            requests_per_minute=settings.requests_per_minute,
+            tokens_per_minute=settings.tokens_per_minute,
+            clock=self.clock,
+        )
+        self.backoff = Backoff(settings.retry_backoff_s, settings.retry_jitter, settings.seed)
+        self.guard = BudgetGuard(
+            self.ceilings,
+            price=self.price,
+            max_tokens_per_call=settings.max_tokens_per_call,
+            tally=tally,
+        )
+
+    def _refuse_unpriceable(self) -> None:
+        ceilings, settings = self.ceilings, self.settings
+        if ceilings.max_cost is not None and self.pricing is None:
+            raise UsageError(
+                "budget_needs_pricing",
+                "a cost ceiling needs a pricing table",
+                field="--agentbench-pricing",
+            )
+        if self.pricing is not None and self.price is None and settings.model is not None:
+            raise UsageError(
+                "pricing_model_missing",
+                f"the pricing table has no price for model {settings.model!r}",
+                file=str(settings.pricing),
+                field="models",
+            )
+        if (
+            ceilings.max_tokens is not None or ceilings.max_cost is not None
+        ) and settings.max_tokens_per_call is None:
+            raise UsageError(
+                "budget_needs_call_bound",
+                "a token or cost ceiling needs the most tokens one call may use",
+                field="agentbench_llm_max_tokens_per_call",
+            )
+
+    def preflight(self, cases: int) -> None:
+        self.guard.preflight(cases, self.settings.max_turns)
+
+
+class _Configured:
+    run: ModelRun | None = None
+
+
+def configure_run(run: ModelRun | None) -> None:
+    """The process's model run (the pytest session's); ``None`` forgets it."""
+    _Configured.run = run
+
+
+def current_run(settings: ChatSettings) -> ModelRun:
+    """The session's model run for these settings, else a run of their own."""
+    run = _Configured.run
+    if run is not None and run.settings == settings:
+        return run
+    return ModelRun(settings)
+
+
+class DecisionCall(Record):
+    """One answer of the adapter in a case: the ledger's call row it is."""
+
+    call_index: Annotated[int, Field(ge=0)]
+    """The invocation's index in the case (the ledger's ``call_index``)."""
+    decision_digest_sha256: Digest | None
+    """Digest of the answer; ``None`` when the invocation raised instead."""
+    request_digest_sha256: Digest | None
+    """The last model request behind it."""
+
+
+class CaseModelCalls(Record):
+    """The model traffic of one case, as its result carries it."""
+
+    calls: int
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+    cost: DecimalText | None
+    """At the pricing table's rates; ``None`` without a table."""
+    request_digests: tuple[Digest, ...]
+    """Each model call's request digest, in order (its cassette's name)."""
+    decisions: tuple[DecisionCall, ...]
+    waits: tuple[Wait, ...] = ()
+    """Every wait for a rate limit or before a retry, in order."""
+    refused: StrictStr | None = None
+    """The budget code that refused a call of this case (the case is then excluded)."""
+
+
+class CaseCalls:
+    """Collects one case's model calls on the thread running it."""
+
+    def __init__(self, priced: bool) -> None:
+        self.priced = priced
+        self.requests: list[str] = []
+        self.attempts = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost = Decimal(0)
+        self.waits: list[Wait] = []
+        self.decisions: list[DecisionCall] = []
+        self.refusal: BudgetRefused | None = None
+        self._lock = threading.Lock()
+
+    def call(
+        self,
+        digest: str,
+        *,
+        attempts: int,
+        input_tokens: int,
+        output_tokens: int,
+        cost: Decimal,
+        waits: Iterable[Wait],
+    ) -> None:
+        with self._lock:
+            self.requests.append(digest)
+            self.attempts += attempts
+            self.input_tokens += input_tokens
+            self.output_tokens += output_tokens
+            self.cost += cost
+            self.waits.extend(waits)
+
+    def begin(self) -> int:
+        """An invocation of the adapter starts: the number of its first model call."""
+        with self._lock:
+            return len(self.requests)
+
+    def decided(self, first_call: int, decision_digest: str | None) -> None:
+        """An invocation of the adapter ended (with an answer, or raising)."""
+        with self._lock:
+            self.decisions.append(
+                DecisionCall(
+                    call_index=len(self.decisions),
+                    decision_digest_sha256=decision_digest,
+                    request_digest_sha256=self.requests[-1]
+                    if len(self.requests) > first_call
+                    else None,
+                )
+            )
+
+    def refuse(self, refusal: BudgetRefused) -> None:
+        with self._lock:
+            if self.refusal is None:
+                self.refusal = refusal
+
+    @property
+    def used(self) -> bool:
+        return bool(self.requests or self.decisions or self.refusal)
+
+    def record(self) -> CaseModelCalls:
+        with self._lock:
+            return CaseModelCalls(
+                calls=len(self.requests),
+                attempts=self.attempts,
+                input_tokens=self.input_tokens,
+                output_tokens=self.output_tokens,
+                cost=decimal_text(self.cost) if self.priced else None,
+                request_digests=tuple(self.requests),
+                decisions=tuple(self.decisions),
+                waits=tuple(self.waits),
+                refused=None if self.refusal is None else self.refusal.code,
+            )
+
+
+_scope = threading.local()
+
+
+@contextmanager
+def case_scope() -> Iterator[CaseCalls]:
+    """Collect the model calls made on this thread while the block runs (one case)."""
+    run = _Configured.run
+    calls = CaseCalls(priced=run is not None and run.price is not None)
+    previous = getattr(_scope, "calls", None)
+    _scope.calls = calls
+    try:
+        yield calls
+    finally:
+        _scope.calls = previous
+
+
+def current_case() -> CaseCalls | None:
+    calls: CaseCalls | None = getattr(_scope, "calls", None)
+    return calls
+
+
+def excluded_if_refused(outcome: Outcome) -> Outcome:
+    """The case's outcome, or its exclusion when the budget refused one of its calls.
+
+    The refusal reached the world as the adapter's error; it is not the agent's
+    failure, so the case is excluded under the refusal's code instead.
+    """
+    calls = current_case()
+    if calls is None or calls.refusal is None:
+        return outcome
+    return Outcome(
+        exclusion=calls.refusal.code,
+        failure_reason=calls.refusal.render(),
+        receipt=outcome.receipt,
+    )
+
+
+def attach_model_calls(calls: CaseCalls, result: CaseResult) -> CaseResult:
+    if not calls.used:
+        return result
+    return result.model_copy(update={"model_calls": calls.record().model_dump(mode="json")})
+
+
+class RunProvenance(Record):
+    """The model behind a run and its traffic, summed over the cases' records."""
+
+    provider: StrictStr
+    base_url_host: StrictStr | None
+    model: StrictStr
+    mode: Literal["live", "record", "replay"]
+    """``live`` and ``record`` reached the endpoint; ``replay`` answered from cassettes."""
+    settings_digest: Digest
+    pricing_digest: Digest | None
+    currency: StrictStr | None
+    ceilings: Ceilings
+    calls: int
+    attempts: int
+    input_tokens: int
+    output_tokens: int
+    cost: DecimalText | None
+    waits: int
+    wait_seconds: DecimalText
+    excluded: tuple[StrictStr, ...]
+    """Node ids of the cases excluded because a call would have passed a ceiling."""
+
+
+def run_provenance(
+    settings: ChatSettings, pricing: PricingTable | None, cases: Iterable[tuple[str, JsonValue]]
+) -> RunProvenance:
+    """Sum ``(node id, model_calls JSON)`` of every case into the run's provenance."""
+    calls = attempts = input_tokens = output_tokens = waits = 0
+    cost = Decimal(0)
+    wait_seconds = Decimal(0)
+    excluded: list[str] = []
+    for nodeid, data in cases:
+        if data is None:
+            continue
+        record = CaseModelCalls.model_validate(data)
+        calls += record.calls
+        attempts += record.attempts
+        input_tokens += record.input_tokens
+        output_tokens += record.output_tokens
+        cost += Decimal(record.cost or "0")
+        waits += len(record.waits)
+        wait_seconds += sum((Decimal(repr(w.seconds)) for w in record.waits), Decimal(0))
+        if record.refused is not None:
+            excluded.append(nodeid)
+    mode = settings.effective_mode
+    return RunProvenance(
+        provider=PROVIDER,
+        base_url_host=endpoint_host(settings.base_url),
+        model=settings.model or "",
+        mode="live" if mode == "off" else mode,
+        settings_digest=settings.settings_digest(),
+        pricing_digest=None if pricing is None else pricing.digest,
+        currency=None if pricing is None else pricing.currency,
+        ceilings=Ceilings(
+            max_calls=settings.max_calls, max_tokens=settings.max_tokens, max_cost=settings.max_cost
+        ),
+        calls=calls,
+        attempts=attempts,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost=None if pricing is None else decimal_text(cost),
+        waits=waits,
+        wait_seconds=decimal_text(wait_seconds),
+        excluded=tuple(sorted(excluded)),
+    )

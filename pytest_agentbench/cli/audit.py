@@ -1,0 +1,242 @@
+"""``agentbench audit REPORT LEDGER_DIR``: hold a run report to the ledgers its cases wrote.
+
+Each case of the report must have its ledger (``--agentbench-ledger``) in
+LEDGER_DIR, verified row by row with a terminal row (the ledger's own
+refusals keep their codes); what the report says of the case's model traffic
+must be what the rows say, re-derived from the rows and never read off the
+terminal row: attempts, tokens, the sequence of request digests, and for each
+adapter call its index, request digest and decision digest. An excluded case
+must end in an excluded terminal under the same code. The run's totals must
+be the sum of the cases', and with ``--pricing FILE`` the table must be the
+one the report names and each case's cost what its rows' tokens cost. A
+ledger in the folder that no case of the report names is refused too.
+Every refusal has its own code; the first found is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pytest_agentbench.agents.budget import PricingTable, decimal_text, read_pricing
+from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
+from pytest_agentbench.ledger import CallPayload, TerminalPayload, audit_ledger
+from pytest_agentbench.ledger.rows import Attempt
+from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, ledger_path
+from pytest_agentbench.sdk.canonical import read_json
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
+from pytest_agentbench.sdk.errors import AgentbenchError
+
+
+def add_audit_command(commands: Any) -> None:
+    audit = commands.add_parser(
+        "audit", help="hold a JSON run report to the execution ledgers of its cases"
+    )
+    audit.add_argument("report")
+    audit.add_argument("ledger_dir")
+    audit.add_argument("--pricing", help="the pricing table the report names, to re-derive cost")
+
+
+def cmd_audit(args: argparse.Namespace, registry: Any) -> int:
+    pricing = None if args.pricing is None else read_pricing(Path(args.pricing))
+    totals = audit_report(Path(args.report), Path(args.ledger_dir), pricing)
+    print(
+        f"ok: {args.report} holds to {args.ledger_dir}: {totals.cases} cases, "
+        f"{totals.calls} calls, {totals.attempts} attempts, "
+        f"{totals.input_tokens} + {totals.output_tokens} tokens"
+    )
+    return 0
+
+
+class CaseTotals:
+    """What one case's ledger rows say, re-derived from them."""
+
+    def __init__(self, calls: list[CallPayload]) -> None:
+        attempts: list[Attempt] = [a for call in calls for a in call.attempts or ()]
+        self.attempts = len(attempts)
+        self.input_tokens = sum(a.tokens.input or 0 for a in attempts if a.tokens is not None)
+        self.output_tokens = sum(a.tokens.output or 0 for a in attempts if a.tokens is not None)
+        self.requests = _runs([a.request_digest_sha256 for a in attempts])
+        self.calls = calls
+
+    def cost(self, pricing: PricingTable, model: str) -> Decimal:
+        price = pricing.models[model]
+        return price.cost(self.input_tokens, self.output_tokens)
+
+
+class RunTotals:
+    def __init__(self) -> None:
+        self.cases = self.calls = self.attempts = self.input_tokens = self.output_tokens = 0
+        self.cost = Decimal(0)
+
+
+def _runs(digests: list[str | None]) -> list[str | None]:
+    """Consecutive attempts of one request share its digest: one entry per request."""
+    runs: list[str | None] = []
+    for digest in digests:
+        if not runs or runs[-1] != digest:
+            runs.append(digest)
+    return runs
+
+
+def _refuse(code: str, reason: str, where: Path) -> AgentbenchError:
+    return AgentbenchError(code, reason, file=str(where))
+
+
+def _read_report(path: Path) -> tuple[list[tuple[str, CaseResult]], RunProvenance | None]:
+    document = read_json(path, display=str(path))
+    if not isinstance(document, dict) or not isinstance(document.get("suites"), list):
+        raise _refuse("audit_report_invalid", "not a JSON run report", path)
+    try:
+        model_run = (
+            None
+            if document.get("model_run") is None
+            else RunProvenance.model_validate(document["model_run"])
+        )
+        cases = [
+            (str(entry["nodeid"]), CaseResult.model_validate(entry["result"]))
+            for suite in document["suites"]
+            for entry in suite.get("cases", [])
+        ]
+    except (ValidationError, KeyError, TypeError) as exc:
+        raise _refuse(
+            "audit_report_invalid", f"a case or model_run does not read: {exc}", path
+        ) from None
+    return cases, model_run
+
+
+def audit_report(report: Path, folder: Path, pricing: PricingTable | None) -> RunTotals:
+    """Every case of ``report`` against its ledger in ``folder``; the first refusal is raised."""
+    cases, model_run = _read_report(report)
+    if pricing is not None and (model_run is None or model_run.pricing_digest != pricing.digest):
+        raise _refuse(
+            "audit_pricing_mismatch", "the pricing table is not the one the report names", report
+        )
+    totals = RunTotals()
+    audited: set[Path] = set()
+    for nodeid, result in cases:
+        if result.outcome is CaseOutcome.SKIPPED:
+            continue  # never run: no ledger was opened for it
+        path = ledger_path(folder, result.suite_id, nodeid.rpartition("::")[2])
+        if not path.is_file():
+            raise _refuse("audit_ledger_missing", f"no ledger for case {nodeid}", path)
+        audited.add(path)
+        case = _audit_case(path, nodeid, result, model_run, pricing)
+        totals.cases += 1
+        totals.calls += len(case.requests)
+        totals.attempts += case.attempts
+        totals.input_tokens += case.input_tokens
+        totals.output_tokens += case.output_tokens
+        if pricing is not None and model_run is not None:
+            totals.cost += case.cost(pricing, model_run.model)
+    unreported = sorted(set(folder.rglob(f"*{LEDGER_SUFFIX}")) - audited)
+    if unreported:
+        raise _refuse(
+            "audit_ledger_unreported", "a ledger no case of the report names", unreported[0]
+        )
+    if model_run is not None:
+        _check_run(report, model_run, totals, pricing is not None)
+    return totals
+
+
+def _audit_case(
+    path: Path,
+    nodeid: str,
+    result: CaseResult,
+    model_run: RunProvenance | None,
+    pricing: PricingTable | None,
+) -> CaseTotals:
+    reading = audit_ledger(path)
+    calls = [CallPayload.model_validate(row["call"]) for row in reading.rows if "call" in row]
+    terminal = TerminalPayload.model_validate(reading.rows[-1]["terminal"])
+    excluded = result.outcome is CaseOutcome.EXCLUDED
+    if excluded != (terminal.kind == "excluded") or (
+        excluded and terminal.exclusion_code != result.exclusion
+    ):
+        raise _refuse(
+            "audit_terminal_mismatch",
+            f"case {nodeid} is {result.outcome.value} ({result.exclusion}), its ledger ends "
+            f"{terminal.kind} ({terminal.exclusion_code})",
+            path,
+        )
+    derived = CaseTotals(calls)
+    if result.model_calls is None:
+        if derived.attempts:
+            raise _refuse(
+                "audit_totals_mismatch", f"case {nodeid} reports no model calls; its rows do", path
+            )
+        return derived
+    stated = CaseModelCalls.model_validate(result.model_calls)
+    if (stated.attempts, stated.input_tokens, stated.output_tokens) != (
+        derived.attempts,
+        derived.input_tokens,
+        derived.output_tokens,
+    ):
+        raise _refuse(
+            "audit_totals_mismatch",
+            f"case {nodeid}: the report's attempts and tokens are not those of its rows",
+            path,
+        )
+    if _runs(list(stated.request_digests)) != derived.requests:
+        raise _refuse(
+            "audit_request_mismatch",
+            f"case {nodeid}: the report's request digests are not its rows'",
+            path,
+        )
+    _check_decisions(path, nodeid, stated, calls)
+    if pricing is not None and model_run is not None:
+        cost = decimal_text(derived.cost(pricing, model_run.model))
+        if stated.cost != cost:
+            raise _refuse(
+                "audit_cost_mismatch",
+                f"case {nodeid}: cost {stated.cost}, its rows' tokens cost {cost}",
+                path,
+            )
+    return derived
+
+
+def _check_decisions(
+    path: Path, nodeid: str, stated: CaseModelCalls, calls: list[CallPayload]
+) -> None:
+    if len(stated.decisions) != len(calls):
+        raise _refuse(
+            "audit_decision_mismatch",
+            f"case {nodeid}: {len(stated.decisions)} decisions reported, {len(calls)} call rows",
+            path,
+        )
+    for decision, call in zip(stated.decisions, calls, strict=True):
+        recorded = None if call.decision is None else call.decision.decision_digest_sha256
+        if (decision.call_index, decision.decision_digest_sha256) != (call.call_index, recorded):
+            raise _refuse(
+                "audit_decision_mismatch",
+                f"case {nodeid}: decision of call {call.call_index} is not the row's",
+                path,
+            )
+        if decision.request_digest_sha256 != call.request_digest_sha256:
+            raise _refuse(
+                "audit_request_mismatch",
+                f"case {nodeid}: request behind call {call.call_index} is not the row's",
+                path,
+            )
+
+
+def _check_run(report: Path, model_run: RunProvenance, totals: RunTotals, priced: bool) -> None:
+    stated = (model_run.calls, model_run.attempts, model_run.input_tokens, model_run.output_tokens)
+    derived = (totals.calls, totals.attempts, totals.input_tokens, totals.output_tokens)
+    if stated != derived:
+        raise _refuse(
+            "audit_run_totals_mismatch",
+            f"the run states calls, attempts, tokens {stated}; its ledgers' rows {derived}",
+            report,
+        )
+    if priced and model_run.cost != decimal_text(totals.cost):
+        raise _refuse(
+            "audit_cost_mismatch",
+            f"the run states cost {model_run.cost}; its ledgers' tokens cost "
+            f"{decimal_text(totals.cost)}",
+            report,
+        )

@@ -1,0 +1,385 @@
+"""Budgets, provenance and replay of chat-model runs, through pytest, against a loopback server.
+
+One suite of ``demo-tools`` questions answered by the scripted server
+(``tests/llm_server.py``): the run's provenance is the same serially and under
+``-n 2``; a run whose worst case passes a ceiling is refused with the server
+never asked; a ceiling reached mid-run excludes the later cases, counted and
+named; a replay opens no socket.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from pytest_agentbench.cli.main import main
+from pytest_agentbench.report.json_report import SCHEMA_PATH
+from tests.demo_world import write_demo_suite
+from tests.llm_server import ScriptedLLM
+
+QUESTIONS = {"c1": "tools", "c2": "tools", "c3": "malformed_args", "c4": "rate_limited"}
+PRICING = {
+    "scheme": "agentbench-pricing/1",
+    "currency": "USD",
+    "models": {
+        "scripted-model": {"input_per_token": "0.0000025", "output_per_token": "0.00001"},
+        "other-model": {"input_per_token": "1", "output_per_token": "1"},
+    },
+}
+RUN_ARGS = (
+    "--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent",
+    "--agentbench-timeout=20",
+    "-m",
+    "not agentbench_control",
+    "-p",
+    "no:randomly",
+)
+
+
+@pytest.fixture
+def chat_project(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(
+        demo.path,
+        "chat-suite",
+        questions=QUESTIONS,
+        answers=dict.fromkeys(QUESTIONS, 3),
+        world="demo-tools",
+    )
+    demo.makeini(
+        "[pytest]\n"
+        "agentbench_llm_model = scripted-model\n"
+        "agentbench_llm_timeout = 5\n"
+        "agentbench_llm_max_turns = 4\n"
+        "agentbench_llm_retry_backoff = 0\n"
+        "agentbench_llm_max_tokens_per_call = 1000\n"
+        "agentbench_cassettes = cassettes\n"
+        "agentbench_pricing = pricing.json\n"
+    )
+    (demo.path / "pricing.json").write_text(json.dumps(PRICING), encoding="utf-8")
+    return demo
+
+
+def run(project: pytest.Pytester, tag: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    report = project.path / f"{tag}.json"
+    result = project.runpytest(
+        *RUN_ARGS,
+        f"--agentbench-report={report}",
+        f"--junitxml={project.path / f'{tag}.xml'}",
+        f"--agentbench-ledger={project.path / f'ledger-{tag}'}",
+        *args,
+    )
+    document = json.loads(report.read_text()) if report.exists() else {}
+    return result, document
+
+
+def junit_model_properties(path: Path) -> dict[str, str]:
+    return {
+        prop.get("name", ""): prop.get("value", "")
+        for prop in ET.parse(path).getroot().iter("property")
+        if prop.get("name", "").startswith("agentbench.model.")
+    }
+
+
+def case_calls(document: dict[str, Any]) -> dict[str, Any]:
+    (suite,) = document["suites"]
+    return {entry["result"]["case_id"]: entry["result"]["model_calls"] for entry in suite["cases"]}
+
+
+def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_socket(
+    chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A server each, so each run meets the same scripted 429.
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url.replace("//", "//user:pw@"))
+        serial, serial_report = run(
+            chat_project,
+            "serial",
+            "--agentbench-cassette-mode=record",
+            f"--agentbench-html={chat_project.path / 'serial.html'}",
+        )
+    with ScriptedLLM().serving() as other_url:
+        # The same port may not be free again: compare hosts only through the first run.
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", other_url)
+        spread, spread_report = run(
+            chat_project, "spread", "-n", "2", "--agentbench-cassette-mode=off"
+        )
+    serial.assert_outcomes(passed=3, failed=1)
+    spread.assert_outcomes(passed=3, failed=1)
+    jsonschema.validate(serial_report, json.loads(SCHEMA_PATH.read_text()))
+    assert serial_report["schema_version"] == "agentbench-run-report/3"
+    provenance = serial_report["model_run"]
+    host = base_url.split("//")[1].split("/")[0]
+    assert provenance["base_url_host"] == host, "no credentials, no path"
+    assert "pw" not in json.dumps(provenance)
+    assert (provenance["provider"], provenance["model"], provenance["mode"]) == (
+        "openai-compatible",
+        "scripted-model",
+        "record",
+    )
+    assert provenance["calls"] == len(server.requests) - 1, "the 429 is an attempt, not a call"
+    assert provenance["attempts"] == provenance["calls"] + 1
+    by_case = case_calls(serial_report)
+    assert [c["calls"] for c in by_case.values()] == [2, 2, 3, 1]
+    assert provenance["input_tokens"] == sum(c["input_tokens"] for c in by_case.values())
+    expected_cost = sum(c["input_tokens"] * 25 + c["output_tokens"] * 100 for c in by_case.values())
+    assert provenance["cost"] == str(expected_cost / 10**7).rstrip("0")
+    assert by_case["c4"]["waits"] == [{"reason": "retry", "seconds": 0.0}]
+    assert [d["call_index"] for d in by_case["c1"]["decisions"]] == [0]
+    # Identical but for the mode and the port: the same calls, tokens, cost and digests.
+    other_host = other_url.split("//")[1].split("/")[0]
+    assert spread_report["model_run"] == {**provenance, "mode": "live", "base_url_host": other_host}
+    assert case_calls(spread_report) == by_case
+    properties = junit_model_properties(chat_project.path / "serial.xml")
+    assert properties == {
+        **junit_model_properties(chat_project.path / "spread.xml"),
+        "agentbench.model.mode": "record",
+        "agentbench.model.base_url_host": host,
+    }
+    assert properties["agentbench.model.cost"] == provenance["cost"]
+    assert any(
+        line.startswith("agentbench model: openai-compatible " + host) for line in serial.outlines
+    ), "the terminal header names the model"
+    serial.stdout.fnmatch_lines(["*agentbench: model*", f"model: openai-compatible {host}*"])
+    page = (chat_project.path / "serial.html").read_text()
+    model_block = page[page.index("<h3>Model</h3>") : page.index("</dl>", page.index("<h3>Model"))]
+    for shown in (host, provenance["settings_digest"], provenance["cost"], "record", "USD"):
+        assert shown in model_block
+
+    connects: list[object] = []
+    real_connect = socket.socket.connect
+
+    def counting_connect(self: socket.socket, address: Any) -> None:
+        connects.append(address)
+        real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", counting_connect)
+    replayed, replay_report = run(chat_project, "replay", "--agentbench-cassette-mode=replay")
+    replayed.assert_outcomes(passed=3, failed=1)
+    assert connects == [], "a replay opens no connection"
+    # A replay waits for no limit and no retry; everything else is as recorded.
+    assert replay_report["model_run"] == {
+        **provenance,
+        "mode": "replay",
+        "base_url_host": other_host,
+        "waits": 0,
+        "wait_seconds": "0",
+    }
+    assert case_calls(replay_report) == {
+        case_id: {**calls, "waits": []} for case_id, calls in by_case.items()
+    }
+
+
+def test_a_run_whose_worst_case_passes_a_ceiling_is_refused_before_any_call(
+    chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        # 4 cases x 4 turns = 16 calls at worst.
+        calls, _ = run(
+            chat_project, "calls", "--agentbench-max-calls=15", "--agentbench-cassette-mode=off"
+        )
+        tokens, _ = run(
+            chat_project,
+            "tokens",
+            "--agentbench-max-tokens=15999",
+            "--agentbench-cassette-mode=off",
+        )
+        # 16 calls x 1000 tokens x 0.00001 = 0.16 at worst.
+        cost, _ = run(
+            chat_project,
+            "cost",
+            "--agentbench-max-cost=0.159",
+            "-n",
+            "2",
+            "--agentbench-cassette-mode=off",
+        )
+        assert server.requests == [], "the endpoint never asked"
+        allowed, _ = run(
+            chat_project, "allowed", "--agentbench-max-cost=0.16", "--agentbench-cassette-mode=off"
+        )
+    assert calls.ret == tokens.ret == cost.ret == pytest.ExitCode.USAGE_ERROR
+    calls.stdout.fnmatch_lines(
+        ["*refused before any call:*budget_preflight_calls*16*max-calls=15*"]
+    )
+    tokens.stdout.fnmatch_lines(["*budget_preflight_tokens*16000*"])
+    cost.stdout.fnmatch_lines(["*budget_preflight_cost*0.16, above --agentbench-max-cost=0.159*"])
+    allowed.assert_outcomes(passed=3, failed=1)
+
+
+def test_a_ceiling_reached_mid_run_excludes_the_later_cases_counted_and_named(
+    chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worst case, 4 cases x 2 turns x 90 tokens = 720, is within 750, but the endpoint
+    # reports more tokens per call than the bound: c1 and c2 use 271 each, c3's first
+    # call 125 (667 in all); c3's second reservation (757) and c4's first are refused.
+    monkeypatch.setenv("AGENTBENCH_LLM_MAX_TURNS", "2")
+    monkeypatch.setenv("AGENTBENCH_LLM_MAX_TOKENS_PER_CALL", "90")
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        result, report = run(
+            chat_project, "mid", "--agentbench-max-tokens=750", "--agentbench-cassette-mode=off"
+        )
+    assert len(server.requests) == 5, "a refused call is never sent"
+    result.assert_outcomes(passed=2, skipped=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, "a run with excluded cases is not whole"
+    (suite,) = report["suites"]
+    assert suite["counts"] == {"passed": 2, "failed": 0, "error": 0, "skipped": 0, "excluded": 2}
+    assert suite["failure_classes"] == {"agent_error": 0, "product_error": 0, "harness_error": 0}
+    results = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+    assert {cid: r["exclusion"] for cid, r in results.items()} == {
+        "c1": None,
+        "c2": None,
+        "c3": "budget_exceeded_tokens",
+        "c4": "budget_exceeded_tokens",
+    }
+    assert results["c3"]["failure_class"] is None, "never the agent's failure"
+    assert [results[c]["model_calls"]["calls"] for c in ("c3", "c4")] == [1, 0]
+    assert results["c4"]["model_calls"]["refused"] == "budget_exceeded_tokens"
+    provenance = report["model_run"]
+    assert (provenance["calls"], provenance["input_tokens"] + provenance["output_tokens"]) == (
+        5,
+        667,
+    )
+    assert provenance["excluded"] == [
+        "suites/chat-suite/cases.jsonl::c3",
+        "suites/chat-suite/cases.jsonl::c4",
+    ]
+    assert any(p.startswith("[budget_exceeded] 2 cases excluded") for p in report["problems"])
+    metrics = {m["name"]: m for m in suite["metrics"]}
+    assert all(m["support"] <= 2 for m in metrics.values()), "excluded cases are never scored"
+    ledger = chat_project.path / "ledger-mid" / "chat-suite" / "c4.ndjson"
+    terminal = json.loads(ledger.read_text().splitlines()[-1])["terminal"]
+    assert (terminal["kind"], terminal["exclusion_code"]) == ("excluded", "budget_exceeded_tokens")
+    junit = ET.parse(chat_project.path / "mid.xml").getroot()
+    skipped = [c.get("name") for c in junit.iter("testcase") if c.find("skipped") is not None]
+    assert skipped == ["c3", "c4"]
+    result.stdout.fnmatch_lines(["*budget: max-tokens 750; 2 cases excluded*"])
+
+
+def _case_of(document: dict[str, Any], case_id: str) -> dict[str, Any]:
+    (suite,) = document["suites"]
+    result: dict[str, Any] = next(
+        e["result"] for e in suite["cases"] if e["result"]["case_id"] == case_id
+    )
+    return result
+
+
+def _edit_report(path: Path, change: Any) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
+def _edit_row(path: Path, index: int, field: str, value: Any) -> None:
+    """Change a row's payload and write its exact encoding back, without re-chaining."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    row = json.loads(lines[index])
+    row[row["row_kind"]][field] = value
+    lines[index] = json.dumps(row, sort_keys=True).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+
+
+def _drop_line(path: Path, index: int) -> None:
+    lines = path.read_bytes().splitlines(keepends=True)
+    del lines[index]
+    path.write_bytes(b"".join(lines))
+
+
+def _set_calls(case_id: str, key: str, change: Any) -> Any:
+    return lambda d: change(_case_of(d, case_id)["model_calls"], key)
+
+
+TAMPERINGS: list[tuple[str, str, Any]] = [
+    ("a call row edited", "ledger_row_edited", ("c1", lambda p: _edit_row(p, 1, "method", "x"))),
+    ("a call row removed", "ledger_row_missing", ("c1", lambda p: _drop_line(p, 1))),
+    ("the terminal row removed", "ledger_incomplete", ("c1", lambda p: _drop_line(p, -1))),
+    ("a ledger removed", "audit_ledger_missing", ("c1", lambda p: p.unlink())),
+    (
+        "a ledger the report does not name",
+        "audit_ledger_unreported",
+        ("c1", lambda p: p.with_name("c9.ndjson").write_bytes(p.read_bytes())),
+    ),
+    (
+        "the run's totals changed",
+        "audit_run_totals_mismatch",
+        lambda d: d["model_run"].update(calls=d["model_run"]["calls"] + 1),
+    ),
+    (
+        "a case's totals changed",
+        "audit_totals_mismatch",
+        lambda d: _case_of(d, "c2")["model_calls"].update(input_tokens=1),
+    ),
+    (
+        "a case's decision digest changed",
+        "audit_decision_mismatch",
+        lambda d: _case_of(d, "c1")["model_calls"]["decisions"][0].update(
+            decision_digest_sha256="0" * 64
+        ),
+    ),
+    (
+        "a case's request digest changed",
+        "audit_request_mismatch",
+        lambda d: _case_of(d, "c1")["model_calls"]["request_digests"].__setitem__(0, "0" * 64),
+    ),
+    (
+        "a scored case reported excluded",
+        "audit_terminal_mismatch",
+        lambda d: _case_of(d, "c3").update(outcome="excluded", exclusion="budget_x"),
+    ),
+]
+
+
+def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
+    chat_project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with ScriptedLLM().serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        run(chat_project, "audited", "--agentbench-cassette-mode=off")
+    report = chat_project.path / "audited.json"
+    ledgers = chat_project.path / "ledger-audited"
+    pricing = chat_project.path / "pricing.json"
+    pristine = {path: path.read_bytes() for path in [report, *ledgers.rglob("*.ndjson")]}
+
+    def audit(*extra: str) -> str:
+        capsys.readouterr()
+        status = main(["audit", str(report), str(ledgers), *extra])
+        err = capsys.readouterr().err
+        for path in set(ledgers.rglob("*.ndjson")) - set(pristine):
+            path.unlink()
+        for path, data in pristine.items():
+            path.write_bytes(data)
+        if status == 0:
+            return "ok"
+        assert status == 1, err
+        assert err.count("\n") == 1, "one line"
+        return err.split("[")[1].split("]")[0]
+
+    assert audit() == "ok"
+    assert audit("--pricing", str(pricing)) == "ok"
+    found = {}
+    for name, code, tamper in TAMPERINGS:
+        if isinstance(tamper, tuple):
+            case_id, change = tamper
+            change(ledgers / "chat-suite" / f"{case_id}.ndjson")
+        else:
+            _edit_report(report, tamper)
+        found[name] = (code, audit())
+    assert {name: got for name, (_, got) in found.items()} == {
+        name: code for name, (code, _) in found.items()
+    }
+    _edit_report(report, lambda d: _case_of(d, "c1")["model_calls"].update(cost="0.1"))
+    assert audit("--pricing", str(pricing)) == "audit_cost_mismatch"
+    other = chat_project.path / "other-pricing.json"
+    other.write_text(json.dumps({**PRICING, "currency": "EUR"}))
+    assert audit("--pricing", str(other)) == "audit_pricing_mismatch"
