@@ -606,7 +606,8 @@ def test_empty_or_repeated_predictions_are_usage_errors(demo: pytest.Pytester) -
 # --- Lower 8: timeouts that are not a number of seconds ---
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "1e20", "-1", "soon"])
+# 1e-6 hung pytest and 1e-5 killed it with SIGALRM: below 10 ms is refused.
+@pytest.mark.parametrize("value", ["nan", "inf", "1e20", "-1", "soon", "1e-6", "1e-5", "0.009"])
 def test_a_bad_timeout_is_a_usage_error(demo: pytest.Pytester, value: str) -> None:
     write_demo_suite(demo.path)
     result = demo.runpytest(f"--agentbench-timeout={value}")
