@@ -71,9 +71,7 @@ def parse_timeout(text: object) -> float:
         seconds = float(str(text).strip())
     except ValueError:
         raise ValueError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(seconds) or not (
-        seconds == 0 or MIN_TIMEOUT <= seconds <= MAX_TIMEOUT
-    ):
+    if not math.isfinite(seconds) or not (seconds == 0 or MIN_TIMEOUT <= seconds <= MAX_TIMEOUT):
         raise ValueError(
             f"{text!r} is not 0 (no limit) nor a number of seconds "
             f"from {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g}"
