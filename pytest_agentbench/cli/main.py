@@ -63,6 +63,7 @@ from pytest_agentbench.sdk import hookspecs
 from pytest_agentbench.sdk.canonical import (
     canonical_json,
     decode_lines_lenient,
+    read_bytes,
     read_json,
     unreadable,
 )
@@ -199,9 +200,11 @@ def _read_text(path: Path) -> str:
     if not path.is_file():
         raise AgentbenchError("unreadable_predictions", "not a regular file", file=str(path))
     try:
-        return decode_lines_lenient(path.read_bytes())
-    except OSError as exc:
-        raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
+        return decode_lines_lenient(read_bytes(path))
+    except AgentbenchError as exc:
+        if exc.code == "input_too_large":
+            raise
+        raise AgentbenchError("unreadable_predictions", exc.reason, file=str(path)) from None
 
 
 def cmd_list(args: argparse.Namespace, registry: WorldRegistry) -> int:

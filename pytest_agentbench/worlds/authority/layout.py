@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
+from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, read_text
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.suite import SuiteConfig
 
@@ -39,8 +39,8 @@ _SUITE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 def _object(path: Path) -> dict[str, JsonValue] | None:
     try:
-        value = loads_strict(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, AgentbenchError):
+        value = loads_strict(read_text(path))
+    except AgentbenchError:
         return None
     return value if isinstance(value, dict) else None
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, read_bytes
 from pytest_agentbench.sdk.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.runner import MalformedOutput, call_adapter
@@ -206,8 +206,8 @@ class EvidenceBindingWorld:
                 )
         else:
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+                text = read_bytes(path, display=str(path)).decode("utf-8")
+            except UnicodeDecodeError as exc:
                 raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
         answers, report = lineage.check_submission(_loaded(suite), text, str(path))
         return PredictionsAdapter(answers, report, str(path))
@@ -236,9 +236,15 @@ class EvidenceBindingWorld:
     def recognise(self, folder: Path) -> SuiteConfig | None:
         """A candidate in either original layout, told apart by its root manifest's content."""
         try:
-            manifest = json.loads((folder / ROOT_MANIFEST).read_bytes())
-        except (OSError, ValueError):
+            text = read_bytes(folder / ROOT_MANIFEST).decode("utf-8")
+            manifest = loads_strict(text)
+        except UnicodeDecodeError:
             return None
+        except AgentbenchError as exc:
+            # Recognising needs the identity only: the loader names these, by path.
+            if exc.code not in ("duplicate_key", "non_finite_number"):
+                return None
+            manifest = json.loads(text)
         if not isinstance(manifest, dict) or manifest.get("schema_version") != SCHEMA_VERSION:
             return None
         if (

@@ -16,7 +16,7 @@ from types import MappingProxyType
 
 from pydantic import StrictStr, ValidationError
 
-from pytest_agentbench.sdk.canonical import loads_yaml_strict, sha256_hex
+from pytest_agentbench.sdk.canonical import loads_yaml_strict, read_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.suite import pydantic_refusal
@@ -65,9 +65,11 @@ class LoadedOracle(Record):
 
 def load_control_oracle(path: Path, display: str) -> LoadedOracle:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AgentbenchError("unreadable_oracle", str(exc), file=display) from None
+        data = read_bytes(path, display=display)
+    except AgentbenchError as exc:
+        if exc.code == "input_too_large":
+            raise
+        raise AgentbenchError("unreadable_oracle", exc.reason, file=display) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

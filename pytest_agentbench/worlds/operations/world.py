@@ -25,6 +25,7 @@ from pytest_agentbench.sdk.canonical import (
     canonical_json,
     loads_yaml_strict,
     read_json,
+    read_text,
     read_yaml,
     tree_files,
 )
@@ -138,7 +139,7 @@ def _scenario_lines(path: Path) -> dict[str, int]:
     """Line of each scenario key under ``scenarios:`` (for item locations)."""
     lines: dict[str, int] = {}
     inside = False
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if line.startswith("scenarios:"):
             inside = True
         elif (
@@ -419,8 +420,8 @@ class OperationsWorld:
             if not path.is_file():
                 continue
             try:
-                raw = loads_yaml_strict(path.read_text(encoding="utf-8"))
-            except (AgentbenchError, OSError, UnicodeDecodeError):
+                raw = loads_yaml_strict(read_text(path))
+            except AgentbenchError:
                 return None
             if not (
                 isinstance(raw, dict)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import loads_strict
+from pytest_agentbench.sdk.canonical import loads_strict, read_text
 from pytest_agentbench.sdk.contracts import (
     Case,
     CaseResult,
@@ -128,8 +128,8 @@ def recognise_fixture(folder: Path) -> SuiteConfig | None:
     ):
         return None
     try:
-        manifest = loads_strict(manifest_path.read_text(encoding="utf-8"))
-    except (AgentbenchError, OSError, UnicodeDecodeError):
+        manifest = loads_strict(read_text(manifest_path))
+    except AgentbenchError:
         return None
     if not (
         isinstance(manifest, dict)
