@@ -42,6 +42,7 @@ from pytest_agentbench.sdk.contracts import (
     grade,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.predictions import read_prediction_document
 from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput, cap_text
 from pytest_agentbench.sdk.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
 from pytest_agentbench.tools import HANDLER_FAILED, EpisodeReceipt, ToolAgent, ToolHarnessError
@@ -536,17 +537,15 @@ class TapeAgents:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        raw = read_json(path, display=str(path))
-        if not isinstance(raw, dict):
-            raise AgentbenchError(
-                "invalid_predictions", "expected {scenario_id: decision tape}", file=str(path)
-            )
-        self.tapes: dict[str, Any] = raw
+        # A tape the file cannot give fails its own case (sdk/predictions.py).
+        self.tapes = read_prediction_document(
+            path, invalid_code="invalid_predictions", expected="{scenario_id: decision tape}"
+        )
         self._agents: dict[int, TapeAgent] = {}
 
     def solve(self, task: dict[str, Any], session: Any) -> Any:
         scenario = task.get("scenario_id")
-        tape = self.tapes.get(str(scenario))
+        tape = self.tapes.take(str(scenario))
         if not isinstance(tape, dict) or not isinstance(tape.get("decisions"), list):
             raise MalformedOutput(f"[missing_tape] {self.path}: no decision tape for {scenario!r}")
         if task["invocation_index"] == 1 and task["turn_index"] == 0:
