@@ -173,10 +173,11 @@ import pathlib
 import time
 
 
-class BlocksOnQ5:
+class BlocksOnLast:
     def answer(self, question):
-        # q5 waits while the file "block" exists: the run cannot end before it is killed.
-        while question.startswith("5+") and pathlib.Path("block").exists():
+        # q7, the last case, waits while the file "block" exists: the run cannot end
+        # before it is killed, and under xdist no other case waits behind it.
+        while question.startswith("7+") and pathlib.Path("block").exists():
             time.sleep(0.05)
         left, right = question.split("+")
         return int(left) + int(right)
@@ -190,7 +191,7 @@ def test_a_run_killed_with_sigkill_resumes_from_its_progress_journal(
     write_demo_suite(demo.path, questions=QUESTIONS)
     demo.makepyfile(blocking=BLOCKING_ADAPTER)
     (demo.path / "block").touch()
-    adapter = "--agentbench-adapter=blocking:BlocksOnQ5"
+    adapter = "--agentbench-adapter=blocking:BlocksOnLast"
     report, journal = demo.path / "run.json", demo.path / "run.json.progress"
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", adapter]
     command += [f"--agentbench-report={report}", "-m", "not agentbench_control", *xdist]
@@ -203,7 +204,7 @@ def test_a_run_killed_with_sigkill_resumes_from_its_progress_journal(
     )
     try:
         # Every case but the blocked one is journaled (header + 7 lines), then kill -9.
-        for _ in range(6000):
+        for _ in range(20_000):
             if journal.is_file() and journal.read_bytes().count(b"\n") >= 8:
                 break
             assert process.poll() is None, "the run ended before it was killed"
@@ -216,7 +217,7 @@ def test_a_run_killed_with_sigkill_resumes_from_its_progress_journal(
     assert not report.exists()
     (demo.path / "block").unlink()
     result, resumed = run_cases(demo, "resumed.json", adapter, "--agentbench-resume=run.json")
-    result.assert_outcomes(passed=1)  # only q5 ran
+    result.assert_outcomes(passed=1)  # only q7 ran
     assert resumed["problems"] == [
         f"[resumed] suite 'demo-suite': 7 graded cases taken from {journal.name}"
     ]
