@@ -34,7 +34,7 @@ from collections.abc import Callable
 
 from pytest_agentbench.run.packaged import data_root, packaged_suites
 from pytest_agentbench.run.session import SuiteLoader
-from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.domains import domain_names, get_domain
 from pytest_agentbench.worlds.toolgrammar.executor import execute, injections
@@ -51,14 +51,7 @@ def _timed(action: Callable[[], object]) -> float:
 
 
 def registry() -> WorldRegistry:
-    import pluggy
-
-    from pytest_agentbench.sdk import hookspecs
-
-    manager = pluggy.PluginManager("pytest")
-    manager.add_hookspecs(hookspecs)
-    load_entry_point_worlds(manager)
-    return WorldRegistry.from_hook(manager)
+    return installed_registry()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import pluggy
 import pytest
 from pydantic import BaseModel
 
@@ -28,14 +27,15 @@ from pytest_agentbench.sdk import hookspecs
 from pytest_agentbench.sdk.canonical import canonical_json, tree_files
 from pytest_agentbench.sdk.contracts import Case, CaseResult, FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
 from pytest_agentbench.sdk.registry import (
     LazyWorld,
     WorldRegistry,
     _qualified,
-    load_entry_point_worlds,
+    installed_registry,
 )
 from pytest_agentbench.sdk.runner import run_case
-from pytest_agentbench.sdk.suite import CONTROLS_FILE, SUITE_FILE, Suite, load_suite_config
+from pytest_agentbench.sdk.suite import Suite, load_suite_config
 from pytest_agentbench.sdk.world import accepted_protocols
 from pytest_agentbench.tools import (
     AnyReceipt,
@@ -54,11 +54,7 @@ DEMO_KINDS = (DEMO, DEMO_TOOLS)
 
 
 def build_registry() -> WorldRegistry:
-    manager = pluggy.PluginManager("pytest")
-    manager.add_hookspecs(hookspecs)
-    load_entry_point_worlds(manager)
-    manager.register(demo_world, "agentbench-world-demo-tests")
-    return WorldRegistry.from_hook(manager)
+    return installed_registry(demo_world)
 
 
 REGISTRY = build_registry()

@@ -30,9 +30,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from typing import NoReturn
 
-import pluggy
 from pydantic import ValidationError
 
 from pytest_agentbench.cli.rescore import (
@@ -57,7 +56,6 @@ from pytest_agentbench.run.control_run import (
     ungraded_verdict,
 )
 from pytest_agentbench.run.controls_oracle import suite_control_oracle
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.run.session import (
     AgentbenchState,
     LoadedSuite,
@@ -67,7 +65,6 @@ from pytest_agentbench.run.session import (
 )
 from pytest_agentbench.scoring.comparison import compare_runs
 from pytest_agentbench.scoring.metrics import aggregate, by_family
-from pytest_agentbench.sdk import hookspecs
 from pytest_agentbench.sdk.canonical import (
     canonical_json,
     decode_lines_lenient,
@@ -75,96 +72,36 @@ from pytest_agentbench.sdk.canonical import (
     read_json,
     unreadable,
 )
+from pytest_agentbench.sdk.capabilities import (
+    DeclaresScope,
+    DerivesTruth,
+    PromotesReports,
+    RecordsEpisodes,
+    RescoresReports,
+    ValidatesPredictions,
+    WarnsOnVerify,
+    WritesBaselines,
+)
 from pytest_agentbench.sdk.contracts import FailureClass, MetricValue
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
+from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
 from pytest_agentbench.sdk.runner import parse_timeout
-from pytest_agentbench.sdk.suite import Suite, pydantic_refusal
-
-
-@runtime_checkable
-class ValidatesPredictions(Protocol):
-    """Optional world capability: shape-check a predictions file without the oracle."""
-
-    def validate_predictions(self, suite: Suite, text: str) -> Any: ...
-
-
-@runtime_checkable
-class DerivesTruth(Protocol):
-    """Optional world capability: recompute evaluator truth and list differences."""
-
-    def derive_differences(self, suite: Suite) -> list[str]: ...
-
-
-@runtime_checkable
-class DeclaresScope(Protocol):
-    """Optional world capability: what a suite's scores measure, and what they do not prove."""
-
-    def measurement_scope(self, suite: Suite) -> Any: ...
-
-
-@runtime_checkable
-class WritesBaselines(Protocol):
-    """Optional world capability: regenerate a candidate's baseline-records file."""
-
-    def baseline_records(self, suite: Suite) -> bytes: ...
-
-
-@runtime_checkable
-class RescoresReports(Protocol):
-    """Optional world capability: re-score a report in the original's format."""
-
-    def rescore_report(self, suite: Suite, path: Path) -> tuple[list[Any], list[str]]: ...
-
-
-@runtime_checkable
-class PromotesReports(Protocol):
-    """Optional world capability: the promotion gate between two reports."""
-
-    def promote_reports(
-        self,
-        suite: Suite,
-        baseline: Path,
-        candidate: Path,
-        *,
-        baseline_adapter: str,
-        candidate_adapter: str,
-    ) -> dict[str, Any]: ...
-
-
-@runtime_checkable
-class WarnsOnVerify(Protocol):
-    """Optional world capability: what a suite holds that verify accepts but reports."""
-
-    def verify_warnings(self, suite: Suite) -> list[str]: ...
-
-
-@runtime_checkable
-class RecordsEpisodes(Protocol):
-    """Optional world capability: record a case with its ledger, replay it from its tape."""
-
-    def record_episode(
-        self, suite: Suite, case_id: str, agent_id: str, adapter: Any, out: Path
-    ) -> list[str]: ...
-
-    def replay_episode(self, suite: Suite, path: Path) -> list[str]: ...
+from pytest_agentbench.sdk.suite import pydantic_refusal
 
 
 def _registry() -> WorldRegistry:
-    manager = pluggy.PluginManager("pytest")
-    manager.add_hookspecs(hookspecs)
-    load_entry_point_worlds(manager)
-    return WorldRegistry.from_hook(manager)
+    return installed_registry()
 
 
 def load(spec: str, registry: WorldRegistry) -> LoadedSuite:
     """A built-in suite by id, or a suite folder: ``suite.yaml`` or a recognised layout."""
     loader = SuiteLoader(registry, Path.cwd())
-    root = packaged_suites().get(spec)
+    shipped = registry.suites()
+    root = shipped.get(spec)
     folder = (Path(spec) if root is None else root).resolve()
     if folder.is_dir() and loader.is_suite_folder(folder):
         return loader.load(folder)
-    known = ", ".join(sorted(packaged_suites())) or "none"
+    known = ", ".join(sorted(shipped)) or "none"
     raise AgentbenchError(
         "unknown_suite",
         f"{spec!r} is neither a built-in suite ({known}) nor a suite folder (one holding "
@@ -216,7 +153,7 @@ def _read_text(path: Path) -> str:
 
 
 def cmd_list(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    for suite_id, root in packaged_suites().items():
+    for suite_id, root in registry.suites().items():
         try:
             loaded = load(str(root), registry)
         except AgentbenchError as exc:

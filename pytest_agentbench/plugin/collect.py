@@ -44,8 +44,8 @@ from pytest_agentbench.sdk.contracts import (
     Outcome,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.runner import cap_text
-from pytest_agentbench.sdk.suite import SUITE_FILE
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
 VERDICT_KEY = pytest.StashKey[ControlVerdict]()

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 
 def _loaded_case(request: pytest.FixtureRequest) -> tuple[LoadedSuite, Case]:
-    from pytest_agentbench.run.packaged import packaged_suites
     from pytest_agentbench.run.session import get_state
 
     node = request.node
@@ -43,7 +42,7 @@ def _loaded_case(request: pytest.FixtureRequest) -> tuple[LoadedSuite, Case]:
             pytrace=False,
         )
     state = get_state(request.config)
-    root = packaged_suites().get(suite_id)
+    root = state.loader.registry.suites().get(suite_id)
     matches = [item for item in state.loader.loaded() if item.suite.id == suite_id]
     if matches:
         loaded = matches[0]

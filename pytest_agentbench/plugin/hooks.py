@@ -46,7 +46,6 @@ from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.run.adapters import describe_adapter, load_adapter
 from pytest_agentbench.run.output_caps import parse_max_output_bytes
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.run.session import (
     STATE_KEY,
     AgentbenchState,
@@ -183,7 +182,7 @@ def _add_named_suites(config: pytest.Config, loader: SuiteLoader) -> None:
     names: list[str] = config.getoption("agentbench_suite")
     if not names:
         return
-    known = packaged_suites()
+    known = loader.registry.suites()
     paths = []
     for name in names:
         if name in known:

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.report.recorder import Identity, RunRecorder
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.run.progress import (
     ProgressJournal,
     ResumeSource,
@@ -177,7 +176,7 @@ def _locate(
         found = loader.suite_root_of((loader.rootpath / path_part).parent)
         parts = path_part.split("/")
         if found is None and len(parts) > 1 and parts[0] == "suites":
-            found = packaged_suites().get(parts[1])
+            found = loader.registry.suites().get(parts[1])
         if found is not None:
             candidates.append(found)
     for root in candidates:

@@ -24,7 +24,7 @@ import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.sdk.suite import SUITE_FILE
+from pytest_agentbench.sdk.layout import SUITE_FILE
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pluggy
 
+from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.registry import MarkerSets, WorldRegistry, load_entry_point_worlds
-
-SUITE_FILE = "suite.yaml"
 
 
 class SuiteFinder:

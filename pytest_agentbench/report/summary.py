@@ -10,7 +10,6 @@ from pathlib import Path
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.recorder import Identity, RunRecorder
 from pytest_agentbench.run.controls import ControlVerdict
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.run.session import LoadedSuite, SuiteLoader, grade_outcome, suite_digests
 from pytest_agentbench.scoring.gates import Gate, GateVerdict, judge, parse_gate
 from pytest_agentbench.scoring.metrics import MetricDefinition, aggregate, definition, select
@@ -29,7 +28,7 @@ from pytest_agentbench.sdk.contracts import (
     Record,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import SUITE_FILE
+from pytest_agentbench.sdk.layout import SUITE_FILE
 
 
 class CaseEntry(Record):
@@ -128,7 +127,7 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
         root = loader.suite_root_of((loader.rootpath / path_part).parent)
         parts = path_part.split("/")
         if root is None and len(parts) > 1 and parts[0] == "suites":
-            root = packaged_suites().get(parts[1])
+            root = loader.registry.suites().get(parts[1])
         if root is None:
             continue
         try:

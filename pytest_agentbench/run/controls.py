@@ -19,7 +19,8 @@ from pydantic import Field, FiniteFloat, ValidationError, model_validator
 from pytest_agentbench.sdk.canonical import read_yaml
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, MetricValue, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import CONTROLS_FILE, pydantic_refusal
+from pytest_agentbench.sdk.layout import CONTROLS_FILE
+from pytest_agentbench.sdk.suite import pydantic_refusal
 
 
 class ControlSpec(Record):

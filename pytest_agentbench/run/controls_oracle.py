@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pytest_agentbench.run.controls import ControlManifest, load_manifest
 from pytest_agentbench.sdk.canonical import sha256_hex
+from pytest_agentbench.sdk.capabilities import ProvidesControlOracle
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import CONTROLS_FILE, Suite
+from pytest_agentbench.sdk.layout import CONTROLS_FILE
+from pytest_agentbench.sdk.suite import Suite
 
 
 class OracleIdentity(Record):
@@ -33,15 +35,6 @@ class OracleIdentity(Record):
 class ControlOracle:
     identity: OracleIdentity
     manifest: ControlManifest
-
-
-@runtime_checkable
-class ProvidesControlOracle(Protocol):
-    """Optional world capability: the suite's controls, read from the original's oracle format."""
-
-    def control_oracle(
-        self, suite: Suite, display: Callable[[Path], str]
-    ) -> ControlOracle | None: ...
 
 
 def file_digest(path: Path, display: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_agentbench.sdk.suite import SUITE_FILE
+from pytest_agentbench.sdk.layout import SUITE_FILE
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -28,13 +28,15 @@ def suites_dir() -> Path:
     return data_root() / "suites"
 
 
+def packaged_suite_roots() -> tuple[Path, ...]:
+    """The folders of the built-in suites, which the built-in worlds declare as ``suite_roots``."""
+    return tuple(data_root() / folder for folder in SUITE_FOLDERS)
+
+
 def packaged_suites() -> dict[str, Path]:
     """Suite id (its folder name) -> suite folder, for every built-in suite."""
-    found: dict[str, Path] = {}
-    for folder in SUITE_FOLDERS:
-        root = data_root() / folder
-        if root.is_dir():
-            found.update(
-                (path.parent.name, path.parent) for path in sorted(root.glob(f"*/{SUITE_FILE}"))
-            )
-    return found
+    return {
+        path.parent.name: path.parent
+        for root in packaged_suite_roots()
+        for path in sorted(root.glob(f"*/{SUITE_FILE}"))
+    }

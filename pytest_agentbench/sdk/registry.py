@@ -8,6 +8,8 @@ are named tuples, a tenth of the cost of frozen dataclasses to make.
 
 from __future__ import annotations
 
+import inspect
+import os
 import weakref
 from collections.abc import Iterable, Sequence
 from importlib.metadata import EntryPoint, entry_points
@@ -18,6 +20,7 @@ import pluggy
 
 from pytest_agentbench.sdk import hookspecs
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.layout import SUITE_FILE
 
 if TYPE_CHECKING:
     from pytest_agentbench.sdk.suite import SuiteConfig
@@ -29,6 +32,36 @@ MarkerSets = tuple[tuple[str, ...], ...]
 _SCANNED: weakref.WeakSet[pluggy.PluginManager] = weakref.WeakSet()
 """Plugin managers whose entry-point worlds are registered (the scan is asked for twice
 in a run that collection turns on: for layout markers, then by the benchmark plugin)."""
+
+
+HOOK_PREFIX = "pytest_agentbench_"
+
+
+class WorldPluginManager(pluggy.PluginManager):
+    """The hooks of world kinds, read outside pytest exactly as pytest reads them.
+
+    pytest's own plugin manager takes an unmarked function named ``pytest_*``
+    as a hook implementation; a bare pluggy manager would silently ignore it,
+    and the ``agentbench`` command would then know no world that pytest runs.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("pytest")
+        self.add_hookspecs(hookspecs)
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> pluggy.HookimplOpts | None:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        unmarked = opts is None and name.startswith(HOOK_PREFIX)
+        if unmarked and inspect.isroutine(getattr(plugin, name)):
+            return pluggy.HookimplOpts(
+                wrapper=False,
+                hookwrapper=False,
+                optionalhook=False,
+                tryfirst=False,
+                trylast=False,
+                specname=None,
+            )
+        return opts
 
 
 def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
@@ -44,6 +77,15 @@ def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
     _SCANNED.add(pluginmanager)
 
 
+def installed_registry(*plugins: object) -> WorldRegistry:
+    """Every installed world kind (entry points), and ``plugins``, read as pytest reads them."""
+    manager = WorldPluginManager()
+    load_entry_point_worlds(manager)
+    for plugin in plugins:
+        manager.register(plugin)
+    return WorldRegistry.from_hook(manager)
+
+
 class LazyWorld:
     """A world kind registered by name, its module imported when first needed.
 
@@ -57,6 +99,11 @@ class LazyWorld:
     :func:`~pytest_agentbench.sdk.world.accepted_protocols` lists them), so that
     an ``--agentbench-adapter`` is checked against every kind by importing
     those modules only; a world that declares none is imported for the check.
+    ``suite_roots`` are absolute folders holding the suites the world ships,
+    one ``<suite-id>/suite.yaml`` each (with the oracle, by default, at
+    ``../../oracles/<suite-id>``): ``--agentbench-suite ID``, ``agentbench list``
+    and the conformance kit find them there. A registration module names them
+    from its own location, e.g. ``Path(__file__).parent / "suites"``.
     """
 
     def __init__(
@@ -66,11 +113,13 @@ class LazyWorld:
         *,
         layout_markers: Sequence[Sequence[str]] = (),
         adapter_protocols: Sequence[str] = (),
+        suite_roots: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         self.kind = kind
         self.target = target
         self.layout_markers = checked_markers(kind, layout_markers)
         self.adapter_protocols = checked_protocol_targets(kind, adapter_protocols)
+        self.suite_roots = checked_suite_roots(kind, suite_roots)
         self._world: World | None = None
         self._protocols: tuple[type, ...] | None = None
 
@@ -177,6 +226,23 @@ def _is_target(target: object) -> bool:
     return bool(sep) and all(name.isidentifier() for name in names)
 
 
+def checked_suite_roots(kind: str, roots: Sequence[str | os.PathLike[str]]) -> tuple[Path, ...]:
+    """Suite roots as absolute paths; a relative one would depend on the working directory."""
+    if isinstance(roots, (str, os.PathLike)):
+        roots = (roots,)
+    checked = []
+    for root in roots:
+        if not isinstance(root, (str, os.PathLike)) or not Path(root).is_absolute():
+            raise AgentbenchError(
+                "invalid_suite_roots",
+                f"world kind {kind!r}: suite root {root!r} is not an absolute path "
+                "(name it from the registration module, e.g. Path(__file__).parent / 'suites')",
+                field="suite_roots",
+            )
+        checked.append(Path(root))
+    return tuple(checked)
+
+
 def checked_markers(kind: str, marker_sets: Sequence[Sequence[str]]) -> MarkerSets:
     """Marker sets as tuples; each path relative, inside the folder, and each set non-empty."""
     if any(isinstance(markers, str) for markers in marker_sets):
@@ -236,6 +302,7 @@ class WorldRegistry:
 
     def __init__(self, worlds: Iterable[World | LazyWorld]) -> None:
         self._worlds: dict[str, World | LazyWorld] = {}
+        self._suites: dict[str, Path] | None = None
         for world in worlds:
             if world.kind in self._worlds and self._worlds[world.kind] is not world:
                 raise AgentbenchError(
@@ -281,6 +348,35 @@ class WorldRegistry:
         if isinstance(entry, LazyWorld):
             return entry.layout_markers
         return checked_markers(kind, getattr(entry, "layout_markers", ()))
+
+    def suite_roots(self, kind: str) -> tuple[Path, ...]:
+        """The folders of suites a kind ships (none: it ships no suite runnable by id)."""
+        entry = self._worlds[kind]
+        if isinstance(entry, LazyWorld):
+            return entry.suite_roots
+        return checked_suite_roots(kind, getattr(entry, "suite_roots", ()))
+
+    def suites(self) -> dict[str, Path]:
+        """Suite id (its folder name) -> suite folder, for every suite a registered kind ships.
+
+        Kinds may share a root (the built-in worlds do); one id in two different
+        folders is refused as ``duplicate_suite_id``, naming both.
+        """
+        if self._suites is None:
+            found: dict[str, Path] = {}
+            roots = dict.fromkeys(root for kind in self.kinds() for root in self.suite_roots(kind))
+            for root in roots:
+                for path in sorted(root.glob(f"*/{SUITE_FILE}")) if root.is_dir() else ():
+                    folder = path.parent
+                    if found.setdefault(folder.name, folder) != folder:
+                        raise AgentbenchError(
+                            "duplicate_suite_id",
+                            f"suite id {folder.name!r} is shipped twice: "
+                            f"{found[folder.name]} and {folder}",
+                            field="suite_roots",
+                        )
+            self._suites = found
+        return self._suites
 
     def first_marker(self, folder: Path) -> str | None:
         """The first marker file of the first kind whose marker set ``folder`` holds."""

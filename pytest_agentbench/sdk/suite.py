@@ -9,14 +9,10 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
-from pytest_agentbench.plugin import suite_finder
 from pytest_agentbench.sdk.canonical import JsonValue, read_yaml
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
 
-# Defined where the plugin looks for suites without importing pydantic.
-SUITE_FILE = suite_finder.SUITE_FILE
-CONTROLS_FILE = "controls.yaml"
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk import JsonValue
 from pytest_agentbench.worlds.authority.builder import WorldSource, build_benchmark, write_bundle
 from pytest_agentbench.worlds.authority.models import (
     ActionAttempted,

@@ -41,9 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.sdk.canonical import tree_files
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError, Record, tree_files
 from pytest_agentbench.worlds.authority.bundle import (
     BINDINGS,
     CHECKSUMS,

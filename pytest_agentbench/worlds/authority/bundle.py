@@ -17,8 +17,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from pytest_agentbench.sdk.canonical import (
+from pytest_agentbench.sdk import (
+    AgentbenchError,
     JsonValue,
+    Record,
     artifact_set_digest,
     artifact_set_digest_from_hashes,
     iter_jsonl,
@@ -27,8 +29,6 @@ from pytest_agentbench.sdk.canonical import (
     sha256_hex,
     tree_files,
 )
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.models import (
     AuthorityTruth,
     BindingsFile,

@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError
 from pytest_agentbench.worlds.authority.models import (
     ActionAttempted,
     Attempt,

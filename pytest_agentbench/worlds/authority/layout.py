@@ -15,9 +15,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, read_text
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import SuiteConfig
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    JsonValue,
+    SuiteConfig,
+    loads_strict,
+    read_text,
+)
 
 PUBLIC_DIR = "public"
 EVALUATOR_DIR = "evaluator"

@@ -40,10 +40,7 @@ from pydantic import (
     model_validator,
 )
 
-from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import pydantic_refusal
+from pytest_agentbench.sdk import AgentbenchError, JsonValue, Record, pretty_json, pydantic_refusal
 
 # ---------------------------------------------------------------------------
 # Field types

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.sdk.hookspecs import hookimpl
-from pytest_agentbench.sdk.registry import LazyWorld
+from pytest_agentbench.sdk import LazyWorld, hookimpl, packaged_suite_roots
 
 # Spelt out rather than imported from ``layout``: importing the registration
 # must stay free (tests check the two agree).
@@ -12,6 +11,7 @@ WORLD = LazyWorld(
     "pytest_agentbench.worlds.authority.world:WORLD",
     layout_markers=(("public/manifest.json", "evaluator/checksums.json"),),
     adapter_protocols=("pytest_agentbench.worlds.authority.protocol:AuthorityAdapter",),
+    suite_roots=packaged_suite_roots(),
 )
 
 

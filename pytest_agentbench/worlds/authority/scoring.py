@@ -33,20 +33,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
-from pytest_agentbench.scoring.metrics import aggregate
-from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.sdk.contracts import (
+from pytest_agentbench.sdk import (
+    AgentbenchError,
     Case,
     CaseResult,
     Check,
     CheckStatus,
     Direction,
+    JsonValue,
     MetricSpec,
     MetricValue,
     Outcome,
+    aggregate,
     grade,
 )
-from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.models import AuthorityTruth, CanonicalBinding, CaseLabel
 from pytest_agentbench.worlds.authority.trace import ObservedActionTrace, is_uninformative
 

@@ -20,9 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, StrictBool, ValidationError
 
-from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+from pytest_agentbench.sdk import AgentbenchError, JsonValue, Record, field_path, loads_strict
 from pytest_agentbench.worlds.authority.models import Decision, Id, SortedIds, UtcDatetime
 
 

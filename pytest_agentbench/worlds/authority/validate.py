@@ -37,14 +37,14 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from pytest_agentbench.sdk.canonical import (
+from pytest_agentbench.sdk import (
+    AgentbenchError,
     JsonValue,
+    Record,
     canonical_json,
     loads_strict,
     undecodable_line,
 )
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority.trace import (
     SCORED_FIELDS,
     ObservedActionTrace,

@@ -17,18 +17,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import (
+from pytest_agentbench.sdk import (
+    CONTROLS_FILE,
+    SUITE_FILE,
+    AgentbenchError,
+    Case,
+    CaseResult,
+    ControlAgent,
+    MalformedOutput,
+    MetricSpec,
+    Outcome,
+    Suite,
+    SuiteConfig,
+    call_adapter,
     canonical_json,
     decode_lines_lenient,
+    describe_exception,
     loads_strict,
     read_bytes,
     read_text,
     undecodable_line,
 )
-from pytest_agentbench.sdk.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.runner import MalformedOutput, call_adapter, describe_exception
-from pytest_agentbench.sdk.suite import CONTROLS_FILE, SUITE_FILE, Suite, SuiteConfig
 from pytest_agentbench.worlds.authority import agents, builder, bundle, layout, scoring
 from pytest_agentbench.worlds.authority.models import (
     AuthorityTruth,

@@ -24,14 +24,16 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
-from pytest_agentbench.sdk.canonical import (
+from pytest_agentbench.sdk import (
+    CONTROLS_FILE,
+    SUITE_FILE,
+    AgentbenchError,
     JsonValue,
     artifact_set_digest_from_hashes,
     canonical_bytes,
     loads_strict,
+    pydantic_refusal,
 )
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import CONTROLS_FILE, SUITE_FILE, pydantic_refusal
 
 SCHEMA_VERSION = "2.0.0"
 PUBLIC_DIR = "public"

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError
 from pytest_agentbench.worlds.evidence_binding.artifacts import (
     EVALUATOR_DIR,
     PUBLIC_DIR,

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk import JsonValue
 from pytest_agentbench.worlds.evidence_binding import asteria, enterprise
 from pytest_agentbench.worlds.evidence_binding.artifacts import (
     EVALUATOR_DIR,
@@ -408,6 +408,6 @@ def write_builtin(data_root: Path) -> None:
 
 
 if __name__ == "__main__":
-    from pytest_agentbench.run.packaged import data_root
+    from pytest_agentbench.sdk import data_root
 
     write_builtin(data_root())

@@ -13,10 +13,18 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
-from pytest_agentbench.sdk.contracts import Case, CaseResult, MetricSpec, Outcome, grade
-from pytest_agentbench.sdk.errors import AgentbenchError, field_path
-from pytest_agentbench.sdk.runner import MalformedOutput
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    Case,
+    CaseResult,
+    JsonValue,
+    MalformedOutput,
+    MetricSpec,
+    Outcome,
+    canonical_json,
+    field_path,
+    grade,
+)
 from pytest_agentbench.worlds.evidence_binding import (
     asteria_reader,
     baselines,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.sdk.hookspecs import hookimpl
-from pytest_agentbench.sdk.registry import LazyWorld
+from pytest_agentbench.sdk import LazyWorld, hookimpl, packaged_suite_roots
 
 # Spelt out rather than imported, so that registering imports nothing of the
 # world: the root manifest beside the public manifest (Asteria) or beside
@@ -17,6 +16,7 @@ WORLD = LazyWorld(
     adapter_protocols=(
         "pytest_agentbench.worlds.evidence_binding.protocol:EvidenceBindingAdapter",
     ),
+    suite_roots=packaged_suite_roots(),
 )
 
 

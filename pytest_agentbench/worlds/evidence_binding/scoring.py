@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_agentbench.sdk.contracts import (
+from pytest_agentbench.sdk import (
     Case,
     CaseResult,
     Check,
@@ -31,7 +31,7 @@ from pytest_agentbench.sdk.contracts import (
     MetricSpec,
     Outcome,
 )
-from pytest_agentbench.sdk.contracts import grade as grade_case
+from pytest_agentbench.sdk import grade as grade_case
 from pytest_agentbench.worlds.evidence_binding.artifacts import Governed
 from pytest_agentbench.worlds.evidence_binding.asteria import AsteriaPublic, MeasurementScope
 from pytest_agentbench.worlds.evidence_binding.enterprise import EnterprisePublic

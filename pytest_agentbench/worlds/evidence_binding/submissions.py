@@ -40,9 +40,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    JsonValue,
+    Record,
+    canonical_json,
+    field_path,
+    loads_strict,
+)
 from pytest_agentbench.worlds.evidence_binding.artifacts import (
     Governed,
     Hex64,

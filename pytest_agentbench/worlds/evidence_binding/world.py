@@ -18,11 +18,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, read_bytes
-from pytest_agentbench.sdk.contracts import Case, CaseResult, ControlAgent, MetricSpec, Outcome
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.runner import MalformedOutput, call_adapter
-from pytest_agentbench.sdk.suite import SUITE_FILE, Suite, SuiteConfig
+from pytest_agentbench.sdk import (
+    SUITE_FILE,
+    AgentbenchError,
+    Case,
+    CaseResult,
+    ControlAgent,
+    JsonValue,
+    MalformedOutput,
+    MetricSpec,
+    Outcome,
+    Suite,
+    SuiteConfig,
+    call_adapter,
+    loads_strict,
+    read_bytes,
+)
 from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent
 from pytest_agentbench.worlds.evidence_binding.artifacts import (
     EVALUATOR_DIR,

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from pytest_agentbench.sdk.contracts import ControlAgent
-from pytest_agentbench.sdk.runner import MalformedOutput
+from pytest_agentbench.sdk import ControlAgent, MalformedOutput
 from pytest_agentbench.worlds.operations.control_oracle import (
     NegativeControlOracle,
     OracleControl,

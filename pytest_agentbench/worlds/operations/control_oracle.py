@@ -16,10 +16,14 @@ from types import MappingProxyType
 
 from pydantic import StrictStr, ValidationError
 
-from pytest_agentbench.sdk.canonical import loads_yaml_strict, read_bytes, sha256_hex
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import pydantic_refusal
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    Record,
+    loads_yaml_strict,
+    pydantic_refusal,
+    read_bytes,
+    sha256_hex,
+)
 
 ORACLE_FILE = "maintenance_negative_controls_v0_5.yaml"
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk import JsonValue
 
 FieldKind = Literal["str", "int", "bool"]
 

@@ -14,10 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.runner import call_adapter
-from pytest_agentbench.tools import Receipt, ToolCallRecord
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    JsonValue,
+    Receipt,
+    ToolCallRecord,
+    call_adapter,
+    canonical_bytes,
+    canonical_json,
+    sha256_hex,
+)
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
 from pytest_agentbench.worlds.operations.domain import Effects, Rejection

@@ -17,16 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.ledger import (
+from pytest_agentbench.sdk import (
+    AgentbenchError,
     CallPayload,
     Decision,
     HeaderPayload,
+    JsonValue,
     LedgerWriter,
     ReportsUsage,
+    canonical_bytes,
+    canonical_json,
+    open_no_follow,
+    sha256_hex,
 )
-from pytest_agentbench.ledger.writer import open_no_follow
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
-from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.operations.episode import (
     ENGINE_VERSION,
     episode_from_json,

@@ -8,8 +8,7 @@ exactly its declared closure with every required code, ``reliable`` false.
 
 from __future__ import annotations
 
-from pytest_agentbench.run.controls import ControlManifest, ControlSpec
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError, ControlManifest, ControlSpec
 from pytest_agentbench.worlds.operations.control_oracle import LoadedOracle, NegativeControlOracle
 from pytest_agentbench.worlds.operations.evaluation import DIMENSIONS
 from pytest_agentbench.worlds.operations.spec import LoadedSpec

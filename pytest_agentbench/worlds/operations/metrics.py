@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_agentbench.sdk.contracts import CaseResult, Direction, MetricSpec, MetricValue, Reducer
+from pytest_agentbench.sdk import CaseResult, Direction, MetricSpec, MetricValue, Reducer
 
 CLUSTER_PREFIX = "cluster:"
 

@@ -14,9 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr, TypeAdapter, ValidationError
 
-from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+from pytest_agentbench.sdk import AgentbenchError, JsonValue, Record, field_path, loads_strict
 
 
 class EvidenceRef(Record):

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.tools import Budget, ToolCallError, ToolSession, ToolSpec
+from pytest_agentbench.sdk import Budget, JsonValue, ToolCallError, ToolSession, ToolSpec
 from pytest_agentbench.worlds.operations.state import OperationState
 
 RETRIEVE = "retrieve"

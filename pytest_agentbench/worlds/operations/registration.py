@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.sdk.hookspecs import hookimpl
-from pytest_agentbench.sdk.registry import LazyWorld
+from pytest_agentbench.sdk import LazyWorld, hookimpl, packaged_suite_roots
 
 # Spelt out rather than imported from ``world``: importing the registration must
 # stay free (a test checks the two agree).
@@ -12,6 +11,7 @@ WORLD = LazyWorld(
     "pytest_agentbench.worlds.operations.world:WORLD",
     layout_markers=(("maintenance_v0_1.yaml",),),
     adapter_protocols=("pytest_agentbench.sdk.tool_agent:ToolAgent",),
+    suite_roots=packaged_suite_roots(),
 )
 
 

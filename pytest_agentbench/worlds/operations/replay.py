@@ -13,9 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
-from pytest_agentbench.sdk.runner import MalformedOutput
-from pytest_agentbench.tools import ToolCallError
+from pytest_agentbench.sdk import (
+    JsonValue,
+    MalformedOutput,
+    ToolCallError,
+    canonical_bytes,
+    sha256_hex,
+)
 from pytest_agentbench.worlds.operations.episode import (
     EpisodeRecord,
     ledger_text,

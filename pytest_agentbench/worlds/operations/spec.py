@@ -25,10 +25,15 @@ from pydantic import (
     model_validator,
 )
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, read_yaml, sha256_hex
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import pydantic_refusal
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    JsonValue,
+    Record,
+    canonical_bytes,
+    pydantic_refusal,
+    read_yaml,
+    sha256_hex,
+)
 from pytest_agentbench.worlds.operations.domain import DomainPack, FieldRule
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")

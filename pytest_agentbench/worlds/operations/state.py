@@ -13,7 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk import JsonValue
 
 ENGINE_COLLECTIONS = ("communications", "schedules", "idempotency")
 """Collections the engine itself maintains; the domain declares the rest."""

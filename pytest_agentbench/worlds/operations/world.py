@@ -18,35 +18,45 @@ from typing import Any
 
 from pydantic import StrictStr, ValidationError
 
-from pytest_agentbench.run.controls_oracle import ControlOracle, OracleIdentity
-from pytest_agentbench.sdk.canonical import (
+from pytest_agentbench.sdk import (
+    ADAPTER_FAILED,
+    HANDLER_FAILED,
+    MALFORMED_FINAL,
+    SUITE_FILE,
+    TIMED_OUT,
+    AdapterFailure,
+    AgentbenchError,
+    Case,
+    CaseResult,
+    CaseTimeout,
+    Check,
+    CheckStatus,
+    ControlAgent,
+    ControlOracle,
+    EpisodeReceipt,
+    FailureClass,
     JsonValue,
+    MalformedOutput,
+    MetricSpec,
+    OracleIdentity,
+    Outcome,
+    Record,
+    Suite,
+    SuiteConfig,
+    ToolAgent,
+    ToolHarnessError,
     artifact_set_digest,
     canonical_json,
+    cap_text,
+    grade,
     loads_yaml_strict,
+    pydantic_refusal,
     read_json,
+    read_prediction_document,
     read_text,
     read_yaml,
     tree_files,
 )
-from pytest_agentbench.sdk.contracts import (
-    Case,
-    CaseResult,
-    Check,
-    CheckStatus,
-    ControlAgent,
-    FailureClass,
-    MetricSpec,
-    Outcome,
-    Record,
-    grade,
-)
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.predictions import read_prediction_document
-from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput, cap_text
-from pytest_agentbench.sdk.suite import SUITE_FILE, Suite, SuiteConfig, pydantic_refusal
-from pytest_agentbench.tools import HANDLER_FAILED, EpisodeReceipt, ToolAgent, ToolHarnessError
-from pytest_agentbench.tools.agent import ADAPTER_FAILED, MALFORMED_FINAL, TIMED_OUT
 from pytest_agentbench.worlds.operations import agents, execution
 from pytest_agentbench.worlds.operations.control_oracle import ORACLE_FILE, load_control_oracle
 from pytest_agentbench.worlds.operations.domains import DOMAINS

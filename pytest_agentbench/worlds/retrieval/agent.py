@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import read_json
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError, read_json
 from pytest_agentbench.worlds.retrieval.bundle import parse_bundle_content
 from pytest_agentbench.worlds.retrieval.jscanon import sha256_text
 from pytest_agentbench.worlds.retrieval.spans import observed_coord

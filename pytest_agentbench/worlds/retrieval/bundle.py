@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import loads_strict
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError, loads_strict
 from pytest_agentbench.worlds.retrieval.jscanon import canonical
 
 BUNDLE_VERSION = "gno-context-agent-v1"

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import loads_strict
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError, loads_strict
 from pytest_agentbench.worlds.retrieval.envelope_schema import schema_message
 from pytest_agentbench.worlds.retrieval.models import Task
 

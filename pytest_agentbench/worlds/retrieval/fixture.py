@@ -19,9 +19,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_agentbench.sdk.canonical import loads_strict, read_bytes
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import pydantic_refusal
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    loads_strict,
+    pydantic_refusal,
+    read_bytes,
+)
 from pytest_agentbench.worlds.retrieval.jscanon import (
     canonical,
     fingerprint,

@@ -17,9 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_agentbench.sdk.contracts import FailureClass
-from pytest_agentbench.sdk.runner import AdapterFailure, call_adapter
-from pytest_agentbench.tools import ToolCallError, ToolSession
+from pytest_agentbench.sdk import (
+    AdapterFailure,
+    FailureClass,
+    ToolCallError,
+    ToolSession,
+    call_adapter,
+)
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent
 from pytest_agentbench.worlds.retrieval.backends import TaskScope, backend_id
 from pytest_agentbench.worlds.retrieval.fixture import PublicFixture

@@ -16,7 +16,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError
 
 _ESCAPES = {
     '"': '\\"',

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.sdk.contracts import Check, CheckStatus, MetricSpec
+from pytest_agentbench.sdk import Check, CheckStatus, MetricSpec
 from pytest_agentbench.worlds.retrieval.models import Oracle
 
 DIMENSIONS = (

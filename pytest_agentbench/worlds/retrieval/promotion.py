@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import loads_strict
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError, loads_strict
 from pytest_agentbench.worlds.retrieval.bundle import BUNDLE_VERSION
 from pytest_agentbench.worlds.retrieval.jscanon import canonical, sha256_text
 

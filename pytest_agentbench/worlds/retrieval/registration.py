@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.sdk.hookspecs import hookimpl
-from pytest_agentbench.sdk.registry import LazyWorld
+from pytest_agentbench.sdk import LazyWorld, hookimpl, packaged_suite_roots
 
 # A published fixture folder holds manifest.json beside tasks/, corpus/ and
 # oracles/; recognise() then checks the manifest's schema before claiming it.
@@ -15,6 +14,7 @@ WORLD = LazyWorld(
         "pytest_agentbench.sdk.tool_agent:ToolAgent",
         "pytest_agentbench.worlds.retrieval.protocol:RetrievalBackend",
     ),
+    suite_roots=packaged_suite_roots(),
 )
 
 

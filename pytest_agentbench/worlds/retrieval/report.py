@@ -15,8 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import read_json
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError, read_json
 from pytest_agentbench.worlds.retrieval.agent import AGENT_ID, FixtureAgent
 from pytest_agentbench.worlds.retrieval.backends import backend_id
 from pytest_agentbench.worlds.retrieval.fixture import PublicFixture

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_agentbench.tools import (
+from pytest_agentbench.sdk import (
     INVALID_ARGUMENTS,
     UNKNOWN_TOOL,
     ToolCallError,

@@ -19,21 +19,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import loads_strict, read_text
-from pytest_agentbench.sdk.contracts import (
+from pytest_agentbench.sdk import (
+    SUITE_FILE,
+    AgentbenchError,
     Case,
     CaseResult,
     Check,
     CheckStatus,
     ControlAgent,
+    MalformedOutput,
     MetricSpec,
     Outcome,
+    Suite,
+    SuiteConfig,
+    ToolAgent,
     grade,
+    loads_strict,
+    read_text,
 )
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.runner import MalformedOutput
-from pytest_agentbench.sdk.suite import SUITE_FILE, Suite, SuiteConfig
-from pytest_agentbench.tools import ToolAgent
 from pytest_agentbench.worlds.retrieval import controls, fixture, metrics
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues, load_cues
 from pytest_agentbench.worlds.retrieval.backends import BUILTIN_BACKENDS

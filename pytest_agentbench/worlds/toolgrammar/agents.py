@@ -14,8 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.tools import ToolCallError
+from pytest_agentbench.sdk import JsonValue, ToolCallError
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grading import classify
 from pytest_agentbench.worlds.toolgrammar.grammar import Envelope, Verb

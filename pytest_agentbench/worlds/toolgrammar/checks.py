@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_agentbench.sdk.contracts import (
+from pytest_agentbench.sdk import (
     Case,
     CaseResult,
     Check,
@@ -13,7 +13,7 @@ from pytest_agentbench.sdk.contracts import (
     MetricSpec,
     Outcome,
 )
-from pytest_agentbench.sdk.contracts import grade as grade_case
+from pytest_agentbench.sdk import grade as grade_case
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grading import behaviour_ok, classify, key_present
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb

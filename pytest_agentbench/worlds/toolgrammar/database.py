@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk import canonical_json
 
 BASE_DATE = dt.date(2026, 1, 1)
 """The world's "today". No wall clock is read anywhere in a world."""

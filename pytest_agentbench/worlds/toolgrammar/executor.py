@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk import JsonValue
 from pytest_agentbench.worlds.toolgrammar.grammar import Envelope, Verb
 from pytest_agentbench.worlds.toolgrammar.sandbox import BuiltWorld, Injection, Sandbox
 from pytest_agentbench.worlds.toolgrammar.tasks import InjectionSpec, Step, TaskRecord

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk import JsonValue
 from pytest_agentbench.worlds.toolgrammar.grammar import Envelope, fail, ok
 
 if TYPE_CHECKING:

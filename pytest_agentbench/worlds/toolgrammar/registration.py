@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.sdk.hookspecs import hookimpl
-from pytest_agentbench.sdk.registry import LazyWorld
+from pytest_agentbench.sdk import LazyWorld, hookimpl, packaged_suite_roots
 
 WORLD = LazyWorld(
     "toolgrammar",
     "pytest_agentbench.worlds.toolgrammar.world:WORLD",
     adapter_protocols=("pytest_agentbench.sdk.tool_agent:ToolAgent",),
+    suite_roots=packaged_suite_roots(),
 )
 
 

@@ -8,8 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.tools.schema import SchemaViolation, compile_schema
+from pytest_agentbench.sdk import JsonValue, SchemaViolation, compile_schema
 from pytest_agentbench.worlds.toolgrammar.common_tools import common_tools
 from pytest_agentbench.worlds.toolgrammar.database import (
     TableState,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.tools import Budget, ToolSession, ToolSpec
+from pytest_agentbench.sdk import Budget, JsonValue, ToolSession, ToolSpec
 from pytest_agentbench.worlds.toolgrammar.grammar import CALL_BUDGET
 from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
 

@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import (
+from pytest_agentbench.sdk import (
+    AgentbenchError,
     JsonValue,
     artifact_set_digest,
     canonical_json,
@@ -28,7 +29,6 @@ from pytest_agentbench.sdk.canonical import (
     read_json,
     tree_files,
 )
-from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.toolgrammar.sandbox import BuiltWorld
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
 

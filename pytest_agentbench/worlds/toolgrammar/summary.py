@@ -7,8 +7,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk import AgentbenchError, JsonValue
 from pytest_agentbench.worlds.toolgrammar.decontam import Decontamination
 from pytest_agentbench.worlds.toolgrammar.generator import SEED_SHORTFALLS, Generation
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord

@@ -13,10 +13,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from pytest_agentbench.sdk.canonical import JsonValue, read_jsonl
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import pydantic_refusal
+from pytest_agentbench.sdk import AgentbenchError, JsonValue, Record, pydantic_refusal, read_jsonl
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
 
 Tier = Literal["T1", "T2", "T3", "T4", "T5"]

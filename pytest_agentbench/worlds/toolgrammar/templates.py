@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk import JsonValue, canonical_json
 from pytest_agentbench.worlds.toolgrammar.domain import Domain
 from pytest_agentbench.worlds.toolgrammar.grammar import MAX_LIMIT, Envelope, Verb
 from pytest_agentbench.worlds.toolgrammar.privileged import APPROVED

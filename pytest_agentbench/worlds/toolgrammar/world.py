@@ -20,20 +20,28 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict, read_jsonl
-from pytest_agentbench.sdk.contracts import (
+from pytest_agentbench.sdk import (
+    CONTROLS_FILE,
+    SUITE_FILE,
+    AgentbenchError,
     Case,
     CaseResult,
     ControlAgent,
+    JsonValue,
     MetricSpec,
     Outcome,
     Record,
+    Suite,
+    ToolAgent,
+    ToolSession,
+    canonical_json,
+    loads_strict,
+    pydantic_refusal,
+    read_jsonl,
+    read_prediction_lines,
+    solve_with_session,
 )
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.predictions import read_prediction_lines
-from pytest_agentbench.sdk.suite import CONTROLS_FILE, SUITE_FILE, Suite, pydantic_refusal
-from pytest_agentbench.tools import ToolAgent, ToolSession, solve_with_session
-from pytest_agentbench.tools import parse_final as parse_strictly
+from pytest_agentbench.sdk import parse_final as parse_strictly
 from pytest_agentbench.worlds.toolgrammar import agents, checks
 from pytest_agentbench.worlds.toolgrammar.domains import UnknownDomain, get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk import JsonValue
 from pytest_agentbench.worlds.operations.domain import (
     ActionOutcome,
     ActionType,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import StrictInt, StrictStr, field_validator
 
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk import Record
 from pytest_agentbench.worlds.operations.domain import ActionType, EventType, FieldRule
 
 OPERATION_TYPE = "lettings.maintenance.synthetic"
