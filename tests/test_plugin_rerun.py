@@ -156,7 +156,11 @@ def test_a_resume_that_does_not_belong_to_the_run_is_refused_by_name(
         "--agentbench-repeat (this run has 1)",
     }
     for name, reason in expected.items():
-        result = project.runpytest(adapter, f"--agentbench-resume={name}", "-p", "no:cacheprovider")
+        # Checked where results arrive: under xdist, the controller, before any worker runs.
+        xdist = ["-n", "2"] if name == "edited.json" else []
+        result = project.runpytest(
+            adapter, f"--agentbench-resume={name}", "-p", "no:cacheprovider", *xdist
+        )
         assert result.ret == pytest.ExitCode.USAGE_ERROR, name
         result.stderr.fnmatch_lines(
             [f"*[[]resume_mismatch[]] {name}: --agentbench-resume: *{reason}*"]
