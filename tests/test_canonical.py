@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_agentbench.sdk.canonical import (
+    InputLimits,
     artifact_set_digest,
     artifact_set_digest_from_hashes,
     canonical_bytes,
@@ -16,9 +18,11 @@ from pytest_agentbench.sdk.canonical import (
     loads_strict,
     loads_yaml_strict,
     pretty_json,
+    read_bytes,
     read_json,
     read_jsonl,
     read_yaml,
+    set_input_limits,
     sha256_hex,
     tree_files,
 )
@@ -336,16 +340,103 @@ def test_yaml_refuses_non_finite_numbers_with_their_line(text: str, line: int) -
     assert caught.value.location.line == line
 
 
-@pytest.mark.parametrize("depth", [5_000, 100_000])
-def test_loads_strict_refuses_nesting_too_deep_to_read(depth: int) -> None:
-    with pytest.raises(AgentbenchError) as caught:
-        loads_strict("[" * depth + "]" * depth, file="f.json", line=4)
-    assert caught.value.code == "malformed_json"
-    assert caught.value.location.line == 4
+@pytest.fixture
+def limits() -> Iterator[Callable[..., None]]:
+    """Set this process's input limits for one test; the defaults come back after it."""
+    previous = set_input_limits(InputLimits())
+
+    def use(**changes: int) -> None:
+        set_input_limits(InputLimits(**changes))
+
+    yield use
+    set_input_limits(previous)
 
 
-def test_yaml_refuses_nesting_too_deep_to_read() -> None:
+def _refusal(read: Callable[[], object]) -> AgentbenchError:
     with pytest.raises(AgentbenchError) as caught:
-        loads_yaml_strict("a: " + "[" * 5_000 + "]" * 5_000 + "\n", file="suite.yaml")
-    assert caught.value.code == "malformed_yaml"
-    assert caught.value.location.file == "suite.yaml"
+        read()
+    return caught.value
+
+
+def _billion_laughs(levels: int, width: int) -> str:
+    lines = [f"l0: &l0 [{', '.join(['lol'] * width)}]"]
+    for level in range(1, levels):
+        lines.append(f"l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("depth", [101, 5_000, 100_000])
+def test_nesting_past_the_depth_limit_is_refused_before_parsing(
+    limits: Callable[..., None], depth: int
+) -> None:
+    # 100_000 levels used to end in RecursionError inside the parser.
+    refused = _refusal(lambda: loads_strict("[" * depth + "]" * depth, file="f.json", line=4))
+    assert (refused.code, refused.location.line) == ("input_too_deep", 4)
+    assert "agentbench_max_input_depth" in refused.reason
+    refused = _refusal(
+        lambda: loads_yaml_strict("a:\n  " + "[" * depth + "]" * depth, file="suite.yaml")
+    )
+    assert (refused.code, refused.location.file) == ("input_too_deep", "suite.yaml")
+    block = "".join(f"{'  ' * level}k{level}:\n" for level in range(depth if depth < 200 else 200))
+    assert _refusal(lambda: loads_yaml_strict(block + "  " * 200 + "x")).code == "input_too_deep"
+
+
+def test_nesting_up_to_the_depth_limit_is_read_and_the_limit_is_a_setting(
+    limits: Callable[..., None],
+) -> None:
+    assert loads_strict('{"a":' + "[" * 99 + '"[[[["' + "]" * 99 + "}") is not None
+    assert loads_yaml_strict("a: " + "[" * 99 + "]" * 99) is not None
+    limits(max_depth=3)
+    assert loads_strict('[[["]]]]]"]]]') == [[["]]]]]"]]]
+    assert _refusal(lambda: loads_strict("[[[[]]]]")).code == "input_too_deep"
+    assert _refusal(lambda: loads_yaml_strict("a: {b: {c: 1}}")).code == "input_too_deep"
+    # Past the interpreter's recursion limit the parser's own refusal is kept.
+    limits(max_depth=1_000_000)
+    refused = _refusal(lambda: loads_strict("[" * 100_000 + "]" * 100_000, file="f.json"))
+    assert refused.code == "malformed_json"
+
+
+def test_a_yaml_alias_bomb_is_refused_while_composing(limits: Callable[..., None]) -> None:
+    # Nine levels of nine aliases: 1 KB of YAML naming 9**9 strings. Construction
+    # never starts, so it takes neither the minutes nor the gigabytes it used to.
+    bomb = _billion_laughs(9, 9)
+    assert len(bomb) < 1_000
+    refused = _refusal(lambda: loads_yaml_strict(bomb, file="suite.yaml"))
+    assert (refused.code, refused.location.file) == ("yaml_alias_limit", "suite.yaml")
+    assert "agentbench_max_yaml_aliases" in refused.reason
+    # Four levels: l1, l2 and l3 repeat 9, 9 + 81 and 9 + 81 + 729 aliases, 918 in all.
+    assert len(loads_yaml_strict(_billion_laughs(4, 9))["l3"]) == 9
+    limits(max_yaml_aliases=917)
+    assert _refusal(lambda: loads_yaml_strict(_billion_laughs(4, 9))).code == "yaml_alias_limit"
+    limits(max_yaml_aliases=918)
+    assert loads_yaml_strict(_billion_laughs(4, 9))["l0"] == ["lol"] * 9
+
+
+def test_a_yaml_alias_inside_its_own_anchor_is_refused() -> None:
+    refused = _refusal(lambda: loads_yaml_strict("a: &loop [1, *loop]\n", file="x.yaml"))
+    assert (refused.code, refused.location.line) == ("yaml_alias_limit", 1)
+    assert loads_yaml_strict("a: &one [1]\nb: [*one, *one]\n") == {"a": [1], "b": [[1], [1]]}
+
+
+def test_an_oversized_file_or_document_is_refused_without_reading_it_whole(
+    limits: Callable[..., None], tmp_path: Path
+) -> None:
+    limits(max_bytes=1_000)
+    # An endless file: only a bounded read ever returns.
+    refused = _refusal(lambda: read_bytes(Path("/dev/zero"), display="zero"))
+    assert (refused.code, refused.location.file) == ("input_too_large", "zero")
+    assert "agentbench_max_input_bytes" in refused.reason
+    (tmp_path / "big.json").write_text(json.dumps(["x" * 1_000]))
+    (tmp_path / "big.yaml").write_text("a: " + "x" * 1_000)
+    (tmp_path / "big.jsonl").write_text('{"a": 1}\n' * 200)
+    (tmp_path / "fits.json").write_text(json.dumps(["x" * 990]))
+    for name, read in (
+        ("big.json", read_json),
+        ("big.yaml", read_yaml),
+        ("big.jsonl", read_jsonl),
+    ):
+        refused = _refusal(lambda read=read, name=name: read(tmp_path / name, display=name))
+        assert (refused.code, refused.location.file) == ("input_too_large", name)
+    assert read_json(tmp_path / "fits.json") == ["x" * 990]
+    assert _refusal(lambda: loads_strict(json.dumps("x" * 1_000))).code == "input_too_large"
+    assert _refusal(lambda: loads_yaml_strict("x" * 1_001)).code == "input_too_large"

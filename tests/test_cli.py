@@ -526,7 +526,8 @@ def test_rescore_reproduces_both_runs_metrics(
         assert status == 0
         lines = out.splitlines()
         assert lines[0] == f"{SUITE_ID}: 11 recorded outputs re-scored"
-        assert all(line.endswith("same") for line in lines[1:]), out
+        assert all(line.endswith("same") for line in lines[1:-1]), out
+        assert lines[-1] == "rescore ok: no difference (0 allowed)"
         status, out, _ = run(capsys, "rescore", str(report), "--json")
         (suite,) = json.loads(out)
         recorded = {
@@ -534,6 +535,70 @@ def test_rescore_reproduces_both_runs_metrics(
         }
         assert {m["name"]: m["rescored"] for m in suite["metrics"]} == recorded
         assert suite["oracle_changed"] is None
+
+
+def test_rescore_fails_on_every_difference_unless_allowed(
+    capsys: pytest.CaptureFixture[str], run_reports: tuple[Path, Path], workdir: Path
+) -> None:
+    # Each of these used to exit 0: CHANGED metrics, an edited outcome, a deleted case.
+    _, after = run_reports
+    report = json.loads(after.read_text())
+    (suite,) = report["suites"]
+    cases = suite["cases"]
+    failed = next(e for e in cases if e["result"]["outcome"] == "failed")
+    failed["result"]["outcome"] = "passed"
+    edited_id = failed["result"]["case_id"]
+    deleted = next(e for e in cases if e["result"]["outcome"] == "passed" and e is not failed)
+    cases.remove(deleted)
+    deleted_id = deleted["result"]["case_id"]
+    suite["metrics"][0]["value"] = 0.123
+    changed_metric = suite["metrics"][0]["name"]
+    edited = workdir / "edited.json"
+    edited.write_text(json.dumps(report))
+
+    status, out, _ = run(capsys, "rescore", str(edited), "--json")
+    assert status == 1
+    (rescored,) = json.loads(out)
+    found = {(d["code"], d["subject"]) for d in rescored["differences"]}
+    # Re-scored over one case fewer, other metrics move too: each is listed.
+    assert {code for code, _ in found} == {
+        "outcome_changed",
+        "case_missing",
+        "coverage_changed",
+        "metric_changed",
+    }
+    assert {
+        ("outcome_changed", edited_id),
+        ("case_missing", deleted_id),
+        ("coverage_changed", SUITE_ID),
+        ("metric_changed", changed_metric),
+    } <= found
+    assert not any(d["allowed"] for d in rescored["differences"])
+
+    status, out, _ = run(capsys, "rescore", str(edited))
+    assert status == 1
+    assert f"  DIFFERS [outcome_changed] {edited_id}: recorded passed, re-scored failed" in out
+    assert out.splitlines()[-1].startswith(f"rescore FAILED: {len(found)} differences not allowed")
+
+    codes = ["outcome_changed", "case_missing", "coverage_changed"]
+    allow = [f"--allow={code}" for code in codes]
+    status, out, _ = run(capsys, "rescore", str(edited), *allow)
+    assert status == 1
+    status, out, _ = run(capsys, "rescore", str(edited), *allow, "--allow=metric_changed")
+    assert status == 0
+    assert out.splitlines()[-1] == f"rescore ok: no difference ({len(found)} allowed)"
+
+    # A metric alone, allowed by its name; another metric's change would still fail.
+    report = json.loads(after.read_text())
+    report["suites"][0]["metrics"][0]["value"] = 0.123
+    edited.write_text(json.dumps(report))
+    status, out, _ = run(capsys, "rescore", str(edited))
+    assert status == 1
+    assert f"  DIFFERS [metric_changed] {changed_metric}: recorded 0.1230, re-scored " in out
+    status, out, _ = run(capsys, "rescore", str(edited), f"--allow={changed_metric}")
+    assert status == 0
+    status, out, _ = run(capsys, "rescore", str(edited), "--allow=passed_rate_of_nothing")
+    assert status == 1
 
 
 def test_rescore_dispatches_on_the_report_it_is_given(

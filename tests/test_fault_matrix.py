@@ -425,6 +425,8 @@ def test_an_unreadable_oracle_file_is_a_refusal_and_every_report_is_written(
     write_demo_suite(demo.path, "other-suite")
     # Unreadable even for root: reading /proc/self/mem from its start fails with EIO.
     (demo.path / "oracles" / "demo-suite" / "mem").symlink_to("/proc/self/mem")
+    # A link leaving the project is refused unless its target's folder is listed.
+    demo.makeini("[pytest]\nagentbench_oracle_roots = /proc\n")
     path, junit = demo.path / "run.json", demo.path / "junit.xml"
     result = demo.runpytest(
         f"--agentbench-report={path}",
@@ -606,7 +608,8 @@ def test_empty_or_repeated_predictions_are_usage_errors(demo: pytest.Pytester) -
 # --- Lower 8: timeouts that are not a number of seconds ---
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "1e20", "-1", "soon"])
+# 1e-6 hung pytest and 1e-5 killed it with SIGALRM: below 10 ms is refused.
+@pytest.mark.parametrize("value", ["nan", "inf", "1e20", "-1", "soon", "1e-6", "1e-5", "0.009"])
 def test_a_bad_timeout_is_a_usage_error(demo: pytest.Pytester, value: str) -> None:
     write_demo_suite(demo.path)
     result = demo.runpytest(f"--agentbench-timeout={value}")
@@ -690,6 +693,36 @@ def test_an_oracle_outside_the_project_is_refused_unless_listed(
     demo.makeini(f"[pytest]\nagentbench_oracle_roots = {elsewhere}\n")
     allowed = demo.runpytest("-m", "not agentbench_control")
     allowed.assert_outcomes(passed=3)
+
+
+def test_the_project_is_the_rootdir_and_links_may_not_leave_it(
+    demo: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, xdist_args: list[str]
+) -> None:
+    # The suite folder's grandparent used to count as "the project": a suite one
+    # level below the filesystem root could read /etc, and a symlinked oracle file
+    # was followed anywhere.
+    write_demo_suite(demo.path)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    outside = write_demo_suite(elsewhere, "outside-suite")
+    write_demo_suite(demo.path, "linked-suite")
+    answers = demo.path / "oracles" / "linked-suite" / "answers.jsonl"
+    (elsewhere / "answers.jsonl").write_bytes(answers.read_bytes())
+    answers.unlink()
+    answers.symlink_to(elsewhere / "answers.jsonl")
+    args = ["-m", "not agentbench_control", "suites", f"--agentbench-suite={outside}", *xdist_args]
+    refused = demo.runpytest(*args)
+    refused.assert_outcomes(passed=3, errors=2)
+    refused.stdout.fnmatch_lines_random(
+        [
+            f"*[[]oracle_outside_project[]] {outside}/suite.yaml: oracle: "
+            f"{elsewhere / 'oracles' / 'outside-suite'} is outside the project*",
+            "*[[]oracle_outside_project[]] suites/linked-suite/suite.yaml: oracle: "
+            f"{answers} in the oracle folder links to {elsewhere / 'answers.jsonl'}, "
+            "outside the project*",
+        ]
+    )
+    demo.makeini(f"[pytest]\nagentbench_oracle_roots = {elsewhere}\n")
+    demo.runpytest(*args).assert_outcomes(passed=9)
 
 
 # --- Lower 11: agentbench compare ---

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from typing import Any
 
 import pytest
@@ -102,9 +109,125 @@ def test_resume_runs_agent_errors_again_and_nothing_under_another_adapter(
         "--agentbench-resume=crashed.json",
     )
     result.assert_outcomes(failed=1)  # the agent_error case, and only it, ran again
-    result, resumed = run_cases(project, "other.json", "--agentbench-resume=crashed.json")
-    result.assert_outcomes(passed=8)
-    assert "nothing taken from crashed.json" in resumed["problems"][0]
+    # Under another adapter nothing of it belongs to the run: refused by name.
+    other = project.runpytest("--agentbench-resume=crashed.json")
+    assert other.ret == pytest.ExitCode.USAGE_ERROR
+    other.stderr.fnmatch_lines(
+        ["*[[]resume_mismatch[]] crashed.json: --agentbench-resume: recorded with adapter *"]
+    )
+
+
+def test_a_resume_that_does_not_belong_to_the_run_is_refused_by_name(
+    project: pytest.Pytester,
+) -> None:
+    adapter = "--agentbench-adapter=my_adapters:OddWrong"
+    run_cases(project, "original.json", adapter)
+    run_cases(project, "twice.json", adapter, "--agentbench-repeat=2", "-k", "q0 or q1")
+    original = json.loads((project.path / "original.json").read_text())
+    cases = original["suites"][0]["cases"]
+
+    def variant(name: str, change: Any) -> str:
+        document = copy.deepcopy(original)
+        change(document["suites"][0]["cases"])
+        (project.path / name).write_text(json.dumps(document))
+        return name
+
+    def edit_q1(entries: list[dict[str, Any]]) -> None:
+        entries[1]["result"].update(outcome="passed", failure_class=None)
+
+    def add_q99(entries: list[dict[str, Any]]) -> None:
+        extra = copy.deepcopy(entries[0])
+        extra["nodeid"] = extra["nodeid"].replace("::q0", "::q99")
+        extra["result"]["case_id"] = "q99"
+        entries.append(extra)
+
+    assert cases[1]["result"]["case_id"] == "q1"
+    expected = {
+        # A case edited from failed to passed.
+        variant("edited.json", edit_q1): "suite 'demo-suite', case 'q1': reported passed, "
+        "but its recorded output grades failed",
+        # A case the suite does not have ("9 of 8").
+        variant("unknown.json", add_q99): "suite 'demo-suite', case 'q99' is not in the suite",
+        # One case twice.
+        variant("twice-q0.json", lambda e: e.append(e[0])): "case 'q0' (trial None) is "
+        "reported twice",
+        # Trials of --agentbench-repeat 2 merged into a plain run.
+        "twice.json": "suite 'demo-suite', case 'q0' is trial 1 of a run with another "
+        "--agentbench-repeat (this run has 1)",
+    }
+    for name, reason in expected.items():
+        # Checked where results arrive: under xdist, the controller, before any worker runs.
+        xdist = ["-n", "2"] if name == "edited.json" else []
+        result = project.runpytest(
+            adapter, f"--agentbench-resume={name}", "-p", "no:cacheprovider", *xdist
+        )
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, name
+        result.stderr.fnmatch_lines(
+            [f"*[[]resume_mismatch[]] {name}: --agentbench-resume: *{reason}*"]
+        )
+    # The oracle changed since: every taken result would be graded against another.
+    write_demo_suite(project.path, questions=QUESTIONS, answers=dict.fromkeys(QUESTIONS, 0))
+    result = project.runpytest(adapter, "--agentbench-resume=original.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[[]resume_mismatch[]]*oracle digest*"])
+
+
+BLOCKING_ADAPTER = """
+import pathlib
+import time
+
+
+class BlocksOnLast:
+    def answer(self, question):
+        # q7, the last case, waits while the file "block" exists: the run cannot end
+        # before it is killed, and under xdist no other case waits behind it.
+        while question.startswith("7+") and pathlib.Path("block").exists():
+            time.sleep(0.05)
+        left, right = question.split("+")
+        return int(left) + int(right)
+"""
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+def test_a_run_killed_with_sigkill_resumes_from_its_progress_journal(
+    demo: pytest.Pytester, xdist: list[str]
+) -> None:
+    write_demo_suite(demo.path, questions=QUESTIONS)
+    demo.makepyfile(blocking=BLOCKING_ADAPTER)
+    (demo.path / "block").touch()
+    adapter = "--agentbench-adapter=blocking:BlocksOnLast"
+    report, journal = demo.path / "run.json", demo.path / "run.json.progress"
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", adapter]
+    command += [f"--agentbench-report={report}", "-m", "not agentbench_control", *xdist]
+    process = subprocess.Popen(
+        command,
+        cwd=demo.path,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        # Every case but the blocked one is journaled (header + 7 lines), then kill -9.
+        for _ in range(20_000):
+            if journal.is_file() and journal.read_bytes().count(b"\n") >= 8:
+                break
+            assert process.poll() is None, "the run ended before it was killed"
+            time.sleep(0.05)
+        else:
+            pytest.fail("the journal never held the seven finished cases")
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert not report.exists()
+    (demo.path / "block").unlink()
+    result, resumed = run_cases(demo, "resumed.json", adapter, "--agentbench-resume=run.json")
+    result.assert_outcomes(passed=1)  # only q7 ran
+    assert resumed["problems"] == [
+        f"[resumed] suite 'demo-suite': 7 graded cases taken from {journal.name}"
+    ]
+    assert outcomes(resumed) == {
+        f"suites/demo-suite/cases.jsonl::{case_id}": "passed" for case_id in QUESTIONS
+    }
 
 
 def test_replay_needs_recorded_outputs(project: pytest.Pytester) -> None:

@@ -104,10 +104,18 @@ def test_a_single_trial_keeps_plain_ids_and_no_trials_section(seeded: pytest.Pyt
     assert all(c["result"]["trial"] is None for c in report["suites"][0]["cases"])
 
 
-def test_repeat_must_be_a_whole_number(seeded: pytest.Pytester) -> None:
-    result = seeded.runpytest("--agentbench-repeat=0")
+def test_repeat_must_be_a_whole_number_up_to_the_maximum(seeded: pytest.Pytester) -> None:
+    # 100000000 was accepted and took gigabytes collecting items before any case ran.
+    for value in ("0", "two", "1001", "100000000"):
+        result = seeded.runpytest(f"--agentbench-repeat={value}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            ["*[[]invalid_repeat[]] --agentbench-repeat: *is not a whole number from 1 to 1000*"]
+        )
+    seeded.makeini("[pytest]\nagentbench_repeat = 5000\n")
+    result = seeded.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*[[]invalid_repeat[]]*agentbench_repeat*"])
+    result.stderr.fnmatch_lines(["*[[]invalid_repeat[]] agentbench_repeat: *"])
 
 
 def test_coverage_counts_case_items_under_repeat(

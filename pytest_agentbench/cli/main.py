@@ -8,7 +8,8 @@
     agentbench baselines SUITE [-o FILE]
     agentbench compare BEFORE.json AFTER.json [--json] [--alpha P] [--max-regression SIZE]
                        [--allow-changed]
-    agentbench rescore PATH [--json] [--suite ID=FOLDER ...]   (our run report or record folder)
+    agentbench rescore PATH [--json] [--suite ID=FOLDER ...] [--allow CODE_OR_METRIC ...]
+                                                               (our run report or record folder)
     agentbench rescore REPORT --suite SUITE [--json]           (a world's original report)
     agentbench promote BASELINE CANDIDATE --suite SUITE [--json]
     agentbench check SUITE [--json] [--report FILE]
@@ -37,7 +38,14 @@ from pydantic import ValidationError
 
 from pytest_agentbench.cli import new_world
 from pytest_agentbench.cli.audit import add_audit_command, cmd_audit
-from pytest_agentbench.cli.rescore import is_own_record, rescore, rescore_lines, unresolvable
+from pytest_agentbench.cli.rescore import (
+    DIFFERENCE_CODES,
+    failing,
+    is_own_record,
+    rescore,
+    rescore_lines,
+    unresolvable,
+)
 from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.report.baseline import identity, settings, suite_run
 from pytest_agentbench.report.comparison_lines import comparison_lines
@@ -64,6 +72,7 @@ from pytest_agentbench.scoring.metrics import aggregate, by_family
 from pytest_agentbench.sdk.canonical import (
     canonical_json,
     decode_lines_lenient,
+    read_bytes,
     read_json,
     unreadable,
 )
@@ -140,9 +149,11 @@ def _read_text(path: Path) -> str:
     if not path.is_file():
         raise AgentbenchError("unreadable_predictions", "not a regular file", file=str(path))
     try:
-        return decode_lines_lenient(path.read_bytes())
-    except OSError as exc:
-        raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
+        return decode_lines_lenient(read_bytes(path))
+    except AgentbenchError as exc:
+        if exc.code == "input_too_large":
+            raise
+        raise AgentbenchError("unreadable_predictions", exc.reason, file=str(path)) from None
 
 
 def cmd_list(args: argparse.Namespace, registry: WorldRegistry) -> int:
@@ -516,13 +527,13 @@ def _rescore_recorded(path: Path, args: argparse.Namespace, registry: WorldRegis
                 return loaded
         raise unresolvable(suite_id)
 
-    suites = rescore(path, _state(registry, 300.0), locate)
+    suites = rescore(path, _state(registry, 300.0), locate, allow=frozenset(args.allow))
     if args.json:
         print(canonical_json([suite.model_dump(mode="json") for suite in suites]))
     else:
         for line in rescore_lines(suites):
             print(line)
-    return 1 if any(suite.refused for suite in suites) else 0
+    return 1 if failing(suites) else 0
 
 
 def cmd_promote(args: argparse.Namespace, registry: WorldRegistry) -> int:
@@ -634,6 +645,15 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
         default=[],
         metavar="SUITE | ID=FOLDER",
         help="the suite whose world reads a foreign report; for our own: where a suite lives",
+    )
+    rescore_parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="CODE_OR_METRIC",
+        help="a difference that does not fail the command: its code "
+        f"({', '.join(DIFFERENCE_CODES)}) or, for metric_changed, the metric's name; "
+        "repeatable (any other difference exits 1)",
     )
     rescore_parser.add_argument("--json", action="store_true")
     promote = commands.add_parser("promote", help="the promotion gate between two reports")

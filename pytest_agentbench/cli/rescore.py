@@ -4,28 +4,45 @@ PATH is a pytest-agentbench run report (recognised by its ``schema_version``) or
 an ``--agentbench-record`` folder. Any other file is a world's original-format
 report: the command hands it to the world of ``--suite`` (the ``RescoresReports``
 capability in ``cli.py``), not to this module.
+
+It is a CI gate: every difference between what PATH says and what re-scoring
+finds is listed by code, and any that ``--allow`` does not name fails the command.
+Metrics are compared, and so are each case's outcome and the set of cases: an
+outcome edited in the report, or a case deleted from it, is a difference too.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.run.recording import (
-    load_records,
+    load_results,
     recorded_outcome,
     replay_refusal,
     suite_digest_pair,
 )
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
-from pytest_agentbench.scoring.metrics import aggregate, select
+from pytest_agentbench.scoring.metrics import GRADED, aggregate, select
 from pytest_agentbench.sdk.canonical import read_json
 from pytest_agentbench.sdk.contracts import CaseResult, MetricValue, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
+
+DIFFERENCE_CODES = (
+    "metric_changed",
+    "outcome_changed",
+    "case_missing",
+    "case_unrecorded",
+    "coverage_changed",
+    "oracle_changed",
+    "replay_unknown_case",
+    "replay_case_changed",
+)
+"""Every kind of difference ``rescore`` reports; each may be named by ``--allow``."""
 
 
 class MetricRescore(Record):
@@ -37,6 +54,16 @@ class MetricRescore(Record):
     """``None`` when there is nothing recorded to compare with."""
 
 
+class RescoreDifference(Record):
+    code: str
+    """One of :data:`DIFFERENCE_CODES`."""
+    subject: str
+    """The metric, the case (``case`` or ``case[trial-N]``) or the suite it concerns."""
+    detail: str
+    allowed: bool
+    """Named by ``--allow`` (by its code, or a metric by its name): it does not fail."""
+
+
 class SuiteRescore(Record):
     id: str
     cases: int
@@ -45,6 +72,7 @@ class SuiteRescore(Record):
     oracle_changed: str | None
     """Set when the outputs were recorded under another oracle than the one used now."""
     metrics: tuple[MetricRescore, ...]
+    differences: tuple[RescoreDifference, ...] = ()
 
 
 RUN_REPORT_SCHEMA = "agentbench-run-report/"
@@ -64,62 +92,169 @@ def is_own_record(path: Path) -> bool:
     return isinstance(version, str) and version.startswith(RUN_REPORT_SCHEMA)
 
 
-def _recorded_metrics(path: Path) -> dict[str, dict[str, float | None]]:
+def _report(path: Path) -> RunReport | None:
     if path.is_dir():
-        return {}
+        return None
     try:
-        report = RunReport.model_validate(read_json(path))
+        return RunReport.model_validate(read_json(path))
     except ValidationError:
-        return {}
-    return {s.id: {m.name: m.value for m in s.metrics} for s in report.suites}
+        return None
+
+
+def _name(result: CaseResult) -> str:
+    return result.case_id if result.trial is None else f"{result.case_id}[trial-{result.trial}]"
+
+
+class _Findings:
+    """The differences of one suite, each marked allowed or not as it is found."""
+
+    def __init__(self, allow: Collection[str]) -> None:
+        self.allow = allow
+        self.found: list[RescoreDifference] = []
+
+    def add(self, code: str, subject: str, detail: str) -> None:
+        allowed = code in self.allow or (code == "metric_changed" and subject in self.allow)
+        self.found.append(
+            RescoreDifference(code=code, subject=subject, detail=detail, allowed=allowed)
+        )
 
 
 def rescore(
-    path: Path, state: AgentbenchState, locate: Callable[[str], LoadedSuite]
+    path: Path,
+    state: AgentbenchState,
+    locate: Callable[[str], LoadedSuite],
+    *,
+    allow: Collection[str] = (),
 ) -> list[SuiteRescore]:
     """Grade every recorded output of ``path`` against today's suite and oracle."""
-    records = load_records(path, field="PATH")
-    recorded_metrics = _recorded_metrics(path)
+    results = load_results(path, field="PATH")
+    if not any(result.recorded is not None for result in results):
+        raise AgentbenchError(
+            "invalid_recording",
+            "holds no recorded outputs (--agentbench-report and --agentbench-record keep them)",
+            file=str(path),
+            field="PATH",
+        )
+    report = _report(path)
+    recorded_metrics = (
+        {}
+        if report is None
+        else {s.id: {m.name: m.value for m in s.metrics} for s in report.suites}
+    )
+    coverage = (
+        {}
+        if report is None
+        else {s.id: s.coverage.run for s in report.suites if s.coverage is not None}
+    )
     by_suite: dict[str, list[CaseResult]] = defaultdict(list)
-    for (suite_id, _, _), result in sorted(records.items(), key=lambda item: str(item[0])):
-        by_suite[suite_id].append(result)
+    for result in sorted(results, key=lambda r: (r.suite_id, r.case_id, r.trial or 0)):
+        by_suite[result.suite_id].append(result)
     out = []
-    for suite_id, recorded in sorted(by_suite.items()):
-        loaded = locate(suite_id)
-        world, suite = loaded.world, loaded.suite
-        cases = {case.case_id: case for case in world.cases(suite)}
-        refused: list[str] = []
-        results: list[CaseResult] = []
-        for entry in recorded:
-            case = cases.get(entry.case_id)
-            if case is None:
-                refused.append(f"{entry.case_id}: [replay_unknown_case] not in the suite any more")
-                continue
-            view = world.public_view(suite, case)
-            refusal = replay_refusal(entry, case=case, view=view, suite=suite)
-            if refusal is not None:
-                refused.append(f"{entry.case_id}: {refusal.failure_reason}")
-                continue
-            results.append(state.grade(loaded, case, recorded_outcome(entry)))
-        oracle_now = suite_digest_pair(suite)[1]
-        oracle_then = {e.recorded.oracle_digest for e in recorded if e.recorded is not None}
-        changed = (
-            None
-            if oracle_then == {oracle_now}
-            else f"[oracle_changed] recorded under oracle digest "
-            f"{', '.join(sorted(str(d) for d in oracle_then))}, re-scored under {oracle_now}"
-        )
-        metrics = select(aggregate(world.metrics(suite), results), suite.config.metrics)
-        out.append(
-            SuiteRescore(
-                id=suite_id,
-                cases=len(results),
-                refused=tuple(refused),
-                oracle_changed=changed,
-                metrics=tuple(_compare(m, recorded_metrics.get(suite_id)) for m in metrics),
+    for suite_id, entries in sorted(by_suite.items()):
+        if any(entry.recorded is not None for entry in entries):
+            out.append(
+                _rescore_suite(
+                    locate(suite_id),
+                    entries,
+                    state=state,
+                    findings=_Findings(allow),
+                    recorded_metrics=recorded_metrics.get(suite_id),
+                    coverage_run=coverage.get(suite_id),
+                )
             )
-        )
     return out
+
+
+def _rescore_suite(
+    loaded: LoadedSuite,
+    entries: list[CaseResult],
+    *,
+    state: AgentbenchState,
+    findings: _Findings,
+    recorded_metrics: Mapping[str, float | None] | None,
+    coverage_run: int | None,
+) -> SuiteRescore:
+    world, suite = loaded.world, loaded.suite
+    cases = {case.case_id: case for case in world.cases(suite)}
+    refused: list[str] = []
+    rescored: list[CaseResult] = []
+    for entry in entries:
+        case = cases.get(entry.case_id)
+        if entry.recorded is None:
+            if entry.outcome in GRADED:
+                findings.add(
+                    "case_unrecorded",
+                    _name(entry),
+                    f"{entry.outcome} with no recorded output to re-score it from",
+                )
+            continue
+        if case is None:
+            line = "[replay_unknown_case] not in the suite any more"
+            refused.append(f"{entry.case_id}: {line}")
+            findings.add("replay_unknown_case", _name(entry), line)
+            continue
+        view = world.public_view(suite, case)
+        refusal = replay_refusal(entry, case=case, view=view, suite=suite)
+        if refusal is not None:
+            reason = str(refusal.failure_reason)
+            refused.append(f"{entry.case_id}: {reason}")
+            findings.add("replay_case_changed", _name(entry), reason)
+            continue
+        graded = state.grade(loaded, case, recorded_outcome(entry))
+        if (entry.outcome, entry.failure_class) != (graded.outcome, graded.failure_class):
+            findings.add(
+                "outcome_changed",
+                _name(entry),
+                f"recorded {_outcome(entry)}, re-scored {_outcome(graded)}",
+            )
+        rescored.append(graded)
+    for case_id in sorted(set(cases) - {entry.case_id for entry in entries}):
+        findings.add("case_missing", case_id, "in the suite, absent from the recording")
+    if coverage_run is not None and coverage_run != len(entries):
+        findings.add(
+            "coverage_changed",
+            suite.id,
+            f"the report's coverage counts {coverage_run} cases run, it holds {len(entries)}",
+        )
+    oracle_now = suite_digest_pair(suite)[1]
+    oracle_then = {e.recorded.oracle_digest for e in entries if e.recorded is not None}
+    changed = (
+        None
+        if oracle_then == {oracle_now}
+        else f"[oracle_changed] recorded under oracle digest "
+        f"{', '.join(sorted(str(d) for d in oracle_then))}, re-scored under {oracle_now}"
+    )
+    if changed is not None:
+        findings.add("oracle_changed", suite.id, changed.removeprefix("[oracle_changed] "))
+    metrics = tuple(
+        _compare(m, recorded_metrics)
+        for m in select(aggregate(world.metrics(suite), rescored), suite.config.metrics)
+    )
+    for metric in metrics:
+        if metric.same is False:
+            findings.add(
+                "metric_changed",
+                metric.name,
+                f"recorded {_value(metric.recorded)}, re-scored {_value(metric.rescored)}",
+            )
+    return SuiteRescore(
+        id=suite.id,
+        cases=len(rescored),
+        refused=tuple(refused),
+        oracle_changed=changed,
+        metrics=metrics,
+        differences=tuple(findings.found),
+    )
+
+
+def _outcome(result: CaseResult) -> str:
+    if result.failure_class is None:
+        return str(result.outcome)
+    return f"{result.outcome} ({result.failure_class})"
+
+
+def _value(value: float | None) -> str:
+    return "null" if value is None else f"{value:.4f}"
 
 
 def _compare(metric: MetricValue, recorded: Mapping[str, float | None] | None) -> MetricRescore:
@@ -131,6 +266,11 @@ def _compare(metric: MetricValue, recorded: Mapping[str, float | None] | None) -
     )
 
 
+def failing(suites: list[SuiteRescore]) -> list[RescoreDifference]:
+    """The differences ``--allow`` did not name: any of them fails the command."""
+    return [d for suite in suites for d in suite.differences if not d.allowed]
+
+
 def rescore_lines(suites: list[SuiteRescore]) -> list[str]:
     lines = []
     for suite in suites:
@@ -140,13 +280,27 @@ def rescore_lines(suites: list[SuiteRescore]) -> list[str]:
         lines.extend(f"  refused {line}" for line in suite.refused)
         width = max((len(m.name) for m in suite.metrics), default=0)
         for metric in suite.metrics:
-            now = "null" if metric.rescored is None else f"{metric.rescored:.4f}"
+            now = _value(metric.rescored)
             if metric.same is None:
                 lines.append(f"  {metric.name:<{width}}  {now:>6}")
                 continue
-            then = "null" if metric.recorded is None else f"{metric.recorded:.4f}"
             verdict = "same" if metric.same else "CHANGED"
+            then = _value(metric.recorded)
             lines.append(f"  {metric.name:<{width}}  {then:>6} -> {now:>6}  {verdict}")
+        for difference in suite.differences:
+            mark = " (allowed)" if difference.allowed else ""
+            lines.append(
+                f"  DIFFERS [{difference.code}] {difference.subject}: {difference.detail}{mark}"
+            )
+    found = [d for suite in suites for d in suite.differences]
+    failed = failing(suites)
+    if failed:
+        lines.append(
+            f"rescore FAILED: {len(failed)} differences not allowed "
+            f"({len(found) - len(failed)} allowed)"
+        )
+    else:
+        lines.append(f"rescore ok: no difference ({len(found)} allowed)")
     return lines
 
 

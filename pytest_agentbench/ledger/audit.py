@@ -3,7 +3,9 @@
 The reader trusts nothing the file says about itself: each line must be the
 exact encoding of the row it parses to, each row's digest is recomputed, its
 index must be its position (a missing, duplicated or re-ordered row is told
-apart by the index it carries), its previous digest must be the digest of
+apart by the index it carries: a row found early whose own position is taken
+by a later line is a reordering, one found early whose position no line
+takes marks a missing row), its previous digest must be the digest of
 the row before, calls must advance strictly in (invocation, turn), and the
 terminal's totals are re-derived from the call rows. A ledger whose verified
 rows end without a terminal row reads as ``incomplete``, never as a run.
@@ -11,7 +13,6 @@ rows end without a terminal row reads as ``incomplete``, never as a run.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from pytest_agentbench.ledger.rows import (
     row_digest,
     totals_of,
 )
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, read_bytes
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 ROW_KEYS = frozenset(
@@ -51,10 +52,18 @@ def _refuse(code: str, reason: str, path: Path, line: int | None = None) -> Agen
     return AgentbenchError(code, reason, file=str(path), line=line)
 
 
+_NOT_JSON = frozenset({"malformed_json", "duplicate_key", "non_finite_number"})
+
+
 def _parse(raw: bytes, path: Path, line: int) -> dict[str, Any]:
     try:
-        row = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        row = loads_strict(raw.decode("utf-8"), file=str(path), line=line)
+    except UnicodeDecodeError:
+        raise _refuse("ledger_row_malformed", "not a JSON line", path, line) from None
+    except AgentbenchError as exc:
+        # Size and depth limits keep their own names; anything else is not a row.
+        if exc.code not in _NOT_JSON:
+            raise
         raise _refuse("ledger_row_malformed", "not a JSON line", path, line) from None
     if not isinstance(row, dict):
         raise _refuse("ledger_row_malformed", "a row is a JSON object", path, line)
@@ -79,9 +88,11 @@ def _parse(raw: bytes, path: Path, line: int) -> dict[str, Any]:
 def read_ledger(path: Path) -> LedgerReading:
     """Verify ``path`` row by row; raise the first refusal, by name."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise _refuse("ledger_unreadable", str(exc.strerror or exc), path) from None
+        data = read_bytes(path)
+    except AgentbenchError as exc:
+        if exc.code not in ("missing_file", "unreadable_file"):
+            raise
+        raise _refuse("ledger_unreadable", exc.reason, path) from None
     return verify_ledger_bytes(data, path)
 
 
@@ -96,10 +107,11 @@ def verify_ledger_bytes(data: bytes, path: Path) -> LedgerReading:
     seen: dict[str, int] = {}
     previous = GENESIS
     terminal: TerminalPayload | None = None
-    for position, raw in enumerate(data.split(b"\n")[:-1]):
+    lines = data.split(b"\n")[:-1]
+    for position, raw in enumerate(lines):
         line = position + 1
         row = _parse(raw + b"\n", path, line)
-        digest = _check_place(row, position, seen, previous, path=path)
+        digest = _check_place(row, position, seen, previous, lines, path=path)
         if terminal is not None:
             raise _refuse("ledger_row_after_terminal", "a row follows the terminal row", path, line)
         kind = row["row_kind"]
@@ -138,8 +150,30 @@ def verify_ledger_bytes(data: bytes, path: Path) -> LedgerReading:
     )
 
 
+def _line_of_row(index: int, lines: list[bytes], after: int) -> int | None:
+    """The 1-based line after ``after`` whose row claims ``index``, if any line does.
+
+    Only read on the way to a refusal, so a later line that is not a row is skipped
+    here: the reader will name it when it gets there.
+    """
+    for position in range(after + 1, len(lines)):
+        try:
+            row = loads_strict(lines[position].decode("utf-8"))
+        except (UnicodeDecodeError, AgentbenchError):
+            continue
+        if isinstance(row, dict) and row.get("row_index") == index:
+            return position + 1
+    return None
+
+
 def _check_place(
-    row: dict[str, Any], position: int, seen: dict[str, int], previous: str, *, path: Path
+    row: dict[str, Any],
+    position: int,
+    seen: dict[str, int],
+    previous: str,
+    lines: list[bytes],
+    *,
+    path: Path,
 ) -> str:
     """The row's digest, once it is known to stand where it claims, after its predecessor."""
     line = position + 1
@@ -149,8 +183,16 @@ def _check_place(
         raise _refuse("ledger_row_duplicated", f"the same row as line {seen[digest]}", path, line)
     if index != position:
         if isinstance(index, int) and not isinstance(index, bool) and index > position:
+            later = _line_of_row(position, lines, position)
+            if later is None:
+                raise _refuse(
+                    "ledger_row_missing", f"row {position} is missing (found {index})", path, line
+                )
             raise _refuse(
-                "ledger_row_missing", f"row {position} is missing (found {index})", path, line
+                "ledger_rows_reordered",
+                f"row {index} found at position {position}; row {position} is at line {later}",
+                path,
+                line,
             )
         raise _refuse(
             "ledger_rows_reordered", f"row {index!r} found at position {position}", path, line

@@ -25,6 +25,7 @@ from pytest_agentbench.plugin.collect import (
     refuse_late,
 )
 from pytest_agentbench.plugin.gc_freeze import freeze_alive
+from pytest_agentbench.plugin.options import INPUT_LIMIT_KEYS
 from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.plugin.snapshots import SNAPSHOT_DIR_KEY
 from pytest_agentbench.report.baseline import compare_with_baseline
@@ -64,12 +65,14 @@ from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.scoring.trials import repeat_count
 from pytest_agentbench.sdk import leaked_threads
+from pytest_agentbench.sdk.canonical import InputLimits, read_bytes, set_input_limits
 from pytest_agentbench.sdk.crashes import WITNESS_KEY, attach_worker
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.sdk.runner import parse_timeout, release_alarm
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
+PREVIOUS_LIMITS_KEY = pytest.StashKey[InputLimits]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
 COMPARISON_KEY = pytest.StashKey[Comparison]()
 MODEL_RUN_KEY = pytest.StashKey[RunProvenance]()
@@ -86,12 +89,29 @@ def _predictions_file(text: str, path: Path) -> Path:
     if not path.is_file():
         raise refuse("is not a readable file")
     try:
-        empty = not path.read_bytes().strip()
-    except OSError as exc:
-        raise refuse(f"cannot be read ({exc.strerror})") from None
+        empty = not read_bytes(path, display=str(path)).strip()
+    except AgentbenchError as exc:
+        if exc.code == "input_too_large":
+            raise UsageError(
+                exc.code, exc.reason, file=path, field="--agentbench-predictions"
+            ) from None
+        raise refuse(f"cannot be read ({exc.reason})") from None
     if empty:
         raise refuse("is empty: it holds no prediction to score")
     return path.resolve()
+
+
+def _input_limits(config: pytest.Config) -> InputLimits:
+    """The readers' bounds from the ini: each a whole number >= 1."""
+    values: dict[str, int] = {}
+    for field, (key, _default) in INPUT_LIMIT_KEYS.items():
+        text = str(config.getini(key)).strip()
+        if not text.isdigit() or int(text) < 1:
+            raise UsageError(
+                "invalid_input_limit", f"{text!r} is not a whole number >= 1", field=key
+            )
+        values[field] = int(text)
+    return InputLimits(**values)
 
 
 def _options(config: pytest.Config) -> Options:
@@ -219,6 +239,8 @@ def _add_named_suites(config: pytest.Config, loader: SuiteLoader) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     try:
+        # First: the options below already read files (predictions, suites by name).
+        config.stash[PREVIOUS_LIMITS_KEY] = set_input_limits(_input_limits(config))
         load_entry_point_worlds(config.pluginmanager)
         registry = WorldRegistry.from_hook(config.pluginmanager)
         options = _options(config)
@@ -291,6 +313,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     concurrency.stop(config)
     release_alarm()
+    previous_limits = config.stash.get(PREVIOUS_LIMITS_KEY, None)
+    if previous_limits is not None:
+        set_input_limits(previous_limits)
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.isolation is not None:
         state.isolation.close()

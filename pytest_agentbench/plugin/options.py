@@ -15,6 +15,14 @@ import pytest
 
 DEFAULT_MAX_OUTPUT_BYTES = 65536
 
+# The readers' bounds (sdk/canonical.py's InputLimits defaults, repeated so that
+# registering the ini keys imports nothing but pytest).
+INPUT_LIMIT_KEYS: dict[str, tuple[str, int]] = {
+    "max_bytes": ("agentbench_max_input_bytes", 16 * 1024 * 1024),
+    "max_depth": ("agentbench_max_input_depth", 100),
+    "max_yaml_aliases": ("agentbench_max_yaml_aliases", 10_000),
+}
+
 CassetteMode = Literal["record", "replay", "off"]
 
 # The chat-model agent's settings: setting -> (ini key, environment variable).
@@ -224,6 +232,21 @@ def add_options(parser: pytest.Parser) -> None:
         "folders outside the project that suites' oracle folders may lie in",
         type="paths",
         default=[],
+    )
+    r.addini(
+        INPUT_LIMIT_KEYS["max_bytes"][0],
+        "largest JSON, JSONL or YAML file (or document) read, in bytes",
+        default=str(INPUT_LIMIT_KEYS["max_bytes"][1]),
+    )
+    r.addini(
+        INPUT_LIMIT_KEYS["max_depth"][0],
+        "deepest nesting of objects and arrays read from JSON or YAML",
+        default=str(INPUT_LIMIT_KEYS["max_depth"][1]),
+    )
+    r.addini(
+        INPUT_LIMIT_KEYS["max_yaml_aliases"][0],
+        "most YAML aliases in one document, each counted with the aliases it repeats",
+        default=str(INPUT_LIMIT_KEYS["max_yaml_aliases"][1]),
     )
     r.addini(
         "agentbench_junit_case_properties",

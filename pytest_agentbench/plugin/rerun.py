@@ -4,21 +4,29 @@
 report keeps them too). ``--agentbench-replay-outputs PATH`` grades the outputs
 recorded in a run report or such a folder instead of calling an adapter.
 ``--agentbench-resume PATH`` runs only the cases an earlier run left without a
-graded result under the same adapter and the same suite and oracle digests, and
-takes the rest from it, so the metrics cover the whole suite.
+graded result, and takes the rest from it, so the metrics cover the whole suite;
+PATH is a run report or the progress journal a killed run left, and anything in
+it that does not belong to this run is refused by name first
+(:mod:`pytest_agentbench.run.progress`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_agentbench.report.baseline import read_run_report
-from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.recorder import Identity, RunRecorder
+from pytest_agentbench.run.progress import (
+    ProgressJournal,
+    ResumeSource,
+    check_resume,
+    progress_path,
+    read_resume_source,
+)
 from pytest_agentbench.run.recording import (
     RecordKey,
     load_records,
@@ -37,15 +45,19 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.suite import Suite
 
 
-@dataclass
+# A plugin too (its journal hook): identity, not value, equality keeps it hashable.
+@dataclass(eq=False)
 class Rerun:
     record_dir: Path | None
     recording: bool
     replay: dict[RecordKey, CaseResult] | None
     replay_path: Path | None
-    resume: RunReport | None
+    resume: ResumeSource | None
     resume_path: Path | None
+    journal: ProgressJournal | None = None
+    recorder: RunRecorder | None = None
     _kept: dict[str, dict[tuple[str, int | None], CaseResult]] = field(default_factory=dict)
+    _journaled: set[str] = field(default_factory=set)
 
     # --- replay ---------------------------------------------------------------
 
@@ -79,34 +91,33 @@ class Rerun:
 
     # --- resume ---------------------------------------------------------------
 
-    def kept(
-        self, suite: Suite, adapter_spec: str | None, adapter: str
-    ) -> dict[tuple[str, int | None], CaseResult]:
-        """The earlier run's graded results of ``suite`` that this run need not repeat."""
+    def kept(self, suite: Suite) -> dict[tuple[str, int | None], CaseResult]:
+        """The earlier run's graded results of ``suite`` that this run need not repeat.
+
+        Checked against this run when the run started (:func:`check_resume`).
+        """
         if self.resume is None:
             return {}
         if suite.id not in self._kept:
-            self._kept[suite.id] = self._resumable(suite, adapter_spec, adapter)
+            self._kept[suite.id] = {
+                (result.case_id, result.trial): result
+                for _, result in self.resume.suite_entries().get(suite.id, [])
+                if resumable(result)
+            }
         return self._kept[suite.id]
 
-    def _resumable(
-        self, suite: Suite, adapter_spec: str | None, adapter: str
-    ) -> dict[tuple[str, int | None], CaseResult]:
-        report = self.resume
-        assert report is not None
-        if (report.adapter.spec, report.adapter.description) != (adapter_spec, adapter):
-            return {}
-        earlier = next((s for s in report.suites if s.id == suite.id), None)
-        if earlier is None:
-            return {}
-        public, oracle = suite_digest_pair(suite)
-        if (earlier.digests.get("public"), earlier.digests.get("oracle")) != (public, oracle):
-            return {}
-        return {
-            (entry.result.case_id, entry.result.trial): entry.result
-            for entry in earlier.cases
-            if resumable(entry.result)
-        }
+    # --- the progress journal -------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Journal each case once the recorder holds its result (after the relay's hook)."""
+        if self.journal is None or self.recorder is None:
+            return
+        nodeid = report.nodeid
+        if nodeid in self._journaled or nodeid not in self.recorder.graded:
+            return
+        self._journaled.add(nodeid)
+        self.journal.append(nodeid, self.recorder.graded[nodeid])
 
     def inject(
         self, recorder: RunRecorder, loader: SuiteLoader, state: AgentbenchState
@@ -115,32 +126,29 @@ class Rerun:
         if self.resume is None:
             return []
         notes = []
-        for earlier in self.resume.suites:
-            loaded = _locate(earlier.id, [e.nodeid for e in earlier.cases], recorder, loader)
+        roots = recorder.suite_roots()
+        for suite_id, entries in self.resume.suite_entries().items():
+            loaded = _locate(suite_id, [nodeid for nodeid, _ in entries], roots, loader)
             if loaded is None:
                 continue
-            kept = self.kept(loaded.suite, state.options.adapter_spec, state.adapter_description)
+            kept = self.kept(loaded.suite)
             taken = 0
-            for entry in earlier.cases:
-                key = (entry.result.case_id, entry.result.trial)
-                if key not in kept or entry.nodeid in recorder.graded:
+            for nodeid, result in entries:
+                key = (result.case_id, result.trial)
+                if key not in kept or nodeid in recorder.graded:
                     continue
-                recorder.identities[entry.nodeid] = Identity(
+                recorder.identities[nodeid] = Identity(
                     "case",
                     loaded.suite.id,
                     str(loaded.suite.root),
-                    entry.result.case_id,
-                    entry.result.labels,
-                    entry.result.trial,
+                    result.case_id,
+                    result.labels,
+                    result.trial,
                 )
-                recorder.graded[entry.nodeid] = kept[key]
+                recorder.graded[nodeid] = kept[key]
                 taken += 1
             notes.append(
-                f"[resumed] suite {earlier.id!r}: {taken} graded cases taken from "
-                f"{self.resume_path}"
-                if kept
-                else f"[resumed] suite {earlier.id!r}: nothing taken from {self.resume_path} "
-                "(another adapter, or the suite or its oracle changed): every case ran"
+                f"[resumed] suite {suite_id!r}: {taken} graded cases taken from {self.resume.path}"
             )
         return notes
 
@@ -160,9 +168,8 @@ class Rerun:
 
 
 def _locate(
-    suite_id: str, nodeids: list[str], recorder: RunRecorder, loader: SuiteLoader
+    suite_id: str, nodeids: Sequence[str], roots: Mapping[str, str], loader: SuiteLoader
 ) -> LoadedSuite | None:
-    roots = recorder.suite_roots()
     candidates = [Path(roots[suite_id])] if suite_id in roots else []
     for nodeid in nodeids[:1]:
         path_part = nodeid.partition("::")[0]
@@ -211,15 +218,49 @@ def pytest_configure(config: pytest.Config) -> None:
                 else load_records(replay_path, field="--agentbench-replay-outputs")
             ),
             replay_path=replay_path,
-            resume=(
-                None
-                if resume_path is None
-                else read_run_report(resume_path, field="--agentbench-resume")
-            ),
+            resume=None if resume_path is None else read_resume_source(resume_path),
             resume_path=resume_path,
         )
+        rerun = config.stash[RERUN_KEY]
+        if not hasattr(config, "workerinput"):
+            # Where results arrive (the controller under xdist): check the resume, journal.
+            _start_journal(config, rerun)
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
+    config.pluginmanager.register(rerun, "agentbench-rerun")
+
+
+def _start_journal(config: pytest.Config, rerun: Rerun) -> None:
+    from pytest_agentbench.plugin.hooks import RECORDER_KEY
+
+    state = get_state(config)
+    taken: list[tuple[str, CaseResult]] = []
+    if rerun.resume is not None:
+        loader = state.loader
+        taken = check_resume(
+            rerun.resume,
+            state,
+            lambda suite_id, nodeids: _locate(suite_id, nodeids, {}, loader),
+        )
+    report = state.options.report_path
+    if report is None:
+        return
+    rerun.recorder = config.stash[RECORDER_KEY]
+    rerun.journal = ProgressJournal(
+        progress_path(report),
+        adapter_spec=state.options.adapter_spec,
+        adapter_description=state.adapter_description,
+        repeat=state.options.repeat,
+        carried=taken,
+    )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    rerun = config.stash.get(RERUN_KEY, None)
+    if rerun is not None and rerun.journal is not None:
+        report = get_state(config).options.report_path
+        # Once the report is written, the journal has nothing more to give.
+        rerun.journal.close(remove=report is not None and report.is_file())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -227,7 +268,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rerun = config.stash.get(RERUN_KEY, None)
     if rerun is None or rerun.resume is None:
         return
-    state = get_state(config)
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
@@ -236,7 +276,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if loaded is None or case is None:
             keep.append(item)
             continue
-        kept = rerun.kept(loaded.suite, state.options.adapter_spec, state.adapter_description)
+        kept = rerun.kept(loaded.suite)
         _, trial = split_item_name(item.name)
         (drop if (case.case_id, trial) in kept else keep).append(item)
     if drop:

@@ -117,16 +117,20 @@ def _from_folder(folder: Path) -> list[CaseResult]:
     return results
 
 
+def load_results(path: Path, *, field: str) -> list[CaseResult]:
+    """Every case result of a run report or a record folder, recorded output or not."""
+    if path.is_dir():
+        return _from_folder(path)
+    if path.is_file():
+        return _from_report(path)
+    raise AgentbenchError(
+        "invalid_recording", "no such report or folder", file=str(path), field=field
+    )
+
+
 def load_records(path: Path, *, field: str) -> dict[RecordKey, CaseResult]:
     """Recorded results by (suite, case, trial), from a run report or a record folder."""
-    if path.is_dir():
-        results = _from_folder(path)
-    elif path.is_file():
-        results = _from_report(path)
-    else:
-        raise AgentbenchError(
-            "invalid_recording", "no such report or folder", file=str(path), field=field
-        )
+    results = load_results(path, field=field)
     recorded = {(r.suite_id, r.case_id, r.trial): r for r in results if r.recorded is not None}
     if not recorded:
         raise AgentbenchError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from pytest_agentbench.run.adapters import (
 )
 from pytest_agentbench.run.leaks import find_leak, visible_text
 from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES
+from pytest_agentbench.run.packaged import data_root
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.sdk.canonical import (
     artifact_set_digest_from_hashes,
@@ -262,24 +264,50 @@ class SuiteLoader:
 
 
 def check_oracle_location(suite: Suite, allowed: Sequence[Path]) -> None:
-    """Refuse an oracle folder outside the project and outside the suite's own tree.
+    """Refuse an oracle folder, or a link inside it, that leads outside the project.
 
-    The suite's tree is the folder holding its ``suites/`` folder (where the
-    default ``../../oracles/<id>`` lies, also for packaged suites). Anything else
-    (``oracle: /usr/share``, a ``..`` path climbing out) would be read and
-    hashed in full, so it must be listed in ``agentbench_oracle_roots``.
+    The project is named explicitly: the pytest rootdir (for the ``agentbench``
+    command, the working folder) and the folders of ``agentbench_oracle_roots``,
+    all given in ``allowed``; a built-in suite's oracle may also lie where the
+    package keeps its suites. Anything else (``oracle: /etc``, a ``..`` path
+    climbing out, a symlinked file inside the oracle folder pointing at
+    ``/etc/passwd``) would be read and hashed in full.
     """
+    bases = tuple(base.resolve() for base in allowed)
+    data = data_root().resolve()
+    if suite.root.resolve().is_relative_to(data):
+        bases = (*bases, data)
     oracle = suite.oracle_root
-    bases = (suite.root.parent.parent, *allowed)
-    if any(oracle.is_relative_to(base.resolve()) for base in bases):
-        return
-    raise AgentbenchError(
-        "oracle_outside_project",
-        f"{oracle} is outside the project and the suite's folder tree "
-        "(list it in the ini setting agentbench_oracle_roots to allow it)",
-        file=suite.display(SUITE_FILE),
-        field="oracle",
-    )
+    if not any(oracle.is_relative_to(base) for base in bases):
+        raise AgentbenchError(
+            "oracle_outside_project",
+            f"{oracle} is outside the project "
+            "(list it in the ini setting agentbench_oracle_roots to allow it)",
+            file=suite.display(SUITE_FILE),
+            field="oracle",
+        )
+    link = _link_leaving(oracle, bases)
+    if link is not None:
+        raise AgentbenchError(
+            "oracle_outside_project",
+            f"{link} in the oracle folder links to {link.resolve()}, outside the project "
+            "(list it in the ini setting agentbench_oracle_roots to allow it)",
+            file=suite.display(SUITE_FILE),
+            field="oracle",
+        )
+
+
+def _link_leaving(folder: Path, bases: Sequence[Path]) -> Path | None:
+    """The first symlink below ``folder`` whose target lies outside every base, if any."""
+    for directory, folders, files in os.walk(folder):
+        for name in sorted((*folders, *files)):
+            path = Path(directory) / name
+            if not path.is_symlink():
+                continue
+            target = path.resolve()
+            if not any(target.is_relative_to(base) for base in bases):
+                return path
+    return None
 
 
 def check_gates(config: SuiteConfig, display: str) -> None:

@@ -81,15 +81,22 @@ def split_item_name(name: str) -> tuple[str, int | None]:
     return name, None
 
 
+MAX_REPEAT = 1000
+"""The most trials per case: each trial is a collected item, held in memory until the end."""
+
+
 def repeat_count(config: pytest.Config) -> int:
-    text = config.getoption("agentbench_repeat") or config.getini("agentbench_repeat")
+    option = config.getoption("agentbench_repeat")
+    text = option or config.getini("agentbench_repeat")
     try:
         count = int(text)
     except ValueError:
         count = 0
-    if count < 1:
+    if not 1 <= count <= MAX_REPEAT:
         raise UsageError(
-            "invalid_repeat", f"{text!r} is not a whole number >= 1", field="agentbench_repeat"
+            "invalid_repeat",
+            f"{text!r} is not a whole number from 1 to {MAX_REPEAT}",
+            field="--agentbench-repeat" if option else "agentbench_repeat",
         )
     return count
 

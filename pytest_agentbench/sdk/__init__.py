@@ -78,6 +78,11 @@ _EXPORTS: dict[str, str] = {
     "sha256_hex": "pytest_agentbench.sdk.canonical",
     "tree_files": "pytest_agentbench.sdk.canonical",
     "undecodable_line": "pytest_agentbench.sdk.canonical",
+    "read_text": "pytest_agentbench.sdk.canonical",
+    "PredictionDocument": "pytest_agentbench.sdk.predictions",
+    "PredictionLines": "pytest_agentbench.sdk.predictions",
+    "read_prediction_document": "pytest_agentbench.sdk.predictions",
+    "read_prediction_lines": "pytest_agentbench.sdk.predictions",
     "Budget": "pytest_agentbench.tools",
     "EpisodeReceipt": "pytest_agentbench.tools",
     "HANDLER_FAILED": "pytest_agentbench.tools",
@@ -150,6 +155,8 @@ __all__ = [
     "MetricValue",
     "OracleIdentity",
     "Outcome",
+    "PredictionDocument",
+    "PredictionLines",
     "PromotesReports",
     "ProvidesControlOracle",
     "Receipt",
@@ -198,6 +205,9 @@ __all__ = [
     "read_bytes",
     "read_json",
     "read_jsonl",
+    "read_prediction_document",
+    "read_prediction_lines",
+    "read_text",
     "read_yaml",
     "sha256_hex",
     "solve_with_session",
@@ -246,6 +256,7 @@ if TYPE_CHECKING:
         read_bytes,
         read_json,
         read_jsonl,
+        read_text,
         read_yaml,
         sha256_hex,
         tree_files,
@@ -283,6 +294,12 @@ if TYPE_CHECKING:
     from pytest_agentbench.sdk.errors import AgentbenchError, field_path
     from pytest_agentbench.sdk.hookspecs import hookimpl
     from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
+    from pytest_agentbench.sdk.predictions import (
+        PredictionDocument,
+        PredictionLines,
+        read_prediction_document,
+        read_prediction_lines,
+    )
     from pytest_agentbench.sdk.registry import LazyWorld
     from pytest_agentbench.sdk.runner import (
         AdapterFailure,

@@ -3,7 +3,11 @@
 Canonical JSON is the one serialisation used for anything hashed or pinned:
 sorted keys, no insignificant whitespace, UTF-8, non-finite numbers refused.
 The strict readers refuse what :mod:`json` and PyYAML silently accept
-(duplicate keys at any depth, ``NaN``/``Infinity``) and name the path.
+(duplicate keys at any depth, ``NaN``/``Infinity``) and name the path. They are
+also bounded (:class:`InputLimits`): a file larger than the size limit is refused
+before it is read whole, nesting deeper than the depth limit before the parser
+recurses, and a YAML document whose aliases expand past the alias limit while it
+is composed, before construction builds anything from it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,87 @@ import yaml
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
 
 ARTIFACT_SET_SCHEME = "sha256-artifact-set-v1"
+
+DEFAULT_MAX_INPUT_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_INPUT_DEPTH = 100
+DEFAULT_MAX_YAML_ALIASES = 10_000
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """How much the readers accept from one file or document before refusing it by name."""
+
+    max_bytes: int = DEFAULT_MAX_INPUT_BYTES
+    """``input_too_large``: the size of a file, or the length of a document read from elsewhere."""
+    max_depth: int = DEFAULT_MAX_INPUT_DEPTH
+    """``input_too_deep``: nested objects, arrays, mappings and sequences."""
+    max_yaml_aliases: int = DEFAULT_MAX_YAML_ALIASES
+    """``yaml_alias_limit``: aliases, each counted once per time its anchor's aliases repeat."""
+
+
+_limits = InputLimits()
+
+
+def input_limits() -> InputLimits:
+    """The limits every reader of this process applies."""
+    return _limits
+
+
+def set_input_limits(limits: InputLimits) -> InputLimits:
+    """Make ``limits`` the process's (the plugin's ini settings); returns the previous ones."""
+    global _limits
+    previous, _limits = _limits, limits
+    return previous
+
+
+def _too_large(size: str, limit: int, file: str | Path | None) -> AgentbenchError:
+    return AgentbenchError(
+        "input_too_large",
+        f"{size} exceeds the limit of {limit} bytes (agentbench_max_input_bytes)",
+        file=file,
+    )
+
+
+def _too_deep(limit: int, file: str | Path | None, line: int | None) -> AgentbenchError:
+    return AgentbenchError(
+        "input_too_deep",
+        f"nested deeper than {limit} levels (agentbench_max_input_depth)",
+        file=file,
+        line=line,
+    )
+
+
+_JSON_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _json_depth_exceeds(text: str, limit: int) -> bool:
+    """Whether ``text`` opens more than ``limit`` arrays or objects inside each other.
+
+    A document with no more brackets than the limit cannot be deeper: the usual
+    one-line record is answered by two C-speed counts. Brackets inside strings
+    are skipped with the strings.
+    """
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for match in _JSON_STRING_OR_BRACKET.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
+
+
+def _check_document(text: str, file: str | Path | None, line: int | None) -> InputLimits:
+    limits = _limits
+    # A character is at least one byte: a text this long is too large in any encoding.
+    if len(text) > limits.max_bytes:
+        raise _too_large(f"{len(text)} characters", limits.max_bytes, file).at(line=line)
+    return limits
+
 
 JsonValue = Any
 """A value built only of dict, list, str, int, float, bool and None."""
@@ -169,7 +254,14 @@ _LOCATING_DECODER = json.JSONDecoder(
 def loads_strict(
     text: str, *, file: str | Path | None = None, line: int | None = None
 ) -> JsonValue:
-    """Parse one JSON document, refusing duplicate keys at any depth and NaN/Infinity."""
+    """Parse one JSON document, refusing duplicate keys at any depth and NaN/Infinity.
+
+    A document longer than the size limit or nested deeper than the depth limit is
+    refused (``input_too_large``, ``input_too_deep``) before it is parsed.
+    """
+    limits = _check_document(text, file, line)
+    if _json_depth_exceeds(text, limits.max_depth):
+        raise _too_deep(limits.max_depth, file, line)
     try:
         if text.startswith("\ufeff"):
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
@@ -204,14 +296,11 @@ def loads_strict(
 
 
 def _read_text(path: Path, name: str, malformed_code: str) -> str:
+    data = read_bytes(path, display=name)
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AgentbenchError("missing_file", "file does not exist", file=name) from None
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise AgentbenchError(malformed_code, f"not UTF-8 ({exc.reason})", file=name) from None
-    except OSError as exc:
-        raise unreadable(exc, name) from None
 
 
 def unreadable(exc: OSError, name: str | Path) -> AgentbenchError:
@@ -220,13 +309,28 @@ def unreadable(exc: OSError, name: str | Path) -> AgentbenchError:
 
 
 def read_bytes(path: Path, *, display: str | None = None) -> bytes:
-    """A file's bytes; any OSError is the named refusal ``unreadable_file``."""
+    """A file's bytes; any OSError is the named refusal ``unreadable_file``.
+
+    At most one byte more than the size limit is read: a larger file is refused
+    (``input_too_large``) without being read whole.
+    """
+    limit = _limits.max_bytes
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
     except FileNotFoundError:
         raise AgentbenchError("missing_file", "file does not exist", file=display or path) from None
     except OSError as exc:
         raise unreadable(exc, display or path) from None
+    if len(data) > limit:
+        raise _too_large("the file", limit, display or path)
+    return data
+
+
+def read_text(path: Path, *, display: str | None = None) -> str:
+    """A UTF-8 text file, bounded as :func:`read_bytes`; other bytes are ``invalid_utf8``."""
+    name = display or str(path)
+    return _read_text(path, name, "invalid_utf8")
 
 
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
@@ -285,8 +389,78 @@ def read_jsonl(path: Path, *, display: str | None = None) -> list[JsonlLine]:
     return list(iter_jsonl(_read_text(path, name, "malformed_json"), file=name))
 
 
+class _YamlLimitExceeded(yaml.composer.ComposerError):
+    """A bound of :class:`InputLimits` crossed while composing; ``code`` names which."""
+
+    def __init__(self, code: str, problem: str, mark: Any) -> None:
+        super().__init__(None, None, problem, mark)
+        self.code = code
+
+
 class _StrictYamlLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate or unhashable keys and non-finite floats."""
+    """SafeLoader that refuses duplicate or unhashable keys and non-finite floats.
+
+    Its composer is bounded: nesting past the depth limit and aliases past the
+    alias limit are refused while nodes are composed, before construction; an
+    alias to a node still being composed (a cycle) is refused there too. Each alias
+    counts one, plus the aliases inside the node it repeats: nine nested levels of
+    nine aliases each, a few hundred bytes, count as the 9**9 nodes they expand to.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        limits = _limits
+        self._max_depth = limits.max_depth
+        self._max_aliases = limits.max_yaml_aliases
+        self._depth = 0
+        self._aliases = 0
+        # By anchor name (PyYAML refuses a name used twice): the aliases inside
+        # each composed anchored node, and the anchors still being composed.
+        self._aliases_within: dict[str, int] = {}
+        self._open: set[str] = set()
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent):
+            self._count_alias(event)
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > self._max_depth:
+            raise _YamlLimitExceeded(
+                "input_too_deep",
+                f"nested deeper than {self._max_depth} levels (agentbench_max_input_depth)",
+                event.start_mark,
+            )
+        anchor: str | None = getattr(event, "anchor", None)
+        before = self._aliases
+        if anchor is not None:
+            self._open.add(anchor)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+            if anchor is not None:
+                self._open.discard(anchor)
+        if anchor is not None:
+            self._aliases_within[anchor] = self._aliases - before
+        return node
+
+    def _count_alias(self, event: yaml.AliasEvent) -> None:
+        anchor = str(event.anchor)
+        if anchor in self._open:
+            raise _YamlLimitExceeded(
+                "yaml_alias_limit",
+                f"alias *{anchor} repeats a node that contains it",
+                event.start_mark,
+            )
+        self._aliases += 1 + self._aliases_within.get(anchor, 0)
+        if self._aliases > self._max_aliases:
+            raise _YamlLimitExceeded(
+                "yaml_alias_limit",
+                f"aliases expand past the limit of {self._max_aliases} "
+                "(agentbench_max_yaml_aliases)",
+                event.start_mark,
+            )
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -318,14 +492,20 @@ _StrictYamlLoader.add_constructor(
 
 
 def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue:
-    """Parse YAML safely, refusing duplicate keys; errors carry the line number."""
+    """Parse YAML safely, refusing duplicate keys; errors carry the line number.
+
+    Bounded as the JSON reader is, and for aliases too (see :class:`_StrictYamlLoader`).
+    """
+    _check_document(text, file, None)
     try:
         return yaml.load(text, Loader=_StrictYamlLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         problem = exc.problem or "invalid YAML"
         code = (
-            "duplicate_key"
+            exc.code
+            if isinstance(exc, _YamlLimitExceeded)
+            else "duplicate_key"
             if problem.startswith("duplicate key")
             else "non_finite_number"
             if problem.startswith("non-finite")

@@ -54,9 +54,16 @@ class CaseTimeout(BaseException):
 MAX_TIMEOUT = 1_000_000.0
 """The largest per-case limit accepted, in seconds (about 11.5 days)."""
 
+MIN_TIMEOUT = 0.01
+"""The smallest non-zero per-case limit accepted, in seconds.
+
+An interval timer of a few microseconds fires again before its handler returns:
+pytest hangs or dies of SIGALRM instead of failing the case.
+"""
+
 
 def parse_timeout(text: object) -> float:
-    """A per-case limit in seconds: finite, 0 (no limit) up to :data:`MAX_TIMEOUT`.
+    """A per-case limit in seconds: 0 (no limit), or :data:`MIN_TIMEOUT` to :data:`MAX_TIMEOUT`.
 
     Raises ValueError naming what is wrong; callers turn it into their refusal.
     """
@@ -64,9 +71,10 @@ def parse_timeout(text: object) -> float:
         seconds = float(str(text).strip())
     except ValueError:
         raise ValueError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_TIMEOUT:
+    if not math.isfinite(seconds) or not (seconds == 0 or MIN_TIMEOUT <= seconds <= MAX_TIMEOUT):
         raise ValueError(
-            f"{text!r} is not a number of seconds from 0 (no limit) to {MAX_TIMEOUT:g}"
+            f"{text!r} is not 0 (no limit) nor a number of seconds "
+            f"from {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g}"
         )
     return seconds
 

@@ -15,7 +15,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_agentbench.sdk import AgentbenchError, JsonValue, SuiteConfig, loads_strict
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    JsonValue,
+    SuiteConfig,
+    loads_strict,
+    read_text,
+)
 
 PUBLIC_DIR = "public"
 EVALUATOR_DIR = "evaluator"
@@ -37,8 +43,8 @@ _SUITE_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 def _object(path: Path) -> dict[str, JsonValue] | None:
     try:
-        value = loads_strict(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, AgentbenchError):
+        value = loads_strict(read_text(path))
+    except AgentbenchError:
         return None
     return value if isinstance(value, dict) else None
 

@@ -35,6 +35,7 @@ from pytest_agentbench.sdk import (
     describe_exception,
     loads_strict,
     read_bytes,
+    read_text,
     undecodable_line,
 )
 from pytest_agentbench.worlds.authority import agents, builder, bundle, layout, scoring
@@ -113,7 +114,7 @@ def _data(suite: Suite) -> LoadedAuthority:
 def _action_lines(public_root: Path) -> dict[str, int]:
     """Line number of every event id in the events file (for item locations)."""
     lines: dict[str, int] = {}
-    text = (public_root / EVENTS_FILE).read_text(encoding="utf-8")
+    text = read_text(public_root / EVENTS_FILE)
     for number, line in trace_lines(text):
         value = loads_strict(line)
         if isinstance(value, dict) and isinstance(value.get("id"), str):

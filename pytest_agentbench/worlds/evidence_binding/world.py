@@ -31,6 +31,8 @@ from pytest_agentbench.sdk import (
     Suite,
     SuiteConfig,
     call_adapter,
+    loads_strict,
+    read_bytes,
 )
 from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent
 from pytest_agentbench.worlds.evidence_binding.artifacts import (
@@ -215,8 +217,8 @@ class EvidenceBindingWorld:
                 )
         else:
             try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+                text = read_bytes(path, display=str(path)).decode("utf-8")
+            except UnicodeDecodeError as exc:
                 raise AgentbenchError("unreadable_predictions", str(exc), file=str(path)) from None
         answers, report = lineage.check_submission(_loaded(suite), text, str(path))
         return PredictionsAdapter(answers, report, str(path))
@@ -245,9 +247,15 @@ class EvidenceBindingWorld:
     def recognise(self, folder: Path) -> SuiteConfig | None:
         """A candidate in either original layout, told apart by its root manifest's content."""
         try:
-            manifest = json.loads((folder / ROOT_MANIFEST).read_bytes())
-        except (OSError, ValueError):
+            text = read_bytes(folder / ROOT_MANIFEST).decode("utf-8")
+            manifest = loads_strict(text)
+        except UnicodeDecodeError:
             return None
+        except AgentbenchError as exc:
+            # Recognising needs the identity only: the loader names these, by path.
+            if exc.code not in ("duplicate_key", "non_finite_number"):
+                return None
+            manifest = json.loads(text)
         if not isinstance(manifest, dict) or manifest.get("schema_version") != SCHEMA_VERSION:
             return None
         if (

@@ -24,6 +24,7 @@ from pytest_agentbench.sdk import (
     Record,
     loads_yaml_strict,
     pydantic_refusal,
+    read_bytes,
     sha256_hex,
 )
 
@@ -72,9 +73,11 @@ class LoadedOracle(Record):
 def read_oracle_document(path: Path, display: str) -> tuple[bytes, JsonValue]:
     """The bytes of an oracle file and the document they parse to."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise AgentbenchError("unreadable_oracle", str(exc), file=display) from None
+        data = read_bytes(path, display=display)
+    except AgentbenchError as exc:
+        if exc.code == "input_too_large":
+            raise
+        raise AgentbenchError("unreadable_oracle", exc.reason, file=display) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -54,6 +54,8 @@ from pytest_agentbench.sdk import (
     grade,
     loads_yaml_strict,
     read_json,
+    read_prediction_document,
+    read_text,
     tree_files,
 )
 from pytest_agentbench.worlds.operations import agents, execution
@@ -137,7 +139,7 @@ def _scenario_lines(path: Path) -> dict[str, int]:
     """Line of each scenario key under ``scenarios:`` (for item locations)."""
     lines: dict[str, int] = {}
     inside = False
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if line.startswith("scenarios:"):
             inside = True
         elif (
@@ -434,8 +436,8 @@ def _yaml_files(folder: Path) -> list[str]:
 def _spec_header(path: Path) -> dict[str, Any] | None:
     """The parsed file if it is shaped like an OperationSpec, else None (it may be anything)."""
     try:
-        raw = loads_yaml_strict(path.read_text(encoding="utf-8"))
-    except (AgentbenchError, OSError, UnicodeDecodeError):
+        raw = loads_yaml_strict(read_text(path))
+    except AgentbenchError:
         return None
     if (
         isinstance(raw, dict)
@@ -564,17 +566,15 @@ class TapeAgents:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        raw = read_json(path, display=str(path))
-        if not isinstance(raw, dict):
-            raise AgentbenchError(
-                "invalid_predictions", "expected {scenario_id: decision tape}", file=str(path)
-            )
-        self.tapes: dict[str, Any] = raw
+        # A tape the file cannot give fails its own case (sdk/predictions.py).
+        self.tapes = read_prediction_document(
+            path, invalid_code="invalid_predictions", expected="{scenario_id: decision tape}"
+        )
         self._agents: dict[int, TapeAgent] = {}
 
     def solve(self, task: dict[str, Any], session: Any) -> Any:
         scenario = task.get("scenario_id")
-        tape = self.tapes.get(str(scenario))
+        tape = self.tapes.take(str(scenario))
         if not isinstance(tape, dict) or not isinstance(tape.get("decisions"), list):
             raise MalformedOutput(f"[missing_tape] {self.path}: no decision tape for {scenario!r}")
         if task["invocation_index"] == 1 and task["turn_index"] == 0:

@@ -19,7 +19,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_agentbench.sdk import AgentbenchError, loads_strict, pydantic_refusal
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    loads_strict,
+    pydantic_refusal,
+    read_bytes,
+)
 from pytest_agentbench.worlds.retrieval.jscanon import (
     canonical,
     fingerprint,
@@ -182,7 +187,7 @@ def read_manifest(root: Path, display: str) -> Manifest:
     path = root / MANIFEST
     if not path.is_file():
         raise AgentbenchError("missing_fixture_file", "the fixture has no manifest", file=file)
-    manifest = validate(Manifest, parse_json_bytes(path.read_bytes(), file), file)
+    manifest = validate(Manifest, parse_json_bytes(read_bytes(path, display=file), file), file)
     seen: set[str] = set()
     for index, entry in enumerate(manifest.files):
         _check_path(entry, index, file)
@@ -212,7 +217,7 @@ def _read_hashed(root: Path, relative: str, entry: ManifestFile, file: str, inde
         raise AgentbenchError(
             "missing_fixture_file", "listed in the manifest but absent", file=file
         )
-    data = path.read_bytes()
+    data = read_bytes(path, display=file)
     actual = sha256_bytes(data)
     if actual != entry.sha256:
         raise AgentbenchError(

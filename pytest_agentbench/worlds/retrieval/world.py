@@ -35,6 +35,7 @@ from pytest_agentbench.sdk import (
     ToolAgent,
     grade,
     loads_strict,
+    read_text,
 )
 from pytest_agentbench.worlds.retrieval import controls, fixture, metrics
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues, load_cues
@@ -130,8 +131,8 @@ def recognise_fixture(folder: Path) -> SuiteConfig | None:
     ):
         return None
     try:
-        manifest = loads_strict(manifest_path.read_text(encoding="utf-8"))
-    except (AgentbenchError, OSError, UnicodeDecodeError):
+        manifest = loads_strict(read_text(manifest_path))
+    except AgentbenchError:
         return None
     if not (
         isinstance(manifest, dict)

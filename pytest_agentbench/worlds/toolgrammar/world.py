@@ -28,7 +28,6 @@ from pytest_agentbench.sdk import (
     CaseResult,
     ControlAgent,
     JsonValue,
-    MalformedOutput,
     MetricSpec,
     Outcome,
     Record,
@@ -39,6 +38,7 @@ from pytest_agentbench.sdk import (
     loads_strict,
     pydantic_refusal,
     read_jsonl,
+    read_prediction_lines,
     solve_with_session,
 )
 from pytest_agentbench.sdk import parse_final as parse_strictly
@@ -208,25 +208,17 @@ def calls_json(session: ToolSession) -> list[dict[str, JsonValue]]:
 
 
 class PredictionsAdapter:
-    """Replays a predictions JSONL (``task_id``, ``calls``, ``answer``, ``citations``)."""
+    """Replays a predictions JSONL (``task_id``, ``calls``, ``answer``, ``citations``).
+
+    A bad line fails only the task it names (:mod:`pytest_agentbench.sdk.predictions`).
+    """
 
     def __init__(self, path: Path) -> None:
-        self.rows: dict[str, dict[str, Any]] = {}
-        for line in read_jsonl(path, display=str(path)):
-            row = line.value
-            if not isinstance(row, dict) or not isinstance(row.get("task_id"), str):
-                raise AgentbenchError(
-                    "invalid_prediction",
-                    "each line needs a task_id",
-                    file=str(path),
-                    line=line.line,
-                )
-            self.rows[row["task_id"]] = row
+        self.lines = read_prediction_lines(path, key="task_id", invalid_code="invalid_prediction")
+        self.refused_lines = self.lines.refused_lines
 
     def solve(self, task: dict[str, Any], session: Any) -> Any:
-        row = self.rows.get(task["task_id"])
-        if row is None:
-            raise MalformedOutput(f"[missing_prediction] no prediction for {task['task_id']!r}")
+        row = self.lines.take(task["task_id"], "missing_prediction")
         for call in row.get("calls", []):
             session.call(call["tool"], call["arguments"])
         return {k: v for k, v in row.items() if k in ("answer", "citations")}

@@ -1,0 +1,267 @@
+"""The progress journal of a run, and what ``--agentbench-resume`` may take from a run.
+
+A run that writes a report (``--agentbench-report PATH``) also appends every
+graded case to ``PATH.progress`` as it arrives, one canonical JSON line each,
+flushed and fsynced: a run killed with ``kill -9`` leaves that journal, and
+``--agentbench-resume`` accepts it (or the report path it was written for), so
+a killed run resumes. The journal's first line binds it to its run: the
+adapter's identity and the trials per case.
+
+Whatever it comes from, a resume is checked before anything is taken from it
+(:func:`check_resume`), and any mismatch is refused by name
+(``resume_mismatch``): another adapter, another ``--agentbench-repeat``, a suite
+or oracle whose digest changed, a case the suite does not have, a case twice,
+or a case whose recorded outcome is not what its recorded output grades to
+today (a report edited from failed to passed).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from pydantic import ValidationError
+
+from pytest_agentbench.report.baseline import read_run_report
+from pytest_agentbench.run.recording import (
+    case_digest,
+    recorded_outcome,
+    resumable,
+    suite_digest_pair,
+)
+from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
+from pytest_agentbench.sdk.canonical import canonical_json, loads_strict, read_bytes
+from pytest_agentbench.sdk.contracts import Case, CaseResult
+from pytest_agentbench.sdk.errors import AgentbenchError
+
+PROGRESS_SCHEMA = "agentbench-progress/1"
+PROGRESS_SUFFIX = ".progress"
+
+
+def progress_path(report_path: Path) -> Path:
+    return report_path.with_name(report_path.name + PROGRESS_SUFFIX)
+
+
+@dataclass
+class ResumeSource:
+    """An earlier run as far as resuming needs it: a run report or a progress journal."""
+
+    path: Path
+    adapter_spec: str | None
+    adapter_description: str
+    entries: list[tuple[str, CaseResult]]
+    """(node id, case result) of every case the earlier run reported."""
+    repeat: int | None = None
+    """The journal's trials per case; a report's are read from its cases' trials."""
+    digests: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    """A report's suite digests by suite id; a journal's cases carry their own."""
+
+    def suite_entries(self) -> dict[str, list[tuple[str, CaseResult]]]:
+        by_suite: dict[str, list[tuple[str, CaseResult]]] = {}
+        for nodeid, result in self.entries:
+            by_suite.setdefault(result.suite_id, []).append((nodeid, result))
+        return by_suite
+
+
+def _mismatch(source: ResumeSource, reason: str) -> AgentbenchError:
+    return AgentbenchError(
+        "resume_mismatch", reason, file=str(source.path), field="--agentbench-resume"
+    )
+
+
+def read_resume_source(path: Path) -> ResumeSource:
+    """A run report, a progress journal, or a report path whose run was killed (its journal)."""
+    journal = progress_path(path)
+    if not path.exists() and journal.is_file():
+        path = journal
+    if _is_journal(path):
+        return _read_journal(path)
+    report = read_run_report(path, field="--agentbench-resume")
+    return ResumeSource(
+        path=path,
+        adapter_spec=report.adapter.spec,
+        adapter_description=report.adapter.description,
+        entries=[(entry.nodeid, entry.result) for suite in report.suites for entry in suite.cases],
+        digests={suite.id: dict(suite.digests) for suite in report.suites},
+    )
+
+
+def _is_journal(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    first = read_bytes(path).split(b"\n", 1)[0]
+    return b'"schema_version":"' + PROGRESS_SCHEMA.encode() + b'"' in first
+
+
+def _read_journal(path: Path) -> ResumeSource:
+    text = read_bytes(path).decode("utf-8", "replace")
+    # Every line ends in a newline once fsynced: a killed run may have torn its last
+    # one, and only that one is dropped.
+    rows = [line for line in text.split("\n")[:-1] if line.strip()]
+    if not rows:
+        raise AgentbenchError(
+            "invalid_rerun",
+            "an empty progress journal",
+            file=str(path),
+            field="--agentbench-resume",
+        )
+    header = loads_strict(rows[0], file=str(path), line=1)
+    if not isinstance(header, dict) or header.get("schema_version") != PROGRESS_SCHEMA:
+        raise AgentbenchError(
+            "invalid_rerun",
+            f"neither a run report nor a progress journal ({PROGRESS_SCHEMA})",
+            file=str(path),
+            field="--agentbench-resume",
+        )
+    entries = []
+    for number, row in enumerate(rows[1:], start=2):
+        value = loads_strict(row, file=str(path), line=number)
+        try:
+            entries.append((str(value["nodeid"]), CaseResult.model_validate(value["result"])))
+        except (KeyError, TypeError, ValidationError):
+            raise AgentbenchError(
+                "invalid_rerun", "not a progress line", file=str(path), line=number
+            ) from None
+    return ResumeSource(
+        path=path,
+        adapter_spec=header.get("adapter_spec"),
+        adapter_description=str(header.get("adapter_description")),
+        entries=entries,
+        repeat=int(header["repeat"]) if isinstance(header.get("repeat"), int) else None,
+    )
+
+
+class ProgressJournal:
+    """Appends each graded case to the journal, fsynced, so a killed run can resume."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        adapter_spec: str | None,
+        adapter_description: str,
+        repeat: int,
+        carried: Iterable[tuple[str, CaseResult]] = (),
+    ) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[bytes] = path.open("wb")
+        header = {
+            "schema_version": PROGRESS_SCHEMA,
+            "adapter_spec": adapter_spec,
+            "adapter_description": adapter_description,
+            "repeat": repeat,
+        }
+        self._write(canonical_json(header))
+        # A resumed run's journal starts with what it took over: killed again, it resumes whole.
+        for nodeid, result in carried:
+            self.append(nodeid, result)
+
+    def append(self, nodeid: str, result: CaseResult) -> None:
+        self._write(canonical_json({"nodeid": nodeid, "result": result.model_dump(mode="json")}))
+
+    def _write(self, line: str) -> None:
+        self._file.write(line.encode("utf-8") + b"\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self, *, remove: bool) -> None:
+        self._file.close()
+        if remove:
+            self.path.unlink(missing_ok=True)
+
+
+def check_resume(
+    source: ResumeSource,
+    state: AgentbenchState,
+    locate: Callable[[str, Sequence[str]], LoadedSuite | None],
+) -> list[tuple[str, CaseResult]]:
+    """Refuse a resume that does not belong to this run; return the entries it may take."""
+    adapter = (state.options.adapter_spec, state.adapter_description)
+    if (source.adapter_spec, source.adapter_description) != adapter:
+        raise _mismatch(
+            source,
+            f"recorded with adapter {source.adapter_description!r}, "
+            f"this run uses {state.adapter_description!r}",
+        )
+    repeat = state.options.repeat
+    if source.repeat is not None and source.repeat != repeat:
+        raise _mismatch(
+            source, f"recorded under --agentbench-repeat {source.repeat}, this run has {repeat}"
+        )
+    taken: list[tuple[str, CaseResult]] = []
+    for suite_id, entries in source.suite_entries().items():
+        loaded = locate(suite_id, [nodeid for nodeid, _ in entries])
+        if loaded is None:
+            continue
+        taken.extend(_check_suite(source, loaded, entries, state))
+    return taken
+
+
+def _check_suite(
+    source: ResumeSource,
+    loaded: LoadedSuite,
+    entries: list[tuple[str, CaseResult]],
+    state: AgentbenchState,
+) -> list[tuple[str, CaseResult]]:
+    suite = loaded.suite
+    public, oracle = suite_digest_pair(suite)
+    recorded = source.digests.get(suite.id)
+    if recorded is not None:
+        for part, now in (("public", public), ("oracle", oracle)):
+            if recorded.get(part) != now:
+                raise _mismatch(
+                    source,
+                    f"suite {suite.id!r}: its {part} digest {recorded.get(part)} is now {now}",
+                )
+    cases = {case.case_id: case for case in loaded.world.cases(suite)}
+    repeat = state.options.repeat
+    seen: set[tuple[str, int | None]] = set()
+    taken = []
+    for nodeid, result in entries:
+        name = f"suite {suite.id!r}, case {result.case_id!r}"
+        if result.case_id not in cases:
+            raise _mismatch(source, f"{name} is not in the suite")
+        trial = result.trial
+        if (repeat == 1) != (trial is None) or (trial is not None and not 1 <= trial <= repeat):
+            raise _mismatch(
+                source,
+                f"{name} is trial {trial} of a run with another --agentbench-repeat "
+                f"(this run has {repeat})",
+            )
+        if (result.case_id, trial) in seen:
+            raise _mismatch(source, f"{name} (trial {trial}) is reported twice")
+        seen.add((result.case_id, trial))
+        if not resumable(result):
+            continue
+        _check_result(source, loaded, cases[result.case_id], result, state)
+        taken.append((nodeid, result))
+    return taken
+
+
+def _check_result(
+    source: ResumeSource,
+    loaded: LoadedSuite,
+    case: Case,
+    result: CaseResult,
+    state: AgentbenchState,
+) -> None:
+    """A taken result must be what its recorded output grades to, against today's suite."""
+    suite = loaded.suite
+    name = f"suite {suite.id!r}, case {result.case_id!r}"
+    output = result.recorded
+    if output is None:
+        raise _mismatch(source, f"{name}: {result.outcome} with no recorded output to check")
+    if output.case_digest != case_digest(case, loaded.world.public_view(suite, case)):
+        raise _mismatch(source, f"{name}: the case changed since its output was recorded")
+    if (output.suite_digest, output.oracle_digest) != suite_digest_pair(suite):
+        raise _mismatch(source, f"{name}: recorded under another suite or oracle digest")
+    graded = state.grade(loaded, case, recorded_outcome(result))
+    if (graded.outcome, graded.failure_class) != (result.outcome, result.failure_class):
+        raise _mismatch(
+            source,
+            f"{name}: reported {result.outcome}, but its recorded output grades {graded.outcome}",
+        )
