@@ -33,6 +33,8 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
+from pytest_agentbench.cli import calibrate as calibrate_cli
+from pytest_agentbench.cli import judge as judge_cli
 from pytest_agentbench.cli.rescore import is_own_record, rescore, rescore_lines, unresolvable
 from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.report.baseline import identity, settings, suite_run
@@ -657,6 +659,8 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
     replay.add_argument("episode")
     audit = commands.add_parser("audit-ledger", help="verify an execution ledger")
     audit.add_argument("path")
+    judge_cli.add_parser(commands)
+    calibrate_cli.add_parser(commands)
 
 
 COMMANDS = {
@@ -674,6 +678,8 @@ COMMANDS = {
     "replay": cmd_replay,
     "audit-ledger": cmd_audit_ledger,
     "html": cmd_html,
+    "judge": judge_cli.cmd_judge,
+    "calibrate": calibrate_cli.cmd_calibrate,
 }
 
 

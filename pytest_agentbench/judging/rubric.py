@@ -109,10 +109,19 @@ class DroppedSeat(Record):
     reason: str
 
 
+class JudgedGate(Record):
+    """A gate on the judged pass rate: refused unless the panel's majority is calibrated."""
+
+    min_pass_rate: float = Field(ge=0.0, le=1.0)
+    min_kappa: float = Field(ge=-1.0, le=1.0)
+    """The majority's kappa against human labels must reach this for the gate to count."""
+
+
 class RubricFile(Record):
     rubric: Rubric
     panel: tuple[Seat, ...]
     families: dict[str, str] = Field(default_factory=dict)
+    gate: JudgedGate | None = None
 
     @model_validator(mode="after")
     def _three_distinct_seats(self) -> RubricFile:
