@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, read_yaml, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
@@ -78,14 +78,16 @@ class Rubric(Record):
     pass_at: int
     """A majority score at or above this counts as a pass of the (diagnostic) judged check."""
 
-    @model_validator(mode="after")
-    def _anchors_on_scale(self) -> Rubric:
-        outside = sorted(set(self.anchors) - set(self.scale.points))
-        if outside:
-            raise ValueError(f"anchors {outside} are off the scale")
-        if self.pass_at not in self.scale.points:
-            raise ValueError("pass_at is off the scale")
-        return self
+    @field_validator("anchors", "pass_at")
+    @classmethod
+    def _on_scale(cls, value: dict[int, str] | int, info: ValidationInfo) -> dict[int, str] | int:
+        scale = info.data.get("scale")
+        if isinstance(scale, Scale):
+            given = set(value) if isinstance(value, dict) else {value}
+            outside = sorted(given - set(scale.points))
+            if outside:
+                raise ValueError(f"{outside} off the scale")
+        return value
 
 
 class Seat(Record):
@@ -123,14 +125,15 @@ class RubricFile(Record):
     families: dict[str, str] = Field(default_factory=dict)
     gate: JudgedGate | None = None
 
-    @model_validator(mode="after")
-    def _three_distinct_seats(self) -> RubricFile:
-        if len(self.panel) != PANEL_SIZE:
-            raise ValueError(f"a panel has {PANEL_SIZE} seats, not {len(self.panel)}")
-        ids = [seat.seat_id for seat in self.panel]
+    @field_validator("panel")
+    @classmethod
+    def _three_distinct_seats(cls, panel: tuple[Seat, ...]) -> tuple[Seat, ...]:
+        if len(panel) != PANEL_SIZE:
+            raise ValueError(f"a panel has {PANEL_SIZE} seats, not {len(panel)}")
+        ids = [seat.seat_id for seat in panel]
         if len(set(ids)) != len(ids):
             raise ValueError("two seats name the same provider and model")
-        return self
+        return panel
 
     def digest(self) -> str:
         """The rubric's content digest: a changed question or anchor invalidates cached votes."""
