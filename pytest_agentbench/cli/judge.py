@@ -199,10 +199,12 @@ def cmd_judge(args: argparse.Namespace, registry: Any) -> int:
     report = _read_report(args.report)
     folders: dict[str, Path | None] = {}
     for suite in report.suites:
+        # A built-in suite by id, else the project convention ``suites/<suite-id>``.
+        conventional = Path.cwd() / "suites" / suite.id
         try:
             folders[suite.id] = load(suite.id, registry).suite.root
         except AgentbenchError:
-            folders[suite.id] = None
+            folders[suite.id] = conventional if conventional.is_dir() else None
     settings = resolve_settings(
         ini=lambda key: None,
         environ=os.environ,
