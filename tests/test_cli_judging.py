@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,12 +14,12 @@ from tests.judge_server import ScriptedJudges
 from tests.test_judging import RUBRIC
 
 QUESTIONS = {"c1": "1+1", "c2": "2+3", "c3": "20+13", "c4": "4+4"}
-ADAPTERS = '''
+ADAPTERS = """
 class Adds:
     def answer(self, question):
         left, right = question.split("+")
         return int(left) + int(right)
-'''
+"""
 GATE = "gate: {min_pass_rate: 0.5, min_kappa: 0.5}\n"
 
 
@@ -30,6 +31,7 @@ def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
     serial_run, serial = run_cases(project, "serial.json", adapter)
     parallel_run, parallel = run_cases(project, "parallel.json", adapter, "-n", "2")
     assert serial_run.ret == parallel_run.ret == 0
+    assert len(parallel["suites"][0]["cases"]) == len(QUESTIONS)
     rubric = project.path / "suites" / "demo-suite" / "rubrics" / "answer-prose.yaml"
     rubric.parent.mkdir()
     rubric.write_text(RUBRIC % "gamma-judge", encoding="utf-8")
@@ -44,25 +46,24 @@ def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
     assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
     out = capsys.readouterr().out
     assert "they decide no outcome, metric or gate" in out
-    assert "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; uncalibrated" in out
+    assert (
+        "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; uncalibrated"
+        in out
+    )
     # The -n 2 report judged from the cache alone (no endpoint at all): the same judgments.
     monkeypatch.delenv("AGENTBENCH_LLM_BASE_URL")
     assert main(["judge", "parallel.json", "--judge-cache", "cache"]) == 0
     first = json.loads((project.path / "serial.judgments.json").read_text())
     second = json.loads((project.path / "parallel.judgments.json").read_text())
-    assert first["items"] and strip_cached(first["items"]) == strip_cached(second["items"])
+    assert len(first["items"]) == len(QUESTIONS)
+    assert strip_cached(first["items"]) == strip_cached(second["items"])
     assert all(v["cached"] for item in second["items"] for v in item["judgment"]["verdicts"])
     # The run reports themselves are untouched by judging.
     assert json.loads((project.path / "serial.json").read_text()) == serial
 
     # A person labels: agrees with the majority on three items, not on c3.
     labels_file = project.path / "serial.labels.json"
-    labels = json.loads(labels_file.read_text())
-    assert {item["human"] for item in labels["items"]} == {None}
-    for item in labels["items"]:
-        majority = item["predictions"]["majority"]
-        item["human"] = "4" if item["item"].startswith("demo-suite/c3") else majority
-    labels_file.write_text(json.dumps(labels))
+    labels = label_like_the_majority_except(labels_file, "demo-suite/c3", "4")
     capsys.readouterr()
     assert main(["calibrate", "serial.labels.json", "--json", "calibration.json"]) == 0
     out = capsys.readouterr().out
@@ -85,7 +86,9 @@ def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "judged:answer-prose: pass rate 0.500 vs >= 0.5 (PASS; judge" in out
-    assert "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.600" in out
+    assert (
+        "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.600" in out
+    )
     assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
     # Labels survive a re-judge.
     kept = json.loads(labels_file.read_text())
@@ -95,3 +98,14 @@ def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
 def strip_cached(items: list[dict[str, object]]) -> str:
     text = json.dumps(items, sort_keys=True)
     return text.replace('"cached": true', '"cached": false')
+
+
+def label_like_the_majority_except(path: Path, item: str, label: str) -> dict[str, Any]:
+    """Label every item as the panel's majority did, except ``item`` (labelled ``label``)."""
+    labels: dict[str, Any] = json.loads(path.read_text())
+    assert {entry["human"] for entry in labels["items"]} == {None}
+    for entry in labels["items"]:
+        own = entry["item"].startswith(item)
+        entry["human"] = label if own else entry["predictions"]["majority"]
+    path.write_text(json.dumps(labels))
+    return labels

@@ -57,7 +57,9 @@ def test_a_malformed_rubric_file_is_refused_naming_the_field(
 ) -> None:
     text = RUBRIC % "gamma-judge"
     if edit.startswith("  - "):
-        text = text.replace("  - {provider: local, model: gamma-judge, settings: {temperature: 0}}\n", "")
+        text = text.replace(
+            "  - {provider: local, model: gamma-judge, settings: {temperature: 0}}\n", ""
+        )
     elif edit.startswith("scale"):
         text = text.replace(edit, "scale: {min: 1, max: 4}").replace("5: right and clear", "4: ok")
     else:
@@ -155,7 +157,9 @@ def test_panel_votes_through_the_chat_client_then_replays_then_hits_the_cache(
     assert [v.model_copy(update={"cached": False}) for v in cached.verdicts] == list(even.verdicts)
     assert all(v.cached for v in cached.verdicts)
     # A changed rubric is a different question: the cache does not answer it.
-    changed = load_rubric(rubric_file(tmp_path, text=(RUBRIC % "gamma-judge").replace("right and clear", "exact")))
+    changed = load_rubric(
+        rubric_file(tmp_path, text=(RUBRIC % "gamma-judge").replace("right and clear", "exact"))
+    )
     with pytest.raises(AssertionError, match="unexpected judge call"):
         Panel(changed, lambda seat: Refusing(), cache=cache).judge("even", contents["even"])
 

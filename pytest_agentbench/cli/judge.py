@@ -129,9 +129,7 @@ def _judge_suite(suite: SuiteSummary, panel: Panel) -> list[JudgedItem]:
     return judged
 
 
-def summary_lines(
-    document: JudgmentsDocument, calibrations: dict[str, Calibration]
-) -> list[str]:
+def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibration]) -> list[str]:
     """Judged diagnostics, each saying whether its judge is calibrated."""
     lines = ["judged diagnostics (beside the report; they decide no outcome, metric or gate):"]
     for name, entry in sorted(document.rubrics.items()):

@@ -41,6 +41,8 @@ JUDGE_SYSTEM_PROMPT: Final = (
     "You grade one piece of content against a rubric. Reply with one JSON object only, "
     'no prose and no code fence: {"score": <integer on the scale>, "reason": "<one sentence>"}.'
 )
+ENDPOINT_SETTINGS: Final = ("base_url", "api_key_env")
+"""Seat settings that choose the endpoint rather than go into the request body."""
 
 
 class ChatSender(Protocol):
@@ -58,8 +60,8 @@ def transport_factory(base: ChatSettings) -> SenderFactory:
     """
 
     def build(seat: Seat) -> ChatSender:
-        endpoint = {
-            key: seat.settings[key] for key in ("base_url", "api_key_env") if key in seat.settings
+        endpoint: dict[str, JsonValue] = {
+            key: seat.settings[key] for key in ENDPOINT_SETTINGS if key in seat.settings
         }
         return ChatTransport(base.model_copy(update={"model": seat.model, **endpoint}))
 
@@ -116,7 +118,7 @@ def judge_request(rubric_file: RubricFile, seat: Seat, content: JsonValue) -> di
         ],
     }
     for key, value in sorted(seat.settings.items()):
-        if key not in ("base_url", "api_key_env"):
+        if key not in ENDPOINT_SETTINGS:
             request[key] = value
     return request
 
