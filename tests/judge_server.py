@@ -3,10 +3,13 @@
 ``alpha-judge`` and ``beta-judge`` score the ``output`` of the judged content
 (a number, or a demo answer's number: even scores 5, odd 2); ``gamma-judge`` always says 4 but, for
 outputs above 30, answers prose no parser accepts; ``qwen-judge`` always says 1.
+Any other model (the shipped sample panels) scores 3, 4 or 5 by a digest of the
+model and the prompt: deterministic, and sometimes split.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -41,8 +44,12 @@ class ScriptedJudges(ScriptedLLM):
             text = "I would say four." if number > 30 else '{"score": 4, "reason": "fine"}'
         elif model == "qwen-judge":
             text = '{"score": 1, "reason": "harsh"}'
-        else:
+        elif model in ("alpha-judge", "beta-judge"):
             score = 5 if number % 2 == 0 else 2
+            text = json.dumps({"score": score, "reason": f"{model} rule"})
+        else:
+            digest = hashlib.sha256(json.dumps(body["messages"]).encode() + model.encode())
+            score = 3 + digest.digest()[0] % 3
             text = json.dumps({"score": score, "reason": f"{model} rule"})
         completion = {
             "id": "judge",

@@ -15,8 +15,9 @@ import argparse
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from pytest_agentbench import worlds
 from pytest_agentbench.agents.settings import resolve_settings
 from pytest_agentbench.cli.calibrate import rater_name, read_calibration
 from pytest_agentbench.judging.documents import (
@@ -33,7 +34,7 @@ from pytest_agentbench.judging.documents import (
     read_labels,
 )
 from pytest_agentbench.judging.panel import JudgeCache, Panel, SenderFactory, transport_factory
-from pytest_agentbench.judging.rubric import RubricFile, load_rubric
+from pytest_agentbench.judging.rubric import RubricFile, load_rubric, point
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration, require_calibrated
@@ -43,12 +44,25 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 GATE_FAILED = 2
 
 
-def suite_rubrics(folder: Path | None, extra: Sequence[Path]) -> list[tuple[str, RubricFile]]:
-    """(source, rubric file) for the suite folder's ``rubrics/*.yaml`` and the extra files."""
+WORLDS_FOLDER: Final = Path(worlds.__file__).parent
+
+
+def world_rubrics_folder(world: str) -> Path:
+    """Where a built-in world package keeps the rubrics it ships."""
+    return WORLDS_FOLDER / world.replace("-", "_") / "rubrics"
+
+
+def suite_rubrics(
+    folder: Path | None, extra: Sequence[Path], world: str | None = None
+) -> list[tuple[str, RubricFile]]:
+    """(source, rubric file): the world's and the suite's ``rubrics/*.yaml``, then ``extra``."""
     found: list[tuple[str, RubricFile]] = []
-    if folder is not None and (folder / "rubrics").is_dir():
-        for path in sorted((folder / "rubrics").glob("*.yaml")):
-            source = f"rubrics/{path.name}"
+    folders = [] if world is None else [world_rubrics_folder(world)]
+    if folder is not None:
+        folders.append(folder / "rubrics")
+    for rubrics in folders:
+        for path in sorted(rubrics.glob("*.yaml")):
+            source = f"{rubrics.parent.name}/rubrics/{path.name}"
             found.append((source, load_rubric(path, display=str(path))))
     found.extend((str(path), load_rubric(path, display=str(path))) for path in extra)
     return found
@@ -69,7 +83,9 @@ def judge_report(
     classifications: list[Classification] = []
     used_classifiers = []
     for suite in report.suites:
-        for source, rubric_file in suite_rubrics(suite_folders.get(suite.id), extra_rubrics):
+        for source, rubric_file in suite_rubrics(
+            suite_folders.get(suite.id), extra_rubrics, suite.world
+        ):
             panel = Panel(rubric_file, senders, subject_model=subject_model, cache=cache)
             name = rubric_file.rubric.name
             rubrics.setdefault(
@@ -113,11 +129,12 @@ def _judge_suite(suite: SuiteSummary, panel: Panel) -> list[JudgedItem]:
         result = entry.result
         if result.recorded is None or result.trial not in (None, 1):
             continue
-        content: JsonValue = {
-            "suite": suite.id,
-            "case": result.case_id,
-            "output": result.recorded.outcome.output,
-        }
+        found, judged_output = point(
+            result.recorded.outcome.output, panel.rubric_file.rubric.content
+        )
+        if not found:
+            continue
+        content: JsonValue = {"suite": suite.id, "case": result.case_id, "output": judged_output}
         judged.append(
             JudgedItem(
                 suite_id=suite.id,
@@ -231,7 +248,7 @@ def cmd_judge(args: argparse.Namespace, registry: Any) -> int:
     rubric_files = {
         rubric_file.rubric.name: rubric_file
         for suite in report.suites
-        for _, rubric_file in suite_rubrics(folders.get(suite.id), extra)
+        for _, rubric_file in suite_rubrics(folders.get(suite.id), extra, suite.world)
     }
     gates = judged_gates(rubric_files, document, calibrations)
     for _, _, line in gates:

@@ -77,6 +77,8 @@ class Rubric(Record):
     anchors: dict[int, str]
     pass_at: int
     """A majority score at or above this counts as a pass of the (diagnostic) judged check."""
+    content: str = ""
+    """JSON pointer (RFC 6901) into the case's output to judge; empty: the whole output."""
 
     @field_validator("anchors", "pass_at")
     @classmethod
@@ -174,6 +176,22 @@ def model_family(model: str, families: Mapping[str, str]) -> str:
     if not matches:
         return name
     return families[max(matches, key=len)]
+
+
+def point(document: JsonValue, pointer: str) -> tuple[bool, JsonValue]:
+    """(found, value) at the JSON pointer ``pointer`` inside ``document``."""
+    if not pointer:
+        return True, document
+    value = document
+    for raw in pointer.removeprefix("/").split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return False, None
+    return True, value
 
 
 def load_rubric(path: Path, *, display: str | None = None) -> RubricFile:
