@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from pytest_agentbench.cli import calibrate as calibrate_cli
 from pytest_agentbench.cli import judge as judge_cli
+from pytest_agentbench.cli import review as review_cli
 from pytest_agentbench.cli.rescore import is_own_record, rescore, rescore_lines, unresolvable
 from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.report.baseline import identity, settings, suite_run
@@ -661,6 +662,7 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
     audit.add_argument("path")
     judge_cli.add_parser(commands)
     calibrate_cli.add_parser(commands)
+    review_cli.add_parser(commands)
 
 
 COMMANDS = {
@@ -680,6 +682,7 @@ COMMANDS = {
     "html": cmd_html,
     "judge": judge_cli.cmd_judge,
     "calibrate": calibrate_cli.cmd_calibrate,
+    "review": review_cli.cmd_review,
 }
 
 
