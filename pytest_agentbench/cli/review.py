@@ -16,7 +16,7 @@ import html
 import json
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
@@ -82,8 +82,8 @@ def page(document: JudgmentsDocument, labels: LabelsDocument, *, served: bool, n
 
 PAGE: Final = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy"
- content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none';
+ style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'">
 <title>__TITLE__</title>
 <style>
 body{font:14px system-ui,sans-serif;margin:0;display:flex;height:100vh}
@@ -91,7 +91,8 @@ body{font:14px system-ui,sans-serif;margin:0;display:flex;height:100vh}
 #list li{padding:4px 8px;cursor:pointer;border-bottom:1px solid #eee}
 #list li.current{background:#dbeafe}#list li.split{border-left:4px solid #d97706}
 #list li .human{float:right;font-weight:bold}
-#detail{flex:1;overflow:auto;padding:8px 16px}pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}
+#detail{flex:1;overflow:auto;padding:8px 16px}
+pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}
 #status{position:fixed;bottom:0;right:0;background:#111;color:#fff;padding:4px 8px}
 button.choice.chosen{background:#2563eb;color:#fff}
 </style></head><body>
@@ -134,7 +135,8 @@ function drawDetail() {
   const shown = data.shown[item.item];
   if (shown) {
     parts.push(text("h2", "Rubric"), text("p", shown.question));
-    parts.push(text("pre", Object.entries(shown.anchors).map(([k, v]) => k + ": " + v).join("\\n")));
+    const anchors = Object.entries(shown.anchors).map(([k, v]) => k + ": " + v);
+    parts.push(text("pre", anchors.join("\\n")));
     parts.push(text("h2", "Seats"));
     for (const v of shown.verdicts) {
       parts.push(text("p", v.seat + ": " + v.score + (v.parsed ? "" : " (unparsable: midpoint)") +
@@ -282,10 +284,8 @@ def cmd_review(args: argparse.Namespace, registry: Any) -> int:
     if args.serve:
         with serving(report, args.port) as url:
             print(f"reviewing at {url} (Ctrl-C to stop)", flush=True)
-            try:
+            with suppress(KeyboardInterrupt):
                 threading.Event().wait()
-            except KeyboardInterrupt:
-                pass
         return 0
     document, labels = review_data(report)
     output = Path(args.write) if args.write else report.with_name(report.stem + ".review.html")
