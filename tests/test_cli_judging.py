@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli.main import main
+from pytest_agentbench.sdk.canonical import artifact_set_digest, tree_files
 from tests.demo_runs import demo_project, run_cases
+from tests.demo_world import MANIFEST
 from tests.judge_server import ScriptedJudges
 from tests.test_judging import RUBRIC
 
@@ -109,3 +111,41 @@ def label_like_the_majority_except(path: Path, item: str, label: str) -> dict[st
         entry["human"] = label if own else entry["predictions"]["majority"]
     path.write_text(json.dumps(labels))
     return labels
+
+
+def test_a_pytest_run_judges_its_report_with_a_cache_serial_and_parallel_alike(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = demo_project(demo, QUESTIONS, ADAPTERS)
+    suite = project.path / "suites" / "demo-suite"
+    (suite / "rubrics").mkdir()
+    (suite / "rubrics" / "answer-prose.yaml").write_text(RUBRIC % "gamma-judge")
+    # A rubric inside a suite folder is part of the suite's artifact set: re-pin it.
+    files = tree_files(suite, exclude=("suite.yaml", MANIFEST))
+    digest = artifact_set_digest({rel: path.read_bytes() for rel, path in files.items()})
+    (suite / MANIFEST).write_text(json.dumps({"artifact_set_digest": digest}))
+    for name in ("AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES", "AGENTBENCH_CASSETTE_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    judged = ["--agentbench-adapter=my_adapters:Adds", "--agentbench-judge-cache=cache"]
+    judges = ScriptedJudges()
+    with judges.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        serial_run, serial = run_cases(project, "serial.json", *judged)
+        parallel_run, _ = run_cases(project, "parallel.json", *judged, "-n", "2")
+    assert serial_run.ret == parallel_run.ret == 0
+    # The parallel run was judged from the serial run's cache: no further judge call.
+    assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
+    for run in (serial_run, parallel_run):
+        run.stdout.fnmatch_lines(
+            [
+                "*agentbench judged diagnostics*",
+                "*answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; "
+                "uncalibrated",
+            ]
+        )
+    first = json.loads((project.path / "serial.judgments.json").read_text())
+    second = json.loads((project.path / "parallel.judgments.json").read_text())
+    assert strip_cached(first["items"]) == strip_cached(second["items"])
+    # Judging changed nothing in the run's own report.
+    assert [e["result"]["outcome"] for e in serial["suites"][0]["cases"]] == ["passed"] * 4
+    assert "judg" not in json.dumps(serial)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pytest_agentbench import worlds
-from pytest_agentbench.agents.settings import resolve_settings
+from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
 from pytest_agentbench.cli.calibrate import rater_name, read_calibration
 from pytest_agentbench.judging.documents import (
     BUILT_IN_CLASSIFIERS,
@@ -40,6 +40,7 @@ from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration, require_calibrated
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import WorldRegistry
 
 GATE_FAILED = 2
 
@@ -207,11 +208,23 @@ def judged_gates(
     return verdicts
 
 
-def cmd_judge(args: argparse.Namespace, registry: Any) -> int:
+def judge_beside(
+    source: Path,
+    *,
+    registry: WorldRegistry,
+    settings: ChatSettings,
+    extra: Sequence[Path] = (),
+    subject_model: str | None = None,
+    cache: JudgeCache | None = None,
+    calibration: Path | None = None,
+) -> tuple[list[str], bool]:
+    """Judge the report at ``source``, write its judgments and labels beside it.
+
+    Returns the lines to show and whether every judged gate (if any) passed.
+    """
     from pytest_agentbench.cli.main import _read_report, load
 
-    source = Path(args.report)
-    report = _read_report(args.report)
+    report = _read_report(str(source))
     folders: dict[str, Path | None] = {}
     for suite in report.suites:
         # A built-in suite by id, else the project convention ``suites/<suite-id>``.
@@ -220,21 +233,14 @@ def cmd_judge(args: argparse.Namespace, registry: Any) -> int:
             folders[suite.id] = load(suite.id, registry).suite.root
         except AgentbenchError:
             folders[suite.id] = conventional if conventional.is_dir() else None
-    settings = resolve_settings(
-        ini=lambda key: None,
-        environ=os.environ,
-        overrides={"cassettes": args.cassettes, "cassette_mode": args.cassette_mode},
-        root=Path.cwd(),
-    )
-    extra = [Path(path) for path in args.rubric]
     document = judge_report(
         report,
         source.name,
         suite_folders=folders,
         extra_rubrics=extra,
         senders=transport_factory(settings),
-        subject_model=args.subject_model or settings.model,
-        cache=None if args.judge_cache is None else JudgeCache(Path(args.judge_cache)),
+        subject_model=subject_model or settings.model,
+        cache=cache,
     )
     output = judgments_path(source)
     output.write_text(pretty_json(document.model_dump(mode="json")), encoding="utf-8")
@@ -242,18 +248,37 @@ def cmd_judge(args: argparse.Namespace, registry: Any) -> int:
     earlier = read_labels(labels) if labels.is_file() else None
     template = merge_labels(labels_template(document, output.name), earlier)
     labels.write_text(pretty_json(template.model_dump(mode="json")), encoding="utf-8")
-    calibrations = read_calibration(Path(args.calibration)) if args.calibration else {}
-    print("\n".join(summary_lines(document, calibrations)))
-    print(f"wrote {output} and {labels}")
+    calibrations = read_calibration(calibration) if calibration is not None else {}
+    lines = summary_lines(document, calibrations)
+    lines.append(f"wrote {output} and {labels}")
     rubric_files = {
         rubric_file.rubric.name: rubric_file
         for suite in report.suites
         for _, rubric_file in suite_rubrics(folders.get(suite.id), extra, suite.world)
     }
     gates = judged_gates(rubric_files, document, calibrations)
-    for _, _, line in gates:
-        print(line)
-    return 0 if all(passed for _, passed, _ in gates) else GATE_FAILED
+    lines.extend(line for _, _, line in gates)
+    return lines, all(passed for _, passed, _ in gates)
+
+
+def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    settings = resolve_settings(
+        ini=lambda key: None,
+        environ=os.environ,
+        overrides={"cassettes": args.cassettes, "cassette_mode": args.cassette_mode},
+        root=Path.cwd(),
+    )
+    lines, passed = judge_beside(
+        Path(args.report),
+        registry=registry,
+        settings=settings,
+        extra=[Path(path) for path in args.rubric],
+        subject_model=args.subject_model,
+        cache=None if args.judge_cache is None else JudgeCache(Path(args.judge_cache)),
+        calibration=None if args.calibration is None else Path(args.calibration),
+    )
+    print("\n".join(lines))
+    return 0 if passed else GATE_FAILED
 
 
 def add_parser(commands: argparse._SubParsersAction[Any]) -> None:

@@ -28,6 +28,7 @@ PLUGINS = (
     "pytest_agentbench.plugin.baseline_options",
     "pytest_agentbench.scoring.trials",
     "pytest_agentbench.plugin.rerun",
+    "pytest_agentbench.judging.options",
 )
 
 ACTIVE_KEY = pytest.StashKey[tuple[object, ...]]()
