@@ -58,5 +58,11 @@ def test_the_built_in_suites_are_judged_from_shipped_cassettes_and_calibrated(
     assert main([*judge, "--calibration", "calibration.json"]) == 0
     out = capsys.readouterr().out
     assert "classifier toolgrammar.behaviour: 236 labels; kappa 0.9" in out
+    shown = json.loads((pytester.path / "run.judgments.json").read_text())["calibration"]
+    assert [(c["rater"], c["status"]) for c in shown] == [
+        ("operations.tenant-message-quality:majority", "uncalibrated"),
+        ("retrieval.answer-prose:majority", "uncalibrated"),
+        ("toolgrammar.behaviour:toolgrammar.behaviour", "calibrated"),
+    ]
     assert "retrieval.answer-prose: 42/48 pass by majority, 47 split, 0 unparsable seat " in out
     assert "answers; uncalibrated" in out

@@ -172,6 +172,27 @@ def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibrati
     return lines
 
 
+def judge_calibrations(
+    document: JudgmentsDocument, calibrations: dict[str, Calibration]
+) -> tuple[Calibration, ...]:
+    """Each rubric's majority and each classifier: as calibrated, or ``uncalibrated``."""
+    raters = [rater_name(name, MAJORITY) for name in sorted(document.rubrics)]
+    raters += [rater_name(spec.name, spec.name) for spec in document.classifiers]
+    return tuple(
+        calibrations.get(rater)
+        or Calibration(
+            rater=rater,
+            status=UNCALIBRATED,
+            support=0,
+            categories=(),
+            confusion=(),
+            kappa=None,
+            agreement=None,
+        )
+        for rater in raters
+    )
+
+
 def _status(calibrations: dict[str, Calibration], subject: str, rater: str) -> str:
     calibration = calibrations.get(rater_name(subject, rater))
     if calibration is None or calibration.status == UNCALIBRATED:
@@ -242,13 +263,16 @@ def judge_beside(
         subject_model=subject_model or settings.model,
         cache=cache,
     )
+    calibrations = read_calibration(calibration) if calibration is not None else {}
+    document = document.model_copy(
+        update={"calibration": judge_calibrations(document, calibrations)}
+    )
     output = judgments_path(source)
     output.write_text(pretty_json(document.model_dump(mode="json")), encoding="utf-8")
     labels = labels_path(source)
     earlier = read_labels(labels) if labels.is_file() else None
     template = merge_labels(labels_template(document, output.name), earlier)
     labels.write_text(pretty_json(template.model_dump(mode="json")), encoding="utf-8")
-    calibrations = read_calibration(calibration) if calibration is not None else {}
     lines = summary_lines(document, calibrations)
     lines.append(f"wrote {output} and {labels}")
     rubric_files = {

@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError
 
 from pytest_agentbench.judging.panel import Judgment
 from pytest_agentbench.judging.rubric import Rubric
+from pytest_agentbench.scoring.kappa import Calibration
 from pytest_agentbench.sdk.canonical import JsonValue, read_json
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
@@ -75,6 +76,9 @@ class JudgmentsDocument(Record):
     items: tuple[JudgedItem, ...] = ()
     classifiers: tuple[ClassifierSpec, ...] = ()
     classifications: tuple[Classification, ...] = ()
+    calibration: tuple[Calibration, ...] = ()
+    """Each rubric's majority and each classifier against human labels: ``uncalibrated``
+    (no labels, or no ``--calibration`` given) or its kappa, confusion and support."""
 
 
 class LabelItem(Record):
