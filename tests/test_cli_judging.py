@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -130,7 +131,7 @@ def test_a_pytest_run_judges_its_report_with_a_cache_serial_and_parallel_alike(
     judges = ScriptedJudges()
     with judges.serving() as base_url:
         monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        serial_run, serial = run_cases(project, "serial.json", *judged)
+        serial_run, serial = run_cases(project, "serial.json", *judged, "--junitxml=serial.xml")
         parallel_run, _ = run_cases(project, "parallel.json", *judged, "-n", "2")
     assert serial_run.ret == parallel_run.ret == 0
     # The parallel run was judged from the serial run's cache: no further judge call.
@@ -146,6 +147,13 @@ def test_a_pytest_run_judges_its_report_with_a_cache_serial_and_parallel_alike(
     first = json.loads((project.path / "serial.judgments.json").read_text())
     second = json.loads((project.path / "parallel.judgments.json").read_text())
     assert strip_cached(first["items"]) == strip_cached(second["items"])
+    properties = {
+        p.get("name"): p.get("value")
+        for p in ElementTree.parse(project.path / "serial.xml").iter("property")
+    }
+    assert properties["agentbench.judged.answer-prose"] == (
+        "diagnostic: 2/4 pass by majority; uncalibrated (no human labels)"
+    )
     # Judging changed nothing in the run's own report.
     assert [e["result"]["outcome"] for e in serial["suites"][0]["cases"]] == ["passed"] * 4
     assert "judg" not in json.dumps(serial)

@@ -238,10 +238,10 @@ def judge_beside(
     subject_model: str | None = None,
     cache: JudgeCache | None = None,
     calibration: Path | None = None,
-) -> tuple[list[str], bool]:
+) -> tuple[list[str], bool, JudgmentsDocument]:
     """Judge the report at ``source``, write its judgments and labels beside it.
 
-    Returns the lines to show and whether every judged gate (if any) passed.
+    Returns the lines to show, whether every judged gate (if any) passed, and the judgments.
     """
     from pytest_agentbench.cli.main import _read_report, load
 
@@ -282,7 +282,7 @@ def judge_beside(
     }
     gates = judged_gates(rubric_files, document, calibrations)
     lines.extend(line for _, _, line in gates)
-    return lines, all(passed for _, passed, _ in gates)
+    return lines, all(passed for _, passed, _ in gates), document
 
 
 def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
@@ -292,7 +292,7 @@ def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
         overrides={"cassettes": args.cassettes, "cassette_mode": args.cassette_mode},
         root=Path.cwd(),
     )
-    lines, passed = judge_beside(
+    lines, passed, _ = judge_beside(
         Path(args.report),
         registry=registry,
         settings=settings,
