@@ -36,7 +36,10 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
+from pytest_agentbench.cli import calibrate as calibrate_cli
+from pytest_agentbench.cli import judge as judge_cli
 from pytest_agentbench.cli import new_world
+from pytest_agentbench.cli import review as review_cli
 from pytest_agentbench.cli.audit import add_audit_command, cmd_audit
 from pytest_agentbench.cli.rescore import (
     DIFFERENCE_CODES,
@@ -688,6 +691,9 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
     audit = commands.add_parser("audit-ledger", help="verify an execution ledger")
     audit.add_argument("path")
     add_audit_command(commands)
+    judge_cli.add_parser(commands)
+    calibrate_cli.add_parser(commands)
+    review_cli.add_parser(commands)
 
 
 COMMANDS = {
@@ -707,6 +713,9 @@ COMMANDS = {
     "audit": cmd_audit,
     "html": cmd_html,
     "new-world": cmd_new_world,
+    "judge": judge_cli.cmd_judge,
+    "calibrate": calibrate_cli.cmd_calibrate,
+    "review": review_cli.cmd_review,
 }
 
 

@@ -29,6 +29,7 @@ PLUGINS = (
     "pytest_agentbench.scoring.trials",
     "pytest_agentbench.plugin.rerun",
     "pytest_agentbench.testing.plugin",
+    "pytest_agentbench.judging.options",
 )
 
 ACTIVE_KEY = pytest.StashKey[tuple[object, ...]]()

@@ -269,6 +269,18 @@ def add_options(parser: pytest.Parser) -> None:
         r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)
     for name, (ini_key, env_key) in SOURCES.items():
         r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
+    # Judged diagnostics (judging/options.py).
+    r.option(
+        "--agentbench-judge-cache",
+        metavar="DIR",
+        help="after the run, judge the --agentbench-report's cases by each rubric's panel, "
+        "caching seat verdicts in DIR (diagnostics only: no outcome, metric or gate changes)",
+    )
+    r.option(
+        "--agentbench-judge-calibration",
+        metavar="FILE",
+        help="an `agentbench calibrate --json` file: judged numbers show their kappa",
+    )
     # The baseline comparison's (baseline_options.py).
     r.option(
         "--agentbench-baseline",

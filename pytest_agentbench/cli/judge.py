@@ -1,0 +1,322 @@
+"""``agentbench judge REPORT``: judged diagnostics for a JSON run report, written beside it.
+
+Each suite's rubrics (``<suite folder>/rubrics/*.yaml``, plus any ``--rubric``)
+are put to their panels for every case whose adapter output the report
+recorded; each world's declared classifier labels are collected. The result
+goes to ``<report>.judgments.json`` and a labels file to label by hand or with
+``agentbench review``; the report itself, its outcomes, metrics and gates are
+not touched. A rubric's own ``gate:`` is checked only when ``--calibration``
+shows its panel's majority calibrated; otherwise the command refuses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from pytest_agentbench import worlds
+from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
+from pytest_agentbench.cli.calibrate import rater_name, read_calibration
+from pytest_agentbench.judging.documents import (
+    BUILT_IN_CLASSIFIERS,
+    MAJORITY,
+    Classification,
+    JudgedItem,
+    JudgmentsDocument,
+    RubricEntry,
+    judgments_path,
+    labels_path,
+    labels_template,
+    merge_labels,
+    read_labels,
+)
+from pytest_agentbench.judging.panel import JudgeCache, Panel, SenderFactory, transport_factory
+from pytest_agentbench.judging.rubric import RubricFile, load_rubric, point
+from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.report.summary import SuiteSummary
+from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration, require_calibrated
+from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import WorldRegistry
+
+GATE_FAILED = 2
+
+
+WORLDS_FOLDER: Final = Path(worlds.__file__).parent
+
+
+def world_rubrics_folder(world: str) -> Path:
+    """Where a built-in world package keeps the rubrics it ships."""
+    return WORLDS_FOLDER / world.replace("-", "_") / "rubrics"
+
+
+def suite_rubrics(
+    folder: Path | None, extra: Sequence[Path], world: str | None = None
+) -> list[tuple[str, RubricFile]]:
+    """(source, rubric file): the world's and the suite's ``rubrics/*.yaml``, then ``extra``."""
+    found: list[tuple[str, RubricFile]] = []
+    folders = [] if world is None else [world_rubrics_folder(world)]
+    if folder is not None:
+        folders.append(folder / "rubrics")
+    for rubrics in folders:
+        for path in sorted(rubrics.glob("*.yaml")):
+            source = f"{rubrics.parent.name}/rubrics/{path.name}"
+            found.append((source, load_rubric(path, display=str(path))))
+    found.extend((str(path), load_rubric(path, display=str(path))) for path in extra)
+    return found
+
+
+def judge_report(
+    report: RunReport,
+    report_name: str,
+    *,
+    suite_folders: dict[str, Path | None],
+    extra_rubrics: Sequence[Path],
+    senders: SenderFactory,
+    subject_model: str | None,
+    cache: JudgeCache | None,
+) -> JudgmentsDocument:
+    rubrics: dict[str, RubricEntry] = {}
+    items: list[JudgedItem] = []
+    classifications: list[Classification] = []
+    used_classifiers = []
+    for suite in report.suites:
+        for source, rubric_file in suite_rubrics(
+            suite_folders.get(suite.id), extra_rubrics, suite.world
+        ):
+            panel = Panel(rubric_file, senders, subject_model=subject_model, cache=cache)
+            name = rubric_file.rubric.name
+            rubrics.setdefault(
+                name,
+                RubricEntry(
+                    rubric=rubric_file.rubric,
+                    digest=panel.digest,
+                    source=source,
+                    seats=tuple(seat.seat_id for seat in panel.seats),
+                ),
+            )
+            items.extend(_judge_suite(suite, panel))
+        for spec in BUILT_IN_CLASSIFIERS:
+            if spec.world != suite.world:
+                continue
+            if spec not in used_classifiers:
+                used_classifiers.append(spec)
+            for entry in suite.cases:
+                for check in entry.result.checks:
+                    if check.name == spec.check and isinstance(check.actual, str):
+                        classifications.append(
+                            Classification(
+                                item=f"{suite.id}/{entry.result.case_id}",
+                                classifier=spec.name,
+                                label=check.actual,
+                            )
+                        )
+    return JudgmentsDocument(
+        report=report_name,
+        subject_model=subject_model,
+        rubrics=rubrics,
+        items=tuple(items),
+        classifiers=tuple(used_classifiers),
+        classifications=tuple(classifications),
+    )
+
+
+def _judge_suite(suite: SuiteSummary, panel: Panel) -> list[JudgedItem]:
+    judged: list[JudgedItem] = []
+    for entry in suite.cases:
+        result = entry.result
+        if result.recorded is None or result.trial not in (None, 1):
+            continue
+        found, judged_output = point(
+            result.recorded.outcome.output, panel.rubric_file.rubric.content
+        )
+        if not found:
+            continue
+        content: JsonValue = {"suite": suite.id, "case": result.case_id, "output": judged_output}
+        judged.append(
+            JudgedItem(
+                suite_id=suite.id,
+                case_id=result.case_id,
+                content=content,
+                judgment=panel.judge(f"{suite.id}/{result.case_id}", content),
+            )
+        )
+    return judged
+
+
+def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibration]) -> list[str]:
+    """Judged diagnostics, each saying whether its judge is calibrated."""
+    lines = ["judged diagnostics (beside the report; they decide no outcome, metric or gate):"]
+    for name, entry in sorted(document.rubrics.items()):
+        judged = [item.judgment for item in document.items if item.judgment.rubric == name]
+        passed = sum(1 for judgment in judged if judgment.passed)
+        split = sum(1 for judgment in judged if not judgment.unanimous)
+        unparsable = sum(judgment.unparsable for judgment in judged)
+        dropped = sorted({seat.seat for judgment in judged for seat in judgment.dropped})
+        lines.append(
+            f"  {name}: {passed}/{len(judged)} pass by majority, {split} split, "
+            f"{unparsable} unparsable seat answers; {_status(calibrations, name, MAJORITY)}"
+        )
+        lines.append(f"    seats: {', '.join(entry.seats) or 'none'}")
+        if dropped:
+            lines.append(f"    dropped (same family as the model under test): {', '.join(dropped)}")
+    for spec in document.classifiers:
+        labelled = [c for c in document.classifications if c.classifier == spec.name]
+        lines.append(
+            f"  classifier {spec.name}: {len(labelled)} labels; "
+            f"{_status(calibrations, spec.name, spec.name)}"
+        )
+    return lines
+
+
+def judge_calibrations(
+    document: JudgmentsDocument, calibrations: dict[str, Calibration]
+) -> tuple[Calibration, ...]:
+    """Each rubric's majority and each classifier: as calibrated, or ``uncalibrated``."""
+    raters = [rater_name(name, MAJORITY) for name in sorted(document.rubrics)]
+    raters += [rater_name(spec.name, spec.name) for spec in document.classifiers]
+    return tuple(
+        calibrations.get(rater)
+        or Calibration(
+            rater=rater,
+            status=UNCALIBRATED,
+            support=0,
+            categories=(),
+            confusion=(),
+            kappa=None,
+            agreement=None,
+        )
+        for rater in raters
+    )
+
+
+def _status(calibrations: dict[str, Calibration], subject: str, rater: str) -> str:
+    calibration = calibrations.get(rater_name(subject, rater))
+    if calibration is None or calibration.status == UNCALIBRATED:
+        return UNCALIBRATED
+    return calibration.describe().split(": ", 1)[1]
+
+
+def judged_gates(
+    rubric_files: dict[str, RubricFile],
+    document: JudgmentsDocument,
+    calibrations: dict[str, Calibration],
+) -> list[tuple[str, bool, str]]:
+    """(gate, passed, line) for each rubric's gate; refused unless its majority is calibrated."""
+    verdicts: list[tuple[str, bool, str]] = []
+    for name, rubric_file in sorted(rubric_files.items()):
+        gate = rubric_file.gate
+        if gate is None:
+            continue
+        gate_name = f"judged:{name}"
+        calibration = require_calibrated(
+            calibrations.get(rater_name(name, MAJORITY)), gate=gate_name, min_kappa=gate.min_kappa
+        )
+        judged = [item.judgment for item in document.items if item.judgment.rubric == name]
+        rate = sum(1 for j in judged if j.passed) / len(judged) if judged else 0.0
+        passed = bool(judged) and rate >= gate.min_pass_rate
+        verdicts.append(
+            (
+                gate_name,
+                passed,
+                f"{gate_name}: pass rate {rate:.3f} vs >= {gate.min_pass_rate} "
+                f"({'PASS' if passed else 'FAIL'}; judge {calibration.describe()})",
+            )
+        )
+    return verdicts
+
+
+def judge_beside(
+    source: Path,
+    *,
+    registry: WorldRegistry,
+    settings: ChatSettings,
+    extra: Sequence[Path] = (),
+    subject_model: str | None = None,
+    cache: JudgeCache | None = None,
+    calibration: Path | None = None,
+) -> tuple[list[str], bool, JudgmentsDocument]:
+    """Judge the report at ``source``, write its judgments and labels beside it.
+
+    Returns the lines to show, whether every judged gate (if any) passed, and the judgments.
+    """
+    from pytest_agentbench.cli.main import _read_report, load
+
+    report = _read_report(str(source))
+    folders: dict[str, Path | None] = {}
+    for suite in report.suites:
+        # A built-in suite by id, else the project convention ``suites/<suite-id>``.
+        conventional = Path.cwd() / "suites" / suite.id
+        try:
+            folders[suite.id] = load(suite.id, registry).suite.root
+        except AgentbenchError:
+            folders[suite.id] = conventional if conventional.is_dir() else None
+    document = judge_report(
+        report,
+        source.name,
+        suite_folders=folders,
+        extra_rubrics=extra,
+        senders=transport_factory(settings),
+        subject_model=subject_model or settings.model,
+        cache=cache,
+    )
+    calibrations = read_calibration(calibration) if calibration is not None else {}
+    document = document.model_copy(
+        update={"calibration": judge_calibrations(document, calibrations)}
+    )
+    output = judgments_path(source)
+    output.write_text(pretty_json(document.model_dump(mode="json")), encoding="utf-8")
+    labels = labels_path(source)
+    earlier = read_labels(labels) if labels.is_file() else None
+    template = merge_labels(labels_template(document, output.name), earlier)
+    labels.write_text(pretty_json(template.model_dump(mode="json")), encoding="utf-8")
+    lines = summary_lines(document, calibrations)
+    lines.append(f"wrote {output} and {labels}")
+    rubric_files = {
+        rubric_file.rubric.name: rubric_file
+        for suite in report.suites
+        for _, rubric_file in suite_rubrics(folders.get(suite.id), extra, suite.world)
+    }
+    gates = judged_gates(rubric_files, document, calibrations)
+    lines.extend(line for _, _, line in gates)
+    return lines, all(passed for _, passed, _ in gates), document
+
+
+def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    settings = resolve_settings(
+        ini=lambda key: None,
+        environ=os.environ,
+        overrides={"cassettes": args.cassettes, "cassette_mode": args.cassette_mode},
+        root=Path.cwd(),
+    )
+    lines, passed, _ = judge_beside(
+        Path(args.report),
+        registry=registry,
+        settings=settings,
+        extra=[Path(path) for path in args.rubric],
+        subject_model=args.subject_model,
+        cache=None if args.judge_cache is None else JudgeCache(Path(args.judge_cache)),
+        calibration=None if args.calibration is None else Path(args.calibration),
+    )
+    print("\n".join(lines))
+    return 0 if passed else GATE_FAILED
+
+
+def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
+    parser = commands.add_parser(
+        "judge", help="judged diagnostics of a JSON run report, by each rubric's panel"
+    )
+    parser.add_argument("report", help="a JSON run report written with --agentbench-report")
+    parser.add_argument("--rubric", action="append", default=[], metavar="FILE")
+    parser.add_argument("--judge-cache", metavar="DIR", help="content-cache seat verdicts in DIR")
+    parser.add_argument("--cassettes", metavar="DIR", help="record/replay judge calls in DIR")
+    parser.add_argument("--cassette-mode", choices=("record", "replay", "off"))
+    parser.add_argument(
+        "--subject-model", metavar="MODEL", help="the model under test (default: the LLM setting)"
+    )
+    parser.add_argument(
+        "--calibration", metavar="FILE", help="an `agentbench calibrate --json` file"
+    )

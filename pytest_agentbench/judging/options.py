@@ -1,0 +1,114 @@
+"""Judged diagnostics at the end of a benchmark run: ``--agentbench-judge-cache DIR``.
+
+With a JSON run report (``--agentbench-report``), the report's cases are put to
+the rubrics' panels once the report is written, through the session's chat-model
+settings (so ``--agentbench-cassettes`` applies), and the judgments and labels
+files land beside the report. Judging runs in the controlling process only, on
+the finished report, so a run under ``-n 2`` is judged exactly as a serial one.
+The run's exit status, outcomes, metrics and gates are decided before and are
+never changed by it: a judged gate is enforced by ``agentbench judge``.
+
+With ``--junitxml`` the judged numbers are added to the XML as testsuite
+properties (``agentbench.judged.<rubric>``, ``agentbench.classifier.<name>``),
+each naming its calibration: the file is written before the report is judged,
+so the properties are added to it afterwards.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+from xml.etree import ElementTree
+
+import pytest
+
+from pytest_agentbench.sdk.errors import AgentbenchError
+
+if TYPE_CHECKING:
+    from pytest_agentbench.judging.documents import JudgmentsDocument
+
+SECTION = "agentbench judged diagnostics"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    folder = config.getoption("agentbench_judge_cache", None)
+    if folder is None or hasattr(config, "workerinput"):
+        return
+    report = config.getoption("agentbench_report", None)
+    terminalreporter.section(SECTION)
+    if report is None or not Path(report).is_file():
+        terminalreporter.write_line("not judged: judging reads the --agentbench-report file")
+        return
+    calibration = config.getoption("agentbench_judge_calibration", None)
+    # Imported here: every benchmark run registers this plugin, few of them judge.
+    from pytest_agentbench.agents.settings import configured_settings
+    from pytest_agentbench.cli.judge import judge_beside
+    from pytest_agentbench.judging.panel import JudgeCache
+    from pytest_agentbench.sdk.registry import installed_registry
+
+    try:
+        lines, _, document = judge_beside(
+            Path(report),
+            registry=installed_registry(),
+            settings=configured_settings(),
+            cache=JudgeCache(Path(folder)),
+            calibration=None if calibration is None else Path(calibration),
+        )
+    except AgentbenchError as exc:
+        terminalreporter.write_line(f"not judged: {exc.render()}")
+        return
+    for line in lines:
+        terminalreporter.write_line(line)
+    xml = getattr(config.option, "xmlpath", None)
+    if xml and Path(xml).is_file():
+        add_junit_properties(Path(xml), junit_properties(document))
+
+
+def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:
+    """(name, value) per rubric and classifier: its numbers and its calibration."""
+    from pytest_agentbench.judging.documents import MAJORITY
+    from pytest_agentbench.scoring.kappa import UNCALIBRATED
+
+    status = {calibration.rater: calibration for calibration in document.calibration}
+
+    def calibrated(rater: str) -> str:
+        found = status.get(rater)
+        return found.describe().split(": ", 1)[1] if found else UNCALIBRATED
+
+    found: list[tuple[str, str]] = []
+    for name in sorted(document.rubrics):
+        judged = [item.judgment for item in document.items if item.judgment.rubric == name]
+        passed = sum(1 for judgment in judged if judgment.passed)
+        found.append(
+            (
+                f"agentbench.judged.{name}",
+                f"diagnostic: {passed}/{len(judged)} pass by majority; "
+                f"{calibrated(f'{name}:{MAJORITY}')}",
+            )
+        )
+    for spec in document.classifiers:
+        count = sum(1 for c in document.classifications if c.classifier == spec.name)
+        found.append(
+            (
+                f"agentbench.classifier.{spec.name}",
+                f"{count} labels; {calibrated(f'{spec.name}:{spec.name}')}",
+            )
+        )
+    return found
+
+
+def add_junit_properties(path: Path, properties: list[tuple[str, str]]) -> None:
+    tree = ElementTree.parse(path)
+    root = tree.getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    for suite in suites:
+        holder = suite.find("properties")
+        if holder is None:
+            holder = ElementTree.Element("properties")
+            suite.insert(0, holder)
+        for name, value in properties:
+            ElementTree.SubElement(holder, "property", name=name, value=value)
+    tree.write(path, encoding="utf-8", xml_declaration=True)

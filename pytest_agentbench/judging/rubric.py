@@ -1,0 +1,208 @@
+"""A rubric and its panel, in one YAML file beside what they grade.
+
+    rubric:
+      name: answer-prose
+      question: Is the answer's prose clear, grounded and free of filler?
+      scale: {min: 1, max: 5}
+      anchors: {1: "...", 3: "...", 5: "..."}
+      pass_at: 4
+    panel:
+      - {provider: local, model: qwen2.5-7b-instruct, settings: {temperature: 0}}
+      - ...
+    families: {qwen: qwen}        # optional: extends / overrides the default family map
+
+The panel is family-disjoint from the system under test: a seat whose model
+shares a family with the adapter's model is dropped, and the drop is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, read_yaml, sha256_hex
+from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+
+PANEL_SIZE: Final = 3
+
+DEFAULT_FAMILIES: Final[Mapping[str, str]] = {
+    "gpt-": "openai",
+    "o1": "openai",
+    "o3": "openai",
+    "o4": "openai",
+    "claude": "anthropic",
+    "gemini": "google",
+    "gemma": "google",
+    "llama": "meta",
+    "meta-llama": "meta",
+    "qwen": "qwen",
+    "mistral": "mistral",
+    "mixtral": "mistral",
+    "phi-": "microsoft",
+    "deepseek": "deepseek",
+}
+"""Model-name prefix (lower case) to family; the longest matching prefix wins."""
+
+
+class Scale(Record):
+    min: int
+    max: int
+
+    @model_validator(mode="after")
+    def _odd_span(self) -> Scale:
+        if self.max <= self.min:
+            raise ValueError("max must be above min")
+        if (self.max - self.min) % 2:
+            # An unparsable answer scores the midpoint, so the midpoint must be a point.
+            raise ValueError("the scale needs an odd number of points so its midpoint is one")
+        return self
+
+    @property
+    def midpoint(self) -> int:
+        return (self.min + self.max) // 2
+
+    @property
+    def points(self) -> tuple[int, ...]:
+        return tuple(range(self.min, self.max + 1))
+
+
+class Rubric(Record):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    question: str = Field(min_length=1)
+    scale: Scale
+    anchors: dict[int, str]
+    pass_at: int
+    """A majority score at or above this counts as a pass of the (diagnostic) judged check."""
+    content: str = ""
+    """JSON pointer (RFC 6901) into the case's output to judge; empty: the whole output."""
+
+    @field_validator("anchors", "pass_at")
+    @classmethod
+    def _on_scale(cls, value: dict[int, str] | int, info: ValidationInfo) -> dict[int, str] | int:
+        scale = info.data.get("scale")
+        if isinstance(scale, Scale):
+            given = set(value) if isinstance(value, dict) else {value}
+            outside = sorted(given - set(scale.points))
+            if outside:
+                raise ValueError(f"{outside} off the scale")
+        return value
+
+
+class Seat(Record):
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    settings: dict[str, JsonValue] = Field(default_factory=dict)
+    """Sampling settings sent with every request (``temperature``, ``seed``, ``max_tokens``)."""
+
+    @property
+    def seat_id(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+    def key(self) -> JsonValue:
+        """What identifies the seat's judgments: provider, model and settings."""
+        return {"provider": self.provider, "model": self.model, "settings": self.settings}
+
+
+class DroppedSeat(Record):
+    seat: str
+    family: str
+    reason: str
+
+
+class JudgedGate(Record):
+    """A gate on the judged pass rate: refused unless the panel's majority is calibrated."""
+
+    min_pass_rate: float = Field(ge=0.0, le=1.0)
+    min_kappa: float = Field(ge=-1.0, le=1.0)
+    """The majority's kappa against human labels must reach this for the gate to count."""
+
+
+class RubricFile(Record):
+    rubric: Rubric
+    panel: tuple[Seat, ...]
+    families: dict[str, str] = Field(default_factory=dict)
+    gate: JudgedGate | None = None
+
+    @field_validator("panel")
+    @classmethod
+    def _three_distinct_seats(cls, panel: tuple[Seat, ...]) -> tuple[Seat, ...]:
+        if len(panel) != PANEL_SIZE:
+            raise ValueError(f"a panel has {PANEL_SIZE} seats, not {len(panel)}")
+        ids = [seat.seat_id for seat in panel]
+        if len(set(ids)) != len(ids):
+            raise ValueError("two seats name the same provider and model")
+        return panel
+
+    def digest(self) -> str:
+        """The rubric's content digest: a changed question or anchor invalidates cached votes."""
+        return sha256_hex(canonical_json(self.rubric.model_dump(mode="json")).encode("utf-8"))
+
+    def family_map(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+        return {**DEFAULT_FAMILIES, **self.families, **(overrides or {})}
+
+    def seated(
+        self, subject_model: str | None, overrides: Mapping[str, str] | None = None
+    ) -> tuple[tuple[Seat, ...], tuple[DroppedSeat, ...]]:
+        """The seats that may judge ``subject_model``'s output, and the ones dropped."""
+        families = self.family_map(overrides)
+        if subject_model is None:
+            return self.panel, ()
+        subject = model_family(subject_model, families)
+        kept: list[Seat] = []
+        dropped: list[DroppedSeat] = []
+        for seat in self.panel:
+            family = model_family(seat.model, families)
+            if family == subject:
+                dropped.append(
+                    DroppedSeat(
+                        seat=seat.seat_id,
+                        family=family,
+                        reason=f"shares family {family!r} with the model under test",
+                    )
+                )
+            else:
+                kept.append(seat)
+        return tuple(kept), tuple(dropped)
+
+
+def model_family(model: str, families: Mapping[str, str]) -> str:
+    """The family of a model name: longest matching prefix, else the name itself."""
+    name = model.lower().rsplit("/", 1)[-1]
+    matches = [prefix for prefix in families if name.startswith(prefix.lower())]
+    if not matches:
+        return name
+    return families[max(matches, key=len)]
+
+
+def point(document: JsonValue, pointer: str) -> tuple[bool, JsonValue]:
+    """(found, value) at the JSON pointer ``pointer`` inside ``document``."""
+    if not pointer:
+        return True, document
+    value = document
+    for raw in pointer.removeprefix("/").split("/"):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return False, None
+    return True, value
+
+
+def load_rubric(path: Path, *, display: str | None = None) -> RubricFile:
+    shown = display or path.name
+    raw = read_yaml(path, display=shown)
+    if not isinstance(raw, dict):
+        raise AgentbenchError("invalid_rubric", "a rubric file must be a mapping", file=shown)
+    try:
+        return RubricFile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise AgentbenchError(
+            "invalid_rubric", first["msg"], file=shown, field=field_path(list(first["loc"]))
+        ) from None

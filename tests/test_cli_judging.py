@@ -1,0 +1,159 @@
+"""``agentbench judge`` and ``agentbench calibrate`` over real run reports, serial and -n 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import pytest
+
+from pytest_agentbench.cli.main import main
+from pytest_agentbench.sdk.canonical import artifact_set_digest, tree_files
+from tests.demo_runs import demo_project, run_cases
+from tests.demo_world import MANIFEST
+from tests.judge_server import ScriptedJudges
+from tests.test_judging import RUBRIC
+
+QUESTIONS = {"c1": "1+1", "c2": "2+3", "c3": "20+13", "c4": "4+4"}
+ADAPTERS = """
+class Adds:
+    def answer(self, question):
+        left, right = question.split("+")
+        return int(left) + int(right)
+"""
+GATE = "gate: {min_pass_rate: 0.5, min_kappa: 0.5}\n"
+
+
+def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = demo_project(demo, QUESTIONS, ADAPTERS)
+    adapter = "--agentbench-adapter=my_adapters:Adds"
+    serial_run, serial = run_cases(project, "serial.json", adapter)
+    parallel_run, parallel = run_cases(project, "parallel.json", adapter, "-n", "2")
+    assert serial_run.ret == parallel_run.ret == 0
+    assert len(parallel["suites"][0]["cases"]) == len(QUESTIONS)
+    rubric = project.path / "suites" / "demo-suite" / "rubrics" / "answer-prose.yaml"
+    rubric.parent.mkdir()
+    rubric.write_text(RUBRIC % "gamma-judge", encoding="utf-8")
+    monkeypatch.chdir(project.path)
+    for name in ("AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES", "AGENTBENCH_CASSETTE_MODE"):
+        monkeypatch.delenv(name, raising=False)
+
+    judges = ScriptedJudges()
+    with judges.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        assert main(["judge", "serial.json", "--judge-cache", "cache"]) == 0
+    assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
+    out = capsys.readouterr().out
+    assert "they decide no outcome, metric or gate" in out
+    assert (
+        "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; uncalibrated"
+        in out
+    )
+    # The -n 2 report judged from the cache alone (no endpoint at all): the same judgments.
+    monkeypatch.delenv("AGENTBENCH_LLM_BASE_URL")
+    assert main(["judge", "parallel.json", "--judge-cache", "cache"]) == 0
+    first = json.loads((project.path / "serial.judgments.json").read_text())
+    second = json.loads((project.path / "parallel.judgments.json").read_text())
+    assert len(first["items"]) == len(QUESTIONS)
+    assert strip_cached(first["items"]) == strip_cached(second["items"])
+    assert all(v["cached"] for item in second["items"] for v in item["judgment"]["verdicts"])
+    # The run reports themselves are untouched by judging.
+    assert json.loads((project.path / "serial.json").read_text()) == serial
+
+    # A person labels: agrees with the majority on three items, not on c3.
+    labels_file = project.path / "serial.labels.json"
+    labels = label_like_the_majority_except(labels_file, "demo-suite/c3", "4")
+    capsys.readouterr()
+    assert main(["calibrate", "serial.labels.json", "--json", "calibration.json"]) == 0
+    out = capsys.readouterr().out
+    assert "answer-prose:majority: kappa 0.600 on 4 labels" in out
+    assert "answer-prose:local/gamma-judge: kappa" in out
+    calibration = json.loads((project.path / "calibration.json").read_text())
+    majority = next(r for r in calibration["raters"] if r["rater"] == "answer-prose:majority")
+    assert (majority["support"], majority["categories"]) == (4, ["1", "2", "3", "4", "5"])
+    assert majority["confusion"][1] == [0, 1, 0, 0, 0]  # c2 (5): 2 by both
+    assert majority["confusion"][3] == [0, 1, 0, 0, 0]  # c3: human 4, majority 2
+
+    # A gate on the judged metric: refused without calibration, checked with it.
+    rubric.write_text(RUBRIC % "gamma-judge" + GATE, encoding="utf-8")
+    assert main(["judge", "serial.json", "--judge-cache", "cache"]) == 1
+    assert "uncalibrated_judge_gate" in capsys.readouterr().err
+    # A gate is not part of the rubric's digest: the cache still answers every seat.
+    code = main(
+        ["judge", "serial.json", "--judge-cache", "cache", "--calibration", "calibration.json"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "judged:answer-prose: pass rate 0.500 vs >= 0.5 (PASS; judge" in out
+    assert (
+        "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.600" in out
+    )
+    assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
+    # Labels survive a re-judge.
+    kept = json.loads(labels_file.read_text())
+    assert [item["human"] for item in kept["items"]] == [item["human"] for item in labels["items"]]
+
+
+def strip_cached(items: list[dict[str, object]]) -> str:
+    text = json.dumps(items, sort_keys=True)
+    return text.replace('"cached": true', '"cached": false')
+
+
+def label_like_the_majority_except(path: Path, item: str, label: str) -> dict[str, Any]:
+    """Label every item as the panel's majority did, except ``item`` (labelled ``label``)."""
+    labels: dict[str, Any] = json.loads(path.read_text())
+    assert {entry["human"] for entry in labels["items"]} == {None}
+    for entry in labels["items"]:
+        own = entry["item"].startswith(item)
+        entry["human"] = label if own else entry["predictions"]["majority"]
+    path.write_text(json.dumps(labels))
+    return labels
+
+
+def test_a_pytest_run_judges_its_report_with_a_cache_serial_and_parallel_alike(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = demo_project(demo, QUESTIONS, ADAPTERS)
+    suite = project.path / "suites" / "demo-suite"
+    (suite / "rubrics").mkdir()
+    (suite / "rubrics" / "answer-prose.yaml").write_text(RUBRIC % "gamma-judge")
+    # A rubric inside a suite folder is part of the suite's artifact set: re-pin it.
+    files = tree_files(suite, exclude=("suite.yaml", MANIFEST))
+    digest = artifact_set_digest({rel: path.read_bytes() for rel, path in files.items()})
+    (suite / MANIFEST).write_text(json.dumps({"artifact_set_digest": digest}))
+    for name in ("AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES", "AGENTBENCH_CASSETTE_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    judged = ["--agentbench-adapter=my_adapters:Adds", "--agentbench-judge-cache=cache"]
+    judges = ScriptedJudges()
+    with judges.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        serial_run, serial = run_cases(project, "serial.json", *judged, "--junitxml=serial.xml")
+        parallel_run, _ = run_cases(project, "parallel.json", *judged, "-n", "2")
+    assert serial_run.ret == parallel_run.ret == 0
+    # The parallel run was judged from the serial run's cache: no further judge call.
+    assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
+    for run in (serial_run, parallel_run):
+        run.stdout.fnmatch_lines(
+            [
+                "*agentbench judged diagnostics*",
+                "*answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; "
+                "uncalibrated",
+            ]
+        )
+    first = json.loads((project.path / "serial.judgments.json").read_text())
+    second = json.loads((project.path / "parallel.judgments.json").read_text())
+    assert strip_cached(first["items"]) == strip_cached(second["items"])
+    properties = {
+        p.get("name"): p.get("value")
+        for p in ElementTree.parse(project.path / "serial.xml").iter("property")
+    }
+    assert properties["agentbench.judged.answer-prose"] == (
+        "diagnostic: 2/4 pass by majority; uncalibrated (no human labels)"
+    )
+    # Judging changed nothing in the run's own report.
+    assert [e["result"]["outcome"] for e in serial["suites"][0]["cases"]] == ["passed"] * 4
+    assert "judg" not in json.dumps(serial)

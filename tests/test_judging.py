@@ -1,0 +1,193 @@
+"""Judged diagnostics: rubric files, family-disjoint panels, votes, the content cache, kappa."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_agentbench.agents.cassettes import RecordedResponse
+from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.judging.panel import (
+    JudgeCache,
+    Panel,
+    Seat,
+    majority_vote,
+    parse_verdict,
+    transport_factory,
+)
+from pytest_agentbench.judging.rubric import load_rubric, model_family
+from pytest_agentbench.scoring.kappa import calibrate, require_calibrated
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.errors import AgentbenchError
+from tests.judge_server import ScriptedJudges
+
+RUBRIC = """\
+rubric:
+  name: answer-prose
+  question: Is the answer right and clearly put?
+  scale: {min: 1, max: 5}
+  anchors: {1: wrong or unreadable, 3: acceptable, 5: right and clear}
+  pass_at: 4
+panel:
+  - {provider: local, model: alpha-judge, settings: {temperature: 0}}
+  - {provider: local, model: beta-judge, settings: {temperature: 0}}
+  - {provider: local, model: %s, settings: {temperature: 0}}
+families: {alpha-: alpha, beta-: beta, gamma-: gamma}
+"""
+
+
+def rubric_file(tmp_path: Path, third: str = "gamma-judge", text: str = RUBRIC) -> Path:
+    path = tmp_path / "rubrics" / "answer-prose.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text % third if "%s" in text else text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "reason"),
+    [
+        ("  - {provider: local, model: gamma-judge}\n", "panel", "3 seats"),
+        ("scale: {min: 1, max: 5}", "rubric.scale", "odd number of points"),
+        ("anchors: {1: wrong", "rubric.anchors", "off the scale"),
+    ],
+)
+def test_a_malformed_rubric_file_is_refused_naming_the_field(
+    tmp_path: Path, edit: str, field: str, reason: str
+) -> None:
+    text = RUBRIC % "gamma-judge"
+    if edit.startswith("  - "):
+        text = text.replace(
+            "  - {provider: local, model: gamma-judge, settings: {temperature: 0}}\n", ""
+        )
+    elif edit.startswith("scale"):
+        text = text.replace(edit, "scale: {min: 1, max: 4}").replace("5: right and clear", "4: ok")
+    else:
+        text = text.replace(edit, "anchors: {9: wrong")
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(AgentbenchError) as raised:
+        load_rubric(path)
+    assert raised.value.code == "invalid_rubric"
+    assert raised.value.location.field is not None
+    assert raised.value.location.field.startswith(field)
+    assert reason in raised.value.reason
+
+
+def test_a_seat_of_the_subjects_family_is_dropped_and_the_drop_recorded(tmp_path: Path) -> None:
+    loaded = load_rubric(rubric_file(tmp_path, third="qwen-judge"))
+    seats, dropped = loaded.seated("Qwen2.5-7B-Instruct")
+    assert [seat.model for seat in seats] == ["alpha-judge", "beta-judge"]
+    assert [(d.seat, d.family) for d in dropped] == [("local/qwen-judge", "qwen")]
+    # The family map is overridable: declare qwen models one family with alpha.
+    seats, dropped = loaded.seated("qwen2.5", {"qwen": "alpha"})
+    assert [d.seat for d in dropped] == ["local/alpha-judge", "local/qwen-judge"]
+    assert model_family("org/GPT-4o-mini", {"gpt-": "openai", "gpt-4o": "openai-4o"}) == "openai-4o"
+    assert model_family("unknown-model", {}) == "unknown-model"
+    assert loaded.seated(None) == (loaded.panel, ())
+
+
+def test_majority_vote_takes_more_than_half_else_the_median() -> None:
+    assert majority_vote([4, 4, 2]) == 4
+    assert majority_vote([1, 3, 5]) == 3
+    assert majority_vote([5, 2]) == 2
+    assert majority_vote([]) is None
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        (RecordedResponse(status=500, json_body={"error": "x"}), (3, False)),
+        (RecordedResponse(transport_error="timeout"), (3, False)),
+        (RecordedResponse(status=200, text_body="<html>"), (3, False)),
+        (RecordedResponse(status=200, json_body={"choices": []}), (3, False)),
+    ],
+)
+def test_a_failed_answer_scores_the_midpoint(
+    tmp_path: Path, response: RecordedResponse, expected: tuple[int, bool]
+) -> None:
+    loaded = load_rubric(rubric_file(tmp_path))
+    assert parse_verdict(response, loaded)[:2] == expected
+
+
+def completion(text: str) -> RecordedResponse:
+    body: JsonValue = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+    return RecordedResponse(status=200, json_body=body)
+
+
+def test_only_an_integer_score_on_the_scale_parses(tmp_path: Path) -> None:
+    loaded = load_rubric(rubric_file(tmp_path))
+    assert parse_verdict(completion('{"score": 5, "reason": "r"}'), loaded) == (5, True, "r")
+    for text in ('{"score": 9}', '{"score": "5"}', '{"score": true}', "[5]", "five", ""):
+        assert parse_verdict(completion(text), loaded)[:2] == (3, False), text
+
+
+class Refusing:
+    """A sender for runs that must make no judge call at all."""
+
+    def send(self, request: dict[str, JsonValue]) -> RecordedResponse:
+        raise AssertionError(f"unexpected judge call to {request['model']}")
+
+
+def test_panel_votes_through_the_chat_client_then_replays_then_hits_the_cache(
+    tmp_path: Path,
+) -> None:
+    loaded = load_rubric(rubric_file(tmp_path))
+    contents: dict[str, JsonValue] = {"even": {"output": 8}, "odd": {"output": 31}}
+    judges = ScriptedJudges()
+    cassettes = tmp_path / "cassettes"
+    with judges.serving() as base_url:
+        settings = ChatSettings(base_url=base_url, cassettes=cassettes, cassette_mode="record")
+        panel = Panel(loaded, transport_factory(settings), subject_model="delta-9b")
+        live = {case: panel.judge(case, content) for case, content in contents.items()}
+    assert dict(judges.calls) == {"alpha-judge": 2, "beta-judge": 2, "gamma-judge": 2}
+    even, odd = live["even"], live["odd"]
+    assert [v.score for v in even.verdicts] == [5, 5, 4]
+    assert (even.majority, even.passed, even.unanimous, even.disagreement) == (5, True, False, 1)
+    assert [(v.score, v.parsed) for v in odd.verdicts] == [(2, True), (2, True), (3, False)]
+    assert (odd.majority, odd.passed, odd.unparsable) == (2, False, 1)
+    # Replayed from the cassettes with no endpoint at all: the same judgments.
+    replay = ChatSettings(cassettes=cassettes, cassette_mode="replay")
+    replayed = Panel(loaded, transport_factory(replay), subject_model="delta-9b")
+    assert {case: replayed.judge(case, c) for case, c in contents.items()} == live
+    # Cached by content: the second pass makes no call and keeps every verdict.
+    cache = JudgeCache(tmp_path / "cache")
+    Panel(loaded, transport_factory(replay), cache=cache).judge("even", contents["even"])
+    cached = Panel(loaded, lambda seat: Refusing(), cache=cache).judge("even", contents["even"])
+    assert [v.model_copy(update={"cached": False}) for v in cached.verdicts] == list(even.verdicts)
+    assert all(v.cached for v in cached.verdicts)
+    # A changed rubric is a different question: the cache does not answer it.
+    changed = load_rubric(
+        rubric_file(tmp_path, text=(RUBRIC % "gamma-judge").replace("right and clear", "exact"))
+    )
+    with pytest.raises(AssertionError, match="unexpected judge call"):
+        Panel(changed, lambda seat: Refusing(), cache=cache).judge("even", contents["even"])
+
+
+def test_kappa_per_rater_with_confusion_and_support() -> None:
+    human = {"a": "yes", "b": "yes", "c": "no", "d": "no"}
+    rater = {"a": "yes", "b": "no", "c": "no", "d": "no", "e": "yes"}
+    calibration = calibrate("seat", human, rater, ["yes", "no"])
+    assert calibration.status == "calibrated"
+    assert calibration.support == 4
+    assert calibration.confusion == ((1, 1), (0, 2))
+    assert calibration.kappa == pytest.approx(0.5)
+    assert calibration.agreement == pytest.approx(0.75)
+    unlabelled = calibrate("other", {}, rater, ["yes", "no"])
+    assert (unlabelled.status, unlabelled.kappa, unlabelled.support) == ("uncalibrated", None, 0)
+    assert "uncalibrated" in unlabelled.describe()
+    with pytest.raises(AgentbenchError) as raised:
+        require_calibrated(unlabelled, gate="judged:x", min_kappa=0.4)
+    assert raised.value.code == "uncalibrated_judge_gate"
+    with pytest.raises(AgentbenchError) as raised:
+        require_calibrated(calibration, gate="judged:x", min_kappa=0.6)
+    assert raised.value.code == "judge_below_kappa_floor"
+    assert require_calibrated(calibration, gate="judged:x", min_kappa=0.5) is calibration
+    with pytest.raises(AgentbenchError, match="not a category"):
+        calibrate("seat", {"a": "maybe"}, {"a": "yes"}, ["yes", "no"])
+
+
+def test_seat_identity_includes_its_settings() -> None:
+    cold = Seat(provider="p", model="m", settings={"temperature": 0})
+    warm = Seat(provider="p", model="m", settings={"temperature": 1})
+    assert JudgeCache.key("r", cold, "c") != JudgeCache.key("r", warm, "c")
