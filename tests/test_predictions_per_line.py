@@ -32,14 +32,21 @@ def _toolgrammar_row(task_id: str) -> dict[str, Any]:
     )
     world, suite = loaded.world, loaded.suite
     (case,) = [c for c in world.cases(suite) if c.case_id == task_id]
-    output = world.run(suite, case, world.public_view(suite, case), agents.ReferenceAgent()).output
-    assert isinstance(output, dict)
+    outcome = world.run(suite, case, world.public_view(suite, case), agents.ReferenceAgent())
+    output = outcome.output
+    assert isinstance(output, dict), outcome.failure_reason
     return {
         "task_id": task_id,
         "answer": output["answer"],
         "citations": output["citations"],
         "calls": [{"tool": c["tool"], "arguments": c["arguments"]} for c in output["calls"]],
     }
+
+
+# Built when the module is collected, before any in-process pytester session: such a
+# session drops the modules it imported (sqlite3 among them) when it ends, and the
+# world's databases would then meet a second sqlite3 module.
+ROWS = {task_id: _toolgrammar_row(task_id) for task_id in (SCORED, BAD_BYTE)}
 
 
 def _results(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -50,13 +57,9 @@ def _results(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_a_bad_predictions_line_fails_only_its_own_task(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
-    good = json.dumps(_toolgrammar_row(SCORED)).encode()
+    good = json.dumps(ROWS[SCORED]).encode()
     # A byte that is not UTF-8 inside the answer: the line still names its task.
-    bad_byte = (
-        json.dumps(_toolgrammar_row(BAD_BYTE))
-        .encode()
-        .replace(b'"answer": "', b'"answer": "\xff', 1)
-    )
+    bad_byte = json.dumps(ROWS[BAD_BYTE]).encode().replace(b'"answer": "', b'"answer": "\xff', 1)
     bad_json = f'{{"task_id": "{BAD_JSON}", "answer": '.encode()
     predictions = pytester.path / "predictions.jsonl"
     predictions.write_bytes(b"\n".join([good, bad_byte, bad_json]) + b"\n")
