@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.plugin.activation import SESSION_KEY
 from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
 from pytest_agentbench.plugin.collect import (
@@ -471,9 +472,30 @@ def _refused_prediction_lines(state: AgentbenchState, summary: RunSummary) -> li
     return found
 
 
+def no_case_lines(config: pytest.Config) -> list[str]:
+    """What to do when a run given an ``--agentbench-*`` option collected no benchmark case.
+
+    An ini key alone stays quiet: a project's own configuration is not a request to benchmark.
+    """
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is None or recorder.identities or recorder.refusals or recorder.selected:
+        return []
+    given = plugin_options.option_given(config)
+    if given is None:
+        return []
+    return [
+        f"agentbench: {given} is set but no benchmark case was collected: "
+        "name a built-in suite with --agentbench-suite ID (`agentbench list` shows the ids) "
+        "or give pytest a suite folder"
+    ]
+
+
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
 ) -> None:
+    if not hasattr(config, "workerinput"):
+        for line in no_case_lines(config):
+            terminalreporter.write_line(line, yellow=True)
     summary = config.stash.get(SUMMARY_KEY, None)
     if summary is None or hasattr(config, "workerinput"):
         return
