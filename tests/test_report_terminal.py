@@ -42,7 +42,7 @@ def _metric(name: str, value: float | None, support: int, **extra: object) -> Me
         value=value,
         support=support,
         support_meaning="cases",
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
 
 
