@@ -6,6 +6,7 @@ there (``monkeypatch.chdir``), so refusals name paths relative to it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -706,3 +707,70 @@ def test_the_installed_script_runs_list() -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.startswith(f"{SUITE_ID}\tauthority\t{ACTION_COUNT} cases")
+
+
+def _command_parsers() -> dict[str, Any]:
+    parser = cli.build_parser()
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(commands.choices)
+
+
+def test_every_argument_of_every_command_has_help_text() -> None:
+    unexplained = [
+        f"{name} {action.dest}"
+        for name, command in _command_parsers().items()
+        for action in command._actions
+        if not action.help
+    ]
+    assert unexplained == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected", "status"),
+    [
+        pytest.param(
+            ["evaluate", SUITE_ID, "--agnet", "reference"],
+            "unrecognised option --agnet (did you mean --agent?)",
+            2,
+            id="typo-hides-a-required-option",
+        ),
+        pytest.param(
+            ["evaluate", SUITE_ID, "--agent", "reference", "--jsno"],
+            "unrecognised option --jsno (did you mean --json?)",
+            2,
+            id="typo-after-a-complete-command",
+        ),
+        pytest.param(
+            ["check", SUITE_ID, "--timout=5"],
+            "unrecognised option --timout (did you mean --timeout?)",
+            64,
+            id="typo-with-its-value-of-the-gate",
+        ),
+        pytest.param(
+            ["evaluate", SUITE_ID, "--ag", "reference"],
+            "unrecognised option --ag (did you mean --agent?)",
+            2,
+            id="no-abbreviation",
+        ),
+        pytest.param(
+            ["compare", "a.json", "b.json", "--zzzzzz"],
+            "unrecognised option --zzzzzz",
+            2,
+            id="nothing-close",
+        ),
+        pytest.param(
+            ["evaluate", SUITE_ID, "--agent", "reference", "stray"],
+            "unrecognized arguments: stray",
+            2,
+            id="stray-positional",
+        ),
+    ],
+)
+def test_a_mistyped_option_is_named_with_the_closest_known_one(
+    capsys: pytest.CaptureFixture[str], argv: list[str], expected: str, status: int
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == status
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == f"agentbench {argv[0]}: error: {expected}"

@@ -106,18 +106,56 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     return demo
 
 
+HARNESS_FRAMES = re.compile(r'File ".*(pytest_agentbench|_pytest|pluggy)[/\\]')
+
+
 def test_adapter_exception_is_an_agent_error_of_that_case_only(project: pytest.Pytester) -> None:
-    result, report = run_with(project, "Raises")
+    junit = project.path / "junit.xml"
+    result, report = run_with(project, "Raises", f"--junitxml={junit}")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
-        ["*_ demo-suite::c2 _*", "agent_error: adapter raised ValueError: cannot add today"]
+        [
+            "*_ demo-suite::c2 _*",
+            "agent_error: adapter raised ValueError: cannot add today",
+            "what the adapter raised (its own frames; --tb=long shows all):",
+            "  Traceback (most recent call last):",
+            '    File "*faulty.py", line *, in answer',
+            "  ValueError: cannot add today",
+            "  second line of detail",
+        ]
     )
-    assert "Traceback" not in result.stdout.str()
     cases = case_results(report)
     assert cases["c2"]["failure_class"] == "agent_error"
     assert cases["c2"]["failure_reason"] == "adapter raised ValueError: cannot add today"
+    raised = cases["c2"]["failure_traceback"]
+    assert 'faulty.py", line' in raised
+    assert "in answer" in raised
+    assert not HARNESS_FRAMES.search(raised), raised
+    assert cases["c1"]["failure_traceback"] is None
     assert [cases[cid]["outcome"] for cid in ("c1", "c2", "c3")] == ["passed", "failed", "passed"]
     assert report["suites"][0]["failure_classes"]["agent_error"] == 1
+    (failure,) = ET.parse(junit).getroot().iter("failure")
+    assert failure.get("message") == "agent_error: adapter raised ValueError: cannot add today"
+    assert failure.text is not None
+    assert 'faulty.py", line' in failure.text
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_tb_long_keeps_the_harness_frames_of_an_adapter_traceback(
+    project: pytest.Pytester, workers: list[str]
+) -> None:
+    result, report = run_with(project, "Raises", "--tb=long", *workers)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "agent_error: adapter raised ValueError: cannot add today",
+            "what the adapter raised:",
+            '    File "*faulty.py", line *, in answer',
+        ]
+    )
+    raised = case_results(report)["c2"]["failure_traceback"]
+    assert HARNESS_FRAMES.search(raised), raised
+    assert 'faulty.py", line' in raised
 
 
 def test_adapter_calling_sys_exit_is_an_agent_error(project: pytest.Pytester) -> None:
@@ -296,3 +334,17 @@ def test_junit_message_is_the_first_line_also_under_xdist(
     assert failure is not None
     assert failure.get("message") == "1 of 2 checks failed: answer_correct"
     assert "answer_correct [fail]: expected 2, got 7" in (failure.text or "")
+
+
+def test_isolated_adapter_traceback_crosses_from_its_process(project: pytest.Pytester) -> None:
+    result, report = run_with(project, "Raises", "--agentbench-isolate")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "agent_error: adapter raised ValueError: cannot add today",
+            '    File "*faulty.py", line *, in answer',
+        ]
+    )
+    raised = case_results(report)["c2"]["failure_traceback"]
+    assert 'faulty.py", line' in raised
+    assert not HARNESS_FRAMES.search(raised), raised

@@ -222,7 +222,7 @@ def test_terminal_section_names_adapter_metrics_and_support(demo: pytest.Pyteste
             "adapter: built-in reference agents (cases answered by demo_world.Reference)",
             "cases: 3 passed, 0 failed, 0 error, 0 skipped",
             "answers:",
-            "  accuracy   1.0000  support 3    95% ?0.4385, 1.0000?     higher is better",
-            "  zero_rate  0.0000  support 3    95% ?0.0000, 0.5615?     lower is better",
+            "  accuracy   1.0000  support 3 95% ?0.4385, 1.0000? higher is better",
+            "  zero_rate  0.0000  support 3 95% ?0.0000, 0.5615? lower is better",
         ]
     )

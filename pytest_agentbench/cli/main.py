@@ -29,10 +29,11 @@ Exit status: 0 success, 1 a refusal / invalid input / differences, 2 usage.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
@@ -570,17 +571,56 @@ def cmd_html(args: argparse.Namespace, registry: WorldRegistry) -> int:
 
 
 class _CommandParser(argparse.ArgumentParser):
-    """Argument parser whose usage errors exit with ``usage_status`` (argparse's 2 by default)."""
+    """Argument parser whose usage errors exit with ``usage_status`` (argparse's 2 by default).
+
+    Options are never abbreviated, and a mistyped option is named, with the
+    closest known one, ahead of whatever else argparse would have said (a
+    missing required option is the usual consequence of a typo).
+    """
 
     usage_status = 2
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self._given: list[str] = []
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self._given, namespace)
+
     def error(self, message: str) -> NoReturn:
+        # A parser with commands cannot tell a command's options from mistyped ones of its own.
+        unknown = None if self._subparsers else unknown_option_message(self, self._given)
         self.print_usage(sys.stderr)
-        self.exit(self.usage_status, f"{self.prog}: error: {message}\n")
+        self.exit(self.usage_status, f"{self.prog}: error: {unknown or message}\n")
+
+
+def unknown_option_message(parser: argparse.ArgumentParser, given: Sequence[str]) -> str | None:
+    """``unrecognised option --agnet (did you mean --agent?)`` for the first unknown option."""
+    known = [option for option in parser._option_string_actions if option.startswith("--")]
+    for token in given:
+        if token == "--":
+            break
+        if not token.startswith("--"):
+            continue
+        option = token.split("=", 1)[0]
+        if option in parser._option_string_actions:
+            continue
+        close = difflib.get_close_matches(option, known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"unrecognised option {option}{hint}"
+    return None
 
 
 GATE_USAGE = 64
 """``check`` reserves 2 for "no", so its usage errors exit with EX_USAGE."""
+
+SUITE_HELP = "a built-in suite id (see `agentbench list`) or a suite folder"
+JSON_HELP = "print JSON instead of text"
+TIMEOUT_HELP = "per-case limit in seconds, 0 for none (default: 300)"
 
 
 def cmd_new_world(args: argparse.Namespace, registry: WorldRegistry) -> int:
@@ -593,35 +633,55 @@ def build_parser() -> _CommandParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     commands.add_parser("list", help="list the built-in suites")
     verify = commands.add_parser("verify", help="check a suite's digests and checksums")
-    verify.add_argument("suite")
+    verify.add_argument("suite", help=SUITE_HELP)
     validate = commands.add_parser(
         "validate", help="check a predictions file's shape without evaluator access"
     )
-    validate.add_argument("suite")
-    validate.add_argument("--predictions", required=True)
-    validate.add_argument("--json", action="store_true")
+    validate.add_argument("suite", help=SUITE_HELP)
+    validate.add_argument(
+        "--predictions", required=True, metavar="FILE", help="the predictions file to check"
+    )
+    validate.add_argument("--json", action="store_true", help=JSON_HELP)
     evaluate = commands.add_parser("evaluate", help="score predictions or a built-in agent")
-    evaluate.add_argument("suite")
+    evaluate.add_argument("suite", help=SUITE_HELP)
     source = evaluate.add_mutually_exclusive_group(required=True)
-    source.add_argument("--predictions")
-    source.add_argument("--agent")
-    evaluate.add_argument("--json", action="store_true")
-    evaluate.add_argument("--timeout", type=_timeout, default=300.0)
+    source.add_argument("--predictions", metavar="FILE", help="a predictions file to score")
+    source.add_argument("--agent", metavar="NAME", help="a built-in agent to run and score")
+    evaluate.add_argument("--json", action="store_true", help=JSON_HELP)
+    evaluate.add_argument(
+        "--timeout", type=_timeout, default=300.0, metavar="SECONDS", help=TIMEOUT_HELP
+    )
     derive = commands.add_parser(
         "derive", help="recompute evaluator truth from public data and list differences"
     )
-    derive.add_argument("suite")
+    derive.add_argument("suite", help=SUITE_HELP)
     compare = commands.add_parser(
         "compare", help="paired comparison of two JSON run reports; exit 1 on a regression"
     )
-    compare.add_argument("before")
-    compare.add_argument("after")
-    compare.add_argument("--json", action="store_true")
-    compare.add_argument("--alpha", type=_probability, default=0.05)
-    compare.add_argument("--max-regression", type=_size, default=0.0)
-    compare.add_argument("--allow-changed", action="store_true")
+    compare.add_argument("before", help="the JSON run report of the earlier run")
+    compare.add_argument("after", help="the JSON run report of the later run")
+    compare.add_argument("--json", action="store_true", help=JSON_HELP)
+    compare.add_argument(
+        "--alpha",
+        type=_probability,
+        default=0.05,
+        metavar="P",
+        help="significance level of the paired test (default: 0.05)",
+    )
+    compare.add_argument(
+        "--max-regression",
+        type=_size,
+        default=0.0,
+        metavar="SIZE",
+        help="the drop in a metric tolerated before it counts as a regression (default: 0)",
+    )
+    compare.add_argument(
+        "--allow-changed",
+        action="store_true",
+        help="compare even when the two runs' suites or cases differ",
+    )
     html = commands.add_parser("html", help="draw a JSON run report as one static HTML file")
-    html.add_argument("report")
+    html.add_argument("report", help="the JSON run report (--agentbench-report) to draw")
     html.add_argument("-o", "--output", help="where to write (default: REPORT with .html)")
     _add_capability_commands(commands)
     new_world.add_parser(commands)
@@ -633,7 +693,7 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
     baselines = commands.add_parser(
         "baselines", help="regenerate a candidate's baseline-records file"
     )
-    baselines.add_argument("suite")
+    baselines.add_argument("suite", help=SUITE_HELP)
     baselines.add_argument("-o", "--output", help="write to FILE instead of standard output")
     rescore_parser = commands.add_parser(
         "rescore",
@@ -658,27 +718,39 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
         f"({', '.join(DIFFERENCE_CODES)}) or, for metric_changed, the metric's name; "
         "repeatable (any other difference exits 1)",
     )
-    rescore_parser.add_argument("--json", action="store_true")
+    rescore_parser.add_argument("--json", action="store_true", help=JSON_HELP)
     promote = commands.add_parser("promote", help="the promotion gate between two reports")
-    promote.add_argument("baseline")
-    promote.add_argument("candidate")
-    promote.add_argument("--suite", required=True)
-    promote.add_argument("--baseline-adapter", default="gno-mcp")
-    promote.add_argument("--candidate-adapter", default="capsule")
-    promote.add_argument("--json", action="store_true")
+    promote.add_argument("baseline", help="the report of the adapter in service")
+    promote.add_argument("candidate", help="the report of the adapter proposed to replace it")
+    promote.add_argument("--suite", required=True, help=SUITE_HELP)
+    promote.add_argument(
+        "--baseline-adapter",
+        default="gno-mcp",
+        metavar="NAME",
+        help="the baseline's adapter name in its report (default: gno-mcp)",
+    )
+    promote.add_argument(
+        "--candidate-adapter",
+        default="capsule",
+        metavar="NAME",
+        help="the candidate's adapter name in its report (default: capsule)",
+    )
+    promote.add_argument("--json", action="store_true", help=JSON_HELP)
     check = commands.add_parser(
         "check", help="run the negative-control gate: every declared control, judged"
     )
     check.usage_status = GATE_USAGE
-    check.add_argument("suite")
-    check.add_argument("--json", action="store_true")
-    check.add_argument("--report", help="also write the JSON check report to this file")
-    check.add_argument("--timeout", type=float, default=300.0)
+    check.add_argument("suite", help=SUITE_HELP)
+    check.add_argument("--json", action="store_true", help=JSON_HELP)
+    check.add_argument(
+        "--report", metavar="FILE", help="also write the JSON check report to this file"
+    )
+    check.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS", help=TIMEOUT_HELP)
     record = commands.add_parser(
         "record", help="run one case with a built-in agent, writing its execution ledger"
     )
-    record.add_argument("suite")
-    record.add_argument("case")
+    record.add_argument("suite", help=SUITE_HELP)
+    record.add_argument("case", help="the id of the case to run")
     recorded = record.add_mutually_exclusive_group(required=True)
     recorded.add_argument("--agent", help="a built-in agent")
     recorded.add_argument("--adapter", metavar="MODULE:ATTR", help="your adapter")
@@ -686,10 +758,12 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
     replay = commands.add_parser(
         "replay", help="re-execute a recorded episode from its decision tape"
     )
-    replay.add_argument("suite")
-    replay.add_argument("episode")
+    replay.add_argument("suite", help=SUITE_HELP)
+    replay.add_argument("episode", help="the episode that `agentbench record --out` wrote")
     audit = commands.add_parser("audit-ledger", help="verify an execution ledger")
-    audit.add_argument("path")
+    audit.add_argument(
+        "path", help="the ledger file (`agentbench record --out`, `--agentbench-ledger`)"
+    )
     add_audit_command(commands)
     judge_cli.add_parser(commands)
     calibrate_cli.add_parser(commands)
@@ -719,13 +793,23 @@ COMMANDS = {
 }
 
 
+def _subcommand_parser(parser: _CommandParser, command: str) -> _CommandParser:
+    """The parser of ``command``: it knows the options a leftover argument was meant as."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if isinstance(action, argparse._SubParsersAction):
+            chosen: _CommandParser = action.choices[command]
+            return chosen
+    return parser
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
         # Left over after the command's own parser: a usage error of that command.
-        parser.usage_status = GATE_USAGE if args.command == "check" else 2
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        command = _subcommand_parser(parser, args.command)
+        command.usage_status = GATE_USAGE if args.command == "check" else 2
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return COMMANDS[args.command](args, _registry())
     except AgentbenchError as exc:

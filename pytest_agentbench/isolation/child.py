@@ -44,6 +44,7 @@ from pytest_agentbench.isolation.protocol import (
     shape,
     unpickle_from_parent,
 )
+from pytest_agentbench.sdk.runner import adapter_traceback
 
 
 class Link:
@@ -240,7 +241,13 @@ class Server:
         # Everything the adapter raises is its failure, BaseExceptions included.
         except BaseException as exc:
             kind, text = describe_raised(exc)
-            return json_message("raised", {"call": call_id, "type": kind, "text": text})
+            raised = {
+                "call": call_id,
+                "type": kind,
+                "text": text,
+                "traceback": adapter_traceback(exc),
+            }
+            return json_message("raised", raised)
         try:
             text = json_text(result)
         except BaseException as exc:

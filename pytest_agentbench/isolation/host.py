@@ -783,7 +783,9 @@ class IsolatedAdapters:
         kind, text = str(reply.get("type")), str(reply.get("text") or "")
         cause = f"{kind}: {text}" if text else kind
         if op == "raised":
-            raise AdapterFailure(f"adapter raised {cause}")
+            raised = reply.get("traceback")
+            traceback = raised if isinstance(raised, str) else None
+            raise AdapterFailure(f"adapter raised {cause}", traceback=traceback)
         raise MalformedOutput(
             f"adapter returned a value that cannot cross to the harness as JSON: {cause}"
         )

@@ -35,6 +35,7 @@ from pytest_agentbench.run.controls import ControlSpec, ControlVerdict
 from pytest_agentbench.run.controls_oracle import suite_control_oracle
 from pytest_agentbench.run.session import LoadedSuite, get_state
 from pytest_agentbench.scoring.trials import enter_trial, item_name, leave_trial
+from pytest_agentbench.sdk import runner
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.contracts import (
     Case,
@@ -88,6 +89,9 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
         more = f" (+{len(failed) - 4} more)" if len(failed) > 4 else ""
         head = f"{len(failed)} of {len(result.checks)} checks failed: {names}{more}"
     lines = [head]
+    if result.failure_traceback:
+        lines.append(traceback_heading())
+        lines.extend(f"  {line}" for line in result.failure_traceback.splitlines())
     if result.failure_class is not None and failed:
         lines.append(f"{len(failed)} of {len(result.checks)} checks failed:")
     for check in failed:
@@ -102,6 +106,12 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
         lines.append("golden output changed (re-pin with --snapshot-update):")
         lines.extend(f"  {line}" for line in golden_diff.splitlines())
     return "\n".join(lines)
+
+
+def traceback_heading() -> str:
+    if runner.FULL_TRACEBACKS:
+        return "what the adapter raised:"
+    return "what the adapter raised (its own frames; --tb=long shows all):"
 
 
 class FailureRepr(TerminalRepr):

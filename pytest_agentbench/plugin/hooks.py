@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.agents.provenance import RunProvenance
+from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.plugin.activation import SESSION_KEY
 from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
 from pytest_agentbench.plugin.collect import (
@@ -64,7 +65,7 @@ from pytest_agentbench.run.session import (
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.scoring.trials import repeat_count
-from pytest_agentbench.sdk import leaked_threads
+from pytest_agentbench.sdk import leaked_threads, runner
 from pytest_agentbench.sdk.canonical import InputLimits, read_bytes, set_input_limits
 from pytest_agentbench.sdk.crashes import WITNESS_KEY, attach_worker
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
@@ -270,6 +271,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.render()) from None
     config.stash[STATE_KEY] = state
     config.stash[SNAPSHOT_DIR_KEY] = options.snapshot_dir
+    runner.FULL_TRACEBACKS = config.getoption("tbstyle", "auto") == "long"
     # A report copies canonical text; a run without one needs only the faster dump.
     canonical_results = options.report_path is not None or options.html_path is not None
     recorder = None
@@ -316,6 +318,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     previous_limits = config.stash.get(PREVIOUS_LIMITS_KEY, None)
     if previous_limits is not None:
         set_input_limits(previous_limits)
+    runner.FULL_TRACEBACKS = False
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.isolation is not None:
         state.isolation.close()
@@ -547,9 +550,30 @@ def _refused_prediction_lines(state: AgentbenchState, summary: RunSummary) -> li
     return found
 
 
+def no_case_lines(config: pytest.Config) -> list[str]:
+    """What to do when a run given an ``--agentbench-*`` option collected no benchmark case.
+
+    An ini key alone stays quiet: a project's own configuration is not a request to benchmark.
+    """
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is None or recorder.identities or recorder.refusals or recorder.selected:
+        return []
+    given = plugin_options.option_given(config)
+    if given is None:
+        return []
+    return [
+        f"agentbench: {given} is set but no benchmark case was collected: "
+        "name a built-in suite with --agentbench-suite ID (`agentbench list` shows the ids) "
+        "or give pytest a suite folder"
+    ]
+
+
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
 ) -> None:
+    if not hasattr(config, "workerinput"):
+        for line in no_case_lines(config):
+            terminalreporter.write_line(line, yellow=True)
     summary = config.stash.get(SUMMARY_KEY, None)
     if summary is None or hasattr(config, "workerinput"):
         return

@@ -337,14 +337,22 @@ def add_options(parser: pytest.Parser) -> None:
     _DEFAULTS["options"], _DEFAULTS["ini"] = r.options, r.ini
 
 
+def option_given(config: pytest.Config) -> str | None:
+    """The first ``--agentbench-*`` option the command line sets to other than its default."""
+    for dest, default in _DEFAULTS["options"].items():
+        if config.getoption(dest) != default:
+            return f"--{dest.replace('_', '-')}"
+    return None
+
+
 def in_use(config: pytest.Config) -> str | None:
     """What of ours this run sets, if anything: an option, an ini key or an environment variable.
 
     A value equal to its default counts as unset: it changes nothing.
     """
-    for dest, default in _DEFAULTS["options"].items():
-        if config.getoption(dest) != default:
-            return f"--{dest.replace('_', '-')}"
+    given = option_given(config)
+    if given is not None:
+        return given
     for name, default in _DEFAULTS["ini"].items():
         value = config.getini(name)
         # pytest reads an absent key without a default as "" (8.x) or None (9.x).

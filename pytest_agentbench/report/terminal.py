@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 from pytest_agentbench.scoring.metrics import by_family
 from pytest_agentbench.scoring.trials import TrialFigure, TrialSummary
@@ -55,26 +57,51 @@ def _figure(name: str, figure: TrialFigure) -> str:
     return f"{name} {value}{interval}"
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def trial_lines(trials: TrialSummary) -> list[str]:
     """pass@1 / pass^k / pass@k, and how many units stand behind them."""
     k = trials.trials
-    lines = [
-        f"trials: {k} per case; {_figure('pass@1', trials.pass_at_1)}, "
-        f"{_figure(f'pass^{k}', trials.pass_hat_k)}, {_figure(f'pass@{k}', trials.pass_at_k)}"
-    ]
+    figures = _figure("pass@1", trials.pass_at_1)
+    if k > 1:  # with one trial pass^k and pass@k are pass@1 again
+        figures += f", {_figure(f'pass^{k}', trials.pass_hat_k)}, "
+        figures += _figure(f"pass@{k}", trials.pass_at_k)
+    lines = [f"trials: {k} per case; {figures}"]
     if trials.consistency is not None and k > 1:
         lines.append(
             f"  consistency {trials.consistency:.4f}: "
             f"{len(trials.inconsistent_cases)} of {trials.cases} cases pass some trials only"
         )
     lines.append(
-        f"units: {trials.cases} cases in {trials.clusters} clusters; intervals resample clusters"
+        f"units: {_count(trials.cases, 'case')} in {_count(trials.clusters, 'cluster')}; "
+        "intervals resample clusters"
         + (
             f" (only {trials.clusters} independent scenarios behind {trials.cases} cases)"
             if trials.clusters < trials.cases
             else ""
         )
     )
+    return lines
+
+
+def metric_lines(metrics: Sequence[MetricValue]) -> list[str]:
+    """One aligned line per metric under its family; every column as wide as its widest value."""
+    name_width = max((len(m.name) for m in metrics), default=0)
+    value_width = max((len(_value(m)) for m in metrics), default=0)
+    support_width = max((len(str(m.support)) for m in metrics), default=0)
+    interval_width = max((len(_interval(m)) for m in metrics), default=0)
+    lines: list[str] = []
+    for family, members in by_family(metrics).items():
+        lines.append(f"{family}:")
+        for metric in members:
+            interval = f"{_interval(metric):<{interval_width}} " if interval_width else ""
+            lines.append(
+                f"  {metric.name:<{name_width}}  {_value(metric):>{value_width}}  "
+                f"support {metric.support:<{support_width}} "
+                f"{interval}{_GOOD[metric.direction]}"
+            )
     return lines
 
 
@@ -98,14 +125,7 @@ def suite_lines(suite: SuiteSummary, adapter: str, *, verbose: bool) -> list[str
         lines.append(_coverage_line(suite))
     if suite.trials is not None:
         lines.extend(trial_lines(suite.trials))
-    width = max((len(m.name) for m in suite.metrics), default=0)
-    for family, metrics in by_family(suite.metrics).items():
-        lines.append(f"{family}:")
-        for metric in metrics:
-            lines.append(
-                f"  {metric.name:<{width}}  {_value(metric):>6}  support {metric.support:<4} "
-                f"{_interval(metric):<24} {_GOOD[metric.direction]}"
-            )
+    lines.extend(metric_lines(suite.metrics))
     if suite.controls:
         lines.append(f"controls: {passed_controls}/{len(suite.controls)} behaved as declared")
         for control in suite.controls:

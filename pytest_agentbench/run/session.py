@@ -548,7 +548,7 @@ def grade_outcome(loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResu
     if outcome.exclusion is not None:
         return excluded(case, outcome)
     try:
-        return loaded.world.evaluate(loaded.suite, case, outcome, oracle_of(loaded))
+        result = loaded.world.evaluate(loaded.suite, case, outcome, oracle_of(loaded))
     except Exception as exc:
         reason = (
             exc.render()
@@ -556,6 +556,10 @@ def grade_outcome(loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResu
             else (f"evaluation raised {describe_exception(exc)}")
         )
         return harness_error(case.suite_id, case.case_id, cap_text(reason), case.labels)
+    if outcome.failure_traceback and result.failure_class is FailureClass.AGENT_ERROR:
+        # A world that builds its result without ``grade`` still reports the adapter's traceback.
+        result = result.model_copy(update={"failure_traceback": outcome.failure_traceback})
+    return result
 
 
 STATE_KEY = pytest.StashKey[AgentbenchState]()

@@ -90,6 +90,8 @@ class Outcome(Record):
     """The adapter's output in canonical JSON form (pinned by golden snapshots)."""
     failure_class: FailureClass | None = None
     failure_reason: str | None = None
+    failure_traceback: str | None = None
+    """What the adapter raised, as traceback text (its own frames; all under ``--tb=long``)."""
     transcript: str | None = None
     receipt: dict[str, JsonValue] | None = None
     """An interactive world's tool-session receipt as JSON: ``tools.Receipt``, or
@@ -122,6 +124,8 @@ class CaseResult(Record):
     labels: tuple[str, ...] = ()
     failure_class: FailureClass | None = None
     failure_reason: str | None = None
+    failure_traceback: str | None = None
+    """The adapter's traceback of an agent error (:attr:`Outcome.failure_traceback`)."""
     findings: tuple[str, ...] = ()
     """Finding codes the evaluator raised (negative controls require some of them)."""
     receipt: dict[str, JsonValue] | None = None
@@ -174,6 +178,7 @@ def grade(
         labels=case.labels,
         failure_class=failure_class,
         failure_reason=None if outcome is None else outcome.failure_reason,
+        failure_traceback=None if outcome is None else outcome.failure_traceback,
         findings=tuple(sorted(set(findings))),
         receipt=None if outcome is None else outcome.receipt,
         cluster=case.cluster,

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from types import CoroutineType, FrameType
@@ -29,13 +31,18 @@ T = TypeVar("T")
 
 
 class AdapterFailure(Exception):
-    """The adapter failed a case; carries the failure class and a one-line reason."""
+    """The adapter failed a case; carries the failure class and a one-line reason.
+
+    ``traceback`` is the adapter's own traceback as text, when it raised in
+    another process (an isolated adapter) and only its text crossed.
+    """
 
     failure_class = FailureClass.AGENT_ERROR
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, traceback: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.traceback = traceback
 
 
 class MalformedOutput(AdapterFailure):
@@ -100,6 +107,73 @@ def describe_exception(exc: BaseException) -> str:
     return f"{name}: {text[0]}" if text else name
 
 
+MAX_TRACEBACK_CHARS = 8000
+"""How much of an adapter's traceback a case keeps (JUnit and the JSON report repeat it)."""
+
+FULL_TRACEBACKS = False
+"""Keep the harness's frames in adapter tracebacks too (pytest's ``--tb=long``)."""
+
+_HARNESS_MODULES = ("pytest_agentbench", "_pytest", "pytest", "pluggy")
+
+
+def _harness_folders() -> tuple[str, ...]:
+    folders = []
+    for name in _HARNESS_MODULES:
+        module = sys.modules.get(name)
+        location = getattr(module, "__file__", None)
+        if location:
+            folders.append(os.path.dirname(location) + os.sep)
+    return tuple(folders)
+
+
+def adapter_traceback(exc: BaseException) -> str:
+    """The traceback of what the adapter raised, as text, its chained causes included.
+
+    Only the adapter's own frames are kept (not the harness's, pytest's or
+    pluggy's) unless :data:`FULL_TRACEBACKS`; text so it can travel in a
+    JSON-safe case result, from a pytest-xdist worker too.
+    """
+    try:
+        summary = traceback.TracebackException.from_exception(exc)
+        if not FULL_TRACEBACKS:
+            _keep_adapter_frames(summary, _harness_folders(), set())
+        text = "".join(summary.format()).rstrip()
+    except BaseException:  # an adapter's exception may not render; its type still does
+        text = describe_exception(exc)
+    return cap_text(text, MAX_TRACEBACK_CHARS)
+
+
+def _keep_adapter_frames(
+    summary: traceback.TracebackException, harness: tuple[str, ...], seen: set[int]
+) -> None:
+    if id(summary) in seen:
+        return
+    seen.add(id(summary))
+    summary.stack = traceback.StackSummary.from_list(
+        [frame for frame in summary.stack if not frame.filename.startswith(harness)]
+    )
+    for chained in (summary.__cause__, summary.__context__):
+        if chained is not None:
+            _keep_adapter_frames(chained, harness, seen)
+
+
+class _CaseTraceback(threading.local):
+    """The first adapter traceback of the case running on this thread (see :func:`run_case`).
+
+    Per thread: under ``--agentbench-concurrency`` each running case has its own.
+    """
+
+    text: str | None = None
+
+
+_case_traceback = _CaseTraceback()
+
+
+def _note_traceback(text: str | None) -> None:
+    if text and _case_traceback.text is None:
+        _case_traceback.text = text
+
+
 def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Call into the adapter; anything it raises becomes :class:`AdapterFailure`.
 
@@ -118,10 +192,15 @@ def call_adapter(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         if isinstance(result, CoroutineType):  # an ``async def`` method's call
             result = awaited(result)
         return result
-    except (AdapterFailure, CaseTimeout, KeyboardInterrupt):
+    except AdapterFailure as failure:
+        _note_traceback(failure.traceback)
+        raise
+    except (CaseTimeout, KeyboardInterrupt):
         raise
     except BaseException as exc:
-        raise AdapterFailure(f"adapter raised {describe_exception(exc)}") from exc
+        text = adapter_traceback(exc)
+        _note_traceback(text)
+        raise AdapterFailure(f"adapter raised {describe_exception(exc)}", traceback=text) from exc
     finally:
         flag.lower_flag()
 
@@ -314,7 +393,28 @@ def timed_out(elapsed: float, timeout: float, receipt: dict[str, Any] | None = N
 def run_case(
     world: World, suite: Suite, case: Case, view: Any, adapter: Any, *, timeout: float
 ) -> Outcome:
-    """Run one case, classifying every way the adapter can fail."""
+    """Run one case, classifying every way the adapter can fail.
+
+    An agent error keeps the traceback of the first exception the adapter
+    raised in the case, also when the world caught the failure itself.
+    """
+    _case_traceback.text = None
+    try:
+        outcome = _run_case(world, suite, case, view, adapter, timeout=timeout)
+    finally:
+        raised, _case_traceback.text = _case_traceback.text, None
+    if (
+        raised
+        and outcome.failure_class is FailureClass.AGENT_ERROR
+        and not outcome.failure_traceback
+    ):
+        outcome = outcome.model_copy(update={"failure_traceback": raised})
+    return outcome
+
+
+def _run_case(
+    world: World, suite: Suite, case: Case, view: Any, adapter: Any, *, timeout: float
+) -> Outcome:
     started = time.perf_counter()
     threads_before = threading.enumerate()
     try:
@@ -323,7 +423,11 @@ def run_case(
     except CaseTimeout as interrupted:
         return timed_out(time.perf_counter() - started, timeout, interrupted.receipt)
     except AdapterFailure as failure:
-        return Outcome(failure_class=failure.failure_class, failure_reason=cap_text(failure.reason))
+        return Outcome(
+            failure_class=failure.failure_class,
+            failure_reason=cap_text(failure.reason),
+            failure_traceback=failure.traceback,
+        )
     except Exception as exc:
         return Outcome(
             failure_class=FailureClass.HARNESS_ERROR,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -184,3 +185,57 @@ def test_opening_an_authority_case_shows_its_recorded_trace_row(
     assert not any(h.startswith("Adapter output") for h in shown["plain"]["headings"])
     browser.evaluate("location.hash = '#case-s0-2'")
     browser.screenshot(tmp_path / "authority-detail.png")
+
+
+WINDOW = 1400
+
+
+def _wide_suite() -> dict[str, Any]:
+    """A suite whose grid has many long-named checks, a long traceback and long values."""
+    wide = sample.suite("wide", 6)
+    names = [f"behaviour_check_with_a_long_descriptive_name_{n:02d}" for n in range(40)]
+    unbroken = "x" * 600
+    for entry in wide["cases"]:
+        result = entry["result"]
+        result["checks"] = [
+            {"actual": unbroken, "detail": None, "expected": "y", "name": name, "status": "fail"}
+            for name in names
+        ]
+        result["failure_traceback"] = (
+            'Traceback (most recent call last):\n  File "' + "/deep" * 80 + '.py", line 1\n'
+            "ValueError: " + unbroken
+        )
+    return wide
+
+
+def test_the_page_fits_a_1400_px_window_however_wide_its_grid(tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    path = tmp_path / "wide.html"
+    write_html(sample.report(_wide_suite()), path)
+    instance = Browser(CHROMIUM, tmp_path / "profile", width=WINDOW)
+    try:
+        load = instance.open(path.as_uri())
+        assert load.exceptions == []
+        measure = """(() => ({
+          viewport: window.innerWidth,
+          document: document.documentElement.scrollWidth,
+          grid: document.querySelector('table.cases').scrollWidth,
+        }))()"""
+        before = instance.evaluate(measure)
+        assert before["viewport"] == WINDOW
+        assert before["grid"] > WINDOW, "the sample grid is wide enough to overflow"
+        assert before["document"] <= WINDOW
+        instance.evaluate(
+            """(() => {
+            location.hash = '#case-s0-0-k1';
+            window.dispatchEvent(new HashChangeEvent('hashchange'));
+            })()"""
+        )
+        shown = instance.evaluate(
+            "document.querySelector('#s0-detail pre.adapter-traceback').textContent"
+        )
+        assert shown.startswith("Traceback (most recent call last):")
+        assert instance.evaluate(measure)["document"] <= WINDOW
+        instance.screenshot(tmp_path / "wide.png")
+    finally:
+        instance.close()

@@ -108,6 +108,10 @@ SCRIPT = r"""
       facts.appendChild(el("dt", kv[0])); facts.appendChild(el("dd", kv[1]));
     });
     panel.appendChild(facts);
+    if (c.failure_traceback) {
+      panel.appendChild(el("h4", "What the adapter raised"));
+      panel.appendChild(el("pre", c.failure_traceback, "adapter-traceback"));
+    }
     var focusName = column === null ? null : c.columns[column];
     var focusRow = -1;
     var rows = c.checks.map(function (k, i) {

@@ -205,6 +205,9 @@ def _case_data(row: CaseRow, names: Sequence[str]) -> dict[str, Any]:
         "checks": checks,
         "columns": list(names),
     }
+    raised = read.text(result, "failure_traceback")
+    if raised:
+        data["failure_traceback"] = raised
     recorded = read.mapping(result, "recorded")
     outcome = read.mapping(recorded, "outcome")
     if "output" in outcome:
