@@ -56,7 +56,7 @@ from pytest_agentbench.run.session import (
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.scoring.trials import repeat_count
-from pytest_agentbench.sdk import leaked_threads, runner
+from pytest_agentbench.sdk import leaked_threads, tracebacks
 from pytest_agentbench.sdk.crashes import WITNESS_KEY, attach_worker
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
@@ -220,7 +220,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.render()) from None
     config.stash[STATE_KEY] = state
     config.stash[SNAPSHOT_DIR_KEY] = options.snapshot_dir
-    runner.FULL_TRACEBACKS = config.getoption("tbstyle", "auto") == "long"
+    tracebacks.FULL_TRACEBACKS = config.getoption("tbstyle", "auto") == "long"
     # A report copies canonical text; a run without one needs only the faster dump.
     canonical_results = options.report_path is not None or options.html_path is not None
     recorder = None
@@ -256,7 +256,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     release_alarm()
-    runner.FULL_TRACEBACKS = False
+    tracebacks.FULL_TRACEBACKS = False
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.isolation is not None:
         state.isolation.close()
