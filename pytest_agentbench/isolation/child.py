@@ -44,7 +44,7 @@ from pytest_agentbench.isolation.protocol import (
     shape,
     unpickle_from_parent,
 )
-from pytest_agentbench.sdk.runner import adapter_traceback
+from pytest_agentbench.sdk.tracebacks import adapter_traceback
 
 
 class Link:

@@ -35,7 +35,7 @@ from pytest_agentbench.run.controls import ControlSpec, ControlVerdict
 from pytest_agentbench.run.controls_oracle import suite_control_oracle
 from pytest_agentbench.run.session import LoadedSuite, get_state
 from pytest_agentbench.scoring.trials import enter_trial, item_name, leave_trial
-from pytest_agentbench.sdk import runner
+from pytest_agentbench.sdk import tracebacks
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.contracts import (
     Case,
@@ -109,7 +109,7 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
 
 
 def traceback_heading() -> str:
-    if runner.FULL_TRACEBACKS:
+    if tracebacks.FULL_TRACEBACKS:
         return "what the adapter raised:"
     return "what the adapter raised (its own frames; --tb=long shows all):"
 

@@ -65,7 +65,7 @@ from pytest_agentbench.run.session import (
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.scoring.trials import repeat_count
-from pytest_agentbench.sdk import leaked_threads, runner
+from pytest_agentbench.sdk import leaked_threads, tracebacks
 from pytest_agentbench.sdk.canonical import InputLimits, read_bytes, set_input_limits
 from pytest_agentbench.sdk.crashes import WITNESS_KEY, attach_worker
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
@@ -271,7 +271,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.render()) from None
     config.stash[STATE_KEY] = state
     config.stash[SNAPSHOT_DIR_KEY] = options.snapshot_dir
-    runner.FULL_TRACEBACKS = config.getoption("tbstyle", "auto") == "long"
+    tracebacks.FULL_TRACEBACKS = config.getoption("tbstyle", "auto") == "long"
     # A report copies canonical text; a run without one needs only the faster dump.
     canonical_results = options.report_path is not None or options.html_path is not None
     recorder = None
@@ -318,7 +318,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     previous_limits = config.stash.get(PREVIOUS_LIMITS_KEY, None)
     if previous_limits is not None:
         set_input_limits(previous_limits)
-    runner.FULL_TRACEBACKS = False
+    tracebacks.FULL_TRACEBACKS = False
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.isolation is not None:
         state.isolation.close()

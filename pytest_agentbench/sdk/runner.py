@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import importlib
 import math
-import os
 import signal
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from types import CoroutineType, FrameType
@@ -25,6 +23,7 @@ from typing import Any, TypeVar
 from pytest_agentbench.sdk import crashes, leaked_threads
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
 from pytest_agentbench.sdk.suite import Suite
+from pytest_agentbench.sdk.tracebacks import adapter_traceback
 from pytest_agentbench.sdk.world import World
 
 T = TypeVar("T")
@@ -105,56 +104,6 @@ def describe_exception(exc: BaseException) -> str:
     except BaseException:  # an adapter's exception may not render; its type still does
         return f"{name} (its message could not be rendered)"
     return f"{name}: {text[0]}" if text else name
-
-
-MAX_TRACEBACK_CHARS = 8000
-"""How much of an adapter's traceback a case keeps (JUnit and the JSON report repeat it)."""
-
-FULL_TRACEBACKS = False
-"""Keep the harness's frames in adapter tracebacks too (pytest's ``--tb=long``)."""
-
-_HARNESS_MODULES = ("pytest_agentbench", "_pytest", "pytest", "pluggy")
-
-
-def _harness_folders() -> tuple[str, ...]:
-    folders = []
-    for name in _HARNESS_MODULES:
-        module = sys.modules.get(name)
-        location = getattr(module, "__file__", None)
-        if location:
-            folders.append(os.path.dirname(location) + os.sep)
-    return tuple(folders)
-
-
-def adapter_traceback(exc: BaseException) -> str:
-    """The traceback of what the adapter raised, as text, its chained causes included.
-
-    Only the adapter's own frames are kept (not the harness's, pytest's or
-    pluggy's) unless :data:`FULL_TRACEBACKS`; text so it can travel in a
-    JSON-safe case result, from a pytest-xdist worker too.
-    """
-    try:
-        summary = traceback.TracebackException.from_exception(exc)
-        if not FULL_TRACEBACKS:
-            _keep_adapter_frames(summary, _harness_folders(), set())
-        text = "".join(summary.format()).rstrip()
-    except BaseException:  # an adapter's exception may not render; its type still does
-        text = describe_exception(exc)
-    return cap_text(text, MAX_TRACEBACK_CHARS)
-
-
-def _keep_adapter_frames(
-    summary: traceback.TracebackException, harness: tuple[str, ...], seen: set[int]
-) -> None:
-    if id(summary) in seen:
-        return
-    seen.add(id(summary))
-    summary.stack = traceback.StackSummary.from_list(
-        [frame for frame in summary.stack if not frame.filename.startswith(harness)]
-    )
-    for chained in (summary.__cause__, summary.__context__):
-        if chained is not None:
-            _keep_adapter_frames(chained, harness, seen)
 
 
 class _CaseTraceback(threading.local):
