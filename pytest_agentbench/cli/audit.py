@@ -36,8 +36,10 @@ def add_audit_command(commands: Any) -> None:
     audit = commands.add_parser(
         "audit", help="hold a JSON run report to the execution ledgers of its cases"
     )
-    audit.add_argument("report")
-    audit.add_argument("ledger_dir")
+    audit.add_argument("report", help="a JSON run report written with --agentbench-report")
+    audit.add_argument(
+        "ledger_dir", help="the folder the run's --agentbench-ledger wrote the cases' ledgers to"
+    )
     audit.add_argument("--pricing", help="the pricing table the report names, to re-derive cost")
 
 

@@ -310,10 +310,20 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         "judge", help="judged diagnostics of a JSON run report, by each rubric's panel"
     )
     parser.add_argument("report", help="a JSON run report written with --agentbench-report")
-    parser.add_argument("--rubric", action="append", default=[], metavar="FILE")
+    parser.add_argument(
+        "--rubric",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a rubric file beside the world's and suite's own rubrics/ (repeatable)",
+    )
     parser.add_argument("--judge-cache", metavar="DIR", help="content-cache seat verdicts in DIR")
     parser.add_argument("--cassettes", metavar="DIR", help="record/replay judge calls in DIR")
-    parser.add_argument("--cassette-mode", choices=("record", "replay", "off"))
+    parser.add_argument(
+        "--cassette-mode",
+        choices=("record", "replay", "off"),
+        help="record, replay or off (default: replay if the folder exists, else record)",
+    )
     parser.add_argument(
         "--subject-model", metavar="MODEL", help="the model under test (default: the LLM setting)"
     )
