@@ -69,11 +69,13 @@ QUESTIONS = {f"c{index}": f"{index}+{index}" for index in range(1, 10)}
 
 
 def normalised(document: Any) -> Any:
-    """A run report without what legitimately differs between two runs: durations, times."""
+    """A run report without what legitimately differs between two runs: durations, times,
+    and the loopback server's port (each run starts its own)."""
     if isinstance(document, dict):
         return {
             key: None
-            if "duration" in key or key in {"created", "started", "finished", "wall_s"}
+            if "duration" in key
+            or key in {"created", "started", "finished", "wall_s", "base_url_host"}
             else normalised(value)
             for key, value in document.items()
         }

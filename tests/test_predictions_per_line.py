@@ -19,7 +19,7 @@ from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_world
 
 TOOLGRAMMAR = "toolgrammar-mini-v1"
 OPERATIONS = "operations-maintenance-v1"
-SCORED, BAD_BYTE, BAD_JSON = "ops-T3-00001", "doc-T5-00001", "ops-T1-00001"
+SCORED, BAD_BYTE, BAD_JSON = "ops-T3-00001", "doc-T5-00001", "ops-T1-00002"
 
 
 def _toolgrammar_row(task_id: str) -> dict[str, Any]:

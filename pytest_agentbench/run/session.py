@@ -19,7 +19,6 @@ from pytest_agentbench.run.adapters import (
 )
 from pytest_agentbench.run.leaks import find_leak, visible_text
 from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES
-from pytest_agentbench.run.packaged import data_root
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.sdk.canonical import (
     artifact_set_digest_from_hashes,
@@ -208,7 +207,15 @@ class SuiteLoader:
             check_gates(config, source)
             world = self.registry.get(config.world, file=source)
             suite = Suite(config=config, root=root, display_root=display)
-            check_oracle_location(suite, (self.rootpath, *self.oracle_roots))
+            check_oracle_location(
+                suite,
+                (self.rootpath, *self.oracle_roots),
+                suite_roots=[
+                    root
+                    for kind in self.registry.kinds()
+                    for root in self.registry.suite_roots(kind)
+                ],
+            )
             suite.data = world.load_suite(suite)
             check_case_ids(suite, world.cases(suite))
         except AgentbenchError as exc:
@@ -263,20 +270,23 @@ class SuiteLoader:
         return [value for value in self._loaded.values() if isinstance(value, LoadedSuite)]
 
 
-def check_oracle_location(suite: Suite, allowed: Sequence[Path]) -> None:
+def check_oracle_location(
+    suite: Suite, allowed: Sequence[Path], *, suite_roots: Sequence[Path] = ()
+) -> None:
     """Refuse an oracle folder, or a link inside it, that leads outside the project.
 
     The project is named explicitly: the pytest rootdir (for the ``agentbench``
     command, the working folder) and the folders of ``agentbench_oracle_roots``,
-    all given in ``allowed``; a built-in suite's oracle may also lie where the
-    package keeps its suites. Anything else (``oracle: /etc``, a ``..`` path
+    all given in ``allowed``; a suite a world ships (under one of its
+    ``suite_roots``) may also keep its oracle beside that root, where the
+    package keeps its ``oracles/``. Anything else (``oracle: /etc``, a ``..`` path
     climbing out, a symlinked file inside the oracle folder pointing at
     ``/etc/passwd``) would be read and hashed in full.
     """
     bases = tuple(base.resolve() for base in allowed)
-    data = data_root().resolve()
-    if suite.root.resolve().is_relative_to(data):
-        bases = (*bases, data)
+    shipped_in = [root.resolve() for root in suite_roots]
+    home = suite.root.resolve()
+    bases = (*bases, *(root.parent for root in shipped_in if home.is_relative_to(root)))
     oracle = suite.oracle_root
     if not any(oracle.is_relative_to(base) for base in bases):
         raise AgentbenchError(

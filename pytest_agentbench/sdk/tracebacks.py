@@ -39,7 +39,9 @@ def adapter_traceback(exc: BaseException) -> str:
         summary = traceback.TracebackException.from_exception(exc)
         if not FULL_TRACEBACKS:
             _keep_adapter_frames(summary, _harness_folders(), set())
-        text = "".join(summary.format()).rstrip()
+        # Paths below the working folder are shown relative to it, so a report
+        # reads the same from every checkout (xdist's remote workers included).
+        text = "".join(summary.format()).rstrip().replace(os.getcwd() + os.sep, "")
     except BaseException:  # an adapter's exception may not render; its type still does
         text = type(exc).__name__
     if len(text) <= MAX_TRACEBACK_CHARS:
