@@ -8,6 +8,7 @@ from typing import Any
 from pytest_agentbench.agents.cassettes import RecordedResponse
 from pytest_agentbench.agents.chat import ChatAgent
 from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.agents.transport import Exchange
 from pytest_agentbench.worlds.retrieval.agent import gno_cues
 from pytest_agentbench.worlds.retrieval.backends import LexicalBackend
 from pytest_agentbench.worlds.retrieval.harness import Harness
@@ -21,7 +22,7 @@ class ScriptedModel:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
 
-    def send(self, request: dict[str, Any]) -> RecordedResponse:
+    def send(self, request: dict[str, Any], *, tokens: int = 0) -> Exchange:
         self.requests.append(request)
         tool_messages = [m for m in request["messages"] if m["role"] == "tool"]
         if not tool_messages:
@@ -57,7 +58,7 @@ class ScriptedModel:
                 "stopReason": "complete",
             }
             message = {"role": "assistant", "content": json.dumps(final)}
-        return RecordedResponse(status=200, json_body={"choices": [{"message": message}]})
+        return Exchange(RecordedResponse(status=200, json_body={"choices": [{"message": message}]}))
 
 
 def test_chat_agent_answers_through_the_tool_session(small: Small) -> None:
