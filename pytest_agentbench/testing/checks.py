@@ -301,7 +301,9 @@ def check_tamper_refusals(target: SuiteUnderTest) -> None:
     # The evaluator truth is what load_oracle reads; a control manifest or a
     # baseline kept beside it is read by other paths, which check it themselves.
     read = sorted({path for path in opened if path.is_relative_to(oracle_root) and path.is_file()})
-    _fail_unless(bool(read), "load_oracle read no file of the suite's oracle folder")
+    # A world may derive its truth from the public artifacts alone (the operations
+    # world derives each scenario's expected fault from the spec): then the flips
+    # above already covered everything load_oracle depends on.
     for path in read:
         original = path.read_bytes()
         path.write_bytes(_flipped(path))
