@@ -19,6 +19,7 @@ from pytest_agentbench.run.case_ledger import digest_of, ledger_path
 from tests.conftest import XDIST_MODES
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
+from tests.reports import normalised
 
 KEY_ENV = "AGENTBENCH_TEST_LLM_KEY"
 CHAT_QUESTIONS = ("tools", "malformed_args", "rate_limited", "server_error", "not_json", "prose")
@@ -66,26 +67,6 @@ class Raises:
 """
 
 QUESTIONS = {f"c{index}": f"{index}+{index}" for index in range(1, 10)}
-
-
-def normalised(document: Any) -> Any:
-    """A run report without what legitimately differs between two runs: durations, times,
-    the loopback server's port (each run starts its own), whether the model answered live,
-    recording or from cassettes, and the waits of retries and rate limits (a replay waits
-    for nothing)."""
-    if isinstance(document, dict):
-        if isinstance(document.get("model_run"), dict):
-            document = {**document, "model_run": {**document["model_run"], "mode": None}}
-        return {
-            key: None
-            if "duration" in key
-            or key in {"created", "started", "finished", "wall_s", "base_url_host", "waits"}
-            else normalised(value)
-            for key, value in document.items()
-        }
-    if isinstance(document, list):
-        return [normalised(value) for value in document]
-    return document
 
 
 def junit_normalised(path: Path) -> list[str]:

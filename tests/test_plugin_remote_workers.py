@@ -20,7 +20,7 @@ import execnet
 import pytest
 
 from tests.demo_world import write_demo_suite
-from tests.test_plugin_concurrency import normalised
+from tests.reports import normalised
 
 SOCKET_SERVER = Path(execnet.__file__).parent / "script" / "socketserver.py"
 QUESTIONS = {f"q{index}": f"{index}+{index % 4}" for index in range(1, 13)}

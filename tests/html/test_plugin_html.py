@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from pytest_agentbench.report.html import render_html
 from pytest_agentbench.run.packaged import packaged_suites, suites_dir
 from tests.demo_world import write_demo_suite
+from tests.reports import normalised
 
+GOLDENS = Path(__file__).resolve().parents[2] / "snapshots"
+"""The project's pinned golden outputs of the built-in suites."""
 VOLATILE = re.compile(r'<span class="volatile">[^<]*</span>')
 
 
@@ -44,43 +48,45 @@ def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
     assert all("output" in case for case in json.loads(block))
 
 
-def test_built_in_suites_render_identically_without_xdist_and_with_two_workers(
+def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     pytester: pytest.Pytester,
 ) -> None:
-    """Every suite of the main command, without and with a baseline, under no xdist and ``-n 2``.
+    """Every suite of the main command, without xdist and then under ``-n 2`` with the first
+    run as its baseline: two sessions.
 
     The suites of ``suites-full/`` are left out: ``toolgrammar-v1`` is thirty times
     ``toolgrammar-mini-v1`` from the same world and would be most of the test's time,
     drawing nothing the mini suite does not.
 
-    The first run's JSON report is the later runs' baseline: three sessions in all.
-    The page with a baseline holds every section the plain page has plus the
-    comparison, so it alone is drawn under both distributions and compared.
+    The page is drawn from the JSON report alone (see the first test), so the two runs'
+    documents are compared, all but the comparison the second run adds, and each page is
+    checked against its own document. The first run also checks every output against the
+    project's pinned goldens, so a change that moves a built-in suite's output fails here,
+    not only under the README's first command.
     """
     main = suites_dir()
     shown = sorted(suite for suite, path in packaged_suites().items() if path.parent == main)
-    suites = [f"--agentbench-suite={suite_id}" for suite_id in shown]
-    common = ["-q", "-p", "no:cacheprovider", *suites]
-    baseline = pytester.path / "baseline.json"
-    pages: dict[tuple[bool, bool], str] = {}
-    for with_baseline, xdist in ((False, False), (True, False), (True, True)):
-        html = pytester.path / f"run-{with_baseline}-{xdist}.html"
-        extra = (
-            [f"--agentbench-baseline={baseline}"]
-            if with_baseline
-            else [f"--agentbench-report={baseline}"]
-        )
-        mode = ["-n", "2"] if xdist else []
-        result = pytester.runpytest_subprocess(*common, f"--agentbench-html={html}", *extra, *mode)
+    common = ["-q", "-p", "no:cacheprovider", *(f"--agentbench-suite={s}" for s in shown)]
+    goldens = ["-o", "agentbench_snapshot=true", "-o", f"agentbench_snapshot_dir={GOLDENS}"]
+    serial, parallel = pytester.path / "serial.json", pytester.path / "parallel.json"
+    runs = {
+        serial: [f"--agentbench-report={serial}", *goldens],
+        parallel: [f"--agentbench-report={parallel}", f"--agentbench-baseline={serial}", "-n2"],
+    }
+    for report, extra in runs.items():
+        page = report.with_suffix(".html")
+        result = pytester.runpytest_subprocess(*common, f"--agentbench-html={page}", *extra)
         assert result.ret == 0, result.stdout.str()[-2000:]
-        pages[with_baseline, xdist] = html.read_text(encoding="utf-8")
-    assert stable(pages[True, False]) == stable(pages[True, True])
-    for with_baseline in (False, True):
-        page = pages[with_baseline, False]
+    documents = {report: json.loads(report.read_text(encoding="utf-8")) for report in runs}
+    assert documents[serial]["comparison"] is None
+    assert documents[parallel]["comparison"] is not None
+    assert normalised({**documents[parallel], "comparison": None}) == normalised(documents[serial])
+    for report, compared in ((serial, 0), (parallel, len(shown))):
+        page = report.with_suffix(".html").read_text(encoding="utf-8")
+        assert stable(page) == stable(render_html(documents[report]))
         for suite_id in shown:
             assert f'data-suite="{suite_id}"' in page
         assert page.count('class="volatile"') >= len(shown)
-        compared = len(shown) if with_baseline else 0
         assert page.count('class="compared-suite"') == compared
         assert page.count('class="plot forest"') == compared
 
