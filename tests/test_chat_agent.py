@@ -77,7 +77,8 @@ def test_every_scenario_ends_classified_and_nothing_hangs(
     failure_class, code, errors = SCENARIOS[question]
     started = time.monotonic()
     outcome, receipt = solve(ChatAgent(settings(llm[1])), question)
-    assert time.monotonic() - started < 5
+    # Bounded: an endless loop or a wait on the server would run far past this.
+    assert time.monotonic() - started < 60
     assert (outcome.failure_class and outcome.failure_class.value) == failure_class
     if failure_class is None:
         assert outcome.output == {"answer": 3}

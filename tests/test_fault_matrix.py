@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -149,7 +148,8 @@ def test_every_hang_is_bounded_and_every_adapter_failure_counts_against_it(
     write_demo_suite(demo.path, questions=HOSTILE_QUESTIONS)
     demo.makepyfile(hostile=HOSTILE_DEMO)
     path = demo.path / "run.json"
-    started = time.monotonic()
+    # The leaked sleeping threads (1000 s each) must not hold the process after the
+    # report: the outer limit, far below them, fails the test if they do.
     result = demo.runpytest_subprocess(
         "--agentbench-adapter=hostile:Agent",
         "--agentbench-timeout=1",
@@ -161,10 +161,6 @@ def test_every_hang_is_bounded_and_every_adapter_failure_counts_against_it(
         *xdist_args,
         timeout=OUTER_LIMIT,
     )
-    elapsed = time.monotonic() - started
-    # Three hangs of about 1.5 s each, plus start-up; the leaked sleeping
-    # threads (1000 s each) must not hold the process after the report.
-    assert elapsed < 60, f"the run took {elapsed:.0f}s"
     result.assert_outcomes(passed=2, failed=7)
     suite = suite_of(report_of(path), "demo-suite")
     cases = cases_of(suite)

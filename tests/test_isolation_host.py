@@ -416,7 +416,8 @@ def test_a_hang_is_a_timeout_and_the_process_is_killed(probe_module: Any) -> Non
         started = time.monotonic()
         with pytest.raises(CaseTimeout):
             probe.hang()
-        assert time.monotonic() - started < 3
+        # Bounded far below the 1000 s hang, far above a loaded machine's slowest kill.
+        assert time.monotonic() - started < 60
         assert _gone(pid)
         assert host.remote(probe).answer("1+1") == 2
     finally:

@@ -30,6 +30,10 @@ WORLD: World = DEMO_WORLD
 
 needs_itimer = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no setitimer")
 
+BOUNDED = 60.0
+"""Far below the hangs under test (1000 s, or forever) and far above what a loaded machine
+needs to stop one: the assertion is that the hang was stopped, not how fast."""
+
 
 # --- call_adapter ----------------------------------------------------------------
 
@@ -98,8 +102,8 @@ def test_describe_exception_is_one_line(exc: BaseException, text: str) -> None:
 def test_interrupt_after_stops_a_sleeping_function() -> None:
     started = time.perf_counter()
     with pytest.raises(CaseTimeout), interrupt_after(0.1):
-        time.sleep(5)
-    assert time.perf_counter() - started < 2
+        time.sleep(1000)
+    assert time.perf_counter() - started < BOUNDED
 
 
 @needs_itimer
@@ -132,7 +136,7 @@ def test_interrupt_after_stops_a_spinning_function() -> None:
 
     with pytest.raises(CaseTimeout), interrupt_after(0.1):
         spin()
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < BOUNDED
 
 
 @needs_itimer
@@ -231,7 +235,7 @@ class Raises:
 
 class Sleeps:
     def answer(self, question: str) -> int:
-        time.sleep(5)
+        time.sleep(1000)
         return 5
 
 
@@ -271,6 +275,6 @@ def test_a_bug_in_the_world_is_a_harness_error(suite: Suite) -> None:
 def test_a_hanging_adapter_times_out_as_an_agent_error(suite: Suite) -> None:
     started = time.perf_counter()
     outcome = run(suite, Sleeps(), timeout=0.2)
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < BOUNDED
     assert outcome.failure_class is FailureClass.AGENT_ERROR
     assert outcome.failure_reason == "timed out after 0.2s (--agentbench-timeout=0.2)"
