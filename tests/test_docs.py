@@ -12,6 +12,7 @@ without a documentation entry fails here.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -109,12 +110,20 @@ def _code(node: ast.expr) -> str | None:
     return None
 
 
+@functools.cache
+def package_trees() -> tuple[ast.Module, ...]:
+    """Every module of the package, parsed once for all the checks that walk the code."""
+    return tuple(
+        ast.parse(path.read_text(encoding="utf-8")) for path in sorted(PACKAGE.rglob("*.py"))
+    )
+
+
 def raised_codes() -> set[str]:
     """First string arguments of every *Error(...) / *Miss(...) call in the package, and
     every literal passed as ``code=`` or ``failure_code=`` (diagnostics, receipts)."""
     codes: set[str] = set()
-    for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for tree in package_trees():
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             candidates = [kw.value for kw in node.keywords if kw.arg in CODE_KEYWORDS]
@@ -126,8 +135,8 @@ def raised_codes() -> set[str]:
 
 def environment_variables() -> set[str]:
     names: set[str] = set()
-    for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for tree in package_trees():
+        for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
