@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,30 @@ DEMO_SOURCE = Path(__file__).with_name("demo_world.py")
 XDIST_ARGS: dict[str, list[str]] = {"no-xdist": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}
 """The distributions every integration test runs under, by id."""
 XDIST_MODES = [pytest.param(args, id=name) for name, args in XDIST_ARGS.items()]
+
+INNER_SESSION_OPTIONS = "-p no:hypothesispytest"
+"""Given to every pytest session a test starts (pytester's, in or out of process, and their
+xdist workers): hypothesis's plugin costs each new process over a second of CPU at start-up,
+and no inner session uses it."""
+
+
+def _lean_inner_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The outer session read PYTEST_ADDOPTS at its start; only sessions started now see this.
+    existing = os.environ.get("PYTEST_ADDOPTS", "")
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"{existing} {INNER_SESSION_OPTIONS}".strip())
+
+
+@pytest.fixture(autouse=True)
+def lean_subprocess_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sessions a test starts itself (``subprocess``, ``pip``-installed packages)."""
+    _lean_inner_sessions(monkeypatch)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester's own, after it cleared ``PYTEST_ADDOPTS``: its sessions start lean too."""
+    _lean_inner_sessions(monkeypatch)
+    return pytester
 
 
 @pytest.fixture
