@@ -34,10 +34,10 @@ from pytest_agentbench.sdk.contracts import (
     excluded,
     harness_error,
 )
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError, cap_text, describe_exception
 from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.registry import Recognition, WorldRegistry
-from pytest_agentbench.sdk.runner import cap_text, describe_exception, run_case
+from pytest_agentbench.sdk.runner import run_case
 from pytest_agentbench.sdk.suite import Suite, SuiteConfig, load_suite_config
 from pytest_agentbench.sdk.world import World
 
