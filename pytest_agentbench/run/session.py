@@ -20,12 +20,6 @@ from pytest_agentbench.run.adapters import (
 from pytest_agentbench.run.leaks import find_leak, visible_text
 from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.scoring.gates import parse_gate
-from pytest_agentbench.sdk.canonical import (
-    artifact_set_digest_from_hashes,
-    read_bytes,
-    sha256_hex,
-    tree_files,
-)
 from pytest_agentbench.sdk.contracts import (
     Case,
     CaseResult,
@@ -354,35 +348,6 @@ def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
                 file=suite.display(case.file),
                 line=case.line,
             )
-
-
-def suite_digests(suite: Suite, problems: list[str] | None = None) -> dict[str, str | None]:
-    """Artifact-set digests of the suite's public folder and oracle folder.
-
-    An oracle folder inside the suite folder (a recognised layout such as
-    ``public/`` + ``evaluator/``) is not part of the public digest. A folder
-    that cannot be read has no digest; its refusal joins ``problems``.
-    """
-
-    def digest(root: Path, *, without: Path | None = None) -> str | None:
-        if not root.is_dir():
-            return None
-        try:
-            files = tree_files(root)
-            return artifact_set_digest_from_hashes(
-                {
-                    rel: sha256_hex(read_bytes(path))
-                    for rel, path in files.items()
-                    if without is None or not path.resolve().is_relative_to(without)
-                }
-            )
-        except AgentbenchError as exc:
-            if problems is not None:
-                problems.append(exc.render())
-            return None
-
-    oracle = suite.oracle_root
-    return {"public": digest(suite.root, without=oracle), "oracle": digest(oracle)}
 
 
 @dataclass
