@@ -17,6 +17,7 @@ from pytest_agentbench.run.adapters import (
     implements,
     protocol_name,
 )
+from pytest_agentbench.run.case_ledger import CaseLedger, ledgered, open_case_ledger
 from pytest_agentbench.run.leaks import find_leak, visible_text
 from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.scoring.gates import parse_gate
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
     from pytest_agentbench.agents.provenance import CaseCalls
     from pytest_agentbench.isolation.host import IsolatedAdapters
-    from pytest_agentbench.run.case_ledger import CaseLedger
 
 
 @dataclass(frozen=True)
@@ -430,8 +430,6 @@ class AgentbenchState:
         folder = self.options.ledger_dir
         if folder is None:
             return None
-        from pytest_agentbench.run.case_ledger import open_case_ledger
-
         try:
             return open_case_ledger(folder, loaded.suite, case, adapter_class(adapter))
         except AgentbenchError as exc:
@@ -455,8 +453,6 @@ class AgentbenchState:
         from pytest_agentbench.agents.provenance import case_scope, excluded_if_refused
 
         if case_ledger is not None:
-            from pytest_agentbench.run.case_ledger import ledgered
-
             adapter = ledgered(adapter, case_ledger)
         with case_scope() as calls:
             outcome = run_case(
