@@ -9,7 +9,8 @@ from typing import Final
 from pydantic import ValidationError
 
 from pytest_agentbench.report.json_report import RunReport
-from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
+from pytest_agentbench.run.options import Options
+from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, SuiteLoader
 from pytest_agentbench.sdk.canonical import decode_lines_lenient, read_bytes, read_json
 from pytest_agentbench.sdk.capabilities import RecordsEpisodes
 from pytest_agentbench.sdk.errors import AgentbenchError

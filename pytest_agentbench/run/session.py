@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,7 @@ from pytest_agentbench.run.adapters import (
 )
 from pytest_agentbench.run.case_ledger import CaseLedger, ledgered, open_case_ledger
 from pytest_agentbench.run.leaks import find_leak, visible_text
-from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES
+from pytest_agentbench.run.options import Options
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.sdk.contracts import (
     Case,
@@ -40,32 +40,6 @@ if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
     from pytest_agentbench.agents.provenance import CaseCalls
     from pytest_agentbench.isolation.host import IsolatedAdapters
-
-
-@dataclass(frozen=True)
-class Options:
-    adapter_spec: str | None
-    timeout: float
-    predictions: Mapping[str, Path]
-    controls_only: bool
-    snapshot: bool
-    snapshot_dir: Path
-    report_path: Path | None
-    gates: tuple[str, ...]
-    junit_case_properties: bool
-    receipts_dir: Path | None = None
-    isolate: bool = False
-    allow_partial: bool = False
-    """Judge gates on a suite that did not run completely (otherwise they fail)."""
-    ledger_dir: Path | None = None
-    """``--agentbench-ledger``: each case writes its execution ledger there."""
-    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
-    """Bytes of canonical JSON each stored check value or receipt keeps (0: everything)."""
-    html_path: Path | None = None
-    repeat: int = 1
-    """``--agentbench-repeat``: items per case."""
-    concurrency: int = 1
-    """``--agentbench-concurrency``: cases whose adapters run at once in this process."""
 
 
 @dataclass
