@@ -33,21 +33,17 @@ from pytest_agentbench.report.baseline import compare_with_baseline
 from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
 from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
-from pytest_agentbench.report.comparison_lines import comparison_lines, comparison_properties
-from pytest_agentbench.report.json_report import report_document, write_report
+from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.junit import (
-    add_global_properties,
-    add_properties,
     relabel_harness_errors,
 )
 from pytest_agentbench.report.model_run import (
     exclusion_problem,
     model_run_lines,
     model_run_of,
-    model_run_properties,
 )
+from pytest_agentbench.report.outputs import write_reports
 from pytest_agentbench.report.preload import SuitePreload
-from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.report.summary import RunSummary, summarise
@@ -303,7 +299,6 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     baseline = config.stash.get(BASELINE_KEY, None)
     rerun = config.stash.get(RERUN_KEY, None)
     notes = [] if rerun is None else rerun.inject(recorder, state.loader, state)
-    reporting = options.report_path is not None or options.html_path is not None
     try:
         summary = summarise(
             recorder,
@@ -353,45 +348,18 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
         refusals or not summary.gates_passed or not compared_ok
     ) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    add_global_properties(config, summary)
     if model_run is not None:
-        add_properties(config, model_run_properties(model_run))
         config.stash[MODEL_RUN_KEY] = model_run
-    if comparison is not None:
-        add_properties(config, comparison_properties(comparison))
-    if options.receipts_dir is not None:
-        write_receipts(recorder.graded.results(), options.receipts_dir)
-    if reporting:
-        identity = {
-            "rootpath": config.rootpath,
-            "adapter_spec": state.options.adapter_spec,
-            "adapter_description": state.adapter_description,
-            "exit_status": int(session.exitstatus),
-            "comparison": comparison,
-            "model_run": model_run,
-        }
-        if options.report_path is not None:
-            write_report(
-                options.report_path, summary, recorder.graded, recorder.durations, **identity
-            )
-        if options.html_path is not None:
-            # Imported only when asked for: its modules cost every run 9 ms otherwise.
-            from pytest_agentbench.report.html import read_report_document, write_html
-
-            # The page is drawn from the very document the JSON report holds: read
-            # back when it was just written rather than streamed a second time.
-            document = (
-                report_document(summary, recorder.graded, recorder.durations, **identity)
-                if options.report_path is None
-                else read_report_document(options.report_path)
-            )
-            write_html(document, options.html_path)
-        # The terminal section needs no per-case entries: dropping them here spares
-        # the garbage collections of the session's end a walk over every case result.
-        summary = summary.model_copy(
-            update={"suites": tuple(s.model_copy(update={"cases": ()}) for s in summary.suites)}
-        )
-    config.stash[SUMMARY_KEY] = summary
+    config.stash[SUMMARY_KEY] = write_reports(
+        config,
+        summary,
+        recorder,
+        options,
+        adapter_description=state.adapter_description,
+        exit_status=int(session.exitstatus),
+        comparison=comparison,
+        model_run=model_run,
+    )
 
 
 def _with_model_run(
