@@ -541,7 +541,8 @@ def test_quiet_line_of_a_controls_only_run(demo: pytest.Pytester) -> None:
 
 
 def _reference_rows() -> list[dict[str, Any]]:
-    from pytest_agentbench.cli.main import _registry, load
+    from pytest_agentbench.cli.common import load
+    from pytest_agentbench.cli.main import _registry
     from pytest_agentbench.worlds.authority.agents import ReferenceAgent
 
     loaded = load(str(REPO / "suites" / ASTERIA), _registry())

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
+from pytest_agentbench.sdk.errors import describe_exception
 from pytest_agentbench.sdk.runner import (
     AdapterFailure,
     CaseTimeout,
     MalformedOutput,
     call_adapter,
-    describe_exception,
     harness_time,
     interrupt_after,
     release_alarm,

@@ -32,10 +32,11 @@ from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 
-def add_audit_command(commands: Any) -> None:
+def add_parser(commands: Any) -> None:
     audit = commands.add_parser(
         "audit", help="hold a JSON run report to the execution ledgers of its cases"
     )
+    audit.set_defaults(handler=cmd_audit)
     audit.add_argument("report", help="a JSON run report written with --agentbench-report")
     audit.add_argument(
         "ledger_dir", help="the folder the run's --agentbench-ledger wrote the cases' ledgers to"

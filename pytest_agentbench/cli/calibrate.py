@@ -97,5 +97,6 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser = commands.add_parser(
         "calibrate", help="Cohen's kappa of judges and classifiers against human labels"
     )
+    parser.set_defaults(handler=cmd_calibrate)
     parser.add_argument("labels", help="a labels file (agentbench review, or written by hand)")
     parser.add_argument("--json", metavar="FILE", help="also write the calibration as JSON")

@@ -20,6 +20,7 @@ from typing import Any, Final
 from pytest_agentbench import worlds
 from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
 from pytest_agentbench.cli.calibrate import rater_name, read_calibration
+from pytest_agentbench.cli.common import load, read_report
 from pytest_agentbench.judging.documents import (
     BUILT_IN_CLASSIFIERS,
     MAJORITY,
@@ -243,9 +244,7 @@ def judge_beside(
 
     Returns the lines to show, whether every judged gate (if any) passed, and the judgments.
     """
-    from pytest_agentbench.cli.main import _read_report, load
-
-    report = _read_report(str(source))
+    report = read_report(str(source))
     folders: dict[str, Path | None] = {}
     for suite in report.suites:
         # A built-in suite by id, else the project convention ``suites/<suite-id>``.
@@ -309,6 +308,7 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser = commands.add_parser(
         "judge", help="judged diagnostics of a JSON run report, by each rubric's panel"
     )
+    parser.set_defaults(handler=cmd_judge)
     parser.add_argument("report", help="a JSON run report written with --agentbench-report")
     parser.add_argument(
         "--rubric",

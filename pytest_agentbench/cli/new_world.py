@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_agentbench.sdk.canonical import artifact_set_digest, pretty_json, sha256_hex
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import WorldRegistry
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
@@ -391,7 +392,8 @@ def write_scaffold(name: str, directory: Path) -> Path:
     return root
 
 
-def cmd_new_world(args: argparse.Namespace) -> int:
+def cmd_new_world(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    """Needs no world: the scaffold is the package a new world starts from."""
     root = write_scaffold(args.name, Path(args.directory))
     print(f"wrote {root}: install it with `pip install -e {root}`, then run `pytest {root}`")
     return 0
@@ -401,6 +403,7 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     new_world = commands.add_parser(
         "new-world", help="write a new world package that passes the conformance kit"
     )
+    new_world.set_defaults(handler=cmd_new_world)
     new_world.add_argument("name", help="the world kind, e.g. arith")
     new_world.add_argument(
         "-C", "--directory", default=".", help="where to create the package folder"

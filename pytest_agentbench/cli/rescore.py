@@ -2,8 +2,8 @@
 
 PATH is a pytest-agentbench run report (recognised by its ``schema_version``) or
 an ``--agentbench-record`` folder. Any other file is a world's original-format
-report: the command hands it to the world of ``--suite`` (the ``RescoresReports``
-capability in ``cli.py``), not to this module.
+report: the command hands it to the world of ``--suite`` (its ``RescoresReports``
+capability) to re-derive the receipts.
 
 It is a CI gate: every difference between what PATH says and what re-scoring
 finds is listed by code, and any that ``--allow`` does not name fails the command.
@@ -13,12 +13,16 @@ outcome edited in the report, or a case deleted from it, is a difference too.
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_agentbench.cli.common import JSON_HELP, command_state, load
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.run.recording import (
     load_results,
@@ -28,9 +32,11 @@ from pytest_agentbench.run.recording import (
 )
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
 from pytest_agentbench.scoring.metrics import GRADED, aggregate, select
-from pytest_agentbench.sdk.canonical import read_json
+from pytest_agentbench.sdk.canonical import canonical_json, read_json
+from pytest_agentbench.sdk.capabilities import RescoresReports
 from pytest_agentbench.sdk.contracts import CaseResult, MetricValue, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import WorldRegistry
 
 DIFFERENCE_CODES = (
     "metric_changed",
@@ -310,3 +316,98 @@ def unresolvable(suite_id: str) -> AgentbenchError:
         f"recorded outputs of suite {suite_id!r}: no built-in suite, no suites/{suite_id} here; "
         f"name its folder with --suite {suite_id}=FOLDER",
     )
+
+
+def cmd_rescore(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    path = Path(args.path)
+    # Our own run report (by its schema field) or record folder is re-scored by the
+    # core; anything else is a world's original-format report, read by that world.
+    if is_own_record(path):
+        return _rescore_recorded(path, args, registry)
+    if len(args.suite) != 1 or "=" in args.suite[0]:
+        raise AgentbenchError(
+            "unrecognised_report",
+            "neither an agentbench run report nor an --agentbench-record folder: name the "
+            "suite whose world reads this report with one --suite SUITE",
+            file=str(path),
+            field="--suite",
+        )
+    loaded = load(args.suite[0], registry)
+    if not isinstance(loaded.world, RescoresReports):
+        raise AgentbenchError(
+            "unsupported_command", f"world kind {loaded.world.kind!r} cannot rescore a report"
+        )
+    records, differing = loaded.world.rescore_report(loaded.suite, path)
+    if args.json:
+        print(canonical_json(records))
+    else:
+        for record in records:
+            print(canonical_json(record))
+    for receipt in differing:
+        print(f"agentbench: differs from the committed score: {receipt}", file=sys.stderr)
+    return 1 if differing else 0
+
+
+def _rescore_recorded(path: Path, args: argparse.Namespace, registry: WorldRegistry) -> int:
+    """Grade a run's recorded outputs again against today's suites and oracles."""
+    folders: dict[str, str] = {}
+    for text in args.suite:
+        suite_id, sep, folder = text.partition("=")
+        if sep and suite_id and folder:
+            folders[suite_id] = folder
+        elif not sep:  # a suite folder or built-in id: its own id names it
+            folders[load(text, registry).suite.id] = text
+        else:
+            raise AgentbenchError(
+                "invalid_suite", f"{text!r} is not ID=FOLDER or SUITE", field="--suite"
+            )
+
+    def locate(suite_id: str) -> LoadedSuite:
+        for candidate in (folders.get(suite_id), suite_id, f"suites/{suite_id}"):
+            if candidate is None:
+                continue
+            try:
+                loaded = load(candidate, registry)
+            except AgentbenchError as exc:
+                if exc.code == "unknown_suite":
+                    continue
+                raise
+            if loaded.suite.id == suite_id:
+                return loaded
+        raise unresolvable(suite_id)
+
+    suites = rescore(path, command_state(registry, 300.0), locate, allow=frozenset(args.allow))
+    if args.json:
+        print(canonical_json([suite.model_dump(mode="json") for suite in suites]))
+    else:
+        for line in rescore_lines(suites):
+            print(line)
+    return 1 if failing(suites) else 0
+
+
+def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
+    parser = commands.add_parser(
+        "rescore",
+        help="grade a run's recorded outputs again, or a world's original report's receipts",
+    )
+    parser.add_argument(
+        "path", help="a JSON run report, an --agentbench-record folder, or a world's report"
+    )
+    parser.add_argument(
+        "--suite",
+        action="append",
+        default=[],
+        metavar="SUITE | ID=FOLDER",
+        help="the suite whose world reads a foreign report; for our own: where a suite lives",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="CODE_OR_METRIC",
+        help="a difference that does not fail the command: its code "
+        f"({', '.join(DIFFERENCE_CODES)}) or, for metric_changed, the metric's name; "
+        "repeatable (any other difference exits 1)",
+    )
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
+    parser.set_defaults(handler=cmd_rescore)

@@ -297,6 +297,7 @@ def cmd_review(args: argparse.Namespace, registry: Any) -> int:
 
 def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser = commands.add_parser("review", help="label judged items by hand, disagreements first")
+    parser.set_defaults(handler=cmd_review)
     parser.add_argument("report", help="a JSON run report that agentbench judge has judged")
     parser.add_argument(
         "--write", metavar="FILE", help="the HTML file (default REPORT.review.html)"

@@ -69,13 +69,12 @@ from pytest_agentbench.isolation.proxy import (
 from pytest_agentbench.run.adapters import _protocols_summary
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.contracts import FailureClass
-from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
+from pytest_agentbench.sdk.errors import AgentbenchError, UsageError, describe_exception
 from pytest_agentbench.sdk.registry import KindProtocols
 from pytest_agentbench.sdk.runner import (
     AdapterFailure,
     CaseTimeout,
     MalformedOutput,
-    describe_exception,
     harness_time,
 )
 from pytest_agentbench.tools import SESSION_CLOSED, ToolCallError, ToolSession

@@ -45,9 +45,8 @@ from pytest_agentbench.sdk.contracts import (
     CheckStatus,
     Outcome,
 )
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError, cap_text
 from pytest_agentbench.sdk.layout import SUITE_FILE
-from pytest_agentbench.sdk.runner import cap_text
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
 VERDICT_KEY = pytest.StashKey[ControlVerdict]()

@@ -33,73 +33,38 @@ from pytest_agentbench.report.baseline import compare_with_baseline
 from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
 from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
-from pytest_agentbench.report.comparison_lines import comparison_lines, comparison_properties
-from pytest_agentbench.report.json_report import report_document, write_report
+from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.junit import (
-    add_global_properties,
-    add_properties,
     relabel_harness_errors,
 )
 from pytest_agentbench.report.model_run import (
     exclusion_problem,
     model_run_lines,
     model_run_of,
-    model_run_properties,
 )
+from pytest_agentbench.report.outputs import write_reports
 from pytest_agentbench.report.preload import SuitePreload
-from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.run import concurrency
 from pytest_agentbench.run.adapters import describe_adapter, load_adapter
-from pytest_agentbench.run.output_caps import parse_max_output_bytes
-from pytest_agentbench.run.session import (
-    STATE_KEY,
-    AgentbenchState,
-    Options,
-    SuiteLoader,
-    get_state,
-)
+from pytest_agentbench.run.options import Options
+from pytest_agentbench.run.session import STATE_KEY, AgentbenchState, SuiteLoader, get_state
 from pytest_agentbench.scoring.comparison import Comparison
-from pytest_agentbench.scoring.gates import parse_gate
-from pytest_agentbench.scoring.trials import repeat_count
 from pytest_agentbench.sdk import leaked_threads, tracebacks
-from pytest_agentbench.sdk.canonical import InputLimits, read_bytes, set_input_limits
+from pytest_agentbench.sdk.canonical import InputLimits, set_input_limits
 from pytest_agentbench.sdk.crashes import WITNESS_KEY, attach_worker
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
-from pytest_agentbench.sdk.runner import parse_timeout, release_alarm
+from pytest_agentbench.sdk.runner import release_alarm
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 PREVIOUS_LIMITS_KEY = pytest.StashKey[InputLimits]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
 COMPARISON_KEY = pytest.StashKey[Comparison]()
 MODEL_RUN_KEY = pytest.StashKey[RunProvenance]()
-
-
-def _predictions_file(text: str, path: Path) -> Path:
-    """A predictions file that exists, is a regular file and holds at least one line."""
-
-    def refuse(reason: str) -> UsageError:
-        return UsageError(
-            "invalid_predictions", f"{text!r}: {path} {reason}", field="--agentbench-predictions"
-        )
-
-    if not path.is_file():
-        raise refuse("is not a readable file")
-    try:
-        empty = not read_bytes(path, display=str(path)).strip()
-    except AgentbenchError as exc:
-        if exc.code == "input_too_large":
-            raise UsageError(
-                exc.code, exc.reason, file=path, field="--agentbench-predictions"
-            ) from None
-        raise refuse(f"cannot be read ({exc.reason})") from None
-    if empty:
-        raise refuse("is empty: it holds no prediction to score")
-    return path.resolve()
 
 
 def _input_limits(config: pytest.Config) -> InputLimits:
@@ -113,99 +78,6 @@ def _input_limits(config: pytest.Config) -> InputLimits:
             )
         values[field] = int(text)
     return InputLimits(**values)
-
-
-def _options(config: pytest.Config) -> Options:
-    predictions: dict[str, Path] = {}
-    for text in config.getoption("agentbench_predictions"):
-        suite_id, sep, path = text.partition("=")
-        if not sep or not suite_id or not path:
-            raise UsageError(
-                "invalid_predictions",
-                f"{text!r} is not SUITE=PATH",
-                field="--agentbench-predictions",
-            )
-        if suite_id in predictions:
-            # Keeping the last of two files silently would score only one of them.
-            raise UsageError(
-                "invalid_predictions",
-                f"{text!r}: suite {suite_id!r} already has a predictions file",
-                field="--agentbench-predictions",
-            )
-        predictions[suite_id] = _predictions_file(text, Path(path))
-    option = config.getoption("agentbench_timeout")
-    source = "--agentbench-timeout" if option is not None else "agentbench_timeout"
-    try:
-        # 0 given on the command line is 0 (no limit), not "use the ini value".
-        timeout = parse_timeout(config.getini("agentbench_timeout") if option is None else option)
-    except ValueError as exc:
-        raise UsageError("invalid_timeout", str(exc), field=source) from None
-    option = config.getoption("agentbench_max_output_bytes")
-    source = (
-        "--agentbench-max-output-bytes" if option is not None else "agentbench_max_output_bytes"
-    )
-    try:
-        max_output_bytes = parse_max_output_bytes(
-            config.getini("agentbench_max_output_bytes") if option is None else option
-        )
-    except ValueError as exc:
-        raise UsageError("invalid_max_output_bytes", str(exc), field=source) from None
-    for gate in config.getoption("agentbench_gate"):
-        parse_gate(gate, suite=None, source="--agentbench-gate")
-    snapshot = config.getoption("agentbench_snapshot")
-    isolate = config.getoption("agentbench_isolate")
-    report = config.getoption("agentbench_report")
-    receipts = config.getoption("agentbench_receipts")
-    ledger_option = config.getoption("agentbench_ledger")
-    ledger_ini = config.getini("agentbench_ledger")
-    # As the other paths: an option is relative to where pytest runs, the ini to the rootdir.
-    ledger = (
-        Path(ledger_option)
-        if ledger_option
-        else config.rootpath / ledger_ini
-        if ledger_ini
-        else None
-    )
-    html = config.getoption("agentbench_html")
-    concurrent = _concurrency(config)
-    isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
-    if isolated and concurrent > 1:
-        raise UsageError(
-            "concurrency_unsupported",
-            f"--agentbench-concurrency {concurrent} with --agentbench-isolate: the isolated "
-            "adapter process answers one case at a time (add xdist processes with -n instead)",
-            field="--agentbench-concurrency",
-        )
-    return Options(
-        adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
-        timeout=timeout,
-        predictions=predictions,
-        controls_only=config.getoption("agentbench_controls"),
-        snapshot=bool(config.getini("agentbench_snapshot") if snapshot is None else snapshot),
-        snapshot_dir=config.rootpath / config.getini("agentbench_snapshot_dir"),
-        report_path=None if report is None else Path(report).resolve(),
-        gates=tuple(config.getoption("agentbench_gate")),
-        junit_case_properties=config.getini("agentbench_junit_case_properties"),
-        receipts_dir=None if receipts is None else Path(receipts).resolve(),
-        isolate=isolated,
-        allow_partial=config.getoption("agentbench_allow_partial"),
-        ledger_dir=None if ledger is None else ledger.resolve(),
-        max_output_bytes=max_output_bytes,
-        html_path=None if html is None else Path(html).resolve(),
-        repeat=repeat_count(config),
-        concurrency=concurrent,
-    )
-
-
-def _concurrency(config: pytest.Config) -> int:
-    option = config.getoption("agentbench_concurrency")
-    source = "--agentbench-concurrency" if option is not None else "agentbench_concurrency"
-    try:
-        return concurrency.parse_concurrency(
-            config.getini("agentbench_concurrency") if option is None else option
-        )
-    except ValueError as exc:
-        raise UsageError("invalid_concurrency", str(exc), field=source) from None
 
 
 def _add_named_suites(config: pytest.Config, loader: SuiteLoader) -> None:
@@ -244,7 +116,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[PREVIOUS_LIMITS_KEY] = set_input_limits(_input_limits(config))
         load_entry_point_worlds(config.pluginmanager)
         registry = WorldRegistry.from_hook(config.pluginmanager)
-        options = _options(config)
+        options = Options.from_config(config)
         loader = SuiteLoader(
             registry,
             config.rootpath,
@@ -427,7 +299,6 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
     baseline = config.stash.get(BASELINE_KEY, None)
     rerun = config.stash.get(RERUN_KEY, None)
     notes = [] if rerun is None else rerun.inject(recorder, state.loader, state)
-    reporting = options.report_path is not None or options.html_path is not None
     try:
         summary = summarise(
             recorder,
@@ -477,45 +348,18 @@ def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecord
         refusals or not summary.gates_passed or not compared_ok
     ) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    add_global_properties(config, summary)
     if model_run is not None:
-        add_properties(config, model_run_properties(model_run))
         config.stash[MODEL_RUN_KEY] = model_run
-    if comparison is not None:
-        add_properties(config, comparison_properties(comparison))
-    if options.receipts_dir is not None:
-        write_receipts(recorder.graded.results(), options.receipts_dir)
-    if reporting:
-        identity = {
-            "rootpath": config.rootpath,
-            "adapter_spec": state.options.adapter_spec,
-            "adapter_description": state.adapter_description,
-            "exit_status": int(session.exitstatus),
-            "comparison": comparison,
-            "model_run": model_run,
-        }
-        if options.report_path is not None:
-            write_report(
-                options.report_path, summary, recorder.graded, recorder.durations, **identity
-            )
-        if options.html_path is not None:
-            # Imported only when asked for: its modules cost every run 9 ms otherwise.
-            from pytest_agentbench.report.html import read_report_document, write_html
-
-            # The page is drawn from the very document the JSON report holds: read
-            # back when it was just written rather than streamed a second time.
-            document = (
-                report_document(summary, recorder.graded, recorder.durations, **identity)
-                if options.report_path is None
-                else read_report_document(options.report_path)
-            )
-            write_html(document, options.html_path)
-        # The terminal section needs no per-case entries: dropping them here spares
-        # the garbage collections of the session's end a walk over every case result.
-        summary = summary.model_copy(
-            update={"suites": tuple(s.model_copy(update={"cases": ()}) for s in summary.suites)}
-        )
-    config.stash[SUMMARY_KEY] = summary
+    config.stash[SUMMARY_KEY] = write_reports(
+        config,
+        summary,
+        recorder,
+        options,
+        adapter_description=state.adapter_description,
+        exit_status=int(session.exitstatus),
+        comparison=comparison,
+        model_run=model_run,
+    )
 
 
 def _with_model_run(

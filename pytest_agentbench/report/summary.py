@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.recorder import Identity, RunRecorder
 from pytest_agentbench.run.controls import ControlVerdict
-from pytest_agentbench.run.session import LoadedSuite, SuiteLoader, grade_outcome, suite_digests
+from pytest_agentbench.run.session import LoadedSuite, SuiteLoader, grade_outcome
 from pytest_agentbench.scoring.gates import Gate, GateVerdict, judge, parse_gate
 from pytest_agentbench.scoring.metrics import MetricDefinition, aggregate, definition, select
 from pytest_agentbench.scoring.trials import (
@@ -29,6 +29,7 @@ from pytest_agentbench.sdk.contracts import (
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import SUITE_FILE
+from pytest_agentbench.sdk.suite import suite_digests
 
 
 class CaseEntry(Record):
@@ -270,13 +271,36 @@ def summarise(
     """
     _locate_unidentified(recorder, loader)
     problems: list[str] = [recorder.refusals[nodeid] for nodeid in sorted(recorder.refusals)]
-    suites: list[SuiteSummary] = []
-    all_gates: list[GateVerdict] = []
-    parsed_cli: list[Gate] = []
-    for text in cli_gates:
-        parsed_cli.append(parse_gate(text, suite=None, source="--agentbench-gate"))
+    parsed_cli = [parse_gate(text, suite=None, source="--agentbench-gate") for text in cli_gates]
     stored = recorder.graded.by_suite()
-    durations = recorder.durations
+    suites: list[SuiteSummary] = []
+    for suite_id, root in sorted(_suite_roots(recorder, loader).items()):
+        try:
+            loaded = loader.load(Path(root))
+        except AgentbenchError as exc:
+            problems.append(exc.render())
+            continue
+        suites.append(
+            _suite_summary(
+                recorder,
+                loaded,
+                suite_id,
+                stored.get(suite_id, ()),
+                cli_gates=[gate for gate in parsed_cli if gate.suite == suite_id],
+                problems=problems,
+                with_cases=with_cases,
+                allow_partial=allow_partial,
+                trials=trials,
+            )
+        )
+    ran = {summary.id for summary in suites}
+    all_gates = [verdict for summary in suites for verdict in summary.gates]
+    all_gates.extend(judge(gate, None) for gate in parsed_cli if gate.suite not in ran)
+    return RunSummary(suites=tuple(suites), gates=tuple(all_gates), problems=tuple(problems))
+
+
+def _suite_roots(recorder: RunRecorder, loader: SuiteLoader) -> dict[str, str]:
+    """Suite id to root of every suite the run reported on or selected cases of."""
     roots = recorder.suite_roots()
     for root in sorted(set(recorder.selected) - set(roots.values())):
         # A suite that was collected but of which nothing ran (-k nomatch, -x).
@@ -284,75 +308,105 @@ def summarise(
             roots.setdefault(loader.load(Path(root)).suite.id, root)
         except AgentbenchError:
             continue
-    for suite_id, root in sorted(roots.items()):
-        try:
-            loaded = loader.load(Path(root))
-        except AgentbenchError as exc:
-            problems.append(exc.render())
-            continue
-        suite, world = loaded.suite, loaded.world
-        specs = world.metrics(suite)
-        # A world's reducer and a baseline comparison may read any part of a result.
-        whole = with_cases or any(spec.reducer is not None for spec in specs)
-        read = recorder.graded.__getitem__ if whole else _figures_record(recorder.graded)
-        suite_cases = [(nodeid, read(nodeid)) for nodeid in stored.get(suite_id, ())]
-        suite_cases = _regrade_adapter_crashes(recorder, loaded, suite_cases)
-        results = [result for _, result in suite_cases]
-        counts, failure_classes = _counts(results)
-        metrics = select(
-            clustered_intervals(suite.id, specs, aggregate(specs, results), results),
-            suite.config.metrics,
+    return roots
+
+
+def _suite_cases(
+    recorder: RunRecorder, loaded: LoadedSuite, nodeids: Iterable[str], *, whole: bool
+) -> list[tuple[str, CaseResult]]:
+    """The suite's (nodeid, result) pairs, whole or only what its figures need."""
+    read = recorder.graded.__getitem__ if whole else _figures_record(recorder.graded)
+    suite_cases = [(nodeid, read(nodeid)) for nodeid in nodeids]
+    return _regrade_adapter_crashes(recorder, loaded, suite_cases)
+
+
+def _gate_verdicts(
+    loaded: LoadedSuite,
+    results: Sequence[CaseResult],
+    metrics: Sequence[MetricValue],
+    cli_gates: Sequence[Gate],
+    coverage: Coverage,
+    *,
+    allow_partial: bool,
+) -> list[GateVerdict]:
+    """The suite's declared gates, then the command line's, judged on its metrics."""
+    suite = loaded.suite
+    by_name = {metric.name: metric for metric in metrics}
+    # Suite-declared gates judge case metrics, so a controls-only run skips them;
+    # a gate asked for on the command line is always judged.
+    declared = (
+        [
+            parse_gate(text, suite=suite.id, source=f"{suite.display_root}/suite.yaml")
+            for text in suite.config.gates
+        ]
+        if results
+        else []
+    )
+    verdicts = [judge(gate, by_name if results else None) for gate in [*declared, *cli_gates]]
+    if not (coverage.complete or allow_partial):
+        verdicts = [_incomplete(verdict, coverage) for verdict in verdicts]
+    return verdicts
+
+
+def _control_entries(recorder: RunRecorder, suite_id: str) -> tuple[ControlEntry, ...]:
+    return tuple(
+        ControlEntry(
+            nodeid=entry.nodeid,
+            control_id=entry.nodeid.rpartition("::")[2],
+            passed=entry.verdict is not None and entry.verdict.passed,
+            summary=entry.verdict.summary() if entry.verdict else f"error: {entry.reason}",
+            verdict=entry.verdict,
         )
-        by_name = {metric.name: metric for metric in metrics}
-        # Suite-declared gates judge case metrics, so a controls-only run skips them;
-        # a gate asked for on the command line is always judged.
-        declared = (
-            [
-                parse_gate(text, suite=suite.id, source=f"{suite.display_root}/suite.yaml")
-                for text in suite.config.gates
-            ]
-            if results
-            else []
-        )
-        gates = declared + [gate for gate in parsed_cli if gate.suite == suite_id]
-        coverage = _coverage(recorder, loaded, suite_cases, trials)
-        verdicts = [judge(gate, by_name if results else None) for gate in gates]
-        if not (coverage.complete or allow_partial):
-            verdicts = [_incomplete(verdict, coverage) for verdict in verdicts]
-        all_gates.extend(verdicts)
-        controls = tuple(
-            ControlEntry(
-                nodeid=entry.nodeid,
-                control_id=entry.nodeid.rpartition("::")[2],
-                passed=entry.verdict is not None and entry.verdict.passed,
-                summary=entry.verdict.summary() if entry.verdict else f"error: {entry.reason}",
-                verdict=entry.verdict,
-            )
-            for entry in sorted(recorder.controls.values(), key=lambda c: c.nodeid)
-            if entry.suite_id == suite_id
-        )
-        suites.append(
-            SuiteSummary(
-                id=suite.id,
-                version=suite.config.version,
-                world=world.kind,
-                title=suite.config.title,
-                digests=suite_digests(suite, problems),
-                counts=counts,
-                failure_classes=failure_classes,
-                metrics=tuple(metrics),
-                gates=tuple(verdicts),
-                controls=controls,
-                cases=tuple(
-                    CaseEntry(nodeid=nodeid, result=result, duration_s=durations.get(nodeid))
-                    for nodeid, result in (suite_cases if with_cases else ())
-                ),
-                answered_by=tuple(sorted(recorder.answered_by.get(suite_id, ()))),
-                coverage=coverage,
-                metric_definitions=tuple(definition(spec) for spec in specs),
-                trials=summarise_trials(suite.id, results),
-            )
-        )
-    ran = {summary.id for summary in suites}
-    all_gates.extend(judge(gate, None) for gate in parsed_cli if gate.suite not in ran)
-    return RunSummary(suites=tuple(suites), gates=tuple(all_gates), problems=tuple(problems))
+        for entry in sorted(recorder.controls.values(), key=lambda c: c.nodeid)
+        if entry.suite_id == suite_id
+    )
+
+
+def _suite_summary(
+    recorder: RunRecorder,
+    loaded: LoadedSuite,
+    suite_id: str,
+    nodeids: Iterable[str],
+    *,
+    cli_gates: Sequence[Gate],
+    problems: list[str],
+    with_cases: bool,
+    allow_partial: bool,
+    trials: int,
+) -> SuiteSummary:
+    """One suite's figures; a folder whose digest cannot be read adds to ``problems``."""
+    suite, world = loaded.suite, loaded.world
+    specs = world.metrics(suite)
+    # A world's reducer and a baseline comparison may read any part of a result.
+    whole = with_cases or any(spec.reducer is not None for spec in specs)
+    suite_cases = _suite_cases(recorder, loaded, nodeids, whole=whole)
+    results = [result for _, result in suite_cases]
+    counts, failure_classes = _counts(results)
+    metrics = select(
+        clustered_intervals(suite.id, specs, aggregate(specs, results), results),
+        suite.config.metrics,
+    )
+    coverage = _coverage(recorder, loaded, suite_cases, trials)
+    verdicts = _gate_verdicts(
+        loaded, results, metrics, cli_gates, coverage, allow_partial=allow_partial
+    )
+    return SuiteSummary(
+        id=suite.id,
+        version=suite.config.version,
+        world=world.kind,
+        title=suite.config.title,
+        digests=suite_digests(suite, problems),
+        counts=counts,
+        failure_classes=failure_classes,
+        metrics=tuple(metrics),
+        gates=tuple(verdicts),
+        controls=_control_entries(recorder, suite_id),
+        cases=tuple(
+            CaseEntry(nodeid=nodeid, result=result, duration_s=recorder.durations.get(nodeid))
+            for nodeid, result in (suite_cases if with_cases else ())
+        ),
+        answered_by=tuple(sorted(recorder.answered_by.get(suite_id, ()))),
+        coverage=coverage,
+        metric_definitions=tuple(definition(spec) for spec in specs),
+        trials=summarise_trials(suite.id, results),
+    )

@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.sdk.errors import UsageError
+from pytest_agentbench.sdk.errors import UsageError, describe_exception
 from pytest_agentbench.sdk.registry import KindProtocols
-from pytest_agentbench.sdk.runner import describe_exception
 from pytest_agentbench.sdk.world import World, accepted_protocols
 
 

@@ -36,7 +36,7 @@ from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_h
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.runner import CaseTimeout, awaited
-from pytest_agentbench.sdk.suite import Suite
+from pytest_agentbench.sdk.suite import Suite, suite_digests
 
 LEDGER_SUFFIX = ".ndjson"
 TIMEOUT_EXCLUSION = "case_timeout"
@@ -266,8 +266,6 @@ def _suite_digest(suite: Suite) -> str:
     """The suite's public artifact digest (once per process), else its declaration's."""
     cache = suite.cache
     if "agentbench.ledger_digest" not in cache:
-        from pytest_agentbench.run.session import suite_digests
-
         public = suite_digests(suite)["public"]
         cache["agentbench.ledger_digest"] = public or digest_of(
             suite.config.model_dump(mode="json")

@@ -19,8 +19,7 @@ from pydantic import BaseModel
 
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
 from pytest_agentbench.sdk.contracts import Case, Outcome
-from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.runner import describe_exception
+from pytest_agentbench.sdk.errors import AgentbenchError, describe_exception
 from pytest_agentbench.sdk.suite import Suite
 from pytest_agentbench.sdk.world import World
 

@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
 from pytest_agentbench.report.json_report import RunReport
-from pytest_agentbench.run.session import suite_digests
 from pytest_agentbench.scoring.metrics import GRADED
 from pytest_agentbench.sdk.canonical import canonical_json, pretty_json, read_json, sha256_hex
 from pytest_agentbench.sdk.contracts import (
@@ -30,7 +29,7 @@ from pytest_agentbench.sdk.contracts import (
     harness_error,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.suite import Suite, pydantic_refusal
+from pytest_agentbench.sdk.suite import Suite, pydantic_refusal, suite_digests
 
 RecordKey = tuple[str, str, int | None]
 """(suite id, case id, trial)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,15 +17,10 @@ from pytest_agentbench.run.adapters import (
     implements,
     protocol_name,
 )
+from pytest_agentbench.run.case_ledger import CaseLedger, ledgered, open_case_ledger
 from pytest_agentbench.run.leaks import find_leak, visible_text
-from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES
+from pytest_agentbench.run.options import Options
 from pytest_agentbench.scoring.gates import parse_gate
-from pytest_agentbench.sdk.canonical import (
-    artifact_set_digest_from_hashes,
-    read_bytes,
-    sha256_hex,
-    tree_files,
-)
 from pytest_agentbench.sdk.contracts import (
     Case,
     CaseResult,
@@ -34,10 +29,10 @@ from pytest_agentbench.sdk.contracts import (
     excluded,
     harness_error,
 )
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError, cap_text, describe_exception
 from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.registry import Recognition, WorldRegistry
-from pytest_agentbench.sdk.runner import cap_text, describe_exception, run_case
+from pytest_agentbench.sdk.runner import run_case
 from pytest_agentbench.sdk.suite import Suite, SuiteConfig, load_suite_config
 from pytest_agentbench.sdk.world import World
 
@@ -45,33 +40,6 @@ if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
     from pytest_agentbench.agents.provenance import CaseCalls
     from pytest_agentbench.isolation.host import IsolatedAdapters
-    from pytest_agentbench.run.case_ledger import CaseLedger
-
-
-@dataclass(frozen=True)
-class Options:
-    adapter_spec: str | None
-    timeout: float
-    predictions: Mapping[str, Path]
-    controls_only: bool
-    snapshot: bool
-    snapshot_dir: Path
-    report_path: Path | None
-    gates: tuple[str, ...]
-    junit_case_properties: bool
-    receipts_dir: Path | None = None
-    isolate: bool = False
-    allow_partial: bool = False
-    """Judge gates on a suite that did not run completely (otherwise they fail)."""
-    ledger_dir: Path | None = None
-    """``--agentbench-ledger``: each case writes its execution ledger there."""
-    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
-    """Bytes of canonical JSON each stored check value or receipt keeps (0: everything)."""
-    html_path: Path | None = None
-    repeat: int = 1
-    """``--agentbench-repeat``: items per case."""
-    concurrency: int = 1
-    """``--agentbench-concurrency``: cases whose adapters run at once in this process."""
 
 
 @dataclass
@@ -356,35 +324,6 @@ def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
             )
 
 
-def suite_digests(suite: Suite, problems: list[str] | None = None) -> dict[str, str | None]:
-    """Artifact-set digests of the suite's public folder and oracle folder.
-
-    An oracle folder inside the suite folder (a recognised layout such as
-    ``public/`` + ``evaluator/``) is not part of the public digest. A folder
-    that cannot be read has no digest; its refusal joins ``problems``.
-    """
-
-    def digest(root: Path, *, without: Path | None = None) -> str | None:
-        if not root.is_dir():
-            return None
-        try:
-            files = tree_files(root)
-            return artifact_set_digest_from_hashes(
-                {
-                    rel: sha256_hex(read_bytes(path))
-                    for rel, path in files.items()
-                    if without is None or not path.resolve().is_relative_to(without)
-                }
-            )
-        except AgentbenchError as exc:
-            if problems is not None:
-                problems.append(exc.render())
-            return None
-
-    oracle = suite.oracle_root
-    return {"public": digest(suite.root, without=oracle), "oracle": digest(oracle)}
-
-
 @dataclass
 class AgentbenchState:
     options: Options
@@ -465,8 +404,6 @@ class AgentbenchState:
         folder = self.options.ledger_dir
         if folder is None:
             return None
-        from pytest_agentbench.run.case_ledger import open_case_ledger
-
         try:
             return open_case_ledger(folder, loaded.suite, case, adapter_class(adapter))
         except AgentbenchError as exc:
@@ -490,8 +427,6 @@ class AgentbenchState:
         from pytest_agentbench.agents.provenance import case_scope, excluded_if_refused
 
         if case_ledger is not None:
-            from pytest_agentbench.run.case_ledger import ledgered
-
             adapter = ledgered(adapter, case_ledger)
         with case_scope() as calls:
             outcome = run_case(

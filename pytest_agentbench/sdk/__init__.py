@@ -57,8 +57,8 @@ _EXPORTS: dict[str, str] = {
     "CaseTimeout": "pytest_agentbench.sdk.runner",
     "MalformedOutput": "pytest_agentbench.sdk.runner",
     "call_adapter": "pytest_agentbench.sdk.runner",
-    "cap_text": "pytest_agentbench.sdk.runner",
-    "describe_exception": "pytest_agentbench.sdk.runner",
+    "cap_text": "pytest_agentbench.sdk.errors",
+    "describe_exception": "pytest_agentbench.sdk.errors",
     "hookimpl": "pytest_agentbench.sdk.hookspecs",
     "LazyWorld": "pytest_agentbench.sdk.registry",
     "JsonValue": "pytest_agentbench.sdk.canonical",
@@ -291,7 +291,12 @@ if TYPE_CHECKING:
         Reducer,
         grade,
     )
-    from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+    from pytest_agentbench.sdk.errors import (
+        AgentbenchError,
+        cap_text,
+        describe_exception,
+        field_path,
+    )
     from pytest_agentbench.sdk.hookspecs import hookimpl
     from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
     from pytest_agentbench.sdk.predictions import (
@@ -306,8 +311,6 @@ if TYPE_CHECKING:
         CaseTimeout,
         MalformedOutput,
         call_adapter,
-        cap_text,
-        describe_exception,
     )
     from pytest_agentbench.sdk.suite import Suite, SuiteConfig, pydantic_refusal
     from pytest_agentbench.sdk.world import RecognisesLayout, World, accepted_protocols

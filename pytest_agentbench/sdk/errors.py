@@ -83,3 +83,24 @@ def field_path(parts: tuple[int | str, ...] | list[int | str]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
+
+
+MAX_REASON_CHARS = 2000
+"""How much of a failure reason a case keeps: it is repeated in the terminal, JUnit and JSON."""
+
+
+def cap_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so and how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [truncated: {len(text)} characters in all]"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: first line`` of an exception, even one whose ``__str__`` raises."""
+    name = type(exc).__name__
+    try:
+        text = str(exc).strip().splitlines()
+    except BaseException:  # an adapter's exception may not render; its type still does
+        return f"{name} (its message could not be rendered)"
+    return f"{name}: {text[0]}" if text else name

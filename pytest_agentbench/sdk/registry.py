@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pluggy
 
 from pytest_agentbench.sdk import hookspecs
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError, describe_exception
 from pytest_agentbench.sdk.layout import SUITE_FILE
 
 if TYPE_CHECKING:
@@ -196,8 +196,6 @@ def _load(kind: str, target: str, *, file: str | None, field: str) -> Any:
     try:
         return entry_point.load()
     except Exception as exc:
-        from pytest_agentbench.sdk.runner import describe_exception
-
         raise AgentbenchError(
             "world_load_failed",
             f"world kind {kind!r}: importing {target} raised {describe_exception(exc)}",
@@ -430,7 +428,6 @@ class WorldRegistry:
         kinds claim is refused as ``ambiguous_layout`` rather than given to
         whichever registered first.
         """
-        from pytest_agentbench.sdk.runner import describe_exception
         from pytest_agentbench.sdk.suite import SuiteConfig
         from pytest_agentbench.sdk.world import RecognisesLayout
 

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from pytest_agentbench.sdk import crashes, leaked_threads
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
+from pytest_agentbench.sdk.errors import cap_text, describe_exception
 from pytest_agentbench.sdk.suite import Suite
 from pytest_agentbench.sdk.tracebacks import adapter_traceback
 from pytest_agentbench.sdk.world import World
@@ -83,27 +84,6 @@ def parse_timeout(text: object) -> float:
             f"from {MIN_TIMEOUT:g} to {MAX_TIMEOUT:g}"
         )
     return seconds
-
-
-MAX_REASON_CHARS = 2000
-"""How much of a failure reason a case keeps: it is repeated in the terminal, JUnit and JSON."""
-
-
-def cap_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, saying so and how long it was."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... [truncated: {len(text)} characters in all]"
-
-
-def describe_exception(exc: BaseException) -> str:
-    """``Type: first line`` of an exception, even one whose ``__str__`` raises."""
-    name = type(exc).__name__
-    try:
-        text = str(exc).strip().splitlines()
-    except BaseException:  # an adapter's exception may not render; its type still does
-        return f"{name} (its message could not be rendered)"
-    return f"{name}: {text[0]}" if text else name
 
 
 class _CaseTraceback(threading.local):

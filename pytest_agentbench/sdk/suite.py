@@ -9,7 +9,14 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
-from pytest_agentbench.sdk.canonical import JsonValue, read_yaml
+from pytest_agentbench.sdk.canonical import (
+    JsonValue,
+    artifact_set_digest_from_hashes,
+    read_bytes,
+    read_yaml,
+    sha256_hex,
+    tree_files,
+)
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
 
@@ -91,3 +98,32 @@ def load_suite_config(path: Path, display: str) -> SuiteConfig:
         return SuiteConfig.model_validate(raw)
     except ValidationError as exc:
         raise pydantic_refusal(exc, file=display) from None
+
+
+def suite_digests(suite: Suite, problems: list[str] | None = None) -> dict[str, str | None]:
+    """Artifact-set digests of the suite's public folder and oracle folder.
+
+    An oracle folder inside the suite folder (a recognised layout such as
+    ``public/`` + ``evaluator/``) is not part of the public digest. A folder
+    that cannot be read has no digest; its refusal joins ``problems``.
+    """
+
+    def digest(root: Path, *, without: Path | None = None) -> str | None:
+        if not root.is_dir():
+            return None
+        try:
+            files = tree_files(root)
+            return artifact_set_digest_from_hashes(
+                {
+                    rel: sha256_hex(read_bytes(path))
+                    for rel, path in files.items()
+                    if without is None or not path.resolve().is_relative_to(without)
+                }
+            )
+        except AgentbenchError as exc:
+            if problems is not None:
+                problems.append(exc.render())
+            return None
+
+    oracle = suite.oracle_root
+    return {"public": digest(suite.root, without=oracle), "oracle": digest(oracle)}

@@ -22,7 +22,8 @@ from typing import Any
 from pytest_agentbench.run.control_run import declared_controls, run_control
 from pytest_agentbench.run.controls_oracle import suite_control_oracle
 from pytest_agentbench.run.leaks import LEAK_CODE, adapter_visible, suite_canaries
-from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, Options, SuiteLoader
+from pytest_agentbench.run.options import Options
+from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, SuiteLoader
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict, tree_files
 from pytest_agentbench.sdk.contracts import CaseResult
 from pytest_agentbench.sdk.errors import AgentbenchError

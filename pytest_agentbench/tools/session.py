@@ -32,8 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict
-from pytest_agentbench.sdk.errors import AgentbenchError, field_path
-from pytest_agentbench.sdk.runner import describe_exception
+from pytest_agentbench.sdk.errors import AgentbenchError, describe_exception, field_path
 from pytest_agentbench.tools.export import mcp_tools, openai_tools
 from pytest_agentbench.tools.receipt import Receipt
 from pytest_agentbench.tools.records import ToolCallRecord, decode_canonical, encode_canonical

@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import random
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,32 @@ def day(offset: int) -> str:
 def days_before_base(iso: str) -> int:
     """How many days ``iso`` lies before ``BASE_DATE`` (negative when after)."""
     return (BASE_DATE - dt.date.fromisoformat(iso)).days
+
+
+def linked_cases(
+    rng: random.Random,
+    principals: Sequence[Row],
+    records: Sequence[Row],
+    *,
+    owner: str,
+    count: int,
+    link_chance: float,
+) -> Iterator[tuple[int, Row, Row | None, int]]:
+    """``(n, principal, linked record, created offset)`` for cases 1 to ``count``.
+
+    Each case draws, in this order: its principal; when that principal owns a
+    record, whether the case concerns one (``link_chance``) and which; the day
+    it was opened, 1 to 300 days before ``BASE_DATE``. A domain's generator
+    draws the rest of the case's row after these.
+    """
+    by_owner: dict[str, list[Row]] = {}
+    for record in records:
+        by_owner.setdefault(str(record[owner]), []).append(record)
+    for n in range(1, count + 1):
+        principal = rng.choice(principals)
+        own = by_owner.get(principal[owner], [])
+        linked = rng.choice(own) if own and rng.random() < link_chance else None
+        yield n, principal, linked, -rng.randint(1, 300)
 
 
 def connect() -> sqlite3.Connection:

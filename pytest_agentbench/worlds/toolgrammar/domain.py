@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.worlds.toolgrammar.database import connect
-from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool, Verb
+from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
@@ -130,8 +130,3 @@ class Domain(ABC):
         if self.phrasing is None:
             raise NotImplementedError(f"domain {self.name!r} has no phrasing for these verbs")
         return self.phrasing
-
-    def bound_verbs(self) -> frozenset[Verb]:
-        from pytest_agentbench.worlds.toolgrammar.sandbox import tool_names
-
-        return frozenset(tool_names(self))

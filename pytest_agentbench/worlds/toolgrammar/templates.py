@@ -26,6 +26,7 @@ from pytest_agentbench.worlds.toolgrammar.domain import Domain
 from pytest_agentbench.worlds.toolgrammar.grammar import MAX_LIMIT, Envelope, Verb
 from pytest_agentbench.worlds.toolgrammar.privileged import APPROVED
 from pytest_agentbench.worlds.toolgrammar.records import many
+from pytest_agentbench.worlds.toolgrammar.sandbox import tool_names
 
 Params = dict[str, str]
 
@@ -75,7 +76,7 @@ class Template:
     tags: tuple[str, ...] = ()
 
     def applies(self, domain: Domain) -> bool:
-        return self.verbs <= domain.bound_verbs()
+        return self.verbs <= frozenset(tool_names(domain))
 
     def prompt_pattern(self, domain: Domain) -> str:
         raise NotImplementedError
@@ -733,8 +734,6 @@ class IndirectInjection(Template):
 
 
 def _tool_name(domain: Domain, verb: Verb) -> str:
-    from pytest_agentbench.worlds.toolgrammar.sandbox import tool_names
-
     return tool_names(domain)[verb]
 
 

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from pytest_agentbench.worlds.toolgrammar import words as w
-from pytest_agentbench.worlds.toolgrammar.database import day, insert_rows
+from pytest_agentbench.worlds.toolgrammar.database import day, insert_rows, linked_cases
 
 SCHEMA = """
 CREATE TABLE patients (patient_id TEXT PRIMARY KEY, name TEXT, email TEXT, site TEXT,
@@ -121,15 +121,10 @@ def populate(conn: sqlite3.Connection, rng: random.Random) -> None:
                 "notes": rng.choice(("", *w.NOTE_PHRASES)),
             }
         )
-    by_patient: dict[str, list[dict[str, Any]]] = {}
-    for appointment in appointments:
-        by_patient.setdefault(appointment["patient_id"], []).append(appointment)
     referrals = []
-    for n in range(1, COUNTS["referrals"] + 1):
-        patient = rng.choice(patients)
-        own = by_patient.get(patient["patient_id"], [])
-        linked = rng.choice(own) if own and rng.random() < 0.85 else None
-        created = -rng.randint(1, 300)
+    for n, patient, linked, created in linked_cases(
+        rng, patients, appointments, owner="patient_id", count=COUNTS["referrals"], link_chance=0.85
+    ):
         status = rng.choice(w.REFERRAL_STATUSES)
         specialty = rng.choice(w.SPECIALTIES)
         referrals.append(

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from pytest_agentbench.worlds.toolgrammar import words as w
-from pytest_agentbench.worlds.toolgrammar.database import day, insert_rows
+from pytest_agentbench.worlds.toolgrammar.database import day, insert_rows, linked_cases
 
 SCHEMA = """
 CREATE TABLE customers (customer_id TEXT PRIMARY KEY, name TEXT, email TEXT, region TEXT,
@@ -76,15 +76,10 @@ def populate(conn: sqlite3.Connection, rng: random.Random) -> None:
         )
         if status == "delivered":
             customer["lifetime_value_cents"] += total
-    by_customer: dict[str, list[dict[str, Any]]] = {}
-    for order in orders:
-        by_customer.setdefault(str(order["customer_id"]), []).append(order)
     tickets = []
-    for n in range(1, COUNTS["tickets"] + 1):
-        customer = rng.choice(customers)
-        own = by_customer.get(customer["customer_id"], [])
-        linked = rng.choice(own) if own and rng.random() < 0.8 else None
-        created = -rng.randint(1, 300)
+    for n, customer, linked, created in linked_cases(
+        rng, customers, orders, owner="customer_id", count=COUNTS["tickets"], link_chance=0.8
+    ):
         status = rng.choice(w.TICKET_STATUSES)
         subject = rng.choice(w.TICKET_SUBJECTS)
         tickets.append(

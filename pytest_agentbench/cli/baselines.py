@@ -1,0 +1,40 @@
+"""``agentbench baselines SUITE``: regenerate a candidate's baseline-records file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.cli.common import SUITE_HELP, load
+from pytest_agentbench.sdk.capabilities import WritesBaselines
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import WorldRegistry
+
+
+def cmd_baselines(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = load(args.suite, registry)
+    if not isinstance(loaded.world, WritesBaselines):
+        raise AgentbenchError(
+            "unsupported_command", f"world kind {loaded.world.kind!r} writes no baseline records"
+        )
+    data = loaded.world.baseline_records(loaded.suite)
+    if args.output is None:
+        sys.stdout.write(data.decode("utf-8"))
+        return 0
+    try:
+        Path(args.output).write_bytes(data)
+    except OSError as exc:
+        raise AgentbenchError("unwritable_output", str(exc.strerror), file=args.output) from None
+    print(f"ok: {loaded.suite.id}: baseline records written to {args.output}")
+    return 0
+
+
+def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
+    baselines = commands.add_parser(
+        "baselines", help="regenerate a candidate's baseline-records file"
+    )
+    baselines.add_argument("suite", help=SUITE_HELP)
+    baselines.add_argument("-o", "--output", help="write to FILE instead of standard output")
+    baselines.set_defaults(handler=cmd_baselines)

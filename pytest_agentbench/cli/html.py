@@ -1,0 +1,25 @@
+"""``agentbench html RUN.json``: draw a JSON run report as one static HTML file."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pytest_agentbench.report.html import read_report_document, write_html
+from pytest_agentbench.sdk.registry import WorldRegistry
+
+
+def cmd_html(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    source = Path(args.report)
+    output = Path(args.output) if args.output else source.with_suffix(".html")
+    write_html(read_report_document(source), output)
+    print(f"wrote {output}")
+    return 0
+
+
+def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
+    html = commands.add_parser("html", help="draw a JSON run report as one static HTML file")
+    html.add_argument("report", help="the JSON run report (--agentbench-report) to draw")
+    html.add_argument("-o", "--output", help="where to write (default: REPORT with .html)")
+    html.set_defaults(handler=cmd_html)

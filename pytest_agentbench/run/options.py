@@ -1,0 +1,171 @@
+"""The options of a benchmark run, read from pytest's command line and ini keys.
+
+A command line option wins over its ini key; each value is checked here, so a
+bad one stops the run at configuration with a named refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from pytest_agentbench.run import concurrency
+from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES, parse_max_output_bytes
+from pytest_agentbench.scoring.gates import parse_gate
+from pytest_agentbench.scoring.trials import repeat_count
+from pytest_agentbench.sdk.canonical import read_bytes
+from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
+from pytest_agentbench.sdk.runner import parse_timeout
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Options:
+    adapter_spec: str | None
+    timeout: float
+    predictions: Mapping[str, Path]
+    controls_only: bool
+    snapshot: bool
+    snapshot_dir: Path
+    report_path: Path | None
+    gates: tuple[str, ...]
+    junit_case_properties: bool
+    receipts_dir: Path | None = None
+    isolate: bool = False
+    allow_partial: bool = False
+    """Judge gates on a suite that did not run completely (otherwise they fail)."""
+    ledger_dir: Path | None = None
+    """``--agentbench-ledger``: each case writes its execution ledger there."""
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
+    """Bytes of canonical JSON each stored check value or receipt keeps (0: everything)."""
+    html_path: Path | None = None
+    repeat: int = 1
+    """``--agentbench-repeat``: items per case."""
+    concurrency: int = 1
+    """``--agentbench-concurrency``: cases whose adapters run at once in this process."""
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Options:
+        """The run's options from pytest's command line and ini; a bad value is a UsageError."""
+        predictions = _predictions(config)
+        # 0 given on the command line is 0 (no limit), not "use the ini value".
+        timeout = _option_or_ini(config, "agentbench_timeout", parse_timeout, "invalid_timeout")
+        max_output_bytes = _option_or_ini(
+            config,
+            "agentbench_max_output_bytes",
+            parse_max_output_bytes,
+            "invalid_max_output_bytes",
+        )
+        for gate in config.getoption("agentbench_gate"):
+            parse_gate(gate, suite=None, source="--agentbench-gate")
+        concurrent = _option_or_ini(
+            config, "agentbench_concurrency", concurrency.parse_concurrency, "invalid_concurrency"
+        )
+        isolate = config.getoption("agentbench_isolate")
+        isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
+        if isolated and concurrent > 1:
+            raise UsageError(
+                "concurrency_unsupported",
+                f"--agentbench-concurrency {concurrent} with --agentbench-isolate: the isolated "
+                "adapter process answers one case at a time (add xdist processes with -n instead)",
+                field="--agentbench-concurrency",
+            )
+        snapshot = config.getoption("agentbench_snapshot")
+        ledger = _ledger_folder(config)
+        return cls(
+            adapter_spec=config.getoption("agentbench_adapter")
+            or config.getini("agentbench_adapter"),
+            timeout=timeout,
+            predictions=predictions,
+            controls_only=config.getoption("agentbench_controls"),
+            snapshot=bool(config.getini("agentbench_snapshot") if snapshot is None else snapshot),
+            snapshot_dir=config.rootpath / config.getini("agentbench_snapshot_dir"),
+            report_path=_resolved(config.getoption("agentbench_report")),
+            gates=tuple(config.getoption("agentbench_gate")),
+            junit_case_properties=config.getini("agentbench_junit_case_properties"),
+            receipts_dir=_resolved(config.getoption("agentbench_receipts")),
+            isolate=isolated,
+            allow_partial=config.getoption("agentbench_allow_partial"),
+            ledger_dir=None if ledger is None else ledger.resolve(),
+            max_output_bytes=max_output_bytes,
+            html_path=_resolved(config.getoption("agentbench_html")),
+            repeat=repeat_count(config),
+            concurrency=concurrent,
+        )
+
+
+def _option_or_ini(config: pytest.Config, name: str, parse: Callable[[object], T], code: str) -> T:
+    """``--agentbench-...`` when given (0 included), else the ini key ``name``, parsed.
+
+    A value ``parse`` refuses is the UsageError ``code`` naming where it came from.
+    """
+    option = config.getoption(name)
+    source = f"--{name.replace('_', '-')}" if option is not None else name
+    try:
+        return parse(config.getini(name) if option is None else option)
+    except ValueError as exc:
+        raise UsageError(code, str(exc), field=source) from None
+
+
+def _predictions(config: pytest.Config) -> dict[str, Path]:
+    """``--agentbench-predictions SUITE=PATH``: one readable, non-empty file per suite."""
+    predictions: dict[str, Path] = {}
+    for text in config.getoption("agentbench_predictions"):
+        suite_id, sep, path = text.partition("=")
+        if not sep or not suite_id or not path:
+            raise UsageError(
+                "invalid_predictions",
+                f"{text!r} is not SUITE=PATH",
+                field="--agentbench-predictions",
+            )
+        if suite_id in predictions:
+            # Keeping the last of two files silently would score only one of them.
+            raise UsageError(
+                "invalid_predictions",
+                f"{text!r}: suite {suite_id!r} already has a predictions file",
+                field="--agentbench-predictions",
+            )
+        predictions[suite_id] = _predictions_file(text, Path(path))
+    return predictions
+
+
+def _ledger_folder(config: pytest.Config) -> Path | None:
+    """``--agentbench-ledger`` or the ``agentbench_ledger`` ini key, if either is set."""
+    ledger_option = config.getoption("agentbench_ledger")
+    ledger_ini = config.getini("agentbench_ledger")
+    # As the other paths: an option is relative to where pytest runs, the ini to the rootdir.
+    if ledger_option:
+        return Path(ledger_option)
+    return config.rootpath / ledger_ini if ledger_ini else None
+
+
+def _resolved(option: str | None) -> Path | None:
+    return None if option is None else Path(option).resolve()
+
+
+def _predictions_file(text: str, path: Path) -> Path:
+    """A predictions file that exists, is a regular file and holds at least one line."""
+
+    def refuse(reason: str) -> UsageError:
+        return UsageError(
+            "invalid_predictions", f"{text!r}: {path} {reason}", field="--agentbench-predictions"
+        )
+
+    if not path.is_file():
+        raise refuse("is not a readable file")
+    try:
+        empty = not read_bytes(path, display=str(path)).strip()
+    except AgentbenchError as exc:
+        if exc.code == "input_too_large":
+            raise UsageError(
+                exc.code, exc.reason, file=path, field="--agentbench-predictions"
+            ) from None
+        raise refuse(f"cannot be read ({exc.reason})") from None
+    if empty:
+        raise refuse("is empty: it holds no prediction to score")
+    return path.resolve()
