@@ -169,13 +169,6 @@ def _options(config: pytest.Config) -> Options:
     html = config.getoption("agentbench_html")
     concurrent = _concurrency(config)
     isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
-    if isolated and concurrent > 1:
-        raise UsageError(
-            "concurrency_unsupported",
-            f"--agentbench-concurrency {concurrent} with --agentbench-isolate: the isolated "
-            "adapter process answers one case at a time (add xdist processes with -n instead)",
-            field="--agentbench-concurrency",
-        )
     return Options(
         adapter_spec=config.getoption("agentbench_adapter") or config.getini("agentbench_adapter"),
         timeout=timeout,
@@ -257,7 +250,9 @@ def pytest_configure(config: pytest.Config) -> None:
             # Imported only when asked for: subprocess and multiprocessing cost start-up.
             from pytest_agentbench.isolation.setup import configured_adapter, isolated_adapters
 
-            state.isolation = isolated_adapters(config, options.timeout, loader.oracle_roots)
+            state.isolation = isolated_adapters(
+                config, options.timeout, loader.oracle_roots, options.concurrency
+            )
             if options.adapter_spec:
                 state.adapter = configured_adapter(
                     config, state.isolation, options.adapter_spec, registry.adapter_protocols()
