@@ -830,11 +830,23 @@ class IsolatedAdapters:
             }
         return {"op": "tool_result", "value": value}
 
+    @staticmethod
+    def _absorb_model_calls(reply: Mapping[str, Any]) -> None:
+        """Count the model calls the child's call made in the case, as in-process."""
+        from pytest_agentbench.agents.provenance import absorb_model_calls
+
+        try:
+            absorb_model_calls(reply["model_calls"], reply.get("model_refusal"))
+        except ValueError as exc:
+            raise AdapterFailure(f"the adapter's process sent {exc}") from None
+
     def _result(self, call_id: int, reply: Mapping[str, Any]) -> JsonValue:
         op = reply["op"]
         if reply.get("call") != call_id or op not in {"returned", "raised", "unencodable"}:
             self._discard()
             raise AdapterFailure(f"the adapter's process sent an unexpected {op!r} message")
+        if "model_calls" in reply:
+            self._absorb_model_calls(reply)
         if op == "returned":
             value: JsonValue = reply.get("value")
             return value
