@@ -99,7 +99,7 @@ def _chat_run(
     pytester: pytest.Pytester, tag: str, *args: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     report = pytester.path / f"{tag}.json"
-    result = pytester.runpytest(
+    pytester.runpytest(
         CHAT_ADAPTER,
         "--agentbench-timeout=60",
         f"--agentbench-report={report}",

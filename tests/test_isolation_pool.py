@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +20,6 @@ from tests.test_plugin_concurrency import junit_normalised, normalised
 FAULTY = """
 import os
 import time
-from pathlib import Path
 
 PIDS = Path(__file__).resolve().parent / "pids"
 
@@ -80,13 +78,11 @@ def test_a_pool_of_isolated_processes_reports_as_one_process_does(demo: pytest.P
         runs[name] = _run(demo, name, *extra)
         used[name] = {int(line) for line in pids.read_text().split()}
         pids.unlink()
-    for name, (result, _) in runs.items():
+    for result, _ in runs.values():
         result.assert_outcomes(passed=len(QUESTIONS) - len(FAULTS), failed=len(FAULTS))
     serial, pooled = runs["serial"][1], runs["pooled"][1]
     assert _comparable(pooled) == _comparable(serial)
-    assert junit_normalised(demo.path / "pooled.xml") == junit_normalised(
-        demo.path / "serial.xml"
-    )
+    assert junit_normalised(demo.path / "pooled.xml") == junit_normalised(demo.path / "serial.xml")
     cases = {e["result"]["case_id"]: e["result"] for e in pooled["suites"][0]["cases"]}
     assert TIMED_OUT.match(cases["c02"]["failure_reason"])
     assert "killed" in cases["c05"]["failure_reason"] or "exited" in cases["c05"]["failure_reason"]
