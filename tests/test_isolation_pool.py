@@ -3,13 +3,15 @@
 One session per mode (isolated serially, isolated with four cases at once) over
 the same suite, whose adapter hangs in one case and kills its own process in
 another: the reports match but for durations, and neither fault costs more
-than its own case.
+than its own case. A third session resumes the serial run in a pool: only the
+agent errors run again, and the merged report is the serial one.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from tests.test_plugin_concurrency import junit_normalised, normalised
 FAULTY = """
 import os
 import time
+from pathlib import Path
 
 PIDS = Path(__file__).resolve().parent / "pids"
 
@@ -49,6 +52,12 @@ TIMED_OUT = re.compile(r"timed out after \d+\.\ds")
 def _comparable(document: Any) -> Any:
     """A report as :func:`normalised` leaves it, with the seconds a timeout took blanked."""
     return json.loads(TIMED_OUT.sub("timed out after -s", json.dumps(normalised(document))))
+
+
+def _junit(path: Path) -> list[str]:
+    """The JUnit file as :func:`junit_normalised` leaves it, with the seconds a timeout took
+    blanked."""
+    return [TIMED_OUT.sub("timed out after -s", line) for line in junit_normalised(path)]
 
 
 def _run(project: pytest.Pytester, name: str, *args: str) -> tuple[pytest.RunResult, Any]:
@@ -82,7 +91,7 @@ def test_a_pool_of_isolated_processes_reports_as_one_process_does(demo: pytest.P
         result.assert_outcomes(passed=len(QUESTIONS) - len(FAULTS), failed=len(FAULTS))
     serial, pooled = runs["serial"][1], runs["pooled"][1]
     assert _comparable(pooled) == _comparable(serial)
-    assert junit_normalised(demo.path / "pooled.xml") == junit_normalised(demo.path / "serial.xml")
+    assert _junit(demo.path / "pooled.xml") == _junit(demo.path / "serial.xml")
     cases = {e["result"]["case_id"]: e["result"] for e in pooled["suites"][0]["cases"]}
     assert TIMED_OUT.match(cases["c02"]["failure_reason"])
     assert "killed" in cases["c05"]["failure_reason"] or "exited" in cases["c05"]["failure_reason"]
@@ -94,3 +103,16 @@ def test_a_pool_of_isolated_processes_reports_as_one_process_does(demo: pytest.P
     # ran in more than one process (the hung one held its own while others went on).
     assert len(used["serial"]) == 3
     assert len(used["pooled"]) > 3
+    resumed_result, resumed = _run(
+        demo, "resumed", "--agentbench-concurrency=4", "--agentbench-resume=serial.json"
+    )
+    agent_errors = [
+        case_id for case_id in FAULTS if cases[case_id]["failure_class"] == "agent_error"
+    ]
+    resumed_result.assert_outcomes(failed=len(agent_errors))
+    assert len({int(line) for line in pids.read_text().split()}) >= 2
+    taken = len(QUESTIONS) - len(agent_errors)
+    assert resumed["problems"] == [
+        f"[resumed] suite 'demo-suite': {taken} graded cases taken from serial.json"
+    ]
+    assert _comparable({**resumed, "problems": []}) == _comparable(serial)
