@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
+from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -132,6 +133,20 @@ class _Configured:
 def configure_run(run: ModelRun | None) -> None:
     """The process's model run (the pytest session's); ``None`` forgets it."""
     _Configured.run = run
+
+
+def shared_tally() -> Path | None:
+    """The file the run's budget tally is kept in, when processes share it; else None."""
+    run = _Configured.run
+    return None if run is None else run.guard.tally.path
+
+
+def use_shared_tally(path: Path) -> None:
+    """Reserve this process's model calls from the run's tally file (an isolated adapter's
+    process, which has no pytest session: its settings are installed first)."""
+    from pytest_agentbench.agents.settings import configured_settings
+
+    configure_run(ModelRun(configured_settings(), tally=Tally(path)))
 
 
 def current_run(settings: ChatSettings) -> ModelRun:
