@@ -277,12 +277,14 @@ class IsolatedAdapters:
         protected: Sequence[Path] = (),
         namespace: bool = False,
         shared: SharedRecipes | None = None,
+        output: int | None = None,
     ) -> None:
         """``protected``: folders no ``sys.path`` entry of the child may lead to (the project's).
 
         ``settings`` are installed in every child before it loads an adapter
         (:mod:`.forwarding`); ``namespace`` starts it in a user namespace;
-        ``shared`` is given by a pool to each of its hosts.
+        ``shared`` and ``output`` (the descriptor the child writes to, which
+        the host then does not close) are given by a pool to each of its hosts.
         """
         self.timeout = timeout
         self.startup_timeout = startup_timeout
@@ -317,7 +319,8 @@ class IsolatedAdapters:
         # The child writes where pytest's stderr went when isolation was set up
         # (before output capturing starts): never into pytest's stdout, and
         # never into the capture of whichever case happened to start it.
-        self._output: int | None = os.dup(2)
+        self._owns_output = output is None
+        self._output: int | None = os.dup(2) if output is None else output
         atexit.register(self.close)
 
     # -- the process -------------------------------------------------------
@@ -425,7 +428,7 @@ class IsolatedAdapters:
         if process is not None:
             process.shutdown(self.grace)
         output, self._output = self._output, None
-        if output is not None:
+        if output is not None and self._owns_output:
             os.close(output)
         if self._holding:
             self._holding = False

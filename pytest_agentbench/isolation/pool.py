@@ -22,6 +22,7 @@ next case it serves starts a fresh one, while the other children serve on.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -55,7 +56,13 @@ class IsolatedPool:
         """``host_options``: as :class:`~.host.IsolatedAdapters` takes them, for every host."""
         shared = SharedRecipes()
         self.timeout = timeout
-        self.hosts = [IsolatedAdapters(timeout, shared=shared, **host_options) for _ in range(size)]
+        # One descriptor for every child's output (where pytest's stderr went before
+        # capturing starts), not one per host: N may be in the hundreds.
+        self._output: int | None = os.dup(2)
+        self.hosts = [
+            IsolatedAdapters(timeout, shared=shared, output=self._output, **host_options)
+            for _ in range(size)
+        ]
         # Taken from the end: the host used last, whose child is running, serves next.
         self._free = list(reversed(self.hosts))
         self._returned = threading.Condition()
@@ -171,3 +178,6 @@ class IsolatedPool:
         """End every child (idempotent)."""
         for host in self.hosts:
             host.close()
+        output, self._output = self._output, None
+        if output is not None:
+            os.close(output)
