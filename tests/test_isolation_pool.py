@@ -4,7 +4,8 @@ One session per mode (isolated serially, isolated with four cases at once) over
 the same suite, whose adapter hangs in one case and kills its own process in
 another: the reports match but for durations, and neither fault costs more
 than its own case. A third session resumes the serial run in a pool: only the
-agent errors run again, and the merged report is the serial one.
+agent errors run again, and the merged report is the serial one. (Three sessions,
+each waiting out a one-second hang and restarting processes: why it takes seconds.)
 """
 
 from __future__ import annotations
