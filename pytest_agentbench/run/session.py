@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -493,15 +492,18 @@ class AgentbenchState:
         """
         from pytest_agentbench.agents.provenance import case_scope, excluded_if_refused
 
-        serving = nullcontext() if self.isolation is None else self.isolation.serving(adapter)
+        isolation, served = self.isolation, adapter
         if case_ledger is not None:
             from pytest_agentbench.run.case_ledger import ledgered
 
             adapter = ledgered(adapter, case_ledger)
-        with serving, case_scope() as calls:
-            outcome = run_case(
-                loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
-            )
+        world, suite, timeout = loaded.world, loaded.suite, self.options.timeout
+        with case_scope() as calls:
+            if isolation is None:
+                outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
+            else:
+                with isolation.serving(served):
+                    outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
             return excluded_if_refused(outcome), calls
 
     def settle(
