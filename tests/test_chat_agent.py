@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from pytest_agentbench.agents.cassettes import CassetteShelf, RecordedResponse, request_digest
 from pytest_agentbench.agents.chat import ChatAgent, final_text
 from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
-from pytest_agentbench.agents.transport import ChatAgentError
+from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 from pytest_agentbench.tools import Receipt, ToolSession, solve_with_session
 from tests.demo_world import DEMO_TOOLS, DemoFinal, accept_final, write_demo_suite
@@ -314,3 +315,65 @@ def test_usage_per_model_request_is_drained_once(llm: tuple[ScriptedLLM, str]) -
         {"input": 120, "output": 5, "total": 125},
         {"input": 140, "output": 6, "total": 146},
     ]
+
+
+class _NotingLock:
+    """A lock that notes a second thread arriving to take it (the first is already inside)."""
+
+    def __init__(self, arrived: threading.Event) -> None:
+        self.lock = threading.Lock()
+        self.arrived = arrived
+        self.first: threading.Thread | None = None
+
+    def __enter__(self) -> None:
+        if self.first is None:
+            self.first = threading.current_thread()
+        elif threading.current_thread() is not self.first:
+            self.arrived.set()
+        self.lock.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.lock.release()
+
+
+class _Client:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_two_threads_asking_for_the_http_client_at_once_make_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    transport = ChatTransport(settings("http://127.0.0.1:9/v1"))
+    inside, second_arrived = threading.Event(), threading.Event()
+    made: list[_Client] = []
+
+    def new_client() -> _Client:
+        made.append(_Client())
+        if len(made) == 1:
+            inside.set()
+            # The first creation waits until the second thread has asked too: at the
+            # lock, or (were there none) in a creation of its own.
+            second_arrived.wait(timeout=60)
+        else:
+            second_arrived.set()
+        return made[-1]
+
+    monkeypatch.setattr(transport, "_new_client", new_client)
+    monkeypatch.setattr(transport, "_client_lock", _NotingLock(second_arrived))
+    got: dict[str, Any] = {}
+    first = threading.Thread(target=lambda: got.update(first=transport._http()))
+    second = threading.Thread(target=lambda: got.update(second=transport._http()))
+    first.start()
+    inside.wait(timeout=60)
+    second.start()
+    first.join()
+    second.join()
+    assert second_arrived.is_set()
+    assert len(made) == 1, "one client for both threads"
+    assert got["first"] is got["second"] is made[0]
+    transport.close()
+    assert made[0].closed

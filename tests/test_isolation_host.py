@@ -5,19 +5,24 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import threading
 import time
 import types
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_agentbench.agents.budget import Tally
+from pytest_agentbench.agents.provenance import ModelRun, configure_run
 from pytest_agentbench.agents.settings import ChatSettings, configure
 from pytest_agentbench.isolation import forwarding, processes
 from pytest_agentbench.isolation.channel import AdapterProcess
 from pytest_agentbench.isolation.forwarding import forwarded_settings
 from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters, namespace_available
+from pytest_agentbench.isolation.pool import IsolatedPool
 from pytest_agentbench.run.adapters import adapter_class, implements, kind_protocols
 from pytest_agentbench.sdk.contracts import FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
@@ -115,6 +120,15 @@ class Probe:
         from pytest_agentbench.agents.settings import configured_settings
 
         return configured_settings().model_dump(mode="json")
+
+    def budget_tally(self):
+        from pytest_agentbench.agents.provenance import current_run
+        from pytest_agentbench.agents.settings import configured_settings
+
+        guard = current_run(configured_settings()).guard
+        reservation = guard.reserve()
+        guard.settle(reservation, 7, 3)
+        return str(guard.tally.path)
 
     def read_parent_memory(self):
         parent = os.getppid()
@@ -781,6 +795,44 @@ def test_the_sessions_settings_reach_the_child_whole(probe_module: Any, tmp_path
         assert probe.chat_settings() == resolved.model_dump(mode="json")
     finally:
         host.close()
+
+
+def test_every_adapter_process_reserves_from_the_runs_budget_tally(
+    probe_module: Any, tmp_path: Path
+) -> None:
+    resolved = ChatSettings(
+        base_url="http://127.0.0.1:9/v1", model="m", max_calls=10, max_tokens_per_call=50
+    )
+    tally = Tally(tmp_path / "tally.json")
+    configure(resolved)
+    configure_run(ModelRun(resolved, tally=tally))
+    try:
+        pool = IsolatedPool(2, 5, settings=forwarded_settings())
+    finally:
+        configure_run(None)
+        configure(None)
+    try:
+        probe = pool.remote(probe_module.Probe())
+        # Two cases at once, each in a process of its own, then one in a fresh process.
+        barrier = threading.Barrier(2)
+
+        def case() -> str:
+            with pool.serving(probe):
+                barrier.wait(timeout=60)
+                return str(probe.budget_tally())
+
+        with ThreadPoolExecutor(2) as executor:
+            paths = list(executor.map(lambda _: case(), range(2)))
+        assert len(pool.pids) == 2
+        for host in pool.hosts:
+            host.close()
+        with pool.serving(probe):
+            paths.append(str(probe.budget_tally()))
+    finally:
+        pool.close()
+    assert paths == [str(tally.path)] * 3
+    with tally.transaction() as state:
+        assert (state["calls"], state["tokens"]) == (3, 30)
 
 
 def test_settings_that_cannot_be_handed_over_refuse_the_run(

@@ -1,8 +1,10 @@
 """What an adapter sees and leaves behind, the same in every mode: in-process and isolated,
 serially and under ``-n 2``.
 
-Each test runs one small pytest session per mode that applies and asserts every case of
-it: cassette replay stays offline (the chat agent's settings reach an isolated adapter),
+Each test runs one small pytest session per mode that applies (isolated also with a pool
+of processes, ``--agentbench-concurrency``) and asserts every case of it: cassette replay
+stays offline (the chat agent's settings reach an isolated adapter, its model calls are
+counted in the run's totals),
 a view an adapter tampers with is its case's own copy, what an isolated adapter starts
 ends with its case, and an isolated adapter's restart is not charged to the next case.
 """
@@ -26,6 +28,7 @@ MODES = {
     "in-process-n2": ["-n", "2"],
     "isolated": ["--agentbench-isolate"],
     "isolated-n2": ["--agentbench-isolate", "-n", "2"],
+    "isolated-pool": ["--agentbench-isolate", "--agentbench-concurrency=3"],
 }
 ISOLATED_MODES = {name: args for name, args in MODES.items() if "--agentbench-isolate" in args}
 
@@ -76,11 +79,27 @@ def _guard_this_process(guard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", guarded)
 
 
+def _model_traffic(report: Path) -> dict[str, Any]:
+    """The run's model totals and each case's model calls, without the mode and endpoint (a
+    replay's differ from the recording's)."""
+    document = json.loads(report.read_text())
+    totals = {
+        key: value
+        for key, value in document["model_run"].items()
+        if key not in {"mode", "base_url_host"}
+    }
+    (suite,) = document["suites"]
+    return {
+        "totals": totals,
+        **{entry["result"]["case_id"]: entry["result"]["model_calls"] for entry in suite["cases"]},
+    }
+
+
 def _chat_run(
     pytester: pytest.Pytester, tag: str, *args: str
-) -> tuple[pytest.RunResult, dict[str, Any]]:
+) -> tuple[dict[str, Any], dict[str, Any]]:
     report = pytester.path / f"{tag}.json"
-    result = pytester.runpytest(
+    pytester.runpytest(
         CHAT_ADAPTER,
         "--agentbench-timeout=60",
         f"--agentbench-report={report}",
@@ -92,7 +111,7 @@ def _chat_run(
         case_id: (result["outcome"], result["failure_class"], result["failure_reason"])
         for case_id, result in _suite_results(report).items()
     }
-    return result, results
+    return results, _model_traffic(report)
 
 
 def test_cassette_replay_reaches_the_adapter_and_stays_offline_in_every_mode(
@@ -122,16 +141,18 @@ def test_cassette_replay_reaches_the_adapter_and_stays_offline_in_every_mode(
     server = ScriptedLLM()
     with server.serving() as base_url:
         monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        _, recorded = _chat_run(demo, "record", f"--agentbench-cassettes={tapes}")
+        recorded, traffic = _chat_run(demo, "record", f"--agentbench-cassettes={tapes}")
     recorded_requests = len(server.requests)
     assert recorded_requests >= len(SCENARIOS)
+    assert traffic["totals"]["calls"] == recorded_requests
+    assert traffic["totals"]["input_tokens"] > 0
     assert len(list(tapes.glob("*.json"))) == recorded_requests
     monkeypatch.setenv("PYTHONPATH", str(guard))
     _guard_this_process(guard, monkeypatch)
     # A live endpoint that is not loopback: any request that is not replayed reaches the guard.
     monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", "http://203.0.113.7/v1")
     for mode, args in MODES.items():
-        _, replayed = _chat_run(
+        replayed, replayed_traffic = _chat_run(
             demo,
             f"replay-{mode}",
             f"--agentbench-cassettes={tapes}",
@@ -139,10 +160,11 @@ def test_cassette_replay_reaches_the_adapter_and_stays_offline_in_every_mode(
             *args,
         )
         assert replayed == recorded, mode
+        assert replayed_traffic == traffic, mode
         assert not log.exists(), f"{mode}: {log.read_text()}"
     assert len(server.requests) == recorded_requests, "replay sent nothing to the server"
     # The guard does catch the isolated adapter's process: live, it is refused.
-    _, live = _chat_run(demo, "live", "--agentbench-isolate")
+    live, _ = _chat_run(demo, "live", "--agentbench-isolate")
     assert {outcome[1] for outcome in live.values()} == {"agent_error"}
     assert "203.0.113.7" in log.read_text()
 

@@ -255,12 +255,6 @@ def test_hung_concurrent_cases_time_out_classified_and_free_their_slots(
         (["--agentbench-concurrency=many"], "", "invalid_concurrency", "--agentbench-concurrency"),
         (["--agentbench-concurrency=1025"], "", "invalid_concurrency", "--agentbench-concurrency"),
         ([], "agentbench_concurrency = 1.5", "invalid_concurrency", "agentbench_concurrency"),
-        (
-            ["--agentbench-concurrency=2", "--agentbench-isolate"],
-            "",
-            "concurrency_unsupported",
-            "--agentbench-concurrency",
-        ),
     ],
 )
 def test_bad_concurrency_is_refused_by_name(

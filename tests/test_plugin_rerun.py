@@ -177,18 +177,26 @@ import pathlib
 import time
 
 
+BLOCK = pathlib.Path(__file__).resolve().parent / "block"
+
+
 class BlocksOnLast:
     def answer(self, question):
         # q7, the last case, waits while the file "block" exists: the run cannot end
-        # before it is killed, and under xdist no other case waits behind it.
-        while question.startswith("7+") and pathlib.Path("block").exists():
+        # before it is killed, and under xdist no other case waits behind it. (An
+        # isolated adapter works in a folder of its own: the path is the project's.)
+        while question.startswith("7+") and BLOCK.exists():
             time.sleep(0.05)
         left, right = question.split("+")
         return int(left) + int(right)
 """
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "n2"])
+@pytest.mark.parametrize(
+    "xdist",
+    [[], ["-n", "2"], ["--agentbench-isolate", "--agentbench-concurrency=2"]],
+    ids=["serial", "n2", "isolated-pool"],
+)
 def test_a_run_killed_with_sigkill_resumes_from_its_progress_journal(
     demo: pytest.Pytester, xdist: list[str]
 ) -> None:
@@ -220,7 +228,9 @@ def test_a_run_killed_with_sigkill_resumes_from_its_progress_journal(
         process.wait()
     assert not report.exists()
     (demo.path / "block").unlink()
-    result, resumed = run_cases(demo, "resumed.json", adapter, "--agentbench-resume=run.json")
+    result, resumed = run_cases(
+        demo, "resumed.json", adapter, "--agentbench-resume=run.json", *xdist
+    )
     result.assert_outcomes(passed=1)  # only q7 ran
     assert resumed["problems"] == [
         f"[resumed] suite 'demo-suite': 7 graded cases taken from {journal.name}"

@@ -16,10 +16,18 @@ import pytest
 from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.run.session import SuiteLoader
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
+from tests.conftest import XDIST_MODES
 
 TOOLGRAMMAR = "toolgrammar-mini-v1"
 OPERATIONS = "operations-maintenance-v1"
 SCORED, BAD_BYTE, BAD_JSON = "ops-T3-00001", "doc-T5-00001", "ops-T1-00002"
+MODES = [
+    *XDIST_MODES,
+    pytest.param(["--agentbench-isolate"], id="isolated"),
+    pytest.param(["--agentbench-isolate", "--agentbench-concurrency=2"], id="isolated-pool"),
+]
+"""Every distribution, and isolated runs (alone and with a pool): a predictions file is
+read in pytest's process, whatever runs adapters."""
 
 
 def _toolgrammar_row(task_id: str) -> dict[str, Any]:
@@ -54,8 +62,9 @@ def _results(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_bad_predictions_line_fails_only_its_own_task(
-    pytester: pytest.Pytester, xdist_args: list[str]
+    pytester: pytest.Pytester, mode: list[str]
 ) -> None:
     good = json.dumps(ROWS[SCORED]).encode()
     # A byte that is not UTF-8 inside the answer: the line still names its task.
@@ -74,7 +83,7 @@ def test_a_bad_predictions_line_fails_only_its_own_task(
         "not agentbench_control",
         "-k",
         f"{SCORED} or {BAD_BYTE} or {BAD_JSON}",
-        *xdist_args,
+        *mode,
     )
     results = _results(json.loads(report.read_text()))
     assert results[SCORED]["outcome"] == "passed"
@@ -102,8 +111,9 @@ def _tape(scenario: str) -> dict[str, Any]:
     return tape
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_bad_byte_in_a_tapes_file_fails_only_its_own_scenario(
-    pytester: pytest.Pytester, xdist_args: list[str]
+    pytester: pytest.Pytester, mode: list[str]
 ) -> None:
     tapes = pytester.path / "tapes.json"
     v1, v2 = json.dumps(_tape("V1")), json.dumps(_tape("V2"))
@@ -119,7 +129,7 @@ def test_a_bad_byte_in_a_tapes_file_fails_only_its_own_scenario(
         f"--agentbench-report={report}",
         "-m",
         "not agentbench_control",
-        *xdist_args,
+        *mode,
     ]
     pytester.runpytest(*args)
     results = _results(json.loads(report.read_text()))

@@ -6,7 +6,8 @@ process's :class:`~pytest_agentbench.agents.provenance.ModelRun` (rate limiter,
 budget guard, pricing) is built here too.
 
 Budgets are the run's, not a process's: under xdist the controller makes a
-folder whose locked tally file every worker reserves from, and the worst-case
+folder whose locked tally file every worker reserves from (and so does an
+isolated run for its adapter processes, which are handed the file), and the worst-case
 preflight runs where the selected cases are known before any is scheduled
 (after collection serially; under xdist, on the controller as each worker
 reports its collection, from the case count the worker left in that folder).
@@ -78,8 +79,15 @@ def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None
     if workerinput is not None:
         given = workerinput.get(WORKERINPUT_KEY)
         return None if given is None else Path(given)
-    if config.getoption("dist", "no") == "no" and not config.getoption("numprocesses", None):
+    isolate = config.getoption("agentbench_isolate")
+    isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
+    if (
+        config.getoption("dist", "no") == "no"
+        and not config.getoption("numprocesses", None)
+        and not isolated
+    ):
         return None
+    # Several processes call the model: xdist workers, or isolated adapter processes.
     return Path(tempfile.mkdtemp(prefix="agentbench-budget-"))
 
 

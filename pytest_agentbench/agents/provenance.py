@@ -15,10 +15,11 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
+from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, StrictStr
+from pydantic import Field, StrictStr, ValidationError
 
 from pytest_agentbench.agents.budget import (
     BudgetGuard,
@@ -134,6 +135,20 @@ def configure_run(run: ModelRun | None) -> None:
     _Configured.run = run
 
 
+def shared_tally() -> Path | None:
+    """The file the run's budget tally is kept in, when processes share it; else None."""
+    run = _Configured.run
+    return None if run is None else run.guard.tally.path
+
+
+def use_shared_tally(path: Path) -> None:
+    """Reserve this process's model calls from the run's tally file (an isolated adapter's
+    process, which has no pytest session: its settings are installed first)."""
+    from pytest_agentbench.agents.settings import configured_settings
+
+    configure_run(ModelRun(configured_settings(), tally=Tally(path)))
+
+
 def current_run(settings: ChatSettings) -> ModelRun:
     """The session's model run for these settings, else a run of their own."""
     run = _Configured.run
@@ -227,6 +242,23 @@ class CaseCalls:
             if self.refusal is None:
                 self.refusal = refusal
 
+    def absorb(self, record: CaseModelCalls, refusal: BudgetRefused | None) -> None:
+        """Add the calls an isolated adapter's process collected during one of its calls."""
+        with self._lock:
+            self.requests.extend(record.request_digests)
+            self.attempts += record.attempts
+            self.input_tokens += record.input_tokens
+            self.output_tokens += record.output_tokens
+            self.cost += Decimal(record.cost or "0")
+            self.waits.extend(record.waits)
+            for decision in record.decisions:
+                # Numbered within the process's call; here, within the case.
+                self.decisions.append(
+                    decision.model_copy(update={"call_index": len(self.decisions)})
+                )
+        if refusal is not None:
+            self.refuse(refusal)
+
     @property
     def used(self) -> bool:
         return bool(self.requests or self.decisions or self.refusal)
@@ -265,6 +297,33 @@ def case_scope() -> Iterator[CaseCalls]:
 def current_case() -> CaseCalls | None:
     calls: CaseCalls | None = getattr(_scope, "calls", None)
     return calls
+
+
+def absorb_model_calls(record: JsonValue, refusal: JsonValue) -> None:
+    """Add an isolated adapter's model calls, as its process sent them, to this thread's case.
+
+    Raises ValueError for a record or refusal that is not one.
+    """
+    case = current_case()
+    if case is None:
+        return
+    try:
+        calls = CaseModelCalls.model_validate(record)
+    except ValidationError as exc:
+        raise ValueError(
+            f"model calls that are not a record ({exc.error_count()} errors)"
+        ) from None
+    refused = None
+    if refusal is not None:
+        if not (
+            isinstance(refusal, list)
+            and len(refusal) == 2
+            and all(isinstance(part, str) for part in refusal)
+        ):
+            raise ValueError("a budget refusal that is not [code, reason]")
+        code, reason = refusal
+        refused = BudgetRefused(str(code), str(reason))
+    case.absorb(calls, refused)
 
 
 def excluded_if_refused(outcome: Outcome) -> Outcome:

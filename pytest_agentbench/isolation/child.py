@@ -14,6 +14,11 @@ define the view's types, loading the adapter imports the adapter's module, and
 a tool session handed to the adapter loads :mod:`.remote_session` (with the
 tool-session contract, :mod:`pytest_agentbench.tools`).
 
+The model calls an adapter makes with the plugin's chat client are collected
+per call, as in-process per case, and travel back with the call's answer
+(the harness adds them to its case), so a run's model totals do not depend
+on isolation.
+
 Each call gets its own copy of every argument, rebuilt from the bytes the
 harness sent (once), as each case gets its own view in-process: what an
 adapter does to a view in one case is not seen by the next.
@@ -32,6 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -228,6 +234,7 @@ class Server:
         self.unload(message)
         for digest in message["forget"]:
             self.blobs.pop(digest, None)
+        model_calls = _ModelCalls()
         try:
             self.blobs.update(message["blobs"])
             copies: dict[str, Any] = {}
@@ -237,7 +244,8 @@ class Server:
                 for key, item in message["kwargs"].items()
             }
             method = getattr(self.adapters[message["handle"]], message["method"])
-            result = method(*args, **kwargs)
+            with model_calls:
+                result = method(*args, **kwargs)
         # Everything the adapter raises is its failure, BaseExceptions included.
         except BaseException as exc:
             kind, text = describe_raised(exc)
@@ -246,13 +254,17 @@ class Server:
                 "type": kind,
                 "text": text,
                 "traceback": adapter_traceback(exc),
+                **model_calls.carried(),
             }
             return json_message("raised", raised)
+        made = model_calls.carried()
         try:
             text = json_text(result)
         except BaseException as exc:
             kind, detail = describe_raised(exc)
-            return json_message("unencodable", {"call": call_id, "type": kind, "text": detail})
+            return json_message(
+                "unencodable", {"call": call_id, "type": kind, "text": detail, **made}
+            )
         if len(text) > MAX_MESSAGE_BYTES // 2:
             return json_message(
                 "unencodable",
@@ -261,9 +273,45 @@ class Server:
                     "type": "OutputTooLarge",
                     "text": f"{len(text)} characters of JSON, over the "
                     f"{MAX_MESSAGE_BYTES // 2} limit",
+                    **made,
                 },
             )
-        return json_message("returned", {"call": call_id}, text)
+        return json_message("returned", {"call": call_id, **made}, text)
+
+
+PROVENANCE = "pytest_agentbench.agents.provenance"
+
+
+class _ModelCalls:
+    """The model calls one adapter call makes, when the adapter uses the plugin's chat client.
+
+    An adapter that never imported the client's module pays nothing for it.
+    """
+
+    def __init__(self) -> None:
+        provenance = sys.modules.get(PROVENANCE)
+        self._scope: AbstractContextManager[Any] = (
+            nullcontext() if provenance is None else provenance.case_scope()
+        )
+        self._calls: Any = None
+
+    def __enter__(self) -> None:
+        self._calls = self._scope.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> bool | None:
+        return self._scope.__exit__(*exc_info)
+
+    def carried(self) -> dict[str, Any]:
+        """What crosses back with the call's answer: nothing when no model call was made."""
+        calls = self._calls
+        if calls is None or not calls.used:
+            return {}
+        # Whether the run is priced is the harness's to say: the cost goes across as it is.
+        calls.priced = True
+        carried: dict[str, Any] = {"model_calls": calls.record().model_dump(mode="json")}
+        if calls.refusal is not None:
+            carried["model_refusal"] = [calls.refusal.code, calls.refusal.reason]
+        return carried
 
 
 def _restore_pythonpath(value: str | None) -> None:

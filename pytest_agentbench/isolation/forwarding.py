@@ -18,8 +18,12 @@ from pytest_agentbench.sdk.errors import UsageError
 
 FORWARDED: tuple[tuple[str, str, str], ...] = (
     ("pytest_agentbench.agents.settings", "configured_settings", "configure"),
+    ("pytest_agentbench.agents.provenance", "shared_tally", "use_shared_tally"),
 )
-"""``(module, getter, setter)``: the getter returns the harness's object, the setter installs it."""
+"""``(module, getter, setter)``: the getter returns the harness's object, the setter installs it,
+in this order. A getter's ``None`` hands nothing over. The run's budget tally file goes
+across so every adapter process (restarts and a pool's processes included) reserves its
+model calls from the run's budget, not from a count of its own."""
 
 ForwardedSettings = tuple[str, str, bytes]
 """``(module, setter, pickle of the object)`` as the child receives it."""
@@ -28,7 +32,8 @@ ForwardedSettings = tuple[str, str, bytes]
 def forwarded_settings() -> tuple[ForwardedSettings, ...]:
     """The settings objects this process resolved, ready for the child.
 
-    A module this process never imported configured nothing, and is skipped.
+    A module this process never imported configured nothing, and is skipped, as is a
+    getter's ``None``.
     """
     forwarded = []
     for module_name, getter, setter in FORWARDED:
@@ -36,6 +41,8 @@ def forwarded_settings() -> tuple[ForwardedSettings, ...]:
         if module is None:
             continue
         value = getattr(module, getter)()
+        if value is None:
+            continue
         try:
             payload = pickle_for_child(value)
         except Exception as exc:

@@ -37,9 +37,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,28 +139,34 @@ class _HarnessProcess:
     holders = 0
     made_undumpable = False
     made_subreaper = False
+    lock = threading.Lock()
+    """The children of a pool start and end on the threads of their cases."""
 
     @classmethod
     def hold(cls) -> None:
         """A child is about to start: protect pytest's memory, adopt the child's orphans."""
-        if cls.holders == 0:
-            cls.made_subreaper = processes.is_subreaper() is False and processes.set_subreaper(True)
-            cls.made_undumpable = processes.dumpable() is True and processes.set_dumpable(False)
-        cls.holders += 1
+        with cls.lock:
+            if cls.holders == 0:
+                cls.made_subreaper = processes.is_subreaper() is False and processes.set_subreaper(
+                    True
+                )
+                cls.made_undumpable = processes.dumpable() is True and processes.set_dumpable(False)
+            cls.holders += 1
 
     @classmethod
     def release(cls) -> None:
         """The last child has ended: give pytest's process its flags back."""
-        cls.holders -= 1
-        if cls.holders > 0:
-            return
-        if cls.made_undumpable:
-            processes.set_dumpable(True)
-            cls.made_undumpable = False
-        if cls.made_subreaper:
-            # Later orphans of other processes pytest starts are not its to collect.
-            processes.set_subreaper(False)
-            cls.made_subreaper = False
+        with cls.lock:
+            cls.holders -= 1
+            if cls.holders > 0:
+                return
+            if cls.made_undumpable:
+                processes.set_dumpable(True)
+                cls.made_undumpable = False
+            if cls.made_subreaper:
+                # Later orphans of other processes pytest starts are not its to collect.
+                processes.set_subreaper(False)
+                cls.made_subreaper = False
 
 
 @dataclass(frozen=True)
@@ -177,6 +185,21 @@ class PickledRecipe:
 
 
 Recipe = SpecRecipe | PickledRecipe
+
+
+class SharedRecipes:
+    """What the hosts of one pool (:mod:`.pool`) share; a lone host has its own.
+
+    An adapter has one handle and one recipe in every child of the pool, and a
+    start-up that overran the allowance in one child is reported once for
+    the pool: the other children do not try again.
+    """
+
+    def __init__(self) -> None:
+        self.handles = itertools.count(1)
+        self.recipes: dict[int, Recipe] = {}
+        self.startup_failure: AdapterFailure | None = None
+        self.lock = threading.Lock()
 
 
 _IMPORTABLE = tuple(importlib.machinery.all_suffixes())
@@ -252,11 +275,15 @@ class IsolatedAdapters:
         settings: Sequence[ForwardedSettings] = (),
         protected: Sequence[Path] = (),
         namespace: bool = False,
+        shared: SharedRecipes | None = None,
+        output: int | None = None,
     ) -> None:
         """``protected``: folders no ``sys.path`` entry of the child may lead to (the project's).
 
         ``settings`` are installed in every child before it loads an adapter
-        (:mod:`.forwarding`); ``namespace`` starts it in a user namespace.
+        (:mod:`.forwarding`); ``namespace`` starts it in a user namespace;
+        ``shared`` and ``output`` (the descriptor the child writes to, which
+        the host then does not close) are given by a pool to each of its hosts.
         """
         self.timeout = timeout
         self.startup_timeout = startup_timeout
@@ -275,23 +302,24 @@ class IsolatedAdapters:
             f"{plugin_parent}{os.pathsep}{self._pythonpath}" if self._pythonpath else plugin_parent
         )
         self._holding = False
-        self._startup_failure: AdapterFailure | None = None
+        self._common = SharedRecipes() if shared is None else shared
         self._process: AdapterProcess | None = None
-        self._recipes: dict[int, Recipe] = {}
+        self._recipes = self._common.recipes
         self._loaded: set[int] = set()
         self._shared: OrderedDict[str, None] = OrderedDict()
         self._record_pickles: OrderedDict[int, tuple[Any, str, bytes]] = OrderedDict()
         self._remotes: OrderedDict[int, tuple[Any, RemoteAdapter]] = OrderedDict()
         self._unload: list[int] = []
         self._load_failures: dict[int, AdapterFailure] = {}
-        self._handles = itertools.count(1)
+        self._handles = self._common.handles
         self._calls = itertools.count(1)
         self.starts = 0
         """How many child processes this host has started (restarts included)."""
         # The child writes where pytest's stderr went when isolation was set up
         # (before output capturing starts): never into pytest's stdout, and
         # never into the capture of whichever case happened to start it.
-        self._output: int | None = os.dup(2)
+        self._owns_output = output is None
+        self._output: int | None = os.dup(2) if output is None else output
         atexit.register(self.close)
 
     # -- the process -------------------------------------------------------
@@ -313,10 +341,14 @@ class IsolatedAdapters:
         to it, of the same class, instead of waiting out the allowance again.
         """
         what, kind = overrun.what, overrun.failure_type
-        self._startup_failure = kind(
-            f"[isolation_startup_timeout] {what} took over {self.startup_timeout:g}s "
-            f"({STARTUP_SETTING}) earlier in this process; not tried again"
-        )
+        with self._common.lock:
+            if self._common.startup_failure is not None:
+                # Another child of the pool overran first: its case reported it.
+                return self._common.startup_failure
+            self._common.startup_failure = kind(
+                f"[isolation_startup_timeout] {what} took over {self.startup_timeout:g}s "
+                f"({STARTUP_SETTING}) earlier in this process; not tried again"
+            )
         return kind(
             f"[isolation_startup_timeout] {what} took over {self.startup_timeout:g}s "
             f"({STARTUP_SETTING}; the case limit does not apply to start-up)"
@@ -332,8 +364,8 @@ class IsolatedAdapters:
             if self._process.alive():
                 return self._process
             self._discard()
-        if self._startup_failure is not None:
-            raise self._startup_failure
+        if self._common.startup_failure is not None:
+            raise self._common.startup_failure
         if not self._holding:
             _HarnessProcess.hold()
             self._holding = True
@@ -395,7 +427,7 @@ class IsolatedAdapters:
         if process is not None:
             process.shutdown(self.grace)
         output, self._output = self._output, None
-        if output is not None:
+        if output is not None and self._owns_output:
             os.close(output)
         if self._holding:
             self._holding = False
@@ -492,7 +524,7 @@ class IsolatedAdapters:
                 if isinstance(adapter, PendingAdapter):
                     proxy = self.load_spec(adapter.spec, adapter.kinds)
                 else:
-                    proxy = self._pickled(adapter)
+                    proxy = self.pickled(adapter)
                 self._remotes[id(adapter)] = (adapter, proxy)
                 self._release_old_remotes()
         self.prepare(proxy._handle)
@@ -506,11 +538,24 @@ class IsolatedAdapters:
         """
         while len(self._remotes) > SHARED_VIEWS:
             _, (_, proxy) = self._remotes.popitem(last=False)
-            self._recipes.pop(proxy._handle, None)
-            self._load_failures.pop(proxy._handle, None)
-            if proxy._handle in self._loaded:
-                self._loaded.discard(proxy._handle)
-                self._unload.append(proxy._handle)
+            self.release(proxy._handle)
+
+    def release(self, handle: int) -> None:
+        """Forget adapter ``handle``; the child drops it with the next message."""
+        self._recipes.pop(handle, None)
+        self._load_failures.pop(handle, None)
+        if handle in self._loaded:
+            self._loaded.discard(handle)
+            self._unload.append(handle)
+
+    def case_deadline(self) -> float | None:
+        """When a case starting now is past its limit, on a thread no alarm reaches."""
+        return self._deadline()
+
+    @contextmanager
+    def serving(self, adapter: Any) -> Iterator[None]:
+        """Run a case of ``adapter``: a lone host's one child serves every case as it is."""
+        yield
 
     def prepare(self, handle: int) -> None:
         """Have a child running with adapter ``handle`` loaded, before the case's limit starts.
@@ -531,7 +576,8 @@ class IsolatedAdapters:
             if loaded["op"] == "refused":
                 self._load_failures[handle] = self._load_failure(loaded)
 
-    def _pickled(self, adapter: Any) -> RemoteAdapter:
+    def pickled(self, adapter: Any) -> RemoteAdapter:
+        """The stand-in of an adapter object made in the harness, rebuilt in the child."""
         kind = type(adapter)
         try:
             payload = pickle_for_child(adapter)
@@ -592,26 +638,22 @@ class IsolatedAdapters:
     # -- calls -------------------------------------------------------------
 
     def call(
-        self, handle: int, method: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+        self,
+        handle: int,
+        method: str,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
     ) -> JsonValue:
-        """Run ``method`` of the adapter ``handle`` in the child; see the module doc."""
-        failure = self._load_failures.pop(handle, None)
-        if failure is not None:
-            raise failure
-        if handle not in self._loaded or self._process is None or not self._process.alive():
-            # A fresh process after a crash or a hang: the harness's recovery, which a
-            # loaded machine can make slower than a short case limit.
-            with harness_time():
-                start_deadline = self._startup_deadline()
-                try:
-                    self._child(start_deadline)
-                    if handle not in self._loaded:
-                        loaded = self._load(handle, start_deadline)
-                        if loaded["op"] == "refused":
-                            raise self._load_failure(loaded)
-                except StartupTimedOut as overrun:
-                    raise self._startup_overrun(overrun) from None
-        deadline = self._deadline(CALL_SLACK)
+        """Run ``method`` of the adapter ``handle`` in the child; see the module doc.
+
+        ``deadline``: the case's own (a pool's case off the main thread); by
+        default the call may take the case limit and :data:`CALL_SLACK`.
+        """
+        self.ensure_ready(handle)
+        if deadline is None:
+            deadline = self._deadline(CALL_SLACK)
         call_id = next(self._calls)
         sessions: list[ToolSession] = []
         message = self._call_message(
@@ -638,6 +680,25 @@ class IsolatedAdapters:
             self._discard()
             raise self._translated(exc) from None
         return self._result(call_id, reply)
+
+    def ensure_ready(self, handle: int) -> None:
+        """A running child with adapter ``handle`` loaded, or the failure its case reports."""
+        failure = self._load_failures.pop(handle, None)
+        if failure is not None:
+            raise failure
+        if handle not in self._loaded or self._process is None or not self._process.alive():
+            # A fresh process after a crash or a hang: the harness's recovery, which a
+            # loaded machine can make slower than a short case limit.
+            with harness_time():
+                start_deadline = self._startup_deadline()
+                try:
+                    self._child(start_deadline)
+                    if handle not in self._loaded:
+                        loaded = self._load(handle, start_deadline)
+                        if loaded["op"] == "refused":
+                            raise self._load_failure(loaded)
+                except StartupTimedOut as overrun:
+                    raise self._startup_overrun(overrun) from None
 
     def _load_failure(self, refused: Mapping[str, Any]) -> AdapterFailure:
         cause = f"{refused['type']}: {refused['text']}" if refused["text"] else refused["type"]
@@ -771,11 +832,23 @@ class IsolatedAdapters:
             }
         return {"op": "tool_result", "value": value}
 
+    @staticmethod
+    def _absorb_model_calls(reply: Mapping[str, Any]) -> None:
+        """Count the model calls the child's call made in the case, as in-process."""
+        from pytest_agentbench.agents.provenance import absorb_model_calls
+
+        try:
+            absorb_model_calls(reply["model_calls"], reply.get("model_refusal"))
+        except ValueError as exc:
+            raise AdapterFailure(f"the adapter's process sent {exc}") from None
+
     def _result(self, call_id: int, reply: Mapping[str, Any]) -> JsonValue:
         op = reply["op"]
         if reply.get("call") != call_id or op not in {"returned", "raised", "unencodable"}:
             self._discard()
             raise AdapterFailure(f"the adapter's process sent an unexpected {op!r} message")
+        if "model_calls" in reply:
+            self._absorb_model_calls(reply)
         if op == "returned":
             value: JsonValue = reply.get("value")
             return value

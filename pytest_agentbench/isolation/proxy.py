@@ -12,20 +12,25 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.registry import KindProtocols
 from pytest_agentbench.tools import ToolSession
 
-if TYPE_CHECKING:
-    from pytest_agentbench.isolation.host import IsolatedAdapters
+
+class AdapterHost(Protocol):
+    """Where a stand-in's calls go: a lone host (:mod:`.host`) or a pool of them (:mod:`.pool`)."""
+
+    def call(
+        self, handle: int, method: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> JsonValue: ...
 
 
 class RemoteAdapter:
     """Base of the harness-side stand-ins; see :func:`remote_class`."""
 
-    def __init__(self, host: IsolatedAdapters, handle: int) -> None:
+    def __init__(self, host: AdapterHost, handle: int) -> None:
         self._host = host
         self._handle = handle
 

@@ -14,6 +14,7 @@ from pytest_agentbench.isolation.host import (
     IsolatedAdapters,
     namespace_available,
 )
+from pytest_agentbench.isolation.pool import IsolatedPool
 from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.registry import KindProtocols
 from pytest_agentbench.sdk.runner import parse_timeout
@@ -29,7 +30,10 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 
 
 def configured_adapter(
-    config: pytest.Config, isolation: IsolatedAdapters, spec: str, kinds: Sequence[KindProtocols]
+    config: pytest.Config,
+    isolation: IsolatedAdapters | IsolatedPool,
+    spec: str,
+    kinds: Sequence[KindProtocols],
 ) -> Any:
     """The value of ``agentbench_adapter`` for ``--agentbench-adapter`` in an isolated run.
 
@@ -51,9 +55,12 @@ def configured_adapter(
 
 
 def isolated_adapters(
-    config: pytest.Config, timeout: float, oracle_roots: Sequence[Path]
-) -> IsolatedAdapters:
+    config: pytest.Config, timeout: float, oracle_roots: Sequence[Path], concurrency: int = 1
+) -> IsolatedAdapters | IsolatedPool:
     """The adapter-process host of an isolated run, as the ini file and session configure it.
+
+    With ``concurrency`` above 1 (``--agentbench-concurrency``), a pool of that
+    many hosts, one case at a time each.
 
     Refuses the run (a usage error) when the start-up allowance is invalid, a
     requested user namespace is unavailable, or the settings an adapter reads
@@ -72,10 +79,12 @@ def isolated_adapters(
                 f"the isolated adapter cannot run in a user namespace here: {unavailable}",
                 field="agentbench_isolate_namespace",
             )
-    return IsolatedAdapters(
-        timeout,
-        startup_timeout=startup_timeout,
-        settings=forwarded_settings(),
-        protected=(config.rootpath, *oracle_roots),
-        namespace=namespace,
-    )
+    host_options: dict[str, Any] = {
+        "startup_timeout": startup_timeout,
+        "settings": forwarded_settings(),
+        "protected": (config.rootpath, *oracle_roots),
+        "namespace": namespace,
+    }
+    if concurrency > 1:
+        return IsolatedPool(concurrency, timeout, **host_options)
+    return IsolatedAdapters(timeout, **host_options)

@@ -129,7 +129,9 @@ def pytest_configure(config: pytest.Config) -> None:
             # Imported only when asked for: subprocess and multiprocessing cost start-up.
             from pytest_agentbench.isolation.setup import configured_adapter, isolated_adapters
 
-            state.isolation = isolated_adapters(config, options.timeout, loader.oracle_roots)
+            state.isolation = isolated_adapters(
+                config, options.timeout, loader.oracle_roots, options.concurrency
+            )
             if options.adapter_spec:
                 state.adapter = configured_adapter(
                     config, state.isolation, options.adapter_spec, registry.adapter_protocols()

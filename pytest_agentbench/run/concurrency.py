@@ -18,7 +18,12 @@ an item whose ``agentbench_adapter`` or ``agentbench_world`` fixture a
 turn as before (its fixtures must be set up first), and so do negative
 controls and replayed outputs.
 
-The case limit cannot be a signal off the main thread. The pool keeps each
+Under ``--agentbench-isolate`` the pool's threads drive a pool of adapter
+processes (:mod:`pytest_agentbench.isolation.pool`), one case per process at
+a time; a case's limit is then its calls' deadline, enforced by ending the
+process that overruns it.
+
+Otherwise, the case limit cannot be a signal off the main thread. The pool keeps each
 running case's deadline: when it passes, :class:`CaseTimeout` is raised
 inside the case's thread (``PyThreadState_SetAsyncExc``), again every half
 second; a case that still has not let go a second later (blocked in C: a
@@ -291,7 +296,10 @@ class Prefetcher:
         self.state = state
         size = state.options.concurrency
         self.window = WINDOW_PER_SLOT * size
-        self.pool = CasePool(size, state.options.timeout)
+        # An isolated case's calls carry its deadline to its adapter process, which is
+        # ended when it passes: no interrupt is needed, and none may land while the
+        # harness ends that process.
+        self.pool = CasePool(size, 0.0 if state.isolation is not None else state.options.timeout)
         self.jobs: dict[pytest.Item, CaseJob] = {}
         self._positions: dict[pytest.Item, int] | None = None
         self._worker_queue = _worker_queue(session.config)

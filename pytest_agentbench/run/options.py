@@ -68,13 +68,6 @@ class Options:
         )
         isolate = config.getoption("agentbench_isolate")
         isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
-        if isolated and concurrent > 1:
-            raise UsageError(
-                "concurrency_unsupported",
-                f"--agentbench-concurrency {concurrent} with --agentbench-isolate: the isolated "
-                "adapter process answers one case at a time (add xdist processes with -n instead)",
-                field="--agentbench-concurrency",
-            )
         snapshot = config.getoption("agentbench_snapshot")
         ledger = _ledger_folder(config)
         return cls(

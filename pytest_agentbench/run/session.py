@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
     from pytest_agentbench.agents.provenance import CaseCalls
     from pytest_agentbench.isolation.host import IsolatedAdapters
+    from pytest_agentbench.isolation.pool import IsolatedPool
 
 
 @dataclass
@@ -331,8 +332,9 @@ class AgentbenchState:
     loader: SuiteLoader
     adapter: Any = REFERENCE_AGENTS
     adapter_description: str = "built-in reference agents"
-    isolation: IsolatedAdapters | None = None
-    """The adapter process of ``--agentbench-isolate``; case adapters then run there."""
+    isolation: IsolatedAdapters | IsolatedPool | None = None
+    """The adapter process of ``--agentbench-isolate`` (a pool of them with
+    ``--agentbench-concurrency``); case adapters then run there."""
     _reference: dict[str, Any] = field(default_factory=dict)
     _predictions: dict[str, Any] = field(default_factory=dict)
     _protocol_checks: dict[tuple[int, str], tuple[Any, bool]] = field(default_factory=dict)
@@ -423,15 +425,20 @@ class AgentbenchState:
         of the item's, so it may run on another thread while earlier items are
         graded. The calls are collected on the thread that makes them; a call
         the budget refused makes the case excluded, not the agent's failure.
+        Isolated, the case holds its adapter process for the whole run.
         """
         from pytest_agentbench.agents.provenance import case_scope, excluded_if_refused
 
+        isolation, served = self.isolation, adapter
         if case_ledger is not None:
             adapter = ledgered(adapter, case_ledger)
+        world, suite, timeout = loaded.world, loaded.suite, self.options.timeout
         with case_scope() as calls:
-            outcome = run_case(
-                loaded.world, loaded.suite, case, view, adapter, timeout=self.options.timeout
-            )
+            if isolation is None:
+                outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
+            else:
+                with isolation.serving(served):
+                    outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
             return excluded_if_refused(outcome), calls
 
     def settle(

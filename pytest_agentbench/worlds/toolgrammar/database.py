@@ -106,10 +106,53 @@ def world_digest(digests: Mapping[str, str]) -> str:
     return hashlib.sha256(canonical_json(dict(digests)).encode("utf-8")).hexdigest()
 
 
+class DeferredCopy(sqlite3.Connection):
+    """An in-memory copy of another database, made when it is first used.
+
+    A task whose agent answers without a tool call never reads its sandbox:
+    deferring the page copy until the first statement keeps a case waiting on
+    a model from holding its world (a third of a MiB) meanwhile. Row changes
+    count from zero either way (a copy is not a change), so
+    ``total_changes`` says whether anything was written without copying.
+    """
+
+    source: sqlite3.Connection | None = None
+
+    def _copied(self) -> None:
+        source, self.source = self.source, None
+        if source is not None:
+            source.backup(self)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        self._copied()
+        return super().cursor(*args, **kwargs)
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        self._copied()
+        return super().execute(*args, **kwargs)
+
+    def executemany(self, *args: Any, **kwargs: Any) -> Any:
+        self._copied()
+        return super().executemany(*args, **kwargs)
+
+    def executescript(self, *args: Any, **kwargs: Any) -> Any:
+        self._copied()
+        return super().executescript(*args, **kwargs)
+
+    def backup(self, *args: Any, **kwargs: Any) -> None:
+        self._copied()
+        super().backup(*args, **kwargs)
+
+    def iterdump(self, *args: Any, **kwargs: Any) -> Any:
+        self._copied()
+        return super().iterdump(*args, **kwargs)
+
+
 def copy_database(source: sqlite3.Connection) -> sqlite3.Connection:
-    """A fresh in-memory copy (the sandbox of one task)."""
-    target = connect()
-    source.backup(target)
+    """A fresh in-memory copy (the sandbox of one task), made on first use."""
+    target = sqlite3.connect(":memory:", check_same_thread=False, factory=DeferredCopy)
+    target.row_factory = sqlite3.Row
+    target.source = source
     return target
 
 

@@ -254,3 +254,19 @@ def test_the_session_exports_every_tool_and_enforces_the_budget() -> None:
     with pytest.raises(ToolCallError) as exhausted:
         session.call("today", {})
     assert exhausted.value.code == "budget_exhausted"
+
+
+def test_a_sandbox_copies_its_world_on_first_use_and_never_writes_the_world() -> None:
+    world = built_world(get_domain("ops"))
+    untouched, used = _sandbox("ops"), _sandbox("ops")
+    # A task whose agent makes no tool call holds no copy of the world, and has no diff.
+    assert untouched.diff() == ""
+    assert untouched.conn.execute("PRAGMA page_count").fetchone()[0] > 0, "copied when read"
+    assert getattr(used.conn, "source", None) is world.conn
+    used.invoke("create_ticket", {"customer_id": "CUS-00001", "subject": "x"})
+    assert getattr(used.conn, "source", None) is None
+    assert '"kind\\": \\"added\\"' in used.diff()
+    assert untouched.diff() == ""
+    (count,) = world.conn.execute("SELECT COUNT(*) FROM tickets").fetchone()
+    (copied,) = used.conn.execute("SELECT COUNT(*) FROM tickets").fetchone()
+    assert copied == count + 1

@@ -1,0 +1,183 @@
+"""``--agentbench-isolate`` with ``--agentbench-concurrency N``: N adapter processes.
+
+An :class:`IsolatedPool` holds N :class:`~.host.IsolatedAdapters`, each with
+a child of its own, started when first needed. A case borrows one host for
+its whole run (:meth:`IsolatedPool.serving`), so every call of the case goes
+to the same child, and each child serves one case at a time: it keeps every
+promise a lone host keeps (a fresh copy of the view per call, what a call
+starts ends with it, no ``sys.path`` entry leading to the project, start-up
+bounded by its own allowance and not the case's time).
+
+The hosts share their adapters' handles and recipes, so a stand-in made once
+(:class:`~.proxy.RemoteAdapter`, bound to the pool) is loaded into whichever
+child serves the case, and they share a start-up that overran: it fails the
+case it happened in, once, and later cases of every child at once.
+
+A case run ahead on a pool thread has no alarm to end it: its deadline is
+taken when the case starts (after start-up) and bounds each of its calls; a
+child that does not answer by then is ended, as the alarm would end it, and
+the case is timed out. A hung or crashed child costs only its own case: the
+next case it serves starts a fresh one, while the other children serve on.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters, SharedRecipes
+from pytest_agentbench.isolation.proxy import PendingAdapter, RemoteAdapter
+from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import KindProtocols
+
+
+@dataclass
+class _Lease:
+    """The host serving the current thread's case, and that case's deadline (None: no alarm-free
+    limit, as on the main thread, where the case limit's alarm ends a hang)."""
+
+    host: IsolatedAdapters
+    deadline: float | None
+
+
+class IsolatedPool:
+    """``size`` isolated adapter hosts serving concurrent cases; see the module doc."""
+
+    def __init__(self, size: int, timeout: float, **host_options: Any) -> None:
+        """``host_options``: as :class:`~.host.IsolatedAdapters` takes them, for every host."""
+        shared = SharedRecipes()
+        self.timeout = timeout
+        # One descriptor for every child's output (where pytest's stderr went before
+        # capturing starts), not one per host: N may be in the hundreds.
+        self._output: int | None = os.dup(2)
+        self.hosts = [
+            IsolatedAdapters(timeout, shared=shared, output=self._output, **host_options)
+            for _ in range(size)
+        ]
+        # Taken from the end: the host used last, whose child is running, serves next.
+        self._free = list(reversed(self.hosts))
+        self._returned = threading.Condition()
+        self._local = threading.local()
+        self._remotes: OrderedDict[int, tuple[Any, RemoteAdapter]] = OrderedDict()
+
+    @property
+    def starts(self) -> int:
+        """How many child processes the pool's hosts have started (restarts included)."""
+        return sum(host.starts for host in self.hosts)
+
+    @property
+    def pids(self) -> list[int]:
+        """The running children's process ids."""
+        return [pid for pid in (host.pid for host in self.hosts) if pid is not None]
+
+    @contextmanager
+    def _borrowed(self) -> Iterator[IsolatedAdapters]:
+        """A host no other case is using, for the block (waits for one to be given back)."""
+        with self._returned:
+            while not self._free:
+                self._returned.wait()
+            host = self._free.pop()
+        try:
+            yield host
+        finally:
+            with self._returned:
+                self._free.append(host)
+                self._returned.notify()
+
+    def _bound(self, proxy: RemoteAdapter) -> RemoteAdapter:
+        """The stand-in of ``proxy``'s adapter whose calls go through the pool."""
+        return type(proxy)(self, proxy._handle)
+
+    def load_spec(self, spec: str, kinds: Sequence[KindProtocols]) -> RemoteAdapter:
+        """Load ``--agentbench-adapter`` in one child, refusing it as a lone host would."""
+        with self._borrowed() as host:
+            return self._bound(host.load_spec(spec, kinds))
+
+    def pending(self, spec: str, kinds: Sequence[KindProtocols]) -> PendingAdapter:
+        return PendingAdapter(spec, tuple(kinds))
+
+    def ready(self, adapter: Any) -> Any:
+        """``adapter`` as a test may use it: an xdist worker's pending spec is loaded now."""
+        if not isinstance(adapter, PendingAdapter):
+            return adapter
+        try:
+            return self.remote(adapter)
+        except AgentbenchError as exc:
+            pytest.fail(exc.render(), pytrace=False)
+
+    def remote(self, adapter: Any) -> RemoteAdapter:
+        """The stand-in that runs ``adapter`` in whichever child serves the case.
+
+        Made once per adapter object; nothing is loaded until a case is served
+        (:meth:`serving`). Raises :class:`AgentbenchError` for an adapter that
+        cannot be sent to a child.
+        """
+        if isinstance(adapter, RemoteAdapter):
+            return adapter
+        known = self._remotes.get(id(adapter))
+        if known is not None and known[0] is adapter:
+            self._remotes.move_to_end(id(adapter))
+            return known[1]
+        if isinstance(adapter, PendingAdapter):
+            proxy = self.load_spec(adapter.spec, adapter.kinds)
+        else:
+            # Pickling registers the recipe every host shares; no child is involved.
+            proxy = self._bound(self.hosts[0].pickled(adapter))
+        self._remotes[id(adapter)] = (adapter, proxy)
+        while len(self._remotes) > SHARED_VIEWS:
+            _, (_, released) = self._remotes.popitem(last=False)
+            for host in self.hosts:
+                host.release(released._handle)
+        return proxy
+
+    @contextmanager
+    def serving(self, adapter: Any) -> Iterator[None]:
+        """Run one case of ``adapter`` (a stand-in of this pool) on a host of its own.
+
+        The host's child is started and the adapter loaded before the case's
+        limit starts. Off the main thread the case's deadline starts then.
+        """
+        if not isinstance(adapter, RemoteAdapter) or adapter._host is not self:
+            yield
+            return
+        with self._borrowed() as host:
+            host.prepare(adapter._handle)
+            on_main = threading.current_thread() is threading.main_thread()
+            self._local.lease = _Lease(host, None if on_main else host.case_deadline())
+            try:
+                yield
+            finally:
+                self._local.lease = None
+
+    def call(
+        self, handle: int, method: str, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> JsonValue:
+        """A stand-in's call: to the child serving the thread's case, else to a free one."""
+        lease: _Lease | None = getattr(self._local, "lease", None)
+        if lease is None:
+            # A user's own test calling the adapter: one call, on whichever child is free.
+            with self._borrowed() as host:
+                return host.call(handle, method, args, kwargs)
+        if lease.deadline is not None:
+            # A restart within the case is the harness's time, as the alarm's clock stops for it.
+            began = time.monotonic()
+            lease.host.ensure_ready(handle)
+            lease.deadline += time.monotonic() - began
+        return lease.host.call(handle, method, args, kwargs, deadline=lease.deadline)
+
+    def close(self) -> None:
+        """End every child (idempotent)."""
+        for host in self.hosts:
+            host.close()
+        output, self._output = self._output, None
+        if output is not None:
+            os.close(output)

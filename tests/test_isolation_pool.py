@@ -1,0 +1,119 @@
+"""``--agentbench-isolate`` with ``--agentbench-concurrency N``: a pool of isolated processes.
+
+One session per mode (isolated serially, isolated with four cases at once) over
+the same suite, whose adapter hangs in one case and kills its own process in
+another: the reports match but for durations, and neither fault costs more
+than its own case. A third session resumes the serial run in a pool: only the
+agent errors run again, and the merged report is the serial one. (Three sessions,
+each waiting out a one-second hang and restarting processes: why it takes seconds.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.demo_world import write_demo_suite
+from tests.test_plugin_concurrency import junit_normalised, normalised
+
+FAULTY = """
+import os
+import time
+from pathlib import Path
+
+PIDS = Path(__file__).resolve().parent / "pids"
+
+
+class Faulty:
+    def answer(self, question):
+        with PIDS.open("a") as handle:
+            handle.write(f"{os.getpid()}\\n")
+        left, right = (int(part) for part in question.split("+"))
+        if left == 90:
+            time.sleep(3600)  # ends only when its process is ended
+        if left == 91:
+            os._exit(3)  # the process dies in the middle of the call
+        if left == 92:
+            raise ValueError("no")
+        if left == 93:
+            return "ninety-three"
+        return left + right
+"""
+
+FAULTS = {"c02": "90+0", "c05": "91+0", "c07": "92+0", "c09": "93+0"}
+QUESTIONS = {f"c{index:02d}": f"{index}+1" for index in range(12)} | FAULTS
+
+TIMED_OUT = re.compile(r"timed out after \d+\.\ds")
+
+
+def _comparable(document: Any) -> Any:
+    """A report as :func:`normalised` leaves it, with the seconds a timeout took blanked."""
+    return json.loads(TIMED_OUT.sub("timed out after -s", json.dumps(normalised(document))))
+
+
+def _junit(path: Path) -> list[str]:
+    """The JUnit file as :func:`junit_normalised` leaves it, with the seconds a timeout took
+    blanked."""
+    return [TIMED_OUT.sub("timed out after -s", line) for line in junit_normalised(path)]
+
+
+def _run(project: pytest.Pytester, name: str, *args: str) -> tuple[pytest.RunResult, Any]:
+    report = project.path / f"{name}.json"
+    result = project.runpytest(
+        "--agentbench-adapter=faulty:Faulty",
+        "--agentbench-isolate",
+        "--agentbench-timeout=1",
+        f"--agentbench-report={report}",
+        f"--junitxml={name}.xml",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "not agentbench_control",
+        *args,
+    )
+    return result, json.loads(report.read_text())
+
+
+def test_a_pool_of_isolated_processes_reports_as_one_process_does(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, questions=QUESTIONS)
+    demo.makepyfile(faulty=FAULTY)
+    pids = demo.path / "pids"
+    runs = {}
+    used: dict[str, set[int]] = {}
+    for name, extra in {"serial": (), "pooled": ("--agentbench-concurrency=4",)}.items():
+        runs[name] = _run(demo, name, *extra)
+        used[name] = {int(line) for line in pids.read_text().split()}
+        pids.unlink()
+    for result, _ in runs.values():
+        result.assert_outcomes(passed=len(QUESTIONS) - len(FAULTS), failed=len(FAULTS))
+    serial, pooled = runs["serial"][1], runs["pooled"][1]
+    assert _comparable(pooled) == _comparable(serial)
+    assert _junit(demo.path / "pooled.xml") == _junit(demo.path / "serial.xml")
+    cases = {e["result"]["case_id"]: e["result"] for e in pooled["suites"][0]["cases"]}
+    assert TIMED_OUT.match(cases["c02"]["failure_reason"])
+    assert "killed" in cases["c05"]["failure_reason"] or "exited" in cases["c05"]["failure_reason"]
+    assert {cases[case_id]["failure_class"] for case_id in FAULTS} == {
+        "agent_error",
+        "product_error",
+    }
+    # One process serially, restarted after the hang and the crash; the pool's cases
+    # ran in more than one process (the hung one held its own while others went on).
+    assert len(used["serial"]) == 3
+    assert len(used["pooled"]) > 3
+    resumed_result, resumed = _run(
+        demo, "resumed", "--agentbench-concurrency=4", "--agentbench-resume=serial.json"
+    )
+    agent_errors = [
+        case_id for case_id in FAULTS if cases[case_id]["failure_class"] == "agent_error"
+    ]
+    resumed_result.assert_outcomes(failed=len(agent_errors))
+    assert len({int(line) for line in pids.read_text().split()}) >= 2
+    taken = len(QUESTIONS) - len(agent_errors)
+    assert resumed["problems"] == [
+        f"[resumed] suite 'demo-suite': {taken} graded cases taken from serial.json"
+    ]
+    assert _comparable({**resumed, "problems": []}) == _comparable(serial)
