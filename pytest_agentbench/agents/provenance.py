@@ -134,6 +134,11 @@ def configure_run(run: ModelRun | None) -> None:
     _Configured.run = run
 
 
+def configured_run() -> ModelRun | None:
+    """The process's model run, if the session configured one."""
+    return _Configured.run
+
+
 def current_run(settings: ChatSettings) -> ModelRun:
     """The session's model run for these settings, else a run of their own."""
     run = _Configured.run

@@ -37,6 +37,7 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
+from pytest_agentbench.cli import artifact as artifact_cli
 from pytest_agentbench.cli import calibrate as calibrate_cli
 from pytest_agentbench.cli import judge as judge_cli
 from pytest_agentbench.cli import new_world
@@ -768,6 +769,7 @@ def _add_capability_commands(commands: argparse._SubParsersAction[_CommandParser
     judge_cli.add_parser(commands)
     calibrate_cli.add_parser(commands)
     review_cli.add_parser(commands)
+    artifact_cli.add_parser(commands)
 
 
 COMMANDS = {
@@ -790,6 +792,7 @@ COMMANDS = {
     "judge": judge_cli.cmd_judge,
     "calibrate": calibrate_cli.cmd_calibrate,
     "review": review_cli.cmd_review,
+    "artifact": artifact_cli.cmd_artifact,
 }
 
 

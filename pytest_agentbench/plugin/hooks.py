@@ -166,6 +166,7 @@ def _options(config: pytest.Config) -> Options:
         if ledger_ini
         else None
     )
+    artifacts = config.getoption("agentbench_artifacts")
     html = config.getoption("agentbench_html")
     concurrent = _concurrency(config)
     isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
@@ -190,6 +191,7 @@ def _options(config: pytest.Config) -> Options:
         isolate=isolated,
         allow_partial=config.getoption("agentbench_allow_partial"),
         ledger_dir=None if ledger is None else ledger.resolve(),
+        artifacts_dir=None if artifacts is None else Path(artifacts).resolve(),
         max_output_bytes=max_output_bytes,
         html_path=None if html is None else Path(html).resolve(),
         repeat=repeat_count(config),

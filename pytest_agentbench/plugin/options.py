@@ -183,6 +183,13 @@ def add_options(parser: pytest.Parser) -> None:
     )
     r.addini("agentbench_ledger", "default for --agentbench-ledger", default=None)
     r.option(
+        "--agentbench-artifacts",
+        default=None,
+        metavar="DIR",
+        help="write each case's episode artefact (worlds that record episodes) to "
+        "DIR/<suite>/<case>.artifact.json",
+    )
+    r.option(
         "--agentbench-max-output-bytes",
         default=None,
         metavar="BYTES",

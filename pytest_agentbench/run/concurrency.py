@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentbench.run.adapters import adapter_class
 from pytest_agentbench.run.leaks import visible_text
 from pytest_agentbench.scoring.trials import enter_trial, leave_trial
 from pytest_agentbench.sdk import leaked_threads
@@ -170,7 +171,13 @@ class CaseJob:
         if decided is not None:
             return outcome, decided
         return self.state.settle(
-            self.loaded, self.case, outcome, case_ledger, seen=self.seen, calls=self.calls
+            self.loaded,
+            self.case,
+            outcome,
+            case_ledger,
+            seen=self.seen,
+            calls=self.calls,
+            agent_id=adapter_class(self.adapter),
         )
 
 

@@ -72,6 +72,9 @@ class Options:
     """``--agentbench-repeat``: items per case."""
     concurrency: int = 1
     """``--agentbench-concurrency``: cases whose adapters run at once in this process."""
+    artifacts_dir: Path | None = None
+    """``--agentbench-artifacts``: each case of a world that writes episode artefacts writes
+    its artefact there."""
 
 
 @dataclass
@@ -456,7 +459,15 @@ class AgentbenchState:
         if isinstance(opened, CaseResult):
             return Outcome(failure_class=FailureClass.HARNESS_ERROR), opened
         outcome, calls = self.run(loaded, case, view, adapter, opened)
-        return self.settle(loaded, case, outcome, opened, seen=seen, calls=calls)
+        return self.settle(
+            loaded,
+            case,
+            outcome,
+            opened,
+            seen=seen,
+            calls=calls,
+            agent_id=adapter_class(adapter) if ledger else None,
+        )
 
     def open_ledger(
         self, loaded: LoadedSuite, case: Case, adapter: Any
@@ -508,11 +519,14 @@ class AgentbenchState:
         *,
         seen: str,
         calls: CaseCalls | None,
+        agent_id: str | None = None,
     ) -> tuple[Outcome, CaseResult]:
-        """Finish the case's ledger and grade its outcome (in item order).
+        """Finish the case's ledger, grade its outcome and write its episode artefact.
 
         ``seen`` is the view as the adapter received it (:func:`visible_text`);
-        ``calls`` the model calls of its run (none for a run given up on).
+        ``calls`` the model calls of its run (none for a run given up on);
+        ``agent_id`` names the adapter in the artefact of a case item of the run
+        (``None`` for a control's or a command's run, which writes none).
         """
         from pytest_agentbench.agents.provenance import attach_model_calls
 
@@ -525,7 +539,52 @@ class AgentbenchState:
                     failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
                 ), refused if calls is None else attach_model_calls(calls, refused)
         result = self.graded_unleaked(loaded, case, outcome, seen)
-        return outcome, result if calls is None else attach_model_calls(calls, result)
+        if calls is not None:
+            result = attach_model_calls(calls, result)
+        if self.options.artifacts_dir is not None and agent_id is not None:
+            result = self.with_artifact(
+                loaded, case, outcome, result, case_ledger=case_ledger, agent_id=agent_id
+            )
+        return outcome, result
+
+    def with_artifact(
+        self,
+        loaded: LoadedSuite,
+        case: Case,
+        outcome: Outcome,
+        result: CaseResult,
+        *,
+        case_ledger: CaseLedger | None,
+        agent_id: str,
+    ) -> CaseResult:
+        """The result with its artefact's file and digest, or the harness error refusing it."""
+        from pytest_agentbench.agents.provenance import configured_run
+        from pytest_agentbench.run.episode_artifacts import (
+            model_run_of_case,
+            write_episode_artifact,
+        )
+
+        assert self.options.artifacts_dir is not None
+        try:
+            written = write_episode_artifact(
+                self.options.artifacts_dir,
+                loaded.world,
+                loaded.suite,
+                case,
+                outcome=outcome,
+                result=result,
+                case_ledger=case_ledger,
+                model_run=configured_run() if model_run_of_case(result.model_calls) else None,
+                agent_id=agent_id,
+            )
+        except AgentbenchError as exc:
+            refused = harness_error(
+                case.suite_id, case.case_id, cap_text(exc.render()), case.labels
+            )
+            return refused.model_copy(update={"model_calls": result.model_calls})
+        if written is None:
+            return result
+        return result.model_copy(update={"artifact": written})
 
     def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
         return grade_outcome(loaded, case, outcome)
