@@ -170,6 +170,8 @@ class CaseJob:
         outcome, case_ledger, decided = self._settled
         if decided is not None:
             return outcome, decided
+        from pytest_agentbench.run.episode_artifacts import artifact_item
+
         return self.state.settle(
             self.loaded,
             self.case,
@@ -177,7 +179,7 @@ class CaseJob:
             case_ledger,
             seen=self.seen,
             calls=self.calls,
-            agent_id=adapter_class(self.adapter),
+            item=artifact_item(adapter_class(self.adapter), self.case.case_id, self.trial),
         )
 
 

@@ -14,6 +14,7 @@ the record would have been built.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from pytest_agentbench.ledger.binding import derive_provider_execution
 from pytest_agentbench.ledger.rows import CallPayload, HeaderPayload
 from pytest_agentbench.ledger.writer import open_no_follow
 from pytest_agentbench.run.case_ledger import file_part
+from pytest_agentbench.scoring.trials import item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, CaseResult, Outcome
 from pytest_agentbench.sdk.episode_artifacts import (
@@ -42,8 +44,25 @@ API = "chat.completions"
 """The one provider API the chat agent speaks (``agents/chat.py``)."""
 
 
-def artifact_path(folder: Path, suite_id: str, case_id: str) -> Path:
-    return folder / file_part(suite_id) / f"{file_part(case_id)}{ARTIFACT_SUFFIX}"
+@dataclass(frozen=True)
+class ArtifactItem:
+    """The case item an artefact is written for: who answered, and the item's name."""
+
+    agent_id: str
+    name: str
+    """The case id, with its trial under ``--agentbench-repeat`` (as its ledger is named)."""
+
+
+def artifact_item(
+    agent_id: str, case_id: str, trial: tuple[int | None, int] | None
+) -> ArtifactItem:
+    """``trial`` is (index, count) of the item's trial, ``None`` outside a repeated run."""
+    index = None if trial is None or trial[1] <= 1 else trial[0]
+    return ArtifactItem(agent_id=agent_id, name=item_name(case_id, index))
+
+
+def artifact_path(folder: Path, suite_id: str, name: str) -> Path:
+    return folder / file_part(suite_id) / f"{file_part(name)}{ARTIFACT_SUFFIX}"
 
 
 def provider_header(run: ModelRun) -> dict[str, JsonValue]:
@@ -123,20 +142,23 @@ def write_episode_artifact(
     result: CaseResult,
     case_ledger: CaseLedger | None,
     model_run: ModelRun | None,
-    agent_id: str,
+    item: ArtifactItem,
 ) -> dict[str, JsonValue] | None:
     """Write the case's artefact; ``{file, digest_sha256}`` for the report, ``None`` if none.
 
     ``model_run`` is the process's chat model when this case's decisions came
-    from it (the case made model calls), else ``None``.
+    from it (the case made model calls), else ``None``. An excluded case, and a
+    case that failed before its world produced any output, record no episode.
     """
     if not isinstance(world, WritesEpisodeArtifacts) or outcome.exclusion is not None:
         return None
-    path = artifact_path(folder, suite.id, case.case_id)
+    if outcome.output is None and outcome.failure_class is not None:
+        return None
+    path = artifact_path(folder, suite.id, item.name)
     if model_run is None:
-        binding = EpisodeBinding(agent_id=agent_id)
+        binding = EpisodeBinding(agent_id=item.agent_id)
     else:
-        binding = _model_binding(case_ledger, model_run, agent_id, str(path))
+        binding = _model_binding(case_ledger, model_run, item.agent_id, str(path))
     document = world.episode_artifact(suite, case, outcome, result, binding)
     if document is None:
         return None

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.agents.provenance import CaseCalls
     from pytest_agentbench.isolation.host import IsolatedAdapters
     from pytest_agentbench.run.case_ledger import CaseLedger
+    from pytest_agentbench.run.episode_artifacts import ArtifactItem
 
 
 @dataclass(frozen=True)
@@ -466,7 +467,7 @@ class AgentbenchState:
             opened,
             seen=seen,
             calls=calls,
-            agent_id=adapter_class(adapter) if ledger else None,
+            item=artifact_item_here(adapter_class(adapter), case.case_id) if ledger else None,
         )
 
     def open_ledger(
@@ -519,14 +520,14 @@ class AgentbenchState:
         *,
         seen: str,
         calls: CaseCalls | None,
-        agent_id: str | None = None,
+        item: ArtifactItem | None = None,
     ) -> tuple[Outcome, CaseResult]:
         """Finish the case's ledger, grade its outcome and write its episode artefact.
 
         ``seen`` is the view as the adapter received it (:func:`visible_text`);
         ``calls`` the model calls of its run (none for a run given up on);
-        ``agent_id`` names the adapter in the artefact of a case item of the run
-        (``None`` for a control's or a command's run, which writes none).
+        ``item`` names the adapter and the item of a case item of the run for its
+        episode artefact (``None`` for a control's or a command's run, which writes none).
         """
         from pytest_agentbench.agents.provenance import attach_model_calls
 
@@ -541,9 +542,9 @@ class AgentbenchState:
         result = self.graded_unleaked(loaded, case, outcome, seen)
         if calls is not None:
             result = attach_model_calls(calls, result)
-        if self.options.artifacts_dir is not None and agent_id is not None:
+        if self.options.artifacts_dir is not None and item is not None:
             result = self.with_artifact(
-                loaded, case, outcome, result, case_ledger=case_ledger, agent_id=agent_id
+                loaded, case, outcome, result, case_ledger=case_ledger, item=item
             )
         return outcome, result
 
@@ -555,7 +556,7 @@ class AgentbenchState:
         result: CaseResult,
         *,
         case_ledger: CaseLedger | None,
-        agent_id: str,
+        item: ArtifactItem,
     ) -> CaseResult:
         """The result with its artefact's file and digest, or the harness error refusing it."""
         from pytest_agentbench.agents.provenance import configured_run
@@ -575,7 +576,7 @@ class AgentbenchState:
                 result=result,
                 case_ledger=case_ledger,
                 model_run=configured_run() if model_run_of_case(result.model_calls) else None,
-                agent_id=agent_id,
+                item=item,
             )
         except AgentbenchError as exc:
             refused = harness_error(
@@ -601,6 +602,15 @@ class AgentbenchState:
         if leak is None:
             return result
         return harness_error(case.suite_id, case.case_id, cap_text(leak.render()), case.labels)
+
+
+def artifact_item_here(agent_id: str, case_id: str) -> ArtifactItem:
+    """The artefact item of the case running on this thread (its trial, if repeated)."""
+    from pytest_agentbench.run.episode_artifacts import artifact_item
+    from pytest_agentbench.scoring.trials import current_trial
+
+    trial = current_trial()
+    return artifact_item(agent_id, case_id, None if trial is None else (trial.index, trial.count))
 
 
 def oracle_of(loaded: LoadedSuite) -> Any:

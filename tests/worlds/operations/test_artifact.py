@@ -32,9 +32,14 @@ from pytest_agentbench.ledger import (
 )
 from pytest_agentbench.ledger.binding import derive_provider_execution
 from pytest_agentbench.run.case_ledger import CaseLedger
-from pytest_agentbench.run.episode_artifacts import write_episode_artifact
+from pytest_agentbench.run.episode_artifacts import (
+    ArtifactItem,
+    artifact_item,
+    artifact_path,
+    write_episode_artifact,
+)
 from pytest_agentbench.sdk.canonical import canonical_bytes, canonical_json, sha256_hex
-from pytest_agentbench.sdk.contracts import Case, CaseOutcome, CaseResult, Outcome
+from pytest_agentbench.sdk.contracts import Case, CaseOutcome, CaseResult, FailureClass, Outcome
 from pytest_agentbench.sdk.episode_artifacts import BoundCall, EpisodeBinding
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.operations import artifact
@@ -584,7 +589,7 @@ def test_a_model_run_without_a_complete_scored_ledger_writes_no_artefact(
             result=result,
             case_ledger=case_ledger,
             model_run=run,
-            agent_id="model",
+            item=ArtifactItem(agent_id="model", name="V1"),
         )
 
     assert code_of(lambda: write(None)) == "artifact_ledger_missing"
@@ -611,3 +616,27 @@ def test_a_model_run_without_a_complete_scored_ledger_writes_no_artefact(
     unpriced.writer.finish("scored")
     assert code_of(lambda: write(unpriced)) == "artifact_binding_unpriced"
     assert not (tmp_path / "arts").exists(), "no artefact, not even an empty one"
+    raised = Outcome(failure_class=FailureClass.AGENT_ERROR, failure_reason="the model raised")
+    assert (
+        write_episode_artifact(
+            tmp_path / "arts",
+            _World(),  # type: ignore[arg-type]
+            suite,  # type: ignore[arg-type]
+            _case(),
+            outcome=raised,
+            result=result,
+            case_ledger=aborted,
+            model_run=run,
+            item=ArtifactItem(agent_id="model", name="V1"),
+        )
+        is None
+    ), "an episode that never produced output is not recorded, and not refused either"
+
+
+def test_each_trial_of_a_repeated_case_has_its_own_artefact_as_it_has_its_own_ledger() -> None:
+    assert artifact_item("a", "V1", None).name == "V1"
+    assert artifact_item("a", "V1", (None, 1)).name == "V1"
+    assert artifact_item("a", "V1", (2, 3)).name == "V1[trial-2]"
+    assert artifact_path(Path("out"), "s", "V1[trial-2]") == Path(
+        "out/s/V1%5Btrial-2%5D.artifact.json"
+    )
