@@ -60,7 +60,6 @@ def run(pytester: pytest.Pytester, tag: str, *args: str) -> dict[str, Any]:
         "not agentbench_control",
         f"--agentbench-report={report}",
         f"--agentbench-ledger={pytester.path / f'ledger-{tag}'}",
-        f"--agentbench-artifacts={pytester.path / f'artifacts-{tag}'}",
         *args,
     )
     document: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
@@ -87,12 +86,19 @@ def test_a_model_run_writes_the_same_bound_artefacts_serially_and_under_xdist(
         "agentbench_llm_retry_backoff = 0\n"
         "agentbench_llm_max_tokens_per_call = 1000\n"
         "agentbench_pricing = pricing.json\n"
+        "agentbench_artifacts = artifacts-serial\n"
     )
     (pytester.path / "pricing.json").write_text(json.dumps(PRICING), encoding="utf-8")
     with WaitingModel().serving() as base_url:
         monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        serial = run(pytester, "serial", "-n", "0")
-        spread = run(pytester, "spread", "-n", "2")
+        serial = run(pytester, "serial", "-n", "0")  # the folder from the ini key
+        spread = run(
+            pytester,
+            "spread",
+            "-n",
+            "2",
+            f"--agentbench-artifacts={pytester.path / 'artifacts-spread'}",
+        )
     written = artefacts(pytester.path / "artifacts-serial")
     assert sorted(written) == [
         f"{SUITE}/V1.artifact.json",

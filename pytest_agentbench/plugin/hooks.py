@@ -166,7 +166,15 @@ def _options(config: pytest.Config) -> Options:
         if ledger_ini
         else None
     )
-    artifacts = config.getoption("agentbench_artifacts")
+    artifacts_option = config.getoption("agentbench_artifacts")
+    artifacts_ini = config.getini("agentbench_artifacts")
+    artifacts = (
+        Path(artifacts_option)
+        if artifacts_option
+        else config.rootpath / artifacts_ini
+        if artifacts_ini
+        else None
+    )
     html = config.getoption("agentbench_html")
     concurrent = _concurrency(config)
     isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
@@ -191,7 +199,7 @@ def _options(config: pytest.Config) -> Options:
         isolate=isolated,
         allow_partial=config.getoption("agentbench_allow_partial"),
         ledger_dir=None if ledger is None else ledger.resolve(),
-        artifacts_dir=None if artifacts is None else Path(artifacts).resolve(),
+        artifacts_dir=None if artifacts is None else artifacts.resolve(),
         max_output_bytes=max_output_bytes,
         html_path=None if html is None else Path(html).resolve(),
         repeat=repeat_count(config),
