@@ -93,7 +93,12 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser = commands.add_parser(
         "artifact", help="validate, replay or audit an operations episode artefact"
     )
-    readers = parser.add_subparsers(dest="reader", required=True, metavar="READER")
+    readers = parser.add_subparsers(
+        dest="reader",
+        required=True,
+        metavar="READER",
+        help="validate (coherence), replay (reproduction) or audit (agreement with a ledger)",
+    )
     validate = readers.add_parser("validate", help="coherence of one document (no ledger)")
     validate.add_argument("artifact", help="an episode artefact (--agentbench-artifacts)")
     replay = readers.add_parser("replay", help="re-execute from the tape, no provider reached")
