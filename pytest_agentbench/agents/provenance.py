@@ -149,6 +149,11 @@ def use_shared_tally(path: Path) -> None:
     configure_run(ModelRun(configured_settings(), tally=Tally(path)))
 
 
+def configured_run() -> ModelRun | None:
+    """The process's model run, if the session configured one."""
+    return _Configured.run
+
+
 def current_run(settings: ChatSettings) -> ModelRun:
     """The session's model run for these settings, else a run of their own."""
     run = _Configured.run

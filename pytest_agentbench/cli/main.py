@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn
 
 from pytest_agentbench.cli import (
+    artifact,
     audit,
     audit_ledger,
     baselines,
@@ -81,6 +82,7 @@ SUBCOMMANDS: Final[tuple[Callable[[argparse._SubParsersAction[Any]], None], ...]
     judge.add_parser,
     calibrate.add_parser,
     review.add_parser,
+    artifact.add_parser,
     new_world.add_parser,
 )
 """Each subcommand's module, in ``--help`` order: its parser and, as ``handler``, its command."""

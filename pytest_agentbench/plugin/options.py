@@ -182,6 +182,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="write each case's hash-chained execution ledger to DIR/<suite>/<case>.ndjson",
     )
     r.addini("agentbench_ledger", "default for --agentbench-ledger", default=None)
+    _add_evidence_folders(r)
     r.option(
         "--agentbench-max-output-bytes",
         default=None,
@@ -335,6 +336,18 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only the cases an earlier run report left without a graded result",
     )
     _DEFAULTS["options"], _DEFAULTS["ini"] = r.options, r.ini
+
+
+def _add_evidence_folders(r: _Recording) -> None:
+    """Where a run writes its evidence beside the ledgers: the episode artefacts."""
+    r.option(
+        "--agentbench-artifacts",
+        default=None,
+        metavar="DIR",
+        help="write each case's episode artefact (worlds that record episodes) to "
+        "DIR/<suite>/<case>.artifact.json",
+    )
+    r.addini("agentbench_artifacts", "default for --agentbench-artifacts", default=None)
 
 
 def option_given(config: pytest.Config) -> str | None:

@@ -237,6 +237,25 @@ def _with_receipt_schema(schema: dict[str, Any]) -> dict[str, Any]:
             "digest, the call index of each decision, every wait and a budget refusal."
         ),
     }
+    definitions["CaseResult"]["properties"]["artifact"] = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "file": {"type": "string"},
+                    "digest_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                },
+                "required": ["file", "digest_sha256"],
+                "additionalProperties": False,
+            },
+            {"type": "null"},
+        ],
+        "default": None,
+        "description": (
+            "Under --agentbench-artifacts: the case's episode artefact, its file relative "
+            "to the artefacts folder and the SHA-256 of its bytes."
+        ),
+    }
     return schema
 
 

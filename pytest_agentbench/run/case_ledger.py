@@ -280,6 +280,10 @@ def open_case_ledger(folder: Path, suite: Suite, case: Case, agent_id: str) -> C
     trial = current_trial()
     name = item_name(case.case_id, trial.index if trial and trial.count > 1 else None)
     seed = {"suite": suite.id, "spec": spec_digest, "case": name, "agent": agent_id}
+    from pytest_agentbench.agents.provenance import configured_run
+    from pytest_agentbench.run.episode_artifacts import provider_header
+
+    run = configured_run()
     header = HeaderPayload(
         execution_run_id="exec_" + sha256_hex(canonical_bytes(seed))[:32],
         operation_id=suite.id,
@@ -287,6 +291,7 @@ def open_case_ledger(folder: Path, suite: Suite, case: Case, agent_id: str) -> C
         scenario_id=name,
         agent_id=agent_id,
         engine_version=f"pytest-agentbench {__version__}",
+        provider=None if run is None or not run.settings.model else provider_header(run),
     )
     with _signals_held():
         return CaseLedger(LedgerWriter(ledger_path(folder, suite.id, name), header))

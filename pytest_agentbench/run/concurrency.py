@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_agentbench.run.adapters import adapter_class
 from pytest_agentbench.run.leaks import visible_text
 from pytest_agentbench.scoring.trials import enter_trial, leave_trial
 from pytest_agentbench.sdk import leaked_threads
@@ -174,8 +175,16 @@ class CaseJob:
         outcome, case_ledger, decided = self._settled
         if decided is not None:
             return outcome, decided
+        from pytest_agentbench.run.episode_artifacts import artifact_item
+
         return self.state.settle(
-            self.loaded, self.case, outcome, case_ledger, seen=self.seen, calls=self.calls
+            self.loaded,
+            self.case,
+            outcome,
+            case_ledger,
+            seen=self.seen,
+            calls=self.calls,
+            item=artifact_item(adapter_class(self.adapter), self.case.case_id, self.trial),
         )
 
 

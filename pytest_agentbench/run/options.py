@@ -48,6 +48,9 @@ class Options:
     """``--agentbench-repeat``: items per case."""
     concurrency: int = 1
     """``--agentbench-concurrency``: cases whose adapters run at once in this process."""
+    artifacts_dir: Path | None = None
+    """``--agentbench-artifacts``: each case of a world that writes episode artefacts writes
+    its artefact there."""
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -69,7 +72,8 @@ class Options:
         isolate = config.getoption("agentbench_isolate")
         isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
         snapshot = config.getoption("agentbench_snapshot")
-        ledger = _ledger_folder(config)
+        ledger = _folder(config, "agentbench_ledger")
+        artifacts = _folder(config, "agentbench_artifacts")
         return cls(
             adapter_spec=config.getoption("agentbench_adapter")
             or config.getini("agentbench_adapter"),
@@ -89,6 +93,7 @@ class Options:
             html_path=_resolved(config.getoption("agentbench_html")),
             repeat=repeat_count(config),
             concurrency=concurrent,
+            artifacts_dir=None if artifacts is None else artifacts.resolve(),
         )
 
 
@@ -127,14 +132,14 @@ def _predictions(config: pytest.Config) -> dict[str, Path]:
     return predictions
 
 
-def _ledger_folder(config: pytest.Config) -> Path | None:
-    """``--agentbench-ledger`` or the ``agentbench_ledger`` ini key, if either is set."""
-    ledger_option = config.getoption("agentbench_ledger")
-    ledger_ini = config.getini("agentbench_ledger")
+def _folder(config: pytest.Config, name: str) -> Path | None:
+    """The folder ``--agentbench-...`` or the ini key ``name`` gives, if either is set."""
+    option = config.getoption(name)
+    ini = config.getini(name)
     # As the other paths: an option is relative to where pytest runs, the ini to the rootdir.
-    if ledger_option:
-        return Path(ledger_option)
-    return config.rootpath / ledger_ini if ledger_ini else None
+    if option:
+        return Path(option)
+    return config.rootpath / ini if ini else None
 
 
 def _resolved(option: str | None) -> Path | None:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.agents.provenance import CaseCalls
     from pytest_agentbench.isolation.host import IsolatedAdapters
     from pytest_agentbench.isolation.pool import IsolatedPool
+    from pytest_agentbench.run.episode_artifacts import ArtifactItem
 
 
 @dataclass
@@ -397,7 +398,15 @@ class AgentbenchState:
         if isinstance(opened, CaseResult):
             return Outcome(failure_class=FailureClass.HARNESS_ERROR), opened
         outcome, calls = self.run(loaded, case, view, adapter, opened)
-        return self.settle(loaded, case, outcome, opened, seen=seen, calls=calls)
+        return self.settle(
+            loaded,
+            case,
+            outcome,
+            opened,
+            seen=seen,
+            calls=calls,
+            item=artifact_item_here(adapter_class(adapter), case.case_id) if ledger else None,
+        )
 
     def open_ledger(
         self, loaded: LoadedSuite, case: Case, adapter: Any
@@ -450,11 +459,14 @@ class AgentbenchState:
         *,
         seen: str,
         calls: CaseCalls | None,
+        item: ArtifactItem | None = None,
     ) -> tuple[Outcome, CaseResult]:
-        """Finish the case's ledger and grade its outcome (in item order).
+        """Finish the case's ledger, grade its outcome and write its episode artefact.
 
         ``seen`` is the view as the adapter received it (:func:`visible_text`);
-        ``calls`` the model calls of its run (none for a run given up on).
+        ``calls`` the model calls of its run (none for a run given up on);
+        ``item`` names the adapter and the item of a case item of the run for its
+        episode artefact (``None`` for a control's or a command's run, which writes none).
         """
         from pytest_agentbench.agents.provenance import attach_model_calls
 
@@ -467,7 +479,52 @@ class AgentbenchState:
                     failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
                 ), refused if calls is None else attach_model_calls(calls, refused)
         result = self.graded_unleaked(loaded, case, outcome, seen)
-        return outcome, result if calls is None else attach_model_calls(calls, result)
+        if calls is not None:
+            result = attach_model_calls(calls, result)
+        if self.options.artifacts_dir is not None and item is not None:
+            result = self.with_artifact(
+                loaded, case, outcome, result, case_ledger=case_ledger, item=item
+            )
+        return outcome, result
+
+    def with_artifact(
+        self,
+        loaded: LoadedSuite,
+        case: Case,
+        outcome: Outcome,
+        result: CaseResult,
+        *,
+        case_ledger: CaseLedger | None,
+        item: ArtifactItem,
+    ) -> CaseResult:
+        """The result with its artefact's file and digest, or the harness error refusing it."""
+        from pytest_agentbench.agents.provenance import configured_run
+        from pytest_agentbench.run.episode_artifacts import (
+            model_run_of_case,
+            write_episode_artifact,
+        )
+
+        assert self.options.artifacts_dir is not None
+        try:
+            written = write_episode_artifact(
+                self.options.artifacts_dir,
+                loaded.world,
+                loaded.suite,
+                case,
+                outcome=outcome,
+                result=result,
+                case_ledger=case_ledger,
+                model_run=configured_run() if model_run_of_case(result.model_calls) else None,
+                item=item,
+            )
+        except AgentbenchError as exc:
+            refused = harness_error(
+                case.suite_id, case.case_id, cap_text(exc.render()), case.labels
+            )
+            return refused.model_copy(update={"model_calls": result.model_calls})
+        if written is None:
+            return result
+        return result.model_copy(update={"artifact": written})
 
     def grade(self, loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResult:
         return grade_outcome(loaded, case, outcome)
@@ -484,6 +541,15 @@ class AgentbenchState:
         if leak is None:
             return result
         return harness_error(case.suite_id, case.case_id, cap_text(leak.render()), case.labels)
+
+
+def artifact_item_here(agent_id: str, case_id: str) -> ArtifactItem:
+    """The artefact item of the case running on this thread (its trial, if repeated)."""
+    from pytest_agentbench.run.episode_artifacts import artifact_item
+    from pytest_agentbench.scoring.trials import current_trial
+
+    trial = current_trial()
+    return artifact_item(agent_id, case_id, None if trial is None else (trial.index, trial.count))
 
 
 def oracle_of(loaded: LoadedSuite) -> Any:

@@ -108,6 +108,14 @@ _EXPORTS: dict[str, str] = {
     "LedgerWriter": "pytest_agentbench.ledger",
     "ReportsUsage": "pytest_agentbench.ledger",
     "open_no_follow": "pytest_agentbench.ledger.writer",
+    "LEDGER_VERSION": "pytest_agentbench.ledger",
+    "audit_ledger": "pytest_agentbench.ledger",
+    "derive_provider_execution": "pytest_agentbench.ledger.binding",
+    "PROVIDER_EXECUTION_FIELDS": "pytest_agentbench.sdk.episode_artifacts",
+    "BoundCall": "pytest_agentbench.sdk.episode_artifacts",
+    "EpisodeBinding": "pytest_agentbench.sdk.episode_artifacts",
+    "ProviderExecution": "pytest_agentbench.sdk.episode_artifacts",
+    "WritesEpisodeArtifacts": "pytest_agentbench.sdk.episode_artifacts",
     "ControlManifest": "pytest_agentbench.run.controls",
     "ControlSpec": "pytest_agentbench.run.controls",
     "ControlOracle": "pytest_agentbench.run.controls_oracle",
@@ -122,13 +130,16 @@ __all__ = [
     "CONTROLS_FILE",
     "HANDLER_FAILED",
     "INVALID_ARGUMENTS",
+    "LEDGER_VERSION",
     "MALFORMED_FINAL",
+    "PROVIDER_EXECUTION_FIELDS",
     "SUITE_FILE",
     "TIMED_OUT",
     "UNKNOWN_TOOL",
     "AdapterFailure",
     "AgentbenchError",
     "BaseWorld",
+    "BoundCall",
     "Budget",
     "CallPayload",
     "Case",
@@ -144,6 +155,7 @@ __all__ = [
     "DeclaresScope",
     "DerivesTruth",
     "Direction",
+    "EpisodeBinding",
     "EpisodeReceipt",
     "FailureClass",
     "HeaderPayload",
@@ -158,6 +170,7 @@ __all__ = [
     "PredictionDocument",
     "PredictionLines",
     "PromotesReports",
+    "ProviderExecution",
     "ProvidesControlOracle",
     "Receipt",
     "RecognisesLayout",
@@ -179,10 +192,12 @@ __all__ = [
     "WarnsOnVerify",
     "World",
     "WritesBaselines",
+    "WritesEpisodeArtifacts",
     "accepted_protocols",
     "aggregate",
     "artifact_set_digest",
     "artifact_set_digest_from_hashes",
+    "audit_ledger",
     "call_adapter",
     "canonical_bytes",
     "canonical_json",
@@ -190,6 +205,7 @@ __all__ = [
     "compile_schema",
     "data_root",
     "decode_lines_lenient",
+    "derive_provider_execution",
     "describe_exception",
     "field_path",
     "grade",
@@ -231,12 +247,15 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from pytest_agentbench.ledger import (
+        LEDGER_VERSION,
         CallPayload,
         Decision,
         HeaderPayload,
         LedgerWriter,
         ReportsUsage,
+        audit_ledger,
     )
+    from pytest_agentbench.ledger.binding import derive_provider_execution
     from pytest_agentbench.ledger.writer import open_no_follow
     from pytest_agentbench.run.controls import ControlManifest, ControlSpec
     from pytest_agentbench.run.controls_oracle import ControlOracle, OracleIdentity
@@ -290,6 +309,13 @@ if TYPE_CHECKING:
         Record,
         Reducer,
         grade,
+    )
+    from pytest_agentbench.sdk.episode_artifacts import (
+        PROVIDER_EXECUTION_FIELDS,
+        BoundCall,
+        EpisodeBinding,
+        ProviderExecution,
+        WritesEpisodeArtifacts,
     )
     from pytest_agentbench.sdk.errors import (
         AgentbenchError,

@@ -142,6 +142,9 @@ class CaseResult(Record):
     model_calls: dict[str, JsonValue] | None = None
     """The case's model traffic (``agents.provenance.CaseModelCalls`` as JSON): calls,
     attempts, tokens, cost, request digests and the call index of each decision."""
+    artifact: dict[str, JsonValue] | None = None
+    """Under ``--agentbench-artifacts``: the case's episode artefact, ``{file, digest_sha256}``
+    (``file`` relative to the artefacts folder)."""
 
     @property
     def unit(self) -> str:

@@ -289,3 +289,16 @@ def test_script_end_tags_inside_the_adapter_output_are_escaped() -> None:
     output = _detail_cases(page)[0]["output"]
     assert isinstance(output, dict)
     assert json.loads(output["json"]) == hostile
+
+
+def test_a_case_names_its_episode_artefact_in_its_detail() -> None:
+    report = sample.report(sample.suite("alpha", 5))
+    result = report["suites"][0]["cases"][3]["result"]
+    result["artifact"] = {"file": "alpha/c3.artifact.json", "digest_sha256": "a" * 64}
+    page = render_html(report)
+    block = re.search(r'<script type="application/json" id="cases-s0">(.*?)</script>', page)
+    assert block is not None
+    cases = json.loads(block.group(1))
+    assert cases[3]["artifact"] == {"file": "alpha/c3.artifact.json", "digest": "a" * 64}
+    assert "artifact" not in cases[2]
+    assert '"episode artefact"' in page

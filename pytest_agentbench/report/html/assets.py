@@ -107,6 +107,10 @@ SCRIPT = r"""
      ["findings", c.findings.join(", ") || "none"]].forEach(function (kv) {
       facts.appendChild(el("dt", kv[0])); facts.appendChild(el("dd", kv[1]));
     });
+    if (c.artifact) {
+      facts.appendChild(el("dt", "episode artefact"));
+      facts.appendChild(el("dd", c.artifact.file + " sha256:" + c.artifact.digest));
+    }
     panel.appendChild(facts);
     if (c.failure_traceback) {
       panel.appendChild(el("h4", "What the adapter raised"));

@@ -218,6 +218,12 @@ def _case_data(row: CaseRow, names: Sequence[str]) -> dict[str, Any]:
     receipt = read.mapping(result, "receipt")
     if receipt:
         data["receipt"] = _receipt_data(receipt)
+    artifact = read.mapping(result, "artifact")
+    if artifact:
+        data["artifact"] = {
+            "file": read.text(artifact, "file"),
+            "digest": read.text(artifact, "digest_sha256"),
+        }
     return data
 
 

@@ -37,6 +37,7 @@ from pytest_agentbench.sdk import (
     CheckStatus,
     ControlAgent,
     ControlOracle,
+    EpisodeBinding,
     EpisodeReceipt,
     FailureClass,
     JsonValue,
@@ -58,7 +59,7 @@ from pytest_agentbench.sdk import (
     read_text,
     tree_files,
 )
-from pytest_agentbench.worlds.operations import agents, execution
+from pytest_agentbench.worlds.operations import agents, artifact, execution
 from pytest_agentbench.worlds.operations.control_oracle import (
     is_oracle_document,
     load_control_oracle,
@@ -365,6 +366,19 @@ class OperationsWorld:
             f"episode {recorded.episode}",
             f"ledger {recorded.ledger} sha256:{recorded.ledger_digest}",
         ]
+
+    def episode_artifact(
+        self,
+        suite: Suite,
+        case: Case,
+        outcome: Outcome,
+        result: CaseResult,
+        binding: EpisodeBinding,
+    ) -> dict[str, JsonValue] | None:
+        """The case's contract-8 episode artefact; ``None`` when no episode ran."""
+        if outcome.output is None:
+            return None
+        return artifact.build_artifact(_data(suite).spec, outcome.output, binding)
 
     def replay_episode(self, suite: Suite, path: Path) -> list[str]:
         """Re-execute a recorded episode from its decision tape, with no adapter."""

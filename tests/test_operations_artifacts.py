@@ -1,0 +1,135 @@
+"""Episode artefacts of a chat-model run of the operations world, through pytest.
+
+The scripted endpoint answers every turn with a WAIT (the episodes run to their
+horizon on fallbacks), reporting token usage, so every case is a model run:
+its artefact is bound to its execution ledger. The same run serially and under
+``-n 2`` writes byte-identical artefacts, named with their digests in the JSON
+report, and each holds to its ledger under ``agentbench artifact audit``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from pytest_agentbench.cli.main import main
+from pytest_agentbench.report.json_report import SCHEMA_PATH
+from tests.llm_server import ScriptedLLM, answer
+
+SUITE = "operations-maintenance-v1"
+WAIT = {"outcome": "WAIT", "reason": "until something happens", "fallback_after_minutes": 4320}
+PRICING = {
+    "scheme": "agentbench-pricing/1",
+    "currency": "USD",
+    "models": {"scripted-model": {"input_per_token": "0.0000025", "output_per_token": "0.00001"}},
+}
+
+
+class WaitingModel(ScriptedLLM):
+    def reply(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        turns = len(body["messages"])
+        completion = {
+            "id": "chatcmpl-wait",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": answer(json.dumps(WAIT)), "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": 100 + turns,
+                "completion_tokens": 9,
+                "total_tokens": 109 + turns,
+            },
+        }
+        return 200, json.dumps(completion), {}
+
+
+def run(pytester: pytest.Pytester, tag: str, *args: str) -> dict[str, Any]:
+    report = pytester.path / f"{tag}.json"
+    pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "--agentbench-suite",
+        SUITE,
+        "--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent",
+        "-m",
+        "not agentbench_control",
+        f"--agentbench-report={report}",
+        f"--agentbench-ledger={pytester.path / f'ledger-{tag}'}",
+        *args,
+    )
+    document: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    return document
+
+
+def artefacts(folder: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in folder.rglob("*")
+        if path.is_file()
+    }
+
+
+def test_a_model_run_writes_the_same_bound_artefacts_serially_and_under_xdist(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # About 30 s: the point is a run under xdist, and its two workers start their interpreters.
+    pytester.makeini(
+        "[pytest]\n"
+        "agentbench_llm_model = scripted-model\n"
+        "agentbench_llm_timeout = 5\n"
+        "agentbench_llm_retry_backoff = 0\n"
+        "agentbench_llm_max_tokens_per_call = 1000\n"
+        "agentbench_pricing = pricing.json\n"
+        "agentbench_artifacts = artifacts-serial\n"
+    )
+    (pytester.path / "pricing.json").write_text(json.dumps(PRICING), encoding="utf-8")
+    with WaitingModel().serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        serial = run(pytester, "serial", "-n", "0")  # the folder from the ini key
+        spread = run(
+            pytester,
+            "spread",
+            "-n",
+            "2",
+            f"--agentbench-artifacts={pytester.path / 'artifacts-spread'}",
+        )
+    written = artefacts(pytester.path / "artifacts-serial")
+    assert sorted(written) == [
+        f"{SUITE}/V1.artifact.json",
+        f"{SUITE}/V2.artifact.json",
+        f"{SUITE}/V3.artifact.json",
+    ]
+    assert written == artefacts(pytester.path / "artifacts-spread"), "byte-identical under xdist"
+    for document in (serial, spread):
+        named = {
+            case["result"]["case_id"]: case["result"]["artifact"]
+            for case in document["suites"][0]["cases"]
+        }
+        assert named == {
+            case_id: {
+                "file": f"{SUITE}/{case_id}.artifact.json",
+                "digest_sha256": hashlib.sha256(
+                    written[f"{SUITE}/{case_id}.artifact.json"]
+                ).hexdigest(),
+            }
+            for case_id in ("V1", "V2", "V3")
+        }
+    v2 = json.loads(written[f"{SUITE}/V2.artifact.json"])
+    binding = v2["provider_execution"]
+    assert binding["model"] == "scripted-model"
+    assert binding["decision_call_index"] == list(range(len(v2["decisions"])))
+    assert binding["provider_calls"] == len(v2["decisions"])
+    artefact = pytester.path / "artifacts-spread" / SUITE / "V2.artifact.json"
+    ledger = pytester.path / "ledger-serial" / SUITE / "V2.ndjson"
+    capsys.readouterr()  # the pytest sessions' own output
+    assert main(["artifact", "audit", str(artefact), str(ledger), "--json"]) == 0
+    audited = json.loads(capsys.readouterr().out)
+    assert audited["execution_ledger_digest_sha256"] == binding["execution_ledger_digest_sha256"]
+    assert main(["artifact", "replay", str(artefact), "--suite", SUITE]) == 0
+    assert "at 0 provider calls" in capsys.readouterr().out
