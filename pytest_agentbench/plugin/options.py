@@ -129,6 +129,15 @@ def add_options(parser: pytest.Parser) -> None:
         help="write each interactive case's tool-session receipt to DIR/<suite>/<case>.json",
     )
     r.option(
+        "--agentbench-projection",
+        action="append",
+        default=[],
+        metavar="NAME[,NAME]",
+        help="also present each operations case in these diagnostic projections "
+        "(full, static, boundary_only, ordered_snapshot; repeatable); reported beside the "
+        "lifecycle, never counted as independent samples",
+    )
+    r.option(
         "--agentbench-gate",
         action="append",
         default=[],

@@ -653,19 +653,19 @@ def decide_at(
     spec: LoadedSpec,
     encounter: Encounter,
     agent: Any,
-    transform: Callable[[Any], Any] | None = None,
+    views: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None,
 ) -> Any:
     """Offer ``agent`` the frozen observation with a fresh read session; one outcome back.
 
-    ``transform`` rewrites both the task and the served records (the ordered
-    snapshot's time removal); the grader always reads the untransformed state.
+    ``views`` rewrite the task and the served records (the ordered snapshot's
+    time removal); the grader always reads the frozen state itself.
     """
     budget = int(spec.policy.max_retrieval_batches_per_invocation)
-    collections = encounter.collections
-    task = encounter.fresh_task(budget)
-    if transform is not None:
-        collections = transform(collections)
-        task = transform(task)
+    collections: Any = encounter.collections
+    task: Any = encounter.fresh_task(budget)
+    if views is not None:
+        task_view, record_view = views
+        task, collections = task_view(task), record_view(collections)
     state = OperationState(collections, {}, spec.policy)
     session = read_session(
         retrieve_tool(state, lambda refs: None),
