@@ -243,16 +243,14 @@ class _Checker:
         self.initial = self.pack.initial_state(spec.spec)
         self.policy = spec.policy.model_dump(mode="json")
 
-    def fail(self, code: str, reason: str, field: str) -> AgentbenchError:
-        return AgentbenchError(code, reason, file=self.display, field=field)
-
     def check(self) -> None:
         control, operation = self.control, self.spec.spec
         if control.denominator.decision_points_are_independent_semantic_samples:
-            raise self.fail(
+            raise AgentbenchError(
                 "invalid_field",
                 "decision points of one semantic scenario are never independent samples",
-                "denominator.decision_points_are_independent_semantic_samples",
+                file=self.display,
+                field="denominator.decision_points_are_independent_semantic_samples",
             )
         for name, declared, actual in (
             ("operation_id", control.operation_id, operation.operation_id),
@@ -260,27 +258,30 @@ class _Checker:
             ("semantic_scenario_id", control.semantic_scenario_id, operation.semantic_scenario_id),
         ):
             if declared != actual:
-                raise self.fail(
+                raise AgentbenchError(
                     "decision_point_control_mismatch",
                     f"the control names {declared!r}; the operation is {actual!r}",
-                    name,
+                    file=self.display,
+                    field=name,
                 )
         self.check_surface()
         seen: set[str] = set()
         for index, point in enumerate(control.decision_points):
             where = f"decision_points[{index}]"
             if point.decision_point_id in seen:
-                raise self.fail(
+                raise AgentbenchError(
                     "duplicate_decision_point",
                     f"{point.decision_point_id!r} is declared twice",
-                    f"{where}.decision_point_id",
+                    file=self.display,
+                    field=f"{where}.decision_point_id",
                 )
             seen.add(point.decision_point_id)
             if point.scenario_id not in operation.scenarios:
-                raise self.fail(
+                raise AgentbenchError(
                     "unknown_decision_point_scenario",
                     f"the operation has no scenario {point.scenario_id!r}",
-                    f"{where}.scenario_id",
+                    file=self.display,
+                    field=f"{where}.scenario_id",
                 )
             bound = self.check_predicate(point.state_predicate, f"{where}.state_predicate")
             for number, outcome in enumerate(point.admissible_outcomes):
@@ -292,14 +293,17 @@ class _Checker:
         named = [*declared.admitted, *(refused.agent_id for refused in declared.refused)]
         unknown = sorted(set(named) - known)
         if unknown:
-            raise self.fail(
+            raise AgentbenchError(
                 "unknown_control_agent",
                 f"no built-in agent {', '.join(map(repr, unknown))} "
                 f"(known: {', '.join(sorted(known))})",
-                where,
+                file=self.display,
+                field=where,
             )
         if len(set(named)) != len(named):
-            raise self.fail("duplicate_control", "an agent is declared twice", where)
+            raise AgentbenchError(
+                "duplicate_control", "an agent is declared twice", file=self.display, field=where
+            )
 
     def check_surface(self) -> None:
         surface = self.control.matched_surface
@@ -307,20 +311,22 @@ class _Checker:
         try:
             decode_surface(surface.action_read_requirements)
         except AgentbenchError as exc:
-            raise self.fail(exc.code, exc.reason, field) from None
+            raise AgentbenchError(exc.code, exc.reason, file=self.display, field=field) from None
         live = pack_surface(self.pack)
         if tuple(surface.action_read_requirements) != live:
-            raise self.fail(
+            raise AgentbenchError(
                 "matched_surface_mismatch",
                 f"declares {list(surface.action_read_requirements)}; the operation's read "
                 f"contract is {list(live)}",
-                field,
+                file=self.display,
+                field=field,
             )
         if tuple(surface.outcome_kinds) != OUTCOME_KINDS:
-            raise self.fail(
+            raise AgentbenchError(
                 "matched_surface_mismatch",
                 f"outcome kinds must be {list(OUTCOME_KINDS)}",
-                "matched_surface.outcome_kinds",
+                file=self.display,
+                field="matched_surface.outcome_kinds",
             )
 
     def check_predicate(self, predicate: StatePredicate, where: str) -> frozenset[str]:
@@ -329,10 +335,11 @@ class _Checker:
             at = f"{where}.clauses[{index}]"
             if isinstance(clause, QuantifiedClause):
                 if clause.collection not in self.collections:
-                    raise self.fail(
+                    raise AgentbenchError(
                         "unknown_decision_point_path",
                         f"the observable state has no collection {clause.collection!r}",
-                        f"{at}.collection",
+                        file=self.display,
+                        field=f"{at}.collection",
                     )
                 for number, condition in enumerate(clause.where):
                     self.check_comparison(
@@ -340,26 +347,29 @@ class _Checker:
                     )
                 if clause.bind is not None:
                     if clause.quantifier != "exactly_one":
-                        raise self.fail(
+                        raise AgentbenchError(
                             "invalid_decision_point_binding",
                             "only an exactly_one clause singles out a record to bind",
-                            f"{at}.bind",
+                            file=self.display,
+                            field=f"{at}.bind",
                         )
                     if clause.bind in bound:
-                        raise self.fail(
+                        raise AgentbenchError(
                             "invalid_decision_point_binding",
                             f"{clause.bind!r} is bound twice",
-                            f"{at}.bind",
+                            file=self.display,
+                            field=f"{at}.bind",
                         )
                     bound.add(clause.bind)
                 continue
             self.check_path(clause.path, f"{at}.path")
             if clause.binding is not None:
                 if clause.binding not in bound or clause.binding_field is None:
-                    raise self.fail(
+                    raise AgentbenchError(
                         "invalid_decision_point_binding",
                         f"no earlier clause binds {clause.binding!r} (and a field must be named)",
-                        f"{at}.binding",
+                        file=self.display,
+                        field=f"{at}.binding",
                     )
             else:
                 self.check_comparison(clause.op, clause.value, clause.value_ref, at)
@@ -376,10 +386,11 @@ class _Checker:
             and parts[2] in self.initial.get(parts[1], {})
         ):
             return
-        raise self.fail(
+        raise AgentbenchError(
             "unknown_decision_point_path",
             f"{path!r} is neither policy.<key> nor state.<collection>.<initial record>.<field>",
-            where,
+            file=self.display,
+            field=where,
         )
 
     def check_comparison(
@@ -390,71 +401,85 @@ class _Checker:
             if op in ORDERING_OPS and value_ref.startswith("policy."):
                 resolved = self.policy[value_ref.split(".")[1]]
                 if isinstance(resolved, bool) or not isinstance(resolved, int):
-                    raise self.fail(
+                    raise AgentbenchError(
                         "invalid_decision_point_comparand",
                         f"{op} needs a whole number; {value_ref!r} is not one",
-                        f"{where}.value_ref",
+                        file=self.display,
+                        field=f"{where}.value_ref",
                     )
             return
         if op in MEMBERSHIP_OPS and not (isinstance(value, list) and value):
-            raise self.fail(
+            raise AgentbenchError(
                 "invalid_decision_point_comparand",
                 f"{op} needs a non-empty list to look in",
-                f"{where}.value",
+                file=self.display,
+                field=f"{where}.value",
             )
         if op in ORDERING_OPS and (isinstance(value, bool) or not isinstance(value, int)):
-            raise self.fail(
+            raise AgentbenchError(
                 "invalid_decision_point_comparand",
                 f"{op} needs a whole number",
-                f"{where}.value",
+                file=self.display,
+                field=f"{where}.value",
             )
 
     def check_outcome(self, outcome: AdmissibleOutcome, bound: frozenset[str], where: str) -> None:
         if outcome.outcome_kind == "ACT":
             action = self.pack.action_types.get(outcome.action_type or "")
             if action is None:
-                raise self.fail(
+                raise AgentbenchError(
                     "unknown_decision_point_action",
                     f"the operation has no action {outcome.action_type!r}",
-                    f"{where}.action_type",
+                    file=self.display,
+                    field=f"{where}.action_type",
                 )
             fields = frozenset(action.required) | frozenset(action.optional)
         else:
             if outcome.action_type is not None:
-                raise self.fail(
+                raise AgentbenchError(
                     "unknown_decision_point_action",
                     f"a {outcome.outcome_kind} names no action",
-                    f"{where}.action_type",
+                    file=self.display,
+                    field=f"{where}.action_type",
                 )
             fields = _OUTCOME_FIELDS[outcome.outcome_kind]
         for name, constraint in sorted(outcome.outcome_constraints.items()):
             at = f"{where}.outcome_constraints.{name}"
             if name not in fields:
-                raise self.fail(
+                raise AgentbenchError(
                     "unknown_decision_point_field",
                     f"{name!r} is not a field of {outcome.action_type or outcome.outcome_kind} "
                     f"({', '.join(sorted(fields))})",
-                    at,
+                    file=self.display,
+                    field=at,
                 )
             self.check_constraint(constraint, bound, at)
 
     def check_constraint(self, constraint: Constraint, bound: frozenset[str], where: str) -> None:
         kind = constraint.kind
         if kind == "bound_field" and (constraint.binding not in bound or constraint.field is None):
-            raise self.fail(
+            raise AgentbenchError(
                 "invalid_decision_point_binding",
                 f"the predicate binds no {constraint.binding!r} (and a field must be named)",
-                f"{where}.binding",
+                file=self.display,
+                field=f"{where}.binding",
             )
         if kind == "one_of" and not constraint.values:
-            raise self.fail("invalid_field", "one_of needs values", f"{where}.values")
+            raise AgentbenchError(
+                "invalid_field", "one_of needs values", file=self.display, field=f"{where}.values"
+            )
         if kind == "string_set" and not set(constraint.must_include) <= set(constraint.allowed):
-            raise self.fail(
-                "invalid_field", "must_include must be within allowed", f"{where}.must_include"
+            raise AgentbenchError(
+                "invalid_field",
+                "must_include must be within allowed",
+                file=self.display,
+                field=f"{where}.must_include",
             )
         if constraint.maximum_ref is not None:
             if kind not in ("integer_range", "optional_integer_range"):
-                raise self.fail("invalid_field", "only a range has a ceiling", where)
+                raise AgentbenchError(
+                    "invalid_field", "only a range has a ceiling", file=self.display, field=where
+                )
             self.check_comparison("lte", None, constraint.maximum_ref, where)
 
 
@@ -619,7 +644,7 @@ class Probe:
         return raw
 
 
-class DecisionPointUnreached(AgentbenchError):
+class DecisionPointUnreachedError(AgentbenchError):
     pass
 
 
@@ -640,7 +665,7 @@ def reach(
     episode.run()
     for point in points:
         if point.decision_point_id not in probe.encounters:
-            raise DecisionPointUnreached(
+            raise DecisionPointUnreachedError(
                 "decision_point_unreached",
                 f"{point.decision_point_id!r}: its state predicate never held in scenario "
                 f"{scenario_id!r} driven by the reference agent",

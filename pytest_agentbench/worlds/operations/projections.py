@@ -44,7 +44,7 @@ UNREACHED = "UNREACHED"
 ERROR = "ERROR"
 CAVEAT = (
     "diagnostic surfaces, not a confirmatory comparison; stateful time-removed is not "
-    "implemented (as in the original)"
+    "implemented, as in the original"
 )
 _TIME_KEYS = frozenset({"now", "minute", "at"})
 

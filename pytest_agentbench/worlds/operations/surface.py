@@ -8,7 +8,7 @@ a name can never impersonate a delimiter or the strength marker. A required
 tool is its encoded component alone; an optional one appends ``=optional``.
 Tools are listed in sorted order of their names, so one contract has one
 surface. Names made of unreserved characters only keep their bytes, which is
-why the maintenance surface reads exactly as the plain join of its names.
+why a built-in pack's surface reads exactly as the plain join of its names.
 
 In this world a "tool" is a collection of the ``retrieve`` tool: what a
 proposal must have read is records of those collections.
