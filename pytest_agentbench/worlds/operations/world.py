@@ -27,6 +27,7 @@ from pytest_agentbench.sdk import (
     ADAPTER_FAILED,
     HANDLER_FAILED,
     MALFORMED_FINAL,
+    PROJECTIONS,
     SUITE_FILE,
     TIMED_OUT,
     AdapterFailure,
@@ -105,7 +106,7 @@ from pytest_agentbench.worlds.operations.spec import LoadedSpec, load_operation_
 
 RELIABLE = "reliable"
 CHECK_NAMES = (*DIMENSIONS, RELIABLE)
-_OPTIONS = frozenset({"spec", "manifest"})
+_OPTIONS = frozenset({"spec", "manifest", "projections"})
 LAYOUT_MARKER = "*.yaml containing schema_version: operation_type: scenarios:"
 """The original's folders are recognised by the content of their YAML files, not by name."""
 _YAML = "*.yaml"
@@ -116,6 +117,8 @@ _SPEC_KEYS = frozenset({"schema_version", "operation_id", "operation_type", "sce
 class LoadedOperations:
     spec: LoadedSpec
     cases: tuple[Case, ...]
+    projections: tuple[str, ...] = ()
+    """Diagnostic projections the suite asks for on every run (``options.projections``)."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,7 @@ class OperationsWorld:
         if unknown:
             raise AgentbenchError(
                 "unknown_field",
-                "unknown option of world kind 'operations' (known: manifest, spec)",
+                "unknown option of world kind 'operations' (known: manifest, projections, spec)",
                 file=suite.display(SUITE_FILE),
                 field=f"options.{unknown[0]}",
             )
@@ -218,7 +221,7 @@ class OperationsWorld:
             )
             for scenario_id in sorted(spec.scenarios)
         )
-        return LoadedOperations(spec=loaded, cases=cases)
+        return LoadedOperations(spec=loaded, cases=cases, projections=_suite_projections(suite))
 
     def cases(self, suite: Suite) -> Sequence[Case]:
         return _data(suite).cases
@@ -253,7 +256,7 @@ class OperationsWorld:
         """
         loaded = _data(suite).spec
         episode = Episode(loaded, case.case_id, adapter)
-        arms = selected_projections()
+        arms = _arms(suite)
         points = _decision_points(suite, case.case_id) if arms else ()
         full = FullRecorder(loaded, points) if FULL in arms and points else None
         if full is not None:
@@ -358,7 +361,7 @@ class OperationsWorld:
         )
 
     def metrics(self, suite: Suite) -> Sequence[MetricSpec]:
-        arms = selected_projections()
+        arms = _arms(suite)
         if not arms or _matched_control(suite) is None:
             return METRIC_SPECS
         return (*METRIC_SPECS, *projection_specs(arms))
@@ -534,6 +537,24 @@ def _matched_control(
         )
     matched: LoadedControl | None = suite.cache[key]
     return matched
+
+
+def _suite_projections(suite: Suite) -> tuple[str, ...]:
+    value = suite.config.options.get("projections", [])
+    if not isinstance(value, list) or not set(map(str, value)) <= set(PROJECTIONS):
+        raise AgentbenchError(
+            "invalid_field",
+            f"must be a list of projections ({', '.join(PROJECTIONS)})",
+            file=suite.display(SUITE_FILE),
+            field="options.projections",
+        )
+    return tuple(name for name in PROJECTIONS if name in value)
+
+
+def _arms(suite: Suite) -> tuple[str, ...]:
+    """The run's projections and the suite's own, in report order."""
+    wanted = set(selected_projections()) | set(_data(suite).projections)
+    return tuple(name for name in PROJECTIONS if name in wanted)
 
 
 def _decision_points(suite: Suite, scenario_id: str) -> tuple[DecisionPoint, ...]:
