@@ -868,7 +868,10 @@ def separations(spec: LoadedSpec, control: MatchedDecisionPoints) -> list[Separa
 
 def check_separations(loaded: LoadedControl, spec: LoadedSpec) -> list[Separation]:
     """The gate: every declared pair separates, or a named refusal for the first that does not."""
-    results = separations(spec, loaded.control)
+    try:
+        results = separations(spec, loaded.control)
+    except DecisionPointUnreachedError as unreached:
+        raise unreached.at(file=loaded.file) from None
     for result in results:
         if not result.separated:
             raise AgentbenchError(

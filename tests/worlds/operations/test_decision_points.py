@@ -337,6 +337,7 @@ def test_a_pair_that_does_not_separate_fails_the_gate_by_name(
     with pytest.raises(AgentbenchError) as refused:
         dp.check_separations(_load(tmp_path, maintenance, document), maintenance)
     assert refused.value.code == "decision_point_unreached"
+    assert refused.value.location.file == "control.yaml"
 
 
 def _first_encounter(spec: LoadedSpec) -> tuple[dp.DecisionPoint, dp.Encounter]:
