@@ -60,7 +60,10 @@ def test_check_passes_the_eleven_checks_and_quotes_the_oracle(
     assert (status, err) == (0, "")
     oracle = oracle_of(suite_copy)
     digest = hashlib.sha256(oracle.read_bytes()).hexdigest()
-    versions = "authored against operation 0.6.0, run against 0.6.0"
+    versions = (
+        "authored against operation 0.6.0, run against 0.6.0; matched decision points "
+        "pab_maintenance_matched_decision_points_v0_1 0.1.0-draft: 14 pairs separate as declared"
+    )
     assert out.splitlines()[0] == (
         f"{SUITE_ID}: oracle pab.maintenance.negative-controls 0.5.0 sha256:{digest} "
         f"(oracles/{SUITE_ID}/{ORACLE_FILE}); {versions}"

@@ -263,3 +263,63 @@ def test_a_decision_tape_is_scored_as_predictions(pytester: pytest.Pytester) -> 
     assert outcomes["V1"]["outcome"] == "passed"
     assert outcomes["V2"]["failure_class"] == "product_error"
     assert "missing_tape" in outcomes["V2"]["failure_reason"]
+
+
+def test_diagnostic_projections_report_alike_serially_and_under_xdist(
+    pytester: pytest.Pytester,
+) -> None:
+    """Four projections, one evaluator, the semantic scenario as unit, the caveat in the report.
+
+    Two sessions (serial, two workers) because the claim is that they agree.
+    """
+    arms = ("full", "static", "boundary_only", "ordered_snapshot")
+    seen = {}
+    for distribution in (["-n", "0"], ["-n", "2"]):
+        result, suite = run_report(
+            pytester,
+            "--agentbench-suite",
+            SUITE,
+            "--agentbench-projection",
+            "full,static",
+            "--agentbench-projection",
+            "boundary_only,ordered_snapshot",
+            # V1's episode record is larger than the default cap on a kept output.
+            "--agentbench-max-output-bytes=0",
+            "-v",
+            "-m",
+            "not agentbench_control",
+            *distribution,
+        )
+        outcomes = result.parseoutcomes()
+        assert (outcomes.get("passed"), outcomes.get("failed")) == (3, None)
+        out = result.stdout.str()
+        assert "diagnostic projections (diagnostic surfaces, not a confirmatory comparison" in out
+        assert "stateful time-removed is not implemented" in out
+        cases = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+        outputs = {
+            case_id: result["recorded"]["outcome"]["output"]
+            for case_id, result in sorted(cases.items())
+        }
+        vectors = {
+            case_id: output["projections"]
+            for case_id, output in outputs.items()
+            if "projections" in output
+        }
+        metrics = {
+            m["name"]: (m["value"], m["support"], m["family"])
+            for m in suite["metrics"]
+            if m["name"].startswith("decision_point_admissibility_")
+        }
+        seen[distribution[1]] = (vectors, metrics, summary(suite))
+    assert seen["0"] == seen["2"]
+    vectors, metrics, _ = seen["0"]
+    # V2 has no decision point of its own; V1 has two, V3 one, each graded in every projection.
+    assert sorted(vectors) == ["V1", "V3"]
+    for vector in vectors.values():
+        assert sorted(vector) == sorted(arms)
+        assert {s for arm in vector.values() for s in arm.values()} == {"ADMISSIBLE"}
+    assert sorted(metrics) == sorted(f"decision_point_admissibility_{arm}" for arm in arms)
+    # One semantic scenario behind three points and four projections: support 1.
+    assert {value[:2] for value in metrics.values()} == {(1.0, 1)}
+    # Reported in the order asked for: the lifecycle first, then the diagnostic surfaces.
+    assert list(metrics) == [f"decision_point_admissibility_{arm}" for arm in arms]

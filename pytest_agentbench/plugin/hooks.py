@@ -57,11 +57,13 @@ from pytest_agentbench.sdk import leaked_threads, tracebacks
 from pytest_agentbench.sdk.canonical import InputLimits, set_input_limits
 from pytest_agentbench.sdk.crashes import WITNESS_KEY, attach_worker
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
+from pytest_agentbench.sdk.projections import restore_projections, select_projections
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.sdk.runner import release_alarm
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 PREVIOUS_LIMITS_KEY = pytest.StashKey[InputLimits]()
+PREVIOUS_PROJECTIONS_KEY = pytest.StashKey[tuple[str, ...]]()
 SUMMARY_KEY = pytest.StashKey[RunSummary]()
 COMPARISON_KEY = pytest.StashKey[Comparison]()
 MODEL_RUN_KEY = pytest.StashKey[RunProvenance]()
@@ -114,6 +116,9 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         # First: the options below already read files (predictions, suites by name).
         config.stash[PREVIOUS_LIMITS_KEY] = set_input_limits(_input_limits(config))
+        config.stash[PREVIOUS_PROJECTIONS_KEY] = select_projections(
+            config.getoption("agentbench_projection")
+        )
         load_entry_point_worlds(config.pluginmanager)
         registry = WorldRegistry.from_hook(config.pluginmanager)
         options = Options.from_config(config)
@@ -189,6 +194,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     concurrency.stop(config)
     release_alarm()
+    previous_projections = config.stash.get(PREVIOUS_PROJECTIONS_KEY, None)
+    if previous_projections is not None:
+        restore_projections(previous_projections)
     previous_limits = config.stash.get(PREVIOUS_LIMITS_KEY, None)
     if previous_limits is not None:
         set_input_limits(previous_limits)

@@ -129,6 +129,15 @@ def add_options(parser: pytest.Parser) -> None:
         help="write each interactive case's tool-session receipt to DIR/<suite>/<case>.json",
     )
     r.option(
+        "--agentbench-projection",
+        action="append",
+        default=[],
+        metavar="NAME[,NAME]",
+        help="also present each operations case in these diagnostic projections "
+        "(full, static, boundary_only, ordered_snapshot; repeatable); reported beside the "
+        "lifecycle, never counted as independent samples",
+    )
+    r.option(
         "--agentbench-gate",
         action="append",
         default=[],
@@ -175,13 +184,6 @@ def add_options(parser: pytest.Parser) -> None:
         help="run the adapter in its own process, which never holds evaluator data; "
         "a hang or crash there costs one case",
     )
-    r.option(
-        "--agentbench-ledger",
-        default=None,
-        metavar="DIR",
-        help="write each case's hash-chained execution ledger to DIR/<suite>/<case>.ndjson",
-    )
-    r.addini("agentbench_ledger", "default for --agentbench-ledger", default=None)
     _add_evidence_folders(r)
     r.option(
         "--agentbench-max-output-bytes",
@@ -339,7 +341,14 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def _add_evidence_folders(r: _Recording) -> None:
-    """Where a run writes its evidence beside the ledgers: the episode artefacts."""
+    """Where a run writes its evidence: the execution ledgers and the episode artefacts."""
+    r.option(
+        "--agentbench-ledger",
+        default=None,
+        metavar="DIR",
+        help="write each case's hash-chained execution ledger to DIR/<suite>/<case>.ndjson",
+    )
+    r.addini("agentbench_ledger", "default for --agentbench-ledger", default=None)
     r.option(
         "--agentbench-artifacts",
         default=None,

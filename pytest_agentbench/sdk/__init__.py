@@ -123,6 +123,8 @@ _EXPORTS: dict[str, str] = {
     "data_root": "pytest_agentbench.run.packaged",
     "packaged_suite_roots": "pytest_agentbench.run.packaged",
     "aggregate": "pytest_agentbench.scoring.metrics",
+    "PROJECTIONS": "pytest_agentbench.sdk.projections",
+    "selected_projections": "pytest_agentbench.sdk.projections",
 }
 
 __all__ = [
@@ -132,6 +134,7 @@ __all__ = [
     "INVALID_ARGUMENTS",
     "LEDGER_VERSION",
     "MALFORMED_FINAL",
+    "PROJECTIONS",
     "PROVIDER_EXECUTION_FIELDS",
     "SUITE_FILE",
     "TIMED_OUT",
@@ -225,6 +228,7 @@ __all__ = [
     "read_prediction_lines",
     "read_text",
     "read_yaml",
+    "selected_projections",
     "sha256_hex",
     "solve_with_session",
     "tree_files",
@@ -331,6 +335,7 @@ if TYPE_CHECKING:
         read_prediction_document,
         read_prediction_lines,
     )
+    from pytest_agentbench.sdk.projections import PROJECTIONS, selected_projections
     from pytest_agentbench.sdk.registry import LazyWorld
     from pytest_agentbench.sdk.runner import (
         AdapterFailure,

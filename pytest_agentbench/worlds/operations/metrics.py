@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pytest_agentbench.sdk import CaseResult, Direction, MetricSpec, MetricValue, Reducer
+from pytest_agentbench.worlds.operations.projections import CAVEAT
 
 CLUSTER_PREFIX = "cluster:"
 
@@ -127,3 +128,22 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "lower_is_better",
     ),
 )
+
+
+def projection_specs(arms: Sequence[str]) -> tuple[MetricSpec, ...]:
+    """One clustered rate per diagnostic projection the run asked for (none by default).
+
+    The caveat is the family's name, so every report that shows the rates
+    (terminal, JSON, HTML) heads them with it.
+    """
+    return tuple(
+        MetricSpec(
+            name=f"decision_point_admissibility_{arm}",
+            family=f"diagnostic projections ({CAVEAT})",
+            support_meaning="semantic scenarios (a scenario's points and projections are one unit)",
+            description=f"{arm} projection: admissible decision points / graded decision points, "
+            "one outcome per point",
+            reducer=_clustered(f"projection_{arm}_admissible", f"projection_{arm}_points"),
+        )
+        for arm in arms
+    )

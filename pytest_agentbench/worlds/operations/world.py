@@ -17,6 +17,7 @@ side file declares it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from pytest_agentbench.sdk import (
     ADAPTER_FAILED,
     HANDLER_FAILED,
     MALFORMED_FINAL,
+    PROJECTIONS,
     SUITE_FILE,
     TIMED_OUT,
     AdapterFailure,
@@ -57,6 +59,7 @@ from pytest_agentbench.sdk import (
     read_json,
     read_prediction_document,
     read_text,
+    selected_projections,
     tree_files,
 )
 from pytest_agentbench.worlds.operations import agents, artifact, execution
@@ -64,6 +67,13 @@ from pytest_agentbench.worlds.operations.control_oracle import (
     is_oracle_document,
     load_control_oracle,
     read_oracle_document,
+)
+from pytest_agentbench.worlds.operations.decision_points import (
+    DecisionPoint,
+    LoadedControl,
+    check_separations,
+    find_control,
+    load_matched_decision_points,
 )
 from pytest_agentbench.worlds.operations.domain import ExpectedFault
 from pytest_agentbench.worlds.operations.episode import (
@@ -78,14 +88,26 @@ from pytest_agentbench.worlds.operations.evaluation import (
     evaluate_episode,
 )
 from pytest_agentbench.worlds.operations.gate import bind_control_oracle, gate_manifest
-from pytest_agentbench.worlds.operations.metrics import CLUSTER_PREFIX, METRIC_SPECS
+from pytest_agentbench.worlds.operations.metrics import (
+    CLUSTER_PREFIX,
+    METRIC_SPECS,
+    projection_specs,
+)
 from pytest_agentbench.worlds.operations.packs import installed_packs
+from pytest_agentbench.worlds.operations.projections import (
+    FULL,
+    FullRecorder,
+    run_projections,
+)
+from pytest_agentbench.worlds.operations.projections import (
+    measurements as projection_measurements,
+)
 from pytest_agentbench.worlds.operations.replay import TapeAgent, replay_codes
 from pytest_agentbench.worlds.operations.spec import LoadedSpec, load_operation_spec
 
 RELIABLE = "reliable"
 CHECK_NAMES = (*DIMENSIONS, RELIABLE)
-_OPTIONS = frozenset({"spec", "manifest"})
+_OPTIONS = frozenset({"spec", "manifest", "projections"})
 LAYOUT_MARKER = "*.yaml containing schema_version: operation_type: scenarios:"
 """The original's folders are recognised by the content of their YAML files, not by name."""
 _YAML = "*.yaml"
@@ -96,6 +118,8 @@ _SPEC_KEYS = frozenset({"schema_version", "operation_id", "operation_type", "sce
 class LoadedOperations:
     spec: LoadedSpec
     cases: tuple[Case, ...]
+    projections: tuple[str, ...] = ()
+    """Diagnostic projections the suite asks for on every run (``options.projections``)."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +188,7 @@ class OperationsWorld:
         if unknown:
             raise AgentbenchError(
                 "unknown_field",
-                "unknown option of world kind 'operations' (known: manifest, spec)",
+                "unknown option of world kind 'operations' (known: manifest, projections, spec)",
                 file=suite.display(SUITE_FILE),
                 field=f"options.{unknown[0]}",
             )
@@ -198,7 +222,7 @@ class OperationsWorld:
             )
             for scenario_id in sorted(spec.scenarios)
         )
-        return LoadedOperations(spec=loaded, cases=cases)
+        return LoadedOperations(spec=loaded, cases=cases, projections=_suite_projections(suite))
 
     def cases(self, suite: Suite) -> Sequence[Case]:
         return _data(suite).cases
@@ -233,6 +257,11 @@ class OperationsWorld:
         """
         loaded = _data(suite).spec
         episode = Episode(loaded, case.case_id, adapter)
+        arms = _arms(suite)
+        points = _decision_points(suite, case.case_id) if arms else ()
+        full = FullRecorder(loaded, points) if FULL in arms and points else None
+        if full is not None:
+            episode.agent = full.wrap(episode, adapter)
         context: dict[str, JsonValue] = {"suite": suite.id, "case": case.case_id}
         try:
             record = episode.run()
@@ -273,6 +302,11 @@ class OperationsWorld:
             raise
         output = record.as_json()
         output["replay_codes"] = replay_codes(loaded, record)
+        if points:
+            vectors = run_projections(loaded, case.case_id, points, adapter, arms)
+            if full is not None:
+                vectors[FULL] = full.vector()
+            output["projections"] = {arm: dict(vectors[arm]) for arm in arms if arm in vectors}
         if record.status != MALFORMED:
             receipt = EpisodeReceipt.build(episode.receipts, context=context)
             return Outcome(output=output, receipt=receipt.model_dump(mode="json"))
@@ -315,16 +349,23 @@ class OperationsWorld:
         # An episode record that arrives without its replay verdict was never replayed here.
         replay = outcome.output.get("replay_codes", ["REPLAY_NOT_CHECKED"])
         vector = evaluate_episode(record, loaded.domain, scenario, replay)
+        projections = outcome.output.get("projections", {})
         return grade(
             case,
             _checks(vector, fault),
-            measurements=measurements(vector, record, loaded.domain.terminals),
+            measurements={
+                **measurements(vector, record, loaded.domain.terminals),
+                **projection_measurements(projections),
+            },
             findings=[code for d in vector.dimensions for code in d.codes],
             outcome=outcome,
         )
 
     def metrics(self, suite: Suite) -> Sequence[MetricSpec]:
-        return METRIC_SPECS
+        arms = _arms(suite)
+        if not arms or _matched_control(suite) is None:
+            return METRIC_SPECS
+        return (*METRIC_SPECS, *projection_specs(arms))
 
     def dimensions(self, suite: Suite) -> Sequence[str]:
         return CHECK_NAMES
@@ -344,6 +385,13 @@ class OperationsWorld:
             return None
         loaded = load_control_oracle(path, display(path), spec.domain.oracle_model)
         versions = bind_control_oracle(loaded, spec)
+        matched = _matched_control(suite, display)
+        if matched is not None:
+            pairs = check_separations(matched, spec)
+            versions += (
+                f"; matched decision points {matched.control.control_id} "
+                f"{matched.control.control_version}: {len(pairs)} pairs separate as declared"
+            )
         return ControlOracle(
             identity=OracleIdentity(
                 oracle_id=loaded.oracle.oracle_id,
@@ -486,6 +534,46 @@ def _find_oracle(suite: Suite, display: Callable[[Path], str]) -> Path | None:
             file=display(root),
         )
     return found[0] if found else None
+
+
+def _matched_control(
+    suite: Suite, display: Callable[[Path], str] | None = None
+) -> LoadedControl | None:
+    """The oracle folder's matched decision-point control, read once per suite (or None)."""
+    key = "operations.matched_decision_points"
+    if key not in suite.cache:
+        shown = display or (lambda path: suite.display(os.path.relpath(path, suite.root)))
+        path = find_control(suite.oracle_root, shown)
+        suite.cache[key] = (
+            None
+            if path is None
+            else load_matched_decision_points(path, shown(path), _data(suite).spec)
+        )
+    matched: LoadedControl | None = suite.cache[key]
+    return matched
+
+
+def _suite_projections(suite: Suite) -> tuple[str, ...]:
+    value = suite.config.options.get("projections", [])
+    if not isinstance(value, list) or not set(map(str, value)) <= set(PROJECTIONS):
+        raise AgentbenchError(
+            "invalid_field",
+            f"must be a list of projections ({', '.join(PROJECTIONS)})",
+            file=suite.display(SUITE_FILE),
+            field="options.projections",
+        )
+    return tuple(name for name in PROJECTIONS if name in value)
+
+
+def _arms(suite: Suite) -> tuple[str, ...]:
+    """The run's projections and the suite's own, in report order."""
+    wanted = set(selected_projections()) | set(_data(suite).projections)
+    return tuple(name for name in PROJECTIONS if name in wanted)
+
+
+def _decision_points(suite: Suite, scenario_id: str) -> tuple[DecisionPoint, ...]:
+    matched = _matched_control(suite)
+    return () if matched is None else matched.control.for_scenario(scenario_id)
 
 
 def _known_scenario(loaded: LoadedSpec, case_id: str) -> None:

@@ -71,6 +71,16 @@ def test_one_case_per_variant_labelled_with_its_semantic_scenario(tmp_path: Path
         ({"spec": "operation.yaml", "colour": "red"}, "unknown_field", "options.colour"),
         ({"manifest": "manifest.json"}, "missing_field", "options.spec"),
         ({"spec": 3}, "invalid_field", "options.spec"),
+        (
+            {"spec": "operation.yaml", "projections": ["time_removed"]},
+            "invalid_field",
+            "options.projections",
+        ),
+        (
+            {"spec": "operation.yaml", "projections": "static"},
+            "invalid_field",
+            "options.projections",
+        ),
     ],
 )
 def test_options_are_strict(tmp_path: Path, options: dict[str, Any], code: str, field: str) -> None:
@@ -331,3 +341,28 @@ def test_a_raising_agent_keeps_the_receipts_of_the_invocations_it_reached(tmp_pa
         "agent_error",
         "adapter_failed",
     )
+
+
+def test_a_suite_may_ask_for_projections_of_its_own(tmp_path: Path) -> None:
+    """``options.projections``: every run of the suite grades its cases in those projections."""
+    suite = loaded_suite(place(tmp_path), spec="operation.yaml", projections=["static", "full"])
+    assert [m.name for m in WORLD.metrics(suite)][-2:] == [
+        "decision_point_admissibility_full",
+        "decision_point_admissibility_static",
+    ]
+    (case,) = [c for c in WORLD.cases(suite) if c.case_id == "V3"]
+    outcome = WORLD.run(suite, case, WORLD.public_view(suite, case), WORLD.reference_agent())
+    assert outcome.output is not None
+    assert outcome.output["projections"] == {
+        "full": {"approval_lapsed_without_decision": "ADMISSIBLE"},
+        "static": {"approval_lapsed_without_decision": "ADMISSIBLE"},
+    }
+    result = WORLD.evaluate(suite, case, outcome, WORLD.load_oracle(suite))
+    assert result.measurements["projection_static_points"] == 1
+    assert result.measurements["projection_full_admissible"] == 1
+    # Without any projection asked for, nothing of the kind is added.
+    plain = loaded_suite(place(tmp_path / "plain"), spec="operation.yaml")
+    assert not [m for m in WORLD.metrics(plain) if m.name.startswith("decision_point")]
+    outcome = WORLD.run(plain, case, WORLD.public_view(plain, case), WORLD.reference_agent())
+    assert outcome.output is not None
+    assert "projections" not in outcome.output
