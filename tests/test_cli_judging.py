@@ -154,6 +154,17 @@ def test_a_pytest_run_judges_its_report_with_a_cache_serial_and_parallel_alike(
     assert properties["agentbench.judged.answer-prose"] == (
         "diagnostic: 2/4 pass by majority; uncalibrated (no human labels)"
     )
-    # Judging changed nothing in the run's own report.
+    # Judging changed nothing in the run's own outcomes, metrics or gates: the judged
+    # numbers sit beside them, each naming its calibration.
     assert [e["result"]["outcome"] for e in serial["suites"][0]["cases"]] == ["passed"] * 4
-    assert "judg" not in json.dumps(serial)
+    assert "judg" not in json.dumps({k: v for k, v in serial.items() if k != "judged"})
+    judged = serial["judged"]
+    assert (judged["role"], judged["judgments"]) == ("diagnostic", "serial.judgments.json")
+    rubric = judged["rubrics"][0]
+    assert (rubric["name"], rubric["items"], rubric["passed"], rubric["unparsable"]) == (
+        "answer-prose",
+        4,
+        2,
+        1,
+    )
+    assert rubric["calibration"]["status"] == "uncalibrated"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pytest_agentbench import worlds
+from pytest_agentbench.agents.provenance import ModelRun
 from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
 from pytest_agentbench.cli.calibrate import rater_name, read_calibration
 from pytest_agentbench.judging.documents import (
@@ -33,8 +34,10 @@ from pytest_agentbench.judging.documents import (
     merge_labels,
     read_labels,
 )
-from pytest_agentbench.judging.panel import JudgeCache, Panel, SenderFactory, transport_factory
+from pytest_agentbench.judging.metering import JudgeMeter
+from pytest_agentbench.judging.panel import JudgeCache, Panel
 from pytest_agentbench.judging.rubric import RubricFile, load_rubric, point
+from pytest_agentbench.judging.summary import JudgeTraffic
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration, require_calibrated
@@ -43,6 +46,13 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 GATE_FAILED = 2
+BUDGET_OPTIONS: Final = {
+    "pricing": "the pricing table judge calls are costed at (every judge model priced)",
+    "max_calls": "judge calls this judging may make; checked before each call is sent",
+    "max_tokens": "judge tokens this judging may use (needs a per-call token bound)",
+    "max_cost": "what this judging may cost, an exact decimal (needs --pricing)",
+}
+"""The budget of ``agentbench judge``'s own calls (also read from the environment)."""
 
 
 WORLDS_FOLDER: Final = Path(worlds.__file__).parent
@@ -75,10 +85,14 @@ def judge_report(
     *,
     suite_folders: dict[str, Path | None],
     extra_rubrics: Sequence[Path],
-    senders: SenderFactory,
+    meter: JudgeMeter,
     subject_model: str | None,
     cache: JudgeCache | None,
 ) -> JudgmentsDocument:
+    """Every rubric's panel over the report's cases, each seat call metered by ``meter``.
+
+    The rubrics' entries carry no traffic yet: it is known once ``meter`` finishes.
+    """
     rubrics: dict[str, RubricEntry] = {}
     items: list[JudgedItem] = []
     classifications: list[Classification] = []
@@ -87,8 +101,10 @@ def judge_report(
         for source, rubric_file in suite_rubrics(
             suite_folders.get(suite.id), extra_rubrics, suite.world
         ):
-            panel = Panel(rubric_file, senders, subject_model=subject_model, cache=cache)
             name = rubric_file.rubric.name
+            seats, _ = rubric_file.seated(subject_model)
+            metered = meter.for_rubric(name, rubric_file.digest(), seats)
+            panel = Panel(rubric_file, metered.senders(), subject_model=subject_model, cache=cache)
             rubrics.setdefault(
                 name,
                 RubricEntry(
@@ -161,6 +177,14 @@ def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibrati
             f"{unparsable} unparsable seat answers; {_status(calibrations, name, MAJORITY)}"
         )
         lines.append(f"    seats: {', '.join(entry.seats) or 'none'}")
+        refused = sum(1 for judgment in judged if judgment.refused)
+        if refused:
+            lines.append(
+                f"    [{entry.traffic.refusal if entry.traffic else 'budget_exceeded'}] "
+                f"{refused} items judged by fewer seats: a budget refused their calls"
+            )
+        if entry.traffic is not None:
+            lines.append(f"    judges: {traffic_line(entry.traffic)}")
         if dropped:
             lines.append(f"    dropped (same family as the model under test): {', '.join(dropped)}")
     for spec in document.classifiers:
@@ -170,6 +194,16 @@ def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibrati
             f"{_status(calibrations, spec.name, spec.name)}"
         )
     return lines
+
+
+def traffic_line(traffic: JudgeTraffic) -> str:
+    cost = "" if traffic.cost is None else f", cost {traffic.cost}"
+    ledger = "" if traffic.ledger is None else f"; ledger {traffic.ledger}"
+    return (
+        f"{', '.join(traffic.models)} ({traffic.mode}): {traffic.calls} calls, "
+        f"{traffic.attempts} attempts, tokens {traffic.input_tokens} in / "
+        f"{traffic.output_tokens} out{cost}, {traffic.refused} refused{ledger}"
+    )
 
 
 def judge_calibrations(
@@ -238,10 +272,15 @@ def judge_beside(
     subject_model: str | None = None,
     cache: JudgeCache | None = None,
     calibration: Path | None = None,
+    run: ModelRun | None = None,
+    ledger_dir: Path | None = None,
 ) -> tuple[list[str], bool, JudgmentsDocument]:
     """Judge the report at ``source``, write its judgments and labels beside it.
 
-    Returns the lines to show, whether every judged gate (if any) passed, and the judgments.
+    Judge calls share ``run``'s budget guard and rate limits (the session's model
+    run; by default one of ``settings``' own) and, with ``ledger_dir``, are rows of
+    each rubric's judge ledger there. Returns the lines to show, whether every
+    judged gate (if any) passed, and the judgments.
     """
     from pytest_agentbench.cli.main import _read_report, load
 
@@ -254,18 +293,29 @@ def judge_beside(
             folders[suite.id] = load(suite.id, registry).suite.root
         except AgentbenchError:
             folders[suite.id] = conventional if conventional.is_dir() else None
-    document = judge_report(
-        report,
-        source.name,
-        suite_folders=folders,
-        extra_rubrics=extra,
-        senders=transport_factory(settings),
-        subject_model=subject_model or settings.model,
-        cache=cache,
-    )
     calibrations = read_calibration(calibration) if calibration is not None else {}
+    meter = JudgeMeter(ModelRun(settings) if run is None else run, ledger_dir)
+    try:
+        document = judge_report(
+            report,
+            source.name,
+            suite_folders=folders,
+            extra_rubrics=extra,
+            meter=meter,
+            subject_model=subject_model or settings.model,
+            cache=cache,
+        )
+        traffic = meter.finish()
+    finally:
+        meter.close()
     document = document.model_copy(
-        update={"calibration": judge_calibrations(document, calibrations)}
+        update={
+            "calibration": judge_calibrations(document, calibrations),
+            "rubrics": {
+                name: entry.model_copy(update={"traffic": traffic.get(name)})
+                for name, entry in document.rubrics.items()
+            },
+        }
     )
     output = judgments_path(source)
     output.write_text(pretty_json(document.model_dump(mode="json")), encoding="utf-8")
@@ -289,7 +339,11 @@ def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
     settings = resolve_settings(
         ini=lambda key: None,
         environ=os.environ,
-        overrides={"cassettes": args.cassettes, "cassette_mode": args.cassette_mode},
+        overrides={
+            "cassettes": args.cassettes,
+            "cassette_mode": args.cassette_mode,
+            **{name: getattr(args, name) for name in BUDGET_OPTIONS},
+        },
         root=Path.cwd(),
     )
     lines, passed, _ = judge_beside(
@@ -300,6 +354,7 @@ def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
         subject_model=args.subject_model,
         cache=None if args.judge_cache is None else JudgeCache(Path(args.judge_cache)),
         calibration=None if args.calibration is None else Path(args.calibration),
+        ledger_dir=None if args.ledger is None else Path(args.ledger),
     )
     print("\n".join(lines))
     return 0 if passed else GATE_FAILED
@@ -330,3 +385,8 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "--calibration", metavar="FILE", help="an `agentbench calibrate --json` file"
     )
+    parser.add_argument(
+        "--ledger", metavar="DIR", help="write each rubric's judge ledger to DIR/%%judges/"
+    )
+    for name, text in BUDGET_OPTIONS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", metavar=name.upper(), help=text)

@@ -16,7 +16,13 @@ from pydantic import Field, ValidationError
 
 from pytest_agentbench.judging.panel import Judgment
 from pytest_agentbench.judging.rubric import Rubric
-from pytest_agentbench.scoring.kappa import Calibration
+from pytest_agentbench.judging.summary import (
+    JudgedClassifier,
+    JudgedRubric,
+    JudgedSummary,
+    JudgeTraffic,
+)
+from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration
 from pytest_agentbench.sdk.canonical import JsonValue, read_json
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
@@ -52,6 +58,9 @@ class RubricEntry(Record):
     source: str
     """The rubric file, relative to its suite folder."""
     seats: tuple[str, ...]
+    traffic: JudgeTraffic | None = None
+    """What its seats sent (models, calls, tokens, cost, refusals, ledger); ``None`` when
+    every verdict came from the judge cache."""
 
 
 class Classification(Record):
@@ -110,7 +119,11 @@ def labels_template(document: JudgmentsDocument, source: str) -> LabelsDocument:
     for judged in document.items:
         judgment = judged.judgment
         entry = document.rubrics[judgment.rubric]
-        predictions = {verdict.seat: str(verdict.score) for verdict in judgment.verdicts}
+        predictions = {
+            verdict.seat: str(verdict.score)
+            for verdict in judgment.verdicts
+            if verdict.score is not None
+        }
         if judgment.majority is not None:
             predictions[MAJORITY] = str(judgment.majority)
         items.append(
@@ -180,6 +193,56 @@ def read_labels(path: Path) -> LabelsDocument:
                 field=item.item,
             )
     return document
+
+
+def rater_calibration(document: JudgmentsDocument, subject: str, rater: str) -> Calibration:
+    """The calibration the document holds for ``rater`` of ``subject``, else ``uncalibrated``."""
+    name = f"{subject}:{rater}"
+    for calibration in document.calibration:
+        if calibration.rater == name:
+            return calibration
+    return Calibration(
+        rater=name,
+        status=UNCALIBRATED,
+        support=0,
+        categories=(),
+        confusion=(),
+        kappa=None,
+        agreement=None,
+    )
+
+
+def judged_summary(document: JudgmentsDocument, judgments: str) -> JudgedSummary:
+    """What the run report carries of the judgments: counts, calibration and traffic."""
+    rubrics: list[JudgedRubric] = []
+    for name, entry in sorted(document.rubrics.items()):
+        judged = [item.judgment for item in document.items if item.judgment.rubric == name]
+        rubrics.append(
+            JudgedRubric(
+                name=name,
+                source=entry.source,
+                seats=entry.seats,
+                dropped=tuple(
+                    sorted({seat.seat for judgment in judged for seat in judgment.dropped})
+                ),
+                items=len(judged),
+                passed=sum(1 for judgment in judged if judgment.passed),
+                split=sum(1 for judgment in judged if not judgment.unanimous),
+                unparsable=sum(judgment.unparsable for judgment in judged),
+                refused=sum(1 for judgment in judged if judgment.refused),
+                calibration=rater_calibration(document, name, MAJORITY),
+                traffic=entry.traffic,
+            )
+        )
+    classifiers = tuple(
+        JudgedClassifier(
+            name=spec.name,
+            labels=sum(1 for c in document.classifications if c.classifier == spec.name),
+            calibration=rater_calibration(document, spec.name, spec.name),
+        )
+        for spec in document.classifiers
+    )
+    return JudgedSummary(judgments=judgments, rubrics=tuple(rubrics), classifiers=classifiers)
 
 
 def judgments_path(report: Path) -> Path:

@@ -22,6 +22,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from pytest_agentbench.run.session import STATE_KEY
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 if TYPE_CHECKING:
@@ -44,18 +45,24 @@ def pytest_terminal_summary(
         return
     calibration = config.getoption("agentbench_judge_calibration", None)
     # Imported here: every benchmark run registers this plugin, few of them judge.
+    from pytest_agentbench.agents.options import RUN_KEY
     from pytest_agentbench.agents.settings import configured_settings
     from pytest_agentbench.cli.judge import judge_beside
     from pytest_agentbench.judging.panel import JudgeCache
     from pytest_agentbench.sdk.registry import installed_registry
 
+    run = config.stash.get(RUN_KEY, None)
+    state = config.stash.get(STATE_KEY, None)
+    ledger = None if state is None else state.options.ledger_dir
     try:
         lines, _, document = judge_beside(
             Path(report),
             registry=installed_registry(),
-            settings=configured_settings(),
+            settings=configured_settings() if run is None else run.settings,
             cache=JudgeCache(Path(folder)),
             calibration=None if calibration is None else Path(calibration),
+            run=run,
+            ledger_dir=ledger,
         )
     except AgentbenchError as exc:
         terminalreporter.write_line(f"not judged: {exc.render()}")
@@ -65,6 +72,26 @@ def pytest_terminal_summary(
     xml = getattr(config.option, "xmlpath", None)
     if xml and Path(xml).is_file():
         add_junit_properties(Path(xml), junit_properties(document))
+    add_to_reports(config, Path(report), document)
+
+
+def add_to_reports(config: pytest.Config, report: Path, document: JudgmentsDocument) -> None:
+    """The judged summary into the JSON run report, and the HTML page drawn again from it.
+
+    Both were written before judging; the report gains its ``judged`` member
+    only, beside its outcomes, metrics and gates, which stay as they were.
+    """
+    from pytest_agentbench.judging.documents import judged_summary, judgments_path
+    from pytest_agentbench.report.json_report import add_judged
+
+    summary = judged_summary(document, judgments_path(report).name)
+    add_judged(report, summary)
+    state = config.stash.get(STATE_KEY, None)
+    html = None if state is None else state.options.html_path
+    if html is not None:
+        from pytest_agentbench.report.html import read_report_document, write_html
+
+        write_html(read_report_document(report), html)
 
 
 def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:
