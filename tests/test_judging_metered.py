@@ -22,7 +22,7 @@ from pytest_agentbench.sdk.canonical import artifact_set_digest, tree_files
 from tests.demo_runs import demo_project, run_cases
 from tests.demo_world import MANIFEST
 from tests.judge_server import ScriptedJudges
-from tests.test_cli_judging import ADAPTERS, QUESTIONS
+from tests.test_cli_judging import ADAPTERS, GATE, QUESTIONS
 from tests.test_judging import RUBRIC
 
 PRICES = {
@@ -61,7 +61,7 @@ def test_judge_calls_share_the_runs_budget_and_ledger_and_reach_every_report(
     project = demo_project(demo, QUESTIONS, ADAPTERS)
     suite = project.path / "suites" / "demo-suite"
     (suite / "rubrics").mkdir()
-    (suite / "rubrics" / "answer-prose.yaml").write_text(RUBRIC % "gamma-judge")
+    (suite / "rubrics" / "answer-prose.yaml").write_text(RUBRIC % "gamma-judge" + GATE)
     files = tree_files(suite, exclude=("suite.yaml", MANIFEST))
     digest = artifact_set_digest({rel: path.read_bytes() for rel, path in files.items()})
     (suite / MANIFEST).write_text(json.dumps({"artifact_set_digest": digest}))
@@ -110,51 +110,14 @@ def test_judge_calls_share_the_runs_budget_and_ledger_and_reach_every_report(
         labels = json.loads((project.path / "run.labels.json").read_text())
         assert set(labels["items"][3]["predictions"]) == {"local/alpha-judge", "majority"}
 
-        # The JSON report carries the judged numbers beside its untouched outcomes.
-        jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
-        assert [e["result"]["outcome"] for e in report["suites"][0]["cases"]] == ["passed"] * 4
-        assert report["model_run"]["calls"] == 0, "judge calls are not the model run's"
-        rubric = report["judged"]["rubrics"][0]
-        assert (rubric["items"], rubric["passed"], rubric["refused"]) == (4, 2, 1)
-        assert rubric["calibration"]["status"] == "uncalibrated"
-        models = ["alpha-judge", "beta-judge", "gamma-judge"] * 3 + ["alpha-judge"]
-        assert rubric["traffic"] == {
-            "models": ["alpha-judge", "beta-judge", "gamma-judge"],
-            "mode": "live",
-            "calls": 10,
-            "attempts": 10,
-            "input_tokens": 1000,
-            "output_tokens": 100,
-            "cost": expected_cost(models),
-            "refused": 2,
-            "refusal": "budget_exceeded_calls",
-            "ledger": JUDGE_LEDGER,
-        }
-        # The page is drawn again from the judged report.
-        page = (project.path / "run.html").read_text()
-        assert page == render_html(report)
-        section = page.split('<section class="judged" id="judged">')[1].split("</section>")[0]
-        assert "uncalibrated (no human labels)" in section
-        assert "<code>budget_exceeded_calls</code>" in section
-        assert "<code>%judges/answer-prose.ndjson</code>" in section
-        assert '<a href="#judged">judged diagnostics</a>' in page
+        json_and_html_carry_the_judged_numbers(project.path, report)
 
-        # The judges' ledger ends excluded under the refusal; audit holds both to the rows.
-        rows = [json.loads(line) for line in (project.path / "ledgers" / JUDGE_LEDGER).open()]
-        assert [r["row_kind"] for r in rows] == ["header"] + ["call"] * 12 + ["terminal"]
-        assert rows[-1]["terminal"]["exclusion_code"] == "budget_exceeded_calls"
-        assert rows[0]["header"]["provider"]["models"] == [
-            "alpha-judge",
-            "beta-judge",
-            "gamma-judge",
-        ]
-        capsys.readouterr()
-        assert main(["audit", "run.json", "ledgers", "--pricing", str(pricing)]) == 0
-        assert "10 judge calls" in capsys.readouterr().out
-        audit_refusals(project.path, pricing, capsys)
+        the_judges_ledger_audits(project.path, pricing, capsys)
 
         # Refused verdicts were never cached: judging again sends only those two calls.
-        assert main(["judge", "run.json", "--judge-cache", "cache"]) == 0
+        # `agentbench judge` then refuses the uncalibrated gate the pytest run only showed.
+        assert main(["judge", "run.json", "--judge-cache", "cache"]) == 1
+        assert "[uncalibrated_judge_gate]" in capsys.readouterr().err
     assert sum(judges.calls.values()) == 12
     again = json.loads((project.path / "run.judgments.json").read_text())
     assert again["items"][3]["judgment"]["refused"] == 0
@@ -184,3 +147,57 @@ def audit_refusals(folder: Path, pricing: Path, capsys: pytest.CaptureFixture[st
     assert main(["audit", "run.json", "ledgers"]) == 1
     assert "audit_ledger_unreported" in capsys.readouterr().err
     path.write_text(original)
+
+
+def json_and_html_carry_the_judged_numbers(folder: Path, report: dict[str, Any]) -> None:
+    # The JSON report carries the judged numbers beside its untouched outcomes.
+    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+    assert [e["result"]["outcome"] for e in report["suites"][0]["cases"]] == ["passed"] * 4
+    assert report["model_run"]["calls"] == 0, "judge calls are not the model run's"
+    rubric = report["judged"]["rubrics"][0]
+    assert (rubric["items"], rubric["passed"], rubric["refused"]) == (4, 2, 1)
+    assert rubric["calibration"]["status"] == "uncalibrated"
+    # The rubric's own gate is not checked without calibration, and says so; the
+    # run's gates and exit status know nothing of it.
+    assert rubric["gate"].startswith("judged:answer-prose: not checked: [uncalibrated_judge_gate]")
+    assert (report["gates"], report["exit_status"]) == ([], 0)
+    models = ["alpha-judge", "beta-judge", "gamma-judge"] * 3 + ["alpha-judge"]
+    assert rubric["traffic"] == {
+        "models": ["alpha-judge", "beta-judge", "gamma-judge"],
+        "mode": "live",
+        "calls": 10,
+        "attempts": 10,
+        "input_tokens": 1000,
+        "output_tokens": 100,
+        "cost": expected_cost(models),
+        "refused": 2,
+        "refusal": "budget_exceeded_calls",
+        "ledger": JUDGE_LEDGER,
+    }
+    # The page is drawn again from the judged report.
+    page = (folder / "run.html").read_text()
+    assert page == render_html(report)
+    section = page.split('<section class="judged" id="judged">')[1].split("</section>")[0]
+    assert "uncalibrated (no human labels)" in section
+    assert "<code>budget_exceeded_calls</code>" in section
+    assert "<code>%judges/answer-prose.ndjson</code>" in section
+    assert "not checked: [uncalibrated_judge_gate]" in section
+    assert '<a href="#judged">judged diagnostics</a>' in page
+
+
+def the_judges_ledger_audits(
+    folder: Path, pricing: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The judges' ledger ends excluded under the refusal; audit holds both to the rows.
+    rows = [json.loads(line) for line in (folder / "ledgers" / JUDGE_LEDGER).open()]
+    assert [r["row_kind"] for r in rows] == ["header"] + ["call"] * 12 + ["terminal"]
+    assert rows[-1]["terminal"]["exclusion_code"] == "budget_exceeded_calls"
+    assert rows[0]["header"]["provider"]["models"] == [
+        "alpha-judge",
+        "beta-judge",
+        "gamma-judge",
+    ]
+    capsys.readouterr()
+    assert main(["audit", "run.json", "ledgers", "--pricing", str(pricing)]) == 0
+    assert "10 judge calls" in capsys.readouterr().out
+    audit_refusals(folder, pricing, capsys)

@@ -238,23 +238,36 @@ def judged_gates(
     rubric_files: dict[str, RubricFile],
     document: JudgmentsDocument,
     calibrations: dict[str, Calibration],
+    *,
+    refuse: bool = True,
 ) -> list[tuple[str, bool, str]]:
-    """(gate, passed, line) for each rubric's gate; refused unless its majority is calibrated."""
+    """(rubric, passed, line) for each rubric's gate; refused unless its majority is calibrated.
+
+    With ``refuse`` the refusal is raised; without, it is the gate's line and a failed gate.
+    """
     verdicts: list[tuple[str, bool, str]] = []
     for name, rubric_file in sorted(rubric_files.items()):
         gate = rubric_file.gate
         if gate is None:
             continue
         gate_name = f"judged:{name}"
-        calibration = require_calibrated(
-            calibrations.get(rater_name(name, MAJORITY)), gate=gate_name, min_kappa=gate.min_kappa
-        )
+        try:
+            calibration = require_calibrated(
+                calibrations.get(rater_name(name, MAJORITY)),
+                gate=gate_name,
+                min_kappa=gate.min_kappa,
+            )
+        except AgentbenchError as refusal:
+            if refuse:
+                raise
+            verdicts.append((name, False, f"{gate_name}: not checked: {refusal.render()}"))
+            continue
         judged = [item.judgment for item in document.items if item.judgment.rubric == name]
         rate = sum(1 for j in judged if j.passed) / len(judged) if judged else 0.0
         passed = bool(judged) and rate >= gate.min_pass_rate
         verdicts.append(
             (
-                gate_name,
+                name,
                 passed,
                 f"{gate_name}: pass rate {rate:.3f} vs >= {gate.min_pass_rate} "
                 f"({'PASS' if passed else 'FAIL'}; judge {calibration.describe()})",
@@ -274,13 +287,15 @@ def judge_beside(
     calibration: Path | None = None,
     run: ModelRun | None = None,
     ledger_dir: Path | None = None,
-) -> tuple[list[str], bool, JudgmentsDocument]:
+    refuse_gates: bool = True,
+) -> tuple[list[str], dict[str, tuple[bool, str]], JudgmentsDocument]:
     """Judge the report at ``source``, write its judgments and labels beside it.
 
     Judge calls share ``run``'s budget guard and rate limits (the session's model
     run; by default one of ``settings``' own) and, with ``ledger_dir``, are rows of
-    each rubric's judge ledger there. Returns the lines to show, whether every
-    judged gate (if any) passed, and the judgments.
+    each rubric's judge ledger there. Returns the lines to show, each judged
+    gate's verdict and line by rubric (``refuse_gates``: raise a gate's
+    refusal, else report it as the gate's failed line), and the judgments.
     """
     from pytest_agentbench.cli.main import _read_report, load
 
@@ -330,9 +345,9 @@ def judge_beside(
         for suite in report.suites
         for _, rubric_file in suite_rubrics(folders.get(suite.id), extra, suite.world)
     }
-    gates = judged_gates(rubric_files, document, calibrations)
+    gates = judged_gates(rubric_files, document, calibrations, refuse=refuse_gates)
     lines.extend(line for _, _, line in gates)
-    return lines, all(passed for _, passed, _ in gates), document
+    return lines, {name: (passed, line) for name, passed, line in gates}, document
 
 
 def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
@@ -346,7 +361,7 @@ def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
         },
         root=Path.cwd(),
     )
-    lines, passed, _ = judge_beside(
+    lines, gates, _ = judge_beside(
         Path(args.report),
         registry=registry,
         settings=settings,
@@ -357,7 +372,7 @@ def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
         ledger_dir=None if args.ledger is None else Path(args.ledger),
     )
     print("\n".join(lines))
-    return 0 if passed else GATE_FAILED
+    return 0 if all(passed for passed, _ in gates.values()) else GATE_FAILED
 
 
 def add_parser(commands: argparse._SubParsersAction[Any]) -> None:

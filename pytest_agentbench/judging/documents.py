@@ -9,6 +9,7 @@ said and what a person said (``human``; ``null`` until labelled).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, Literal
 
@@ -212,8 +213,13 @@ def rater_calibration(document: JudgmentsDocument, subject: str, rater: str) -> 
     )
 
 
-def judged_summary(document: JudgmentsDocument, judgments: str) -> JudgedSummary:
-    """What the run report carries of the judgments: counts, calibration and traffic."""
+def judged_summary(
+    document: JudgmentsDocument, judgments: str, gates: Mapping[str, str]
+) -> JudgedSummary:
+    """What the run report carries of the judgments: counts, calibration, traffic, gates.
+
+    ``gates``: each gated rubric's verdict line, or why the gate was not checked.
+    """
     rubrics: list[JudgedRubric] = []
     for name, entry in sorted(document.rubrics.items()):
         judged = [item.judgment for item in document.items if item.judgment.rubric == name]
@@ -232,6 +238,7 @@ def judged_summary(document: JudgmentsDocument, judgments: str) -> JudgedSummary
                 refused=sum(1 for judgment in judged if judgment.refused),
                 calibration=rater_calibration(document, name, MAJORITY),
                 traffic=entry.traffic,
+                gate=gates.get(name),
             )
         )
     classifiers = tuple(

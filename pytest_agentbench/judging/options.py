@@ -6,7 +6,8 @@ settings (so ``--agentbench-cassettes`` applies), and the judgments and labels
 files land beside the report. Judging runs in the controlling process only, on
 the finished report, so a run under ``-n 2`` is judged exactly as a serial one.
 The run's exit status, outcomes, metrics and gates are decided before and are
-never changed by it: a judged gate is enforced by ``agentbench judge``.
+never changed by it: a rubric's gate is shown with its verdict (or why it was
+not checked, its judge uncalibrated) and enforced by ``agentbench judge`` only.
 
 With ``--junitxml`` the judged numbers are added to the XML as testsuite
 properties (``agentbench.judged.<rubric>``, ``agentbench.classifier.<name>``),
@@ -55,7 +56,7 @@ def pytest_terminal_summary(
     state = config.stash.get(STATE_KEY, None)
     ledger = None if state is None else state.options.ledger_dir
     try:
-        lines, _, document = judge_beside(
+        lines, gates, document = judge_beside(
             Path(report),
             registry=installed_registry(),
             settings=configured_settings() if run is None else run.settings,
@@ -63,6 +64,7 @@ def pytest_terminal_summary(
             calibration=None if calibration is None else Path(calibration),
             run=run,
             ledger_dir=ledger,
+            refuse_gates=False,
         )
     except AgentbenchError as exc:
         terminalreporter.write_line(f"not judged: {exc.render()}")
@@ -72,10 +74,13 @@ def pytest_terminal_summary(
     xml = getattr(config.option, "xmlpath", None)
     if xml and Path(xml).is_file():
         add_junit_properties(Path(xml), junit_properties(document))
-    add_to_reports(config, Path(report), document)
+    lines_of_gates = {name: line for name, (_, line) in gates.items()}
+    add_to_reports(config, Path(report), document, lines_of_gates)
 
 
-def add_to_reports(config: pytest.Config, report: Path, document: JudgmentsDocument) -> None:
+def add_to_reports(
+    config: pytest.Config, report: Path, document: JudgmentsDocument, gates: dict[str, str]
+) -> None:
     """The judged summary into the JSON run report, and the HTML page drawn again from it.
 
     Both were written before judging; the report gains its ``judged`` member
@@ -84,7 +89,7 @@ def add_to_reports(config: pytest.Config, report: Path, document: JudgmentsDocum
     from pytest_agentbench.judging.documents import judged_summary, judgments_path
     from pytest_agentbench.report.json_report import add_judged
 
-    summary = judged_summary(document, judgments_path(report).name)
+    summary = judged_summary(document, judgments_path(report).name, gates)
     add_judged(report, summary)
     state = config.stash.get(STATE_KEY, None)
     html = None if state is None else state.options.html_path

@@ -61,6 +61,9 @@ class JudgedRubric(Record):
     calibration: Calibration
     traffic: JudgeTraffic | None
     """``None`` when every verdict came from the judge cache."""
+    gate: StrictStr | None = None
+    """The rubric's own gate: its verdict with the judge's kappa, or why it was not checked
+    (an uncalibrated judge). Never one of the run's gates."""
 
 
 class JudgedClassifier(Record):

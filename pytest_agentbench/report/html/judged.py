@@ -66,7 +66,8 @@ def _rubric_row(rubric: read.Doc) -> str:
         f'<td class="num">{read.integer(rubric, "refused")}</td>'
         f"{_calibration_cell(read.mapping(rubric, 'calibration'))}"
         f"<td>{seats or '<em>none</em>'}</td>"
-        f"<td>{_traffic(read.mapping(rubric, 'traffic'))}</td></tr>"
+        f"<td>{_traffic(read.mapping(rubric, 'traffic'))}</td>"
+        f"<td>{escape(read.text(rubric, 'gate')) or '<em>none</em>'}</td></tr>"
     )
 
 
@@ -88,7 +89,8 @@ def judged_section(report: read.Doc) -> str:
             '<th scope="col">pass by majority</th><th scope="col">split</th>'
             '<th scope="col">unparsable answers</th><th scope="col">items with refused calls</th>'
             '<th scope="col">calibration</th><th scope="col">seats</th>'
-            '<th scope="col">judge traffic</th></tr></thead><tbody>'
+            '<th scope="col">judge traffic</th><th scope="col">rubric gate (not the run\'s)</th>'
+            "</tr></thead><tbody>"
             + "".join(_rubric_row(rubric) for rubric in rubrics)
             + "</tbody></table>"
         )
