@@ -1,10 +1,10 @@
 """Panel judging: each seat through the chat-model client, a majority vote, a content cache.
 
 The seam to the chat client is :class:`ChatSender` (``send(request)`` returns the
-recorded response), built per seat by a :data:`SenderFactory`. The default
-factory is the project's :class:`~pytest_agentbench.agents.transport.ChatTransport`,
-so cassettes apply; a caller that meters budgets or writes a provider ledger
-passes its own factory wrapping that transport.
+recorded response), built per seat by a :data:`SenderFactory`. Judging builds
+it with :class:`~pytest_agentbench.judging.metering.JudgeMeter`: the project's
+:class:`~pytest_agentbench.agents.transport.ChatTransport` (so cassettes apply)
+under the run's budget guard, rate limits and provider ledger.
 
 An answer that is not a JSON object with an integer ``score`` on the scale
 scores the rubric's midpoint, never the bottom, and is counted as unparsable:
@@ -29,8 +29,6 @@ from pydantic import ValidationError
 
 from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import RecordedResponse
-from pytest_agentbench.agents.settings import ChatSettings
-from pytest_agentbench.agents.transport import ChatTransport
 from pytest_agentbench.judging.rubric import DroppedSeat, RubricFile, Seat
 from pytest_agentbench.sdk.canonical import (
     JsonValue,
@@ -56,34 +54,6 @@ class ChatSender(Protocol):
 
 
 SenderFactory = Callable[[Seat], ChatSender]
-
-
-def transport_factory(base: ChatSettings) -> SenderFactory:
-    """Seats sent through ``ChatTransport`` with the session's endpoint and cassettes.
-
-    A seat's ``settings`` may name its own ``base_url`` and ``api_key_env``
-    (a different provider); everything else goes into the request body.
-    """
-
-    def build(seat: Seat) -> ChatSender:
-        endpoint: dict[str, JsonValue] = {
-            key: seat.settings[key] for key in ENDPOINT_SETTINGS if key in seat.settings
-        }
-        return _ResponsesOf(
-            ChatTransport(base.model_copy(update={"model": seat.model, **endpoint}))
-        )
-
-    return build
-
-
-class _ResponsesOf:
-    """A judge needs the answer only; the waits stay in the transport's own records."""
-
-    def __init__(self, transport: ChatTransport) -> None:
-        self.transport = transport
-
-    def send(self, request: dict[str, JsonValue]) -> RecordedResponse:
-        return self.transport.send(request).response
 
 
 class SeatVerdict(Record):
