@@ -3,7 +3,8 @@
 One pytest session judges its own report with a call ceiling that leaves two
 seat calls unsent; the judged numbers and the refusal land in the JSON report
 (schema-valid) and the HTML page, and ``agentbench audit`` holds the judgments
-to the judges' ledger rows.
+to the judges' ledger rows. A second session, under ``-n 2``, must judge alike:
+the two sessions are the test's time (about 10 s on a quiet machine).
 """
 
 from __future__ import annotations
@@ -114,11 +115,21 @@ def test_judge_calls_share_the_runs_budget_and_ledger_and_reach_every_report(
 
         the_judges_ledger_audits(project.path, pricing, capsys)
 
+        # Under -n 2 the judges reserve from the tally the workers shared: the same ten
+        # calls, the same refusals, the same votes and numbers (from a cold cache).
+        fresh = [o.replace("=cache", "=cache2").replace("=ledgers", "=ledgers2") for o in options]
+        spread, parallel = run_cases(project, "parallel.json", *fresh, "-n", "2")
+        assert spread.ret == 0, spread.stdout.str()[-3000:]
+        assert sum(judges.calls.values()) == 20
+        assert parallel["judged"]["rubrics"] == report["judged"]["rubrics"]
+        spread_judgments = json.loads((project.path / "parallel.judgments.json").read_text())
+        assert spread_judgments["items"] == judgments["items"]
+
         # Refused verdicts were never cached: judging again sends only those two calls.
         # `agentbench judge` then refuses the uncalibrated gate the pytest run only showed.
         assert main(["judge", "run.json", "--judge-cache", "cache"]) == 1
         assert "[uncalibrated_judge_gate]" in capsys.readouterr().err
-    assert sum(judges.calls.values()) == 12
+    assert sum(judges.calls.values()) == 22
     again = json.loads((project.path / "run.judgments.json").read_text())
     assert again["items"][3]["judgment"]["refused"] == 0
 
