@@ -89,9 +89,13 @@ def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "judged:answer-prose: pass rate 0.500 vs >= 0.5 (PASS; judge" in out
-    assert (
-        "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.600" in out
-    )
+    assert all(
+        line in out
+        for line in (
+            "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.600",
+            "seats: local/alpha-judge (kappa ",
+        )
+    ), out
     assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
     # Labels survive a re-judge.
     kept = json.loads(labels_file.read_text())
@@ -153,6 +157,9 @@ def test_a_pytest_run_judges_its_report_with_a_cache_serial_and_parallel_alike(
     }
     assert properties["agentbench.judged.answer-prose"] == (
         "diagnostic: 2/4 pass by majority; uncalibrated (no human labels)"
+    )
+    assert properties["agentbench.judged.answer-prose.seat.local/gamma-judge"] == (
+        "uncalibrated (no human labels)"
     )
     # Judging changed nothing in the run's own outcomes, metrics or gates: the judged
     # numbers sit beside them, each naming its calibration.

@@ -190,6 +190,7 @@ def json_and_html_carry_the_judged_numbers(folder: Path, report: dict[str, Any])
     assert page == render_html(report)
     section = page.split('<section class="judged" id="judged">')[1].split("</section>")[0]
     assert "uncalibrated (no human labels)" in section
+    assert [c["status"] for c in rubric["seat_calibration"]] == ["uncalibrated"] * 3
     assert "<code>budget_exceeded_calls</code>" in section
     assert "<code>%judges/answer-prose.ndjson</code>" in section
     assert "not checked: [uncalibrated_judge_gate]" in section

@@ -176,7 +176,8 @@ def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibrati
             f"  {name}: {passed}/{len(judged)} pass by majority, {split} split, "
             f"{unparsable} unparsable seat answers; {_status(calibrations, name, MAJORITY)}"
         )
-        lines.append(f"    seats: {', '.join(entry.seats) or 'none'}")
+        seats = [f"{seat} ({_status(calibrations, name, seat)})" for seat in entry.seats]
+        lines.append(f"    seats: {', '.join(seats) or 'none'}")
         refused = sum(1 for judgment in judged if judgment.refused)
         if refused:
             lines.append(
@@ -209,8 +210,12 @@ def traffic_line(traffic: JudgeTraffic) -> str:
 def judge_calibrations(
     document: JudgmentsDocument, calibrations: dict[str, Calibration]
 ) -> tuple[Calibration, ...]:
-    """Each rubric's majority and each classifier: as calibrated, or ``uncalibrated``."""
-    raters = [rater_name(name, MAJORITY) for name in sorted(document.rubrics)]
+    """Each rubric's majority and seats, each classifier: as calibrated, or ``uncalibrated``."""
+    raters = [
+        rater_name(name, rater)
+        for name, entry in sorted(document.rubrics.items())
+        for rater in (MAJORITY, *entry.seats)
+    ]
     raters += [rater_name(spec.name, spec.name) for spec in document.classifiers]
     return tuple(
         calibrations.get(rater)

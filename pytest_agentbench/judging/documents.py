@@ -237,6 +237,9 @@ def judged_summary(
                 unparsable=sum(judgment.unparsable for judgment in judged),
                 refused=sum(1 for judgment in judged if judgment.refused),
                 calibration=rater_calibration(document, name, MAJORITY),
+                seat_calibration=tuple(
+                    rater_calibration(document, name, seat) for seat in entry.seats
+                ),
                 traffic=entry.traffic,
                 gate=gates.get(name),
             )

@@ -121,6 +121,8 @@ def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:
                 f"{calibrated(f'{name}:{MAJORITY}')}",
             )
         )
+        for seat in document.rubrics[name].seats:
+            found.append((f"agentbench.judged.{name}.seat.{seat}", calibrated(f"{name}:{seat}")))
     for spec in document.classifiers:
         count = sum(1 for c in document.classifications if c.classifier == spec.name)
         found.append(

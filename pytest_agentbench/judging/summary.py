@@ -59,6 +59,9 @@ class JudgedRubric(Record):
     refused: int
     """Items with at least one seat call refused by a budget (still counted in ``items``)."""
     calibration: Calibration
+    """The panel's majority against the human labels."""
+    seat_calibration: tuple[Calibration, ...] = ()
+    """Each seat against the human labels, in ``seats`` order."""
     traffic: JudgeTraffic | None
     """``None`` when every verdict came from the judge cache."""
     gate: StrictStr | None = None

@@ -320,6 +320,10 @@ def test_judged_diagnostics_sit_apart_and_name_each_judges_calibration() -> None
         "unparsable": 0,
         "refused": 0,
         "calibration": calibrated,
+        "seat_calibration": [
+            {**calibrated, "rater": "answer-prose:local/alpha-judge", "kappa": 0.25},
+            {**unlabelled, "rater": "answer-prose:local/beta-judge"},
+        ],
         "traffic": None,
         "gate": "judged:answer-prose: pass rate 0.750 vs >= 0.5 (PASS; judge kappa 0.600)",
     }
@@ -337,6 +341,11 @@ def test_judged_diagnostics_sit_apart_and_name_each_judges_calibration() -> None
     assert '<td class="judge-calibrated">kappa 0.600 on 4 labels</td>' in section
     assert '<td class="judge-uncalibrated">uncalibrated (no human labels)</td>' in section
     assert '<td class="num">3/4</td>' in section
+    assert (
+        '<code>local/alpha-judge</code> <span class="judge-calibrated">kappa 0.250 on 4 labels'
+        "</span>, <code>local/beta-judge</code> "
+        '<span class="judge-uncalibrated">uncalibrated (no human labels)</span>'
+    ) in section
     assert "dropped (family of the model under test): <code>local/qwen-judge</code>" in section
     assert "<em>all from the judge cache</em>" in section
     assert "(PASS; judge kappa 0.600)" in section

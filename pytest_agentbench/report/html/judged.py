@@ -29,6 +29,11 @@ def _calibration_cell(calibration: read.Doc) -> str:
     return f'<td class="judge-{state}">{escape(calibration_text(calibration))}</td>'
 
 
+def _calibration_note(calibration: read.Doc) -> str:
+    state = "calibrated" if read.text(calibration, "status") == "calibrated" else UNCALIBRATED
+    return f'<span class="judge-{state}">{escape(calibration_text(calibration))}</span>'
+
+
 def _traffic(traffic: read.Doc) -> str:
     if not traffic:
         return "<em>all from the judge cache</em>"
@@ -52,7 +57,12 @@ def _traffic(traffic: read.Doc) -> str:
 def _rubric_row(rubric: read.Doc) -> str:
     items = read.integer(rubric, "items") or 0
     dropped = read.texts(rubric, "dropped")
-    seats = ", ".join(f"<code>{escape(seat)}</code>" for seat in read.texts(rubric, "seats"))
+    calibrations = read.items(rubric, "seat_calibration")
+    seats = ", ".join(
+        f"<code>{escape(seat)}</code>"
+        + (f" {_calibration_note(calibrations[index])}" if index < len(calibrations) else "")
+        for index, seat in enumerate(read.texts(rubric, "seats"))
+    )
     if dropped:
         seats += "; dropped (family of the model under test): " + ", ".join(
             f"<code>{escape(seat)}</code>" for seat in dropped
