@@ -125,13 +125,18 @@ def test_judge_calls_share_the_runs_budget_and_ledger_and_reach_every_report(
         spread_judgments = json.loads((project.path / "parallel.judgments.json").read_text())
         assert spread_judgments["items"] == judgments["items"]
 
-        # Refused verdicts were never cached: judging again sends only those two calls.
-        # `agentbench judge` then refuses the uncalibrated gate the pytest run only showed.
-        assert main(["judge", "run.json", "--judge-cache", "cache"]) == 1
+        # Refused verdicts were never cached: judging again asks only those two seats,
+        # here under `agentbench judge`'s own ceiling of one call and its own ledger.
+        # It then refuses the uncalibrated gate the pytest run only showed.
+        rejudge = ["judge", "run.json", "--judge-cache", "cache", "--ledger", "again"]
+        assert main([*rejudge, "--max-calls", "1"]) == 1
         assert "[uncalibrated_judge_gate]" in capsys.readouterr().err
-    assert sum(judges.calls.values()) == 22
+    assert sum(judges.calls.values()) == 21
     again = json.loads((project.path / "run.judgments.json").read_text())
-    assert again["items"][3]["judgment"]["refused"] == 0
+    assert again["items"][3]["judgment"]["refused"] == 1
+    assert again["rubrics"]["answer-prose"]["traffic"]["calls"] == 1
+    rows = (project.path / "again" / JUDGE_LEDGER).read_text().splitlines()
+    assert [json.loads(row)["row_kind"] for row in rows] == ["header", "call", "call", "terminal"]
 
 
 def audit_refusals(folder: Path, pricing: Path, capsys: pytest.CaptureFixture[str]) -> None:
