@@ -146,6 +146,10 @@ def audit_refusals(folder: Path, pricing: Path, capsys: pytest.CaptureFixture[st
     cases: list[tuple[str, Any]] = [
         ("audit_judge_mismatch", lambda d: d["rubrics"]["answer-prose"]["traffic"].update(calls=9)),
         (
+            "audit_judge_mismatch",
+            lambda d: d["rubrics"]["answer-prose"]["traffic"].update(ledger="../run.json"),
+        ),
+        (
             "audit_terminal_mismatch",
             lambda d: d["rubrics"]["answer-prose"]["traffic"].update(
                 refusal="budget_exceeded_cost"

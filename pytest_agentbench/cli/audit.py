@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from pytest_agentbench.agents.budget import PricingTable, decimal_text, read_pricing
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.judging.documents import judgments_path, read_judgments
-from pytest_agentbench.judging.summary import JudgeTraffic
+from pytest_agentbench.judging.summary import JudgeTraffic, judge_ledger_name
 from pytest_agentbench.ledger import CallPayload, TerminalPayload, audit_ledger
 from pytest_agentbench.ledger.rows import Attempt
 from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, ledger_path
@@ -265,11 +265,20 @@ def _judge_traffic(report: Path, folder: Path) -> list[tuple[Path, JudgeTraffic]
     if not beside.is_file():
         return []
     document = read_judgments(beside)
-    return [
-        (folder / entry.traffic.ledger, entry.traffic)
-        for _, entry in sorted(document.rubrics.items())
-        if entry.traffic is not None and entry.traffic.ledger is not None
-    ]
+    found: list[tuple[Path, JudgeTraffic]] = []
+    for name, entry in sorted(document.rubrics.items()):
+        traffic = entry.traffic
+        if traffic is None or traffic.ledger is None:
+            continue
+        if traffic.ledger != judge_ledger_name(name):
+            raise _refuse(
+                "audit_judge_mismatch",
+                f"rubric {name}'s ledger is named {traffic.ledger!r}, "
+                f"not {judge_ledger_name(name)!r}",
+                beside,
+            )
+        found.append((folder / traffic.ledger, traffic))
+    return found
 
 
 def _audit_judges(path: Path, traffic: JudgeTraffic, pricing: PricingTable | None) -> JudgeTotals:

@@ -39,19 +39,14 @@ from pytest_agentbench.agents.transport import ChatTransport
 from pytest_agentbench.agents.usage import UsageLog, final_tokens
 from pytest_agentbench.judging.panel import ENDPOINT_SETTINGS, ChatSender, SenderFactory
 from pytest_agentbench.judging.rubric import Seat
-from pytest_agentbench.judging.summary import JUDGE_LEDGER_FOLDER, JudgeTraffic
+from pytest_agentbench.judging.summary import JudgeTraffic, judge_ledger_name
 from pytest_agentbench.ledger import CallPayload, Decision, HeaderPayload, LedgerWriter
 from pytest_agentbench.ledger.rows import Attempt
-from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, error_evidence
+from pytest_agentbench.run.case_ledger import error_evidence
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
 
 JUDGE_AGENT_ID = "agentbench-judge-panel"
 UNPRICED = "judge_unpriced"
-
-
-def judge_ledger_name(rubric: str) -> str:
-    """The rubric's judge ledger, relative to the ledger folder (rubric names are file names)."""
-    return f"{JUDGE_LEDGER_FOLDER}/{rubric}{LEDGER_SUFFIX}"
 
 
 class RubricMeter:

@@ -24,6 +24,11 @@ No suite's folder can be named so: suite ids are percent-encoded there, and
 """
 
 
+def judge_ledger_name(rubric: str) -> str:
+    """The rubric's judge ledger, relative to the ledger folder (rubric names are file names)."""
+    return f"{JUDGE_LEDGER_FOLDER}/{rubric}.ndjson"
+
+
 class JudgeTraffic(Record):
     """What one rubric's panel sent to the judge models, metered like the model run's calls."""
 
