@@ -128,7 +128,15 @@ def test_judge_calls_share_the_runs_budget_and_ledger_and_reach_every_report(
         # Refused verdicts were never cached: judging again asks only those two seats,
         # here under `agentbench judge`'s own ceiling of one call and its own ledger.
         # It then refuses the uncalibrated gate the pytest run only showed.
-        rejudge = ["judge", "run.json", "--judge-cache", "cache", "--ledger", "again"]
+        rejudge = [
+            "judge",
+            "run.json",
+            "--judge-cache",
+            "cache",
+            "--ledger",
+            "again",
+            "--into-report",
+        ]
         assert main([*rejudge, "--max-calls", "1"]) == 1
         assert "[uncalibrated_judge_gate]" in capsys.readouterr().err
     assert sum(judges.calls.values()) == 21
@@ -137,6 +145,15 @@ def test_judge_calls_share_the_runs_budget_and_ledger_and_reach_every_report(
     assert again["rubrics"]["answer-prose"]["traffic"]["calls"] == 1
     rows = (project.path / "again" / JUDGE_LEDGER).read_text().splitlines()
     assert [json.loads(row)["row_kind"] for row in rows] == ["header", "call", "call", "terminal"]
+    # --into-report: the report's `judged` is the new judging's, its outcomes untouched,
+    # and `agentbench html` draws it.
+    rejudged = json.loads((project.path / "run.json").read_text())
+    assert rejudged["judged"]["rubrics"][0]["traffic"]["calls"] == 1
+    assert {k: v for k, v in rejudged.items() if k != "judged"} == {
+        k: v for k, v in report.items() if k != "judged"
+    }
+    assert main(["html", "run.json", "-o", "again.html"]) == 0
+    assert "not checked: [uncalibrated_judge_gate]" in (project.path / "again.html").read_text()
 
 
 def audit_refusals(folder: Path, pricing: Path, capsys: pytest.CaptureFixture[str]) -> None:

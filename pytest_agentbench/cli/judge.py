@@ -28,6 +28,7 @@ from pytest_agentbench.judging.documents import (
     JudgedItem,
     JudgmentsDocument,
     RubricEntry,
+    judged_summary,
     judgments_path,
     labels_path,
     labels_template,
@@ -38,7 +39,7 @@ from pytest_agentbench.judging.metering import JudgeMeter
 from pytest_agentbench.judging.panel import JudgeCache, Panel
 from pytest_agentbench.judging.rubric import RubricFile, load_rubric, point
 from pytest_agentbench.judging.summary import JudgeTraffic
-from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.report.json_report import RunReport, add_judged
 from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration, require_calibrated
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
@@ -243,14 +244,13 @@ def judged_gates(
     rubric_files: dict[str, RubricFile],
     document: JudgmentsDocument,
     calibrations: dict[str, Calibration],
-    *,
-    refuse: bool = True,
-) -> list[tuple[str, bool, str]]:
-    """(rubric, passed, line) for each rubric's gate; refused unless its majority is calibrated.
+) -> list[tuple[str, bool, str, AgentbenchError | None]]:
+    """(rubric, passed, line, refusal) for each rubric's gate.
 
-    With ``refuse`` the refusal is raised; without, it is the gate's line and a failed gate.
+    A gate whose panel majority is not calibrated (well enough) is not checked:
+    it fails, its line says why, and the refusal comes with it.
     """
-    verdicts: list[tuple[str, bool, str]] = []
+    verdicts: list[tuple[str, bool, str, AgentbenchError | None]] = []
     for name, rubric_file in sorted(rubric_files.items()):
         gate = rubric_file.gate
         if gate is None:
@@ -263,9 +263,8 @@ def judged_gates(
                 min_kappa=gate.min_kappa,
             )
         except AgentbenchError as refusal:
-            if refuse:
-                raise
-            verdicts.append((name, False, f"{gate_name}: not checked: {refusal.render()}"))
+            line = f"{gate_name}: not checked: {refusal.render()}"
+            verdicts.append((name, False, line, refusal))
             continue
         judged = [item.judgment for item in document.items if item.judgment.rubric == name]
         rate = sum(1 for j in judged if j.passed) / len(judged) if judged else 0.0
@@ -276,6 +275,7 @@ def judged_gates(
                 passed,
                 f"{gate_name}: pass rate {rate:.3f} vs >= {gate.min_pass_rate} "
                 f"({'PASS' if passed else 'FAIL'}; judge {calibration.describe()})",
+                None,
             )
         )
     return verdicts
@@ -293,14 +293,16 @@ def judge_beside(
     run: ModelRun | None = None,
     ledger_dir: Path | None = None,
     refuse_gates: bool = True,
+    into_report: bool = False,
 ) -> tuple[list[str], dict[str, tuple[bool, str]], JudgmentsDocument]:
     """Judge the report at ``source``, write its judgments and labels beside it.
 
     Judge calls share ``run``'s budget guard and rate limits (the session's model
     run; by default one of ``settings``' own) and, with ``ledger_dir``, are rows of
-    each rubric's judge ledger there. Returns the lines to show, each judged
-    gate's verdict and line by rubric (``refuse_gates``: raise a gate's
-    refusal, else report it as the gate's failed line), and the judgments.
+    each rubric's judge ledger there. With ``into_report`` the report gains its
+    ``judged`` member. Returns the lines to show, each judged gate's verdict and
+    line by rubric, and the judgments; with ``refuse_gates`` a gate refused for
+    an uncalibrated judge is raised once every file is written.
     """
     from pytest_agentbench.cli.main import _read_report, load
 
@@ -350,9 +352,16 @@ def judge_beside(
         for suite in report.suites
         for _, rubric_file in suite_rubrics(folders.get(suite.id), extra, suite.world)
     }
-    gates = judged_gates(rubric_files, document, calibrations, refuse=refuse_gates)
-    lines.extend(line for _, _, line in gates)
-    return lines, {name: (passed, line) for name, passed, line in gates}, document
+    gates = judged_gates(rubric_files, document, calibrations)
+    lines.extend(line for _, _, line, _ in gates)
+    verdicts = {name: (passed, line) for name, passed, line, _ in gates}
+    if into_report:
+        gate_lines = {name: line for name, (_, line) in verdicts.items()}
+        add_judged(source, judged_summary(document, output.name, gate_lines))
+    refusals = [refusal for _, _, _, refusal in gates if refusal is not None]
+    if refuse_gates and refusals:
+        raise refusals[0]
+    return lines, verdicts, document
 
 
 def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
@@ -375,6 +384,7 @@ def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
         cache=None if args.judge_cache is None else JudgeCache(Path(args.judge_cache)),
         calibration=None if args.calibration is None else Path(args.calibration),
         ledger_dir=None if args.ledger is None else Path(args.ledger),
+        into_report=args.into_report,
     )
     print("\n".join(lines))
     return 0 if all(passed for passed, _ in gates.values()) else GATE_FAILED
@@ -407,6 +417,11 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     )
     parser.add_argument(
         "--ledger", metavar="DIR", help="write each rubric's judge ledger to DIR/%%judges/"
+    )
+    parser.add_argument(
+        "--into-report",
+        action="store_true",
+        help="also give the report its `judged` member (outcomes, metrics and gates untouched)",
     )
     for name, text in BUDGET_OPTIONS.items():
         parser.add_argument(f"--{name.replace('_', '-')}", metavar=name.upper(), help=text)

@@ -56,7 +56,7 @@ def pytest_terminal_summary(
     state = config.stash.get(STATE_KEY, None)
     ledger = None if state is None else state.options.ledger_dir
     try:
-        lines, gates, document = judge_beside(
+        lines, _, document = judge_beside(
             Path(report),
             registry=installed_registry(),
             settings=configured_settings() if run is None else run.settings,
@@ -65,6 +65,7 @@ def pytest_terminal_summary(
             run=run,
             ledger_dir=ledger,
             refuse_gates=False,
+            into_report=True,
         )
     except AgentbenchError as exc:
         terminalreporter.write_line(f"not judged: {exc.render()}")
@@ -74,23 +75,15 @@ def pytest_terminal_summary(
     xml = getattr(config.option, "xmlpath", None)
     if xml and Path(xml).is_file():
         add_junit_properties(Path(xml), junit_properties(document))
-    lines_of_gates = {name: line for name, (_, line) in gates.items()}
-    add_to_reports(config, Path(report), document, lines_of_gates)
+    redraw_html(config, Path(report))
 
 
-def add_to_reports(
-    config: pytest.Config, report: Path, document: JudgmentsDocument, gates: dict[str, str]
-) -> None:
-    """The judged summary into the JSON run report, and the HTML page drawn again from it.
+def redraw_html(config: pytest.Config, report: Path) -> None:
+    """The HTML page, written before judging, drawn again from the judged JSON report.
 
-    Both were written before judging; the report gains its ``judged`` member
-    only, beside its outcomes, metrics and gates, which stay as they were.
+    The report gained its ``judged`` member only, beside its outcomes, metrics
+    and gates, which stay as they were.
     """
-    from pytest_agentbench.judging.documents import judged_summary, judgments_path
-    from pytest_agentbench.report.json_report import add_judged
-
-    summary = judged_summary(document, judgments_path(report).name, gates)
-    add_judged(report, summary)
     state = config.stash.get(STATE_KEY, None)
     html = None if state is None else state.options.html_path
     if html is not None:
