@@ -217,6 +217,19 @@ def json_and_html_carry_the_judged_numbers(folder: Path, report: dict[str, Any])
     section = page.split('<section class="judged" id="judged">')[1].split("</section>")[0]
     assert "uncalibrated (no human labels)" in section
     assert [c["status"] for c in rubric["seat_calibration"]] == ["uncalibrated"] * 3
+    assert report["judged"]["cases"][3] == {
+        "suite_id": "demo-suite",
+        "case_id": "c4",
+        "rubric": "answer-prose",
+        "majority": 5,
+        "passed": True,
+        "disagreement": 0,
+        "scores": {"local/alpha-judge": 5, "local/beta-judge": None, "local/gamma-judge": None},
+        "unparsable": 0,
+        "refused": 2,
+    }
+    assert "4 cases judged on <code>answer-prose</code>" in section
+    assert "<code>local/beta-judge</code> refused" in section
     assert "<code>budget_exceeded_calls</code>" in section
     assert "<code>%judges/answer-prose.ndjson</code>" in section
     assert "not checked: [uncalibrated_judge_gate]" in section

@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError
 from pytest_agentbench.judging.panel import Judgment
 from pytest_agentbench.judging.rubric import Rubric
 from pytest_agentbench.judging.summary import (
+    JudgedCase,
     JudgedClassifier,
     JudgedRubric,
     JudgedSummary,
@@ -252,7 +253,23 @@ def judged_summary(
         )
         for spec in document.classifiers
     )
-    return JudgedSummary(judgments=judgments, rubrics=tuple(rubrics), classifiers=classifiers)
+    cases = tuple(
+        JudgedCase(
+            suite_id=item.suite_id,
+            case_id=item.case_id,
+            rubric=item.judgment.rubric,
+            majority=item.judgment.majority,
+            passed=item.judgment.passed,
+            disagreement=item.judgment.disagreement,
+            scores={verdict.seat: verdict.score for verdict in item.judgment.verdicts},
+            unparsable=item.judgment.unparsable,
+            refused=item.judgment.refused,
+        )
+        for item in document.items
+    )
+    return JudgedSummary(
+        judgments=judgments, rubrics=tuple(rubrics), classifiers=classifiers, cases=cases
+    )
 
 
 def judgments_path(report: Path) -> Path:

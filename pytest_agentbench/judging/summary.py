@@ -74,6 +74,21 @@ class JudgedRubric(Record):
     (an uncalibrated judge). Never one of the run's gates."""
 
 
+class JudgedCase(Record):
+    """One case's judgment on one rubric: the majority beside each seat's score."""
+
+    suite_id: StrictStr
+    case_id: StrictStr
+    rubric: StrictStr
+    majority: int | None
+    passed: bool | None
+    disagreement: int
+    scores: dict[str, int | None]
+    """Seat to score; ``None`` for a seat whose call a budget refused."""
+    unparsable: int
+    refused: int
+
+
 class JudgedClassifier(Record):
     name: StrictStr
     labels: int
@@ -88,3 +103,5 @@ class JudgedSummary(Record):
     """The judgments file beside the report, holding every seat's verdict."""
     rubrics: tuple[JudgedRubric, ...]
     classifiers: tuple[JudgedClassifier, ...]
+    cases: tuple[JudgedCase, ...] = ()
+    """Every judged case, in the judgments' order."""

@@ -334,6 +334,20 @@ def test_judged_diagnostics_sit_apart_and_name_each_judges_calibration() -> None
         "judgments": "run.judgments.json",
         "rubrics": [rubric],
         "classifiers": [{"name": "toolgrammar.behaviour", "labels": 3, "calibration": unlabelled}],
+        "cases": [
+            {
+                "suite_id": "alpha",
+                "case_id": case,
+                "rubric": "answer-prose",
+                "majority": 4,
+                "passed": True,
+                "disagreement": spread,
+                "scores": {"local/alpha-judge": 4, "local/beta-judge": 4 + spread},
+                "unparsable": 0,
+                "refused": 0,
+            }
+            for case, spread in (("calm", 0), ("split", 1))
+        ],
     }
     page = render_html(document)
     section = page.split('<section class="judged" id="judged">')[1].split("</section>")[0]
@@ -349,5 +363,7 @@ def test_judged_diagnostics_sit_apart_and_name_each_judges_calibration() -> None
     assert "dropped (family of the model under test): <code>local/qwen-judge</code>" in section
     assert "<em>all from the judge cache</em>" in section
     assert "(PASS; judge kappa 0.600)" in section
+    # Each judged case beside its seats' scores, disagreements first.
+    assert section.index("<code>alpha/split</code>") < section.index("<code>alpha/calm</code>")
     # The suites' own gates table is not where a judged number goes.
     assert page.index('id="judged"') > page.rindex('aria-label="gates"')

@@ -81,6 +81,41 @@ def _rubric_row(rubric: read.Doc) -> str:
     )
 
 
+def _cases(rubric: str, cases: list[read.Doc]) -> str:
+    """The rubric's judged cases, disagreements first, each seat's score beside the majority."""
+    own = [case for case in cases if read.text(case, "rubric") == rubric]
+    if not own:
+        return ""
+    own.sort(key=lambda case: -(read.integer(case, "disagreement") or 0))
+    rows = []
+    for case in own:
+        passed = read.flag(case, "passed")
+        scores = read.mapping(case, "scores")
+        seats = ", ".join(
+            f"<code>{escape(seat)}</code> " + ("refused" if score is None else escape(str(score)))
+            for seat, score in scores.items()
+        )
+        majority = read.integer(case, "majority")
+        rows.append(
+            f"<tr><td><code>{escape(read.text(case, 'suite_id'))}/"
+            f"{escape(read.text(case, 'case_id'))}</code></td>"
+            f'<td class="num">{"none" if majority is None else majority}</td>'
+            f"<td>{'pass' if passed else 'no pass' if passed is False else 'none'}</td>"
+            f'<td class="num">{read.integer(case, "disagreement")}</td><td>{seats}</td>'
+            f'<td class="num">{read.integer(case, "unparsable")}</td>'
+            f'<td class="num">{read.integer(case, "refused")}</td></tr>'
+        )
+    return (
+        f'<details class="judged-cases"><summary>{len(own)} cases judged on '
+        f"<code>{escape(rubric)}</code>, disagreements first</summary>"
+        f'<table aria-label="judged cases of {escape(rubric)}"><thead><tr>'
+        '<th scope="col">case</th><th scope="col">majority</th><th scope="col">diagnostic</th>'
+        '<th scope="col">disagreement</th><th scope="col">seats</th>'
+        '<th scope="col">unparsable</th><th scope="col">refused</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></details>"
+    )
+
+
 def judged_section(report: read.Doc) -> str:
     """The section, or nothing for a report that was not judged."""
     judged = read.mapping(report, "judged")
@@ -104,6 +139,8 @@ def judged_section(report: read.Doc) -> str:
             + "".join(_rubric_row(rubric) for rubric in rubrics)
             + "</tbody></table>"
         )
+        cases = read.items(judged, "cases")
+        parts.extend(_cases(read.text(rubric, "name"), cases) for rubric in rubrics)
     if classifiers:
         rows = "".join(
             f'<tr><th scope="row"><code>{escape(read.text(c, "name"))}</code></th>'
