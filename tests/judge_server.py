@@ -4,7 +4,8 @@
 (a number, or a demo answer's number: even scores 5, odd 2); ``gamma-judge`` always says 4 but, for
 outputs above 30, answers prose no parser accepts; ``qwen-judge`` always says 1.
 Any other model (the shipped sample panels) scores 3, 4 or 5 by a digest of the
-model and the prompt: deterministic, and sometimes split.
+model and the prompt: deterministic, and sometimes split. Every answer reports
+100 prompt and 10 completion tokens.
 """
 
 from __future__ import annotations
@@ -57,5 +58,6 @@ class ScriptedJudges(ScriptedLLM):
             "created": 0,
             "model": model,
             "choices": [{"index": 0, "message": answer(text), "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
         }
         return 200, json.dumps(completion), {}

@@ -89,9 +89,13 @@ def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "judged:answer-prose: pass rate 0.500 vs >= 0.5 (PASS; judge" in out
-    assert (
-        "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.600" in out
-    )
+    assert all(
+        line in out
+        for line in (
+            "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.600",
+            "seats: local/alpha-judge (kappa ",
+        )
+    ), out
     assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
     # Labels survive a re-judge.
     kept = json.loads(labels_file.read_text())
@@ -154,6 +158,20 @@ def test_a_pytest_run_judges_its_report_with_a_cache_serial_and_parallel_alike(
     assert properties["agentbench.judged.answer-prose"] == (
         "diagnostic: 2/4 pass by majority; uncalibrated (no human labels)"
     )
-    # Judging changed nothing in the run's own report.
+    assert properties["agentbench.judged.answer-prose.seat.local/gamma-judge"] == (
+        "uncalibrated (no human labels)"
+    )
+    # Judging changed nothing in the run's own outcomes, metrics or gates: the judged
+    # numbers sit beside them, each naming its calibration.
     assert [e["result"]["outcome"] for e in serial["suites"][0]["cases"]] == ["passed"] * 4
-    assert "judg" not in json.dumps(serial)
+    assert "judg" not in json.dumps({k: v for k, v in serial.items() if k != "judged"})
+    judged = serial["judged"]
+    assert (judged["role"], judged["judgments"]) == ("diagnostic", "serial.judgments.json")
+    rubric = judged["rubrics"][0]
+    assert (rubric["name"], rubric["items"], rubric["passed"], rubric["unparsable"]) == (
+        "answer-prose",
+        4,
+        2,
+        1,
+    )
+    assert rubric["calibration"]["status"] == "uncalibrated"

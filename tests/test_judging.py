@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from pytest_agentbench.agents.cassettes import RecordedResponse
+from pytest_agentbench.agents.provenance import ModelRun
 from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.judging.metering import JudgeMeter
 from pytest_agentbench.judging.panel import (
     JudgeCache,
     Panel,
-    Seat,
+    SenderFactory,
     majority_vote,
     parse_verdict,
-    transport_factory,
 )
-from pytest_agentbench.judging.rubric import load_rubric, model_family
+from pytest_agentbench.judging.rubric import RubricFile, Seat, load_rubric, model_family
+from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.scoring.kappa import calibrate, require_calibrated
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -122,6 +125,12 @@ def test_only_an_integer_score_on_the_scale_parses(tmp_path: Path) -> None:
         assert parse_verdict(completion(text), loaded)[:2] == (3, False), text
 
 
+def metered(settings: ChatSettings, loaded: RubricFile) -> SenderFactory:
+    """The seat senders every judging uses: under the settings' own model run."""
+    seats, _ = loaded.seated(None)
+    return JudgeMeter(ModelRun(settings)).for_rubric("r", loaded.digest(), seats).senders()
+
+
 class Refusing:
     """A sender for runs that must make no judge call at all."""
 
@@ -138,7 +147,7 @@ def test_panel_votes_through_the_chat_client_then_replays_then_hits_the_cache(
     cassettes = tmp_path / "cassettes"
     with judges.serving() as base_url:
         settings = ChatSettings(base_url=base_url, cassettes=cassettes, cassette_mode="record")
-        panel = Panel(loaded, transport_factory(settings), subject_model="delta-9b")
+        panel = Panel(loaded, metered(settings, loaded), subject_model="delta-9b")
         live = {case: panel.judge(case, content) for case, content in contents.items()}
     assert dict(judges.calls) == {"alpha-judge": 2, "beta-judge": 2, "gamma-judge": 2}
     even, odd = live["even"], live["odd"]
@@ -148,11 +157,11 @@ def test_panel_votes_through_the_chat_client_then_replays_then_hits_the_cache(
     assert (odd.majority, odd.passed, odd.unparsable) == (2, False, 1)
     # Replayed from the cassettes with no endpoint at all: the same judgments.
     replay = ChatSettings(cassettes=cassettes, cassette_mode="replay")
-    replayed = Panel(loaded, transport_factory(replay), subject_model="delta-9b")
+    replayed = Panel(loaded, metered(replay, loaded), subject_model="delta-9b")
     assert {case: replayed.judge(case, c) for case, c in contents.items()} == live
     # Cached by content: the second pass makes no call and keeps every verdict.
     cache = JudgeCache(tmp_path / "cache")
-    Panel(loaded, transport_factory(replay), cache=cache).judge("even", contents["even"])
+    Panel(loaded, metered(replay, loaded), cache=cache).judge("even", contents["even"])
     cached = Panel(loaded, lambda seat: Refusing(), cache=cache).judge("even", contents["even"])
     assert [v.model_copy(update={"cached": False}) for v in cached.verdicts] == list(even.verdicts)
     assert all(v.cached for v in cached.verdicts)
@@ -191,3 +200,49 @@ def test_seat_identity_includes_its_settings() -> None:
     cold = Seat(provider="p", model="m", settings={"temperature": 0})
     warm = Seat(provider="p", model="m", settings={"temperature": 1})
     assert JudgeCache.key("r", cold, "c") != JudgeCache.key("r", warm, "c")
+
+
+def test_a_refused_seat_call_gives_no_vote_is_counted_ledgered_and_never_cached(
+    tmp_path: Path,
+) -> None:
+    """One call allowed, and no price for gamma: two seats refused, each under its code."""
+    loaded = load_rubric(rubric_file(tmp_path))
+    pricing = tmp_path / "pricing.json"
+    price = {"input_per_token": "0.0001", "output_per_token": "0.0005"}
+    pricing.write_text(
+        json.dumps(
+            {
+                "scheme": "agentbench-pricing/1",
+                "currency": "USD",
+                "models": {"alpha-judge": price, "beta-judge": price},
+            }
+        )
+    )
+    judges = ScriptedJudges()
+    cache = JudgeCache(tmp_path / "cache")
+    with judges.serving() as base_url:
+        settings = ChatSettings(base_url=base_url, pricing=pricing, max_calls=1)
+        meter = JudgeMeter(ModelRun(settings), tmp_path / "ledgers")
+        seats, _ = loaded.seated(None)
+        senders = meter.for_rubric("answer-prose", loaded.digest(), seats).senders()
+        judgment = Panel(loaded, senders, cache=cache).judge("even", {"output": 8})
+    assert dict(judges.calls) == {"alpha-judge": 1}
+    assert [(v.score, v.refused) for v in judgment.verdicts] == [
+        (5, None),
+        (None, "budget_exceeded_calls"),
+        (None, "judge_unpriced"),
+    ]
+    assert (judgment.majority, judgment.refused, judgment.unparsable) == (5, 2, 0)
+    traffic = meter.finish()["answer-prose"]
+    assert (traffic.calls, traffic.refused, traffic.refusal) == (1, 2, "budget_exceeded_calls")
+    assert (traffic.input_tokens, traffic.output_tokens, traffic.cost) == (100, 10, "0.015")
+    reading = audit_ledger(tmp_path / "ledgers" / "%judges" / "answer-prose.ndjson")
+    calls = [row["call"] for row in reading.rows if "call" in row]
+    assert [(c["method"], c["decision"] is None) for c in calls] == [
+        ("alpha-judge", False),
+        ("beta-judge", True),
+        ("gamma-judge", True),
+    ]
+    assert reading.rows[-1]["terminal"]["exclusion_code"] == "budget_exceeded_calls"
+    # Only the seat that answered is cached: a later run asks the refused ones again.
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1

@@ -59,9 +59,16 @@ def test_the_built_in_suites_are_judged_from_shipped_cassettes_and_calibrated(
     out = capsys.readouterr().out
     assert "classifier toolgrammar.behaviour: 236 labels; kappa 0.9" in out
     shown = json.loads((pytester.path / "run.judgments.json").read_text())["calibration"]
+    # Each rubric's majority, then its seats (none labelled), then the classifier.
     assert [(c["rater"], c["status"]) for c in shown] == [
         ("operations.tenant-message-quality:majority", "uncalibrated"),
+        ("operations.tenant-message-quality:local/llama-3.1-8b-instruct", "uncalibrated"),
+        ("operations.tenant-message-quality:local/mistral-7b-instruct-v0.3", "uncalibrated"),
+        ("operations.tenant-message-quality:local/gemma-2-9b-it", "uncalibrated"),
         ("retrieval.answer-prose:majority", "uncalibrated"),
+        ("retrieval.answer-prose:local/llama-3.1-8b-instruct", "uncalibrated"),
+        ("retrieval.answer-prose:local/mistral-7b-instruct-v0.3", "uncalibrated"),
+        ("retrieval.answer-prose:local/gemma-2-9b-it", "uncalibrated"),
         ("toolgrammar.behaviour:toolgrammar.behaviour", "calibrated"),
     ]
     assert "retrieval.answer-prose: 42/48 pass by majority, 47 split, 0 unparsable seat " in out

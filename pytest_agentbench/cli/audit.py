@@ -10,6 +10,12 @@ must end in an excluded terminal under the same code. The run's totals must
 be the sum of the cases', and with ``--pricing FILE`` the table must be the
 one the report names and each case's cost what its rows' tokens cost. A
 ledger in the folder that no case of the report names is refused too.
+
+The judges' calls have ledgers too (``%judges/<rubric>.ndjson``, written when
+a run with ``--agentbench-ledger`` is judged): each rubric's traffic in the
+judgments file beside the report (``<report>.judgments.json``) must be what
+its ledger's rows say, a refused call a row with no decision, and a ledger
+with refusals must end excluded under the first one's code.
 Every refusal has its own code; the first found is reported.
 """
 
@@ -24,6 +30,8 @@ from pydantic import ValidationError
 
 from pytest_agentbench.agents.budget import PricingTable, decimal_text, read_pricing
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
+from pytest_agentbench.judging.documents import judgments_path, read_judgments
+from pytest_agentbench.judging.summary import JudgeTraffic, judge_ledger_name
 from pytest_agentbench.ledger import CallPayload, TerminalPayload, audit_ledger
 from pytest_agentbench.ledger.rows import Attempt
 from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, ledger_path
@@ -51,6 +59,7 @@ def cmd_audit(args: argparse.Namespace, registry: Any) -> int:
         f"ok: {args.report} holds to {args.ledger_dir}: {totals.cases} cases, "
         f"{totals.calls} calls, {totals.attempts} attempts, "
         f"{totals.input_tokens} + {totals.output_tokens} tokens"
+        + (f"; {totals.judge_calls} judge calls" if totals.judge_calls else "")
     )
     return 0
 
@@ -74,6 +83,7 @@ class CaseTotals:
 class RunTotals:
     def __init__(self) -> None:
         self.cases = self.calls = self.attempts = self.input_tokens = self.output_tokens = 0
+        self.judge_calls = 0
         self.cost = Decimal(0)
 
 
@@ -136,6 +146,10 @@ def audit_report(report: Path, folder: Path, pricing: PricingTable | None) -> Ru
         totals.output_tokens += case.output_tokens
         if pricing is not None and model_run is not None:
             totals.cost += case.cost(pricing, model_run.model)
+    for path, traffic in _judge_traffic(report, folder):
+        audited.add(path)
+        judged = _audit_judges(path, traffic, pricing)
+        totals.judge_calls += judged.sent
     unreported = sorted(set(folder.rglob(f"*{LEDGER_SUFFIX}")) - audited)
     if unreported:
         raise _refuse(
@@ -225,6 +239,95 @@ def _check_decisions(
                 f"case {nodeid}: request behind call {call.call_index} is not the row's",
                 path,
             )
+
+
+class JudgeTotals(CaseTotals):
+    """What a rubric's judge ledger says: sent calls (with attempts), refused (no decision)."""
+
+    def __init__(self, calls: list[CallPayload]) -> None:
+        super().__init__(calls)
+        self.sent = sum(1 for call in calls if call.decision is not None)
+        self.refused = len(calls) - self.sent
+        self.models = list(dict.fromkeys(call.method or "" for call in calls))
+
+    def judge_cost(self, pricing: PricingTable) -> Decimal:
+        cost = Decimal(0)
+        for call in self.calls:
+            for attempt in call.attempts or ():
+                if attempt.tokens is not None and call.method in pricing.models:
+                    price = pricing.models[call.method]
+                    cost += price.cost(attempt.tokens.input or 0, attempt.tokens.output or 0)
+        return cost
+
+
+def _judge_traffic(report: Path, folder: Path) -> list[tuple[Path, JudgeTraffic]]:
+    """Each judged rubric's ledger in ``folder`` and the traffic the judgments file states."""
+    beside = judgments_path(report)
+    if not beside.is_file():
+        return []
+    document = read_judgments(beside)
+    found: list[tuple[Path, JudgeTraffic]] = []
+    for name, entry in sorted(document.rubrics.items()):
+        traffic = entry.traffic
+        if traffic is None or traffic.ledger is None:
+            continue
+        if traffic.ledger != judge_ledger_name(name):
+            raise _refuse(
+                "audit_judge_mismatch",
+                f"rubric {name}'s ledger is named {traffic.ledger!r}, "
+                f"not {judge_ledger_name(name)!r}",
+                beside,
+            )
+        found.append((folder / traffic.ledger, traffic))
+    return found
+
+
+def _audit_judges(path: Path, traffic: JudgeTraffic, pricing: PricingTable | None) -> JudgeTotals:
+    if not path.is_file():
+        raise _refuse("audit_ledger_missing", "no ledger for the judges' calls", path)
+    reading = audit_ledger(path)
+    calls = [CallPayload.model_validate(row["call"]) for row in reading.rows if "call" in row]
+    terminal = TerminalPayload.model_validate(reading.rows[-1]["terminal"])
+    derived = JudgeTotals(calls)
+    stated = (
+        traffic.calls,
+        traffic.attempts,
+        traffic.input_tokens,
+        traffic.output_tokens,
+        traffic.refused,
+        list(traffic.models),
+    )
+    rows = (
+        derived.sent,
+        derived.attempts,
+        derived.input_tokens,
+        derived.output_tokens,
+        derived.refused,
+        derived.models,
+    )
+    if stated != rows:
+        raise _refuse(
+            "audit_judge_mismatch",
+            f"the judgments state calls, attempts, tokens, refusals, models {stated}; "
+            f"the ledger's rows {rows}",
+            path,
+        )
+    expected = ("excluded", traffic.refusal) if traffic.refused else ("scored", None)
+    if (terminal.kind, terminal.exclusion_code) != expected:
+        raise _refuse(
+            "audit_terminal_mismatch",
+            f"the judges' ledger ends {terminal.kind} ({terminal.exclusion_code}), "
+            f"the judgments say {expected[0]} ({expected[1]})",
+            path,
+        )
+    if pricing is not None and traffic.cost != decimal_text(derived.judge_cost(pricing)):
+        raise _refuse(
+            "audit_cost_mismatch",
+            f"the judges' cost is stated {traffic.cost}; their rows' tokens cost "
+            f"{decimal_text(derived.judge_cost(pricing))}",
+            path,
+        )
+    return derived
 
 
 def _check_run(report: Path, model_run: RunProvenance, totals: RunTotals, priced: bool) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pytest_agentbench import worlds
+from pytest_agentbench.agents.provenance import ModelRun
 from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
 from pytest_agentbench.cli.calibrate import rater_name, read_calibration
 from pytest_agentbench.cli.common import load, read_report
@@ -28,15 +29,18 @@ from pytest_agentbench.judging.documents import (
     JudgedItem,
     JudgmentsDocument,
     RubricEntry,
+    judged_summary,
     judgments_path,
     labels_path,
     labels_template,
     merge_labels,
     read_labels,
 )
-from pytest_agentbench.judging.panel import JudgeCache, Panel, SenderFactory, transport_factory
+from pytest_agentbench.judging.metering import JudgeMeter
+from pytest_agentbench.judging.panel import JudgeCache, Panel
 from pytest_agentbench.judging.rubric import RubricFile, load_rubric, point
-from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.judging.summary import JudgeTraffic
+from pytest_agentbench.report.json_report import RunReport, add_judged
 from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration, require_calibrated
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
@@ -44,6 +48,13 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 GATE_FAILED = 2
+BUDGET_OPTIONS: Final = {
+    "pricing": "the pricing table judge calls are costed at (every judge model priced)",
+    "max_calls": "judge calls this judging may make; checked before each call is sent",
+    "max_tokens": "judge tokens this judging may use (needs a per-call token bound)",
+    "max_cost": "what this judging may cost, an exact decimal (needs --pricing)",
+}
+"""The budget of ``agentbench judge``'s own calls (also read from the environment)."""
 
 
 WORLDS_FOLDER: Final = Path(worlds.__file__).parent
@@ -76,10 +87,14 @@ def judge_report(
     *,
     suite_folders: dict[str, Path | None],
     extra_rubrics: Sequence[Path],
-    senders: SenderFactory,
+    meter: JudgeMeter,
     subject_model: str | None,
     cache: JudgeCache | None,
 ) -> JudgmentsDocument:
+    """Every rubric's panel over the report's cases, each seat call metered by ``meter``.
+
+    The rubrics' entries carry no traffic yet: it is known once ``meter`` finishes.
+    """
     rubrics: dict[str, RubricEntry] = {}
     items: list[JudgedItem] = []
     classifications: list[Classification] = []
@@ -88,8 +103,10 @@ def judge_report(
         for source, rubric_file in suite_rubrics(
             suite_folders.get(suite.id), extra_rubrics, suite.world
         ):
-            panel = Panel(rubric_file, senders, subject_model=subject_model, cache=cache)
             name = rubric_file.rubric.name
+            seats, _ = rubric_file.seated(subject_model)
+            metered = meter.for_rubric(name, rubric_file.digest(), seats)
+            panel = Panel(rubric_file, metered.senders(), subject_model=subject_model, cache=cache)
             rubrics.setdefault(
                 name,
                 RubricEntry(
@@ -161,7 +178,16 @@ def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibrati
             f"  {name}: {passed}/{len(judged)} pass by majority, {split} split, "
             f"{unparsable} unparsable seat answers; {_status(calibrations, name, MAJORITY)}"
         )
-        lines.append(f"    seats: {', '.join(entry.seats) or 'none'}")
+        seats = [f"{seat} ({_status(calibrations, name, seat)})" for seat in entry.seats]
+        lines.append(f"    seats: {', '.join(seats) or 'none'}")
+        refused = sum(1 for judgment in judged if judgment.refused)
+        if refused:
+            lines.append(
+                f"    [{entry.traffic.refusal if entry.traffic else 'budget_exceeded'}] "
+                f"{refused} items judged by fewer seats: a budget refused their calls"
+            )
+        if entry.traffic is not None:
+            lines.append(f"    judges: {traffic_line(entry.traffic)}")
         if dropped:
             lines.append(f"    dropped (same family as the model under test): {', '.join(dropped)}")
     for spec in document.classifiers:
@@ -173,11 +199,25 @@ def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibrati
     return lines
 
 
+def traffic_line(traffic: JudgeTraffic) -> str:
+    cost = "" if traffic.cost is None else f", cost {traffic.cost}"
+    ledger = "" if traffic.ledger is None else f"; ledger {traffic.ledger}"
+    return (
+        f"{', '.join(traffic.models)} ({traffic.mode}): {traffic.calls} calls, "
+        f"{traffic.attempts} attempts, tokens {traffic.input_tokens} in / "
+        f"{traffic.output_tokens} out{cost}, {traffic.refused} refused{ledger}"
+    )
+
+
 def judge_calibrations(
     document: JudgmentsDocument, calibrations: dict[str, Calibration]
 ) -> tuple[Calibration, ...]:
-    """Each rubric's majority and each classifier: as calibrated, or ``uncalibrated``."""
-    raters = [rater_name(name, MAJORITY) for name in sorted(document.rubrics)]
+    """Each rubric's majority and seats, each classifier: as calibrated, or ``uncalibrated``."""
+    raters = [
+        rater_name(name, rater)
+        for name, entry in sorted(document.rubrics.items())
+        for rater in (MAJORITY, *entry.seats)
+    ]
     raters += [rater_name(spec.name, spec.name) for spec in document.classifiers]
     return tuple(
         calibrations.get(rater)
@@ -205,26 +245,38 @@ def judged_gates(
     rubric_files: dict[str, RubricFile],
     document: JudgmentsDocument,
     calibrations: dict[str, Calibration],
-) -> list[tuple[str, bool, str]]:
-    """(gate, passed, line) for each rubric's gate; refused unless its majority is calibrated."""
-    verdicts: list[tuple[str, bool, str]] = []
+) -> list[tuple[str, bool, str, AgentbenchError | None]]:
+    """(rubric, passed, line, refusal) for each rubric's gate.
+
+    A gate whose panel majority is not calibrated (well enough) is not checked:
+    it fails, its line says why, and the refusal comes with it.
+    """
+    verdicts: list[tuple[str, bool, str, AgentbenchError | None]] = []
     for name, rubric_file in sorted(rubric_files.items()):
         gate = rubric_file.gate
         if gate is None:
             continue
         gate_name = f"judged:{name}"
-        calibration = require_calibrated(
-            calibrations.get(rater_name(name, MAJORITY)), gate=gate_name, min_kappa=gate.min_kappa
-        )
+        try:
+            calibration = require_calibrated(
+                calibrations.get(rater_name(name, MAJORITY)),
+                gate=gate_name,
+                min_kappa=gate.min_kappa,
+            )
+        except AgentbenchError as refusal:
+            line = f"{gate_name}: not checked: {refusal.render()}"
+            verdicts.append((name, False, line, refusal))
+            continue
         judged = [item.judgment for item in document.items if item.judgment.rubric == name]
         rate = sum(1 for j in judged if j.passed) / len(judged) if judged else 0.0
         passed = bool(judged) and rate >= gate.min_pass_rate
         verdicts.append(
             (
-                gate_name,
+                name,
                 passed,
                 f"{gate_name}: pass rate {rate:.3f} vs >= {gate.min_pass_rate} "
                 f"({'PASS' if passed else 'FAIL'}; judge {calibration.describe()})",
+                None,
             )
         )
     return verdicts
@@ -239,10 +291,19 @@ def judge_beside(
     subject_model: str | None = None,
     cache: JudgeCache | None = None,
     calibration: Path | None = None,
-) -> tuple[list[str], bool, JudgmentsDocument]:
+    run: ModelRun | None = None,
+    ledger_dir: Path | None = None,
+    refuse_gates: bool = True,
+    into_report: bool = False,
+) -> tuple[list[str], dict[str, tuple[bool, str]], JudgmentsDocument]:
     """Judge the report at ``source``, write its judgments and labels beside it.
 
-    Returns the lines to show, whether every judged gate (if any) passed, and the judgments.
+    Judge calls share ``run``'s budget guard and rate limits (the session's model
+    run; by default one of ``settings``' own) and, with ``ledger_dir``, are rows of
+    each rubric's judge ledger there. With ``into_report`` the report gains its
+    ``judged`` member. Returns the lines to show, each judged gate's verdict and
+    line by rubric, and the judgments; with ``refuse_gates`` a gate refused for
+    an uncalibrated judge is raised once every file is written.
     """
     report = read_report(str(source))
     folders: dict[str, Path | None] = {}
@@ -253,18 +314,29 @@ def judge_beside(
             folders[suite.id] = load(suite.id, registry).suite.root
         except AgentbenchError:
             folders[suite.id] = conventional if conventional.is_dir() else None
-    document = judge_report(
-        report,
-        source.name,
-        suite_folders=folders,
-        extra_rubrics=extra,
-        senders=transport_factory(settings),
-        subject_model=subject_model or settings.model,
-        cache=cache,
-    )
     calibrations = read_calibration(calibration) if calibration is not None else {}
+    meter = JudgeMeter(ModelRun(settings) if run is None else run, ledger_dir)
+    try:
+        document = judge_report(
+            report,
+            source.name,
+            suite_folders=folders,
+            extra_rubrics=extra,
+            meter=meter,
+            subject_model=subject_model or settings.model,
+            cache=cache,
+        )
+        traffic = meter.finish()
+    finally:
+        meter.close()
     document = document.model_copy(
-        update={"calibration": judge_calibrations(document, calibrations)}
+        update={
+            "calibration": judge_calibrations(document, calibrations),
+            "rubrics": {
+                name: entry.model_copy(update={"traffic": traffic.get(name)})
+                for name, entry in document.rubrics.items()
+            },
+        }
     )
     output = judgments_path(source)
     output.write_text(pretty_json(document.model_dump(mode="json")), encoding="utf-8")
@@ -280,18 +352,29 @@ def judge_beside(
         for _, rubric_file in suite_rubrics(folders.get(suite.id), extra, suite.world)
     }
     gates = judged_gates(rubric_files, document, calibrations)
-    lines.extend(line for _, _, line in gates)
-    return lines, all(passed for _, passed, _ in gates), document
+    lines.extend(line for _, _, line, _ in gates)
+    verdicts = {name: (passed, line) for name, passed, line, _ in gates}
+    if into_report:
+        gate_lines = {name: line for name, (_, line) in verdicts.items()}
+        add_judged(source, judged_summary(document, output.name, gate_lines))
+    refusals = [refusal for _, _, _, refusal in gates if refusal is not None]
+    if refuse_gates and refusals:
+        raise refusals[0]
+    return lines, verdicts, document
 
 
 def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
     settings = resolve_settings(
         ini=lambda key: None,
         environ=os.environ,
-        overrides={"cassettes": args.cassettes, "cassette_mode": args.cassette_mode},
+        overrides={
+            "cassettes": args.cassettes,
+            "cassette_mode": args.cassette_mode,
+            **{name: getattr(args, name) for name in BUDGET_OPTIONS},
+        },
         root=Path.cwd(),
     )
-    lines, passed, _ = judge_beside(
+    lines, gates, _ = judge_beside(
         Path(args.report),
         registry=registry,
         settings=settings,
@@ -299,9 +382,11 @@ def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
         subject_model=args.subject_model,
         cache=None if args.judge_cache is None else JudgeCache(Path(args.judge_cache)),
         calibration=None if args.calibration is None else Path(args.calibration),
+        ledger_dir=None if args.ledger is None else Path(args.ledger),
+        into_report=args.into_report,
     )
     print("\n".join(lines))
-    return 0 if passed else GATE_FAILED
+    return 0 if all(passed for passed, _ in gates.values()) else GATE_FAILED
 
 
 def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
@@ -330,3 +415,13 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "--calibration", metavar="FILE", help="an `agentbench calibrate --json` file"
     )
+    parser.add_argument(
+        "--ledger", metavar="DIR", help="write each rubric's judge ledger to DIR/%%judges/"
+    )
+    parser.add_argument(
+        "--into-report",
+        action="store_true",
+        help="also give the report its `judged` member (outcomes, metrics and gates untouched)",
+    )
+    for name, text in BUDGET_OPTIONS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", metavar=name.upper(), help=text)

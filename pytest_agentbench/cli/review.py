@@ -139,8 +139,9 @@ function drawDetail() {
     parts.push(text("pre", anchors.join("\\n")));
     parts.push(text("h2", "Seats"));
     for (const v of shown.verdicts) {
-      parts.push(text("p", v.seat + ": " + v.score + (v.parsed ? "" : " (unparsable: midpoint)") +
-        " — " + v.reason, "verdict"));
+      const said = v.refused ? "no vote (refused: " + v.refused + ")"
+        : v.score + (v.parsed ? "" : " (unparsable: midpoint)");
+      parts.push(text("p", v.seat + ": " + said + " — " + v.reason, "verdict"));
     }
     for (const d of shown.dropped) parts.push(text("p", "dropped " + d.seat + ": " + d.reason));
     parts.push(text("h2", "Case"), text("pre", JSON.stringify(shown.content, null, 2)));

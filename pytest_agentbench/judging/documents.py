@@ -9,6 +9,7 @@ said and what a person said (``human``; ``null`` until labelled).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, Literal
 
@@ -16,7 +17,14 @@ from pydantic import Field, ValidationError
 
 from pytest_agentbench.judging.panel import Judgment
 from pytest_agentbench.judging.rubric import Rubric
-from pytest_agentbench.scoring.kappa import Calibration
+from pytest_agentbench.judging.summary import (
+    JudgedCase,
+    JudgedClassifier,
+    JudgedRubric,
+    JudgedSummary,
+    JudgeTraffic,
+)
+from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration
 from pytest_agentbench.sdk.canonical import JsonValue, read_json
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
@@ -52,6 +60,9 @@ class RubricEntry(Record):
     source: str
     """The rubric file, relative to its suite folder."""
     seats: tuple[str, ...]
+    traffic: JudgeTraffic | None = None
+    """What its seats sent (models, calls, tokens, cost, refusals, ledger); ``None`` when
+    every verdict came from the judge cache."""
 
 
 class Classification(Record):
@@ -110,7 +121,11 @@ def labels_template(document: JudgmentsDocument, source: str) -> LabelsDocument:
     for judged in document.items:
         judgment = judged.judgment
         entry = document.rubrics[judgment.rubric]
-        predictions = {verdict.seat: str(verdict.score) for verdict in judgment.verdicts}
+        predictions = {
+            verdict.seat: str(verdict.score)
+            for verdict in judgment.verdicts
+            if verdict.score is not None
+        }
         if judgment.majority is not None:
             predictions[MAJORITY] = str(judgment.majority)
         items.append(
@@ -180,6 +195,81 @@ def read_labels(path: Path) -> LabelsDocument:
                 field=item.item,
             )
     return document
+
+
+def rater_calibration(document: JudgmentsDocument, subject: str, rater: str) -> Calibration:
+    """The calibration the document holds for ``rater`` of ``subject``, else ``uncalibrated``."""
+    name = f"{subject}:{rater}"
+    for calibration in document.calibration:
+        if calibration.rater == name:
+            return calibration
+    return Calibration(
+        rater=name,
+        status=UNCALIBRATED,
+        support=0,
+        categories=(),
+        confusion=(),
+        kappa=None,
+        agreement=None,
+    )
+
+
+def judged_summary(
+    document: JudgmentsDocument, judgments: str, gates: Mapping[str, str]
+) -> JudgedSummary:
+    """What the run report carries of the judgments: counts, calibration, traffic, gates.
+
+    ``gates``: each gated rubric's verdict line, or why the gate was not checked.
+    """
+    rubrics: list[JudgedRubric] = []
+    for name, entry in sorted(document.rubrics.items()):
+        judged = [item.judgment for item in document.items if item.judgment.rubric == name]
+        rubrics.append(
+            JudgedRubric(
+                name=name,
+                source=entry.source,
+                seats=entry.seats,
+                dropped=tuple(
+                    sorted({seat.seat for judgment in judged for seat in judgment.dropped})
+                ),
+                items=len(judged),
+                passed=sum(1 for judgment in judged if judgment.passed),
+                split=sum(1 for judgment in judged if not judgment.unanimous),
+                unparsable=sum(judgment.unparsable for judgment in judged),
+                refused=sum(1 for judgment in judged if judgment.refused),
+                calibration=rater_calibration(document, name, MAJORITY),
+                seat_calibration=tuple(
+                    rater_calibration(document, name, seat) for seat in entry.seats
+                ),
+                traffic=entry.traffic,
+                gate=gates.get(name),
+            )
+        )
+    classifiers = tuple(
+        JudgedClassifier(
+            name=spec.name,
+            labels=sum(1 for c in document.classifications if c.classifier == spec.name),
+            calibration=rater_calibration(document, spec.name, spec.name),
+        )
+        for spec in document.classifiers
+    )
+    cases = tuple(
+        JudgedCase(
+            suite_id=item.suite_id,
+            case_id=item.case_id,
+            rubric=item.judgment.rubric,
+            majority=item.judgment.majority,
+            passed=item.judgment.passed,
+            disagreement=item.judgment.disagreement,
+            scores={verdict.seat: verdict.score for verdict in item.judgment.verdicts},
+            unparsable=item.judgment.unparsable,
+            refused=item.judgment.refused,
+        )
+        for item in document.items
+    )
+    return JudgedSummary(
+        judgments=judgments, rubrics=tuple(rubrics), classifiers=classifiers, cases=cases
+    )
 
 
 def judgments_path(report: Path) -> Path:

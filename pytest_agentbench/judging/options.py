@@ -6,7 +6,8 @@ settings (so ``--agentbench-cassettes`` applies), and the judgments and labels
 files land beside the report. Judging runs in the controlling process only, on
 the finished report, so a run under ``-n 2`` is judged exactly as a serial one.
 The run's exit status, outcomes, metrics and gates are decided before and are
-never changed by it: a judged gate is enforced by ``agentbench judge``.
+never changed by it: a rubric's gate is shown with its verdict (or why it was
+not checked, its judge uncalibrated) and enforced by ``agentbench judge`` only.
 
 With ``--junitxml`` the judged numbers are added to the XML as testsuite
 properties (``agentbench.judged.<rubric>``, ``agentbench.classifier.<name>``),
@@ -22,6 +23,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from pytest_agentbench.run.session import STATE_KEY
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 if TYPE_CHECKING:
@@ -44,18 +46,26 @@ def pytest_terminal_summary(
         return
     calibration = config.getoption("agentbench_judge_calibration", None)
     # Imported here: every benchmark run registers this plugin, few of them judge.
+    from pytest_agentbench.agents.options import RUN_KEY
     from pytest_agentbench.agents.settings import configured_settings
     from pytest_agentbench.cli.judge import judge_beside
     from pytest_agentbench.judging.panel import JudgeCache
     from pytest_agentbench.sdk.registry import installed_registry
 
+    run = config.stash.get(RUN_KEY, None)
+    state = config.stash.get(STATE_KEY, None)
+    ledger = None if state is None else state.options.ledger_dir
     try:
         lines, _, document = judge_beside(
             Path(report),
             registry=installed_registry(),
-            settings=configured_settings(),
+            settings=configured_settings() if run is None else run.settings,
             cache=JudgeCache(Path(folder)),
             calibration=None if calibration is None else Path(calibration),
+            run=run,
+            ledger_dir=ledger,
+            refuse_gates=False,
+            into_report=True,
         )
     except AgentbenchError as exc:
         terminalreporter.write_line(f"not judged: {exc.render()}")
@@ -65,6 +75,21 @@ def pytest_terminal_summary(
     xml = getattr(config.option, "xmlpath", None)
     if xml and Path(xml).is_file():
         add_junit_properties(Path(xml), junit_properties(document))
+    redraw_html(config, Path(report))
+
+
+def redraw_html(config: pytest.Config, report: Path) -> None:
+    """The HTML page, written before judging, drawn again from the judged JSON report.
+
+    The report gained its ``judged`` member only, beside its outcomes, metrics
+    and gates, which stay as they were.
+    """
+    state = config.stash.get(STATE_KEY, None)
+    html = None if state is None else state.options.html_path
+    if html is not None:
+        from pytest_agentbench.report.html import read_report_document, write_html
+
+        write_html(read_report_document(report), html)
 
 
 def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:
@@ -89,6 +114,8 @@ def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:
                 f"{calibrated(f'{name}:{MAJORITY}')}",
             )
         )
+        for seat in document.rubrics[name].seats:
+            found.append((f"agentbench.judged.{name}.seat.{seat}", calibrated(f"{name}:{seat}")))
     for spec in document.classifiers:
         count = sum(1 for c in document.classifications if c.classifier == spec.name)
         found.append(

@@ -1,14 +1,19 @@
 """Panel judging: each seat through the chat-model client, a majority vote, a content cache.
 
 The seam to the chat client is :class:`ChatSender` (``send(request)`` returns the
-recorded response), built per seat by a :data:`SenderFactory`. The default
-factory is the project's :class:`~pytest_agentbench.agents.transport.ChatTransport`,
-so cassettes apply; a caller that meters budgets or writes a provider ledger
-passes its own factory wrapping that transport.
+recorded response), built per seat by a :data:`SenderFactory`. Judging builds
+it with :class:`~pytest_agentbench.judging.metering.JudgeMeter`: the project's
+:class:`~pytest_agentbench.agents.transport.ChatTransport` (so cassettes apply)
+under the run's budget guard, rate limits and provider ledger.
 
 An answer that is not a JSON object with an integer ``score`` on the scale
 scores the rubric's midpoint, never the bottom, and is counted as unparsable:
 a parse failure must not let a flaky seat quietly bury what it judged.
+
+A sender may refuse a call before it is sent (:class:`BudgetRefused`, a run
+ceiling reached): the seat's verdict is then that refusal, under its code,
+with no score; the item keeps its other seats' votes and counts the refusal,
+and nothing is cached, so a later run with budget left judges it.
 """
 
 from __future__ import annotations
@@ -22,9 +27,8 @@ from typing import Final, Protocol
 
 from pydantic import ValidationError
 
+from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import RecordedResponse
-from pytest_agentbench.agents.settings import ChatSettings
-from pytest_agentbench.agents.transport import ChatTransport
 from pytest_agentbench.judging.rubric import DroppedSeat, RubricFile, Seat
 from pytest_agentbench.sdk.canonical import (
     JsonValue,
@@ -52,41 +56,16 @@ class ChatSender(Protocol):
 SenderFactory = Callable[[Seat], ChatSender]
 
 
-def transport_factory(base: ChatSettings) -> SenderFactory:
-    """Seats sent through ``ChatTransport`` with the session's endpoint and cassettes.
-
-    A seat's ``settings`` may name its own ``base_url`` and ``api_key_env``
-    (a different provider); everything else goes into the request body.
-    """
-
-    def build(seat: Seat) -> ChatSender:
-        endpoint: dict[str, JsonValue] = {
-            key: seat.settings[key] for key in ENDPOINT_SETTINGS if key in seat.settings
-        }
-        return _ResponsesOf(
-            ChatTransport(base.model_copy(update={"model": seat.model, **endpoint}))
-        )
-
-    return build
-
-
-class _ResponsesOf:
-    """A judge needs the answer only; the waits stay in the transport's own records."""
-
-    def __init__(self, transport: ChatTransport) -> None:
-        self.transport = transport
-
-    def send(self, request: dict[str, JsonValue]) -> RecordedResponse:
-        return self.transport.send(request).response
-
-
 class SeatVerdict(Record):
     seat: str
-    score: int
+    score: int | None
+    """``None`` only when the call was refused before it was sent."""
     parsed: bool
-    """False when the answer was unparsable and scored the midpoint."""
+    """False when the answer was unparsable and scored the midpoint (or the call was refused)."""
     reason: str
     cached: bool = False
+    refused: str | None = None
+    """The budget code that refused this seat's call; it then gave no score."""
 
 
 class Judgment(Record):
@@ -101,11 +80,17 @@ class Judgment(Record):
     unanimous: bool
     passed: bool | None
     unparsable: int
+    refused: int = 0
+    """Seats whose call the budget refused: they did not vote."""
+
+    @property
+    def scores(self) -> list[int]:
+        return [verdict.score for verdict in self.verdicts if verdict.score is not None]
 
     @property
     def disagreement(self) -> int:
         """The spread of the seats' scores: 0 when they all agree."""
-        scores = [verdict.score for verdict in self.verdicts]
+        scores = self.scores
         return max(scores) - min(scores) if scores else 0
 
 
@@ -242,7 +227,7 @@ class Panel:
     def judge(self, case_id: str, content: JsonValue) -> Judgment:
         digest = content_digest(content)
         verdicts = tuple(self._seat_verdict(seat, content, digest) for seat in self.seats)
-        scores = [verdict.score for verdict in verdicts]
+        scores = [verdict.score for verdict in verdicts if verdict.score is not None]
         majority = majority_vote(scores)
         rubric = self.rubric_file.rubric
         return Judgment(
@@ -255,7 +240,8 @@ class Panel:
             majority=majority,
             unanimous=len(set(scores)) <= 1,
             passed=None if majority is None else majority >= rubric.pass_at,
-            unparsable=sum(1 for verdict in verdicts if not verdict.parsed),
+            unparsable=sum(1 for v in verdicts if not v.parsed and v.refused is None),
+            refused=sum(1 for verdict in verdicts if verdict.refused is not None),
         )
 
     def _seat_verdict(self, seat: Seat, content: JsonValue, digest: str) -> SeatVerdict:
@@ -267,7 +253,16 @@ class Panel:
         sender = self._built.get(seat.seat_id)
         if sender is None:
             sender = self._built[seat.seat_id] = self._senders(seat)
-        response = sender.send(judge_request(self.rubric_file, seat, content))
+        try:
+            response = sender.send(judge_request(self.rubric_file, seat, content))
+        except BudgetRefused as refusal:
+            return SeatVerdict(
+                seat=seat.seat_id,
+                score=None,
+                parsed=False,
+                reason=refusal.render(),
+                refused=refusal.code,
+            )
         score, parsed, reason = parse_verdict(response, self.rubric_file)
         verdict = SeatVerdict(seat=seat.seat_id, score=score, parsed=parsed, reason=reason)
         if self._cache is not None:

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 
 from pytest_agentbench import __version__
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
+from pytest_agentbench.judging.summary import JudgedSummary
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 from pytest_agentbench.run.output_caps import TruncatedReceipt
@@ -49,7 +50,8 @@ class RunReport(Record):
     # all optional, so a version 1 report still reads (without them), and so does a
     # version 2 report written before the trials and comparison fields existed.
     # Version 3 adds the run's ``model_run`` (provenance of the chat model behind it),
-    # a case's ``exclusion`` and ``model_calls`` and the ``excluded`` outcome.
+    # a case's ``exclusion`` and ``model_calls`` and the ``excluded`` outcome; later,
+    # the optional ``judged`` (a version 3 report without it still reads).
     schema_version: Literal[
         "agentbench-run-report/1", "agentbench-run-report/2", "agentbench-run-report/3"
     ] = "agentbench-run-report/3"
@@ -64,6 +66,9 @@ class RunReport(Record):
     model_run: RunProvenance | None = None
     """The chat model behind the run, its settings, pricing and traffic; ``None`` when no
     model is configured."""
+    judged: JudgedSummary | None = None
+    """Judged diagnostics (``--agentbench-judge-cache``), added once the report is judged:
+    beside the outcomes, metrics and gates, which never read them; ``None`` when not judged."""
 
 
 def git_commit(directory: Path) -> str | None:
@@ -183,6 +188,19 @@ def write_report(
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as out:
         stream_report(out, summary, store, durations, **identity)
+
+
+def add_judged(path: Path, judged: JudgedSummary) -> None:
+    """Give the report at ``path`` its ``judged`` member; every other byte's meaning is kept.
+
+    The report is canonical JSON, so re-encoding the document with the member
+    added writes what the report would have been had it been judged first.
+    """
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["judged"] = judged.model_dump(mode="json")
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(canonical_json(document) + "\n", encoding="utf-8")
+    temporary.replace(path)
 
 
 def report_document(

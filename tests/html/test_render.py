@@ -302,3 +302,81 @@ def test_a_case_names_its_episode_artefact_in_its_detail() -> None:
     assert cases[3]["artifact"] == {"file": "alpha/c3.artifact.json", "digest": "a" * 64}
     assert "artifact" not in cases[2]
     assert '"episode artefact"' in page
+
+
+def test_judged_diagnostics_sit_apart_and_name_each_judges_calibration() -> None:
+    """A calibrated rubric shows its kappa, an unlabelled classifier ``uncalibrated``."""
+    calibrated = {
+        "rater": "answer-prose:majority",
+        "status": "calibrated",
+        "support": 4,
+        "categories": ["1", "2", "3", "4", "5"],
+        "confusion": [],
+        "kappa": 0.6,
+        "agreement": 0.75,
+    }
+    unlabelled = {
+        **calibrated,
+        "rater": "toolgrammar.behaviour:toolgrammar.behaviour",
+        "status": "uncalibrated",
+        "support": 0,
+        "kappa": None,
+    }
+    rubric = {
+        "name": "answer-prose",
+        "source": "demo-suite/rubrics/answer-prose.yaml",
+        "seats": ["local/alpha-judge", "local/beta-judge"],
+        "dropped": ["local/qwen-judge"],
+        "items": 4,
+        "passed": 3,
+        "split": 1,
+        "unparsable": 0,
+        "refused": 0,
+        "calibration": calibrated,
+        "seat_calibration": [
+            {**calibrated, "rater": "answer-prose:local/alpha-judge", "kappa": 0.25},
+            {**unlabelled, "rater": "answer-prose:local/beta-judge"},
+        ],
+        "traffic": None,
+        "gate": "judged:answer-prose: pass rate 0.750 vs >= 0.5 (PASS; judge kappa 0.600)",
+    }
+    document = sample.report(sample.suite("alpha", 3))
+    assert 'id="judged"' not in render_html(document)
+    document["judged"] = {
+        "role": "diagnostic",
+        "judgments": "run.judgments.json",
+        "rubrics": [rubric],
+        "classifiers": [{"name": "toolgrammar.behaviour", "labels": 3, "calibration": unlabelled}],
+        "cases": [
+            {
+                "suite_id": "alpha",
+                "case_id": case,
+                "rubric": "answer-prose",
+                "majority": 4,
+                "passed": True,
+                "disagreement": spread,
+                "scores": {"local/alpha-judge": 4, "local/beta-judge": 4 + spread},
+                "unparsable": 0,
+                "refused": 0,
+            }
+            for case, spread in (("calm", 0), ("split", 1))
+        ],
+    }
+    page = render_html(document)
+    section = page.split('<section class="judged" id="judged">')[1].split("</section>")[0]
+    assert "they decide no outcome, metric or gate" in section
+    assert '<td class="judge-calibrated">kappa 0.600 on 4 labels</td>' in section
+    assert '<td class="judge-uncalibrated">uncalibrated (no human labels)</td>' in section
+    assert '<td class="num">3/4</td>' in section
+    assert (
+        '<code>local/alpha-judge</code> <span class="judge-calibrated">kappa 0.250 on 4 labels'
+        "</span>, <code>local/beta-judge</code> "
+        '<span class="judge-uncalibrated">uncalibrated (no human labels)</span>'
+    ) in section
+    assert "dropped (family of the model under test): <code>local/qwen-judge</code>" in section
+    assert "<em>all from the judge cache</em>" in section
+    assert "(PASS; judge kappa 0.600)" in section
+    # Each judged case beside its seats' scores, disagreements first.
+    assert section.index("<code>alpha/split</code>") < section.index("<code>alpha/calm</code>")
+    # The suites' own gates table is not where a judged number goes.
+    assert page.index('id="judged"') > page.rindex('aria-label="gates"')

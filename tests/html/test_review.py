@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import RecordedResponse
 from pytest_agentbench.cli.main import main
 from pytest_agentbench.cli.review import serving
@@ -32,7 +33,7 @@ SCORES = {"alpha-judge": {"c1": 5, "c2": 4}, "beta-judge": {"c1": 5, "c2": 2}}
 
 
 class Fixed:
-    """A seat answering a fixed score per case; gamma always says 4."""
+    """A seat answering a fixed score per case; gamma says 4, its call on c1 refused by budget."""
 
     def __init__(self, seat: Seat) -> None:
         self.model = seat.model
@@ -40,13 +41,15 @@ class Fixed:
     def send(self, request: dict[str, JsonValue]) -> RecordedResponse:
         prompt = str(request["messages"][1]["content"])  # type: ignore[index, call-overload]
         case = "c1" if '"case":"c1"' in prompt else "c2"
+        if (self.model, case) == ("gamma-judge", "c1"):
+            raise BudgetRefused("budget_exceeded_calls", "no call left")
         score = SCORES.get(self.model, {}).get(case, 4)
         return completion(json.dumps({"score": score, "reason": f"{self.model} on {case}"}))
 
 
 @pytest.fixture
 def report(tmp_path: Path) -> Path:
-    """A judged report: c2 split (4, 2, 4), c1 nearly unanimous (5, 5, 4) — c2 comes first."""
+    """A judged report: c2 split (4, 2, 4), c1 unanimous (5, 5, one refused) — c2 comes first."""
     rubric_path = tmp_path / "rubric.yaml"
     rubric_path.write_text(RUBRIC % "gamma-judge", encoding="utf-8")
     rubric_file = load_rubric(rubric_path)
@@ -143,7 +146,13 @@ def test_label_with_keys_save_and_reload(browser: Browser, report: Path) -> None
             "[...document.querySelectorAll('.verdict')].map(p => p.textContent)"
         )
         assert seats[1].startswith("local/beta-judge: 2")
-        for key in ("2", "j", "5", "s"):
+        for key in ("2", "j"):
+            press(browser, key)
+        seats = browser.evaluate(
+            "[...document.querySelectorAll('.verdict')].map(p => p.textContent)"
+        )
+        assert seats[2].startswith("local/gamma-judge: no vote (refused: budget_exceeded_calls)")
+        for key in ("5", "s"):
             press(browser, key)
         browser.evaluate(
             "new Promise(r => { const t = setInterval(() => { if (document.getElementById"

@@ -46,6 +46,7 @@ table.grid td.st-fail,table.grid td.agg-fail{background:#ffebe9}
 table.grid td.st-missing{background:#fff8c5}
 td.outcome{font-size:12px}.oc-failed,.oc-error{color:var(--fail);font-weight:600}
 .verdict-pass{color:var(--pass);font-weight:600}.verdict-neutral{color:var(--muted)}.verdict-fail{color:var(--fail);font-weight:700}
+section.judged .judge-uncalibrated{color:var(--muted);font-style:italic}
 details.group{margin:6px 0;border:1px solid var(--line);padding:4px 8px}
 details.group>summary{cursor:pointer;font-weight:600}
 .case-detail{border:1px solid var(--line);background:var(--panel);padding:8px 12px;margin:10px 0}

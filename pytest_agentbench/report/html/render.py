@@ -15,6 +15,7 @@ from pytest_agentbench.report.html import read
 from pytest_agentbench.report.html.assets import CSS, SCRIPT
 from pytest_agentbench.report.html.comparison import comparison_section
 from pytest_agentbench.report.html.grid import grid_section
+from pytest_agentbench.report.html.judged import judged_section
 from pytest_agentbench.report.html.svg import (
     BarSegment,
     DotRow,
@@ -407,6 +408,8 @@ def _run_header(report: read.Doc, suites: Sequence[read.Doc]) -> str:
     )
     if read.mapping(report, "comparison"):
         toc += '<a href="#comparison">comparison with the baseline</a>'
+    if read.mapping(report, "judged"):
+        toc += '<a href="#judged">judged diagnostics</a>'
     summary = _facts(
         [
             ("exit status", "unknown" if status is None else str(status)),
@@ -442,6 +445,6 @@ def render_html(report: read.Doc) -> str:
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         f"<title>agentbench run report</title><style>{CSS}</style></head><body>"
         + _run_header(report, suites)
-        + f"<main>{body}{comparison_section(report, suites)}</main>"
+        + f"<main>{body}{comparison_section(report, suites)}{judged_section(report)}</main>"
         + f"<script>{SCRIPT}</script></body></html>\n"
     )
