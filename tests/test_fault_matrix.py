@@ -905,7 +905,9 @@ def pytest_unconfigure(config):
         out.write(str(_peak_kib()))
 """
 
-ELEVEN = {f"c{index}": f"{index}+1" for index in range(1, 12)}
+SIX = {f"c{index}": f"{index}+1" for index in range(1, 7)}
+"""Six ten-megabyte outputs: kept whole, as the issue found them, they would take a process
+well past the peak allowed below (it measured 880 MB for eleven)."""
 
 
 def _receipt_digest(case_id: str, essay: str) -> str:
@@ -917,11 +919,14 @@ def _receipt_digest(case_id: str, essay: str) -> str:
     return receipt.digest
 
 
+# Without xdist and under -n 2: -n 0 is the serial path again, and each run here grows and
+# hashes sixty megabytes.
+@pytest.mark.parametrize("xdist_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
 def test_ten_megabyte_outputs_are_kept_short_everywhere(
     demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     demo.makeconftest(LOUD_WORLD)
-    write_demo_suite(demo.path, questions=ELEVEN, world="loud")
+    write_demo_suite(demo.path, questions=SIX, world="loud")
     path, junit = demo.path / "run.json", demo.path / "junit.xml"
     result = demo.runpytest_subprocess(
         f"--agentbench-report={path}",
@@ -931,7 +936,7 @@ def test_ten_megabyte_outputs_are_kept_short_everywhere(
         *xdist_args,
         timeout=OUTER_LIMIT,
     )
-    result.assert_outcomes(passed=10, failed=1)
+    result.assert_outcomes(passed=5, failed=1)
     cases = cases_of(suite_of(report_of(path), "demo-suite"))
     (essay,) = [check for check in cases["c2"]["checks"] if check["name"] == "essay"]
     whole = 10_000_002  # the essay's canonical JSON: the string and its quotes
@@ -943,7 +948,7 @@ def test_ten_megabyte_outputs_are_kept_short_everywhere(
     assert receipt["digest"] == _receipt_digest("c5", "x" * 10_000_000)
     assert receipt["truncated"]["limit"] == 65_536
     assert receipt["truncated"]["bytes"] > 10_000_000
-    assert path.stat().st_size < 11 * 3 * 70_000
+    assert path.stat().st_size < len(SIX) * 3 * 70_000
     assert junit.stat().st_size < 100_000
     assert len(result.stdout.str()) < 100_000
     peaks = [int(rss.read_text()) for rss in demo.path.glob("rss-*.txt")]
