@@ -219,19 +219,7 @@ def judge_calibrations(
         for rater in (MAJORITY, *entry.seats)
     ]
     raters += [rater_name(spec.name, spec.name) for spec in document.classifiers]
-    return tuple(
-        calibrations.get(rater)
-        or Calibration(
-            rater=rater,
-            status=UNCALIBRATED,
-            support=0,
-            categories=(),
-            confusion=(),
-            kappa=None,
-            agreement=None,
-        )
-        for rater in raters
-    )
+    return tuple(calibrations.get(rater) or Calibration.uncalibrated(rater) for rater in raters)
 
 
 def _status(calibrations: dict[str, Calibration], subject: str, rater: str) -> str:

@@ -24,7 +24,7 @@ from pytest_agentbench.judging.summary import (
     JudgedSummary,
     JudgeTraffic,
 )
-from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration
+from pytest_agentbench.scoring.kappa import Calibration
 from pytest_agentbench.sdk.canonical import JsonValue, read_json
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
@@ -203,15 +203,7 @@ def rater_calibration(document: JudgmentsDocument, subject: str, rater: str) -> 
     for calibration in document.calibration:
         if calibration.rater == name:
             return calibration
-    return Calibration(
-        rater=name,
-        status=UNCALIBRATED,
-        support=0,
-        categories=(),
-        confusion=(),
-        kappa=None,
-        agreement=None,
-    )
+    return Calibration.uncalibrated(name)
 
 
 def judged_summary(

@@ -30,6 +30,19 @@ class Calibration(Record):
     kappa: float | None
     agreement: float | None
 
+    @classmethod
+    def uncalibrated(cls, rater: str) -> Calibration:
+        """A rater no human label is known for."""
+        return cls(
+            rater=rater,
+            status=UNCALIBRATED,
+            support=0,
+            categories=(),
+            confusion=(),
+            kappa=None,
+            agreement=None,
+        )
+
     def describe(self) -> str:
         if self.status == UNCALIBRATED:
             return f"{self.rater}: {UNCALIBRATED} (no human labels)"
