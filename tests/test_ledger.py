@@ -24,7 +24,7 @@ from pytest_agentbench.ledger import (
     read_ledger,
 )
 from pytest_agentbench.ledger.rows import encode_row, row_digest
-from pytest_agentbench.ledger.writer import open_no_follow
+from pytest_agentbench.ledger.writer import open_no_follow, write_new_file
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 LEDGER_CODES = {
@@ -207,6 +207,23 @@ def test_a_failed_row_is_truncated_back_and_poisons_the_writer(
     reading = read_ledger(path)
     assert (reading.status, len(reading.rows), reading.digest) == ("incomplete", 2, None)
     assert refusal(path) == "ledger_incomplete"
+
+
+def test_a_new_file_is_written_once_and_every_refusal_carries_the_callers_code(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "made" / "here.json"
+    write_new_file(path, b"{}\n", "artifact_write_failed")
+    assert path.read_bytes() == b"{}\n"
+    with pytest.raises(AgentbenchError) as again:
+        write_new_file(path, b"[]\n", "episode_write_failed")
+    assert (again.value.code, again.value.location.file) == ("episode_write_failed", str(path))
+    assert path.read_bytes() == b"{}\n"
+    (tmp_path / "link").symlink_to(tmp_path / "made")
+    with pytest.raises(AgentbenchError) as linked:
+        write_new_file(tmp_path / "link" / "other.json", b"{}", "artifact_write_failed")
+    assert linked.value.code == "artifact_write_failed"
+    assert not (tmp_path / "made" / "other.json").exists()
 
 
 def test_no_symbolic_link_is_followed_in_any_component(tmp_path: Path) -> None:

@@ -76,6 +76,24 @@ def open_no_follow(path: Path) -> int:
         os.close(fd)
 
 
+def write_new_file(path: Path, data: bytes, code: str) -> None:
+    """``data`` as a new file at ``path``, created as a ledger is (no link followed on the way,
+    never an existing file overwritten) and synced; any failure is the AgentbenchError ``code``."""
+    try:
+        fd = open_no_follow(path)
+    except AgentbenchError as exc:
+        raise AgentbenchError(code, exc.reason, file=str(path)) from None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise AgentbenchError(code, str(exc.strerror or exc), file=str(path)) from None
+    finally:
+        os.close(fd)
+
+
 class LedgerWriter:
     """Opened before the adapter's first call; one header, call rows, one terminal row."""
 

@@ -13,7 +13,6 @@ the record would have been built.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.ledger.binding import derive_provider_execution
 from pytest_agentbench.ledger.rows import CallPayload, HeaderPayload
-from pytest_agentbench.ledger.writer import open_no_follow
+from pytest_agentbench.ledger.writer import write_new_file
 from pytest_agentbench.run.case_ledger import file_part
 from pytest_agentbench.scoring.trials import item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
@@ -163,30 +162,11 @@ def write_episode_artifact(
     if document is None:
         return None
     data = (canonical_json(document) + "\n").encode("utf-8")
-    _write_new(path, data)
+    write_new_file(path, data, "artifact_write_failed")
     return {
         "file": path.relative_to(folder).as_posix(),
         "digest_sha256": sha256_hex(data),
     }
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    """Created without following a link and never overwritten, like the case's ledger."""
-    try:
-        fd = open_no_follow(path)
-    except AgentbenchError as exc:
-        raise AgentbenchError("artifact_write_failed", exc.reason, file=str(path)) from None
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except OSError as exc:
-        raise AgentbenchError(
-            "artifact_write_failed", str(exc.strerror or exc), file=str(path)
-        ) from None
-    finally:
-        os.close(fd)
 
 
 def model_run_of_case(model_calls: Any) -> bool:

@@ -108,6 +108,7 @@ _EXPORTS: dict[str, str] = {
     "LedgerWriter": "pytest_agentbench.ledger",
     "ReportsUsage": "pytest_agentbench.ledger",
     "open_no_follow": "pytest_agentbench.ledger.writer",
+    "write_new_file": "pytest_agentbench.ledger.writer",
     "LEDGER_VERSION": "pytest_agentbench.ledger",
     "audit_ledger": "pytest_agentbench.ledger",
     "derive_provider_execution": "pytest_agentbench.ledger.binding",
@@ -233,6 +234,7 @@ __all__ = [
     "solve_with_session",
     "tree_files",
     "undecodable_line",
+    "write_new_file",
 ]
 
 
@@ -260,7 +262,7 @@ if TYPE_CHECKING:
         audit_ledger,
     )
     from pytest_agentbench.ledger.binding import derive_provider_execution
-    from pytest_agentbench.ledger.writer import open_no_follow
+    from pytest_agentbench.ledger.writer import open_no_follow, write_new_file
     from pytest_agentbench.run.controls import ControlManifest, ControlSpec
     from pytest_agentbench.run.controls_oracle import ControlOracle, OracleIdentity
     from pytest_agentbench.run.packaged import data_root, packaged_suite_roots

@@ -11,7 +11,6 @@ sequence or result vector.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +26,8 @@ from pytest_agentbench.sdk import (
     ReportsUsage,
     canonical_bytes,
     canonical_json,
-    open_no_follow,
     sha256_hex,
+    write_new_file,
 )
 from pytest_agentbench.worlds.operations.episode import (
     ENGINE_VERSION,
@@ -128,24 +127,10 @@ def record_episode(
     digest = writer.finish("scored")
     episode["execution_ledger"] = {"file": ledger_path.name, "digest_sha256": digest}
     episode_path = out / f"{scenario_id}{EPISODE_SUFFIX}"
-    _write_beside(episode_path, (canonical_json(episode) + "\n").encode("utf-8"))
+    write_new_file(
+        episode_path, (canonical_json(episode) + "\n").encode("utf-8"), "episode_write_failed"
+    )
     return Recorded(episode=episode_path, ledger=ledger_path, ledger_digest=digest)
-
-
-def _write_beside(path: Path, data: bytes) -> None:
-    """The episode record, created as carefully as its ledger (no links, never overwritten)."""
-    fd = open_no_follow(path)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except OSError as exc:
-        raise AgentbenchError(
-            "episode_write_failed", str(exc.strerror or exc), file=str(path)
-        ) from None
-    finally:
-        os.close(fd)
 
 
 def replay_episode(loaded: LoadedSpec, episode: Mapping[str, Any], display: str) -> list[str]:
