@@ -12,8 +12,9 @@ variant or to how the state was reached.
 
 Our addition to the original's format: a decision point may declare its
 ``separations``, the agents the set must admit and the ones it must refuse with
-a named reason (ours all do; the original's carry none). The gate (:func:`check_separations`) runs every pair on the same
-frozen observation and fails by name when a pair does not separate as declared.
+a named reason (ours all do; the original's carry none). The gate
+(:func:`check_separations`) runs every pair on the same frozen observation and
+fails by name when a pair does not separate as declared.
 The original grades a reference vector only.
 """
 
