@@ -10,10 +10,11 @@ returned outcome against the point's closed admissible set. The driver's own
 decision is discarded, so the grade belongs to the decision and not to the
 variant or to how the state was reached.
 
-Our addition to the original's format: each decision point declares its
+Our addition to the original's format: a decision point may declare its
 ``separations``, the agents the set must admit and the ones it must refuse with
-a named reason. The gate (:func:`check_separations`) runs every pair on the same
-frozen observation and fails by name when a pair does not separate as declared.
+a named reason (ours all do; the original's carry none). The gate
+(:func:`check_separations`) runs every pair on the same frozen observation and
+fails by name when a pair does not separate as declared.
 The original grades a reference vector only.
 """
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import Field, PositiveInt, StrictBool, StrictInt, StrictStr, ValidationError
 
 from pytest_agentbench.sdk import (
     AgentbenchError,
@@ -77,6 +78,14 @@ ConstraintKind = Literal[
 ]
 RECORD_KEY = "id"
 """A bound record's own key, readable as a field (records do not store their id)."""
+EvidenceClass = Literal["authoritative_record", "operation_record", "actor_assertion"]
+EVIDENCE_CITABILITY: Mapping[str, bool] = {
+    "authoritative_record": True,
+    "operation_record": True,
+    "actor_assertion": False,
+}
+"""Whether evidence of each class may back an action (the original's rule: a claim may not)."""
+Text = Annotated[StrictStr, Field(min_length=1)]
 
 
 # --------------------------------------------------------------------- format
@@ -146,13 +155,35 @@ class Separations(Record):
     refused: tuple[RefusedAgent, ...] = Field(min_length=1)
 
 
+class ObservableFact(Record):
+    """A fact handle the decision may rest on (carried, not graded)."""
+
+    fact_id: Text
+    path: Text
+    evidence_class: Text
+    note: Text
+
+
+class EvidenceProvenance(Record):
+    """Where citable evidence at this point comes from, and who could produce it."""
+
+    collection: Text
+    evidence_class: EvidenceClass
+    citable_as_evidence: StrictBool
+    produced_by_actor: Text
+    produced_by_authority: Text
+    note: Text
+
+
 class DecisionPoint(Record):
     decision_point_id: StrictStr
     scenario_id: StrictStr
     label: StrictStr
     state_predicate: StatePredicate
+    observable_facts: tuple[ObservableFact, ...] = ()
+    evidence_provenance: tuple[EvidenceProvenance, ...] = ()
     admissible_outcomes: tuple[AdmissibleOutcome, ...] = Field(min_length=1)
-    separations: Separations
+    separations: Separations | None = None
 
 
 class Denominator(Record):
@@ -169,9 +200,26 @@ class Provenance(Record):
     independent_review: None = None
 
 
+class ActionSchema(Record):
+    required: dict[StrictStr, StrictStr]
+    optional: dict[StrictStr, StrictStr]
+
+
 class MatchedSurface(Record):
+    """The surface the control claims to offer.
+
+    The original also declares its observation projection, read catalogue,
+    read budget (batches per invocation, requests per batch) and action payload
+    contracts; they are read and carried. Our check holds the read requirements
+    and the outcome vocabulary against the pack.
+    """
+
+    observation_projection_fields: tuple[StrictStr, ...] | None = None
+    retrieval_catalogue: tuple[StrictStr, ...] | None = None
+    retrieval_batch_budget: tuple[PositiveInt, PositiveInt] | None = None
     action_read_requirements: tuple[StrictStr, ...]
     outcome_kinds: tuple[StrictStr, ...]
+    action_schemas: dict[StrictStr, ActionSchema] | None = None
 
 
 class MatchedDecisionPoints(Record):
@@ -284,9 +332,44 @@ class _Checker:
                     field=f"{where}.scenario_id",
                 )
             bound = self.check_predicate(point.state_predicate, f"{where}.state_predicate")
+            self.check_facts(point.observable_facts, f"{where}.observable_facts")
+            self.check_evidence(point.evidence_provenance, f"{where}.evidence_provenance")
             for number, outcome in enumerate(point.admissible_outcomes):
                 self.check_outcome(outcome, bound, f"{where}.admissible_outcomes[{number}]")
-            self.check_separations(point.separations, f"{where}.separations")
+            if point.separations is not None:
+                self.check_separations(point.separations, f"{where}.separations")
+
+    def check_facts(self, facts: Sequence[ObservableFact], where: str) -> None:
+        seen: set[str] = set()
+        for index, fact in enumerate(facts):
+            if fact.fact_id in seen:
+                raise AgentbenchError(
+                    "duplicate_observable_fact",
+                    f"{fact.fact_id!r} is declared twice at this decision point",
+                    file=self.display,
+                    field=f"{where}[{index}].fact_id",
+                )
+            seen.add(fact.fact_id)
+
+    def check_evidence(self, entries: Sequence[EvidenceProvenance], where: str) -> None:
+        for index, entry in enumerate(entries):
+            at = f"{where}[{index}]"
+            citable = EVIDENCE_CITABILITY[entry.evidence_class]
+            if entry.citable_as_evidence != citable:
+                raise AgentbenchError(
+                    "evidence_citability_mismatch",
+                    f"{entry.evidence_class} evidence is "
+                    f"{'citable' if citable else 'never citable'}; the entry says otherwise",
+                    file=self.display,
+                    field=f"{at}.citable_as_evidence",
+                )
+            if entry.collection not in self.collections:
+                raise AgentbenchError(
+                    "unknown_decision_point_path",
+                    f"the observable state has no collection {entry.collection!r}",
+                    file=self.display,
+                    field=f"{at}.collection",
+                )
 
     def check_separations(self, declared: Separations, where: str) -> None:
         known = {agent.agent_id for agent in self.pack.negative_agents()} | {REFERENCE}
@@ -853,6 +936,8 @@ def separations(spec: LoadedSpec, control: MatchedDecisionPoints) -> list[Separa
         points = control.for_scenario(scenario_id)
         encounters = reach(spec, scenario_id, points)
         for point in points:
+            if point.separations is None:
+                continue
             encounter = encounters[point.decision_point_id]
             expectations = [(agent, ADMISSIBLE) for agent in point.separations.admitted] + [
                 (refused.agent_id, refused.reason_code) for refused in point.separations.refused

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from pytest_agentbench.sdk import AgentbenchError
 from pytest_agentbench.sdk.canonical import InputLimits, set_input_limits
@@ -93,6 +94,61 @@ def _drop(path: str) -> Mutation:
         for part in parents:
             node = node[int(part)] if isinstance(node, list) else node[part]
         del node[last]
+
+    return mutate
+
+
+# Our own entries in the original's per-point and surface layout (carried, not graded).
+FACTS = [
+    {
+        "fact_id": "quote_amount",
+        "path": "state.quotes.*.amount_minor",
+        "evidence_class": "operation_record",
+        "note": "What the repair would cost, in pence.",
+    },
+    {
+        "fact_id": "threshold",
+        "path": "policy.approval_threshold_minor",
+        "evidence_class": "policy",
+        "note": "Above this a person decides.",
+    },
+]
+EVIDENCE = [
+    {
+        "collection": "quotes",
+        "evidence_class": "operation_record",
+        "citable_as_evidence": True,
+        "produced_by_actor": "contractor",
+        "produced_by_authority": "submit_quote",
+        "note": "The quote as the contractor sent it.",
+    },
+    {
+        "collection": "communications",
+        "evidence_class": "actor_assertion",
+        "citable_as_evidence": False,
+        "produced_by_actor": "tenant",
+        "produced_by_authority": "send_message",
+        "note": "What the tenant says about the leak: a claim.",
+    },
+]
+SURFACE_EXTRAS = {
+    "observation_projection_fields": ["minute", "task", "records"],
+    "retrieval_catalogue": ["retrieve:operation_store:system_of_record"],
+    "retrieval_batch_budget": [3, 5],
+    "action_schemas": {"request_approval": {"required": {"quote_id": "string"}, "optional": {}}},
+}
+
+
+def _with_evidence(doc: dict[str, Any]) -> None:
+    _point(doc)["observable_facts"] = copy.deepcopy(FACTS)
+    _point(doc)["evidence_provenance"] = copy.deepcopy(EVIDENCE)
+    doc["matched_surface"].update(copy.deepcopy(SURFACE_EXTRAS))
+
+
+def _then(*mutations: Mutation) -> Mutation:
+    def mutate(doc: dict[str, Any]) -> None:
+        for mutation in mutations:
+            mutation(doc)
 
     return mutate
 
@@ -257,6 +313,72 @@ REFUSALS: list[tuple[str, Mutation, str, str]] = [
         "decision_points[0].separations",
     ),
     (
+        "fact without a note",
+        _then(_with_evidence, _drop(f"{P}.observable_facts.0.note")),
+        "missing_field",
+        "decision_points[0].observable_facts[0].note",
+    ),
+    (
+        "fact with an empty id",
+        _then(_with_evidence, _set(f"{P}.observable_facts.0.fact_id", "")),
+        "invalid_field",
+        "decision_points[0].observable_facts[0].fact_id",
+    ),
+    (
+        "fact declared twice",
+        _then(_with_evidence, _set(f"{P}.observable_facts.1.fact_id", "quote_amount")),
+        "duplicate_observable_fact",
+        "decision_points[0].observable_facts[1].fact_id",
+    ),
+    (
+        "fact with an unknown key",
+        _then(_with_evidence, _set(f"{P}.observable_facts.0.weight", 2)),
+        "unknown_field",
+        "decision_points[0].observable_facts[0].weight",
+    ),
+    (
+        "evidence of an unknown class",
+        _then(_with_evidence, _set(f"{P}.evidence_provenance.0.evidence_class", "rumour")),
+        "invalid_field",
+        "decision_points[0].evidence_provenance[0].evidence_class",
+    ),
+    (
+        "a claim called citable",
+        _then(_with_evidence, _set(f"{P}.evidence_provenance.1.citable_as_evidence", True)),
+        "evidence_citability_mismatch",
+        "decision_points[0].evidence_provenance[1].citable_as_evidence",
+    ),
+    (
+        "citability as a word",
+        _then(_with_evidence, _set(f"{P}.evidence_provenance.0.citable_as_evidence", "yes")),
+        "invalid_field",
+        "decision_points[0].evidence_provenance[0].citable_as_evidence",
+    ),
+    (
+        "evidence from an unknown collection",
+        _then(_with_evidence, _set(f"{P}.evidence_provenance.0.collection", "estimates")),
+        "unknown_decision_point_path",
+        "decision_points[0].evidence_provenance[0].collection",
+    ),
+    (
+        "evidence without its actor",
+        _then(_with_evidence, _drop(f"{P}.evidence_provenance.0.produced_by_actor")),
+        "missing_field",
+        "decision_points[0].evidence_provenance[0].produced_by_actor",
+    ),
+    (
+        "read budget of zero batches",
+        _then(_with_evidence, _set("matched_surface.retrieval_batch_budget", [0, 5])),
+        "invalid_field",
+        "matched_surface.retrieval_batch_budget[0]",
+    ),
+    (
+        "action schema with an unknown key",
+        _then(_with_evidence, _set("matched_surface.action_schemas.request_approval.extra", {})),
+        "unknown_field",
+        "matched_surface.action_schemas.request_approval.extra",
+    ),
+    (
         "unknown reason code",
         _set(f"{P}.separations.refused.0.reason_code", "WRONG"),
         "invalid_field",
@@ -279,6 +401,37 @@ def test_every_bad_control_is_refused_by_code_file_and_field(
     assert refused.value.code == code
     assert refused.value.location.file == "control.yaml"
     assert refused.value.location.field == field
+
+
+def test_the_originals_evidence_blocks_read_and_are_carried(
+    tmp_path: Path, maintenance: LoadedSpec
+) -> None:
+    document = _document()
+    _with_evidence(document)
+    del _point(document, 1)["separations"]
+    control = _load(tmp_path, maintenance, document).control
+    first, second = control.decision_points[0], control.decision_points[1]
+    assert [fact.fact_id for fact in first.observable_facts] == ["quote_amount", "threshold"]
+    assert first.observable_facts[1].evidence_class == "policy"
+    assert [(e.collection, e.citable_as_evidence) for e in first.evidence_provenance] == [
+        ("quotes", True),
+        ("communications", False),
+    ]
+    assert first.evidence_provenance[1].produced_by_actor == "tenant"
+    surface = control.matched_surface
+    assert surface.retrieval_batch_budget == (3, 5)
+    assert surface.retrieval_catalogue == ("retrieve:operation_store:system_of_record",)
+    assert surface.observation_projection_fields == ("minute", "task", "records")
+    assert surface.action_schemas is not None
+    assert dict(surface.action_schemas["request_approval"].required) == {"quote_id": "string"}
+    # The original declares no separations; a point without them reads and has no pairs.
+    assert (second.separations, second.observable_facts, second.evidence_provenance) == (
+        None,
+        (),
+        (),
+    )
+    with pytest.raises(ValidationError):
+        first.observable_facts[0].__setattr__("note", "changed")
 
 
 def test_unreadable_controls_are_refused_by_the_bounded_readers(
