@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -263,7 +264,27 @@ def namespace_available() -> str | None:
     return None
 
 
-class IsolatedAdapters:
+class ServesAdapters(ABC):
+    """What one isolated process and a pool of them both give the session: a stand-in per
+    adapter, and an xdist worker's adapter spec loaded on its first case."""
+
+    @abstractmethod
+    def remote(self, adapter: Any) -> RemoteAdapter: ...
+
+    def pending(self, spec: str, kinds: Sequence[KindProtocols]) -> PendingAdapter:
+        return PendingAdapter(spec, tuple(kinds))
+
+    def ready(self, adapter: Any) -> Any:
+        """``adapter`` as a test may use it: an xdist worker's pending spec is loaded now."""
+        if not isinstance(adapter, PendingAdapter):
+            return adapter
+        try:
+            return self.remote(adapter)
+        except AgentbenchError as exc:
+            pytest.fail(exc.render(), pytrace=False)
+
+
+class IsolatedAdapters(ServesAdapters):
     """The adapter process of this pytest process and the adapters loaded into it."""
 
     def __init__(
@@ -494,18 +515,6 @@ class IsolatedAdapters:
             "adapter_build": f"building adapter {spec!r} failed: {cause}",
         }.get(code, f"loading adapter {spec!r} failed: {cause}")
         return UsageError(code, reason, field="--agentbench-adapter")
-
-    def pending(self, spec: str, kinds: Sequence[KindProtocols]) -> PendingAdapter:
-        return PendingAdapter(spec, tuple(kinds))
-
-    def ready(self, adapter: Any) -> Any:
-        """``adapter`` as a test may use it: an xdist worker's pending spec is loaded now."""
-        if not isinstance(adapter, PendingAdapter):
-            return adapter
-        try:
-            return self.remote(adapter)
-        except AgentbenchError as exc:
-            pytest.fail(exc.render(), pytrace=False)
 
     def remote(self, adapter: Any) -> RemoteAdapter:
         """The stand-in that runs ``adapter`` in the child, ready for a case's calls.

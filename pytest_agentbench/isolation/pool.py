@@ -31,12 +31,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-
-from pytest_agentbench.isolation.host import SHARED_VIEWS, IsolatedAdapters, SharedRecipes
+from pytest_agentbench.isolation.host import (
+    SHARED_VIEWS,
+    IsolatedAdapters,
+    ServesAdapters,
+    SharedRecipes,
+)
 from pytest_agentbench.isolation.proxy import PendingAdapter, RemoteAdapter
 from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import KindProtocols
 
 
@@ -49,7 +51,7 @@ class _Lease:
     deadline: float | None
 
 
-class IsolatedPool:
+class IsolatedPool(ServesAdapters):
     """``size`` isolated adapter hosts serving concurrent cases; see the module doc."""
 
     def __init__(self, size: int, timeout: float, **host_options: Any) -> None:
@@ -101,18 +103,6 @@ class IsolatedPool:
         """Load ``--agentbench-adapter`` in one child, refusing it as a lone host would."""
         with self._borrowed() as host:
             return self._bound(host.load_spec(spec, kinds))
-
-    def pending(self, spec: str, kinds: Sequence[KindProtocols]) -> PendingAdapter:
-        return PendingAdapter(spec, tuple(kinds))
-
-    def ready(self, adapter: Any) -> Any:
-        """``adapter`` as a test may use it: an xdist worker's pending spec is loaded now."""
-        if not isinstance(adapter, PendingAdapter):
-            return adapter
-        try:
-            return self.remote(adapter)
-        except AgentbenchError as exc:
-            pytest.fail(exc.render(), pytrace=False)
 
     def remote(self, adapter: Any) -> RemoteAdapter:
         """The stand-in that runs ``adapter`` in whichever child serves the case.
