@@ -6,6 +6,11 @@ outputs above 30, answers prose no parser accepts; ``qwen-judge`` always says 1.
 Any other model (the shipped sample panels) scores 3, 4 or 5 by a digest of the
 model and the prompt: deterministic, and sometimes split. Every answer reports
 100 prompt and 10 completion tokens.
+
+``peak`` is the most requests it held at once. With ``gather`` set, the first
+requests are held until that many are in flight together (a client that never
+sends them together is let go after ``GATHER_GIVE_UP`` seconds, and the peak
+shows it).
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections import Counter
 from typing import Any
 
 from tests.llm_server import ScriptedLLM, answer
 
+GATHER_GIVE_UP = 10.0
 CONTENT = re.compile(r"Content \(JSON\):\n(.*)\Z", re.DOTALL)
 
 
@@ -32,8 +39,24 @@ class ScriptedJudges(ScriptedLLM):
     def __init__(self) -> None:
         super().__init__()
         self.calls: Counter[str] = Counter()
+        self.gather = 0
+        self.peak = 0
+        self._in_flight = 0
+        self._moved = threading.Condition()
 
     def reply(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        with self._moved:
+            self._in_flight += 1
+            self.peak = max(self.peak, self._in_flight)
+            self._moved.notify_all()
+            self._moved.wait_for(lambda: self.peak >= self.gather, timeout=GATHER_GIVE_UP)
+        try:
+            return self._answer(body)
+        finally:
+            with self._moved:
+                self._in_flight -= 1
+
+    def _answer(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
         model = body["model"]
         with self._lock:
             self.calls[model] += 1

@@ -175,3 +175,64 @@ def test_a_pytest_run_judges_its_report_with_a_cache_serial_and_parallel_alike(
         1,
     )
     assert rubric["calibration"]["status"] == "uncalibrated"
+
+
+def test_judging_with_concurrency_writes_what_a_serial_judging_writes(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = demo_project(demo, QUESTIONS, ADAPTERS)
+    ran, _ = run_cases(project, "run.json", "--agentbench-adapter=my_adapters:Adds")
+    assert ran.ret == 0
+    rubric = project.path / "suites" / "demo-suite" / "rubrics" / "answer-prose.yaml"
+    rubric.parent.mkdir()
+    rubric.write_text(RUBRIC % "gamma-judge", encoding="utf-8")
+    monkeypatch.chdir(project.path)
+    for name in ("AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES", "AGENTBENCH_CASSETTE_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit):
+        main(["judge", "run.json", "--concurrency", "0"])
+    assert "not a whole number from 1 to 1024" in capsys.readouterr().err
+
+    written: dict[int, dict[str, bytes]] = {}
+    peaks: dict[int, int] = {}
+    for concurrency in (1, 4):
+        folder = project.path / f"at{concurrency}"
+        folder.mkdir()
+        (folder / "run.json").write_bytes((project.path / "run.json").read_bytes())
+        judges = ScriptedJudges()
+        # Held until two calls are in flight together: only a concurrent judging gets there.
+        judges.gather = 2 if concurrency > 1 else 0
+        with judges.serving() as base_url:
+            monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+            # Ten of the twelve seat calls fit the ceiling: c4's last two seats are refused.
+            code = main(
+                [
+                    "judge",
+                    f"at{concurrency}/run.json",
+                    "--judge-cache",
+                    f"at{concurrency}/cache",
+                    "--ledger",
+                    f"at{concurrency}/ledgers",
+                    "--into-report",
+                    "--max-calls",
+                    "10",
+                    "--concurrency",
+                    str(concurrency),
+                ]
+            )
+        assert code == 0, capsys.readouterr()
+        peaks[concurrency] = judges.peak
+        written[concurrency] = {
+            path.relative_to(folder).as_posix(): path.read_bytes()
+            for path in sorted(folder.rglob("*"))
+            if path.is_file()
+        }
+    assert peaks == {1: 1, 4: peaks[4]}
+    assert peaks[4] > 1
+    serial = written[1]
+    assert "ledgers/%judges/answer-prose.ndjson" in serial
+    assert sum(1 for name in serial if name.startswith("cache/")) == 10
+    judged = json.loads(serial["run.json"])["judged"]
+    assert (judged["rubrics"][0]["traffic"]["calls"], judged["rubrics"][0]["refused"]) == (10, 1)
+    # The judgments, labels, report (its `judged` member), cache and ledger, byte for byte.
+    assert written[4] == serial

@@ -42,6 +42,7 @@ from pytest_agentbench.judging.rubric import RubricFile, load_rubric, point
 from pytest_agentbench.judging.summary import JudgeTraffic
 from pytest_agentbench.report.json_report import RunReport, add_judged
 from pytest_agentbench.report.summary import SuiteSummary
+from pytest_agentbench.run.concurrency import parse_concurrency
 from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration, require_calibrated
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -90,8 +91,12 @@ def judge_report(
     meter: JudgeMeter,
     subject_model: str | None,
     cache: JudgeCache | None,
+    concurrency: int = 1,
 ) -> JudgmentsDocument:
     """Every rubric's panel over the report's cases, each seat call metered by ``meter``.
+
+    Up to ``concurrency`` seat calls of a panel are in flight at once; what is
+    judged and written is a serial judging's (see :meth:`Panel.judge_all`).
 
     The rubrics' entries carry no traffic yet: it is known once ``meter`` finishes.
     """
@@ -106,7 +111,13 @@ def judge_report(
             name = rubric_file.rubric.name
             seats, _ = rubric_file.seated(subject_model)
             metered = meter.for_rubric(name, rubric_file.digest(), seats)
-            panel = Panel(rubric_file, metered.senders(), subject_model=subject_model, cache=cache)
+            panel = Panel(
+                rubric_file,
+                metered.senders(),
+                subject_model=subject_model,
+                cache=cache,
+                concurrency=concurrency,
+            )
             rubrics.setdefault(
                 name,
                 RubricEntry(
@@ -143,7 +154,7 @@ def judge_report(
 
 
 def _judge_suite(suite: SuiteSummary, panel: Panel) -> list[JudgedItem]:
-    judged: list[JudgedItem] = []
+    judged: list[tuple[str, JsonValue]] = []
     for entry in suite.cases:
         result = entry.result
         if result.recorded is None or result.trial not in (None, 1):
@@ -154,15 +165,12 @@ def _judge_suite(suite: SuiteSummary, panel: Panel) -> list[JudgedItem]:
         if not found:
             continue
         content: JsonValue = {"suite": suite.id, "case": result.case_id, "output": judged_output}
-        judged.append(
-            JudgedItem(
-                suite_id=suite.id,
-                case_id=result.case_id,
-                content=content,
-                judgment=panel.judge(f"{suite.id}/{result.case_id}", content),
-            )
-        )
-    return judged
+        judged.append((result.case_id, content))
+    judgments = panel.judge_all([(f"{suite.id}/{case}", content) for case, content in judged])
+    return [
+        JudgedItem(suite_id=suite.id, case_id=case, content=content, judgment=judgment)
+        for (case, content), judgment in zip(judged, judgments, strict=True)
+    ]
 
 
 def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibration]) -> list[str]:
@@ -283,6 +291,7 @@ def judge_beside(
     ledger_dir: Path | None = None,
     refuse_gates: bool = True,
     into_report: bool = False,
+    concurrency: int = 1,
 ) -> tuple[list[str], dict[str, tuple[bool, str]], JudgmentsDocument]:
     """Judge the report at ``source``, write its judgments and labels beside it.
 
@@ -291,7 +300,9 @@ def judge_beside(
     each rubric's judge ledger there. With ``into_report`` the report gains its
     ``judged`` member. Returns the lines to show, each judged gate's verdict and
     line by rubric, and the judgments; with ``refuse_gates`` a gate refused for
-    an uncalibrated judge is raised once every file is written.
+    an uncalibrated judge is raised once every file is written. Up to
+    ``concurrency`` seat calls are in flight at once; every file is as a serial
+    judging writes it.
     """
     report = read_report(str(source))
     folders: dict[str, Path | None] = {}
@@ -313,6 +324,7 @@ def judge_beside(
             meter=meter,
             subject_model=subject_model or settings.model,
             cache=cache,
+            concurrency=concurrency,
         )
         traffic = meter.finish()
     finally:
@@ -372,9 +384,17 @@ def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
         calibration=None if args.calibration is None else Path(args.calibration),
         ledger_dir=None if args.ledger is None else Path(args.ledger),
         into_report=args.into_report,
+        concurrency=args.concurrency,
     )
     print("\n".join(lines))
     return 0 if all(passed for passed, _ in gates.values()) else GATE_FAILED
+
+
+def concurrency_argument(text: str) -> int:
+    try:
+        return parse_concurrency(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
@@ -410,6 +430,13 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         "--into-report",
         action="store_true",
         help="also give the report its `judged` member (outcomes, metrics and gates untouched)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=concurrency_argument,
+        default=1,
+        metavar="N",
+        help="judge calls in flight at once (1 to 1024); judgments as in a serial judging",
     )
     for name, text in BUDGET_OPTIONS.items():
         parser.add_argument(f"--{name.replace('_', '-')}", metavar=name.upper(), help=text)

@@ -231,19 +231,20 @@ class MeteredSender:
 
     def send(self, request: dict[str, JsonValue]) -> RecordedResponse:
         try:
-            reservation = self._reserve()
+            call = self.stage(request)
         except BudgetRefused as refusal:
-            self.meter.refuse(self.seat, request, refusal)
+            self.refused(request, refusal)
             raise
-        expected = reservation.tokens or len(canonical_json(request)) // 4 + 1
-        response = self.transport.send(request, tokens=expected).response
-        tokens = final_tokens(response)
-        used_in = None if tokens is None else tokens.input
-        used_out = None if tokens is None else tokens.output
-        self.guard.settle(reservation, used_in, used_out)
-        cost = Decimal(0) if self.price is None else self.price.cost(used_in or 0, used_out or 0)
-        self.meter.sent(self.seat, request, response, cost)
+        response = call.transmit()
+        call.settle(response)
         return response
+
+    def stage(self, request: dict[str, JsonValue]) -> MeteredCall:
+        """The call reserved against the run's ceilings; a refusal is raised unrecorded."""
+        return MeteredCall(self, request, self._reserve())
+
+    def refused(self, request: dict[str, JsonValue], refusal: BudgetRefused) -> None:
+        self.meter.refuse(self.seat, request, refusal)
 
     def _reserve(self) -> Reservation:
         if self.meter.run.pricing is not None and self.price is None:
@@ -254,6 +255,31 @@ class MeteredSender:
                 field="models",
             )
         return self.guard.reserve()
+
+
+class MeteredCall:
+    """One reserved seat call: sent (on any thread), then settled and recorded in its turn."""
+
+    def __init__(
+        self, sender: MeteredSender, request: dict[str, JsonValue], reservation: Reservation
+    ) -> None:
+        self.sender = sender
+        self.request = request
+        self.reservation = reservation
+
+    def transmit(self) -> RecordedResponse:
+        expected = self.reservation.tokens or len(canonical_json(self.request)) // 4 + 1
+        return self.sender.transport.send(self.request, tokens=expected).response
+
+    def settle(self, response: RecordedResponse) -> None:
+        sender = self.sender
+        tokens = final_tokens(response)
+        used_in = None if tokens is None else tokens.input
+        used_out = None if tokens is None else tokens.output
+        sender.guard.settle(self.reservation, used_in, used_out)
+        price = sender.price
+        cost = Decimal(0) if price is None else price.cost(used_in or 0, used_out or 0)
+        sender.meter.sent(sender.seat, self.request, response, cost)
 
 
 class JudgeMeter:

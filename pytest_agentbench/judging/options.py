@@ -8,6 +8,8 @@ the finished report, so a run under ``-n 2`` is judged exactly as a serial one.
 The run's exit status, outcomes, metrics and gates are decided before and are
 never changed by it: a rubric's gate is shown with its verdict (or why it was
 not checked, its judge uncalibrated) and enforced by ``agentbench judge`` only.
+Up to ``--agentbench-concurrency`` seat calls are in flight at once, judged and
+written as serially.
 
 With ``--junitxml`` the judged numbers are added to the XML as testsuite
 properties (``agentbench.judged.<rubric>``, ``agentbench.classifier.<name>``),
@@ -55,6 +57,7 @@ def pytest_terminal_summary(
     run = config.stash.get(RUN_KEY, None)
     state = config.stash.get(STATE_KEY, None)
     ledger = None if state is None else state.options.ledger_dir
+    concurrency = 1 if state is None else state.options.concurrency
     try:
         lines, _, document = judge_beside(
             Path(report),
@@ -66,6 +69,7 @@ def pytest_terminal_summary(
             ledger_dir=ledger,
             refuse_gates=False,
             into_report=True,
+            concurrency=concurrency,
         )
     except AgentbenchError as exc:
         terminalreporter.write_line(f"not judged: {exc.render()}")

@@ -14,16 +14,27 @@ A sender may refuse a call before it is sent (:class:`BudgetRefused`, a run
 ceiling reached): the seat's verdict is then that refusal, under its code,
 with no score; the item keeps its other seats' votes and counts the refusal,
 and nothing is cached, so a later run with budget left judges it.
+
+With ``concurrency`` N above 1, :meth:`Panel.judge_all` keeps up to N seat
+calls in flight on a thread pool, while everything it decides or writes is
+what a serial judging gives: calls are staged (budget reserved, cache looked
+up) in item then seat order, only the network wait overlaps, and calls are
+settled, recorded and cached in that same order. A call is staged only once
+the call N places before it is settled, and a call whose content an earlier
+call still in flight judges waits for it (a serial judging would find that
+verdict in the cache), so no decision depends on timing.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -51,6 +62,43 @@ ENDPOINT_SETTINGS: Final = ("base_url", "api_key_env")
 
 class ChatSender(Protocol):
     def send(self, request: dict[str, JsonValue]) -> RecordedResponse: ...
+
+
+class StagedCall(Protocol):
+    def transmit(self) -> RecordedResponse:
+        """Send the reserved call; may run on a pool thread."""
+        ...
+
+    def settle(self, response: RecordedResponse) -> None:
+        """Settle the reservation and record the call; called in item then seat order."""
+        ...
+
+
+@runtime_checkable
+class StagedSender(ChatSender, Protocol):
+    """A sender whose calls are reserved, sent and recorded in separate steps."""
+
+    def stage(self, request: dict[str, JsonValue]) -> StagedCall:
+        """Reserve the call; raises :class:`BudgetRefused` (unrecorded) when refused."""
+        ...
+
+    def refused(self, request: dict[str, JsonValue], refusal: BudgetRefused) -> None:
+        """Record a refusal :meth:`stage` raised; called in item then seat order."""
+        ...
+
+
+class _WholeCall:
+    """A plain sender's call: everything happens in :meth:`transmit`."""
+
+    def __init__(self, sender: ChatSender, request: dict[str, JsonValue]) -> None:
+        self.sender = sender
+        self.request = request
+
+    def transmit(self) -> RecordedResponse:
+        return self.sender.send(self.request)
+
+    def settle(self, response: RecordedResponse) -> None:
+        return None
 
 
 SenderFactory = Callable[[Seat], ChatSender]
@@ -216,6 +264,7 @@ class Panel:
         subject_model: str | None = None,
         cache: JudgeCache | None = None,
         families: dict[str, str] | None = None,
+        concurrency: int = 1,
     ) -> None:
         self.rubric_file = rubric_file
         self.digest = rubric_file.digest()
@@ -223,10 +272,44 @@ class Panel:
         self._senders = senders
         self._cache = cache
         self._built: dict[str, ChatSender] = {}
+        self.concurrency = concurrency
 
     def judge(self, case_id: str, content: JsonValue) -> Judgment:
-        digest = content_digest(content)
-        verdicts = tuple(self._seat_verdict(seat, content, digest) for seat in self.seats)
+        return self.judge_all([(case_id, content)])[0]
+
+    def judge_all(self, items: Sequence[tuple[str, JsonValue]]) -> list[Judgment]:
+        """Each (case id, content) judged by every seat, as a serial judging would."""
+        digests = [content_digest(content) for _, content in items]
+        verdicts: list[list[SeatVerdict | None]] = [[None] * len(self.seats) for _ in items]
+        in_flight: deque[_Flight] = deque()
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+
+            def land_oldest() -> None:
+                flight = in_flight.popleft()
+                verdicts[flight.item][flight.seat_index] = self._landed(flight)
+
+            for index, (_, content) in enumerate(items):
+                for seat_index, seat in enumerate(self.seats):
+                    key = JudgeCache.key(self.digest, seat, digests[index])
+                    if self._cache is not None and any(f.key == key for f in in_flight):
+                        while in_flight:
+                            land_oldest()
+                    while len(in_flight) >= self.concurrency:
+                        land_oldest()
+                    found = self._cached(key)
+                    if found is not None:
+                        verdicts[index][seat_index] = found
+                        continue
+                    in_flight.append(self._staged(pool, index, seat_index, key, content))
+            while in_flight:
+                land_oldest()
+        judgments: list[Judgment] = []
+        for (case_id, _), digest, seated in zip(items, digests, verdicts, strict=True):
+            done = tuple(verdict for verdict in seated if verdict is not None)
+            judgments.append(self._judgment(case_id, digest, done))
+        return judgments
+
+    def _judgment(self, case_id: str, digest: str, verdicts: tuple[SeatVerdict, ...]) -> Judgment:
         scores = [verdict.score for verdict in verdicts if verdict.score is not None]
         majority = majority_vote(scores)
         rubric = self.rubric_file.rubric
@@ -244,27 +327,67 @@ class Panel:
             refused=sum(1 for verdict in verdicts if verdict.refused is not None),
         )
 
-    def _seat_verdict(self, seat: Seat, content: JsonValue, digest: str) -> SeatVerdict:
-        key = JudgeCache.key(self.digest, seat, digest)
-        if self._cache is not None:
-            hit = self._cache.get(key)
-            if hit is not None:
-                return hit.model_copy(update={"cached": True})
+    def _cached(self, key: str) -> SeatVerdict | None:
+        hit = None if self._cache is None else self._cache.get(key)
+        return None if hit is None else hit.model_copy(update={"cached": True})
+
+    def _staged(
+        self, pool: ThreadPoolExecutor, item: int, seat_index: int, key: str, content: JsonValue
+    ) -> _Flight:
+        """The seat's call reserved now, in order, and sent on the pool."""
+        seat = self.seats[seat_index]
         sender = self._built.get(seat.seat_id)
         if sender is None:
             sender = self._built[seat.seat_id] = self._senders(seat)
+        request = judge_request(self.rubric_file, seat, content)
+        flight = _Flight(item, seat_index, seat, key, sender, request)
+        if not isinstance(sender, StagedSender):
+            flight.call = _WholeCall(sender, request)
+        else:
+            try:
+                flight.call = sender.stage(request)
+            except BudgetRefused as refusal:
+                flight.refusal = refusal
+                return flight
+        flight.response = pool.submit(flight.call.transmit)
+        return flight
+
+    def _landed(self, flight: _Flight) -> SeatVerdict:
+        """A staged call's verdict, settled, recorded and cached in its turn."""
+        if flight.refusal is not None:
+            if isinstance(flight.sender, StagedSender):
+                flight.sender.refused(flight.request, flight.refusal)
+            return _refused(flight.seat, flight.refusal)
+        assert flight.call is not None
+        assert flight.response is not None
         try:
-            response = sender.send(judge_request(self.rubric_file, seat, content))
+            response = flight.response.result()
         except BudgetRefused as refusal:
-            return SeatVerdict(
-                seat=seat.seat_id,
-                score=None,
-                parsed=False,
-                reason=refusal.render(),
-                refused=refusal.code,
-            )
+            return _refused(flight.seat, refusal)
+        flight.call.settle(response)
         score, parsed, reason = parse_verdict(response, self.rubric_file)
-        verdict = SeatVerdict(seat=seat.seat_id, score=score, parsed=parsed, reason=reason)
+        verdict = SeatVerdict(seat=flight.seat.seat_id, score=score, parsed=parsed, reason=reason)
         if self._cache is not None:
-            self._cache.put(key, verdict)
+            self._cache.put(flight.key, verdict)
         return verdict
+
+
+def _refused(seat: Seat, refusal: BudgetRefused) -> SeatVerdict:
+    return SeatVerdict(
+        seat=seat.seat_id, score=None, parsed=False, reason=refusal.render(), refused=refusal.code
+    )
+
+
+@dataclass
+class _Flight:
+    """One seat call between its staging and its landing."""
+
+    item: int
+    seat_index: int
+    seat: Seat
+    key: str
+    sender: ChatSender
+    request: dict[str, JsonValue]
+    call: StagedCall | None = None
+    response: Future[RecordedResponse] | None = None
+    refusal: BudgetRefused | None = None
