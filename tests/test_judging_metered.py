@@ -115,10 +115,13 @@ def test_judge_calls_share_the_runs_budget_and_ledger_and_reach_every_report(
 
         the_judges_ledger_audits(project.path, pricing, capsys)
 
-        # Under -n 2 the judges reserve from the tally the workers shared: the same ten
+        # Under -n 2 the judges reserve from the tally the workers shared, and with
+        # --agentbench-concurrency three seat calls are in flight at once: the same ten
         # calls, the same refusals, the same votes and numbers (from a cold cache).
         fresh = [o.replace("=cache", "=cache2").replace("=ledgers", "=ledgers2") for o in options]
-        spread, parallel = run_cases(project, "parallel.json", *fresh, "-n", "2")
+        spread, parallel = run_cases(
+            project, "parallel.json", *fresh, "-n", "2", "--agentbench-concurrency=3"
+        )
         assert spread.ret == 0, spread.stdout.str()[-3000:]
         assert sum(judges.calls.values()) == 20
         assert parallel["judged"]["rubrics"] == report["judged"]["rubrics"]
