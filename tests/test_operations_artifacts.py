@@ -4,7 +4,8 @@ The scripted endpoint answers every turn with a WAIT (the episodes run to their
 horizon on fallbacks), reporting token usage, so every case is a model run:
 its artefact is bound to its execution ledger. The same run serially and under
 ``-n 2`` writes byte-identical artefacts, named with their digests in the JSON
-report, and each holds to its ledger under ``agentbench artifact audit``.
+report, and each holds to its ledger under ``agentbench artifact audit``; run
+without ledgers, each case's artefact is refused by name.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ class WaitingModel(ScriptedLLM):
         return 200, json.dumps(completion), {}
 
 
-def run(pytester: pytest.Pytester, tag: str, *args: str) -> dict[str, Any]:
+def run(pytester: pytest.Pytester, tag: str, *args: str, ledger: bool = True) -> dict[str, Any]:
     report = pytester.path / f"{tag}.json"
+    ledger_args = [f"--agentbench-ledger={pytester.path / f'ledger-{tag}'}"] if ledger else []
     pytester.runpytest(
         "-p",
         "no:cacheprovider",
@@ -59,7 +61,7 @@ def run(pytester: pytest.Pytester, tag: str, *args: str) -> dict[str, Any]:
         "-m",
         "not agentbench_control",
         f"--agentbench-report={report}",
-        f"--agentbench-ledger={pytester.path / f'ledger-{tag}'}",
+        *ledger_args,
         *args,
     )
     document: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
@@ -99,6 +101,29 @@ def test_a_model_run_writes_the_same_bound_artefacts_serially_and_under_xdist(
             "2",
             f"--agentbench-artifacts={pytester.path / 'artifacts-spread'}",
         )
+        unledgered = run(
+            pytester,
+            "unledgered",
+            "-n",
+            "0",
+            f"--agentbench-artifacts={pytester.path / 'artifacts-unledgered'}",
+            "-m",
+            "",
+            ledger=False,
+        )
+    # Without its ledger a model run's artefact is refused case by case, at write
+    # time: each case is a named harness error (its model calls kept), and the
+    # session goes on to run and count the rest, here the negative controls.
+    suite = unledgered["suites"][0]
+    assert suite["counts"]["error"] == 3 == suite["failure_classes"]["harness_error"]
+    for case in suite["cases"]:
+        assert case["result"]["failure_class"] == "harness_error"
+        assert case["result"]["failure_reason"].startswith("[artifact_ledger_missing] ")
+        assert case["result"]["model_calls"]["request_digests"]
+        assert case["result"]["artifact"] is None
+    assert len(suite["controls"]) == 11
+    assert all(control["passed"] for control in suite["controls"])
+    assert artefacts(pytester.path / "artifacts-unledgered") == {}
     written = artefacts(pytester.path / "artifacts-serial")
     assert sorted(written) == [
         f"{SUITE}/V1.artifact.json",
