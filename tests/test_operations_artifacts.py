@@ -4,7 +4,10 @@ The scripted endpoint answers every turn with a WAIT (the episodes run to their
 horizon on fallbacks), reporting token usage, so every case is a model run:
 its artefact is bound to its execution ledger. The same run serially and under
 ``-n 2`` writes byte-identical artefacts, named with their digests in the JSON
-report, and each holds to its ledger under ``agentbench artifact audit``.
+report, and each holds to its ledger under ``agentbench artifact audit``; run
+without ledgers, each case's artefact is refused by name. Under
+``--agentbench-isolate`` the model run's artefacts, and the reference agent's
+unbound ones, are the bytes an in-process run writes.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pytest_agentbench.report.json_report import SCHEMA_PATH
 from tests.llm_server import ScriptedLLM, answer
 
 SUITE = "operations-maintenance-v1"
+CHAT = "pytest_agentbench.agents.chat:ChatAgent"
+REFERENCE = "pytest_agentbench.worlds.operations.agents:Reference"
 WAIT = {"outcome": "WAIT", "reason": "until something happens", "fallback_after_minutes": 4320}
 PRICING = {
     "scheme": "agentbench-pricing/1",
@@ -48,18 +53,21 @@ class WaitingModel(ScriptedLLM):
         return 200, json.dumps(completion), {}
 
 
-def run(pytester: pytest.Pytester, tag: str, *args: str) -> dict[str, Any]:
+def run(
+    pytester: pytest.Pytester, tag: str, *args: str, ledger: bool = True, adapter: str = CHAT
+) -> dict[str, Any]:
     report = pytester.path / f"{tag}.json"
+    ledger_args = [f"--agentbench-ledger={pytester.path / f'ledger-{tag}'}"] if ledger else []
     pytester.runpytest(
         "-p",
         "no:cacheprovider",
         "--agentbench-suite",
         SUITE,
-        "--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent",
+        f"--agentbench-adapter={adapter}",
         "-m",
         "not agentbench_control",
         f"--agentbench-report={report}",
-        f"--agentbench-ledger={pytester.path / f'ledger-{tag}'}",
+        *ledger_args,
         *args,
     )
     document: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
@@ -75,10 +83,12 @@ def artefacts(folder: Path) -> dict[str, bytes]:
     }
 
 
-def test_a_model_run_writes_the_same_bound_artefacts_serially_and_under_xdist(
+def test_a_model_run_writes_the_same_bound_artefacts_serially_under_xdist_and_isolated(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # About 30 s: the point is a run under xdist, and its two workers start their interpreters.
+    # About 20 s: six sessions in one project (serial, xdist, unledgered, isolated model,
+    # in-process and isolated reference); the xdist workers and the isolated children
+    # each start an interpreter.
     pytester.makeini(
         "[pytest]\n"
         "agentbench_llm_model = scripted-model\n"
@@ -99,6 +109,47 @@ def test_a_model_run_writes_the_same_bound_artefacts_serially_and_under_xdist(
             "2",
             f"--agentbench-artifacts={pytester.path / 'artifacts-spread'}",
         )
+        unledgered = run(
+            pytester,
+            "unledgered",
+            "-n",
+            "0",
+            f"--agentbench-artifacts={pytester.path / 'artifacts-unledgered'}",
+            "-m",
+            "",
+            ledger=False,
+        )
+        isolated = run(
+            pytester,
+            "isolated",
+            "-n",
+            "0",
+            "--agentbench-isolate",
+            f"--agentbench-artifacts={pytester.path / 'artifacts-isolated'}",
+        )
+        for tag, isolate in (("reference", ()), ("reference-isolated", ("--agentbench-isolate",))):
+            run(
+                pytester,
+                tag,
+                "-n",
+                "0",
+                *isolate,
+                f"--agentbench-artifacts={pytester.path / f'artifacts-{tag}'}",
+                adapter=REFERENCE,
+            )
+    # Without its ledger a model run's artefact is refused case by case, at write
+    # time: each case is a named harness error (its model calls kept), and the
+    # session goes on to run and count the rest, here the negative controls.
+    suite = unledgered["suites"][0]
+    assert suite["counts"]["error"] == 3 == suite["failure_classes"]["harness_error"]
+    for case in suite["cases"]:
+        assert case["result"]["failure_class"] == "harness_error"
+        assert case["result"]["failure_reason"].startswith("[artifact_ledger_missing] ")
+        assert case["result"]["model_calls"]["request_digests"]
+        assert case["result"]["artifact"] is None
+    assert len(suite["controls"]) == 11
+    assert all(control["passed"] for control in suite["controls"])
+    assert artefacts(pytester.path / "artifacts-unledgered") == {}
     written = artefacts(pytester.path / "artifacts-serial")
     assert sorted(written) == [
         f"{SUITE}/V1.artifact.json",
@@ -106,6 +157,16 @@ def test_a_model_run_writes_the_same_bound_artefacts_serially_and_under_xdist(
         f"{SUITE}/V3.artifact.json",
     ]
     assert written == artefacts(pytester.path / "artifacts-spread"), "byte-identical under xdist"
+    # Isolated, the model calls come back to the case's record: the same bound bytes.
+    assert isolated["adapter"]["description"].endswith("in an isolated process")
+    assert artefacts(pytester.path / "artifacts-isolated") == written
+    # And the reference agent, which reaches no provider, writes the same unbound
+    # artefact in the adapter's own process as in pytest's.
+    deterministic = artefacts(pytester.path / "artifacts-reference")
+    assert sorted(deterministic) == sorted(written)
+    assert artefacts(pytester.path / "artifacts-reference-isolated") == deterministic
+    for data in deterministic.values():
+        assert json.loads(data)["provider_execution"] is None
     for document in (serial, spread):
         named = {
             case["result"]["case_id"]: case["result"]["artifact"]

@@ -10,7 +10,10 @@ decision point) so their vectors are comparable:
 - ``static``: the point's frozen observation (reached by the reference driver),
   a fresh invocation with nothing read yet, one outcome; no future state.
 - ``boundary_only``: the reference drives the episode and the agent owns only
-  the invocation at the point; the rest of the run is the reference's.
+  the invocation at the point; the rest of the run is the reference's. As in
+  the original, an outcome is admissible there only if the world's engine also
+  accepts it at that state (``ENGINE_REJECTED`` where the grader admits it and
+  the engine refuses it).
 - ``ordered_snapshot``: ``static`` with time removed from what the agent is
   handed and served (instants and minutes dropped, ``now`` pinned to the
   scenario's first point), keeping the order of the business facts. It is not
@@ -30,6 +33,7 @@ from typing import Any
 from pytest_agentbench.sdk import AdapterFailure, AgentbenchError, JsonValue, ToolHarnessError
 from pytest_agentbench.worlds.operations import agents
 from pytest_agentbench.worlds.operations.decision_points import (
+    ADMISSIBLE,
     DecisionPoint,
     Encounter,
     Probe,
@@ -42,6 +46,10 @@ from pytest_agentbench.worlds.operations.spec import LoadedSpec
 FULL, STATIC, BOUNDARY, ORDERED = "full", "static", "boundary_only", "ordered_snapshot"
 UNREACHED = "UNREACHED"
 ERROR = "ERROR"
+ENGINE_REJECTED = "ENGINE_REJECTED"
+_ENGINE_ACCEPTS = frozenset({"effect_accepted", "wait_declared"})
+_ENGINE_REFUSES = frozenset({"action_rejected", "wait_refused"})
+_NEXT_TURN = frozenset({"agent_outcome", "agent_invoked", "invocation_ended"})
 CAVEAT = (
     "diagnostic surfaces, not a confirmatory comparison; stateful time-removed is not "
     "implemented, as in the original"
@@ -49,7 +57,7 @@ CAVEAT = (
 _TIME_KEYS = frozenset({"now", "minute", "at"})
 
 Statuses = dict[str, str]
-"""Decision point id -> ADMISSIBLE, a refusal code, UNREACHED or ERROR."""
+"""Decision point id -> ADMISSIBLE, a refusal code, ENGINE_REJECTED, UNREACHED or ERROR."""
 
 
 class FullRecorder:
@@ -127,6 +135,7 @@ class _BoundaryProbe(Probe):
         self.spec = spec
         self.owned: int | None = None
         self.status = UNREACHED
+        self.graded_from: int | None = None
 
     def choose(self, task: dict[str, Any], point: DecisionPoint | None) -> Any:
         if point is not None:
@@ -135,6 +144,25 @@ class _BoundaryProbe(Probe):
 
     def _grade(self, point: DecisionPoint, encounter: Encounter, raw: Any) -> None:
         self.status = grade_outcome(point, encounter, raw, self.spec.policy).reason_code
+        # The engine records its handling of this outcome from here on.
+        self.graded_from = len(self.episode.ledger)
+
+    def settled(self) -> str:
+        """The graded status, admissible only where the engine accepted the outcome."""
+        if self.status != ADMISSIBLE or self.graded_from is None:
+            return self.status
+        handled: set[str] = set()
+        # The first row is the graded turn's own ``agent_outcome``; the engine's
+        # handling of it runs until the next turn or invocation begins.
+        for row in self.episode.ledger[self.graded_from + 1 :]:
+            if row["record_type"] in _NEXT_TURN:
+                break
+            handled.add(str(row["record_type"]))
+        if handled & _ENGINE_REFUSES:
+            return ENGINE_REJECTED
+        # An outcome the engine never got to decide (the run failed first) is not
+        # established either way.
+        return self.status if handled & _ENGINE_ACCEPTS else ERROR
 
 
 def _boundary(spec: LoadedSpec, scenario_id: str, point: DecisionPoint, adapter: Any) -> str:
@@ -148,8 +176,8 @@ def _boundary(spec: LoadedSpec, scenario_id: str, point: DecisionPoint, adapter:
     except (AdapterFailure, ToolHarnessError, AgentbenchError):
         # The graded outcome (if the point was reached) stands; a failure after it
         # belongs to the turns the projection does not grade.
-        return probe.status if probe.status != UNREACHED else ERROR
-    return probe.status
+        return probe.settled() if probe.status != UNREACHED else ERROR
+    return probe.settled()
 
 
 def _ordered(anchor: JsonValue) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:

@@ -598,6 +598,31 @@ def test_projections_grade_the_same_points_and_present_them_as_declared(
     assert {t["invocation_index"] for t in spy.tasks} == {4, 5}
 
 
+def test_boundary_only_admits_only_what_the_engine_accepts_at_the_point(
+    maintenance: LoadedSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_agentbench.worlds.operations.domain import ActionOutcome, Rejection
+
+    path = ROOT / "oracles" / MAINTENANCE / CONTROL
+    points = dp.load_matched_decision_points(path, path.name, maintenance).control
+    first = points.for_scenario("V1")[:1]
+    accepted = run_projections(maintenance, "V1", first, agents.reference(), (BOUNDARY, STATIC))
+    assert accepted == {STATIC: {FIRST: "ADMISSIBLE"}, BOUNDARY: {FIRST: "ADMISSIBLE"}}
+    # The grader admits the reference's outcome (static, above); an engine that
+    # refuses it at that state makes it inadmissible under the boundary projection.
+    domain = type(maintenance.domain)
+    engine_decides = domain.decide_action
+
+    def refuse_approvals(self: Any, state: Any, action: str, payload: Any) -> Any:
+        if action == "request_approval":
+            return ActionOutcome(rejection=Rejection("STALE_QUOTE", "refused"))
+        return engine_decides(self, state, action, payload)
+
+    monkeypatch.setattr(domain, "decide_action", refuse_approvals)
+    refused = run_projections(maintenance, "V1", first, agents.reference(), (BOUNDARY,))
+    assert refused == {BOUNDARY: {FIRST: "ENGINE_REJECTED"}}
+
+
 def test_the_full_projection_reads_the_agents_own_lifecycle(maintenance: LoadedSpec) -> None:
     from pytest_agentbench.worlds.operations.episode import Episode
 
