@@ -26,6 +26,18 @@ class Adds:
 GATE = "gate: {min_pass_rate: 0.5, min_kappa: 0.5}\n"
 
 
+def judged_here(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The demo suite given the answer-prose rubric (its file returned), judged from the
+    project's folder with no model or cassettes of the run's configured."""
+    rubric = project.path / "suites" / "demo-suite" / "rubrics" / "answer-prose.yaml"
+    rubric.parent.mkdir()
+    rubric.write_text(RUBRIC % "gamma-judge", encoding="utf-8")
+    monkeypatch.chdir(project.path)
+    for name in ("AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES", "AGENTBENCH_CASSETTE_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    return rubric
+
+
 def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
     demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -35,12 +47,7 @@ def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
     parallel_run, parallel = run_cases(project, "parallel.json", adapter, "-n", "2")
     assert serial_run.ret == parallel_run.ret == 0
     assert len(parallel["suites"][0]["cases"]) == len(QUESTIONS)
-    rubric = project.path / "suites" / "demo-suite" / "rubrics" / "answer-prose.yaml"
-    rubric.parent.mkdir()
-    rubric.write_text(RUBRIC % "gamma-judge", encoding="utf-8")
-    monkeypatch.chdir(project.path)
-    for name in ("AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES", "AGENTBENCH_CASSETTE_MODE"):
-        monkeypatch.delenv(name, raising=False)
+    rubric = judged_here(project, monkeypatch)
 
     judges = ScriptedJudges()
     with judges.serving() as base_url:
@@ -183,12 +190,7 @@ def test_judging_with_concurrency_writes_what_a_serial_judging_writes(
     project = demo_project(demo, QUESTIONS, ADAPTERS)
     ran, _ = run_cases(project, "run.json", "--agentbench-adapter=my_adapters:Adds")
     assert ran.ret == 0
-    rubric = project.path / "suites" / "demo-suite" / "rubrics" / "answer-prose.yaml"
-    rubric.parent.mkdir()
-    rubric.write_text(RUBRIC % "gamma-judge", encoding="utf-8")
-    monkeypatch.chdir(project.path)
-    for name in ("AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES", "AGENTBENCH_CASSETTE_MODE"):
-        monkeypatch.delenv(name, raising=False)
+    judged_here(project, monkeypatch)
     with pytest.raises(SystemExit):
         main(["judge", "run.json", "--concurrency", "0"])
     assert "not a whole number from 1 to 1024" in capsys.readouterr().err
