@@ -130,9 +130,7 @@ class LatencyServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        server.request_queue_size = 256
+        server = _BurstServer(("127.0.0.1", 0), Handler)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
@@ -140,6 +138,14 @@ class LatencyServer:
         finally:
             server.shutdown()
             server.server_close()
+
+
+class _BurstServer(ThreadingHTTPServer):
+    # The listen backlog is set when the server is built: assigned afterwards it does
+    # nothing, and the default of 5 drops a burst of N connects (the client's SYN is
+    # retried only after a second).
+    request_queue_size = 256
+    daemon_threads = True
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,13 @@ def answer(content: str) -> dict[str, Any]:
 ADD = '{"a": 1, "b": 2}'
 
 
+class _Server(ThreadingHTTPServer):
+    # Set before the server listens: the default backlog of 5 drops a burst of concurrent
+    # connects, and a dropped SYN is retried only a second later.
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class ScriptedLLM:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -129,8 +136,7 @@ class ScriptedLLM:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
+        server = _Server(("127.0.0.1", 0), Handler)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
