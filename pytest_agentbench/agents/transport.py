@@ -101,6 +101,9 @@ class ChatTransport:
             base_url=self.settings.base_url.rstrip("/") + "/",
             headers=headers,
             timeout=self.settings.timeout_s,
+            limits=httpx.Limits(
+                max_connections=self.settings.max_connections, max_keepalive_connections=None
+            ),
         )
 
     def _live(self, request: dict[str, JsonValue], tokens: int) -> Exchange:
