@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from pytest_agentbench.agents.budget import BudgetRefused
-from pytest_agentbench.agents.cassettes import RecordedResponse, request_digest
+from pytest_agentbench.agents.cassettes import EncodedRequest, RecordedResponse
 from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
@@ -143,8 +143,9 @@ class ChatAgent:
             raise
         # Without a per-call bound, the tokens-per-minute limit counts the request's size
         # (about four bytes a token) until its answer reports what it used.
-        expected = reservation.tokens or len(canonical_json(request)) // 4 + 1
-        exchange = self.transport.send(request, tokens=expected)
+        encoded = EncodedRequest(request)
+        expected = reservation.tokens or len(encoded.text) // 4 + 1
+        exchange = self.transport.send(encoded, tokens=expected)
         response = exchange.response
         tokens = final_tokens(response)
         guard.settle(
@@ -152,13 +153,13 @@ class ChatAgent:
             None if tokens is None else tokens.input,
             None if tokens is None else tokens.output,
         )
-        self.usage.note(request, response)
+        self.usage.note(encoded, response)
         if case is not None:
             price = self.run.price
             used_in = 0 if tokens is None else tokens.input or 0
             used_out = 0 if tokens is None else tokens.output or 0
             case.call(
-                request_digest(request),
+                encoded.digest,
                 attempts=len(response.faults) + 1,
                 input_tokens=used_in,
                 output_tokens=used_out,

@@ -7,13 +7,19 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.agents.cassettes import CassetteShelf, RecordedResponse
+from pytest_agentbench.agents.cassettes import (
+    AnyRequest,
+    CassetteShelf,
+    EncodedRequest,
+    RecordedResponse,
+    encoded,
+)
 from pytest_agentbench.agents.limits import Wait, wait
 from pytest_agentbench.agents.provenance import ModelRun, current_run
 from pytest_agentbench.agents.settings import ChatSettings
 from pytest_agentbench.agents.usage import reported_tokens
 from pytest_agentbench.ledger import Tokens
-from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
+from pytest_agentbench.sdk.canonical import loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -56,8 +62,9 @@ class ChatTransport:
         self._client: Any = None
         self._client_lock = threading.Lock()
 
-    def send(self, request: dict[str, JsonValue], *, tokens: int = 0) -> Exchange:
+    def send(self, request: AnyRequest, *, tokens: int = 0) -> Exchange:
         """``tokens``: what the request is expected to use, for the tokens-per-minute limit."""
+        request = encoded(request)
         if self.mode == "replay":
             assert self.shelf is not None
             return Exchange(self.shelf.load(request))
@@ -106,7 +113,7 @@ class ChatTransport:
             ),
         )
 
-    def _live(self, request: dict[str, JsonValue], tokens: int) -> Exchange:
+    def _live(self, request: EncodedRequest, tokens: int) -> Exchange:
         import httpx
 
         client = self._http()
@@ -117,7 +124,7 @@ class ChatTransport:
             permit = limiter.acquire(tokens)
             waits.extend(permit.waits)
             try:
-                answer = client.post("chat/completions", json=request)
+                answer = client.post("chat/completions", content=request.text.encode("utf-8"))
             except httpx.TimeoutException:
                 limiter.release(permit, None)
                 response = RecordedResponse(transport_error="timeout", faults=tuple(faults))

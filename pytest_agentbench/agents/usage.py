@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from pytest_agentbench.agents.cassettes import RecordedResponse, request_digest
+from pytest_agentbench.agents.cassettes import AnyRequest, RecordedResponse, request_digest
 from pytest_agentbench.ledger import Attempt, Tokens, UsageReport
 from pytest_agentbench.sdk.canonical import JsonValue
 
@@ -72,7 +72,7 @@ class UsageLog:
             local.attempts, local.requests = [], []
         return local.attempts, local.requests
 
-    def note(self, request: dict[str, JsonValue], response: RecordedResponse) -> None:
+    def note(self, request: AnyRequest, response: RecordedResponse) -> None:
         attempts, requests = self._pending()
         digest = request_digest(request)
         for fault in response.faults:
