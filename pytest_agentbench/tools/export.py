@@ -12,12 +12,15 @@ import json
 from collections.abc import Sequence
 
 from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.tools.spec import ToolDescriptor
+from pytest_agentbench.tools.spec import ToolDescriptor, ToolSpec
 
 
 def _schema_copy(tool: ToolDescriptor) -> dict[str, JsonValue]:
     # A caller may edit the export (add "strict", say) without editing the tool.
-    copy: dict[str, JsonValue] = json.loads(json.dumps(tool.parameters))
+    # A model-backed agent exports its case's tools on every case: parse the text
+    # the tool keeps rather than serialise its schema again.
+    text = tool.parameters_text if isinstance(tool, ToolSpec) else json.dumps(tool.parameters)
+    copy: dict[str, JsonValue] = json.loads(text)
     return copy
 
 

@@ -108,14 +108,22 @@ class ToolSpec(ToolDescriptor):
 
     handler: Handler = Field(exclude=True, repr=False)
     _check: Check = PrivateAttr()
+    _parameters_text: str = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
+        # Both are kept by the copies a world binds to each case's sandbox.
         self._check = compile_schema(self.parameters)
+        self._parameters_text = json.dumps(self.parameters, ensure_ascii=False)
 
     @property
     def check_arguments(self) -> Check:
         """The compiled validator of :attr:`parameters`."""
         return self._check
+
+    @property
+    def parameters_text(self) -> str:
+        """:attr:`parameters` as JSON text, keys in declaration order: what exports copy."""
+        return self._parameters_text
 
 
 class Budget(Record):
