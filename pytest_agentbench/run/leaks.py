@@ -57,11 +57,13 @@ def tool_results(receipt: JsonValue) -> Iterator[str]:
                 if isinstance(call, dict) and call.get("result") is not None:
                     yield canonical_json(call["result"])
         for key, value in receipt.items():
-            if key != "calls":
+            # Only containers can hold calls; a generator per scalar was most of this walk.
+            if key != "calls" and isinstance(value, (dict, list)):
                 yield from tool_results(value)
     elif isinstance(receipt, list):
         for item in receipt:
-            yield from tool_results(item)
+            if isinstance(item, (dict, list)):
+                yield from tool_results(item)
 
 
 def suite_canaries(world: World, suite: Suite, oracle: Any) -> tuple[str, ...]:
