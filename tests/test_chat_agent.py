@@ -13,15 +13,16 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_agentbench.agents.cassettes import CassetteShelf, RecordedResponse, request_digest
-from pytest_agentbench.agents.chat import ChatAgent, final_text
+from pytest_agentbench.agents.chat import TASK_PREFIX, ChatAgent, final_text
 from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
-from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
+from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport, ClientShelf
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 from pytest_agentbench.tools import Receipt, ToolSession, solve_with_session
 from tests.demo_world import DEMO_TOOLS, DemoFinal, accept_final, write_demo_suite
@@ -317,25 +318,6 @@ def test_usage_per_model_request_is_drained_once(llm: tuple[ScriptedLLM, str]) -
     ]
 
 
-class _NotingLock:
-    """A lock that notes a second thread arriving to take it (the first is already inside)."""
-
-    def __init__(self, arrived: threading.Event) -> None:
-        self.lock = threading.Lock()
-        self.arrived = arrived
-        self.first: threading.Thread | None = None
-
-    def __enter__(self) -> None:
-        if self.first is None:
-            self.first = threading.current_thread()
-        elif threading.current_thread() is not self.first:
-            self.arrived.set()
-        self.lock.acquire()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.lock.release()
-
-
 class _Client:
     def __init__(self) -> None:
         self.closed = False
@@ -344,36 +326,55 @@ class _Client:
         self.closed = True
 
 
-def test_two_threads_asking_for_the_http_client_at_once_make_one(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    transport = ChatTransport(settings("http://127.0.0.1:9/v1"))
-    inside, second_arrived = threading.Event(), threading.Event()
+def test_the_client_shelf_lends_one_client_per_request_in_flight_and_reuses_it() -> None:
     made: list[_Client] = []
 
-    def new_client() -> _Client:
+    def make() -> _Client:
         made.append(_Client())
-        if len(made) == 1:
-            inside.set()
-            # The first creation waits until the second thread has asked too: at the
-            # lock, or (were there none) in a creation of its own.
-            second_arrived.wait(timeout=60)
-        else:
-            second_arrived.set()
         return made[-1]
 
-    monkeypatch.setattr(transport, "_new_client", new_client)
-    monkeypatch.setattr(transport, "_client_lock", _NotingLock(second_arrived))
-    got: dict[str, Any] = {}
-    first = threading.Thread(target=lambda: got.update(first=transport._http()))
-    second = threading.Thread(target=lambda: got.update(second=transport._http()))
-    first.start()
-    inside.wait(timeout=60)
-    second.start()
-    first.join()
-    second.join()
-    assert second_arrived.is_set()
-    assert len(made) == 1, "one client for both threads"
-    assert got["first"] is got["second"] is made[0]
+    shelf = ClientShelf(make)
+    with shelf.lend() as first:
+        pass
+    with shelf.lend() as again:
+        assert again is first, "a request after another reuses its client and connection"
+    with shelf.lend() as one, shelf.lend() as other:
+        assert one is not other, "two requests in flight never share a client"
+    assert len(made) == 2
+
+    # Closing closes what is shelved; a client out on a request is closed on its return.
+    with shelf.lend() as lent:
+        shelf.close()
+        assert [client.closed for client in made if client is not lent] == [True]
+        assert not lent.closed
+    assert lent.closed
+    closed = list(made)
+    with shelf.lend() as after:
+        assert after not in closed, "a closed shelf makes a new client when asked again"
+
+
+def test_concurrent_requests_each_hold_their_own_connection(llm: tuple[ScriptedLLM, str]) -> None:
+    _, base_url = llm
+    transport = ChatTransport(settings(base_url))
+    borrowed: list[Any] = []
+    barrier = threading.Barrier(4, timeout=60)
+    lend = transport.clients.lend
+
+    @contextmanager
+    def noting_lend() -> Iterator[Any]:
+        with lend() as client:
+            borrowed.append(client)
+            barrier.wait()  # all four hold a client at once
+            yield client
+
+    transport.clients.lend = noting_lend  # type: ignore[method-assign]
+    user = TASK_PREFIX + json.dumps({"question": "plain"})
+    request = {"model": "m", "messages": [{"role": "user", "content": user}]}
+    threads = [threading.Thread(target=transport.send, args=(request,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len({id(client) for client in borrowed}) == 4
     transport.close()
-    assert made[0].closed
+    assert all(client.is_closed for client in borrowed)
