@@ -378,3 +378,28 @@ def test_concurrent_requests_each_hold_their_own_connection(llm: tuple[ScriptedL
     assert len({id(client) for client in borrowed}) == 4
     transport.close()
     assert all(client.is_closed for client in borrowed)
+
+
+def test_the_tools_list_is_exported_once_per_set_of_tools(
+    llm: tuple[ScriptedLLM, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, base_url = llm
+    exports: list[int] = []
+    export = ToolSession.openai_tools
+
+    def counted(session: ToolSession) -> list[dict[str, Any]]:
+        exports.append(len(session.tools))
+        return export(session)
+
+    monkeypatch.setattr(ToolSession, "openai_tools", counted)
+    agent = ChatAgent(settings(base_url))
+    # Each case's tools are copies of one declaration, sharing their schemas.
+    cases = [[tool.model_copy() for tool in DEMO_TOOLS] for _ in range(3)]
+    cases.append(list(DEMO_TOOLS[:1]))
+    for tools in cases:
+        session = ToolSession(tools, final_schema=DemoFinal.model_json_schema())
+        solve_with_session(agent, {"question": "plain"}, session, accept_final)
+    assert exports == [len(DEMO_TOOLS), 1], "one export per distinct set of tools"
+    sent = [request["tools"] for request in server.requests]
+    assert sent[0] == sent[1] == sent[2] == export(ToolSession(DEMO_TOOLS))
+    assert [tool["function"]["name"] for tool in sent[3]] == [DEMO_TOOLS[0].name]

@@ -20,6 +20,7 @@ which the world classifies as ``agent_error``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -40,6 +41,16 @@ SYSTEM_PROMPT = (
 )
 TASK_PREFIX = "Task (JSON):\n"
 SCHEMA_PREFIX = "\nThe final answer must validate against this JSON Schema:\n"
+
+
+MAX_TOOL_LISTS = 64
+"""Exported tool lists a chat agent keeps (one per distinct set of tools it is offered)."""
+
+
+@dataclass(frozen=True)
+class _ToolList:
+    exported: list[dict[str, JsonValue]]
+    schemas: list[dict[str, JsonValue]]
 
 
 class ChatAgent:
@@ -64,6 +75,7 @@ class ChatAgent:
         self.run = current_run(self.settings) if run is None else run
         self.transport = ChatTransport(self.settings, self.run) if transport is None else transport
         self.usage = UsageLog()
+        self._tool_lists: dict[tuple[tuple[str, str, int], ...], _ToolList] = {}
 
     def __repr__(self) -> str:
         return f"ChatAgent(model={self.settings.model!r}, mode={self.settings.effective_mode})"
@@ -87,7 +99,7 @@ class ChatAgent:
             {"role": "system", "content": self._system_prompt()},
             {"role": "user", "content": self._task_prompt(task, session)},
         ]
-        tools = session.openai_tools()
+        tools = self._tools(session)
         for turn in range(self.settings.max_turns):
             message = self._complete(self._request(messages, tools))
             tool_calls = message.get("tool_calls") or []
@@ -101,6 +113,24 @@ class ChatAgent:
         raise ChatAgentError(
             "max_turns_exceeded", f"no final answer within {self.settings.max_turns} turns"
         )
+
+    def _tools(self, session: ToolSessionLike) -> list[dict[str, JsonValue]]:
+        """The session's tools as a ``tools`` list, exported once per set of tools.
+
+        Each case's session holds its own copies of its world's tools, sharing their
+        schemas: exporting them again for every case was a tenth of a case's CPU. The
+        list is only ever read (serialised into requests), so every case may share it.
+        """
+        tools = session.tools
+        key = tuple((tool.name, tool.description, id(tool.parameters)) for tool in tools)
+        known = self._tool_lists.get(key)
+        if known is None:
+            if len(self._tool_lists) >= MAX_TOOL_LISTS:
+                self._tool_lists.clear()  # schemas made afresh per case: keep memory bounded
+            # The schemas are held too, so no id in the key can be reused meanwhile.
+            known = _ToolList(session.openai_tools(), [tool.parameters for tool in tools])
+            self._tool_lists[key] = known
+        return known.exported
 
     def drain_usage(self) -> UsageReport | None:
         """The model requests since last asked (the execution ledger's call row copies them)."""
