@@ -6,7 +6,7 @@ each case's world run (:meth:`AgentbenchState.run`, which drives the
 adapter). Before pytest runs an item, :class:`Prefetcher` looks at the items
 this process will run next (the whole list serially; under pytest-xdist the
 indices the worker has been sent) and hands up to ``2 N`` of them to a
-:class:`CasePool`, which runs up to N at once, each on a thread of its own.
+:class:`CasePool`, whose N worker threads each run one case at a time.
 When an item's turn comes, it waits for its own case, then finishes the
 ledger and grades on the main thread, in item order: the oracle is read only
 after the output exists, and reports, snapshots and JUnit come out as in a
@@ -28,7 +28,8 @@ running case's deadline: when it passes, :class:`CaseTimeout` is raised
 inside the case's thread (``PyThreadState_SetAsyncExc``), again every half
 second; a case that still has not let go a second later (blocked in C: a
 socket read, a lock) is given up on: it is recorded as timed out, its slot
-goes to the next case, and its thread, a daemon, is left to end on its own.
+goes to the next case, and its worker, a daemon, is retired (another takes its
+place) and left to end on its own.
 """
 
 from __future__ import annotations
@@ -206,11 +207,15 @@ def _clear_interrupt() -> None:
 
 
 class CasePool:
-    """Runs up to ``size`` queued cases at once, each on a daemon thread; enforces their limit.
+    """Runs up to ``size`` queued cases at once on as many worker threads; enforces their limit.
 
-    One supervising thread starts queued cases as slots free up and watches
-    the running cases' deadlines (``timeout`` seconds from each start; 0: no
-    limit).
+    A worker takes the next queued case as soon as its own ends. (A thread per
+    case, started by one supervising thread, refilled each slot through that
+    thread and a thread start: under load from 64 cases at once each took a
+    turn of the interpreter lock, and the starts, not the model, set the pace.)
+    With a limit (``timeout`` seconds from each start; 0: none) one watching
+    thread interrupts a case past it, and gives up on one that does not let go:
+    its worker is retired and another takes its place.
     """
 
     def __init__(self, size: int, timeout: float) -> None:
@@ -218,66 +223,85 @@ class CasePool:
         self.timeout = timeout
         self._queue: deque[CaseJob] = deque()
         self._running: list[CaseJob] = []
-        self._changed = threading.Condition()
+        self._workers: set[threading.Thread] = set()
+        self._idle = 0
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)
+        self._watch = threading.Condition(self._lock)
         self._closed = False
-        self._supervisor: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
 
     def submit(self, job: CaseJob) -> None:
-        with self._changed:
-            if self._supervisor is None:
-                self._supervisor = threading.Thread(
-                    target=self._supervise, name="agentbench-case-pool", daemon=True
-                )
-                self._supervisor.start()
+        with self._lock:
             self._queue.append(job)
-            self._changed.notify()
+            if self._idle:
+                self._idle -= 1  # counted here: a second submit must wake a second worker
+                self._work.notify()
+            elif len(self._workers) < self.size:
+                self._hire()
+            if self.timeout > 0 and self._watcher is None:
+                self._watcher = threading.Thread(
+                    target=self._police_all, name="agentbench-case-watch", daemon=True
+                )
+                self._watcher.start()
 
     def finished(self, job: CaseJob, ran: Ran, error: BaseException | None) -> None:
-        """Called by a case's own thread when its run returns (or once it is given up on)."""
-        with self._changed:
+        """Called by a case's worker when its run returns (or once it is given up on)."""
+        with self._lock:
             if job.interrupts:
                 # Interrupts are sent holding this lock: none can follow this one.
                 _clear_interrupt()
             job.settle(ran, error)
             if job in self._running:
                 self._running.remove(job)
-            self._changed.notify()
         leaked_threads.note(job.threads_before)
 
     def close(self) -> None:
         """Drop the cases not started; running ones are daemons and end on their own."""
-        with self._changed:
+        with self._lock:
             self._closed = True
             self._queue.clear()
-            self._changed.notify()
-        if self._supervisor is not None:
-            self._supervisor.join(timeout=5)
+            self._work.notify_all()
+            self._watch.notify()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
 
-    def _supervise(self) -> None:
-        with self._changed:
+    def _hire(self) -> None:
+        worker = threading.Thread(target=self._serve, name="agentbench-case-worker", daemon=True)
+        self._workers.add(worker)
+        worker.start()
+
+    def _serve(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._lock:
+                while not self._queue and not self._closed and me in self._workers:
+                    self._idle += 1
+                    self._work.wait()
+                if self._closed or me not in self._workers:
+                    self._workers.discard(me)
+                    return
+                job = self._queue.popleft()
+                job.started = time.monotonic()
+                job.thread = me
+                job.threads_before = threading.enumerate()
+                self._running.append(job)
+                if self.timeout > 0 and len(self._running) == 1:
+                    # The watcher waits for no deadline; any other case's comes before this one's.
+                    self._watch.notify()
+            job.work(self)
+
+    def _police_all(self) -> None:
+        with self._lock:
             while not self._closed:
                 now = time.monotonic()
-                if self.timeout > 0:
-                    for job in list(self._running):
-                        self._police(job, now)  # may give a slot up
-                while self._queue and len(self._running) < self.size:
-                    self._start(self._queue.popleft(), now)
-                wake = None
-                if self.timeout > 0 and self._running:
-                    wake = min(self._next_look(job) for job in self._running)
-                self._changed.wait(None if wake is None else max(wake - now, 0.0))
+                for job in list(self._running):
+                    self._police(job, now)  # may give a worker up
+                wake = min((self._next_look(job) for job in self._running), default=None)
+                self._watch.wait(None if wake is None else max(wake - now, 0.0))
 
     def _next_look(self, job: CaseJob) -> float:
         return job.started + self.timeout if job.interrupts == 0 else job.next_interrupt
-
-    def _start(self, job: CaseJob, now: float) -> None:
-        job.started = now
-        job.threads_before = threading.enumerate()
-        job.thread = threading.Thread(
-            target=job.work, args=(self,), name=f"agentbench-case {job.case.case_id}", daemon=True
-        )
-        self._running.append(job)
-        job.thread.start()
 
     def _police(self, job: CaseJob, now: float) -> None:
         """Interrupt a case past its limit, or give up on one that does not let go."""
@@ -285,8 +309,11 @@ class CasePool:
         if now < self._next_look(job):
             return
         if job.interrupts > GIVE_UP_AFTER:
-            # Blocked where no interrupt reaches: its slot goes to the next case.
+            # Blocked where no interrupt reaches: its worker is retired, another hired.
             self._running.remove(job)
+            self._workers.discard(job.thread)
+            if self._queue:
+                self._hire()
             if job.ledger is not None:
                 job.ledger.timed_out = True
             job.settle((timed_out(now - job.started, self.timeout), job.ledger, None), None)
