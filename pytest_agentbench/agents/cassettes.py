@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final, Literal
 
@@ -47,12 +48,13 @@ class Cassette(Record):
     response: RecordedResponse
 
 
-class EncodedRequest:
+class EncodedRequest(Mapping[str, JsonValue]):
     """A request serialised once: its canonical JSON is the body sent over the wire, and
     its sha256 the cassette's name and the digest ledgers and usage reports record.
 
     A model call needs all three; serialising a request with its tool schemas four
-    times was a tenth of a model-backed case's CPU.
+    times was a tenth of a model-backed case's CPU. It reads as the request itself
+    (a mapping), so a transport written for plain request dicts works unchanged.
     """
 
     __slots__ = ("body", "digest", "text")
@@ -61,6 +63,15 @@ class EncodedRequest:
         self.body = body
         self.text = canonical_json(body)
         self.digest = sha256_hex(self.text.encode("utf-8"))
+
+    def __getitem__(self, key: str) -> JsonValue:
+        return self.body[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.body)
+
+    def __len__(self) -> int:
+        return len(self.body)
 
 
 AnyRequest = dict[str, JsonValue] | EncodedRequest
