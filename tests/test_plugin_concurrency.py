@@ -1,8 +1,8 @@
 """``--agentbench-concurrency N``: cases run at once inside a process, reports as in a serial run.
 
-Every comparison is between sessions of the same project: a serial one and a
-concurrent one, under each distribution (no xdist, ``-n 0``, ``-n 2``). Only
-durations may differ.
+Every comparison is between sessions of the same project: a serial one without xdist
+and concurrent ones, one of them under ``-n 2`` (concurrency inside each xdist worker,
+the workers' reports aggregated). Only durations may differ.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import pytest
 
 from pytest_agentbench.ledger import read_ledger
 from pytest_agentbench.run.case_ledger import digest_of, ledger_path
-from tests.conftest import XDIST_MODES
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
 from tests.reports import normalised
@@ -115,9 +114,8 @@ def ledger_files(folder: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.parametrize("xdist", XDIST_MODES)
 def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike(
-    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_demo_suite(
         demo.path,
@@ -127,7 +125,7 @@ def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike
         world="demo-tools",
     )
     demo.makeini(CHAT_INI)
-    chat = ("--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent", *xdist)
+    chat = ("--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent",)
     runs: dict[str, tuple[pytest.RunResult, Any]] = {}
     for name, extra in {
         "serial": (),
@@ -138,7 +136,7 @@ def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike
         with ScriptedLLM().serving() as base_url:
             monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
             runs[name] = run(demo, name, *chat, f"--agentbench-ledger={name}", *extra)
-    # Nothing listens at the address any more: replay alone answers.
+    # Nothing listens at the address any more: replay alone answers, in two workers.
     runs["replayed"] = run(
         demo,
         "replayed",
@@ -146,6 +144,8 @@ def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike
         "--agentbench-ledger=replayed",
         "--agentbench-concurrency=8",
         "--agentbench-cassettes=cassettes",
+        "-n",
+        "2",
     )
     serial_result, serial = runs["serial"]
     serial_result.assert_outcomes(passed=2, failed=4)
@@ -169,14 +169,14 @@ def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike
         assert ledger_files(demo.path / name) == serial_ledgers, name
 
 
-@pytest.mark.parametrize("xdist", XDIST_MODES)
 def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
-    demo: pytest.Pytester, xdist: list[str]
+    demo: pytest.Pytester,
 ) -> None:
     write_demo_suite(demo.path, questions=QUESTIONS)
     demo.makepyfile(my_adapters=ADAPTERS)
-    for adapter in ("Async", "Raises"):
-        args = (f"--agentbench-adapter=my_adapters:{adapter}", "--agentbench-repeat=3", *xdist)
+    # The async adapter's concurrent run is spread over two workers (their event loops).
+    for adapter, xdist in (("Async", ("-n", "2")), ("Raises", ())):
+        args = (f"--agentbench-adapter=my_adapters:{adapter}", "--agentbench-repeat=3")
         serial_result, serial = run(
             demo, f"{adapter}-serial", *args, f"--agentbench-ledger={adapter}-serial"
         )
@@ -186,6 +186,7 @@ def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
             *args,
             "--agentbench-concurrency=4",
             f"--agentbench-ledger={adapter}-concurrent",
+            *xdist,
         )
         assert concurrent == serial, adapter
         ledgers = ledger_files(demo.path / f"{adapter}-concurrent")
