@@ -174,8 +174,9 @@ def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
 ) -> None:
     write_demo_suite(demo.path, questions=QUESTIONS)
     demo.makepyfile(my_adapters=ADAPTERS)
-    # The async adapter's concurrent run is spread over two workers (their event loops).
-    for adapter, xdist in (("Async", ("-n", "2")), ("Raises", ())):
+    # Without xdist: the chat run above is the one a concurrent run under -n 2 is compared
+    # in, and tests/test_plugin_trials.py spreads repeats over workers.
+    for adapter in ("Async", "Raises"):
         args = (f"--agentbench-adapter=my_adapters:{adapter}", "--agentbench-repeat=3")
         serial_result, serial = run(
             demo, f"{adapter}-serial", *args, f"--agentbench-ledger={adapter}-serial"
@@ -186,7 +187,6 @@ def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
             *args,
             "--agentbench-concurrency=4",
             f"--agentbench-ledger={adapter}-concurrent",
-            *xdist,
         )
         assert concurrent == serial, adapter
         ledgers = ledger_files(demo.path / f"{adapter}-concurrent")
