@@ -114,7 +114,10 @@ def _oracle_root() -> Path:
 
 def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
     report = pytester.path / "run.json"
-    result = pytester.runpytest_subprocess(
+    # In-process the cheater reads only the frames of the session it runs in, which can run
+    # in this process; isolated, in a process of its own: an inner session in this one
+    # imports the world afresh, whose views then cannot be pickled by their class's name.
+    options = (
         f"--agentbench-suite={SUITE_ID}",
         "--agentbench-adapter=cheat:Cheater",
         f"--agentbench-report={report}",
@@ -123,8 +126,11 @@ def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[
         "-p",
         "no:cacheprovider",
         *args,
-        timeout=240,
     )
+    if "--agentbench-isolate" in args:
+        result = pytester.runpytest_subprocess(*options, timeout=240)
+    else:
+        result = pytester.runpytest(*options)
     return result, json.loads(report.read_text())
 
 
@@ -133,6 +139,7 @@ def cheater(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     assert (_oracle_root() / "authority_truth.jsonl").is_file()
     monkeypatch.setenv("CHEAT_ORACLE_PATH", str(_oracle_root()))
     pytester.makepyfile(cheat=CHEATER)
+    pytester.syspathinsert()
     return pytester
 
 
