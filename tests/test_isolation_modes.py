@@ -1,5 +1,5 @@
-"""What an adapter sees and leaves behind, the same in every mode: in-process and isolated,
-serially and under ``-n 2``.
+"""What an adapter sees and leaves behind, the same in every mode: in-process, isolated,
+isolated under ``-n 2`` and isolated in a pool.
 
 One project holds a suite per scenario and one adapter answers them all (the chat agent,
 with an ``answer`` method for the worlds that ask for one). A recording session makes
@@ -12,6 +12,10 @@ with its case. An isolated adapter's restart is not charged to the next case: th
 scenario needs a one-second case limit, so it has sessions of its own, isolated serially
 and in a pool (under ``-n 2`` each worker restarts its own process as a serial session
 does: nothing is aggregated, and two more workers would only cost their start-up).
+
+The in-process chat agent replaying under ``-n 2`` is
+``tests/test_plugin_concurrency.py``'s replayed run: its report, model totals included,
+is the serial recording's, with nothing listening at the endpoint.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from tests.llm_server import ScriptedLLM
 
 MODES = {
     "in-process": [],
-    "in-process-n2": ["-n", "2"],
     "isolated": ["--agentbench-isolate"],
     "isolated-n2": ["--agentbench-isolate", "-n", "2"],
     "isolated-pool": ["--agentbench-isolate", "--agentbench-concurrency=3"],
