@@ -53,18 +53,17 @@ def _probe_run(demo: pytest.Pytester, *args: str) -> dict[str, dict[str, object]
     }
 
 
-# Without xdist the only process; under xdist the controller and a worker (every worker is
-# configured alike: one stands for them all, a second would only cost its start-up).
-@pytest.mark.parametrize("xdist", [[], ["-n", "1"]], ids=["no-xdist", "n1"])
-def test_a_demo_run_with_an_adapter_imports_no_built_in_world(
-    demo: pytest.Pytester, xdist: list[str]
-) -> None:
-    probes = _probe_run(demo, *xdist)
-    assert set(probes) == ({"main", "gw0"} if xdist else {"main"})
+def test_a_demo_run_with_an_adapter_imports_no_built_in_world(demo: pytest.Pytester) -> None:
+    probes = _probe_run(demo)
+    assert set(probes) == {"main"}
     for process, probe in probes.items():
         assert probe == {"active": True, "worlds": [], "html": False}, process
 
 
+# Under xdist, the controller and a worker: every worker is configured alike (one stands
+# for them all, a second would only cost its start-up), and a worker checks the adapter
+# as the only process of a run without xdist does; the controller of an isolated run is
+# where isolation's own set-up differs.
 def test_an_isolated_adapter_is_checked_without_importing_a_built_in_world(
     demo: pytest.Pytester,
 ) -> None:
