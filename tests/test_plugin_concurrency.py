@@ -66,6 +66,8 @@ class Raises:
 """
 
 QUESTIONS = {f"c{index}": f"{index}+{index}" for index in range(1, 10)}
+TRIALS = 2
+"""Trials per case in the repeated runs: two tell one trial's result and ledger from another's."""
 
 
 def junit_normalised(path: Path) -> list[str]:
@@ -177,7 +179,7 @@ def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
     # Without xdist: the chat run above is the one a concurrent run under -n 2 is compared
     # in, and tests/test_plugin_trials.py spreads repeats over workers.
     for adapter in ("Async", "Raises"):
-        args = (f"--agentbench-adapter=my_adapters:{adapter}", "--agentbench-repeat=3")
+        args = (f"--agentbench-adapter=my_adapters:{adapter}", f"--agentbench-repeat={TRIALS}")
         serial_result, serial = run(
             demo, f"{adapter}-serial", *args, f"--agentbench-ledger={adapter}-serial"
         )
@@ -191,19 +193,19 @@ def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
         assert concurrent == serial, adapter
         ledgers = ledger_files(demo.path / f"{adapter}-concurrent")
         assert ledgers == ledger_files(demo.path / f"{adapter}-serial")
-        assert len(ledgers) == 3 * len(QUESTIONS)
+        assert len(ledgers) == TRIALS * len(QUESTIONS)
         assert junit_normalised(demo.path / f"{adapter}-concurrent.xml") == junit_normalised(
             demo.path / f"{adapter}-serial.xml"
         )
         cases = [entry["result"] for entry in concurrent["suites"][0]["cases"]]
-        assert len(cases) == 3 * len(QUESTIONS)
-        assert sorted({case["trial"] for case in cases}) == [1, 2, 3]
+        assert len(cases) == TRIALS * len(QUESTIONS)
+        assert sorted({case["trial"] for case in cases}) == list(range(1, TRIALS + 1))
         failed = {
             case["case_id"]: case["failure_class"] for case in cases if case["outcome"] != "passed"
         }
         if adapter == "Async":
             assert not failed, "an async adapter method is awaited: every case answers"
-            result.assert_outcomes(passed=3 * len(QUESTIONS))
+            result.assert_outcomes(passed=TRIALS * len(QUESTIONS))
             path = ledger_path(demo.path / "Async-concurrent", "demo-suite", "c3[trial-2]")
             (call,) = [row["call"] for row in read_ledger(path).rows if row["row_kind"] == "call"]
             # The ledger records what the coroutine answered, not the coroutine.
