@@ -6,7 +6,7 @@ failing that it searches the whole heap for a loaded oracle or a suite
 object. It logs what it found, and whether the oracle folder's path is held
 by any object of its process (a string in a container, a path object).
 In-process it passes every case: the documented trust boundary. Isolated it
-finds nothing and fails every case.
+finds nothing and fails every case it is given.
 """
 
 from __future__ import annotations
@@ -114,7 +114,10 @@ def _oracle_root() -> Path:
 
 def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
     report = pytester.path / "run.json"
-    result = pytester.runpytest_subprocess(
+    # In-process the cheater reads only the frames of the session it runs in, which can run
+    # in this process; isolated, in a process of its own: an inner session in this one
+    # imports the world afresh, whose views then cannot be pickled by their class's name.
+    options = (
         f"--agentbench-suite={SUITE_ID}",
         "--agentbench-adapter=cheat:Cheater",
         f"--agentbench-report={report}",
@@ -123,8 +126,11 @@ def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[
         "-p",
         "no:cacheprovider",
         *args,
-        timeout=240,
     )
+    if "--agentbench-isolate" in args:
+        result = pytester.runpytest_subprocess(*options, timeout=240)
+    else:
+        result = pytester.runpytest(*options)
     return result, json.loads(report.read_text())
 
 
@@ -133,6 +139,7 @@ def cheater(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     assert (_oracle_root() / "authority_truth.jsonl").is_file()
     monkeypatch.setenv("CHEAT_ORACLE_PATH", str(_oracle_root()))
     pytester.makepyfile(cheat=CHEATER)
+    pytester.syspathinsert()
     return pytester
 
 
@@ -154,14 +161,23 @@ def test_in_process_an_adapter_can_read_the_oracle_through_one_stack_frame(
     assert {entry["found"] for entry in log} == {"frames"}
 
 
+ISOLATED_CASES = (
+    "evt-010-authorised-comparison",
+    "evt-011-supplier-directory-read",
+    "evt-012-quotation-request",
+)
+"""The isolated run's cases: a few calls in one process show what every call finds, and
+each searches the whole heap twice (its cost, in a process of its own)."""
+
+
 def test_isolated_the_adapter_cannot_reach_the_oracle(cheater: pytest.Pytester) -> None:
-    result, report = _run(cheater, "--agentbench-isolate")
-    result.assert_outcomes(failed=11)
+    result, report = _run(cheater, "--agentbench-isolate", "-k", " or ".join(ISOLATED_CASES))
+    result.assert_outcomes(failed=len(ISOLATED_CASES))
     (suite,) = report["suites"]
     metrics = {metric["name"]: metric["value"] for metric in suite["metrics"]}
     assert metrics["authorization_decision_accuracy"] == 0.0
     log = _log(cheater)
-    assert len(log) == 11
+    assert len(log) == len(ISOLATED_CASES)
     # Every call ran in a process that is not pytest's, found no oracle, and holds
     # no object naming the oracle folder.
     assert {entry["found"] for entry in log} == {None}

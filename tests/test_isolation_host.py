@@ -324,15 +324,30 @@ def outcomes(session: ToolSession) -> list[tuple[str, str | None, str | None]]:
     return [(call.name, call.arguments_json, call.error) for call in session.calls]
 
 
-@pytest.fixture
-def probe_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    (tmp_path / "isolation_probe.py").write_text(PROBE, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return importlib.import_module("isolation_probe")
+@pytest.fixture(scope="module")
+def probe_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    folder = str(tmp_path_factory.mktemp("probe"))
+    (Path(folder) / "isolation_probe.py").write_text(PROBE, encoding="utf-8")
+    sys.path.insert(0, folder)
+    importlib.invalidate_caches()
+    try:
+        yield importlib.import_module("isolation_probe")
+    finally:
+        sys.path.remove(folder)
 
 
 @pytest.fixture
 def host() -> Iterator[IsolatedAdapters]:
+    """A host of its own: for a test that counts starts, or ends or replaces the process."""
+    isolated = IsolatedAdapters(timeout=5)
+    yield isolated
+    isolated.close()
+
+
+@pytest.fixture(scope="module")
+def shared_host(probe_module: Any) -> Iterator[IsolatedAdapters]:
+    """One process for the tests that leave it running: each would otherwise pay a start
+    (and the tool contract's import) of its own. Each test builds adapters of its own."""
     isolated = IsolatedAdapters(timeout=5)
     yield isolated
     isolated.close()
@@ -350,9 +365,9 @@ def _gone(pid: int) -> bool:
 
 
 def test_a_remote_adapter_answers_like_the_adapter(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     assert probe.answer("2+3") == 5
     assert probe.add(2, b=5) == 7
     assert adapter_class(probe) == "isolation_probe.Probe"
@@ -361,7 +376,7 @@ def test_a_remote_adapter_answers_like_the_adapter(
 
 
 def test_a_view_is_sent_once_and_each_call_gets_its_own_copy(
-    host: IsolatedAdapters, probe_module: Any, monkeypatch: pytest.MonkeyPatch
+    shared_host: IsolatedAdapters, probe_module: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent: list[int] = []
     send = AdapterProcess.send
@@ -372,7 +387,7 @@ def test_a_view_is_sent_once_and_each_call_gets_its_own_copy(
         send(process, message)
 
     monkeypatch.setattr(AdapterProcess, "send", counting)
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     view = {"events": list(range(100))}
     # What a call does to its copy is not seen by the next; within one call a
     # value passed twice is one object, as in-process.
@@ -390,9 +405,9 @@ def test_a_view_is_sent_once_and_each_call_gets_its_own_copy(
 
 
 def test_a_mutable_view_changed_in_the_harness_is_sent_again(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     view: dict[str, Any] = {"turn": 1}
     assert probe.echo(view) == {"turn": 1}
     view["turn"] = 2
@@ -400,9 +415,9 @@ def test_a_mutable_view_changed_in_the_harness_is_sent_again(
 
 
 def test_an_exception_fails_the_call_and_keeps_the_process(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     pid = probe.pid()
     with pytest.raises(AdapterFailure) as raised:
         probe.raise_value()
@@ -451,9 +466,9 @@ def test_a_process_ignoring_sigterm_is_killed_after_the_grace(probe_module: Any)
 
 
 def test_output_json_cannot_hold_is_a_product_error(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     with pytest.raises(MalformedOutput, match="TypeError: a set has no JSON order") as raised:
         probe.unencodable()
     assert raised.value.failure_class is FailureClass.PRODUCT_ERROR
@@ -469,27 +484,29 @@ def test_a_garbled_message_fails_the_call_and_replaces_the_process(
     assert _gone(pid)
 
 
-def test_adapters_made_per_case_are_not_all_kept(host: IsolatedAdapters, probe_module: Any) -> None:
+def test_adapters_made_per_case_are_not_all_kept(
+    shared_host: IsolatedAdapters, probe_module: Any
+) -> None:
     for _ in range(SHARED_VIEWS + 8):
-        probe = host.remote(probe_module.Probe())
+        probe = shared_host.remote(probe_module.Probe())
         assert probe.add(1) == 1
     assert probe.live_probes() == SHARED_VIEWS
 
 
-def test_an_adapter_that_cannot_be_pickled_is_refused(host: IsolatedAdapters) -> None:
+def test_an_adapter_that_cannot_be_pickled_is_refused(shared_host: IsolatedAdapters) -> None:
     class Local:
         def answer(self, question: str) -> int:
             return 0
 
     with pytest.raises(AgentbenchError) as refused:
-        host.remote(Local())
+        shared_host.remote(Local())
     assert refused.value.code == "isolation_unpicklable_adapter"
 
 
 def test_a_view_that_cannot_be_pickled_is_a_harness_error(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     with pytest.raises(AdapterFailure, match="isolation_unpicklable_view") as raised:
         probe.same_view(lambda: None)
     assert raised.value.failure_class is FailureClass.HARNESS_ERROR
@@ -519,17 +536,17 @@ def test_a_spec_is_loaded_in_the_child_only(host: IsolatedAdapters, tmp_path: Pa
     ],
 )
 def test_bad_specs_are_the_usage_errors_of_in_process_loading(
-    host: IsolatedAdapters, probe_module: Any, spec: str, code: str
+    shared_host: IsolatedAdapters, probe_module: Any, spec: str, code: str
 ) -> None:
     with pytest.raises(UsageError) as refused:
-        host.load_spec(spec, [kind_protocols(WORLD)])
+        shared_host.load_spec(spec, [kind_protocols(WORLD)])
     assert refused.value.code == code
 
 
 def test_tool_calls_are_answered_by_the_harness_session(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     # Every call is admitted against the budget, refused or not: the sixth is one too many.
     session = tool_session(max_calls=5)
     assert probe.solve({"a": 40}, session) == {
@@ -559,9 +576,9 @@ def test_tool_calls_are_answered_by_the_harness_session(
 
 
 def test_the_session_stand_in_closes_and_reads_the_harness_session(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     session = tool_session(max_calls=5, final_schema={"type": "object"})
     assert probe.session_view({}, session) == {
         "budget": True,
@@ -579,9 +596,9 @@ def test_the_session_stand_in_closes_and_reads_the_harness_session(
 
 
 def test_the_stand_in_exports_what_the_session_exports(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     session = tool_session(max_calls=1)
     assert probe.exports({}, session) == {
         "openai_tools": session.openai_tools(),
@@ -590,11 +607,11 @@ def test_the_stand_in_exports_what_the_session_exports(
 
 
 def test_arguments_json_cannot_carry_are_refused_as_in_process(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
     in_process = probe_module.Probe().not_json({}, tool_session(max_calls=9))
     session = tool_session(max_calls=9)
-    isolated = host.remote(probe_module.Probe()).not_json({}, session)
+    isolated = shared_host.remote(probe_module.Probe()).not_json({}, session)
     assert [code for code, _ in isolated] == ["unknown_tool", *["invalid_arguments"] * 4]
     assert isolated == [list(refusal) for refusal in in_process]
     assert session.calls == ()
@@ -611,36 +628,40 @@ def test_the_child_loads_the_tool_contract_only_for_a_session(
 
 
 def test_tool_calls_from_the_adapters_threads_are_served_one_at_a_time(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     session = tool_session(max_calls=10)
     assert probe.parallel({}, session) == [1, 2, 3, 4, 5, 6]
     assert len(session.calls) == 6
 
 
 def test_a_fork_returning_into_the_child_does_not_answer_for_it(
-    host: IsolatedAdapters, probe_module: Any
+    shared_host: IsolatedAdapters, probe_module: Any
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     pid = probe.pid()
+    starts = shared_host.starts
     for _ in range(3):
         assert probe.fork_back() == "forked"
         # The next call is answered by the child, not a stray copy, and nothing is charged to it.
         assert probe.answer("2+3") == 5
     assert probe.pid() == pid
-    assert host.starts == 1
+    assert shared_host.starts == starts, "the process was never replaced"
 
 
 @pytest.mark.parametrize("method", ["fork_and_work", "setsid_grandchild", "daemon"])
 def test_what_a_call_starts_ends_with_the_call(
-    host: IsolatedAdapters, probe_module: Any, method: str
+    shared_host: IsolatedAdapters, probe_module: Any, method: str
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
+    pid = probe.pid()
+    starts = shared_host.starts
     started = getattr(probe, method)()
     assert _gone(started), f"{method} left {started} running after its call"
     assert probe.answer("1+1") == 2
-    assert host.starts == 1
+    assert probe.pid() == pid
+    assert shared_host.starts == starts, "the process was never replaced"
 
 
 def test_what_the_adapter_starts_when_built_lives_with_the_process(probe_module: Any) -> None:
@@ -671,9 +692,9 @@ def test_a_hang_ends_the_whole_tree_setsid_included(probe_module: Any, tmp_path:
 
 
 def test_what_a_dead_child_left_behind_is_found_and_ended(
-    host: IsolatedAdapters, probe_module: Any, tmp_path: Path
+    shared_host: IsolatedAdapters, probe_module: Any, tmp_path: Path
 ) -> None:
-    probe = host.remote(probe_module.Probe())
+    probe = shared_host.remote(probe_module.Probe())
     with pytest.raises(AdapterFailure, match="exited with status 3"):
         probe.setsid_and_exit(str(tmp_path / "orphan.pid"))
     # The orphan left the child's session and lost its parent: its environment names it.
@@ -727,8 +748,11 @@ def test_start_up_has_its_own_limit_and_an_overrun_is_reported_once(
 
 
 def test_the_child_works_outside_the_project_with_no_path_to_its_suites(
-    probe_module: Any, tmp_path: Path
+    probe_module: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The adapter's module imported from the project, first on the path.
+    (tmp_path / "isolation_probe.py").write_text(PROBE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "probe_oracles" / "demo").mkdir(parents=True)
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")

@@ -1,12 +1,21 @@
-"""What an adapter sees and leaves behind, the same in every mode: in-process and isolated,
-serially and under ``-n 2``.
+"""What an adapter sees and leaves behind, the same in every mode: in-process, isolated,
+isolated under ``-n 2`` and isolated in a pool.
 
-Each test runs one small pytest session per mode that applies (isolated also with a pool
-of processes, ``--agentbench-concurrency``) and asserts every case of it: cassette replay
-stays offline (the chat agent's settings reach an isolated adapter, its model calls are
-counted in the run's totals),
-a view an adapter tampers with is its case's own copy, what an isolated adapter starts
-ends with its case, and an isolated adapter's restart is not charged to the next case.
+One project holds a suite per scenario and one adapter answers them all (the chat agent,
+with an ``answer`` method for the worlds that ask for one). A recording session makes
+the chat suite's cassettes; then each mode (isolated also with a pool of processes,
+``--agentbench-concurrency``) runs one session over every scenario that applies to it,
+asserted scenario by scenario: cassette replay stays offline (the chat agent's settings
+reach an isolated adapter, its model calls are counted in the run's totals), a view an
+adapter tampers with is its case's own copy, and what an isolated adapter starts ends
+with its case. An isolated adapter's restart is not charged to the next case: that
+scenario needs a one-second case limit, so it has sessions of its own, isolated serially
+and in a pool (under ``-n 2`` each worker restarts its own process as a serial session
+does: nothing is aggregated, and two more workers would only cost their start-up).
+
+The in-process chat agent replaying under ``-n 2`` is
+``tests/test_plugin_concurrency.py``'s replayed run: its report, model totals included,
+is the serial recording's, with nothing listening at the endpoint.
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ from tests.llm_server import ScriptedLLM
 
 MODES = {
     "in-process": [],
-    "in-process-n2": ["-n", "2"],
     "isolated": ["--agentbench-isolate"],
     "isolated-n2": ["--agentbench-isolate", "-n", "2"],
     "isolated-pool": ["--agentbench-isolate", "--agentbench-concurrency=3"],
@@ -33,12 +41,15 @@ MODES = {
 ISOLATED_MODES = {name: args for name, args in MODES.items() if "--agentbench-isolate" in args}
 
 
-def _suite_results(report: Path) -> dict[str, dict[str, Any]]:
-    (suite,) = json.loads(report.read_text())["suites"]
-    return {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+def _suite_results(report: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each suite's case results by case id, by suite id."""
+    return {
+        suite["id"]: {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+        for suite in json.loads(report.read_text())["suites"]
+    }
 
 
-# -- cassette replay -------------------------------------------------------------------
+# -- the network guard ----------------------------------------------------------------
 
 NETWORK_GUARD = """
 import os
@@ -62,9 +73,7 @@ socket.socket.connect = _refuse_non_loopback
 """A ``sitecustomize`` on PYTHONPATH: every process of a session (pytest, its xdist
 workers, the isolated adapter's process) refuses, and logs, non-loopback connections."""
 
-SCENARIOS = ("tools", "malformed_args", "prose")
 KEY_ENV = "AGENTBENCH_TEST_LLM_KEY"
-CHAT_ADAPTER = "--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent"
 
 
 def _guard_this_process(guard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,102 +88,12 @@ def _guard_this_process(guard: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", guarded)
 
 
-def _model_traffic(report: Path) -> dict[str, Any]:
-    """The run's model totals and each case's model calls, without the mode and endpoint (a
-    replay's differ from the recording's)."""
-    document = json.loads(report.read_text())
-    totals = {
-        key: value
-        for key, value in document["model_run"].items()
-        if key not in {"mode", "base_url_host"}
-    }
-    (suite,) = document["suites"]
-    return {
-        "totals": totals,
-        **{entry["result"]["case_id"]: entry["result"]["model_calls"] for entry in suite["cases"]},
-    }
-
-
-def _chat_run(
-    pytester: pytest.Pytester, tag: str, *args: str
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    report = pytester.path / f"{tag}.json"
-    pytester.runpytest(
-        CHAT_ADAPTER,
-        "--agentbench-timeout=60",
-        f"--agentbench-report={report}",
-        "-m",
-        "not agentbench_control",
-        *args,
-    )
-    results = {
-        case_id: (result["outcome"], result["failure_class"], result["failure_reason"])
-        for case_id, result in _suite_results(report).items()
-    }
-    return results, _model_traffic(report)
-
-
-def test_cassette_replay_reaches_the_adapter_and_stays_offline_in_every_mode(
-    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    write_demo_suite(
-        demo.path,
-        "chat-suite",
-        questions={q: q for q in SCENARIOS},
-        answers=dict.fromkeys(SCENARIOS, 3),
-        world="demo-tools",
-    )
-    # Settings from the ini file, which only the pytest session reads.
-    demo.makeini(
-        "[pytest]\n"
-        "agentbench_llm_model = scripted-model\n"
-        f"agentbench_llm_api_key_env = {KEY_ENV}\n"
-        "agentbench_llm_max_turns = 4\n"
-        "agentbench_llm_retry_backoff = 0\n"
-    )
-    guard = demo.mkdir("guard")
-    (guard / "sitecustomize.py").write_text(NETWORK_GUARD)
-    log = demo.path / "connections.log"
-    monkeypatch.setenv("NETWORK_GUARD_LOG", str(log))
-    monkeypatch.setenv(KEY_ENV, "sk-any-configured-key")
-    tapes = demo.path / "cassettes"
-    server = ScriptedLLM()
-    with server.serving() as base_url:
-        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        recorded, traffic = _chat_run(demo, "record", f"--agentbench-cassettes={tapes}")
-    recorded_requests = len(server.requests)
-    assert recorded_requests >= len(SCENARIOS)
-    assert traffic["totals"]["calls"] == recorded_requests
-    assert traffic["totals"]["input_tokens"] > 0
-    assert len(list(tapes.glob("*.json"))) == recorded_requests
-    monkeypatch.setenv("PYTHONPATH", str(guard))
-    _guard_this_process(guard, monkeypatch)
-    # A live endpoint that is not loopback: any request that is not replayed reaches the guard.
-    monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", "http://203.0.113.7/v1")
-    for mode, args in MODES.items():
-        replayed, replayed_traffic = _chat_run(
-            demo,
-            f"replay-{mode}",
-            f"--agentbench-cassettes={tapes}",
-            "--agentbench-cassette-mode=replay",
-            *args,
-        )
-        assert replayed == recorded, mode
-        assert replayed_traffic == traffic, mode
-        assert not log.exists(), f"{mode}: {log.read_text()}"
-    assert len(server.requests) == recorded_requests, "replay sent nothing to the server"
-    # The guard does catch the isolated adapter's process: live, it is refused.
-    live, _ = _chat_run(demo, "live", "--agentbench-isolate")
-    assert {outcome[1] for outcome in live.values()} == {"agent_error"}
-    assert "203.0.113.7" in log.read_text()
-
-
-# -- a view tampered with --------------------------------------------------------------
+# -- the scenarios' worlds and adapter -------------------------------------------------
 
 SHELF_WORLD = """
 from typing import Any, Protocol, runtime_checkable
 
-from demo_world import DemoWorld
+from demo_world import TOOLS_WORLD, WORLD, DemoWorld
 from pytest_agentbench.sdk.contracts import Outcome, Record
 from pytest_agentbench.sdk.hookspecs import hookimpl
 from pytest_agentbench.sdk.runner import MalformedOutput, call_adapter
@@ -207,47 +126,16 @@ class ShelfWorld(DemoWorld):
 
 @hookimpl
 def pytest_agentbench_world_kinds():
-    return [ShelfWorld()]
+    return [WORLD, TOOLS_WORLD, ShelfWorld()]
 """
 
-TAMPERING = """
-class Tamperer:
-    def answer(self, question, catalog):
-        if catalog.items != ("a", "b"):
-            return -1  # what an earlier case did to its view
-        object.__setattr__(catalog, "items", ())
-        left, right = question.split("+")
-        return int(left) + int(right)
-"""
-
-
-def test_a_view_an_adapter_tampers_with_is_its_cases_own_in_every_mode(
-    demo: pytest.Pytester,
-) -> None:
-    questions = {f"c{index:02d}": f"{index}+1" for index in range(6)}
-    write_demo_suite(demo.path, "shelf-suite", questions=questions, world="demo-shelf")
-    demo.makepyfile(shelf_world=SHELF_WORLD, tampering=TAMPERING)
-    demo.makeconftest("from shelf_world import pytest_agentbench_world_kinds\n")
-    for mode, args in MODES.items():
-        report = demo.path / f"{mode}.json"
-        result = demo.runpytest(
-            "--agentbench-adapter=tampering:Tamperer",
-            f"--agentbench-report={report}",
-            "-m",
-            "not agentbench_control",
-            *args,
-        )
-        result.assert_outcomes(passed=len(questions))
-        assert {r["outcome"] for r in _suite_results(report).values()} == {"passed"}, mode
-
-
-# -- processes an isolated adapter starts ----------------------------------------------
-
-SPAWNING = """
+SCENARIOS = """
 import os
 import subprocess
 import time
 from pathlib import Path
+
+from pytest_agentbench.agents.chat import ChatAgent
 
 HERE = Path(__file__).resolve().parent
 
@@ -292,13 +180,103 @@ def daemon():
 BEHAVIOUR = {1: setsid_grandchild, 2: fork_back, 3: fork_and_work, 4: daemon}
 
 
-class Spawning:
-    def answer(self, question):
+def tamper(question, catalog):
+    if catalog.items != ("a", "b"):
+        return -1  # what an earlier case did to its view
+    object.__setattr__(catalog, "items", ())
+    left, right = question.split("+")
+    return int(left) + int(right)
+
+
+class Scenarios(ChatAgent):
+    # The chat agent answers the chat suite's tool sessions; ``answer`` the other suites.
+
+    def answer(self, question, catalog=None):
+        if catalog is not None:
+            return tamper(question, catalog)
         left, right = (int(part) for part in question.split("+"))
         if left in BEHAVIOUR:
             BEHAVIOUR[left]()
         return left + right
 """
+
+SLOW_TO_START = """
+import time
+
+# Loading this module takes longer than a case may: start-up has its own allowance.
+time.sleep(1.5)
+
+
+class SlowToStart:
+    def answer(self, question):
+        left, right = (int(part) for part in question.split("+"))
+        if left == 0:
+            time.sleep(1000)
+        return left + right
+"""
+
+CHAT_SCENARIOS = ("tools", "malformed_args", "prose")
+TAMPERED = {f"c{index:02d}": f"{index}+1" for index in range(6)}
+SPAWNING = {f"c{index:02d}": f"{index}+0" for index in range(1, 9)}
+"""Each spawning case is followed by plain ones, which must not pay for it."""
+RESTARTS = {f"c{index:02d}": f"{index % 2}+{index}" for index in range(4)}
+"""Every other case hangs, so every case after one starts a fresh process."""
+SCENARIO_ADAPTER = "--agentbench-adapter=scenarios:Scenarios"
+
+
+@pytest.fixture
+def project(demo: pytest.Pytester) -> pytest.Pytester:
+    write_demo_suite(
+        demo.path,
+        "chat-suite",
+        questions={q: q for q in CHAT_SCENARIOS},
+        answers=dict.fromkeys(CHAT_SCENARIOS, 3),
+        world="demo-tools",
+    )
+    write_demo_suite(demo.path, "shelf-suite", questions=TAMPERED, world="demo-shelf")
+    write_demo_suite(demo.path, "spawn-suite", questions=SPAWNING)
+    write_demo_suite(demo.path, "restart-suite", questions=RESTARTS)
+    demo.makepyfile(shelf_world=SHELF_WORLD, scenarios=SCENARIOS, slow=SLOW_TO_START)
+    demo.makeconftest("from shelf_world import pytest_agentbench_world_kinds\n")
+    return demo
+
+
+def _session(
+    project: pytest.Pytester, tag: str, suites: list[str], *args: str
+) -> tuple[pytest.RunResult, dict[str, dict[str, dict[str, Any]]], Path]:
+    """One session over ``suites``: its outcome, its cases by suite, and its report."""
+    report = project.path / f"{tag}.json"
+    result = project.runpytest(
+        f"--agentbench-report={report}",
+        "-m",
+        "not agentbench_control",
+        *args,
+        *(f"suites/{suite}" for suite in suites),
+    )
+    return result, _suite_results(report), report
+
+
+def _model_traffic(report: Path) -> dict[str, Any]:
+    """The run's model totals and the chat suite's cases' model calls, without the mode and
+    endpoint (a replay's differ from the recording's)."""
+    document = json.loads(report.read_text())
+    totals = {
+        key: value
+        for key, value in document["model_run"].items()
+        if key not in {"mode", "base_url_host"}
+    }
+    (chat,) = (suite for suite in document["suites"] if suite["id"] == "chat-suite")
+    return {
+        "totals": totals,
+        **{entry["result"]["case_id"]: entry["result"]["model_calls"] for entry in chat["cases"]},
+    }
+
+
+def _chat_outcomes(cases: dict[str, dict[str, Any]]) -> dict[str, tuple[Any, Any, Any]]:
+    return {
+        case_id: (result["outcome"], result["failure_class"], result["failure_reason"])
+        for case_id, result in cases.items()
+    }
 
 
 def _running(pid: int) -> bool:
@@ -317,72 +295,104 @@ def _still_running(pids: set[int]) -> set[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def test_what_an_isolated_adapter_starts_ends_with_its_case(demo: pytest.Pytester) -> None:
-    # Each spawning case is followed by plain ones, which must not pay for it.
-    questions = {f"c{index:02d}": f"{index}+0" for index in range(1, 9)}
-    write_demo_suite(demo.path, questions=questions)
-    demo.makepyfile(spawning=SPAWNING)
-    started = demo.path / "started.pid"
-    for mode, args in ISOLATED_MODES.items():
-        report = demo.path / f"{mode}.json"
-        result = demo.runpytest(
-            "--agentbench-adapter=spawning:Spawning",
-            f"--agentbench-report={report}",
-            "--agentbench-timeout=30",
-            "-m",
-            "not agentbench_control",
+def test_every_scenario_behaves_alike_in_every_mode(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Settings from the ini file, which only the pytest session reads.
+    project.makeini(
+        "[pytest]\n"
+        "agentbench_llm_model = scripted-model\n"
+        f"agentbench_llm_api_key_env = {KEY_ENV}\n"
+        "agentbench_llm_max_turns = 4\n"
+        "agentbench_llm_retry_backoff = 0\n"
+    )
+    guard = project.mkdir("guard")
+    (guard / "sitecustomize.py").write_text(NETWORK_GUARD)
+    log = project.path / "connections.log"
+    monkeypatch.setenv("NETWORK_GUARD_LOG", str(log))
+    monkeypatch.setenv(KEY_ENV, "sk-any-configured-key")
+    tapes = f"--agentbench-cassettes={project.path / 'cassettes'}"
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        _, recording, report = _session(
+            project, "record", ["chat-suite"], SCENARIO_ADAPTER, "--agentbench-timeout=60", tapes
+        )
+    recorded = _chat_outcomes(recording["chat-suite"])
+    traffic = _model_traffic(report)
+    recorded_requests = len(server.requests)
+    assert recorded_requests >= len(CHAT_SCENARIOS)
+    assert traffic["totals"]["calls"] == recorded_requests
+    assert traffic["totals"]["input_tokens"] > 0
+    assert len(list((project.path / "cassettes").glob("*.json"))) == recorded_requests
+    monkeypatch.setenv("PYTHONPATH", str(guard))
+    _guard_this_process(guard, monkeypatch)
+    # A live endpoint that is not loopback: any request that is not replayed reaches the guard.
+    monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", "http://203.0.113.7/v1")
+    started = project.path / "started.pid"
+    for mode, args in MODES.items():
+        isolated = mode in ISOLATED_MODES
+        suites = ["chat-suite", "shelf-suite", *(["spawn-suite"] if isolated else [])]
+        result, cases, report = _session(
+            project,
+            mode,
+            suites,
+            SCENARIO_ADAPTER,
+            "--agentbench-timeout=60",
+            tapes,
+            "--agentbench-cassette-mode=replay",
             *args,
         )
-        result.assert_outcomes(passed=len(questions))
-        pids = {int(line) for line in started.read_text().split()}
-        assert len(pids) == 3, mode
-        assert _still_running(pids) == set(), f"{mode}: left running after the session"
-        started.unlink()
+        # Cassette replay reaches the adapter and stays offline.
+        assert _chat_outcomes(cases["chat-suite"]) == recorded, mode
+        assert _model_traffic(report) == traffic, mode
+        assert not log.exists(), f"{mode}: {log.read_text()}"
+        # A view the adapter tampers with is its case's own.
+        assert {r["outcome"] for r in cases["shelf-suite"].values()} == {"passed"}, mode
+        assert len(cases["shelf-suite"]) == len(TAMPERED), mode
+        chat_passed = sum(outcome == "passed" for outcome, _, _ in recorded.values())
+        if isolated:
+            # What an isolated adapter starts ends with its case.
+            assert {r["outcome"] for r in cases["spawn-suite"].values()} == {"passed"}, mode
+            assert len(cases["spawn-suite"]) == len(SPAWNING), mode
+            pids = {int(line) for line in started.read_text().split()}
+            assert len(pids) == 3, mode
+            assert _still_running(pids) == set(), f"{mode}: left running after the session"
+            started.unlink()
+        result.assert_outcomes(
+            passed=chat_passed + len(TAMPERED) + (len(SPAWNING) if isolated else 0),
+            failed=len(recorded) - chat_passed,
+        )
+    assert len(server.requests) == recorded_requests, "replay sent nothing to the server"
+    # The guard does catch the isolated adapter's process: live, it is refused.
+    _, live, _ = _session(project, "live", ["chat-suite"], SCENARIO_ADAPTER, "--agentbench-isolate")
+    assert {result["failure_class"] for result in live["chat-suite"].values()} == {"agent_error"}
+    assert "203.0.113.7" in log.read_text()
 
 
-# -- a restart after a timeout ---------------------------------------------------------
-
-SLOW_TO_START = """
-import time
-
-# Loading this module takes longer than a case may: start-up has its own allowance.
-time.sleep(1.5)
-
-
-class SlowToStart:
-    def answer(self, question):
-        left, right = (int(part) for part in question.split("+"))
-        if left == 0:
-            time.sleep(1000)
-        return left + right
-"""
-
-
-def test_an_isolated_restart_is_not_charged_to_the_next_case(demo: pytest.Pytester) -> None:
-    # Every other case hangs, so every case after one starts a fresh process.
-    questions = {f"c{index:02d}": f"{index % 2}+{index}" for index in range(4)}
-    write_demo_suite(demo.path, questions=questions)
-    demo.makepyfile(slow=SLOW_TO_START)
-    for mode, args in ISOLATED_MODES.items():
-        report = demo.path / f"{mode}.json"
-        result = demo.runpytest(
+def test_an_isolated_restart_is_not_charged_to_the_next_case(project: pytest.Pytester) -> None:
+    for mode in ("isolated", "isolated-pool"):
+        args = MODES[mode]
+        result, cases, _ = _session(
+            project,
+            mode,
+            ["restart-suite"],
             "--agentbench-adapter=slow:SlowToStart",
-            f"--agentbench-report={report}",
             "--agentbench-timeout=1",
-            "-m",
-            "not agentbench_control",
             *args,
         )
         result.assert_outcomes(passed=2, failed=2)
-        for case_id, case in _suite_results(report).items():
-            if questions[case_id].startswith("0+"):
+        for case_id, case in cases["restart-suite"].items():
+            if RESTARTS[case_id].startswith("0+"):
                 assert case["failure_class"] == "agent_error", (mode, case_id)
                 assert case["failure_reason"].startswith("timed out after 1."), (mode, case_id)
             else:
                 assert case["outcome"] == "passed", (mode, case_id, case["failure_reason"])
     # An allowance the start-up overruns refuses the run once, before any case.
-    demo.makeini("[pytest]\nagentbench_isolate_startup_timeout = 0.5\n")
-    result = demo.runpytest("--agentbench-adapter=slow:SlowToStart", "--agentbench-isolate")
+    project.makeini("[pytest]\nagentbench_isolate_startup_timeout = 0.5\n")
+    result = project.runpytest(
+        "--agentbench-adapter=slow:SlowToStart", "--agentbench-isolate", "suites/restart-suite"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [

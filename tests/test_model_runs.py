@@ -192,13 +192,14 @@ def test_a_run_whose_worst_case_passes_a_ceiling_is_refused_before_any_call(
             "--agentbench-max-tokens=15999",
             "--agentbench-cassette-mode=off",
         )
-        # 16 calls x 1000 tokens x 0.00001 = 0.16 at worst.
+        # 16 calls x 1000 tokens x 0.00001 = 0.16 at worst. Under xdist the controller
+        # preflights the count each worker collected (one worker shows it, as two would).
         cost, _ = run(
             chat_project,
             "cost",
             "--agentbench-max-cost=0.159",
             "-n",
-            "2",
+            "1",
             "--agentbench-cassette-mode=off",
         )
         assert server.requests == [], "the endpoint never asked"

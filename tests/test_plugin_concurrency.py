@@ -1,8 +1,8 @@
 """``--agentbench-concurrency N``: cases run at once inside a process, reports as in a serial run.
 
-Every comparison is between sessions of the same project: a serial one and a
-concurrent one, under each distribution (no xdist, ``-n 0``, ``-n 2``). Only
-durations may differ.
+Every comparison is between sessions of the same project: a serial one without xdist
+and concurrent ones, one of them under ``-n 2`` (concurrency inside each xdist worker,
+the workers' reports aggregated). Only durations may differ.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import pytest
 
 from pytest_agentbench.ledger import read_ledger
 from pytest_agentbench.run.case_ledger import digest_of, ledger_path
-from tests.conftest import XDIST_MODES
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
 from tests.reports import normalised
@@ -67,6 +66,8 @@ class Raises:
 """
 
 QUESTIONS = {f"c{index}": f"{index}+{index}" for index in range(1, 10)}
+TRIALS = 2
+"""Trials per case in the repeated runs: two tell one trial's result and ledger from another's."""
 
 
 def junit_normalised(path: Path) -> list[str]:
@@ -115,9 +116,8 @@ def ledger_files(folder: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.parametrize("xdist", XDIST_MODES)
 def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike(
-    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, xdist: list[str]
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_demo_suite(
         demo.path,
@@ -127,7 +127,7 @@ def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike
         world="demo-tools",
     )
     demo.makeini(CHAT_INI)
-    chat = ("--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent", *xdist)
+    chat = ("--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent",)
     runs: dict[str, tuple[pytest.RunResult, Any]] = {}
     for name, extra in {
         "serial": (),
@@ -138,7 +138,7 @@ def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike
         with ScriptedLLM().serving() as base_url:
             monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
             runs[name] = run(demo, name, *chat, f"--agentbench-ledger={name}", *extra)
-    # Nothing listens at the address any more: replay alone answers.
+    # Nothing listens at the address any more: replay alone answers, in two workers.
     runs["replayed"] = run(
         demo,
         "replayed",
@@ -146,6 +146,8 @@ def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike
         "--agentbench-ledger=replayed",
         "--agentbench-concurrency=8",
         "--agentbench-cassettes=cassettes",
+        "-n",
+        "2",
     )
     serial_result, serial = runs["serial"]
     serial_result.assert_outcomes(passed=2, failed=4)
@@ -169,14 +171,15 @@ def test_a_concurrent_chat_run_reports_exactly_as_a_serial_one_and_replays_alike
         assert ledger_files(demo.path / name) == serial_ledgers, name
 
 
-@pytest.mark.parametrize("xdist", XDIST_MODES)
 def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
-    demo: pytest.Pytester, xdist: list[str]
+    demo: pytest.Pytester,
 ) -> None:
     write_demo_suite(demo.path, questions=QUESTIONS)
     demo.makepyfile(my_adapters=ADAPTERS)
+    # Without xdist: the chat run above is the one a concurrent run under -n 2 is compared
+    # in, and tests/test_plugin_trials.py spreads repeats over workers.
     for adapter in ("Async", "Raises"):
-        args = (f"--agentbench-adapter=my_adapters:{adapter}", "--agentbench-repeat=3", *xdist)
+        args = (f"--agentbench-adapter=my_adapters:{adapter}", f"--agentbench-repeat={TRIALS}")
         serial_result, serial = run(
             demo, f"{adapter}-serial", *args, f"--agentbench-ledger={adapter}-serial"
         )
@@ -190,19 +193,19 @@ def test_concurrency_with_repeats_async_adapters_and_failures_matches_serial(
         assert concurrent == serial, adapter
         ledgers = ledger_files(demo.path / f"{adapter}-concurrent")
         assert ledgers == ledger_files(demo.path / f"{adapter}-serial")
-        assert len(ledgers) == 3 * len(QUESTIONS)
+        assert len(ledgers) == TRIALS * len(QUESTIONS)
         assert junit_normalised(demo.path / f"{adapter}-concurrent.xml") == junit_normalised(
             demo.path / f"{adapter}-serial.xml"
         )
         cases = [entry["result"] for entry in concurrent["suites"][0]["cases"]]
-        assert len(cases) == 3 * len(QUESTIONS)
-        assert sorted({case["trial"] for case in cases}) == [1, 2, 3]
+        assert len(cases) == TRIALS * len(QUESTIONS)
+        assert sorted({case["trial"] for case in cases}) == list(range(1, TRIALS + 1))
         failed = {
             case["case_id"]: case["failure_class"] for case in cases if case["outcome"] != "passed"
         }
         if adapter == "Async":
             assert not failed, "an async adapter method is awaited: every case answers"
-            result.assert_outcomes(passed=3 * len(QUESTIONS))
+            result.assert_outcomes(passed=TRIALS * len(QUESTIONS))
             path = ledger_path(demo.path / "Async-concurrent", "demo-suite", "c3[trial-2]")
             (call,) = [row["call"] for row in read_ledger(path).rows if row["row_kind"] == "call"]
             # The ledger records what the coroutine answered, not the coroutine.

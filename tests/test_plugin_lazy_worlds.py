@@ -53,32 +53,34 @@ def _probe_run(demo: pytest.Pytester, *args: str) -> dict[str, dict[str, object]
     }
 
 
-def test_a_demo_run_with_an_adapter_imports_no_built_in_world(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
-    probes = _probe_run(demo, *xdist_args)
-    expected = {"main", "gw0", "gw1"} if xdist_args == ["-n", "2"] else {"main"}
-    assert set(probes) == expected
+def test_a_demo_run_with_an_adapter_imports_no_built_in_world(demo: pytest.Pytester) -> None:
+    probes = _probe_run(demo)
+    assert set(probes) == {"main"}
     for process, probe in probes.items():
         assert probe == {"active": True, "worlds": [], "html": False}, process
 
 
+# Under xdist, the controller and a worker: every worker is configured alike (one stands
+# for them all, a second would only cost its start-up), and a worker checks the adapter
+# as the only process of a run without xdist does; the controller of an isolated run is
+# where isolation's own set-up differs.
 def test_an_isolated_adapter_is_checked_without_importing_a_built_in_world(
     demo: pytest.Pytester,
 ) -> None:
-    probes = _probe_run(demo, "--agentbench-isolate", "-n", "2")
-    assert set(probes) == {"main", "gw0", "gw1"}
+    probes = _probe_run(demo, "--agentbench-isolate", "-n", "1")
+    assert set(probes) == {"main", "gw0"}
     for process, probe in probes.items():
         assert probe == {"active": True, "worlds": [], "html": False}, process
 
 
+# The refusal comes from the configure hook every process runs, before any worker starts.
 @pytest.mark.parametrize("isolate", [[], ["--agentbench-isolate"]], ids=["in-process", "isolated"])
 def test_an_adapter_of_no_known_protocol_is_refused_naming_every_kind(
-    demo: pytest.Pytester, xdist_args: list[str], isolate: list[str]
+    demo: pytest.Pytester, isolate: list[str]
 ) -> None:
     demo.makepyfile(no_protocol=NO_PROTOCOL)
     write_demo_suite(demo.path)
-    result = demo.runpytest("--agentbench-adapter", "no_protocol:Nothing", *isolate, *xdist_args)
+    result = demo.runpytest("--agentbench-adapter", "no_protocol:Nothing", *isolate)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     refusal = result.stderr.str()
     assert "[adapter_protocol]" in refusal
