@@ -1,0 +1,51 @@
+"""A pytest session that several tests assert, each its own slice of one project.
+
+pytester is function-scoped: a module-scoped fixture builds its project under
+``tmp_path_factory`` and runs it here, in a subprocess with a generous limit of the
+test's own (never the mechanism under test), the way pytester's subprocess runs do.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DEMO_SOURCE, INNER_SESSION_OPTIONS
+from tests.demo_world import REGISTERING_CONFTEST
+
+
+def run_session(project: Path, *args: str, timeout: float) -> pytest.RunResult:
+    """Run ``python -m pytest *args`` in ``project`` as a session of its own."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    # The outer session's own settings (and, under xdist, its worker's identity) are not
+    # the inner session's: it starts lean, like every session a test starts.
+    env["PYTEST_ADDOPTS"] = INNER_SESSION_OPTIONS
+    env["PY_COLORS"] = "0"
+    env["HOME"] = str(project)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return pytest.RunResult(
+        done.returncode,
+        done.stdout.splitlines(),
+        done.stderr.splitlines(),
+        0.0,  # its duration is no part of what a test asserts
+    )
+
+
+def demo_project(base: Path, conftest: str = "") -> Path:
+    """``base`` as the ``demo`` fixture's project: the demo world registered from its conftest,
+    whose folder (the rootdir) is on ``sys.path`` in every process of the session."""
+    (base / "demo_world.py").write_text(DEMO_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
+    (base / "conftest.py").write_text(REGISTERING_CONFTEST + conftest, encoding="utf-8")
+    return base
