@@ -121,6 +121,10 @@ def test_a_bad_line_or_byte_fails_only_its_own_case(
     result, report = _run_both(pytester, predictions, tapes, *mode)
 
     # toolgrammar: a bad predictions line fails only its own task.
+    # Packaged suites named on the command line run in every distribution, each summarised.
+    for suite_id, kind in ((TOOLGRAMMAR, "toolgrammar"), (OPERATIONS, "operations")):
+        result.stdout.fnmatch_lines([f"*= agentbench: {suite_id} ({kind}) =*"])
+
     results = _results(report, TOOLGRAMMAR)
     assert results[SCORED]["outcome"] == "passed"
     for task_id in (BAD_BYTE, BAD_JSON):
