@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -125,6 +126,14 @@ def shout():
     raise ValueError("x" * 10_000_000)
 
 
+def cannot_add():
+    raise ValueError("cannot add today\\nsecond line of detail")
+
+
+def sleep_then_answer():
+    time.sleep(60)
+
+
 FAULTS = {
     "1+1": cancel,
     "1+2": lambda: (_ for _ in ()).throw(Unprintable()),
@@ -134,6 +143,8 @@ FAULTS = {
     "1+6": hang_swallowing_everything,
     "1+7": leak_a_thread,
     "3+9": cancel,
+    "45+2": sleep_then_answer,
+    "46+2": cannot_add,
 }
 
 
@@ -145,6 +156,8 @@ class Agent:
             shout()
         if question == "2+3":
             return 0
+        if left == "0":
+            return 7
         return int(left) + int(right)
 """
 
@@ -235,6 +248,11 @@ def _build_matrix(base: Path, elsewhere: Path) -> None:
     write_demo_suite(base, "cancels", questions=CANCELS_WHEN_WRONG)
     write_demo_suite(base, "crashing", questions=_plus(40), world="crashing")
     write_demo_suite(base, "loud", questions=_plus(80))
+    # test_plugin_failures's faults on a worker: a sleep the timeout must end, a raise
+    # whose traceback --tb=long keeps whole, and every answer wrong (7).
+    write_demo_suite(base, "sleeps", questions=_plus(45))
+    write_demo_suite(base, "raises", questions=_plus(46))
+    write_demo_suite(base, "sevens", questions={"c1": "0+2", "c2": "0+5", "c3": "0+15"})
     write_demo_suite(base, "essays", questions=SIX, world="loud")
     # The oracle knows no answer for c3: grading it fails (harness_error); c2's is wrong.
     write_demo_suite(base, "graded", questions=_plus(50) | {"c2": "2+3"}, answers=_GRADED)
@@ -286,6 +304,8 @@ def _matrix(mode: str, root: Path) -> Matrix:
         "-m",
         "not agentbench_control",
         "-rA",
+        "-v",
+        "--tb=long",
         *MATRIX_MODES[mode],
         # The leaked sleeping threads (1000 s each) must not hold the process after the
         # report: the outer limit, far below them, fails the test if they do.
@@ -472,6 +492,72 @@ def check_a_duplicate_suite_id_refuses_both_folders(run: Matrix) -> None:
     ]
 
 
+def check_a_worker_crashed_in_the_adapter_counts_its_case_as_an_agent_error(run: Matrix) -> None:
+    # From test_plugin_failures: the hostile suite's crash, which ends a worker under -n 2.
+    suite = suite_of(run.report, "hostile")
+    crash = cases_of(suite)["crash"]
+    if run.mode == "no-xdist":
+        assert crash["failure_reason"] == (
+            "adapter raised RuntimeError: would have crashed the only process"
+        )
+        return
+    assert "cases: 2 passed, 7 failed, 0 error, 0 skipped | failure classes: 6 agent_error" in (
+        run.result.stdout.str()
+    )
+    assert crash["outcome"] == "failed"
+    assert crash["failure_reason"] == "worker crashed inside the adapter call"
+    assert {check["status"] for check in crash["checks"]} == {"missing"}
+
+
+def check_the_timeout_holds_on_xdist_workers(run: Matrix) -> None:
+    # From test_plugin_failures. No wall-clock bound (a loaded machine breaks one): the
+    # adapter sleeps 60 s on c2 and then answers right, so c2 fails as a timeout only if
+    # the timeout fired, on the worker that ran it under -n 2.
+    assert run.counted("suites/sleeps") == {"passed": 2, "failed": 1, "error": 0}
+    if run.mode == "n2":
+        out = run.result.stdout.str()
+        assert re.search(r"\[gw\d\] .*FAILED suites/sleeps/\S*::c2\b", out), "c2 on a worker"
+    cases = cases_of(suite_of(run.report, "sleeps"))
+    assert cases["c2"]["failure_class"] == "agent_error"
+    assert cases["c2"]["failure_reason"].startswith(f"timed out after {MATRIX_TIMEOUT}")
+    assert [cases[cid]["outcome"] for cid in ("c1", "c3")] == ["passed"] * 2
+
+
+def check_tb_long_keeps_the_harness_frames_of_an_adapter_traceback(run: Matrix) -> None:
+    # From test_plugin_failures, where a serial run checks it too.
+    assert run.counted("suites/raises") == {"passed": 2, "failed": 1, "error": 0}
+    run.result.stdout.fnmatch_lines(
+        [
+            "*_ raises::c2 _*",
+            "agent_error: adapter raised ValueError: cannot add today",
+            "what the adapter raised:",
+            '    File "*matrix.py", line *, in cannot_add',
+        ]
+    )
+    raised = cases_of(suite_of(run.report, "raises"))["c2"]["failure_traceback"]
+    assert HARNESS_FRAMES.search(raised), raised
+    assert 'matrix.py", line' in raised
+
+
+def check_the_junit_message_is_the_first_line(run: Matrix) -> None:
+    # From test_plugin_failures, where a serial run checks it too.
+    assert run.counted("suites/sevens") == {"passed": 0, "failed": 3, "error": 0}
+    (case,) = [
+        case
+        for case in run.junit.iter("testcase")
+        if (case.get("classname"), case.get("name")) == ("suites.sevens.cases.jsonl", "c1")
+    ]
+    failure = case.find("failure")
+    assert failure is not None
+    assert failure.get("message") == "1 of 2 checks failed: answer_correct"
+    assert "answer_correct [fail]: expected 2, got 7" in (failure.text or "")
+
+
+def check_a_run_that_collected_cases_gives_no_selection_hint(run: Matrix) -> None:
+    # From test_plugin_guidance: under -n 2 the controller collects nothing itself.
+    assert "no benchmark case was collected" not in run.result.stdout.str()
+
+
 MATRIX_CHECKS = [
     check_every_hang_is_bounded_and_every_adapter_failure_counts_against_it,
     check_cancelling_the_case_it_would_get_wrong_does_not_raise_the_score,
@@ -484,7 +570,15 @@ MATRIX_CHECKS = [
     check_the_project_is_the_rootdir_and_links_may_not_leave_it,
     check_a_harness_error_is_a_junit_error_and_a_wrong_answer_a_failure,
     check_a_duplicate_suite_id_refuses_both_folders,
+    check_a_worker_crashed_in_the_adapter_counts_its_case_as_an_agent_error,
+    check_the_timeout_holds_on_xdist_workers,
+    check_tb_long_keeps_the_harness_frames_of_an_adapter_traceback,
+    check_the_junit_message_is_the_first_line,
+    check_a_run_that_collected_cases_gives_no_selection_hint,
 ]
+
+HARNESS_FRAMES = re.compile(r'File ".*(pytest_agentbench|_pytest|pluggy)[/\\]')
+"""A frame of the harness, not of the adapter (as test_plugin_failures defines it)."""
 
 
 @pytest.mark.parametrize("mode", list(MATRIX_MODES))

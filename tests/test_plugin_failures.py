@@ -1,4 +1,9 @@
-"""Faulty adapters and crashed workers are classified and counted; the session goes on."""
+"""Faulty adapters and crashed workers are classified and counted; the session goes on.
+
+Serially, each in a run of its own. The same faults on xdist workers (a raise under
+``--tb=long``, a sleep the timeout ends, a crash inside the adapter call, a JUnit message)
+are checked in test_fault_matrix's matrix, one ``-n 2`` session holding them side by side.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,6 @@ from typing import Any
 import pytest
 
 from tests.demo_world import write_demo_suite
-from tests.shared_sessions import demo_project, run_session
 
 FAULTY = """
 import os
@@ -79,21 +83,6 @@ class Crashes:
             os._exit(1)
         return _sum(question)
 
-
-# Raises, Sleeps and Crashes side by side, each on its own suite's question; wrong on
-# every question of the suite whose questions start at 0.
-class OnePerSuite:
-
-    def answer(self, question):
-        if question.startswith("0+"):
-            return 7
-        if question == "2+3":
-            return Raises().answer(question)
-        if question == "2+4":
-            time.sleep(60)
-        if question == "2+5":
-            os._exit(1)
-        return _sum(question)
 """
 
 
@@ -122,53 +111,6 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     write_demo_suite(demo.path)
     demo.makepyfile(faulty=FAULTY)
     return demo
-
-
-ACROSS_WORKERS_LIMIT = 240.0
-"""The test's own bound on the shared session: far above the one-second timeout under test."""
-
-
-@pytest.fixture(scope="module")
-def across_workers(tmp_path_factory: pytest.TempPathFactory) -> tuple[pytest.RunResult, Any]:
-    """One ``-n 2`` session holding every fault whose handling on a worker is the point,
-    each in its own suite: ``raises`` (c2), ``sleeps`` (c2), ``crashes`` (c2 of four) and
-    ``wrong`` (every case)."""
-    base = demo_project(tmp_path_factory.mktemp("across-workers"))
-    (base / "faulty.py").write_text(FAULTY, encoding="utf-8")
-    write_demo_suite(base, "raises")
-    write_demo_suite(base, "sleeps", questions={"c1": "1+1", "c2": "2+4", "c3": "10+5"})
-    write_demo_suite(
-        base, "crashes", questions={"c1": "1+1", "c2": "2+5", "c3": "10+5", "c4": "3+3"}
-    )
-    write_demo_suite(base, "wrong", questions={"c1": "0+2", "c2": "0+5", "c3": "0+15"})
-    result = run_session(
-        base,
-        "--agentbench-adapter=faulty:OnePerSuite",
-        "--agentbench-report=run.json",
-        "--junitxml=junit.xml",
-        "--agentbench-timeout=1",
-        "--tb=long",
-        "-v",
-        "-m",
-        "not agentbench_control",
-        "-n",
-        "2",
-        timeout=ACROSS_WORKERS_LIMIT,
-    )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, "the session ended on its own"
-    return result, base
-
-
-def worker_outcomes(result: pytest.RunResult, suite: str) -> dict[str, str]:
-    """What each of ``suite``'s cases ended in on its worker, from the ``-v`` lines."""
-    line = re.compile(rf"\[gw\d+\] \[ *\d+%\] (\w+) suites/{suite}/cases\.jsonl::(\w+)")
-    return {found[2]: found[1] for found in map(line.search, result.outlines) if found is not None}
-
-
-def suite_results(base: Any, suite_id: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    report = json.loads((base / "run.json").read_text())
-    (suite,) = [suite for suite in report["suites"] if suite["id"] == suite_id]
-    return suite, {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
 
 
 HARNESS_FRAMES = re.compile(r'File ".*(pytest_agentbench|_pytest|pluggy)[/\\]')
@@ -222,24 +164,6 @@ def test_tb_long_keeps_the_harness_frames_of_an_adapter_traceback(
     assert 'faulty.py", line' in raised
 
 
-def test_tb_long_keeps_the_harness_frames_also_under_xdist(
-    across_workers: tuple[pytest.RunResult, Any],
-) -> None:
-    result, base = across_workers
-    assert worker_outcomes(result, "raises") == {"c1": "PASSED", "c2": "FAILED", "c3": "PASSED"}
-    result.stdout.fnmatch_lines(
-        [
-            "*_ raises::c2 _*",
-            "agent_error: adapter raised ValueError: cannot add today",
-            "what the adapter raised:",
-            '    File "*faulty.py", line *, in answer',
-        ]
-    )
-    raised = suite_results(base, "raises")[1]["c2"]["failure_traceback"]
-    assert HARNESS_FRAMES.search(raised), raised
-    assert 'faulty.py", line' in raised
-
-
 def test_adapter_calling_sys_exit_is_an_agent_error(project: pytest.Pytester) -> None:
     result, report = run_with(project, "Exits")
     result.assert_outcomes(passed=2, failed=1)
@@ -272,20 +196,6 @@ def test_hanging_adapter_is_interrupted_and_the_session_goes_on(
     cases = case_results(report)
     assert cases["c2"]["failure_class"] == "agent_error"
     assert cases["c2"]["failure_reason"].startswith("timed out after")
-
-
-def test_timeout_holds_on_xdist_workers(across_workers: tuple[pytest.RunResult, Any]) -> None:
-    # No wall-clock bound (a loaded machine breaks one): the adapter sleeps 60 s on c2 and
-    # then answers right, so c2 fails as a timeout only if the worker's timeout fired.
-    result, base = across_workers
-    assert worker_outcomes(result, "sleeps") == {"c1": "PASSED", "c2": "FAILED", "c3": "PASSED"}
-    out = result.stdout.str()
-    assert re.search(r"\[gw\d\] .*FAILED suites/sleeps/\S*::c2\b", out), "c2 failed on a worker"
-    cases = suite_results(base, "sleeps")[1]
-    c2 = cases["c2"]
-    assert c2["failure_class"] == "agent_error"
-    assert c2["failure_reason"].startswith("timed out after 1"), c2["failure_reason"]
-    assert [cases[cid]["outcome"] for cid in ("c1", "c3")] == ["passed"] * 2
 
 
 def test_timeout_from_ini(project: pytest.Pytester) -> None:
@@ -349,31 +259,6 @@ def test_world_failing_to_run_a_case_is_a_harness_error(demo: pytest.Pytester) -
     result.stdout.fnmatch_lines(["cases: 2 passed, 0 failed, 1 error, 0 skipped | *"])
 
 
-def test_worker_crashed_in_the_adapter_counts_its_case_as_an_agent_error(
-    across_workers: tuple[pytest.RunResult, Any],
-) -> None:
-    result, base = across_workers
-    assert worker_outcomes(result, "crashes") == {
-        "c1": "PASSED",
-        "c2": "FAILED",
-        "c3": "PASSED",
-        "c4": "PASSED",
-    }
-    # The only suite of four cases: this summary line is the crashed suite's.
-    assert "cases: 3 passed, 1 failed, 0 error, 0 skipped | failure classes: 1 agent_error" in (
-        result.stdout.str()
-    )
-    suite, cases = suite_results(base, "crashes")
-    assert suite["counts"] == {"passed": 3, "failed": 1, "error": 0, "skipped": 0, "excluded": 0}
-    assert suite["failure_classes"]["agent_error"] == 1
-    assert sorted(cases) == ["c1", "c2", "c3", "c4"]
-    assert cases["c2"]["outcome"] == "failed"
-    assert cases["c2"]["failure_reason"] == "worker crashed inside the adapter call"
-    assert {check["status"] for check in cases["c2"]["checks"]} == {"missing"}
-    accuracy = {metric["name"]: metric for metric in suite["metrics"]}["accuracy"]
-    assert (accuracy["value"], accuracy["support"]) == (3 / 4, 4)
-
-
 def test_failure_text_has_a_short_first_line_and_every_failed_check(
     project: pytest.Pytester,
 ) -> None:
@@ -419,16 +304,6 @@ def test_junit_message_is_the_first_line(project: pytest.Pytester) -> None:
     )
     result.assert_outcomes(failed=3)
     failure = _first_case_failure(junit, "suites.demo-suite.cases.jsonl")
-    assert failure.get("message") == "1 of 2 checks failed: answer_correct"
-    assert "answer_correct [fail]: expected 2, got 7" in (failure.text or "")
-
-
-def test_junit_message_is_the_first_line_also_under_xdist(
-    across_workers: tuple[pytest.RunResult, Any],
-) -> None:
-    result, base = across_workers
-    assert worker_outcomes(result, "wrong") == dict.fromkeys(("c1", "c2", "c3"), "FAILED")
-    failure = _first_case_failure(base / "junit.xml", "suites.wrong.cases.jsonl")
     assert failure.get("message") == "1 of 2 checks failed: answer_correct"
     assert "answer_correct [fail]: expected 2, got 7" in (failure.text or "")
 
