@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEMO_SOURCE, INNER_SESSION_OPTIONS
-from tests.demo_world import REGISTERING_CONFTEST
+from tests.conftest import INNER_SESSION_OPTIONS
 
 
 def run_session(project: Path, *args: str, timeout: float) -> pytest.RunResult:
@@ -41,11 +40,3 @@ def run_session(project: Path, *args: str, timeout: float) -> pytest.RunResult:
         done.stderr.splitlines(),
         0.0,  # its duration is no part of what a test asserts
     )
-
-
-def demo_project(base: Path, conftest: str = "") -> Path:
-    """``base`` as the ``demo`` fixture's project: the demo world registered from its conftest,
-    whose folder (the rootdir) is on ``sys.path`` in every process of the session."""
-    (base / "demo_world.py").write_text(DEMO_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
-    (base / "conftest.py").write_text(REGISTERING_CONFTEST + conftest, encoding="utf-8")
-    return base

@@ -151,15 +151,16 @@ def test_a_recognised_layout_collected_by_path_turns_the_plugin_on(
 
 
 def test_a_packaged_suite_by_name(pytester: pytest.Pytester) -> None:
-    # Under xdist, test_predictions_per_line's -n 2 session names two packaged suites.
+    # Under xdist, test_predictions_per_line's -n 2 session names two packaged suites. The
+    # smallest packaged suite here: which one is no part of the property.
     report = pytester.path / "run.json"
     result = pytester.runpytest(
-        "--agentbench-suite", "operations-maintenance-v1", f"--agentbench-report={report}"
+        "--agentbench-suite", "asteria-authored-v1", f"--agentbench-report={report}"
     )
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["*= agentbench: operations-maintenance-v1 (operations) =*"])
+    result.stdout.fnmatch_lines(["*= agentbench: asteria-authored-v1 (authority) =*"])
     (suite,) = json.loads(report.read_text(encoding="utf-8"))["suites"]
-    assert suite["id"] == "operations-maintenance-v1"
+    assert suite["id"] == "asteria-authored-v1"
     assert suite["cases"]
 
 
