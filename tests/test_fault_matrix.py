@@ -1247,33 +1247,39 @@ def _receipt_digest(case_id: str, essay: str) -> str:
     return receipt.digest
 
 
-@pytest.mark.parametrize("xdist_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
 def test_golden_files_pin_whole_outputs_and_whole_outputs_are_kept_on_request(
-    demo: pytest.Pytester, xdist_args: list[str]
+    demo: pytest.Pytester,
 ) -> None:
     demo.makeconftest(LOUD_WORLD)
     write_demo_suite(demo.path, world="loud", extra_suite_yaml="options:\n  essay_bytes: 100000\n")
-    first, second = demo.path / "first.json", demo.path / "second.json"
-    common = ("--agentbench-snapshot", "-m", "not agentbench_control", *xdist_args)
+    first = demo.path / "first.json"
+    common = ("--agentbench-snapshot", "-m", "not agentbench_control")
+    # Pinned serially: the golden files are whole, the report's values capped (capped
+    # across workers too: the matrix's essays).
     pinned = demo.runpytest("--snapshot-update", f"--agentbench-report={first}", *common)
     pinned.assert_outcomes(passed=2, failed=1)
     golden = demo.path / "snapshots" / "demo-suite" / "cases" / "c1.json"
     assert json.loads(golden.read_text())["essay"] == "x" * 100_000
     capped = cases_of(suite_of(report_of(first), "demo-suite"))
     assert capped["c1"]["receipt"]["truncated"]["bytes"] > 100_000
-    # Kept whole on request; the golden files match, so they hold the whole output.
-    kept = demo.runpytest(
-        "--agentbench-max-output-bytes=0", f"--agentbench-report={second}", *common
-    )
-    kept.assert_outcomes(passed=2, failed=1)
-    whole = cases_of(suite_of(report_of(second), "demo-suite"))
-    assert [c["name"] for c in whole["c2"]["checks"] if c["status"] != "pass"] == ["essay"]
-    (essay,) = [check for check in whole["c1"]["checks"] if check["name"] == "essay"]
-    assert essay["actual"] == "x" * 100_000
     from pytest_agentbench.tools import Receipt
 
-    receipt = Receipt.model_validate(whole["c1"]["receipt"])
-    assert receipt.digest == capped["c1"]["receipt"]["digest"]
+    # Kept whole on request, serially and by every worker; the golden files match, so they
+    # hold the whole output.
+    for mode, workers in (("no-xdist", []), ("n2", ["-n", "2"])):
+        second = demo.path / f"second-{mode}.json"
+        kept = demo.runpytest(
+            "--agentbench-max-output-bytes=0", f"--agentbench-report={second}", *common, *workers
+        )
+        kept.assert_outcomes(passed=2, failed=1)
+        whole = cases_of(suite_of(report_of(second), "demo-suite"))
+        assert [c["name"] for c in whole["c2"]["checks"] if c["status"] != "pass"] == ["essay"], (
+            mode
+        )
+        (essay,) = [check for check in whole["c1"]["checks"] if check["name"] == "essay"]
+        assert essay["actual"] == "x" * 100_000, mode
+        receipt = Receipt.model_validate(whole["c1"]["receipt"])
+        assert receipt.digest == capped["c1"]["receipt"]["digest"], mode
 
 
 @pytest.mark.parametrize("value", ["-1", "lots", "1.5"])
