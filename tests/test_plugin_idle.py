@@ -137,15 +137,17 @@ def test_a_refused_suite_alone_turns_the_controller_on(
     )
 
 
-@pytest.mark.parametrize("xdist_args", DISTRIBUTIONS)
 def test_a_recognised_layout_collected_by_path_turns_the_plugin_on(
-    pytester: pytest.Pytester, xdist_args: list[str]
+    pytester: pytest.Pytester,
 ) -> None:
+    # Serially: recognising a layout is the collecting process's own decision, the same
+    # code in an xdist worker. The controller follows a worker's benchmark item whatever
+    # turned the worker on (facade.WorkerReports): the suite collected by path under -n 2.
     pytester.makepyfile(layout_world=Path(sys.modules["tests.layout_world"].__file__).read_text())
     pytester.makeconftest("from layout_world import pytest_agentbench_world_kinds  # noqa: F401\n")
     pytester.syspathinsert()
     write_layout_folder(pytester.path)
-    result = pytester.runpytest("published", *xdist_args)
+    result = pytester.runpytest("published")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*= agentbench: published-demo (layout) =*"])
 
