@@ -180,7 +180,7 @@ def test_adapter(agentbench_adapter, agentbench_trial):
 
 
 def test_help_lists_every_option_and_ini_key(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("--help")
+    result = pytester.runpytest("--help")
     text = result.stdout.str()
     options = [
         "adapter", "suite", "timeout", "report", "html", "receipts", "gate", "controls",
