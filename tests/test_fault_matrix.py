@@ -1,10 +1,13 @@
-"""The fault matrix of issue 8, in-process: every reproduction, over no xdist, ``-n 0``, ``-n 2``.
+"""The fault matrix of issue 8: every reproduction, serially and under ``-n 2``.
 
-Each test reproduces a reported defect exactly and asserts the class every
-case ends in and the counts the metrics see. Runs that could hang go through
-``runpytest_subprocess`` with a generous limit of the test's own: that limit
-is never the mechanism under test (the plugin's ``--agentbench-timeout`` is).
-The isolated variants (``--agentbench-isolate``) live in their own module.
+Each reproduction asserts the class every case ends in and the counts the
+metrics see. Those whose handling depends on distribution sit side by side in
+one project (the matrix below), run once without xdist and once under ``-n 2``
+as subprocesses with a generous limit of the test's own: that limit is never
+the mechanism under test (the plugin's ``--agentbench-timeout`` is). ``-n 0``
+is the serial path again. What needs a session of its own (an exit code, an
+option that changes every case) runs serially in-process further down. The
+isolated variants (``--agentbench-isolate``) live in their own module.
 """
 
 from __future__ import annotations
