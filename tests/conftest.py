@@ -13,10 +13,10 @@ XDIST_ARGS: dict[str, list[str]] = {"no-xdist": [], "n0": ["-n", "0"], "n2": ["-
 """The distributions every integration test runs under, by id."""
 XDIST_MODES = [pytest.param(args, id=name) for name, args in XDIST_ARGS.items()]
 
-INNER_SESSION_OPTIONS = "-p no:hypothesispytest"
+INNER_SESSION_OPTIONS = "-p no:hypothesispytest -p no:anyio"
 """Given to every pytest session a test starts (pytester's, in or out of process, and their
 xdist workers): hypothesis's plugin costs each new process over a second of CPU at start-up,
-and no inner session uses it."""
+anyio's (installed with httpx) about a third of one, and no inner session uses either."""
 
 
 def _lean_inner_sessions(monkeypatch: pytest.MonkeyPatch) -> None:

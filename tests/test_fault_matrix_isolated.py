@@ -175,10 +175,22 @@ UNENCODABLE = {
 }
 PASSING = {"ok-first": 1, "leaked-thread": 14, "ok-last": 18}
 
-SUBSET = ("ok-first", "sleep", "ignores-sigterm", "os-exit", "segfault", "nan", "leaked-thread")
-"""What runs under ``-n 0``, the serial path again with xdist loaded: a fault of each kind
-(a plain hang and one that ignores SIGTERM, an exit and a signal, an unencodable value)
-and the passing cases around them. No xdist and ``-n 2`` run every fault."""
+SUBSET = (
+    "ok-first",
+    "sleep",
+    "ignores-sigterm",
+    "grandchild",
+    "os-exit",
+    "segfault",
+    "nan",
+    "leaked-thread",
+)
+"""What runs under ``-n 2``: a fault of each kind (a plain hang, one that ignores SIGTERM and
+one that leaves a grandchild, an exit and a signal, an unencodable value) and the passing
+cases around them, each costing its own case on a worker. Without xdist every fault runs;
+``-n 0`` is the serial path again."""
+
+MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
 
 SESSION_LIMIT = 240
 """The test's own bound on a session: far above what the mechanism under test needs."""
@@ -227,11 +239,12 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     return demo
 
 
+@pytest.mark.parametrize("xdist_args", MODES)
 def test_every_hang_and_crash_costs_one_case_when_isolated(
     project: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     report_path = project.path / "run.json"
-    subset = xdist_args == ["-n", "0"]
+    subset = xdist_args == ["-n", "2"]
     selected = set(SUBSET) if subset else set(_questions())
     nodes = [f"suites/demo-suite/cases.jsonl::{case}" for case in SUBSET] if subset else []
     result = project.runpytest_subprocess(

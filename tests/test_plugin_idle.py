@@ -22,6 +22,10 @@ from pytest_agentbench.report import census, recorder
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.layout_world import write_layout_folder
 
+DISTRIBUTIONS = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
+"""Serially and across xdist workers, where the controller follows the workers' decision:
+``-n 0`` is the serial path again."""
+
 HEAVY_PREFIXES = ("pydantic", "yaml", "pytest_agentbench.report", "pytest_agentbench.worlds")
 
 # Writes, in every process, which heavy modules it imported and whether the
@@ -88,6 +92,7 @@ def test_the_report_attributes_the_facade_watches_are_the_recorders() -> None:
     assert plugin.CENSUS_KEY == census.WORKEROUTPUT_KEY
 
 
+@pytest.mark.parametrize("xdist_args", DISTRIBUTIONS)
 def test_a_run_without_suites_imports_nothing_heavy_and_says_nothing(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -105,6 +110,7 @@ def test_a_run_without_suites_imports_nothing_heavy_and_says_nothing(
         assert probe == {"loaded": True, "heavy": []}, process
 
 
+@pytest.mark.parametrize("xdist_args", DISTRIBUTIONS)
 def test_a_suite_collected_by_path_turns_the_plugin_on_everywhere(
     demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -116,6 +122,7 @@ def test_a_suite_collected_by_path_turns_the_plugin_on_everywhere(
     result.stdout.fnmatch_lines(["*= agentbench: demo-suite (demo) =*", "*accuracy*"])
 
 
+@pytest.mark.parametrize("xdist_args", DISTRIBUTIONS)
 def test_a_refused_suite_alone_turns_the_controller_on(
     demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -131,29 +138,31 @@ def test_a_refused_suite_alone_turns_the_controller_on(
 
 
 def test_a_recognised_layout_collected_by_path_turns_the_plugin_on(
-    pytester: pytest.Pytester, xdist_args: list[str]
+    pytester: pytest.Pytester,
 ) -> None:
+    # Serially: recognising a layout is the collecting process's own decision, the same
+    # code in an xdist worker. The controller follows a worker's benchmark item whatever
+    # turned the worker on (facade.WorkerReports): the suite collected by path under -n 2.
     pytester.makepyfile(layout_world=Path(sys.modules["tests.layout_world"].__file__).read_text())
     pytester.makeconftest("from layout_world import pytest_agentbench_world_kinds  # noqa: F401\n")
     pytester.syspathinsert()
     write_layout_folder(pytester.path)
-    result = pytester.runpytest("published", *xdist_args)
+    result = pytester.runpytest("published")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*= agentbench: published-demo (layout) =*"])
 
 
-def test_a_packaged_suite_by_name(pytester: pytest.Pytester, xdist_args: list[str]) -> None:
+def test_a_packaged_suite_by_name(pytester: pytest.Pytester) -> None:
+    # Under xdist, test_predictions_per_line's -n 2 session names two packaged suites. The
+    # smallest packaged suite here: which one is no part of the property.
     report = pytester.path / "run.json"
     result = pytester.runpytest(
-        "--agentbench-suite",
-        "operations-maintenance-v1",
-        f"--agentbench-report={report}",
-        *xdist_args,
+        "--agentbench-suite", "asteria-authored-v1", f"--agentbench-report={report}"
     )
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["*= agentbench: operations-maintenance-v1 (operations) =*"])
+    result.stdout.fnmatch_lines(["*= agentbench: asteria-authored-v1 (authority) =*"])
     (suite,) = json.loads(report.read_text(encoding="utf-8"))["suites"]
-    assert suite["id"] == "operations-maintenance-v1"
+    assert suite["id"] == "asteria-authored-v1"
     assert suite["cases"]
 
 
@@ -171,7 +180,7 @@ def test_adapter(agentbench_adapter, agentbench_trial):
 
 
 def test_help_lists_every_option_and_ini_key(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("--help")
+    result = pytester.runpytest("--help")
     text = result.stdout.str()
     options = [
         "adapter", "suite", "timeout", "report", "html", "receipts", "gate", "controls",
@@ -226,6 +235,7 @@ def test_a_chat_agent_environment_variable_is_a_setting(
     assert "AGENTBENCH_LLM_TEMPERATURE" in result.stderr.str()
 
 
+@pytest.mark.parametrize("xdist_args", DISTRIBUTIONS)
 def test_a_broken_world_registration_met_while_collecting_is_a_usage_error(
     demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:

@@ -8,7 +8,9 @@ every other case is scored, and a line that belongs to no case fails the run.
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,18 +18,21 @@ import pytest
 from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.run.session import SuiteLoader
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
-from tests.conftest import XDIST_MODES
 
 TOOLGRAMMAR = "toolgrammar-mini-v1"
 OPERATIONS = "operations-maintenance-v1"
 SCORED, BAD_BYTE, BAD_JSON = "ops-T3-00001", "doc-T5-00001", "ops-T1-00002"
 MODES = [
-    *XDIST_MODES,
-    pytest.param(["--agentbench-isolate"], id="isolated"),
-    pytest.param(["--agentbench-isolate", "--agentbench-concurrency=2"], id="isolated-pool"),
+    pytest.param([], True, id="no-xdist"),
+    pytest.param(["-n", "2"], False, id="n2"),
+    pytest.param(["--agentbench-isolate"], True, id="isolated"),
+    pytest.param(["--agentbench-isolate", "--agentbench-concurrency=2"], True, id="isolated-pool"),
 ]
-"""Every distribution, and isolated runs (alone and with a pool): a predictions file is
-read in pytest's process, whatever runs adapters."""
+"""Serially, across xdist workers, and isolated (alone and with a pool): a predictions file is
+read in pytest's process, whatever runs adapters. ``-n 0`` is the serial path again. Under
+``-n 2`` the toolgrammar suite alone: what distribution adds (each worker reading the file, the
+controller failing the run on a line no case claims) is alike for every world, and the
+operations world costs each process about a CPU-second to load; its tapes file every other way."""
 
 
 def _toolgrammar_row(task_id: str) -> dict[str, Any]:
@@ -57,35 +62,80 @@ def _toolgrammar_row(task_id: str) -> dict[str, Any]:
 ROWS = {task_id: _toolgrammar_row(task_id) for task_id in (SCORED, BAD_BYTE)}
 
 
-def _results(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    (suite,) = report["suites"]
+def _results(report: dict[str, Any], suite_id: str) -> dict[str, dict[str, Any]]:
+    (suite,) = [suite for suite in report["suites"] if suite["id"] == suite_id]
     return {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_a_bad_predictions_line_fails_only_its_own_task(
-    pytester: pytest.Pytester, mode: list[str]
-) -> None:
+def _tape(scenario: str) -> dict[str, Any]:
+    from pytest_agentbench.worlds.operations.agents import Reference
+    from pytest_agentbench.worlds.operations.episode import run_episode
+    from tests.worlds.operations.helpers import shipped
+
+    tape: dict[str, Any] = run_episode(shipped(), scenario, Reference()).as_json()["decision_tape"]
+    return tape
+
+
+def _write_predictions(base: Path) -> Path:
     good = json.dumps(ROWS[SCORED]).encode()
     # A byte that is not UTF-8 inside the answer: the line still names its task.
     bad_byte = json.dumps(ROWS[BAD_BYTE]).encode().replace(b'"answer": "', b'"answer": "\xff', 1)
     bad_json = f'{{"task_id": "{BAD_JSON}", "answer": '.encode()
-    predictions = pytester.path / "predictions.jsonl"
+    predictions = base / "predictions.jsonl"
     predictions.write_bytes(b"\n".join([good, bad_byte, bad_json]) + b"\n")
+    return predictions
+
+
+@functools.cache
+def _tapes_document() -> str:
+    """V1's tape with a byte that is not UTF-8 in it, V2's whole, V3's missing."""
+    v1, v2 = json.dumps(_tape("V1")), json.dumps(_tape("V2"))
+    marked = v1.replace('"decisions": ', '"note": "\\u00e9", "decisions": ', 1)
+    return '{"V1": ' + marked + ', "V2": ' + v2 + "}"
+
+
+def _run_both(pytester: pytest.Pytester, predictions: Path, tapes: Path | None, *mode: str) -> Any:
+    """One session over both worlds (the toolgrammar tasks and operations scenarios at
+    stake), or over toolgrammar's alone without ``tapes``."""
     report = pytester.path / "run.json"
+    operations = (
+        [f"--agentbench-suite={OPERATIONS}", f"--agentbench-predictions={OPERATIONS}={tapes}"]
+        if tapes is not None
+        else []
+    )
+    selected = [SCORED, BAD_BYTE, BAD_JSON, *(["operation.yaml"] if operations else [])]
     result = pytester.runpytest(
         "-p",
         "no:cacheprovider",
         f"--agentbench-suite={TOOLGRAMMAR}",
         f"--agentbench-predictions={TOOLGRAMMAR}={predictions}",
+        *operations,
         f"--agentbench-report={report}",
         "-m",
         "not agentbench_control",
         "-k",
-        f"{SCORED} or {BAD_BYTE} or {BAD_JSON}",
+        " or ".join(selected),
         *mode,
     )
-    results = _results(json.loads(report.read_text()))
+    return result, json.loads(report.read_text())
+
+
+@pytest.mark.parametrize(("mode", "with_tapes"), MODES)
+def test_a_bad_line_or_byte_fails_only_its_own_case(
+    pytester: pytest.Pytester, mode: list[str], with_tapes: bool
+) -> None:
+    predictions = _write_predictions(pytester.path)
+    tapes = pytester.path / "tapes.json"
+    tapes.write_bytes(_tapes_document().encode().replace(b"\\u00e9", b"\xe9", 1))
+    result, report = _run_both(pytester, predictions, tapes if with_tapes else None, *mode)
+
+    # Packaged suites named on the command line run in every distribution, each summarised.
+    named = [(TOOLGRAMMAR, "toolgrammar"), *([(OPERATIONS, "operations")] if with_tapes else [])]
+    for suite_id, kind in named:
+        result.stdout.fnmatch_lines([f"*= agentbench: {suite_id} ({kind}) =*"])
+
+    # toolgrammar: a bad predictions line fails only its own task.
+    results = _results(report, TOOLGRAMMAR)
     assert results[SCORED]["outcome"] == "passed"
     for task_id in (BAD_BYTE, BAD_JSON):
         assert (results[task_id]["outcome"], results[task_id]["failure_class"]) == (
@@ -100,46 +150,26 @@ def test_a_bad_predictions_line_fails_only_its_own_task(
     # The line no case can claim fails the run, by name.
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([f"*[[]malformed_json[]] {predictions}:3: *"])
+    if not with_tapes:
+        return
 
-
-def _tape(scenario: str) -> dict[str, Any]:
-    from pytest_agentbench.worlds.operations.agents import Reference
-    from pytest_agentbench.worlds.operations.episode import run_episode
-    from tests.worlds.operations.helpers import shipped
-
-    tape: dict[str, Any] = run_episode(shipped(), scenario, Reference()).as_json()["decision_tape"]
-    return tape
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_a_bad_byte_in_a_tapes_file_fails_only_its_own_scenario(
-    pytester: pytest.Pytester, mode: list[str]
-) -> None:
-    tapes = pytester.path / "tapes.json"
-    v1, v2 = json.dumps(_tape("V1")), json.dumps(_tape("V2"))
-    marked = v1.replace('"decisions": ', '"note": "\\u00e9", "decisions": ', 1)
-    document = '{"V1": ' + marked + ', "V2": ' + v2 + "}"
-    tapes.write_bytes(document.encode().replace(b"\\u00e9", b"\xe9", 1))
-    report = pytester.path / "run.json"
-    args = [
-        "-p",
-        "no:cacheprovider",
-        f"--agentbench-suite={OPERATIONS}",
-        f"--agentbench-predictions={OPERATIONS}={tapes}",
-        f"--agentbench-report={report}",
-        "-m",
-        "not agentbench_control",
-        *mode,
-    ]
-    pytester.runpytest(*args)
-    results = _results(json.loads(report.read_text()))
+    # operations: a bad byte in a tapes file fails only its own scenario.
+    results = _results(report, OPERATIONS)
     assert results["V2"]["outcome"] == "passed"
     assert results["V1"]["failure_class"] == "product_error"
     assert results["V1"]["failure_reason"].startswith(f"[invalid_utf8] {tapes}: ")
     assert "missing_tape" in results["V3"]["failure_reason"]
-    # A document that does not parse fails every scenario, each counted against it.
-    tapes.write_text(document[:-20])
-    pytester.runpytest(*args)
-    results = _results(json.loads(report.read_text()))
+
+
+def test_a_tapes_document_that_does_not_parse_fails_every_scenario(
+    pytester: pytest.Pytester,
+) -> None:
+    # Read in pytest's process whatever runs adapters (the test above): once, serially.
+    predictions = _write_predictions(pytester.path)
+    tapes = pytester.path / "tapes.json"
+    tapes.write_text(_tapes_document()[:-20])
+    _, report = _run_both(pytester, predictions, tapes)
+    results = _results(report, OPERATIONS)
+    assert set(results) == {"V1", "V2", "V3"}
     assert {r["failure_class"] for r in results.values()} == {"product_error"}
     assert all(r["failure_reason"].startswith("[malformed_json] ") for r in results.values())

@@ -1,0 +1,42 @@
+"""A pytest session that several tests assert, each its own slice of one project.
+
+pytester is function-scoped: a module-scoped fixture builds its project under
+``tmp_path_factory`` and runs it here, in a subprocess with a generous limit of the
+test's own (never the mechanism under test), the way pytester's subprocess runs do.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import INNER_SESSION_OPTIONS
+
+
+def run_session(project: Path, *args: str, timeout: float) -> pytest.RunResult:
+    """Run ``python -m pytest *args`` in ``project`` as a session of its own."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    # The outer session's own settings (and, under xdist, its worker's identity) are not
+    # the inner session's: it starts lean, like every session a test starts.
+    env["PYTEST_ADDOPTS"] = INNER_SESSION_OPTIONS
+    env["PY_COLORS"] = "0"
+    env["HOME"] = str(project)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return pytest.RunResult(
+        done.returncode,
+        done.stdout.splitlines(),
+        done.stderr.splitlines(),
+        0.0,  # its duration is no part of what a test asserts
+    )
