@@ -266,27 +266,36 @@ def check_oracle_location(
             file=suite.display(SUITE_FILE),
             field="oracle",
         )
-    link = _link_leaving(oracle, bases)
-    if link is not None:
+    leaving = _link_leaving(oracle, bases, suite.display(SUITE_FILE))
+    if leaving is not None:
+        link, target = leaving
         raise AgentbenchError(
             "oracle_outside_project",
-            f"{link} in the oracle folder links to {link.resolve()}, outside the project "
+            f"{link} in the oracle folder links to {target}, outside the project "
             "(list it in the ini setting agentbench_oracle_roots to allow it)",
             file=suite.display(SUITE_FILE),
             field="oracle",
         )
 
 
-def _link_leaving(folder: Path, bases: Sequence[Path]) -> Path | None:
-    """The first symlink below ``folder`` whose target lies outside every base, if any."""
+def _link_leaving(folder: Path, bases: Sequence[Path], display: str) -> tuple[Path, Path] | None:
+    """The first symlink below ``folder`` whose target lies outside every base, and its target."""
     for directory, folders, files in os.walk(folder):
         for name in sorted((*folders, *files)):
             path = Path(directory) / name
             if not path.is_symlink():
                 continue
-            target = path.resolve()
+            try:
+                target = path.resolve()
+            except (OSError, RuntimeError):  # a loop: Python 3.11 raises RuntimeError
+                raise AgentbenchError(
+                    "unreadable_file",
+                    f"{path}: a symlink loop, which no read can follow",
+                    file=display,
+                    field="oracle",
+                ) from None
             if not any(target.is_relative_to(base) for base in bases):
-                return path
+                return path, target
     return None
 
 
