@@ -32,6 +32,10 @@ from tests.shared_sessions import run_session
 REPO = Path(__file__).resolve().parents[1]
 ASTERIA = "asteria-authored-v1"
 ASTERIA_CASE = "evt-010-authorised-comparison"
+SERIAL_AND_TWO_WORKERS = pytest.mark.parametrize(
+    "xdist_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"]
+)
+"""``-n 0`` takes the serial path: these need only a serial run and one under xdist."""
 OUTER_LIMIT = 120.0
 """The test's own limit on a run that might hang: generous, never what is tested."""
 
@@ -632,6 +636,7 @@ class Agent:
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+@SERIAL_AND_TWO_WORKERS
 def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -658,6 +663,7 @@ def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+@SERIAL_AND_TWO_WORKERS
 def test_each_case_gets_a_bundle_no_earlier_case_changed(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -895,6 +901,7 @@ def _reference_rows() -> list[dict[str, Any]]:
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+@SERIAL_AND_TWO_WORKERS
 def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
