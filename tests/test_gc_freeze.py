@@ -35,14 +35,15 @@ class FreezeProbe:
 """
 
 
-def _frozen_counts(project: pytest.Pytester) -> list[int]:
+def _frozen_counts(project: pytest.Pytester, probe: str = "frozen") -> list[int]:
     return [
         json.loads(line)
-        for path in sorted(project.path.glob("frozen-*.jsonl"))
+        for path in sorted(project.path.glob(f"{probe}-*.jsonl"))
         for line in path.read_text(encoding="utf-8").splitlines()
     ]
 
 
+@pytest.mark.parametrize("xdist_args", [[], ["-n", "0"]], ids=["no-xdist", "n0"])
 def test_cases_run_with_the_collected_tree_frozen(
     demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -72,11 +73,12 @@ import gc, json, os
 
 def pytest_collection_modifyitems(items):
     # Before collection ends: only what loading the suite froze is frozen.
-    with open(f"frozen-{os.getpid()}.jsonl", "a") as handle:
+    with open(f"collected-{os.getpid()}.jsonl", "a") as handle:
         handle.write(json.dumps(gc.get_freeze_count()) + "\\n")
 """
 
 
+@pytest.mark.parametrize("xdist_args", [[], ["-n", "0"]], ids=["no-xdist", "n0"])
 def test_loading_a_suite_freezes_its_cases_before_the_items_are_made(
     demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -87,9 +89,37 @@ def test_loading_a_suite_freezes_its_cases_before_the_items_are_made(
     result = demo.runpytest("-m", "not agentbench_control", "suites", *xdist_args)
 
     result.assert_outcomes(passed=3)
-    counts = _frozen_counts(demo)
+    counts = _frozen_counts(demo, "collected")
     assert counts
     assert all(count > frozen_before for count in counts)
+    assert gc.get_freeze_count() == frozen_before
+
+
+def test_xdist_workers_freeze_their_suites_at_load_and_run_cases_frozen(
+    demo: pytest.Pytester,
+) -> None:
+    """Both probes above in one -n 2 run: each worker loads, freezes and runs on its own."""
+    write_demo_suite(demo.path)
+    demo.makeconftest(REGISTERING_CONFTEST + LOAD_PROBE)
+    demo.makepyfile(probe_agent=PROBE_AGENT)
+    frozen_before = gc.get_freeze_count()
+
+    result = demo.runpytest(
+        "--agentbench-adapter=probe_agent:FreezeProbe",
+        "-m",
+        "not agentbench_control",
+        "suites",
+        "-n",
+        "2",
+    )
+
+    result.assert_outcomes(passed=3)
+    at_load = _frozen_counts(demo, "collected")
+    assert len(at_load) == 2, "each worker collects"
+    assert all(count > frozen_before for count in at_load)
+    in_cases = _frozen_counts(demo)
+    assert len(in_cases) == 3
+    assert all(count > frozen_before for count in in_cases)
     assert gc.get_freeze_count() == frozen_before
 
 
