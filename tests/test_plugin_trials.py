@@ -68,7 +68,7 @@ def check_pass_at_k(
 ) -> None:
     """A complete run of three trials per case, each graded as ``passes`` says."""
     result.stdout.fnmatch_lines(
-        ["*cases.jsonl::q0[[]trial-1[]] *", "*cases.jsonl::q5[[]trial-3[]] *"]
+        ["*demo-suite/cases.jsonl::q0[[]trial-1[]] *", "*demo-suite/cases.jsonl::q5[[]trial-3[]] *"]
     )
     trials = suite["trials"]
     assert trials["trials"] == 3
