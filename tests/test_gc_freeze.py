@@ -35,18 +35,17 @@ class FreezeProbe:
 """
 
 
-def _frozen_counts(project: pytest.Pytester, probe: str = "frozen") -> list[int]:
+def _frozen_counts(project: pytest.Pytester) -> list[int]:
     return [
         json.loads(line)
-        for path in sorted(project.path.glob(f"{probe}-*.jsonl"))
+        for path in sorted(project.path.glob("frozen-*.jsonl"))
         for line in path.read_text(encoding="utf-8").splitlines()
     ]
 
 
-@pytest.mark.parametrize("xdist_args", [[], ["-n", "0"]], ids=["no-xdist", "n0"])
-def test_cases_run_with_the_collected_tree_frozen(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
+# Without xdist, as a worker runs the same freeze; that a worker keeps its tree frozen to
+# its end is test_only_a_process_that_outlives_its_session_is_given_the_tree_back's.
+def test_cases_run_with_the_collected_tree_frozen(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makepyfile(probe_agent=PROBE_AGENT)
     frozen_before = gc.get_freeze_count()
@@ -56,14 +55,13 @@ def test_cases_run_with_the_collected_tree_frozen(
         "-m",
         "not agentbench_control",
         "suites",
-        *xdist_args,
     )
 
     result.assert_outcomes(passed=3)
     counts = _frozen_counts(demo)
     assert len(counts) == 3
     assert all(count > frozen_before for count in counts)
-    # The in-process session has given back what it froze (workers have exited).
+    # The in-process session has given back what it froze.
     assert gc.get_freeze_count() == frozen_before
 
 
@@ -73,53 +71,22 @@ import gc, json, os
 
 def pytest_collection_modifyitems(items):
     # Before collection ends: only what loading the suite froze is frozen.
-    with open(f"collected-{os.getpid()}.jsonl", "a") as handle:
+    with open(f"frozen-{os.getpid()}.jsonl", "a") as handle:
         handle.write(json.dumps(gc.get_freeze_count()) + "\\n")
 """
 
 
-@pytest.mark.parametrize("xdist_args", [[], ["-n", "0"]], ids=["no-xdist", "n0"])
-def test_loading_a_suite_freezes_its_cases_before_the_items_are_made(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_loading_a_suite_freezes_its_cases_before_the_items_are_made(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makeconftest(REGISTERING_CONFTEST + LOAD_PROBE)
     frozen_before = gc.get_freeze_count()
 
-    result = demo.runpytest("-m", "not agentbench_control", "suites", *xdist_args)
+    result = demo.runpytest("-m", "not agentbench_control", "suites")
 
     result.assert_outcomes(passed=3)
-    counts = _frozen_counts(demo, "collected")
+    counts = _frozen_counts(demo)
     assert counts
     assert all(count > frozen_before for count in counts)
-    assert gc.get_freeze_count() == frozen_before
-
-
-def test_xdist_workers_freeze_their_suites_at_load_and_run_cases_frozen(
-    demo: pytest.Pytester,
-) -> None:
-    """Both probes above in one -n 2 run: each worker loads, freezes and runs on its own."""
-    write_demo_suite(demo.path)
-    demo.makeconftest(REGISTERING_CONFTEST + LOAD_PROBE)
-    demo.makepyfile(probe_agent=PROBE_AGENT)
-    frozen_before = gc.get_freeze_count()
-
-    result = demo.runpytest(
-        "--agentbench-adapter=probe_agent:FreezeProbe",
-        "-m",
-        "not agentbench_control",
-        "suites",
-        "-n",
-        "2",
-    )
-
-    result.assert_outcomes(passed=3)
-    at_load = _frozen_counts(demo, "collected")
-    assert len(at_load) == 2, "each worker collects"
-    assert all(count > frozen_before for count in at_load)
-    in_cases = _frozen_counts(demo)
-    assert len(in_cases) == 3
-    assert all(count > frozen_before for count in in_cases)
     assert gc.get_freeze_count() == frozen_before
 
 
