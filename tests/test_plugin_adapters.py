@@ -58,9 +58,9 @@ def run_report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult,
     return result, json.loads(path.read_text())
 
 
-def answers(report: dict[str, Any], suite_id: str = "demo-suite") -> dict[str, Any]:
+def answers(report: dict[str, Any]) -> dict[str, Any]:
     """Case id -> the answer the adapter gave, from the JSON run report."""
-    (suite,) = [suite for suite in report["suites"] if suite["id"] == suite_id]
+    (suite,) = [suite for suite in report["suites"] if suite["id"] == "demo-suite"]
     given: dict[str, Any] = {}
     for entry in suite["cases"]:
         result = entry["result"]
@@ -177,7 +177,14 @@ def test_adapter_lacking_a_suites_protocol_skips_that_suite_only(demo: pytest.Py
     assert counts["adding-suite"]["failed"] == 3
 
 
-OVERRIDE_CONFTEST = """
+# Without xdist: a worker imports conftests and resolves fixtures as this process does.
+def test_conftest_override_built_from_another_fixture_reaches_every_case(
+    demo: pytest.Pytester,
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makeconftest(
+        REGISTERING_CONFTEST
+        + """
 import pytest
 
 
@@ -195,9 +202,23 @@ def agentbench_adapter(offset):
 
     return Shifted()
 """
-SHIFTED = "conftest.agentbench_adapter.<locals>.Shifted"
+    )
+    result, report = run_report(demo, "-m", "not agentbench_control")
+    result.assert_outcomes(failed=3)
+    assert answers(report) == {"c1": 102, "c2": 105, "c3": 115}
+    # The header cannot know about the override; the report and the section name it.
+    shifted = "conftest.agentbench_adapter.<locals>.Shifted"
+    assert report["suites"][0]["answered_by"] == [shifted]
+    result.stdout.fnmatch_lines(
+        [f"adapter: built-in reference agents (cases answered by {shifted})"]
+    )
 
-AUTOUSE_CONFTEST = """
+
+def test_autouse_fixtures_of_the_user_run_for_every_case_item(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    demo.makeconftest(
+        REGISTERING_CONFTEST
+        + """
 import os
 
 import pytest
@@ -207,7 +228,9 @@ import pytest
 def shift_answers(monkeypatch):
     monkeypatch.setenv("ANSWER_SHIFT", "7")
 """
-SHIFTING = """
+    )
+    demo.makepyfile(
+        shifting="""
 import os
 
 
@@ -216,36 +239,7 @@ class Shifting:
         left, right = question.split("+")
         return int(left) + int(right) + int(os.environ.get("ANSWER_SHIFT", "0"))
 """
-
-WORLD_CONFTEST = """
-import pytest
-
-
-@pytest.fixture
-def agentbench_world():
-    return {"question": "40+2"}
-"""
-
-
-def test_conftest_override_built_from_another_fixture_reaches_every_case(
-    demo: pytest.Pytester,
-) -> None:
-    write_demo_suite(demo.path)
-    demo.makeconftest(REGISTERING_CONFTEST + OVERRIDE_CONFTEST)
-    result, report = run_report(demo, "-m", "not agentbench_control")
-    result.assert_outcomes(failed=3)
-    assert answers(report) == {"c1": 102, "c2": 105, "c3": 115}
-    # The header cannot know about the override; the report and the section name it.
-    assert report["suites"][0]["answered_by"] == [SHIFTED]
-    result.stdout.fnmatch_lines(
-        [f"adapter: built-in reference agents (cases answered by {SHIFTED})"]
     )
-
-
-def test_autouse_fixtures_of_the_user_run_for_every_case_item(demo: pytest.Pytester) -> None:
-    write_demo_suite(demo.path)
-    demo.makeconftest(REGISTERING_CONFTEST + AUTOUSE_CONFTEST)
-    demo.makepyfile(shifting=SHIFTING)
     result, report = run_report(
         demo, "-m", "not agentbench_control", "--agentbench-adapter=shifting:Shifting"
     )
@@ -255,39 +249,20 @@ def test_autouse_fixtures_of_the_user_run_for_every_case_item(demo: pytest.Pytes
 
 def test_an_overridden_world_fixture_is_what_the_adapter_sees(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
-    demo.makeconftest(REGISTERING_CONFTEST + WORLD_CONFTEST)
+    demo.makeconftest(
+        REGISTERING_CONFTEST
+        + """
+import pytest
+
+
+@pytest.fixture
+def agentbench_world():
+    return {"question": "40+2"}
+"""
+    )
     result, report = run_report(demo, "-m", "not agentbench_control")
     result.assert_outcomes(passed=0, failed=3)
     assert answers(report) == {"c1": 42, "c2": 42, "c3": 42}
-
-
-def test_fixture_overrides_reach_the_cases_on_xdist_workers(demo: pytest.Pytester) -> None:
-    """The three tests above in one -n 2 run: each scenario's conftest sits in its own
-    folder beside its suite, so it applies to that suite's cases alone."""
-    scenarios = {
-        "override": OVERRIDE_CONFTEST,
-        "autouse": AUTOUSE_CONFTEST,
-        "world": WORLD_CONFTEST,
-    }
-    for name, conftest in scenarios.items():
-        folder = demo.mkpydir(name)
-        (folder / "conftest.py").write_text(conftest, encoding="utf-8")
-        write_demo_suite(folder, f"{name}-suite")
-    demo.makepyfile(shifting=SHIFTING)
-    result, report = run_report(
-        demo, "-n", "2", "-m", "not agentbench_control", "--agentbench-adapter=shifting:Shifting"
-    )
-    result.assert_outcomes(failed=9)
-    assert answers(report, "override-suite") == {"c1": 102, "c2": 105, "c3": 115}
-    assert answers(report, "autouse-suite") == {"c1": 9, "c2": 12, "c3": 22}
-    # The world fixture's question, answered by the spec's adapter with no shift set.
-    assert answers(report, "world-suite") == {"c1": 42, "c2": 42, "c3": 42}
-    answered_by = {suite["id"]: suite["answered_by"] for suite in report["suites"]}
-    assert answered_by["override-suite"] == [f"override.{SHIFTED}"]
-    assert answered_by["autouse-suite"] == answered_by["world-suite"] == ["shifting.Shifting"]
-    result.stdout.fnmatch_lines(
-        [f"adapter: shifting:Shifting (shifting.Shifting) (cases answered by override.{SHIFTED})"]
-    )
 
 
 def test_users_own_tests_can_request_the_fixtures(project: pytest.Pytester) -> None:
