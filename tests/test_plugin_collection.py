@@ -111,10 +111,7 @@ def test_broken_suite_is_a_named_collection_error_and_others_still_run(
     )
 
 
-@pytest.mark.parametrize("workers", ["0", "2"])
-def test_xdist_workers_select_by_label_and_name_a_broken_suite(
-    demo: pytest.Pytester, workers: str
-) -> None:
+def test_xdist_workers_select_by_label_and_name_a_broken_suite(demo: pytest.Pytester) -> None:
     """Under xdist the workers collect, mark and deselect: one project holds the suite marker
     under --strict-markers, labels selected by ``-m`` and by ``-k``, and a broken suite."""
     write_demo_suite(demo.path, "good-suite")
@@ -126,7 +123,7 @@ def test_xdist_workers_select_by_label_and_name_a_broken_suite(
     result = demo.runpytest(
         *STRICT,
         "-n",
-        workers,
+        "2",
         "-v",
         f"--agentbench-report={report}",
         # Each selection applies to its own suite: -m picks marked-suite's cases by label,

@@ -11,9 +11,6 @@ from pytest_agentbench.sdk.canonical import artifact_set_digest, pretty_json
 from tests.conftest import XDIST_ARGS
 from tests.demo_world import DEMO_CONTROLS, write_demo_suite
 
-SERIAL_MODES = [pytest.param(XDIST_ARGS[name], id=name) for name in ("no-xdist", "n0")]
-"""The single-process distributions; -n 2 runs once, in the test that pins under xdist."""
-
 SHIFTED = """
 class Agent:
     def answer(self, question):
@@ -65,20 +62,17 @@ C2_DIFF = [
 ]
 
 
-@pytest.mark.parametrize("xdist_args", SERIAL_MODES)
 def test_update_pins_outputs_and_a_change_fails_with_a_plain_diff(
-    project: pytest.Pytester, xdist_args: list[str]
+    project: pytest.Pytester,
 ) -> None:
-    written = project.runpytest("--agentbench-snapshot", "--snapshot-update", *xdist_args)
+    written = project.runpytest("--agentbench-snapshot", "--snapshot-update")
     written.assert_outcomes(passed=4)
     written.stdout.fnmatch_lines(["4 snapshots generated."])
     assert pinned(project.path) == PINNED
-    unchanged = project.runpytest("--agentbench-snapshot", *xdist_args)
+    unchanged = project.runpytest("--agentbench-snapshot")
     unchanged.assert_outcomes(passed=4)
     assert unchanged.ret == pytest.ExitCode.OK
-    changed = project.runpytest(
-        "--agentbench-snapshot", "--agentbench-adapter=shifted:Agent", *xdist_args
-    )
+    changed = project.runpytest("--agentbench-snapshot", "--agentbench-adapter=shifted:Agent")
     changed.assert_outcomes(passed=3, failed=1)
     changed.stdout.fnmatch_lines(C2_DIFF)
     assert "\x1b[" not in changed.stdout.str()
@@ -128,12 +122,11 @@ def test_unused_snapshots_are_reported_and_removed_on_update(project: pytest.Pyt
 UNPINNED = "agentbench: suite 'demo-suite' has no golden outputs under"
 
 
-@pytest.mark.parametrize("xdist_args", SERIAL_MODES)
 def test_a_suite_without_golden_outputs_is_said_once_and_fails_no_case(
-    project: pytest.Pytester, xdist_args: list[str]
+    project: pytest.Pytester,
 ) -> None:
     project.makeini("[pytest]\nagentbench_snapshot = true\n")
-    unpinned = project.runpytest(*xdist_args)
+    unpinned = project.runpytest()
     # Graded on their own checks: the control fails as declared, no case fails.
     unpinned.assert_outcomes(passed=4)
     assert unpinned.stdout.str().count(UNPINNED) == 1

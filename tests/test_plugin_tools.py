@@ -123,7 +123,6 @@ ISOLATE = ["--agentbench-isolate"]
     [
         pytest.param([], [], id="no-xdist-in-process"),
         pytest.param([], ISOLATE, id="no-xdist-isolated"),
-        pytest.param(["-n", "0"], [], id="n0-in-process"),
         pytest.param(["-n", "2"], [], id="n2-in-process"),
     ],
 )
