@@ -9,7 +9,6 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs in the test extra
 import pytest
 
 from pytest_agentbench.report.json_report import SCHEMA_PATH
-from tests.conftest import XDIST_ARGS
 from tests.demo_runs import demo_project, run_cases
 from tests.demo_world import write_demo_suite
 
@@ -39,35 +38,30 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_a_run_compared_with_itself_is_noise_free(project: pytest.Pytester) -> None:
-    # One baseline run, compared against under no xdist and -n 0 in turn. Under -n 2 the
-    # seeded regression below pairs every case exactly: its zero_rate row is unchanged and
-    # its discordant pairs are exactly the cases the adapter got wrong.
+    # Under -n 2 the seeded regression below pairs every case exactly: its zero_rate row is
+    # unchanged and its discordant pairs are exactly the cases the adapter got wrong.
     run_cases(project, "before.json")
-    for mode in ("no-xdist", "n0"):
-        xdist_args = XDIST_ARGS[mode]
-        result, report = run_cases(
-            project, "after.json", "--agentbench-baseline=before.json", *xdist_args
-        )
-        assert result.ret == pytest.ExitCode.OK, mode
-        comparison = report["comparison"]
-        jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
-        assert report["schema_version"] == "agentbench-run-report/3"
-        assert comparison["passed"] is True
-        assert comparison["regressions"] == 0
-        (suite,) = comparison["suites"]
-        assert suite["pairs"] == 20
-        assert suite["units"] == 20
-        rows = {row["metric"]: row for row in suite["rows"]}
-        assert set(rows) == {"passed", "accuracy", "zero_rate"}
-        for row in rows.values():
-            assert row["difference"] == 0.0
-            assert row["verdict"] == "no_significant_change"
-            assert row["p_value"] == 1.0
-        assert rows["passed"]["test"] == "mcnemar_exact"
-        assert rows["passed"]["discordant"] == {"before_better": 0, "after_better": 0}
-        result.stdout.fnmatch_lines(
-            ["comparison passed: 0 regressions, 0 improvements over 3 tested rows"]
-        )
+    result, report = run_cases(project, "after.json", "--agentbench-baseline=before.json")
+    assert result.ret == pytest.ExitCode.OK
+    comparison = report["comparison"]
+    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+    assert report["schema_version"] == "agentbench-run-report/3"
+    assert comparison["passed"] is True
+    assert comparison["regressions"] == 0
+    (suite,) = comparison["suites"]
+    assert suite["pairs"] == 20
+    assert suite["units"] == 20
+    rows = {row["metric"]: row for row in suite["rows"]}
+    assert set(rows) == {"passed", "accuracy", "zero_rate"}
+    for row in rows.values():
+        assert row["difference"] == 0.0
+        assert row["verdict"] == "no_significant_change"
+        assert row["p_value"] == 1.0
+    assert rows["passed"]["test"] == "mcnemar_exact"
+    assert rows["passed"]["discordant"] == {"before_better": 0, "after_better": 0}
+    result.stdout.fnmatch_lines(
+        ["comparison passed: 0 regressions, 0 improvements over 3 tested rows"]
+    )
 
 
 def test_a_seeded_regression_fails_the_session(project: pytest.Pytester) -> None:
