@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli import main as cli
+from pytest_agentbench.report import baseline
 from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.scoring.stats import mcnemar_exact
 from pytest_agentbench.sdk.canonical import (
@@ -455,36 +456,41 @@ def test_derive_lists_a_resealed_edit_of_the_truth(
 
 @pytest.fixture(scope="module")
 def run_reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """Run reports of two real pytest runs: the reference agent, then current_state's rows."""
+    """Run reports of two real pytest runs: the reference agent, then current_state's rows.
+
+    The runs are in-process (``pytest.main``): a subprocess would only add its start-up.
+    """
     folder = tmp_path_factory.mktemp("reports")
     rows = write_predictions(folder / "current.jsonl", shipped_rows(CurrentStateAgent()))
     before, after = folder / "before.json", folder / "after.json"
     for report, extra in ((before, []), (after, [f"--agentbench-predictions={SUITE_ID}={rows}"])):
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "-p",
-                "no:randomly",
-                f"--agentbench-suite={SUITE_ID}",
-                f"--agentbench-report={report}",
-                *extra,
-            ],
-            cwd=folder,
-            capture_output=True,
-            check=False,
-        )
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(folder)
+            pytest.main(
+                [
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "-p",
+                    "no:randomly",
+                    f"--rootdir={folder}",
+                    f"--agentbench-suite={SUITE_ID}",
+                    f"--agentbench-report={report}",
+                    *extra,
+                ]
+            )
         assert report.is_file()
     return before, after
 
 
 def test_compare_prints_the_paired_table_and_gates_on_regressions(
-    capsys: pytest.CaptureFixture[str], run_reports: tuple[Path, Path]
+    capsys: pytest.CaptureFixture[str],
+    run_reports: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Only the bootstrap interval column depends on the resample count, and nothing here
+    # reads it; at the default 10,000 each of the three comparisons costs ~2 CPU-seconds.
+    monkeypatch.setattr(baseline, "RESAMPLES", 200)
     before, after = run_reports
     after_report = json.loads(after.read_text())
     (suite,) = after_report["suites"]

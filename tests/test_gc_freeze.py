@@ -43,9 +43,9 @@ def _frozen_counts(project: pytest.Pytester) -> list[int]:
     ]
 
 
-def test_cases_run_with_the_collected_tree_frozen(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
+# Without xdist, as a worker runs the same freeze; that a worker keeps its tree frozen to
+# its end is test_only_a_process_that_outlives_its_session_is_given_the_tree_back's.
+def test_cases_run_with_the_collected_tree_frozen(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makepyfile(probe_agent=PROBE_AGENT)
     frozen_before = gc.get_freeze_count()
@@ -55,14 +55,13 @@ def test_cases_run_with_the_collected_tree_frozen(
         "-m",
         "not agentbench_control",
         "suites",
-        *xdist_args,
     )
 
     result.assert_outcomes(passed=3)
     counts = _frozen_counts(demo)
     assert len(counts) == 3
     assert all(count > frozen_before for count in counts)
-    # The in-process session has given back what it froze (workers have exited).
+    # The in-process session has given back what it froze.
     assert gc.get_freeze_count() == frozen_before
 
 
@@ -77,14 +76,12 @@ def pytest_collection_modifyitems(items):
 """
 
 
-def test_loading_a_suite_freezes_its_cases_before_the_items_are_made(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_loading_a_suite_freezes_its_cases_before_the_items_are_made(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makeconftest(REGISTERING_CONFTEST + LOAD_PROBE)
     frozen_before = gc.get_freeze_count()
 
-    result = demo.runpytest("-m", "not agentbench_control", "suites", *xdist_args)
+    result = demo.runpytest("-m", "not agentbench_control", "suites")
 
     result.assert_outcomes(passed=3)
     counts = _frozen_counts(demo)

@@ -177,8 +177,9 @@ def test_adapter_lacking_a_suites_protocol_skips_that_suite_only(demo: pytest.Py
     assert counts["adding-suite"]["failed"] == 3
 
 
+# Without xdist: a worker imports conftests and resolves fixtures as this process does.
 def test_conftest_override_built_from_another_fixture_reaches_every_case(
-    demo: pytest.Pytester, xdist_args: list[str]
+    demo: pytest.Pytester,
 ) -> None:
     write_demo_suite(demo.path)
     demo.makeconftest(
@@ -202,7 +203,7 @@ def agentbench_adapter(offset):
     return Shifted()
 """
     )
-    result, report = run_report(demo, *xdist_args, "-m", "not agentbench_control")
+    result, report = run_report(demo, "-m", "not agentbench_control")
     result.assert_outcomes(failed=3)
     assert answers(report) == {"c1": 102, "c2": 105, "c3": 115}
     # The header cannot know about the override; the report and the section name it.
@@ -213,9 +214,7 @@ def agentbench_adapter(offset):
     )
 
 
-def test_autouse_fixtures_of_the_user_run_for_every_case_item(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_autouse_fixtures_of_the_user_run_for_every_case_item(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makeconftest(
         REGISTERING_CONFTEST
@@ -242,15 +241,13 @@ class Shifting:
 """
     )
     result, report = run_report(
-        demo, *xdist_args, "-m", "not agentbench_control", "--agentbench-adapter=shifting:Shifting"
+        demo, "-m", "not agentbench_control", "--agentbench-adapter=shifting:Shifting"
     )
     result.assert_outcomes(failed=3)
     assert answers(report) == {"c1": 9, "c2": 12, "c3": 22}
 
 
-def test_an_overridden_world_fixture_is_what_the_adapter_sees(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_an_overridden_world_fixture_is_what_the_adapter_sees(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makeconftest(
         REGISTERING_CONFTEST
@@ -263,7 +260,7 @@ def agentbench_world():
     return {"question": "40+2"}
 """
     )
-    result, report = run_report(demo, *xdist_args, "-m", "not agentbench_control")
+    result, report = run_report(demo, "-m", "not agentbench_control")
     result.assert_outcomes(passed=0, failed=3)
     assert answers(report) == {"c1": 42, "c2": 42, "c3": 42}
 

@@ -56,13 +56,9 @@ def test_markers_select_by_suite_and_kind(demo: pytest.Pytester) -> None:
     plain.assert_outcomes(passed=1, deselected=6)
 
 
-def test_strict_markers_accept_suite_markers_under_xdist(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_strict_markers_accept_suite_markers(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
-    result = demo.runpytest(
-        "--strict-markers", "-m", "demo-suite and not agentbench_control", *xdist_args
-    )
+    result = demo.runpytest("--strict-markers", "-m", "demo-suite and not agentbench_control")
     result.assert_outcomes(passed=3)
 
 
@@ -70,35 +66,34 @@ def selected_cases(result: pytest.RunResult) -> set[str]:
     return set(re.findall(r"cases\.jsonl::(c\d)", result.stdout.str()))
 
 
-def test_identifier_labels_are_markers_and_other_labels_keywords(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
-    write_demo_suite(
-        demo.path,
-        labels={"c1": ["tier_T4", "cluster:pair"], "c2": ["cluster:pair"], "c3": ["tier_T1"]},
-    )
-    strict = ["--strict-markers", "-W", "error::pytest.PytestUnknownMarkWarning", *xdist_args]
-    by_marker = demo.runpytest(*strict, "-m", "tier_T4 or tier_T1", "-v")
-    # Under xdist the workers deselect, so the count is in the passed items alone.
+LABELS = {"c1": ["tier_T4", "cluster:pair"], "c2": ["cluster:pair"], "c3": ["tier_T1"]}
+STRICT = ["--strict-markers", "-W", "error::pytest.PytestUnknownMarkWarning"]
+
+
+def test_identifier_labels_are_markers_and_other_labels_keywords(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, labels=LABELS)
+    by_marker = demo.runpytest(*STRICT, "-m", "tier_T4 or tier_T1", "-v")
     by_marker.assert_outcomes(passed=2, warnings=0)
     assert selected_cases(by_marker) == {"c1", "c3"}
-    by_keyword = demo.runpytest(*strict, "-k", "cluster:pair", "-v")
+    by_keyword = demo.runpytest(*STRICT, "-k", "cluster:pair", "-v")
     by_keyword.assert_outcomes(passed=2, warnings=0)
     assert selected_cases(by_keyword) == {"c1", "c2"}
     # A colon label was never a marker name: ``-m`` cannot select by it.
     assert "cluster" not in demo.runpytest("--markers").stdout.str()
 
 
+BROKEN_SUITE_YAML = "id: broken-suite\nversion: 1.0.0\nworld: demo\ntitle: Broken\nowner: nobody\n"
+BROKEN_SUITE_REFUSAL = "[unknown_field] suites/broken-suite/suite.yaml: owner: unknown field"
+
+
 def test_broken_suite_is_a_named_collection_error_and_others_still_run(
-    demo: pytest.Pytester, xdist_args: list[str]
+    demo: pytest.Pytester,
 ) -> None:
     write_demo_suite(demo.path, "good-suite")
     broken = write_demo_suite(demo.path, "broken-suite")
-    (broken / "suite.yaml").write_text(
-        "id: broken-suite\nversion: 1.0.0\nworld: demo\ntitle: Broken\nowner: nobody\n"
-    )
+    (broken / "suite.yaml").write_text(BROKEN_SUITE_YAML)
     report = demo.path / "run.json"
-    result = demo.runpytest(*xdist_args, f"--agentbench-report={report}")
+    result = demo.runpytest(f"--agentbench-report={report}")
     result.assert_outcomes(passed=3, failed=1, errors=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     output = result.stdout.str()
@@ -111,6 +106,48 @@ def test_broken_suite_is_a_named_collection_error_and_others_still_run(
     assert run["problems"] == [
         "[unknown_field] suites/broken-suite/suite.yaml: owner: unknown field"
     ]
+    result.stdout.fnmatch_lines(
+        ["agentbench ?unknown_field? suites/broken-suite/suite.yaml: owner: unknown field"]
+    )
+
+
+def test_xdist_workers_select_by_label_and_name_a_broken_suite(demo: pytest.Pytester) -> None:
+    """Under xdist the workers collect, mark and deselect: one project holds the suite marker
+    under --strict-markers, labels selected by ``-m`` and by ``-k``, and a broken suite."""
+    write_demo_suite(demo.path, "good-suite")
+    write_demo_suite(demo.path, "marked-suite", labels=LABELS)
+    write_demo_suite(demo.path, "keyed-suite", labels=LABELS)
+    broken = write_demo_suite(demo.path, "broken-suite")
+    (broken / "suite.yaml").write_text(BROKEN_SUITE_YAML)
+    report = demo.path / "run.json"
+    result = demo.runpytest(
+        *STRICT,
+        "-n",
+        "2",
+        "-v",
+        f"--agentbench-report={report}",
+        # Each selection applies to its own suite: -m picks marked-suite's cases by label,
+        # -k keyed-suite's; good-suite (its control too) passes both by its suite marker.
+        "-m",
+        "good-suite or keyed-suite or tier_T4 or tier_T1",
+        "-k",
+        "good-suite or marked-suite or cluster:pair",
+    )
+    output = result.stdout.str()
+    assert set(re.findall(r"marked-suite/cases\.jsonl::(c\d)", output)) == {"c1", "c3"}
+    assert set(re.findall(r"keyed-suite/cases\.jsonl::(c\d)", output)) == {"c1", "c2"}
+    assert "good-suite/suite.yaml::ungraded-always_zero" in output
+    # Under xdist the workers deselect, so the count is in the passed items alone.
+    result.assert_outcomes(passed=3 + 2 + 2, failed=1, errors=1, warnings=0)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert BROKEN_SUITE_REFUSAL in output
+    assert "Traceback" not in output
+    assert "Interrupted" not in output
+    run = json.loads(report.read_text())
+    suites = {suite["id"]: suite for suite in run["suites"]}
+    assert sorted(suites) == ["good-suite", "keyed-suite", "marked-suite"]
+    assert suites["good-suite"]["counts"]["passed"] == 3
+    assert run["problems"] == [BROKEN_SUITE_REFUSAL]
     result.stdout.fnmatch_lines(
         ["agentbench ?unknown_field? suites/broken-suite/suite.yaml: owner: unknown field"]
     )

@@ -70,25 +70,26 @@ def copy_project(source: Path, machine: Path) -> Path:
     return target
 
 
-@pytest.mark.parametrize("concurrency", ["1", "4"])
 def test_remote_socket_workers_report_as_a_local_serial_run(
-    demo: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, concurrency: str
+    demo: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
+    # One real run across two servers; its workers run four cases at a time, so the
+    # concurrent path travels too (a concurrency of 1 is the default every other run takes).
     write_demo_suite(demo.path, questions=QUESTIONS)
     demo.makepyfile(mixed=ADAPTER)
     demo.makeini("[pytest]\n")
     common = ("--agentbench-adapter=mixed:Mixed", "-p", "no:cacheprovider")
     local = demo.path / "local.json"
-    demo.runpytest_subprocess(*common, f"--agentbench-report={local}")
+    demo.runpytest(*common, f"--agentbench-report={local}")
     machines = tmp_path_factory.mktemp("machines")
     remote = demo.path / "remote.json"
     with socket_server(machines / "a") as port_a, socket_server(machines / "b") as port_b:
         checkout_a = copy_project(demo.path, machines / "a")
         checkout_b = copy_project(demo.path, machines / "b")
-        result = demo.runpytest_subprocess(
+        result = demo.runpytest(
             *common,
             f"--agentbench-report={remote}",
-            f"--agentbench-concurrency={concurrency}",
+            "--agentbench-concurrency=4",
             "--dist=load",
             "--tx",
             f"socket=127.0.0.1:{port_a}//chdir={checkout_a}",

@@ -12,7 +12,9 @@ import pytest
 
 from pytest_agentbench.report.json_report import SCHEMA_PATH, schema_text
 from pytest_agentbench.sdk.canonical import artifact_set_digest, tree_files
+from tests.conftest import XDIST_ARGS
 from tests.demo_world import DEMO_CONTROLS, write_demo_suite
+from tests.reports import normalised
 
 
 def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
@@ -108,12 +110,10 @@ def test_malformed_gate_is_a_usage_error(demo: pytest.Pytester, gate: str) -> No
     result.stderr.fnmatch_lines(["ERROR: ?invalid_gate? --agentbench-gate: *"])
 
 
-def test_junit_global_properties_carry_the_metrics(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_junit_global_properties_carry_the_metrics(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path, controls=DEMO_CONTROLS)
     junit = demo.path / "junit.xml"
-    result = demo.runpytest(f"--junitxml={junit}", *xdist_args)
+    result = demo.runpytest(f"--junitxml={junit}")
     result.assert_outcomes(passed=4)
     assert global_properties(junit) == {
         "agentbench.demo-suite.accuracy": "1.0",
@@ -124,13 +124,11 @@ def test_junit_global_properties_carry_the_metrics(
         assert case.find("properties") is None
 
 
-def test_per_case_check_properties_only_when_asked(
-    demo: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_per_case_check_properties_only_when_asked(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makeini("[pytest]\nagentbench_junit_case_properties = true\n")
     junit = demo.path / "junit.xml"
-    demo.runpytest(f"--junitxml={junit}", "-m", "not agentbench_control", *xdist_args)
+    demo.runpytest(f"--junitxml={junit}", "-m", "not agentbench_control")
     per_case = {
         case.get("name", ""): {
             prop.get("name", ""): prop.get("value", "") for prop in case.iter("property")
@@ -144,11 +142,20 @@ def test_per_case_check_properties_only_when_asked(
     assert per_case == {"c1": expected, "c2": expected, "c3": expected}
 
 
-def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[str]) -> None:
-    suite_dir = write_demo_suite(demo.path, controls=DEMO_CONTROLS)
-    demo.makepyfile(agents="class Agent:\n    def answer(self, question):\n        return 15\n")
-    result, report = run(demo, "--agentbench-adapter=agents:Agent", *xdist_args)
+def test_json_report_content_and_schema(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    demo.makepyfile(agents=WRONG_BUT_ON_C3)
+    result, report = run(demo, "--agentbench-adapter=agents:Agent")
     result.assert_outcomes(passed=2, failed=2)
+    check_report_content(report, demo.path)
+
+
+WRONG_BUT_ON_C3 = "class Agent:\n    def answer(self, question):\n        return 15\n"
+
+
+def check_report_content(report: dict[str, Any], root: Path) -> None:
+    """The run report of WRONG_BUT_ON_C3 on the demo suite with its control."""
+    suite_dir = root / "suites" / "demo-suite"
     jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
     assert report["schema_version"] == "agentbench-run-report/3"
     assert report["exit_status"] == 1
@@ -169,7 +176,7 @@ def test_json_report_content_and_schema(demo: pytest.Pytester, xdist_args: list[
         "complete": True,
     }
     public = {rel: path.read_bytes() for rel, path in tree_files(suite_dir).items()}
-    oracle_dir = demo.path / "oracles" / "demo-suite"
+    oracle_dir = root / "oracles" / "demo-suite"
     oracle = {rel: path.read_bytes() for rel, path in tree_files(oracle_dir).items()}
     assert suite["digests"] == {
         "public": artifact_set_digest(public),
@@ -226,3 +233,49 @@ def test_terminal_section_names_adapter_metrics_and_support(demo: pytest.Pyteste
             "  zero_rate  0.0000  support 3 95% ?0.0000, 0.5615? lower is better",
         ]
     )
+
+
+def test_xdist_reports_equal_a_serial_run(demo: pytest.Pytester) -> None:
+    """JSON report, JUnit metrics and per-case check properties are aggregated from the
+    workers: one -n 2 run equals a serial run of the same project, and both are as expected."""
+    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
+    demo.makepyfile(agents=WRONG_BUT_ON_C3)
+    demo.makeini("[pytest]\nagentbench_junit_case_properties = true\n")
+    runs = {}
+    for mode in ("no-xdist", "n2"):
+        junit = demo.path / f"{mode}.xml"
+        result, report = run(
+            demo, "--agentbench-adapter=agents:Agent", f"--junitxml={junit}", *XDIST_ARGS[mode]
+        )
+        result.assert_outcomes(passed=2, failed=2)
+        check_report_content(report, demo.path)
+        per_case = {
+            case.get("name", ""): {
+                prop.get("name", ""): prop.get("value", "") for prop in case.iter("property")
+            }
+            for case in ET.parse(junit).getroot().iter("testcase")
+        }
+        runs[mode] = (normalised(report), global_properties(junit), per_case)
+    serial_report, serial_properties, serial_per_case = runs["no-xdist"]
+    n2_report, n2_properties, n2_per_case = runs["n2"]
+    assert n2_report == serial_report
+    assert (
+        n2_properties
+        == serial_properties
+        == {
+            "agentbench.demo-suite.accuracy": str(1 / 3),
+            "agentbench.demo-suite.zero_rate": "0.0",
+            "agentbench.demo-suite.control.control-always-zero": "pass",
+        }
+    )
+    wrong = {
+        "agentbench.check.answer_present": "pass",
+        "agentbench.check.answer_correct": "fail",
+    }
+    right = {**wrong, "agentbench.check.answer_correct": "pass"}
+    assert n2_per_case == serial_per_case
+    assert {name: n2_per_case[name] for name in ("c1", "c2", "c3")} == {
+        "c1": wrong,
+        "c2": wrong,
+        "c3": right,
+    }

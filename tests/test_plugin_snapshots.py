@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.sdk.canonical import artifact_set_digest, pretty_json
+from tests.conftest import XDIST_ARGS
 from tests.demo_world import DEMO_CONTROLS, write_demo_suite
 
 SHIFTED = """
@@ -18,8 +19,8 @@ class Agent:
 """
 
 
-def pinned(root: Path) -> dict[str, object]:
-    folder = root / "snapshots" / "demo-suite"
+def pinned(root: Path, suite_id: str = "demo-suite") -> dict[str, object]:
+    folder = root / "snapshots" / suite_id
     return {
         path.relative_to(folder).as_posix(): json.loads(path.read_text())
         for path in sorted(folder.rglob("*.json"))
@@ -42,38 +43,38 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     return demo
 
 
+PINNED = {
+    "cases/c1.json": {"answer": 2},
+    "cases/c2.json": {"answer": 5},
+    "cases/c3.json": {"answer": 15},
+    "suite/control-always-zero.json": {"accuracy": 0.0, "zero_rate": 1.0},
+}
+C2_DIFF = [
+    "*_ demo-suite::c2 _*",
+    "2 of 3 checks failed: answer_correct, golden_output",
+    "  answer_correct [fail]: expected 5, got 6",
+    "  golden_output [fail]: differs from the pinned snapshot",
+    "golden output changed (re-pin with --snapshot-update):",
+    "    {",
+    '  -   "answer": 5',
+    '  +   "answer": 6',
+    "    }",
+]
+
+
 def test_update_pins_outputs_and_a_change_fails_with_a_plain_diff(
-    project: pytest.Pytester, xdist_args: list[str]
+    project: pytest.Pytester,
 ) -> None:
-    written = project.runpytest("--agentbench-snapshot", "--snapshot-update", *xdist_args)
+    written = project.runpytest("--agentbench-snapshot", "--snapshot-update")
     written.assert_outcomes(passed=4)
     written.stdout.fnmatch_lines(["4 snapshots generated."])
-    assert pinned(project.path) == {
-        "cases/c1.json": {"answer": 2},
-        "cases/c2.json": {"answer": 5},
-        "cases/c3.json": {"answer": 15},
-        "suite/control-always-zero.json": {"accuracy": 0.0, "zero_rate": 1.0},
-    }
-    unchanged = project.runpytest("--agentbench-snapshot", *xdist_args)
+    assert pinned(project.path) == PINNED
+    unchanged = project.runpytest("--agentbench-snapshot")
     unchanged.assert_outcomes(passed=4)
     assert unchanged.ret == pytest.ExitCode.OK
-    changed = project.runpytest(
-        "--agentbench-snapshot", "--agentbench-adapter=shifted:Agent", *xdist_args
-    )
+    changed = project.runpytest("--agentbench-snapshot", "--agentbench-adapter=shifted:Agent")
     changed.assert_outcomes(passed=3, failed=1)
-    changed.stdout.fnmatch_lines(
-        [
-            "*_ demo-suite::c2 _*",
-            "2 of 3 checks failed: answer_correct, golden_output",
-            "  answer_correct [fail]: expected 5, got 6",
-            "  golden_output [fail]: differs from the pinned snapshot",
-            "golden output changed (re-pin with --snapshot-update):",
-            "    {",
-            '  -   "answer": 5',
-            '  +   "answer": 6',
-            "    }",
-        ]
-    )
+    changed.stdout.fnmatch_lines(C2_DIFF)
     assert "\x1b[" not in changed.stdout.str()
 
 
@@ -122,10 +123,10 @@ UNPINNED = "agentbench: suite 'demo-suite' has no golden outputs under"
 
 
 def test_a_suite_without_golden_outputs_is_said_once_and_fails_no_case(
-    project: pytest.Pytester, xdist_args: list[str]
+    project: pytest.Pytester,
 ) -> None:
     project.makeini("[pytest]\nagentbench_snapshot = true\n")
-    unpinned = project.runpytest(*xdist_args)
+    unpinned = project.runpytest()
     # Graded on their own checks: the control fails as declared, no case fails.
     unpinned.assert_outcomes(passed=4)
     assert unpinned.stdout.str().count(UNPINNED) == 1
@@ -150,3 +151,43 @@ def test_recorded_golden_outputs_silence_the_notice_and_a_lost_one_still_fails(
     # A suite that has golden files fails the case whose own file is missing.
     (project.path / "snapshots" / "demo-suite" / "cases" / "c1.json").unlink()
     project.runpytest().assert_outcomes(passed=3, failed=1)
+
+
+def test_xdist_workers_pin_compare_and_tell_of_unpinned_suites_as_one_run(
+    project: pytest.Pytester,
+) -> None:
+    """Under -n 2: an update pins from the workers; then one run beside a suite that has no
+    golden outputs fails the changed case with its diff and says the notice once."""
+    write_demo_suite(
+        project.path,
+        "unpinned-suite",
+        # No question starts with 2: the shifted agent answers all of them right.
+        questions={"c1": "1+1", "c2": "3+3", "c3": "10+5"},
+        controls=DEMO_CONTROLS.replace("suite: demo-suite", "suite: unpinned-suite"),
+    )
+    n2 = XDIST_ARGS["n2"]
+    written = project.runpytest(
+        "--agentbench-snapshot", "--snapshot-update", "suites/demo-suite", *n2
+    )
+    written.assert_outcomes(passed=4)
+    written.stdout.fnmatch_lines(["4 snapshots generated."])
+    assert pinned(project.path) == PINNED
+
+    project.makeini("[pytest]\nagentbench_snapshot = true\n")
+    changed = project.runpytest("--agentbench-adapter=shifted:Agent", *n2)
+    # demo-suite: c1, c3 and the control match their pins, c2 does not; the unpinned
+    # suite is graded on its own checks: its control fails as declared, no case fails.
+    changed.assert_outcomes(passed=3 + 4, failed=1)
+    changed.stdout.fnmatch_lines(C2_DIFF)
+    assert "\x1b[" not in changed.stdout.str()
+    notice = UNPINNED.replace("demo-suite", "unpinned-suite")
+    assert changed.stdout.str().count(notice) == 1
+    assert UNPINNED not in changed.stdout.str()
+    changed.stdout.fnmatch_lines(
+        [
+            f"*{notice} *{project.path.name}/snapshots/unpinned-suite; its items were graded "
+            "without them. Record them with --snapshot-update, or turn snapshot mode off for "
+            "this run with -o agentbench_snapshot=false."
+        ]
+    )
+    assert not (project.path / "snapshots" / "unpinned-suite").exists()

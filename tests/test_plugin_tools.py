@@ -113,12 +113,19 @@ def check_budgets(cases: dict[str, Any]) -> None:
     assert spent.totals.delivered == 11
 
 
-@pytest.fixture(params=[[], ["--agentbench-isolate"]], ids=["in-process", "isolated"])
-def isolate_args(request: pytest.FixtureRequest) -> list[str]:
-    args: list[str] = request.param
-    return args
+ISOLATE = ["--agentbench-isolate"]
 
 
+# Isolation and distribution are independent paths: isolation is run without xdist, and
+# -n 2 (two worker processes, the expensive one) once, with adapters in the workers.
+@pytest.mark.parametrize(
+    ("xdist_args", "isolate_args"),
+    [
+        pytest.param([], [], id="no-xdist-in-process"),
+        pytest.param([], ISOLATE, id="no-xdist-isolated"),
+        pytest.param(["-n", "2"], [], id="n2-in-process"),
+    ],
+)
 def test_every_outcome_is_classified_with_a_stable_receipt(
     project: pytest.Pytester,
     xdist_args: list[str],

@@ -32,9 +32,9 @@ def agentbench_adapter(agentbench_trial):
 """
 
 
-def expected_passes(repeat: int) -> dict[str, list[bool]]:
+def expected_passes(repeat: int, suite_id: str = "demo-suite") -> dict[str, list[bool]]:
     return {
-        case: [trial_seed("demo-suite", case, t) % 2 == 1 for t in range(1, repeat + 1)]
+        case: [trial_seed(suite_id, case, t) % 2 == 1 for t in range(1, repeat + 1)]
         for case in QUESTIONS
     }
 
@@ -54,17 +54,22 @@ def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[s
     return run_cases(pytester, "run.json", *args)
 
 
-def test_repeat_runs_k_items_per_case_and_reports_pass_at_k(
-    seeded: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_repeat_runs_k_items_per_case_and_reports_pass_at_k(seeded: pytest.Pytester) -> None:
     passes = expected_passes(3)
-    result, report = run(seeded, "--agentbench-repeat=3", "-v", *xdist_args)
+    result, report = run(seeded, "--agentbench-repeat=3", "-v")
     total = sum(sum(p) for p in passes.values())
     result.assert_outcomes(passed=total, failed=18 - total)
-    result.stdout.fnmatch_lines(
-        ["*cases.jsonl::q0[[]trial-1[]] *", "*cases.jsonl::q5[[]trial-3[]] *"]
-    )
     (suite,) = report["suites"]
+    check_pass_at_k(result, suite, passes)
+
+
+def check_pass_at_k(
+    result: pytest.RunResult, suite: dict[str, Any], passes: dict[str, list[bool]]
+) -> None:
+    """A complete run of three trials per case, each graded as ``passes`` says."""
+    result.stdout.fnmatch_lines(
+        ["*demo-suite/cases.jsonl::q0[[]trial-1[]] *", "*demo-suite/cases.jsonl::q5[[]trial-3[]] *"]
+    )
     trials = suite["trials"]
     assert trials["trials"] == 3
     assert (trials["cases"], trials["clusters"]) == (6, 6)
@@ -118,12 +123,10 @@ def test_repeat_must_be_a_whole_number_up_to_the_maximum(seeded: pytest.Pytester
     result.stderr.fnmatch_lines(["*[[]invalid_repeat[]] agentbench_repeat: *"])
 
 
-def test_coverage_counts_case_items_under_repeat(
-    seeded: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_coverage_counts_case_items_under_repeat(seeded: pytest.Pytester) -> None:
     # (A complete repeated run's coverage is asserted with pass@k above.)
     # The first trial of every case only: as many items as cases, yet a partial run.
-    result, report = run(seeded, "--agentbench-repeat=2", "-k", "trial-1", *xdist_args)
+    result, report = run(seeded, "--agentbench-repeat=2", "-k", "trial-1")
     (suite,) = report["suites"]
     assert suite["coverage"] == {
         "total": 12,
@@ -134,4 +137,31 @@ def test_coverage_counts_case_items_under_repeat(
     }
     result.stdout.fnmatch_lines(
         ["coverage: 12 in suite, 6 selected, 6 run, 0 missing (PARTIAL RUN)"]
+    )
+
+
+def test_xdist_workers_run_the_trials_and_the_controller_counts_them(
+    seeded: pytest.Pytester,
+) -> None:
+    """The two runs above in one -n 2 run: demo-suite runs every trial; a second suite
+    only its first trials (-k), so its coverage is partial though nothing is missing."""
+    write_demo_suite(seeded.path, "partial-suite", questions=QUESTIONS)
+    result, report = run(
+        seeded, "--agentbench-repeat=3", "-v", "-k", "demo-suite or trial-1", "-n", "2"
+    )
+    passes = expected_passes(3)
+    partial_passes = sum(p[0] for p in expected_passes(1, "partial-suite").values())
+    total = sum(sum(p) for p in passes.values()) + partial_passes
+    result.assert_outcomes(passed=total, failed=18 + 6 - total)
+    suites = {suite["id"]: suite for suite in report["suites"]}
+    check_pass_at_k(result, suites["demo-suite"], passes)
+    assert suites["partial-suite"]["coverage"] == {
+        "total": 18,
+        "selected": 6,
+        "run": 6,
+        "missing": 0,
+        "complete": False,
+    }
+    result.stdout.fnmatch_lines(
+        ["coverage: 18 in suite, 6 selected, 6 run, 0 missing (PARTIAL RUN)"]
     )
