@@ -4,7 +4,8 @@ from __future__ import annotations
 
 # 75 first names drawn for 320 customers and 260 patients leave about 70 and 65 of them
 # shared by two or more principals, as the seed's populations do: the ambiguous trap asks
-# about exactly those names. Last names only keep the full names apart.
+# about exactly those names. Last names only keep the full names apart: 63 of them, as
+# many as the seed's family names.
 FIRST_NAMES = (
     "Ada",
     "Agnes",
@@ -114,36 +115,29 @@ LAST_NAMES = (
     "Kowalski",
     "Laine",
     "Lindqvist",
-    "Marsh",
     "Mendes",
     "Moreau",
     "Murphy",
     "Nakamura",
     "Nilsson",
     "Novak",
-    "Nyberg",
-    "Oduya",
     "Okafor",
     "Olsen",
     "Ortega",
-    "Penrose",
     "Petrov",
     "Pinheiro",
     "Quintero",
     "Quist",
     "Rahman",
-    "Rask",
     "Rautio",
     "Rossi",
     "Sandoval",
     "Sato",
     "Schmidt",
     "Silva",
-    "Strand",
     "Takahashi",
     "Tanaka",
     "Torres",
-    "Tovar",
     "Ueda",
     "Urquhart",
     "Varga",
