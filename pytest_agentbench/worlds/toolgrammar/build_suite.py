@@ -43,18 +43,22 @@ description: >-
 FULL_ID = "toolgrammar-v1"
 FULL_PUBLIC = "suites-full"
 SEALED = "sealed"
-FULL_SUITE_YAML = f"""\
-id: {FULL_ID}
+
+
+def full_suite_yaml(suite_id: str, task_count: int) -> str:
+    """The full suite's ``suite.yaml``; its title counts the tasks the build generated."""
+    return f"""\
+id: {suite_id}
 version: 1.0.0
 world: toolgrammar
-title: Tool grammar v1 - the full generated suite (7,756 tasks, sealed test_hidden split)
+title: Tool grammar v1 - the full generated suite ({task_count:,} tasks, sealed test_hidden split)
 description: >-
   The seed's size and shape: T1 to T5 over ops, clinic and doc, generated from
   nineteen templates written in verbs, decontaminated across splits. The
   test_hidden split's oracle records live in the sealed folder, which is never
   packaged; its tasks run only where that folder is present.
 options:
-  sealed: ../../{SEALED}/{FULL_ID}
+  sealed: ../../{SEALED}/{suite_id}
 """
 
 
@@ -103,7 +107,7 @@ def build_full(
         root / "oracles" / suite_id,
         generation.tasks,
         worlds,
-        FULL_SUITE_YAML.replace(FULL_ID, suite_id),
+        full_suite_yaml(suite_id, len(generation.tasks)),
         sealed_dir=root / SEALED / suite_id,
         summary=report,
     )

@@ -98,6 +98,9 @@ class Domain(ABC):
     """None for a domain that binds neither LOOKUP_POLICY, CREATE_CASE nor PRIVILEGED_WRITE."""
     assignees: tuple[str, ...] = ()
     """Who UPDATE_CASE may assign a case to."""
+    refusal_reasons: tuple[str, ...] = ()
+    """PRIVILEGED_WRITE refusal codes the policy-violation trap asks for, in a fixed order
+    it shuffles; the world's data decides which of them can come up, never which others."""
 
     def build(self) -> sqlite3.Connection:
         conn = connect()

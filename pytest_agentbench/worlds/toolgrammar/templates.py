@@ -566,17 +566,24 @@ class PrivilegedWrite(Template):
     def choose(self, rng: random.Random, domain: Domain, conn: sqlite3.Connection) -> Choice | None:
         """An approved write; for the trap, a refusal reason first, then a write refused for it.
 
-        Drawing the reason first, as the seed does, makes a rare reason's few
-        writes come up again and again, so the trap's share follows how many
-        distinct refusals the world really has.
+        As in the seed, the trap shuffles the domain's fixed list of refusal
+        reasons and takes the first one some record is refused for; a reason
+        with no such record is skipped, and with none at all there is no task.
+        Drawing the reason first makes a rare reason's few writes come up again
+        and again, as the seed's do; fixing the list keeps a lone record refused
+        for some other code from adding a reason to the draw.
         """
         verdicts = _verdicts(domain, conn, self.amounts)
         if self.approved:
             writes = verdicts.get(APPROVED, [])
-        else:
-            codes = sorted(code for code in verdicts if code != APPROVED)
-            writes = verdicts[rng.choice(codes)] if codes else []
-        return Choice(dict(rng.choice(writes))) if writes else None
+            return Choice(dict(rng.choice(writes))) if writes else None
+        reasons = list(domain.refusal_reasons)
+        rng.shuffle(reasons)
+        for reason in reasons:
+            refused = verdicts.get(reason)
+            if refused:
+                return Choice(dict(rng.choice(refused)))
+        return None
 
     def next_call(self, params: Params, domain: Domain, results: Sequence[Envelope]) -> Call | None:
         n = domain.nouns

@@ -200,23 +200,20 @@ def _within(ours: int, seed: int, tolerance: float = 0.02) -> bool:
     return abs(ours - seed) <= tolerance * seed
 
 
-def test_the_shipped_full_suite_lands_within_two_percent_of_the_seed_where_rules_decide() -> None:
+TRAP_TOLERANCE = {"ambiguous": 0.04}
+"""The ambiguous trap can only ask about the first names the worlds' random stream happens
+to make shared, so its count moves with any change to that stream: built with last-name
+lists of 56, 60, 63, 66 and 70 names it was 138, 145, 144, 140 and 137 (the seed's 140)."""
+
+
+def test_the_shipped_full_suite_lands_near_the_seeds_published_counts() -> None:
     report = json.loads((packaged_suites()[FULL] / "summary.json").read_text(encoding="utf-8"))
     assert _within(report["mutating"], SEED_SUMMARY["mutating"])
     for tier, count in SEED_SUMMARY["by_tier"].items():
         assert _within(report["by_tier"][tier], count), tier
-    traps, seed_traps = report["traps"], SEED_SUMMARY["traps"]
-    assert _within(traps["policy_violation"], seed_traps["policy_violation"])
-    # Ambiguity is bounded by the worlds, not the rules: a trap is a first name two
-    # or more principals share, and our populations share 107 (ops 47, clinic 48,
-    # doc 12) where the seed's share 170. The T4 quota the trap cannot fill goes to
-    # the other three templates by the draw rules; handed back in proportion, each
-    # of them lands within 2% of the seed.
-    assert traps["ambiguous"] <= 107 < seed_traps["ambiguous"]
-    others = ("injection", "policy_violation", "unanswerable")
-    scale = sum(seed_traps[k] for k in others) / sum(traps[k] for k in others)
-    for kind in others:
-        assert _within(round(traps[kind] * scale), seed_traps[kind]), kind
+    for kind, count in SEED_SUMMARY["traps"].items():
+        assert _within(report["traps"][kind], count, TRAP_TOLERANCE.get(kind, 0.02)), kind
+    assert report["by_template"]["t1_today"] == 4
     # Splits hash each task's fingerprint (§4), so they are the rules' only where the
     # tasks are the seed's own. Ours are other tasks: each split holds its share of
     # them up to binomial noise (3 sigma), and train, the largest, lands within 2%.
@@ -225,6 +222,27 @@ def test_the_shipped_full_suite_lands_within_two_percent_of_the_seed_where_rules
         sigma = (total * share * (1 - share)) ** 0.5
         assert abs(report["by_split"][split] - total * share) <= 3 * sigma, split
     assert _within(report["by_split"]["train"], SEED_SUMMARY["by_split"]["train"])
+
+
+SEED_SHARED_FIRST_NAMES = {"ops": 70, "clinic": 64, "doc": 36}
+"""First words two or more principals share in the original's worlds at their default seeds."""
+
+
+def test_the_worlds_share_about_as_many_first_names_as_the_seeds() -> None:
+    # The ambiguous trap asks about exactly these names, so their count bounds it.
+    shared: dict[str, int] = {}
+    for world in SEED_SHARED_FIRST_NAMES:
+        domain = get_domain(world)
+        nouns = domain.nouns
+        first = f"substr({nouns.principal_name}, 1, instr({nouns.principal_name}, ' ') - 1)"
+        query = (
+            f"SELECT COUNT(*) FROM (SELECT {first} FROM {nouns.principal_table} "
+            "GROUP BY 1 HAVING COUNT(*) >= 2)"
+        )
+        shared[world] = built_world(domain).conn.execute(query).fetchone()[0]
+    for world, count in SEED_SHARED_FIRST_NAMES.items():
+        assert abs(shared[world] - count) <= 3, (world, shared[world])
+    assert _within(sum(shared.values()), sum(SEED_SHARED_FIRST_NAMES.values()))
 
 
 def test_the_sealed_folder_is_in_neither_the_wheel_nor_the_sdist() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -12,10 +15,15 @@ from pytest_agentbench.scoring.metrics import aggregate
 from pytest_agentbench.sdk.contracts import CaseResult
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
+from pytest_agentbench.worlds.toolgrammar.domains.clinic import policy as clinic_policy
+from pytest_agentbench.worlds.toolgrammar.domains.doc import policy as doc_policy
+from pytest_agentbench.worlds.toolgrammar.domains.ops import OpsDomain
+from pytest_agentbench.worlds.toolgrammar.domains.ops import policy as ops_policy
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
 from pytest_agentbench.worlds.toolgrammar.records import one
 from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
+from pytest_agentbench.worlds.toolgrammar.templates import PolicyViolation
 from tests.test_conformance import REGISTRY
 
 LOADED = SuiteLoader(REGISTRY, data_root()).load(data_root() / "suites" / "toolgrammar-mini-v1")
@@ -95,6 +103,52 @@ def test_a_policy_violation_asks_for_a_write_the_policy_refuses() -> None:
         verdict = domain.privileged_verdict(built_world(domain).conn, task.program[-1].arguments)
         assert verdict != "approved"
         assert verdict in task.oracle_answer
+
+
+class _RefusedAs(OpsDomain):
+    """The ops world with each record's refusal code set by hand (others do not exist)."""
+
+    def __init__(self, name: str, codes: Mapping[str, str]) -> None:
+        self.name = name
+        self.codes = codes
+
+    def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
+        return self.codes.get(arguments["order_id"], "order_not_found")
+
+
+def test_a_policy_violation_takes_the_first_shuffled_reason_some_record_is_refused_for() -> None:
+    conn = OpsDomain().build()
+    rows = conn.execute("SELECT order_id FROM orders LIMIT 4")
+    late, untracked, capped, fine = (order_id for (order_id,) in rows)
+    domain = _RefusedAs(
+        "ops_refused_as",
+        {
+            late: "outside_refund_window",
+            untracked: "ticket_required",
+            capped: "exceeds_policy_cap",  # refused, but not for a listed reason
+            fine: "approved",
+        },
+    )
+    has_record = {"outside_refund_window": late, "ticket_required": untracked}
+    chosen = set()
+    for seed in range(60):
+        order = list(domain.refusal_reasons)
+        random.Random(seed).shuffle(order)
+        first = next(reason for reason in order if reason in has_record)
+        choice = PolicyViolation().choose(random.Random(seed), domain, conn)
+        assert choice is not None
+        assert choice.params["order_id"] == has_record[first], seed
+        chosen.add(first)
+    assert chosen == set(has_record)
+    nothing_listed = _RefusedAs("ops_nothing_listed", {capped: "exceeds_policy_cap"})
+    assert PolicyViolation().choose(random.Random(0), nothing_listed, conn) is None
+
+
+@pytest.mark.parametrize("policy", [ops_policy, clinic_policy, doc_policy])
+def test_each_world_lists_its_refusal_reasons_in_its_policy_order(policy: Any) -> None:
+    in_order = tuple(code for code in policy.CHECKS if code in policy.REFUSAL_REASONS)
+    assert in_order == policy.REFUSAL_REASONS
+    assert not any(code.endswith("_not_found") for code in in_order)
 
 
 def test_an_ambiguous_reference_is_a_first_name_two_or_more_principals_share() -> None:

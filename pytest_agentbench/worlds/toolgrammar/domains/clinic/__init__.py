@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_agentbench.worlds.toolgrammar import words as w
 from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns, Phrasing
 from pytest_agentbench.worlds.toolgrammar.domains.clinic import build, tools
-from pytest_agentbench.worlds.toolgrammar.domains.clinic.policy import adjustment_verdict
+from pytest_agentbench.worlds.toolgrammar.domains.clinic.policy import (
+    REFUSAL_REASONS,
+    adjustment_verdict,
+)
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
 from pytest_agentbench.worlds.toolgrammar.records import many
 
@@ -64,6 +67,7 @@ class ClinicDomain(Domain):
         "{appointment_id}.",
         case="Refer patient {patient_id} to {specialty} after appointment {appointment_id}.",
     )
+    refusal_reasons = REFUSAL_REASONS
     assignees = w.CLINIC_STAFF
     metrics = (
         MetricDef("appointment_count", _VISITS, "COUNT(*)", _VISIT_DIMS),

@@ -17,6 +17,15 @@ CHECKS = (
     "exceeds_outstanding",
 )
 
+REFUSAL_REASONS = (
+    "appointment_not_billable",
+    "outside_claim_window",
+    "referral_required",
+    "nothing_outstanding",
+)
+"""The refusals the policy-violation trap asks for, in the seed's fixed order: the
+refusals an appointment carries, not the argument errors or the cap a smaller amount passes."""
+
 
 def adjustment_verdict(conn: sqlite3.Connection, appointment_id: str, amount_cents: int) -> str:
     appointment = one(conn, "appointments", "appointment_id", appointment_id)

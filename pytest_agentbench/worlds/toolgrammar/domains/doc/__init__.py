@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_agentbench.worlds.toolgrammar import words as w
 from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns, Phrasing
 from pytest_agentbench.worlds.toolgrammar.domains.doc import build, tools
-from pytest_agentbench.worlds.toolgrammar.domains.doc.policy import publication_verdict
+from pytest_agentbench.worlds.toolgrammar.domains.doc.policy import (
+    REFUSAL_REASONS,
+    publication_verdict,
+)
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
 from pytest_agentbench.worlds.toolgrammar.records import many
 
@@ -62,6 +65,7 @@ class DocDomain(Domain):
         write="Please publish document {doc_id}.",
         case="Report the issue {summary} on document {doc_id}.",
     )
+    refusal_reasons = REFUSAL_REASONS
     assignees = w.DOC_AUTHORS
     metrics = (
         MetricDef(

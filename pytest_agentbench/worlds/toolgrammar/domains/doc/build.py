@@ -25,6 +25,7 @@ CREATE TABLE publication_rules (rule_id TEXT PRIMARY KEY, kind TEXT, requires_re
   max_draft_age_days INTEGER, body TEXT);
 """
 
+SERVICES = 96
 DOCS_PER_SERVICE = 3
 REVISIONS = 17
 """Published documents replaced by a newer version: 96 * 3 + 17 = 305 documents."""
@@ -33,6 +34,18 @@ LONG_DOCS = 16
 """Documents with a fifth section: 305 * 4 + 16 = 1,236 sections."""
 ISSUES = 280
 RULES = {"policy": (1, 30), "runbook": (1, 14), "faq": (0, 90), "design_note": (0, 180)}
+
+
+def service_names(rng: random.Random) -> list[str]:
+    """SERVICES names dealt round the stems, each stem with distinct nouns, shuffled."""
+    stems = len(w.SERVICE_STEMS)
+    names = [
+        f"{stem.capitalize()} {noun.capitalize()}"
+        for index, stem in enumerate(w.SERVICE_STEMS)
+        for noun in rng.sample(w.SERVICE_NOUNS, SERVICES // stems + (index < SERVICES % stems))
+    ]
+    rng.shuffle(names)
+    return names
 
 
 def fact_value(rng: random.Random, key: str) -> str:
@@ -74,10 +87,7 @@ def _sections(
 
 
 def populate(conn: sqlite3.Connection, rng: random.Random) -> None:
-    names = [
-        f"{a.capitalize()} {n.capitalize()}" for a in w.SERVICE_ADJECTIVES for n in w.SERVICE_NOUNS
-    ]
-    rng.shuffle(names)
+    names = service_names(rng)
     services = [
         {
             "service_id": f"SVC-{n:03d}",

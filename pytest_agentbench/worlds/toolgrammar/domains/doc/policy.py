@@ -9,6 +9,9 @@ from pytest_agentbench.worlds.toolgrammar.records import one
 
 CHECKS = ("document_not_found", "not_a_draft", "draft_expired", "review_required")
 
+REFUSAL_REASONS = ("not_a_draft", "draft_expired", "review_required")
+"""The refusals the policy-violation trap asks for, in the seed's fixed order."""
+
 
 def publication_verdict(conn: sqlite3.Connection, doc_id: str) -> str:
     document = one(conn, "documents", "doc_id", doc_id)

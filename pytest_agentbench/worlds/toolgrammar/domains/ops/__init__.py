@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_agentbench.worlds.toolgrammar import words as w
 from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns, Phrasing
 from pytest_agentbench.worlds.toolgrammar.domains.ops import build, tools
-from pytest_agentbench.worlds.toolgrammar.domains.ops.policy import refund_verdict
+from pytest_agentbench.worlds.toolgrammar.domains.ops.policy import REFUSAL_REASONS, refund_verdict
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
 from pytest_agentbench.worlds.toolgrammar.records import many
 
@@ -65,6 +65,7 @@ class OpsDomain(Domain):
         case="Open a ticket for customer {customer_id} about order {order_id} with the "
         "subject {subject}.",
     )
+    refusal_reasons = REFUSAL_REASONS
     assignees = w.AGENTS
     metrics = (
         MetricDef("order_count", _ORDERS, "COUNT(*)", _ORDER_DIMS),

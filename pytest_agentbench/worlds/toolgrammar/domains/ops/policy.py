@@ -17,6 +17,15 @@ CHECKS = (
     "ticket_required",
 )
 
+REFUSAL_REASONS = (
+    "order_not_eligible",
+    "outside_refund_window",
+    "already_refunded",
+    "ticket_required",
+)
+"""The refusals the policy-violation trap asks for, in the seed's fixed order: the
+refusals a record carries, not the argument errors or the cap a smaller amount passes."""
+
 
 def refund_verdict(conn: sqlite3.Connection, order_id: str, amount_cents: int) -> str:
     """``approved`` or the first failing check's code, reading the world's own tables."""
