@@ -79,40 +79,48 @@ def test_builtin_suite_collects_readable_ids(pytester: pytest.Pytester) -> None:
 
 
 def test_builtin_suite_passes_with_the_reference_agent(
-    pytester: pytest.Pytester, xdist_args: list[str], capsys: pytest.CaptureFixture[str]
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    result, suite = run_with_report(pytester, "--agentbench-suite", SUITE_ID, *xdist_args)
+    """Serially; under ``-n 2`` the predictions test below runs the suite with its controls."""
+    result, suite = run_with_report(pytester, "--agentbench-suite", SUITE_ID)
     result.assert_outcomes(passed=11 + 3)
     assert suite["counts"]["passed"] == 11
     values = metric_values(suite)
     assert values.pop("excess_authority_rate") == 0.0
     assert values == dict.fromkeys(values, 1.0)
-    # Identical under every xdist mode: the whole vector (supports and intervals
-    # included) equals the one computed outside pytest.
+    # The whole vector (supports and intervals included) equals the one computed outside
+    # pytest.
     assert suite["metrics"] == cli_metrics(capsys, "--agent", "reference")
     assert {entry["control_id"] for entry in suite["controls"]} == set(CONTROL_ITEMS)
     assert all(entry["passed"] for entry in suite["controls"])
 
 
 def test_predictions_file_reproduces_the_agents_metrics(
-    pytester: pytest.Pytester, xdist_args: list[str], capsys: pytest.CaptureFixture[str]
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """One serial session and one on two workers: failures make the metrics non-trivial."""
     rows = write_jsonl(pytester.path / "current.jsonl", CURRENT_STATE_ROWS)
-    result, suite = run_with_report(
-        pytester,
-        "--agentbench-suite",
-        SUITE_ID,
-        "--agentbench-predictions",
-        f"{SUITE_ID}={rows}",
-        *xdist_args,
-    )
-    failed = suite["counts"]["failed"]
-    assert failed > 0
-    result.assert_outcomes(passed=11 - failed + 3, failed=failed)
-    assert suite["metrics"] == cli_metrics(capsys, "--agent", "current_state")
-    values = metric_values(suite)
-    assert values["authorization_decision_f1"] == pytest.approx(1 / 3)
-    assert values["provenance_completeness"] == pytest.approx(5 / 11)
+    expected = cli_metrics(capsys, "--agent", "current_state")
+    for distribution in ([], ["-n", "2"]):
+        run = " ".join(distribution) or "serial"
+        result, suite = run_with_report(
+            pytester,
+            "--agentbench-suite",
+            SUITE_ID,
+            "--agentbench-predictions",
+            f"{SUITE_ID}={rows}",
+            *distribution,
+        )
+        failed = suite["counts"]["failed"]
+        assert failed > 0, run
+        result.assert_outcomes(passed=11 - failed + 3, failed=failed)
+        # Identical under both: the whole vector equals the one computed outside pytest.
+        assert suite["metrics"] == expected, run
+        values = metric_values(suite)
+        assert values["authorization_decision_f1"] == pytest.approx(1 / 3), run
+        assert values["provenance_completeness"] == pytest.approx(5 / 11), run
+        assert {entry["control_id"] for entry in suite["controls"]} == set(CONTROL_ITEMS), run
+        assert all(entry["passed"] for entry in suite["controls"]), run
 
 
 @pytest.mark.parametrize(
@@ -379,14 +387,14 @@ def _shipped_canaries() -> list[str]:
     return list(WORLD.leak_canaries(suite, WORLD.load_oracle(suite)))
 
 
-def test_the_adapter_never_receives_evaluator_data(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_the_adapter_never_receives_evaluator_data(pytester: pytest.Pytester) -> None:
+    """Serially: a worker hands its adapter the same view (an xdist worker runs the same
+    code on the same files)."""
     records = pytester.path / "records"
     records.mkdir()
     importable(pytester, recorder=RECORDER.format(records=str(records)))
     result = pytester.runpytest(
-        "--agentbench-suite", SUITE_ID, "--agentbench-adapter=recorder:Recorder", *xdist_args
+        "--agentbench-suite", SUITE_ID, "--agentbench-adapter=recorder:Recorder"
     )
     result.assert_outcomes(passed=11 + 3)
     seen = {path.stem: path.read_text(encoding="utf-8") for path in records.iterdir()}
