@@ -48,17 +48,22 @@ def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
     assert all("output" in case for case in json.loads(block))
 
 
-DISTRIBUTED = ("asteria-authored-v1", "enterprise-evidence-binding-v2")
-"""The two suites also run under ``-n 2``: two world kinds, the smallest suites (an
-inner ``-n 2`` session costs its two workers' start-up whatever it runs; every world
-kind's own tests compare its suite under ``-n 2`` with a serial run)."""
+DISTRIBUTED = (
+    "asteria-authored-v1",
+    "asteria-evidence-binding-v2",
+    "enterprise-evidence-binding-v2",
+)
+"""The suites also run under ``-n 2``: two world kinds, the smallest suites (an inner
+``-n 2`` session costs its two workers' start-up whatever it runs). This is where the
+evidence-binding suites are compared under ``-n 2``; the other world kinds' own tests
+compare their suites under ``-n 2`` with a serial run."""
 
 
 def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     pytester: pytest.Pytester,
 ) -> None:
-    """Every suite of the main command without xdist, then two of them under ``-n 2`` with
-    the first run as their baseline: two sessions.
+    """Every suite of the main command without xdist, then three of them under ``-n 2``
+    with the first run as their baseline: two sessions.
 
     ``toolgrammar-mini-v1`` is left out (its 242 cases would be most of the test's time;
     ``tests/worlds/toolgrammar/test_world.py`` checks it against its goldens in the run it
