@@ -159,10 +159,14 @@ def _report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, di
     return result, suite
 
 
+@pytest.mark.parametrize(
+    "distribution", [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
+)
 def test_the_fixture_agent_passes_and_receipts_match_an_in_process_run(
-    project: pytest.Pytester, small: Small, xdist_args: list[str]
+    project: pytest.Pytester, small: Small, distribution: list[str]
 ) -> None:
-    result, suite = _report(project, *xdist_args)
+    """Serially and on two workers, each against the same in-process receipts."""
+    result, suite = _report(project, *distribution)
     result.assert_outcomes(passed=6)
     metrics = {m["name"]: m for m in suite["metrics"]}
     assert (metrics["success_rate"]["value"], metrics["success_rate"]["support"]) == (1.0, 6)
