@@ -12,6 +12,11 @@ import jsonschema
 import pytest
 import yaml
 
+# Imported here, before any in-process session: pytester drops the modules a session
+# imported once it ends, so every session would import the world and its packs again.
+import pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack
+import pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack
+import pytest_agentbench.worlds.operations.world  # noqa: F401
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
