@@ -219,7 +219,17 @@ def test_a_delivery_recovery_spec_runs_by_path_and_recovers_v2(pytester: pytest.
 
 
 def test_our_commerce_suite_runs_by_name_with_its_controls(pytester: pytest.Pytester) -> None:
-    result, suite = run_report(pytester, "--agentbench-suite", "operations-commerce-v1")
+    """Every output is also checked against the project's pinned goldens (for
+    tests/html/test_plugin_html.py, which leaves the suite to this run)."""
+    result, suite = run_report(
+        pytester,
+        "--agentbench-suite",
+        "operations-commerce-v1",
+        "-o",
+        "agentbench_snapshot=true",
+        "-o",
+        f"agentbench_snapshot_dir={ROOT / 'snapshots'}",
+    )
     result.assert_outcomes(passed=3 + 3 + 6)  # the variants, the references, the negatives
     assert summary(suite)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     assert summary(suite)["metrics"]["reliable_operation_rate"] == (1.0, 1)

@@ -48,6 +48,14 @@ def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
     assert all("output" in case for case in json.loads(block))
 
 
+GOLDENS_ELSEWHERE = {
+    "operations-commerce-v1": "tests/test_plugin_operations.py",
+    "retrieval-fixture-v1": "tests/worlds/retrieval/test_world.py",
+    "toolgrammar-mini-v1": "tests/worlds/toolgrammar/test_world.py",
+}
+"""Built-in suites checked against their goldens by the test file named, in a run of the
+whole suite it makes anyway (toolgrammar-mini's 242 cases would be most of this test's
+time)."""
 DISTRIBUTED = (
     "asteria-authored-v1",
     "asteria-evidence-binding-v2",
@@ -65,9 +73,9 @@ def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     """Every suite of the main command without xdist, then three of them under ``-n 2``
     with the first run as their baseline: two sessions.
 
-    ``toolgrammar-mini-v1`` is left out (its 242 cases would be most of the test's time;
-    ``tests/worlds/toolgrammar/test_world.py`` checks it against its goldens in the run it
-    makes anyway), and so are the suites of ``suites-full/``.
+    Left out: the suites of ``suites-full/``, and those whose world's own tests run them
+    whole with the reference agent anyway and check them against their goldens there
+    (:data:`GOLDENS_ELSEWHERE`).
 
     The page is drawn from the JSON report alone (see the first test), so the two runs'
     documents are compared, suite by suite for the suites both ran, all but the comparison
@@ -76,11 +84,9 @@ def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     a built-in suite's output fails here, not only under the README's first command.
     """
     main = suites_dir()
-    shown = sorted(
-        suite
-        for suite, path in packaged_suites().items()
-        if path.parent == main and suite != "toolgrammar-mini-v1"
-    )
+    shipped = sorted(suite for suite, path in packaged_suites().items() if path.parent == main)
+    assert set(GOLDENS_ELSEWHERE) <= set(shipped)
+    shown = [suite for suite in shipped if suite not in GOLDENS_ELSEWHERE]
     assert set(DISTRIBUTED) <= set(shown)
     goldens = ["-o", "agentbench_snapshot=true", "-o", f"agentbench_snapshot_dir={GOLDENS}"]
     serial, parallel = pytester.path / "serial.json", pytester.path / "parallel.json"

@@ -247,9 +247,18 @@ def test_a_report_in_the_original_format_scores_as_predictions(
 
 
 def test_the_packaged_suite_with_its_controls(pytester: pytest.Pytester) -> None:
+    """Every output is also checked against the project's pinned goldens (for
+    tests/html/test_plugin_html.py, which leaves the suite to this run)."""
     path = pytester.path / "run.json"
+    goldens = Path(__file__).resolve().parents[3] / "snapshots"
     result = pytester.runpytest(
-        "--agentbench-suite", "retrieval-fixture-v1", f"--agentbench-report={path}"
+        "--agentbench-suite",
+        "retrieval-fixture-v1",
+        f"--agentbench-report={path}",
+        "-o",
+        "agentbench_snapshot=true",
+        "-o",
+        f"agentbench_snapshot_dir={goldens}",
     )
     result.assert_outcomes(passed=53)
     (suite,) = json.loads(path.read_text())["suites"]
