@@ -20,6 +20,7 @@ import pytest_agentbench.worlds.operations.world  # noqa: F401
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
+from tests.html.test_plugin_html import assert_page_drawn_from
 
 SUITE = "operations-maintenance-v1"
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,8 +220,10 @@ def test_a_delivery_recovery_spec_runs_by_path_and_recovers_v2(pytester: pytest.
 
 
 def test_our_commerce_suite_runs_by_name_with_its_controls(pytester: pytest.Pytester) -> None:
-    """Every output is also checked against the project's pinned goldens (for
-    tests/html/test_plugin_html.py, which leaves the suite to this run)."""
+    """Every output is also checked against the project's pinned goldens, and the HTML page
+    against the report (for tests/html/test_plugin_html.py, which leaves the suite to this
+    run)."""
+    page = pytester.path / "run.html"
     result, suite = run_report(
         pytester,
         "--agentbench-suite",
@@ -229,7 +232,9 @@ def test_our_commerce_suite_runs_by_name_with_its_controls(pytester: pytest.Pyte
         "agentbench_snapshot=true",
         "-o",
         f"agentbench_snapshot_dir={ROOT / 'snapshots'}",
+        f"--agentbench-html={page}",
     )
+    assert_page_drawn_from(page, pytester.path / "run.json")
     result.assert_outcomes(passed=3 + 3 + 6)  # the variants, the references, the negatives
     assert summary(suite)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     assert summary(suite)["metrics"]["reliable_operation_rate"] == (1.0, 1)

@@ -23,6 +23,16 @@ def stable(page: str) -> str:
     return VOLATILE.sub("", page)
 
 
+def assert_page_drawn_from(page: Path, report: Path) -> None:
+    """The page a run wrote is the one its JSON report draws, one section per suite (for
+    the world tests that run a built-in suite this file leaves to them)."""
+    document = json.loads(report.read_text(encoding="utf-8"))
+    drawn = page.read_text(encoding="utf-8")
+    assert stable(drawn) == stable(render_html(document))
+    for suite in document["suites"]:
+        assert f'data-suite="{suite["id"]}"' in drawn
+
+
 def test_html_is_drawn_from_the_json_report_document(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path, extra_suite_yaml="gates: ['accuracy >= 0.9']\n")
     html, report = demo.path / "out" / "run.html", demo.path / "run.json"
@@ -53,9 +63,9 @@ GOLDENS_ELSEWHERE = {
     "retrieval-fixture-v1": "tests/worlds/retrieval/test_world.py",
     "toolgrammar-mini-v1": "tests/worlds/toolgrammar/test_world.py",
 }
-"""Built-in suites checked against their goldens by the test file named, in a run of the
-whole suite it makes anyway (toolgrammar-mini's 242 cases would be most of this test's
-time)."""
+"""Built-in suites checked against their goldens, and their page against their report
+(:func:`assert_page_drawn_from`), by the test file named, in a run of the whole suite it
+makes anyway (toolgrammar-mini's 242 cases would be most of this test's time)."""
 DISTRIBUTED = (
     "asteria-authored-v1",
     "asteria-evidence-binding-v2",

@@ -15,6 +15,7 @@ from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues
 from pytest_agentbench.worlds.retrieval.backends import LexicalBackend, TaskScope
 from pytest_agentbench.worlds.retrieval.harness import Harness
 from pytest_agentbench.worlds.retrieval.world import WORLD
+from tests.html.test_plugin_html import assert_page_drawn_from
 from tests.worlds.retrieval.conftest import Small
 from tests.worlds.retrieval.helpers import write_small
 
@@ -247,9 +248,10 @@ def test_a_report_in_the_original_format_scores_as_predictions(
 
 
 def test_the_packaged_suite_with_its_controls(pytester: pytest.Pytester) -> None:
-    """Every output is also checked against the project's pinned goldens (for
-    tests/html/test_plugin_html.py, which leaves the suite to this run)."""
-    path = pytester.path / "run.json"
+    """Every output is also checked against the project's pinned goldens, and the HTML page
+    against the report (for tests/html/test_plugin_html.py, which leaves the suite to this
+    run)."""
+    path, page = pytester.path / "run.json", pytester.path / "run.html"
     goldens = Path(__file__).resolve().parents[3] / "snapshots"
     result = pytester.runpytest(
         "--agentbench-suite",
@@ -259,7 +261,9 @@ def test_the_packaged_suite_with_its_controls(pytester: pytest.Pytester) -> None
         "agentbench_snapshot=true",
         "-o",
         f"agentbench_snapshot_dir={goldens}",
+        f"--agentbench-html={page}",
     )
+    assert_page_drawn_from(page, path)
     result.assert_outcomes(passed=53)
     (suite,) = json.loads(path.read_text())["suites"]
     assert suite["counts"]["passed"] == 48

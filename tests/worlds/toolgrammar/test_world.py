@@ -20,6 +20,7 @@ from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
 from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
+from tests.html.test_plugin_html import assert_page_drawn_from
 from tests.reports import normalised
 from tests.test_conformance import REGISTRY
 
@@ -83,12 +84,19 @@ def _suite_report(pytester: pytest.Pytester, *args: str) -> tuple[Any, dict[str,
 def test_builtin_suite_passes_and_its_controls_fail_as_declared(
     pytester: pytest.Pytester,
 ) -> None:
-    """Every output is also checked against the project's pinned goldens: the suite is left
-    out of the all-suites golden run in ``tests/html/test_plugin_html.py`` because this
-    test runs all of it anyway."""
+    """Every output is also checked against the project's pinned goldens, and the HTML
+    page against the report: ``tests/html/test_plugin_html.py`` leaves the suite out of its
+    all-suites run because this test runs all of it anyway."""
+    page = pytester.path / "run.html"
     result, suite = _suite_report(
-        pytester, "-o", "agentbench_snapshot=true", "-o", f"agentbench_snapshot_dir={GOLDENS}"
+        pytester,
+        "-o",
+        "agentbench_snapshot=true",
+        "-o",
+        f"agentbench_snapshot_dir={GOLDENS}",
+        f"--agentbench-html={page}",
     )
+    assert_page_drawn_from(page, pytester.path / "run.json")
     result.assert_outcomes(passed=len(CASES) + len(CONTROLS))
     metrics = {m["name"]: m["value"] for m in suite["metrics"]}
     assert metrics["pass_at_1"] == 1.0
