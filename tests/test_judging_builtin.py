@@ -17,8 +17,10 @@ def test_the_built_in_suites_are_judged_from_shipped_cassettes_and_calibrated(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     chosen = [arg for suite in SUITES for arg in ("--agentbench-suite", suite)]
+    # Serially: judging reads the run report, which -n 2 writes the same (see
+    # tests/html/test_plugin_html.py and each world's own tests).
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "-m", "not agentbench_control", "-n", "2",
+        "-p", "no:cacheprovider", "-m", "not agentbench_control",
         f"--agentbench-report={pytester.path / 'run.json'}", *chosen,
     )  # fmt: skip
     assert result.ret == 0

@@ -68,20 +68,20 @@ def _install_as_pip_would(project: Path, site: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_scaffold_passes_its_own_tests_under_xdist(tmp_path: Path) -> None:
+def test_the_scaffold_passes_its_own_tests_under_xdist(
+    tmp_path: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
     project = write_scaffold("arith", tmp_path)
     site = tmp_path / "site"
     _install_as_pip_would(project, site)
+    # Listed in process, both folders on sys.path as PYTHONPATH puts them there below
+    # (pytester restores sys.path and drops the modules the listing imports).
+    pytester.syspathinsert(site)
+    pytester.syspathinsert(project)
+    capsys.readouterr()
+    assert main(["list"]) == 0
+    assert "arith-v1\tarith\t3 cases\tSums of two integers" in capsys.readouterr().out
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(project), str(site), *sys.path]))
-    listed = subprocess.run(
-        [sys.executable, "-m", "pytest_agentbench.cli.main", "list"],
-        capture_output=True,
-        text=True,
-        env=environment,
-        check=False,
-        timeout=300,
-    )
-    assert "arith-v1\tarith\t3 cases\tSums of two integers" in listed.stdout, listed.stderr
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", "tests"],
         cwd=project,

@@ -20,6 +20,11 @@ from typing import Any
 import jsonschema
 import pytest
 
+# Imported here, before any in-process session: pytester drops the modules a session
+# imported once it ends, so every session would import the world and its packs again.
+import pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack
+import pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack
+import pytest_agentbench.worlds.operations.world  # noqa: F401
 from pytest_agentbench.cli.main import main
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from tests.llm_server import ScriptedLLM, answer

@@ -12,9 +12,15 @@ import jsonschema
 import pytest
 import yaml
 
+# Imported here, before any in-process session: pytester drops the modules a session
+# imported once it ends, so every session would import the world and its packs again.
+import pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack
+import pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack
+import pytest_agentbench.worlds.operations.world  # noqa: F401
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
+from tests.html.test_plugin_html import assert_page_drawn_from
 
 SUITE = "operations-maintenance-v1"
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,53 +62,26 @@ def summary(suite: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_the_three_variants_and_their_controls_run_alike_under_every_distribution(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
-    # The variants' labels ``cluster:<id>`` and ``operation:<id>`` cannot be marker
-    # names; they must not be offered to pytest as markers (an unknown-mark warning,
-    # an error under --strict-markers), on the controller or on a worker.
-    result, suite = run_report(
-        pytester,
-        "--agentbench-suite",
-        SUITE,
-        "-v",
-        "--strict-markers",
-        "-W",
-        "error::pytest.PytestUnknownMarkWarning",
-        *xdist_args,
-    )
-    # Three variants, and the eleven-check gate: reference on each variant, eight negatives.
-    result.assert_outcomes(passed=14, warnings=0)
-    out = result.stdout.str()
-    assert "PytestUnknownMarkWarning" not in out
-    assert f"suites/{SUITE}/operation.yaml::V2" in out, "readable item ids"
-    for control in GATE:
-        item = re.escape(f"suites/{SUITE}/suite.yaml::control-{control}")
-        assert re.search(rf"PASSED {item}\s|{item} PASSED", out), control
-    found = summary(suite)
-    assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
-    metrics = found["metrics"]
-    assert metrics["reliable_operation_rate"] == (pytest.approx(2 / 3), 1), (
-        "three variants, one unit"
-    )
-    assert metrics["operation_completion_rate"] == (1.0, 1)
-    assert metrics["recovery_rate"] == (pytest.approx(0.5), 1)
-    assert metrics["human_load"] == (pytest.approx(5 / 3), 1)
-    labels = {entry["result"]["case_id"]: entry["result"]["labels"] for entry in suite["cases"]}
-    assert all(
-        "cluster:pab-recurring-kitchen-leak" in case_labels for case_labels in labels.values()
-    )
-
-
 @pytest.mark.parametrize("label", ["cluster:pab-recurring-kitchen-leak", "operation:pab"])
 def test_a_label_that_is_no_marker_name_still_selects_with_k(
     pytester: pytest.Pytester, label: str
 ) -> None:
+    # Selection is collection's: the three variants are picked, the gate is left out.
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "--agentbench-suite", SUITE, "--strict-markers", "-k", label
+        "-p",
+        "no:cacheprovider",
+        "--agentbench-suite",
+        SUITE,
+        "--strict-markers",
+        "-k",
+        label,
+        "--collect-only",
+        "-q",
     )
-    result.assert_outcomes(passed=3, deselected=11, warnings=0)
+    result.assert_outcomes(deselected=11, warnings=0)
+    assert [line for line in result.outlines if "::" in line] == [
+        f"suites/{SUITE}/operation.yaml::{variant}" for variant in ("V1", "V2", "V3")
+    ]
 
 
 TOOL_AGENTS = """
@@ -212,9 +191,14 @@ def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
         "REQUIRED_NOTIFICATION_UNDELIVERED",
     }
     assert v2["measurements"]["reliable"] == 0
-    # The same folder under --agentbench-suite.
-    again = pytester.runpytest("-p", "no:cacheprovider", "--agentbench-suite", str(folder), "-q")
-    again.assert_outcomes(passed=3 + len(GATE))
+    # The same folder under --agentbench-suite gives the same items (run above).
+    again = pytester.runpytest(
+        "-p", "no:cacheprovider", "--agentbench-suite", str(folder), "--collect-only", "-q"
+    )
+    assert again.ret == 0
+    items = [line.rpartition("::")[2] for line in again.outlines if "::" in line]
+    assert items == re.findall(r"^examples/\S+::(\S+) PASSED", result.stdout.str(), re.M)
+    assert len(items) == 3 + len(GATE)
 
 
 def test_a_delivery_recovery_spec_runs_by_path_and_recovers_v2(pytester: pytest.Pytester) -> None:
@@ -236,7 +220,21 @@ def test_a_delivery_recovery_spec_runs_by_path_and_recovers_v2(pytester: pytest.
 
 
 def test_our_commerce_suite_runs_by_name_with_its_controls(pytester: pytest.Pytester) -> None:
-    result, suite = run_report(pytester, "--agentbench-suite", "operations-commerce-v1")
+    """Every output is also checked against the project's pinned goldens, and the HTML page
+    against the report (for tests/html/test_plugin_html.py, which leaves the suite to this
+    run)."""
+    page = pytester.path / "run.html"
+    result, suite = run_report(
+        pytester,
+        "--agentbench-suite",
+        "operations-commerce-v1",
+        "-o",
+        "agentbench_snapshot=true",
+        "-o",
+        f"agentbench_snapshot_dir={ROOT / 'snapshots'}",
+        f"--agentbench-html={page}",
+    )
+    assert_page_drawn_from(page, pytester.path / "run.json")
     result.assert_outcomes(passed=3 + 3 + 6)  # the variants, the references, the negatives
     assert summary(suite)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     assert summary(suite)["metrics"]["reliable_operation_rate"] == (1.0, 1)
@@ -265,20 +263,26 @@ def test_a_decision_tape_is_scored_as_predictions(pytester: pytest.Pytester) -> 
     assert "missing_tape" in outcomes["V2"]["failure_reason"]
 
 
-def test_diagnostic_projections_report_alike_serially_and_under_xdist(
+def test_variants_controls_and_projections_report_alike_serially_and_under_xdist(
     pytester: pytest.Pytester,
 ) -> None:
-    """Four projections, one evaluator, the semantic scenario as unit, the caveat in the report.
-
-    Two sessions (serial, two workers) because the claim is that they agree.
+    """The three variants, the eleven-check control gate, and four diagnostic projections
+    (one evaluator, the semantic scenario as unit, the caveat in the report), in one serial
+    session and one on two workers, because the claim is that they agree.
     """
     arms = ("full", "static", "boundary_only", "ordered_snapshot")
     seen = {}
-    for distribution in (["-n", "0"], ["-n", "2"]):
+    for distribution in ([], ["-n", "2"]):
+        # The variants' labels ``cluster:<id>`` and ``operation:<id>`` cannot be marker
+        # names; they must not be offered to pytest as markers (an unknown-mark warning,
+        # an error under --strict-markers), on the controller or on a worker.
         result, suite = run_report(
             pytester,
             "--agentbench-suite",
             SUITE,
+            "--strict-markers",
+            "-W",
+            "error::pytest.PytestUnknownMarkWarning",
             "--agentbench-projection",
             "full,static",
             "--agentbench-projection",
@@ -286,15 +290,19 @@ def test_diagnostic_projections_report_alike_serially_and_under_xdist(
             # V1's episode record is larger than the default cap on a kept output.
             "--agentbench-max-output-bytes=0",
             "-v",
-            "-m",
-            "not agentbench_control",
             *distribution,
         )
-        outcomes = result.parseoutcomes()
-        assert (outcomes.get("passed"), outcomes.get("failed")) == (3, None)
+        run = " ".join(distribution) or "serial"
+        # Three variants, and the eleven-check gate: reference on each variant, eight negatives.
+        result.assert_outcomes(passed=14, warnings=0)
         out = result.stdout.str()
+        assert "PytestUnknownMarkWarning" not in out, run
+        assert f"suites/{SUITE}/operation.yaml::V2" in out, f"{run}: readable item ids"
+        for control in GATE:
+            item = re.escape(f"suites/{SUITE}/suite.yaml::control-{control}")
+            assert re.search(rf"PASSED {item}\s|{item} PASSED", out), f"{run}: {control}"
         assert "diagnostic projections (diagnostic surfaces, not a confirmatory comparison" in out
-        assert "stateful time-removed is not implemented" in out
+        assert "stateful time-removed is not implemented" in out, run
         cases = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
         outputs = {
             case_id: result["recorded"]["outcome"]["output"]
@@ -310,9 +318,22 @@ def test_diagnostic_projections_report_alike_serially_and_under_xdist(
             for m in suite["metrics"]
             if m["name"].startswith("decision_point_admissibility_")
         }
-        seen[distribution[1]] = (vectors, metrics, summary(suite))
-    assert seen["0"] == seen["2"]
-    vectors, metrics, _ = seen["0"]
+        labels = {entry["result"]["case_id"]: entry["result"]["labels"] for entry in suite["cases"]}
+        assert all(
+            "cluster:pab-recurring-kitchen-leak" in case_labels for case_labels in labels.values()
+        ), run
+        controls = {entry["control_id"]: entry["passed"] for entry in suite["controls"]}
+        seen[run] = (vectors, metrics, summary(suite), controls)
+    assert seen["-n 2"] == seen["serial"]
+    vectors, metrics, found, controls = seen["serial"]
+    assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
+    assert found["metrics"]["reliable_operation_rate"] == (pytest.approx(2 / 3), 1), (
+        "three variants, one unit"
+    )
+    assert found["metrics"]["operation_completion_rate"] == (1.0, 1)
+    assert found["metrics"]["recovery_rate"] == (pytest.approx(0.5), 1)
+    assert found["metrics"]["human_load"] == (pytest.approx(5 / 3), 1)
+    assert controls == {f"control-{control}": True for control in GATE}
     # V2 has no decision point of its own; V1 has two, V3 one, each graded in every projection.
     assert sorted(vectors) == ["V1", "V3"]
     for vector in vectors.values():

@@ -23,6 +23,16 @@ def stable(page: str) -> str:
     return VOLATILE.sub("", page)
 
 
+def assert_page_drawn_from(page: Path, report: Path) -> None:
+    """The page a run wrote is the one its JSON report draws, one section per suite (for
+    the world tests that run a built-in suite this file leaves to them)."""
+    document = json.loads(report.read_text(encoding="utf-8"))
+    drawn = page.read_text(encoding="utf-8")
+    assert stable(drawn) == stable(render_html(document))
+    for suite in document["suites"]:
+        assert f'data-suite="{suite["id"]}"' in drawn
+
+
 def test_html_is_drawn_from_the_json_report_document(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path, extra_suite_yaml="gates: ['accuracy >= 0.9']\n")
     html, report = demo.path / "out" / "run.html", demo.path / "run.json"
@@ -48,45 +58,78 @@ def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
     assert all("output" in case for case in json.loads(block))
 
 
+GOLDENS_ELSEWHERE = {
+    "operations-commerce-v1": "tests/test_plugin_operations.py",
+    "retrieval-fixture-v1": "tests/worlds/retrieval/test_world.py",
+    "toolgrammar-mini-v1": "tests/worlds/toolgrammar/test_world.py",
+}
+"""Built-in suites checked against their goldens, and their page against their report
+(:func:`assert_page_drawn_from`), by the test file named, in a run of the whole suite it
+makes anyway (toolgrammar-mini's 242 cases would be most of this test's time)."""
+DISTRIBUTED = (
+    "asteria-authored-v1",
+    "asteria-evidence-binding-v2",
+    "enterprise-evidence-binding-v2",
+)
+"""The suites also run under ``-n 2``: two world kinds, the smallest suites (an inner
+``-n 2`` session costs its two workers' start-up whatever it runs). This is where the
+evidence-binding suites are compared under ``-n 2``; the other world kinds' own tests
+compare their suites under ``-n 2`` with a serial run."""
+
+
 def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     pytester: pytest.Pytester,
 ) -> None:
-    """Every suite of the main command, without xdist and then under ``-n 2`` with the first
-    run as its baseline: two sessions.
+    """Every suite of the main command without xdist, then three of them under ``-n 2``
+    with the first run as their baseline: two sessions.
 
-    The suites of ``suites-full/`` are left out: ``toolgrammar-v1`` is thirty times
-    ``toolgrammar-mini-v1`` from the same world and would be most of the test's time,
-    drawing nothing the mini suite does not.
+    Left out: the suites of ``suites-full/``, and those whose world's own tests run them
+    whole with the reference agent anyway and check them against their goldens there
+    (:data:`GOLDENS_ELSEWHERE`).
 
     The page is drawn from the JSON report alone (see the first test), so the two runs'
-    documents are compared, all but the comparison the second run adds, and each page is
-    checked against its own document. The first run also checks every output against the
-    project's pinned goldens, so a change that moves a built-in suite's output fails here,
-    not only under the README's first command.
+    documents are compared, suite by suite for the suites both ran, all but the comparison
+    the second run adds, and each page is checked against its own document. The first run
+    also checks every output against the project's pinned goldens, so a change that moves
+    a built-in suite's output fails here, not only under the README's first command.
     """
     main = suites_dir()
-    shown = sorted(suite for suite, path in packaged_suites().items() if path.parent == main)
-    common = ["-q", "-p", "no:cacheprovider", *(f"--agentbench-suite={s}" for s in shown)]
+    shipped = sorted(suite for suite, path in packaged_suites().items() if path.parent == main)
+    assert set(GOLDENS_ELSEWHERE) <= set(shipped)
+    shown = [suite for suite in shipped if suite not in GOLDENS_ELSEWHERE]
+    assert set(DISTRIBUTED) <= set(shown)
     goldens = ["-o", "agentbench_snapshot=true", "-o", f"agentbench_snapshot_dir={GOLDENS}"]
     serial, parallel = pytester.path / "serial.json", pytester.path / "parallel.json"
+    # Per run: the suites it runs, its own options, and how many suites its page compares.
     runs = {
-        serial: [f"--agentbench-report={serial}", *goldens],
-        parallel: [f"--agentbench-report={parallel}", f"--agentbench-baseline={serial}", "-n2"],
+        serial: (shown, [f"--agentbench-report={serial}", *goldens], 0),
+        parallel: (
+            DISTRIBUTED,
+            [f"--agentbench-report={parallel}", f"--agentbench-baseline={serial}", "-n2"],
+            len(DISTRIBUTED),
+        ),
     }
-    for report, extra in runs.items():
+    for report, (suites, extra, _) in runs.items():
         page = report.with_suffix(".html")
-        result = pytester.runpytest_subprocess(*common, f"--agentbench-html={page}", *extra)
+        chosen = (f"--agentbench-suite={suite}" for suite in suites)
+        result = pytester.runpytest(
+            "-q", "-p", "no:cacheprovider", *chosen, f"--agentbench-html={page}", *extra
+        )
         assert result.ret == 0, result.stdout.str()[-2000:]
     documents = {report: json.loads(report.read_text(encoding="utf-8")) for report in runs}
     assert documents[serial]["comparison"] is None
     assert documents[parallel]["comparison"] is not None
-    assert normalised({**documents[parallel], "comparison": None}) == normalised(documents[serial])
-    for report, compared in ((serial, 0), (parallel, len(shown))):
+    by_suite = {suite["id"]: suite for suite in documents[serial]["suites"]}
+    assert sorted(by_suite) == shown
+    assert [suite["id"] for suite in documents[parallel]["suites"]] == list(DISTRIBUTED)
+    serial_part = {**documents[serial], "suites": [by_suite[s] for s in DISTRIBUTED]}
+    assert normalised({**documents[parallel], "comparison": None}) == normalised(serial_part)
+    for report, (suites, _, compared) in runs.items():
         page = report.with_suffix(".html").read_text(encoding="utf-8")
         assert stable(page) == stable(render_html(documents[report]))
-        for suite_id in shown:
+        for suite_id in suites:
             assert f'data-suite="{suite_id}"' in page
-        assert page.count('class="volatile"') >= len(shown)
+        assert page.count('class="volatile"') >= len(suites)
         assert page.count('class="compared-suite"') == compared
         assert page.count('class="plot forest"') == compared
 

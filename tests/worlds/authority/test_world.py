@@ -79,111 +79,109 @@ def test_builtin_suite_collects_readable_ids(pytester: pytest.Pytester) -> None:
 
 
 def test_builtin_suite_passes_with_the_reference_agent(
-    pytester: pytest.Pytester, xdist_args: list[str], capsys: pytest.CaptureFixture[str]
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    result, suite = run_with_report(pytester, "--agentbench-suite", SUITE_ID, *xdist_args)
+    """Serially; under ``-n 2`` the predictions test below runs the suite with its controls."""
+    result, suite = run_with_report(pytester, "--agentbench-suite", SUITE_ID)
     result.assert_outcomes(passed=11 + 3)
     assert suite["counts"]["passed"] == 11
     values = metric_values(suite)
     assert values.pop("excess_authority_rate") == 0.0
     assert values == dict.fromkeys(values, 1.0)
-    # Identical under every xdist mode: the whole vector (supports and intervals
-    # included) equals the one computed outside pytest.
+    # The whole vector (supports and intervals included) equals the one computed outside
+    # pytest.
     assert suite["metrics"] == cli_metrics(capsys, "--agent", "reference")
     assert {entry["control_id"] for entry in suite["controls"]} == set(CONTROL_ITEMS)
     assert all(entry["passed"] for entry in suite["controls"])
 
 
 def test_predictions_file_reproduces_the_agents_metrics(
-    pytester: pytest.Pytester, xdist_args: list[str], capsys: pytest.CaptureFixture[str]
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """One serial session and one on two workers: failures make the metrics non-trivial."""
     rows = write_jsonl(pytester.path / "current.jsonl", CURRENT_STATE_ROWS)
-    result, suite = run_with_report(
-        pytester,
-        "--agentbench-suite",
-        SUITE_ID,
-        "--agentbench-predictions",
-        f"{SUITE_ID}={rows}",
-        *xdist_args,
-    )
-    failed = suite["counts"]["failed"]
-    assert failed > 0
-    result.assert_outcomes(passed=11 - failed + 3, failed=failed)
-    assert suite["metrics"] == cli_metrics(capsys, "--agent", "current_state")
-    values = metric_values(suite)
-    assert values["authorization_decision_f1"] == pytest.approx(1 / 3)
-    assert values["provenance_completeness"] == pytest.approx(5 / 11)
+    expected = cli_metrics(capsys, "--agent", "current_state")
+    for distribution in ([], ["-n", "2"]):
+        run = " ".join(distribution) or "serial"
+        result, suite = run_with_report(
+            pytester,
+            "--agentbench-suite",
+            SUITE_ID,
+            "--agentbench-predictions",
+            f"{SUITE_ID}={rows}",
+            *distribution,
+        )
+        failed = suite["counts"]["failed"]
+        assert failed > 0, run
+        result.assert_outcomes(passed=11 - failed + 3, failed=failed)
+        # Identical under both: the whole vector equals the one computed outside pytest.
+        assert suite["metrics"] == expected, run
+        values = metric_values(suite)
+        assert values["authorization_decision_f1"] == pytest.approx(1 / 3), run
+        assert values["provenance_completeness"] == pytest.approx(5 / 11), run
+        assert {entry["control_id"] for entry in suite["controls"]} == set(CONTROL_ITEMS), run
+        assert all(entry["passed"] for entry in suite["controls"]), run
 
 
-@pytest.mark.parametrize(
-    ("bad_line", "reason"),
-    [
-        pytest.param(
-            '{"event_id": "evt-012-quotation-request", "decision": ',
-            "product_error: [[]missing_event_id[]] *: no row for 'evt-012-quotation-request' "
-            "(lines with no readable event_id: [[]malformed_json[]] *rows.jsonl:3: *)",
-            id="malformed-json",
-        ),
-        pytest.param(
-            canonical_json({**REFERENCE_ROWS[2], "decision": "perhaps"}),
-            "product_error: [[]invalid_row[]] *rows.jsonl:3: decision: *",
-            id="invalid-field",
-        ),
-    ],
-)
-def test_one_bad_predictions_line_fails_only_its_case(
-    pytester: pytest.Pytester, bad_line: str, reason: str
-) -> None:
-    assert ACTION_IDS[2] == "evt-012-quotation-request"
+MALFORMED, INVALID = 2, 5
+"""Indexes of the two predictions lines broken in one file: malformed JSON, a bad field."""
+
+
+def test_one_bad_predictions_line_fails_only_its_case(pytester: pytest.Pytester) -> None:
+    """Two broken lines in one file, each failing only its own case with its own reason."""
+    assert ACTION_IDS[MALFORMED] == "evt-012-quotation-request"
     rows: list[Any] = list(REFERENCE_ROWS)
-    rows[2] = bad_line
+    rows[MALFORMED] = '{"event_id": "evt-012-quotation-request", "decision": '
+    rows[INVALID] = canonical_json({**REFERENCE_ROWS[INVALID], "decision": "perhaps"})
     path = write_jsonl(pytester.path / "rows.jsonl", rows)
     result, suite = run_with_report(
         pytester, "--agentbench-suite", SUITE_ID, "--agentbench-predictions", f"{SUITE_ID}={path}"
     )
-    result.assert_outcomes(passed=10 + 3, failed=1)
+    result.assert_outcomes(passed=9 + 3, failed=2)
     results = case_results(suite)
     failed = {case_id for case_id, item in results.items() if item["outcome"] != "passed"}
-    assert failed == {ACTION_IDS[2]}
-    assert results[ACTION_IDS[2]]["failure_class"] == "product_error"
-    assert {name: n for name, n in suite["failure_classes"].items() if n} == {"product_error": 1}
-    # The broken case is still graded (every check missing), so it counts against the metrics.
+    assert failed == {ACTION_IDS[MALFORMED], ACTION_IDS[INVALID]}
+    assert {results[case_id]["failure_class"] for case_id in failed} == {"product_error"}
+    assert {name: n for name, n in suite["failure_classes"].items() if n} == {"product_error": 2}
+    # The broken cases are still graded (every check missing), so they count against the
+    # metrics.
     (accuracy,) = [m for m in suite["metrics"] if m["name"] == "authorization_decision_accuracy"]
-    assert (accuracy["value"], accuracy["support"]) == (pytest.approx(10 / 11), 11)
-    result.stdout.fnmatch_lines(
-        [f"_* {SUITE_ID}::{ACTION_IDS[2]} _*", reason, "13 of 13 checks failed:"],
-        consecutive=True,
-    )
+    assert (accuracy["value"], accuracy["support"]) == (pytest.approx(9 / 11), 11)
+    reasons = {
+        MALFORMED: "product_error: [[]missing_event_id[]] *: no row for "
+        "'evt-012-quotation-request' (lines with no readable event_id: "
+        f"[[]malformed_json[]] *rows.jsonl:{MALFORMED + 1}: *)",
+        INVALID: f"product_error: [[]invalid_row[]] *rows.jsonl:{INVALID + 1}: decision: *",
+    }
+    for index, reason in reasons.items():
+        result.stdout.fnmatch_lines(
+            [f"_* {SUITE_ID}::{ACTION_IDS[index]} _*", reason, "13 of 13 checks failed:"],
+            consecutive=True,
+        )
 
+
+RAISES, CHATTY, OFF_BY_ONE = 1, 2, 3
+"""Indexes of the events the mixed adapter fails on, each its own way (and WRONG_EVENT)."""
 
 ADAPTERS = f"""
 from pytest_agentbench.worlds.authority.agents import ReferenceAgent
 
+IDS = {ACTION_IDS!r}
 
-class WrongOnOne(ReferenceAgent):
+
+class Mixed(ReferenceAgent):
     def trace_action(self, bundle, event_id):
+        if event_id == IDS[{RAISES}]:
+            raise RuntimeError("the model endpoint is down")
+        if event_id == IDS[{CHATTY}]:
+            return "I think this one is allowed."
+        if event_id == IDS[{OFF_BY_ONE}]:
+            return super().trace_action(bundle, IDS[{OFF_BY_ONE} + 1])
         row = super().trace_action(bundle, event_id)
         if event_id == {WRONG_EVENT!r}:
             row["decision"] = "deny"
             row["attributed_actor_id"] = "principal-nobody"
         return row
-
-
-class Raises:
-    def trace_action(self, bundle, event_id):
-        raise RuntimeError("the model endpoint is down")
-
-
-class Chatty:
-    def trace_action(self, bundle, event_id):
-        return "I think this one is allowed."
-
-
-class OffByOneEvent(ReferenceAgent):
-    def trace_action(self, bundle, event_id):
-        rows = self.trace(bundle)
-        ids = [row["event_id"] for row in rows]
-        return rows[(ids.index(event_id) + 1) % len(rows)]
 """
 
 
@@ -196,20 +194,25 @@ def importable(pytester: pytest.Pytester, **modules: str) -> None:
     pytester.makeconftest("")
 
 
-@pytest.fixture
-def adapters(pytester: pytest.Pytester) -> pytest.Pytester:
-    importable(pytester, my_adapters=ADAPTERS)
-    return pytester
-
-
-def test_a_wrong_adapter_fails_that_item_listing_expected_and_actual(
-    adapters: pytest.Pytester,
+def test_a_wrong_or_failing_adapter_fails_only_those_items_each_classified(
+    pytester: pytest.Pytester,
 ) -> None:
+    """One adapter, wrong on one event and failing on three others each its own way: every
+    other case passes, and each failing item says why."""
+    assert WRONG_EVENT not in [ACTION_IDS[i] for i in (RAISES, CHATTY, OFF_BY_ONE)]
+    importable(pytester, my_adapters=ADAPTERS)
     result, suite = run_with_report(
-        adapters, "--agentbench-suite", SUITE_ID, "--agentbench-adapter=my_adapters:WrongOnOne"
+        pytester, "--agentbench-suite", SUITE_ID, "--agentbench-adapter=my_adapters:Mixed"
     )
-    result.assert_outcomes(passed=10 + 3, failed=1)
+    result.assert_outcomes(passed=7 + 3, failed=4)
     results = case_results(suite)
+    failed = {case_id for case_id, item in results.items() if item["outcome"] != "passed"}
+    assert failed == {WRONG_EVENT, *(ACTION_IDS[i] for i in (RAISES, CHATTY, OFF_BY_ONE))}
+    assert {name: n for name, n in suite["failure_classes"].items() if n} == {
+        "agent_error": 1,
+        "product_error": 2,
+    }
+    # Wrong, not broken: graded, two checks failing, expected and actual listed.
     wrong = results[WRONG_EVENT]
     assert (wrong["outcome"], wrong["failure_class"]) == ("failed", None)
     failed_checks = {c["name"] for c in wrong["checks"] if c["status"] != "pass"}
@@ -224,46 +227,33 @@ def test_a_wrong_adapter_fails_that_item_listing_expected_and_actual(
         ],
         consecutive=True,
     )
-
-
-@pytest.mark.parametrize(
-    ("adapter", "failure_class", "reason"),
-    [
-        pytest.param(
-            "Raises",
-            "agent_error",
-            "adapter raised RuntimeError: the model endpoint is down",
-            id="raises",
-        ),
-        pytest.param(
-            "Chatty",
+    classified = {
+        RAISES: ("agent_error", "adapter raised RuntimeError: the model endpoint is down"),
+        CHATTY: (
             "product_error",
             "trace_action must return a mapping or an ObservedActionTrace, got str",
-            id="returns-a-string",
         ),
-        pytest.param(
-            "OffByOneEvent",
+        OFF_BY_ONE: (
             "product_error",
-            f"row is for event {ACTION_IDS[1]!r}, not {ACTION_IDS[0]!r}",
-            id="another-events-row",
+            f"row is for event {ACTION_IDS[OFF_BY_ONE + 1]!r}, not {ACTION_IDS[OFF_BY_ONE]!r}",
         ),
-    ],
-)
-def test_adapter_failures_are_classified(
-    adapters: pytest.Pytester, adapter: str, failure_class: str, reason: str
-) -> None:
-    result, suite = run_with_report(
-        adapters, "--agentbench-suite", SUITE_ID, f"--agentbench-adapter=my_adapters:{adapter}"
-    )
-    result.assert_outcomes(passed=3, failed=11)
-    assert {name: n for name, n in suite["failure_classes"].items() if n} == {failure_class: 11}
-    assert case_results(suite)[ACTION_IDS[0]]["failure_reason"] == reason
-    result.stdout.fnmatch_lines(
-        [f"_* {SUITE_ID}::{ACTION_IDS[0]} _*", f"{failure_class}: {reason}"], consecutive=True
-    )
-    # An adapter that raised shows its own frames between the reason and the checks.
-    result.stdout.fnmatch_lines([f"{failure_class}: {reason}", "13 of 13 checks failed:"])
-    assert "pytest_agentbench" not in result.stdout.str().partition("what the adapter raised")[2]
+    }
+    for index, (failure_class, reason) in classified.items():
+        event = ACTION_IDS[index]
+        assert results[event]["failure_class"] == failure_class, event
+        assert results[event]["failure_reason"] == reason, event
+        result.stdout.fnmatch_lines(
+            [f"_* {SUITE_ID}::{event} _*", f"{failure_class}: {reason}"], consecutive=True
+        )
+        result.stdout.fnmatch_lines([f"{failure_class}: {reason}", "13 of 13 checks failed:"])
+    # The adapter that raised shows its own frames between the reason and the checks, none
+    # of the harness's.
+    out = result.stdout.str()
+    raised = out.partition("what the adapter raised")[2].partition(
+        f"_ {SUITE_ID}::{ACTION_IDS[CHATTY]} _"
+    )[0]
+    assert "my_adapters.py" in raised
+    assert "pytest_agentbench" not in raised
 
 
 BUNDLE_SUITE_YAML = """\
@@ -379,14 +369,14 @@ def _shipped_canaries() -> list[str]:
     return list(WORLD.leak_canaries(suite, WORLD.load_oracle(suite)))
 
 
-def test_the_adapter_never_receives_evaluator_data(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_the_adapter_never_receives_evaluator_data(pytester: pytest.Pytester) -> None:
+    """Serially: a worker hands its adapter the same view (an xdist worker runs the same
+    code on the same files)."""
     records = pytester.path / "records"
     records.mkdir()
     importable(pytester, recorder=RECORDER.format(records=str(records)))
     result = pytester.runpytest(
-        "--agentbench-suite", SUITE_ID, "--agentbench-adapter=recorder:Recorder", *xdist_args
+        "--agentbench-suite", SUITE_ID, "--agentbench-adapter=recorder:Recorder"
     )
     result.assert_outcomes(passed=11 + 3)
     seen = {path.stem: path.read_text(encoding="utf-8") for path in records.iterdir()}

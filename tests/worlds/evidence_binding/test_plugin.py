@@ -1,4 +1,4 @@
-"""Real pytest sessions over the built-in evidence-binding suites, with and without xdist."""
+"""Real pytest sessions over the built-in evidence-binding suites."""
 
 from __future__ import annotations
 
@@ -47,15 +47,12 @@ def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[s
 
 
 def test_the_builtin_suites_pass_with_the_reference_and_every_control_behaves(
-    pytester: pytest.Pytester, xdist_args: list[str]
+    pytester: pytest.Pytester,
 ) -> None:
+    """Serially: tests/html/test_plugin_html.py runs both suites under ``-n 2`` too and
+    finds their whole reports identical to a serial run's."""
     result, suites = run(
-        pytester,
-        "--agentbench-suite",
-        ASTERIA_SUITE,
-        "--agentbench-suite",
-        ENTERPRISE_SUITE,
-        *xdist_args,
+        pytester, "--agentbench-suite", ASTERIA_SUITE, "--agentbench-suite", ENTERPRISE_SUITE
     )
     result.assert_outcomes(passed=6 + 6 + 3 + 5)
     asteria, enterprise = suites[ASTERIA_SUITE], suites[ENTERPRISE_SUITE]

@@ -15,6 +15,7 @@ from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues
 from pytest_agentbench.worlds.retrieval.backends import LexicalBackend, TaskScope
 from pytest_agentbench.worlds.retrieval.harness import Harness
 from pytest_agentbench.worlds.retrieval.world import WORLD
+from tests.html.test_plugin_html import assert_page_drawn_from
 from tests.worlds.retrieval.conftest import Small
 from tests.worlds.retrieval.helpers import write_small
 
@@ -159,10 +160,14 @@ def _report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, di
     return result, suite
 
 
+@pytest.mark.parametrize(
+    "distribution", [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
+)
 def test_the_fixture_agent_passes_and_receipts_match_an_in_process_run(
-    project: pytest.Pytester, small: Small, xdist_args: list[str]
+    project: pytest.Pytester, small: Small, distribution: list[str]
 ) -> None:
-    result, suite = _report(project, *xdist_args)
+    """Serially and on two workers, each against the same in-process receipts."""
+    result, suite = _report(project, *distribution)
     result.assert_outcomes(passed=6)
     metrics = {m["name"]: m for m in suite["metrics"]}
     assert (metrics["success_rate"]["value"], metrics["success_rate"]["support"]) == (1.0, 6)
@@ -243,10 +248,22 @@ def test_a_report_in_the_original_format_scores_as_predictions(
 
 
 def test_the_packaged_suite_with_its_controls(pytester: pytest.Pytester) -> None:
-    path = pytester.path / "run.json"
+    """Every output is also checked against the project's pinned goldens, and the HTML page
+    against the report (for tests/html/test_plugin_html.py, which leaves the suite to this
+    run)."""
+    path, page = pytester.path / "run.json", pytester.path / "run.html"
+    goldens = Path(__file__).resolve().parents[3] / "snapshots"
     result = pytester.runpytest(
-        "--agentbench-suite", "retrieval-fixture-v1", f"--agentbench-report={path}"
+        "--agentbench-suite",
+        "retrieval-fixture-v1",
+        f"--agentbench-report={path}",
+        "-o",
+        "agentbench_snapshot=true",
+        "-o",
+        f"agentbench_snapshot_dir={goldens}",
+        f"--agentbench-html={page}",
     )
+    assert_page_drawn_from(page, path)
     result.assert_outcomes(passed=53)
     (suite,) = json.loads(path.read_text())["suites"]
     assert suite["counts"]["passed"] == 48

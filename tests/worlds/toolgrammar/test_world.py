@@ -20,9 +20,13 @@ from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
 from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
+from tests.html.test_plugin_html import assert_page_drawn_from
+from tests.reports import normalised
 from tests.test_conformance import REGISTRY
 
 SUITE_ID = "toolgrammar-mini-v1"
+GOLDENS = Path(__file__).resolve().parents[3] / "snapshots"
+"""The project's pinned golden outputs of the built-in suites."""
 CONTROLS = [
     "control-reference",
     "control-obeys-injection",
@@ -80,7 +84,19 @@ def _suite_report(pytester: pytest.Pytester, *args: str) -> tuple[Any, dict[str,
 def test_builtin_suite_passes_and_its_controls_fail_as_declared(
     pytester: pytest.Pytester,
 ) -> None:
-    result, suite = _suite_report(pytester)
+    """Every output is also checked against the project's pinned goldens, and the HTML
+    page against the report: ``tests/html/test_plugin_html.py`` leaves the suite out of its
+    all-suites run because this test runs all of it anyway."""
+    page = pytester.path / "run.html"
+    result, suite = _suite_report(
+        pytester,
+        "-o",
+        "agentbench_snapshot=true",
+        "-o",
+        f"agentbench_snapshot_dir={GOLDENS}",
+        f"--agentbench-html={page}",
+    )
+    assert_page_drawn_from(page, pytester.path / "run.json")
     result.assert_outcomes(passed=len(CASES) + len(CONTROLS))
     metrics = {m["name"]: m["value"] for m in suite["metrics"]}
     assert metrics["pass_at_1"] == 1.0
@@ -96,15 +112,21 @@ def test_builtin_suite_passes_and_its_controls_fail_as_declared(
 
 
 def test_trap_tier_aggregates_identically_with_and_without_xdist(
-    pytester: pytest.Pytester, xdist_args: list[str]
+    pytester: pytest.Pytester,
 ) -> None:
-    result, suite = _suite_report(pytester, "-k", "T4", *xdist_args)
+    """One serial session and one on two workers, a tier picked with ``-k``: the same report."""
     traps = [case_id for case_id in CASES if "-T4-" in case_id]
-    result.assert_outcomes(passed=len(traps))
-    metrics = {m["name"]: (m["value"], m["support"]) for m in suite["metrics"]}
-    assert metrics["trap_pass_at_1"] == (1.0, len(traps))
-    assert metrics["pass_at_1_T1"] == (None, 0)
-    assert metrics["injection_resistance"] == (1.0, sum(1 for t in traps if ORACLE[t].injections))
+    reports = {}
+    for distribution in ([], ["-n", "2"]):
+        result, suite = _suite_report(pytester, "-k", "T4", *distribution)
+        result.assert_outcomes(passed=len(traps))
+        metrics = {m["name"]: (m["value"], m["support"]) for m in suite["metrics"]}
+        assert metrics["trap_pass_at_1"] == (1.0, len(traps)), distribution
+        assert metrics["pass_at_1_T1"] == (None, 0), distribution
+        injected = sum(1 for t in traps if ORACLE[t].injections)
+        assert metrics["injection_resistance"] == (1.0, injected), distribution
+        reports[" ".join(distribution) or "serial"] = normalised(suite)
+    assert reports["-n 2"] == reports["serial"]
 
 
 def test_a_refused_lured_write_passes_the_state_diff_but_not_injection_resisted() -> None:
