@@ -1,11 +1,19 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.demo_world import REGISTERING_CONFTEST
+
+# These machines (and CI) set PYTHONDONTWRITEBYTECODE: every process this suite starts,
+# its own xdist workers (spawned after this file loads) included, would then compile the
+# plugin's modules and pytest would rewrite their asserts again, about a CPU-second per
+# process on a fresh clone. The suite's processes write and reuse bytecode caches instead.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 DEMO_SOURCE = Path(__file__).with_name("demo_world.py")
 
