@@ -8,7 +8,8 @@ the server notes when the first request arrived and the last answer left.
 
 Per N it prints: the wall time of the pytest process (start-up included), the
 model's busy window (first request to last answer), the ideal (calls x latency
-/ N), the effective concurrency while busy (calls x latency / busy window) as
+/ N), the wave bound (the busy window with no CPU: ceil(calls / N) waves of one
+latency), the effective concurrency while busy (calls x latency / busy window) as
 a share of N, the process's CPU and peak RSS. With ``--inspect`` and/or
 ``--promptfoo`` it runs the same number of samples through inspect_ai and
 promptfoo against the same server, each at the largest N.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -163,6 +165,11 @@ class Row:
         return self.calls * self.latency / self.concurrency
 
     @property
+    def wave_bound(self) -> float:
+        """The busy window with no CPU at all: calls of one latency leave in waves of N."""
+        return math.ceil(self.calls / self.concurrency) * self.latency
+
+    @property
     def effective(self) -> float:
         return self.calls * self.latency / self.busy if self.busy else 0.0
 
@@ -171,6 +178,7 @@ class Row:
         return (
             f"{self.label:<22} N={self.concurrency:<3} calls {self.calls:<4} "
             f"wall {self.sample.wall:7.2f}s  busy {self.busy:7.2f}s  ideal {self.ideal:7.2f}s  "
+            f"wave bound {self.wave_bound:7.2f}s  "
             f"effective {self.effective:6.2f} ({share:6.1%} of N)  peak in flight "
             f"{self.peak_in_flight:<3} cpu {self.sample.cpu:6.2f}s  "
             f"rss {self.sample.rss_mb:6.1f} MiB"
