@@ -8,9 +8,7 @@ ROOT = Path(__file__).resolve().parent.parent
 INSTALL_AND_RUN_SUITES = (
     "python -m pip install . && python -m pytest suites --agentbench-report=run-report.json"
 )
-INSTALL_AND_RUN_TESTS = (
-    'python -m pip install -e ".[test]" && python -m pytest -n 2 --dist worksteal'
-)
+INSTALL_AND_RUN_TESTS = 'python -m pip install -e ".[test]" && python -m pytest -n 2'
 
 
 def command_lines(markdown: str) -> list[str]:
