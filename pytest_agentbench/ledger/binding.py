@@ -14,13 +14,27 @@ from __future__ import annotations
 from decimal import Decimal
 
 from pytest_agentbench.ledger.rows import LEDGER_VERSION, CallPayload, HeaderPayload, totals_of
-from pytest_agentbench.sdk.episode_artifacts import ProviderExecution
+from pytest_agentbench.sdk.episode_artifacts import BoundCall, ProviderExecution
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 
 def amount_text(value: Decimal) -> str:
     text = format(value.normalize(), "f")
     return "0" if Decimal(text) == 0 else text
+
+
+def bound_calls(calls: list[CallPayload]) -> tuple[BoundCall, ...]:
+    """The ledger's call rows as an episode artefact's execution record repeats them."""
+    return tuple(
+        BoundCall(
+            call_index=call.call_index,
+            request_digest_sha256=call.request_digest_sha256,
+            decision_digest_sha256=None
+            if call.decision is None
+            else call.decision.decision_digest_sha256,
+        )
+        for call in calls
+    )
 
 
 def derive_provider_execution(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.ledger import audit_ledger
-from pytest_agentbench.ledger.binding import derive_provider_execution
+from pytest_agentbench.ledger.binding import bound_calls, derive_provider_execution
 from pytest_agentbench.ledger.rows import CallPayload, HeaderPayload
 from pytest_agentbench.ledger.writer import write_new_file
 from pytest_agentbench.run.case_ledger import file_part
@@ -26,7 +26,6 @@ from pytest_agentbench.scoring.trials import item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, CaseResult, Outcome
 from pytest_agentbench.sdk.episode_artifacts import (
-    BoundCall,
     EpisodeBinding,
     WritesEpisodeArtifacts,
 )
@@ -115,16 +114,7 @@ def _model_binding(
         agent_id=agent_id,
         model=run.settings.model,
         max_output_tokens=run.settings.max_tokens_per_call,
-        calls=tuple(
-            BoundCall(
-                call_index=call.call_index,
-                request_digest_sha256=call.request_digest_sha256,
-                decision_digest_sha256=None
-                if call.decision is None
-                else call.decision.decision_digest_sha256,
-            )
-            for call in calls
-        ),
+        calls=bound_calls(calls),
         provider_execution=derive_provider_execution(
             header, calls, reading.digest, display=str(path)
         ),

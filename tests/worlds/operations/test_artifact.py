@@ -30,7 +30,7 @@ from pytest_agentbench.ledger import (
     UsageReport,
     audit_ledger,
 )
-from pytest_agentbench.ledger.binding import derive_provider_execution
+from pytest_agentbench.ledger.binding import bound_calls, derive_provider_execution
 from pytest_agentbench.run.case_ledger import CaseLedger
 from pytest_agentbench.run.episode_artifacts import (
     ArtifactItem,
@@ -40,7 +40,7 @@ from pytest_agentbench.run.episode_artifacts import (
 )
 from pytest_agentbench.sdk.canonical import canonical_bytes, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, CaseOutcome, CaseResult, FailureClass, Outcome
-from pytest_agentbench.sdk.episode_artifacts import BoundCall, EpisodeBinding
+from pytest_agentbench.sdk.episode_artifacts import EpisodeBinding
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.operations import artifact
 from pytest_agentbench.worlds.operations.agents import Reference
@@ -135,16 +135,7 @@ def record_model_run(folder: Path, scenario: str = "V1") -> Bundle:
         agent_id="model",
         model="scripted-model",
         max_output_tokens=BOUND,
-        calls=tuple(
-            BoundCall(
-                call_index=call.call_index,
-                request_digest_sha256=call.request_digest_sha256,
-                decision_digest_sha256=None
-                if call.decision is None
-                else call.decision.decision_digest_sha256,
-            )
-            for call in calls
-        ),
+        calls=bound_calls(calls),
         provider_execution=derive_provider_execution(header, calls, digest, display="ledger"),
     )
     output = record.as_json()
