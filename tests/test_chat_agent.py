@@ -353,7 +353,9 @@ def test_the_client_shelf_lends_one_client_per_request_in_flight_and_reuses_it()
         assert after not in closed, "a closed shelf makes a new client when asked again"
 
 
-def test_concurrent_requests_each_hold_their_own_connection(llm: tuple[ScriptedLLM, str]) -> None:
+def test_concurrent_requests_each_hold_their_own_connection(
+    llm: tuple[ScriptedLLM, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, base_url = llm
     transport = ChatTransport(settings(base_url))
     borrowed: list[Any] = []
@@ -367,7 +369,7 @@ def test_concurrent_requests_each_hold_their_own_connection(llm: tuple[ScriptedL
             barrier.wait()  # all four hold a client at once
             yield client
 
-    transport.clients.lend = noting_lend  # type: ignore[method-assign]
+    monkeypatch.setattr(transport.clients, "lend", noting_lend)
     user = TASK_PREFIX + json.dumps({"question": "plain"})
     request = {"model": "m", "messages": [{"role": "user", "content": user}]}
     threads = [threading.Thread(target=transport.send, args=(request,)) for _ in range(4)]
