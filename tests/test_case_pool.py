@@ -94,7 +94,7 @@ def test_a_case_in_a_python_loop_is_interrupted_at_its_limit() -> None:
         pool.submit(looping)
         outcome = looping.outcome()
         assert outcome.failure_class is FailureClass.AGENT_ERROR
-        assert looping.interrupts == 1, "the first interrupt ended it"
+        assert looping.interrupts >= 1, "interrupted, not given up on"
         fine = _Job(lambda: None, timeout=0.2)
         pool.submit(fine)
         assert fine.outcome().failure_class is None
