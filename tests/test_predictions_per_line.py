@@ -23,16 +23,19 @@ TOOLGRAMMAR = "toolgrammar-mini-v1"
 OPERATIONS = "operations-maintenance-v1"
 SCORED, BAD_BYTE, BAD_JSON = "ops-T3-00001", "doc-T5-00001", "ops-T1-00002"
 MODES = [
-    pytest.param([], True, id="no-xdist"),
-    pytest.param(["-n", "2"], False, id="n2"),
-    pytest.param(["--agentbench-isolate"], True, id="isolated"),
-    pytest.param(["--agentbench-isolate", "--agentbench-concurrency=2"], True, id="isolated-pool"),
+    pytest.param([], "bad-byte", id="no-xdist"),
+    pytest.param(["-n", "2"], None, id="n2"),
+    pytest.param(["--agentbench-isolate"], "unparsed", id="isolated"),
+    pytest.param(["--agentbench-isolate", "--agentbench-concurrency=2"], None, id="isolated-pool"),
 ]
 """Serially, across xdist workers, and isolated (alone and with a pool): a predictions file is
-read in pytest's process, whatever runs adapters. ``-n 0`` is the serial path again. Under
-``-n 2`` the toolgrammar suite alone: what distribution adds (each worker reading the file, the
-controller failing the run on a line no case claims) is alike for every world, and the
-operations world costs each process about a CPU-second to load; its tapes file every other way."""
+read in pytest's process, whatever runs adapters. ``-n 0`` is the serial path again. Other than
+serially the toolgrammar suite alone: what distribution adds (each worker reading the file, the
+controller failing the run on a line no case claims) and what isolation leaves alone (the
+predictions adapter is made before an adapter would be sent to its process) is alike for every
+world, and the operations world costs each process about a CPU-second to load and every
+session a second to run its scenarios: its tapes file with a bad byte serially, and one that
+does not parse (which fails before any scenario runs) isolated."""
 
 
 def _toolgrammar_row(task_id: str) -> dict[str, Any]:
@@ -120,14 +123,18 @@ def _run_both(pytester: pytest.Pytester, predictions: Path, tapes: Path | None, 
     return result, json.loads(report.read_text())
 
 
-@pytest.mark.parametrize(("mode", "with_tapes"), MODES)
+@pytest.mark.parametrize(("mode", "tapes_kind"), MODES)
 def test_a_bad_line_or_byte_fails_only_its_own_case(
-    pytester: pytest.Pytester, mode: list[str], with_tapes: bool
+    pytester: pytest.Pytester, mode: list[str], tapes_kind: str | None
 ) -> None:
     predictions = _write_predictions(pytester.path)
     tapes = pytester.path / "tapes.json"
-    tapes.write_bytes(_tapes_document().encode().replace(b"\\u00e9", b"\xe9", 1))
-    result, report = _run_both(pytester, predictions, tapes if with_tapes else None, *mode)
+    if tapes_kind == "bad-byte":
+        tapes.write_bytes(_tapes_document().encode().replace(b"\\u00e9", b"\xe9", 1))
+    elif tapes_kind == "unparsed":
+        tapes.write_text(_tapes_document()[:-20])
+    result, report = _run_both(pytester, predictions, tapes if tapes_kind else None, *mode)
+    with_tapes = tapes_kind is not None
 
     # Packaged suites named on the command line run in every distribution, each summarised.
     named = [(TOOLGRAMMAR, "toolgrammar"), *([(OPERATIONS, "operations")] if with_tapes else [])]
@@ -152,24 +159,16 @@ def test_a_bad_line_or_byte_fails_only_its_own_case(
     result.stdout.fnmatch_lines([f"*[[]malformed_json[]] {predictions}:3: *"])
     if not with_tapes:
         return
+    results = _results(report, OPERATIONS)
+    if tapes_kind == "unparsed":
+        # A tapes document that does not parse fails every scenario.
+        assert set(results) == {"V1", "V2", "V3"}
+        assert {r["failure_class"] for r in results.values()} == {"product_error"}
+        assert all(r["failure_reason"].startswith("[malformed_json] ") for r in results.values())
+        return
 
     # operations: a bad byte in a tapes file fails only its own scenario.
-    results = _results(report, OPERATIONS)
     assert results["V2"]["outcome"] == "passed"
     assert results["V1"]["failure_class"] == "product_error"
     assert results["V1"]["failure_reason"].startswith(f"[invalid_utf8] {tapes}: ")
     assert "missing_tape" in results["V3"]["failure_reason"]
-
-
-def test_a_tapes_document_that_does_not_parse_fails_every_scenario(
-    pytester: pytest.Pytester,
-) -> None:
-    # Read in pytest's process whatever runs adapters (the test above): once, serially.
-    predictions = _write_predictions(pytester.path)
-    tapes = pytester.path / "tapes.json"
-    tapes.write_text(_tapes_document()[:-20])
-    _, report = _run_both(pytester, predictions, tapes)
-    results = _results(report, OPERATIONS)
-    assert set(results) == {"V1", "V2", "V3"}
-    assert {r["failure_class"] for r in results.values()} == {"product_error"}
-    assert all(r["failure_reason"].startswith("[malformed_json] ") for r in results.values())
