@@ -1,9 +1,13 @@
-"""The readers' bounds inside a pytest run: ini settings, refusals by name, both modes."""
+"""The readers' bounds inside a pytest run: ini settings, refusals by name.
+
+A refusal is made, and named, by the collecting process: serially here, the same code in an
+xdist worker (tests/test_plugin_idle.py shows the controller turned on by a refused suite)."""
 
 from __future__ import annotations
 
 import pytest
 
+from pytest_agentbench.cli.main import main
 from pytest_agentbench.sdk.canonical import artifact_set_digest, pretty_json
 from tests.demo_world import write_demo_suite
 
@@ -28,14 +32,14 @@ def _deep_case_suite(demo: pytest.Pytester) -> None:
 
 
 def test_oversized_deep_and_alias_bombed_suites_are_refused_by_name(
-    demo: pytest.Pytester, xdist_args: list[str]
+    demo: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_demo_suite(demo.path)
     write_demo_suite(demo.path, "bomb-suite", extra_suite_yaml=_billion_laughs(9, 9))
     write_demo_suite(demo.path, "big-suite", questions={f"q{i}": f"{i}+1" for i in range(200)})
     _deep_case_suite(demo)
     demo.makeini("[pytest]\nagentbench_max_input_bytes = 4000\nagentbench_max_input_depth = 20\n")
-    result = demo.runpytest("-p", "no:cacheprovider", "-m", "not agentbench_control", *xdist_args)
+    result = demo.runpytest("-p", "no:cacheprovider", "-m", "not agentbench_control")
     result.assert_outcomes(passed=3, errors=3)
     result.stdout.fnmatch_lines_random(
         [
@@ -48,11 +52,10 @@ def test_oversized_deep_and_alias_bombed_suites_are_refused_by_name(
         ]
     )
     # The agentbench command applies the defaults: the bomb is refused there too.
-    command = demo.run("agentbench", "evaluate", "suites/bomb-suite", "--agent", "reference")
-    assert command.ret != 0
-    assert "[yaml_alias_limit] suites/bomb-suite/suite.yaml:10: " in command.stdout.str() + (
-        command.stderr.str()
-    )
+    capsys.readouterr()
+    assert main(["evaluate", "suites/bomb-suite", "--agent", "reference"]) != 0
+    said = capsys.readouterr()
+    assert "[yaml_alias_limit] suites/bomb-suite/suite.yaml:10: " in said.out + said.err
 
 
 @pytest.mark.parametrize(
