@@ -222,9 +222,14 @@ def layout(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.mark.parametrize(
+    "xdist_args", [pytest.param([], id="no-xdist"), pytest.param(["-n", "1"], id="n1")]
+)
 def test_pytest_collects_a_recognised_folder_without_suite_yaml(
     layout: pytest.Pytester, xdist_args: list[str]
 ) -> None:
+    # A worker recognises the folder and the controller reports the suite from its items:
+    # one worker shows it (``-n 0`` is the serial path again).
     write_layout_folder(layout.path)
     report = layout.path / "run.json"
     result = layout.runpytest("published", "-v", f"--agentbench-report={report}", *xdist_args)

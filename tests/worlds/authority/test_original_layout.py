@@ -318,13 +318,13 @@ def test_the_cli_takes_the_original_folder_unchanged(
     assert re.search(pattern, captured.out, flags=re.MULTILINE), captured.out
 
 
-def test_pytest_takes_the_original_folder_unchanged(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
+def test_pytest_takes_the_original_folder_unchanged(pytester: pytest.Pytester) -> None:
+    # Serially: recognising the folder is the collecting process's decision, the same code in
+    # an xdist worker; tests/test_recognise.py runs a recognised folder under xdist.
     bundle = write_original(pytester.path)
     assert not list(bundle.rglob("suite.yaml"))
     report = pytester.path / "run.json"
-    result = pytester.runpytest(PUBLISHED_ID, f"--agentbench-report={report}", *xdist_args)
+    result = pytester.runpytest(PUBLISHED_ID, f"--agentbench-report={report}")
     result.assert_outcomes(passed=11)
     (suite,) = json.loads(report.read_text(encoding="utf-8"))["suites"]
     assert suite["id"] == PUBLISHED_ID
