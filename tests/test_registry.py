@@ -1,18 +1,19 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.cli.main import main
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import KindProtocols, LazyWorld, WorldRegistry
 from pytest_agentbench.tools import ToolAgent
 from tests.demo_world import DemoAdapter, DemoWorld, InteractiveDemoWorld, Reference
-from tests.outside_world import KIND, SUITE_ID, install_outside_world
+from tests.outside_world import KIND, PACKAGE, SUITE_ID, install_outside_world
 
 DEMO_ADAPTER = "tests.demo_world:DemoAdapter"
 
@@ -226,34 +227,39 @@ def test_one_suite_id_shipped_from_two_roots_is_refused_naming_both(tmp_path: Pa
 
 
 @pytest.fixture
-def outside_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An unmarked outside world, found by entry point by every subprocess of the test."""
+def outside_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An unmarked outside world, found by entry point here and by every subprocess of the
+    test (and forgotten by this process afterwards)."""
     site = tmp_path / "site"
     install_outside_world(site)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), *sys.path]))
-    return site
+    monkeypatch.syspath_prepend(str(site))
+    before = set(sys.modules)
+    yield site
+    for name in set(sys.modules) - before:
+        if name.split(".")[0] == PACKAGE:
+            del sys.modules[name]
 
 
-def _agentbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_agentbench.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def _agentbench(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """The ``agentbench`` command in this process: what it finds by entry point is what a
+    process of its own would find on the same path (pytest's run below is one)."""
+    capsys.readouterr()
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
 
 
 def test_an_unmarked_entry_point_world_ships_suites_the_cli_and_pytest_run_by_id(
-    outside_site: Path, pytester: pytest.Pytester
+    outside_site: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    listed = _agentbench("list")
-    assert listed.returncode == 0, listed.stderr
-    rows = [line.split("\t") for line in listed.stdout.splitlines()]
+    status, out, err = _agentbench(capsys, "list")
+    assert status == 0, err
+    rows = [line.split("\t") for line in out.splitlines()]
     assert [SUITE_ID, KIND, "3 cases", f"Demo {SUITE_ID}"] in rows
-    verified = _agentbench("verify", SUITE_ID)
-    assert verified.returncode == 0, verified.stderr
-    assert verified.stdout.startswith(f"ok: {SUITE_ID}:")
+    status, out, err = _agentbench(capsys, "verify", SUITE_ID)
+    assert status == 0, err
+    assert out.startswith(f"ok: {SUITE_ID}:")
     result = pytester.runpytest_subprocess(
         f"--agentbench-suite={SUITE_ID}", "-p", "no:cacheprovider", "-q"
     )
