@@ -78,11 +78,21 @@ def test_builtin_suite_collects_readable_ids(pytester: pytest.Pytester) -> None:
     assert len(ACTION_IDS) == 11
 
 
-def test_builtin_suite_passes_with_the_reference_agent(
+def test_builtin_suite_passes_with_the_reference_agent_which_never_receives_evaluator_data(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Serially; under ``-n 2`` the predictions test below runs the suite with its controls."""
-    result, suite = run_with_report(pytester, "--agentbench-suite", SUITE_ID)
+    """Serially; under ``-n 2`` the predictions test below runs the suite with its controls.
+
+    The reference agent here records every view it is handed (otherwise it is the reference
+    agent itself): no evaluator data reaches it. An xdist worker hands its adapter the same
+    view (it runs the same code on the same files). The built-in reference agent taken by
+    default runs the suite in its bundle layout below."""
+    records = pytester.path / "records"
+    records.mkdir()
+    importable(pytester, recorder=RECORDER.format(records=str(records)))
+    result, suite = run_with_report(
+        pytester, "--agentbench-suite", SUITE_ID, "--agentbench-adapter=recorder:Recorder"
+    )
     result.assert_outcomes(passed=11 + 3)
     assert suite["counts"]["passed"] == 11
     values = metric_values(suite)
@@ -93,6 +103,15 @@ def test_builtin_suite_passes_with_the_reference_agent(
     assert suite["metrics"] == cli_metrics(capsys, "--agent", "reference")
     assert {entry["control_id"] for entry in suite["controls"]} == set(CONTROL_ITEMS)
     assert all(entry["passed"] for entry in suite["controls"])
+    seen = {path.stem: path.read_text(encoding="utf-8") for path in records.iterdir()}
+    assert sorted(seen) == sorted(ACTION_IDS)
+    canaries = _shipped_canaries()
+    # 1 evaluator digest + 7 evaluator file hashes + 11 truth, binding and label records each.
+    assert len(canaries) == 1 + 7 + 3 * 11
+    for text in seen.values():
+        assert PUBLIC.manifest.artifact_set_digest in text
+        leaked = [canary for canary in canaries if canary in text]
+        assert leaked == []
 
 
 def test_predictions_file_reproduces_the_agents_metrics(
@@ -367,24 +386,3 @@ def _shipped_canaries() -> list[str]:
     )
     suite.data = WORLD.load_suite(suite)
     return list(WORLD.leak_canaries(suite, WORLD.load_oracle(suite)))
-
-
-def test_the_adapter_never_receives_evaluator_data(pytester: pytest.Pytester) -> None:
-    """Serially: a worker hands its adapter the same view (an xdist worker runs the same
-    code on the same files)."""
-    records = pytester.path / "records"
-    records.mkdir()
-    importable(pytester, recorder=RECORDER.format(records=str(records)))
-    result = pytester.runpytest(
-        "--agentbench-suite", SUITE_ID, "--agentbench-adapter=recorder:Recorder"
-    )
-    result.assert_outcomes(passed=11 + 3)
-    seen = {path.stem: path.read_text(encoding="utf-8") for path in records.iterdir()}
-    assert sorted(seen) == sorted(ACTION_IDS)
-    canaries = _shipped_canaries()
-    # 1 evaluator digest + 7 evaluator file hashes + 11 truth, binding and label records each.
-    assert len(canaries) == 1 + 7 + 3 * 11
-    for text in seen.values():
-        assert PUBLIC.manifest.artifact_set_digest in text
-        leaked = [canary for canary in canaries if canary in text]
-        assert leaked == []
