@@ -37,10 +37,21 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     return demo_project(demo, QUESTIONS, ADAPTERS)
 
 
-def test_a_run_compared_with_itself_is_noise_free(project: pytest.Pytester) -> None:
-    # Under -n 2 the seeded regression below pairs every case exactly: its zero_rate row is
-    # unchanged and its discordant pairs are exactly the cases the adapter got wrong.
+def test_one_baseline_against_itself_a_regression_a_flaky_difference_and_a_changed_suite(
+    project: pytest.Pytester,
+) -> None:
+    """Runs against one baseline run: itself again (noise free), a seeded regression under
+    -n 2 (which pairs every case exactly: its zero_rate row is unchanged and its discordant
+    pairs are exactly the cases the adapter got wrong), a flaky difference, and last, once
+    the suite has changed, a refusal by name unless allowed."""
     run_cases(project, "before.json")
+    noise_free(project)
+    seeded_regression(project)
+    flaky_difference(project)
+    changed_suite_refused_unless_allowed(project)
+
+
+def noise_free(project: pytest.Pytester) -> None:
     result, report = run_cases(project, "after.json", "--agentbench-baseline=before.json")
     assert result.ret == pytest.ExitCode.OK
     comparison = report["comparison"]
@@ -64,13 +75,12 @@ def test_a_run_compared_with_itself_is_noise_free(project: pytest.Pytester) -> N
     )
 
 
-def test_a_seeded_regression_fails_the_session(project: pytest.Pytester) -> None:
+def seeded_regression(project: pytest.Pytester) -> None:
     junit = project.path / "junit.xml"
-    run_cases(project, "good.json")
     result, report = run_cases(
         project,
         "bad.json",
-        "--agentbench-baseline=good.json",
+        "--agentbench-baseline=before.json",
         "--agentbench-adapter=my_adapters:WrongOnMost",
         f"--junitxml={junit}",
         "-n",
@@ -103,11 +113,10 @@ def test_a_seeded_regression_fails_the_session(project: pytest.Pytester) -> None
     assert 'name="agentbench.demo-suite.comparison.accuracy" value="regression: ' in xml
 
 
-def test_a_flaky_difference_is_not_significant(project: pytest.Pytester) -> None:
-    run_cases(project, "before.json")
+def flaky_difference(project: pytest.Pytester) -> None:
     result, report = run_cases(
         project,
-        "after.json",
+        "flaky.json",
         "--agentbench-baseline=before.json",
         "--agentbench-adapter=my_adapters:FlakyOnOne",
     )
@@ -121,8 +130,7 @@ def test_a_flaky_difference_is_not_significant(project: pytest.Pytester) -> None
     assert comparison["suites"][0]["passed_only_before"] == ["q07"]
 
 
-def test_a_changed_suite_is_refused_by_name_unless_allowed(project: pytest.Pytester) -> None:
-    run_cases(project, "before.json")
+def changed_suite_refused_unless_allowed(project: pytest.Pytester) -> None:
     changed = dict(QUESTIONS, q20="20+20")
     write_demo_suite(project.path, questions=changed)
     result, report = run_cases(project, "after.json", "--agentbench-baseline=before.json")
