@@ -160,15 +160,8 @@ def _report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, di
     return result, suite
 
 
-@pytest.mark.parametrize(
-    "distribution", [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
-)
-def test_the_fixture_agent_passes_and_receipts_match_an_in_process_run(
-    project: pytest.Pytester, small: Small, distribution: list[str]
-) -> None:
-    """Serially and on two workers, each against the same in-process receipts."""
-    result, suite = _report(project, *distribution)
-    result.assert_outcomes(passed=6)
+def _assert_receipts_match_an_in_process_run(suite: dict[str, Any], small: Small) -> None:
+    assert suite["counts"]["passed"] == 6
     metrics = {m["name"]: m for m in suite["metrics"]}
     assert (metrics["success_rate"]["value"], metrics["success_rate"]["support"]) == (1.0, 6)
     assert metrics["success_rate_cold"]["support"] == 3
@@ -185,6 +178,15 @@ def test_the_fixture_agent_passes_and_receipts_match_an_in_process_run(
         k: v["digest"] for k, v in expected.items() if v is not None
     }
     assert received["t0000001-cold"]["canonical"]["context"]["agentId"] == "fixture-agent-v1"
+
+
+def test_the_fixture_agent_passes_and_receipts_match_an_in_process_run(
+    project: pytest.Pytester, small: Small
+) -> None:
+    """Serially; on two workers in the run of the packaged suite below."""
+    result, suite = _report(project)
+    result.assert_outcomes(passed=6)
+    _assert_receipts_match_an_in_process_run(suite, small)
 
 
 def test_the_fixture_agent_passes_over_the_bundle_backend(project: pytest.Pytester) -> None:
@@ -247,27 +249,40 @@ def test_a_report_in_the_original_format_scores_as_predictions(
     result.assert_outcomes(passed=6)
 
 
-def test_the_packaged_suite_with_its_controls(pytester: pytest.Pytester) -> None:
-    """Every output is also checked against the project's pinned goldens, and the HTML page
+def test_on_two_workers_the_packaged_suite_with_its_controls_and_the_fixture_agents_receipts(
+    project: pytest.Pytester, small: Small
+) -> None:
+    """One -n 2 session, two suites side by side. The packaged suite with its controls:
+    every output is also checked against the project's pinned goldens, and the HTML page
     against the report (for tests/html/test_plugin_html.py, which leaves the suite to this
-    run)."""
-    path, page = pytester.path / "run.json", pytester.path / "run.html"
+    run). The small fixture (no controls manifest, so its cases alone; no goldens, which
+    fails none of them): receipts made on two workers, cold and warm cohorts split between
+    them, match an in-process run's."""
+    path, page = project.path / "run.json", project.path / "run.html"
     goldens = Path(__file__).resolve().parents[3] / "snapshots"
-    result = pytester.runpytest(
+    result = project.runpytest(
+        "suites",
         "--agentbench-suite",
         "retrieval-fixture-v1",
+        "-m",
+        "not agentbench_control or retrieval-fixture-v1",
         f"--agentbench-report={path}",
         "-o",
         "agentbench_snapshot=true",
         "-o",
         f"agentbench_snapshot_dir={goldens}",
         f"--agentbench-html={page}",
+        "-n",
+        "2",
     )
     assert_page_drawn_from(page, path)
-    result.assert_outcomes(passed=53)
-    (suite,) = json.loads(path.read_text())["suites"]
-    assert suite["counts"]["passed"] == 48
-    assert [c["passed"] for c in suite["controls"]] == [True] * 5
+    result.assert_outcomes(passed=53 + 6)
+    suites = {suite["id"]: suite for suite in json.loads(path.read_text())["suites"]}
+    packaged = suites["retrieval-fixture-v1"]
+    assert packaged["counts"]["passed"] == 48
+    assert [c["passed"] for c in packaged["controls"]] == [True] * 5
+    assert not (goldens / "small-retrieval").exists()
+    _assert_receipts_match_an_in_process_run(suites["small-retrieval"], small)
 
 
 @pytest.fixture
