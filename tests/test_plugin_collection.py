@@ -169,97 +169,83 @@ def test_a_run_whose_only_suite_is_refused_still_writes_its_report(
     ]
 
 
-SUITE_HEAD = "id: demo-suite\nversion: 1.0.0\nworld: demo\ntitle: Demo\n"
+SUITE_HEAD = "id: {suite}\nversion: 1.0.0\nworld: demo\ntitle: Demo\n"
+
+BAD_SUITE_YAML = {
+    "malformed-yaml": (
+        SUITE_HEAD + "gates: [accuracy >= 0.5\n",
+        "[malformed_yaml] suites/{suite}/suite.yaml:6:",
+    ),
+    "duplicate-key": (
+        SUITE_HEAD + "title: Again\n",
+        "[duplicate_key] suites/{suite}/suite.yaml:5: duplicate key 'title'",
+    ),
+    "unknown-field": (
+        SUITE_HEAD + "colour: blue\n",
+        "[unknown_field] suites/{suite}/suite.yaml: colour: unknown field",
+    ),
+    "wrong-type": (SUITE_HEAD + "gates: 3\n", "[invalid_field] suites/{suite}/suite.yaml: gates:"),
+    "malformed-gate": (
+        SUITE_HEAD + "gates: ['accuracy >= 0.5', 'accuracy > 0.5']\n",
+        "[invalid_gate] suites/{suite}/suite.yaml: gates[1]: 'accuracy > 0.5' is not",
+    ),
+    "unknown-world-kind": (
+        SUITE_HEAD.replace("world: demo", "world: weather"),
+        "[unknown_world_kind] suites/{suite}/suite.yaml: world: world kind 'weather' "
+        "is not registered (known: ",
+    ),
+}
+"""A suite.yaml broken each way (``{suite}`` its folder and id), and how it is refused."""
+
+BAD_CASE_LINES = {
+    "malformed-line": (
+        '{{"id": "c1", "question": "1+1"}}\n{{"id": "c2", "question": \n',
+        "[malformed_json] suites/{suite}/cases.jsonl:2:",
+    ),
+    "duplicate-json-key": (
+        '{{"id": "c1", "question": "1+1"}}\n{{"id": "c2", "question": "2+2", "question": "3+3"}}\n',
+        "[duplicate_key] suites/{suite}/cases.jsonl:2: question: key 'question' appears "
+        "more than once",
+    ),
+    # Case ids that would collide as pytest node ids.
+    "duplicate-id": (
+        '{{"id": "c1", "question": "1+1"}}\n{{"id": "c2", "question": "2+2"}}\n'
+        '{{"id": "c1", "question": "3+3"}}\n',
+        "[duplicate_case_id] suites/{suite}/cases.jsonl:3: case id 'c1' appears more "
+        "than once (first at line 1)",
+    ),
+    "id-with-separator": (
+        '{{"id": "c1", "question": "1+1"}}\n{{"id": "c::2", "question": "2+2"}}\n',
+        "[invalid_case_id] suites/{suite}/cases.jsonl:2: case id 'c::2' is empty or contains '::'",
+    ),
+}
+"""A cases.jsonl broken each way (resealed, so that its lines are what is refused)."""
 
 
-@pytest.mark.parametrize(
-    ("suite_yaml", "expected"),
-    [
-        pytest.param(
-            SUITE_HEAD + "gates: [accuracy >= 0.5\n",
-            "[malformed_yaml] suites/demo-suite/suite.yaml:6:",
-            id="malformed-yaml",
-        ),
-        pytest.param(
-            SUITE_HEAD + "title: Again\n",
-            "[duplicate_key] suites/demo-suite/suite.yaml:5: duplicate key 'title'",
-            id="duplicate-key",
-        ),
-        pytest.param(
-            SUITE_HEAD + "colour: blue\n",
-            "[unknown_field] suites/demo-suite/suite.yaml: colour: unknown field",
-            id="unknown-field",
-        ),
-        pytest.param(
-            SUITE_HEAD + "gates: 3\n",
-            "[invalid_field] suites/demo-suite/suite.yaml: gates:",
-            id="wrong-type",
-        ),
-        pytest.param(
-            SUITE_HEAD + "gates: ['accuracy >= 0.5', 'accuracy > 0.5']\n",
-            "[invalid_gate] suites/demo-suite/suite.yaml: gates[1]: 'accuracy > 0.5' is not",
-            id="malformed-gate",
-        ),
-        pytest.param(
-            SUITE_HEAD.replace("world: demo", "world: weather"),
-            "[unknown_world_kind] suites/demo-suite/suite.yaml: world: world kind 'weather' "
-            "is not registered (known: ",
-            id="unknown-world-kind",
-        ),
-    ],
-)
-def test_bad_suite_yaml_is_refused_by_name(
-    demo: pytest.Pytester, suite_yaml: str, expected: str
+def test_each_bad_suite_yaml_case_line_or_tampered_case_is_refused_by_name(
+    demo: pytest.Pytester,
 ) -> None:
-    suite_dir = write_demo_suite(demo.path)
-    (suite_dir / "suite.yaml").write_text(suite_yaml)
+    # One session, a broken suite each (folder and id named after the way it is broken):
+    # each is refused on its own, by name, with no traceback.
+    expected: dict[str, str] = {}
+    for suite, (suite_yaml, refusal) in BAD_SUITE_YAML.items():
+        suite_dir = write_demo_suite(demo.path, suite)
+        (suite_dir / "suite.yaml").write_text(suite_yaml.format(suite=suite))
+        expected[suite] = refusal.format(suite=suite)
+    for suite, (cases_jsonl, refusal) in BAD_CASE_LINES.items():
+        suite_dir = write_demo_suite(demo.path, suite)
+        (suite_dir / "cases.jsonl").write_text(cases_jsonl.format(suite=suite))
+        reseal(suite_dir)
+        expected[suite] = refusal.format(suite=suite)
+    tampered = write_demo_suite(demo.path, "tampered")
+    cases = tampered / "cases.jsonl"
+    cases.write_text(cases.read_text().replace("10+5", "10+6"))
+    expected["tampered"] = "[digest_mismatch] suites/tampered/manifest.json: artifact_set_digest:"
     result = demo.runpytest()
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(errors=len(expected))
     output = result.stdout.str()
-    assert expected in output
-    assert "Traceback" not in output
-
-
-@pytest.mark.parametrize(
-    ("cases_jsonl", "expected"),
-    [
-        pytest.param(
-            '{"id": "c1", "question": "1+1"}\n{"id": "c2", "question": \n',
-            "[malformed_json] suites/demo-suite/cases.jsonl:2:",
-            id="malformed-line",
-        ),
-        pytest.param(
-            '{"id": "c1", "question": "1+1"}\n{"id": "c2", "question": "2+2", "question": "3+3"}\n',
-            "[duplicate_key] suites/demo-suite/cases.jsonl:2: question: key 'question' appears "
-            "more than once",
-            id="duplicate-json-key",
-        ),
-        # Case ids that would collide as pytest node ids.
-        pytest.param(
-            '{"id": "c1", "question": "1+1"}\n{"id": "c2", "question": "2+2"}\n'
-            '{"id": "c1", "question": "3+3"}\n',
-            "[duplicate_case_id] suites/demo-suite/cases.jsonl:3: case id 'c1' appears more "
-            "than once (first at line 1)",
-            id="duplicate-id",
-        ),
-        pytest.param(
-            '{"id": "c1", "question": "1+1"}\n{"id": "c::2", "question": "2+2"}\n',
-            "[invalid_case_id] suites/demo-suite/cases.jsonl:2: case id 'c::2' is empty or "
-            "contains '::'",
-            id="id-with-separator",
-        ),
-    ],
-)
-def test_bad_case_line_is_refused_with_its_line(
-    demo: pytest.Pytester, cases_jsonl: str, expected: str
-) -> None:
-    suite_dir = write_demo_suite(demo.path)
-    (suite_dir / "cases.jsonl").write_text(cases_jsonl)
-    reseal(suite_dir)
-    result = demo.runpytest()
-    result.assert_outcomes(errors=1)
-    output = result.stdout.str()
-    assert expected in output
+    for suite, refusal in expected.items():
+        assert refusal in output, suite
     assert "Traceback" not in output
 
 
@@ -288,17 +274,6 @@ def test_one_case_can_be_run_by_its_node_id(demo: pytest.Pytester) -> None:
     result = demo.runpytest("suites/demo-suite/cases.jsonl::c2", "-v")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["suites/demo-suite/cases.jsonl::c2 PASSED*"])
-
-
-def test_tampered_case_fails_the_digest_check(demo: pytest.Pytester) -> None:
-    suite_dir = write_demo_suite(demo.path)
-    cases = suite_dir / "cases.jsonl"
-    cases.write_text(cases.read_text().replace("10+5", "10+6"))
-    result = demo.runpytest()
-    result.assert_outcomes(errors=1)
-    output = result.stdout.str()
-    assert "[digest_mismatch] suites/demo-suite/manifest.json: artifact_set_digest:" in output
-    assert "Traceback" not in output
 
 
 def test_case_file_of_a_broken_suite_named_on_the_command_line_reports_it(
