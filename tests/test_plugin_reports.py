@@ -59,26 +59,39 @@ def test_suite_gate_fails_the_session_although_every_item_passed(demo: pytest.Py
 
 
 @pytest.mark.parametrize(
-    ("gate", "passes"),
+    ("gates", "passes"),
     [
-        ("demo-suite:accuracy>=1", True),
-        ("demo-suite:accuracy>=1.01", False),
-        ("demo-suite:zero_rate<=0", True),
-        ("demo-suite: zero_rate <= -0.1", False),
-        ("demo-suite:accuracy==1.0", True),
-        ("demo-suite:accuracy==0.5", False),
+        pytest.param(
+            ["demo-suite:accuracy>=1", "demo-suite:zero_rate<=0", "demo-suite:accuracy==1.0"],
+            True,
+            id="passing",
+        ),
+        pytest.param(
+            [
+                "demo-suite:accuracy>=1.01",
+                "demo-suite: zero_rate <= -0.1",
+                "demo-suite:accuracy==0.5",
+            ],
+            False,
+            id="failing",
+        ),
     ],
 )
-def test_command_line_gate_operators(demo: pytest.Pytester, gate: str, passes: bool) -> None:
+def test_command_line_gate_operators(demo: pytest.Pytester, gates: list[str], passes: bool) -> None:
+    # Gates of one outcome side by side: every one of them decides the session alike.
     write_demo_suite(demo.path)
-    result, report = run(demo, f"--agentbench-gate={gate}", "-m", "not agentbench_control", "-q")
+    given = [f"--agentbench-gate={gate}" for gate in gates]
+    result, report = run(demo, *given, "-m", "not agentbench_control", "-q")
     result.assert_outcomes(passed=3)
     expected = pytest.ExitCode.OK if passes else pytest.ExitCode.TESTS_FAILED
     assert result.ret == expected
-    (verdict,) = report["gates"]
-    assert verdict["passed"] is passes
-    assert verdict["gate"]["source"] == "--agentbench-gate"
+    assert len(report["gates"]) == len(gates)
+    for gate, verdict in zip(gates, report["gates"], strict=True):
+        assert verdict["passed"] is passes, gate
+        assert verdict["gate"]["source"] == "--agentbench-gate", gate
     if not passes:
+        failed = [line for line in result.outlines if line.startswith("agentbench   FAILED gate ")]
+        assert len(failed) == len(gates), failed
         result.stdout.fnmatch_lines(["agentbench   FAILED gate demo-suite:*: * fails *"])
 
 
