@@ -62,7 +62,7 @@ C2_DIFF = [
 ]
 
 
-def test_update_pins_outputs_and_a_change_fails_with_a_plain_diff(
+def test_update_pins_outputs_a_change_fails_with_a_plain_diff_and_a_lost_one_fails(
     project: pytest.Pytester,
 ) -> None:
     written = project.runpytest("--agentbench-snapshot", "--snapshot-update")
@@ -72,10 +72,15 @@ def test_update_pins_outputs_and_a_change_fails_with_a_plain_diff(
     unchanged = project.runpytest("--agentbench-snapshot")
     unchanged.assert_outcomes(passed=4)
     assert unchanged.ret == pytest.ExitCode.OK
+    # Recorded golden outputs silence the notice of a suite without them.
+    assert UNPINNED not in unchanged.stdout.str()
     changed = project.runpytest("--agentbench-snapshot", "--agentbench-adapter=shifted:Agent")
     changed.assert_outcomes(passed=3, failed=1)
     changed.stdout.fnmatch_lines(C2_DIFF)
     assert "\x1b[" not in changed.stdout.str()
+    # A suite that has golden files fails the case whose own file is missing.
+    (project.path / "snapshots" / "demo-suite" / "cases" / "c1.json").unlink()
+    project.runpytest("--agentbench-snapshot").assert_outcomes(passed=3, failed=1)
 
 
 def test_snapshots_are_off_unless_asked(project: pytest.Pytester) -> None:
@@ -138,19 +143,6 @@ def test_a_suite_without_golden_outputs_is_said_once_and_fails_no_case(
         ]
     )
     assert not (project.path / "snapshots").exists()
-
-
-def test_recorded_golden_outputs_silence_the_notice_and_a_lost_one_still_fails(
-    project: pytest.Pytester,
-) -> None:
-    project.makeini("[pytest]\nagentbench_snapshot = true\n")
-    project.runpytest("--snapshot-update").assert_outcomes(passed=4)
-    pinned_run = project.runpytest()
-    pinned_run.assert_outcomes(passed=4)
-    assert UNPINNED not in pinned_run.stdout.str()
-    # A suite that has golden files fails the case whose own file is missing.
-    (project.path / "snapshots" / "demo-suite" / "cases" / "c1.json").unlink()
-    project.runpytest().assert_outcomes(passed=3, failed=1)
 
 
 def test_xdist_workers_pin_compare_and_tell_of_unpinned_suites_as_one_run(
