@@ -54,15 +54,6 @@ def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[s
     return run_cases(pytester, "run.json", *args)
 
 
-def test_repeat_runs_k_items_per_case_and_reports_pass_at_k(seeded: pytest.Pytester) -> None:
-    passes = expected_passes(3)
-    result, report = run(seeded, "--agentbench-repeat=3", "-v")
-    total = sum(sum(p) for p in passes.values())
-    result.assert_outcomes(passed=total, failed=18 - total)
-    (suite,) = report["suites"]
-    check_pass_at_k(result, suite, passes)
-
-
 def check_pass_at_k(
     result: pytest.RunResult, suite: dict[str, Any], passes: dict[str, list[bool]]
 ) -> None:
@@ -123,31 +114,19 @@ def test_repeat_must_be_a_whole_number_up_to_the_maximum(seeded: pytest.Pytester
     result.stderr.fnmatch_lines(["*[[]invalid_repeat[]] agentbench_repeat: *"])
 
 
-def test_coverage_counts_case_items_under_repeat(seeded: pytest.Pytester) -> None:
-    # (A complete repeated run's coverage is asserted with pass@k above.)
-    # The first trial of every case only: as many items as cases, yet a partial run.
-    result, report = run(seeded, "--agentbench-repeat=2", "-k", "trial-1")
-    (suite,) = report["suites"]
-    assert suite["coverage"] == {
-        "total": 12,
-        "selected": 6,
-        "run": 6,
-        "missing": 0,
-        "complete": False,
-    }
-    result.stdout.fnmatch_lines(
-        ["coverage: 12 in suite, 6 selected, 6 run, 0 missing (PARTIAL RUN)"]
-    )
-
-
-def test_xdist_workers_run_the_trials_and_the_controller_counts_them(
-    seeded: pytest.Pytester,
+@pytest.mark.parametrize(
+    "xdist_args", [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
+)
+def test_repeat_runs_k_items_per_case_and_counts_pass_at_k_and_coverage(
+    seeded: pytest.Pytester, xdist_args: list[str]
 ) -> None:
-    """The two runs above in one -n 2 run: demo-suite runs every trial; a second suite
-    only its first trials (-k), so its coverage is partial though nothing is missing."""
+    """demo-suite runs every trial: K items per case, pass@1 / pass^k / pass@k and a complete
+    coverage. A second suite runs only its first trials (-k), so its coverage is partial
+    though nothing is missing: as many items as cases, yet a partial run. Serially and
+    under -n 2, where the workers run the trials and the controller counts them."""
     write_demo_suite(seeded.path, "partial-suite", questions=QUESTIONS)
     result, report = run(
-        seeded, "--agentbench-repeat=3", "-v", "-k", "demo-suite or trial-1", "-n", "2"
+        seeded, "--agentbench-repeat=3", "-v", "-k", "demo-suite or trial-1", *xdist_args
     )
     passes = expected_passes(3)
     partial_passes = sum(p[0] for p in expected_passes(1, "partial-suite").values())
