@@ -186,8 +186,25 @@ def test_a_hung_adapter_ledger_ends_timed_out(project: pytest.Pytester) -> None:
     assert calls_of(path)[0]["decision"] is None
 
 
-def test_garbage_output_is_a_completed_call(project: pytest.Pytester) -> None:
+def test_returned_text_garbage_an_existing_ledger_and_a_linked_folder_side_by_side(
+    project: pytest.Pytester,
+) -> None:
+    """One session of an adapter returning text, over suites whose ledger folders differ:
+    - demo-suite (a clean folder): garbage output is a completed call;
+    - existing (c1's ledger there from an earlier run): that case is a harness error, the
+      file never overwritten, the other cases still run;
+    - linked (its folder a link): every case refused, no link followed."""
+    write_demo_suite(project.path, "existing")
+    write_demo_suite(project.path, "linked")
+    existing = project.path / "ledgers" / "existing"
+    existing.mkdir(parents=True)
+    (existing / "c1.ndjson").write_bytes(b"earlier run\n")
+    elsewhere = project.path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, project.path / "ledgers" / "linked")
     cases = run_demo(project, "ReturnsText")
+
+    # Garbage output is a completed call.
     assert cases["demo-suite/c1"]["failure_class"] == "product_error"
     path = project.path / "ledgers" / "demo-suite" / "c1.ndjson"
     audit(path)
@@ -195,28 +212,17 @@ def test_garbage_output_is_a_completed_call(project: pytest.Pytester) -> None:
     assert call["decision"]["decision_digest_sha256"] == sha256_hex(canonical_bytes("2"))
     assert terminal_of(path)["kind"] == "scored"
 
+    # A ledger that cannot be written is that case's harness error.
+    assert cases["existing/c1"]["failure_class"] == "harness_error"
+    assert "[ledger_exists]" in (cases["existing/c1"]["failure_reason"] or "")
+    assert (existing / "c1.ndjson").read_bytes() == b"earlier run\n", "never overwritten"
+    assert cases["existing/c2"]["failure_class"] == "product_error", "other cases still run"
+    audit(existing / "c2.ndjson")
 
-def test_a_ledger_that_cannot_be_written_is_that_case_harness_error(
-    project: pytest.Pytester,
-) -> None:
-    folder = project.path / "ledgers" / "demo-suite"
-    folder.mkdir(parents=True)
-    (folder / "c1.ndjson").write_bytes(b"earlier run\n")
-    cases = run_demo(project, "ReturnsText")
-    assert cases["demo-suite/c1"]["failure_class"] == "harness_error"
-    assert "[ledger_exists]" in (cases["demo-suite/c1"]["failure_reason"] or "")
-    assert (folder / "c1.ndjson").read_bytes() == b"earlier run\n", "never overwritten"
-    assert cases["demo-suite/c2"]["failure_class"] == "product_error", "other cases still run"
-    audit(folder / "c2.ndjson")
-
-
-def test_a_ledger_folder_that_is_a_link_is_refused(project: pytest.Pytester) -> None:
-    elsewhere = project.path / "elsewhere"
-    elsewhere.mkdir()
-    (project.path / "ledgers").mkdir()
-    os.symlink(elsewhere, project.path / "ledgers" / "demo-suite")
-    cases = run_demo(project, "ReturnsText")
-    reasons = [result["failure_reason"] or "" for result in cases.values()]
+    # A ledger folder that is a link is refused.
+    reasons = [
+        result["failure_reason"] or "" for key, result in cases.items() if key.startswith("linked/")
+    ]
     assert len(reasons) == 3
     assert all("[ledger_unsafe_path]" in reason for reason in reasons)
     assert not any(elsewhere.iterdir()), "no link is followed"
