@@ -146,39 +146,6 @@ MALFORMED, INVALID = 2, 5
 """Indexes of the two predictions lines broken in one file: malformed JSON, a bad field."""
 
 
-def test_one_bad_predictions_line_fails_only_its_case(pytester: pytest.Pytester) -> None:
-    """Two broken lines in one file, each failing only its own case with its own reason."""
-    assert ACTION_IDS[MALFORMED] == "evt-012-quotation-request"
-    rows: list[Any] = list(REFERENCE_ROWS)
-    rows[MALFORMED] = '{"event_id": "evt-012-quotation-request", "decision": '
-    rows[INVALID] = canonical_json({**REFERENCE_ROWS[INVALID], "decision": "perhaps"})
-    path = write_jsonl(pytester.path / "rows.jsonl", rows)
-    result, suite = run_with_report(
-        pytester, "--agentbench-suite", SUITE_ID, "--agentbench-predictions", f"{SUITE_ID}={path}"
-    )
-    result.assert_outcomes(passed=9 + 3, failed=2)
-    results = case_results(suite)
-    failed = {case_id for case_id, item in results.items() if item["outcome"] != "passed"}
-    assert failed == {ACTION_IDS[MALFORMED], ACTION_IDS[INVALID]}
-    assert {results[case_id]["failure_class"] for case_id in failed} == {"product_error"}
-    assert {name: n for name, n in suite["failure_classes"].items() if n} == {"product_error": 2}
-    # The broken cases are still graded (every check missing), so they count against the
-    # metrics.
-    (accuracy,) = [m for m in suite["metrics"] if m["name"] == "authorization_decision_accuracy"]
-    assert (accuracy["value"], accuracy["support"]) == (pytest.approx(9 / 11), 11)
-    reasons = {
-        MALFORMED: "product_error: [[]missing_event_id[]] *: no row for "
-        "'evt-012-quotation-request' (lines with no readable event_id: "
-        f"[[]malformed_json[]] *rows.jsonl:{MALFORMED + 1}: *)",
-        INVALID: f"product_error: [[]invalid_row[]] *rows.jsonl:{INVALID + 1}: decision: *",
-    }
-    for index, reason in reasons.items():
-        result.stdout.fnmatch_lines(
-            [f"_* {SUITE_ID}::{ACTION_IDS[index]} _*", reason, "13 of 13 checks failed:"],
-            consecutive=True,
-        )
-
-
 RAISES, CHATTY, OFF_BY_ONE = 1, 2, 3
 """Indexes of the events the mixed adapter fails on, each its own way (and WRONG_EVENT)."""
 
@@ -296,19 +263,49 @@ def write_bundle(root: Path, suite_yaml: str = BUNDLE_SUITE_YAML) -> Path:
     return bundle
 
 
-def test_original_bundle_layout_runs_unchanged(pytester: pytest.Pytester) -> None:
+def test_original_bundle_layout_runs_unchanged_and_a_bad_predictions_line_fails_its_case(
+    pytester: pytest.Pytester,
+) -> None:
+    """The shipped suite in the original bundle layout, scored from the reference agent's
+    rows with two lines broken in one file (malformed JSON, a bad field): every other case
+    passes on the bundle's data as on the shipped suite's, and each broken line fails only
+    its own case with its own reason."""
     write_bundle(pytester.path)
-    result, suite = run_with_report(pytester, "bundle", "-v")
+    assert ACTION_IDS[MALFORMED] == "evt-012-quotation-request"
+    rows: list[Any] = list(REFERENCE_ROWS)
+    rows[MALFORMED] = '{"event_id": "evt-012-quotation-request", "decision": '
+    rows[INVALID] = canonical_json({**REFERENCE_ROWS[INVALID], "decision": "perhaps"})
+    path = write_jsonl(pytester.path / "rows.jsonl", rows)
+    result, suite = run_with_report(
+        pytester, "bundle", "-v", "--agentbench-predictions", f"asteria-bundle={path}"
+    )
     # Without controls.yaml the two negative agents are ungraded items, and fail.
-    result.assert_outcomes(passed=11, failed=2)
+    result.assert_outcomes(passed=9, failed=2 + 2)
     assert suite["id"] == "asteria-bundle"
     output = result.stdout.str()
     assert f"bundle/public/public_events.jsonl::{ACTION_IDS[0]} PASSED" in output
     assert "bundle/suite.yaml::ungraded-always_deny FAILED" in output
     assert "bundle/suite.yaml::ungraded-current_state FAILED" in output
-    values = metric_values(suite)
-    assert values.pop("excess_authority_rate") == 0.0
-    assert values == dict.fromkeys(values, 1.0)
+    results = case_results(suite)
+    failed = {case_id for case_id, item in results.items() if item["outcome"] != "passed"}
+    assert failed == {ACTION_IDS[MALFORMED], ACTION_IDS[INVALID]}
+    assert {results[case_id]["failure_class"] for case_id in failed} == {"product_error"}
+    assert {name: n for name, n in suite["failure_classes"].items() if n} == {"product_error": 2}
+    # The broken cases are still graded (every check missing), so they count against the
+    # metrics.
+    (accuracy,) = [m for m in suite["metrics"] if m["name"] == "authorization_decision_accuracy"]
+    assert (accuracy["value"], accuracy["support"]) == (pytest.approx(9 / 11), 11)
+    reasons = {
+        MALFORMED: "product_error: [[]missing_event_id[]] *: no row for "
+        "'evt-012-quotation-request' (lines with no readable event_id: "
+        f"[[]malformed_json[]] *rows.jsonl:{MALFORMED + 1}: *)",
+        INVALID: f"product_error: [[]invalid_row[]] *rows.jsonl:{INVALID + 1}: decision: *",
+    }
+    for index, reason in reasons.items():
+        result.stdout.fnmatch_lines(
+            [f"_* asteria-bundle::{ACTION_IDS[index]} _*", reason, "13 of 13 checks failed:"],
+            consecutive=True,
+        )
 
 
 @pytest.mark.parametrize(
