@@ -203,26 +203,28 @@ def test_help_lists_every_option_and_ini_key(pytester: pytest.Pytester) -> None:
     assert "agent benchmarks (pytest-agentbench):" in text
 
 
-@pytest.mark.parametrize(
-    ("args", "ini", "expected"),
-    [
-        pytest.param([], "", None, id="nothing"),
-        pytest.param(["--agentbench-repeat", "2"], "", "--agentbench-repeat", id="option"),
-        pytest.param(["--agentbench-timeout", "300"], "", "--agentbench-timeout", id="given"),
-        pytest.param([], "agentbench_snapshot = true\n", "agentbench_snapshot", id="ini"),
-        pytest.param([], "agentbench_timeout = 300\n", None, id="ini-default"),
-        pytest.param(["-o", "agentbench_llm_model=m"], "", "agentbench_llm_model", id="override"),
-    ],
-)
+IN_USE = {
+    "nothing": ([], "", None),
+    "option": (["--agentbench-repeat", "2"], "", "--agentbench-repeat"),
+    "given": (["--agentbench-timeout", "300"], "", "--agentbench-timeout"),
+    "ini": ([], "agentbench_snapshot = true\n", "agentbench_snapshot"),
+    "ini-default": ([], "agentbench_timeout = 300\n", None),
+    "override": (["-o", "agentbench_llm_model=m"], "", "agentbench_llm_model"),
+}
+"""Settings given each way, by name, and the first setting of ours ``in_use`` names."""
+
+
 def test_in_use_names_the_first_setting_of_ours(
-    pytester: pytest.Pytester, args: list[str], ini: str, expected: str | None,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One test configuring each way in turn: a configuration costs little once the first
+    # has imported what it needs, a test of its own each far more.
     for _, env_key in plugin_options.SOURCES.values():
         monkeypatch.delenv(env_key, raising=False)
-    pytester.makeini(f"[pytest]\n{ini}")
-    config = pytester.parseconfigure(*args)
-    assert plugin_options.in_use(config) == expected
+    for name, (args, ini, expected) in IN_USE.items():
+        pytester.makeini(f"[pytest]\n{ini}")
+        config = pytester.parseconfigure(*args)
+        assert plugin_options.in_use(config) == expected, name
 
 
 def test_a_chat_agent_environment_variable_is_a_setting(
