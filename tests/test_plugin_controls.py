@@ -44,109 +44,111 @@ def test_declared_control_passes_when_the_agent_fails_exactly_as_declared(
     assert control["verdict"]["failing_dimensions"] == ["answer_correct"]
 
 
-@pytest.mark.parametrize(
-    ("replace", "by", "reason"),
-    [
-        pytest.param(
-            "must_fail: [answer_correct]\n    required_findings: [wrong_answer]\n"
-            "    must_pass: [answer_present]\n",
-            "must_fail: [answer_correct, answer_present]\n    required_findings: [wrong_answer]\n"
-            "    must_pass: []\n",
-            "must-fail dimensions passed: answer_present",
-            id="claims-answer-present-fails",
-        ),
-        pytest.param(
-            "must_fail: [answer_correct]\n    required_findings: [wrong_answer]\n"
-            "    must_pass: [answer_present]\n",
-            "must_fail: [answer_present]\n    must_pass: [answer_correct]\n",
-            "must-pass dimensions failed: answer_correct | must-fail dimensions passed: "
-            "answer_present",
-            id="sets-swapped",
-        ),
-        pytest.param(
-            "required_findings: [wrong_answer]",
-            "required_findings: [wrong_answer, constant_answer]",
-            "required findings absent: constant_answer",
-            id="missing-finding",
-        ),
-        pytest.param(
-            "expected_metrics: {accuracy: 0.0, zero_rate: 1.0}",
-            "expected_metrics: {accuracy: 0.5, zero_rate: 1.0}",
-            "metrics off: accuracy: expected 0.5000, got 0.0000",
-            id="wrong-metric",
-        ),
-    ],
-)
-def test_control_fails_when_its_declaration_is_wrong(
-    demo: pytest.Pytester, replace: str, by: str, reason: str
-) -> None:
-    assert replace in DEMO_CONTROLS
-    write_demo_suite(demo.path, controls=DEMO_CONTROLS.replace(replace, by))
-    result, report = run(demo, "--agentbench-controls")
-    result.assert_outcomes(failed=1, deselected=3)
-    expected = f"control 'always-zero' did not fail as declared: {reason}"
-    result.stdout.fnmatch_lines(["*_ demo-suite::control-always-zero _*", expected])
-    control = controls_of(report)["control-always-zero"]
-    assert (control["passed"], control["summary"]) == (False, expected)
+WRONG_DECLARATIONS = {
+    "claims-answer-present-fails": (
+        "must_fail: [answer_correct]\n    required_findings: [wrong_answer]\n"
+        "    must_pass: [answer_present]\n",
+        "must_fail: [answer_correct, answer_present]\n    required_findings: [wrong_answer]\n"
+        "    must_pass: []\n",
+        "must-fail dimensions passed: answer_present",
+    ),
+    "sets-swapped": (
+        "must_fail: [answer_correct]\n    required_findings: [wrong_answer]\n"
+        "    must_pass: [answer_present]\n",
+        "must_fail: [answer_present]\n    must_pass: [answer_correct]\n",
+        "must-pass dimensions failed: answer_correct | must-fail dimensions passed: answer_present",
+    ),
+    "missing-finding": (
+        "required_findings: [wrong_answer]",
+        "required_findings: [wrong_answer, constant_answer]",
+        "required findings absent: constant_answer",
+    ),
+    "wrong-metric": (
+        "expected_metrics: {accuracy: 0.0, zero_rate: 1.0}",
+        "expected_metrics: {accuracy: 0.5, zero_rate: 1.0}",
+        "metrics off: accuracy: expected 0.5000, got 0.0000",
+    ),
+}
+"""A control's declaration, wrong each way (the manifest's text replaced), and the reason
+its control item gives."""
 
 
-@pytest.mark.parametrize(
-    ("replace", "by", "refusal"),
-    [
-        pytest.param(
-            "    must_pass: [answer_present]\n",
-            "    must_pass: []\n",
-            "[control_coverage] oracles/demo-suite/controls.yaml: controls[0]: control "
-            "'always-zero': dimensions in neither set: answer_present",
-            id="uncovered-dimension",
-        ),
-        pytest.param(
-            "must_pass: [answer_present]",
-            "must_pass: [answer_present, answer_polite]",
-            "[control_coverage] oracles/demo-suite/controls.yaml: controls[0]: control "
-            "'always-zero': unknown dimensions answer_polite",
-            id="unknown-dimension",
-        ),
-        pytest.param(
-            "agent: always_zero",
-            "agent: always_one",
-            "[unknown_control_agent] oracles/demo-suite/controls.yaml: controls[0].agent: "
-            "control 'always-zero' names agent 'always_one', which world 'demo' does not offer "
-            "(offers: always_zero, reference)",
-            id="unknown-agent",
-        ),
-        pytest.param(
-            "    agent: always_zero\n",
-            "    agent: always_zero\n    cases: [c1, c9]\n",
-            "[unknown_control_case] oracles/demo-suite/controls.yaml: controls[0].cases: "
-            "control 'always-zero' names unknown cases c9",
-            id="unknown-case",
-        ),
-        pytest.param(
-            "suite: demo-suite",
-            "suite: other-suite",
-            "[control_suite_mismatch] oracles/demo-suite/controls.yaml: suite: manifest is for "
-            "suite 'other-suite', not 'demo-suite'",
-            id="other-suite",
-        ),
-        pytest.param(
-            "    guarantee: answers are computed, not constant\n",
-            "",
-            "[missing_field] oracles/demo-suite/controls.yaml: controls[0].guarantee: "
-            "required field is missing",
-            id="missing-field",
-        ),
-    ],
-)
+def test_control_fails_when_its_declaration_is_wrong(demo: pytest.Pytester) -> None:
+    # One session, a suite (named after the way its declaration is wrong) each.
+    for suite_id, (replace, by, _) in WRONG_DECLARATIONS.items():
+        assert replace in DEMO_CONTROLS, suite_id
+        manifest = DEMO_CONTROLS.replace(replace, by).replace("demo-suite", suite_id)
+        write_demo_suite(demo.path, suite_id, controls=manifest)
+    path = demo.path / "run.json"
+    result = demo.runpytest(f"--agentbench-report={path}", "--agentbench-controls")
+    result.assert_outcomes(failed=4, deselected=3 * 4)
+    suites = {suite["id"]: suite for suite in json.loads(path.read_text())["suites"]}
+    for suite_id, (_, _, reason) in WRONG_DECLARATIONS.items():
+        expected = f"control 'always-zero' did not fail as declared: {reason}"
+        result.stdout.fnmatch_lines([f"*_ {suite_id}::control-always-zero _*", expected])
+        (control,) = suites[suite_id]["controls"]
+        assert control["control_id"] == "control-always-zero", suite_id
+        assert (control["passed"], control["summary"]) == (False, expected), suite_id
+
+
+INVALID_MANIFESTS = {
+    "uncovered-dimension": (
+        "    must_pass: [answer_present]\n",
+        "    must_pass: []\n",
+        "[control_coverage] oracles/demo-suite/controls.yaml: controls[0]: control "
+        "'always-zero': dimensions in neither set: answer_present",
+    ),
+    "unknown-dimension": (
+        "must_pass: [answer_present]",
+        "must_pass: [answer_present, answer_polite]",
+        "[control_coverage] oracles/demo-suite/controls.yaml: controls[0]: control "
+        "'always-zero': unknown dimensions answer_polite",
+    ),
+    "unknown-agent": (
+        "agent: always_zero",
+        "agent: always_one",
+        "[unknown_control_agent] oracles/demo-suite/controls.yaml: controls[0].agent: "
+        "control 'always-zero' names agent 'always_one', which world 'demo' does not offer "
+        "(offers: always_zero, reference)",
+    ),
+    "unknown-case": (
+        "    agent: always_zero\n",
+        "    agent: always_zero\n    cases: [c1, c9]\n",
+        "[unknown_control_case] oracles/demo-suite/controls.yaml: controls[0].cases: "
+        "control 'always-zero' names unknown cases c9",
+    ),
+    "mismatched-suite": (
+        "suite: demo-suite",
+        "suite: other-suite",
+        "[control_suite_mismatch] oracles/demo-suite/controls.yaml: suite: manifest is for "
+        "suite 'other-suite', not 'demo-suite'",
+    ),
+    "missing-field": (
+        "    guarantee: answers are computed, not constant\n",
+        "",
+        "[missing_field] oracles/demo-suite/controls.yaml: controls[0].guarantee: "
+        "required field is missing",
+    ),
+}
+"""A controls manifest, invalid each way (its text replaced; ``demo-suite`` then stands for
+the suite's own id), and how it is refused."""
+
+
 def test_invalid_manifest_is_a_collection_error_and_cases_still_run(
-    demo: pytest.Pytester, replace: str, by: str, refusal: str
+    demo: pytest.Pytester,
 ) -> None:
-    assert replace in DEMO_CONTROLS
-    write_demo_suite(demo.path, controls=DEMO_CONTROLS.replace(replace, by))
+    # One session, a suite (named after the way its manifest is invalid) each.
+    refusals = {}
+    for suite_id, (replace, by, refusal) in INVALID_MANIFESTS.items():
+        assert replace in DEMO_CONTROLS, suite_id
+        manifest = DEMO_CONTROLS.replace(replace, by).replace("demo-suite", suite_id)
+        write_demo_suite(demo.path, suite_id, controls=manifest)
+        refusals[suite_id] = refusal.replace("demo-suite", suite_id)
     result = demo.runpytest()
-    result.assert_outcomes(passed=3, errors=1)
+    result.assert_outcomes(passed=3 * 6, errors=6)
     output = result.stdout.str()
-    assert refusal in output
+    for suite_id, refusal in refusals.items():
+        assert refusal in output, suite_id
     assert "Traceback" not in output
 
 
