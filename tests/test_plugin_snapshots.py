@@ -148,8 +148,9 @@ def test_a_suite_without_golden_outputs_is_said_once_and_fails_no_case(
 def test_xdist_workers_pin_compare_and_tell_of_unpinned_suites_as_one_run(
     project: pytest.Pytester,
 ) -> None:
-    """Under -n 2: an update pins from the workers; then one run beside a suite that has no
-    golden outputs fails the changed case with its diff and says the notice once."""
+    """An update pins from a worker (-n 1: the split between worker and controller is what
+    it adds to a serial update); then one -n 2 run beside a suite that has no golden outputs
+    fails the changed case with its diff and says the notice once, not once per worker."""
     write_demo_suite(
         project.path,
         "unpinned-suite",
@@ -157,16 +158,15 @@ def test_xdist_workers_pin_compare_and_tell_of_unpinned_suites_as_one_run(
         questions={"c1": "1+1", "c2": "3+3", "c3": "10+5"},
         controls=DEMO_CONTROLS.replace("suite: demo-suite", "suite: unpinned-suite"),
     )
-    n2 = XDIST_ARGS["n2"]
     written = project.runpytest(
-        "--agentbench-snapshot", "--snapshot-update", "suites/demo-suite", *n2
+        "--agentbench-snapshot", "--snapshot-update", "suites/demo-suite", "-n", "1"
     )
     written.assert_outcomes(passed=4)
     written.stdout.fnmatch_lines(["4 snapshots generated."])
     assert pinned(project.path) == PINNED
 
     project.makeini("[pytest]\nagentbench_snapshot = true\n")
-    changed = project.runpytest("--agentbench-adapter=shifted:Agent", *n2)
+    changed = project.runpytest("--agentbench-adapter=shifted:Agent", *XDIST_ARGS["n2"])
     # demo-suite: c1, c3 and the control match their pins, c2 does not; the unpinned
     # suite is graded on its own checks: its control fails as declared, no case fails.
     changed.assert_outcomes(passed=3 + 4, failed=1)
