@@ -56,12 +56,6 @@ def test_markers_select_by_suite_and_kind(demo: pytest.Pytester) -> None:
     plain.assert_outcomes(passed=1, deselected=6)
 
 
-def test_strict_markers_accept_suite_markers(demo: pytest.Pytester) -> None:
-    write_demo_suite(demo.path)
-    result = demo.runpytest("--strict-markers", "-m", "demo-suite and not agentbench_control")
-    result.assert_outcomes(passed=3)
-
-
 def selected_cases(result: pytest.RunResult) -> set[str]:
     return set(re.findall(r"cases\.jsonl::(c\d)", result.stdout.str()))
 
@@ -70,14 +64,10 @@ LABELS = {"c1": ["tier_T4", "cluster:pair"], "c2": ["cluster:pair"], "c3": ["tie
 STRICT = ["--strict-markers", "-W", "error::pytest.PytestUnknownMarkWarning"]
 
 
-def test_identifier_labels_are_markers_and_other_labels_keywords(demo: pytest.Pytester) -> None:
+def test_a_colon_label_is_no_marker(demo: pytest.Pytester) -> None:
+    # Identifier labels select by -m and other labels by -k: the runs of
+    # test_workers_select_by_label_and_name_a_broken_suite.
     write_demo_suite(demo.path, labels=LABELS)
-    by_marker = demo.runpytest(*STRICT, "-m", "tier_T4 or tier_T1", "-v")
-    by_marker.assert_outcomes(passed=2, warnings=0)
-    assert selected_cases(by_marker) == {"c1", "c3"}
-    by_keyword = demo.runpytest(*STRICT, "-k", "cluster:pair", "-v")
-    by_keyword.assert_outcomes(passed=2, warnings=0)
-    assert selected_cases(by_keyword) == {"c1", "c2"}
     # A colon label was never a marker name: ``-m`` cannot select by it.
     assert "cluster" not in demo.runpytest("--markers").stdout.str()
 
@@ -86,34 +76,16 @@ BROKEN_SUITE_YAML = "id: broken-suite\nversion: 1.0.0\nworld: demo\ntitle: Broke
 BROKEN_SUITE_REFUSAL = "[unknown_field] suites/broken-suite/suite.yaml: owner: unknown field"
 
 
-def test_broken_suite_is_a_named_collection_error_and_others_still_run(
-    demo: pytest.Pytester,
+@pytest.mark.parametrize(
+    "xdist_args", [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
+)
+def test_workers_select_by_label_and_name_a_broken_suite(
+    demo: pytest.Pytester, xdist_args: list[str]
 ) -> None:
-    write_demo_suite(demo.path, "good-suite")
-    broken = write_demo_suite(demo.path, "broken-suite")
-    (broken / "suite.yaml").write_text(BROKEN_SUITE_YAML)
-    report = demo.path / "run.json"
-    result = demo.runpytest(f"--agentbench-report={report}")
-    result.assert_outcomes(passed=3, failed=1, errors=1)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    output = result.stdout.str()
-    assert "[unknown_field] suites/broken-suite/suite.yaml: owner: unknown field" in output
-    assert "Traceback" not in output
-    assert "Interrupted" not in output
-    run = json.loads(report.read_text())
-    assert [suite["id"] for suite in run["suites"]] == ["good-suite"]
-    assert run["suites"][0]["counts"]["passed"] == 3
-    assert run["problems"] == [
-        "[unknown_field] suites/broken-suite/suite.yaml: owner: unknown field"
-    ]
-    result.stdout.fnmatch_lines(
-        ["agentbench ?unknown_field? suites/broken-suite/suite.yaml: owner: unknown field"]
-    )
-
-
-def test_xdist_workers_select_by_label_and_name_a_broken_suite(demo: pytest.Pytester) -> None:
-    """Under xdist the workers collect, mark and deselect: one project holds the suite marker
-    under --strict-markers, labels selected by ``-m`` and by ``-k``, and a broken suite."""
+    """Serially and under xdist, where the workers collect, mark and deselect: one project
+    holds the suite marker under --strict-markers, identifier labels (markers) selected by
+    ``-m`` and other labels (keywords) by ``-k``, and a broken suite, a named collection
+    error while the others still run."""
     write_demo_suite(demo.path, "good-suite")
     write_demo_suite(demo.path, "marked-suite", labels=LABELS)
     write_demo_suite(demo.path, "keyed-suite", labels=LABELS)
@@ -122,8 +94,7 @@ def test_xdist_workers_select_by_label_and_name_a_broken_suite(demo: pytest.Pyte
     report = demo.path / "run.json"
     result = demo.runpytest(
         *STRICT,
-        "-n",
-        "2",
+        *xdist_args,
         "-v",
         f"--agentbench-report={report}",
         # Each selection applies to its own suite: -m picks marked-suite's cases by label,
