@@ -2,7 +2,8 @@
 
 The entry-point module registers options, markers and fixtures only; the
 rest is turned on when the run sets an option, collects a suite file or a
-recognised layout, or a test requests a plugin fixture. Under xdist the
+recognised layout, or a test requests a plugin fixture. (A packaged suite named alone:
+tests/worlds/authority/test_world.py's collection of asteria-authored-v1 by its id.) Under xdist the
 controller follows the workers' decision. Runs whose imports are checked run
 in a subprocess: the test process itself has imported everything.
 """
@@ -150,20 +151,6 @@ def test_a_recognised_layout_collected_by_path_turns_the_plugin_on(
     result = pytester.runpytest("published")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*= agentbench: published-demo (layout) =*"])
-
-
-def test_a_packaged_suite_by_name(pytester: pytest.Pytester) -> None:
-    # Under xdist, test_predictions_per_line's -n 2 session names two packaged suites. The
-    # smallest packaged suite here: which one is no part of the property.
-    report = pytester.path / "run.json"
-    result = pytester.runpytest(
-        "--agentbench-suite", "asteria-authored-v1", f"--agentbench-report={report}"
-    )
-    assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["*= agentbench: asteria-authored-v1 (authority) =*"])
-    (suite,) = json.loads(report.read_text(encoding="utf-8"))["suites"]
-    assert suite["id"] == "asteria-authored-v1"
-    assert suite["cases"]
 
 
 def test_a_plugin_fixture_turns_the_plugin_on_in_a_project_without_suites(

@@ -70,6 +70,7 @@ def write_jsonl(path: Path, rows: list[Any]) -> Path:
 
 
 def test_builtin_suite_collects_readable_ids(pytester: pytest.Pytester) -> None:
+    # Its id alone turns the plugin on (tests/test_plugin_idle.py) and collects its items.
     result = pytester.runpytest("--agentbench-suite", SUITE_ID, "--collect-only", "-q")
     assert [line for line in result.outlines if "::" in line] == [
         *(f"{EVENTS}::{event_id}" for event_id in ACTION_IDS),
@@ -94,6 +95,7 @@ def test_builtin_suite_passes_with_the_reference_agent_which_never_receives_eval
         pytester, "--agentbench-suite", SUITE_ID, "--agentbench-adapter=recorder:Recorder"
     )
     result.assert_outcomes(passed=11 + 3)
+    result.stdout.fnmatch_lines([f"*= agentbench: {SUITE_ID} (authority) =*"])
     assert suite["counts"]["passed"] == 11
     values = metric_values(suite)
     assert values.pop("excess_authority_rate") == 0.0
