@@ -34,25 +34,23 @@ def test_the_registration_declares_the_markers_the_world_checks() -> None:
     assert WORLD.layout_markers == registration.LAYOUT_MARKERS
 
 
-@pytest.mark.parametrize(
-    ("lineage", "xdist"),
-    # Serially: under xdist a worker recognises a folder by the same code and the controller
-    # reports the suite from its items, the same for every world (tests/test_recognise.py).
-    [("asteria", []), ("enterprise", [])],
-    ids=["asteria", "enterprise"],
-)
-def test_pytest_runs_a_published_candidate_by_path(
-    pytester: pytest.Pytester, xdist: list[str], lineage: str
+def test_pytest_runs_a_published_candidate_of_each_lineage_by_path(
+    pytester: pytest.Pytester,
 ) -> None:
-    write(LINEAGES[lineage](), pytester.path / "published")
+    # One session, a candidate of each lineage side by side. Serially: under xdist a worker
+    # recognises a folder by the same code and the controller reports the suite from its
+    # items, the same for every world (tests/test_recognise.py).
+    for lineage, build in LINEAGES.items():
+        write(build(), pytester.path / lineage / "published")
     report = pytester.path / "run.json"
-    result = pytester.runpytest("published", f"--agentbench-report={report}", "-v", *xdist)
+    result = pytester.runpytest(*LINEAGES, f"--agentbench-report={report}", "-v")
     # The original layout has no controls manifest: the cases run, no control items.
-    result.assert_outcomes(passed=ACTIONS[lineage])
-    result.stdout.fnmatch_lines([f"*published/{PAYLOAD[lineage]}::*"])
-    (suite,) = json.loads(report.read_text())["suites"]
-    assert suite["id"] == f"{lineage}-tiny"
-    assert suite["counts"]["passed"] == ACTIONS[lineage]
+    result.assert_outcomes(passed=sum(ACTIONS[lineage] for lineage in LINEAGES))
+    suites = {suite["id"]: suite for suite in json.loads(report.read_text())["suites"]}
+    assert sorted(suites) == sorted(f"{lineage}-tiny" for lineage in LINEAGES)
+    for lineage in LINEAGES:
+        result.stdout.fnmatch_lines([f"*{lineage}/published/{PAYLOAD[lineage]}::*"])
+        assert suites[f"{lineage}-tiny"]["counts"]["passed"] == ACTIONS[lineage], lineage
 
 
 def test_the_suite_option_takes_a_candidate_path(pytester: pytest.Pytester) -> None:
