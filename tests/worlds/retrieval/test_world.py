@@ -189,21 +189,57 @@ def test_the_fixture_agent_passes_and_receipts_match_an_in_process_run(
     _assert_receipts_match_an_in_process_run(suite, small)
 
 
-def test_the_fixture_agent_passes_over_the_bundle_backend(project: pytest.Pytester) -> None:
-    adapter = "pytest_agentbench.worlds.retrieval.backends:CapsuleBackend"
-    result, suite = _report(project, f"--agentbench-adapter={adapter}")
-    result.assert_outcomes(passed=6)
-    receipts = [entry["result"]["receipt"]["canonical"] for entry in suite["cases"]]
+ADAPTER_CONFTEST = """
+import pytest
+from {module} import {name}
+
+
+@pytest.fixture
+def agentbench_adapter():
+    return {name}()
+"""
+"""A suite folder's own adapter: a conftest there applies to that suite's cases alone."""
+
+ADAPTERS = {
+    "bundle": ("pytest_agentbench.worlds.retrieval.backends", "CapsuleBackend"),
+    "outer": ("outer", "Outer"),
+    "raises": ("outer", "Raises"),
+    "bad-arguments": ("outer", "BadArguments"),
+}
+"""Suite id -> the adapter its folder's conftest gives it."""
+
+
+def test_other_adapters_side_by_side(pytester: pytest.Pytester) -> None:
+    """One session, the small fixture once per adapter (each suite its own):
+    - bundle: the fixture agent passes over the bundle backend;
+    - outer: an outer agent runs through a tool session;
+    - raises / bad-arguments: faulty outer agents fail with the format's code."""
+    for suite_id, (module, name) in ADAPTERS.items():
+        # The conftest beside the fixture folder: the folder itself holds its files alone.
+        folder = pytester.path / "suites" / suite_id
+        root = write_small(folder / "small")
+        (root / SUITE_FILE).write_text(SUITE_YAML.replace("small-retrieval", suite_id))
+        (folder / "conftest.py").write_text(ADAPTER_CONFTEST.format(module=module, name=name))
+    pytester.makepyfile(outer=OUTER)
+    pytester.syspathinsert()
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "suites", f"--agentbench-report={path}", "-m", "not agentbench_control"
+    )
+    result.assert_outcomes(passed=6 + 4, failed=2 + 6 + 6)
+    suites = {suite["id"]: suite for suite in json.loads(path.read_text())["suites"]}
+
+    # The fixture agent passes over the bundle backend.
+    receipts = [entry["result"]["receipt"]["canonical"] for entry in suites["bundle"]["cases"]]
+    assert {e["result"]["outcome"] for e in suites["bundle"]["cases"]} == {"passed"}
     assert {r["context"]["adapterId"] for r in receipts} == {"capsule"}
     assert {r["totals"]["calls"] for r in receipts} == {1}
 
-
-def test_an_outer_agent_runs_through_a_tool_session(project: pytest.Pytester) -> None:
-    result, suite = _report(project, "--agentbench-adapter=outer:Outer")
-    result.assert_outcomes(passed=4, failed=2)
-    failed = {e["result"]["case_id"] for e in suite["cases"] if e["result"]["outcome"] == "failed"}
+    # An outer agent runs through a tool session.
+    cases = suites["outer"]["cases"]
+    failed = {e["result"]["case_id"] for e in cases if e["result"]["outcome"] == "failed"}
     assert failed == {"t0000002-cold", "t0000002-warm"}  # it abstains on an answerable task
-    entry = next(e for e in suite["cases"] if e["result"]["case_id"] == "t0000001-cold")
+    entry = next(e for e in cases if e["result"]["case_id"] == "t0000001-cold")
     receipt = entry["result"]["receipt"]["canonical"]
     assert (receipt["context"]["agentId"], receipt["context"]["adapterId"]) == (
         "outer-test",
@@ -212,24 +248,19 @@ def test_an_outer_agent_runs_through_a_tool_session(project: pytest.Pytester) ->
     assert receipt["calls"][0]["arguments"] == {"query": "identifier codename 发布代号"}
     assert receipt["final"]["claims"][0]["value"]["value"] == "ERR-GW-12"
 
-
-@pytest.mark.parametrize(
-    ("adapter", "failure_class", "code"),
-    [
-        ("outer:Raises", "agent_error", "agent_raised"),
-        # The format's agent error; for the core, output that breaks the world's contract.
-        ("outer:BadArguments", "product_error", "invalid_agent_action"),
-    ],
-)
-def test_faulty_outer_agents_fail_with_the_formats_code(
-    project: pytest.Pytester, adapter: str, failure_class: str, code: str
-) -> None:
-    result, suite = _report(project, f"--agentbench-adapter={adapter}")
-    result.assert_outcomes(failed=6)
-    for entry in suite["cases"]:
-        assert entry["result"]["failure_class"] == failure_class
-        receipt = entry["result"]["receipt"]["canonical"]
-        assert (receipt["failure_class"], receipt["failure_code"]) == (failure_class, code)
+    # Faulty outer agents fail with the format's code (for the core, output that breaks
+    # the world's contract is a product error).
+    faulty = {
+        "raises": ("agent_error", "agent_raised"),
+        "bad-arguments": ("product_error", "invalid_agent_action"),
+    }
+    for suite_id, (failure_class, code) in faulty.items():
+        assert len(suites[suite_id]["cases"]) == 6, suite_id
+        for entry in suites[suite_id]["cases"]:
+            assert entry["result"]["outcome"] == "failed", suite_id
+            assert entry["result"]["failure_class"] == failure_class, suite_id
+            receipt = entry["result"]["receipt"]["canonical"]
+            assert (receipt["failure_class"], receipt["failure_code"]) == (failure_class, code)
 
 
 def test_a_report_in_the_original_format_scores_as_predictions(
