@@ -182,17 +182,14 @@ def importable(pytester: pytest.Pytester, **modules: str) -> None:
     pytester.makeconftest("")
 
 
-def test_a_wrong_or_failing_adapter_fails_only_those_items_each_classified(
-    pytester: pytest.Pytester,
+def _a_wrong_or_failing_adapter_fails_only_those_items_each_classified(
+    result: pytest.RunResult, suite: dict[str, Any]
 ) -> None:
     """One adapter, wrong on one event and failing on three others each its own way: every
-    other case passes, and each failing item says why."""
+    other case passes (7, and the 3 controls), and each failing item says why."""
     assert WRONG_EVENT not in [ACTION_IDS[i] for i in (RAISES, CHATTY, OFF_BY_ONE)]
-    importable(pytester, my_adapters=ADAPTERS)
-    result, suite = run_with_report(
-        pytester, "--agentbench-suite", SUITE_ID, "--agentbench-adapter=my_adapters:Mixed"
-    )
-    result.assert_outcomes(passed=7 + 3, failed=4)
+    assert suite["counts"]["passed"] == 7
+    assert all(entry["passed"] for entry in suite["controls"])
     results = case_results(suite)
     failed = {case_id for case_id, item in results.items() if item["outcome"] != "passed"}
     assert failed == {WRONG_EVENT, *(ACTION_IDS[i] for i in (RAISES, CHATTY, OFF_BY_ONE))}
@@ -265,25 +262,47 @@ def write_bundle(root: Path, suite_yaml: str = BUNDLE_SUITE_YAML) -> Path:
     return bundle
 
 
-def test_original_bundle_layout_runs_unchanged_and_a_bad_predictions_line_fails_its_case(
+def test_an_adapter_and_a_predictions_file_each_fail_only_their_own_cases(
     pytester: pytest.Pytester,
 ) -> None:
-    """The shipped suite in the original bundle layout, scored from the reference agent's
-    rows with two lines broken in one file (malformed JSON, a bad field): every other case
-    passes on the bundle's data as on the shipped suite's, and each broken line fails only
-    its own case with its own reason."""
+    """One session, two suites: the shipped suite by its id, answered by a mixed adapter;
+    and the same suite in the original bundle layout, scored from a predictions file
+    (which takes the adapter's place for that suite alone)."""
+    importable(pytester, my_adapters=ADAPTERS)
     write_bundle(pytester.path)
     assert ACTION_IDS[MALFORMED] == "evt-012-quotation-request"
     rows: list[Any] = list(REFERENCE_ROWS)
     rows[MALFORMED] = '{"event_id": "evt-012-quotation-request", "decision": '
     rows[INVALID] = canonical_json({**REFERENCE_ROWS[INVALID], "decision": "perhaps"})
     path = write_jsonl(pytester.path / "rows.jsonl", rows)
-    result, suite = run_with_report(
-        pytester, "bundle", "-v", "--agentbench-predictions", f"asteria-bundle={path}"
+    report = pytester.path / "run.json"
+    result = pytester.runpytest(
+        f"--agentbench-report={report}",
+        "--agentbench-suite",
+        SUITE_ID,
+        "--agentbench-adapter=my_adapters:Mixed",
+        "bundle",
+        "-v",
+        "--agentbench-predictions",
+        f"asteria-bundle={path}",
     )
-    # Without controls.yaml the two negative agents are ungraded items, and fail.
-    result.assert_outcomes(passed=9, failed=2 + 2)
-    assert suite["id"] == "asteria-bundle"
+    # The bundle: without controls.yaml its two negative agents are ungraded items, and fail.
+    result.assert_outcomes(passed=7 + 3 + 9, failed=4 + 2 + 2)
+    suites = {suite["id"]: suite for suite in json.loads(report.read_text())["suites"]}
+    _a_wrong_or_failing_adapter_fails_only_those_items_each_classified(result, suites[SUITE_ID])
+    _the_original_bundle_layout_runs_unchanged_and_a_bad_predictions_line_fails_its_case(
+        result, suites["asteria-bundle"]
+    )
+
+
+def _the_original_bundle_layout_runs_unchanged_and_a_bad_predictions_line_fails_its_case(
+    result: pytest.RunResult, suite: dict[str, Any]
+) -> None:
+    """The shipped suite in the original bundle layout, scored from the reference agent's
+    rows with two lines broken in one file (malformed JSON, a bad field): every other case
+    passes on the bundle's data as on the shipped suite's, and each broken line fails only
+    its own case with its own reason."""
+    assert suite["counts"]["passed"] == 9
     output = result.stdout.str()
     assert f"bundle/public/public_events.jsonl::{ACTION_IDS[0]} PASSED" in output
     assert "bundle/suite.yaml::ungraded-always_deny FAILED" in output
