@@ -57,7 +57,15 @@ def pytest_sessionfinish(session):
     heavy = sorted(
         name for name in sys.modules if name.startswith(HEAVY) or world_module(name)
     )
-    probe = {"loaded": config.pluginmanager.hasplugin("agentbench"), "heavy": heavy}
+    registrations = sorted(
+        name for name in sys.modules
+        if name.startswith("pytest_agentbench.worlds.") and name.endswith(".registration")
+    )
+    probe = {
+        "loaded": config.pluginmanager.hasplugin("agentbench"),
+        "heavy": heavy,
+        "registrations": registrations,
+    }
     with open(f"probe-{worker}.json", "w") as handle:
         json.dump(probe, handle)
 """
@@ -98,10 +106,14 @@ def test_the_report_attributes_the_facade_watches_are_the_recorders() -> None:
 def test_a_run_without_suites_imports_nothing_heavy_and_says_nothing(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
+    # Data files a recognised layout could hold, near and deeper: no world is asked of them
+    # beyond its registration.
     pytester.makeconftest(IMPORT_PROBE)
     pytester.makepyfile(test_plain="def test_one():\n    pass\n\ndef test_two():\n    pass\n")
     (pytester.path / "data").mkdir()
     (pytester.path / "data" / "notes.yaml").write_text("a: 1\n", encoding="utf-8")
+    (pytester.path / "sub" / "deeper").mkdir(parents=True)
+    (pytester.path / "sub" / "deeper" / "notes.json").write_text("{}", encoding="utf-8")
     result = pytester.runpytest_subprocess(*xdist_args)
     result.assert_outcomes(passed=2)
     said = [line for line in result.outlines if "agentbench" in line]
@@ -109,7 +121,11 @@ def test_a_run_without_suites_imports_nothing_heavy_and_says_nothing(
     probes = _probes(pytester)
     assert set(probes) == _expected_processes(xdist_args)
     for process, probe in probes.items():
-        assert probe == {"loaded": True, "heavy": []}, process
+        assert (probe["loaded"], probe["heavy"]) == (True, []), process
+    # The collecting process declares the installed worlds (their registrations) and loads
+    # nothing of a world itself (heavy above).
+    collecting = probes["gw0" if xdist_args else "main"]
+    assert "pytest_agentbench.worlds.authority.registration" in collecting["registrations"]
 
 
 def test_a_suite_collected_by_path_turns_the_plugin_on(demo: pytest.Pytester) -> None:

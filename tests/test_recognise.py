@@ -285,19 +285,3 @@ def test_an_unrelated_run_imports_no_lazy_world(layout: pytest.Pytester) -> None
         test_plain="import sys\n\ndef test_plain():\n    assert 'layout_world' not in sys.modules\n"
     )
     layout.runpytest().assert_outcomes(passed=1)
-
-
-def test_an_unrelated_run_imports_no_installed_world(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_plain="import sys\n\n"
-        "def test_plain():\n"
-        "    loaded = [m for m in sys.modules if m.startswith('pytest_agentbench.worlds.')]\n"
-        "    registrations = [m for m in loaded if m.endswith('.registration')]\n"
-        "    assert 'pytest_agentbench.worlds.authority.registration' in registrations\n"
-        "    # Each world's package and registration module, and nothing of a world itself.\n"
-        "    packages = {m.rsplit('.', 1)[0] for m in registrations}\n"
-        "    assert set(loaded) == packages | set(registrations), sorted(loaded)\n"
-    )
-    (pytester.path / "sub" / "deeper").mkdir(parents=True)
-    (pytester.path / "sub" / "deeper" / "notes.json").write_text("{}", encoding="utf-8")
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
