@@ -62,7 +62,7 @@ C2_DIFF = [
 ]
 
 
-def test_update_pins_outputs_a_change_fails_with_a_plain_diff_and_a_lost_one_fails(
+def test_update_pins_outputs_a_change_fails_with_a_diff_unused_ones_go_and_a_lost_one_fails(
     project: pytest.Pytester,
 ) -> None:
     written = project.runpytest("--agentbench-snapshot", "--snapshot-update")
@@ -78,9 +78,11 @@ def test_update_pins_outputs_a_change_fails_with_a_plain_diff_and_a_lost_one_fai
     changed.assert_outcomes(passed=3, failed=1)
     changed.stdout.fnmatch_lines(C2_DIFF)
     assert "\x1b[" not in changed.stdout.str()
+    # Unused snapshots are reported and removed on update.
+    unused_snapshots_are_reported_and_removed_on_update(project)
     # A suite that has golden files fails the case whose own file is missing.
     (project.path / "snapshots" / "demo-suite" / "cases" / "c1.json").unlink()
-    project.runpytest("--agentbench-snapshot").assert_outcomes(passed=3, failed=1)
+    project.runpytest("--agentbench-snapshot").assert_outcomes(passed=2, failed=1)
 
 
 def test_snapshots_are_off_unless_asked(project: pytest.Pytester) -> None:
@@ -96,8 +98,8 @@ def test_ini_turns_snapshots_on_and_names_the_folder(project: pytest.Pytester) -
     assert (project.path / "golden" / "demo-suite" / "cases" / "c3.json").is_file()
 
 
-def test_unused_snapshots_are_reported_and_removed_on_update(project: pytest.Pytester) -> None:
-    project.runpytest("--agentbench-snapshot", "--snapshot-update").assert_outcomes(passed=4)
+def unused_snapshots_are_reported_and_removed_on_update(project: pytest.Pytester) -> None:
+    """After the outputs were pinned: a case the suite no longer has leaves its snapshot."""
     suite_dir = project.path / "suites" / "demo-suite"
     cases = suite_dir / "cases.jsonl"
     cases.write_text("".join(cases.read_text().splitlines(keepends=True)[:2]))
