@@ -123,11 +123,16 @@ def test_malformed_gate_is_a_usage_error(demo: pytest.Pytester, gate: str) -> No
     result.stderr.fnmatch_lines(["ERROR: ?invalid_gate? --agentbench-gate: *"])
 
 
-def test_junit_global_properties_carry_the_metrics(demo: pytest.Pytester) -> None:
+def test_junit_global_properties_carry_the_metrics_and_a_quiet_summary_is_one_line(
+    demo: pytest.Pytester,
+) -> None:
     write_demo_suite(demo.path, controls=DEMO_CONTROLS)
     junit = demo.path / "junit.xml"
-    result = demo.runpytest(f"--junitxml={junit}")
+    result = demo.runpytest(f"--junitxml={junit}", "-q")
     result.assert_outcomes(passed=4)
+    # A quiet run's summary is one line per suite.
+    result.stdout.fnmatch_lines(["agentbench demo-suite: 3 passed; controls 1/1"])
+    assert "agentbench: demo-suite (demo)" not in result.stdout.str()
     assert global_properties(junit) == {
         "agentbench.demo-suite.accuracy": "1.0",
         "agentbench.demo-suite.zero_rate": "0.0",
@@ -185,31 +190,22 @@ def check_report_content(report: dict[str, Any], root: Path) -> None:
     assert report["gates"] == []
 
 
-def test_json_report_is_canonical_json(demo: pytest.Pytester) -> None:
+def test_shipped_schema_is_the_generated_one() -> None:
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text()
+
+
+def test_terminal_section_names_adapter_metrics_and_support_and_the_report_is_canonical(
+    demo: pytest.Pytester,
+) -> None:
     write_demo_suite(demo.path)
     path = demo.path / "out" / "run.json"
-    demo.runpytest(f"--agentbench-report={path}")
+    result = demo.runpytest(f"--agentbench-report={path}")
+    # The JSON report (in a folder the run makes) is canonical JSON.
     text = path.read_text()
     value = json.loads(text)
     assert (
         text == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
     )
-
-
-def test_shipped_schema_is_the_generated_one() -> None:
-    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text()
-
-
-def test_quiet_terminal_summary_is_one_line_per_suite(demo: pytest.Pytester) -> None:
-    write_demo_suite(demo.path, controls=DEMO_CONTROLS)
-    result = demo.runpytest("-q")
-    result.stdout.fnmatch_lines(["agentbench demo-suite: 3 passed; controls 1/1"])
-    assert "agentbench: demo-suite (demo)" not in result.stdout.str()
-
-
-def test_terminal_section_names_adapter_metrics_and_support(demo: pytest.Pytester) -> None:
-    write_demo_suite(demo.path)
-    result = demo.runpytest()
     result.stdout.fnmatch_lines(
         [
             "*= agentbench: demo-suite (demo) =*",
@@ -226,7 +222,8 @@ def test_xdist_reports_equal_a_serial_run(demo: pytest.Pytester) -> None:
     """JSON report, JUnit metrics and per-case check properties are aggregated from the
     workers: one -n 2 run equals a serial run of the same project, and both are as expected
     (the report's content and schema; per-case check properties, asked for by the ini key,
-    which test_junit_global_properties_carry_the_metrics shows absent unless asked)."""
+    which test_junit_global_properties_carry_the_metrics_and_a_quiet_summary_is_one_line
+    shows absent unless asked)."""
     write_demo_suite(demo.path, controls=DEMO_CONTROLS)
     demo.makepyfile(agents=WRONG_BUT_ON_C3)
     demo.makeini("[pytest]\nagentbench_junit_case_properties = true\n")
