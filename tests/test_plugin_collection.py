@@ -23,24 +23,23 @@ def collected_ids(result: pytest.RunResult) -> list[str]:
     return [line for line in result.outlines if "::" in line and not line.startswith(" ")]
 
 
-def test_one_item_per_case_with_readable_ids(demo: pytest.Pytester) -> None:
+def test_one_item_per_case_with_readable_ids_in_the_files_order_stably(
+    demo: pytest.Pytester,
+) -> None:
+    questions = {f"case-{index}": f"{index}+1" for index in (7, 3, 9, 1, 5)}
     write_demo_suite(demo.path, questions={"first": "1+1", "second": "2+2", "third": "3+3"})
-    result = demo.runpytest("--collect-only", "-q")
-    assert collected_ids(result) == [
+    write_demo_suite(demo.path, "ordered-suite", questions=questions)
+    first = collected_ids(demo.runpytest("--collect-only", "-q"))
+    second = collected_ids(demo.runpytest("--collect-only", "-q"))
+    assert first == second
+    assert [item for item in first if item.startswith("suites/demo-suite/")] == [
         "suites/demo-suite/cases.jsonl::first",
         "suites/demo-suite/cases.jsonl::second",
         "suites/demo-suite/cases.jsonl::third",
         "suites/demo-suite/suite.yaml::ungraded-always_zero",
     ]
-
-
-def test_case_order_follows_the_file_and_is_stable(demo: pytest.Pytester) -> None:
-    questions = {f"case-{index}": f"{index}+1" for index in (7, 3, 9, 1, 5)}
-    write_demo_suite(demo.path, questions=questions)
-    first = collected_ids(demo.runpytest("--collect-only", "-q"))
-    second = collected_ids(demo.runpytest("--collect-only", "-q"))
-    assert first == second
-    assert [item.rpartition("::")[2] for item in first[:5]] == list(questions)
+    ordered = [item for item in first if item.startswith("suites/ordered-suite/cases.jsonl::")]
+    assert [item.rpartition("::")[2] for item in ordered] == list(questions)
 
 
 def test_markers_select_by_suite_and_kind(demo: pytest.Pytester) -> None:
