@@ -10,13 +10,13 @@ all every xdist worker, their import for nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_agentbench.agents.provenance import RunProvenance
 from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
 from pytest_agentbench.plugin.rerun import RERUN_KEY
-from pytest_agentbench.report.baseline import compare_with_baseline
 from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.model_run import exclusion_problem, model_run_lines, model_run_of
 from pytest_agentbench.report.outputs import write_reports
@@ -24,8 +24,10 @@ from pytest_agentbench.report.recorder import RunRecorder
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.run.session import AgentbenchState
-from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.sdk.errors import AgentbenchError
+
+if TYPE_CHECKING:
+    from pytest_agentbench.scoring.comparison import Comparison
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
         summary = summary.model_copy(update={"problems": (*summary.problems, *notes)})
     comparison = None
     if baseline is not None:
+        # Imported only for a comparison, as the baseline's options were.
+        from pytest_agentbench.report.baseline import compare_with_baseline
+
         comparison = compare_with_baseline(
             baseline.path, baseline.report, summary.suites, baseline.settings
         )

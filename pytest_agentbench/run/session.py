@@ -414,7 +414,9 @@ class AgentbenchState:
             opened,
             seen=seen,
             calls=calls,
-            item=artifact_item_here(adapter_class(adapter), case.case_id) if ledger else None,
+            item=artifact_item_here(adapter_class(adapter), case.case_id)
+            if ledger and self.options.artifacts_dir is not None
+            else None,
         )
 
     def open_ledger(
