@@ -43,6 +43,7 @@ ON_REQUEST_MODULES = (
 """Imported only by a run asking for them: a report, a baseline, judges, a ledger."""
 
 TOOL_MODULES = ("pytest_agentbench.tools",)
+BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
 """Imported by a tool-session world (the demo world of the run below is one)."""
 
 BUILT_ON_FIRST_USE = (
@@ -69,7 +70,7 @@ def _loaded(module_prefixes: tuple[str, ...], modules: list[str]) -> list[str]:
     )
 
 
-def test_turning_the_plugin_on_imports_no_report_ledger_or_tool_module() -> None:
+def test_turning_the_plugin_on_and_loading_worlds_imports_no_report_or_ledger_module() -> None:
     probe = (
         "import importlib, json, sys\n"
         f"for name in {PLUGINS!r}:\n"
@@ -79,7 +80,10 @@ def test_turning_the_plugin_on_imports_no_report_ledger_or_tool_module() -> None
         "    module, name = spec.split(':')\n"
         "    if getattr(sys.modules[module], name).__pydantic_complete__:\n"
         "        built.append(spec)\n"
-        "print(json.dumps({'modules': sorted(sys.modules), 'built': built}))\n"
+        "modules = sorted(sys.modules)\n"
+        f"for kind in {BUILT_IN_KINDS!r}:\n"
+        "    importlib.import_module(f'pytest_agentbench.worlds.{kind}.world')\n"
+        "print(json.dumps({'modules': modules, 'built': built, 'worlds': sorted(sys.modules)}))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
@@ -88,6 +92,8 @@ def test_turning_the_plugin_on_imports_no_report_ledger_or_tool_module() -> None
     assert "pytest_agentbench.plugin.hooks" in found["modules"]
     assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES + TOOL_MODULES, found["modules"]) == []
     assert found["built"] == []
+    # A world imports the tool-session records it runs on, and no more of the run's.
+    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES, found["worlds"]) == []
 
 
 # Writes, in every process, which of the modules above it imported.
