@@ -132,3 +132,27 @@ def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Py
         "gw0": [],
         "gw1": [],
     }
+
+
+def test_an_agentbench_command_imports_its_own_module_alone() -> None:
+    probe = (
+        "import contextlib, io, json, sys\n"
+        "from pytest_agentbench.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    status = main(['list'])\n"
+        "print(json.dumps({'status': status, 'modules': sorted(sys.modules)}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    found = json.loads(done.stdout)
+    assert found["status"] == 0
+    commands = sorted(
+        name for name in found["modules"] if name.startswith("pytest_agentbench.cli.")
+    )
+    assert commands == [
+        "pytest_agentbench.cli.common",
+        "pytest_agentbench.cli.list_suites",
+        "pytest_agentbench.cli.main",
+    ]
+    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES, found["modules"]) == []
