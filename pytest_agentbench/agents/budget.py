@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictStr, ValidationError
 
 from pytest_agentbench.sdk.canonical import canonical_bytes, read_json, sha256_hex
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 
 PRICING_SCHEME = "agentbench-pricing/1"
@@ -38,6 +38,8 @@ DecimalText = Annotated[StrictStr, Field(pattern=r"^[0-9]+(\.[0-9]+)?$")]
 
 
 class ModelPrice(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     input_per_token: DecimalText
     output_per_token: DecimalText
 
@@ -58,6 +60,8 @@ class ModelPrice(Record):
 
 
 class PricingTable(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     scheme: Literal["agentbench-pricing/1"]
     currency: StrictStr
     models: dict[str, ModelPrice]
@@ -113,6 +117,8 @@ class BudgetRefused(AgentbenchError):
 
 
 class Reservation(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     tokens: int
     cost: DecimalText
 

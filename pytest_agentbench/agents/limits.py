@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 
 WINDOW_S = 60.0
 """The sliding window of the per-minute limits."""
@@ -48,6 +48,8 @@ class SystemClock:
 
 
 class Wait(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     reason: WaitReason
     seconds: float
     """Rounded to the microsecond."""

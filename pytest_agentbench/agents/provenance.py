@@ -35,7 +35,7 @@ from pytest_agentbench.agents.budget import (
 from pytest_agentbench.agents.limits import Backoff, Clock, RateLimiter, SystemClock, Wait
 from pytest_agentbench.agents.settings import ChatSettings
 from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.sdk.contracts import CaseResult, Outcome, Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Outcome, Record
 from pytest_agentbench.sdk.errors import UsageError
 
 PROVIDER = "openai-compatible"
@@ -165,6 +165,8 @@ def current_run(settings: ChatSettings) -> ModelRun:
 class DecisionCall(Record):
     """One answer of the adapter in a case: the ledger's call row it is."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     call_index: Annotated[int, Field(ge=0)]
     """The invocation's index in the case (the ledger's ``call_index``)."""
     decision_digest_sha256: Digest | None
@@ -175,6 +177,8 @@ class DecisionCall(Record):
 
 class CaseModelCalls(Record):
     """The model traffic of one case, as its result carries it."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     calls: int
     attempts: int
@@ -355,6 +359,8 @@ def attach_model_calls(calls: CaseCalls, result: CaseResult) -> CaseResult:
 
 class RunProvenance(Record):
     """The model behind a run and its traffic, summed over the cases' records."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     provider: StrictStr
     base_url_host: StrictStr | None

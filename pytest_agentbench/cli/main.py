@@ -30,32 +30,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn
 
-from pytest_agentbench.cli import (
-    artifact,
-    audit,
-    audit_ledger,
-    baselines,
-    calibrate,
-    check,
-    compare,
-    derive,
-    evaluate,
-    html,
-    judge,
-    list_suites,
-    new_world,
-    promote,
-    record,
-    replay,
-    rescore,
-    review,
-    validate,
-    verify,
-)
 from pytest_agentbench.sdk.canonical import unreadable
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
@@ -63,29 +42,31 @@ from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
 Handler = Callable[[argparse.Namespace, WorldRegistry], int]
 """What a subcommand's ``add_parser`` sets as its ``handler`` default."""
 
-SUBCOMMANDS: Final[tuple[Callable[[argparse._SubParsersAction[Any]], None], ...]] = (
-    list_suites.add_parser,
-    verify.add_parser,
-    validate.add_parser,
-    evaluate.add_parser,
-    derive.add_parser,
-    compare.add_parser,
-    html.add_parser,
-    baselines.add_parser,
-    rescore.add_parser,
-    promote.add_parser,
-    check.add_parser,
-    record.add_parser,
-    replay.add_parser,
-    audit_ledger.add_parser,
-    audit.add_parser,
-    judge.add_parser,
-    calibrate.add_parser,
-    review.add_parser,
-    artifact.add_parser,
-    new_world.add_parser,
+SUBCOMMANDS: Final[tuple[tuple[str, str], ...]] = (
+    ("list", "list_suites"),
+    ("verify", "verify"),
+    ("validate", "validate"),
+    ("evaluate", "evaluate"),
+    ("derive", "derive"),
+    ("compare", "compare"),
+    ("html", "html"),
+    ("baselines", "baselines"),
+    ("rescore", "rescore"),
+    ("promote", "promote"),
+    ("check", "check"),
+    ("record", "record"),
+    ("replay", "replay"),
+    ("audit-ledger", "audit_ledger"),
+    ("audit", "audit"),
+    ("judge", "judge"),
+    ("calibrate", "calibrate"),
+    ("review", "review"),
+    ("artifact", "artifact"),
+    ("new-world", "new_world"),
 )
-"""Each subcommand's module, in ``--help`` order: its parser and, as ``handler``, its command."""
+"""Each subcommand's name and module (in this package), in ``--help`` order. The module's
+``add_parser`` adds its parser and, as ``handler``, its command. A command imports its
+own module alone: the others' (report records, judges, ledgers) would cost it theirs."""
 
 
 def _registry() -> WorldRegistry:
@@ -137,12 +118,21 @@ def unknown_option_message(parser: argparse.ArgumentParser, given: Sequence[str]
     return None
 
 
-def build_parser() -> _CommandParser:
+def build_parser(command: str | None = None) -> _CommandParser:
+    """The command line's parser: of every subcommand, or of ``command`` alone."""
     parser = _CommandParser(prog="agentbench", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
-    for add_parser in SUBCOMMANDS:
-        add_parser(commands)
+    for name, module in SUBCOMMANDS:
+        if command is None or name == command:
+            importlib.import_module(f"{__package__}.{module}").add_parser(commands)
     return parser
+
+
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` begins with; ``None`` when it does not name one first
+    (``--help``, a mistyped command), whose answer lists every subcommand."""
+    names = {name for name, _module in SUBCOMMANDS}
+    return argv[0] if argv and argv[0] in names else None
 
 
 def _subcommand_parser(parser: _CommandParser, command: str) -> _CommandParser:
@@ -155,8 +145,9 @@ def _subcommand_parser(parser: _CommandParser, command: str) -> _CommandParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_named_command(given))
+    args, extra = parser.parse_known_args(given)
     if extra:
         # Left over after the command's own parser: a usage error of that command.
         command = _subcommand_parser(parser, args.command)

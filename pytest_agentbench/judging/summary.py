@@ -14,7 +14,7 @@ from pydantic import StrictStr
 
 from pytest_agentbench.agents.budget import DecimalText
 from pytest_agentbench.scoring.kappa import Calibration
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 
 JUDGE_LEDGER_FOLDER: Final = "%judges"
 """The judges' ledgers' folder inside the run's ledger folder.
@@ -31,6 +31,8 @@ def judge_ledger_name(rubric: str) -> str:
 
 class JudgeTraffic(Record):
     """What one rubric's panel sent to the judge models, metered like the model run's calls."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     models: tuple[StrictStr, ...]
     """The judge models called (each seat's ``model``), in seat order."""
@@ -51,6 +53,8 @@ class JudgeTraffic(Record):
 
 
 class JudgedRubric(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     name: StrictStr
     source: StrictStr
     seats: tuple[StrictStr, ...]
@@ -77,6 +81,8 @@ class JudgedRubric(Record):
 class JudgedCase(Record):
     """One case's judgment on one rubric: the majority beside each seat's score."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     suite_id: StrictStr
     case_id: StrictStr
     rubric: StrictStr
@@ -90,6 +96,8 @@ class JudgedCase(Record):
 
 
 class JudgedClassifier(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     name: StrictStr
     labels: int
     calibration: Calibration
@@ -97,6 +105,8 @@ class JudgedClassifier(Record):
 
 class JudgedSummary(Record):
     """The run report's ``judged``: diagnostics only; no outcome, metric or gate reads them."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     role: Literal["diagnostic"] = "diagnostic"
     judgments: StrictStr

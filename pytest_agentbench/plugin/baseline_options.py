@@ -9,13 +9,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
-from pytest_agentbench.report.baseline import read_run_report, settings
-from pytest_agentbench.report.json_report import RunReport
-from pytest_agentbench.scoring.comparison import ComparisonSettings
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
+
+if TYPE_CHECKING:
+    from pytest_agentbench.report.json_report import RunReport
+    from pytest_agentbench.scoring.comparison import ComparisonSettings
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,14 @@ def _number(text: str, option: str, *, low: float, high: float | None) -> float:
     return value
 
 
-def comparison_settings(config: pytest.Config) -> ComparisonSettings:
+class ComparisonOptions(NamedTuple):
+    alpha: float
+    max_regression: float
+    allow_changed: bool
+
+
+def comparison_options(config: pytest.Config) -> ComparisonOptions:
+    """The comparison's options, checked in every run, with a baseline or not."""
     alpha_text = config.getoption("agentbench_alpha")
     max_text = config.getoption("agentbench_max_regression")
     alpha = 0.05 if alpha_text is None else _number(alpha_text, "--agentbench-alpha", low=0, high=1)
@@ -49,7 +58,7 @@ def comparison_settings(config: pytest.Config) -> ComparisonSettings:
         raise UsageError(
             "invalid_comparison_option", "alpha must be above 0", field="--agentbench-alpha"
         )
-    return settings(
+    return ComparisonOptions(
         alpha=alpha,
         max_regression=(
             0.0
@@ -63,15 +72,19 @@ def comparison_settings(config: pytest.Config) -> ComparisonSettings:
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     try:
-        chosen = comparison_settings(config)
+        chosen = comparison_options(config)
         path_text = config.getoption("agentbench_baseline")
         if path_text is None or hasattr(config, "workerinput"):
             return
+        # Imported only for a comparison: the JSON report's models and the
+        # comparison's statistics cost every other run their import.
+        from pytest_agentbench.report.baseline import read_run_report, settings
+
         path = Path(path_text)
         config.stash[BASELINE_KEY] = BaselineRequest(
             path=path,
             report=read_run_report(path, field="--agentbench-baseline"),
-            settings=chosen,
+            settings=settings(**chosen._asdict()),
         )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None

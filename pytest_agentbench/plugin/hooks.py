@@ -12,10 +12,10 @@ import gc
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentbench.agents.provenance import RunProvenance
 from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.plugin.activation import SESSION_KEY
 from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
@@ -29,30 +29,19 @@ from pytest_agentbench.plugin.gc_freeze import freeze_alive
 from pytest_agentbench.plugin.options import INPUT_LIMIT_KEYS
 from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.plugin.snapshots import SNAPSHOT_DIR_KEY
-from pytest_agentbench.report.baseline import compare_with_baseline
 from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
 from pytest_agentbench.report.census import WorkerCensus, take_census
 from pytest_agentbench.report.census import merge as merge_census
-from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.junit import (
     relabel_harness_errors,
 )
-from pytest_agentbench.report.model_run import (
-    exclusion_problem,
-    model_run_lines,
-    model_run_of,
-)
-from pytest_agentbench.report.outputs import write_reports
 from pytest_agentbench.report.preload import SuitePreload
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
-from pytest_agentbench.report.summary import RunSummary, summarise
-from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.run import concurrency
 from pytest_agentbench.run.adapters import describe_adapter, load_adapter
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import STATE_KEY, AgentbenchState, SuiteLoader, get_state
-from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.sdk import leaked_threads, tracebacks
 from pytest_agentbench.sdk.canonical import InputLimits, set_input_limits
 from pytest_agentbench.sdk.crashes import WITNESS_KEY, attach_worker
@@ -61,12 +50,13 @@ from pytest_agentbench.sdk.projections import restore_projections, select_projec
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.sdk.runner import release_alarm
 
+if TYPE_CHECKING:
+    from pytest_agentbench.plugin.finish import Finished
+
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 PREVIOUS_LIMITS_KEY = pytest.StashKey[InputLimits]()
 PREVIOUS_PROJECTIONS_KEY = pytest.StashKey[tuple[str, ...]]()
-SUMMARY_KEY = pytest.StashKey[RunSummary]()
-COMPARISON_KEY = pytest.StashKey[Comparison]()
-MODEL_RUN_KEY = pytest.StashKey[RunProvenance]()
+FINISHED_KEY: pytest.StashKey[Finished] = pytest.StashKey()
 
 
 def _input_limits(config: pytest.Config) -> InputLimits:
@@ -296,112 +286,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         or (RERUN_KEY in config.stash and config.stash[RERUN_KEY].resume is not None)
     ):
         return
+    # Imported only here: the report modules cost every other process (each xdist
+    # worker) their import for nothing.
+    from pytest_agentbench.plugin.finish import finish
+
     # Summarising builds a record per case, all acyclic: automatic collections
     # meanwhile would walk the whole heap of the session and free nothing.
     with gc_paused():
-        _finish(session, state, recorder)
-
-
-def _finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorder) -> None:
-    """Summarise the run, judge its gates and write every report."""
-    config = session.config
-    options = state.options
-    baseline = config.stash.get(BASELINE_KEY, None)
-    rerun = config.stash.get(RERUN_KEY, None)
-    notes = [] if rerun is None else rerun.inject(recorder, state.loader, state)
-    try:
-        summary = summarise(
-            recorder,
-            state.loader,
-            options.gates,
-            with_cases=baseline is not None,
-            allow_partial=options.allow_partial,
-            trials=options.repeat,
-        )
-    except AgentbenchError as exc:
-        raise pytest.UsageError(exc.render()) from None
-    if rerun is not None:
-        notes += rerun.finish(recorder, state.loader)
-    if notes:
-        summary = summary.model_copy(update={"problems": (*summary.problems, *notes)})
-    comparison = None
-    if baseline is not None:
-        comparison = compare_with_baseline(
-            baseline.path, baseline.report, summary.suites, baseline.settings
-        )
-        config.stash[COMPARISON_KEY] = comparison
-    # A predictions file for a suite that did not run was never scored: saying
-    # nothing would let a typo in the suite id pass a CI job.
-    unscored = sorted(set(options.predictions) - {suite.id for suite in summary.suites})
-    if unscored:
-        summary = summary.model_copy(
-            update={
-                "problems": (
-                    *summary.problems,
-                    *(
-                        f"[unscored_predictions] --agentbench-predictions: suite {suite_id!r} "
-                        "did not run, so its predictions were not scored"
-                        for suite_id in unscored
-                    ),
-                )
-            }
-        )
-    model_run, summary = _with_model_run(config, recorder, summary)
-    refused_lines = _refused_prediction_lines(state, summary)
-    if refused_lines:
-        summary = summary.model_copy(update={"problems": (*summary.problems, *refused_lines)})
-    # Every problem is a refusal (a suite, an unreadable file, a predictions line)
-    # except the re-run's notes ([resumed], a changed oracle), which only inform.
-    refusals = [problem for problem in summary.problems if problem not in notes]
-    compared_ok = comparison is None or comparison.passed
-    if (
-        refusals or not summary.gates_passed or not compared_ok
-    ) and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    if model_run is not None:
-        config.stash[MODEL_RUN_KEY] = model_run
-    config.stash[SUMMARY_KEY] = write_reports(
-        config,
-        summary,
-        recorder,
-        options,
-        adapter_description=state.adapter_description,
-        exit_status=int(session.exitstatus),
-        comparison=comparison,
-        model_run=model_run,
-    )
-
-
-def _with_model_run(
-    config: pytest.Config, recorder: RunRecorder, summary: RunSummary
-) -> tuple[RunProvenance | None, RunSummary]:
-    """The run's model provenance; cases a budget excluded make a problem of the summary."""
-    model_run = model_run_of(config, recorder.graded)
-    line = None if model_run is None else exclusion_problem(model_run)
-    if line is not None:
-        summary = summary.model_copy(update={"problems": (*summary.problems, line)})
-    return model_run, summary
-
-
-def _refused_prediction_lines(state: AgentbenchState, summary: RunSummary) -> list[str]:
-    """Lines of the predictions files that belong to no case: they fail the run.
-
-    The same lines make ``agentbench validate`` refuse the file. A world's
-    predictions adapter lists them in an optional ``refused_lines`` attribute.
-    """
-    found: list[str] = []
-    ran = {suite.id for suite in summary.suites}
-    for loaded in state.loader.loaded():
-        path = state.options.predictions.get(loaded.suite.id)
-        if path is None or loaded.suite.id not in ran:
-            continue
-        try:
-            adapter = loaded.world.predictions_adapter(loaded.suite, path)
-        except AgentbenchError as exc:
-            found.append(exc.render())
-            continue
-        found.extend(str(line) for line in getattr(adapter, "refused_lines", ()))
-    return found
+        config.stash[FINISHED_KEY] = finish(session, state, recorder)
 
 
 def no_case_lines(config: pytest.Config) -> list[str]:
@@ -425,30 +317,18 @@ def no_case_lines(config: pytest.Config) -> list[str]:
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
 ) -> None:
-    if not hasattr(config, "workerinput"):
-        for line in no_case_lines(config):
-            terminalreporter.write_line(line, yellow=True)
-    summary = config.stash.get(SUMMARY_KEY, None)
-    if summary is None or hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
         return
-    state = get_state(config)
-    verbose = config.get_verbosity() >= 0
-    for suite in summary.suites:
-        if verbose:
-            terminalreporter.write_sep("=", f"agentbench: {suite.id} ({suite.world})")
-        for line in suite_lines(suite, state.adapter_description, verbose=verbose):
-            terminalreporter.write_line(line if verbose else f"agentbench {line}")
-    for line in [*orphan_gate_lines(summary), *summary.problems]:
-        terminalreporter.write_line(f"agentbench {line}")
-    model_run = config.stash.get(MODEL_RUN_KEY, None)
-    if model_run is not None:
-        if verbose:
-            terminalreporter.write_sep("=", "agentbench: model")
-        for line in model_run_lines(model_run):
-            terminalreporter.write_line(line if verbose else f"agentbench {line.strip()}")
-    comparison = config.stash.get(COMPARISON_KEY, None)
-    if comparison is not None:
-        if verbose:
-            terminalreporter.write_sep("=", "agentbench: comparison with the baseline")
-        for line in comparison_lines(comparison, verbose=verbose):
-            terminalreporter.write_line(line if verbose else f"agentbench {line}")
+    for line in no_case_lines(config):
+        terminalreporter.write_line(line, yellow=True)
+    finished = config.stash.get(FINISHED_KEY, None)
+    if finished is None:
+        return
+    from pytest_agentbench.plugin.finish import write_terminal_summary
+
+    write_terminal_summary(
+        terminalreporter,
+        finished,
+        get_state(config).adapter_description,
+        verbose=config.get_verbosity() >= 0,
+    )

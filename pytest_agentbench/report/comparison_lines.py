@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pytest_agentbench.scoring.comparison import Comparison, ComparisonRow, SuiteComparison
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_agentbench.scoring.comparison import Comparison, ComparisonRow, SuiteComparison
 
 _MARK = {
     "regression": "REGRESSION",

@@ -24,13 +24,15 @@ from pytest_agentbench.run.output_caps import TruncatedReceipt
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.scoring.gates import GateVerdict
 from pytest_agentbench.sdk.canonical import canonical_json, pretty_json
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.tools.receipt import AnyReceipt
 
 SCHEMA_PATH = Path(__file__).with_name("run_report.schema.json")
 
 
 class Environment(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     python: str
     pytest: str
     plugin: str
@@ -39,12 +41,16 @@ class Environment(Record):
 
 
 class AdapterIdentity(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     spec: str | None
     """The ``--agentbench-adapter`` value; ``None`` for the built-in reference agents."""
     description: str
 
 
 class RunReport(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     # Version 2 adds each suite's ``coverage``, ``metric_definitions`` and ``trials``,
     # a case's ``trial``, ``cluster`` and ``recorded``, and the run's ``comparison``:
     # all optional, so a version 1 report still reads (without them), and so does a

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from _pytest.junitxml import LogXML, xml_key
 
 from pytest_agentbench.report.recorder import HARNESS_ERROR
-from pytest_agentbench.report.summary import RunSummary
+
+if TYPE_CHECKING:
+    from pytest_agentbench.report.summary import RunSummary
 
 
 def global_properties(summary: RunSummary) -> list[tuple[str, str]]:

@@ -7,18 +7,21 @@ layer decides the run's outcome, this module writes what it says.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from pytest_agentbench.agents.provenance import RunProvenance
 from pytest_agentbench.report.comparison_lines import comparison_properties
-from pytest_agentbench.report.json_report import report_document, write_report
 from pytest_agentbench.report.junit import add_global_properties, add_properties
 from pytest_agentbench.report.model_run import model_run_properties
 from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import RunRecorder
 from pytest_agentbench.report.summary import RunSummary
 from pytest_agentbench.run.options import Options
-from pytest_agentbench.scoring.comparison import Comparison
+
+if TYPE_CHECKING:
+    from pytest_agentbench.agents.provenance import RunProvenance
+    from pytest_agentbench.scoring.comparison import Comparison
 
 
 def write_reports(
@@ -44,6 +47,10 @@ def write_reports(
     if options.receipts_dir is not None:
         write_receipts(recorder.graded.results(), options.receipts_dir)
     if options.report_path is not None or options.html_path is not None:
+        # Imported only for a report: its records (and the comparison's, the judges')
+        # cost a run without one their import.
+        from pytest_agentbench.report.json_report import report_document, write_report
+
         identity = {
             "rootpath": config.rootpath,
             "adapter_spec": options.adapter_spec,

@@ -176,8 +176,12 @@ class CaseJob:
         outcome, case_ledger, decided = self._settled
         if decided is not None:
             return outcome, decided
-        from pytest_agentbench.run.episode_artifacts import artifact_item
+        item = None
+        if self.state.options.artifacts_dir is not None:
+            # Imported only for artefacts: it imports the ledger's modules.
+            from pytest_agentbench.run.episode_artifacts import artifact_item
 
+            item = artifact_item(adapter_class(self.adapter), self.case.case_id, self.trial)
         return self.state.settle(
             self.loaded,
             self.case,
@@ -185,7 +189,7 @@ class CaseJob:
             case_ledger,
             seen=self.seen,
             calls=self.calls,
-            item=artifact_item(adapter_class(self.adapter), self.case.case_id, self.trial),
+            item=item,
         )
 
 

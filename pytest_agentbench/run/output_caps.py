@@ -18,7 +18,7 @@ from pydantic import Field
 
 from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
-from pytest_agentbench.sdk.contracts import CaseResult, Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Record
 
 # Defined with the options, which are registered without importing pydantic.
 DEFAULT_MAX_OUTPUT_BYTES = plugin_options.DEFAULT_MAX_OUTPUT_BYTES
@@ -55,6 +55,8 @@ def cap_value(value: JsonValue, limit: int) -> JsonValue:
 
 
 class ReceiptTruncation(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     bytes: int = Field(ge=0)
     """Size of the whole receipt's canonical JSON."""
     sha256: str
@@ -65,6 +67,8 @@ class ReceiptTruncation(Record):
 
 class TruncatedReceipt(Record):
     """What the run report keeps of a receipt larger than the limit: not itself a receipt."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     digest: str
     """The whole receipt's digest, over its whole canonical partition."""

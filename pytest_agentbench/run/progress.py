@@ -25,7 +25,6 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from pytest_agentbench.report.baseline import read_run_report
 from pytest_agentbench.run.recording import (
     case_digest,
     recorded_outcome,
@@ -79,6 +78,9 @@ def read_resume_source(path: Path) -> ResumeSource:
         path = journal
     if _is_journal(path):
         return _read_journal(path)
+    # Imported only to resume from a report: its models cost every other run their import.
+    from pytest_agentbench.report.baseline import read_run_report
+
     report = read_run_report(path, field="--agentbench-resume")
     return ResumeSource(
         path=path,

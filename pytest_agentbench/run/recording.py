@@ -17,7 +17,6 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.scoring.metrics import GRADED
 from pytest_agentbench.sdk.canonical import canonical_json, pretty_json, read_json, sha256_hex
 from pytest_agentbench.sdk.contracts import (
@@ -99,6 +98,9 @@ def write_records(results: Iterable[CaseResult], directory: Path) -> list[Path]:
 
 
 def _from_report(path: Path) -> list[CaseResult]:
+    # Imported only to re-score a report: its models cost every other run their import.
+    from pytest_agentbench.report.json_report import RunReport
+
     try:
         report = RunReport.model_validate(read_json(path))
     except ValidationError as exc:

@@ -17,7 +17,6 @@ from pytest_agentbench.run.adapters import (
     implements,
     protocol_name,
 )
-from pytest_agentbench.run.case_ledger import CaseLedger, ledgered, open_case_ledger
 from pytest_agentbench.run.leaks import find_leak, visible_text
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.scoring.gates import parse_gate
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from pytest_agentbench.agents.provenance import CaseCalls
     from pytest_agentbench.isolation.host import IsolatedAdapters
     from pytest_agentbench.isolation.pool import IsolatedPool
+    from pytest_agentbench.run.case_ledger import CaseLedger
     from pytest_agentbench.run.episode_artifacts import ArtifactItem
 
 
@@ -414,7 +414,9 @@ class AgentbenchState:
             opened,
             seen=seen,
             calls=calls,
-            item=artifact_item_here(adapter_class(adapter), case.case_id) if ledger else None,
+            item=artifact_item_here(adapter_class(adapter), case.case_id)
+            if ledger and self.options.artifacts_dir is not None
+            else None,
         )
 
     def open_ledger(
@@ -424,6 +426,10 @@ class AgentbenchState:
         folder = self.options.ledger_dir
         if folder is None:
             return None
+        # Imported only under --agentbench-ledger: the ledger's row models cost
+        # every other run their import.
+        from pytest_agentbench.run.case_ledger import open_case_ledger
+
         try:
             return open_case_ledger(folder, loaded.suite, case, adapter_class(adapter))
         except AgentbenchError as exc:
@@ -449,6 +455,8 @@ class AgentbenchState:
 
         isolation, served = self.isolation, adapter
         if case_ledger is not None:
+            from pytest_agentbench.run.case_ledger import ledgered
+
             adapter = ledgered(adapter, case_ledger)
         world, suite, timeout = loaded.world, loaded.suite, self.options.timeout
         with case_scope() as calls:

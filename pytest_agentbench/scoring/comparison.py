@@ -29,7 +29,13 @@ from pytest_agentbench.scoring.stats import (
     seed_for,
     sign_test,
 )
-from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, Direction, Record
+from pytest_agentbench.sdk.contracts import (
+    BUILT_ON_FIRST_USE,
+    CaseOutcome,
+    CaseResult,
+    Direction,
+    Record,
+)
 
 PASS_ROW = "passed"
 """The pass/fail row's name: the share of paired trials whose case passed."""
@@ -52,6 +58,8 @@ class ComparisonSettings(Record):
 class BaselineIdentity(Record):
     """Which earlier run the comparison is against."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     path: str
     schema_version: str
     adapter_spec: str | None
@@ -62,11 +70,15 @@ class BaselineIdentity(Record):
 class Discordant(Record):
     """Units whose pass share fell (``before_better``) or rose (``after_better``)."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     before_better: int
     after_better: int
 
 
 class ComparisonRow(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     suite: str
     metric: str
     kind: Literal["pass_fail", "rate", "reduced"]
@@ -96,6 +108,8 @@ class ComparisonRow(Record):
 
 
 class SuiteComparison(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     id: str
     world: str
     status: Literal["compared", "refused"]
@@ -121,6 +135,8 @@ class SuiteComparison(Record):
 
 
 class Comparison(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     schema_version: Literal["agentbench-comparison/1"] = "agentbench-comparison/1"
     baseline: BaselineIdentity
     settings: ComparisonSettings
@@ -141,6 +157,8 @@ class Comparison(Record):
 
 class SuiteRun(Record):
     """What a comparison needs of one suite of one run (a run report's suite entry)."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     id: str
     world: str

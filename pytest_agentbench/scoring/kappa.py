@@ -13,13 +13,15 @@ from collections.abc import Mapping, Sequence
 from typing import Final, Literal
 
 from pytest_agentbench.scoring.stats import cohens_kappa
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 UNCALIBRATED: Final = "uncalibrated"
 
 
 class Calibration(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     rater: str
     status: Literal["calibrated", "uncalibrated"]
     support: int

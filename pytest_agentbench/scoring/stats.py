@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import NamedTuple
 
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 
 # Standard normal CDF underflows to zero a little beyond 38 standard deviations,
 # so this bracket holds the quantile of every probability a float can express.
@@ -29,6 +29,8 @@ _QUANTILE_BRACKET = 40.0
 class BootstrapResult(Record):
     """Mean of the paired differences ``a[i] - b[i]`` and its percentile interval."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     mean_difference: float
     low: float
     high: float
@@ -36,6 +38,8 @@ class BootstrapResult(Record):
 
 class HolmResult(Record):
     """One hypothesis after Holm-Bonferroni: raw and adjusted p-value, and the verdict."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     p_value: float
     adjusted_p: float

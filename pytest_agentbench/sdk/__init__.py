@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "MetricValue": "pytest_agentbench.sdk.contracts",
     "Outcome": "pytest_agentbench.sdk.contracts",
     "Record": "pytest_agentbench.sdk.contracts",
+    "BUILT_ON_FIRST_USE": "pytest_agentbench.sdk.contracts",
     "Reducer": "pytest_agentbench.sdk.contracts",
     "grade": "pytest_agentbench.sdk.contracts",
     "CONTROLS_FILE": "pytest_agentbench.sdk.layout",
@@ -130,6 +131,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "ADAPTER_FAILED",
+    "BUILT_ON_FIRST_USE",
     "CONTROLS_FILE",
     "HANDLER_FAILED",
     "INVALID_ARGUMENTS",
@@ -302,6 +304,7 @@ if TYPE_CHECKING:
         WritesBaselines,
     )
     from pytest_agentbench.sdk.contracts import (
+        BUILT_ON_FIRST_USE,
         Case,
         CaseResult,
         Check,

@@ -24,6 +24,12 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+BUILT_ON_FIRST_USE = ConfigDict(defer_build=True)
+"""``model_config`` of a record most processes never validate: its validator is built
+on first use rather than at import. Building it later costs what building it at
+import does, so only a record that stays unused in most processes should defer."""
+
+
 class CheckStatus(StrEnum):
     PASS = "pass"
     FAIL = "fail"

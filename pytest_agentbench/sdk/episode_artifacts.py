@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Protocol, runtime_checkable
 from pydantic import Field, StrictInt, StrictStr
 
 from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 
 if TYPE_CHECKING:
     from pytest_agentbench.sdk.contracts import Case, CaseResult, Outcome
@@ -56,6 +56,8 @@ class ProviderExecution(Record):
     each recorded decision, in order.
     """
 
+    model_config = BUILT_ON_FIRST_USE
+
     execution_run_id: Annotated[StrictStr, Field(pattern=r"^exec_[0-9a-f]{32}$")]
     execution_ledger_version: StrictInt
     execution_ledger_digest_sha256: ArtifactDigest
@@ -76,6 +78,8 @@ class ProviderExecution(Record):
 class BoundCall(Record):
     """One call row of the case's ledger, as an artefact's execution record repeats it."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     call_index: ArtifactCount
     request_digest_sha256: ArtifactDigest | None
     decision_digest_sha256: ArtifactDigest | None
@@ -83,6 +87,8 @@ class BoundCall(Record):
 
 class EpisodeBinding(Record):
     """What the core knows about the run of one case that its world does not."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     agent_id: StrictStr
     model: StrictStr | None = None

@@ -29,8 +29,8 @@ from pytest_agentbench.sdk.contracts import CaseResult
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
 from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
+from pytest_agentbench.sdk.tool_agent import ToolAgent
 from pytest_agentbench.sdk.world import accepted_protocols
-from pytest_agentbench.tools import ToolAgent, load_receipt, session_receipts
 
 CASE_TIMEOUT = 60.0
 """Seconds each case of a check may take: the built-in agents are deterministic and quick."""
@@ -353,6 +353,10 @@ def _interactive(loaded: LoadedSuite) -> Any:
 
 def check_interactive_receipts(target: SuiteUnderTest) -> None:
     """A tool-session world's cases carry receipts whose canonical parts rerun byte for byte."""
+    # Imported only by this check: the receipt's models would cost every benchmark
+    # process (each xdist worker) their import, conformance run or not.
+    from pytest_agentbench.tools import load_receipt, session_receipts
+
     _interactive(target.load())
 
     def receipts() -> list[str]:

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.sdk import AgentbenchError, Record, tree_files
+from pytest_agentbench.sdk import BUILT_ON_FIRST_USE, AgentbenchError, Record, tree_files
 from pytest_agentbench.worlds.authority.bundle import (
     BINDINGS,
     CHECKSUMS,
@@ -92,6 +92,8 @@ EVALUATOR_KEEP = ("controls.yaml",)
 
 class WorldSource(Record):
     """What an author writes: the public world plus one binding and label per action event."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     snapshot: WorldSnapshot
     events: tuple[Event, ...]

@@ -38,6 +38,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from pytest_agentbench.sdk import (
+    BUILT_ON_FIRST_USE,
     AgentbenchError,
     JsonValue,
     Record,
@@ -86,6 +87,8 @@ SEVERITIES: dict[DiagnosticCode, Severity] = {
 
 
 class Diagnostic(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     code: DiagnosticCode
     severity: Severity
     line: int | None
@@ -98,6 +101,8 @@ class Diagnostic(Record):
 
 
 class ValidationReport(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     diagnostics: tuple[Diagnostic, ...]
 
     @property

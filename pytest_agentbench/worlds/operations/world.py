@@ -62,7 +62,7 @@ from pytest_agentbench.sdk import (
     selected_projections,
     tree_files,
 )
-from pytest_agentbench.worlds.operations import agents, artifact, execution
+from pytest_agentbench.worlds.operations import agents
 from pytest_agentbench.worlds.operations.control_oracle import (
     is_oracle_document,
     load_control_oracle,
@@ -407,6 +407,11 @@ class OperationsWorld:
         self, suite: Suite, case_id: str, agent_id: str, adapter: Any, out: Path
     ) -> list[str]:
         """Run one case with its execution ledger; write ledger and episode record to ``out``."""
+        # Imported by the commands that record or replay an episode, and for an episode
+        # artefact: they write or read an execution ledger, whose modules a run
+        # without one never needs.
+        from pytest_agentbench.worlds.operations import execution
+
         loaded = _data(suite).spec
         _known_scenario(loaded, case_id)
         recorded = execution.record_episode(loaded, case_id, agent_id, adapter, out)
@@ -426,6 +431,8 @@ class OperationsWorld:
         """The case's contract-8 episode artefact; ``None`` when no episode ran."""
         if outcome.output is None:
             return None
+        from pytest_agentbench.worlds.operations import artifact
+
         return artifact.build_artifact(_data(suite).spec, outcome.output, binding)
 
     def replay_episode(self, suite: Suite, path: Path) -> list[str]:
@@ -433,6 +440,8 @@ class OperationsWorld:
         episode = read_json(path, display=str(path))
         if not isinstance(episode, dict):
             raise AgentbenchError("invalid_episode_record", "expected an object", file=str(path))
+        from pytest_agentbench.worlds.operations import execution
+
         return execution.replay_episode(_data(suite).spec, episode, str(path))
 
     def leak_canaries(self, suite: Suite, oracle: Any) -> Sequence[str]:

@@ -1,0 +1,172 @@
+"""The end of a run with benchmarks: its summary, gates, baseline comparison and reports.
+
+Imported by :mod:`pytest_agentbench.plugin.hooks` when a session finishes in the
+process results arrive in (the only one, or the xdist controller) and there is
+something to summarise: the report modules it pulls in (summary, JSON report,
+comparison, model provenance, terminal lines) cost every other process, above
+all every xdist worker, their import for nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_agentbench.agents.provenance import RunProvenance
+from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
+from pytest_agentbench.plugin.rerun import RERUN_KEY
+from pytest_agentbench.report.comparison_lines import comparison_lines
+from pytest_agentbench.report.model_run import exclusion_problem, model_run_lines, model_run_of
+from pytest_agentbench.report.outputs import write_reports
+from pytest_agentbench.report.recorder import RunRecorder
+from pytest_agentbench.report.summary import RunSummary, summarise
+from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
+from pytest_agentbench.run.session import AgentbenchState
+from pytest_agentbench.sdk.errors import AgentbenchError
+
+if TYPE_CHECKING:
+    from pytest_agentbench.scoring.comparison import Comparison
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What the terminal summary shows of a finished run."""
+
+    summary: RunSummary
+    comparison: Comparison | None
+    model_run: RunProvenance | None
+
+
+def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorder) -> Finished:
+    """Summarise the run, judge its gates and write every report."""
+    config = session.config
+    options = state.options
+    baseline = config.stash.get(BASELINE_KEY, None)
+    rerun = config.stash.get(RERUN_KEY, None)
+    notes = [] if rerun is None else rerun.inject(recorder, state.loader, state)
+    try:
+        summary = summarise(
+            recorder,
+            state.loader,
+            options.gates,
+            with_cases=baseline is not None,
+            allow_partial=options.allow_partial,
+            trials=options.repeat,
+        )
+    except AgentbenchError as exc:
+        raise pytest.UsageError(exc.render()) from None
+    if rerun is not None:
+        notes += rerun.finish(recorder, state.loader)
+    if notes:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *notes)})
+    comparison = None
+    if baseline is not None:
+        # Imported only for a comparison, as the baseline's options were.
+        from pytest_agentbench.report.baseline import compare_with_baseline
+
+        comparison = compare_with_baseline(
+            baseline.path, baseline.report, summary.suites, baseline.settings
+        )
+    # A predictions file for a suite that did not run was never scored: saying
+    # nothing would let a typo in the suite id pass a CI job.
+    unscored = sorted(set(options.predictions) - {suite.id for suite in summary.suites})
+    if unscored:
+        summary = summary.model_copy(
+            update={
+                "problems": (
+                    *summary.problems,
+                    *(
+                        f"[unscored_predictions] --agentbench-predictions: suite {suite_id!r} "
+                        "did not run, so its predictions were not scored"
+                        for suite_id in unscored
+                    ),
+                )
+            }
+        )
+    model_run, summary = _with_model_run(config, recorder, summary)
+    refused_lines = _refused_prediction_lines(state, summary)
+    if refused_lines:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *refused_lines)})
+    # Every problem is a refusal (a suite, an unreadable file, a predictions line)
+    # except the re-run's notes ([resumed], a changed oracle), which only inform.
+    refusals = [problem for problem in summary.problems if problem not in notes]
+    compared_ok = comparison is None or comparison.passed
+    if (
+        refusals or not summary.gates_passed or not compared_ok
+    ) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    shown = write_reports(
+        config,
+        summary,
+        recorder,
+        options,
+        adapter_description=state.adapter_description,
+        exit_status=int(session.exitstatus),
+        comparison=comparison,
+        model_run=model_run,
+    )
+    return Finished(summary=shown, comparison=comparison, model_run=model_run)
+
+
+def _with_model_run(
+    config: pytest.Config, recorder: RunRecorder, summary: RunSummary
+) -> tuple[RunProvenance | None, RunSummary]:
+    """The run's model provenance; cases a budget excluded make a problem of the summary."""
+    model_run = model_run_of(config, recorder.graded)
+    line = None if model_run is None else exclusion_problem(model_run)
+    if line is not None:
+        summary = summary.model_copy(update={"problems": (*summary.problems, line)})
+    return model_run, summary
+
+
+def _refused_prediction_lines(state: AgentbenchState, summary: RunSummary) -> list[str]:
+    """Lines of the predictions files that belong to no case: they fail the run.
+
+    The same lines make ``agentbench validate`` refuse the file. A world's
+    predictions adapter lists them in an optional ``refused_lines`` attribute.
+    """
+    found: list[str] = []
+    ran = {suite.id for suite in summary.suites}
+    for loaded in state.loader.loaded():
+        path = state.options.predictions.get(loaded.suite.id)
+        if path is None or loaded.suite.id not in ran:
+            continue
+        try:
+            adapter = loaded.world.predictions_adapter(loaded.suite, path)
+        except AgentbenchError as exc:
+            found.append(exc.render())
+            continue
+        found.extend(str(line) for line in getattr(adapter, "refused_lines", ()))
+    return found
+
+
+def write_terminal_summary(
+    terminalreporter: pytest.TerminalReporter,
+    finished: Finished,
+    adapter_description: str,
+    *,
+    verbose: bool,
+) -> None:
+    """The run's sections of pytest's terminal summary."""
+    summary = finished.summary
+    for suite in summary.suites:
+        if verbose:
+            terminalreporter.write_sep("=", f"agentbench: {suite.id} ({suite.world})")
+        for line in suite_lines(suite, adapter_description, verbose=verbose):
+            terminalreporter.write_line(line if verbose else f"agentbench {line}")
+    for line in [*orphan_gate_lines(summary), *summary.problems]:
+        terminalreporter.write_line(f"agentbench {line}")
+    model_run = finished.model_run
+    if model_run is not None:
+        if verbose:
+            terminalreporter.write_sep("=", "agentbench: model")
+        for line in model_run_lines(model_run):
+            terminalreporter.write_line(line if verbose else f"agentbench {line.strip()}")
+    comparison = finished.comparison
+    if comparison is not None:
+        if verbose:
+            terminalreporter.write_sep("=", "agentbench: comparison with the baseline")
+        for line in comparison_lines(comparison, verbose=verbose):
+            terminalreporter.write_line(line if verbose else f"agentbench {line}")

@@ -1,0 +1,158 @@
+"""What a process of a run with benchmarks imports, and which records it builds.
+
+Every xdist worker, inner test session and ``agentbench`` command pays for the
+modules the plugin imports when it turns on. The report layer (summary, JSON
+report, baseline comparison, terminal lines, model provenance), the execution
+ledger and the tool-session records are imported where they are used: at the
+session's end where results arrive, under ``--agentbench-ledger``, in a
+tool-session world. Records most processes never validate are built on first
+use (``BUILT_ON_FIRST_USE``). Imports are checked in a subprocess: the test
+process itself has imported everything.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pytest_agentbench.plugin.activation import PLUGINS
+from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
+
+FINISH_MODULES = (
+    "pytest_agentbench.plugin.finish",
+    "pytest_agentbench.report.summary",
+    "pytest_agentbench.report.outputs",
+    "pytest_agentbench.report.terminal",
+    "pytest_agentbench.report.model_run",
+    "pytest_agentbench.report.comparison_lines",
+)
+"""Imported at the session's end by the process results arrive in."""
+
+ON_REQUEST_MODULES = (
+    "pytest_agentbench.report.json_report",
+    "pytest_agentbench.report.baseline",
+    "pytest_agentbench.scoring.comparison",
+    "pytest_agentbench.scoring.kappa",
+    "pytest_agentbench.judging.summary",
+    "pytest_agentbench.ledger",
+    "pytest_agentbench.run.case_ledger",
+)
+"""Imported only by a run asking for them: a report, a baseline, judges, a ledger."""
+
+TOOL_MODULES = ("pytest_agentbench.tools",)
+BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
+"""Imported by a tool-session world (the demo world of the run below is one)."""
+
+BUILT_ON_FIRST_USE = (
+    "pytest_agentbench.agents.budget:ModelPrice",
+    "pytest_agentbench.agents.budget:PricingTable",
+    "pytest_agentbench.agents.budget:Reservation",
+    "pytest_agentbench.agents.limits:Wait",
+    "pytest_agentbench.agents.provenance:CaseModelCalls",
+    "pytest_agentbench.agents.provenance:DecisionCall",
+    "pytest_agentbench.agents.provenance:RunProvenance",
+    "pytest_agentbench.run.output_caps:ReceiptTruncation",
+    "pytest_agentbench.run.output_caps:TruncatedReceipt",
+    "pytest_agentbench.scoring.stats:BootstrapResult",
+    "pytest_agentbench.scoring.stats:HolmResult",
+)
+"""Records of modules every benchmark process imports that a plain run never validates."""
+
+
+def _loaded(module_prefixes: tuple[str, ...], modules: list[str]) -> list[str]:
+    return sorted(
+        name
+        for name in modules
+        if any(name == prefix or name.startswith(prefix + ".") for prefix in module_prefixes)
+    )
+
+
+def test_turning_the_plugin_on_and_loading_worlds_imports_no_report_or_ledger_module() -> None:
+    probe = (
+        "import importlib, json, sys\n"
+        f"for name in {PLUGINS!r}:\n"
+        "    importlib.import_module(name)\n"
+        "built = []\n"
+        f"for spec in {BUILT_ON_FIRST_USE!r}:\n"
+        "    module, name = spec.split(':')\n"
+        "    if getattr(sys.modules[module], name).__pydantic_complete__:\n"
+        "        built.append(spec)\n"
+        "modules = sorted(sys.modules)\n"
+        f"for kind in {BUILT_IN_KINDS!r}:\n"
+        "    importlib.import_module(f'pytest_agentbench.worlds.{kind}.world')\n"
+        "print(json.dumps({'modules': modules, 'built': built, 'worlds': sorted(sys.modules)}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    found = json.loads(done.stdout)
+    assert "pytest_agentbench.plugin.hooks" in found["modules"]
+    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES + TOOL_MODULES, found["modules"]) == []
+    assert found["built"] == []
+    # A world imports the tool-session records it runs on, and no more of the run's.
+    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES, found["worlds"]) == []
+
+
+# Writes, in every process, which of the modules above it imported.
+IMPORT_PROBE = """
+import json, sys
+
+WATCHED = {watched!r}
+
+
+def pytest_sessionfinish(session):
+    config = session.config
+    worker = getattr(config, "workerinput", {{}}).get("workerid", "main")
+    loaded = sorted(
+        name for name in sys.modules
+        if any(name == prefix or name.startswith(prefix + ".") for prefix in WATCHED)
+    )
+    with open(f"probe-{{worker}}.json", "w") as handle:
+        json.dump(loaded, handle)
+"""
+
+
+def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Pytester) -> None:
+    watched = FINISH_MODULES + ON_REQUEST_MODULES
+    demo.makeconftest(REGISTERING_CONFTEST + IMPORT_PROBE.format(watched=watched))
+    write_demo_suite(demo.path)
+    result = demo.runpytest_subprocess("-n", "2")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*= agentbench: demo-suite (demo) =*", "*accuracy*"])
+    probes = {
+        path.stem.removeprefix("probe-"): json.loads(path.read_text(encoding="utf-8"))
+        for path in demo.path.glob("probe-*.json")
+    }
+    assert probes == {
+        # The probe's sessionfinish runs after the plugin's, which imported them.
+        "main": sorted(FINISH_MODULES),
+        "gw0": [],
+        "gw1": [],
+    }
+
+
+def test_an_agentbench_command_imports_its_own_module_alone() -> None:
+    probe = (
+        "import contextlib, io, json, sys\n"
+        "from pytest_agentbench.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    status = main(['list'])\n"
+        "print(json.dumps({'status': status, 'modules': sorted(sys.modules)}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    found = json.loads(done.stdout)
+    assert found["status"] == 0
+    commands = sorted(
+        name for name in found["modules"] if name.startswith("pytest_agentbench.cli.")
+    )
+    assert commands == [
+        "pytest_agentbench.cli.common",
+        "pytest_agentbench.cli.list_suites",
+        "pytest_agentbench.cli.main",
+    ]
+    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES, found["modules"]) == []
