@@ -91,3 +91,6 @@ def test_the_searched_text_is_the_canonical_view_and_the_tool_results_only() -> 
         ]
     }
     assert list(tool_results(receipt)) == ['{"n":1}', "[2]"]
+    # The tools offered are descriptors, not results, however their schemas are shaped.
+    offered = {"canonical": {"tools": [{"parameters": {"calls": [{"result": "x"}]}}], "calls": []}}
+    assert list(tool_results(offered)) == []

@@ -27,7 +27,7 @@ from pytest_agentbench.tools import (
     ToolSessionLike,
     ToolSpec,
 )
-from pytest_agentbench.tools.receipt import SCHEMA_PATH, schema_text
+from pytest_agentbench.tools.receipt import SCHEMA_PATH, canonical_digest, schema_text
 
 ADD_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -407,6 +407,33 @@ def test_a_receipt_round_trips_and_refuses_tampering() -> None:
     dumped["canonical"]["final"] = {"answer": 4}
     with pytest.raises(pydantic.ValidationError, match="canonical partition hashes to"):
         Receipt.model_validate(dumped)
+
+
+@pytest.mark.parametrize(
+    "final",
+    [None, {"answer": 'naïve \u2028 "quoted" \\ tab\t'}, [1, 2.5, {"b": 1, "a": [True]}], "😀"],
+)
+def test_a_built_receipt_carries_the_digest_its_reading_recomputes(final: Any) -> None:
+    """Receipt.build puts the digest together from each tool's cached canonical text."""
+    unicode_tool = ToolSpec(
+        name="gruss",
+        description='Ünïcode "quotes" and \\ slashes \u2028',
+        parameters={**TEXT, "description": "é"},
+        handler=echo,
+    )
+    built = ToolSession(
+        [*tools(), unicode_tool], Budget(max_calls=9), context={"case": "ç", "seed": 7}
+    )
+    built.call("add", {"a": 1, "b": 2})
+    built.call("echo", {"text": "żółw"})
+    built.call("gruss", {"text": "ß"})
+    for receipt in (
+        built.receipt(final),
+        built.receipt(final, failure_class="wrong_answer", failure_code="x", failure_reason="y"),
+        Receipt.build(tools=[tool.describe() for tool in tools()], budget=Budget(), calls=[]),
+    ):
+        assert receipt.digest == canonical_digest(receipt.canonical)
+        assert Receipt.model_validate(receipt.model_dump(mode="json")).digest == receipt.digest
 
 
 def test_the_receipt_digest_is_a_fixed_value() -> None:

@@ -45,6 +45,9 @@ def visible_text(view: Any) -> str:
         return repr(view)
 
 
+_NO_CALLS_UNDER = frozenset({"calls", "tools"})
+
+
 def tool_results(receipt: JsonValue) -> Iterator[str]:
     """Canonical JSON of every tool result a receipt records (an episode's, each session's).
 
@@ -58,7 +61,8 @@ def tool_results(receipt: JsonValue) -> Iterator[str]:
                     yield canonical_json(call["result"])
         for key, value in receipt.items():
             # Only containers can hold calls; a generator per scalar was most of this walk.
-            if key != "calls" and isinstance(value, (dict, list)):
+            # The tools offered (their schemas are most of a receipt) hold no call.
+            if key not in _NO_CALLS_UNDER and isinstance(value, (dict, list)):
                 yield from tool_results(value)
     elif isinstance(receipt, list):
         for item in receipt:

@@ -132,9 +132,24 @@ class Receipt(Record):
             failure_reason=failure_reason,
         )
         # Built here from its own digest: the check on reading would only repeat the hash.
-        return cls.model_construct(
-            canonical=canonical, digest=canonical_digest(canonical), observations=observations
-        )
+        digest = _digest_with_tool_texts(canonical, [tool.canonical_text() for tool in tools])
+        return cls.model_construct(canonical=canonical, digest=digest, observations=observations)
+
+
+def _digest_with_tool_texts(canonical: ReceiptCanonical, tool_texts: Sequence[str]) -> str:
+    """:func:`canonical_digest`, each tool's canonical JSON given instead of serialised again.
+
+    A canonical JSON object is its sorted keys, each with its value's canonical JSON, so the
+    text is put together from its fields' texts; the tools' part is most of it and a world
+    serialises it once per declared tool (:meth:`ToolSpec.canonical_text`).
+    """
+    texts = {
+        key: encode_canonical(value)
+        for key, value in canonical.model_dump(mode="json", exclude={"tools"}).items()
+    }
+    texts["tools"] = "[" + ",".join(tool_texts) + "]"
+    body = ",".join(f"{encode_canonical(key)}:{texts[key]}" for key in sorted(texts))
+    return sha256_hex(("{" + body + "}").encode("utf-8"))
 
 
 EPISODE_RECEIPT_SCHEME: Final = "agentbench-episode-receipt/1"

@@ -92,6 +92,10 @@ class ToolDescriptor(Record):
             privileged=self.privileged,
         )
 
+    def canonical_text(self) -> str:
+        """The canonical JSON of :meth:`describe`: what a receipt's digest covers of this tool."""
+        return canonical_json(self.describe().model_dump(mode="json"))
+
 
 Handler = Callable[[dict[str, Any]], JsonValue]
 
@@ -109,11 +113,13 @@ class ToolSpec(ToolDescriptor):
     handler: Handler = Field(exclude=True, repr=False)
     _check: Check = PrivateAttr()
     _parameters_text: str = PrivateAttr()
+    _canonical_text: str = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
-        # Both are kept by the copies a world binds to each case's sandbox.
+        # All three are kept by the copies a world binds to each case's sandbox.
         self._check = compile_schema(self.parameters)
         self._parameters_text = json.dumps(self.parameters, ensure_ascii=False)
+        self._canonical_text = super().canonical_text()
 
     @property
     def check_arguments(self) -> Check:
@@ -124,6 +130,11 @@ class ToolSpec(ToolDescriptor):
     def parameters_text(self) -> str:
         """:attr:`parameters` as JSON text, keys in declaration order: what exports copy."""
         return self._parameters_text
+
+    def canonical_text(self) -> str:
+        # Serialised once per declared tool, not once per receipt: the schemas are most of
+        # a receipt's text, and a world issues one receipt per case.
+        return self._canonical_text
 
 
 class Budget(Record):
