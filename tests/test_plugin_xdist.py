@@ -143,15 +143,18 @@ def test_metrics_are_identical_for_every_distribution(project: pytest.Pytester) 
     """One serial run is the baseline; every distribution of the same project must equal it.
 
     ``--dist each`` runs every case on both workers, so it is compared without controls.
+    No ``-n`` and ``-n 0`` take the same path, so the serial run stands for both.
+    ``loadgroup`` is xdist's ``loadfile`` scheduler (scope by scope) with one scope per
+    item that carries no ``xdist_group`` mark, and the plugin gives none: ``loadfile``
+    (whole suites as scopes) and ``load`` (item by item) bracket it.
     """
-    _, serial, _ = run_project(project, "serial")
+    serial_result, serial, serial_junit = run_project(project, "serial")
+    check_mixed_suite(summary_of(serial, "demo-suite"), serial_result, "serial")
+    check_null_metric(serial, serial_result, serial_junit, "serial")
     _, serial_without_controls, _ = run_project(project, "serial-nc", *NO_CONTROLS)
     distributions = {
-        "no-xdist": [],
-        "n0": ["-n", "0"],
         "load": ["-n", "2", "--dist", "load"],
         "loadfile": ["-n", "2", "--dist", "loadfile"],
-        "loadgroup": ["-n", "2", "--dist", "loadgroup"],
         "each": ["-n", "2", "--dist", "each", *NO_CONTROLS],
     }
     for mode, args in distributions.items():
