@@ -114,11 +114,16 @@ def test_builtin_suite_passes_and_its_controls_fail_as_declared(
 def test_trap_tier_aggregates_identically_with_and_without_xdist(
     pytester: pytest.Pytester,
 ) -> None:
-    """One serial session and one on two workers, a tier picked with ``-k``: the same report."""
+    """One serial session and one on two workers, a tier picked by its markers: the same
+    report. The markers select the same items on the workers as in one process, under
+    ``--strict-markers`` (tests/worlds/toolgrammar/test_traps.py selects by other markers
+    serially)."""
     traps = [case_id for case_id in CASES if "-T4-" in case_id]
+    assert traps == [task_id for task_id, task in ORACLE.items() if task.tier == "T4"]
+    by_markers = ("--strict-markers", "-m", "tier_T4 and (world_ops or world_clinic or world_doc)")
     reports = {}
     for distribution in ([], ["-n", "2"]):
-        result, suite = _suite_report(pytester, "-k", "T4", *distribution)
+        result, suite = _suite_report(pytester, *by_markers, *distribution)
         result.assert_outcomes(passed=len(traps))
         metrics = {m["name"]: (m["value"], m["support"]) for m in suite["metrics"]}
         assert metrics["trap_pass_at_1"] == (1.0, len(traps)), distribution
