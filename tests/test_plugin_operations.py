@@ -164,9 +164,10 @@ def test_an_agent_that_raises_is_an_agent_error_and_every_case_is_counted(
         assert "provider unavailable" in entry["result"]["failure_reason"]
 
 
-def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
+def test_folders_in_the_originals_layout_run_by_path_with_their_oracle_or_none(
     pytester: pytest.Pytester,
 ) -> None:
+    """Two folders in one session: a spec with its control oracle, and a later spec alone."""
     # Authored the way the original's fixture is (a quote opening work_cycle_2,
     # an outcome word no vocabulary of ours lists), under a file name of its
     # own, beside the control oracle and nothing else: no suite.yaml, no
@@ -179,10 +180,27 @@ def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
         yaml.safe_dump(second_cycle_dict(), sort_keys=False), encoding="utf-8"
     )
     shutil.copyfile(ORACLE, folder / ORACLE.name)
-    result, suite = run_report(pytester, "examples", "-v")
-    result.assert_outcomes(passed=3 + len(GATE))
+    # Operation 0.7.0, under a name of its own (and an id of its own beside the first) and
+    # with no oracle: V2's failed transfer notice goes out again on the secondary channel,
+    # so V2 is reliable.
+    recovery = second_cycle_dict()
+    recovery["operation_version"] = "0.7.0"
+    recovery["operation_id"] = "pab-maintenance-leak-recovery"
+    (pytester.path / "recovery").mkdir()
+    (pytester.path / "recovery" / "leak_delivery_recovery_v0_7.yaml").write_text(
+        yaml.safe_dump(recovery, sort_keys=False), encoding="utf-8"
+    )
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", f"--agentbench-report={path}", "examples", "recovery", "-v"
+    )
+    document = json.loads(path.read_text(encoding="utf-8"))
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    result.assert_outcomes(passed=3 + len(GATE) + 3)
+    suites = {suite["id"]: suite for suite in document["suites"]}
+    assert sorted(suites) == ["pab-maintenance-leak-recovery", "pab-maintenance-recurring-leak"]
     assert "examples/operatebench/recurring_leak_second_cycle_v0_6.yaml::V1" in result.stdout.str()
-    assert suite["id"] == "pab-maintenance-recurring-leak"
+    suite = suites["pab-maintenance-recurring-leak"]
     found = summary(suite)
     assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     v2 = next(e["result"] for e in suite["cases"] if e["result"]["case_id"] == "V2")
@@ -191,6 +209,11 @@ def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
         "REQUIRED_NOTIFICATION_UNDELIVERED",
     }
     assert v2["measurements"]["reliable"] == 0
+    recovered = suites["pab-maintenance-leak-recovery"]
+    assert summary(recovered)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
+    assert recovered["controls"] == []
+    v2 = next(e["result"] for e in recovered["cases"] if e["result"]["case_id"] == "V2")
+    assert (v2["measurements"]["reliable"], v2["findings"]) == (1, [])
     # The same folder under --agentbench-suite gives the same items (run above).
     again = pytester.runpytest(
         "-p", "no:cacheprovider", "--agentbench-suite", str(folder), "--collect-only", "-q"
@@ -199,24 +222,6 @@ def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
     items = [line.rpartition("::")[2] for line in again.outlines if "::" in line]
     assert items == re.findall(r"^examples/\S+::(\S+) PASSED", result.stdout.str(), re.M)
     assert len(items) == 3 + len(GATE)
-
-
-def test_a_delivery_recovery_spec_runs_by_path_and_recovers_v2(pytester: pytest.Pytester) -> None:
-    # Operation 0.7.0, under a name of its own and with no oracle: V2's failed
-    # transfer notice goes out again on the secondary channel, so V2 is reliable.
-    from tests.worlds.operations.helpers import second_cycle_dict
-
-    spec = second_cycle_dict()
-    spec["operation_version"] = "0.7.0"
-    folder = pytester.path / "recovery"
-    folder.mkdir()
-    (folder / "leak_delivery_recovery_v0_7.yaml").write_text(
-        yaml.safe_dump(spec, sort_keys=False), encoding="utf-8"
-    )
-    result, suite = run_report(pytester, "recovery")
-    result.assert_outcomes(passed=3)
-    v2 = next(e["result"] for e in suite["cases"] if e["result"]["case_id"] == "V2")
-    assert (v2["measurements"]["reliable"], v2["findings"]) == (1, [])
 
 
 def test_our_commerce_suite_runs_by_name_with_its_controls(pytester: pytest.Pytester) -> None:
