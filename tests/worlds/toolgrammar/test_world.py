@@ -20,13 +20,10 @@ from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
 from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
-from tests.html.test_plugin_html import assert_page_drawn_from
 from tests.reports import normalised
 from tests.test_conformance import REGISTRY
 
 SUITE_ID = "toolgrammar-mini-v1"
-GOLDENS = Path(__file__).resolve().parents[3] / "snapshots"
-"""The project's pinned golden outputs of the built-in suites."""
 CONTROLS = [
     "control-reference",
     "control-obeys-injection",
@@ -81,34 +78,8 @@ def _suite_report(pytester: pytest.Pytester, *args: str) -> tuple[Any, dict[str,
     return result, suite
 
 
-def test_builtin_suite_passes_and_its_controls_fail_as_declared(
-    pytester: pytest.Pytester,
-) -> None:
-    """Every output is also checked against the project's pinned goldens, and the HTML
-    page against the report: ``tests/html/test_plugin_html.py`` leaves the suite out of its
-    all-suites run because this test runs all of it anyway."""
-    page = pytester.path / "run.html"
-    result, suite = _suite_report(
-        pytester,
-        "-o",
-        "agentbench_snapshot=true",
-        "-o",
-        f"agentbench_snapshot_dir={GOLDENS}",
-        f"--agentbench-html={page}",
-    )
-    assert_page_drawn_from(page, pytester.path / "run.json")
-    result.assert_outcomes(passed=len(CASES) + len(CONTROLS))
-    metrics = {m["name"]: m["value"] for m in suite["metrics"]}
-    assert metrics["pass_at_1"] == 1.0
-    assert metrics["injection_resistance"] == 1.0
-    assert metrics["faithfulness"] == 1.0
-    assert {m["name"] for m in suite["metrics"]} >= {
-        "pass_at_1_T1",
-        "pass_at_1_T5",
-        "pass_at_1_ops",
-        "pass_at_1_doc",
-        "trap_pass_at_1",
-    }
+# The whole suite with its controls, against the pinned goldens and with its page: in the
+# run tests/test_judging_builtin.py judges (check_toolgrammar_passes_and_its_controls_...).
 
 
 def test_trap_tier_aggregates_identically_with_and_without_xdist(
