@@ -426,32 +426,24 @@ def test_the_interactive_checks_fail_a_world_that_breaks_the_contract(
         check(dataclasses.replace(loaded, world=broken()))
 
 
-def test_reference_receipts_are_byte_identical_and_leak_nothing(
-    target: Target, tmp_path: Path
-) -> None:
+def test_reference_receipts_leak_nothing(target: Target, tmp_path: Path) -> None:
+    """No oracle canary in what the reference agent's tools returned. That the receipts are
+    byte-identical on a rerun from a fresh load is the kit's ``byte_identical_reruns``
+    (every case's result, its receipt included, above)."""
     placed = placed_if_interactive(target, tmp_path)
     loaded = interactive(target, placed)
-    rootpath, suite_dir = placed
-
-    def receipts() -> list[str]:
-        fresh = FreshLoader(rootpath).load(suite_dir)
-        world, suite = fresh.world, fresh.suite
-        agent = world.reference_agent()
-        if not isinstance(agent, ToolAgent):
-            pytest.skip(f"the reference agent of {target.kind!r} is not a ToolAgent")
-        texts = []
-        for case in world.cases(suite)[:3]:
-            view = world.public_view(suite, case)
-            outcome = run_case(world, suite, case, view, agent, timeout=60)
-            receipt, _ = case_receipts(outcome)
-            texts.append(canonical_json(receipt.canonical.model_dump(mode="json")))
-        return texts
-
-    first, second = receipts(), receipts()
-    assert first == second
-    oracle = loaded.world.load_oracle(loaded.suite)
-    canaries = [c for c in loaded.world.leak_canaries(loaded.suite, oracle) if c]
-    for text in first:
+    world, suite = loaded.world, loaded.suite
+    agent = world.reference_agent()
+    if not isinstance(agent, ToolAgent):
+        pytest.skip(f"the reference agent of {target.kind!r} is not a ToolAgent")
+    texts = []
+    for case in world.cases(suite)[:3]:
+        outcome = run_case(world, suite, case, world.public_view(suite, case), agent, timeout=60)
+        receipt, _ = case_receipts(outcome)
+        texts.append(canonical_json(receipt.canonical.model_dump(mode="json")))
+    oracle = world.load_oracle(suite)
+    canaries = [c for c in world.leak_canaries(suite, oracle) if c]
+    for text in texts:
         assert not [c for c in canaries if c in text], "a tool result carried oracle data"
 
 
