@@ -144,25 +144,6 @@ def test_a_users_tool_agent_is_graded_on_its_trajectory(
         )
 
 
-def test_an_agent_that_raises_is_an_agent_error_and_every_case_is_counted(
-    pytester: pytest.Pytester,
-) -> None:
-    pytester.makepyfile(tool_agents=TOOL_AGENTS)
-    pytester.syspathinsert()
-    result, suite = run_report(
-        pytester,
-        "--agentbench-suite",
-        SUITE,
-        "--agentbench-adapter=tool_agents:Raises",
-        "-m",
-        "not agentbench_control",
-    )
-    result.assert_outcomes(failed=3)
-    for entry in suite["cases"]:
-        assert entry["result"]["failure_class"] == "agent_error"
-        assert "provider unavailable" in entry["result"]["failure_reason"]
-
-
 def test_folders_in_the_originals_layout_run_by_path_with_their_oracle_or_none(
     pytester: pytest.Pytester,
 ) -> None:
@@ -227,27 +208,48 @@ def test_folders_in_the_originals_layout_run_by_path_with_their_oracle_or_none(
 # its page: in the run tests/test_judging_builtin.py judges.
 
 
-def test_a_decision_tape_is_scored_as_predictions(pytester: pytest.Pytester) -> None:
+def test_a_decision_tape_is_scored_as_predictions_beside_an_agent_that_raises(
+    pytester: pytest.Pytester,
+) -> None:
+    """One session, two suites: the maintenance suite scored from a decision tape, the
+    commerce suite run by a user's agent that raises (the adapter of every suite that has no
+    predictions): each of its cases an agent error, every one counted."""
     from pytest_agentbench.worlds.operations.agents import Reference
     from pytest_agentbench.worlds.operations.episode import run_episode
     from tests.worlds.operations.helpers import shipped
 
+    pytester.makepyfile(tool_agents=TOOL_AGENTS)
+    pytester.syspathinsert()
     record = run_episode(shipped(), "V1", Reference()).as_json()
     tapes = pytester.path / "tapes.json"
     tapes.write_text(json.dumps({"V1": record["decision_tape"]}), encoding="utf-8")
-    result, suite = run_report(
-        pytester,
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        f"--agentbench-report={path}",
         "--agentbench-suite",
         SUITE,
+        "--agentbench-suite",
+        "operations-commerce-v1",
         f"--agentbench-predictions={SUITE}={tapes}",
+        "--agentbench-adapter=tool_agents:Raises",
         "-m",
         "not agentbench_control",
     )
-    result.assert_outcomes(passed=1, failed=2)
-    outcomes = {e["result"]["case_id"]: e["result"] for e in suite["cases"]}
+    document = json.loads(path.read_text(encoding="utf-8"))
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    result.assert_outcomes(passed=1, failed=2 + 3)
+    suites = {suite["id"]: suite for suite in document["suites"]}
+    outcomes = {e["result"]["case_id"]: e["result"] for e in suites[SUITE]["cases"]}
     assert outcomes["V1"]["outcome"] == "passed"
     assert outcomes["V2"]["failure_class"] == "product_error"
     assert "missing_tape" in outcomes["V2"]["failure_reason"]
+    raised = suites["operations-commerce-v1"]
+    assert raised["counts"]["failed"] == len(raised["cases"]) == 3
+    for entry in raised["cases"]:
+        assert entry["result"]["failure_class"] == "agent_error"
+        assert "provider unavailable" in entry["result"]["failure_reason"]
 
 
 def test_variants_controls_and_projections_report_alike_serially_and_under_xdist(
