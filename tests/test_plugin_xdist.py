@@ -142,9 +142,9 @@ def check_null_metric(
 def test_metrics_are_identical_for_every_distribution(project: pytest.Pytester) -> None:
     """One serial run is the baseline; every distribution of the same project must equal it.
 
-    ``--dist each`` runs every case on both workers, so it runs without controls (each
-    control would run twice too); a suite's metrics, counts and cases are its cases' alone,
-    so the serial run with its controls is its baseline as well.
+    ``--dist each`` runs every case on both workers; it runs without controls, and since a
+    suite's metrics, counts and cases are its cases' alone, the serial run with its
+    controls is its baseline as well.
     No ``-n`` and ``-n 0`` take the same path, so the serial run stands for both.
     ``loadgroup`` is xdist's ``loadfile`` scheduler (scope by scope) with one scope per
     item that carries no ``xdist_group`` mark, and the plugin gives none: ``loadfile``
