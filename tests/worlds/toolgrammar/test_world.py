@@ -85,13 +85,16 @@ def _suite_report(pytester: pytest.Pytester, *args: str) -> tuple[Any, dict[str,
 def test_trap_tier_aggregates_identically_with_and_without_xdist(
     pytester: pytest.Pytester,
 ) -> None:
-    """One serial session and one on two workers, a tier picked by its markers: the same
-    report. The markers select the same items on the workers as in one process, under
-    ``--strict-markers`` (tests/worlds/toolgrammar/test_traps.py selects by other markers
-    serially)."""
-    traps = [case_id for case_id in CASES if "-T4-" in case_id]
-    assert traps == [task_id for task_id, task in ORACLE.items() if task.tier == "T4"]
-    by_markers = ("--strict-markers", "-m", "tier_T4 and (world_ops or world_clinic or world_doc)")
+    """One serial session and one on two workers, the trap tier of one world picked by its
+    markers: the same report. The markers select the same items on the workers as in one
+    process, under ``--strict-markers`` (tests/worlds/toolgrammar/test_traps.py selects by
+    other markers serially)."""
+    traps = [case_id for case_id in CASES if case_id.startswith("clinic-T4-")]
+    assert traps == [
+        task_id for task_id, task in ORACLE.items() if (task.tier, task.world) == ("T4", "clinic")
+    ]
+    assert any(ORACLE[t].injections for t in traps), "planted instructions among them"
+    by_markers = ("--strict-markers", "-m", "tier_T4 and world_clinic")
     reports = {}
     for distribution in ([], ["-n", "2"]):
         result, suite = _suite_report(pytester, *by_markers, *distribution)
