@@ -106,23 +106,22 @@ def test_check_judges_a_folder_in_the_originals_layout_against_its_oracle(
     oracle["authored_against_operation_version"] = "0.5.0"
     path = folder / "controls.yaml"
     path.write_text(yaml.safe_dump(oracle, sort_keys=False), encoding="utf-8")
-    status, out, err = run(capsys, "check", "operatebench")
+    # As JSON on stdout (the previous test reads the same verdict as text).
+    status, out, err = run(capsys, "check", "operatebench", "--json")
     assert (status, err) == (0, "")
-    assert out.splitlines()[0].startswith(
-        "pab-maintenance-recurring-leak: oracle pab.maintenance.negative-controls 0.5.0 sha256:"
-    )
-    assert out.splitlines()[0].endswith(
-        "(operatebench/controls.yaml); authored against operation 0.5.0, run against 0.6.0"
-    )
-    assert out.splitlines()[-1] == "yes: 11 of 11 checks hold"
-    # Narrow trust_actor_claim's closure: the agent still fails retrieval, so no.
-    claim = next(c for c in oracle["controls"] if c["agent_id"] == "trust_actor_claim")
-    claim["expected_failed_dimensions"].remove("retrieval_discipline")
-    claim["must_pass_dimensions"].append("retrieval_discipline")
-    path.write_text(yaml.safe_dump(oracle, sort_keys=False), encoding="utf-8")
-    status, out, _ = run(capsys, "check", "operatebench")
-    assert status == 2
-    assert out.splitlines()[-1] == "no: 10 of 11 checks hold"
+    report = json.loads(out)
+    assert report["suite"] == "pab-maintenance-recurring-leak"
+    assert report["oracle"] == {
+        "oracle_id": "pab.maintenance.negative-controls",
+        "oracle_version": "0.5.0",
+        "digest_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "file": "operatebench/controls.yaml",
+        "note": "authored against operation 0.5.0, run against 0.6.0",
+    }
+    assert [check["control_id"] for check in report["checks"]] == CONTROL_IDS
+    assert all(check["passed"] for check in report["checks"])
+    assert report["passed"] is True
+    # A closure the agents do not produce is a no whatever the layout: the next test.
 
 
 def test_check_says_no_for_a_closure_the_agents_do_not_produce_and_an_ungraded_agent(
@@ -132,15 +131,21 @@ def test_check_says_no_for_a_closure_the_agents_do_not_produce_and_an_ungraded_a
     data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
     data["controls"] = [c for c in data["controls"] if c["agent_id"] != "always_act"]
     claim = next(c for c in data["controls"] if c["agent_id"] == "trust_actor_claim")
+    # Both ways: a dimension the agent passes declared failing, and one it still fails
+    # (retrieval) declared passing.
     claim["expected_failed_dimensions"].append("recovery")
     claim["must_pass_dimensions"].remove("recovery")
+    claim["expected_failed_dimensions"].remove("retrieval_discipline")
+    claim["must_pass_dimensions"].append("retrieval_discipline")
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    status, out, _ = run(capsys, "check", f"suites/{SUITE_ID}", "--json")
+    status, out, _ = run(capsys, "check", f"suites/{SUITE_ID}", "--report", "gate.json")
     assert status == 2
-    report = json.loads(out)
+    assert out.splitlines()[-1] == "no: 9 of 11 checks hold"
+    report = json.loads(Path("gate.json").read_text(encoding="utf-8"))
     assert report["passed"] is False
     verdicts = {check["control_id"]: check for check in report["checks"]}
     assert verdicts["trust_actor_claim"]["unexpected_passes"] == ["recovery"]
+    assert verdicts["trust_actor_claim"]["unexpected_failures"] == ["retrieval_discipline"]
     assert verdicts["ungraded-always_act"]["ungraded"] is True
     assert sum(1 for check in report["checks"] if check["passed"]) == 9
 

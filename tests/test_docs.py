@@ -11,7 +11,6 @@ without a documentation entry fails here.
 
 from __future__ import annotations
 
-import ast
 import functools
 import re
 import subprocess
@@ -96,53 +95,43 @@ def registered() -> _RecordingParser:
     return parser
 
 
-def _called_name(call: ast.Call) -> str:
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    if isinstance(call.func, ast.Attribute):
-        return call.func.attr
-    return ""
-
-
-def _code(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and CODE.match(node.value):
-        return node.value
-    return None
-
-
 @functools.cache
-def package_trees() -> tuple[ast.Module, ...]:
-    """Every module of the package, parsed once for all the checks that walk the code."""
-    return tuple(
-        ast.parse(path.read_text(encoding="utf-8")) for path in sorted(PACKAGE.rglob("*.py"))
-    )
+def package_sources() -> tuple[str, ...]:
+    """Every module of the package, read once for all the checks that search the code.
+
+    Searched as text, not parsed: parsing the whole package costs seconds, and a literal
+    right after an opening parenthesis or a keyword's ``=`` is what a call holds (in a
+    comment or a docstring too, which only asks more of the reference).
+    """
+    return tuple(path.read_text(encoding="utf-8") for path in sorted(PACKAGE.rglob("*.py")))
+
+
+RAISED_CODE = re.compile(
+    r"""\b\w*(?:Error|Miss)\(\s*(["'])([^"'\\\n]*)\1"""
+    r"""|\b(?:code|failure_code)=(["'])([^"'\\\n]*)\3"""
+)
+"""A string literal opening an ``*Error(...)``/``*Miss(...)`` call, or given as ``code=``
+or ``failure_code=``."""
+QUOTED_ENVIRONMENT_VARIABLE = re.compile(r"""(?<=["'])AGENTBENCH_[A-Z0-9_]+(?=["'])""")
 
 
 def raised_codes() -> set[str]:
     """First string arguments of every *Error(...) / *Miss(...) call in the package, and
     every literal passed as ``code=`` or ``failure_code=`` (diagnostics, receipts)."""
     codes: set[str] = set()
-    for tree in package_trees():
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            candidates = [kw.value for kw in node.keywords if kw.arg in CODE_KEYWORDS]
-            if node.args and _called_name(node).endswith(ERROR_SUFFIXES):
-                candidates.append(node.args[0])
-            codes.update(code for code in map(_code, candidates) if code is not None)
+    for source in package_sources():
+        for match in RAISED_CODE.finditer(source):
+            code = match.group(2) if match.group(2) is not None else match.group(4)
+            if CODE.match(code):
+                codes.add(code)
     return codes
 
 
 def environment_variables() -> set[str]:
-    names: set[str] = set()
-    for tree in package_trees():
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.Constant)
-                and isinstance(node.value, str)
-                and ENVIRONMENT_VARIABLE.match(node.value)
-            ):
-                names.add(node.value)
+    names = {
+        name for source in package_sources() for name in QUOTED_ENVIRONMENT_VARIABLE.findall(source)
+    }
+    assert all(ENVIRONMENT_VARIABLE.match(name) for name in names)
     return names
 
 

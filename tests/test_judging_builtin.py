@@ -1,29 +1,77 @@
 """The built-in judged diagnostics run offline: retrieval and operations rubrics from their
-shipped cassettes, and the tool-grammar behaviour classifier's labels, calibratable."""
+shipped cassettes, and the tool-grammar behaviour classifier's labels, calibratable.
+
+The run they judge is also where the tool-grammar and commerce suites are run whole with
+their controls and checked against the project's pinned goldens, and their page against
+the report (tests/html/test_plugin_html.py leaves them out of its all-suites run): one
+session for what three tests each ran a session for.
+"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_agentbench.cli.main import main
+from tests.html.test_plugin_html import assert_page_drawn_from
 from tests.record_sample_judgments import SAMPLE_CASSETTES
+from tests.test_plugin_operations import summary
+from tests.worlds.toolgrammar.test_world import CASES, CONTROLS
 
+GOLDENS = Path(__file__).resolve().parents[1] / "snapshots"
 SUITES = ("retrieval-fixture-v1", "operations-commerce-v1", "toolgrammar-mini-v1")
 
 
-def test_the_built_in_suites_are_judged_from_shipped_cassettes_and_calibrated(
+def check_toolgrammar_passes_and_its_controls_fail_as_declared(suite: dict[str, Any]) -> None:
+    assert suite["counts"]["passed"] == len(CASES) == len(suite["cases"]), "toolgrammar"
+    assert sorted(c["control_id"] for c in suite["controls"]) == sorted(CONTROLS), "toolgrammar"
+    assert all(control["passed"] for control in suite["controls"]), "toolgrammar"
+    metrics = {m["name"]: m["value"] for m in suite["metrics"]}
+    assert metrics["pass_at_1"] == 1.0
+    assert metrics["injection_resistance"] == 1.0
+    assert metrics["faithfulness"] == 1.0
+    assert {m["name"] for m in suite["metrics"]} >= {
+        "pass_at_1_T1",
+        "pass_at_1_T5",
+        "pass_at_1_ops",
+        "pass_at_1_doc",
+        "trap_pass_at_1",
+    }
+
+
+def check_commerce_runs_by_name_with_its_controls(suite: dict[str, Any]) -> None:
+    assert summary(suite)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
+    assert summary(suite)["metrics"]["reliable_operation_rate"] == (1.0, 1)
+    # The references on each variant and the six negatives, each as declared.
+    assert len(suite["controls"]) == 3 + 6, "commerce"
+    assert all(control["passed"] for control in suite["controls"]), "commerce"
+
+
+def test_the_built_in_suites_match_their_goldens_and_are_judged_from_shipped_cassettes(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     chosen = [arg for suite in SUITES for arg in ("--agentbench-suite", suite)]
     # Serially: judging reads the run report, which -n 2 writes the same (see
-    # tests/html/test_plugin_html.py and each world's own tests).
+    # tests/html/test_plugin_html.py and each world's own tests). Every output is also
+    # checked against the goldens, and every control run but retrieval's, which
+    # tests/worlds/retrieval/test_world.py runs with its suite.
+    page, report = pytester.path / "run.html", pytester.path / "run.json"
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "-m", "not agentbench_control",
-        f"--agentbench-report={pytester.path / 'run.json'}", *chosen,
+        "-p", "no:cacheprovider",
+        "-o", "agentbench_snapshot=true", "-o", f"agentbench_snapshot_dir={GOLDENS}",
+        f"--agentbench-html={page}", f"--agentbench-report={report}", *chosen,
+        "-k", "not (retrieval-fixture-v1 and agentbench_control)",
     )  # fmt: skip
     assert result.ret == 0
+    assert_page_drawn_from(page, report)
+    suites = {suite["id"]: suite for suite in json.loads(report.read_text())["suites"]}
+    assert sorted(suites) == sorted(SUITES)
+    assert suites["retrieval-fixture-v1"]["controls"] == []
+    check_toolgrammar_passes_and_its_controls_fail_as_declared(suites["toolgrammar-mini-v1"])
+    check_commerce_runs_by_name_with_its_controls(suites["operations-commerce-v1"])
     monkeypatch.chdir(pytester.path)
     for name in ("AGENTBENCH_LLM_BASE_URL", "AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES"):
         monkeypatch.delenv(name, raising=False)

@@ -56,23 +56,38 @@ def _suite_report(pytester: pytest.Pytester) -> dict[str, Any]:
     return suite_report
 
 
-def test_the_configured_adapter_runs_in_another_process(project: pytest.Pytester) -> None:
-    # Under xdist too: tests/test_fault_matrix_isolated.py runs over -n 0 and -n 2.
-    result = project.runpytest(
-        "--agentbench-adapter=agents:Recording",
+def test_the_configured_adapter_runs_in_another_process_its_output_on_stderr(
+    project: pytest.Pytester,
+) -> None:
+    # A session of its own (its real stderr is what is read), whose conftest notes
+    # pytest's process. Under xdist too: tests/test_fault_matrix_isolated.py runs over
+    # -n 0 and -n 2.
+    project.makeconftest(
+        REGISTERING_CONFTEST + "import os\n"
+        "from pathlib import Path\n\n"
+        "Path(__file__).with_name('pytest-pid.txt').write_text(str(os.getpid()))\n"
+    )
+    result = project.runpytest_subprocess(
+        "--agentbench-adapter=agents:Printing",
         "--agentbench-isolate",
         f"--agentbench-report={project.path / 'run.json'}",
         "-m",
         "not agentbench_control",
+        "-p",
+        "no:cacheprovider",
+        timeout=120,
     )
     result.assert_outcomes(passed=3)
     # One adapter process answered every case, and it is not pytest's.
     (pid,) = _pids(project)
-    assert pid != os.getpid()
-    assert _suite_report(project)["answered_by"] == ["agents.Recording"]
+    assert pid != int((project.path / "pytest-pid.txt").read_text())
+    assert _suite_report(project)["answered_by"] == ["agents.Printing"]
     result.stdout.fnmatch_lines(
-        ["agentbench: adapter agents:Recording (agents.Recording), in an isolated process;*"]
+        ["agentbench: adapter agents:Printing (agents.Printing), in an isolated process;*"]
     )
+    # What it prints goes to pytest's stderr, never into the terminal report.
+    assert "PRINTED-BY-THE-ADAPTER" not in result.stdout.str()
+    assert result.stderr.str().count("PRINTED-BY-THE-ADAPTER") == 3
 
 
 def test_ini_setting_and_reference_agents(project: pytest.Pytester) -> None:
@@ -140,21 +155,6 @@ def test_a_users_test_gets_a_working_isolated_adapter_on_an_xdist_worker(
     )
     result.assert_outcomes(passed=1)
     assert os.getpid() not in _pids(project)
-
-
-def test_the_adapters_output_goes_to_pytests_stderr(project: pytest.Pytester) -> None:
-    result = project.runpytest_subprocess(
-        "--agentbench-adapter=agents:Printing",
-        "--agentbench-isolate",
-        "-m",
-        "not agentbench_control",
-        "-p",
-        "no:cacheprovider",
-        timeout=120,
-    )
-    result.assert_outcomes(passed=3)
-    assert "PRINTED-BY-THE-ADAPTER" not in result.stdout.str()
-    assert result.stderr.str().count("PRINTED-BY-THE-ADAPTER") == 3
 
 
 def test_the_namespace_mode_runs_the_adapter_in_a_user_namespace_of_its_own(

@@ -20,7 +20,6 @@ import pytest_agentbench.worlds.operations.world  # noqa: F401
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
-from tests.html.test_plugin_html import assert_page_drawn_from
 
 SUITE = "operations-maintenance-v1"
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,28 +61,6 @@ def summary(suite: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("label", ["cluster:pab-recurring-kitchen-leak", "operation:pab"])
-def test_a_label_that_is_no_marker_name_still_selects_with_k(
-    pytester: pytest.Pytester, label: str
-) -> None:
-    # Selection is collection's: the three variants are picked, the gate is left out.
-    result = pytester.runpytest(
-        "-p",
-        "no:cacheprovider",
-        "--agentbench-suite",
-        SUITE,
-        "--strict-markers",
-        "-k",
-        label,
-        "--collect-only",
-        "-q",
-    )
-    result.assert_outcomes(deselected=11, warnings=0)
-    assert [line for line in result.outlines if "::" in line] == [
-        f"suites/{SUITE}/operation.yaml::{variant}" for variant in ("V1", "V2", "V3")
-    ]
-
-
 TOOL_AGENTS = """
 class Garbage:
     def solve(self, task, session):
@@ -103,18 +80,25 @@ class Lazy:
 
 
 @pytest.mark.parametrize(
-    ("agent", "expected"),
+    ("agent", "expected", "label"),
     [
         (
             "Garbage",
             {"terminal_outcome", "action_validity"},
+            "cluster:pab-recurring-kitchen-leak",
         ),
-        ("Lazy", {"terminal_outcome", "temporal_correctness", "human_checkpoints"}),
+        (
+            "Lazy",
+            {"terminal_outcome", "temporal_correctness", "human_checkpoints"},
+            "operation:pab",
+        ),
     ],
 )
 def test_a_users_tool_agent_is_graded_on_its_trajectory(
-    pytester: pytest.Pytester, agent: str, expected: set[str]
+    pytester: pytest.Pytester, agent: str, expected: set[str], label: str
 ) -> None:
+    """The variants are picked by a label that is no marker name, which still selects with
+    ``-k`` (selection is collection's): the three variants, the gate left out."""
     pytester.makepyfile(tool_agents=TOOL_AGENTS)
     pytester.syspathinsert()
     receipts = pytester.path / "receipts"
@@ -124,10 +108,14 @@ def test_a_users_tool_agent_is_graded_on_its_trajectory(
         SUITE,
         f"--agentbench-adapter=tool_agents:{agent}",
         f"--agentbench-receipts={receipts}",
-        "-m",
-        "not agentbench_control",
+        "--strict-markers",
+        "-k",
+        label,
     )
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(failed=3, deselected=11, warnings=0)
+    assert [entry["nodeid"] for entry in suite["cases"]] == [
+        f"suites/{SUITE}/operation.yaml::{variant}" for variant in ("V1", "V2", "V3")
+    ]
     for case_id, failed in summary(suite)["failed_checks"].items():
         assert expected <= set(failed), case_id
         assert "reliable" in failed
@@ -145,28 +133,10 @@ def test_a_users_tool_agent_is_graded_on_its_trajectory(
         )
 
 
-def test_an_agent_that_raises_is_an_agent_error_and_every_case_is_counted(
+def test_folders_in_the_originals_layout_run_by_path_with_their_oracle_or_none(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makepyfile(tool_agents=TOOL_AGENTS)
-    pytester.syspathinsert()
-    result, suite = run_report(
-        pytester,
-        "--agentbench-suite",
-        SUITE,
-        "--agentbench-adapter=tool_agents:Raises",
-        "-m",
-        "not agentbench_control",
-    )
-    result.assert_outcomes(failed=3)
-    for entry in suite["cases"]:
-        assert entry["result"]["failure_class"] == "agent_error"
-        assert "provider unavailable" in entry["result"]["failure_reason"]
-
-
-def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
-    pytester: pytest.Pytester,
-) -> None:
+    """Two folders in one session: a spec with its control oracle, and a later spec alone."""
     # Authored the way the original's fixture is (a quote opening work_cycle_2,
     # an outcome word no vocabulary of ours lists), under a file name of its
     # own, beside the control oracle and nothing else: no suite.yaml, no
@@ -179,10 +149,27 @@ def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
         yaml.safe_dump(second_cycle_dict(), sort_keys=False), encoding="utf-8"
     )
     shutil.copyfile(ORACLE, folder / ORACLE.name)
-    result, suite = run_report(pytester, "examples", "-v")
-    result.assert_outcomes(passed=3 + len(GATE))
+    # Operation 0.7.0, under a name of its own (and an id of its own beside the first) and
+    # with no oracle: V2's failed transfer notice goes out again on the secondary channel,
+    # so V2 is reliable.
+    recovery = second_cycle_dict()
+    recovery["operation_version"] = "0.7.0"
+    recovery["operation_id"] = "pab-maintenance-leak-recovery"
+    (pytester.path / "recovery").mkdir()
+    (pytester.path / "recovery" / "leak_delivery_recovery_v0_7.yaml").write_text(
+        yaml.safe_dump(recovery, sort_keys=False), encoding="utf-8"
+    )
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", f"--agentbench-report={path}", "examples", "recovery", "-v"
+    )
+    document = json.loads(path.read_text(encoding="utf-8"))
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    result.assert_outcomes(passed=3 + len(GATE) + 3)
+    suites = {suite["id"]: suite for suite in document["suites"]}
+    assert sorted(suites) == ["pab-maintenance-leak-recovery", "pab-maintenance-recurring-leak"]
     assert "examples/operatebench/recurring_leak_second_cycle_v0_6.yaml::V1" in result.stdout.str()
-    assert suite["id"] == "pab-maintenance-recurring-leak"
+    suite = suites["pab-maintenance-recurring-leak"]
     found = summary(suite)
     assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     v2 = next(e["result"] for e in suite["cases"] if e["result"]["case_id"] == "V2")
@@ -191,6 +178,11 @@ def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
         "REQUIRED_NOTIFICATION_UNDELIVERED",
     }
     assert v2["measurements"]["reliable"] == 0
+    recovered = suites["pab-maintenance-leak-recovery"]
+    assert summary(recovered)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
+    assert recovered["controls"] == []
+    v2 = next(e["result"] for e in recovered["cases"] if e["result"]["case_id"] == "V2")
+    assert (v2["measurements"]["reliable"], v2["findings"]) == (1, [])
     # The same folder under --agentbench-suite gives the same items (run above).
     again = pytester.runpytest(
         "-p", "no:cacheprovider", "--agentbench-suite", str(folder), "--collect-only", "-q"
@@ -201,66 +193,52 @@ def test_a_folder_in_the_originals_layout_runs_by_path_with_its_oracle(
     assert len(items) == 3 + len(GATE)
 
 
-def test_a_delivery_recovery_spec_runs_by_path_and_recovers_v2(pytester: pytest.Pytester) -> None:
-    # Operation 0.7.0, under a name of its own and with no oracle: V2's failed
-    # transfer notice goes out again on the secondary channel, so V2 is reliable.
-    from tests.worlds.operations.helpers import second_cycle_dict
-
-    spec = second_cycle_dict()
-    spec["operation_version"] = "0.7.0"
-    folder = pytester.path / "recovery"
-    folder.mkdir()
-    (folder / "leak_delivery_recovery_v0_7.yaml").write_text(
-        yaml.safe_dump(spec, sort_keys=False), encoding="utf-8"
-    )
-    result, suite = run_report(pytester, "recovery")
-    result.assert_outcomes(passed=3)
-    v2 = next(e["result"] for e in suite["cases"] if e["result"]["case_id"] == "V2")
-    assert (v2["measurements"]["reliable"], v2["findings"]) == (1, [])
+# The commerce suite, run by name with its controls, against the pinned goldens and with
+# its page: in the run tests/test_judging_builtin.py judges.
 
 
-def test_our_commerce_suite_runs_by_name_with_its_controls(pytester: pytest.Pytester) -> None:
-    """Every output is also checked against the project's pinned goldens, and the HTML page
-    against the report (for tests/html/test_plugin_html.py, which leaves the suite to this
-    run)."""
-    page = pytester.path / "run.html"
-    result, suite = run_report(
-        pytester,
-        "--agentbench-suite",
-        "operations-commerce-v1",
-        "-o",
-        "agentbench_snapshot=true",
-        "-o",
-        f"agentbench_snapshot_dir={ROOT / 'snapshots'}",
-        f"--agentbench-html={page}",
-    )
-    assert_page_drawn_from(page, pytester.path / "run.json")
-    result.assert_outcomes(passed=3 + 3 + 6)  # the variants, the references, the negatives
-    assert summary(suite)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
-    assert summary(suite)["metrics"]["reliable_operation_rate"] == (1.0, 1)
-
-
-def test_a_decision_tape_is_scored_as_predictions(pytester: pytest.Pytester) -> None:
+def test_a_decision_tape_is_scored_as_predictions_beside_an_agent_that_raises(
+    pytester: pytest.Pytester,
+) -> None:
+    """One session, two suites: the maintenance suite scored from a decision tape, the
+    commerce suite run by a user's agent that raises (the adapter of every suite that has no
+    predictions): each of its cases an agent error, every one counted."""
     from pytest_agentbench.worlds.operations.agents import Reference
     from pytest_agentbench.worlds.operations.episode import run_episode
     from tests.worlds.operations.helpers import shipped
 
+    pytester.makepyfile(tool_agents=TOOL_AGENTS)
+    pytester.syspathinsert()
     record = run_episode(shipped(), "V1", Reference()).as_json()
     tapes = pytester.path / "tapes.json"
     tapes.write_text(json.dumps({"V1": record["decision_tape"]}), encoding="utf-8")
-    result, suite = run_report(
-        pytester,
+    path = pytester.path / "run.json"
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        f"--agentbench-report={path}",
         "--agentbench-suite",
         SUITE,
+        "--agentbench-suite",
+        "operations-commerce-v1",
         f"--agentbench-predictions={SUITE}={tapes}",
+        "--agentbench-adapter=tool_agents:Raises",
         "-m",
         "not agentbench_control",
     )
-    result.assert_outcomes(passed=1, failed=2)
-    outcomes = {e["result"]["case_id"]: e["result"] for e in suite["cases"]}
+    document = json.loads(path.read_text(encoding="utf-8"))
+    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    result.assert_outcomes(passed=1, failed=2 + 3)
+    suites = {suite["id"]: suite for suite in document["suites"]}
+    outcomes = {e["result"]["case_id"]: e["result"] for e in suites[SUITE]["cases"]}
     assert outcomes["V1"]["outcome"] == "passed"
     assert outcomes["V2"]["failure_class"] == "product_error"
     assert "missing_tape" in outcomes["V2"]["failure_reason"]
+    raised = suites["operations-commerce-v1"]
+    assert raised["counts"]["failed"] == len(raised["cases"]) == 3
+    for entry in raised["cases"]:
+        assert entry["result"]["failure_class"] == "agent_error"
+        assert "provider unavailable" in entry["result"]["failure_reason"]
 
 
 def test_variants_controls_and_projections_report_alike_serially_and_under_xdist(

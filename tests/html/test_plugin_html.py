@@ -59,9 +59,9 @@ def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
 
 
 GOLDENS_ELSEWHERE = {
-    "operations-commerce-v1": "tests/test_plugin_operations.py",
+    "operations-commerce-v1": "tests/test_judging_builtin.py",
     "retrieval-fixture-v1": "tests/worlds/retrieval/test_world.py",
-    "toolgrammar-mini-v1": "tests/worlds/toolgrammar/test_world.py",
+    "toolgrammar-mini-v1": "tests/test_judging_builtin.py",
 }
 """Built-in suites checked against their goldens, and their page against their report
 (:func:`assert_page_drawn_from`), by the test file named, in a run of the whole suite it

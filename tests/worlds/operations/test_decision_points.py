@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,16 +49,27 @@ def maintenance() -> LoadedSpec:
     return _spec(MAINTENANCE)
 
 
-def _document() -> dict[str, Any]:
+@functools.cache
+def _shipped_document() -> dict[str, Any]:
+    """The shipped control, parsed once: some forty tests each change a copy of it."""
     loaded: dict[str, Any] = yaml.safe_load(
         (ROOT / "oracles" / MAINTENANCE / CONTROL).read_text(encoding="utf-8")
     )
     return loaded
 
 
+def _document() -> dict[str, Any]:
+    return copy.deepcopy(_shipped_document())
+
+
+# libyaml's emitter where PyYAML has it, several times faster than the pure-Python one: the
+# file is only the test's way to hand the loader a changed document.
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def _load(tmp_path: Path, spec: LoadedSpec, document: Any) -> dp.LoadedControl:
     path = tmp_path / "control.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    path.write_text(yaml.dump(document, Dumper=_DUMPER, sort_keys=False), encoding="utf-8")
     return dp.load_matched_decision_points(path, "control.yaml", spec)
 
 

@@ -187,24 +187,17 @@ SELECTIONS = {
 }
 
 
-def _select(pytester: pytest.Pytester, expression: str, *args: str) -> None:
-    expected = sum(1 for t in ORACLE.values() if SELECTIONS[expression](t))
-    assert expected
-    result = pytester.runpytest(
-        "--agentbench-suite", "toolgrammar-mini-v1", "--strict-markers", "-m", expression, *args
-    )
-    result.assert_outcomes(passed=expected)
-
-
 @pytest.mark.parametrize("expression", sorted(SELECTIONS))
 def test_tier_world_trap_and_split_markers_select_under_strict_markers(
     pytester: pytest.Pytester, expression: str
 ) -> None:
-    _select(pytester, expression)
-
-
-def test_markers_select_the_same_items_under_xdist(pytester: pytest.Pytester) -> None:
-    _select(pytester, "tier_T4 and world_clinic", "-n", "2")
+    # Under xdist, by tier and world markers: tests/worlds/toolgrammar/test_world.py.
+    expected = sum(1 for t in ORACLE.values() if SELECTIONS[expression](t))
+    assert expected
+    result = pytester.runpytest(
+        "--agentbench-suite", "toolgrammar-mini-v1", "--strict-markers", "-m", expression
+    )
+    result.assert_outcomes(passed=expected)
 
 
 def test_trap_kinds_and_the_behaviour_confusion_matrix_are_metrics() -> None:

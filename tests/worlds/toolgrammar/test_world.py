@@ -20,13 +20,10 @@ from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb
 from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord
-from tests.html.test_plugin_html import assert_page_drawn_from
 from tests.reports import normalised
 from tests.test_conformance import REGISTRY
 
 SUITE_ID = "toolgrammar-mini-v1"
-GOLDENS = Path(__file__).resolve().parents[3] / "snapshots"
-"""The project's pinned golden outputs of the built-in suites."""
 CONTROLS = [
     "control-reference",
     "control-obeys-injection",
@@ -81,44 +78,26 @@ def _suite_report(pytester: pytest.Pytester, *args: str) -> tuple[Any, dict[str,
     return result, suite
 
 
-def test_builtin_suite_passes_and_its_controls_fail_as_declared(
-    pytester: pytest.Pytester,
-) -> None:
-    """Every output is also checked against the project's pinned goldens, and the HTML
-    page against the report: ``tests/html/test_plugin_html.py`` leaves the suite out of its
-    all-suites run because this test runs all of it anyway."""
-    page = pytester.path / "run.html"
-    result, suite = _suite_report(
-        pytester,
-        "-o",
-        "agentbench_snapshot=true",
-        "-o",
-        f"agentbench_snapshot_dir={GOLDENS}",
-        f"--agentbench-html={page}",
-    )
-    assert_page_drawn_from(page, pytester.path / "run.json")
-    result.assert_outcomes(passed=len(CASES) + len(CONTROLS))
-    metrics = {m["name"]: m["value"] for m in suite["metrics"]}
-    assert metrics["pass_at_1"] == 1.0
-    assert metrics["injection_resistance"] == 1.0
-    assert metrics["faithfulness"] == 1.0
-    assert {m["name"] for m in suite["metrics"]} >= {
-        "pass_at_1_T1",
-        "pass_at_1_T5",
-        "pass_at_1_ops",
-        "pass_at_1_doc",
-        "trap_pass_at_1",
-    }
+# The whole suite with its controls, against the pinned goldens and with its page: in the
+# run tests/test_judging_builtin.py judges (check_toolgrammar_passes_and_its_controls_...).
 
 
 def test_trap_tier_aggregates_identically_with_and_without_xdist(
     pytester: pytest.Pytester,
 ) -> None:
-    """One serial session and one on two workers, a tier picked with ``-k``: the same report."""
-    traps = [case_id for case_id in CASES if "-T4-" in case_id]
+    """One serial session and one on two workers, the trap tier of one world picked by its
+    markers: the same report. The markers select the same items on the workers as in one
+    process, under ``--strict-markers`` (tests/worlds/toolgrammar/test_traps.py selects by
+    other markers serially)."""
+    traps = [case_id for case_id in CASES if case_id.startswith("clinic-T4-")]
+    assert traps == [
+        task_id for task_id, task in ORACLE.items() if (task.tier, task.world) == ("T4", "clinic")
+    ]
+    assert any(ORACLE[t].injections for t in traps), "planted instructions among them"
+    by_markers = ("--strict-markers", "-m", "tier_T4 and world_clinic")
     reports = {}
     for distribution in ([], ["-n", "2"]):
-        result, suite = _suite_report(pytester, "-k", "T4", *distribution)
+        result, suite = _suite_report(pytester, *by_markers, *distribution)
         result.assert_outcomes(passed=len(traps))
         metrics = {m["name"]: (m["value"], m["support"]) for m in suite["metrics"]}
         assert metrics["trap_pass_at_1"] == (1.0, len(traps)), distribution
