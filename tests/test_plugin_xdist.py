@@ -145,10 +145,8 @@ def test_metrics_are_identical_for_every_distribution(project: pytest.Pytester) 
     ``--dist each`` runs every case on both workers; it runs without controls, and since a
     suite's metrics, counts and cases are its cases' alone, the serial run with its
     controls is its baseline as well.
-    No ``-n`` and ``-n 0`` take the same path, so the serial run stands for both.
-    ``loadgroup`` is xdist's ``loadfile`` scheduler (scope by scope) with one scope per
-    item that carries no ``xdist_group`` mark, and the plugin gives none: ``loadfile``
-    (whole suites as scopes) and ``load`` (item by item) bracket it.
+    No ``-n`` and ``-n 0`` take the same path, so the serial run stands for both. Every
+    ``--dist`` mode the docs name runs.
     """
     serial_result, serial, serial_junit = run_project(project, "serial")
     check_mixed_suite(summary_of(serial, "demo-suite"), serial_result, "serial")
@@ -156,6 +154,7 @@ def test_metrics_are_identical_for_every_distribution(project: pytest.Pytester) 
     distributions = {
         "load": ["-n", "2", "--dist", "load"],
         "loadfile": ["-n", "2", "--dist", "loadfile"],
+        "loadgroup": ["-n", "2", "--dist", "loadgroup"],
         "each": ["-n", "2", "--dist", "each", *NO_CONTROLS],
     }
     for mode, args in distributions.items():
