@@ -211,7 +211,7 @@ def pytest_agentbench_world_kinds():
 MATRIX_TIMEOUT = 60
 """No case of the matrix hangs, and every one must finish inside the limit: the loud world
 grows and hashes ten megabytes inside it, on a machine that may be loaded."""
-HANG_TIMEOUT = 0.5
+HANG_TIMEOUT = 0.2
 """Far below every hang (60 s and more): only the hangs' project, all of whose cases must
 overrun it, runs under it."""
 
