@@ -1017,18 +1017,21 @@ def test_a_bad_timeout_is_a_usage_error(
 def test_timeout_zero_on_the_command_line_means_no_limit(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makeini("[pytest]\nagentbench_timeout = 0.2\n")
+    # c2 is slower than the ini's limit, and the only case run (the others would have to
+    # answer inside that short limit).
     demo.makepyfile(
         slow="import time\n\nclass Agent:\n    def answer(self, question):\n"
-        "        time.sleep(0.5)\n"
+        "        if question == '2+3':\n"
+        "            time.sleep(0.5)\n"
         "        a, b = question.split('+')\n"
         "        return int(a) + int(b)\n"
     )
-    limited = demo.runpytest("--agentbench-adapter=slow:Agent", "-m", "not agentbench_control")
-    limited.assert_outcomes(failed=3)
-    unlimited = demo.runpytest(
-        "--agentbench-adapter=slow:Agent", "--agentbench-timeout=0", "-m", "not agentbench_control"
-    )
-    unlimited.assert_outcomes(passed=3)
+    only_c2 = ("--agentbench-adapter=slow:Agent", "-m", "not agentbench_control", "-k", "c2")
+    limited = demo.runpytest(*only_c2)
+    limited.assert_outcomes(failed=1)
+    limited.stdout.fnmatch_lines(["*timed out after *s (--agentbench-timeout=0.2)*"])
+    unlimited = demo.runpytest(*only_c2, "--agentbench-timeout=0")
+    unlimited.assert_outcomes(passed=1)
 
 
 # --- Lower 10: oracle folders anywhere ---
