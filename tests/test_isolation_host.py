@@ -438,7 +438,9 @@ def test_a_crash_fails_the_call_and_the_next_call_gets_a_new_process(
 
 
 def test_a_hang_is_a_timeout_and_the_process_is_killed(probe_module: Any) -> None:
-    host = IsolatedAdapters(timeout=0.5)
+    # No alarm is armed here: a call may take the limit and CALL_SLACK (a second), which
+    # is what a hang waits and what the calls that answer have.
+    host = IsolatedAdapters(timeout=0.2)
     try:
         probe = host.remote(probe_module.Probe())
         pid = probe.pid()
@@ -454,7 +456,7 @@ def test_a_hang_is_a_timeout_and_the_process_is_killed(probe_module: Any) -> Non
 
 
 def test_a_process_ignoring_sigterm_is_killed_after_the_grace(probe_module: Any) -> None:
-    host = IsolatedAdapters(timeout=0.5, grace=0.2)
+    host = IsolatedAdapters(timeout=0.2, grace=0.2)
     try:
         probe = host.remote(probe_module.Probe())
         pid = probe.pid()
@@ -675,7 +677,7 @@ def test_what_the_adapter_starts_when_built_lives_with_the_process(probe_module:
 
 
 def test_a_hang_ends_the_whole_tree_setsid_included(probe_module: Any, tmp_path: Path) -> None:
-    host = IsolatedAdapters(timeout=0.5)
+    host = IsolatedAdapters(timeout=0.2)
     probe = host.remote(probe_module.Probe())
     child = probe.pid()
     table_before = processes.process_table()
