@@ -20,6 +20,7 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -601,37 +602,46 @@ HANG_MODES = {"no-xdist": [], "n1": ["-n", "1"]}
 limit fires on the worker's main thread), and it takes the hangs one after another."""
 
 
+def _hang_session(base: Path, workers: list[str]) -> pytest.RunResult:
+    base.mkdir()
+    (base / "demo_world.py").write_text(DEMO_SOURCE.read_text(encoding="utf-8"))
+    (base / "conftest.py").write_text(REGISTERING_CONFTEST)
+    (base / "matrix.py").write_text(MATRIX_ADAPTER)
+    write_demo_suite(base, "hangs", questions=HANGS)
+    return run_session(
+        base,
+        "suites",
+        "--agentbench-adapter=matrix:Agent",
+        f"--agentbench-timeout={HANG_TIMEOUT}",
+        "--agentbench-report=run.json",
+        "-m",
+        "not agentbench_control",
+        "-rA",
+        "-v",
+        *workers,
+        # The leaked sleeping threads (1000 s each) must not hold the process after the
+        # report: the outer limit, far below them, fails the test if they do.
+        timeout=OUTER_LIMIT,
+    )
+
+
 def test_every_hang_is_bounded_and_counts_against_the_adapter(tmp_path: Path) -> None:
     # No wall-clock bound (a loaded machine breaks one): every hang would last 60 s or more,
     # far past the test's own limit, had the case limit not ended it; ending the session
     # with each case a timeout is the evidence, the last case's right answer after 60 s too.
+    # The two sessions share nothing: they run at once, so that their waits overlap.
+    with ThreadPoolExecutor(len(HANG_MODES)) as pool:
+        started = {
+            mode: pool.submit(_hang_session, tmp_path / mode, workers)
+            for mode, workers in HANG_MODES.items()
+        }
+        results = {mode: future.result() for mode, future in started.items()}
     failed = []
-    for mode, workers in HANG_MODES.items():
-        base = tmp_path / mode
-        base.mkdir()
-        (base / "demo_world.py").write_text(DEMO_SOURCE.read_text(encoding="utf-8"))
-        (base / "conftest.py").write_text(REGISTERING_CONFTEST)
-        (base / "matrix.py").write_text(MATRIX_ADAPTER)
-        write_demo_suite(base, "hangs", questions=HANGS)
-        result = run_session(
-            base,
-            "suites",
-            "--agentbench-adapter=matrix:Agent",
-            f"--agentbench-timeout={HANG_TIMEOUT}",
-            "--agentbench-report=run.json",
-            "-m",
-            "not agentbench_control",
-            "-rA",
-            "-v",
-            *workers,
-            # The leaked sleeping threads (1000 s each) must not hold the process after the
-            # report: the outer limit, far below them, fails the test if they do.
-            timeout=OUTER_LIMIT,
-        )
+    for mode, result in results.items():
         try:
             assert result.ret == pytest.ExitCode.TESTS_FAILED, "the session ended on its own"
             result.assert_outcomes(failed=len(HANGS))
-            suite = suite_of(report_of(base / "run.json"), "hangs")
+            suite = suite_of(report_of(tmp_path / mode / "run.json"), "hangs")
             for case_id, case in cases_of(suite).items():
                 assert case["failure_class"] == "agent_error", case_id
                 reason = case["failure_reason"]
@@ -640,7 +650,7 @@ def test_every_hang_is_bounded_and_counts_against_the_adapter(tmp_path: Path) ->
             assert suite["failure_classes"]["agent_error"] == len(HANGS)
             # Every hang is in the denominator.
             assert metric(suite, "accuracy") == (0.0, len(HANGS))
-            if workers:
+            if HANG_MODES[mode]:
                 # Each case ended on the worker that ran it (the limit fired there).
                 for case_id in HANGS:
                     pattern = rf"\[gw0\] .*FAILED suites/hangs/\S*::{case_id}\b"
