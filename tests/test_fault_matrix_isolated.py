@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.demo_world import write_demo_suite
+from tests.shared_sessions import run_session
 
 FAULTS = """
 import asyncio
@@ -248,31 +250,42 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     return demo
 
 
+def _report_path(project: Path, limit: float, xdist_args: list[str]) -> Path:
+    return project / f"{'n2' if xdist_args else 'serial'}-{limit:g}.json"
+
+
 def _session(
-    project: pytest.Pytester, cases: list[str], limit: float, xdist_args: list[str]
-) -> None:
-    """One isolated session over ``cases``, checked case by case."""
-    tag = f"{'n2' if xdist_args else 'serial'}-{limit:g}"
-    report_path = project.path / f"{tag}.json"
-    result = project.runpytest_subprocess(
+    project: Path, cases: list[str], limit: float, xdist_args: list[str]
+) -> pytest.RunResult:
+    """One isolated session over ``cases``, in a process of its own."""
+    return run_session(
+        project,
         *(f"suites/demo-suite/cases.jsonl::{case}" for case in cases),
         "--agentbench-adapter=faults:Faulty",
         "--agentbench-isolate",
         f"--agentbench-timeout={limit:g}",
-        f"--agentbench-report={report_path}",
+        f"--agentbench-report={_report_path(project, limit, xdist_args)}",
         "-m",
         "not agentbench_control",
-        "-p",
-        "no:cacheprovider",
         *xdist_args,
         timeout=SESSION_LIMIT,
     )
+
+
+def _check(
+    result: pytest.RunResult,
+    project: Path,
+    cases: list[str],
+    limit: float,
+    xdist_args: list[str],
+) -> None:
+    """Every case of a session ended as its fault says, and was counted."""
     selected = set(cases)
     passing = selected & set(PASSING)
     hangs, crashes = selected & set(TIMEOUTS), selected & set(CRASHES)
     unencodable = selected & set(UNENCODABLE)
     result.assert_outcomes(passed=len(passing), failed=len(selected) - len(passing))
-    report: dict[str, Any] = json.loads(report_path.read_text())
+    report: dict[str, Any] = json.loads(_report_path(project, limit, xdist_args).read_text())
     (suite,) = report["suites"]
     assert suite["counts"] == {
         "passed": len(passing),
@@ -310,14 +323,24 @@ def test_every_hang_and_crash_costs_one_case_when_isolated(
     project: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     if xdist_args:
-        _session(project, list(SUBSET), SHARED_LIMIT, xdist_args)
+        sessions = [(list(SUBSET), SHARED_LIMIT)]
     else:
-        # Every fault: the hangs under a short limit, every other under a generous one.
+        # Every fault: the hangs under a short limit, every other under a generous one, in
+        # two sessions that run at once (each its own adapter process), so their waits overlap.
         everything = list(_questions())
-        _session(project, [case for case in everything if case in TIMEOUTS], HANG_LIMIT, [])
-        others = [case for case in everything if case not in TIMEOUTS]
-        _session(project, others, FINISHING_LIMIT, [])
-    # Nothing outlives the session: not the adapter's processes, not what they started.
+        sessions = [
+            ([case for case in everything if case in TIMEOUTS], HANG_LIMIT),
+            ([case for case in everything if case not in TIMEOUTS], FINISHING_LIMIT),
+        ]
+    with ThreadPoolExecutor(len(sessions)) as pool:
+        started = [
+            pool.submit(_session, project.path, cases, limit, xdist_args)
+            for cases, limit in sessions
+        ]
+        results = [future.result() for future in started]
+    for result, (cases, limit) in zip(results, sessions, strict=True):
+        _check(result, project.path, cases, limit, xdist_args)
+    # Nothing outlives the sessions: not the adapter's processes, not what they started.
     assert (
         _wait_gone(_pids(project.path / "child.pid") | _pids(project.path / "grandchild.pid"))
         == set()
