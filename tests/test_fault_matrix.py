@@ -40,6 +40,11 @@ SERIAL_AND_TWO_WORKERS = pytest.mark.parametrize(
     "xdist_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"]
 )
 """``-n 0`` takes the serial path: these need only a serial run and one under xdist."""
+SERIAL_AND_ONE_WORKER = pytest.mark.parametrize(
+    "xdist_args", [[], ["-n", "1"]], ids=["no-xdist", "n1"]
+)
+"""For what a case does to the cases after it in the same process, or what the controller
+does without collecting: one worker runs every case in one process and shows the split."""
 OUTER_LIMIT = 120.0
 """The test's own limit on a run that might hang: generous, never what is tested."""
 
@@ -695,7 +700,7 @@ class Agent:
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@SERIAL_AND_TWO_WORKERS
+@SERIAL_AND_ONE_WORKER
 def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -722,7 +727,7 @@ def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@SERIAL_AND_TWO_WORKERS
+@SERIAL_AND_ONE_WORKER
 def test_each_case_gets_a_bundle_no_earlier_case_changed(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -913,11 +918,11 @@ def test_a_run_stopped_early_counts_the_cases_it_never_ran(gated: pytest.Pyteste
     assert not coverage["complete"]
 
 
-@pytest.mark.parametrize("xdist_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
+@SERIAL_AND_ONE_WORKER
 def test_a_run_that_selects_nothing_still_writes_its_report(
     gated: pytest.Pytester, xdist_args: list[str]
 ) -> None:
-    # Under -n 2 too: the controller, which collects nothing itself, writes the report.
+    # Under xdist too: the controller, which collects nothing itself, writes the report.
     result, report = _gated_run(gated, "-k", "nomatch", *xdist_args)
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     suite = suite_of(report, "demo-suite")
