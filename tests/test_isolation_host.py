@@ -717,7 +717,7 @@ def test_start_up_has_its_own_limit_and_an_overrun_is_reported_once(
     # Rebuilding takes longer than the case limit: not charged to the case.
     host = IsolatedAdapters(timeout=0.2, startup_timeout=60)
     try:
-        probe = host.remote(probe_module.SlowStart(0.5))
+        probe = host.remote(probe_module.SlowStart(0.3))
         assert probe.answer("2+2") == 4
         with pytest.raises(CaseTimeout):
             probe.hang()

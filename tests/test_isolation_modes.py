@@ -205,7 +205,7 @@ import time
 
 # Loading this module takes longer than a case may (RESTART_LIMIT): start-up has its own
 # allowance.
-time.sleep(1.0)
+time.sleep(0.75)
 
 
 class SlowToStart:
@@ -225,7 +225,7 @@ RESTARTS = {f"c{index:02d}": f"{index % 2}+{index}" for index in range(4)}
 SCENARIO_ADAPTER = "--agentbench-adapter=scenarios:Scenarios"
 RESTART_LIMIT = 0.5
 """The restart scenario's case limit: every other case hangs and must overrun it, the others
-answer at once (their process's start-up, twice as long, is not theirs to pay)."""
+answer at once (their process's start-up, half as long again, is not theirs to pay)."""
 
 
 @pytest.fixture
