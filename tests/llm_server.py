@@ -137,7 +137,8 @@ class ScriptedLLM:
                 return None
 
         server = _Server(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever's next poll: half a second at its default.
+        thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
         thread.start()
         try:
             yield f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -5,9 +5,12 @@ metrics see. Those whose handling depends on distribution sit side by side in
 one project (the matrix below), run once without xdist and once under ``-n 2``
 as subprocesses with a generous limit of the test's own: that limit is never
 the mechanism under test (the plugin's ``--agentbench-timeout`` is). ``-n 0``
-is the serial path again. What needs a session of its own (an exit code, an
-option that changes every case) runs serially in-process further down. The
-isolated variants (``--agentbench-isolate``) live in their own module.
+is the serial path again. The hangs have a project of their own: every case in
+it must overrun the case limit, so it alone runs under a short one, while the
+matrix's cases, which must all finish, keep a generous one. What needs a
+session of its own (an exit code, an option that changes every case) runs
+serially in-process further down. The isolated variants
+(``--agentbench-isolate``) live in their own module.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import re
 import shutil
 import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,7 @@ import pytest
 # imported, share one set of authority model classes with the adapters below.
 import pytest_agentbench.worlds.authority.world  # noqa: F401
 from tests.conftest import DEMO_SOURCE
-from tests.demo_world import write_demo_suite
+from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.shared_sessions import run_session
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,6 +40,11 @@ SERIAL_AND_TWO_WORKERS = pytest.mark.parametrize(
     "xdist_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"]
 )
 """``-n 0`` takes the serial path: these need only a serial run and one under xdist."""
+SERIAL_AND_ONE_WORKER = pytest.mark.parametrize(
+    "xdist_args", [[], ["-n", "1"]], ids=["no-xdist", "n1"]
+)
+"""For what a case does to the cases after it in the same process, or what the controller
+does without collecting: one worker runs every case in one process and shows the split."""
 OUTER_LIMIT = 120.0
 """The test's own limit on a run that might hang: generous, never what is tested."""
 
@@ -78,7 +87,7 @@ def not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 # One project holds a suite per reproduction (and the refused folders of others); one
 # adapter misbehaves on each suite's own questions. It runs once without xdist and once
 # under -n 2 (-n 0 is the serial path again), as subprocesses with a generous limit of the
-# test's own: some cases hang or crash a worker. Each reproduction is checked on its own
+# test's own: some cases crash a worker or leak a thread. Each reproduction is checked on its own
 # slice of each run; the checks that need a session of their own (exit codes, options
 # that change every case) stay in the tests further down, serially and in-process.
 
@@ -172,13 +181,18 @@ HOSTILE_QUESTIONS = {
     "cancelled": "1+1",
     "unprintable": "1+2",
     "crash": "1+3",
-    "asyncio-executor": "1+4",
-    "pool-result": "1+5",
-    "bare-except": "1+6",
     "leaks-thread": "1+7",
     "right": "2+2",
     "wrong": "2+3",
 }
+HANGS = {
+    "asyncio-executor": "1+4",
+    "pool-result": "1+5",
+    "bare-except": "1+6",
+    "sleep-then-answer": "45+2",
+}
+"""Every case the limit must end: the adapter sleeps 60 s on the last and then answers right,
+so it fails as a timeout only if the limit fired; the others would never return."""
 CANCELS_WHEN_WRONG = {f"c{n - 30:02d}": f"{n}+{n}" for n in range(31, 41)} | {"c11": "3+9"}
 """Ten right, and the one it would get wrong (3+9) cancelled instead."""
 SIX = {f"c{index}": f"{90 + index}+1" for index in range(1, 7)}
@@ -200,9 +214,12 @@ def pytest_agentbench_world_kinds():
     return [DemoWorld(), CrashingWorld(), LoudWorld()]
 """
 
-MATRIX_TIMEOUT = 3
-"""Far below every hang (1000 s), far above what a case that does not hang needs: the loud
-world grows and hashes ten megabytes inside the limit."""
+MATRIX_TIMEOUT = 60
+"""No case of the matrix hangs, and every one must finish inside the limit: the loud world
+grows and hashes ten megabytes inside it, on a machine that may be loaded."""
+HANG_TIMEOUT = 0.2
+"""Far below every hang (60 s and more): only the hangs' project, all of whose cases must
+overrun it, runs under it."""
 
 
 class Matrix:
@@ -255,9 +272,8 @@ def _build_matrix(base: Path, elsewhere: Path) -> None:
     write_demo_suite(base, "cancels", questions=CANCELS_WHEN_WRONG)
     write_demo_suite(base, "crashing", questions=_plus(40), world="crashing")
     write_demo_suite(base, "loud", questions=_plus(80))
-    # test_plugin_failures's faults on a worker: a sleep the timeout must end, a raise
-    # whose traceback --tb=long keeps whole, and every answer wrong (7).
-    write_demo_suite(base, "sleeps", questions=_plus(45))
+    # test_plugin_failures's faults on a worker: a raise whose traceback --tb=long keeps
+    # whole, and every answer wrong (7); its sleep the timeout must end is in HANGS.
     write_demo_suite(base, "raises", questions=_plus(46))
     write_demo_suite(base, "sevens", questions={"c1": "0+2", "c2": "0+5", "c3": "0+15"})
     write_demo_suite(base, "essays", questions=SIX, world="loud")
@@ -324,8 +340,9 @@ def _matrix(mode: str, root: Path) -> Matrix:
 MATRIX_MODES = {"no-xdist": [], "n2": ["-n", "2"]}
 
 
-def check_every_hang_is_bounded_and_every_adapter_failure_counts_against_it(run: Matrix) -> None:
-    assert run.counted("suites/hostile") == {"passed": 2, "failed": 7, "error": 0}
+def check_every_adapter_failure_counts_against_it(run: Matrix) -> None:
+    # The hangs, which count alike, are in the hangs' own project (test_every_hang_...).
+    assert run.counted("suites/hostile") == {"passed": 2, "failed": 4, "error": 0}
     suite = suite_of(run.report, "hostile")
     cases = cases_of(suite)
     classes = {case_id: case["failure_class"] for case_id, case in cases.items()}
@@ -333,9 +350,6 @@ def check_every_hang_is_bounded_and_every_adapter_failure_counts_against_it(run:
         "cancelled": "agent_error",
         "unprintable": "agent_error",
         "crash": "agent_error",
-        "asyncio-executor": "agent_error",
-        "pool-result": "agent_error",
-        "bare-except": "agent_error",
         "leaks-thread": None,
         "right": None,
         "wrong": None,
@@ -344,12 +358,10 @@ def check_every_hang_is_bounded_and_every_adapter_failure_counts_against_it(run:
     assert cases["unprintable"]["failure_reason"] == (
         "adapter raised Unprintable (its message could not be rendered)"
     )
-    for hang in ("asyncio-executor", "pool-result", "bare-except"):
-        assert cases[hang]["failure_reason"].startswith(f"timed out after {MATRIX_TIMEOUT}.")
-    assert suite["counts"] == {"passed": 2, "failed": 7, "error": 0, "skipped": 0, "excluded": 0}
-    assert suite["failure_classes"] == {"agent_error": 6, "product_error": 0, "harness_error": 0}
-    # Every case is in the denominator: 2 right of 9, not 2 of 3.
-    assert metric(suite, "accuracy") == (pytest.approx(2 / 9), 9)
+    assert suite["counts"] == {"passed": 2, "failed": 4, "error": 0, "skipped": 0, "excluded": 0}
+    assert suite["failure_classes"] == {"agent_error": 3, "product_error": 0, "harness_error": 0}
+    # Every case is in the denominator: 2 right of 6, not 2 of 3.
+    assert metric(suite, "accuracy") == (pytest.approx(2 / 6), 6)
 
 
 def check_cancelling_the_case_it_would_get_wrong_does_not_raise_the_score(run: Matrix) -> None:
@@ -512,26 +524,12 @@ def check_a_worker_crashed_in_the_adapter_counts_its_case_as_an_agent_error(run:
             "adapter raised RuntimeError: would have crashed the only process"
         )
         return
-    assert "cases: 2 passed, 7 failed, 0 error, 0 skipped | failure classes: 6 agent_error" in (
+    assert "cases: 2 passed, 4 failed, 0 error, 0 skipped | failure classes: 3 agent_error" in (
         run.result.stdout.str()
     )
     assert crash["outcome"] == "failed"
     assert crash["failure_reason"] == "worker crashed inside the adapter call"
     assert {check["status"] for check in crash["checks"]} == {"missing"}
-
-
-def check_the_timeout_holds_on_xdist_workers(run: Matrix) -> None:
-    # From test_plugin_failures. No wall-clock bound (a loaded machine breaks one): the
-    # adapter sleeps 60 s on c2 and then answers right, so c2 fails as a timeout only if
-    # the timeout fired, on the worker that ran it under -n 2.
-    assert run.counted("suites/sleeps") == {"passed": 2, "failed": 1, "error": 0}
-    if run.mode == "n2":
-        out = run.result.stdout.str()
-        assert re.search(r"\[gw\d\] .*FAILED suites/sleeps/\S*::c2\b", out), "c2 on a worker"
-    cases = cases_of(suite_of(run.report, "sleeps"))
-    assert cases["c2"]["failure_class"] == "agent_error"
-    assert cases["c2"]["failure_reason"].startswith(f"timed out after {MATRIX_TIMEOUT}")
-    assert [cases[cid]["outcome"] for cid in ("c1", "c3")] == ["passed"] * 2
 
 
 def check_tb_long_keeps_the_harness_frames_of_an_adapter_traceback(run: Matrix) -> None:
@@ -570,7 +568,7 @@ def check_a_run_that_collected_cases_gives_no_selection_hint(run: Matrix) -> Non
 
 
 MATRIX_CHECKS = [
-    check_every_hang_is_bounded_and_every_adapter_failure_counts_against_it,
+    check_every_adapter_failure_counts_against_it,
     check_cancelling_the_case_it_would_get_wrong_does_not_raise_the_score,
     check_a_worker_crash_outside_the_adapter_call_is_a_harness_error,
     check_an_unreadable_oracle_file_is_a_refusal_and_every_report_is_written,
@@ -582,7 +580,6 @@ MATRIX_CHECKS = [
     check_a_harness_error_is_a_junit_error_and_a_wrong_answer_a_failure,
     check_a_duplicate_suite_id_refuses_both_folders,
     check_a_worker_crashed_in_the_adapter_counts_its_case_as_an_agent_error,
-    check_the_timeout_holds_on_xdist_workers,
     check_tb_long_keeps_the_harness_frames_of_an_adapter_traceback,
     check_the_junit_message_is_the_first_line,
     check_a_run_that_collected_cases_gives_no_selection_hint,
@@ -602,6 +599,69 @@ def test_the_fault_matrix(mode: str, tmp_path: Path) -> None:
             check(run)
         except AssertionError as error:
             failed.append(f"{check.__name__.removeprefix('check_')}: {error}")
+    assert not failed, "\n\n".join(failed)
+
+
+HANG_MODES = {"no-xdist": [], "n1": ["-n", "1"]}
+"""A hang ended on a worker and one ended without xdist: one worker shows the first (the
+limit fires on the worker's main thread), and it takes the hangs one after another."""
+
+
+def _hang_session(base: Path, workers: list[str]) -> pytest.RunResult:
+    base.mkdir()
+    (base / "demo_world.py").write_text(DEMO_SOURCE.read_text(encoding="utf-8"))
+    (base / "conftest.py").write_text(REGISTERING_CONFTEST)
+    (base / "matrix.py").write_text(MATRIX_ADAPTER)
+    write_demo_suite(base, "hangs", questions=HANGS)
+    return run_session(
+        base,
+        "suites",
+        "--agentbench-adapter=matrix:Agent",
+        f"--agentbench-timeout={HANG_TIMEOUT}",
+        "--agentbench-report=run.json",
+        "-m",
+        "not agentbench_control",
+        "-rA",
+        "-v",
+        *workers,
+        # The leaked sleeping threads (1000 s each) must not hold the process after the
+        # report: the outer limit, far below them, fails the test if they do.
+        timeout=OUTER_LIMIT,
+    )
+
+
+def test_every_hang_is_bounded_and_counts_against_the_adapter(tmp_path: Path) -> None:
+    # No wall-clock bound (a loaded machine breaks one): every hang would last 60 s or more,
+    # far past the test's own limit, had the case limit not ended it; ending the session
+    # with each case a timeout is the evidence, the last case's right answer after 60 s too.
+    # The two sessions share nothing: they run at once, so that their waits overlap.
+    with ThreadPoolExecutor(len(HANG_MODES)) as pool:
+        started = {
+            mode: pool.submit(_hang_session, tmp_path / mode, workers)
+            for mode, workers in HANG_MODES.items()
+        }
+        results = {mode: future.result() for mode, future in started.items()}
+    failed = []
+    for mode, result in results.items():
+        try:
+            assert result.ret == pytest.ExitCode.TESTS_FAILED, "the session ended on its own"
+            result.assert_outcomes(failed=len(HANGS))
+            suite = suite_of(report_of(tmp_path / mode / "run.json"), "hangs")
+            for case_id, case in cases_of(suite).items():
+                assert case["failure_class"] == "agent_error", case_id
+                reason = case["failure_reason"]
+                assert reason.startswith("timed out after "), (case_id, reason)
+                assert reason.endswith(f"s (--agentbench-timeout={HANG_TIMEOUT:g})"), reason
+            assert suite["failure_classes"]["agent_error"] == len(HANGS)
+            # Every hang is in the denominator.
+            assert metric(suite, "accuracy") == (0.0, len(HANGS))
+            if HANG_MODES[mode]:
+                # Each case ended on the worker that ran it (the limit fired there).
+                for case_id in HANGS:
+                    pattern = rf"\[gw0\] .*FAILED suites/hangs/\S*::{case_id}\b"
+                    assert re.search(pattern, result.stdout.str()), f"{case_id} on a worker"
+        except AssertionError as error:
+            failed.append(f"{mode}: {error}\n{result.stdout.str()[-3000:]}")
     assert not failed, "\n\n".join(failed)
 
 
@@ -640,7 +700,7 @@ class Agent:
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@SERIAL_AND_TWO_WORKERS
+@SERIAL_AND_ONE_WORKER
 def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -667,7 +727,7 @@ def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@SERIAL_AND_TWO_WORKERS
+@SERIAL_AND_ONE_WORKER
 def test_each_case_gets_a_bundle_no_earlier_case_changed(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
@@ -858,11 +918,11 @@ def test_a_run_stopped_early_counts_the_cases_it_never_ran(gated: pytest.Pyteste
     assert not coverage["complete"]
 
 
-@pytest.mark.parametrize("xdist_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"])
+@SERIAL_AND_ONE_WORKER
 def test_a_run_that_selects_nothing_still_writes_its_report(
     gated: pytest.Pytester, xdist_args: list[str]
 ) -> None:
-    # Under -n 2 too: the controller, which collects nothing itself, writes the report.
+    # Under xdist too: the controller, which collects nothing itself, writes the report.
     result, report = _gated_run(gated, "-k", "nomatch", *xdist_args)
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     suite = suite_of(report, "demo-suite")
@@ -972,18 +1032,20 @@ def test_a_bad_timeout_is_a_usage_error(
 def test_timeout_zero_on_the_command_line_means_no_limit(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makeini("[pytest]\nagentbench_timeout = 0.2\n")
+    # Every answer is slower than the ini's limit; only c2 runs (a case that had to answer
+    # inside that short limit would not be meant to overrun it).
     demo.makepyfile(
         slow="import time\n\nclass Agent:\n    def answer(self, question):\n"
         "        time.sleep(0.5)\n"
         "        a, b = question.split('+')\n"
         "        return int(a) + int(b)\n"
     )
-    limited = demo.runpytest("--agentbench-adapter=slow:Agent", "-m", "not agentbench_control")
-    limited.assert_outcomes(failed=3)
-    unlimited = demo.runpytest(
-        "--agentbench-adapter=slow:Agent", "--agentbench-timeout=0", "-m", "not agentbench_control"
-    )
-    unlimited.assert_outcomes(passed=3)
+    only_c2 = ("--agentbench-adapter=slow:Agent", "-m", "not agentbench_control", "-k", "c2")
+    limited = demo.runpytest(*only_c2)
+    limited.assert_outcomes(failed=1)
+    limited.stdout.fnmatch_lines(["*timed out after *s (--agentbench-timeout=0.2)*"])
+    unlimited = demo.runpytest(*only_c2, "--agentbench-timeout=0")
+    unlimited.assert_outcomes(passed=1)
 
 
 # --- Lower 10: oracle folders anywhere ---

@@ -5,7 +5,9 @@ case in its own way. Isolated, every hang is ended at the timeout (agent_error),
 every crash costs its own case only, and the session ends normally with every
 case counted, serially and under xdist. The sessions run as subprocesses with a
 generous limit of their own, so a regression shows up as a failed test rather
-than a hung test run.
+than a hung test run. Serially the hangs run in a session of their own, under a
+short case limit all of its cases must overrun, and the other cases under a
+generous one; under ``-n 2`` a few of each share a session and a one-second limit.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.demo_world import write_demo_suite
+from tests.shared_sessions import run_session
 
 FAULTS = """
 import asyncio
@@ -192,6 +196,13 @@ cases around them, each costing its own case on a worker. Without xdist every fa
 
 MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
 
+SHARED_LIMIT = 1
+"""The case limit of a session where hangs and cases that must finish run side by side."""
+HANG_LIMIT = 0.2
+"""The case limit of a session of hangs alone: none of its cases is meant to finish."""
+FINISHING_LIMIT = 30
+"""The case limit of a session none of whose cases hangs: each must finish inside it."""
+
 SESSION_LIMIT = 240
 """The test's own bound on a session: far above what the mechanism under test needs."""
 
@@ -239,32 +250,42 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     return demo
 
 
-@pytest.mark.parametrize("xdist_args", MODES)
-def test_every_hang_and_crash_costs_one_case_when_isolated(
-    project: pytest.Pytester, xdist_args: list[str]
-) -> None:
-    report_path = project.path / "run.json"
-    subset = xdist_args == ["-n", "2"]
-    selected = set(SUBSET) if subset else set(_questions())
-    nodes = [f"suites/demo-suite/cases.jsonl::{case}" for case in SUBSET] if subset else []
-    result = project.runpytest_subprocess(
-        *nodes,
+def _report_path(project: Path, limit: float, xdist_args: list[str]) -> Path:
+    return project / f"{'n2' if xdist_args else 'serial'}-{limit:g}.json"
+
+
+def _session(
+    project: Path, cases: list[str], limit: float, xdist_args: list[str]
+) -> pytest.RunResult:
+    """One isolated session over ``cases``, in a process of its own."""
+    return run_session(
+        project,
+        *(f"suites/demo-suite/cases.jsonl::{case}" for case in cases),
         "--agentbench-adapter=faults:Faulty",
         "--agentbench-isolate",
-        "--agentbench-timeout=1",
-        f"--agentbench-report={report_path}",
+        f"--agentbench-timeout={limit:g}",
+        f"--agentbench-report={_report_path(project, limit, xdist_args)}",
         "-m",
         "not agentbench_control",
-        "-p",
-        "no:cacheprovider",
         *xdist_args,
         timeout=SESSION_LIMIT,
     )
+
+
+def _check(
+    result: pytest.RunResult,
+    project: Path,
+    cases: list[str],
+    limit: float,
+    xdist_args: list[str],
+) -> None:
+    """Every case of a session ended as its fault says, and was counted."""
+    selected = set(cases)
     passing = selected & set(PASSING)
     hangs, crashes = selected & set(TIMEOUTS), selected & set(CRASHES)
     unencodable = selected & set(UNENCODABLE)
     result.assert_outcomes(passed=len(passing), failed=len(selected) - len(passing))
-    report: dict[str, Any] = json.loads(report_path.read_text())
+    report: dict[str, Any] = json.loads(_report_path(project, limit, xdist_args).read_text())
     (suite,) = report["suites"]
     assert suite["counts"] == {
         "passed": len(passing),
@@ -283,8 +304,10 @@ def test_every_hang_and_crash_costs_one_case_when_isolated(
     for case in passing:
         assert results[case]["outcome"] == "passed", case
     for case in hangs:
+        reason = results[case]["failure_reason"]
         assert results[case]["failure_class"] == "agent_error", case
-        assert results[case]["failure_reason"].startswith("timed out after 1."), case
+        assert reason.startswith("timed out after "), (case, reason)
+        assert reason.endswith(f"s (--agentbench-timeout={limit:g})"), (case, reason)
     for case in crashes:
         assert results[case]["failure_class"] == "agent_error", case
         assert results[case]["failure_reason"].startswith(CRASHES[case][1]), case
@@ -293,7 +316,31 @@ def test_every_hang_and_crash_costs_one_case_when_isolated(
         assert results[case]["failure_reason"].endswith(UNENCODABLE[case][1]), case
     accuracy = {metric["name"]: metric for metric in suite["metrics"]}["accuracy"]
     assert (accuracy["numerator"], accuracy["denominator"]) == (len(passing), len(selected))
-    # Nothing outlives the session: not the adapter's processes, not what they started.
+
+
+@pytest.mark.parametrize("xdist_args", MODES)
+def test_every_hang_and_crash_costs_one_case_when_isolated(
+    project: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    if xdist_args:
+        sessions = [(list(SUBSET), SHARED_LIMIT)]
+    else:
+        # Every fault: the hangs under a short limit, every other under a generous one, in
+        # two sessions that run at once (each its own adapter process), so their waits overlap.
+        everything = list(_questions())
+        sessions = [
+            ([case for case in everything if case in TIMEOUTS], HANG_LIMIT),
+            ([case for case in everything if case not in TIMEOUTS], FINISHING_LIMIT),
+        ]
+    with ThreadPoolExecutor(len(sessions)) as pool:
+        started = [
+            pool.submit(_session, project.path, cases, limit, xdist_args)
+            for cases, limit in sessions
+        ]
+        results = [future.result() for future in started]
+    for result, (cases, limit) in zip(results, sessions, strict=True):
+        _check(result, project.path, cases, limit, xdist_args)
+    # Nothing outlives the sessions: not the adapter's processes, not what they started.
     assert (
         _wait_gone(_pids(project.path / "child.pid") | _pids(project.path / "grandchild.pid"))
         == set()

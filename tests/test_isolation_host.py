@@ -438,7 +438,9 @@ def test_a_crash_fails_the_call_and_the_next_call_gets_a_new_process(
 
 
 def test_a_hang_is_a_timeout_and_the_process_is_killed(probe_module: Any) -> None:
-    host = IsolatedAdapters(timeout=0.5)
+    # No alarm is armed here: a call may take the limit and CALL_SLACK (a second), which
+    # is what a hang waits and what the calls that answer have.
+    host = IsolatedAdapters(timeout=0.2)
     try:
         probe = host.remote(probe_module.Probe())
         pid = probe.pid()
@@ -454,7 +456,7 @@ def test_a_hang_is_a_timeout_and_the_process_is_killed(probe_module: Any) -> Non
 
 
 def test_a_process_ignoring_sigterm_is_killed_after_the_grace(probe_module: Any) -> None:
-    host = IsolatedAdapters(timeout=0.5, grace=0.2)
+    host = IsolatedAdapters(timeout=0.2, grace=0.2)
     try:
         probe = host.remote(probe_module.Probe())
         pid = probe.pid()
@@ -675,7 +677,7 @@ def test_what_the_adapter_starts_when_built_lives_with_the_process(probe_module:
 
 
 def test_a_hang_ends_the_whole_tree_setsid_included(probe_module: Any, tmp_path: Path) -> None:
-    host = IsolatedAdapters(timeout=0.5)
+    host = IsolatedAdapters(timeout=0.2)
     probe = host.remote(probe_module.Probe())
     child = probe.pid()
     table_before = processes.process_table()
@@ -715,7 +717,7 @@ def test_start_up_has_its_own_limit_and_an_overrun_is_reported_once(
     # Rebuilding takes longer than the case limit: not charged to the case.
     host = IsolatedAdapters(timeout=0.2, startup_timeout=60)
     try:
-        probe = host.remote(probe_module.SlowStart(0.5))
+        probe = host.remote(probe_module.SlowStart(0.3))
         assert probe.answer("2+2") == 4
         with pytest.raises(CaseTimeout):
             probe.hang()
@@ -724,16 +726,20 @@ def test_start_up_has_its_own_limit_and_an_overrun_is_reported_once(
         assert probe.answer("2+3") == 5
     finally:
         host.close()
-    # Long enough for the interpreter to start on a loaded machine, far shorter than the load.
-    host = IsolatedAdapters(timeout=30, startup_timeout=5)
+    # The process starts under a generous allowance (a loaded machine may be slow to start an
+    # interpreter); once it runs, the allowance times only loading an adapter into it, which
+    # must overrun it: a short one, far shorter than the load.
+    host = IsolatedAdapters(timeout=30, startup_timeout=60)
     try:
+        assert host.remote(probe_module.Probe()).answer("1+1") == 2
+        host.startup_timeout = 0.3
         probe = host.remote(probe_module.SlowStart(600))
         with pytest.raises(AdapterFailure) as first:
             probe.answer("1+1")
         assert first.value.failure_class is FailureClass.AGENT_ERROR
         assert first.value.reason == (
             "[isolation_startup_timeout] loading the adapter in its isolated process took over "
-            "5s (agentbench_isolate_startup_timeout; the case limit does not apply to start-up)"
+            "0.3s (agentbench_isolate_startup_timeout; the case limit does not apply to start-up)"
         )
         starts = host.starts
         for _ in range(2):

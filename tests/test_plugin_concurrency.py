@@ -227,7 +227,8 @@ def test_hung_concurrent_cases_time_out_classified_and_free_their_slots(
     result = demo.runpytest_subprocess(
         "--agentbench-adapter=my_adapters:Hangs",
         "--agentbench-concurrency=2",
-        "--agentbench-timeout=1",
+        # Short: the five cases that must answer in it do nothing but add.
+        "--agentbench-timeout=0.5",
         "--agentbench-ledger=ledgers",
         f"--agentbench-report={report}",
         "-m",
@@ -241,7 +242,7 @@ def test_hung_concurrent_cases_time_out_classified_and_free_their_slots(
     for hung in ("h1", "h2"):
         assert outcomes[hung]["failure_class"] == "agent_error"
         assert outcomes[hung]["failure_reason"].startswith("timed out after ")
-        assert outcomes[hung]["failure_reason"].endswith("(--agentbench-timeout=1)")
+        assert outcomes[hung]["failure_reason"].endswith("(--agentbench-timeout=0.5)")
         last = (demo.path / "ledgers" / "demo-suite" / f"{hung}.ndjson").read_text()
         terminal = json.loads(last.splitlines()[-1])
         assert terminal["row_kind"] == "terminal"
