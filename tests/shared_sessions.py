@@ -1,4 +1,5 @@
-"""A pytest session that several tests assert, each its own slice of one project.
+"""A pytest session that several tests assert, each its own slice of one project; and
+fresh interpreters a test asks what they imported.
 
 pytester is function-scoped: a module-scoped fixture builds its project under
 ``tmp_path_factory`` and runs it here, in a subprocess with a generous limit of the
@@ -7,10 +8,12 @@ test's own (never the mechanism under test), the way pytester's subprocess runs 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,3 +43,12 @@ def run_session(project: Path, *args: str, timeout: float) -> pytest.RunResult:
         done.stderr.splitlines(),
         0.0,  # its duration is no part of what a test asserts
     )
+
+
+def run_probe(code: str) -> Any:
+    """Run ``code`` in a fresh interpreter (nothing this process imported is loaded there);
+    return the JSON document it prints."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return json.loads(done.stdout)

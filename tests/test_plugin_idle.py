@@ -11,7 +11,6 @@ in a subprocess: the test process itself has imported everything.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.report import census, recorder
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.layout_world import write_layout_folder
+from tests.shared_sessions import run_probe
 
 DISTRIBUTIONS = [pytest.param([], id="no-xdist"), pytest.param(["-n", "1"], id="n1")]
 """Serially and under xdist, where the controller follows the workers' decision: ``-n 0`` is
@@ -88,10 +88,7 @@ def test_importing_the_plugin_imports_no_model_world_or_report_module() -> None:
         "import pytest_agentbench.plugin.facade\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    modules = json.loads(done.stdout)
+    modules = run_probe(code)
     assert "pytest_agentbench.plugin.facade" in modules
     assert [name for name in modules if name.startswith(HEAVY_PREFIXES)] == []
 

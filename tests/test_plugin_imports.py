@@ -13,13 +13,12 @@ process itself has imported everything.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from pytest_agentbench.plugin.activation import PLUGINS
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
+from tests.shared_sessions import run_probe
 
 FINISH_MODULES = (
     "pytest_agentbench.plugin.finish",
@@ -85,10 +84,7 @@ def test_turning_the_plugin_on_and_loading_worlds_imports_no_report_or_ledger_mo
         "    importlib.import_module(f'pytest_agentbench.worlds.{kind}.world')\n"
         "print(json.dumps({'modules': modules, 'built': built, 'worlds': sorted(sys.modules)}))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    )
-    found = json.loads(done.stdout)
+    found = run_probe(probe)
     assert "pytest_agentbench.plugin.hooks" in found["modules"]
     assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES + TOOL_MODULES, found["modules"]) == []
     assert found["built"] == []
@@ -142,10 +138,7 @@ def test_an_agentbench_command_imports_its_own_module_alone() -> None:
         "    status = main(['list'])\n"
         "print(json.dumps({'status': status, 'modules': sorted(sys.modules)}))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    )
-    found = json.loads(done.stdout)
+    found = run_probe(probe)
     assert found["status"] == 0
     commands = sorted(
         name for name in found["modules"] if name.startswith("pytest_agentbench.cli.")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import pytest_agentbench
 from pytest_agentbench import sdk
+from tests.shared_sessions import run_probe
 
 SDK_SOURCE = Path(sdk.__file__)
 WORLDS_ROOT = Path(pytest_agentbench.__file__).parent / "worlds"
@@ -90,10 +88,7 @@ def test_a_registration_imports_no_pydantic() -> None:
         "    or n.startswith(('pytest_agentbench.worlds.', 'pytest_agentbench.sdk.contracts')))\n"
         "print(json.dumps(heavy))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert json.loads(done.stdout) == []
+    assert run_probe(probe) == []
 
 
 def _imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
