@@ -31,6 +31,11 @@ from tests.llm_server import ScriptedLLM
 KEY_ENV = "AGENTBENCH_TEST_LLM_KEY"
 SECRET = "sk-test-secret-4711"
 CLIENT_TIMEOUT = 0.5
+"""The client timeout the ``slow`` scenario (answering after ``SLOW_S``) must run into."""
+GENEROUS_TIMEOUT = 30.0
+"""Every other request's: a loaded machine must not turn an answer into a timeout."""
+RUN_TIMEOUT = 1.0
+"""A pytest run's one timeout for every scenario, ``slow`` among them: half of ``SLOW_S``."""
 # question -> (failure class, agent error code or receipt failure code, receipt errors)
 SCENARIOS: dict[str, tuple[str | None, str | None, dict[str, int]]] = {
     "tools": (None, None, {}),
@@ -56,7 +61,7 @@ def settings(base_url: str | None, **extra: Any) -> ChatSettings:
         "base_url": base_url,
         "model": "scripted-model",
         "api_key_env": KEY_ENV,
-        "timeout_s": CLIENT_TIMEOUT,
+        "timeout_s": GENEROUS_TIMEOUT,
         "max_turns": 4,
         "retry_backoff_s": 0.0,
         "max_retries": 1,
@@ -78,7 +83,8 @@ def test_every_scenario_ends_classified_and_nothing_hangs(
     monkeypatch.setenv(KEY_ENV, SECRET)
     failure_class, code, errors = SCENARIOS[question]
     started = time.monotonic()
-    outcome, receipt = solve(ChatAgent(settings(llm[1])), question)
+    timeout = CLIENT_TIMEOUT if question == "slow" else GENEROUS_TIMEOUT
+    outcome, receipt = solve(ChatAgent(settings(llm[1], timeout_s=timeout)), question)
     # Bounded: an endless loop or a wait on the server would run far past this.
     assert time.monotonic() - started < 60
     assert (outcome.failure_class and outcome.failure_class.value) == failure_class
@@ -262,7 +268,7 @@ def test_a_recorded_pytest_run_replays_identically_with_the_server_stopped(
         "[pytest]\n"
         "agentbench_llm_model = scripted-model\n"
         f"agentbench_llm_api_key_env = {KEY_ENV}\n"
-        f"agentbench_llm_timeout = {CLIENT_TIMEOUT}\n"
+        f"agentbench_llm_timeout = {RUN_TIMEOUT}\n"
         "agentbench_llm_max_turns = 4\n"
         "agentbench_llm_retry_backoff = 0\n"
         "agentbench_cassettes = cassettes\n"
@@ -299,7 +305,7 @@ def test_a_recorded_pytest_run_replays_identically_with_the_server_stopped(
 
 def test_usage_per_model_request_is_drained_once(llm: tuple[ScriptedLLM, str]) -> None:
     server, base_url = llm
-    agent = ChatAgent(settings(base_url))
+    agent = ChatAgent(settings(base_url, timeout_s=CLIENT_TIMEOUT))
     assert agent.drain_usage() is None, "no request, no report"
     solve(agent, "slow")
     report = agent.drain_usage()
