@@ -16,6 +16,7 @@ import json
 
 import pytest
 
+from pytest_agentbench.plugin import REWRITTEN_PACKAGE
 from pytest_agentbench.plugin.activation import PLUGINS
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.shared_sessions import run_probe
@@ -92,9 +93,11 @@ def test_turning_the_plugin_on_and_loading_worlds_imports_no_report_or_ledger_mo
     assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES, found["worlds"]) == []
 
 
-# Writes, in every process, which of the modules above it imported.
+# Writes, in every process, which of the modules above it imported, and which of the
+# plugin's modules pytest's assertion rewriting loaded.
 IMPORT_PROBE = """
 import json, sys
+from _pytest.assertion.rewrite import AssertionRewritingHook
 
 WATCHED = {watched!r}
 
@@ -106,8 +109,13 @@ def pytest_sessionfinish(session):
         name for name in sys.modules
         if any(name == prefix or name.startswith(prefix + ".") for prefix in WATCHED)
     )
+    rewritten = sorted(
+        name for name, module in sys.modules.items()
+        if name.startswith("pytest_agentbench")
+        and isinstance(getattr(module, "__loader__", None), AssertionRewritingHook)
+    )
     with open(f"probe-{{worker}}.json", "w") as handle:
-        json.dump(loaded, handle)
+        json.dump({{"loaded": loaded, "rewritten": rewritten}}, handle)
 """
 
 
@@ -123,11 +131,22 @@ def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Py
         path.stem.removeprefix("probe-"): json.loads(path.read_text(encoding="utf-8"))
         for path in demo.path.glob("probe-*.json")
     }
-    assert probes == {
+    assert {process: probe["loaded"] for process, probe in probes.items()} == {
         # The probe's sessionfinish runs after the plugin's, which imported them.
         "main": sorted(FINISH_MODULES),
         "gw0": [],
     }
+    # pytest rewrites the asserts of a plugin's whole package, from source, in every
+    # process that cannot cache bytecode. The conformance kit's stay rewritten; of the rest,
+    # only the two package markers pytest loaded before the plugin could say so.
+    for process, probe in probes.items():
+        assert probe["rewritten"] == [
+            "pytest_agentbench",
+            "pytest_agentbench.plugin",
+            REWRITTEN_PACKAGE,
+            f"{REWRITTEN_PACKAGE}.checks",
+            f"{REWRITTEN_PACKAGE}.plugin",
+        ], process
 
 
 def test_an_agentbench_command_imports_its_own_module_alone() -> None:
