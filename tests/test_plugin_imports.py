@@ -16,6 +16,7 @@ import json
 
 import pytest
 
+from pytest_agentbench.isolation.forwarding import FORWARDED
 from pytest_agentbench.plugin import REWRITTEN_PACKAGE
 from pytest_agentbench.plugin.activation import PLUGINS
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
@@ -168,3 +169,23 @@ def test_an_agentbench_command_imports_its_own_module_alone() -> None:
         "pytest_agentbench.cli.main",
     ]
     assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES, found["modules"]) == []
+
+
+def test_an_isolated_adapter_process_imports_no_pytest() -> None:
+    # What an isolated adapter's process imports before and while serving calls: its
+    # start-up is charged to the adapter (agentbench_isolate_startup_timeout).
+    served_from = (
+        "pytest_agentbench.isolation.child",
+        "pytest_agentbench.isolation.remote_session",
+        "pytest_agentbench.sdk.runner",
+        "pytest_agentbench.tools",
+        *(module for module, _getter, _setter in FORWARDED),
+    )
+    probe = (
+        "import importlib, json, sys\n"
+        f"for name in {served_from!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    found = run_probe(probe)
+    assert _loaded(("pytest", "_pytest", "xdist", "httpx"), found) == []

@@ -28,9 +28,9 @@ import pytest
 from pytest_agentbench.plugin import fixtures, gc_freeze
 from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.plugin.activation import SESSION_KEY, activate, deliver, is_active
+from pytest_agentbench.plugin.crash_witness import WITNESS_KEY, CrashWitness
 from pytest_agentbench.plugin.suite_finder import SuiteFinder
 from pytest_agentbench.sdk import hookspecs
-from pytest_agentbench.sdk.crashes import WITNESS_KEY, CrashWitness
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 # Spelt out rather than imported from report/recorder.py and report/census.py,

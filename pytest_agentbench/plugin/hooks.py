@@ -25,6 +25,7 @@ from pytest_agentbench.plugin.collect import (
     collect_file,
     refuse_late,
 )
+from pytest_agentbench.plugin.crash_witness import WITNESS_KEY, attach_worker
 from pytest_agentbench.plugin.gc_freeze import freeze_alive
 from pytest_agentbench.plugin.options import INPUT_LIMIT_KEYS
 from pytest_agentbench.plugin.rerun import RERUN_KEY
@@ -44,7 +45,6 @@ from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import STATE_KEY, AgentbenchState, SuiteLoader, get_state
 from pytest_agentbench.sdk import leaked_threads, tracebacks
 from pytest_agentbench.sdk.canonical import InputLimits, set_input_limits
-from pytest_agentbench.sdk.crashes import WITNESS_KEY, attach_worker
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 from pytest_agentbench.sdk.projections import restore_projections, select_projections
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds

@@ -9,9 +9,10 @@ and defaults need live here for the same reason.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-import pytest
+if TYPE_CHECKING:
+    import pytest
 
 DEFAULT_MAX_OUTPUT_BYTES = 65536
 

@@ -18,14 +18,16 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.run.controls import ControlVerdict
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass, harness_error
-from pytest_agentbench.sdk.crashes import CrashWitness
+
+if TYPE_CHECKING:
+    from pytest_agentbench.plugin.crash_witness import CrashWitness
 
 IDENTITY_ATTR = "agentbench_identity"
 RESULT_ATTR = "agentbench_result"

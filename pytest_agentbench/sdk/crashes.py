@@ -8,18 +8,16 @@ adapter call and back to 0 after (two memory writes, no system call). The
 byte survives the worker's death, so the controller reads it when it records
 the crash: 1 means the crash happened inside the adapter call (``agent_error``);
 0 means it happened in our machinery or the world (``harness_error``).
+
+This module holds the flag, which an isolated adapter's process imports too
+(without pytest); the controller's side is :mod:`pytest_agentbench.plugin.crash_witness`.
 """
 
 from __future__ import annotations
 
 import mmap
-import shutil
-import tempfile
 import threading
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 WORKERINPUT_KEY = "agentbench_adapter_call_flag"
 
@@ -55,54 +53,3 @@ class AdapterCallFlag:
 
 
 ADAPTER_CALL = AdapterCallFlag()
-
-
-def attach_worker(config: pytest.Config) -> None:
-    """On an xdist worker: map the flag file the controller created for it."""
-    workerinput: dict[str, Any] = getattr(config, "workerinput", {})
-    path = workerinput.get(WORKERINPUT_KEY)
-    if path is not None and Path(path).is_file():
-        # A remote worker (``--tx socket=`` / ``ssh=``) does not see the controller's
-        # file: its flag stays inert, and a crash there counts as the harness's.
-        ADAPTER_CALL.attach(Path(path))
-
-
-class CrashWitness:
-    """On the xdist controller: one flag file per worker, read when a worker dies.
-
-    Registered before anyone knows whether the run has benchmarks (workers are
-    configured before they collect), so its folder is made only when a worker is.
-    """
-
-    def __init__(self) -> None:
-        self._directory: Path | None = None
-
-    @property
-    def directory(self) -> Path:
-        if self._directory is None:
-            self._directory = Path(tempfile.mkdtemp(prefix="agentbench-flags-"))
-        return self._directory
-
-    @pytest.hookimpl
-    def pytest_configure_node(self, node: Any) -> None:
-        path = self.directory / str(node.workerinput["workerid"])
-        path.write_bytes(b"\0")
-        node.workerinput[WORKERINPUT_KEY] = str(path)
-
-    def crashed_in_adapter_call(self, report: pytest.TestReport) -> bool:
-        node = getattr(report, "node", None)
-        workerinput = getattr(node, "workerinput", None)
-        if not isinstance(workerinput, dict) or WORKERINPUT_KEY not in workerinput:
-            return False
-        try:
-            return Path(workerinput[WORKERINPUT_KEY]).read_bytes()[:1] == b"\1"
-        except OSError:
-            return False
-
-    def close(self) -> None:
-        if self._directory is not None:
-            shutil.rmtree(self._directory, ignore_errors=True)
-
-
-WITNESS_KEY = pytest.StashKey[CrashWitness]()
-"""The controller's witness, registered by the plugin's facade on every xdist controller."""
