@@ -17,9 +17,11 @@ import yaml
 import pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack
 import pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack
 import pytest_agentbench.worlds.operations.world  # noqa: F401
+from pytest_agentbench.ledger import read_ledger
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
+from tests.test_plugin_ledger import audit, calls_of
 
 SUITE = "operations-maintenance-v1"
 ROOT = Path(__file__).resolve().parents[1]
@@ -241,16 +243,42 @@ def test_a_decision_tape_is_scored_as_predictions_beside_an_agent_that_raises(
         assert "provider unavailable" in entry["result"]["failure_reason"]
 
 
+def check_one_audited_ledger_per_case(folder: Path, suite: dict[str, Any], run: str) -> None:
+    """Each case of the suite wrote one execution ledger, which audits, ends scored and
+    holds the adapter's calls in order."""
+    written = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    cases = [entry["result"]["case_id"] for entry in suite["cases"]]
+    assert written == sorted(f"{SUITE}/{case_id}.ndjson" for case_id in cases), run
+    for case_id in cases:
+        path = folder / SUITE / f"{case_id}.ndjson"
+        assert audit(path).startswith(f"ok: {path}"), run
+        reading = read_ledger(path)
+        assert reading.terminal_kind == "scored", run
+        header = reading.rows[0]["header"]
+        assert isinstance(header, dict)
+        assert header["scenario_id"] == case_id, run
+        calls = calls_of(path)
+        assert calls, run
+        assert all(call["method"] == "solve" for call in calls), run
+        assert [call["invocation_index"] for call in calls] == list(range(1, len(calls) + 1))
+
+
 def test_variants_controls_and_projections_report_alike_serially_and_under_xdist(
     pytester: pytest.Pytester,
 ) -> None:
     """The three variants, the eleven-check control gate, and four diagnostic projections
     (one evaluator, the semantic scenario as unit, the caveat in the report), in one serial
     session and one on two workers, because the claim is that they agree.
+
+    Each session also writes an execution ledger per case (``--agentbench-ledger``): each
+    audits, and the two sessions' ledgers are byte for byte the same.
     """
     arms = ("full", "static", "boundary_only", "ordered_snapshot")
     seen = {}
+    ledgers: dict[str, dict[str, bytes]] = {}
     for distribution in ([], ["-n", "2"]):
+        run = " ".join(distribution) or "serial"
+        ledger = pytester.path / f"ledger-{run.replace(' ', '')}"
         # The variants' labels ``cluster:<id>`` and ``operation:<id>`` cannot be marker
         # names; they must not be offered to pytest as markers (an unknown-mark warning,
         # an error under --strict-markers), on the controller or on a worker.
@@ -268,9 +296,9 @@ def test_variants_controls_and_projections_report_alike_serially_and_under_xdist
             # V1's episode record is larger than the default cap on a kept output.
             "--agentbench-max-output-bytes=0",
             "-v",
+            f"--agentbench-ledger={ledger}",
             *distribution,
         )
-        run = " ".join(distribution) or "serial"
         # Three variants, and the eleven-check gate: reference on each variant, eight negatives.
         result.assert_outcomes(passed=14, warnings=0)
         out = result.stdout.str()
@@ -302,7 +330,14 @@ def test_variants_controls_and_projections_report_alike_serially_and_under_xdist
         ), run
         controls = {entry["control_id"]: entry["passed"] for entry in suite["controls"]}
         seen[run] = (vectors, metrics, summary(suite), controls)
+        check_one_audited_ledger_per_case(ledger, suite, run)
+        ledgers[run] = {
+            path.relative_to(ledger).as_posix(): path.read_bytes()
+            for path in sorted(ledger.rglob("*"))
+            if path.is_file()
+        }
     assert seen["-n 2"] == seen["serial"]
+    assert ledgers["-n 2"] == ledgers["serial"], "the same ledgers under xdist"
     vectors, metrics, found, controls = seen["serial"]
     assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     assert found["metrics"]["reliable_operation_rate"] == (pytest.approx(2 / 3), 1), (
