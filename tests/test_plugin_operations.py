@@ -248,9 +248,9 @@ def check_one_audited_ledger_per_case(folder: Path, suite: dict[str, Any], run: 
     holds the adapter's calls in order."""
     written = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     cases = [entry["result"]["case_id"] for entry in suite["cases"]]
-    assert written == sorted(f"{SUITE}/{case_id}.ndjson" for case_id in cases), run
+    assert written == sorted(f"{case_id}.ndjson" for case_id in cases), run
     for case_id in cases:
-        path = folder / SUITE / f"{case_id}.ndjson"
+        path = folder / f"{case_id}.ndjson"
         assert audit(path).startswith(f"ok: {path}"), run
         reading = read_ledger(path)
         assert reading.terminal_kind == "scored", run
@@ -263,82 +263,74 @@ def check_one_audited_ledger_per_case(folder: Path, suite: dict[str, Any], run: 
         assert [call["invocation_index"] for call in calls] == list(range(1, len(calls) + 1))
 
 
-def test_variants_controls_and_projections_report_alike_serially_and_under_xdist(
-    pytester: pytest.Pytester,
-) -> None:
-    """The three variants, the eleven-check control gate, and four diagnostic projections
-    (one evaluator, the semantic scenario as unit, the caveat in the report), in one serial
-    session and one on two workers, because the claim is that they agree.
+VARIANTS_RUN = (
+    # The variants' labels ``cluster:<id>`` and ``operation:<id>`` cannot be marker
+    # names; they must not be offered to pytest as markers (an unknown-mark warning,
+    # an error under --strict-markers), on the controller or on a worker.
+    "--strict-markers",
+    "-W",
+    "error::pytest.PytestUnknownMarkWarning",
+    "--agentbench-projection",
+    "full,static",
+    "--agentbench-projection",
+    "boundary_only,ordered_snapshot",
+    # V1's episode record is larger than the default cap on a kept output.
+    "--agentbench-max-output-bytes=0",
+    "-v",
+)
+"""Options of the sessions that run the maintenance suite's three variants, its eleven-check
+control gate and four diagnostic projections (one evaluator, the semantic scenario as unit,
+the caveat in the report), serially and on two workers, because the claim is that they
+agree: tests/html/test_plugin_html.py runs them beside the built-in suites it runs anyway,
+each with ``--agentbench-ledger``, and checks them with the functions below."""
+ARMS = ("full", "static", "boundary_only", "ordered_snapshot")
 
-    Each session also writes an execution ledger per case (``--agentbench-ledger``): each
-    audits, and the two sessions' ledgers are byte for byte the same.
-    """
-    arms = ("full", "static", "boundary_only", "ordered_snapshot")
-    seen = {}
-    ledgers: dict[str, dict[str, bytes]] = {}
-    for distribution in ([], ["-n", "2"]):
-        run = " ".join(distribution) or "serial"
-        ledger = pytester.path / f"ledger-{run.replace(' ', '')}"
-        # The variants' labels ``cluster:<id>`` and ``operation:<id>`` cannot be marker
-        # names; they must not be offered to pytest as markers (an unknown-mark warning,
-        # an error under --strict-markers), on the controller or on a worker.
-        result, suite = run_report(
-            pytester,
-            "--agentbench-suite",
-            SUITE,
-            "--strict-markers",
-            "-W",
-            "error::pytest.PytestUnknownMarkWarning",
-            "--agentbench-projection",
-            "full,static",
-            "--agentbench-projection",
-            "boundary_only,ordered_snapshot",
-            # V1's episode record is larger than the default cap on a kept output.
-            "--agentbench-max-output-bytes=0",
-            "-v",
-            f"--agentbench-ledger={ledger}",
-            *distribution,
-        )
-        # Three variants, and the eleven-check gate: reference on each variant, eight negatives.
-        result.assert_outcomes(passed=14, warnings=0)
-        out = result.stdout.str()
-        assert "PytestUnknownMarkWarning" not in out, run
-        assert f"suites/{SUITE}/operation.yaml::V2" in out, f"{run}: readable item ids"
-        for control in GATE:
-            item = re.escape(f"suites/{SUITE}/suite.yaml::control-{control}")
-            assert re.search(rf"PASSED {item}\s|{item} PASSED", out), f"{run}: {control}"
-        assert "diagnostic projections (diagnostic surfaces, not a confirmatory comparison" in out
-        assert "stateful time-removed is not implemented" in out, run
-        cases = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
-        outputs = {
-            case_id: result["recorded"]["outcome"]["output"]
-            for case_id, result in sorted(cases.items())
-        }
-        vectors = {
-            case_id: output["projections"]
-            for case_id, output in outputs.items()
-            if "projections" in output
-        }
-        metrics = {
-            m["name"]: (m["value"], m["support"], m["family"])
-            for m in suite["metrics"]
-            if m["name"].startswith("decision_point_admissibility_")
-        }
-        labels = {entry["result"]["case_id"]: entry["result"]["labels"] for entry in suite["cases"]}
-        assert all(
-            "cluster:pab-recurring-kitchen-leak" in case_labels for case_labels in labels.values()
-        ), run
-        controls = {entry["control_id"]: entry["passed"] for entry in suite["controls"]}
-        seen[run] = (vectors, metrics, summary(suite), controls)
-        check_one_audited_ledger_per_case(ledger, suite, run)
-        ledgers[run] = {
-            path.relative_to(ledger).as_posix(): path.read_bytes()
-            for path in sorted(ledger.rglob("*"))
-            if path.is_file()
-        }
-    assert seen["-n 2"] == seen["serial"]
-    assert ledgers["-n 2"] == ledgers["serial"], "the same ledgers under xdist"
-    vectors, metrics, found, controls = seen["serial"]
+
+def variants_seen(
+    result: pytest.RunResult, suite: dict[str, Any], ledger: Path, run: str
+) -> tuple[Any, ...]:
+    """What one run of :data:`VARIANTS_RUN` shows of the maintenance suite, checked so far
+    as one run can be, for comparison with another run; its ledgers each audited."""
+    out = result.stdout.str()
+    assert "PytestUnknownMarkWarning" not in out, run
+    assert f"suites/{SUITE}/operation.yaml::V2" in out, f"{run}: readable item ids"
+    for control in GATE:
+        item = re.escape(f"suites/{SUITE}/suite.yaml::control-{control}")
+        assert re.search(rf"PASSED {item}\s|{item} PASSED", out), f"{run}: {control}"
+    assert "diagnostic projections (diagnostic surfaces, not a confirmatory comparison" in out
+    assert "stateful time-removed is not implemented" in out, run
+    cases = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+    outputs = {
+        case_id: result["recorded"]["outcome"]["output"]
+        for case_id, result in sorted(cases.items())
+    }
+    vectors = {
+        case_id: output["projections"]
+        for case_id, output in outputs.items()
+        if "projections" in output
+    }
+    metrics = {
+        m["name"]: (m["value"], m["support"], m["family"])
+        for m in suite["metrics"]
+        if m["name"].startswith("decision_point_admissibility_")
+    }
+    labels = {entry["result"]["case_id"]: entry["result"]["labels"] for entry in suite["cases"]}
+    assert all(
+        "cluster:pab-recurring-kitchen-leak" in case_labels for case_labels in labels.values()
+    ), run
+    controls = {entry["control_id"]: entry["passed"] for entry in suite["controls"]}
+    check_one_audited_ledger_per_case(ledger / SUITE, suite, run)
+    written = {
+        path.relative_to(ledger / SUITE).as_posix(): path.read_bytes()
+        for path in sorted((ledger / SUITE).rglob("*"))
+        if path.is_file()
+    }
+    return vectors, metrics, summary(suite), controls, written
+
+
+def check_variants_controls_and_projections(seen: tuple[Any, ...]) -> None:
+    """The serial run's figures (the run under -n 2 equal to them)."""
+    vectors, metrics, found, controls, _ = seen
     assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     assert found["metrics"]["reliable_operation_rate"] == (pytest.approx(2 / 3), 1), (
         "three variants, one unit"
@@ -350,10 +342,10 @@ def test_variants_controls_and_projections_report_alike_serially_and_under_xdist
     # V2 has no decision point of its own; V1 has two, V3 one, each graded in every projection.
     assert sorted(vectors) == ["V1", "V3"]
     for vector in vectors.values():
-        assert sorted(vector) == sorted(arms)
+        assert sorted(vector) == sorted(ARMS)
         assert {s for arm in vector.values() for s in arm.values()} == {"ADMISSIBLE"}
-    assert sorted(metrics) == sorted(f"decision_point_admissibility_{arm}" for arm in arms)
+    assert sorted(metrics) == sorted(f"decision_point_admissibility_{arm}" for arm in ARMS)
     # One semantic scenario behind three points and four projections: support 1.
     assert {value[:2] for value in metrics.values()} == {(1.0, 1)}
     # Reported in the order asked for: the lifecycle first, then the diagnostic surfaces.
-    assert list(metrics) == [f"decision_point_admissibility_{arm}" for arm in arms]
+    assert list(metrics) == [f"decision_point_admissibility_{arm}" for arm in ARMS]
