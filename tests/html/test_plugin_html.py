@@ -9,6 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+# Imported here, before any in-process session: pytester drops the modules a session
+# imported once it ends, so the serial session and the -n 2 session's controller would
+# each import these worlds again.
+import pytest_agentbench.worlds.authority.world
+import pytest_agentbench.worlds.evidence_binding.world  # noqa: F401
 from pytest_agentbench.report.html import render_html
 from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.run.packaged import packaged_suites, suites_dir
