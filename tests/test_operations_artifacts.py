@@ -18,7 +18,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 # Imported here, before any in-process session: pytester drops the modules a session
@@ -27,8 +26,8 @@ import pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack
 import pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack
 import pytest_agentbench.worlds.operations.world  # noqa: F401
 from pytest_agentbench.cli.main import main
-from pytest_agentbench.report.json_report import SCHEMA_PATH
 from tests.llm_server import ScriptedLLM, answer
+from tests.reports import assert_valid_report
 
 SUITE = "operations-maintenance-v1"
 GOLDENS = Path(__file__).resolve().parents[1] / "snapshots"
@@ -89,7 +88,7 @@ def run(
     if goldens:
         assert result.ret == 0, result.stdout.str()[-3000:]
     document: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
-    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert_valid_report(document)
     return document
 
 

@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 
@@ -18,9 +17,9 @@ import pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack
 import pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack
 import pytest_agentbench.worlds.operations.world  # noqa: F401
 from pytest_agentbench.ledger import read_ledger
-from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
+from tests.reports import assert_valid_report
 from tests.test_plugin_ledger import audit, calls_of
 
 SUITE = "operations-maintenance-v1"
@@ -46,7 +45,7 @@ def run_report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult,
     path = pytester.path / "run.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--agentbench-report={path}", *args)
     document = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert_valid_report(document)
     (suite,) = document["suites"]
     return result, suite
 
@@ -166,7 +165,7 @@ def test_folders_in_the_originals_layout_run_by_path_with_their_oracle_or_none(
         "-p", "no:cacheprovider", f"--agentbench-report={path}", "examples", "recovery", "-v"
     )
     document = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert_valid_report(document)
     result.assert_outcomes(passed=3 + len(GATE) + 3)
     suites = {suite["id"]: suite for suite in document["suites"]}
     assert sorted(suites) == ["pab-maintenance-leak-recovery", "pab-maintenance-recurring-leak"]
@@ -229,7 +228,7 @@ def test_a_decision_tape_is_scored_as_predictions_beside_an_agent_that_raises(
         "not agentbench_control",
     )
     document = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert_valid_report(document)
     result.assert_outcomes(passed=1, failed=2 + 3)
     suites = {suite["id"]: suite for suite in document["suites"]}
     outcomes = {e["result"]["case_id"]: e["result"] for e in suites[SUITE]["cases"]}

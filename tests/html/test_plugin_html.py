@@ -6,7 +6,6 @@ import json
 import re
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 # Imported here, before any in-process session: pytester drops the modules a session
@@ -15,10 +14,9 @@ import pytest
 import pytest_agentbench.worlds.authority.world
 import pytest_agentbench.worlds.evidence_binding.world  # noqa: F401
 from pytest_agentbench.report.html import render_html
-from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.run.packaged import packaged_suites, suites_dir
 from tests.demo_world import write_demo_suite
-from tests.reports import normalised
+from tests.reports import assert_valid_report, normalised
 from tests.test_plugin_operations import SUITE as OPERATIONS_SUITE
 from tests.test_plugin_operations import (
     VARIANTS_RUN,
@@ -153,10 +151,9 @@ def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
         *variants,
         f"--agentbench-ledger={pytester.path / 'ledger-serial'}",
     )
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     documents = {report: json.loads(report.read_text(encoding="utf-8")) for report in results}
     for document in documents.values():
-        jsonschema.validate(document, schema)
+        assert_valid_report(document)
     assert documents[serial]["comparison"] is None
     assert documents[parallel]["comparison"] is not None
     by_suite = {suite["id"]: suite for suite in documents[serial]["suites"]}
