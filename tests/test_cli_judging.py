@@ -38,38 +38,39 @@ def judged_here(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Pa
     return rubric
 
 
-def test_judging_a_report_serial_and_parallel_alike_then_calibrating(
+def test_a_run_judged_in_pytest_and_by_the_command_serial_and_parallel_alike_then_calibrating(
     demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """One serial run and one under ``-n 2``, both judged by pytest itself with a cache;
+    then ``agentbench judge`` over each run's report from that cache, and a person's labels
+    calibrating the judges (two sessions for what two tests each ran a pair of)."""
     project = demo_project(demo, QUESTIONS, ADAPTERS)
-    adapter = "--agentbench-adapter=my_adapters:Adds"
-    serial_run, serial = run_cases(project, "serial.json", adapter)
-    parallel_run, parallel = run_cases(project, "parallel.json", adapter, "-n", "2")
-    assert serial_run.ret == parallel_run.ret == 0
-    assert len(parallel["suites"][0]["cases"]) == len(QUESTIONS)
-    rubric = judged_here(project, monkeypatch)
-
+    suite = project.path / "suites" / "demo-suite"
+    (suite / "rubrics").mkdir()
+    rubric = suite / "rubrics" / "answer-prose.yaml"
+    rubric.write_text(RUBRIC % "gamma-judge")
+    # A rubric inside a suite folder is part of the suite's artifact set: re-pin it.
+    files = tree_files(suite, exclude=("suite.yaml", MANIFEST))
+    digest = artifact_set_digest({rel: path.read_bytes() for rel, path in files.items()})
+    (suite / MANIFEST).write_text(json.dumps({"artifact_set_digest": digest}))
+    for name in ("AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES", "AGENTBENCH_CASSETTE_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    judged = ["--agentbench-adapter=my_adapters:Adds", "--agentbench-judge-cache=cache"]
     judges = ScriptedJudges()
     with judges.serving() as base_url:
         monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        assert main(["judge", "serial.json", "--judge-cache", "cache"]) == 0
+        serial_run, serial = run_cases(project, "serial.json", *judged, "--junitxml=serial.xml")
+        parallel_run, parallel = run_cases(project, "parallel.json", *judged, "-n", "2")
+    assert serial_run.ret == parallel_run.ret == 0
+    assert len(parallel["suites"][0]["cases"]) == len(QUESTIONS)
+    check_judged_in_pytest(project, serial_run, parallel_run, serial)
+    # The parallel run was judged from the serial run's cache: no further judge call.
     assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
-    out = capsys.readouterr().out
-    assert "they decide no outcome, metric or gate" in out
-    assert (
-        "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; uncalibrated"
-        in out
-    )
-    # The -n 2 report judged from the cache alone (no endpoint at all): the same judgments.
+
+    # The command, from the project's folder with no endpoint, model or cassettes.
+    monkeypatch.chdir(project.path)
     monkeypatch.delenv("AGENTBENCH_LLM_BASE_URL")
-    assert main(["judge", "parallel.json", "--judge-cache", "cache"]) == 0
-    first = json.loads((project.path / "serial.judgments.json").read_text())
-    second = json.loads((project.path / "parallel.judgments.json").read_text())
-    assert len(first["items"]) == len(QUESTIONS)
-    assert strip_cached(first["items"]) == strip_cached(second["items"])
-    assert all(v["cached"] for item in second["items"] for v in item["judgment"]["verdicts"])
-    # The run reports themselves are untouched by judging.
-    assert json.loads((project.path / "serial.json").read_text()) == serial
+    check_the_command_judges_each_report_from_the_cache(project, capsys, serial)
 
     # A person labels: agrees with the majority on three items, not on c3.
     labels_file = project.path / "serial.labels.json"
@@ -125,28 +126,36 @@ def label_like_the_majority_except(path: Path, item: str, label: str) -> dict[st
     return labels
 
 
-def test_a_pytest_run_judges_its_report_with_a_cache_serial_and_parallel_alike(
-    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+def check_the_command_judges_each_report_from_the_cache(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str], serial: dict[str, Any]
 ) -> None:
-    project = demo_project(demo, QUESTIONS, ADAPTERS)
-    suite = project.path / "suites" / "demo-suite"
-    (suite / "rubrics").mkdir()
-    (suite / "rubrics" / "answer-prose.yaml").write_text(RUBRIC % "gamma-judge")
-    # A rubric inside a suite folder is part of the suite's artifact set: re-pin it.
-    files = tree_files(suite, exclude=("suite.yaml", MANIFEST))
-    digest = artifact_set_digest({rel: path.read_bytes() for rel, path in files.items()})
-    (suite / MANIFEST).write_text(json.dumps({"artifact_set_digest": digest}))
-    for name in ("AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES", "AGENTBENCH_CASSETTE_MODE"):
-        monkeypatch.delenv(name, raising=False)
-    judged = ["--agentbench-adapter=my_adapters:Adds", "--agentbench-judge-cache=cache"]
-    judges = ScriptedJudges()
-    with judges.serving() as base_url:
-        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        serial_run, serial = run_cases(project, "serial.json", *judged, "--junitxml=serial.xml")
-        parallel_run, _ = run_cases(project, "parallel.json", *judged, "-n", "2")
-    assert serial_run.ret == parallel_run.ret == 0
-    # The parallel run was judged from the serial run's cache: no further judge call.
-    assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
+    """``agentbench judge`` over each run's report: every seat answered from the cache (no
+    endpoint at all), the same judgments from both."""
+    capsys.readouterr()
+    assert main(["judge", "serial.json", "--judge-cache", "cache"]) == 0
+    out = capsys.readouterr().out
+    assert "they decide no outcome, metric or gate" in out
+    assert (
+        "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; uncalibrated"
+        in out
+    )
+    assert main(["judge", "parallel.json", "--judge-cache", "cache"]) == 0
+    first = json.loads((project.path / "serial.judgments.json").read_text())
+    second = json.loads((project.path / "parallel.judgments.json").read_text())
+    assert len(first["items"]) == len(QUESTIONS)
+    assert strip_cached(first["items"]) == strip_cached(second["items"])
+    assert all(v["cached"] for item in second["items"] for v in item["judgment"]["verdicts"])
+    # The run reports themselves are untouched by the command.
+    assert json.loads((project.path / "serial.json").read_text()) == serial
+
+
+def check_judged_in_pytest(
+    project: pytest.Pytester,
+    serial_run: pytest.RunResult,
+    parallel_run: pytest.RunResult,
+    serial: dict[str, Any],
+) -> None:
+    """Each run judged its own report, alike; the judged numbers sit beside the run's own."""
     for run in (serial_run, parallel_run):
         run.stdout.fnmatch_lines(
             [

@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+# Imported here, before the in-process session: pytester drops the modules a session
+# imported once it ends, so judging the run would import the retrieval world again.
+import pytest_agentbench.worlds.retrieval.world  # noqa: F401
 from pytest_agentbench.cli.main import main
 from tests.html.test_plugin_html import assert_page_drawn_from
 from tests.record_sample_judgments import SAMPLE_CASSETTES

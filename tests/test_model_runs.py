@@ -15,13 +15,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from pytest_agentbench.cli.main import main
-from pytest_agentbench.report.json_report import SCHEMA_PATH
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
+from tests.reports import assert_valid_report
 
 QUESTIONS = {"c1": "tools", "c2": "tools", "c3": "malformed_args", "c4": "rate_limited"}
 PRICING = {
@@ -120,7 +119,7 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
         )
     serial.assert_outcomes(passed=3, failed=1)
     spread.assert_outcomes(passed=3, failed=1)
-    jsonschema.validate(serial_report, json.loads(SCHEMA_PATH.read_text()))
+    assert_valid_report(serial_report)
     assert serial_report["schema_version"] == "agentbench-run-report/3"
     provenance = serial_report["model_run"]
     host = base_url.split("//")[1].split("/")[0]

@@ -7,7 +7,8 @@ its artefact is bound to its execution ledger. The same run serially and under
 report, and each holds to its ledger under ``agentbench artifact audit``; run
 without ledgers, each case's artefact is refused by name. Under
 ``--agentbench-isolate`` the model run's artefacts, and the reference agent's
-unbound ones, are the bytes an in-process run writes.
+unbound ones, are the bytes an in-process run writes: the serial model run is the
+isolated one, the run under ``-n 2`` writes in pytest's processes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 # Imported here, before any in-process session: pytester drops the modules a session
@@ -26,10 +26,11 @@ import pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack
 import pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack
 import pytest_agentbench.worlds.operations.world  # noqa: F401
 from pytest_agentbench.cli.main import main
-from pytest_agentbench.report.json_report import SCHEMA_PATH
 from tests.llm_server import ScriptedLLM, answer
+from tests.reports import assert_valid_report
 
 SUITE = "operations-maintenance-v1"
+GOLDENS = Path(__file__).resolve().parents[1] / "snapshots"
 CHAT = "pytest_agentbench.agents.chat:ChatAgent"
 REFERENCE = "pytest_agentbench.worlds.operations.agents:Reference"
 WAIT = {"outcome": "WAIT", "reason": "until something happens", "fallback_after_minutes": 4320}
@@ -59,11 +60,19 @@ class WaitingModel(ScriptedLLM):
 
 
 def run(
-    pytester: pytest.Pytester, tag: str, *args: str, ledger: bool = True, adapter: str = CHAT
+    pytester: pytest.Pytester,
+    tag: str,
+    *args: str,
+    ledger: bool = True,
+    adapter: str = CHAT,
+    goldens: bool = False,
 ) -> dict[str, Any]:
+    """One session over the suite's cases; with ``goldens``, each output checked against
+    the project's pinned golden, every one the same (the session passes)."""
     report = pytester.path / f"{tag}.json"
     ledger_args = [f"--agentbench-ledger={pytester.path / f'ledger-{tag}'}"] if ledger else []
-    pytester.runpytest(
+    golden_args = ["-o", "agentbench_snapshot=true", "-o", f"agentbench_snapshot_dir={GOLDENS}"]
+    result = pytester.runpytest(
         "-p",
         "no:cacheprovider",
         "--agentbench-suite",
@@ -73,10 +82,13 @@ def run(
         "not agentbench_control",
         f"--agentbench-report={report}",
         *ledger_args,
+        *(golden_args if goldens else []),
         *args,
     )
+    if goldens:
+        assert result.ret == 0, result.stdout.str()[-3000:]
     document: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
-    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert_valid_report(document)
     return document
 
 
@@ -91,9 +103,11 @@ def artefacts(folder: Path) -> dict[str, bytes]:
 def test_a_model_run_writes_the_same_bound_artefacts_serially_under_xdist_and_isolated(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # About 15 s: six sessions in one project (serial, xdist, unledgered, isolated model,
-    # in-process and isolated reference, the last two on one variant); the xdist workers
-    # and the isolated children each start an interpreter.
+    # Five sessions in one project (serial and isolated, xdist in-process, unledgered,
+    # in-process reference with goldens, isolated reference on one variant); the xdist workers
+    # and the isolated children each start an interpreter. The serial run is the isolated
+    # one: its bytes equal to the in-process xdist run's show that neither isolation nor
+    # xdist changes them, at one session fewer than a serial run of each kind.
     pytester.makeini(
         "[pytest]\n"
         "agentbench_llm_model = scripted-model\n"
@@ -106,7 +120,8 @@ def test_a_model_run_writes_the_same_bound_artefacts_serially_under_xdist_and_is
     (pytester.path / "pricing.json").write_text(json.dumps(PRICING), encoding="utf-8")
     with WaitingModel().serving() as base_url:
         monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        serial = run(pytester, "serial", "-n", "0")  # the folder from the ini key
+        # The folder from the ini key.
+        serial = run(pytester, "serial", "-n", "0", "--agentbench-isolate")
         spread = run(
             pytester,
             "spread",
@@ -124,27 +139,29 @@ def test_a_model_run_writes_the_same_bound_artefacts_serially_under_xdist_and_is
             "",
             ledger=False,
         )
-        isolated = run(
+        # In pytest's process, the reference on every variant, each output checked against
+        # the suite's pinned goldens (tests/html/test_plugin_html.py leaves them here);
+        # isolated, one variant: the reference's unbound artefact does not depend on which.
+        run(
             pytester,
-            "isolated",
+            "reference",
+            "-n",
+            "0",
+            f"--agentbench-artifacts={pytester.path / 'artifacts-reference'}",
+            adapter=REFERENCE,
+            goldens=True,
+        )
+        run(
+            pytester,
+            "reference-isolated",
             "-n",
             "0",
             "--agentbench-isolate",
-            f"--agentbench-artifacts={pytester.path / 'artifacts-isolated'}",
+            f"--agentbench-artifacts={pytester.path / 'artifacts-reference-isolated'}",
+            "-k",
+            "V2",
+            adapter=REFERENCE,
         )
-        # One variant: the reference's unbound artefact does not depend on which.
-        for tag, isolate in (("reference", ()), ("reference-isolated", ("--agentbench-isolate",))):
-            run(
-                pytester,
-                tag,
-                "-n",
-                "0",
-                *isolate,
-                f"--agentbench-artifacts={pytester.path / f'artifacts-{tag}'}",
-                "-k",
-                "V2",
-                adapter=REFERENCE,
-            )
     # Without its ledger a model run's artefact is refused case by case, at write
     # time: each case is a named harness error (its model calls kept), and the
     # session goes on to run and count the rest, here the negative controls.
@@ -164,15 +181,17 @@ def test_a_model_run_writes_the_same_bound_artefacts_serially_under_xdist_and_is
         f"{SUITE}/V2.artifact.json",
         f"{SUITE}/V3.artifact.json",
     ]
-    assert written == artefacts(pytester.path / "artifacts-spread"), "byte-identical under xdist"
-    # Isolated, the model calls come back to the case's record: the same bound bytes.
-    assert isolated["adapter"]["description"].endswith("in an isolated process")
-    assert artefacts(pytester.path / "artifacts-isolated") == written
+    # Isolated, the model calls come back to the case's record: the same bound bytes as
+    # pytest's own processes write under xdist.
+    assert serial["adapter"]["description"].endswith("in an isolated process")
+    assert not spread["adapter"]["description"].endswith("in an isolated process")
+    assert written == artefacts(pytester.path / "artifacts-spread"), "byte-identical"
     # And the reference agent, which reaches no provider, writes the same unbound
     # artefact in the adapter's own process as in pytest's.
     deterministic = artefacts(pytester.path / "artifacts-reference")
-    assert sorted(deterministic) == [f"{SUITE}/V2.artifact.json"]
-    assert artefacts(pytester.path / "artifacts-reference-isolated") == deterministic
+    assert sorted(deterministic) == sorted(written)
+    v2_only = {f"{SUITE}/V2.artifact.json": deterministic[f"{SUITE}/V2.artifact.json"]}
+    assert artefacts(pytester.path / "artifacts-reference-isolated") == v2_only
     for data in deterministic.values():
         assert json.loads(data)["provider_execution"] is None
     for document in (serial, spread):

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import jsonschema  # type: ignore[import-untyped]  # no stubs in the test extra
 import pytest
 
-from pytest_agentbench.report.json_report import SCHEMA_PATH
 from tests.demo_runs import demo_project, run_cases
 from tests.demo_world import write_demo_suite
+from tests.reports import assert_valid_report
 
 QUESTIONS = {f"q{i:02d}": f"{i}+{i}" for i in range(20)}
 
@@ -55,7 +53,7 @@ def noise_free(project: pytest.Pytester) -> None:
     result, report = run_cases(project, "after.json", "--agentbench-baseline=before.json")
     assert result.ret == pytest.ExitCode.OK
     comparison = report["comparison"]
-    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+    assert_valid_report(report)
     assert report["schema_version"] == "agentbench-run-report/3"
     assert comparison["passed"] is True
     assert comparison["regressions"] == 0

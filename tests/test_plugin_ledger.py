@@ -18,9 +18,6 @@ from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.llm_server import ScriptedLLM
 
-REPO = Path(__file__).resolve().parent.parent
-BUILT_IN = REPO / "suites" / "operations-maintenance-v1"
-
 ADAPTERS = """
 import time
 
@@ -73,45 +70,8 @@ def report_cases(path: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-def test_a_built_in_suite_writes_one_audited_ledger_per_case_alike_serially_and_under_xdist(
-    pytester: pytest.Pytester,
-) -> None:
-    # One project, a session without xdist and one under -n 2 (where cases are spread
-    # over processes; -n 0 takes the serial path at the cost of another session): each
-    # writes and audits its own ledgers, and the two sets are byte for byte the same.
-    sets: dict[str, dict[str, bytes]] = {}
-    for name, xdist in {"serial": [], "n2": ["-n", "2"]}.items():
-        report = pytester.path / f"{name}.json"
-        result = pytester.runpytest(
-            str(BUILT_IN),
-            f"--agentbench-ledger={name}",
-            f"--agentbench-report={report}",
-            "-m",
-            "not agentbench_control",
-            "-p",
-            "no:cacheprovider",
-            *xdist,
-        )
-        result.assert_outcomes(passed=3)
-        folder = pytester.path / name
-        cases = report_cases(report)
-        sets[name] = ledgers(folder)
-        assert sorted(sets[name]) == sorted(f"{key}.ndjson" for key in cases), name
-        for key in cases:
-            path = folder / f"{key}.ndjson"
-            assert audit(path).startswith(f"ok: {path}")
-            reading = read_ledger(path)
-            assert reading.terminal_kind == "scored"
-            header = reading.rows[0]["header"]
-            assert isinstance(header, dict)
-            assert header["scenario_id"] == key.split("/")[1]
-            calls = calls_of(path)
-            assert calls
-            assert all(call["method"] == "solve" for call in calls)
-            assert [call["invocation_index"] for call in calls] == list(range(1, len(calls) + 1))
-    serial = sets["serial"]
-    assert serial
-    assert sets["n2"] == serial
+# A built-in suite's ledgers, audited and the same under xdist: in the sessions
+# tests/test_plugin_operations.py runs serially and under -n 2 anyway.
 
 
 @pytest.fixture

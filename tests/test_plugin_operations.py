@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 
@@ -17,9 +16,11 @@ import yaml
 import pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack
 import pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack
 import pytest_agentbench.worlds.operations.world  # noqa: F401
-from pytest_agentbench.report.json_report import SCHEMA_PATH
+from pytest_agentbench.ledger import read_ledger
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.tools import EpisodeReceipt, load_receipt
+from tests.reports import assert_valid_report
+from tests.test_plugin_ledger import audit, calls_of
 
 SUITE = "operations-maintenance-v1"
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,7 @@ def run_report(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult,
     path = pytester.path / "run.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--agentbench-report={path}", *args)
     document = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert_valid_report(document)
     (suite,) = document["suites"]
     return result, suite
 
@@ -164,7 +165,7 @@ def test_folders_in_the_originals_layout_run_by_path_with_their_oracle_or_none(
         "-p", "no:cacheprovider", f"--agentbench-report={path}", "examples", "recovery", "-v"
     )
     document = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert_valid_report(document)
     result.assert_outcomes(passed=3 + len(GATE) + 3)
     suites = {suite["id"]: suite for suite in document["suites"]}
     assert sorted(suites) == ["pab-maintenance-leak-recovery", "pab-maintenance-recurring-leak"]
@@ -227,7 +228,7 @@ def test_a_decision_tape_is_scored_as_predictions_beside_an_agent_that_raises(
         "not agentbench_control",
     )
     document = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert_valid_report(document)
     result.assert_outcomes(passed=1, failed=2 + 3)
     suites = {suite["id"]: suite for suite in document["suites"]}
     outcomes = {e["result"]["case_id"]: e["result"] for e in suites[SUITE]["cases"]}
@@ -241,69 +242,94 @@ def test_a_decision_tape_is_scored_as_predictions_beside_an_agent_that_raises(
         assert "provider unavailable" in entry["result"]["failure_reason"]
 
 
-def test_variants_controls_and_projections_report_alike_serially_and_under_xdist(
-    pytester: pytest.Pytester,
-) -> None:
-    """The three variants, the eleven-check control gate, and four diagnostic projections
-    (one evaluator, the semantic scenario as unit, the caveat in the report), in one serial
-    session and one on two workers, because the claim is that they agree.
-    """
-    arms = ("full", "static", "boundary_only", "ordered_snapshot")
-    seen = {}
-    for distribution in ([], ["-n", "2"]):
-        # The variants' labels ``cluster:<id>`` and ``operation:<id>`` cannot be marker
-        # names; they must not be offered to pytest as markers (an unknown-mark warning,
-        # an error under --strict-markers), on the controller or on a worker.
-        result, suite = run_report(
-            pytester,
-            "--agentbench-suite",
-            SUITE,
-            "--strict-markers",
-            "-W",
-            "error::pytest.PytestUnknownMarkWarning",
-            "--agentbench-projection",
-            "full,static",
-            "--agentbench-projection",
-            "boundary_only,ordered_snapshot",
-            # V1's episode record is larger than the default cap on a kept output.
-            "--agentbench-max-output-bytes=0",
-            "-v",
-            *distribution,
-        )
-        run = " ".join(distribution) or "serial"
-        # Three variants, and the eleven-check gate: reference on each variant, eight negatives.
-        result.assert_outcomes(passed=14, warnings=0)
-        out = result.stdout.str()
-        assert "PytestUnknownMarkWarning" not in out, run
-        assert f"suites/{SUITE}/operation.yaml::V2" in out, f"{run}: readable item ids"
-        for control in GATE:
-            item = re.escape(f"suites/{SUITE}/suite.yaml::control-{control}")
-            assert re.search(rf"PASSED {item}\s|{item} PASSED", out), f"{run}: {control}"
-        assert "diagnostic projections (diagnostic surfaces, not a confirmatory comparison" in out
-        assert "stateful time-removed is not implemented" in out, run
-        cases = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
-        outputs = {
-            case_id: result["recorded"]["outcome"]["output"]
-            for case_id, result in sorted(cases.items())
-        }
-        vectors = {
-            case_id: output["projections"]
-            for case_id, output in outputs.items()
-            if "projections" in output
-        }
-        metrics = {
-            m["name"]: (m["value"], m["support"], m["family"])
-            for m in suite["metrics"]
-            if m["name"].startswith("decision_point_admissibility_")
-        }
-        labels = {entry["result"]["case_id"]: entry["result"]["labels"] for entry in suite["cases"]}
-        assert all(
-            "cluster:pab-recurring-kitchen-leak" in case_labels for case_labels in labels.values()
-        ), run
-        controls = {entry["control_id"]: entry["passed"] for entry in suite["controls"]}
-        seen[run] = (vectors, metrics, summary(suite), controls)
-    assert seen["-n 2"] == seen["serial"]
-    vectors, metrics, found, controls = seen["serial"]
+def check_one_audited_ledger_per_case(folder: Path, suite: dict[str, Any], run: str) -> None:
+    """Each case of the suite wrote one execution ledger, which audits, ends scored and
+    holds the adapter's calls in order."""
+    written = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    cases = [entry["result"]["case_id"] for entry in suite["cases"]]
+    assert written == sorted(f"{case_id}.ndjson" for case_id in cases), run
+    for case_id in cases:
+        path = folder / f"{case_id}.ndjson"
+        assert audit(path).startswith(f"ok: {path}"), run
+        reading = read_ledger(path)
+        assert reading.terminal_kind == "scored", run
+        header = reading.rows[0]["header"]
+        assert isinstance(header, dict)
+        assert header["scenario_id"] == case_id, run
+        calls = calls_of(path)
+        assert calls, run
+        assert all(call["method"] == "solve" for call in calls), run
+        assert [call["invocation_index"] for call in calls] == list(range(1, len(calls) + 1))
+
+
+VARIANTS_RUN = (
+    # The variants' labels ``cluster:<id>`` and ``operation:<id>`` cannot be marker
+    # names; they must not be offered to pytest as markers (an unknown-mark warning,
+    # an error under --strict-markers), on the controller or on a worker.
+    "--strict-markers",
+    "-W",
+    "error::pytest.PytestUnknownMarkWarning",
+    "--agentbench-projection",
+    "full,static",
+    "--agentbench-projection",
+    "boundary_only,ordered_snapshot",
+    # V1's episode record is larger than the default cap on a kept output.
+    "--agentbench-max-output-bytes=0",
+    "-v",
+)
+"""Options of the sessions that run the maintenance suite's three variants, its eleven-check
+control gate and four diagnostic projections (one evaluator, the semantic scenario as unit,
+the caveat in the report), serially and on two workers, because the claim is that they
+agree: tests/html/test_plugin_html.py runs them beside the built-in suites it runs anyway,
+each with ``--agentbench-ledger``, and checks them with the functions below."""
+ARMS = ("full", "static", "boundary_only", "ordered_snapshot")
+
+
+def variants_seen(
+    result: pytest.RunResult, suite: dict[str, Any], ledger: Path, run: str
+) -> tuple[Any, ...]:
+    """What one run of :data:`VARIANTS_RUN` shows of the maintenance suite, checked so far
+    as one run can be, for comparison with another run; its ledgers each audited."""
+    out = result.stdout.str()
+    assert "PytestUnknownMarkWarning" not in out, run
+    assert f"suites/{SUITE}/operation.yaml::V2" in out, f"{run}: readable item ids"
+    for control in GATE:
+        item = re.escape(f"suites/{SUITE}/suite.yaml::control-{control}")
+        assert re.search(rf"PASSED {item}\s|{item} PASSED", out), f"{run}: {control}"
+    assert "diagnostic projections (diagnostic surfaces, not a confirmatory comparison" in out
+    assert "stateful time-removed is not implemented" in out, run
+    cases = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+    outputs = {
+        case_id: result["recorded"]["outcome"]["output"]
+        for case_id, result in sorted(cases.items())
+    }
+    vectors = {
+        case_id: output["projections"]
+        for case_id, output in outputs.items()
+        if "projections" in output
+    }
+    metrics = {
+        m["name"]: (m["value"], m["support"], m["family"])
+        for m in suite["metrics"]
+        if m["name"].startswith("decision_point_admissibility_")
+    }
+    labels = {entry["result"]["case_id"]: entry["result"]["labels"] for entry in suite["cases"]}
+    assert all(
+        "cluster:pab-recurring-kitchen-leak" in case_labels for case_labels in labels.values()
+    ), run
+    controls = {entry["control_id"]: entry["passed"] for entry in suite["controls"]}
+    check_one_audited_ledger_per_case(ledger / SUITE, suite, run)
+    written = {
+        path.relative_to(ledger / SUITE).as_posix(): path.read_bytes()
+        for path in sorted((ledger / SUITE).rglob("*"))
+        if path.is_file()
+    }
+    return vectors, metrics, summary(suite), controls, written
+
+
+def check_variants_controls_and_projections(seen: tuple[Any, ...]) -> None:
+    """The serial run's figures (the run under -n 2 equal to them)."""
+    vectors, metrics, found, controls, _ = seen
     assert found["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     assert found["metrics"]["reliable_operation_rate"] == (pytest.approx(2 / 3), 1), (
         "three variants, one unit"
@@ -315,10 +341,10 @@ def test_variants_controls_and_projections_report_alike_serially_and_under_xdist
     # V2 has no decision point of its own; V1 has two, V3 one, each graded in every projection.
     assert sorted(vectors) == ["V1", "V3"]
     for vector in vectors.values():
-        assert sorted(vector) == sorted(arms)
+        assert sorted(vector) == sorted(ARMS)
         assert {s for arm in vector.values() for s in arm.values()} == {"ADMISSIBLE"}
-    assert sorted(metrics) == sorted(f"decision_point_admissibility_{arm}" for arm in arms)
+    assert sorted(metrics) == sorted(f"decision_point_admissibility_{arm}" for arm in ARMS)
     # One semantic scenario behind three points and four projections: support 1.
     assert {value[:2] for value in metrics.values()} == {(1.0, 1)}
     # Reported in the order asked for: the lifecycle first, then the diagnostic surfaces.
-    assert list(metrics) == [f"decision_point_admissibility_{arm}" for arm in arms]
+    assert list(metrics) == [f"decision_point_admissibility_{arm}" for arm in ARMS]

@@ -8,10 +8,21 @@ from pathlib import Path
 
 import pytest
 
+# Imported here, before any in-process session: pytester drops the modules a session
+# imported once it ends, so the serial session and the -n 2 session's controller would
+# each import these worlds again.
+import pytest_agentbench.worlds.authority.world
+import pytest_agentbench.worlds.evidence_binding.world  # noqa: F401
 from pytest_agentbench.report.html import render_html
 from pytest_agentbench.run.packaged import packaged_suites, suites_dir
 from tests.demo_world import write_demo_suite
-from tests.reports import normalised
+from tests.reports import assert_valid_report, normalised
+from tests.test_plugin_operations import SUITE as OPERATIONS_SUITE
+from tests.test_plugin_operations import (
+    VARIANTS_RUN,
+    check_variants_controls_and_projections,
+    variants_seen,
+)
 
 GOLDENS = Path(__file__).resolve().parents[2] / "snapshots"
 """The project's pinned golden outputs of the built-in suites."""
@@ -60,12 +71,14 @@ def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
 
 GOLDENS_ELSEWHERE = {
     "operations-commerce-v1": "tests/test_judging_builtin.py",
+    "operations-maintenance-v1": "tests/test_operations_artifacts.py",
     "retrieval-fixture-v1": "tests/worlds/retrieval/test_world.py",
     "toolgrammar-mini-v1": "tests/test_judging_builtin.py",
 }
 """Built-in suites checked against their goldens, and their page against their report
 (:func:`assert_page_drawn_from`), by the test file named, in a run of the whole suite it
-makes anyway (toolgrammar-mini's 242 cases would be most of this test's time)."""
+makes anyway (toolgrammar-mini's 242 cases would be most of this test's time). The
+maintenance suite's goldens are checked there; its page here, in the run under ``-n 2``."""
 DISTRIBUTED = (
     "asteria-authored-v1",
     "asteria-evidence-binding-v2",
@@ -74,14 +87,18 @@ DISTRIBUTED = (
 """The suites also run under ``-n 2``: two world kinds, the smallest suites (an inner
 ``-n 2`` session costs its two workers' start-up whatever it runs). This is where the
 evidence-binding suites are compared under ``-n 2``; the other world kinds' own tests
-compare their suites under ``-n 2`` with a serial run."""
+compare their suites under ``-n 2`` with a serial run, the operations world's maintenance
+suite in this test's session under ``-n 2`` too (:data:`VARIANTS_RUN`)."""
 
 
 def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     pytester: pytest.Pytester,
 ) -> None:
     """Every suite of the main command without xdist, then three of them under ``-n 2``
-    with the first run as their baseline: two sessions.
+    with the first run as their baseline; and in that session under ``-n 2``, the
+    operations maintenance suite's variants, controls and projections, which a third
+    session runs serially (tests/test_plugin_operations.py's :data:`VARIANTS_RUN`): three
+    sessions for what two tests each ran a pair of.
 
     Left out: the suites of ``suites-full/``, and those whose world's own tests run them
     whole with the reference agent anyway and check them against their goldens there
@@ -100,38 +117,80 @@ def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     assert set(DISTRIBUTED) <= set(shown)
     goldens = ["-o", "agentbench_snapshot=true", "-o", f"agentbench_snapshot_dir={GOLDENS}"]
     serial, parallel = pytester.path / "serial.json", pytester.path / "parallel.json"
-    # Per run: the suites it runs, its own options, and how many suites its page compares.
+    operations = pytester.path / "operations.json"
+    variants = [*VARIANTS_RUN, "--agentbench-suite", OPERATIONS_SUITE]
+    # Per run: the suites it runs, its own options, and how many suites its page compares
+    # (the maintenance suite is no part of the baseline).
     runs = {
-        serial: (shown, [f"--agentbench-report={serial}", *goldens], 0),
+        serial: (shown, ["-q", f"--agentbench-report={serial}", *goldens], 0),
         parallel: (
             DISTRIBUTED,
-            [f"--agentbench-report={parallel}", f"--agentbench-baseline={serial}", "-n2"],
+            [
+                f"--agentbench-report={parallel}",
+                f"--agentbench-baseline={serial}",
+                "-n2",
+                *variants,
+                f"--agentbench-ledger={pytester.path / 'ledger-parallel'}",
+            ],
             len(DISTRIBUTED),
         ),
     }
+    results = {}
     for report, (suites, extra, _) in runs.items():
         page = report.with_suffix(".html")
         chosen = (f"--agentbench-suite={suite}" for suite in suites)
         result = pytester.runpytest(
-            "-q", "-p", "no:cacheprovider", *chosen, f"--agentbench-html={page}", *extra
+            "-p", "no:cacheprovider", *chosen, f"--agentbench-html={page}", *extra
         )
         assert result.ret == 0, result.stdout.str()[-2000:]
-    documents = {report: json.loads(report.read_text(encoding="utf-8")) for report in runs}
+        results[report] = result
+    results[operations] = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        f"--agentbench-report={operations}",
+        *variants,
+        f"--agentbench-ledger={pytester.path / 'ledger-serial'}",
+    )
+    documents = {report: json.loads(report.read_text(encoding="utf-8")) for report in results}
+    for document in documents.values():
+        assert_valid_report(document)
     assert documents[serial]["comparison"] is None
     assert documents[parallel]["comparison"] is not None
     by_suite = {suite["id"]: suite for suite in documents[serial]["suites"]}
     assert sorted(by_suite) == shown
-    assert [suite["id"] for suite in documents[parallel]["suites"]] == list(DISTRIBUTED)
+    spread = {suite["id"]: suite for suite in documents[parallel]["suites"]}
+    assert list(spread) == [*DISTRIBUTED, OPERATIONS_SUITE]
     serial_part = {**documents[serial], "suites": [by_suite[s] for s in DISTRIBUTED]}
-    assert normalised({**documents[parallel], "comparison": None}) == normalised(serial_part)
+    parallel_part = {
+        **documents[parallel],
+        "comparison": None,
+        "suites": [spread[s] for s in DISTRIBUTED],
+    }
+    assert normalised(parallel_part) == normalised(serial_part)
     for report, (suites, _, compared) in runs.items():
         page = report.with_suffix(".html").read_text(encoding="utf-8")
         assert stable(page) == stable(render_html(documents[report]))
-        for suite_id in suites:
-            assert f'data-suite="{suite_id}"' in page
+        for suite_id in documents[report]["suites"]:
+            assert f'data-suite="{suite_id["id"]}"' in page
         assert page.count('class="volatile"') >= len(suites)
         assert page.count('class="compared-suite"') == compared
         assert page.count('class="plot forest"') == compared
+
+    # The maintenance suite, serially and among the suites under -n 2: its 14 items pass
+    # alike, each case's ledger audits, and the two runs show the same.
+    results[operations].assert_outcomes(passed=14, warnings=0)
+    others = sum(len(by_suite[s]["cases"]) + len(by_suite[s]["controls"]) for s in DISTRIBUTED)
+    results[parallel].assert_outcomes(passed=14 + others, warnings=0)
+    (alone,) = documents[operations]["suites"]
+    seen = {
+        run: variants_seen(results[report], suite, pytester.path / f"ledger-{run}", run)
+        for run, report, suite in (
+            ("serial", operations, alone),
+            ("parallel", parallel, spread[OPERATIONS_SUITE]),
+        )
+    }
+    assert seen["parallel"] == seen["serial"], "the same figures and ledgers under -n 2"
+    check_variants_controls_and_projections(seen["serial"])
 
 
 def test_with_a_baseline_the_page_draws_the_forest_and_the_flipped_cases(
