@@ -778,10 +778,11 @@ _SELECTIONS = {
     "last-failed": ["suites", "--lf"],
 }
 # Every selection without xdist; the two that reach syrupy's location logic
-# differently (a node id, a deselection) under -n 0 and -n 2 as well.
+# differently (a node id, a deselection) under -n 2 as well (-n 0 is the serial path
+# again: syrupy, like xdist, sees no workers).
 _SNAPSHOT_MATRIX = [
     pytest.param(selection, mode, id=f"{mode_id}-{name}")
-    for mode_id, mode in (("no-xdist", []), ("n0", ["-n", "0"]), ("n2", ["-n", "2"]))
+    for mode_id, mode in (("no-xdist", []), ("n2", ["-n", "2"]))
     for name, selection in _SELECTIONS.items()
     if mode_id == "no-xdist" or name in ("node-id", "deselect")
 ]
@@ -855,17 +856,23 @@ def test_an_unreadable_oracle_file_is_a_refusal_and_every_report_is_written(
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@pytest.mark.parametrize("command", ["verify", "derive"])
 def test_agentbench_commands_name_an_unreadable_oracle_file(
-    pytester: pytest.Pytester, command: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    copy_asteria(pytester.path)
+    # In-process: the command's exit code and its one line are the point, not its process
+    # (an uncaught exception would fail this test with its traceback).
+    from pytest_agentbench.cli.main import main
+
+    copy_asteria(tmp_path)
     # A link to itself, inside the project: nothing can read it (even as root).
-    (pytester.path / "oracles" / ASTERIA / "mem").symlink_to("mem")
-    result = pytester.run("agentbench", command, f"suites/{ASTERIA}")
-    assert result.ret == 1
-    assert "Traceback" not in result.stderr.str()
-    result.stderr.fnmatch_lines(["agentbench: [[]unreadable_file[]] *mem: *"])
+    (tmp_path / "oracles" / ASTERIA / "mem").symlink_to("mem")
+    monkeypatch.chdir(tmp_path)  # the project the command reads is the current folder
+    for command in ("verify", "derive"):
+        assert main([command, f"suites/{ASTERIA}"]) == 1, command
+        err = capsys.readouterr().err
+        assert "Traceback" not in err, command
+        pattern = "agentbench: [[]unreadable_file[]] *mem: *"
+        assert fnmatch.filter(err.splitlines(), pattern), (command, err)
 
 
 # --- Medium 6: partial runs look like whole runs ---
@@ -951,17 +958,24 @@ def _reference_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def _write_bad_predictions(path: Path) -> list[dict[str, Any]]:
+    """The reference rows with a bad byte in the first line and an unknown row at the end
+    (line 12), written to ``path``; the rows returned."""
+    rows = _reference_rows()
+    lines = [json.dumps(row).encode() for row in rows]
+    lines[0] = lines[0].replace(b'"decision"', b'"deci\xffsion"')
+    lines.append(json.dumps(dict(rows[1], event_id="evt-999-unknown")).encode())
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return rows
+
+
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
 @SERIAL_AND_TWO_WORKERS
 def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
     copy_asteria(pytester.path)
-    rows = _reference_rows()
-    lines = [json.dumps(row).encode() for row in rows]
-    lines[0] = lines[0].replace(b'"decision"', b'"deci\xffsion"')
-    lines.append(json.dumps(dict(rows[1], event_id="evt-999-unknown")).encode())
-    (pytester.path / "preds.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    rows = _write_bad_predictions(pytester.path / "preds.jsonl")
     path = pytester.path / "run.json"
     result = pytester.runpytest(
         "suites",
@@ -980,13 +994,23 @@ def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
     assert "[invalid_utf8]" in first["failure_reason"]
     assert metric(suite, "authorization_decision_accuracy")[1] == 11
     assert any("[unexpected_event_id]" in problem for problem in report["problems"])
-    validated = pytester.run(
-        "agentbench", "validate", f"suites/{ASTERIA}", "--predictions", "preds.jsonl"
-    )
-    assert validated.ret == 1
-    validated.stdout.fnmatch_lines(
-        ["line 1: error [[]invalid_utf8[]] *", "line 12: error [[]unexpected_event_id[]] *"]
-    )
+
+
+@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+def test_validate_names_the_bad_byte_and_the_unknown_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The predictions file of the runs above, read by `agentbench validate` (in-process:
+    # what it prints and returns is the point, not its process; once, not once per run).
+    from pytest_agentbench.cli.main import main
+
+    copy_asteria(tmp_path)
+    _write_bad_predictions(tmp_path / "preds.jsonl")
+    monkeypatch.chdir(tmp_path)  # the project the command reads is the current folder
+    assert main(["validate", f"suites/{ASTERIA}", "--predictions", "preds.jsonl"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert fnmatch.filter(lines, "line 1: error [[]invalid_utf8[]] *"), lines
+    assert fnmatch.filter(lines, "line 12: error [[]unexpected_event_id[]] *"), lines
 
 
 def test_empty_or_repeated_predictions_are_usage_errors(demo: pytest.Pytester) -> None:
@@ -1328,9 +1352,10 @@ def test_golden_files_pin_whole_outputs_and_whole_outputs_are_kept_on_request(
     assert capped["c1"]["receipt"]["truncated"]["bytes"] > 100_000
     from pytest_agentbench.tools import Receipt
 
-    # Kept whole on request, serially and by every worker; the golden files match, so they
-    # hold the whole output.
-    for mode, workers in (("no-xdist", []), ("n2", ["-n", "2"])):
+    # Kept whole on request, serially and by a worker (one shows the setting reaching the
+    # workers and their whole outputs the controller: nothing here is aggregated); the
+    # golden files match, so they hold the whole output.
+    for mode, workers in (("no-xdist", []), ("n1", ["-n", "1"])):
         second = demo.path / f"second-{mode}.json"
         kept = demo.runpytest(
             "--agentbench-max-output-bytes=0", f"--agentbench-report={second}", *common, *workers
