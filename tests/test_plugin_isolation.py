@@ -60,8 +60,8 @@ def test_the_configured_adapter_runs_in_another_process_its_output_on_stderr(
     project: pytest.Pytester,
 ) -> None:
     # A session of its own (its real stderr is what is read), whose conftest notes
-    # pytest's process. Under xdist too: tests/test_fault_matrix_isolated.py runs over
-    # -n 0 and -n 2.
+    # pytest's process. Under xdist too: tests/test_fault_matrix_isolated.py runs without
+    # xdist and on an xdist worker.
     project.makeconftest(
         REGISTERING_CONFTEST + "import os\n"
         "from pathlib import Path\n\n"
