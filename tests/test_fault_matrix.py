@@ -36,15 +36,12 @@ from tests.shared_sessions import run_session
 REPO = Path(__file__).resolve().parents[1]
 ASTERIA = "asteria-authored-v1"
 ASTERIA_CASE = "evt-010-authorised-comparison"
-SERIAL_AND_TWO_WORKERS = pytest.mark.parametrize(
-    "xdist_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"]
-)
-"""``-n 0`` takes the serial path: these need only a serial run and one under xdist."""
 SERIAL_AND_ONE_WORKER = pytest.mark.parametrize(
     "xdist_args", [[], ["-n", "1"]], ids=["no-xdist", "n1"]
 )
-"""For what a case does to the cases after it in the same process, or what the controller
-does without collecting: one worker runs every case in one process and shows the split."""
+"""For what a case does to the cases after it in the same process, what the controller
+does without collecting, or what a worker reads for itself (a predictions file): one worker
+runs every case in one process and shows the split (``-n 0`` takes the serial path)."""
 OUTER_LIMIT = 120.0
 """The test's own limit on a run that might hang: generous, never what is tested."""
 
@@ -970,7 +967,7 @@ def _write_bad_predictions(path: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@SERIAL_AND_TWO_WORKERS
+@SERIAL_AND_ONE_WORKER
 def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
