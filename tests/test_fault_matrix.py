@@ -682,16 +682,23 @@ class Agent:
         self.reference = ReferenceAgent()
 
     def trace_action(self, bundle, event_id):
+        # Every case's bundle is as no earlier case left it (a failed assertion here is an
+        # agent_error, which no case of a correct run ends in).
+        assert len(bundle.scenarios) > 0 and "injected" not in bundle.tool_schemas
+        assert len(bundle.events) > 0
         row = self.reference.trace_action(bundle, event_id)
+        # Then every case changes its bundle: the oracle must not notice.
+        bundle.scenarios.clear()
+        bundle.tool_schemas["injected"] = bundle.tool_schemas[next(iter(bundle.tool_schemas))]
+        object.__setattr__(bundle, "events", ())
         if event_id == "evt-010-authorised-comparison":
             return RaisingMapping(row)
         if event_id == "evt-011-supplier-directory-read":
             return ObservedActionTrace.model_construct(event_id=event_id, decision=42)
         if event_id == "evt-012-quotation-request":
-            # Tamper with the bundle's manifest: the oracle must not notice.
+            # Its manifest too.
             object.__setattr__(bundle.manifest, "artifact_set_digest", "0" * 64)
             bundle.tool_schemas.clear()
-            bundle.scenarios.clear()
         return row
 """
 
@@ -701,61 +708,29 @@ class Agent:
 def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
+    # One adapter shows both: the rows it cannot read fail their own cases, and the bundle
+    # each case changes reaches no later case (in one process: one worker runs them all).
     copy_asteria(pytester.path)
     pytester.makepyfile(hostile=HOSTILE_AUTHORITY)
     pytester.syspathinsert()
     path = pytester.path / "run.json"
     result = pytester.runpytest(
-        "--agentbench-adapter=hostile:Agent",
-        f"--agentbench-report={path}",
-        "-m",
-        "not agentbench_control",
-        *xdist_args,
+        "--agentbench-adapter=hostile:Agent", f"--agentbench-report={path}", *xdist_args
     )
-    result.assert_outcomes(passed=9, failed=2)
+    # Every control behaves as if no case had touched its bundle; two cases fail.
+    result.assert_outcomes(passed=12, failed=2)
     suite = suite_of(report_of(path), ASTERIA)
     cases = cases_of(suite)
     assert cases["evt-010-authorised-comparison"]["failure_class"] == "product_error"
     assert "refused" in cases["evt-010-authorised-comparison"]["failure_reason"]
     assert cases["evt-011-supplier-directory-read"]["failure_class"] == "product_error"
-    assert cases["evt-012-quotation-request"]["outcome"] == "passed"
-    assert suite["failure_classes"]["harness_error"] == 0
+    unreadable = {"evt-010-authorised-comparison", "evt-011-supplier-directory-read"}
+    assert len(cases) == 11
+    for case_id, case in cases.items():
+        if case_id not in unreadable:
+            assert case["outcome"] == "passed", (case_id, case["failure_reason"])
+    assert suite["failure_classes"] == {"agent_error": 0, "product_error": 2, "harness_error": 0}
     assert metric(suite, "authorization_decision_accuracy") == (pytest.approx(9 / 11), 11)
-
-
-@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@SERIAL_AND_ONE_WORKER
-def test_each_case_gets_a_bundle_no_earlier_case_changed(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
-    copy_asteria(pytester.path)
-    pytester.makepyfile(
-        mutates="""
-from pytest_agentbench.worlds.authority.agents import ReferenceAgent
-
-
-class Agent:
-    def __init__(self):
-        self.reference = ReferenceAgent()
-
-    def trace_action(self, bundle, event_id):
-        row = self.reference.trace_action(bundle, event_id)
-        assert len(bundle.scenarios) > 0 and "injected" not in bundle.tool_schemas
-        bundle.scenarios.clear()
-        bundle.tool_schemas["injected"] = bundle.tool_schemas[next(iter(bundle.tool_schemas))]
-        object.__setattr__(bundle, "events", ())
-        return row
-"""
-    )
-    pytester.syspathinsert()
-    path = pytester.path / "run.json"
-    result = pytester.runpytest(
-        "--agentbench-adapter=mutates:Agent", f"--agentbench-report={path}", *xdist_args
-    )
-    # Every case and every control behaves as if no case had touched its bundle.
-    result.assert_outcomes(passed=14)
-    suite = suite_of(report_of(path), ASTERIA)
-    assert metric(suite, "authorization_decision_accuracy") == (1.0, 11)
 
 
 # --- Severe 1: snapshot mode loses golden files in partial runs ---
