@@ -8,7 +8,8 @@ the chat suite's cassettes; then each mode (isolated also with a pool of two pro
 asserted scenario by scenario: cassette replay stays offline (the chat agent's settings
 reach an isolated adapter, its model calls are counted in the run's totals), a view an
 adapter tampers with is its case's own copy, and what an isolated adapter starts ends
-with its case. Under xdist one worker (``-n 1``) shows all of it: each worker has an
+with its case; and on an xdist worker a user's test asking for the adapter gets it,
+loaded in its process. Under xdist one worker (``-n 1``) shows all of it: each worker has an
 isolated process of its own, which answers as a serial session's does, and the
 controller's sum over several workers' model totals is the same with an in-process
 adapter (below). An isolated adapter's restart is not charged to the next case:
@@ -193,6 +194,9 @@ def tamper(question, catalog):
 class Scenarios(ChatAgent):
     # The chat agent answers the chat suite's tool sessions; ``answer`` the other suites.
 
+    def pid(self):
+        return os.getpid()
+
     def answer(self, question, catalog=None):
         if catalog is not None:
             return tamper(question, catalog)
@@ -201,6 +205,19 @@ class Scenarios(ChatAgent):
             BEHAVIOUR[left]()
         return left + right
 """
+
+USERS_TEST = """
+import os
+
+
+def test_a_users_test_gets_the_loaded_isolated_adapter(agentbench_adapter):
+    # The first item on its worker: the adapter loaded in its own process, not a pending spec.
+    assert agentbench_adapter.answer("0+5") == 5
+    assert type(agentbench_adapter).__qualname__ == "Scenarios"
+    assert agentbench_adapter.pid() != os.getpid()
+"""
+"""A user's test asking for the adapter on an xdist worker of an isolated run (run first
+there: collected before the suites)."""
 
 CHAT_SCENARIOS = ("tools", "malformed_args", "prose")
 TAMPERED = {f"c{index:02d}": f"{index}+1" for index in range(6)}
@@ -220,7 +237,7 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     )
     write_demo_suite(demo.path, "shelf-suite", questions=TAMPERED, world="demo-shelf")
     write_demo_suite(demo.path, "spawn-suite", questions=SPAWNING)
-    demo.makepyfile(shelf_world=SHELF_WORLD, scenarios=SCENARIOS)
+    demo.makepyfile(shelf_world=SHELF_WORLD, scenarios=SCENARIOS, test_users=USERS_TEST)
     demo.makeconftest("from shelf_world import pytest_agentbench_world_kinds\n")
     return demo
 
@@ -317,6 +334,7 @@ def test_every_scenario_behaves_alike_in_every_mode(
     for mode, args in MODES.items():
         isolated = mode in ISOLATED_MODES
         suites = ["chat-suite", "shelf-suite", *(["spawn-suite"] if isolated else [])]
+        users_test = ["test_users.py"] if "-n" in args else []
         result, cases, report = _session(
             project,
             mode,
@@ -326,6 +344,7 @@ def test_every_scenario_behaves_alike_in_every_mode(
             tapes,
             "--agentbench-cassette-mode=replay",
             *args,
+            *users_test,
         )
         # Cassette replay reaches the adapter and stays offline.
         assert _chat_outcomes(cases["chat-suite"]) == recorded, mode
@@ -344,7 +363,10 @@ def test_every_scenario_behaves_alike_in_every_mode(
             assert _still_running(pids) == set(), f"{mode}: left running after the session"
             started.unlink()
         result.assert_outcomes(
-            passed=chat_passed + len(TAMPERED) + (len(SPAWNING) if isolated else 0),
+            passed=chat_passed
+            + len(TAMPERED)
+            + (len(SPAWNING) if isolated else 0)
+            + len(users_test),
             failed=len(recorded) - chat_passed,
         )
     assert len(server.requests) == recorded_requests, "replay sent nothing to the server"
