@@ -36,15 +36,12 @@ from tests.shared_sessions import run_session
 REPO = Path(__file__).resolve().parents[1]
 ASTERIA = "asteria-authored-v1"
 ASTERIA_CASE = "evt-010-authorised-comparison"
-SERIAL_AND_TWO_WORKERS = pytest.mark.parametrize(
-    "xdist_args", [[], ["-n", "2"]], ids=["no-xdist", "n2"]
-)
-"""``-n 0`` takes the serial path: these need only a serial run and one under xdist."""
 SERIAL_AND_ONE_WORKER = pytest.mark.parametrize(
     "xdist_args", [[], ["-n", "1"]], ids=["no-xdist", "n1"]
 )
-"""For what a case does to the cases after it in the same process, or what the controller
-does without collecting: one worker runs every case in one process and shows the split."""
+"""For what a case does to the cases after it in the same process, what the controller
+does without collecting, or what a worker reads for itself (a predictions file): one worker
+runs every case in one process and shows the split (``-n 0`` takes the serial path)."""
 OUTER_LIMIT = 120.0
 """The test's own limit on a run that might hang: generous, never what is tested."""
 
@@ -198,6 +195,11 @@ CANCELS_WHEN_WRONG = {f"c{n - 30:02d}": f"{n}+{n}" for n in range(31, 41)} | {"c
 SIX = {f"c{index}": f"{90 + index}+1" for index in range(1, 7)}
 """Six ten-megabyte outputs: kept whole, as the issue found them, they would take a process
 well past the peak allowed below (it measured 880 MB for eleven)."""
+ESSAYS = {"no-xdist": SIX, "n2": {case: SIX[case] for case in ("c2", "c5")}}
+"""The six share one process without xdist, where the peak shows what keeping them whole
+costs (each worker caps as that process does). Under ``-n 2`` the two the check reads
+(one wrong, one whose receipt it reads) show them capped across workers: whole, either
+would take the report, the JUnit file and the terminal past their bounds."""
 
 CRASHING_WORLD = """
 class CrashingWorld(DemoWorld):
@@ -263,7 +265,7 @@ class Matrix:
         return sorted(p for p in self.report["problems"] if p.startswith(f"[{code}]"))
 
 
-def _build_matrix(base: Path, elsewhere: Path) -> None:
+def _build_matrix(base: Path, elsewhere: Path, essays: dict[str, str]) -> None:
     (base / "demo_world.py").write_text(DEMO_SOURCE.read_text(encoding="utf-8"))
     (base / "conftest.py").write_text(LOUD_WORLD_CLASSES + CRASHING_WORLD)
     (base / "matrix.py").write_text(MATRIX_ADAPTER)
@@ -271,12 +273,13 @@ def _build_matrix(base: Path, elsewhere: Path) -> None:
     write_demo_suite(base, "hostile", questions=HOSTILE_QUESTIONS)
     write_demo_suite(base, "cancels", questions=CANCELS_WHEN_WRONG)
     write_demo_suite(base, "crashing", questions=_plus(40), world="crashing")
-    write_demo_suite(base, "loud", questions=_plus(80))
+    # One ten-megabyte message is a thousand times what the run may write for it.
+    write_demo_suite(base, "loud", questions={"c1": "80+1"})
     # test_plugin_failures's faults on a worker: a raise whose traceback --tb=long keeps
     # whole, and every answer wrong (7); its sleep the timeout must end is in HANGS.
     write_demo_suite(base, "raises", questions=_plus(46))
     write_demo_suite(base, "sevens", questions={"c1": "0+2", "c2": "0+5", "c3": "0+15"})
-    write_demo_suite(base, "essays", questions=SIX, world="loud")
+    write_demo_suite(base, "essays", questions=essays, world="loud")
     # The oracle knows no answer for c3: grading it fails (harness_error); c2's is wrong.
     write_demo_suite(base, "graded", questions=_plus(50) | {"c2": "2+3"}, answers=_GRADED)
     write_demo_suite(base, "gated", questions=_plus(70) | {"c2": "2+3"})
@@ -309,7 +312,7 @@ def _matrix(mode: str, root: Path) -> Matrix:
     base, elsewhere = root / mode / "project", root / mode / "elsewhere"
     base.mkdir(parents=True)
     elsewhere.mkdir()
-    _build_matrix(base, elsewhere)
+    _build_matrix(base, elsewhere, ESSAYS[mode])
     result = run_session(
         base,
         "suites",
@@ -431,18 +434,19 @@ def check_a_suite_with_nothing_selected_is_still_reported(run: Matrix) -> None:
 
 
 def check_a_ten_megabyte_message_is_kept_short_everywhere(run: Matrix) -> None:
-    assert run.counted("suites/loud") == {"passed": 0, "failed": 3, "error": 0}
+    assert run.counted("suites/loud") == {"passed": 0, "failed": 1, "error": 0}
     reason = cases_of(suite_of(run.report, "loud"))["c1"]["failure_reason"]
     assert reason.endswith("... [truncated: 10000027 characters in all]")
     assert len(reason) < 2100
-    # Its three cases' share of what the run wrote; the whole output is bounded too.
+    # Its case's share of what the run wrote; the whole output is bounded too.
     assert run.junit_share("loud") < 100_000
     assert len(json.dumps(suite_of(run.report, "loud"))) < 100_000
     assert len(run.result.stdout.str()) < 100_000
 
 
 def check_ten_megabyte_outputs_are_kept_short_everywhere(run: Matrix) -> None:
-    assert run.counted("suites/essays") == {"passed": 5, "failed": 1, "error": 0}
+    essays = ESSAYS[run.mode]
+    assert run.counted("suites/essays") == {"passed": len(essays) - 1, "failed": 1, "error": 0}
     cases = cases_of(suite_of(run.report, "essays"))
     (essay,) = [check for check in cases["c2"]["checks"] if check["name"] == "essay"]
     whole = 10_000_002  # the essay's canonical JSON: the string and its quotes
@@ -454,7 +458,7 @@ def check_ten_megabyte_outputs_are_kept_short_everywhere(run: Matrix) -> None:
     assert receipt["digest"] == _receipt_digest("c5", "x" * 10_000_000)
     assert receipt["truncated"]["limit"] == 65_536
     assert receipt["truncated"]["bytes"] > 10_000_000
-    assert len(json.dumps(suite_of(run.report, "essays"))) < len(SIX) * 3 * 70_000
+    assert len(json.dumps(suite_of(run.report, "essays"))) < len(essays) * 3 * 70_000
     assert run.junit_share("essays") < 100_000
     assert len(run.result.stdout.str()) < 100_000
     # Every process's peak, also of a worker another suite's case crashed after this one's.
@@ -685,16 +689,23 @@ class Agent:
         self.reference = ReferenceAgent()
 
     def trace_action(self, bundle, event_id):
+        # Every case's bundle is as no earlier case left it (a failed assertion here is an
+        # agent_error, which no case of a correct run ends in).
+        assert len(bundle.scenarios) > 0 and "injected" not in bundle.tool_schemas
+        assert len(bundle.events) > 0
         row = self.reference.trace_action(bundle, event_id)
+        # Then every case changes its bundle: the oracle must not notice.
+        bundle.scenarios.clear()
+        bundle.tool_schemas["injected"] = bundle.tool_schemas[next(iter(bundle.tool_schemas))]
+        object.__setattr__(bundle, "events", ())
         if event_id == "evt-010-authorised-comparison":
             return RaisingMapping(row)
         if event_id == "evt-011-supplier-directory-read":
             return ObservedActionTrace.model_construct(event_id=event_id, decision=42)
         if event_id == "evt-012-quotation-request":
-            # Tamper with the bundle's manifest: the oracle must not notice.
+            # Its manifest too.
             object.__setattr__(bundle.manifest, "artifact_set_digest", "0" * 64)
             bundle.tool_schemas.clear()
-            bundle.scenarios.clear()
         return row
 """
 
@@ -704,61 +715,29 @@ class Agent:
 def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
     pytester: pytest.Pytester, xdist_args: list[str]
 ) -> None:
+    # One adapter shows both: the rows it cannot read fail their own cases, and the bundle
+    # each case changes reaches no later case (in one process: one worker runs them all).
     copy_asteria(pytester.path)
     pytester.makepyfile(hostile=HOSTILE_AUTHORITY)
     pytester.syspathinsert()
     path = pytester.path / "run.json"
     result = pytester.runpytest(
-        "--agentbench-adapter=hostile:Agent",
-        f"--agentbench-report={path}",
-        "-m",
-        "not agentbench_control",
-        *xdist_args,
+        "--agentbench-adapter=hostile:Agent", f"--agentbench-report={path}", *xdist_args
     )
-    result.assert_outcomes(passed=9, failed=2)
+    # Every control behaves as if no case had touched its bundle; two cases fail.
+    result.assert_outcomes(passed=12, failed=2)
     suite = suite_of(report_of(path), ASTERIA)
     cases = cases_of(suite)
     assert cases["evt-010-authorised-comparison"]["failure_class"] == "product_error"
     assert "refused" in cases["evt-010-authorised-comparison"]["failure_reason"]
     assert cases["evt-011-supplier-directory-read"]["failure_class"] == "product_error"
-    assert cases["evt-012-quotation-request"]["outcome"] == "passed"
-    assert suite["failure_classes"]["harness_error"] == 0
+    unreadable = {"evt-010-authorised-comparison", "evt-011-supplier-directory-read"}
+    assert len(cases) == 11
+    for case_id, case in cases.items():
+        if case_id not in unreadable:
+            assert case["outcome"] == "passed", (case_id, case["failure_reason"])
+    assert suite["failure_classes"] == {"agent_error": 0, "product_error": 2, "harness_error": 0}
     assert metric(suite, "authorization_decision_accuracy") == (pytest.approx(9 / 11), 11)
-
-
-@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@SERIAL_AND_ONE_WORKER
-def test_each_case_gets_a_bundle_no_earlier_case_changed(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
-    copy_asteria(pytester.path)
-    pytester.makepyfile(
-        mutates="""
-from pytest_agentbench.worlds.authority.agents import ReferenceAgent
-
-
-class Agent:
-    def __init__(self):
-        self.reference = ReferenceAgent()
-
-    def trace_action(self, bundle, event_id):
-        row = self.reference.trace_action(bundle, event_id)
-        assert len(bundle.scenarios) > 0 and "injected" not in bundle.tool_schemas
-        bundle.scenarios.clear()
-        bundle.tool_schemas["injected"] = bundle.tool_schemas[next(iter(bundle.tool_schemas))]
-        object.__setattr__(bundle, "events", ())
-        return row
-"""
-    )
-    pytester.syspathinsert()
-    path = pytester.path / "run.json"
-    result = pytester.runpytest(
-        "--agentbench-adapter=mutates:Agent", f"--agentbench-report={path}", *xdist_args
-    )
-    # Every case and every control behaves as if no case had touched its bundle.
-    result.assert_outcomes(passed=14)
-    suite = suite_of(report_of(path), ASTERIA)
-    assert metric(suite, "authorization_decision_accuracy") == (1.0, 11)
 
 
 # --- Severe 1: snapshot mode loses golden files in partial runs ---
@@ -778,10 +757,11 @@ _SELECTIONS = {
     "last-failed": ["suites", "--lf"],
 }
 # Every selection without xdist; the two that reach syrupy's location logic
-# differently (a node id, a deselection) under -n 0 and -n 2 as well.
+# differently (a node id, a deselection) under -n 2 as well (-n 0 is the serial path
+# again: syrupy, like xdist, sees no workers).
 _SNAPSHOT_MATRIX = [
     pytest.param(selection, mode, id=f"{mode_id}-{name}")
-    for mode_id, mode in (("no-xdist", []), ("n0", ["-n", "0"]), ("n2", ["-n", "2"]))
+    for mode_id, mode in (("no-xdist", []), ("n2", ["-n", "2"]))
     for name, selection in _SELECTIONS.items()
     if mode_id == "no-xdist" or name in ("node-id", "deselect")
 ]
@@ -855,17 +835,23 @@ def test_an_unreadable_oracle_file_is_a_refusal_and_every_report_is_written(
 
 
 @pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@pytest.mark.parametrize("command", ["verify", "derive"])
 def test_agentbench_commands_name_an_unreadable_oracle_file(
-    pytester: pytest.Pytester, command: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    copy_asteria(pytester.path)
+    # In-process: the command's exit code and its one line are the point, not its process
+    # (an uncaught exception would fail this test with its traceback).
+    from pytest_agentbench.cli.main import main
+
+    copy_asteria(tmp_path)
     # A link to itself, inside the project: nothing can read it (even as root).
-    (pytester.path / "oracles" / ASTERIA / "mem").symlink_to("mem")
-    result = pytester.run("agentbench", command, f"suites/{ASTERIA}")
-    assert result.ret == 1
-    assert "Traceback" not in result.stderr.str()
-    result.stderr.fnmatch_lines(["agentbench: [[]unreadable_file[]] *mem: *"])
+    (tmp_path / "oracles" / ASTERIA / "mem").symlink_to("mem")
+    monkeypatch.chdir(tmp_path)  # the project the command reads is the current folder
+    for command in ("verify", "derive"):
+        assert main([command, f"suites/{ASTERIA}"]) == 1, command
+        err = capsys.readouterr().err
+        assert "Traceback" not in err, command
+        pattern = "agentbench: [[]unreadable_file[]] *mem: *"
+        assert fnmatch.filter(err.splitlines(), pattern), (command, err)
 
 
 # --- Medium 6: partial runs look like whole runs ---
@@ -951,17 +937,24 @@ def _reference_rows() -> list[dict[str, Any]]:
     return rows
 
 
-@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
-@SERIAL_AND_TWO_WORKERS
-def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
-    pytester: pytest.Pytester, xdist_args: list[str]
-) -> None:
-    copy_asteria(pytester.path)
+def _write_bad_predictions(path: Path) -> list[dict[str, Any]]:
+    """The reference rows with a bad byte in the first line and an unknown row at the end
+    (line 12), written to ``path``; the rows returned."""
     rows = _reference_rows()
     lines = [json.dumps(row).encode() for row in rows]
     lines[0] = lines[0].replace(b'"decision"', b'"deci\xffsion"')
     lines.append(json.dumps(dict(rows[1], event_id="evt-999-unknown")).encode())
-    (pytester.path / "preds.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return rows
+
+
+@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+@SERIAL_AND_ONE_WORKER
+def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
+    pytester: pytest.Pytester, xdist_args: list[str]
+) -> None:
+    copy_asteria(pytester.path)
+    rows = _write_bad_predictions(pytester.path / "preds.jsonl")
     path = pytester.path / "run.json"
     result = pytester.runpytest(
         "suites",
@@ -980,13 +973,23 @@ def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
     assert "[invalid_utf8]" in first["failure_reason"]
     assert metric(suite, "authorization_decision_accuracy")[1] == 11
     assert any("[unexpected_event_id]" in problem for problem in report["problems"])
-    validated = pytester.run(
-        "agentbench", "validate", f"suites/{ASTERIA}", "--predictions", "preds.jsonl"
-    )
-    assert validated.ret == 1
-    validated.stdout.fnmatch_lines(
-        ["line 1: error [[]invalid_utf8[]] *", "line 12: error [[]unexpected_event_id[]] *"]
-    )
+
+
+@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
+def test_validate_names_the_bad_byte_and_the_unknown_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The predictions file of the runs above, read by `agentbench validate` (in-process:
+    # what it prints and returns is the point, not its process; once, not once per run).
+    from pytest_agentbench.cli.main import main
+
+    copy_asteria(tmp_path)
+    _write_bad_predictions(tmp_path / "preds.jsonl")
+    monkeypatch.chdir(tmp_path)  # the project the command reads is the current folder
+    assert main(["validate", f"suites/{ASTERIA}", "--predictions", "preds.jsonl"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert fnmatch.filter(lines, "line 1: error [[]invalid_utf8[]] *"), lines
+    assert fnmatch.filter(lines, "line 12: error [[]unexpected_event_id[]] *"), lines
 
 
 def test_empty_or_repeated_predictions_are_usage_errors(demo: pytest.Pytester) -> None:
@@ -1328,9 +1331,10 @@ def test_golden_files_pin_whole_outputs_and_whole_outputs_are_kept_on_request(
     assert capped["c1"]["receipt"]["truncated"]["bytes"] > 100_000
     from pytest_agentbench.tools import Receipt
 
-    # Kept whole on request, serially and by every worker; the golden files match, so they
-    # hold the whole output.
-    for mode, workers in (("no-xdist", []), ("n2", ["-n", "2"])):
+    # Kept whole on request, serially and by a worker (one shows the setting reaching the
+    # workers and their whole outputs the controller: nothing here is aggregated); the
+    # golden files match, so they hold the whole output.
+    for mode, workers in (("no-xdist", []), ("n1", ["-n", "1"])):
         second = demo.path / f"second-{mode}.json"
         kept = demo.runpytest(
             "--agentbench-max-output-bytes=0", f"--agentbench-report={second}", *common, *workers

@@ -7,7 +7,10 @@ case counted, serially and under xdist. The sessions run as subprocesses with a
 generous limit of their own, so a regression shows up as a failed test rather
 than a hung test run. Serially the hangs run in a session of their own, under a
 short case limit all of its cases must overrun, and the other cases under a
-generous one; under ``-n 2`` a few of each share a session and a one-second limit.
+generous one; under xdist a few of each share a session and a one-second limit, on
+one worker (``-n 1``): each worker has an isolated process of its own and ends its
+faults as a serial session does, nothing of it is aggregated across workers, and a
+second worker would only cost its start-up and its own isolated process.
 """
 
 from __future__ import annotations
@@ -189,12 +192,12 @@ SUBSET = (
     "nan",
     "leaked-thread",
 )
-"""What runs under ``-n 2``: a fault of each kind (a plain hang, one that ignores SIGTERM and
+"""What runs under xdist: a fault of each kind (a plain hang, one that ignores SIGTERM and
 one that leaves a grandchild, an exit and a signal, an unencodable value) and the passing
 cases around them, each costing its own case on a worker. Without xdist every fault runs;
 ``-n 0`` is the serial path again."""
 
-MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "2"], id="n2")]
+MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "1"], id="n1")]
 
 SHARED_LIMIT = 1
 """The case limit of a session where hangs and cases that must finish run side by side."""
@@ -251,7 +254,7 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
 
 
 def _report_path(project: Path, limit: float, xdist_args: list[str]) -> Path:
-    return project / f"{'n2' if xdist_args else 'serial'}-{limit:g}.json"
+    return project / f"{'xdist' if xdist_args else 'serial'}-{limit:g}.json"
 
 
 def _session(

@@ -1,17 +1,20 @@
 """What an adapter sees and leaves behind, the same in every mode: in-process, isolated,
-isolated under ``-n 2`` and isolated in a pool.
+isolated on an xdist worker and isolated in a pool.
 
 One project holds a suite per scenario and one adapter answers them all (the chat agent,
 with an ``answer`` method for the worlds that ask for one). A recording session makes
-the chat suite's cassettes; then each mode (isolated also with a pool of processes,
+the chat suite's cassettes; then each mode (isolated also with a pool of two processes,
 ``--agentbench-concurrency``) runs one session over every scenario that applies to it,
 asserted scenario by scenario: cassette replay stays offline (the chat agent's settings
 reach an isolated adapter, its model calls are counted in the run's totals), a view an
 adapter tampers with is its case's own copy, and what an isolated adapter starts ends
-with its case. An isolated adapter's restart is not charged to the next case: that
-scenario needs a short case limit, so it has sessions of its own, isolated serially
-and in a pool (under ``-n 2`` each worker restarts its own process as a serial session
-does: nothing is aggregated, and two more workers would only cost their start-up).
+with its case; and on an xdist worker a user's test asking for the adapter gets it,
+loaded in its process. Under xdist one worker (``-n 1``) shows all of it: each worker has an
+isolated process of its own, which answers as a serial session's does, and the
+controller's sum over several workers' model totals is the same with an in-process
+adapter (below). An isolated adapter's restart is not charged to the next case:
+``tests/test_isolation_pool.py``, whose adapter loads slower than a case may run,
+serially and in a pool.
 
 The in-process chat agent replaying under ``-n 2`` is
 ``tests/test_plugin_concurrency.py``'s replayed run: its report, model totals included,
@@ -35,8 +38,8 @@ from tests.llm_server import ScriptedLLM
 MODES = {
     "in-process": [],
     "isolated": ["--agentbench-isolate"],
-    "isolated-n2": ["--agentbench-isolate", "-n", "2"],
-    "isolated-pool": ["--agentbench-isolate", "--agentbench-concurrency=3"],
+    "isolated-n1": ["--agentbench-isolate", "-n", "1"],
+    "isolated-pool": ["--agentbench-isolate", "--agentbench-concurrency=2"],
 }
 ISOLATED_MODES = {name: args for name, args in MODES.items() if "--agentbench-isolate" in args}
 
@@ -191,6 +194,9 @@ def tamper(question, catalog):
 class Scenarios(ChatAgent):
     # The chat agent answers the chat suite's tool sessions; ``answer`` the other suites.
 
+    def pid(self):
+        return os.getpid()
+
     def answer(self, question, catalog=None):
         if catalog is not None:
             return tamper(question, catalog)
@@ -200,32 +206,24 @@ class Scenarios(ChatAgent):
         return left + right
 """
 
-SLOW_TO_START = """
-import time
-
-# Loading this module takes longer than a case may (RESTART_LIMIT): start-up has its own
-# allowance.
-time.sleep(0.75)
+USERS_TEST = """
+import os
 
 
-class SlowToStart:
-    def answer(self, question):
-        left, right = (int(part) for part in question.split("+"))
-        if left == 0:
-            time.sleep(1000)
-        return left + right
+def test_a_users_test_gets_the_loaded_isolated_adapter(agentbench_adapter):
+    # The first item on its worker: the adapter loaded in its own process, not a pending spec.
+    assert agentbench_adapter.answer("0+5") == 5
+    assert type(agentbench_adapter).__qualname__ == "Scenarios"
+    assert agentbench_adapter.pid() != os.getpid()
 """
+"""A user's test asking for the adapter on an xdist worker of an isolated run (run first
+there: collected before the suites)."""
 
 CHAT_SCENARIOS = ("tools", "malformed_args", "prose")
 TAMPERED = {f"c{index:02d}": f"{index}+1" for index in range(6)}
 SPAWNING = {f"c{index:02d}": f"{index}+0" for index in range(1, 9)}
 """Each spawning case is followed by plain ones, which must not pay for it."""
-RESTARTS = {f"c{index:02d}": f"{index % 2}+{index}" for index in range(4)}
-"""Every other case hangs, so every case after one starts a fresh process."""
 SCENARIO_ADAPTER = "--agentbench-adapter=scenarios:Scenarios"
-RESTART_LIMIT = 0.5
-"""The restart scenario's case limit: every other case hangs and must overrun it, the others
-answer at once (their process's start-up, half as long again, is not theirs to pay)."""
 
 
 @pytest.fixture
@@ -239,8 +237,7 @@ def project(demo: pytest.Pytester) -> pytest.Pytester:
     )
     write_demo_suite(demo.path, "shelf-suite", questions=TAMPERED, world="demo-shelf")
     write_demo_suite(demo.path, "spawn-suite", questions=SPAWNING)
-    write_demo_suite(demo.path, "restart-suite", questions=RESTARTS)
-    demo.makepyfile(shelf_world=SHELF_WORLD, scenarios=SCENARIOS, slow=SLOW_TO_START)
+    demo.makepyfile(shelf_world=SHELF_WORLD, scenarios=SCENARIOS, test_users=USERS_TEST)
     demo.makeconftest("from shelf_world import pytest_agentbench_world_kinds\n")
     return demo
 
@@ -337,6 +334,7 @@ def test_every_scenario_behaves_alike_in_every_mode(
     for mode, args in MODES.items():
         isolated = mode in ISOLATED_MODES
         suites = ["chat-suite", "shelf-suite", *(["spawn-suite"] if isolated else [])]
+        users_test = ["test_users.py"] if "-n" in args else []
         result, cases, report = _session(
             project,
             mode,
@@ -346,6 +344,7 @@ def test_every_scenario_behaves_alike_in_every_mode(
             tapes,
             "--agentbench-cassette-mode=replay",
             *args,
+            *users_test,
         )
         # Cassette replay reaches the adapter and stays offline.
         assert _chat_outcomes(cases["chat-suite"]) == recorded, mode
@@ -364,7 +363,10 @@ def test_every_scenario_behaves_alike_in_every_mode(
             assert _still_running(pids) == set(), f"{mode}: left running after the session"
             started.unlink()
         result.assert_outcomes(
-            passed=chat_passed + len(TAMPERED) + (len(SPAWNING) if isolated else 0),
+            passed=chat_passed
+            + len(TAMPERED)
+            + (len(SPAWNING) if isolated else 0)
+            + len(users_test),
             failed=len(recorded) - chat_passed,
         )
     assert len(server.requests) == recorded_requests, "replay sent nothing to the server"
@@ -372,37 +374,3 @@ def test_every_scenario_behaves_alike_in_every_mode(
     _, live, _ = _session(project, "live", ["chat-suite"], SCENARIO_ADAPTER, "--agentbench-isolate")
     assert {result["failure_class"] for result in live["chat-suite"].values()} == {"agent_error"}
     assert "203.0.113.7" in log.read_text()
-
-
-def test_an_isolated_restart_is_not_charged_to_the_next_case(project: pytest.Pytester) -> None:
-    for mode in ("isolated", "isolated-pool"):
-        args = MODES[mode]
-        result, cases, _ = _session(
-            project,
-            mode,
-            ["restart-suite"],
-            "--agentbench-adapter=slow:SlowToStart",
-            f"--agentbench-timeout={RESTART_LIMIT}",
-            *args,
-        )
-        result.assert_outcomes(passed=2, failed=2)
-        for case_id, case in cases["restart-suite"].items():
-            if RESTARTS[case_id].startswith("0+"):
-                reason = case["failure_reason"]
-                assert case["failure_class"] == "agent_error", (mode, case_id)
-                assert reason.startswith("timed out after "), (mode, case_id, reason)
-                assert reason.endswith(f"(--agentbench-timeout={RESTART_LIMIT})"), (mode, reason)
-            else:
-                assert case["outcome"] == "passed", (mode, case_id, case["failure_reason"])
-    # An allowance the start-up overruns refuses the run once, before any case.
-    project.makeini("[pytest]\nagentbench_isolate_startup_timeout = 0.5\n")
-    result = project.runpytest(
-        "--agentbench-adapter=slow:SlowToStart", "--agentbench-isolate", "suites/restart-suite"
-    )
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
-            "*[[]isolation_startup_timeout[]] agentbench_isolate_startup_timeout: "
-            "adapter 'slow:SlowToStart': * took over 0.5s"
-        ]
-    )

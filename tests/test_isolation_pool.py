@@ -3,9 +3,12 @@
 One session per mode (isolated serially, isolated with two cases at once) over
 the same suite, whose adapter hangs in one case and kills its own process in
 another: the reports match but for durations, and neither fault costs more
-than its own case. A third session resumes the serial run in a pool: only the
-agent errors run again, and the merged report is the serial one. (Three sessions,
-each waiting out a one-second hang and restarting processes: why it takes seconds.)
+than its own case. Its module takes longer to load than a case may run, so the
+cases after each fault pass only if a process's restart is not charged to the next
+case. A last session, whose start-up allowance the module overruns, is refused
+before any case. (Three sessions, each waiting out a start-up, two a hang too: why it
+takes seconds.) A resumed run in a pool, merged exactly, is
+``tests/test_plugin_rerun.py``'s isolated pool killed and resumed from its journal.
 """
 
 from __future__ import annotations
@@ -20,10 +23,19 @@ import pytest
 from tests.demo_world import write_demo_suite
 from tests.test_plugin_concurrency import junit_normalised, normalised
 
-FAULTY = """
+SLOW_START = 1.25
+"""How long loading the adapter's module takes: longer than a case may run (LIMIT), so that
+a case charged with its process's start-up fails."""
+LIMIT = 1
+"""The case limit: the hang must overrun it; every other case answers at once."""
+
+FAULTY = f"""
 import os
 import time
 from pathlib import Path
+
+# Every process's start-up has its own allowance, apart from the case limit.
+time.sleep({SLOW_START})
 
 PIDS = Path(__file__).resolve().parent / "pids"
 
@@ -31,7 +43,7 @@ PIDS = Path(__file__).resolve().parent / "pids"
 class Faulty:
     def answer(self, question):
         with PIDS.open("a") as handle:
-            handle.write(f"{os.getpid()}\\n")
+            handle.write(f"{{os.getpid()}}\\n")
         left, right = (int(part) for part in question.split("+"))
         if left == 90:
             time.sleep(3600)  # ends only when its process is ended
@@ -66,7 +78,7 @@ def _run(project: pytest.Pytester, name: str, *args: str) -> tuple[pytest.RunRes
     result = project.runpytest(
         "--agentbench-adapter=faulty:Faulty",
         "--agentbench-isolate",
-        "--agentbench-timeout=1",
+        f"--agentbench-timeout={LIMIT}",
         f"--agentbench-report={report}",
         f"--junitxml={name}.xml",
         "-p",
@@ -105,16 +117,13 @@ def test_a_pool_of_isolated_processes_reports_as_one_process_does(demo: pytest.P
     # replaced once: a pool of two shows it, a larger one would only start more).
     assert len(used["serial"]) == 3
     assert len(used["pooled"]) > 3
-    resumed_result, resumed = _run(
-        demo, "resumed", "--agentbench-concurrency=2", "--agentbench-resume=serial.json"
+    # An allowance the start-up overruns refuses the run once, before any case.
+    demo.makeini("[pytest]\nagentbench_isolate_startup_timeout = 0.5\n")
+    refused = demo.runpytest("--agentbench-adapter=faulty:Faulty", "--agentbench-isolate")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(
+        [
+            "*[[]isolation_startup_timeout[]] agentbench_isolate_startup_timeout: "
+            "adapter 'faulty:Faulty': * took over 0.5s"
+        ]
     )
-    agent_errors = [
-        case_id for case_id in FAULTS if cases[case_id]["failure_class"] == "agent_error"
-    ]
-    resumed_result.assert_outcomes(failed=len(agent_errors))
-    assert len({int(line) for line in pids.read_text().split()}) >= 2
-    taken = len(QUESTIONS) - len(agent_errors)
-    assert resumed["problems"] == [
-        f"[resumed] suite 'demo-suite': {taken} graded cases taken from serial.json"
-    ]
-    assert _comparable({**resumed, "problems": []}) == _comparable(serial)

@@ -217,12 +217,14 @@ def test_in_use_names_the_first_setting_of_ours(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One test configuring each way in turn: a configuration costs little once the first
-    # has imported what it needs, a test of its own each far more.
+    # has imported what it needs, a test of its own each far more. Parsed, not configured:
+    # in_use reads only what the command line and the ini file gave (configuring every
+    # plugin besides cost four times as much).
     for _, env_key in plugin_options.SOURCES.values():
         monkeypatch.delenv(env_key, raising=False)
     for name, (args, ini, expected) in IN_USE.items():
         pytester.makeini(f"[pytest]\n{ini}")
-        config = pytester.parseconfigure(*args)
+        config = pytester.parseconfig(*args)
         assert plugin_options.in_use(config) == expected, name
 
 

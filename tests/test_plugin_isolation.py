@@ -1,4 +1,8 @@
-"""``--agentbench-isolate`` in pytest sessions: which adapters run isolated, and refusals."""
+"""``--agentbench-isolate`` in pytest sessions: which adapters run isolated, and refusals.
+
+A user's test asking for the adapter on an xdist worker of an isolated run is one of
+``tests/test_isolation_modes.py``'s isolated xdist session's items.
+"""
 
 from __future__ import annotations
 
@@ -60,8 +64,8 @@ def test_the_configured_adapter_runs_in_another_process_its_output_on_stderr(
     project: pytest.Pytester,
 ) -> None:
     # A session of its own (its real stderr is what is read), whose conftest notes
-    # pytest's process. Under xdist too: tests/test_fault_matrix_isolated.py runs over
-    # -n 0 and -n 2.
+    # pytest's process. Under xdist too: tests/test_fault_matrix_isolated.py runs without
+    # xdist and on an xdist worker.
     project.makeconftest(
         REGISTERING_CONFTEST + "import os\n"
         "from pathlib import Path\n\n"
@@ -137,24 +141,6 @@ def test_a_bad_spec_is_a_usage_error_when_isolated(project: pytest.Pytester) -> 
     result.stderr.fnmatch_lines(
         ["*[[]adapter_attribute[]] --agentbench-adapter: module 'agents' has no attribute*"]
     )
-
-
-def test_a_users_test_gets_a_working_isolated_adapter_on_an_xdist_worker(
-    project: pytest.Pytester,
-) -> None:
-    project.makepyfile(
-        test_mine=(
-            "import os\n\n"
-            "def test_adder(agentbench_adapter):\n"
-            "    assert agentbench_adapter.answer('2+3') == 5\n"
-            "    assert type(agentbench_adapter).__qualname__ == 'Recording'\n"
-        )
-    )
-    result = project.runpytest(
-        "--agentbench-adapter=agents:Recording", "--agentbench-isolate", "-n", "1", "test_mine.py"
-    )
-    result.assert_outcomes(passed=1)
-    assert os.getpid() not in _pids(project)
 
 
 def test_the_namespace_mode_runs_the_adapter_in_a_user_namespace_of_its_own(

@@ -88,7 +88,7 @@ def test_resume_runs_only_what_is_missing_and_merges_exactly(project: pytest.Pyt
     _, complete = run_cases(project, "complete.json", adapter)
     partial, _ = run_cases(project, "partial.json", adapter, "-k", "q0 or q1 or q2")
     partial.assert_outcomes(passed=2, failed=1)
-    # Under xdist the controller merges: the killed -n 2 run below resumes and merges there.
+    # Under xdist the controller merges: the killed xdist run below resumes and merges there.
     result, resumed = run_cases(
         project, "resumed.json", adapter, "--agentbench-resume=partial.json"
     )
@@ -159,8 +159,9 @@ def test_a_resume_that_does_not_belong_to_the_run_is_refused_by_name(
         "--agentbench-repeat (this run has 1)",
     }
     for name, reason in expected.items():
-        # Checked where results arrive: under xdist, the controller, before any worker runs.
-        xdist = ["-n", "2"] if name == "edited.json" else []
+        # Checked where results arrive: under xdist, the controller, before any worker runs
+        # (one worker shows it: the split, not how many workers).
+        xdist = ["-n", "1"] if name == "edited.json" else []
         result = project.runpytest(
             adapter, f"--agentbench-resume={name}", "-p", "no:cacheprovider", *xdist
         )
@@ -198,9 +199,12 @@ class BlocksOnLast:
 
 @pytest.mark.parametrize(
     "xdist",
-    [[], ["-n", "2"], ["--agentbench-isolate", "--agentbench-concurrency=2"]],
-    ids=["serial", "n2", "isolated-pool"],
+    [[], ["-n", "1"], ["--agentbench-isolate", "--agentbench-concurrency=2"]],
+    ids=["serial", "n1", "isolated-pool"],
 )
+# Under xdist the controller journals each result as it arrives and merges the resumed run:
+# one worker shows both (the resumed run has one case to run, which a second worker would
+# not share, and the journal's lines arrive at the controller alike from any worker).
 def test_a_run_killed_with_sigkill_resumes_from_its_progress_journal(
     demo: pytest.Pytester, xdist: list[str]
 ) -> None:
