@@ -102,6 +102,12 @@ def grandchild():
     process.wait()
 
 
+def sigterm_proof_grandchild():
+    # The grandchild inherits the ignored SIGTERM: only the tree's SIGKILL ends it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    grandchild()
+
+
 def os_exit():
     os._exit(1)
 
@@ -144,6 +150,7 @@ BEHAVIOUR = {
     12: base_exception,
     13: unprintable,
     14: leaked_thread,
+    19: sigterm_proof_grandchild,
 }
 RETURNS = {15: object, 16: BrokenMapping, 17: lambda: float("nan")}
 
@@ -166,6 +173,7 @@ TIMEOUTS = {
     "swallowing-loop": 5,
     "ignores-sigterm": 6,
     "grandchild": 7,
+    "sigterm-proof-grandchild": 19,
 }
 CRASHES = {
     "os-exit": (8, "the adapter's process exited with status 1 during the call"),
@@ -187,13 +195,16 @@ SUBSET = (
     "sleep",
     "ignores-sigterm",
     "grandchild",
+    "sigterm-proof-grandchild",
     "os-exit",
     "segfault",
     "nan",
     "leaked-thread",
 )
-"""What runs under xdist: a fault of each kind (a plain hang, one that ignores SIGTERM and
-one that leaves a grandchild, an exit and a signal, an unencodable value) and the passing
+"""What runs under xdist: a fault of each kind (a plain hang, one that ignores SIGTERM, one
+that leaves a grandchild, and one whose grandchild ignores SIGTERM too: on a worker, whose
+execnet thread takes the case limit's repeating alarm, ending it was once cut off halfway and
+the grandchild outlived the session; an exit and a signal, an unencodable value) and the passing
 cases around them, each costing its own case on a worker. Without xdist every fault runs;
 ``-n 0`` is the serial path again."""
 

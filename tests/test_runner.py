@@ -15,6 +15,7 @@ from pytest_agentbench.sdk.runner import (
     AdapterFailure,
     CaseTimeout,
     MalformedOutput,
+    alarm_held,
     call_adapter,
     harness_time,
     interrupt_after,
@@ -127,6 +128,32 @@ def test_the_limit_resumes_with_its_remaining_time_after_harness_time() -> None:
 
 
 @needs_itimer
+@pytest.mark.parametrize("other_thread", [False, True], ids=["alone", "beside-a-thread"])
+def test_a_limit_firing_while_held_interrupts_only_once_the_hold_ends(other_thread: bool) -> None:
+    # A thread that does not block SIGALRM (an xdist worker's execnet thread) must not
+    # let the alarm through the hold: a kill of an adapter's tree was cut off halfway.
+    stop = threading.Event()
+    beside = threading.Thread(target=stop.wait)
+    if other_thread:
+        beside.start()
+    steps = []
+
+    def hold_through_the_limit() -> None:
+        with alarm_held():
+            time.sleep(0.3)  # the limit fires here, and repeats, while held
+            steps.append("held to the end")
+        steps.append("after the hold")
+
+    try:
+        with pytest.raises(CaseTimeout), interrupt_after(0.05):
+            hold_through_the_limit()
+    finally:
+        stop.set()
+        if other_thread:
+            beside.join()
+    assert steps == ["held to the end"]
+
+
 def test_interrupt_after_stops_a_spinning_function() -> None:
     started = time.perf_counter()
 

@@ -14,10 +14,9 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
@@ -26,6 +25,7 @@ from pytest_agentbench.isolation import processes
 from pytest_agentbench.isolation.protocol import MAX_MESSAGE_BYTES, pickle_for_child
 from pytest_agentbench.sdk.canonical import loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.runner import alarm_held
 
 _POLL_SLICE = 0.25
 """How often a wait also checks whether the child has died without closing its end."""
@@ -64,23 +64,6 @@ def exit_description(returncode: int) -> str:
         except ValueError:
             return f"killed by signal {-returncode}"
     return f"exited with status {returncode}"
-
-
-@contextmanager
-def alarms_held() -> Iterator[None]:
-    """Hold SIGALRM (the in-process case limit) back while a child is being ended.
-
-    A case limit firing halfway through would leave the child half-killed; the
-    held signal is delivered when the block ends.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class AdapterProcess:
@@ -188,7 +171,7 @@ class AdapterProcess:
         """End every process the call started, so none works on into the next case."""
         pid = self.process.pid
         if processes.has_children(pid):
-            with alarms_held():
+            with alarm_held():
                 self.ended.extend(processes.kill_descendants(pid, keep=self.resident))
 
     def collected(self) -> list[int]:
@@ -198,7 +181,7 @@ class AdapterProcess:
 
     def kill(self, grace: float) -> None:
         """SIGTERM to the child's group, SIGKILL to its whole tree after ``grace``; reap it."""
-        with alarms_held():
+        with alarm_held():
             try:
                 pid = self.process.pid
                 # Taken while the child is alive: once it has been collected, its pid
@@ -241,7 +224,7 @@ class AdapterProcess:
         """Ask the child to exit; end it by force if it does not within ``grace``."""
         with suppress(ChannelError):
             self.send({"op": "shutdown"})
-        with alarms_held(), suppress(subprocess.TimeoutExpired):
+        with alarm_held(), suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=grace)
         self.kill(grace)
 

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import signal
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from types import CoroutineType
 from typing import Any
@@ -35,7 +33,7 @@ from pytest_agentbench.scoring.trials import current_trial, item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.runner import CaseTimeout, awaited
+from pytest_agentbench.sdk.runner import CaseTimeout, alarm_held, awaited
 from pytest_agentbench.sdk.suite import Suite, suite_digests
 
 LEDGER_SUFFIX = ".ndjson"
@@ -89,21 +87,6 @@ def error_evidence(exc: BaseException) -> JsonValue:
     return {"type": f"{kind.__module__}.{kind.__qualname__}", "message": message}
 
 
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold the case limit's alarm while a row is written, so no row is left half-written."""
-    main = (
-        hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-    )
-    if main:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-    try:
-        yield
-    finally:
-        if main:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
-
-
 class CaseLedger:
     """The ledger of one case; call rows come from its :class:`LedgerProxy`."""
 
@@ -149,7 +132,7 @@ class CaseLedger:
                 attempts=None if usage is None or not usage.attempts else usage.attempts,
             )
             try:
-                with _signals_held():
+                with alarm_held():
                     self.writer.call(payload)
             except AgentbenchError as exc:
                 self.failure = exc
@@ -169,7 +152,7 @@ class CaseLedger:
             else:
                 kind, code = "scored", None
             try:
-                with _signals_held():
+                with alarm_held():
                     self.writer.finish(kind, code)
             except AgentbenchError as exc:
                 self.failure = exc
@@ -293,5 +276,5 @@ def open_case_ledger(folder: Path, suite: Suite, case: Case, agent_id: str) -> C
         engine_version=f"pytest-agentbench {__version__}",
         provider=None if run is None or not run.settings.model else provider_header(run),
     )
-    with _signals_held():
+    with alarm_held():
         return CaseLedger(LedgerWriter(ledger_path(folder, suite.id, name), header))

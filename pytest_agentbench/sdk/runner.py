@@ -164,11 +164,17 @@ class _CaseAlarm:
     def __init__(self) -> None:
         self.armed = False
         self.fired = 0
+        self.held = 0
+        """How many :func:`alarm_held` blocks are open: an alarm now waits for the last to end."""
+        self.pending = False
         self.boundary: FrameType | None = None
         """The frame that entered the limit: lines above it are the harness's own."""
         self.displaced: Callable[[int, FrameType | None], Any] | int = signal.SIG_DFL
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if self.held:
+            self.pending = True
+            return
         if self.armed:
             if frame is not None and frame.f_code is _LIMIT_EXIT:
                 return  # the limit is being left: nothing left to interrupt
@@ -301,6 +307,36 @@ def harness_time() -> Iterator[None]:
     finally:
         if _ALARM.armed and remaining > 0:
             signal.setitimer(signal.ITIMER_REAL, remaining, interval)
+
+
+@contextmanager
+def alarm_held() -> Iterator[None]:
+    """Hold the case limit's alarm back while the harness does what must not stop halfway.
+
+    Ending an adapter's process tree, writing a ledger row: an alarm that arrives
+    meanwhile is delivered as the block ends. The hold is kept by the handler, not
+    the signal mask: a process-directed signal the main thread blocks goes to any
+    other thread that does not (an xdist worker's execnet thread, a pool's), and
+    Python then runs the handler on the main thread all the same. A limit that has
+    fired more than once makes every new line raise (:func:`_raise_on_every_line`);
+    that is suspended for the block too.
+    """
+    if not _on_main_thread():
+        yield
+        return
+    tracer = sys.gettrace()
+    if tracer is _raise_on_new_frame:
+        sys.settrace(None)
+    _ALARM.held += 1
+    try:
+        yield
+    finally:
+        _ALARM.held -= 1
+        if tracer is _raise_on_new_frame:
+            sys.settrace(tracer)
+        if not _ALARM.held and _ALARM.pending:
+            _ALARM.pending = False
+            signal.raise_signal(signal.SIGALRM)
 
 
 def release_alarm() -> None:
