@@ -710,7 +710,6 @@ class Agent:
 """
 
 
-@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
 @SERIAL_AND_ONE_WORKER
 def test_unreadable_rows_are_product_errors_and_tampering_reaches_no_other_case(
     pytester: pytest.Pytester, xdist_args: list[str]
@@ -767,7 +766,6 @@ _SNAPSHOT_MATRIX = [
 ]
 
 
-@pytest.mark.skipif(not (REPO / "snapshots" / ASTERIA).is_dir(), reason="needs the golden files")
 @pytest.mark.parametrize(("selection", "mode"), _SNAPSHOT_MATRIX)
 def test_a_partial_run_neither_reports_nor_deletes_other_golden_files(
     pytester: pytest.Pytester, selection: list[str], mode: list[str]
@@ -790,7 +788,6 @@ def test_a_partial_run_neither_reports_nor_deletes_other_golden_files(
     assert _golden_files(pytester.path) == before
 
 
-@pytest.mark.skipif(not (REPO / "snapshots" / ASTERIA).is_dir(), reason="needs the golden files")
 def test_a_golden_file_no_case_claims_is_still_reported_unused(pytester: pytest.Pytester) -> None:
     copy_asteria(pytester.path, snapshots=True)
     pytester.makeini("[pytest]\nagentbench_snapshot = true\n")
@@ -834,7 +831,6 @@ def test_an_unreadable_oracle_file_is_a_refusal_and_every_report_is_written(
     assert junit.is_file()
 
 
-@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
 def test_agentbench_commands_name_an_unreadable_oracle_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -948,7 +944,6 @@ def _write_bad_predictions(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
 @SERIAL_AND_ONE_WORKER
 def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
     pytester: pytest.Pytester, xdist_args: list[str]
@@ -975,7 +970,6 @@ def test_a_bad_byte_fails_only_its_line_and_an_unknown_row_fails_the_run(
     assert any("[unexpected_event_id]" in problem for problem in report["problems"])
 
 
-@pytest.mark.skipif(not (REPO / "suites" / ASTERIA).is_dir(), reason="needs the Asteria suite")
 def test_validate_names_the_bad_byte_and_the_unknown_row(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
