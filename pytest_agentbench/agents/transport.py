@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -83,6 +84,16 @@ class ClientShelf:
             client.close()
 
 
+@functools.cache
+def _shared_tls_context() -> Any:
+    """One TLS context for every client of the process: loading the CA bundle is most of the
+    cost of a client, and one context serves many connections at once. (Two threads asking
+    first may each build one; either serves.)"""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def refusing_transport() -> Any:
     """An httpx transport that refuses every connection: a replay's, so nothing leaves."""
     import httpx
@@ -106,8 +117,6 @@ class ChatTransport:
         self.mode = settings.effective_mode
         self.shelf = None if settings.cassettes is None else CassetteShelf(settings.cassettes)
         self.clients = ClientShelf(self._new_client)
-        self._tls: Any = None
-        self._tls_lock = threading.Lock()
 
     def send(self, request: AnyRequest, *, tokens: int = 0) -> Exchange:
         """``tokens``: what the request is expected to use, for the tokens-per-minute limit."""
@@ -142,15 +151,11 @@ class ChatTransport:
         key = os.environ.get(self.settings.api_key_env)
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        with self._tls_lock:
-            if self._tls is None:
-                # Built once: loading the CA bundle is most of the cost of a client.
-                self._tls = httpx.create_ssl_context()
         return httpx.Client(
             base_url=self.settings.base_url.rstrip("/") + "/",
             headers=headers,
             timeout=self.settings.timeout_s,
-            verify=self._tls,
+            verify=_shared_tls_context(),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
         )
 
