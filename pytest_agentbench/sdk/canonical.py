@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import yaml
 
@@ -397,18 +397,17 @@ class _YamlLimitExceeded(yaml.composer.ComposerError):
         self.code = code
 
 
-class _StrictYamlLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate or unhashable keys and non-finite floats.
+class _BoundedComposer(yaml.composer.Composer):
+    """PyYAML's composer, refusing nesting past the depth limit and aliases past the alias limit.
 
-    Its composer is bounded: nesting past the depth limit and aliases past the
-    alias limit are refused while nodes are composed, before construction; an
-    alias to a node still being composed (a cycle) is refused there too. Each alias
-    counts one, plus the aliases inside the node it repeats: nine nested levels of
-    nine aliases each, a few hundred bytes, count as the 9**9 nodes they expand to.
+    Both are refused while nodes are composed, before construction; an alias to a
+    node still being composed (a cycle) is refused there too. Each alias counts one,
+    plus the aliases inside the node it repeats: nine nested levels of nine aliases
+    each, a few hundred bytes, count as the 9**9 nodes they expand to.
     """
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+    def __init__(self) -> None:
+        yaml.composer.Composer.__init__(self)
         limits = _limits
         self._max_depth = limits.max_depth
         self._max_aliases = limits.max_yaml_aliases
@@ -420,7 +419,7 @@ class _StrictYamlLoader(yaml.SafeLoader):
         self._open: set[str] = set()
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
+        event = self.peek_event()  # type: ignore[attr-defined]
         if isinstance(event, yaml.AliasEvent):
             self._count_alias(event)
             return super().compose_node(parent, index)
@@ -462,6 +461,10 @@ class _StrictYamlLoader(yaml.SafeLoader):
                 event.start_mark,
             )
 
+
+class _StrictConstructor(yaml.constructor.SafeConstructor):
+    """SafeConstructor that refuses duplicate or unhashable keys and non-finite floats."""
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _value_node in node.value:
@@ -485,20 +488,82 @@ class _StrictYamlLoader(yaml.SafeLoader):
             )
         return value
 
+    yaml_constructors: ClassVar[dict[str | None, Any]] = {
+        **yaml.constructor.SafeConstructor.yaml_constructors,
+        "tag:yaml.org,2002:float": construct_finite_float,
+    }
 
-_StrictYamlLoader.add_constructor(
-    "tag:yaml.org,2002:float", _StrictYamlLoader.construct_finite_float
-)
+
+class _StrictYamlLoader(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    _BoundedComposer,
+    _StrictConstructor,
+    yaml.resolver.Resolver,
+):
+    """The strict loader in pure Python: PyYAML's reader, scanner and parser."""
+
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        _BoundedComposer.__init__(self)
+        _StrictConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+
+class _YamlLoading(Protocol):
+    def get_single_data(self) -> Any: ...
+
+    def dispose(self) -> None: ...
+
+
+_YAML_LOADER: Callable[[str], _YamlLoading]
+if yaml.__with_libyaml__:
+    from yaml._yaml import CParser
+
+    class _FastStrictYamlLoader(
+        _BoundedComposer, CParser, _StrictConstructor, yaml.resolver.Resolver
+    ):
+        """The strict loader with libyaml's scanner and parser, several times faster.
+
+        Python's composer comes before ``CParser`` in the method order, so its
+        ``get_single_node`` and the bounded ``compose_node`` run instead of
+        libyaml's own composer, which has neither bound.
+        """
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            _BoundedComposer.__init__(self)
+            _StrictConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+    _YAML_LOADER = _FastStrictYamlLoader
+else:
+    # PyYAML built without libyaml (no wheel for the platform, or PYYAML_FORCE_LIBYAML=0
+    # at build time): the pure-Python loader reads the same YAML, refused the same way.
+    _YAML_LOADER = _StrictYamlLoader
 
 
 def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue:
     """Parse YAML safely, refusing duplicate keys; errors carry the line number.
 
-    Bounded as the JSON reader is, and for aliases too (see :class:`_StrictYamlLoader`).
+    Bounded as the JSON reader is, and for aliases too (see :class:`_BoundedComposer`).
     """
     _check_document(text, file, None)
+    return _load_yaml(text, file, _YAML_LOADER)
+
+
+def _load_yaml(
+    text: str, file: str | Path | None, loader: Callable[[str], _YamlLoading]
+) -> JsonValue:
     try:
-        return yaml.load(text, Loader=_StrictYamlLoader)
+        reading = loader(text)
+        try:
+            return reading.get_single_data()
+        finally:
+            reading.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         problem = exc.problem or "invalid YAML"
