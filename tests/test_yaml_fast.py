@@ -45,7 +45,10 @@ def path_taken(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     else:
         monkeypatch.setattr(canonical, "_FAST_YAML_LOADER", None)
     previous = set_input_limits(InputLimits())
+    # Documents read before were kept: this path must read them itself.
+    canonical._parsed_yaml.cache_clear()
     yield str(request.param)
+    canonical._parsed_yaml.cache_clear()
     set_input_limits(previous)
 
 
@@ -229,3 +232,27 @@ def test_non_utf8_bytes_are_refused_by_name_on_both_paths(path_taken: str, tmp_p
         read_yaml(path, display="suite.yaml")
     assert (refused.value.code, refused.value.location.file) == ("malformed_yaml", "suite.yaml")
     assert "not UTF-8" in refused.value.reason
+
+
+def test_a_document_read_again_is_a_fresh_copy(path_taken: str) -> None:
+    text = "a: &shared [1, 2]\nb: *shared\nc: {d: 2026-12-02}\n"
+    first = loads_yaml_strict(text, file="f.yaml")
+    first["a"].append(3)
+    first["c"]["d"] = None
+    again = loads_yaml_strict(text, file="f.yaml")
+    assert repr(again) == _in_python(text)[1]
+    # An alias is the very object its anchor names, read again or not.
+    assert again["a"] is again["b"]
+    assert again is not first
+
+
+def test_a_document_read_again_under_other_limits_is_read_under_them(path_taken: str) -> None:
+    text = "a: {b: {c: 1}}\n"
+    assert loads_yaml_strict(text, file="f.yaml") == {"a": {"b": {"c": 1}}}
+    set_input_limits(InputLimits(max_depth=3))
+    refused = _public(text)
+    assert refused[0] == "refused"
+    assert isinstance(refused[1], tuple)
+    assert refused[1][:3] == ("input_too_deep", "f.yaml", 1)
+    set_input_limits(InputLimits())
+    assert loads_yaml_strict(text, file="f.yaml") == {"a": {"b": {"c": 1}}}

@@ -12,9 +12,11 @@ is composed, before construction builds anything from it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
+import pickle
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -567,6 +569,24 @@ def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue
     refusal (code, wording and line) is the one raised, with or without libyaml.
     """
     _check_document(text, file, None)
+    if len(text) > _KEPT_YAML_CHARS:
+        return _parse_yaml(text, file)
+    return pickle.loads(_parsed_yaml(text, None if file is None else str(file), _limits))
+
+
+# An operations suite reads its spec for every case and an oracle for every control,
+# the same few files many times in one process. A parsed document is kept by its
+# text, name and limits, pickled: every caller gets a copy of its own to change.
+_KEPT_YAML_CHARS = 256 * 1024
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed_yaml(text: str, file: str | None, limits: InputLimits) -> bytes:
+    """``limits`` (the process's, which the loaders read) only keys what is kept."""
+    return pickle.dumps(_parse_yaml(text, file), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _parse_yaml(text: str, file: str | Path | None) -> JsonValue:
     if _FAST_YAML_LOADER is not None and _libyaml_reads_the_same(text):
         try:
             return _construct_yaml(text, _FAST_YAML_LOADER)
