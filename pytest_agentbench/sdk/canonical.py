@@ -464,10 +464,39 @@ class _BoundedComposer(yaml.composer.Composer):
             )
 
 
+_ScalarConstructor = Callable[[Any, yaml.ScalarNode], Any]
+
+
+def _refusing_unreadable(construct: _ScalarConstructor) -> _ScalarConstructor:
+    """``construct``, refusing a scalar it cannot read by name and line, not with a ValueError.
+
+    An explicit tag skips the resolver's patterns (``!!int x`` reaches ``int("x")``),
+    a date can match its pattern and name no day (2001-02-30), and ``int()`` refuses
+    more than 4,300 digits.
+    """
+
+    def read(constructor: Any, node: yaml.ScalarNode) -> Any:
+        try:
+            return construct(constructor, node)
+        except (ValueError, LookupError, TypeError, AttributeError):
+            shown = node.value if len(node.value) <= 40 else node.value[:40] + "..."
+            kind = node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{shown!r} is not a valid {kind}", node.start_mark
+            ) from None
+
+    return read
+
+
 class _StrictConstructor(yaml.constructor.SafeConstructor):
     """SafeConstructor that refuses duplicate or unhashable keys and non-finite floats."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            # "!!set [1]" or "!!map x": the checks below would unpack a scalar or a list.
+            raise yaml.constructor.ConstructorError(
+                None, None, f"expected a mapping, but found a {node.id}", node.start_mark
+            )
         seen: set[Any] = set()
         for key_node, _value_node in node.value:
             key = self.construct_object(key_node, deep=True)
@@ -492,7 +521,15 @@ class _StrictConstructor(yaml.constructor.SafeConstructor):
 
     yaml_constructors: ClassVar[dict[str | None, Any]] = {
         **yaml.constructor.SafeConstructor.yaml_constructors,
-        "tag:yaml.org,2002:float": construct_finite_float,
+        **{
+            f"tag:yaml.org,2002:{kind}": _refusing_unreadable(construct)
+            for kind, construct in (
+                ("bool", yaml.constructor.SafeConstructor.construct_yaml_bool),
+                ("int", yaml.constructor.SafeConstructor.construct_yaml_int),
+                ("float", construct_finite_float),
+                ("timestamp", yaml.constructor.SafeConstructor.construct_yaml_timestamp),
+            )
+        },
     }
 
 
