@@ -565,7 +565,7 @@ if yaml.__with_libyaml__:
     class _FastStrictYamlLoader(
         _BoundedComposer, CParser, _StrictConstructor, yaml.resolver.Resolver
     ):
-        """The strict loader with libyaml's scanner and parser, five times faster.
+        """The strict loader with libyaml's scanner and parser, about five times faster.
 
         Python's composer comes before ``CParser`` in the method order, so its
         ``get_single_node`` and the bounded ``compose_node`` run instead of
@@ -582,11 +582,12 @@ if yaml.__with_libyaml__:
 # Else PyYAML was built without libyaml (no wheel for the platform): every document
 # takes the pure-Python loader, which reads and refuses exactly as the fast path does.
 
-# Where libyaml accepts what PyYAML's scanner refuses, or reads it differently (found
-# by comparing the two on generated documents): a tab after a value or inside a plain
-# scalar, a byte order mark past the first character, the non-specific tag ``!``, a
-# comment right after a block scalar's header (``|#``), and ``?`` inside a plain
-# scalar in a flow collection. A document with any of them takes the pure-Python loader.
+# Where libyaml (0.2.5, 0.2.6) accepts what PyYAML's scanner refuses, or reads it
+# differently (found by comparing the two on generated documents): a tab after a
+# value or inside a plain scalar, a byte order mark past the first character, the
+# non-specific tag ``!``, a comment right after a block scalar's header (``|#``),
+# and ``?`` inside a plain scalar in a flow collection. A document with any of them
+# takes the pure-Python loader.
 _LIBYAML_READS_DIFFERENTLY = re.compile(r"[\t\ufeff!]|[|>][-+0-9]*#")
 _FLOW_COLLECTION = re.compile(r"[\[{]")
 
@@ -628,6 +629,9 @@ def _parse_yaml(text: str, file: str | Path | None) -> JsonValue:
         try:
             return _construct_yaml(text, _FAST_YAML_LOADER)
         except (yaml.YAMLError, UnicodeEncodeError, RecursionError):
+            # libyaml words and places its refusals its own way, and refuses a few
+            # documents PyYAML reads (a lone surrogate cannot even reach it): the
+            # pure-Python loader's answer, value or refusal, is the one given.
             pass
     return _load_yaml_in_python(text, file)
 
