@@ -124,6 +124,8 @@ CORPUS: list[tuple[str, str, tuple[str, int | None] | None]] = [
     ("unhashable explicit key", "ok: 1\n? {x: 1}\n: 2\n", ("malformed_yaml", 2)),
     ("control character", "a: \x01\n", ("malformed_yaml", None)),
     ("lone surrogate", "a: \ud800\n", ("malformed_yaml", None)),
+    ("an escape past U+10FFFF", 'a: 1\nb: "\\U00110000"\n', ("malformed_yaml", 2)),
+    ("an escape past a C int", 'a: "x\n  \\Uffffffff"\n', ("malformed_yaml", 2)),
     ("a date that names no day", "a: 1\nb: 2001-02-30\n", ("malformed_yaml", 2)),
     ("an integer past int()'s digits", "a: " + "9" * 5_000 + "\n", ("malformed_yaml", 1)),
     ("an explicit tag on a value it cannot read", "a: [1, {b: !!int x1}]\n", ("malformed_yaml", 1)),

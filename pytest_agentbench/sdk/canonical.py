@@ -646,7 +646,19 @@ def _construct_yaml(text: str, loader: Callable[[str], _YamlLoading]) -> JsonVal
 
 def _load_yaml_in_python(text: str, file: str | Path | None) -> JsonValue:
     try:
-        return _construct_yaml(text, _StrictYamlLoader)
+        reading = _StrictYamlLoader(text)
+        try:
+            return reading.get_single_data()
+        except (ValueError, OverflowError):
+            # PyYAML's scanner hands a double-quoted "\U" escape to chr() unchecked.
+            raise AgentbenchError(
+                "malformed_yaml",
+                "an escape names no Unicode character (past U+10FFFF)",
+                file=file,
+                line=reading.line + 1,
+            ) from None
+        finally:
+            reading.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         problem = exc.problem or "invalid YAML"
