@@ -12,14 +12,16 @@ is composed, before construction builds anything from it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
+import pickle
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import yaml
 
@@ -397,18 +399,17 @@ class _YamlLimitExceeded(yaml.composer.ComposerError):
         self.code = code
 
 
-class _StrictYamlLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate or unhashable keys and non-finite floats.
+class _BoundedComposer(yaml.composer.Composer):
+    """PyYAML's composer, refusing nesting past the depth limit and aliases past the alias limit.
 
-    Its composer is bounded: nesting past the depth limit and aliases past the
-    alias limit are refused while nodes are composed, before construction; an
-    alias to a node still being composed (a cycle) is refused there too. Each alias
-    counts one, plus the aliases inside the node it repeats: nine nested levels of
-    nine aliases each, a few hundred bytes, count as the 9**9 nodes they expand to.
+    Both are refused while nodes are composed, before construction; an alias to a
+    node still being composed (a cycle) is refused there too. Each alias counts one,
+    plus the aliases inside the node it repeats: nine nested levels of nine aliases
+    each, a few hundred bytes, count as the 9**9 nodes they expand to.
     """
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+    def __init__(self) -> None:
+        yaml.composer.Composer.__init__(self)
         limits = _limits
         self._max_depth = limits.max_depth
         self._max_aliases = limits.max_yaml_aliases
@@ -420,7 +421,7 @@ class _StrictYamlLoader(yaml.SafeLoader):
         self._open: set[str] = set()
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
+        event = self.peek_event()  # type: ignore[attr-defined]
         if isinstance(event, yaml.AliasEvent):
             self._count_alias(event)
             return super().compose_node(parent, index)
@@ -462,7 +463,40 @@ class _StrictYamlLoader(yaml.SafeLoader):
                 event.start_mark,
             )
 
+
+_ScalarConstructor = Callable[[Any, yaml.ScalarNode], Any]
+
+
+def _refusing_unreadable(construct: _ScalarConstructor) -> _ScalarConstructor:
+    """``construct``, refusing a scalar it cannot read by name and line, not with a ValueError.
+
+    An explicit tag skips the resolver's patterns (``!!int x`` reaches ``int("x")``),
+    a date can match its pattern and name no day (2001-02-30), and ``int()`` refuses
+    more than 4,300 digits.
+    """
+
+    def read(constructor: Any, node: yaml.ScalarNode) -> Any:
+        try:
+            return construct(constructor, node)
+        except (ValueError, LookupError, TypeError, AttributeError):
+            shown = node.value if len(node.value) <= 40 else node.value[:40] + "..."
+            kind = node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{shown!r} is not a valid {kind}", node.start_mark
+            ) from None
+
+    return read
+
+
+class _StrictConstructor(yaml.constructor.SafeConstructor):
+    """SafeConstructor that refuses duplicate or unhashable keys and non-finite floats."""
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            # "!!set [1]" or "!!map x": the checks below would unpack a scalar or a list.
+            raise yaml.constructor.ConstructorError(
+                None, None, f"expected a mapping, but found a {node.id}", node.start_mark
+            )
         seen: set[Any] = set()
         for key_node, _value_node in node.value:
             key = self.construct_object(key_node, deep=True)
@@ -485,20 +519,146 @@ class _StrictYamlLoader(yaml.SafeLoader):
             )
         return value
 
+    yaml_constructors: ClassVar[dict[str | None, Any]] = {
+        **yaml.constructor.SafeConstructor.yaml_constructors,
+        **{
+            f"tag:yaml.org,2002:{kind}": _refusing_unreadable(construct)
+            for kind, construct in (
+                ("bool", yaml.constructor.SafeConstructor.construct_yaml_bool),
+                ("int", yaml.constructor.SafeConstructor.construct_yaml_int),
+                ("float", construct_finite_float),
+                ("timestamp", yaml.constructor.SafeConstructor.construct_yaml_timestamp),
+            )
+        },
+    }
 
-_StrictYamlLoader.add_constructor(
-    "tag:yaml.org,2002:float", _StrictYamlLoader.construct_finite_float
-)
+
+class _StrictYamlLoader(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    _BoundedComposer,
+    _StrictConstructor,
+    yaml.resolver.Resolver,
+):
+    """The strict loader in pure Python: PyYAML's reader, scanner and parser."""
+
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        _BoundedComposer.__init__(self)
+        _StrictConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+
+class _YamlLoading(Protocol):
+    def get_single_data(self) -> Any: ...
+
+    def dispose(self) -> None: ...
+
+
+_FAST_YAML_LOADER: Callable[[str], _YamlLoading] | None = None
+if yaml.__with_libyaml__:
+    from yaml._yaml import CParser
+
+    class _FastStrictYamlLoader(
+        _BoundedComposer, CParser, _StrictConstructor, yaml.resolver.Resolver
+    ):
+        """The strict loader with libyaml's scanner and parser, about five times faster.
+
+        Python's composer comes before ``CParser`` in the method order, so its
+        ``get_single_node`` and the bounded ``compose_node`` run instead of
+        libyaml's own composer, which has neither bound.
+        """
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            _BoundedComposer.__init__(self)
+            _StrictConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+    _FAST_YAML_LOADER = _FastStrictYamlLoader
+# Else PyYAML was built without libyaml (no wheel for the platform): every document
+# takes the pure-Python loader, which reads and refuses exactly as the fast path does.
+
+# Where libyaml (0.2.5, 0.2.6) accepts what PyYAML's scanner refuses, or reads it
+# differently (found by comparing the two on generated documents): a tab after a
+# value or inside a plain scalar, a byte order mark past the first character, the
+# non-specific tag ``!``, a comment right after a block scalar's header (``|#``),
+# and ``?`` inside a plain scalar in a flow collection. A document with any of them
+# takes the pure-Python loader.
+_LIBYAML_READS_DIFFERENTLY = re.compile(r"[\t\ufeff!]|[|>][-+0-9]*#")
+_FLOW_COLLECTION = re.compile(r"[\[{]")
+
+
+def _libyaml_reads_the_same(text: str) -> bool:
+    if _LIBYAML_READS_DIFFERENTLY.search(text) is not None:
+        return False
+    return "?" not in text or _FLOW_COLLECTION.search(text) is None
 
 
 def loads_yaml_strict(text: str, *, file: str | Path | None = None) -> JsonValue:
     """Parse YAML safely, refusing duplicate keys; errors carry the line number.
 
-    Bounded as the JSON reader is, and for aliases too (see :class:`_StrictYamlLoader`).
+    Bounded as the JSON reader is, and for aliases too (see :class:`_BoundedComposer`).
+    A document is read by libyaml where PyYAML has it and it reads the document the
+    same way; a document it refuses is read again by the pure-Python loader, whose
+    refusal (code, wording and line) is the one raised, with or without libyaml.
     """
     _check_document(text, file, None)
+    if len(text) > _KEPT_YAML_CHARS:
+        return _parse_yaml(text, file)
+    return pickle.loads(_parsed_yaml(text, None if file is None else str(file), _limits))
+
+
+# An operations suite reads its spec for every case and an oracle for every control,
+# the same few files many times in one process. A parsed document is kept by its
+# text, name and limits, pickled: every caller gets a copy of its own to change.
+_KEPT_YAML_CHARS = 256 * 1024
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed_yaml(text: str, file: str | None, limits: InputLimits) -> bytes:
+    """``limits`` (the process's, which the loaders read) only keys what is kept."""
+    return pickle.dumps(_parse_yaml(text, file), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _parse_yaml(text: str, file: str | Path | None) -> JsonValue:
+    if _FAST_YAML_LOADER is not None and _libyaml_reads_the_same(text):
+        try:
+            return _construct_yaml(text, _FAST_YAML_LOADER)
+        except (yaml.YAMLError, UnicodeEncodeError, RecursionError):
+            # libyaml words and places its refusals its own way, and refuses a few
+            # documents PyYAML reads (a lone surrogate cannot even reach it): the
+            # pure-Python loader's answer, value or refusal, is the one given.
+            pass
+    return _load_yaml_in_python(text, file)
+
+
+def _construct_yaml(text: str, loader: Callable[[str], _YamlLoading]) -> JsonValue:
+    reading = loader(text)
     try:
-        return yaml.load(text, Loader=_StrictYamlLoader)
+        return reading.get_single_data()
+    finally:
+        reading.dispose()
+
+
+def _load_yaml_in_python(text: str, file: str | Path | None) -> JsonValue:
+    try:
+        reading = _StrictYamlLoader(text)
+        try:
+            return reading.get_single_data()
+        except (ValueError, OverflowError):
+            # PyYAML's scanner hands a double-quoted "\U" escape to chr() unchecked.
+            raise AgentbenchError(
+                "malformed_yaml",
+                "an escape names no Unicode character (past U+10FFFF)",
+                file=file,
+                line=reading.line + 1,
+            ) from None
+        finally:
+            reading.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         problem = exc.problem or "invalid YAML"
