@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import secrets
 import sys
 import threading
 import time
@@ -103,8 +104,9 @@ class Probe:
             handle.write(str(subprocess.Popen(["setsid", "sleep", "1000"]).pid))
         os._exit(3)
 
-    def setsid_and_hang(self):
-        subprocess.Popen(["setsid", "sleep", "1000"])
+    def setsid_and_hang(self, mark):
+        # Its environment marks the grandchild: other tests' processes sleep 1000 s too.
+        subprocess.Popen(["setsid", "sleep", "1000"], env={**os.environ, "PROBE_MARK": mark})
         time.sleep(1000)
 
     def where(self):
@@ -682,13 +684,17 @@ def a_hang_ends_the_whole_tree_setsid_included(probe_module: Any) -> None:
     probe = host.remote(probe_module.Probe())
     child = probe.pid()
     table_before = processes.process_table()
+    mark = secrets.token_hex(8)
     with pytest.raises(CaseTimeout):
-        probe.setsid_and_hang()
+        probe.setsid_and_hang(mark)
     assert _gone(child)
     leftovers = {
         entry.pid
         for entry in processes.process_table().values()
-        if entry.pid not in table_before and entry.session != os.getsid(0) and _is_sleep(entry.pid)
+        if entry.pid not in table_before
+        and entry.session != os.getsid(0)
+        and _is_sleep(entry.pid)
+        and f"PROBE_MARK={mark}".encode() in _environment(entry.pid)
     }
     host.close()
     assert not leftovers
@@ -703,6 +709,13 @@ def test_what_a_dead_child_left_behind_is_found_and_ended(
     # The orphan left the child's session and lost its parent: its environment names it.
     assert _gone(int((tmp_path / "orphan.pid").read_text()))
     assert probe.answer("1+1") == 2
+
+
+def _environment(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
 
 
 def _is_sleep(pid: int) -> bool:
