@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import os
 import shutil
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -197,13 +198,32 @@ KIT_CASES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def suites_under_test(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[Target], SuiteUnderTest]:
+    """One suite under test per target, shared by its checks as ``check_world`` shares one
+    among a suite's checks: the reference run two checks read is made once per target.
+    (No check changes the suite in place: what it tampers with is a copy.)"""
+    made: dict[Target, SuiteUnderTest] = {}
+
+    def under_test(target: Target) -> SuiteUnderTest:
+        if target not in made:
+            base = tmp_path_factory.mktemp(f"kit-{target.kind}")
+            _, suite_dir = place_suite(target, base / "placed", sealed_oracle=True)
+            made[target] = SuiteUnderTest(
+                suite_dir, registry=REGISTRY, workdir=base / "kit", plugins=("tests.demo_world",)
+            )
+        return made[target]
+
+    return under_test
+
+
 @pytest.mark.parametrize(("target", "check"), KIT_CASES)
-def test_the_world_passes_the_conformance_kit(target: Target, check: str, tmp_path: Path) -> None:
-    _, suite_dir = place_suite(target, tmp_path / "placed", sealed_oracle=True)
-    under_test = SuiteUnderTest(
-        suite_dir, registry=REGISTRY, workdir=tmp_path / "kit", plugins=("tests.demo_world",)
-    )
-    outcome = run_check(check, under_test)
+def test_the_world_passes_the_conformance_kit(
+    target: Target, check: str, suites_under_test: Callable[[Target], SuiteUnderTest]
+) -> None:
+    outcome = run_check(check, suites_under_test(target))
     if outcome.status == "not_applicable":
         pytest.skip(outcome.detail)
     assert outcome.status == "passed", outcome.detail

@@ -10,7 +10,8 @@ short case limit all of its cases must overrun, and the other cases under a
 generous one; under xdist a few of each share a session and a one-second limit, on
 one worker (``-n 1``): each worker has an isolated process of its own and ends its
 faults as a serial session does, nothing of it is aggregated across workers, and a
-second worker would only cost its start-up and its own isolated process.
+second worker would only cost its start-up and its own isolated process. The three
+sessions share nothing but the project and run at once, so that the hangs' waits overlap.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ the grandchild outlived the session; an exit and a signal, an unencodable value)
 cases around them, each costing its own case on a worker. Without xdist every fault runs;
 ``-n 0`` is the serial path again."""
 
-MODES = [pytest.param([], id="no-xdist"), pytest.param(["-n", "1"], id="n1")]
+XDIST_ARGS = ["-n", "1"]
 
 SHARED_LIMIT = 1
 """The case limit of a session where hangs and cases that must finish run side by side."""
@@ -332,28 +333,30 @@ def _check(
     assert (accuracy["numerator"], accuracy["denominator"]) == (len(passing), len(selected))
 
 
-@pytest.mark.parametrize("xdist_args", MODES)
-def test_every_hang_and_crash_costs_one_case_when_isolated(
-    project: pytest.Pytester, xdist_args: list[str]
-) -> None:
-    if xdist_args:
-        sessions = [(list(SUBSET), SHARED_LIMIT)]
-    else:
-        # Every fault: the hangs under a short limit, every other under a generous one, in
-        # two sessions that run at once (each its own adapter process), so their waits overlap.
-        everything = list(_questions())
-        sessions = [
-            ([case for case in everything if case in TIMEOUTS], HANG_LIMIT),
-            ([case for case in everything if case not in TIMEOUTS], FINISHING_LIMIT),
-        ]
+def test_every_hang_and_crash_costs_one_case_when_isolated(project: pytest.Pytester) -> None:
+    # Without xdist every fault: the hangs under a short limit, every other under a generous
+    # one; under xdist the subset under one shared limit. The three sessions run at once (each
+    # its own adapter processes), so that the hangs' waits overlap the others' work.
+    everything = list(_questions())
+    sessions = [
+        ([case for case in everything if case in TIMEOUTS], HANG_LIMIT, []),
+        ([case for case in everything if case not in TIMEOUTS], FINISHING_LIMIT, []),
+        (list(SUBSET), SHARED_LIMIT, XDIST_ARGS),
+    ]
     with ThreadPoolExecutor(len(sessions)) as pool:
         started = [
             pool.submit(_session, project.path, cases, limit, xdist_args)
-            for cases, limit in sessions
+            for cases, limit, xdist_args in sessions
         ]
         results = [future.result() for future in started]
-    for result, (cases, limit) in zip(results, sessions, strict=True):
-        _check(result, project.path, cases, limit, xdist_args)
+    failed = []
+    for result, (cases, limit, xdist_args) in zip(results, sessions, strict=True):
+        try:
+            _check(result, project.path, cases, limit, xdist_args)
+        except AssertionError as error:
+            mode = " ".join(xdist_args) or "no xdist"
+            failed.append(f"{mode}, limit {limit:g}: {error}\n{result.stdout.str()[-3000:]}")
+    assert not failed, "\n\n".join(failed)
     # Nothing outlives the sessions: not the adapter's processes, not what they started.
     assert (
         _wait_gone(_pids(project.path / "child.pid") | _pids(project.path / "grandchild.pid"))

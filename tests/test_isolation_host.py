@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import secrets
 import sys
 import threading
 import time
+import traceback
 import types
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -102,8 +104,9 @@ class Probe:
             handle.write(str(subprocess.Popen(["setsid", "sleep", "1000"]).pid))
         os._exit(3)
 
-    def setsid_and_hang(self):
-        subprocess.Popen(["setsid", "sleep", "1000"])
+    def setsid_and_hang(self, mark):
+        # Its environment marks the grandchild: other tests' processes sleep 1000 s too.
+        subprocess.Popen(["setsid", "sleep", "1000"], env={**os.environ, "PROBE_MARK": mark})
         time.sleep(1000)
 
     def where(self):
@@ -437,7 +440,7 @@ def test_a_crash_fails_the_call_and_the_next_call_gets_a_new_process(
     assert host.starts == 2
 
 
-def test_a_hang_is_a_timeout_and_the_process_is_killed(probe_module: Any) -> None:
+def a_hang_is_a_timeout_and_the_process_is_killed(probe_module: Any) -> None:
     # No alarm is armed here: a call may take the limit and CALL_SLACK (a second), which
     # is what a hang waits and what the calls that answer have.
     host = IsolatedAdapters(timeout=0.2)
@@ -455,7 +458,7 @@ def test_a_hang_is_a_timeout_and_the_process_is_killed(probe_module: Any) -> Non
         host.close()
 
 
-def test_a_process_ignoring_sigterm_is_killed_after_the_grace(probe_module: Any) -> None:
+def a_process_ignoring_sigterm_is_killed_after_the_grace(probe_module: Any) -> None:
     host = IsolatedAdapters(timeout=0.2, grace=0.2)
     try:
         probe = host.remote(probe_module.Probe())
@@ -676,18 +679,22 @@ def test_what_the_adapter_starts_when_built_lives_with_the_process(probe_module:
     assert _gone(helper)
 
 
-def test_a_hang_ends_the_whole_tree_setsid_included(probe_module: Any, tmp_path: Path) -> None:
+def a_hang_ends_the_whole_tree_setsid_included(probe_module: Any) -> None:
     host = IsolatedAdapters(timeout=0.2)
     probe = host.remote(probe_module.Probe())
     child = probe.pid()
     table_before = processes.process_table()
+    mark = secrets.token_hex(8)
     with pytest.raises(CaseTimeout):
-        probe.setsid_and_hang()
+        probe.setsid_and_hang(mark)
     assert _gone(child)
     leftovers = {
         entry.pid
         for entry in processes.process_table().values()
-        if entry.pid not in table_before and entry.session != os.getsid(0) and _is_sleep(entry.pid)
+        if entry.pid not in table_before
+        and entry.session != os.getsid(0)
+        and _is_sleep(entry.pid)
+        and f"PROBE_MARK={mark}".encode() in _environment(entry.pid)
     }
     host.close()
     assert not leftovers
@@ -704,6 +711,13 @@ def test_what_a_dead_child_left_behind_is_found_and_ended(
     assert probe.answer("1+1") == 2
 
 
+def _environment(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
 def _is_sleep(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"1000"]
@@ -711,9 +725,7 @@ def _is_sleep(pid: int) -> bool:
         return False
 
 
-def test_start_up_has_its_own_limit_and_an_overrun_is_reported_once(
-    probe_module: Any,
-) -> None:
+def start_up_has_its_own_limit_and_an_overrun_is_reported_once(probe_module: Any) -> None:
     # Rebuilding takes longer than the case limit: not charged to the case.
     host = IsolatedAdapters(timeout=0.2, startup_timeout=60)
     try:
@@ -751,6 +763,32 @@ def test_start_up_has_its_own_limit_and_an_overrun_is_reported_once(
         assert host.starts == starts, "an overrun start-up is not tried again"
     finally:
         host.close()
+
+
+WAITING_SCENARIOS = (
+    a_hang_is_a_timeout_and_the_process_is_killed,
+    a_process_ignoring_sigterm_is_killed_after_the_grace,
+    a_hang_ends_the_whole_tree_setsid_included,
+    start_up_has_its_own_limit_and_an_overrun_is_reported_once,
+)
+"""Each waits out a limit (a call's, a kill's grace, a start-up's) with a host of its own."""
+
+
+def test_hangs_kills_and_start_ups_are_each_bounded_by_their_own_limit(
+    probe_module: Any,
+) -> None:
+    # The scenarios share nothing but the probe's module: they run at once, so that their
+    # waits overlap; each one's failure is reported by its name.
+    with ThreadPoolExecutor(len(WAITING_SCENARIOS)) as pool:
+        started = {
+            scenario.__name__: pool.submit(scenario, probe_module) for scenario in WAITING_SCENARIOS
+        }
+    failed = [
+        f"{name}:\n{''.join(traceback.format_exception(error))}"
+        for name, future in started.items()
+        if (error := future.exception()) is not None
+    ]
+    assert not failed, "\n\n".join(failed)
 
 
 def test_the_child_works_outside_the_project_with_no_path_to_its_suites(

@@ -7,20 +7,24 @@ than its own case. Its module takes longer to load than a case may run, so the
 cases after each fault pass only if a process's restart is not charged to the next
 case. A last session, whose start-up allowance the module overruns, is refused
 before any case. (Three sessions, each waiting out a start-up, two a hang too: why it
-takes seconds.) A resumed run in a pool, merged exactly, is
+takes seconds; the serial one runs in a process of its own while the other two run here,
+so that their waits overlap.) A resumed run in a pool, merged exactly, is
 ``tests/test_plugin_rerun.py``'s isolated pool killed and resumed from its journal.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.demo_world import write_demo_suite
+from tests.shared_sessions import run_session
 from tests.test_plugin_concurrency import junit_normalised, normalised
 
 SLOW_START = 1.25
@@ -42,8 +46,9 @@ PIDS = Path(__file__).resolve().parent / "pids"
 
 class Faulty:
     def answer(self, question):
+        # Its session's process (the parent) too: two sessions at once append here.
         with PIDS.open("a") as handle:
-            handle.write(f"{{os.getpid()}}\\n")
+            handle.write(f"{{os.getppid()}} {{os.getpid()}}\\n")
         left, right = (int(part) for part in question.split("+"))
         if left == 90:
             time.sleep(3600)  # ends only when its process is ended
@@ -59,6 +64,9 @@ class Faulty:
 FAULTS = {"c02": "90+0", "c05": "91+0", "c07": "92+0", "c09": "93+0"}
 QUESTIONS = {f"c{index:02d}": f"{index}+1" for index in range(12)} | FAULTS
 
+OUTER_LIMIT = 120.0
+"""The test's own limit on the serial session: generous, never what is tested."""
+
 TIMED_OUT = re.compile(r"timed out after \d+\.\ds")
 
 
@@ -73,36 +81,50 @@ def _junit(path: Path) -> list[str]:
     return [TIMED_OUT.sub("timed out after -s", line) for line in junit_normalised(path)]
 
 
-def _run(project: pytest.Pytester, name: str, *args: str) -> tuple[pytest.RunResult, Any]:
-    report = project.path / f"{name}.json"
-    result = project.runpytest(
+def _arguments(name: str, *args: str) -> list[str]:
+    return [
         "--agentbench-adapter=faulty:Faulty",
         "--agentbench-isolate",
         f"--agentbench-timeout={LIMIT}",
-        f"--agentbench-report={report}",
+        f"--agentbench-report={name}.json",
         f"--junitxml={name}.xml",
-        "-p",
-        "no:cacheprovider",
         "-m",
         "not agentbench_control",
         *args,
-    )
-    return result, json.loads(report.read_text())
+    ]
 
 
 def test_a_pool_of_isolated_processes_reports_as_one_process_does(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path, questions=QUESTIONS)
     demo.makepyfile(faulty=FAULTY)
-    pids = demo.path / "pids"
-    runs = {}
-    used: dict[str, set[int]] = {}
-    for name, extra in {"serial": (), "pooled": ("--agentbench-concurrency=2",)}.items():
-        runs[name] = _run(demo, name, *extra)
-        used[name] = {int(line) for line in pids.read_text().split()}
-        pids.unlink()
-    for result, _ in runs.values():
+    # The serial session in a process of its own, the pool's here meanwhile.
+    with ThreadPoolExecutor(1) as pool:
+        started = pool.submit(run_session, demo.path, *_arguments("serial"), timeout=OUTER_LIMIT)
+        pooled_run = demo.runpytest(
+            "-p", "no:cacheprovider", *_arguments("pooled", "--agentbench-concurrency=2")
+        )
+        # An allowance the start-up overruns refuses the run once, before any case.
+        refused = demo.runpytest(
+            "--agentbench-adapter=faulty:Faulty",
+            "--agentbench-isolate",
+            "-o",
+            "agentbench_isolate_startup_timeout=0.5",
+        )
+        serial_run = started.result()
+    for result in (serial_run, pooled_run):
         result.assert_outcomes(passed=len(QUESTIONS) - len(FAULTS), failed=len(FAULTS))
-    serial, pooled = runs["serial"][1], runs["pooled"][1]
+    # Each isolated process by the session that started it: the pool's is this process.
+    used: dict[str, set[int]] = {"serial": set(), "pooled": set()}
+    serial_sessions = set()
+    for line in (demo.path / "pids").read_text().splitlines():
+        parent, child = (int(part) for part in line.split())
+        if parent == os.getpid():
+            used["pooled"].add(child)
+        else:
+            used["serial"].add(child)
+            serial_sessions.add(parent)
+    assert len(serial_sessions) == 1, "every serial process was started by its one session"
+    serial, pooled = (json.loads((demo.path / f"{name}.json").read_text()) for name in used)
     assert _comparable(pooled) == _comparable(serial)
     assert _junit(demo.path / "pooled.xml") == _junit(demo.path / "serial.xml")
     cases = {e["result"]["case_id"]: e["result"] for e in pooled["suites"][0]["cases"]}
@@ -117,9 +139,6 @@ def test_a_pool_of_isolated_processes_reports_as_one_process_does(demo: pytest.P
     # replaced once: a pool of two shows it, a larger one would only start more).
     assert len(used["serial"]) == 3
     assert len(used["pooled"]) > 3
-    # An allowance the start-up overruns refuses the run once, before any case.
-    demo.makeini("[pytest]\nagentbench_isolate_startup_timeout = 0.5\n")
-    refused = demo.runpytest("--agentbench-adapter=faulty:Faulty", "--agentbench-isolate")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(
         [

@@ -17,7 +17,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.run.session import SuiteLoader
 from pytest_agentbench.sdk.registry import WorldRegistry
@@ -25,6 +24,7 @@ from pytest_agentbench.sdk.runner import run_case
 from pytest_agentbench.tools import Receipt
 from tests import demo_world, tool_agents
 from tests.demo_world import TOOLS_WORLD, write_demo_suite
+from tests.reports import assert_valid_report
 
 SUITE = "demo-tools-suite"
 TIMEOUT = 1.0
@@ -96,7 +96,7 @@ def run(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[st
         *args,
     )
     document = json.loads(report.read_text())
-    jsonschema.validate(document, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    assert_valid_report(document)
     (suite,) = document["suites"]
     return result, {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
 

@@ -83,6 +83,7 @@ class SuiteUnderTest:
         self.kind = loaded.world.kind
         self.oracle_relative = os.path.relpath(loaded.suite.oracle_root, self.source)
         self._copies = 0
+        self._reference: list[CaseResult] | None = None
 
     def _folder(self, suite: str | os.PathLike[str]) -> Path:
         shipped = self.registry.suites().get(os.fspath(suite))
@@ -115,6 +116,13 @@ class SuiteUnderTest:
             )
             shutil.copytree(oracle_source, oracle_copy)
         return suite_dir
+
+    def reference_results(self) -> list[CaseResult]:
+        """The reference agent's graded results from a fresh load, run once per suite under
+        test: the checks that read them share the run (a rerun check makes its own second)."""
+        if self._reference is None:
+            self._reference = _reference_results(self)
+        return self._reference
 
     def state(self) -> AgentbenchState:
         """A run's state over the registry, as ``agentbench evaluate`` builds it."""
@@ -201,7 +209,7 @@ def check_byte_identical_reruns(target: SuiteUnderTest) -> None:
         _views(target.load()) == _views(target.load()),
         "two loads hand the adapter different public views",
     )
-    first, second = _reference_results(target), _reference_results(target)
+    first, second = target.reference_results(), _reference_results(target)
     differing = [
         one.case_id
         for one, again in zip(first, second, strict=True)
@@ -225,7 +233,7 @@ def check_no_leak_canary(target: SuiteUnderTest) -> None:
         _fail_unless(not leaked, f"oracle canaries visible to the adapter: {leaked[:3]}")
     leaks = [
         result.failure_reason
-        for result in _reference_results(target)
+        for result in target.reference_results()
         if result.failure_reason and result.failure_reason.startswith(f"[{LEAK_CODE}]")
     ]
     _fail_unless(not leaks, f"the reference run reached an oracle canary: {leaks[:1]}")

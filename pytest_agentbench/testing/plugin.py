@@ -6,7 +6,13 @@ option is given. The checks import the core when an item runs, not here.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+from typing import TYPE_CHECKING
+
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_agentbench.testing import SuiteUnderTest
 
 
 class ConformanceItem(pytest.Item):
@@ -19,18 +25,9 @@ class ConformanceItem(pytest.Item):
         self.add_marker("agentbench_conformance")
 
     def runtest(self) -> None:
-        from pytest_agentbench.run.session import get_state
-        from pytest_agentbench.testing import SuiteUnderTest, run_check
-        from pytest_agentbench.testing.checks import work_folder
+        from pytest_agentbench.testing import run_check
 
-        with work_folder() as folder:
-            target = SuiteUnderTest(
-                self.suite,
-                registry=get_state(self.config).registry,
-                workdir=folder,
-                plugins=invocation_plugins(self.config),
-            )
-            outcome = run_check(self.check, target)
+        outcome = run_check(self.check, suite_under_test(self.config, self.suite))
         if outcome.status == "not_applicable":
             pytest.skip(outcome.detail)
         if outcome.status == "failed":
@@ -51,6 +48,30 @@ class ConformanceItem(pytest.Item):
 
 class ConformanceError(Exception):
     """A failed check, reported as one line rather than a traceback."""
+
+
+_UNDER_TEST = pytest.StashKey[dict[str, "SuiteUnderTest"]]()
+
+
+def suite_under_test(config: pytest.Config, suite: str) -> SuiteUnderTest:
+    """One suite under test per suite and process, shared by its checks as ``check_world``
+    shares one (the reference run two checks read is made once); its work folder is removed
+    when the session ends."""
+    from pytest_agentbench.run.session import get_state
+    from pytest_agentbench.testing import SuiteUnderTest
+    from pytest_agentbench.testing.checks import work_folder
+
+    shared = config.stash.setdefault(_UNDER_TEST, {})
+    if suite not in shared:
+        folders = ExitStack()
+        config.add_cleanup(folders.close)
+        shared[suite] = SuiteUnderTest(
+            suite,
+            registry=get_state(config).registry,
+            workdir=folders.enter_context(work_folder()),
+            plugins=invocation_plugins(config),
+        )
+    return shared[suite]
 
 
 def invocation_plugins(config: pytest.Config) -> tuple[str, ...]:
