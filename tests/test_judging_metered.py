@@ -13,16 +13,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from pytest_agentbench.cli.main import main
 from pytest_agentbench.report.html import render_html
-from pytest_agentbench.report.json_report import SCHEMA_PATH
 from pytest_agentbench.sdk.canonical import artifact_set_digest, tree_files
 from tests.demo_runs import demo_project, run_cases
 from tests.demo_world import MANIFEST
 from tests.judge_server import ScriptedJudges
+from tests.reports import assert_valid_report
 from tests.test_cli_judging import ADAPTERS, GATE, QUESTIONS
 from tests.test_judging import RUBRIC
 
@@ -191,7 +190,7 @@ def audit_refusals(folder: Path, pricing: Path, capsys: pytest.CaptureFixture[st
 
 def json_and_html_carry_the_judged_numbers(folder: Path, report: dict[str, Any]) -> None:
     # The JSON report carries the judged numbers beside its untouched outcomes.
-    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+    assert_valid_report(report)
     assert [e["result"]["outcome"] for e in report["suites"][0]["cases"]] == ["passed"] * 4
     assert report["model_run"]["calls"] == 0, "judge calls are not the model run's"
     rubric = report["judged"]["rubrics"][0]

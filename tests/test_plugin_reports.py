@@ -7,14 +7,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]  # no stubs in the test extra
 import pytest
 
 from pytest_agentbench.report.json_report import SCHEMA_PATH, schema_text
 from pytest_agentbench.sdk.canonical import artifact_set_digest, tree_files
 from tests.conftest import XDIST_ARGS
 from tests.demo_world import DEMO_CONTROLS, write_demo_suite
-from tests.reports import normalised
+from tests.reports import assert_valid_report, normalised
 
 
 def run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
@@ -148,7 +147,7 @@ WRONG_BUT_ON_C3 = "class Agent:\n    def answer(self, question):\n        return
 def check_report_content(report: dict[str, Any], root: Path) -> None:
     """The run report of WRONG_BUT_ON_C3 on the demo suite with its control."""
     suite_dir = root / "suites" / "demo-suite"
-    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+    assert_valid_report(report)
     assert report["schema_version"] == "agentbench-run-report/3"
     assert report["exit_status"] == 1
     assert set(report["environment"]) == {"python", "pytest", "plugin", "platform", "git_commit"}
