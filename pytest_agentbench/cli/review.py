@@ -270,7 +270,9 @@ def serving(report: Path, port: int = 0) -> Iterator[str]:
             return None
 
     server = ThreadingHTTPServer((LOOPBACK, port), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # Polled for shutdown every 50 ms, not serve_forever's default half-second: ending the
+    # review then takes no noticeable wait.
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://{LOOPBACK}:{server.server_address[1]}/"
