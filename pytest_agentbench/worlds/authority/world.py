@@ -27,6 +27,7 @@ from pytest_agentbench.sdk import (
     MalformedOutput,
     MetricSpec,
     Outcome,
+    Pristine,
     Suite,
     SuiteConfig,
     call_adapter,
@@ -64,6 +65,8 @@ class LoadedAuthority:
     public_root: Path
     public_display: str
     cases: tuple[Case, ...]
+    views: Pristine[PublicBundle]
+    """The bundle as loaded, from which every case gets its own copy."""
 
 
 @dataclass(frozen=True)
@@ -256,7 +259,11 @@ class AuthorityWorld:
             if event.payload.event_type == "action_attempted"
         )
         return LoadedAuthority(
-            bundle=public, public_root=public_root, public_display=display, cases=cases
+            bundle=public,
+            public_root=public_root,
+            public_display=display,
+            cases=cases,
+            views=Pristine(public),
         )
 
     def cases(self, suite: Suite) -> Sequence[Case]:
@@ -266,7 +273,7 @@ class AuthorityWorld:
         # A fresh copy per case: a frozen model still yields to object.__setattr__
         # and its dicts to item assignment, and one case's change must not reach
         # the next case, the controls or the oracle's digest binding.
-        return _data(suite).bundle.model_copy(deep=True)
+        return _data(suite).views.copy()
 
     def reference_agent(self) -> agents.ReferenceAgent:
         return agents.ReferenceAgent()
