@@ -13,6 +13,7 @@ from pytest_agentbench.scoring.stats import (
     BootstrapResult,
     HolmResult,
     RatioUnit,
+    _remembered_class_bootstrap,
     binomial_variate,
     cohens_kappa,
     holm_bonferroni,
@@ -572,3 +573,18 @@ def test_ratio_bootstrap_matches_the_plain_definition_on_many_seeded_inputs() ->
         assert plain == (
             None if fast is None else (fast.difference, fast.low, fast.high, fast.resamples_used)
         )
+
+
+def test_ratio_bootstrap_remembers_intervals_by_the_exact_spelling_of_the_units() -> None:
+    ints = [RatioUnit(1, 1, 0, 1)] * 3 + [RatioUnit(0, 1, 0, 1)]
+    floats = [RatioUnit(*map(float, unit)) for unit in ints]
+    _remembered_class_bootstrap.cache_clear()
+    first = ratio_bootstrap(ints, seed=9, resamples=500)
+    # The same units in another order are the same classes: the interval is remembered.
+    assert ratio_bootstrap(list(reversed(ints)), seed=9, resamples=500) is first
+    # Equal units spelt otherwise are worked out on their own (and agree here).
+    assert ratio_bootstrap(floats, seed=9, resamples=500) == first
+    assert _remembered_class_bootstrap.cache_info().misses == 2
+    # Non-finite units are never remembered.
+    ratio_bootstrap([RatioUnit(math.inf, 1, 0, 1)], seed=9, resamples=500)
+    assert _remembered_class_bootstrap.cache_info().misses == 2

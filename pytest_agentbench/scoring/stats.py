@@ -11,13 +11,14 @@ input, so they raise :class:`ValueError` rather than a located refusal.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
-from itertools import islice
+from itertools import chain, islice
 from typing import NamedTuple
 
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
@@ -405,6 +406,36 @@ def ratio_bootstrap(
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     _check_confidence(confidence)
+    classes = Counter(units)
+    keys = tuple(sorted(classes))
+    weights = tuple(classes[key] for key in keys)
+    if all(map(math.isfinite, chain.from_iterable(keys))):
+        # Equal units of different types (1 and 1.0) or signs (0.0 and -0.0) may
+        # compute differently, so the classes' exact spelling is part of the key.
+        return _remembered_class_bootstrap(
+            repr((keys, weights)),
+            keys,
+            weights,
+            paired=paired,
+            resamples=resamples,
+            seed=seed,
+            confidence=confidence,
+        )
+    return _class_bootstrap(
+        keys, weights, paired=paired, resamples=resamples, seed=seed, confidence=confidence
+    )
+
+
+def _class_bootstrap(
+    keys: tuple[RatioUnit, ...],
+    weights: tuple[int, ...],
+    *,
+    paired: bool,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> RatioBootstrap | None:
+    """:func:`ratio_bootstrap` of the distinct units ``keys`` (sorted), held ``weights`` times."""
 
     def statistic(an: float, ad: float, bn: float, bd: float) -> float | None:
         after = _ratio(an, ad)
@@ -413,16 +444,13 @@ def ratio_bootstrap(
         before = _ratio(bn, bd)
         return None if after is None or before is None else after - before
 
-    classes = Counter(units)
-    keys = sorted(classes)
-    weights = [classes[key] for key in keys]
     observed = statistic(
         *(math.fsum(w * key[i] for key, w in zip(keys, weights, strict=True)) for i in range(4))
     )
     if observed is None:
         return None
     rng = random.Random(seed)
-    total = len(units)
+    total = sum(weights)
     # A resample's statistic depends only on its class counts, and a few
     # classes over a few units allow few distinct counts: each is worked out once.
     known: dict[tuple[int, ...], tuple[float, ...]] = {}
@@ -447,6 +475,25 @@ def ratio_bootstrap(
         low=_percentile(values, tail),
         high=_percentile(values, 1.0 - tail),
         resamples_used=len(values),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered_class_bootstrap(
+    spelling: str,
+    keys: tuple[RatioUnit, ...],
+    weights: tuple[int, ...],
+    *,
+    paired: bool,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> RatioBootstrap | None:
+    """:func:`_class_bootstrap`, remembered: a run's summary, its comparison and its
+    reports ask for the same interval of the same units and seed more than once, and
+    the result is an immutable record."""
+    return _class_bootstrap(
+        keys, weights, paired=paired, resamples=resamples, seed=seed, confidence=confidence
     )
 
 
