@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import copy
+import datetime
+import enum
 from typing import Any
 
-from pytest_agentbench.sdk import JsonValue, Pristine, Record, copy_json
+import pydantic
+
+from pytest_agentbench.sdk import JsonValue, Record, copy_json, copy_model
 
 
 def _json_value() -> dict[str, JsonValue]:
@@ -49,25 +53,54 @@ def test_copy_json_deep_copies_what_is_not_json() -> None:
     assert original == {"pair": ([1, 2], "x"), "bytes": bytearray(b"ab")}
 
 
+class _Colour(enum.Enum):
+    RED = "red"
+
+
 class _Leaf(Record):
     names: dict[str, list[str]]
+    when: datetime.datetime
+    colour: _Colour = _Colour.RED
 
 
 class _Tree(Record):
     leaves: tuple[_Leaf, ...]
     label: str
+    note: str | None = None
 
 
-def test_pristine_hands_out_independent_copies_of_the_value_as_given() -> None:
-    tree = _Tree(leaves=(_Leaf(names={"a": ["x"]}),), label="t")
-    pristine = Pristine(tree)
-    first, second = pristine.copy(), pristine.copy()
-    assert first == second == tree
-    assert first is not tree
-    assert first.leaves[0] is not tree.leaves[0]
-    # Changes to a copy, even ones a frozen model yields to, reach nothing else.
-    first.leaves[0].names["a"].append("y")
-    object.__setattr__(first, "label", "changed")
-    # Nor do later changes to the value given.
-    tree.leaves[0].names.clear()
-    assert second == pristine.copy() == _Tree(leaves=(_Leaf(names={"a": ["x"]}),), label="t")
+class _Open(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+    _cache: dict[str, list[int]] = pydantic.PrivateAttr(default_factory=dict)
+
+
+def _tree() -> _Tree:
+    when = datetime.datetime(2026, 12, 2, tzinfo=datetime.UTC)
+    return _Tree(leaves=(_Leaf(names={"a": ["x"]}, when=when),), label="t")
+
+
+def test_copy_model_is_what_a_deep_model_copy_is_and_shares_nothing_mutable() -> None:
+    tree = _tree()
+    copied = copy_model(tree)
+    assert copied == tree == tree.model_copy(deep=True)
+    assert copied.model_fields_set == tree.model_fields_set == {"leaves", "label"}
+    assert copied.leaves is not tree.leaves
+    assert copied.leaves[0] is not tree.leaves[0]
+    # Immutable scalars are shared; everything a change can reach is not.
+    assert copied.leaves[0].when is tree.leaves[0].when
+    copied.leaves[0].names["a"].append("y")
+    object.__setattr__(copied, "label", "changed")
+    object.__setattr__(copied.leaves[0], "colour", None)
+    assert tree == _tree()
+
+
+def test_copy_model_copies_extra_fields_and_private_attributes() -> None:
+    model = _Open.model_validate({"free": {"k": [1]}})
+    model._cache["seen"] = [1]
+    copied = copy_model(model)
+    assert copied.model_dump() == {"free": {"k": [1]}}
+    assert copied._cache == {"seen": [1]}
+    copied.__pydantic_extra__["free"]["k"].append(2)  # type: ignore[index]
+    copied._cache["seen"].append(2)
+    assert model.model_dump() == {"free": {"k": [1]}}
+    assert model._cache == {"seen": [1]}

@@ -3,37 +3,46 @@
 A world gives each case its own copy of the public view (and each tool call
 its own copy of the records it serves) so an adapter that mutates what it was
 given cannot reach the next case, the controls or the oracle. ``copy.deepcopy``
-does that for any object, but it walks every value through a memo in Python
-and dominates the cost of a case. The two helpers here make the same
-guarantee for the two shapes worlds hand out:
+does that for any object, but it dispatches every value through a memo in
+Python and dominates the cost of a case. The helpers here make the same
+guarantee for the shapes worlds hand out, several times faster:
 
-* :func:`copy_json` for JSON values (dicts, lists and scalars): containers
-  are rebuilt, immutable scalars shared;
-* :class:`Pristine` for a model (or any picklable object) handed out many
-  times: pickled once, each copy is one ``pickle.loads``.
+* :func:`copy_json` for JSON values (dicts, lists and scalars);
+* :func:`copy_model` for pydantic models holding JSON values, tuples, other
+  models and immutable scalars (dates, enum members).
+
+Containers and models are rebuilt; immutable scalars are shared. Anything
+else falls back to ``copy.deepcopy``, so a copy is independent whatever the
+value holds. Unlike ``deepcopy`` they do not keep two references to one
+container as one: a value held in two places is copied twice.
 """
 
 from __future__ import annotations
 
 import copy
-import pickle
-from typing import Any, Generic, TypeVar, cast
+import datetime
+import enum
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
 
 _T = TypeVar("_T")
+_M = TypeVar("_M", bound=BaseModel)
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+_SCALARS = frozenset(
+    {str, int, float, bool, type(None), datetime.datetime, datetime.date, datetime.time}
+)
 
 
 def copy_json(value: _T) -> _T:
-    """A deep copy of a JSON value, several times faster than ``copy.deepcopy``.
-
-    Exact ``dict`` and ``list`` are rebuilt and exact scalars shared (they are
-    immutable); anything else (a tuple, a dict subclass, a model) falls back to
-    ``copy.deepcopy``, so the copy is independent whatever the value holds.
-    Unlike ``deepcopy`` it does not keep two references to one container as
-    one: a value in two places is copied twice, which JSON cannot tell apart.
-    """
+    """A deep copy of a JSON value."""
     return cast(_T, _copy(value))
+
+
+def copy_model(model: _M) -> _M:
+    """A deep copy of a pydantic model, as ``model.model_copy(deep=True)`` makes it."""
+    return cast(_M, _copy(model))
 
 
 def _copy(value: Any) -> Any:
@@ -42,25 +51,31 @@ def _copy(value: Any) -> Any:
         return {key: item if type(item) in _SCALARS else _copy(item) for key, item in value.items()}
     if kind is list:
         return [item if type(item) in _SCALARS else _copy(item) for item in value]
-    if kind in _SCALARS:
+    if kind is tuple:
+        return tuple([item if type(item) in _SCALARS else _copy(item) for item in value])
+    if kind in _SCALARS or isinstance(value, enum.Enum):
         return value
+    if isinstance(value, BaseModel):
+        return _copy_model(value)
     return copy.deepcopy(value)
 
 
-class Pristine(Generic[_T]):
-    """An object kept as it was when given, handing out independent deep copies.
-
-    The object is pickled once; every :meth:`copy` unpickles it, which builds
-    the whole object graph afresh (shared references stay shared, as with
-    ``copy.deepcopy``) at a fraction of ``deepcopy``'s cost for pydantic models.
-    Later changes to the object given do not reach the copies.
-    """
-
-    __slots__ = ("_pickled",)
-
-    def __init__(self, value: _T) -> None:
-        self._pickled = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-
-    def copy(self) -> _T:
-        # Only bytes this instance pickled itself are ever unpickled.
-        return cast(_T, pickle.loads(self._pickled))
+def _copy_model(model: BaseModel) -> BaseModel:
+    # What BaseModel.__deepcopy__ does, with this module's copy for the field values.
+    kind = type(model)
+    fresh = kind.__new__(kind)
+    values = model.__dict__
+    setattr_ = object.__setattr__
+    setattr_(
+        fresh,
+        "__dict__",
+        {key: item if type(item) in _SCALARS else _copy(item) for key, item in values.items()},
+    )
+    extra = model.__pydantic_extra__
+    setattr_(fresh, "__pydantic_extra__", None if extra is None else _copy(extra))
+    setattr_(fresh, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
+    private = model.__pydantic_private__
+    if private is not None:
+        private = copy.deepcopy({k: v for k, v in private.items() if v is not PydanticUndefined})
+    setattr_(fresh, "__pydantic_private__", private)
+    return fresh

@@ -27,11 +27,11 @@ from pytest_agentbench.sdk import (
     MalformedOutput,
     MetricSpec,
     Outcome,
-    Pristine,
     Suite,
     SuiteConfig,
     call_adapter,
     canonical_json,
+    copy_model,
     decode_lines_lenient,
     describe_exception,
     loads_strict,
@@ -65,8 +65,6 @@ class LoadedAuthority:
     public_root: Path
     public_display: str
     cases: tuple[Case, ...]
-    views: Pristine[PublicBundle]
-    """The bundle as loaded, from which every case gets its own copy."""
 
 
 @dataclass(frozen=True)
@@ -259,11 +257,7 @@ class AuthorityWorld:
             if event.payload.event_type == "action_attempted"
         )
         return LoadedAuthority(
-            bundle=public,
-            public_root=public_root,
-            public_display=display,
-            cases=cases,
-            views=Pristine(public),
+            bundle=public, public_root=public_root, public_display=display, cases=cases
         )
 
     def cases(self, suite: Suite) -> Sequence[Case]:
@@ -273,7 +267,7 @@ class AuthorityWorld:
         # A fresh copy per case: a frozen model still yields to object.__setattr__
         # and its dicts to item assignment, and one case's change must not reach
         # the next case, the controls or the oracle's digest binding.
-        return _data(suite).views.copy()
+        return copy_model(_data(suite).bundle)
 
     def reference_agent(self) -> agents.ReferenceAgent:
         return agents.ReferenceAgent()
