@@ -13,6 +13,7 @@ from pytest_agentbench.scoring.stats import (
     BootstrapResult,
     HolmResult,
     RatioUnit,
+    _remembered_class_bootstrap,
     binomial_variate,
     cohens_kappa,
     holm_bonferroni,
@@ -451,3 +452,139 @@ def test_seed_for_is_stable_and_distinct() -> None:
     assert seed_for("suite", "accuracy") == seed_for("suite", "accuracy")
     assert seed_for("suite", "accuracy") != seed_for("suite", "zero_rate")
     assert seed_for("suite", "accuracy", base=1) != seed_for("suite", "accuracy")
+
+
+# --- the fast sampler against the plain definition -----------------------------
+#
+# ratio_bootstrap draws its multinomials with precomputed conditional
+# probabilities, the small-mean binomial path inline, and each distinct
+# resample's statistic computed once. The reference below is the plain
+# definition it replaced; both must consume the generator identically, so every
+# interval stays the same for the same seed.
+
+
+def _reference_multinomial(rng: random.Random, total: int, weights: list[int]) -> list[int]:
+    counts = []
+    remaining_draws, remaining_weight = total, sum(weights)
+    for weight in weights[:-1]:
+        drawn = (
+            binomial_variate(rng, remaining_draws, weight / remaining_weight)
+            if remaining_draws
+            else 0
+        )
+        counts.append(drawn)
+        remaining_draws -= drawn
+        remaining_weight -= weight
+    counts.append(remaining_draws)
+    return counts
+
+
+def _reference_ratio_bootstrap(
+    units: list[RatioUnit], *, paired: bool, resamples: int, seed: int
+) -> tuple[float, float, float, int] | None:
+    def statistic(sums: list[float]) -> float | None:
+        an, ad, bn, bd = sums
+        after = None if ad == 0 else an / ad
+        if not paired:
+            return after
+        before = None if bd == 0 else bn / bd
+        return None if after is None or before is None else after - before
+
+    classes = Counter(units)
+    keys = sorted(classes)
+    weights = [classes[key] for key in keys]
+    observed = statistic(
+        [math.fsum(w * key[i] for key, w in zip(keys, weights, strict=True)) for i in range(4)]
+    )
+    if observed is None:
+        return None
+    rng = random.Random(seed)
+    values = []
+    for _ in range(resamples):
+        counts = _reference_multinomial(rng, len(units), weights)
+        sums = [0.0, 0.0, 0.0, 0.0]
+        for key, count in zip(keys, counts, strict=True):
+            if count:
+                for i in range(4):
+                    sums[i] += count * key[i]
+        value = statistic(sums)
+        if value is not None:
+            values.append(value)
+    if not values:
+        return None
+    values.sort()
+
+    def percentile(fraction: float) -> float:
+        position = fraction * (len(values) - 1)
+        lower = math.floor(position)
+        upper = min(lower + 1, len(values) - 1)
+        return values[lower] + (values[upper] - values[lower]) * (position - lower)
+
+    tail = (1.0 - 0.95) / 2.0
+    return observed, percentile(tail), percentile(1.0 - tail), len(values)
+
+
+def test_multinomial_counts_draw_exactly_what_the_plain_definition_draws() -> None:
+    # Small and large means (the inline gap path and BTRS), probabilities above
+    # one half (the complemented path), a zero weight and a single class.
+    cases = [
+        (5, [1, 1]),
+        (40, [1, 3, 6]),
+        (400, [1, 3, 6]),
+        (30, [9, 1]),
+        (12, [0, 2, 1]),
+        (7, [3]),
+        (0, [2, 5]),
+        (1_000, [1, 998, 1]),
+    ]
+    for seed in range(40):
+        for total, weights in cases:
+            fast, plain = random.Random(seed), random.Random(seed)
+            for _ in range(20):
+                assert multinomial_counts(fast, total, weights) == _reference_multinomial(
+                    plain, total, weights
+                )
+            assert fast.random() == plain.random()
+
+
+def test_multinomial_counts_refuse_weights_without_mass() -> None:
+    with pytest.raises(ValueError, match="positive sum"):
+        multinomial_counts(random.Random(0), 3, [0, 0])
+
+
+def test_ratio_bootstrap_matches_the_plain_definition_on_many_seeded_inputs() -> None:
+    shapes = random.Random(2026)
+    for index in range(80):
+        size = shapes.randint(1, 45)
+        denominators = shapes.choice([(1,), (1, 3), (0, 1, 2), (4,)])
+        fractional = index % 3 == 0
+        units = []
+        for _ in range(size):
+            ad, bd = shapes.choice(denominators), shapes.choice(denominators)
+            an, bn = shapes.randint(0, ad), shapes.randint(0, bd)
+            if fractional:
+                units.append(RatioUnit(an / 3, ad, bn * 0.1, bd))
+            else:
+                units.append(RatioUnit(an, ad, bn, bd))
+        paired = index % 4 != 1
+        resamples = 2_000 if index == 0 else 200
+        fast = ratio_bootstrap(units, paired=paired, resamples=resamples, seed=index)
+        plain = _reference_ratio_bootstrap(units, paired=paired, resamples=resamples, seed=index)
+        assert plain == (
+            None if fast is None else (fast.difference, fast.low, fast.high, fast.resamples_used)
+        )
+
+
+def test_ratio_bootstrap_remembers_intervals_by_the_exact_spelling_of_the_units() -> None:
+    ints = [RatioUnit(1, 1, 0, 1)] * 3 + [RatioUnit(0, 1, 0, 1)]
+    floats = [RatioUnit(*map(float, unit)) for unit in ints]
+    _remembered_class_bootstrap.cache_clear()
+    first = ratio_bootstrap(ints, seed=9, resamples=500)
+    # The same units in another order are the same classes: the interval is remembered.
+    assert ratio_bootstrap(list(reversed(ints)), seed=9, resamples=500) is first
+    # Equal units spelt otherwise are worked out on their own (and agree here).
+    assert ratio_bootstrap(floats, seed=9, resamples=500) == first
+    assert _remembered_class_bootstrap.cache_info().misses == 2
+    # Non-finite units are never remembered.
+    ratio_bootstrap([RatioUnit(math.inf, 1, 0, 1)], seed=9, resamples=500)
+    assert _remembered_class_bootstrap.cache_info().misses == 2

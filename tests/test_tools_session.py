@@ -414,7 +414,8 @@ def test_a_receipt_round_trips_and_refuses_tampering() -> None:
     [None, {"answer": 'naïve \u2028 "quoted" \\ tab\t'}, [1, 2.5, {"b": 1, "a": [True]}], "😀"],
 )
 def test_a_built_receipt_carries_the_digest_its_reading_recomputes(final: Any) -> None:
-    """Receipt.build puts the digest together from each tool's cached canonical text."""
+    """Receipt.build puts the digest together from each tool's cached canonical text and
+    each call's recorded arguments and result, whatever the call's outcome."""
     unicode_tool = ToolSpec(
         name="gruss",
         description='Ünïcode "quotes" and \\ slashes \u2028',
@@ -427,7 +428,15 @@ def test_a_built_receipt_carries_the_digest_its_reading_recomputes(final: Any) -
     built.call("add", {"a": 1, "b": 2})
     built.call("echo", {"text": "żółw"})
     built.call("gruss", {"text": "ß"})
+    refused(built, "add", '{"a": 1,')
+    refused(built, "add", {"a": "one", "b": 2})
+    refused(built, "refund", {})
+    refused(built, "crash", {})
+    refused(built, "missing", {"x": [1.5, None]})
+    withheld = ToolSession(tools(), Budget(max_bytes=3))
+    refused(withheld, "echo", {"text": "more than three bytes"})
     for receipt in (
+        withheld.receipt(),
         built.receipt(final),
         built.receipt(final, failure_class="wrong_answer", failure_code="x", failure_reason="y"),
         Receipt.build(tools=[tool.describe() for tool in tools()], budget=Budget(), calls=[]),

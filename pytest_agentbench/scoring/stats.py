@@ -11,12 +11,14 @@ input, so they raise :class:`ValueError` rather than a located refusal.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
+from itertools import chain, islice
 from typing import NamedTuple
 
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
@@ -289,19 +291,74 @@ def multinomial_counts(rng: random.Random, total: int, weights: Sequence[int]) -
     Conditional binomials: class ``i`` takes Binomial(remaining draws,
     w_i / remaining weight), which is exactly the multinomial distribution.
     """
-    counts = []
-    remaining_draws, remaining_weight = total, sum(weights)
-    for weight in weights[:-1]:
-        drawn = (
-            binomial_variate(rng, remaining_draws, weight / remaining_weight)
-            if remaining_draws
-            else 0
-        )
-        counts.append(drawn)
-        remaining_draws -= drawn
-        remaining_weight -= weight
-    counts.append(remaining_draws)
-    return counts
+    return list(_Multinomial(weights).draw(rng, total))
+
+
+class _ConditionalStep(NamedTuple):
+    """One class's binomial in a multinomial draw, with what :func:`binomial_variate` derives."""
+
+    probability: float
+    """``w_i / remaining weight``, the argument :func:`binomial_variate` takes."""
+    gap_probability: float
+    """The smaller of ``probability`` and its complement: the one the geometric gaps count."""
+    complemented: bool
+    log_q: float
+    """``log1p(-gap_probability)``; 0.0 when ``probability`` is 0 or 1 (no gaps to count)."""
+
+
+class _Multinomial:
+    """Repeated multinomial draws over fixed weights, as :func:`multinomial_counts` makes them.
+
+    A bootstrap draws thousands of times over the same weights, so the
+    conditional probabilities and the logarithms of the small-mean binomial
+    path are worked out once here, and that path runs inline. It consumes the
+    random stream exactly as :func:`binomial_variate` would, so every draw
+    (and every interval built on them) is the same for the same seed.
+    """
+
+    def __init__(self, weights: Sequence[int]) -> None:
+        steps = []
+        remaining_weight = sum(weights)
+        if len(weights) > 1 and remaining_weight <= 0:
+            raise ValueError(f"weights must have a positive sum, got {list(weights)}")
+        for weight in weights[:-1]:
+            # No weight left means an earlier class held probability 1 and took every draw.
+            probability = weight / remaining_weight if remaining_weight else 0.0
+            complemented = probability > 0.5
+            gap_probability = 1.0 - probability if complemented else probability
+            log_q = math.log1p(-gap_probability) if 0.0 < probability < 1.0 else 0.0
+            steps.append(_ConditionalStep(probability, gap_probability, complemented, log_q))
+            remaining_weight -= weight
+        self._steps = tuple(steps)
+
+    def draw(self, rng: random.Random, total: int) -> tuple[int, ...]:
+        return next(self.draws(rng, total))
+
+    def draws(self, rng: random.Random, total: int) -> Iterator[tuple[int, ...]]:
+        """Endless draws of ``total``: a generator, so a bootstrap pays no call per resample."""
+        uniform, log, floor = rng.random, math.log, math.floor
+        steps = self._steps
+        while True:
+            counts = []
+            remaining = total
+            for probability, gap_probability, complemented, log_q in steps:
+                if not remaining:
+                    drawn = 0
+                elif log_q and remaining * gap_probability < 10.0:
+                    # binomial_variate's geometric-gap path, draw for draw.
+                    successes = position = 0
+                    while True:
+                        position += floor(log(1.0 - uniform()) / log_q) + 1
+                        if position > remaining:
+                            break
+                        successes += 1
+                    drawn = remaining - successes if complemented else successes
+                else:
+                    drawn = binomial_variate(rng, remaining, probability)
+                counts.append(drawn)
+                remaining -= drawn
+            counts.append(remaining)
+            yield tuple(counts)
 
 
 class RatioUnit(NamedTuple):
@@ -349,6 +406,36 @@ def ratio_bootstrap(
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
     _check_confidence(confidence)
+    classes = Counter(units)
+    keys = tuple(sorted(classes))
+    weights = tuple(classes[key] for key in keys)
+    if all(map(math.isfinite, chain.from_iterable(keys))):
+        # Equal units of different types (1 and 1.0) or signs (0.0 and -0.0) may
+        # compute differently, so the classes' exact spelling is part of the key.
+        return _remembered_class_bootstrap(
+            repr((keys, weights)),
+            keys,
+            weights,
+            paired=paired,
+            resamples=resamples,
+            seed=seed,
+            confidence=confidence,
+        )
+    return _class_bootstrap(
+        keys, weights, paired=paired, resamples=resamples, seed=seed, confidence=confidence
+    )
+
+
+def _class_bootstrap(
+    keys: tuple[RatioUnit, ...],
+    weights: tuple[int, ...],
+    *,
+    paired: bool,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> RatioBootstrap | None:
+    """:func:`ratio_bootstrap` of the distinct units ``keys`` (sorted), held ``weights`` times."""
 
     def statistic(an: float, ad: float, bn: float, bd: float) -> float | None:
         after = _ratio(an, ad)
@@ -357,27 +444,28 @@ def ratio_bootstrap(
         before = _ratio(bn, bd)
         return None if after is None or before is None else after - before
 
-    classes = Counter(units)
-    keys = sorted(classes)
-    weights = [classes[key] for key in keys]
     observed = statistic(
         *(math.fsum(w * key[i] for key, w in zip(keys, weights, strict=True)) for i in range(4))
     )
     if observed is None:
         return None
     rng = random.Random(seed)
-    total = len(units)
+    total = sum(weights)
+    # A resample's statistic depends only on its class counts, and a few
+    # classes over a few units allow few distinct counts: each is worked out once.
+    known: dict[tuple[int, ...], tuple[float, ...]] = {}
     values: list[float] = []
-    for _ in range(resamples):
-        counts = multinomial_counts(rng, total, weights)
-        sums = [0.0, 0.0, 0.0, 0.0]
-        for key, count in zip(keys, counts, strict=True):
-            if count:
-                for i in range(4):
-                    sums[i] += count * key[i]
-        value = statistic(*sums)
-        if value is not None:
-            values.append(value)
+    for counts in islice(_Multinomial(weights).draws(rng, total), resamples):
+        value = known.get(counts)
+        if value is None:
+            sums = [0.0, 0.0, 0.0, 0.0]
+            for key, count in zip(keys, counts, strict=True):
+                if count:
+                    for i in range(4):
+                        sums[i] += count * key[i]
+            defined = statistic(*sums)
+            value = known[counts] = () if defined is None else (defined,)
+        values += value
     if not values:
         return None
     values.sort()
@@ -387,6 +475,25 @@ def ratio_bootstrap(
         low=_percentile(values, tail),
         high=_percentile(values, 1.0 - tail),
         resamples_used=len(values),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered_class_bootstrap(
+    spelling: str,
+    keys: tuple[RatioUnit, ...],
+    weights: tuple[int, ...],
+    *,
+    paired: bool,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> RatioBootstrap | None:
+    """:func:`_class_bootstrap`, remembered: a run's summary, its comparison and its
+    reports ask for the same interval of the same units and seed more than once, and
+    the result is an immutable record."""
+    return _class_bootstrap(
+        keys, weights, paired=paired, resamples=resamples, seed=seed, confidence=confidence
     )
 
 

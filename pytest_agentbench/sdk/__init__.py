@@ -80,6 +80,8 @@ _EXPORTS: dict[str, str] = {
     "tree_files": "pytest_agentbench.sdk.canonical",
     "undecodable_line": "pytest_agentbench.sdk.canonical",
     "read_text": "pytest_agentbench.sdk.canonical",
+    "copy_json": "pytest_agentbench.sdk.copying",
+    "copy_model": "pytest_agentbench.sdk.copying",
     "PredictionDocument": "pytest_agentbench.sdk.predictions",
     "PredictionLines": "pytest_agentbench.sdk.predictions",
     "read_prediction_document": "pytest_agentbench.sdk.predictions",
@@ -209,6 +211,8 @@ __all__ = [
     "canonical_json",
     "cap_text",
     "compile_schema",
+    "copy_json",
+    "copy_model",
     "data_root",
     "decode_lines_lenient",
     "derive_provider_execution",
@@ -319,6 +323,7 @@ if TYPE_CHECKING:
         Reducer,
         grade,
     )
+    from pytest_agentbench.sdk.copying import copy_json, copy_model
     from pytest_agentbench.sdk.episode_artifacts import (
         PROVIDER_EXECUTION_FIELDS,
         BoundCall,

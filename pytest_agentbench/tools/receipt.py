@@ -132,24 +132,52 @@ class Receipt(Record):
             failure_reason=failure_reason,
         )
         # Built here from its own digest: the check on reading would only repeat the hash.
-        digest = _digest_with_tool_texts(canonical, [tool.canonical_text() for tool in tools])
+        digest = _digest_from_texts(canonical, [tool.canonical_text() for tool in tools], calls)
         return cls.model_construct(canonical=canonical, digest=digest, observations=observations)
 
 
-def _digest_with_tool_texts(canonical: ReceiptCanonical, tool_texts: Sequence[str]) -> str:
-    """:func:`canonical_digest`, each tool's canonical JSON given instead of serialised again.
+def _digest_from_texts(
+    canonical: ReceiptCanonical, tool_texts: Sequence[str], calls: Sequence[ToolCallRecord]
+) -> str:
+    """:func:`canonical_digest`, from the canonical JSON the tools and calls already have.
 
-    A canonical JSON object is its sorted keys, each with its value's canonical JSON, so the
-    text is put together from its fields' texts; the tools' part is most of it and a world
-    serialises it once per declared tool (:meth:`ToolSpec.canonical_text`).
+    A canonical JSON object is its sorted keys, each with its value's canonical
+    JSON, so the text is put together from its fields' texts. The tools' part is
+    most of it and a world serialises it once per declared tool
+    (:meth:`ToolSpec.canonical_text`); a call keeps its arguments and result as
+    canonical JSON text, which ``canonical.calls`` holds decoded.
     """
     texts = {
         key: encode_canonical(value)
-        for key, value in canonical.model_dump(mode="json", exclude={"tools"}).items()
+        for key, value in canonical.model_dump(mode="json", exclude={"tools", "calls"}).items()
     }
     texts["tools"] = "[" + ",".join(tool_texts) + "]"
+    texts["calls"] = "[" + ",".join(_call_text(call) for call in calls) + "]"
+    return sha256_hex(_object_text(texts).encode("utf-8"))
+
+
+def _call_text(call: ToolCallRecord) -> str:
+    """Canonical JSON of the call's :class:`ReceiptCall`, its arguments and result as recorded."""
+    texts = {
+        "index": encode_canonical(call.index),
+        "name": encode_canonical(call.name),
+        "arguments": _NULL if call.arguments_json is None else call.arguments_json,
+        "raw_arguments": encode_canonical(call.raw_arguments),
+        "result": _NULL if call.result_json is None else call.result_json,
+        "error": encode_canonical(call.error),
+        "delivered": encode_canonical(call.delivered),
+        "model_visible_bytes": encode_canonical(call.model_visible_bytes),
+    }
+    return _object_text(texts)
+
+
+_NULL = encode_canonical(None)
+
+
+def _object_text(texts: Mapping[str, str]) -> str:
+    """The canonical JSON of an object whose values' canonical JSON is given."""
     body = ",".join(f"{encode_canonical(key)}:{texts[key]}" for key in sorted(texts))
-    return sha256_hex(("{" + body + "}").encode("utf-8"))
+    return "{" + body + "}"
 
 
 EPISODE_RECEIPT_SCHEME: Final = "agentbench-episode-receipt/1"

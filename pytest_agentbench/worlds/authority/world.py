@@ -31,6 +31,7 @@ from pytest_agentbench.sdk import (
     SuiteConfig,
     call_adapter,
     canonical_json,
+    copy_model,
     decode_lines_lenient,
     describe_exception,
     loads_strict,
@@ -266,7 +267,7 @@ class AuthorityWorld:
         # A fresh copy per case: a frozen model still yields to object.__setattr__
         # and its dicts to item assignment, and one case's change must not reach
         # the next case, the controls or the oracle's digest binding.
-        return _data(suite).bundle.model_copy(deep=True)
+        return copy_model(_data(suite).bundle)
 
     def reference_agent(self) -> agents.ReferenceAgent:
         return agents.ReferenceAgent()

@@ -9,11 +9,10 @@ writes a record bumps it, so a read can be told apart from a stale one.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.sdk import JsonValue
+from pytest_agentbench.sdk import JsonValue, copy_json
 
 ENGINE_COLLECTIONS = ("communications", "schedules", "idempotency")
 """Collections the engine itself maintains; the domain declares the rest."""
@@ -34,7 +33,7 @@ class OperationState:
         }
         for name in ENGINE_COLLECTIONS:
             self._collections.setdefault(name, {})
-        self._hidden = copy.deepcopy(dict(hidden))
+        self._hidden = copy_json(dict(hidden))
         self._index: dict[str, dict[str, int]] = {
             name: {
                 key: int(record["version"])
@@ -54,17 +53,17 @@ class OperationState:
 
     def get(self, collection: str, record_id: str) -> dict[str, JsonValue] | None:
         record = self._collections.get(collection, {}).get(record_id)
-        return None if record is None else copy.deepcopy(record)
+        return None if record is None else copy_json(record)
 
     def records(self, collection: str) -> dict[str, dict[str, JsonValue]]:
-        return copy.deepcopy(self._collections.get(collection, {}))
+        return copy_json(self._collections.get(collection, {}))
 
     def put(self, collection: str, record_id: str, record: Mapping[str, JsonValue]) -> None:
         if collection not in self._collections:
             raise KeyError(f"unknown collection {collection!r}")
         previous = self._collections[collection].get(record_id)
         version = 1 if previous is None else int(previous["version"]) + 1
-        stored = copy.deepcopy(dict(record))
+        stored = copy_json(dict(record))
         stored["version"] = version
         self._collections[collection][record_id] = stored
         if _indexed(collection, stored):
@@ -80,7 +79,7 @@ class OperationState:
         return f"{prefix}_{self._counters[prefix]}"
 
     def hidden(self) -> Mapping[str, JsonValue]:
-        return copy.deepcopy(self._hidden)
+        return copy_json(self._hidden)
 
     def take_writes(self) -> list[dict[str, JsonValue]]:
         writes, self.writes = self.writes, []
@@ -88,7 +87,7 @@ class OperationState:
 
     def projection(self) -> dict[str, dict[str, dict[str, JsonValue]]]:
         """What the agent may observe: every collection, never the hidden state."""
-        return copy.deepcopy(self._collections)
+        return copy_json(self._collections)
 
     def index(self) -> dict[str, list[dict[str, JsonValue]]]:
         """The projection's record ids and versions, without their contents.

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.sdk import canonical_json
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance import actions, reducers
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import PACK
 from pytest_agentbench.worlds.operations.state import OperationState
@@ -520,3 +521,23 @@ def test_hidden_state_is_never_in_the_projection() -> None:
     state = reported()
     assert "secret" not in str(state.projection())
     assert state.hidden() == {"secret": 1}
+
+
+def test_what_the_state_hands_out_and_takes_in_is_a_private_copy() -> None:
+    state = fresh()
+    before = canonical_json(state.canonical())
+    # Reads: changing what a read returned changes nothing in the state.
+    (collection, records), *_ = ((c, r) for c in state.collections() if (r := state.records(c)))
+    record_id = sorted(records)[0]
+    records[record_id]["version"] = 99
+    state.get(collection, record_id)["injected"] = [1]  # type: ignore[index]
+    projection = state.projection()
+    projection[collection].clear()
+    state.hidden()["secret"] = 2  # type: ignore[index]
+    assert canonical_json(state.canonical()) == before
+    assert state.hidden() == {"secret": 1}
+    # Writes: changing a record after putting it changes nothing either.
+    written: dict[str, Any] = {"nested": {"values": [1]}}
+    state.put(collection, "new", written)
+    written["nested"]["values"].append(2)
+    assert state.get(collection, "new") == {"nested": {"values": [1]}, "version": 1}
