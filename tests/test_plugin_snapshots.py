@@ -185,3 +185,19 @@ def test_xdist_workers_pin_compare_and_tell_of_unpinned_suites_as_one_run(
         ]
     )
     assert not (project.path / "snapshots" / "unpinned-suite").exists()
+
+
+def test_golden_outputs_without_syrupys_plugin_are_refused_before_any_case(
+    project: pytest.Pytester,
+) -> None:
+    """Else every case would fail alike on a missing ``snapshot`` fixture."""
+    from_option = project.runpytest("-p", "no:syrupy", "--agentbench-snapshot")
+    project.makeini("[pytest]\nagentbench_snapshot = true\n")
+    from_ini = project.runpytest("-p", "no:syrupy")
+    runs = ((from_option, "--agentbench-snapshot"), (from_ini, "agentbench_snapshot"))
+    for result, field in runs:
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, field
+        result.stderr.fnmatch_lines(
+            [f"*[[]snapshot_unavailable[]] {field}: golden outputs need syrupy's pytest plugin*"]
+        )
+        assert "passed" not in result.stdout.str(), field

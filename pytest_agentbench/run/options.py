@@ -72,6 +72,15 @@ class Options:
         isolate = config.getoption("agentbench_isolate")
         isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
         snapshot = config.getoption("agentbench_snapshot")
+        snapshots = bool(config.getini("agentbench_snapshot") if snapshot is None else snapshot)
+        if snapshots and not config.pluginmanager.hasplugin("syrupy"):
+            # Else every case would fail alike on a missing "snapshot" fixture.
+            raise UsageError(
+                "snapshot_unavailable",
+                "golden outputs need syrupy's pytest plugin, which this run does not load "
+                "(blocked with -p no:syrupy, or not installed)",
+                field="--agentbench-snapshot" if snapshot is not None else "agentbench_snapshot",
+            )
         ledger = _folder(config, "agentbench_ledger")
         artifacts = _folder(config, "agentbench_artifacts")
         return cls(
@@ -80,7 +89,7 @@ class Options:
             timeout=timeout,
             predictions=predictions,
             controls_only=config.getoption("agentbench_controls"),
-            snapshot=bool(config.getini("agentbench_snapshot") if snapshot is None else snapshot),
+            snapshot=snapshots,
             snapshot_dir=config.rootpath / config.getini("agentbench_snapshot_dir"),
             report_path=_resolved(config.getoption("agentbench_report")),
             gates=tuple(config.getoption("agentbench_gate")),
