@@ -33,23 +33,35 @@ INNER_SESSION_OPTIONS = "-p no:hypothesispytest -p no:anyio"
 xdist workers): hypothesis's plugin costs each new process over a second of CPU at start-up,
 anyio's (installed with httpx) about a third of one, and no inner session uses either."""
 
+WITHOUT_SYRUPY = "-p no:syrupy"
+"""Also given to those sessions, but for a test marked ``inner_snapshots``: syrupy's plugin
+costs each new process about 0.06 CPU-s (8% of a three-case session), and only the sessions
+that pin golden outputs use it."""
 
-def _lean_inner_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+
+def _lean_inner_sessions(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     # The outer session read PYTEST_ADDOPTS at its start; only sessions started now see this.
+    options = INNER_SESSION_OPTIONS
+    if request.node.get_closest_marker("inner_snapshots") is None:
+        options = f"{options} {WITHOUT_SYRUPY}"
     existing = os.environ.get("PYTEST_ADDOPTS", "")
-    monkeypatch.setenv("PYTEST_ADDOPTS", f"{existing} {INNER_SESSION_OPTIONS}".strip())
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"{existing} {options}".strip())
 
 
 @pytest.fixture(autouse=True)
-def lean_subprocess_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+def lean_subprocess_sessions(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     """Sessions a test starts itself (``subprocess``, ``pip``-installed packages)."""
-    _lean_inner_sessions(monkeypatch)
+    _lean_inner_sessions(monkeypatch, request)
 
 
 @pytest.fixture
-def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def pytester(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> pytest.Pytester:
     """pytester's own, after it cleared ``PYTEST_ADDOPTS``: its sessions start lean too."""
-    _lean_inner_sessions(monkeypatch)
+    _lean_inner_sessions(monkeypatch, request)
     return pytester
 
 

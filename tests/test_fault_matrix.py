@@ -766,6 +766,7 @@ _SNAPSHOT_MATRIX = [
 ]
 
 
+@pytest.mark.inner_snapshots
 @pytest.mark.parametrize(("selection", "mode"), _SNAPSHOT_MATRIX)
 def test_a_partial_run_neither_reports_nor_deletes_other_golden_files(
     pytester: pytest.Pytester, selection: list[str], mode: list[str]
@@ -788,6 +789,7 @@ def test_a_partial_run_neither_reports_nor_deletes_other_golden_files(
     assert _golden_files(pytester.path) == before
 
 
+@pytest.mark.inner_snapshots
 def test_a_golden_file_no_case_claims_is_still_reported_unused(pytester: pytest.Pytester) -> None:
     copy_asteria(pytester.path, snapshots=True)
     pytester.makeini("[pytest]\nagentbench_snapshot = true\n")
@@ -1308,6 +1310,7 @@ def _receipt_digest(case_id: str, essay: str) -> str:
     return receipt.digest
 
 
+@pytest.mark.inner_snapshots
 def test_golden_files_pin_whole_outputs_and_whole_outputs_are_kept_on_request(
     demo: pytest.Pytester,
 ) -> None:

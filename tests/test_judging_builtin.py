@@ -53,6 +53,7 @@ def check_commerce_runs_by_name_with_its_controls(suite: dict[str, Any]) -> None
     assert all(control["passed"] for control in suite["controls"]), "commerce"
 
 
+@pytest.mark.inner_snapshots
 def test_the_built_in_suites_match_their_goldens_and_are_judged_from_shipped_cassettes(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

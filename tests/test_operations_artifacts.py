@@ -100,6 +100,7 @@ def artefacts(folder: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.inner_snapshots
 def test_a_model_run_writes_the_same_bound_artefacts_serially_under_xdist_and_isolated(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,6 +11,8 @@ from pytest_agentbench.sdk.canonical import artifact_set_digest, pretty_json
 from tests.conftest import XDIST_ARGS
 from tests.demo_world import DEMO_CONTROLS, write_demo_suite
 
+pytestmark = pytest.mark.inner_snapshots
+
 SHIFTED = """
 class Agent:
     def answer(self, question):

@@ -147,6 +147,7 @@ def test_the_option_runs_each_check_as_its_own_item(
     )
 
 
+@pytest.mark.inner_snapshots  # the project's own ini turns golden outputs on
 def test_an_installed_outside_world_does_not_fail_the_projects_conformance_tests(
     outside: Path,
 ) -> None:

@@ -91,6 +91,7 @@ compare their suites under ``-n 2`` with a serial run, the operations world's ma
 suite in this test's session under ``-n 2`` too (:data:`VARIANTS_RUN`)."""
 
 
+@pytest.mark.inner_snapshots
 def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     pytester: pytest.Pytester,
 ) -> None:

@@ -280,6 +280,7 @@ def test_a_report_in_the_original_format_scores_as_predictions(
     result.assert_outcomes(passed=6)
 
 
+@pytest.mark.inner_snapshots
 def test_on_two_workers_the_packaged_suite_with_its_controls_and_the_fixture_agents_receipts(
     project: pytest.Pytester, small: Small
 ) -> None:
