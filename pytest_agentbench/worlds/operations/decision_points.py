@@ -20,7 +20,6 @@ The original grades a reference vector only.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from pytest_agentbench.sdk import (
     JsonValue,
     Record,
     call_adapter,
+    copy_json,
     loads_yaml_strict,
     pydantic_refusal,
     read_bytes,
@@ -667,7 +667,7 @@ class Encounter:
 
     def fresh_task(self, batches: int) -> dict[str, JsonValue]:
         """The observation as the first turn of a fresh invocation: nothing read yet."""
-        task = copy.deepcopy(self.task)
+        task = copy_json(self.task)
         task["turn_index"] = 0
         task["retrieval_batches_left"] = batches
         task["this_invocation"] = []
@@ -702,7 +702,8 @@ class Probe:
         return self.inner
 
     def solve(self, task: dict[str, Any], session: Any) -> Any:
-        collections = self.episode.state.projection()
+        # Read in place: the predicates change nothing, and a match keeps copies.
+        collections = self.episode.state.observed()
         matched: list[tuple[DecisionPoint, Encounter]] = []
         for point in list(self.pending):
             bindings = evaluate_predicate(point.state_predicate, collections, self.policy)
@@ -713,9 +714,9 @@ class Probe:
                 decision_point_id=point.decision_point_id,
                 scenario_id=point.scenario_id,
                 minute=int(task["minute"]),
-                task=copy.deepcopy(task),
-                collections=copy.deepcopy(collections),
-                bindings=bindings,
+                task=copy_json(task),
+                collections=copy_json(collections),
+                bindings=copy_json(bindings),
             )
             self.encounters[point.decision_point_id] = encounter
             matched.append((point, encounter))

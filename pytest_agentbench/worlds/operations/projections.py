@@ -26,11 +26,16 @@ statistical unit, never independent samples.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pytest_agentbench.sdk import AdapterFailure, AgentbenchError, JsonValue, ToolHarnessError
+from pytest_agentbench.sdk import (
+    AdapterFailure,
+    AgentbenchError,
+    JsonValue,
+    ToolHarnessError,
+    copy_json,
+)
 from pytest_agentbench.worlds.operations import agents
 from pytest_agentbench.worlds.operations.decision_points import (
     ADMISSIBLE,
@@ -199,7 +204,7 @@ def _without_time(value: Any) -> Any:
         }
     if isinstance(value, list):
         return [_without_time(item) for item in value]
-    return copy.deepcopy(value)
+    return copy_json(value)
 
 
 def measurements(vectors: Mapping[str, Statuses]) -> dict[str, int]:

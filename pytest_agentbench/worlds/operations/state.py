@@ -89,6 +89,10 @@ class OperationState:
         """What the agent may observe: every collection, never the hidden state."""
         return copy_json(self._collections)
 
+    def observed(self) -> dict[str, dict[str, dict[str, JsonValue]]]:
+        """The projection itself, not a copy: only for a reader that changes and keeps nothing."""
+        return self._collections
+
     def index(self) -> dict[str, list[dict[str, JsonValue]]]:
         """The projection's record ids and versions, without their contents.
 

@@ -8,7 +8,6 @@ are read only once that answer exists; the grade is computed by code.
 
 from __future__ import annotations
 
-import copy
 import functools
 import os
 import posixpath
@@ -35,6 +34,7 @@ from pytest_agentbench.sdk import (
     ToolAgent,
     ToolSession,
     canonical_json,
+    copy_json,
     loads_strict,
     pydantic_refusal,
     read_jsonl,
@@ -448,7 +448,7 @@ class ToolGrammarWorld:
 
     def final_schema(self) -> dict[str, JsonValue]:
         """The published JSON Schema of the answer object ``solve`` returns."""
-        return copy.deepcopy(dict(_final_answer_schema()))
+        return copy_json(dict(_final_answer_schema()))
 
     def predictions_adapter(self, suite: Suite, path: Path) -> PredictionsAdapter:
         return PredictionsAdapter(path)

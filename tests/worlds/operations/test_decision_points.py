@@ -671,3 +671,33 @@ def test_a_run_selects_projections_by_name_and_restores_the_previous_selection()
     finally:
         restore_projections(previous)
     assert selected_projections() == previous
+
+
+def _container_ids(value: Any) -> set[int]:
+    if isinstance(value, dict):
+        return {id(value)}.union(*(_container_ids(item) for item in value.values()))
+    if isinstance(value, list):
+        return {id(value)}.union(*(_container_ids(item) for item in value))
+    return set()
+
+
+def test_an_encounter_shares_nothing_with_the_state_the_probe_read_in_place(
+    maintenance: LoadedSpec,
+) -> None:
+    from pytest_agentbench.worlds.operations.episode import Episode
+
+    path = ROOT / "oracles" / MAINTENANCE / CONTROL
+    points = dp.load_matched_decision_points(path, path.name, maintenance).control.for_scenario(
+        "V1"
+    )
+    episode = Episode(maintenance, "V1", None)
+    probe = dp.Probe(episode, agents.reference(), points)
+    episode.agent = probe
+    episode.run()
+    assert sorted(probe.encounters) == sorted(p.decision_point_id for p in points)
+    live = _container_ids(episode.state.observed())
+    for encounter in probe.encounters.values():
+        kept = [encounter.task, encounter.collections, encounter.bindings]
+        assert not live & set().union(*map(_container_ids, kept))
+        # The encounter's copies are apart from one another as well.
+        assert not _container_ids(encounter.collections) & _container_ids(encounter.bindings)
