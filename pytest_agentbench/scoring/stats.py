@@ -16,7 +16,7 @@ import hashlib
 import math
 import random
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from itertools import chain, islice
 from typing import NamedTuple
@@ -230,6 +230,23 @@ def cohens_kappa(confusion: Sequence[Sequence[int]]) -> float | None:
 # draws. Python 3.11's ``random`` has no binomial sampler, hence the one below.
 
 
+_GAP_METHOD_BELOW_MEAN = 10.0
+"""A binomial draw whose mean is below this counts geometric gaps; above, BTRS."""
+
+
+def _gap_successes(uniform: Callable[[], float], trials: int, log_q: float) -> int:
+    """Devroye's geometric gaps: successes before the gaps add past ``trials``.
+
+    ``log_q`` is ``log1p(-p)`` of the success probability ``p`` (at most one half).
+    """
+    successes = position = 0
+    while True:
+        position += math.floor(math.log(1.0 - uniform()) / log_q) + 1
+        if position > trials:
+            return successes
+        successes += 1
+
+
 def binomial_variate(rng: random.Random, trials: int, probability: float) -> int:
     """One Binomial(trials, probability) draw from ``rng``.
 
@@ -245,14 +262,8 @@ def binomial_variate(rng: random.Random, trials: int, probability: float) -> int
         return trials
     if probability > 0.5:
         return trials - binomial_variate(rng, trials, 1.0 - probability)
-    if trials * probability < 10.0:
-        log_q = math.log1p(-probability)
-        successes = position = 0
-        while True:
-            position += math.floor(math.log(1.0 - rng.random()) / log_q) + 1
-            if position > trials:
-                return successes
-            successes += 1
+    if trials * probability < _GAP_METHOD_BELOW_MEAN:
+        return _gap_successes(rng.random, trials, math.log1p(-probability))
     spread = math.sqrt(trials * probability * (1.0 - probability))
     b = 1.15 + 2.53 * spread
     a = -0.0873 + 0.0248 * b + 0.01 * probability
@@ -336,7 +347,7 @@ class _Multinomial:
 
     def draws(self, rng: random.Random, total: int) -> Iterator[tuple[int, ...]]:
         """Endless draws of ``total``: a generator, so a bootstrap pays no call per resample."""
-        uniform, log, floor = rng.random, math.log, math.floor
+        uniform = rng.random
         steps = self._steps
         while True:
             counts = []
@@ -344,14 +355,9 @@ class _Multinomial:
             for probability, gap_probability, complemented, log_q in steps:
                 if not remaining:
                     drawn = 0
-                elif log_q and remaining * gap_probability < 10.0:
+                elif log_q and remaining * gap_probability < _GAP_METHOD_BELOW_MEAN:
                     # binomial_variate's geometric-gap path, draw for draw.
-                    successes = position = 0
-                    while True:
-                        position += floor(log(1.0 - uniform()) / log_q) + 1
-                        if position > remaining:
-                            break
-                        successes += 1
+                    successes = _gap_successes(uniform, remaining, log_q)
                     drawn = remaining - successes if complemented else successes
                 else:
                     drawn = binomial_variate(rng, remaining, probability)
