@@ -64,13 +64,8 @@ def _copy_model(model: BaseModel) -> BaseModel:
     # What BaseModel.__deepcopy__ does, with this module's copy for the field values.
     kind = type(model)
     fresh = kind.__new__(kind)
-    values = model.__dict__
     setattr_ = object.__setattr__
-    setattr_(
-        fresh,
-        "__dict__",
-        {key: item if type(item) in _SCALARS else _copy(item) for key, item in values.items()},
-    )
+    setattr_(fresh, "__dict__", _copy(model.__dict__))
     extra = model.__pydantic_extra__
     setattr_(fresh, "__pydantic_extra__", None if extra is None else _copy(extra))
     setattr_(fresh, "__pydantic_fields_set__", set(model.__pydantic_fields_set__))
