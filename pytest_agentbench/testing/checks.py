@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.run.control_run import declared_controls, run_control
-from pytest_agentbench.run.controls_oracle import suite_control_oracle
 from pytest_agentbench.run.leaks import LEAK_CODE, adapter_visible, suite_canaries
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, SuiteLoader
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict, tree_files
 from pytest_agentbench.sdk.contracts import CaseResult
+from pytest_agentbench.sdk.controls_oracle import suite_control_oracle
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
 from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
@@ -363,7 +363,7 @@ def check_interactive_receipts(target: SuiteUnderTest) -> None:
     """A tool-session world's cases carry receipts whose canonical parts rerun byte for byte."""
     # Imported only by this check: the receipt's models would cost every benchmark
     # process (each xdist worker) their import, conformance run or not.
-    from pytest_agentbench.tools import load_receipt, session_receipts
+    from pytest_agentbench.sdk.tools import load_receipt, session_receipts
 
     _interactive(target.load())
 
