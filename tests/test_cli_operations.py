@@ -64,21 +64,52 @@ def test_check_passes_the_eleven_checks_and_quotes_the_oracle(
         "authored against operation 0.6.0, run against 0.6.0; matched decision points "
         "pab_maintenance_matched_decision_points_v0_1 0.1.0-draft: 14 pairs separate as declared"
     )
+    # The original's content identity: the parsed document's canonical JSON, which a
+    # comment or a reflow of the file does not move.
+    content = sha256_hex(canonical_bytes(yaml.safe_load(oracle.read_text(encoding="utf-8"))))
+    assert content != digest
     assert out.splitlines()[0] == (
         f"{SUITE_ID}: oracle pab.maintenance.negative-controls 0.5.0 sha256:{digest} "
-        f"(oracles/{SUITE_ID}/{ORACLE_FILE}); {versions}"
+        f"(oracles/{SUITE_ID}/{ORACLE_FILE}) oracle_digest_sha256:{content}; {versions}"
     )
     assert out.splitlines()[-1] == "yes: 11 of 11 checks hold"
     report = json.loads(Path("gate.json").read_text(encoding="utf-8"))
+    from pytest_agentbench.worlds.operations.packs import installed_packs
+    from pytest_agentbench.worlds.operations.spec import load_operation_spec
+
+    spec = load_operation_spec(suite_copy / "operation.yaml", "operation.yaml", installed_packs())
     assert report["oracle"] == {
         "oracle_id": "pab.maintenance.negative-controls",
         "oracle_version": "0.5.0",
         "digest_sha256": digest,
+        "oracle_digest_sha256": content,
         "file": f"oracles/{SUITE_ID}/{ORACLE_FILE}",
         "note": versions,
+        "subject": {
+            "operation_id": "pab-maintenance-recurring-leak",
+            "spec_digest_sha256": spec.digest,
+        },
     }
     assert [check["control_id"] for check in report["checks"]] == CONTROL_IDS
     assert report["passed"] is True
+    # V2's authored fault: the dimensions failed, and the check names the fault they are.
+    fault = "pab-maintenance-recurring-leak.V2.permanent-notification-fault"
+    v2 = next(c for c in report["checks"] if c["control_id"] == "reference-V2")
+    assert v2["failing_dimensions"] == ["obligations", "recovery", "reliable"]
+    assert (v2["passed"], v2["expected_fault"], v2["fault_mismatches"]) == (True, fault, [])
+    assert f"failed exactly as its declared fault {fault} (obligations" in out
+    v1 = next(c for c in report["checks"] if c["control_id"] == "reference-V1")
+    assert (v1["failing_dimensions"], v1["expected_fault"]) == ([], None)
+    # A comment and a reflow move the file digest, never the content digest.
+    oracle.write_text(
+        "# reflowed\n"
+        + yaml.safe_dump(yaml.safe_load(oracle.read_text(encoding="utf-8")), width=40),
+        encoding="utf-8",
+    )
+    status, out, err = run(capsys, "check", f"suites/{SUITE_ID}", "--json")
+    again = json.loads(out)["oracle"]
+    assert (status, again["oracle_digest_sha256"]) == (0, content)
+    assert again["digest_sha256"] != digest
     claim = next(c for c in report["checks"] if c["control_id"] == "trust_actor_claim")
     assert claim["failing_dimensions"] == [
         "action_validity",
@@ -111,10 +142,13 @@ def test_check_judges_a_folder_in_the_originals_layout_against_its_oracle(
     assert (status, err) == (0, "")
     report = json.loads(out)
     assert report["suite"] == "pab-maintenance-recurring-leak"
-    assert report["oracle"] == {
+    identity = report["oracle"]
+    assert identity.pop("subject")["operation_id"] == "pab-maintenance-recurring-leak"
+    assert identity == {
         "oracle_id": "pab.maintenance.negative-controls",
         "oracle_version": "0.5.0",
         "digest_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "oracle_digest_sha256": sha256_hex(canonical_bytes(oracle)),
         "file": "operatebench/controls.yaml",
         "note": "authored against operation 0.5.0, run against 0.6.0",
     }

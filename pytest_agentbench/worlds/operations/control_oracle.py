@@ -22,6 +22,7 @@ from pytest_agentbench.sdk import (
     AgentbenchError,
     JsonValue,
     Record,
+    canonical_bytes,
     loads_yaml_strict,
     pydantic_refusal,
     read_bytes,
@@ -67,6 +68,8 @@ class LoadedOracle(Record):
     oracle: NegativeControlOracle
     digest_sha256: str
     """SHA-256 of the bytes parsed."""
+    oracle_digest_sha256: str
+    """The original's content identity: SHA-256 of the canonical JSON of the parsed document."""
     file: str
 
 
@@ -99,7 +102,12 @@ def load_control_oracle(
     except ValidationError as exc:
         raise pydantic_refusal(exc, file=display) from None
     _check(oracle, display)
-    return LoadedOracle(oracle=oracle, digest_sha256=sha256_hex(data), file=display)
+    return LoadedOracle(
+        oracle=oracle,
+        digest_sha256=sha256_hex(data),
+        oracle_digest_sha256=sha256_hex(canonical_bytes(raw)),
+        file=display,
+    )
 
 
 def _check(oracle: NegativeControlOracle, display: str) -> None:

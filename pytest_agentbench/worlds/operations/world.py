@@ -399,6 +399,11 @@ class OperationsWorld:
                 digest_sha256=loaded.digest_sha256,
                 file=loaded.file,
                 note=versions,
+                oracle_digest_sha256=loaded.oracle_digest_sha256,
+                subject={
+                    "operation_id": spec.spec.operation_id,
+                    "spec_digest_sha256": spec.digest,
+                },
             ),
             manifest=gate_manifest(suite.id, loaded.oracle, spec),
         )
@@ -603,43 +608,76 @@ def _expected(name: str, fault: ExpectedFault | None) -> JsonValue:
 
 
 def _checks(vector: ResultVector, fault: ExpectedFault | None) -> list[Check]:
-    """Each dimension must match the variant's expected verdict: pass, or its declared fault."""
+    """Each dimension's own verdict; a failure that is the variant's declared fault says so.
+
+    A dimension that failed is reported as failed. Where the variant declares an
+    authored fault (the original's reference expectation), a failure that is
+    exactly that fault carries its id: the dimension failed, as it had to, and
+    the item passes. ``reliable`` is false on such a variant; it carries the
+    fault's id only when the whole outcome is the declared one (terminal, the
+    failing set and the finding codes, each exactly).
+    """
     declared = set() if fault is None else set(fault.failed_dimensions)
     fault_codes = set() if fault is None else set(fault.finding_codes)
+    exact = fault is not None and _is_declared_fault(vector, fault)
     checks = []
     for dimension in vector.dimensions:
         codes = set(dimension.codes)
-        ok = bool(codes) and codes <= fault_codes if dimension.name in declared else not codes
+        expected_fault = (
+            fault.id
+            if fault is not None and codes and dimension.name in declared and codes <= fault_codes
+            else None
+        )
         checks.append(
             Check(
                 name=dimension.name,
-                status=CheckStatus.PASS if ok else CheckStatus.FAIL,
+                status=CheckStatus.FAIL if codes else CheckStatus.PASS,
                 expected=_expected(dimension.name, fault),
                 actual=sorted(codes),
-                detail=None if ok else canonical_json(dict(dimension.counts)),
+                detail=_dimension_detail(dimension.name, codes, declared, dimension.counts),
+                expected_fault=expected_fault,
             )
         )
     if fault is None:
-        ok = vector.reliable
-        detail = None if ok else f"terminal {vector.terminal}, expected {vector.expected_terminal}"
-    else:
-        produced = {code for d in vector.dimensions for code in d.codes}
-        ok = (
-            not vector.reliable
-            and vector.terminal == fault.expected_terminal
-            and produced == fault_codes
+        detail = (
+            None
+            if vector.reliable
+            else f"terminal {vector.terminal}, expected {vector.expected_terminal}"
         )
-        detail = f"declared fault {fault.id}: {fault.rationale}"
+    else:
+        verdict = "is" if exact else "is not"
+        detail = f"the outcome {verdict} the declared fault {fault.id}: {fault.rationale}"
     checks.append(
         Check(
             name=RELIABLE,
-            status=CheckStatus.PASS if ok else CheckStatus.FAIL,
+            status=CheckStatus.PASS if vector.reliable else CheckStatus.FAIL,
             expected=fault is None,
             actual=vector.reliable,
             detail=detail,
+            expected_fault=fault.id if exact and fault is not None else None,
         )
     )
     return checks
+
+
+def _is_declared_fault(vector: ResultVector, fault: ExpectedFault) -> bool:
+    """The original's reference expectation: terminal, failing set and codes, each exact."""
+    failing = {d.name for d in vector.dimensions if d.codes}
+    produced = {code for d in vector.dimensions for code in d.codes}
+    return (
+        not vector.reliable
+        and vector.terminal == fault.expected_terminal
+        and failing == set(fault.failed_dimensions)
+        and produced == set(fault.finding_codes)
+    )
+
+
+def _dimension_detail(
+    name: str, codes: set[str], declared: set[str], counts: Mapping[str, int]
+) -> str | None:
+    if name in declared and not codes:
+        return "the declared fault should fail this dimension; it passed"
+    return canonical_json(dict(counts)) if codes else None
 
 
 def measurements(
