@@ -250,7 +250,10 @@ def test_record_runs_a_users_adapter_and_its_ledger_names_it(
         "    def solve(self, task, session):\n"
         "        session.call('retrieve', {'requests': [{'collection': 'operation'}]})\n"
         "        return {'outcome': 'WAIT', 'reason': 'later',\n"
-        "                'wake_on': ['customer_issue_reported']}\n",
+        "                'wake_on': ['customer_issue_reported']}\n"
+        "class Garbled:\n"
+        "    def solve(self, task, session):\n"
+        '        return \'{"outcome": "WAIT", "reason": "x", "reason": "y"}\'\n',
         encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(suite_copy.parent.parent))
@@ -262,6 +265,17 @@ def test_record_runs_a_users_adapter_and_its_ledger_names_it(
     assert rows[0]["header"]["agent_id"] == "my_agent:Lazy"
     assert rows[-1]["terminal"]["kind"] == "scored"
     assert run(capsys, "audit-ledger", "u/V1.ledger.ndjson")[0] == 0
+    # An episode that ends at a malformed answer replays: the tape holds what the record needs.
+    status, _, err = run(
+        capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Garbled", "--out", "g"
+    )
+    assert (status, err) == (0, "")
+    episode = json.loads(Path("g/V1.episode.json").read_text(encoding="utf-8"))
+    assert episode["status"] == "malformed_agent_outcome"
+    assert episode["replay_codes"] == []
+    status, out, err = run(capsys, "replay", f"suites/{SUITE_ID}", "g/V1.episode.json")
+    assert (status, err) == (0, "")
+    assert out.startswith("reproduced V1:")
     status, _, err = run(
         capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Nope", "--out", "v"
     )
