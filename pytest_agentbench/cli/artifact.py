@@ -4,9 +4,10 @@ Each makes one claim and no other (``worlds/operations/artifact.py``):
 
 - ``validate A``: coherence. The document's binding, execution record, decision
   tape and identity describe one run. The ledger is never opened.
-- ``replay A --suite SUITE``: reproduction. The episode is re-executed from its
-  own tape with every network connection refused (zero provider calls); the
-  agent's identity, execution record and binding are carried forward.
+- ``replay A --suite SUITE``: reproduction. The episode is re-executed with every
+  network connection refused (zero provider calls): a built-in agent's record by
+  running the agent it names, any other from its own tape, the agent's identity,
+  execution record and binding then carried forward.
 - ``audit A JOURNAL``: agreement. The journal's chain verifies and ends
   ``scored``, its totals re-derived from its rows are the binding's, and call
   by call it holds the artefact's request and decision digests.
@@ -65,10 +66,16 @@ def cmd_artifact(args: argparse.Namespace, registry: Any) -> int:
         summary = artifact.replay_artifact(
             _spec(args.suite, registry), _document(args.artifact), args.artifact
         )
+        carried = summary["carried_forward"]
+        assert isinstance(carried, list)
+        how = (
+            f"by re-running agent {summary['re_executed']}"
+            if summary["re_executed"] is not None
+            else f"from {summary['decisions']} tape decisions"
+        )
         line = (
-            f"ok: {args.artifact}: reproduced from {summary['decisions']} tape decisions at "
-            f"{summary['provider_calls']} provider calls; carried forward: "
-            f"{', '.join(str(name) for name in artifact.CARRIED_FORWARD)}"
+            f"ok: {args.artifact}: reproduced {how} at {summary['provider_calls']} provider "
+            f"calls; carried forward: {', '.join(str(name) for name in carried) or 'nothing'}"
         )
     else:
         summary = artifact.audit_artifact(
