@@ -296,3 +296,30 @@ def test_check_passes_our_commerce_suite_against_its_own_oracle(
         "operations-commerce-v1: oracle pab.commerce.negative-controls 0.1.0 sha256:"
     )
     assert out.splitlines()[-1] == "yes: 9 of 9 checks hold"
+
+
+def test_a_mismatched_decision_point_file_fails_its_own_item_and_nothing_else(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    # The original's read contract for send_message (the case record and the
+    # communications), declared against ours: the control does not match, and as in
+    # the original, its refusal is its own, not the lifecycle run's.
+    control = suite_copy.parent.parent / "oracles" / SUITE_ID / "matched_decision_points_v0_1.yaml"
+    text = control.read_text(encoding="utf-8")
+    control.write_text(
+        text.replace('"send_message:"', "send_message:messages,operation"), encoding="utf-8"
+    )
+    status, out, err = run(capsys, "check", f"suites/{SUITE_ID}", "--report", "gate.json")
+    assert (status, err) == (2, "")
+    report = json.loads(Path("gate.json").read_text(encoding="utf-8"))
+    checks = {check["control_id"]: check for check in report["checks"]}
+    assert list(checks) == [*CONTROL_IDS, "matched-decision-points"]
+    assert all(checks[control_id]["passed"] for control_id in CONTROL_IDS)
+    refused = checks["matched-decision-points"]
+    assert refused["passed"] is False
+    assert refused["refused"].startswith(
+        f"[matched_surface_mismatch] oracles/{SUITE_ID}/matched_decision_points_v0_1.yaml: "
+        "matched_surface.action_read_requirements: "
+    )
+    assert "matched decision points refused: [matched_surface_mismatch]" in out.splitlines()[0]
+    assert out.splitlines()[-1] == "no: 11 of 12 checks hold"

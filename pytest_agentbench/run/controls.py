@@ -41,6 +41,9 @@ class ControlSpec(Record):
     expected_fault: str | None = None
     """The declared fault the run must produce (an authored fault of the case): every
     failing check must be that fault, named by its id."""
+    refused: str | None = None
+    """The control's own input was refused (its code, file, field and reason): the control
+    fails naming it and runs nothing; the suite's cases and other controls still run."""
 
     @model_validator(mode="after")
     def _disjoint(self) -> ControlSpec:
@@ -119,8 +122,12 @@ class ControlVerdict(Record):
     """The declared fault the control required, by id (reported whether or not it held)."""
     fault_mismatches: tuple[str, ...] = ()
     """Failing checks that are not the declared fault (the world did not name it on them)."""
+    refused: str | None = None
+    """The control's input was refused, by name; nothing ran."""
 
     def summary(self) -> str:
+        if self.refused is not None:
+            return f"control {self.control_id!r}: its input was refused: {self.refused}"
         if self.ungraded:
             return (
                 f"ungraded: negative agent {self.agent!r} has no control declared in "
@@ -209,4 +216,15 @@ def _fault_mismatches(control: ControlSpec, results: Sequence[CaseResult]) -> tu
                 if not check.passed and check.expected_fault != control.expected_fault
             }
         )
+    )
+
+
+def refused_verdict(control: ControlSpec) -> ControlVerdict:
+    """A control whose own input was refused: it fails, naming the refusal, and runs nothing."""
+    return ControlVerdict(
+        control_id=control.id,
+        agent=control.agent,
+        passed=False,
+        failing_dimensions=(),
+        refused=control.refused,
     )

@@ -109,3 +109,24 @@ def gate_manifest(
         provenance=f"{oracle.oracle_id} {oracle.oracle_version}: {oracle.provenance.independence}",
         controls=(*references, *negatives),
     )
+
+
+MATCHED_DECISION_POINTS = "matched-decision-points"
+
+
+def refused_control(refusal: AgentbenchError) -> ControlSpec:
+    """The matched decision-point control whose file was refused: an item that fails naming it.
+
+    The original reads that control as a separate input, and a refusal of it does not stop
+    the lifecycle run: the cases and the other controls run; this item alone fails.
+    """
+    return ControlSpec(
+        id=MATCHED_DECISION_POINTS,
+        agent=REFERENCE,
+        cases=(),
+        intervention="none: the matched decision-point control",
+        guarantee="the control matches the live operation's surface",
+        must_fail=(),
+        must_pass=(*DIMENSIONS, RELIABLE),
+        refused=str(refusal),
+    )

@@ -87,7 +87,11 @@ from pytest_agentbench.worlds.operations.evaluation import (
     ResultVector,
     evaluate_episode,
 )
-from pytest_agentbench.worlds.operations.gate import bind_control_oracle, gate_manifest
+from pytest_agentbench.worlds.operations.gate import (
+    bind_control_oracle,
+    gate_manifest,
+    refused_control,
+)
 from pytest_agentbench.worlds.operations.metrics import (
     CLUSTER_PREFIX,
     METRIC_SPECS,
@@ -381,16 +385,25 @@ class OperationsWorld:
         """
         spec = _data(suite).spec
         path = _find_oracle(suite, display)
+        matched = _matched_control_read(suite, display)
         if path is None:
+            if isinstance(matched, AgentbenchError):
+                # With no gate to hold it, a refused control would vanish: refuse the suite.
+                raise matched
             return None
         loaded = load_control_oracle(path, display(path), spec.domain.oracle_model)
         versions = bind_control_oracle(loaded, spec)
-        matched = _matched_control(suite, display)
-        if matched is not None:
+        manifest = gate_manifest(suite.id, loaded.oracle, spec)
+        if isinstance(matched, LoadedControl):
             pairs = check_separations(matched, spec)
             versions += (
                 f"; matched decision points {matched.control.control_id} "
                 f"{matched.control.control_version}: {len(pairs)} pairs separate as declared"
+            )
+        elif matched is not None:
+            versions += f"; matched decision points refused: [{matched.code}]"
+            manifest = manifest.model_copy(
+                update={"controls": (*manifest.controls, refused_control(matched))}
             )
         return ControlOracle(
             identity=OracleIdentity(
@@ -405,7 +418,7 @@ class OperationsWorld:
                     "spec_digest_sha256": spec.digest,
                 },
             ),
-            manifest=gate_manifest(suite.id, loaded.oracle, spec),
+            manifest=manifest,
         )
 
     def record_episode(
@@ -553,17 +566,32 @@ def _find_oracle(suite: Suite, display: Callable[[Path], str]) -> Path | None:
 def _matched_control(
     suite: Suite, display: Callable[[Path], str] | None = None
 ) -> LoadedControl | None:
-    """The oracle folder's matched decision-point control, read once per suite (or None)."""
+    """The oracle folder's matched decision-point control, if there is one and it reads."""
+    matched = _matched_control_read(suite, display)
+    return matched if isinstance(matched, LoadedControl) else None
+
+
+def _matched_control_read(
+    suite: Suite, display: Callable[[Path], str] | None = None
+) -> LoadedControl | AgentbenchError | None:
+    """The oracle folder's matched decision-point control, read once per suite.
+
+    A control that does not read (or does not match the live operation) is its
+    refusal, kept rather than raised: as in the original, the control is an input
+    of its own, and its refusal fails its own item, not the lifecycle run.
+    """
     key = "operations.matched_decision_points"
     if key not in suite.cache:
         shown = display or (lambda path: suite.display(os.path.relpath(path, suite.root)))
         path = find_control(suite.oracle_root, shown)
-        suite.cache[key] = (
-            None
-            if path is None
-            else load_matched_decision_points(path, shown(path), _data(suite).spec)
-        )
-    matched: LoadedControl | None = suite.cache[key]
+        read: LoadedControl | AgentbenchError | None = None
+        if path is not None:
+            try:
+                read = load_matched_decision_points(path, shown(path), _data(suite).spec)
+            except AgentbenchError as refused:
+                read = refused
+        suite.cache[key] = read
+    matched: LoadedControl | AgentbenchError | None = suite.cache[key]
     return matched
 
 
