@@ -16,11 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from pydantic import StrictStr, ValidationError
+from pydantic import ValidationError
 
 from pytest_agentbench.sdk import (
     AgentbenchError,
     JsonValue,
+    NegativeControlOracle,
+    OracleControl,
     Record,
     canonical_bytes,
     loads_yaml_strict,
@@ -31,37 +33,6 @@ from pytest_agentbench.sdk import (
 
 ORACLE_KEYS = frozenset({"oracle_id", "oracle_version", "controls", "result_vector_dimensions"})
 """The keys that make a YAML document a control oracle (how one is found by content)."""
-
-
-class Provenance(Record):
-    authored_by: StrictStr
-    independence: StrictStr
-    evidence_class: StrictStr
-    review_status: StrictStr
-
-
-class OracleControl(Record):
-    agent_id: StrictStr
-    scenario_id: StrictStr
-    intervention: StrictStr
-    guarantee_attacked: StrictStr
-    expected_failed_dimensions: tuple[StrictStr, ...]
-    required_finding_codes: tuple[StrictStr, ...]
-    must_pass_dimensions: tuple[StrictStr, ...]
-    rationale: StrictStr
-
-
-class NegativeControlOracle(Record):
-    """The core of every domain's oracle; a pack's ``oracle_model`` adds its identity fields."""
-
-    oracle_id: StrictStr
-    oracle_version: StrictStr
-    provenance: Provenance
-    result_vector_dimensions: tuple[StrictStr, ...]
-    controls: tuple[OracleControl, ...]
-
-    def control_for(self, agent_id: str) -> OracleControl | None:
-        return next((c for c in self.controls if c.agent_id == agent_id), None)
 
 
 class LoadedOracle(Record):
