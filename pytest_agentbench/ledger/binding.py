@@ -1,10 +1,10 @@
 """A provider execution binding, derived from a complete ledger's own rows.
 
 Every count comes from the call rows and every amount from the attempts'
-reported token counts at the rates the ledger header pins: a request whose
-answer reported no counts forfeits its whole reservation (the most
-``max_tokens_per_call`` tokens can cost), which is not spend and is never
-added to the measured cost. The writer of an episode artefact and the audit of
+reported token counts at the rates the ledger header pins: an attempt that
+faulted, and a request whose answer reported no counts, forfeits its whole
+reservation (the most ``max_tokens_per_call`` tokens can cost), which is not
+spend and is never added to the measured cost. The writer of an episode artefact and the audit of
 one derive the binding with this same function, so they cannot disagree about
 arithmetic, only about rows.
 """
@@ -60,6 +60,9 @@ def derive_provider_execution(
     for call in calls:
         for attempt in call.attempts or ():
             if attempt.outcome != "response":
+                # A faulted attempt's cost is unknown: as in the original, its whole
+                # reservation is forfeited (an HTTP error may have been billed).
+                forfeited += reservation
                 continue
             requests += 1
             tokens = attempt.tokens
