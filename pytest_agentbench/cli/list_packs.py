@@ -27,7 +27,7 @@ def cmd_list_packs(args: argparse.Namespace, registry: WorldRegistry) -> int:
         str(entry.value).partition(":")[0]: entry
         for entry in entry_points(group=OPERATIONS_PACK_GROUP)
     }
-    rows = []
+    rows: list[dict[str, Any]] = []
     for operation_type, pack in sorted(packs.items()):
         module = type(pack).__module__
         entry = next((e for target, e in targets.items() if module.startswith(target)), None)

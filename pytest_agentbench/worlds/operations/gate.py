@@ -10,8 +10,13 @@ reported, never compared (the original binds none of them).
 
 from __future__ import annotations
 
-from pytest_agentbench.sdk import AgentbenchError, ControlManifest, ControlSpec
-from pytest_agentbench.worlds.operations.control_oracle import LoadedOracle, NegativeControlOracle
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    ControlManifest,
+    ControlSpec,
+    NegativeControlOracle,
+)
+from pytest_agentbench.worlds.operations.control_oracle import LoadedOracle
 from pytest_agentbench.worlds.operations.evaluation import DIMENSIONS
 from pytest_agentbench.worlds.operations.spec import LoadedSpec
 
