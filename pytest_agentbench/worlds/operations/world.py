@@ -666,12 +666,10 @@ def _checks(vector: ResultVector, fault: ExpectedFault | None) -> list[Check]:
                 expected_fault=expected_fault,
             )
         )
-    if fault is None:
-        detail = (
-            None
-            if vector.reliable
-            else f"terminal {vector.terminal}, expected {vector.expected_terminal}"
-        )
+    if vector.reliable:
+        detail = None
+    elif fault is None:
+        detail = f"terminal {vector.terminal}, expected {vector.expected_terminal}"
     else:
         verdict = "is" if exact else "is not"
         detail = f"the outcome {verdict} the declared fault {fault.id}: {fault.rationale}"
