@@ -83,6 +83,8 @@ class Totals(Record):
     attempts: Count
     input_tokens: Count
     output_tokens: Count
+    fault_counts: dict[StrictStr, Annotated[StrictInt, Field(ge=1)]] | None = None
+    """Attempts that faulted, by fault (the original's ``fault_counts``); absent when none did."""
 
 
 class TerminalPayload(Record):
@@ -131,7 +133,13 @@ def encode_row(row: Mapping[str, Any]) -> bytes:
 def totals_of(calls: list[CallPayload]) -> Totals:
     """The terminal's totals, derived from the call rows alone."""
     attempts = [a for call in calls for a in call.attempts or ()]
+    faults: dict[str, int] = {}
+    for attempt in attempts:
+        if attempt.outcome != "response":
+            name = attempt.fault or attempt.outcome
+            faults[name] = faults.get(name, 0) + 1
     return Totals(
+        fault_counts=dict(sorted(faults.items())) or None,
         calls=len(calls),
         decisions=sum(1 for call in calls if call.decision is not None),
         attempts=len(attempts),

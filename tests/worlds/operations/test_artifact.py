@@ -202,6 +202,8 @@ def test_a_model_run_is_bound_to_its_ledger_with_every_amount_derived_from_the_r
         "output_tokens": 7 * (decisions - 1),
         "decision_call_index": list(range(decisions)),
     }
+    # The journal's terminal counts the attempts that faulted, by fault, as the original's does.
+    assert reading.rows[-1]["terminal"]["totals"]["fault_counts"] == {"http_429": 1}
     text = canonical_json(binding)
     assert str(recorded.folder) not in text, "no path"
     assert "http" not in text, "no endpoint"
