@@ -31,6 +31,7 @@ from pytest_agentbench.ledger import (
     audit_ledger,
 )
 from pytest_agentbench.ledger.binding import bound_calls, derive_provider_execution
+from pytest_agentbench.ledger.rows import row_digest
 from pytest_agentbench.run.case_ledger import CaseLedger
 from pytest_agentbench.run.episode_artifacts import (
     ArtifactItem,
@@ -202,8 +203,20 @@ def test_a_model_run_is_bound_to_its_ledger_with_every_amount_derived_from_the_r
         "output_tokens": 7 * (decisions - 1),
         "decision_call_index": list(range(decisions)),
     }
-    # The journal's terminal counts the attempts that faulted, by fault, as the original's does.
-    assert reading.rows[-1]["terminal"]["totals"]["fault_counts"] == {"http_429": 1}
+    # The journal's terminal states the original's totals: faults by fault, and three
+    # amounts never summed (each attempt reserves; a fault and an unreported answer forfeit).
+    reservation = rate_out * BOUND
+    totals = reading.rows[-1]["terminal"]["totals"]
+    assert totals["fault_counts"] == {"http_429": 1}
+    assert (
+        totals["measured_cost_usd"],
+        totals["forfeited_reservation_usd"],
+        totals["reserved_usd"],
+    ) == (
+        binding["measured_cost_usd"],
+        binding["forfeited_reservation_usd"],
+        format(((decisions + 1) * reservation).normalize(), "f"),
+    )
     text = canonical_json(binding)
     assert str(recorded.folder) not in text, "no path"
     assert "http" not in text, "no endpoint"
@@ -556,6 +569,15 @@ def _edit_journal_row(bundle: Bundle) -> None:
     _write_rows(bundle.journal, rows)
 
 
+def _cheaper_terminal(bundle: Bundle) -> None:
+    """A smaller reservation on the terminal row, re-chained so no digest can see it."""
+    rows = _rows(bundle.journal)
+    rows[-1]["terminal"]["totals"]["reserved_usd"] = "0.001"
+    rows[-1]["previous_row_digest_sha256"] = rows[-2]["row_digest_sha256"]
+    rows[-1]["row_digest_sha256"] = row_digest(rows[-1])
+    _write_rows(bundle.journal, rows)
+
+
 def _cut_terminal(bundle: Bundle) -> None:
     _write_rows(bundle.journal, _rows(bundle.journal)[:-1])
 
@@ -600,6 +622,7 @@ def _output_ceiling(bundle: Bundle) -> None:
 AUDIT_TAMPERS: dict[str, tuple[Callable[[Bundle], None], str]] = {
     "journal row edited": (_edit_journal_row, "ledger_row_edited"),
     "journal incomplete": (_cut_terminal, "ledger_incomplete"),
+    "journal amount re-chained": (_cheaper_terminal, "ledger_terminal_contradicts_rows"),
     "journal not scored": (_aborted, "artifact_ledger_not_scored"),
     "another run's journal": (_other_journal, "artifact_run_mismatch"),
     "ledger contract": (
