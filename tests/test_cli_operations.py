@@ -64,21 +64,52 @@ def test_check_passes_the_eleven_checks_and_quotes_the_oracle(
         "authored against operation 0.6.0, run against 0.6.0; matched decision points "
         "pab_maintenance_matched_decision_points_v0_1 0.1.0-draft: 14 pairs separate as declared"
     )
+    # The original's content identity: the parsed document's canonical JSON, which a
+    # comment or a reflow of the file does not move.
+    content = sha256_hex(canonical_bytes(yaml.safe_load(oracle.read_text(encoding="utf-8"))))
+    assert content != digest
     assert out.splitlines()[0] == (
         f"{SUITE_ID}: oracle pab.maintenance.negative-controls 0.5.0 sha256:{digest} "
-        f"(oracles/{SUITE_ID}/{ORACLE_FILE}); {versions}"
+        f"(oracles/{SUITE_ID}/{ORACLE_FILE}) oracle_digest_sha256:{content}; {versions}"
     )
     assert out.splitlines()[-1] == "yes: 11 of 11 checks hold"
     report = json.loads(Path("gate.json").read_text(encoding="utf-8"))
+    from pytest_agentbench.worlds.operations.packs import installed_packs
+    from pytest_agentbench.worlds.operations.spec import load_operation_spec
+
+    spec = load_operation_spec(suite_copy / "operation.yaml", "operation.yaml", installed_packs())
     assert report["oracle"] == {
         "oracle_id": "pab.maintenance.negative-controls",
         "oracle_version": "0.5.0",
         "digest_sha256": digest,
+        "oracle_digest_sha256": content,
         "file": f"oracles/{SUITE_ID}/{ORACLE_FILE}",
         "note": versions,
+        "subject": {
+            "operation_id": "pab-maintenance-recurring-leak",
+            "spec_digest_sha256": spec.digest,
+        },
     }
     assert [check["control_id"] for check in report["checks"]] == CONTROL_IDS
     assert report["passed"] is True
+    # V2's authored fault: the dimensions failed, and the check names the fault they are.
+    fault = "pab-maintenance-recurring-leak.V2.permanent-notification-fault"
+    v2 = next(c for c in report["checks"] if c["control_id"] == "reference-V2")
+    assert v2["failing_dimensions"] == ["obligations", "recovery", "reliable"]
+    assert (v2["passed"], v2["expected_fault"], v2["fault_mismatches"]) == (True, fault, [])
+    assert f"failed exactly as its declared fault {fault} (obligations" in out
+    v1 = next(c for c in report["checks"] if c["control_id"] == "reference-V1")
+    assert (v1["failing_dimensions"], v1["expected_fault"]) == ([], None)
+    # A comment and a reflow move the file digest, never the content digest.
+    oracle.write_text(
+        "# reflowed\n"
+        + yaml.safe_dump(yaml.safe_load(oracle.read_text(encoding="utf-8")), width=40),
+        encoding="utf-8",
+    )
+    status, out, err = run(capsys, "check", f"suites/{SUITE_ID}", "--json")
+    again = json.loads(out)["oracle"]
+    assert (status, again["oracle_digest_sha256"]) == (0, content)
+    assert again["digest_sha256"] != digest
     claim = next(c for c in report["checks"] if c["control_id"] == "trust_actor_claim")
     assert claim["failing_dimensions"] == [
         "action_validity",
@@ -111,10 +142,13 @@ def test_check_judges_a_folder_in_the_originals_layout_against_its_oracle(
     assert (status, err) == (0, "")
     report = json.loads(out)
     assert report["suite"] == "pab-maintenance-recurring-leak"
-    assert report["oracle"] == {
+    identity = report["oracle"]
+    assert identity.pop("subject")["operation_id"] == "pab-maintenance-recurring-leak"
+    assert identity == {
         "oracle_id": "pab.maintenance.negative-controls",
         "oracle_version": "0.5.0",
         "digest_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "oracle_digest_sha256": sha256_hex(canonical_bytes(oracle)),
         "file": "operatebench/controls.yaml",
         "note": "authored against operation 0.5.0, run against 0.6.0",
     }
@@ -216,7 +250,10 @@ def test_record_runs_a_users_adapter_and_its_ledger_names_it(
         "    def solve(self, task, session):\n"
         "        session.call('retrieve', {'requests': [{'collection': 'operation'}]})\n"
         "        return {'outcome': 'WAIT', 'reason': 'later',\n"
-        "                'wake_on': ['customer_issue_reported']}\n",
+        "                'wake_on': ['customer_issue_reported']}\n"
+        "class Garbled:\n"
+        "    def solve(self, task, session):\n"
+        '        return \'{"outcome": "WAIT", "reason": "x", "reason": "y"}\'\n',
         encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(suite_copy.parent.parent))
@@ -228,6 +265,17 @@ def test_record_runs_a_users_adapter_and_its_ledger_names_it(
     assert rows[0]["header"]["agent_id"] == "my_agent:Lazy"
     assert rows[-1]["terminal"]["kind"] == "scored"
     assert run(capsys, "audit-ledger", "u/V1.ledger.ndjson")[0] == 0
+    # An episode that ends at a malformed answer replays: the tape holds what the record needs.
+    status, _, err = run(
+        capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Garbled", "--out", "g"
+    )
+    assert (status, err) == (0, "")
+    episode = json.loads(Path("g/V1.episode.json").read_text(encoding="utf-8"))
+    assert episode["status"] == "malformed_agent_outcome"
+    assert episode["replay_codes"] == []
+    status, out, err = run(capsys, "replay", f"suites/{SUITE_ID}", "g/V1.episode.json")
+    assert (status, err) == (0, "")
+    assert out.startswith("reproduced V1:")
     status, _, err = run(
         capsys, "record", f"suites/{SUITE_ID}", "V1", "--adapter", "my_agent:Nope", "--out", "v"
     )
@@ -248,3 +296,30 @@ def test_check_passes_our_commerce_suite_against_its_own_oracle(
         "operations-commerce-v1: oracle pab.commerce.negative-controls 0.1.0 sha256:"
     )
     assert out.splitlines()[-1] == "yes: 9 of 9 checks hold"
+
+
+def test_a_mismatched_decision_point_file_fails_its_own_item_and_nothing_else(
+    capsys: pytest.CaptureFixture[str], suite_copy: Path
+) -> None:
+    # The original's read contract for send_message (the case record and the
+    # communications), declared against ours: the control does not match, and as in
+    # the original, its refusal is its own, not the lifecycle run's.
+    control = suite_copy.parent.parent / "oracles" / SUITE_ID / "matched_decision_points_v0_1.yaml"
+    text = control.read_text(encoding="utf-8")
+    control.write_text(
+        text.replace('"send_message:"', "send_message:messages,operation"), encoding="utf-8"
+    )
+    status, out, err = run(capsys, "check", f"suites/{SUITE_ID}", "--report", "gate.json")
+    assert (status, err) == (2, "")
+    report = json.loads(Path("gate.json").read_text(encoding="utf-8"))
+    checks = {check["control_id"]: check for check in report["checks"]}
+    assert list(checks) == [*CONTROL_IDS, "matched-decision-points"]
+    assert all(checks[control_id]["passed"] for control_id in CONTROL_IDS)
+    refused = checks["matched-decision-points"]
+    assert refused["passed"] is False
+    assert refused["refused"].startswith(
+        f"[matched_surface_mismatch] oracles/{SUITE_ID}/matched_decision_points_v0_1.yaml: "
+        "matched_surface.action_read_requirements: "
+    )
+    assert "matched decision points refused: [matched_surface_mismatch]" in out.splitlines()[0]
+    assert out.splitlines()[-1] == "no: 11 of 12 checks hold"

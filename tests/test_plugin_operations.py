@@ -179,6 +179,13 @@ def test_folders_in_the_originals_layout_run_by_path_with_their_oracle_or_none(
         "REQUIRED_NOTIFICATION_UNDELIVERED",
     }
     assert v2["measurements"]["reliable"] == 0
+    # Reported as failed, each failure naming the declared fault; the item passed.
+    assert {
+        c["name"]: c["expected_fault"] for c in v2["checks"] if c["status"] == "fail"
+    } == dict.fromkeys(
+        ("obligations", "recovery", "reliable"),
+        "pab-maintenance-recurring-leak.V2.permanent-notification-fault",
+    )
     recovered = suites["pab-maintenance-leak-recovery"]
     assert summary(recovered)["outcomes"] == {"V1": "passed", "V2": "passed", "V3": "passed"}
     assert recovered["controls"] == []

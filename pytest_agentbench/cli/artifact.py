@@ -5,9 +5,10 @@ Each makes one claim and no other; the world that wrote the artefact reads it
 
 - ``validate A``: coherence. The document's binding, execution record, decision
   tape and identity describe one run. The ledger is never opened.
-- ``replay A --suite SUITE``: reproduction. The episode is re-executed from its
-  own tape with every network connection refused (zero provider calls); the
-  agent's identity, execution record and binding are carried forward.
+- ``replay A --suite SUITE``: reproduction. The episode is re-executed with every
+  network connection refused (zero provider calls): a built-in agent's record by
+  running the agent it names, any other from its own tape, the agent's identity,
+  execution record and binding then carried forward.
 - ``audit A JOURNAL``: agreement. The journal's chain verifies and ends
   ``scored``, its totals re-derived from its rows are the binding's, and call
   by call it holds the artefact's request and decision digests.
@@ -23,10 +24,9 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from pytest_agentbench.cli.common import load
+from pytest_agentbench.cli.common import load, world_providing
 from pytest_agentbench.sdk.canonical import JsonValue, read_json
 from pytest_agentbench.sdk.episode_artifacts import ReadsEpisodeArtifacts
-from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 NOT_ATTESTATION: Final = (
@@ -39,38 +39,14 @@ def _document(path: str) -> JsonValue:
     return read_json(Path(path), display=path)
 
 
-def _reader(registry: WorldRegistry, kind: str | None) -> ReadsEpisodeArtifacts:
-    """The world that reads episode artefacts: ``kind``, else the one installed world that does."""
-    kinds = [kind] if kind is not None else registry.kinds()
-    readers = {}
-    for each in kinds:
-        try:
-            world = registry.get(each)
-        except AgentbenchError:
-            if kind is not None:
-                raise
-            continue  # a broken world kind reads nothing; the others still may
-        if isinstance(world, ReadsEpisodeArtifacts):
-            readers[each] = world
-    if kind is not None and not readers:
-        raise AgentbenchError(
-            "unsupported_command",
-            f"world kind {kind!r} writes no episode artefacts",
-            field="--suite",
-        )
-    if len(readers) != 1:
-        found = ", ".join(sorted(readers)) or "none"
-        raise AgentbenchError(
-            "unsupported_command",
-            f"{len(readers)} installed world kinds read episode artefacts ({found}): "
-            "name the suite the artefact was written on (--suite)",
-        )
-    return next(iter(readers.values()))
-
-
 def cmd_artifact(args: argparse.Namespace, registry: WorldRegistry) -> int:
     loaded = None if args.suite is None else load(args.suite, registry)
-    world = _reader(registry, None if loaded is None else loaded.world.kind)
+    world: ReadsEpisodeArtifacts = world_providing(
+        registry,
+        ReadsEpisodeArtifacts,
+        "episode artefact readers",
+        None if loaded is None else loaded.world.kind,
+    )
     document = _document(args.artifact)
     if args.reader == "validate":
         version = world.validate_artifact(document, args.artifact)
@@ -85,10 +61,16 @@ def cmd_artifact(args: argparse.Namespace, registry: WorldRegistry) -> int:
     elif args.reader == "replay":
         assert loaded is not None  # --suite is required by the replay reader's parser
         summary = world.replay_artifact(loaded.suite, document, args.artifact)
+        carried = summary["carried_forward"]
+        assert isinstance(carried, list)
+        how = (
+            f"by re-running agent {summary['re_executed']}"
+            if summary["re_executed"] is not None
+            else f"from {summary['decisions']} tape decisions"
+        )
         line = (
-            f"ok: {args.artifact}: reproduced from {summary['decisions']} tape decisions at "
-            f"{summary['provider_calls']} provider calls; carried forward: "
-            f"{', '.join(world.carried_forward)}"
+            f"ok: {args.artifact}: reproduced {how} at {summary['provider_calls']} provider "
+            f"calls; carried forward: {', '.join(str(name) for name in carried) or 'nothing'}"
         )
     else:
         summary = world.audit_artifact(document, Path(args.journal), args.artifact)

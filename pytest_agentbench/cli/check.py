@@ -70,6 +70,11 @@ def cmd_check(args: argparse.Namespace, registry: WorldRegistry) -> int:
         print(
             f"{suite.id}: oracle {identity.oracle_id} {identity.oracle_version} "
             f"sha256:{identity.digest_sha256} ({identity.file})"
+            + (
+                f" oracle_digest_sha256:{identity.oracle_digest_sha256}"
+                if identity.oracle_digest_sha256
+                else ""
+            )
             + (f"; {identity.note}" if identity.note else "")
         )
         for verdict in verdicts:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, SuiteLoader
@@ -96,3 +96,34 @@ def timeout_seconds(text: str) -> float:
         return parse_timeout(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"[invalid_timeout] {exc}") from None
+
+
+def world_providing(
+    registry: WorldRegistry, capability: type[object], what: str, kind: str | None = None
+) -> Any:
+    """The world that provides ``capability``: ``kind``'s, else the one installed world that does.
+
+    ``what`` names what the command wants of the world (``"episode artefact readers"``).
+    A world kind that fails to load is passed over when looking among all of them.
+    """
+    kinds = [kind] if kind is not None else registry.kinds()
+    found: dict[str, object] = {}
+    for each in kinds:
+        try:
+            world = registry.get(each)
+        except AgentbenchError:
+            if kind is not None:
+                raise
+            continue  # a broken world kind provides nothing; the others still may
+        if isinstance(world, capability):
+            found[each] = world
+    if kind is not None and not found:
+        raise AgentbenchError("unsupported_command", f"world kind {kind!r} has no {what}")
+    if len(found) != 1:
+        names = ", ".join(sorted(found)) or "none"
+        raise AgentbenchError(
+            "unsupported_command",
+            f"{len(found)} installed world kinds have {what} ({names}): "
+            "name a suite of the one meant (--suite)",
+        )
+    return next(iter(found.values()))

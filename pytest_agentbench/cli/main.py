@@ -19,6 +19,9 @@
     agentbench audit REPORT LEDGER_DIR [--pricing FILE]
     agentbench html RUN.json [-o PATH]
     agentbench new-world NAME [-C DIR]
+    agentbench new-pack NAME [-C DIR]
+    agentbench list-packs [--json]
+    agentbench validate-spec SPEC.yaml [--json]
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
 a published layout that a registered world recognises (its ``recognise`` hook).
@@ -63,6 +66,9 @@ SUBCOMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("review", "review"),
     ("artifact", "artifact"),
     ("new-world", "new_world"),
+    ("new-pack", "new_pack"),
+    ("list-packs", "list_packs"),
+    ("validate-spec", "validate_spec"),
 )
 """Each subcommand's name and module (in this package), in ``--help`` order. The module's
 ``add_parser`` adds its parser and, as ``handler``, its command. A command imports its

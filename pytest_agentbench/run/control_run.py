@@ -10,7 +10,12 @@ from collections.abc import Sequence
 
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
 from pytest_agentbench.sdk.contracts import Case, MetricValue
-from pytest_agentbench.sdk.controls import ControlSpec, ControlVerdict, judge_control
+from pytest_agentbench.sdk.controls import (
+    ControlSpec,
+    ControlVerdict,
+    judge_control,
+    refused_verdict,
+)
 from pytest_agentbench.sdk.controls_oracle import ControlOracle
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.metrics import aggregate
@@ -66,6 +71,8 @@ def run_control(
     state: AgentbenchState, loaded: LoadedSuite, control: ControlSpec
 ) -> tuple[ControlVerdict, Sequence[MetricValue]]:
     world, suite = loaded.world, loaded.suite
+    if control.refused is not None:
+        return refused_verdict(control), []
     agent = next(a for a in world.control_agents(suite) if a.agent_id == control.agent)
     adapter = agent.factory()
     results = [

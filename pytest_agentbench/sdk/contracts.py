@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pytest_agentbench.sdk.canonical import JsonValue
 
@@ -45,10 +45,25 @@ class Check(Record):
     expected: JsonValue = None
     actual: JsonValue = None
     detail: str | None = None
+    expected_fault: str | None = None
+    """The id of the declared, expected fault this check's failure is (an authored
+    fault the variant must produce): the check is reported as failed, as it did,
+    and does not fail its case. Only a ``fail`` check carries one."""
 
     @property
     def passed(self) -> bool:
         return self.status is CheckStatus.PASS
+
+    @model_validator(mode="after")
+    def _fault_only_on_failure(self) -> Check:
+        if self.expected_fault is not None and self.status is not CheckStatus.FAIL:
+            raise ValueError("only a failed check can be a declared fault")
+        return self
+
+    @property
+    def met(self) -> bool:
+        """Passed, or failed exactly as a declared fault: the case is not failed by it."""
+        return self.passed or (self.status is CheckStatus.FAIL and self.expected_fault is not None)
 
 
 class FailureClass(StrEnum):
@@ -159,7 +174,7 @@ class CaseResult(Record):
 
     @property
     def failed_checks(self) -> tuple[Check, ...]:
-        return tuple(check for check in self.checks if not check.passed)
+        return tuple(check for check in self.checks if not check.met)
 
 
 def grade(
@@ -174,7 +189,7 @@ def grade(
     failure_class = None if outcome is None else outcome.failure_class
     if failure_class is FailureClass.HARNESS_ERROR:
         verdict = CaseOutcome.ERROR
-    elif failure_class is not None or any(not check.passed for check in checks):
+    elif failure_class is not None or any(not check.met for check in checks):
         verdict = CaseOutcome.FAILED
     else:
         verdict = CaseOutcome.PASSED

@@ -38,6 +38,12 @@ class ControlSpec(Record):
     must_pass: tuple[str, ...]
     expected_metrics: dict[str, FiniteFloat | None] = Field(default_factory=dict)
     tolerance: FiniteFloat = Field(default=5e-5, ge=0)
+    expected_fault: str | None = None
+    """The declared fault the run must produce (an authored fault of the case): every
+    failing check must be that fault, named by its id."""
+    refused: str | None = None
+    """The control's own input was refused (its code, file, field and reason): the control
+    fails naming it and runs nothing; the suite's cases and other controls still run."""
 
     @model_validator(mode="after")
     def _disjoint(self) -> ControlSpec:
@@ -112,8 +118,16 @@ class ControlVerdict(Record):
     harness_errors: tuple[str, ...] = ()
     ungraded: bool = False
     """A built-in negative agent no manifest entry constrains."""
+    expected_fault: str | None = None
+    """The declared fault the control required, by id (reported whether or not it held)."""
+    fault_mismatches: tuple[str, ...] = ()
+    """Failing checks that are not the declared fault (the world did not name it on them)."""
+    refused: str | None = None
+    """The control's input was refused, by name; nothing ran."""
 
     def summary(self) -> str:
+        if self.refused is not None:
+            return f"control {self.control_id!r}: its input was refused: {self.refused}"
         if self.ungraded:
             return (
                 f"ungraded: negative agent {self.agent!r} has no control declared in "
@@ -121,6 +135,12 @@ class ControlVerdict(Record):
             )
         if self.passed and not self.failing_dimensions:
             return f"control {self.control_id!r} passed every dimension, as declared"
+        if self.passed and self.expected_fault is not None:
+            failing = ", ".join(self.failing_dimensions)
+            return (
+                f"control {self.control_id!r} failed exactly as its declared fault "
+                f"{self.expected_fault} ({failing})"
+            )
         if self.passed:
             failing = ", ".join(self.failing_dimensions)
             return f"control {self.control_id!r} failed exactly as declared ({failing})"
@@ -131,6 +151,10 @@ class ControlVerdict(Record):
             reasons.append(f"must-pass dimensions failed: {', '.join(self.unexpected_failures)}")
         if self.unexpected_passes:
             reasons.append(f"must-fail dimensions passed: {', '.join(self.unexpected_passes)}")
+        if self.fault_mismatches:
+            reasons.append(
+                f"not the declared fault {self.expected_fault}: {', '.join(self.fault_mismatches)}"
+            )
         if self.missing_findings:
             reasons.append(f"required findings absent: {', '.join(self.missing_findings)}")
         if self.metric_mismatches:
@@ -166,12 +190,41 @@ def judge_control(
         missing_findings=tuple(code for code in control.required_findings if code not in findings),
         metric_mismatches=tuple(mismatches),
         harness_errors=tuple(r.case_id for r in results if r.outcome is CaseOutcome.ERROR),
+        expected_fault=control.expected_fault,
+        fault_mismatches=_fault_mismatches(control, results),
     )
     ok = not (
-        verdict.unexpected_failures
+        verdict.fault_mismatches
+        or verdict.unexpected_failures
         or verdict.unexpected_passes
         or verdict.missing_findings
         or verdict.metric_mismatches
         or verdict.harness_errors
     )
     return verdict.model_copy(update={"passed": ok})
+
+
+def _fault_mismatches(control: ControlSpec, results: Sequence[CaseResult]) -> tuple[str, ...]:
+    if control.expected_fault is None:
+        return ()
+    return tuple(
+        sorted(
+            {
+                check.name
+                for result in results
+                for check in result.checks
+                if not check.passed and check.expected_fault != control.expected_fault
+            }
+        )
+    )
+
+
+def refused_verdict(control: ControlSpec) -> ControlVerdict:
+    """A control whose own input was refused: it fails, naming the refusal, and runs nothing."""
+    return ControlVerdict(
+        control_id=control.id,
+        agent=control.agent,
+        passed=False,
+        failing_dimensions=(),
+        refused=control.refused,
+    )

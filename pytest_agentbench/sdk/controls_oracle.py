@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from pytest_agentbench.sdk.canonical import sha256_hex
 from pytest_agentbench.sdk.capabilities import ProvidesControlOracle
 from pytest_agentbench.sdk.contracts import Record
@@ -31,6 +33,13 @@ class OracleIdentity(Record):
     file: str
     note: str = ""
     """What the world reports about the pairing (e.g. both versions), shown beside the identity."""
+    oracle_digest_sha256: str | None = None
+    """The oracle's content digest where its original defines one, under the original's
+    name (OperateBench: SHA-256 of the canonical JSON of the parsed document, which a
+    comment or a reflow does not move); verdicts quoted by the original match on it."""
+    subject: dict[str, str] = Field(default_factory=dict)
+    """What the oracle was judged against, named as the original's report names it
+    (OperateBench: ``operation_id``, ``spec_digest_sha256``)."""
 
 
 @dataclass(frozen=True)

@@ -127,11 +127,8 @@ class ReadsEpisodeArtifacts(Protocol):
 
     ``agentbench artifact validate|replay|audit`` asks the world that wrote an
     artefact. Each reader raises an :class:`~pytest_agentbench.sdk.errors.AgentbenchError`
-    naming the refusal, or returns what it found. ``carried_forward`` names the
-    artefact fields a replay carries forward rather than reproduces.
+    naming the refusal, or returns what it found.
     """
-
-    carried_forward: tuple[str, ...]
 
     def validate_artifact(self, document: JsonValue, display: str) -> int:
         """Coherence of one document; returns its contract version."""

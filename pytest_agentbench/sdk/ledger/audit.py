@@ -26,6 +26,7 @@ from pytest_agentbench.sdk.ledger.rows import (
     LEDGER_VERSION,
     PAYLOADS,
     CallPayload,
+    HeaderPayload,
     TerminalPayload,
     encode_row,
     payload_json,
@@ -107,6 +108,7 @@ def verify_ledger_bytes(data: bytes, path: Path) -> LedgerReading:
     seen: dict[str, int] = {}
     previous = GENESIS
     terminal: TerminalPayload | None = None
+    header: HeaderPayload | None = None
     lines = data.split(b"\n")[:-1]
     for position, raw in enumerate(lines):
         line = position + 1
@@ -133,11 +135,13 @@ def verify_ledger_bytes(data: bytes, path: Path) -> LedgerReading:
             raise _refuse(
                 "ledger_row_invalid", f"{kind}: a field is null instead of absent", path, line
             )
-        if isinstance(payload, CallPayload):
+        if isinstance(payload, HeaderPayload):
+            header = payload
+        elif isinstance(payload, CallPayload):
             _check_call(payload, calls, path, line)
             calls.append(payload)
         elif isinstance(payload, TerminalPayload):
-            _check_terminal(payload, calls, path, line)
+            _check_terminal(payload, calls, header, path, line)
             terminal = payload
         seen[digest] = line
         previous = digest
@@ -220,9 +224,14 @@ def _check_call(call: CallPayload, calls: list[CallPayload], path: Path, line: i
 
 
 def _check_terminal(
-    terminal: TerminalPayload, calls: list[CallPayload], path: Path, line: int
+    terminal: TerminalPayload,
+    calls: list[CallPayload],
+    header: HeaderPayload | None,
+    path: Path,
+    line: int,
 ) -> None:
-    if terminal.totals != totals_of(calls):
+    # Every amount is re-derived from the rows at the header's rates, never read.
+    if terminal.totals != totals_of(calls, header):
         raise _refuse(
             "ledger_terminal_contradicts_rows",
             "the terminal's totals are not those of the call rows",

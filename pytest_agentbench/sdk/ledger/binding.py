@@ -1,26 +1,26 @@
 """A provider execution binding, derived from a complete ledger's own rows.
 
 Every count comes from the call rows and every amount from the attempts'
-reported token counts at the rates the ledger header pins: a request whose
-answer reported no counts forfeits its whole reservation (the most
-``max_tokens_per_call`` tokens can cost), which is not spend and is never
-added to the measured cost. The writer of an episode artefact and the audit of
+reported token counts at the rates the ledger header pins: an attempt that
+faulted, and a request whose answer reported no counts, forfeits its whole
+reservation (the most ``max_tokens_per_call`` tokens can cost), which is not
+spend and is never added to the measured cost. The writer of an episode artefact and the audit of
 one derive the binding with this same function, so they cannot disagree about
 arithmetic, only about rows.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from pytest_agentbench.sdk.episode_artifacts import BoundCall, ProviderExecution
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.ledger.rows import LEDGER_VERSION, CallPayload, HeaderPayload, totals_of
-
-
-def amount_text(value: Decimal) -> str:
-    text = format(value.normalize(), "f")
-    return "0" if Decimal(text) == 0 else text
+from pytest_agentbench.sdk.ledger.rows import (
+    LEDGER_VERSION,
+    CallPayload,
+    HeaderPayload,
+    amount_text,
+    amounts_of,
+    totals_of,
+)
 
 
 def bound_calls(calls: list[CallPayload]) -> tuple[BoundCall, ...]:
@@ -42,31 +42,14 @@ def derive_provider_execution(
 ) -> ProviderExecution:
     """The binding a complete ledger's own rows derive; refused by name where they cannot."""
     provider = header.provider or {}
-    rates = (provider.get("input_per_token"), provider.get("output_per_token"))
-    if not all(isinstance(rate, str) for rate in rates) or not isinstance(
-        provider.get("pricing_digest_sha256"), str
-    ):
+    amounts = amounts_of(header, calls)
+    if amounts is None:
         raise AgentbenchError(
             "artifact_binding_unpriced",
             "the ledger header states no pricing table: the run's cost is not measurable",
             file=display,
             field="header.provider.pricing_digest_sha256",
         )
-    per_in, per_out = Decimal(str(rates[0])), Decimal(str(rates[1]))
-    bound = provider.get("max_tokens_per_call")
-    reservation = max(per_in, per_out) * (bound if isinstance(bound, int) else 0)
-    measured = forfeited = Decimal(0)
-    requests = 0
-    for call in calls:
-        for attempt in call.attempts or ():
-            if attempt.outcome != "response":
-                continue
-            requests += 1
-            tokens = attempt.tokens
-            if tokens is None or (tokens.input is None and tokens.output is None):
-                forfeited += reservation  # nothing reported: the reservation stays whole
-            else:
-                measured += per_in * (tokens.input or 0) + per_out * (tokens.output or 0)
     totals = totals_of(calls)
     return ProviderExecution(
         execution_run_id=header.execution_run_id,
@@ -77,10 +60,10 @@ def derive_provider_execution(
         model=str(provider.get("model")),
         settings_digest_sha256=str(provider.get("settings_digest_sha256")),
         pricing_digest_sha256=str(provider.get("pricing_digest_sha256")),
-        provider_calls=requests,
+        provider_calls=amounts.responses,
         attempts=totals.attempts,
-        measured_cost_usd=amount_text(measured),
-        forfeited_reservation_usd=amount_text(forfeited),
+        measured_cost_usd=amount_text(amounts.measured),
+        forfeited_reservation_usd=amount_text(amounts.forfeited),
         input_tokens=totals.input_tokens,
         output_tokens=totals.output_tokens,
         decision_call_index=tuple(call.call_index for call in calls if call.decision is not None),

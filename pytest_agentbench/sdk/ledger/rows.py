@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, StrictStr
@@ -24,6 +25,8 @@ GENESIS = "0" * 64
 ROW_KINDS = ("header", "call", "terminal")
 
 Digest = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
+Amount = Annotated[StrictStr, Field(pattern=r"^(0|[1-9][0-9]*)(\.[0-9]*[1-9])?$")]
+"""An exact decimal amount as text: no exponent, no trailing zeros."""
 Count = Annotated[StrictInt, Field(ge=0)]
 
 
@@ -83,6 +86,14 @@ class Totals(Record):
     attempts: Count
     input_tokens: Count
     output_tokens: Count
+    fault_counts: dict[StrictStr, Annotated[StrictInt, Field(ge=1)]] | None = None
+    """Attempts that faulted, by fault (the original's ``fault_counts``); absent when none did."""
+    measured_cost_usd: Amount | None = None
+    """What the reported token counts come to at the header's rates; absent when unpriced."""
+    forfeited_reservation_usd: Amount | None = None
+    """Whole reservations of the attempts whose cost is unknown (faulted, or no counts)."""
+    reserved_usd: Amount | None = None
+    """What every attempt was authorised to cost before dispatch. The three are never summed."""
 
 
 class TerminalPayload(Record):
@@ -128,13 +139,71 @@ def encode_row(row: Mapping[str, Any]) -> bytes:
     return (json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def totals_of(calls: list[CallPayload]) -> Totals:
-    """The terminal's totals, derived from the call rows alone."""
+def amount_text(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return "0" if Decimal(text) == 0 else text
+
+
+class Amounts(Record):
+    """A ledger's spend, derived from its rows at the rates its header pins."""
+
+    measured: Decimal
+    forfeited: Decimal
+    reserved: Decimal
+    responses: int
+
+
+def amounts_of(header: HeaderPayload, calls: list[CallPayload]) -> Amounts | None:
+    """Measured, forfeited and reserved amounts; ``None`` when the header pins no pricing.
+
+    Each attempt reserves the most one call can cost (``max_tokens_per_call``
+    tokens at the dearer rate). An answer that reported token counts settles at
+    them; an attempt that faulted, or an answer that reported none, forfeits its
+    whole reservation: its cost is unknown, and a forfeited reservation is not spend.
+    """
+    provider = header.provider or {}
+    rates = (provider.get("input_per_token"), provider.get("output_per_token"))
+    if not all(isinstance(rate, str) for rate in rates) or not isinstance(
+        provider.get("pricing_digest_sha256"), str
+    ):
+        return None
+    per_in, per_out = Decimal(str(rates[0])), Decimal(str(rates[1]))
+    bound = provider.get("max_tokens_per_call")
+    reservation = max(per_in, per_out) * (bound if isinstance(bound, int) else 0)
+    measured = forfeited = reserved = Decimal(0)
+    responses = 0
+    for call in calls:
+        for attempt in call.attempts or ():
+            reserved += reservation
+            tokens = attempt.tokens
+            if attempt.outcome != "response":
+                forfeited += reservation
+                continue
+            responses += 1
+            if tokens is None or (tokens.input is None and tokens.output is None):
+                forfeited += reservation
+            else:
+                measured += per_in * (tokens.input or 0) + per_out * (tokens.output or 0)
+    return Amounts(measured=measured, forfeited=forfeited, reserved=reserved, responses=responses)
+
+
+def totals_of(calls: list[CallPayload], header: HeaderPayload | None = None) -> Totals:
+    """The terminal's totals, derived from the call rows (and the header's rates, if any)."""
     attempts = [a for call in calls for a in call.attempts or ()]
+    faults: dict[str, int] = {}
+    for attempt in attempts:
+        if attempt.outcome != "response":
+            name = attempt.fault or attempt.outcome
+            faults[name] = faults.get(name, 0) + 1
+    amounts = None if header is None else amounts_of(header, calls)
     return Totals(
+        fault_counts=dict(sorted(faults.items())) or None,
         calls=len(calls),
         decisions=sum(1 for call in calls if call.decision is not None),
         attempts=len(attempts),
         input_tokens=sum(a.tokens.input or 0 for a in attempts if a.tokens is not None),
         output_tokens=sum(a.tokens.output or 0 for a in attempts if a.tokens is not None),
+        measured_cost_usd=None if amounts is None else amount_text(amounts.measured),
+        forfeited_reservation_usd=None if amounts is None else amount_text(amounts.forfeited),
+        reserved_usd=None if amounts is None else amount_text(amounts.reserved),
     )

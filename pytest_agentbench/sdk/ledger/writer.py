@@ -99,6 +99,7 @@ class LedgerWriter:
 
     def __init__(self, path: Path, header: HeaderPayload, io: LedgerIO | None = None) -> None:
         self.path = path
+        self.header = header
         self.io = io or LedgerIO()
         self.fd = open_no_follow(path)
         self.offset = 0
@@ -126,7 +127,11 @@ class LedgerWriter:
                 file=str(self.path),
             )
         terminal = TerminalPayload.model_validate(
-            {"kind": kind, "exclusion_code": exclusion_code, "totals": totals_of(self.calls)}
+            {
+                "kind": kind,
+                "exclusion_code": exclusion_code,
+                "totals": totals_of(self.calls, self.header),
+            }
         )
         digest = self._append("terminal", terminal)
         self.finished = True

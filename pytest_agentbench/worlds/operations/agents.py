@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from pytest_agentbench.sdk import ControlAgent, MalformedOutput
-from pytest_agentbench.worlds.operations.control_oracle import (
+from pytest_agentbench.sdk import (
+    ControlAgent,
+    MalformedOutput,
     NegativeControlOracle,
     OracleControl,
-    controls_by_agent,
 )
+from pytest_agentbench.worlds.operations.control_oracle import controls_by_agent
 from pytest_agentbench.worlds.operations.domain import DomainPack
 from pytest_agentbench.worlds.operations.packs import installed_packs
 

@@ -6,14 +6,18 @@ vector, the decision tape with the execution record of how its decisions were
 produced, and ``provider_execution``, the binding to the execution ledger that
 witnessed a model run (``null`` for a run that reached no provider).
 
-- :func:`validate_artifact` establishes *coherence*: the binding, the execution
-  record, the tape and the identity describe one run (one attempt record per
-  decision, the exact contiguous decision -> call index mapping). It never
-  opens the ledger, so it says nothing about what the ledger holds.
+- :func:`validate_artifact` establishes *coherence*: every field at every level
+  has its exact field set, type, range and form (as the original's reader holds
+  it), the evaluation's verdicts follow from its own findings, and the binding,
+  the execution record, the tape and the identity describe one run (one attempt
+  record per decision, the exact contiguous decision -> call index mapping). It
+  never opens the ledger, so it says nothing about what the ledger holds.
 - :func:`replay_artifact` establishes *reproduction*: the episode is re-executed
-  from its own tape with every network connection refused, at zero provider
-  calls, and the rebuilt document must equal this one; what a rerun cannot
-  produce (the agent's identity, its execution record and the binding) is
+  with every network connection refused, at zero provider calls, and the rebuilt
+  document must equal this one. A deterministic record of a built-in agent is
+  reproduced by running the agent it names; a model record (or one of an adapter
+  this build does not ship) from its own tape, with what a rerun from a tape
+  cannot produce (the agent's identity, its execution record and the binding)
   carried forward and named in ``carried_forward``.
 - :func:`audit_artifact` establishes *agreement* with one journal: its chain
   verifies and ends ``scored``, its totals re-derived from its rows are the
@@ -28,9 +32,11 @@ and result vectors; only contract 8 is written and reproduced.
 
 from __future__ import annotations
 
+import re
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +47,7 @@ from pytest_agentbench.sdk import (
     PROVIDER_EXECUTION_FIELDS,
     AgentbenchError,
     CallPayload,
+    ControlAgent,
     EpisodeBinding,
     HeaderPayload,
     JsonValue,
@@ -50,8 +57,18 @@ from pytest_agentbench.sdk import (
     derive_provider_execution,
     sha256_hex,
 )
-from pytest_agentbench.worlds.operations.episode import ENGINE_VERSION, episode_from_json
+from pytest_agentbench.worlds.operations import outcomes as oc
+from pytest_agentbench.worlds.operations.agents import control_agents
+from pytest_agentbench.worlds.operations.episode import (
+    DEADLOCK,
+    ENGINE_VERSION,
+    HORIZON,
+    MALFORMED,
+    episode_from_json,
+    run_episode,
+)
 from pytest_agentbench.worlds.operations.evaluation import DIMENSIONS, evaluate_episode
+from pytest_agentbench.worlds.operations.packs import installed_packs
 from pytest_agentbench.worlds.operations.replay import ReplayDiverged, replay, replay_codes
 from pytest_agentbench.worlds.operations.spec import LoadedSpec, render_time
 
@@ -329,6 +346,10 @@ def validate_artifact(document: Any, display: str) -> int:
             "artifact_version",
         )
     _exact_fields(document, FIELDS_BY_VERSION[version], "artifact_fields_mismatch", display, "")
+    _exact_fields(
+        document["operation"], OPERATION_FIELDS, "artifact_fields_mismatch", display, "operation"
+    )
+    _check_shape(document, version, display)
     _check_identity(document, display)
     _check_evaluation(document, version, display)
     if version >= 2:
@@ -368,12 +389,11 @@ def _check_identity(document: dict[str, Any], display: str) -> None:
 
 
 def _check_evaluation(document: dict[str, Any], version: int, display: str) -> None:
-    evaluation = document["evaluation"]
-    names = (
-        [d.get("name") for d in evaluation["dimensions"] if isinstance(d, dict)]
-        if isinstance(evaluation, dict) and isinstance(evaluation.get("dimensions"), list)
-        else None
-    )
+    """The result vector's shape, and every verdict in it derived from its own findings."""
+    shape = _Shape(display)
+    evaluation = shape.exact(document["evaluation"], EVALUATION_FIELDS, "evaluation")
+    dimensions = shape.objects(evaluation["dimensions"], "evaluation.dimensions")
+    names = [d.get("name") for d in dimensions]
     expected = list(DIMENSIONS_BY_VERSION[version])
     if names != expected:
         raise _refuse(
@@ -382,6 +402,50 @@ def _check_evaluation(document: dict[str, Any], version: int, display: str) -> N
             display,
             "evaluation.dimensions",
         )
+    codes: set[str] = set()
+    failed = []
+    for position, dimension in enumerate(dimensions):
+        where = f"evaluation.dimensions[{position}]"
+        shape.exact(dimension, DIMENSION_FIELDS, where)
+        ok = shape.flag(dimension["ok"], f"{where}.ok")
+        findings = shape.objects(dimension["findings"], f"{where}.findings")
+        for index, finding in enumerate(findings):
+            at = f"{where}.findings[{index}]"
+            shape.exact(finding, FINDING_FIELDS, at)
+            codes.add(shape.text(finding["code"], f"{at}.code"))
+            shape.string(finding["detail"], f"{at}.detail")
+            if finding["at"] is not None:
+                shape.instant(finding["at"], f"{at}.at")
+        for name, value in shape.mapping(dimension["counts"], f"{where}.counts").items():
+            shape.count(value, f"{where}.counts.{name}")
+        if dimension["note"] is not None:
+            shape.string(dimension["note"], f"{where}.note")
+        if ok == bool(findings):
+            raise _refuse(
+                "artifact_evaluation_incoherent",
+                "a dimension passes exactly when it has no finding",
+                display,
+                f"{where}.ok",
+            )
+        if not ok:
+            failed.append(dimension["name"])
+    terminal = evaluation["terminal_outcome"]
+    legitimate = terminal == document["expected_terminal"]
+    derived: dict[str, JsonValue] = {
+        "terminal_outcome": document["status"],
+        "legitimate_completion": legitimate,
+        "reliable": legitimate and not failed,
+        "failed_dimensions": list(failed),
+        "finding_codes": sorted(codes),
+    }
+    for name, value in derived.items():
+        if evaluation[name] != value:
+            raise _refuse(
+                "artifact_evaluation_incoherent",
+                f"states {evaluation[name]!r}; its own dimensions and status give {value!r}",
+                display,
+                f"evaluation.{name}",
+            )
 
 
 def _check_tape(document: dict[str, Any], display: str) -> None:
@@ -545,6 +609,356 @@ def _check_binding(document: dict[str, Any], display: str) -> None:
         )
 
 
+# --- the shape: every field's type, range and form -------------------------------------
+
+RECORD_TYPES = frozenset(
+    {
+        "action_proposed",
+        "action_rejected",
+        "agent_invoked",
+        "agent_outcome",
+        "conditional_scheduled",
+        "deadlock",
+        "effect_accepted",
+        "episode_started",
+        "event_accepted",
+        "event_rejected",
+        "external_request",
+        "horizon_exhausted",
+        "invocation_ended",
+        "provisional_close",
+        "reopened",
+        "retrieval",
+        "side_effect",
+        "side_effect_failed",
+        "state_transition",
+        "terminal",
+        "wait_declared",
+        "wait_ended",
+        "wait_refused",
+        "wait_unresolved_at_horizon",
+    }
+)
+"""Every record type the engine writes: a row of any other type describes no run of this build."""
+ROW_ENVELOPE = ("index", "at", "minute", "record_type")
+DELIVERY_FIELDS = ("event_id", "type", "actor", "payload", "triggers_agent")
+EVENT_ROW_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "event_accepted": (*ROW_ENVELOPE, *DELIVERY_FIELDS, "authored", "record_class"),
+    "event_rejected": (*ROW_ENVELOPE, *DELIVERY_FIELDS, "code", "reason", "post_terminal"),
+}
+"""The exact body of a delivered event, accepted or rejected."""
+RECORD_CLASSES = frozenset({"semantic_trigger", "audit"})
+EVALUATION_FIELDS = (
+    "terminal_outcome",
+    "legitimate_completion",
+    "reliable",
+    "failed_dimensions",
+    "finding_codes",
+    "dimensions",
+)
+DIMENSION_FIELDS = ("name", "ok", "findings", "counts", "note")
+FINDING_FIELDS = ("code", "detail", "at")
+DECISION_FIELDS = (
+    "invocation_index",
+    "turn_index",
+    "observation_digest_sha256",
+    "retrievals",
+    "outcome",
+)
+FINAL_STATE_FIELDS = ("observable", "version")
+ENGINE_VERSIONS = (ENGINE_VERSION,)
+"""The engines whose records this build describes (it has written only its own)."""
+EXECUTION_STATUSES = frozenset({DEADLOCK, HORIZON, MALFORMED})
+"""How an episode ends when it reaches no business terminal."""
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_ENGINE = re.compile(r"\d+\.\d+\.\d+")
+_INSTANCE = re.compile(r"opi_[0-9a-f]{32}")
+_INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+SHAPE = "artifact_shape_invalid"
+
+
+class _Shape:
+    """Holds one document's fields to their type, range and form; each refusal names the field."""
+
+    def __init__(self, display: str) -> None:
+        self.display = display
+
+    def refuse(self, where: str, reason: str) -> AgentbenchError:
+        return _refuse(SHAPE, reason, self.display, where)
+
+    def exact(self, value: Any, fields: Sequence[str], where: str) -> dict[str, Any]:
+        _exact_fields(value, fields, "artifact_fields_mismatch", self.display, where)
+        assert isinstance(value, dict)
+        return value
+
+    def text(self, value: Any, where: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.refuse(where, f"expected a non-empty string, got {_kind(value)}")
+        return value
+
+    def string(self, value: Any, where: str) -> str:
+        if not isinstance(value, str):
+            raise self.refuse(where, f"expected a string, got {_kind(value)}")
+        return value
+
+    def optional_text(self, value: Any, where: str) -> str | None:
+        return None if value is None else self.text(value, where)
+
+    def count(self, value: Any, where: str, minimum: int = 0) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.refuse(where, f"expected an integer, got {_kind(value)}")
+        if value < minimum:
+            raise self.refuse(where, f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    def optional_count(self, value: Any, where: str, minimum: int = 0) -> int | None:
+        return None if value is None else self.count(value, where, minimum)
+
+    def flag(self, value: Any, where: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.refuse(where, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def form(self, value: Any, pattern: re.Pattern[str], what: str, where: str) -> str:
+        if not isinstance(value, str) or pattern.fullmatch(value) is None:
+            raise self.refuse(where, f"expected {what}, got {value!r}"[:200])
+        return value
+
+    def digest(self, value: Any, where: str) -> str:
+        return self.form(value, _DIGEST, "a lowercase hex SHA-256 digest", where)
+
+    def instant(self, value: Any, where: str) -> datetime:
+        text = self.form(value, _INSTANT, "an instant YYYY-MM-DDTHH:MM:SSZ", where)
+        try:
+            return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            raise self.refuse(where, f"{text!r} is not a calendar instant") from None
+
+    def one_of(self, value: Any, allowed: Iterable[str], where: str) -> str:
+        known = sorted(allowed)
+        if not isinstance(value, str) or value not in known:
+            raise self.refuse(where, f"{value!r} is not one of {known}"[:300])
+        return value
+
+    def objects(self, value: Any, where: str) -> list[dict[str, Any]]:
+        if not isinstance(value, list):
+            raise self.refuse(where, f"expected a list, got {_kind(value)}")
+        for position, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise self.refuse(f"{where}[{position}]", f"expected an object, got {_kind(item)}")
+        return value
+
+    def mapping(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.refuse(where, f"expected an object, got {_kind(value)}")
+        return value
+
+    def texts(self, value: Any, where: str) -> list[str]:
+        if not isinstance(value, list):
+            raise self.refuse(where, f"expected a list, got {_kind(value)}")
+        return [self.text(item, f"{where}[{position}]") for position, item in enumerate(value)]
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _check_shape(document: dict[str, Any], version: int, display: str) -> None:
+    """The original's reader holds every field to its type, range and form; so does this one."""
+    shape = _Shape(display)
+    engine = shape.form(document["engine_version"], _ENGINE, "a version N.N.N", "engine_version")
+    if engine not in ENGINE_VERSIONS:
+        raise _refuse(
+            "artifact_engine_unknown",
+            f"engine {engine!r}; this build describes records of {list(ENGINE_VERSIONS)}",
+            display,
+            "engine_version",
+        )
+    operation = document["operation"]
+    pack = _pack(shape.text(operation.get("operation_type"), "operation.operation_type"), display)
+    for name in ("operation_id", "operation_version", "semantic_scenario_id", "privacy_status"):
+        shape.text(operation[name], f"operation.{name}")
+    shape.digest(operation["spec_digest_sha256"], "operation.spec_digest_sha256")
+    scenarios = shape.texts(operation["scenario_ids"], "operation.scenario_ids")
+    if scenarios != sorted(set(scenarios)):
+        raise shape.refuse("operation.scenario_ids", "expected sorted, unique scenario ids")
+    for name in ("scenario_id", "semantic_scenario_id", "scenario_label", "agent_id"):
+        shape.text(document[name], name)
+    terminals = set(pack.terminals)
+    shape.one_of(document["agent_kind"], (KIND_MODEL, KIND_IN_PROCESS), "agent_kind")
+    shape.one_of(document["expected_terminal"], terminals, "expected_terminal")
+    status = shape.one_of(document["status"], terminals | EXECUTION_STATUSES, "status")
+    if document["terminal_outcome"] != (status if status in terminals else None):
+        raise _refuse(
+            "artifact_status_incoherent",
+            f"status {status!r} ends in terminal_outcome "
+            f"{status if status in terminals else None!r}",
+            display,
+            "terminal_outcome",
+        )
+    if shape.flag(document["replay_final"], "replay_final") and status not in terminals:
+        raise _refuse(
+            "artifact_status_incoherent",
+            "only a business terminal is replay-final",
+            display,
+            "replay_final",
+        )
+    minutes = shape.count(document["simulated_minutes"], "simulated_minutes")
+    shape.count(document["agent_invocations"], "agent_invocations")
+    started = shape.instant(document["started_at"], "started_at")
+    ended = shape.instant(document["ended_at"], "ended_at")
+    if ended - started != timedelta(minutes=minutes):
+        raise _refuse(
+            "artifact_status_incoherent",
+            f"{minutes} simulated minutes do not separate started_at and ended_at",
+            display,
+            "ended_at",
+        )
+    if document["note"] != NOTE:
+        raise shape.refuse("note", "not the note this contract carries")
+    _check_trajectory(shape, document, started, display)
+    state = shape.exact(document["final_state"], FINAL_STATE_FIELDS, "final_state")
+    shape.mapping(state["observable"], "final_state.observable")
+    shape.count(state["version"], "final_state.version")
+    shape.digest(document["final_state_digest_sha256"], "final_state_digest_sha256")
+    shape.digest(document["trajectory_digest_sha256"], "trajectory_digest_sha256")
+    if version >= 2:
+        _check_decisions(shape, document)
+        _check_execution_shape(shape, document["agent_execution"])
+    if version >= 4:
+        shape.form(
+            document["operation_instance_id"],
+            _INSTANCE,
+            "opi_ and 32 hex digits",
+            "operation_instance_id",
+        )
+
+
+def _pack(operation_type: str, display: str) -> Any:
+    pack = installed_packs().get(operation_type)
+    if pack is None:
+        raise _refuse(
+            "artifact_operation_unknown",
+            f"no installed domain pack reads operations of type {operation_type!r}",
+            display,
+            "operation.operation_type",
+        )
+    return pack
+
+
+def _check_trajectory(
+    shape: _Shape, document: dict[str, Any], started: datetime, display: str
+) -> None:
+    rows = shape.objects(document["trajectory"], "trajectory")
+    last = 0
+    for position, row in enumerate(rows):
+        where = f"trajectory[{position}]"
+        for name in ROW_ENVELOPE:
+            if name not in row:
+                raise _refuse(
+                    "artifact_fields_mismatch", f"missing {name!r}", display, f"{where}.{name}"
+                )
+        if shape.count(row["index"], f"{where}.index") != position:
+            raise shape.refuse(f"{where}.index", f"row {position} states index {row['index']}")
+        minute = shape.count(row["minute"], f"{where}.minute")
+        if minute < last:
+            raise shape.refuse(f"{where}.minute", "the simulated clock never runs backwards")
+        last = minute
+        if shape.instant(row["at"], f"{where}.at") != started + timedelta(minutes=minute):
+            raise shape.refuse(f"{where}.at", f"not the instant of minute {minute}")
+        kind = shape.one_of(row["record_type"], RECORD_TYPES, f"{where}.record_type")
+        if kind in EVENT_ROW_FIELDS:
+            _check_event_row(shape, row, kind, where)
+    events = shape.objects(document["events"], "events")
+    delivered = [row for row in rows if row["record_type"] in EVENT_ROW_FIELDS]
+    if events != delivered:
+        raise _refuse(
+            "artifact_events_mismatch",
+            "the events are not the trajectory's delivered events",
+            display,
+            "events",
+        )
+
+
+def _check_event_row(shape: _Shape, row: dict[str, Any], kind: str, where: str) -> None:
+    shape.exact(row, EVENT_ROW_FIELDS[kind], where)
+    for name in ("event_id", "type", "actor"):
+        shape.text(row[name], f"{where}.{name}")
+    shape.mapping(row["payload"], f"{where}.payload")
+    shape.flag(row["triggers_agent"], f"{where}.triggers_agent")
+    if kind == "event_accepted":
+        shape.flag(row["authored"], f"{where}.authored")
+        shape.one_of(row["record_class"], RECORD_CLASSES, f"{where}.record_class")
+    else:
+        shape.text(row["code"], f"{where}.code")
+        shape.string(row["reason"], f"{where}.reason")
+        shape.flag(row["post_terminal"], f"{where}.post_terminal")
+
+
+def _check_decisions(shape: _Shape, document: dict[str, Any]) -> None:
+    shape.digest(document["decisions_digest_sha256"], "decisions_digest_sha256")
+    previous = (0, -1)
+    for position, decision in enumerate(shape.objects(document["decisions"], "decisions")):
+        where = f"decisions[{position}]"
+        shape.exact(decision, DECISION_FIELDS, where)
+        at = (
+            shape.count(decision["invocation_index"], f"{where}.invocation_index", 1),
+            shape.count(decision["turn_index"], f"{where}.turn_index"),
+        )
+        if at <= previous:
+            raise shape.refuse(where, "(invocation, turn) strictly increases along the tape")
+        previous = at
+        shape.digest(decision["observation_digest_sha256"], f"{where}.observation_digest_sha256")
+        for index, call in enumerate(shape.objects(decision["retrievals"], f"{where}.retrievals")):
+            _check_retrieval(shape, call, f"{where}.retrievals[{index}]")
+        _check_outcome(shape, decision["outcome"], f"{where}.outcome")
+
+
+def _check_retrieval(shape: _Shape, call: dict[str, Any], where: str) -> None:
+    # The arguments are the agent's, as it sent them (a refused call's may be any JSON).
+    shape.exact(call, ("name", "arguments"), where)
+    shape.text(call["name"], f"{where}.name")
+
+
+def _check_outcome(shape: _Shape, outcome: Any, where: str) -> None:
+    """A recorded decision is exactly what the engine writes for its kind, and nothing more."""
+    body = shape.mapping(outcome, where)
+    if body.get("kind") == MALFORMED_KIND:
+        shape.exact(body, ("kind", "code"), where)
+        shape.text(body["code"], f"{where}.code")
+        return
+    try:
+        parsed = oc.parse_outcome(body)
+    except oc.OutcomeRefused as refused:
+        raise shape.refuse(where, f"not a decision this build records: {refused}") from None
+    if oc.outcome_json(parsed) != body:
+        raise shape.refuse(where, "not in the exact form this build records a decision")
+
+
+def _check_execution_shape(shape: _Shape, execution: dict[str, Any]) -> None:
+    where = "agent_execution"
+    shape.optional_text(execution["model"], f"{where}.model")
+    shape.optional_text(execution["protocol_version"], f"{where}.protocol_version")
+    shape.optional_count(execution["max_output_tokens"], f"{where}.max_output_tokens", 1)
+    shape.count(execution["transport_calls"], f"{where}.transport_calls")
+    shape.count(execution["retry_count"], f"{where}.retry_count")
+    shape.flag(execution["excluded"], f"{where}.excluded")
+    shape.optional_text(execution["exclusion_code"], f"{where}.exclusion_code")
+    if execution["exclusion_detail"] is not None:
+        shape.string(execution["exclusion_detail"], f"{where}.exclusion_detail")
+    for position, attempt in enumerate(shape.objects(execution["attempts"], f"{where}.attempts")):
+        at = f"{where}.attempts[{position}]"
+        shape.exact(attempt, ATTEMPT_FIELDS, at)
+        shape.count(attempt["invocation_index"], f"{at}.invocation_index", 1)
+        shape.count(attempt["turn_index"], f"{at}.turn_index")
+        if attempt["request_digest_sha256"] is not None:
+            shape.digest(attempt["request_digest_sha256"], f"{at}.request_digest_sha256")
+        shape.one_of(attempt["outcome"], ("decided", "classified"), f"{at}.outcome")
+        if attempt["fault"] is not None:
+            raise shape.refuse(f"{at}.fault", "an attempt that answered carries no fault")
+        shape.digest(attempt["decision_digest_sha256"], f"{at}.decision_digest_sha256")
+
+
 # --- replay: reproduction from the tape -----------------------------------------------
 
 
@@ -588,12 +1002,16 @@ def replay_artifact(loaded: LoadedSpec, document: Any, display: str) -> dict[str
             display,
             "operation.spec_digest_sha256",
         )
+    agent = _named_agent(loaded, document)
     transport = RefusingTransport()
     with transport.installed():
-        try:
-            again = replay(loaded, document["scenario_id"], document["decisions"])
-        except ReplayDiverged as diverged:
-            raise _refuse(diverged.code, diverged.detail, display, "decisions") from None
+        if agent is None:
+            try:
+                again = replay(loaded, document["scenario_id"], document["decisions"])
+            except ReplayDiverged as diverged:
+                raise _refuse(diverged.code, diverged.detail, display, "decisions") from None
+        else:
+            again = run_episode(loaded, document["scenario_id"], agent.factory())
         output = again.as_json()
         output["replay_codes"] = replay_codes(loaded, again)
     if transport.attempts:
@@ -603,15 +1021,17 @@ def replay_artifact(loaded: LoadedSpec, document: Any, display: str) -> dict[str
             display,
         )
     rebuilt = build_artifact(loaded, output, EpisodeBinding(agent_id=str(document["agent_id"])))
-    for name in CARRIED_FORWARD:
+    carried = CARRIED_FORWARD if agent is None else ()
+    for name in carried:
         rebuilt[name] = document[name]
     diverged_fields = [
         name for name in FIELDS_BY_VERSION[version] if rebuilt[name] != document[name]
     ]
     if diverged_fields:
+        how = "the rerun of the named agent" if agent is not None else "the rerun from the tape"
         raise _refuse(
             "artifact_replay_diverged",
-            f"the rerun from the tape differs in {', '.join(diverged_fields)}",
+            f"{how} differs in {', '.join(diverged_fields)}",
             display,
             diverged_fields[0],
         )
@@ -621,10 +1041,25 @@ def replay_artifact(loaded: LoadedSpec, document: Any, display: str) -> dict[str
         "scenario_id": document["scenario_id"],
         "decisions": len(document["decisions"]),
         "provider_calls": transport.attempts,
-        "compared": [name for name in FIELDS_BY_VERSION[version] if name not in CARRIED_FORWARD],
-        "carried_forward": list(CARRIED_FORWARD),
+        "re_executed": None if agent is None else agent.agent_id,
+        "compared": [name for name in FIELDS_BY_VERSION[version] if name not in carried],
+        "carried_forward": list(carried),
         "provider_attested": False,
     }
+
+
+def _named_agent(loaded: LoadedSpec, document: dict[str, Any]) -> ControlAgent | None:
+    """The built-in agent an in-process artefact names, to be run again; None for a tape replay.
+
+    As the original's reader does, a deterministic record is reproduced by running the
+    agent it names (so relabelling the agent is a divergence, not a carried field). A
+    model record, and an in-process record of an adapter this build does not ship, are
+    replayed from their tape, with the agent's identity carried forward and named.
+    """
+    if document["agent_execution"]["outcome_source"] != SOURCE_DETERMINISTIC:
+        return None
+    agents = {agent.agent_id: agent for agent in control_agents(loaded.domain)}
+    return agents.get(str(document["agent_id"]))
 
 
 # --- audit: agreement with the journal --------------------------------------------------

@@ -16,12 +16,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from pydantic import StrictStr, ValidationError
+from pydantic import ValidationError
 
 from pytest_agentbench.sdk import (
     AgentbenchError,
     JsonValue,
+    NegativeControlOracle,
+    OracleControl,
     Record,
+    canonical_bytes,
     loads_yaml_strict,
     pydantic_refusal,
     read_bytes,
@@ -32,41 +35,12 @@ ORACLE_KEYS = frozenset({"oracle_id", "oracle_version", "controls", "result_vect
 """The keys that make a YAML document a control oracle (how one is found by content)."""
 
 
-class Provenance(Record):
-    authored_by: StrictStr
-    independence: StrictStr
-    evidence_class: StrictStr
-    review_status: StrictStr
-
-
-class OracleControl(Record):
-    agent_id: StrictStr
-    scenario_id: StrictStr
-    intervention: StrictStr
-    guarantee_attacked: StrictStr
-    expected_failed_dimensions: tuple[StrictStr, ...]
-    required_finding_codes: tuple[StrictStr, ...]
-    must_pass_dimensions: tuple[StrictStr, ...]
-    rationale: StrictStr
-
-
-class NegativeControlOracle(Record):
-    """The core of every domain's oracle; a pack's ``oracle_model`` adds its identity fields."""
-
-    oracle_id: StrictStr
-    oracle_version: StrictStr
-    provenance: Provenance
-    result_vector_dimensions: tuple[StrictStr, ...]
-    controls: tuple[OracleControl, ...]
-
-    def control_for(self, agent_id: str) -> OracleControl | None:
-        return next((c for c in self.controls if c.agent_id == agent_id), None)
-
-
 class LoadedOracle(Record):
     oracle: NegativeControlOracle
     digest_sha256: str
     """SHA-256 of the bytes parsed."""
+    oracle_digest_sha256: str
+    """The original's content identity: SHA-256 of the canonical JSON of the parsed document."""
     file: str
 
 
@@ -99,7 +73,12 @@ def load_control_oracle(
     except ValidationError as exc:
         raise pydantic_refusal(exc, file=display) from None
     _check(oracle, display)
-    return LoadedOracle(oracle=oracle, digest_sha256=sha256_hex(data), file=display)
+    return LoadedOracle(
+        oracle=oracle,
+        digest_sha256=sha256_hex(data),
+        oracle_digest_sha256=sha256_hex(canonical_bytes(raw)),
+        file=display,
+    )
 
 
 def _check(oracle: NegativeControlOracle, display: str) -> None:

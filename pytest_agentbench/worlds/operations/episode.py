@@ -469,16 +469,21 @@ class Episode:
                         {"kind": "MALFORMED", "code": refused.code},
                         retrievals,
                     )
+                    # The record, like the tape, keeps the refusal's stable code and
+                    # nothing of the answer (the original records no more): a replay
+                    # from the tape writes the same row. The reason is the case's
+                    # failure text.
                     self.record(
                         "agent_outcome",
                         invocation_index=invocation.index,
                         turn_index=turn,
                         outcome="MALFORMED",
                         code=refused.code,
-                        reason=refused.reason,
                     )
                     # The outcome breaks the published schema: a product error of the
-                    # case, not a spent turn. The refusal stays on the record, so
+                    # case, not a spent turn (the original spends the turn; a case whose
+                    # adapter broke the output contract is a product error here, in
+                    # every world). The refusal stays on the record, so
                     # action_validity still reports MALFORMED_AGENT_OUTCOME.
                     self.status = MALFORMED
                     self.refusal = (

@@ -1,7 +1,7 @@
 """The gate: the control oracle bound to the operation it is run against.
 
-The reference agent runs on every variant and must pass every check (reliable,
-or exactly the fault its pack derives from the spec's authored faults); each
+The reference agent runs on every variant and must be reliable, or fail exactly
+the fault its pack derives from the spec's authored faults, named by its id; each
 negative runs on its oracle-declared scenario and must fail exactly its
 declared closure with every required code, ``reliable`` false. Which fields
 identify the operation an oracle is about is the pack's to say; versions are
@@ -10,8 +10,13 @@ reported, never compared (the original binds none of them).
 
 from __future__ import annotations
 
-from pytest_agentbench.sdk import AgentbenchError, ControlManifest, ControlSpec
-from pytest_agentbench.worlds.operations.control_oracle import LoadedOracle, NegativeControlOracle
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    ControlManifest,
+    ControlSpec,
+    NegativeControlOracle,
+)
+from pytest_agentbench.worlds.operations.control_oracle import LoadedOracle
 from pytest_agentbench.worlds.operations.evaluation import DIMENSIONS
 from pytest_agentbench.worlds.operations.spec import LoadedSpec
 
@@ -53,22 +58,41 @@ def bind_control_oracle(loaded: LoadedOracle, spec: LoadedSpec) -> str:
     return binding.versions
 
 
-def gate_manifest(
-    suite_id: str, oracle: NegativeControlOracle, spec: LoadedSpec
-) -> ControlManifest:
+def _reference_control(scenario_id: str, spec: LoadedSpec) -> ControlSpec:
+    """The reference on one variant: reliable, or failing exactly as its declared fault."""
     everything = (*DIMENSIONS, RELIABLE)
-    references = [
-        ControlSpec(
+    fault = spec.domain.expected_fault(spec.spec, scenario_id)
+    if fault is None:
+        return ControlSpec(
             id=f"{REFERENCE}-{scenario_id}",
             agent=REFERENCE,
             cases=(scenario_id,),
             scenario=scenario_id,
             intervention="none: the reference agent",
-            guarantee="the variant's authored outcome: reliable, or exactly its declared fault",
+            guarantee="the variant's authored outcome: reliable",
             must_fail=(),
             must_pass=everything,
         )
-        for scenario_id in sorted(spec.spec.scenarios)
+    failing = (*fault.failed_dimensions, RELIABLE)
+    return ControlSpec(
+        id=f"{REFERENCE}-{scenario_id}",
+        agent=REFERENCE,
+        cases=(scenario_id,),
+        scenario=scenario_id,
+        intervention="none: the reference agent",
+        guarantee=f"the variant's authored fault {fault.id}: {fault.rationale}",
+        must_fail=failing,
+        required_findings=fault.finding_codes,
+        must_pass=tuple(name for name in everything if name not in failing),
+        expected_fault=fault.id,
+    )
+
+
+def gate_manifest(
+    suite_id: str, oracle: NegativeControlOracle, spec: LoadedSpec
+) -> ControlManifest:
+    references = [
+        _reference_control(scenario_id, spec) for scenario_id in sorted(spec.spec.scenarios)
     ]
     negatives = [
         ControlSpec(
@@ -89,4 +113,25 @@ def gate_manifest(
         suite=suite_id,
         provenance=f"{oracle.oracle_id} {oracle.oracle_version}: {oracle.provenance.independence}",
         controls=(*references, *negatives),
+    )
+
+
+MATCHED_DECISION_POINTS = "matched-decision-points"
+
+
+def refused_control(refusal: AgentbenchError) -> ControlSpec:
+    """The matched decision-point control whose file was refused: an item that fails naming it.
+
+    The original reads that control as a separate input, and a refusal of it does not stop
+    the lifecycle run: the cases and the other controls run; this item alone fails.
+    """
+    return ControlSpec(
+        id=MATCHED_DECISION_POINTS,
+        agent=REFERENCE,
+        cases=(),
+        intervention="none: the matched decision-point control",
+        guarantee="the control matches the live operation's surface",
+        must_fail=(),
+        must_pass=(*DIMENSIONS, RELIABLE),
+        refused=str(refusal),
     )

@@ -39,6 +39,7 @@ from pytest_agentbench.sdk import (
     CheckStatus,
     ControlAgent,
     ControlOracle,
+    DomainPack,
     EpisodeBinding,
     EpisodeReceipt,
     FailureClass,
@@ -87,7 +88,11 @@ from pytest_agentbench.worlds.operations.evaluation import (
     ResultVector,
     evaluate_episode,
 )
-from pytest_agentbench.worlds.operations.gate import bind_control_oracle, gate_manifest
+from pytest_agentbench.worlds.operations.gate import (
+    bind_control_oracle,
+    gate_manifest,
+    refused_control,
+)
 from pytest_agentbench.worlds.operations.metrics import (
     CLUSTER_PREFIX,
     METRIC_SPECS,
@@ -381,16 +386,25 @@ class OperationsWorld:
         """
         spec = _data(suite).spec
         path = _find_oracle(suite, display)
+        matched = _matched_control_read(suite, display)
         if path is None:
+            if isinstance(matched, AgentbenchError):
+                # With no gate to hold it, a refused control would vanish: refuse the suite.
+                raise matched
             return None
         loaded = load_control_oracle(path, display(path), spec.domain.oracle_model)
         versions = bind_control_oracle(loaded, spec)
-        matched = _matched_control(suite, display)
-        if matched is not None:
+        manifest = gate_manifest(suite.id, loaded.oracle, spec)
+        if isinstance(matched, LoadedControl):
             pairs = check_separations(matched, spec)
             versions += (
                 f"; matched decision points {matched.control.control_id} "
                 f"{matched.control.control_version}: {len(pairs)} pairs separate as declared"
+            )
+        elif matched is not None:
+            versions += f"; matched decision points refused: [{matched.code}]"
+            manifest = manifest.model_copy(
+                update={"controls": (*manifest.controls, refused_control(matched))}
             )
         return ControlOracle(
             identity=OracleIdentity(
@@ -399,8 +413,13 @@ class OperationsWorld:
                 digest_sha256=loaded.digest_sha256,
                 file=loaded.file,
                 note=versions,
+                oracle_digest_sha256=loaded.oracle_digest_sha256,
+                subject={
+                    "operation_id": spec.spec.operation_id,
+                    "spec_digest_sha256": spec.digest,
+                },
             ),
-            manifest=gate_manifest(suite.id, loaded.oracle, spec),
+            manifest=manifest,
         )
 
     def record_episode(
@@ -435,12 +454,6 @@ class OperationsWorld:
 
         return artifact.build_artifact(_data(suite).spec, outcome.output, binding)
 
-    @property
-    def carried_forward(self) -> tuple[str, ...]:
-        from pytest_agentbench.worlds.operations import artifact
-
-        return artifact.CARRIED_FORWARD
-
     def validate_artifact(self, document: JsonValue, display: str) -> int:
         """Coherence of one episode artefact (``agentbench artifact validate``)."""
         from pytest_agentbench.worlds.operations import artifact
@@ -462,6 +475,23 @@ class OperationsWorld:
         from pytest_agentbench.worlds.operations import artifact
 
         return artifact.audit_artifact(document, journal, display)
+
+    def domain_packs(self) -> Mapping[str, DomainPack]:
+        """Every installed domain pack by operation type (``agentbench list-packs``)."""
+        return installed_packs()
+
+    def check_spec_file(self, path: Path, display: str) -> dict[str, JsonValue]:
+        """An OperationSpec read statically against the packs (``agentbench validate-spec``)."""
+        loaded = load_operation_spec(path, display, installed_packs())
+        spec = loaded.spec
+        return {
+            "operation_id": spec.operation_id,
+            "operation_type": spec.operation_type,
+            "operation_version": spec.operation_version,
+            "pack_version": str(loaded.domain.pack_version),
+            "scenarios": sorted(spec.scenarios),
+            "spec_digest_sha256": loaded.digest,
+        }
 
     def replay_episode(self, suite: Suite, path: Path) -> list[str]:
         """Re-execute a recorded episode from its decision tape, with no adapter."""
@@ -576,17 +606,32 @@ def _find_oracle(suite: Suite, display: Callable[[Path], str]) -> Path | None:
 def _matched_control(
     suite: Suite, display: Callable[[Path], str] | None = None
 ) -> LoadedControl | None:
-    """The oracle folder's matched decision-point control, read once per suite (or None)."""
+    """The oracle folder's matched decision-point control, if there is one and it reads."""
+    matched = _matched_control_read(suite, display)
+    return matched if isinstance(matched, LoadedControl) else None
+
+
+def _matched_control_read(
+    suite: Suite, display: Callable[[Path], str] | None = None
+) -> LoadedControl | AgentbenchError | None:
+    """The oracle folder's matched decision-point control, read once per suite.
+
+    A control that does not read (or does not match the live operation) is its
+    refusal, kept rather than raised: as in the original, the control is an input
+    of its own, and its refusal fails its own item, not the lifecycle run.
+    """
     key = "operations.matched_decision_points"
     if key not in suite.cache:
         shown = display or (lambda path: suite.display(os.path.relpath(path, suite.root)))
         path = find_control(suite.oracle_root, shown)
-        suite.cache[key] = (
-            None
-            if path is None
-            else load_matched_decision_points(path, shown(path), _data(suite).spec)
-        )
-    matched: LoadedControl | None = suite.cache[key]
+        read: LoadedControl | AgentbenchError | None = None
+        if path is not None:
+            try:
+                read = load_matched_decision_points(path, shown(path), _data(suite).spec)
+            except AgentbenchError as refused:
+                read = refused
+        suite.cache[key] = read
+    matched: LoadedControl | AgentbenchError | None = suite.cache[key]
     return matched
 
 
@@ -631,43 +676,74 @@ def _expected(name: str, fault: ExpectedFault | None) -> JsonValue:
 
 
 def _checks(vector: ResultVector, fault: ExpectedFault | None) -> list[Check]:
-    """Each dimension must match the variant's expected verdict: pass, or its declared fault."""
+    """Each dimension's own verdict; a failure that is the variant's declared fault says so.
+
+    A dimension that failed is reported as failed. Where the variant declares an
+    authored fault (the original's reference expectation), a failure that is
+    exactly that fault carries its id: the dimension failed, as it had to, and
+    the item passes. ``reliable`` is false on such a variant; it carries the
+    fault's id only when the whole outcome is the declared one (terminal, the
+    failing set and the finding codes, each exactly).
+    """
     declared = set() if fault is None else set(fault.failed_dimensions)
     fault_codes = set() if fault is None else set(fault.finding_codes)
+    exact = fault is not None and _is_declared_fault(vector, fault)
     checks = []
     for dimension in vector.dimensions:
         codes = set(dimension.codes)
-        ok = bool(codes) and codes <= fault_codes if dimension.name in declared else not codes
+        expected_fault = (
+            fault.id
+            if fault is not None and codes and dimension.name in declared and codes <= fault_codes
+            else None
+        )
         checks.append(
             Check(
                 name=dimension.name,
-                status=CheckStatus.PASS if ok else CheckStatus.FAIL,
+                status=CheckStatus.FAIL if codes else CheckStatus.PASS,
                 expected=_expected(dimension.name, fault),
                 actual=sorted(codes),
-                detail=None if ok else canonical_json(dict(dimension.counts)),
+                detail=_dimension_detail(dimension.name, codes, declared, dimension.counts),
+                expected_fault=expected_fault,
             )
         )
-    if fault is None:
-        ok = vector.reliable
-        detail = None if ok else f"terminal {vector.terminal}, expected {vector.expected_terminal}"
+    if vector.reliable:
+        detail = None
+    elif fault is None:
+        detail = f"terminal {vector.terminal}, expected {vector.expected_terminal}"
     else:
-        produced = {code for d in vector.dimensions for code in d.codes}
-        ok = (
-            not vector.reliable
-            and vector.terminal == fault.expected_terminal
-            and produced == fault_codes
-        )
-        detail = f"declared fault {fault.id}: {fault.rationale}"
+        verdict = "is" if exact else "is not"
+        detail = f"the outcome {verdict} the declared fault {fault.id}: {fault.rationale}"
     checks.append(
         Check(
             name=RELIABLE,
-            status=CheckStatus.PASS if ok else CheckStatus.FAIL,
+            status=CheckStatus.PASS if vector.reliable else CheckStatus.FAIL,
             expected=fault is None,
             actual=vector.reliable,
             detail=detail,
+            expected_fault=fault.id if exact and fault is not None else None,
         )
     )
     return checks
+
+
+def _is_declared_fault(vector: ResultVector, fault: ExpectedFault) -> bool:
+    """The original's reference expectation: terminal, failing set and codes, each exact."""
+    failing = {d.name for d in vector.dimensions if d.codes}
+    produced = {code for d in vector.dimensions for code in d.codes}
+    return (
+        not vector.reliable
+        and vector.terminal == fault.expected_terminal
+        and failing == set(fault.failed_dimensions)
+        and produced == set(fault.finding_codes)
+    )
+
+
+def _dimension_detail(
+    name: str, codes: set[str], declared: set[str], counts: Mapping[str, int]
+) -> str | None:
+    if name in declared and not codes:
+        return "the declared fault should fail this dimension; it passed"
+    return canonical_json(dict(counts)) if codes else None
 
 
 def measurements(

@@ -42,6 +42,7 @@ from pytest_agentbench.sdk.ledger import (
     audit_ledger,
 )
 from pytest_agentbench.sdk.ledger.binding import bound_calls, derive_provider_execution
+from pytest_agentbench.sdk.ledger.rows import row_digest
 from pytest_agentbench.worlds.operations import artifact
 from pytest_agentbench.worlds.operations.agents import Reference
 from pytest_agentbench.worlds.operations.episode import run_episode
@@ -195,11 +196,27 @@ def test_a_model_run_is_bound_to_its_ledger_with_every_amount_derived_from_the_r
         "provider_calls": decisions,
         "attempts": decisions + 1,
         "measured_cost_usd": format(measured.normalize(), "f"),
-        "forfeited_reservation_usd": format((rate_out * BOUND).normalize(), "f"),
+        # Two whole reservations: the answer that reported no counts, and the attempt
+        # that faulted (its cost is unknown, so it forfeits, as in the original).
+        "forfeited_reservation_usd": format((2 * rate_out * BOUND).normalize(), "f"),
         "input_tokens": sum(100 + n for n in range(decisions) if n != UNREPORTED),
         "output_tokens": 7 * (decisions - 1),
         "decision_call_index": list(range(decisions)),
     }
+    # The journal's terminal states the original's totals: faults by fault, and three
+    # amounts never summed (each attempt reserves; a fault and an unreported answer forfeit).
+    reservation = rate_out * BOUND
+    totals = reading.rows[-1]["terminal"]["totals"]
+    assert totals["fault_counts"] == {"http_429": 1}
+    assert (
+        totals["measured_cost_usd"],
+        totals["forfeited_reservation_usd"],
+        totals["reserved_usd"],
+    ) == (
+        binding["measured_cost_usd"],
+        binding["forfeited_reservation_usd"],
+        format(((decisions + 1) * reservation).normalize(), "f"),
+    )
     text = canonical_json(binding)
     assert str(recorded.folder) not in text, "no path"
     assert "http" not in text, "no endpoint"
@@ -262,10 +279,13 @@ VALIDATE_TAMPERS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "operation": (_set("operation.extra", 1), "artifact_fields_mismatch"),
     "scenario": (_set("scenario_id", "V9"), "artifact_identity_mismatch"),
     "semantic scenario": (_set("semantic_scenario_id", "other"), "artifact_identity_mismatch"),
-    "final state": (_set("final_state.version", -1), "artifact_digest_mismatch"),
-    "trajectory": (_set("trajectory.0.index", 99), "artifact_digest_mismatch"),
+    "final state": (_set("final_state.version", 99), "artifact_digest_mismatch"),
+    "trajectory": (_set("trajectory.0.scenario_id", "V9"), "artifact_digest_mismatch"),
     "result vector": (_set("evaluation.dimensions", []), "artifact_evaluation_mismatch"),
-    "tape": (_set("decisions.0.turn_index", 5), "artifact_tape_digest_mismatch"),
+    "tape": (
+        _set("decisions.0.observation_digest_sha256", "f" * 64),
+        "artifact_tape_digest_mismatch",
+    ),
     "tape cardinality": (_retape, "artifact_execution_incoherent"),
     "execution record": (_set("agent_execution.retry", 0), "artifact_fields_mismatch"),
     "protocol": (_set("agent_execution.protocol_version", "v0"), "artifact_execution_incoherent"),
@@ -337,6 +357,105 @@ def test_contracts_one_to_seven_are_read_under_their_own_field_sets_and_never_re
     ), "a v1 record cannot claim the dimensions later contracts grade"
 
 
+def _event_field(document: dict[str, Any]) -> None:
+    """An unknown field in a delivered event, written consistently everywhere it appears."""
+    row = next(r for r in document["trajectory"] if r["record_type"] == "event_accepted")
+    row["forged"] = True
+    document["events"] = [
+        r
+        for r in document["trajectory"]
+        if r["record_type"] in ("event_accepted", "event_rejected")
+    ]
+    document["trajectory_digest_sha256"] = artifact.digest(document["trajectory"])
+
+
+def _flip_reliable(document: dict[str, Any]) -> None:
+    document["evaluation"]["reliable"] = not document["evaluation"]["reliable"]
+
+
+FORGERIES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "reliable flipped": (_flip_reliable, "artifact_evaluation_incoherent"),
+    "ok banana": (_set("evaluation.dimensions.0.ok", "banana"), "artifact_shape_invalid"),
+    "ok beside a finding": (
+        _set("evaluation.dimensions.6.ok", True),
+        "artifact_evaluation_incoherent",
+    ),
+    "failed set": (_set("evaluation.failed_dimensions", []), "artifact_evaluation_incoherent"),
+    "event field": (_event_field, "artifact_fields_mismatch"),
+    "event only in events": (_set("events.0.payload", {}), "artifact_events_mismatch"),
+    "status": (_set("status", "operational_horizon_exhausted"), "artifact_status_incoherent"),
+    "unknown status": (_set("status", "finished"), "artifact_shape_invalid"),
+    "engine": (_set("engine_version", "9.9.9"), "artifact_engine_unknown"),
+    "engine form": (_set("engine_version", "latest"), "artifact_shape_invalid"),
+    "invocations": (_set("agent_invocations", -5), "artifact_shape_invalid"),
+    "minutes": (_set("simulated_minutes", "lots"), "artifact_shape_invalid"),
+    "minutes against instants": (_set("simulated_minutes", 7), "artifact_status_incoherent"),
+    "instant": (_set("started_at", "yesterday"), "artifact_shape_invalid"),
+    "row clock": (_set("trajectory.3.at", "2020-01-01T00:00:00Z"), "artifact_shape_invalid"),
+    "record type": (_set("trajectory.3.record_type", "telepathy"), "artifact_shape_invalid"),
+    "operation type": (_set("operation.operation_type", "x.y"), "artifact_operation_unknown"),
+    "digest form": (_set("final_state_digest_sha256", "ABC"), "artifact_shape_invalid"),
+    "agent kind": (_set("agent_kind", "oracle"), "artifact_shape_invalid"),
+    "finding shape": (
+        _set("evaluation.dimensions.6.findings.0.at", "soon"),
+        "artifact_shape_invalid",
+    ),
+    "counts": (
+        _set("evaluation.dimensions.0.counts.agent_invocations", -1),
+        "artifact_shape_invalid",
+    ),
+}
+
+
+@pytest.mark.parametrize("version", [1, 8])
+def test_validate_refuses_every_forgery_the_originals_reader_refuses(version: int) -> None:
+    # V2 of the reference: recovery (dimension 6) fails, so its verdicts are not all one way.
+    base = json.loads(canonical_json(deterministic_document()))  # as read from its file
+    if version != 8:
+        base = older_contract(base, version)
+    assert artifact.validate_artifact(base, "d.json") == version
+    refused = {}
+    for name, (edit, _) in FORGERIES.items():
+        document = copy.deepcopy(base)
+        edit(document)
+        refused[name] = code_of(partial(artifact.validate_artifact, document, "d.json"))
+    assert refused == {name: code for name, (_, code) in FORGERIES.items()}
+
+
+def test_a_decision_on_the_tape_is_exactly_what_the_engine_records(recorded: Bundle) -> None:
+    for edit in (
+        _retaped(lambda d: d[0]["outcome"].update(extra=1)),
+        _retaped(lambda d: d[0].update(note="x")),
+        _retaped(lambda d: d[1].update(invocation_index=0)),
+        _retaped(lambda d: d[0].update(outcome={"kind": "MALFORMED", "code": 7})),
+    ):
+        document = copy.deepcopy(recorded.document)
+        edit(document)
+        assert code_of(partial(artifact.validate_artifact, document, "a")) in {
+            "artifact_shape_invalid",
+            "artifact_fields_mismatch",
+        }
+
+
+def test_replay_re_executes_the_built_in_agent_an_artefact_names() -> None:
+    document = deterministic_document()
+    summary = artifact.replay_artifact(shipped(), document, "d.json")
+    assert (summary["re_executed"], summary["carried_forward"]) == ("reference", [])
+    assert "agent_id" in summary["compared"]
+    relabelled = copy.deepcopy(document)
+    relabelled["agent_id"] = "always_wait"
+    assert artifact.validate_artifact(relabelled, "d.json") == 8, "coherent on its own"
+    assert code_of(lambda: artifact.replay_artifact(shipped(), relabelled, "d")) == (
+        "artifact_replay_diverged"
+    )
+    # An adapter this build does not ship is replayed from its tape, its identity carried.
+    users = copy.deepcopy(document)
+    users["agent_id"] = "my_agent:Lazy"
+    summary = artifact.replay_artifact(shipped(), users, "d.json")
+    assert summary["re_executed"] is None
+    assert "agent_id" in summary["carried_forward"]
+
+
 def test_replay_reproduces_from_the_tape_at_zero_provider_calls(recorded: Bundle) -> None:
     summary = artifact.replay_artifact(shipped(), recorded.document, "a.json")
     assert summary["provider_calls"] == 0
@@ -382,6 +501,12 @@ def _observation(decisions: list[dict[str, Any]]) -> None:
 
 def _extra(decisions: list[dict[str, Any]]) -> None:
     decisions.append(copy.deepcopy(decisions[-1]))
+    decisions[-1]["turn_index"] += 1
+
+
+def _no_trajectory(document: dict[str, Any]) -> None:
+    _redigest("trajectory_digest_sha256", "trajectory", [])(document)
+    document["events"] = []
 
 
 REPLAY_TAMPERS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
@@ -390,11 +515,7 @@ REPLAY_TAMPERS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         _redigest("final_state_digest_sha256", "final_state", {"observable": {}, "version": 0}),
         "artifact_replay_diverged",
     ),
-    "trajectory": (
-        _redigest("trajectory_digest_sha256", "trajectory", []),
-        "artifact_replay_diverged",
-    ),
-    "status": (_set("status", "operational_horizon_exhausted"), "artifact_replay_diverged"),
+    "trajectory": (_no_trajectory, "artifact_replay_diverged"),
     "spec": (_set("operation.spec_digest_sha256", "c" * 64), "artifact_spec_mismatch"),
 }
 
@@ -413,6 +534,7 @@ def test_replay_refuses_a_tape_with_decisions_nobody_asked_for(recorded: Bundle)
     document["agent_execution"]["attempts"].append(
         copy.deepcopy(document["agent_execution"]["attempts"][-1])
     )
+    document["agent_execution"]["attempts"][-1]["turn_index"] += 1
     document["provider_execution"]["decision_call_index"].append(len(document["decisions"]) - 1)
     document["provider_execution"]["provider_calls"] += 1
     document["provider_execution"]["attempts"] += 1
@@ -444,6 +566,15 @@ def _write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
 def _edit_journal_row(bundle: Bundle) -> None:
     rows = _rows(bundle.journal)
     rows[1]["call"]["turn_index"] += 1
+    _write_rows(bundle.journal, rows)
+
+
+def _cheaper_terminal(bundle: Bundle) -> None:
+    """A smaller reservation on the terminal row, re-chained so no digest can see it."""
+    rows = _rows(bundle.journal)
+    rows[-1]["terminal"]["totals"]["reserved_usd"] = "0.001"
+    rows[-1]["previous_row_digest_sha256"] = rows[-2]["row_digest_sha256"]
+    rows[-1]["row_digest_sha256"] = row_digest(rows[-1])
     _write_rows(bundle.journal, rows)
 
 
@@ -491,6 +622,7 @@ def _output_ceiling(bundle: Bundle) -> None:
 AUDIT_TAMPERS: dict[str, tuple[Callable[[Bundle], None], str]] = {
     "journal row edited": (_edit_journal_row, "ledger_row_edited"),
     "journal incomplete": (_cut_terminal, "ledger_incomplete"),
+    "journal amount re-chained": (_cheaper_terminal, "ledger_terminal_contradicts_rows"),
     "journal not scored": (_aborted, "artifact_ledger_not_scored"),
     "another run's journal": (_other_journal, "artifact_run_mismatch"),
     "ledger contract": (

@@ -10,6 +10,7 @@ from pytest_agentbench.sdk.runner import AdapterFailure
 from pytest_agentbench.sdk.tools import ToolCallError
 from pytest_agentbench.worlds.operations.agents import Reference
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.negatives import AlwaysWait
+from pytest_agentbench.worlds.operations.replay import replay_codes
 from tests.worlds.operations.helpers import (
     Scripted,
     episode,
@@ -209,6 +210,18 @@ def test_a_malformed_outcome_stops_the_episode_on_the_record(garbage: Any) -> No
     assert decision["outcome"] == {"kind": "MALFORMED", "code": outcome["code"]}
     assert rows(record, "invocation_ended")[0]["invocation_index"] == 1
     assert not rows(record, "horizon_exhausted")
+    # The record keeps the code alone, as the tape does, so the tape reproduces it.
+    assert set(outcome) == {
+        "index",
+        "at",
+        "minute",
+        "record_type",
+        "invocation_index",
+        "turn_index",
+        "outcome",
+        "code",
+    }
+    assert replay_codes(load(), record) == []
 
 
 def test_the_horizon_is_exhaustion() -> None:

@@ -83,3 +83,22 @@ def test_recovery_of_is_refused_without_a_secondary_channel() -> None:
     record = episode("V2", Scripted(recover_once))
     codes = [row["code"] for row in rows(record, "action_rejected")]
     assert "RECOVERY_NOT_SUPPORTED" in codes
+
+
+def test_the_fault_is_named_as_the_original_names_it_on_its_own_operation() -> None:
+    raw = spec_dict()
+    ours = PACK.expected_fault(load(raw).spec, "V2")
+    assert ours is not None
+    assert ours.id == f"{raw['operation_id']}.V2.permanent-notification-fault"
+    raw["operation_id"] = "lettings_maintenance_synthetic_v1"
+    original = PACK.expected_fault(load(raw).spec, "V2")
+    assert original is not None
+    assert original.id == "maintenance.reference.V2.permanent-notification-fault.v1"
+    # Only the original's V2 with exactly the transfer notice failing carries its id.
+    raw["scenarios"]["V2"]["dispatch_failures"] = [
+        "msg_transfer_notice",
+        "msg_approval_reminder",
+    ]
+    widened = PACK.expected_fault(load(raw).spec, "V2")
+    assert widened is not None
+    assert widened.id == "lettings_maintenance_synthetic_v1.V2.permanent-notification-fault"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,13 @@ def test_v2_passes_only_as_its_derived_fault(tmp_path: Path) -> None:
     declared = _graded(suite, "V2", WORLD.load_oracle(suite))
     assert declared.outcome == "passed"
     assert declared.measurements["reliable"] == 0, "still unreliable in every metric"
+    # Failed dimensions are reported as failed; each names the declared fault it is.
+    fault = WORLD.load_oracle(suite).faults["V2"].id
+    failed = {c.name: c for c in declared.checks if c.status == "fail"}
+    assert sorted(failed) == ["obligations", "recovery", "reliable"]
+    assert {c.expected_fault for c in failed.values()} == {fault}
+    assert declared.failed_checks == (), "the item passes: every failure is the declared one"
+    assert all(c.expected_fault is None for c in declared.checks if c.status == "pass")
     assert {"REQUIRED_NOTIFICATION_UNDELIVERED", "OBLIGATION_MESSAGE_NOT_ESTABLISHED"} == set(
         declared.findings
     )
@@ -139,7 +147,15 @@ def test_v2_passes_only_as_its_derived_fault(tmp_path: Path) -> None:
     )
     graded = WORLD.evaluate(suite, case, unreplayed, WORLD.load_oracle(suite))
     assert "REPLAY_NOT_CHECKED" in graded.findings
+    # A fault that is not exactly the outcome (one code more than produced) names none.
+    wider = WORLD.load_oracle(suite).faults["V2"]
+    wider = dataclasses.replace(wider, finding_codes=(*wider.finding_codes, "SLA_BREACH"))
+    partial = _graded(suite, "V2", Oracle(faults={"V2": wider}))
+    assert partial.outcome == "failed"
+    assert [c.name for c in partial.failed_checks] == ["reliable"]
+    assert "is not the declared fault" in str(partial.failed_checks[0].detail)
     undeclared = _graded(suite, "V2", Oracle(faults={}))
+    assert all(c.expected_fault is None for c in undeclared.checks)
     assert sorted(c.name for c in undeclared.failed_checks) == [
         "obligations",
         "recovery",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.worlds.operations.domain import Findings
+from pytest_agentbench.sdk import Findings
 from pytest_agentbench.worlds.operations.domains.commerce_return_refund import vocabulary as v
 
 CLAIM_CODES = frozenset({"HANDOVER_NOT_VERIFIED"})

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pytest_agentbench.sdk import JsonValue
-from pytest_agentbench.worlds.operations.domain import (
+from pytest_agentbench.sdk import (
     ActionOutcome,
     Effects,
     EventOutcome,
+    JsonValue,
     Rejection,
     StateAccess,
     TimerRequest,

@@ -11,17 +11,18 @@ from typing import Any
 
 from pydantic import BaseModel, StrictStr
 
-from pytest_agentbench.sdk import ControlAgent, JsonValue
-from pytest_agentbench.worlds.operations.control_oracle import NegativeControlOracle
-from pytest_agentbench.worlds.operations.domain import (
+from pytest_agentbench.sdk import (
     ActionOutcome,
     ActionType,
     Composed,
+    ControlAgent,
     Effects,
     EventOutcome,
     EventType,
     ExpectedFault,
     Findings,
+    JsonValue,
+    NegativeControlOracle,
     OracleBinding,
     Ref,
     Rejection,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_agentbench.worlds.operations.domain import StateAccess
+from pytest_agentbench.sdk import StateAccess
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reducers import operation
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.vocabulary import (
     REPAIR_APPROVAL,

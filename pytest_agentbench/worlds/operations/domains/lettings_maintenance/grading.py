@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.worlds.operations.domain import Findings
+from pytest_agentbench.sdk import Findings
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.admissibility import (
     forbidden_deltas,
     inadmissible,

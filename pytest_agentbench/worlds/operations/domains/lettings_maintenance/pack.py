@@ -11,17 +11,18 @@ from typing import Any
 
 from pydantic import BaseModel, StrictStr
 
-from pytest_agentbench.sdk import ControlAgent, JsonValue
-from pytest_agentbench.worlds.operations.control_oracle import NegativeControlOracle
-from pytest_agentbench.worlds.operations.domain import (
+from pytest_agentbench.sdk import (
     ActionOutcome,
     ActionType,
     Composed,
+    ControlAgent,
     Effects,
     EventOutcome,
     EventType,
     ExpectedFault,
     Findings,
+    JsonValue,
+    NegativeControlOracle,
     OracleBinding,
     Ref,
     Rejection,
@@ -99,7 +100,7 @@ class MaintenancePack:
         if notice == vocabulary.COMPLETION_NOTICE:
             codes.append("CUSTOMER_NOTICE_NOT_ESTABLISHED")
         return ExpectedFault(
-            id=f"{spec.operation_id}.{scenario_id}.permanent-notification-fault",
+            id=_fault_id(spec, scenario_id, failing),
             expected_terminal=scenario.expected_terminal,
             failed_dimensions=("recovery", "obligations"),
             finding_codes=tuple(sorted(codes)),
@@ -214,3 +215,19 @@ class MaintenancePack:
 
 
 PACK = MaintenancePack()
+
+
+ORIGINAL_OPERATION_ID = "lettings_maintenance_synthetic_v1"
+ORIGINAL_V2_FAULT = "maintenance.reference.V2.permanent-notification-fault.v1"
+"""The original's name for its V2 expectation, which it applies to its own operation's V2
+(with exactly the transfer notice failing) and nowhere else."""
+
+
+def _fault_id(spec: Any, scenario_id: str, failing: set[str]) -> str:
+    if (
+        spec.operation_id == ORIGINAL_OPERATION_ID
+        and scenario_id == "V2"
+        and failing == {vocabulary.TRANSFER_NOTICE}
+    ):
+        return ORIGINAL_V2_FAULT
+    return f"{spec.operation_id}.{scenario_id}.permanent-notification-fault"

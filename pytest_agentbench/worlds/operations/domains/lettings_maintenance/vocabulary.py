@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from pydantic import StrictInt, StrictStr, field_validator
 
-from pytest_agentbench.sdk import Record
-from pytest_agentbench.worlds.operations.domain import ActionType, EventType, FieldRule
+from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
 
 OPERATION_TYPE = "lettings.maintenance.synthetic"
 ROLES = frozenset(
