@@ -35,33 +35,53 @@ def check_run(config: pytest.Config, suites: Sequence[LoadedSuite]) -> None:
         return
     config.stash[CHECKED_KEY] = True
     by_id = {loaded.suite.id: loaded for loaded in suites}
-    try:
-        for text in get_state(config).options.gates:
+    refusals = [*_gate_refusals(config, by_id), *_baseline_refusals(config, by_id)]
+    if refusals:
+        raise pytest.UsageError("\n".join(refusal.render() for refusal in refusals))
+
+
+def _gate_refusals(config: pytest.Config, by_id: dict[str, LoadedSuite]) -> list[AgentbenchError]:
+    refusals = []
+    for text in get_state(config).options.gates:
+        try:
             gate = parse_gate(text, suite=None, source="--agentbench-gate")
-            loaded = by_id.get(gate.suite)
-            if loaded is None:
-                continue  # a suite the run does not hold: its gate fails as "did not run"
-            known = reported_metrics(loaded)
-            if gate.metric not in known:
-                raise UsageError(
+        except AgentbenchError as exc:
+            refusals.append(exc)
+            continue
+        loaded = by_id.get(gate.suite)
+        if loaded is None:
+            continue  # a suite the run does not hold: its gate fails as "did not run"
+        known = reported_metrics(loaded)
+        if gate.metric not in known:
+            refusals.append(
+                UsageError(
                     "gate_unknown_metric",
                     f"{text!r}: suite {gate.suite!r} reports no metric {gate.metric!r} "
                     f"(it reports: {', '.join(known) or 'none'})",
                     field="--agentbench-gate",
                 )
-        baseline = config.stash.get(BASELINE_KEY, None)
-        if baseline is not None:
-            theirs = sorted(suite.id for suite in baseline.report.suites)
-            if not set(theirs) & set(by_id):
-                raise UsageError(
-                    "baseline_no_shared_suite",
-                    f"the baseline holds suites {', '.join(theirs) or 'none'} and this run "
-                    f"{', '.join(sorted(by_id))}: there is nothing to compare",
-                    file=str(baseline.path),
-                    field="--agentbench-baseline",
-                )
-    except AgentbenchError as exc:
-        raise pytest.UsageError(exc.render()) from None
+            )
+    return refusals
+
+
+def _baseline_refusals(
+    config: pytest.Config, by_id: dict[str, LoadedSuite]
+) -> list[AgentbenchError]:
+    baseline = config.stash.get(BASELINE_KEY, None)
+    if baseline is None:
+        return []
+    theirs = sorted(suite.id for suite in baseline.report.suites)
+    if set(theirs) & set(by_id):
+        return []
+    return [
+        UsageError(
+            "baseline_no_shared_suite",
+            f"the baseline holds suites {', '.join(theirs) or 'none'} and this run "
+            f"{', '.join(sorted(by_id))}: there is nothing to compare",
+            file=str(baseline.path),
+            field="--agentbench-baseline",
+        )
+    ]
 
 
 def suites_of_items(items: Iterable[pytest.Item]) -> list[LoadedSuite]:
