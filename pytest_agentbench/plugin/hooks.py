@@ -245,7 +245,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> str:
     state = get_state(config)
     kinds = ", ".join(state.registry.kinds()) or "none"
-    return f"agentbench: adapter {state.adapter_description}; world kinds: {kinds}"
+    broken = ", ".join(sorted(state.registry.broken))
+    return f"agentbench: adapter {state.adapter_description}; world kinds: {kinds}" + (
+        f"; broken: {broken}" if broken else ""
+    )
+
+
+def broken_world_lines(config: pytest.Config) -> list[str]:
+    """One line per world plugin that did not load: only its suites are refused."""
+    return [
+        f"agentbench: world {name!r} is broken: {error} (only its suites are refused)"
+        for name, error in sorted(get_state(config).registry.broken.items())
+    ]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -390,7 +401,7 @@ def pytest_terminal_summary(
 ) -> None:
     if hasattr(config, "workerinput"):
         return
-    for line in no_case_lines(config):
+    for line in [*broken_world_lines(config), *no_case_lines(config)]:
         terminalreporter.write_line(line, yellow=True)
     finished = config.stash.get(FINISHED_KEY, None)
     if finished is None:

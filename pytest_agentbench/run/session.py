@@ -322,11 +322,18 @@ def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
     """
     first_seen: dict[str, Case] = {}
     for case in cases:
-        if not case.case_id or "::" in case.case_id or has_surrogates(case.case_id):
+        if has_surrogates(case.case_id):
             raise AgentbenchError(
                 "invalid_case_id",
-                f"case id {case.case_id!r} is empty, contains '::' or holds a lone surrogate "
-                "(not Unicode text: no report, file name or terminal takes it)",
+                f"case id {case.case_id!r} holds a lone surrogate, which is not Unicode text "
+                "(no report, file name or terminal takes it)",
+                file=suite.display(case.file),
+                line=case.line,
+            )
+        if not case.case_id or "::" in case.case_id:
+            raise AgentbenchError(
+                "invalid_case_id",
+                f"case id {case.case_id!r} is empty or contains '::'",
                 file=suite.display(case.file),
                 line=case.line,
             )
