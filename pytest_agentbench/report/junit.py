@@ -125,7 +125,6 @@ def add_carried_cases(
             outcome=shown,
             longrepr=longrepr,
             when="call",
-            user_properties=origin,
         )
         if outcome == "error":
             setattr(call, HARNESS_ERROR, True)
@@ -138,5 +137,7 @@ def add_carried_cases(
             outcome="passed",
             longrepr=None,
             when="teardown",
+            # junitxml writes the properties the teardown report carries.
+            user_properties=origin,
         )
         xml.pytest_runtest_logreport(teardown)
