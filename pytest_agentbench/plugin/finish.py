@@ -103,11 +103,10 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
     # except the re-run's notes ([resumed], a changed oracle), which only inform.
     refusals = [problem for problem in summary.problems if problem not in notes]
     compared_ok = comparison is None or comparison.passed
-    carried = [] if rerun is None else rerun.carried
-    if carried:
+    if rerun is not None and rerun.carried:
         # The cases a resume took from the earlier run are the run's as much as those it
         # ran: deselected here, pytest neither counts nor lists them.
-        add_carried_cases(config, carried, rerun.resume_path)
+        add_carried_cases(config, rerun.carried, rerun.resume_path)
         if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK
     unsuccessful = any(suite.counts["failed"] or suite.counts["error"] for suite in summary.suites)

@@ -223,11 +223,13 @@ def _load(kind: str, target: str, *, file: str | None, field: str) -> Any:
         ) from None
 
 
-def checked_kinds(provided: Sequence[object]) -> None:
-    """What a world plugin's hook returned is world objects: each has a string ``kind``."""
-    for world in provided:
+def checked_kinds(provided: Any) -> list[World | LazyWorld]:
+    """What a world plugin's hook returned, as a list of worlds (each with a string ``kind``)."""
+    worlds = list(provided)
+    for world in worlds:
         if not isinstance(getattr(world, "kind", None), str):
             raise TypeError(f"{world!r} is not a world (it has no kind)")
+    return worlds
 
 
 def checked_protocol_targets(kind: str, targets: Sequence[str]) -> tuple[str, ...]:
@@ -403,8 +405,7 @@ class WorldRegistry:
         # only its own kinds.
         for hookimpl in reversed(pluginmanager.hook.pytest_agentbench_world_kinds.get_hookimpls()):
             try:
-                provided = list(hookimpl.function())
-                checked_kinds(provided)
+                provided = checked_kinds(hookimpl.function())
             except Exception as exc:
                 name = hookimpl.plugin_name.removeprefix(PLUGIN_PREFIX)
                 broken[name] = f"its pytest_agentbench_world_kinds raised {describe_exception(exc)}"
