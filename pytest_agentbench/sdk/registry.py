@@ -442,13 +442,24 @@ class WorldRegistry:
         return sorted(self._worlds)
 
     def adapter_protocols(self) -> list[KindProtocols]:
-        """Every kind's accepted adapter protocols, importing no world that declares its own."""
+        """Every kind's accepted adapter protocols, importing no world that declares its own.
+
+        A kind whose protocols do not load is left out and noted in :attr:`broken`: an
+        adapter is judged against the others, and that kind's suites are refused as they
+        load (``world_load_failed``), not the whole run.
+        """
         found = []
         for kind in self.kinds():
             entry = self._worlds[kind]
-            protocols = (
-                entry.protocols() if isinstance(entry, LazyWorld) else _accepted_protocols(entry)
-            )
+            try:
+                protocols = (
+                    entry.protocols()
+                    if isinstance(entry, LazyWorld)
+                    else _accepted_protocols(entry)
+                )
+            except AgentbenchError as exc:
+                self.broken.setdefault(kind, exc.reason)
+                continue
             found.append(KindProtocols(kind, protocols))
         return found
 
