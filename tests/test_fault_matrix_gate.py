@@ -320,19 +320,32 @@ def test_resuming_counts_the_failures_it_takes(project: pytest.Pytester) -> None
     wrong = ("--agentbench-adapter=demo_world:AlwaysZero", *NOT_CONTROLS)
     first = project.runpytest("suites/demo-suite", *wrong, "--agentbench-report=first.json")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
-    resumed = project.runpytest(
+    resuming = (
         "suites/demo-suite",
         *wrong,
         "--agentbench-resume=first.json",
         "--agentbench-report=resumed.json",
         "--junitxml=resumed.xml",
     )
+    serial = project.runpytest(*resuming)
+    _assert_resumed_failures_count(project.path, serial)
+    # Under xdist the controller, which collects nothing, writes the reports.
+    (project.path / "resumed.json").unlink()
+    distributed = run_session(project.path, *resuming, "-n", "1", timeout=OUTER_LIMIT)
+    _assert_resumed_failures_count(project.path, distributed)
+    right = ("--agentbench-adapter=demo_world:Reference", *NOT_CONTROLS)
+    project.runpytest("suites/demo-suite", *right, "--agentbench-report=good.json")
+    again = project.runpytest("suites/demo-suite", *right, "--agentbench-resume=good.json")
+    assert again.ret == pytest.ExitCode.OK  # not 5: every case passed, taken or run
+
+
+def _assert_resumed_failures_count(folder: Path, result: pytest.RunResult) -> None:
     # It exited 5 (nothing left to run), with exit_status 0 and no failure in JUnit.
-    assert resumed.ret == pytest.ExitCode.TESTS_FAILED
-    report = report_of(project.path / "resumed.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    report = report_of(folder / "resumed.json")
     assert report["exit_status"] == 1
     assert report["suites"][0]["counts"]["failed"] == 3
-    suite = ET.parse(project.path / "resumed.xml").getroot().find("testsuite")
+    suite = ET.parse(folder / "resumed.xml").getroot().find("testsuite")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures")) == ("3", "3")
     resumed_from = [
@@ -341,10 +354,6 @@ def test_resuming_counts_the_failures_it_takes(project: pytest.Pytester) -> None
         if prop.get("name") == "agentbench.resumed_from"
     ]
     assert resumed_from == ["first.json"] * 3
-    right = ("--agentbench-adapter=demo_world:Reference", *NOT_CONTROLS)
-    project.runpytest("suites/demo-suite", *right, "--agentbench-report=good.json")
-    again = project.runpytest("suites/demo-suite", *right, "--agentbench-resume=good.json")
-    assert again.ret == pytest.ExitCode.OK  # not 5: every case passed, taken or run
 
 
 def test_a_gate_on_an_unknown_metric_or_a_baseline_sharing_no_suite_is_refused_first(
