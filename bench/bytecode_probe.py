@@ -3,7 +3,7 @@
 Loaded with ``-p bytecode_probe`` (``bench/`` on ``PYTHONPATH``). From the
 first case to the session's end it traces every opcode, per code object, and
 writes ``count<TAB>calls<TAB>file:line:function`` lines, most first, to the
-file named by ``AGENTBENCH_BYTECODES``. Tracing makes the run about twenty
+file named by ``BENCH_BYTECODES_OUT``. Tracing makes the run about twenty
 times slower; the counts do not depend on the machine's load.
 """
 
@@ -41,7 +41,7 @@ def pytest_runtestloop(session: pytest.Session) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     sys.settrace(None)
-    with open(os.environ["AGENTBENCH_BYTECODES"], "w", encoding="utf-8") as out:
+    with open(os.environ["BENCH_BYTECODES_OUT"], "w", encoding="utf-8") as out:
         for code, count in _OPCODES.most_common():
             name = f"{code.co_filename}:{code.co_firstlineno}:{code.co_name}"
             out.write(f"{count}\t{_CALLS[code]}\t{name}\n")

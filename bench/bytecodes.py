@@ -45,7 +45,7 @@ def short(name: str) -> str:
 def count(config: Config, out: Path) -> Counts:
     env = counting_environment()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(BENCH), env.get("PYTHONPATH"))))
-    env["AGENTBENCH_BYTECODES"] = str(out)
+    env["BENCH_BYTECODES_OUT"] = str(out)
     done = subprocess.run(
         pytest_command(config, "-p", "bytecode_probe"),
         cwd=config.project,

@@ -4,7 +4,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.sdk.errors import AgentbenchError, ErrorLocation, UsageError, field_path
+from pytest_agentbench.sdk.errors import (
+    AgentbenchError,
+    ErrorLocation,
+    UsageError,
+    describe_exception,
+    escape_surrogates,
+    escape_surrogates_json,
+    field_path,
+    first_surrogate_path,
+)
 
 
 @pytest.mark.parametrize(
@@ -77,3 +86,13 @@ def test_field_path_renders_like_pydantic_locations(
     parts: tuple[int | str, ...], rendered: str
 ) -> None:
     assert field_path(parts) == rendered
+
+
+def test_lone_surrogates_are_escaped_and_located() -> None:
+    assert escape_surrogates("a\udc80b\ud800") == "a\\udc80b\\ud800"
+    assert escape_surrogates("plain \U0001f600") == "plain \U0001f600"
+    assert describe_exception(ValueError("bad \udc80")) == "ValueError: bad \\udc80"
+    assert escape_surrogates_json({"k\udc80": ["\ud800", 1]}) == {"k\\udc80": ["\\ud800", 1]}
+    assert first_surrogate_path({"a": [1, {"b": "x\udc80"}]}) == "a[1].b"
+    assert first_surrogate_path("\udc80") == "<root>"
+    assert first_surrogate_path({"a": ["fine"]}) is None

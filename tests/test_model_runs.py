@@ -374,7 +374,8 @@ def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
         assert err.count("\n") == 1, "one line"
         return err.split("[")[1].split("]")[0]
 
-    assert audit() == "ok"
+    # Without the pricing table the costs the report states are not checked: never "ok".
+    assert audit() == "audit_costs_unchecked"
     assert audit("--pricing", str(pricing)) == "ok"
     found = {}
     for name, code, tamper in TAMPERINGS:
@@ -389,6 +390,9 @@ def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
     }
     _edit_report(report, lambda d: _case_of(d, "c1")["model_calls"].update(cost="0.1"))
     assert audit("--pricing", str(pricing)) == "audit_cost_mismatch"
+    # Issue 43: the tampered cost passed as "ok" when no pricing table was given.
+    _edit_report(report, lambda d: _case_of(d, "c1")["model_calls"].update(cost="0.1"))
+    assert audit() == "audit_costs_unchecked"
     other = chat_project.path / "other-pricing.json"
     other.write_text(json.dumps({**PRICING, "currency": "EUR"}))
     assert audit("--pricing", str(other)) == "audit_pricing_mismatch"

@@ -22,6 +22,7 @@ Every refusal has its own code; the first found is reported.
 from __future__ import annotations
 
 import argparse
+import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -55,12 +56,23 @@ def add_parser(commands: Any) -> None:
 def cmd_audit(args: argparse.Namespace, registry: Any) -> int:
     pricing = None if args.pricing is None else read_pricing(Path(args.pricing))
     totals = audit_report(Path(args.report), Path(args.ledger_dir), pricing)
-    print(
-        f"ok: {args.report} holds to {args.ledger_dir}: {totals.cases} cases, "
+    held = (
+        f"{args.report} holds to {args.ledger_dir}: {totals.cases} cases, "
         f"{totals.calls} calls, {totals.attempts} attempts, "
         f"{totals.input_tokens} + {totals.output_tokens} tokens"
         + (f"; {totals.judge_calls} judge calls" if totals.judge_calls else "")
     )
+    if totals.unpriced_costs:
+        # An "ok" here would vouch for costs nothing checked (one edited went unnoticed).
+        error = _refuse(
+            "audit_costs_unchecked",
+            f"the report states {', '.join(totals.unpriced_costs)}, which only --pricing "
+            f"FILE (the table the report names) can check; everything else {held}",
+            Path(args.report),
+        )
+        print(f"agentbench: {error.render()}", file=sys.stderr)
+        return 1
+    print(f"ok: {held}")
     return 0
 
 
@@ -85,6 +97,9 @@ class RunTotals:
         self.cases = self.calls = self.attempts = self.input_tokens = self.output_tokens = 0
         self.judge_calls = 0
         self.cost = Decimal(0)
+        self.unpriced_costs: list[str] = []
+        """What states a cost the audit could not check (no pricing table): one entry each
+        for the cases, the judges and the run."""
 
 
 def _runs(digests: list[str | None]) -> list[str | None]:
@@ -146,8 +161,10 @@ def audit_report(report: Path, folder: Path, pricing: PricingTable | None) -> Ru
         totals.output_tokens += case.output_tokens
         if pricing is not None and model_run is not None:
             totals.cost += case.cost(pricing, model_run.model)
+    judged_costs = 0
     for path, traffic in _judge_traffic(report, folder):
         audited.add(path)
+        judged_costs += traffic.cost is not None
         judged = _audit_judges(path, traffic, pricing)
         totals.judge_calls += judged.sent
     unreported = sorted(set(folder.rglob(f"*{LEDGER_SUFFIX}")) - audited)
@@ -157,7 +174,29 @@ def audit_report(report: Path, folder: Path, pricing: PricingTable | None) -> Ru
         )
     if model_run is not None:
         _check_run(report, model_run, totals, pricing is not None)
+    if pricing is None:
+        totals.unpriced_costs = _stated_costs(cases, model_run, judged_costs)
     return totals
+
+
+def _stated_costs(
+    cases: list[tuple[str, CaseResult]], model_run: RunProvenance | None, judged: int
+) -> list[str]:
+    """What of the report states a cost: the cases' (how many), the judges', the run's."""
+    stated = []
+    priced_cases = sum(
+        1
+        for _, result in cases
+        if result.model_calls is not None
+        and CaseModelCalls.model_validate(result.model_calls).cost is not None
+    )
+    if priced_cases:
+        stated.append(f"the cost of {priced_cases} case{'s' if priced_cases != 1 else ''}")
+    if judged:
+        stated.append("the judges' cost")
+    if model_run is not None and model_run.cost is not None:
+        stated.append(f"the run's cost {model_run.cost}")
+    return stated
 
 
 def _audit_case(

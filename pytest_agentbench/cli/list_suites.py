@@ -19,6 +19,9 @@ def cmd_list(args: argparse.Namespace, registry: WorldRegistry) -> int:
             continue
         count = len(loaded.world.cases(loaded.suite))
         print(f"{suite_id}\t{loaded.world.kind}\t{count} cases\t{loaded.suite.config.title}")
+    # A world plugin that did not load ships no suite this command can find: say so.
+    for name, error in sorted(registry.broken.items()):
+        print(f"{name}\t(broken world)\t{error}")
     return 0
 
 

@@ -315,6 +315,10 @@ class IsolatedAdapters(ServesAdapters):
         self._workdir: Path | None = None
         """The child's working folder, made when a child starts and removed by :meth:`close`."""
         self._environment = dict(os.environ)
+        # The child's stdout and stderr reach the session's stderr, not pytest's capture:
+        # text holding a lone surrogate is written escaped there, as UTF-8 (under a C
+        # locale Python would write the surrogate's raw byte).
+        self._environment.setdefault("PYTHONIOENCODING", "utf-8:backslashreplace")
         # The child must import this plugin before it is told its sys.path; it then
         # puts PYTHONPATH back, so what the adapter starts does not inherit the entry.
         plugin_parent = str(Path(pytest_agentbench.__file__).resolve().parent.parent)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 import pickle
+import re
 import types
 from collections.abc import Mapping
 from typing import Any
@@ -68,10 +69,23 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def json_text(value: Any) -> str:
-    """``value`` as compact JSON; raises for anything JSON cannot hold (NaN included)."""
-    return json.dumps(
+    """``value`` as compact JSON; raises for anything JSON cannot hold (NaN included).
+
+    Text holding a lone surrogate (no UTF-8 encodes it) is written with JSON's
+    ``\\u`` escapes, so the harness reads back the very string the adapter made
+    and judges it as it would in-process.
+    """
+    text = json.dumps(
         value, default=_jsonable, allow_nan=False, ensure_ascii=False, separators=(",", ":")
+    )
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    return json.dumps(
+        value, default=_jsonable, allow_nan=False, ensure_ascii=True, separators=(",", ":")
     )
 
 

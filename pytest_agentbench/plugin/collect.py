@@ -45,7 +45,12 @@ from pytest_agentbench.sdk.contracts import (
 )
 from pytest_agentbench.sdk.controls import ControlSpec, ControlVerdict
 from pytest_agentbench.sdk.controls_oracle import suite_control_oracle
-from pytest_agentbench.sdk.errors import AgentbenchError, cap_text
+from pytest_agentbench.sdk.errors import (
+    AgentbenchError,
+    cap_text,
+    escape_surrogates,
+    escape_surrogates_json,
+)
 from pytest_agentbench.sdk.layout import SUITE_FILE
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
@@ -74,7 +79,7 @@ class ControlFailed(Exception):
 
 
 def _render_value(value: Any) -> str:
-    text = canonical_json(value)
+    text = canonical_json(escape_surrogates_json(value))
     return text if len(text) <= 240 else text[:237] + "..."
 
 
@@ -104,7 +109,8 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
     if golden_diff:
         lines.append("golden output changed (re-pin with --snapshot-update):")
         lines.extend(f"  {line}" for line in golden_diff.splitlines())
-    return "\n".join(lines)
+    # The terminal and the JUnit file write this text: neither takes a lone surrogate.
+    return escape_surrogates("\n".join(lines))
 
 
 def traceback_heading() -> str:

@@ -54,6 +54,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    unknown = plugin_options.unknown_settings(config)
+    if unknown:
+        # Before anything runs: ignored, a misspelt key would let the run pass without it.
+        raise pytest.UsageError("\n".join(setting.render() for setting in unknown))
     gc_freeze.arrange_thaw(config)
     config.addinivalue_line("markers", "agentbench: a benchmark case or control item")
     config.addinivalue_line(

@@ -18,6 +18,7 @@ from pytest_agentbench.agents.provenance import RunProvenance
 from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
 from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.report.comparison_lines import comparison_lines
+from pytest_agentbench.report.junit import add_carried_cases
 from pytest_agentbench.report.model_run import exclusion_problem, model_run_lines, model_run_of
 from pytest_agentbench.report.outputs import write_reports
 from pytest_agentbench.report.recorder import RunRecorder
@@ -30,6 +31,13 @@ if TYPE_CHECKING:
     from pytest_agentbench.scoring.comparison import Comparison
 
 
+NO_ADAPTER_LINE = (
+    "agentbench: NO ADAPTER: the built-in reference agents answered every case "
+    "(name yours with --agentbench-adapter or ini agentbench_adapter; "
+    "--agentbench-require-adapter refuses such a run)"
+)
+
+
 @dataclass(frozen=True)
 class Finished:
     """What the terminal summary shows of a finished run."""
@@ -37,6 +45,8 @@ class Finished:
     summary: RunSummary
     comparison: Comparison | None
     model_run: RunProvenance | None
+    without_adapter: bool = False
+    """No adapter was named: the built-in reference agents answered the cases."""
 
 
 def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorder) -> Finished:
@@ -93,8 +103,15 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
     # except the re-run's notes ([resumed], a changed oracle), which only inform.
     refusals = [problem for problem in summary.problems if problem not in notes]
     compared_ok = comparison is None or comparison.passed
+    if rerun is not None and rerun.carried:
+        # The cases a resume took from the earlier run are the run's as much as those it
+        # ran: deselected here, pytest neither counts nor lists them.
+        add_carried_cases(config, rerun.carried, rerun.resume_path)
+        if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            session.exitstatus = pytest.ExitCode.OK
+    unsuccessful = any(suite.counts["failed"] or suite.counts["error"] for suite in summary.suites)
     if (
-        refusals or not summary.gates_passed or not compared_ok
+        refusals or not summary.gates_passed or not compared_ok or unsuccessful
     ) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     shown = write_reports(
@@ -107,7 +124,15 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
         comparison=comparison,
         model_run=model_run,
     )
-    return Finished(summary=shown, comparison=comparison, model_run=model_run)
+    # Imported here: hooks imports this module when a run ends.
+    from pytest_agentbench.plugin.hooks import answered_by_reference_agents
+
+    return Finished(
+        summary=shown,
+        comparison=comparison,
+        model_run=model_run,
+        without_adapter=bool(shown.suites) and answered_by_reference_agents(config, options),
+    )
 
 
 def _with_model_run(
@@ -151,6 +176,9 @@ def write_terminal_summary(
 ) -> None:
     """The run's sections of pytest's terminal summary."""
     summary = finished.summary
+    if finished.without_adapter:
+        # First: a CI job whose adapter setting was lost passes on the reference agents.
+        terminalreporter.write_line(NO_ADAPTER_LINE, yellow=True, bold=True)
     for suite in summary.suites:
         if verbose:
             terminalreporter.write_sep("=", f"agentbench: {suite.id} ({suite.world})")

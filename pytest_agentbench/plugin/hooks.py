@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +30,12 @@ from pytest_agentbench.plugin.collect import (
 )
 from pytest_agentbench.plugin.crash_witness import WITNESS_KEY, attach_worker
 from pytest_agentbench.plugin.options import INPUT_LIMIT_KEYS
+from pytest_agentbench.plugin.preflight import (
+    CHECKED_KEY,
+    check_run,
+    suites_of_items,
+    suites_of_nodeids,
+)
 from pytest_agentbench.plugin.relay import ReportRelay
 from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.plugin.snapshots import SNAPSHOT_DIR_KEY
@@ -57,6 +63,8 @@ RECORDER_KEY = pytest.StashKey[RunRecorder]()
 PREVIOUS_LIMITS_KEY = pytest.StashKey[InputLimits]()
 PREVIOUS_PROJECTIONS_KEY = pytest.StashKey[tuple[str, ...]]()
 FINISHED_KEY: pytest.StashKey[Finished] = pytest.StashKey()
+EXIT_STATUS_KEY = pytest.StashKey["int | pytest.ExitCode"]()
+"""The exit status the run's end decided (:func:`pytest_sessionfinish_keeps_the_exit_status`)."""
 
 
 def _input_limits(config: pytest.Config) -> InputLimits:
@@ -102,6 +110,36 @@ def _add_named_suites(config: pytest.Config, loader: SuiteLoader) -> None:
     config.args.extend(path for path in paths if path not in config.args)
 
 
+def answered_by_reference_agents(config: pytest.Config, options: Options) -> bool:
+    """Whether the run's cases fall to the built-in reference agents: no adapter, no outputs.
+
+    Predictions files and recorded outputs stand in for an adapter; a controls-only run
+    runs the suites' control agents, which need none.
+    """
+    return not (
+        options.adapter_spec
+        or options.predictions
+        or options.controls_only
+        or config.getoption("agentbench_replay_outputs")
+    )
+
+
+def _refuse_a_missing_adapter(config: pytest.Config, options: Options) -> None:
+    """``--agentbench-require-adapter``: a CI job that lost its adapter must not pass."""
+    required = config.getoption("agentbench_require_adapter") or config.getini(
+        "agentbench_require_adapter"
+    )
+    if required and answered_by_reference_agents(config, options):
+        raise UsageError(
+            "adapter_required",
+            "the run names no adapter (--agentbench-adapter or ini agentbench_adapter) and "
+            "would run the built-in reference agents",
+            field="--agentbench-require-adapter"
+            if config.getoption("agentbench_require_adapter")
+            else "agentbench_require_adapter",
+        )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     try:
         # First: the options below already read files (predictions, suites by name).
@@ -112,6 +150,7 @@ def pytest_configure(config: pytest.Config) -> None:
         load_entry_point_worlds(config.pluginmanager)
         registry = WorldRegistry.from_hook(config.pluginmanager)
         options = Options.from_config(config)
+        _refuse_a_missing_adapter(config, options)
         loader = SuiteLoader(
             registry,
             config.rootpath,
@@ -206,7 +245,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> str:
     state = get_state(config)
     kinds = ", ".join(state.registry.kinds()) or "none"
-    return f"agentbench: adapter {state.adapter_description}; world kinds: {kinds}"
+    broken = ", ".join(sorted(state.registry.broken))
+    return f"agentbench: adapter {state.adapter_description}; world kinds: {kinds}" + (
+        f"; broken: {broken}" if broken else ""
+    )
+
+
+def broken_world_lines(config: pytest.Config) -> list[str]:
+    """One line per world plugin that did not load: only its suites are refused."""
+    return [
+        f"agentbench: world {name!r} is broken: {error} (only its suites are refused)"
+        for name, error in sorted(get_state(config).registry.broken.items())
+    ]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -252,6 +302,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         session.config.option.continue_on_collection_errors = True
     if census:
         freeze_alive(config)
+    if workeroutput is None:
+        check_run(config, suites_of_items(session.items))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: Sequence[str]) -> None:
+    """On the xdist controller, before any case is sent: what the serial run checks above."""
+    config: pytest.Config = node.config  # type: ignore[attr-defined]
+    loader = get_state(config).loader
+    check_run(config, suites_of_nodeids(loader, config.rootpath, ids))
 
 
 @contextmanager
@@ -271,6 +331,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if hasattr(config, "workerinput") or RECORDER_KEY not in config.stash:
         return
+    if exitstatus == pytest.ExitCode.USAGE_ERROR:
+        return  # refused before any case ran (preflight): there is no run to report
     state = get_state(config)
     recorder = config.stash[RECORDER_KEY]
     options = state.options
@@ -294,6 +356,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # meanwhile would walk the whole heap of the session and free nothing.
     with gc_paused():
         config.stash[FINISHED_KEY] = finish(session, state, recorder)
+    config.stash[EXIT_STATUS_KEY] = session.exitstatus
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_sessionfinish")
+def pytest_sessionfinish_keeps_the_exit_status(
+    session: pytest.Session,
+) -> Generator[None, None, None]:
+    """Hold the session to the exit status the run's end decided, once every plugin is done.
+
+    A plugin may fold the status pytest passed the hook back in (syrupy ORs it in):
+    a resumed run that collected nothing (5) but whose taken cases failed (1) would
+    end 5, or a resumed run whose taken cases all passed, 5 instead of 0.
+    """
+    yield
+    decided = session.config.stash.get(EXIT_STATUS_KEY, None)
+    claims_success = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+    if decided is not None and session.exitstatus in claims_success:
+        session.exitstatus = decided
 
 
 def no_case_lines(config: pytest.Config) -> list[str]:
@@ -304,6 +384,8 @@ def no_case_lines(config: pytest.Config) -> list[str]:
     recorder = config.stash.get(RECORDER_KEY, None)
     if recorder is None or recorder.identities or recorder.refusals or recorder.selected:
         return []
+    if config.stash.get(CHECKED_KEY, False) and FINISHED_KEY not in config.stash:
+        return []  # refused before any case ran: the usage error says why
     given = plugin_options.option_given(config)
     if given is None:
         return []
@@ -319,7 +401,7 @@ def pytest_terminal_summary(
 ) -> None:
     if hasattr(config, "workerinput"):
         return
-    for line in no_case_lines(config):
+    for line in [*broken_world_lines(config), *no_case_lines(config)]:
         terminalreporter.write_line(line, yellow=True)
     finished = config.stash.get(FINISHED_KEY, None)
     if finished is None:

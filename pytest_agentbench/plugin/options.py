@@ -9,7 +9,8 @@ and defaults need live here for the same reason.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, get_args
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple, get_args
 
 from pytest_agentbench.agents.sources import RUN_LIMITS, SOURCES, CassetteMode
 from pytest_agentbench.run.defaults import DEFAULT_MAX_OUTPUT_BYTES
@@ -146,7 +147,7 @@ def add_options(parser: pytest.Parser) -> None:
         f"stores for the reports, marked as truncated (default: {DEFAULT_MAX_OUTPUT_BYTES}; "
         "0: keep outputs whole)",
     )
-    r.addini("agentbench_adapter", "default for --agentbench-adapter", default=None)
+    _add_adapter_requirement(r)
     r.addini(
         "agentbench_max_output_bytes",
         "default for --agentbench-max-output-bytes",
@@ -293,6 +294,24 @@ def add_options(parser: pytest.Parser) -> None:
     _DEFAULTS["options"], _DEFAULTS["ini"] = r.options, r.ini
 
 
+def _add_adapter_requirement(r: _Recording) -> None:
+    """The adapter's ini key, and the refusal of a run that names none."""
+    r.option(
+        "--agentbench-require-adapter",
+        action="store_true",
+        default=False,
+        help="refuse a run that names no adapter (nor predictions nor recorded outputs) "
+        "instead of running the built-in reference agents",
+    )
+    r.addini("agentbench_adapter", "default for --agentbench-adapter", default=None)
+    r.addini(
+        "agentbench_require_adapter",
+        "refuse a run that names no adapter (--agentbench-require-adapter)",
+        type="bool",
+        default=False,
+    )
+
+
 def _add_evidence_folders(r: _Recording) -> None:
     """Where a run writes its evidence: the execution ledgers and the episode artefacts."""
     r.option(
@@ -337,3 +356,73 @@ def in_use(config: pytest.Config) -> str | None:
         if os.environ.get(env_key):
             return env_key
     return None
+
+
+ENVIRONMENT_PREFIX = "AGENTBENCH_"
+OTHER_ENVIRONMENT = (
+    # Set by the isolated adapter's host in its child (isolation/channel.py).
+    "AGENTBENCH_ISOLATED_TREE",
+    # The tool-grammar world's sealed-oracle folder (worlds/toolgrammar/world.py).
+    "AGENTBENCH_TOOLGRAMMAR_SEALED",
+)
+"""The ``AGENTBENCH_*`` variables read that are no chat-model agent setting."""
+INI_PREFIX = "agentbench_"
+
+
+class UnknownSetting(NamedTuple):
+    """An ``agentbench_*`` ini key or ``AGENTBENCH_*`` variable that nothing reads."""
+
+    code: str
+    where: str
+    name: str
+    nearest: str | None
+
+    def render(self) -> str:
+        hint = f"; did you mean {self.nearest}?" if self.nearest else ""
+        return f"[{self.code}] {self.where}: {self.name}: nothing reads it{hint}"
+
+
+def unknown_settings(config: pytest.Config) -> list[UnknownSetting]:
+    """Every ``agentbench_*`` ini key and ``AGENTBENCH_*`` variable that nothing reads.
+
+    A misspelt key would otherwise be ignored and the run go on without it: a
+    misspelt adapter key ran the built-in reference agents, and the run passed.
+    """
+    found: list[UnknownSetting] = []
+    where = str(config.inipath) if config.inipath is not None else "ini"
+    for key in _ini_keys(config):
+        if not key.startswith(INI_PREFIX):
+            continue
+        try:
+            config.getini(key)
+        except ValueError:  # pytest's answer for a key no plugin registered
+            near = _nearest(key, INI_PREFIX, _DEFAULTS["ini"])
+            found.append(UnknownSetting("unknown_ini_key", where, key, near))
+    known = {env_key for _, env_key in SOURCES.values()} | set(OTHER_ENVIRONMENT)
+    # The variable the chat agent's key is read from may be named anything, ours too.
+    named_key = os.environ.get(SOURCES["api_key_env"][1]) or config.getini(
+        SOURCES["api_key_env"][0]
+    )
+    for name in sorted(os.environ):
+        if name.startswith(ENVIRONMENT_PREFIX) and name not in known and name != named_key:
+            near = _nearest(name, ENVIRONMENT_PREFIX, known)
+            found.append(UnknownSetting("unknown_environment_variable", "environment", name, near))
+    return found
+
+
+def _nearest(name: str, prefix: str, known: Iterable[str]) -> str | None:
+    """The known name closest to ``name``, compared without the prefix they all share."""
+    import difflib
+
+    tails = {key.removeprefix(prefix): key for key in known if key.startswith(prefix)}
+    near = difflib.get_close_matches(name.removeprefix(prefix), sorted(tails), n=1, cutoff=0.6)
+    return tails[near[0]] if near else None
+
+
+def _ini_keys(config: pytest.Config) -> list[str]:
+    """The keys the ini file and ``-o`` set (pytest 9 keeps them in ``_inicfg``, 8 in
+    ``inicfg``, which 9 deprecates)."""
+    keys = getattr(config, "_inicfg", None)
+    if keys is None:
+        keys = config.inicfg
+    return sorted(keys)

@@ -56,6 +56,8 @@ class Rerun:
     resume_path: Path | None
     journal: ProgressJournal | None = None
     recorder: RunRecorder | None = None
+    carried: list[tuple[str, CaseResult]] = field(default_factory=list)
+    """The results :meth:`inject` took from the earlier run, by node id."""
     _kept: dict[str, dict[tuple[str, int | None], CaseResult]] = field(default_factory=dict)
     _journaled: set[str] = field(default_factory=set)
 
@@ -146,6 +148,7 @@ class Rerun:
                     result.trial,
                 )
                 recorder.graded[nodeid] = kept[key]
+                self.carried.append((nodeid, kept[key]))
                 taken += 1
             notes.append(
                 f"[resumed] suite {suite_id!r}: {taken} graded cases taken from {self.resume.path}"

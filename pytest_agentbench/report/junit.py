@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 from _pytest.junitxml import LogXML, xml_key
@@ -11,6 +13,7 @@ from pytest_agentbench.report.recorder import HARNESS_ERROR
 
 if TYPE_CHECKING:
     from pytest_agentbench.report.summary import RunSummary
+    from pytest_agentbench.sdk.contracts import CaseResult
 
 
 def global_properties(summary: RunSummary) -> list[tuple[str, str]]:
@@ -88,3 +91,53 @@ def relabel_harness_errors(config: pytest.Config) -> None:
     xml = config.stash.get(xml_key, None)
     if xml is not None and not hasattr(config, "workerinput"):
         config.pluginmanager.register(HarnessErrorsAsErrors(xml), "agentbench-junit-errors")
+
+
+def add_carried_cases(
+    config: pytest.Config, carried: Sequence[tuple[str, CaseResult]], source: Path | None
+) -> None:
+    """Write the cases a resumed run took from the earlier run as JUnit test cases.
+
+    They were deselected, so junitxml never saw them: without them the file of a
+    resumed run whose taken cases failed counted no failure. Each is marked with
+    the report it came from (property ``agentbench.resumed_from``).
+    """
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    origin = [("agentbench.resumed_from", str(source))] if source is not None else []
+    as_errors = HarnessErrorsAsErrors(xml)
+    for nodeid, result in carried:
+        path = nodeid.partition("::")[0]
+        outcome = result.outcome.value
+        reason = result.failure_reason or outcome
+        longrepr: Any = None
+        shown: Literal["passed", "failed", "skipped"] = "passed"
+        if outcome in ("skipped", "excluded"):
+            shown, longrepr = "skipped", (path, None, reason)
+        elif outcome in ("failed", "error"):
+            shown = "failed"
+            longrepr = f"{result.failure_class or outcome}: {reason} (taken from {source})"
+        call = pytest.TestReport(
+            nodeid=nodeid,
+            location=(path, None, nodeid.rpartition("::")[2]),
+            keywords={},
+            outcome=shown,
+            longrepr=longrepr,
+            when="call",
+        )
+        if outcome == "error":
+            setattr(call, HARNESS_ERROR, True)
+        xml.pytest_runtest_logreport(call)
+        as_errors.pytest_runtest_logreport(call)
+        teardown = pytest.TestReport(
+            nodeid=nodeid,
+            location=call.location,
+            keywords={},
+            outcome="passed",
+            longrepr=None,
+            when="teardown",
+            # junitxml writes the properties the teardown report carries.
+            user_properties=origin,
+        )
+        xml.pytest_runtest_logreport(teardown)

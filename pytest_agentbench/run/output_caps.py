@@ -15,9 +15,11 @@ this: they pin the adapter's whole output before the result is capped.
 from __future__ import annotations
 
 from pydantic import Field
+from pydantic_core import PydanticSerializationError
 
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Record
+from pytest_agentbench.sdk.errors import escape_surrogates_json
 
 MARKER = "... [truncated: "
 
@@ -133,8 +135,16 @@ def stored_result(result: CaseResult, limit: int, *, canonical: bool = False) ->
     The two differ in length only where a float has an exponent (``1.5e-07``
     against ``1.5e-7``).
     """
-    wire = _result_text(result, canonical)
-    if limit > 0 and len(wire.encode("utf-8")) > limit:
+    try:
+        wire = _result_text(result, canonical)
+        size = len(wire.encode("utf-8"))
+    except (UnicodeEncodeError, PydanticSerializationError):
+        # A lone surrogate some world kept (outputs holding one are refused, reasons
+        # escaped): the report, the JSON between processes and the files are UTF-8.
+        result = CaseResult.model_validate(escape_surrogates_json(result.model_dump(mode="json")))
+        wire = _result_text(result, canonical)
+        size = len(wire.encode("utf-8"))
+    if limit > 0 and size > limit:
         wire = _result_text(cap_result(result, limit), canonical)
     return wire
 

@@ -28,7 +28,12 @@ from pytest_agentbench.sdk.contracts import (
     excluded,
     harness_error,
 )
-from pytest_agentbench.sdk.errors import AgentbenchError, cap_text, describe_exception
+from pytest_agentbench.sdk.errors import (
+    AgentbenchError,
+    cap_text,
+    describe_exception,
+    has_surrogates,
+)
 from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.registry import Recognition, WorldRegistry
 from pytest_agentbench.sdk.runner import run_case
@@ -317,6 +322,14 @@ def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
     """
     first_seen: dict[str, Case] = {}
     for case in cases:
+        if has_surrogates(case.case_id):
+            raise AgentbenchError(
+                "invalid_case_id",
+                f"case id {case.case_id!r} holds a lone surrogate, which is not Unicode text "
+                "(no report, file name or terminal takes it)",
+                file=suite.display(case.file),
+                line=case.line,
+            )
         if not case.case_id or "::" in case.case_id:
             raise AgentbenchError(
                 "invalid_case_id",

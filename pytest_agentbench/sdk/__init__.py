@@ -62,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "describe_exception": "pytest_agentbench.sdk.errors",
     "hookimpl": "pytest_agentbench.sdk.hookspecs",
     "LazyWorld": "pytest_agentbench.sdk.registry",
+    "marker_files": "pytest_agentbench.sdk.registry",
     "JsonValue": "pytest_agentbench.sdk.canonical",
     "artifact_set_digest": "pytest_agentbench.sdk.canonical",
     "artifact_set_digest_from_hashes": "pytest_agentbench.sdk.canonical",
@@ -265,6 +266,7 @@ __all__ = [
     "iter_jsonl",
     "loads_strict",
     "loads_yaml_strict",
+    "marker_files",
     "open_no_follow",
     "packaged_suite_roots",
     "parse_final",
@@ -411,7 +413,7 @@ if TYPE_CHECKING:
         read_prediction_lines,
     )
     from pytest_agentbench.sdk.projections import PROJECTIONS, selected_projections
-    from pytest_agentbench.sdk.registry import LazyWorld
+    from pytest_agentbench.sdk.registry import LazyWorld, marker_files
     from pytest_agentbench.sdk.runner import (
         AdapterFailure,
         CaseTimeout,

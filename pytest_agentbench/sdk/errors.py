@@ -7,8 +7,9 @@ the file, the line or field path, and the reason, never a traceback.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class ErrorLocation(NamedTuple):
@@ -96,11 +97,65 @@ def cap_text(text: str, limit: int = MAX_REASON_CHARS) -> str:
     return f"{text[:limit]}... [truncated: {len(text)} characters in all]"
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A code point no UTF-8 text holds: Python strings carry them (``surrogateescape``, a
+JSON ``\\udc80`` escape, an adapter's own string); every file, pipe and terminal refuses them."""
+
+
+def has_surrogates(text: str) -> bool:
+    return _LONE_SURROGATE.search(text) is not None
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\udc80``): UTF-8 text.
+
+    Applied where text from outside (an adapter's exception, a world's reason) becomes
+    a record's: otherwise the first file or pipe that encodes it raises.
+    """
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    return _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def escape_surrogates_json(value: Any) -> Any:
+    """A JSON value with every string (keys too) passed through :func:`escape_surrogates`."""
+    if isinstance(value, str):
+        return escape_surrogates(value)
+    if isinstance(value, dict):
+        return {escape_surrogates(str(k)): escape_surrogates_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escape_surrogates_json(item) for item in value]
+    return value
+
+
+def first_surrogate_path(value: Any, path: str = "") -> str | None:
+    """Where in a JSON value the first lone surrogate is (``<root>``, ``a.b[2]``), if any."""
+    if isinstance(value, str):
+        return (path or "<root>") if has_surrogates(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and has_surrogates(key):
+                return escape_surrogates(here)
+            found = first_surrogate_path(item, here)
+            if found is not None:
+                return escape_surrogates(found)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = first_surrogate_path(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
+
+
 def describe_exception(exc: BaseException) -> str:
-    """``Type: first line`` of an exception, even one whose ``__str__`` raises."""
+    """``Type: first line`` of an exception, even one whose ``__str__`` raises.
+
+    Lone surrogates in the message are escaped (:func:`escape_surrogates`).
+    """
     name = type(exc).__name__
     try:
         text = str(exc).strip().splitlines()
     except BaseException:  # an adapter's exception may not render; its type still does
         return f"{name} (its message could not be rendered)"
-    return f"{name}: {text[0]}" if text else name
+    return escape_surrogates(f"{name}: {text[0]}" if text else name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -64,16 +64,35 @@ class WorldPluginManager(pluggy.PluginManager):
         return opts
 
 
+_BROKEN: weakref.WeakKeyDictionary[pluggy.PluginManager, dict[str, str]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Per plugin manager: each world plugin that did not load, by name, and what it raised."""
+
+PLUGIN_PREFIX = "agentbench-world-"
+
+
 def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
-    """Register every module named under the ``pytest_agentbench.worlds`` entry-point group."""
+    """Register every module named under the ``pytest_agentbench.worlds`` entry-point group.
+
+    An entry point that does not import (or register) is noted as broken rather than
+    raised: one stale installed world must not break every pytest session of the
+    environment, nor the other worlds' suites (:attr:`WorldRegistry.broken`).
+    """
     if pluginmanager in _SCANNED:
         return
+    broken = _BROKEN.setdefault(pluginmanager, {})
     for entry_point in sorted(
         entry_points(group=hookspecs.ENTRY_POINT_GROUP), key=lambda ep: ep.name
     ):
-        name = f"agentbench-world-{entry_point.name}"
+        name = f"{PLUGIN_PREFIX}{entry_point.name}"
         if pluginmanager.get_plugin(name) is None and not pluginmanager.is_blocked(name):
-            pluginmanager.register(entry_point.load(), name=name)
+            try:
+                pluginmanager.register(entry_point.load(), name=name)
+            except Exception as exc:
+                broken[entry_point.name] = (
+                    f"entry point {entry_point.value} raised {describe_exception(exc)}"
+                )
     _SCANNED.add(pluginmanager)
 
 
@@ -208,6 +227,15 @@ def _load(kind: str, target: str, *, file: str | None, field: str) -> Any:
         ) from None
 
 
+def checked_kinds(provided: Any) -> list[World | LazyWorld]:
+    """What a world plugin's hook returned, as a list of worlds (each with a string ``kind``)."""
+    worlds = list(provided)
+    for world in worlds:
+        if not isinstance(getattr(world, "kind", None), str):
+            raise TypeError(f"{world!r} is not a world (it has no kind)")
+    return worlds
+
+
 def checked_protocol_targets(kind: str, targets: Sequence[str]) -> tuple[str, ...]:
     """Protocol targets as a tuple, each a ``"module:attribute"`` string."""
     if isinstance(targets, str) or not all(_is_target(target) for target in targets):
@@ -339,12 +367,35 @@ def _matching_set(folder: Path, marker_sets: MarkerSets) -> tuple[str, ...] | No
     return None
 
 
+def _shown_from(error: AgentbenchError, folder: Path, display: str) -> AgentbenchError:
+    """``error``, a file in ``folder`` it names shown as the folder is (relative, usually)."""
+    named = error.location.file
+    if named is None:
+        return error
+    try:
+        inside = Path(named).relative_to(folder)
+    except ValueError:
+        return error
+    return AgentbenchError(
+        error.code,
+        error.reason,
+        file=f"{display}/{inside.as_posix()}",
+        line=error.location.line,
+        field=error.location.field,
+    )
+
+
 class WorldRegistry:
     """World kinds by name; a kind registered twice is refused."""
 
-    def __init__(self, worlds: Iterable[World | LazyWorld]) -> None:
+    def __init__(
+        self, worlds: Iterable[World | LazyWorld], *, broken: Mapping[str, str] | None = None
+    ) -> None:
         self._worlds: dict[str, World | LazyWorld] = {}
         self._suites: dict[str, Path] | None = None
+        self.broken: dict[str, str] = dict(broken or {})
+        """World plugins that did not load, by name (an entry point's, usually the kind it
+        registers), and what they raised: the suites of those kinds alone are refused."""
         for world in worlds:
             if world.kind in self._worlds and self._worlds[world.kind] is not world:
                 raise AgentbenchError(
@@ -354,17 +405,41 @@ class WorldRegistry:
 
     @classmethod
     def from_hook(cls, pluginmanager: pluggy.PluginManager) -> WorldRegistry:
-        results = pluginmanager.hook.pytest_agentbench_world_kinds()
-        return cls(world for provided in results for world in provided)
+        """Every registered plugin's world kinds; a plugin whose hook raises is noted broken."""
+        broken = dict(_BROKEN.get(pluginmanager, {}))
+        worlds: list[World | LazyWorld] = []
+        # Each plugin's hook on its own (in pluggy's order), so one that raises costs
+        # only its own kinds.
+        for hookimpl in reversed(pluginmanager.hook.pytest_agentbench_world_kinds.get_hookimpls()):
+            try:
+                provided = checked_kinds(hookimpl.function())
+            except Exception as exc:
+                name = hookimpl.plugin_name.removeprefix(PLUGIN_PREFIX)
+                broken[name] = f"its pytest_agentbench_world_kinds raised {describe_exception(exc)}"
+                continue
+            worlds.extend(provided)
+        return cls(worlds, broken=broken)
 
     def get(self, kind: str, *, file: str | None = None) -> World:
         try:
             world = self._worlds[kind]
         except KeyError:
+            if kind in self.broken:
+                raise AgentbenchError(
+                    "world_broken",
+                    f"world kind {kind!r} did not load: {self.broken[kind]}",
+                    file=file,
+                    field="world",
+                ) from None
             known = ", ".join(sorted(self._worlds)) or "none"
+            broken = (
+                f"; world plugins that did not load: {', '.join(sorted(self.broken))}"
+                if self.broken
+                else ""
+            )
             raise AgentbenchError(
                 "unknown_world_kind",
-                f"world kind {kind!r} is not registered (known: {known})",
+                f"world kind {kind!r} is not registered (known: {known}){broken}",
                 file=file,
                 field="world",
             ) from None
@@ -374,13 +449,24 @@ class WorldRegistry:
         return sorted(self._worlds)
 
     def adapter_protocols(self) -> list[KindProtocols]:
-        """Every kind's accepted adapter protocols, importing no world that declares its own."""
+        """Every kind's accepted adapter protocols, importing no world that declares its own.
+
+        A kind whose protocols do not load is left out and noted in :attr:`broken`: an
+        adapter is judged against the others, and that kind's suites are refused as they
+        load (``world_load_failed``), not the whole run.
+        """
         found = []
         for kind in self.kinds():
             entry = self._worlds[kind]
-            protocols = (
-                entry.protocols() if isinstance(entry, LazyWorld) else _accepted_protocols(entry)
-            )
+            try:
+                protocols = (
+                    entry.protocols()
+                    if isinstance(entry, LazyWorld)
+                    else _accepted_protocols(entry)
+                )
+            except AgentbenchError as exc:
+                self.broken.setdefault(kind, exc.reason)
+                continue
             found.append(KindProtocols(kind, protocols))
         return found
 
@@ -462,8 +548,8 @@ class WorldRegistry:
                 )
             try:
                 config = world.recognise(folder)
-            except AgentbenchError:
-                raise
+            except AgentbenchError as exc:
+                raise _shown_from(exc, folder, display) from None
             except Exception as exc:
                 raise AgentbenchError(
                     "world_load_failed",

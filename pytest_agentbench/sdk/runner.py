@@ -22,7 +22,13 @@ from typing import Any, TypeVar
 
 from pytest_agentbench.sdk import crashes, leaked_threads
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
-from pytest_agentbench.sdk.errors import cap_text, describe_exception
+from pytest_agentbench.sdk.errors import (
+    cap_text,
+    describe_exception,
+    escape_surrogates,
+    first_surrogate_path,
+    has_surrogates,
+)
 from pytest_agentbench.sdk.suite import Suite
 from pytest_agentbench.sdk.tracebacks import adapter_traceback
 from pytest_agentbench.sdk.world import World
@@ -373,8 +379,30 @@ def run_case(
         and outcome.failure_class is FailureClass.AGENT_ERROR
         and not outcome.failure_traceback
     ):
-        outcome = outcome.model_copy(update={"failure_traceback": raised})
-    return outcome
+        outcome = outcome.model_copy(update={"failure_traceback": escape_surrogates(raised)})
+    return _unicode_only(outcome)
+
+
+def _unicode_only(outcome: Outcome) -> Outcome:
+    """The outcome with no lone surrogate left: such text is no Unicode, and no file takes it.
+
+    An output holding one is malformed (the adapter's, as every other malformed output),
+    in every mode alike: isolated, it crosses the pipe as the same JSON escape. A reason a
+    world wrote from the adapter's text is escaped.
+    """
+    update: dict[str, Any] = {}
+    for name in ("failure_reason", "failure_traceback"):
+        text = getattr(outcome, name)
+        if text is not None and has_surrogates(text):
+            update[name] = escape_surrogates(text)
+    if outcome.failure_class is None:
+        where = first_surrogate_path(outcome.output)
+        if where is not None:
+            update["failure_class"] = FailureClass.AGENT_ERROR
+            update["failure_reason"] = (
+                f"malformed output: {where} holds a lone surrogate, which is not Unicode text"
+            )
+    return outcome.model_copy(update=update) if update else outcome
 
 
 def _run_case(
@@ -388,17 +416,33 @@ def _run_case(
     except CaseTimeout as interrupted:
         return timed_out(time.perf_counter() - started, timeout, interrupted.receipt)
     except AdapterFailure as failure:
+        # Escaped here, whichever side of the isolation pipe the text was made on.
         return Outcome(
             failure_class=failure.failure_class,
-            failure_reason=cap_text(failure.reason),
-            failure_traceback=failure.traceback,
+            failure_reason=cap_text(escape_surrogates(failure.reason)),
+            failure_traceback=None
+            if failure.traceback is None
+            else escape_surrogates(failure.traceback),
+        )
+    except UnicodeEncodeError as exc:
+        if exc.reason != "surrogates not allowed":
+            return _world_failed(world, exc)
+        # Only text from outside holds a lone surrogate: the adapter's output, met by
+        # the world as it encodes it (the outcome check below meets the rest).
+        return Outcome(
+            failure_class=FailureClass.AGENT_ERROR,
+            failure_reason="malformed output: it holds a lone surrogate, which is not Unicode text",
         )
     except Exception as exc:
-        return Outcome(
-            failure_class=FailureClass.HARNESS_ERROR,
-            failure_reason=cap_text(
-                f"world {world.kind!r} failed to run the case: {describe_exception(exc)}"
-            ),
-        )
+        return _world_failed(world, exc)
     finally:
         leaked_threads.note(threads_before)
+
+
+def _world_failed(world: World, exc: Exception) -> Outcome:
+    return Outcome(
+        failure_class=FailureClass.HARNESS_ERROR,
+        failure_reason=cap_text(
+            f"world {world.kind!r} failed to run the case: {describe_exception(exc)}"
+        ),
+    )

@@ -9,6 +9,8 @@ import os
 import sys
 import traceback
 
+from pytest_agentbench.sdk.errors import escape_surrogates
+
 MAX_TRACEBACK_CHARS = 8000
 """How much of an adapter's traceback a case keeps (JUnit and the JSON report repeat it)."""
 
@@ -44,6 +46,7 @@ def adapter_traceback(exc: BaseException) -> str:
         text = "".join(summary.format()).rstrip().replace(os.getcwd() + os.sep, "")
     except BaseException:  # an adapter's exception may not render; its type still does
         text = type(exc).__name__
+    text = escape_surrogates(text)
     if len(text) <= MAX_TRACEBACK_CHARS:
         return text
     # The end holds the raising line and the exception: keep it.

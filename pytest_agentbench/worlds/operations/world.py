@@ -57,6 +57,7 @@ from pytest_agentbench.sdk import (
     cap_text,
     grade,
     loads_yaml_strict,
+    marker_files,
     read_json,
     read_prediction_document,
     read_text,
@@ -526,10 +527,14 @@ class OperationsWorld:
         broken spec, or one of a type no installed pack provides, is refused
         by name then rather than silently not collected.
         """
+        # A file whose lines declare the spec's keys is a spec: one its reader refuses
+        # (a duplicate key, a syntax error, an alias bomb) is refused by name, not
+        # passed over as "not a spec", which left the folder silently uncollected.
+        declared = set(marker_files(folder, LAYOUT_MARKER))
         specs = [
             (name, raw)
             for name in _yaml_files(folder)
-            if (raw := _spec_header(folder / name)) is not None
+            if (raw := _spec_header(folder / name, declared=name in declared)) is not None
         ]
         if not specs:
             return None
@@ -562,11 +567,17 @@ def _yaml_files(folder: Path) -> list[str]:
     return sorted(path.name for path in folder.glob(_YAML) if path.is_file())
 
 
-def _spec_header(path: Path) -> dict[str, Any] | None:
-    """The parsed file if it is shaped like an OperationSpec, else None (it may be anything)."""
+def _spec_header(path: Path, *, declared: bool) -> dict[str, Any] | None:
+    """The parsed file if it is shaped like an OperationSpec, else None (it may be anything).
+
+    A file that ``declared`` itself one (:data:`LAYOUT_MARKER`) and does not read
+    raises the reader's refusal, located at the file.
+    """
     try:
         raw = loads_yaml_strict(read_text(path))
-    except AgentbenchError:
+    except AgentbenchError as exc:
+        if declared:
+            raise exc.at(file=path.as_posix()) from None
         return None
     if (
         isinstance(raw, dict)
