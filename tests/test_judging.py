@@ -165,6 +165,33 @@ def test_panel_votes_through_the_chat_client_then_replays_then_hits_the_cache(
     cached = Panel(loaded, lambda seat: Refusing(), cache=cache).judge("even", contents["even"])
     assert [v.model_copy(update={"cached": False}) for v in cached.verdicts] == list(even.verdicts)
     assert all(v.cached for v in cached.verdicts)
+    # An edited entry (a failing vote made passing) or one copied under another entry's
+    # name is refused by name, never counted; so is a replayed cassette whose answer changed.
+    entries = sorted((tmp_path / "cache").glob("*.json"))
+    pristine = {path: path.read_text() for path in entries}
+    tamperings = {
+        "verdict": lambda path: path.write_text(
+            pristine[path].replace('"score": 4', '"score": 5').replace('"score": 5', '"score": 1')
+        ),
+        "inputs_digest_sha256": lambda path: path.write_text(pristine[entries[1]]),
+        "entry": lambda path: path.write_text(json.dumps(json.loads(pristine[path])["verdict"])),
+    }
+    refused = {}
+    for name, tamper in tamperings.items():
+        tamper(entries[0])
+        with pytest.raises(AgentbenchError) as caught:
+            Panel(loaded, lambda seat: Refusing(), cache=cache).judge("even", contents["even"])
+        refused[name] = (caught.value.code, caught.value.location.field)
+        entries[0].write_text(pristine[entries[0]])
+    assert refused == {
+        "verdict": ("judge_cache_tampered", "verdict"),
+        "inputs_digest_sha256": ("judge_cache_tampered", "inputs_digest_sha256"),
+        "entry": ("invalid_judge_cache", "inputs_digest_sha256"),
+    }
+    tape = next(cassettes.glob("*.json"))
+    tape.write_text(tape.read_text().replace('\\"score\\": ', '\\"score\\": 1'))
+    with pytest.raises(AgentbenchError, match=r"\[cassette_tampered\]"):
+        Panel(loaded, metered(replay, loaded)).judge_all(list(contents.items()))
     # A changed rubric is a different question: the cache does not answer it.
     changed = load_rubric(
         rubric_file(tmp_path, text=(RUBRIC % "gamma-judge").replace("right and clear", "exact"))
