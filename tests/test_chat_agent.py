@@ -224,6 +224,17 @@ def test_settings_precedence_and_refusals(tmp_path: Path) -> None:
     assert (resolved.model, resolved.temperature) == ("from-env", 0.5)
     assert resolved.cassettes == tmp_path / "tapes"
     assert resolved.effective_mode == "off"
+    # Without a mode, decided once when the settings are made: a folder that appears
+    # later (the run recording into it) does not turn a recording run into a replay.
+    recording = resolve_settings(
+        ini=ini.get, environ={}, overrides={"cassettes": "new"}, root=tmp_path
+    )
+    (tmp_path / "new").mkdir()
+    assert (recording.effective_mode, recording.model_copy().effective_mode) == ("record", "record")
+    replaying = resolve_settings(
+        ini=ini.get, environ={}, overrides={"cassettes": "new"}, root=tmp_path
+    )
+    assert replaying.effective_mode == "replay"
     with pytest.raises(UsageError) as caught:
         resolve_settings(ini={"agentbench_llm_max_turns": "many"}.get, environ={})
     assert caught.value.code == "invalid_llm_setting"

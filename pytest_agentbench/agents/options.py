@@ -38,15 +38,20 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 
 RUN_KEY = pytest.StashKey[ModelRun]()
 WORKERINPUT_KEY = "agentbench_budget_folder"
+MODE_KEY = "agentbench_cassette_mode"
+"""The cassette mode the controller decided, handed to every xdist worker: a worker that
+decided for itself would find the folder another worker had begun recording into."""
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     folder = config.getoption("agentbench_cassettes")
     pricing = config.getoption("agentbench_pricing")
+    workerinput = getattr(config, "workerinput", None)
+    decided = None if workerinput is None else workerinput.get(MODE_KEY)
     overrides = {
         "cassettes": None if folder is None else str(Path(folder).resolve()),
-        "cassette_mode": config.getoption("agentbench_cassette_mode"),
+        "cassette_mode": decided or config.getoption("agentbench_cassette_mode"),
         **{name: config.getoption(f"agentbench_{name}") for name in plugin_options.RUN_LIMITS},
         "pricing": None if pricing is None else str(Path(pricing).resolve()),
     }
@@ -66,8 +71,23 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.render()) from None
     configure_run(run)
     config.stash[RUN_KEY] = run
-    if shared is not None and not hasattr(config, "workerinput"):
+    if workerinput is None and settings.cassette_mode is not None:
+        config.pluginmanager.register(
+            ModeController(settings.cassette_mode), "agentbench-mode-controller"
+        )
+    if shared is not None and workerinput is None:
         config.pluginmanager.register(BudgetController(shared, run), "agentbench-budget-controller")
+
+
+class ModeController:
+    """On the xdist controller: hands every worker the cassette mode decided at start."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[MODE_KEY] = self.mode
 
 
 def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None:

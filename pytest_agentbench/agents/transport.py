@@ -19,7 +19,7 @@ from pytest_agentbench.agents.cassettes import (
 )
 from pytest_agentbench.agents.limits import Wait, wait
 from pytest_agentbench.agents.provenance import ModelRun, current_run
-from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.agents.settings import ChatSettings, refuse_credentials
 from pytest_agentbench.agents.usage import reported_tokens
 from pytest_agentbench.ledger import Tokens
 from pytest_agentbench.sdk.canonical import loads_strict
@@ -147,6 +147,9 @@ class ChatTransport:
             raise ChatAgentError(
                 "llm_config", "no base URL (agentbench_llm_base_url / AGENTBENCH_LLM_BASE_URL)"
             )
+        credentials = refuse_credentials(self.settings.base_url)
+        if credentials is not None:
+            raise ChatAgentError("llm_base_url_credentials", credentials)
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.settings.api_key_env)
         if key:
