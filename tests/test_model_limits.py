@@ -294,3 +294,49 @@ def test_concurrent_cases_on_one_agent_keep_their_own_calls_and_usage() -> None:
         digests = {a.request_digest_sha256 for a in usage.attempts}  # type: ignore[attr-defined]
         assert digests == set(record.request_digests)  # type: ignore[attr-defined]
     assert agent.run.limiter.waiting == 0
+
+
+def test_every_retry_counts_against_the_call_ceiling_and_is_refused_unsent() -> None:
+    from pytest_agentbench.agents.chat import TASK_PREFIX
+    from pytest_agentbench.agents.transport import ChatTransport
+    from tests.llm_server import ScriptedLLM
+
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        settings = ChatSettings(
+            base_url=base_url, model="m", max_retries=5, retry_backoff_s=0.0, max_calls=3
+        )
+        run = ModelRun(settings)
+        request = {
+            "model": "m",
+            "messages": [{"role": "user", "content": TASK_PREFIX + '{"question": "throttled"}'}],
+        }
+        run.guard.reserve()  # the call itself, as the chat agent reserves it
+        exchange = ChatTransport(settings, run).send(request)
+    assert len(server.requests) == 3, "the call and two retries; the third retry is refused"
+    assert exchange.refused is not None
+    assert exchange.refused.code == "budget_exceeded_calls"
+    assert (exchange.response.status, exchange.response.faults) == (429, ("http_429", "http_429"))
+    with run.guard.tally.transaction() as state:
+        assert state["calls"] == 3
+    # The worst case counts every request a call may send.
+    with pytest.raises(BudgetRefused, match="4 turns x 6 requests is 48"):
+        run.guard.preflight(2, 4, 6)
+
+
+def test_credentials_in_the_base_url_are_refused_by_name() -> None:
+    from pytest_agentbench.agents.settings import resolve_settings
+    from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
+    from pytest_agentbench.sdk.errors import UsageError
+
+    url = "http://user:secret@127.0.0.1:9/v1"
+    with pytest.raises(UsageError) as caught:
+        resolve_settings(ini=lambda key: None, environ={"AGENTBENCH_LLM_BASE_URL": url})
+    assert (caught.value.code, caught.value.location.field) == (
+        "llm_base_url_credentials",
+        "AGENTBENCH_LLM_BASE_URL",
+    )
+    assert "secret" not in caught.value.render()
+    direct = ChatSettings(base_url=url, model="m")
+    with pytest.raises(ChatAgentError, match=r"\[llm_base_url_credentials\]"):
+        ChatTransport(direct, ModelRun(direct)).send({"model": "m", "messages": []})

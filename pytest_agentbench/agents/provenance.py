@@ -123,7 +123,8 @@ class ModelRun:
             )
 
     def preflight(self, cases: int) -> None:
-        self.guard.preflight(cases, self.settings.max_turns)
+        settings = self.settings
+        self.guard.preflight(cases, settings.max_turns, settings.max_retries + 1)
 
 
 class _Configured:
@@ -210,9 +211,22 @@ class CaseCalls:
         self.refusal: BudgetRefused | None = None
         self._lock = threading.Lock()
 
-    def call(
+    def sent(self, digest: str) -> None:
+        """A model request is about to be sent: counted now, so a request the case limit
+        cuts off before its answer is still in the report (one attempt, no tokens)."""
+        with self._lock:
+            self.requests.append(digest)
+            self.attempts += 1
+
+    def withdraw(self, digest: str) -> None:
+        """The request :meth:`sent` counted last was never sent, or nothing came back."""
+        with self._lock:
+            if self.requests and self.requests[-1] == digest:
+                self.requests.pop()
+                self.attempts -= 1
+
+    def answered(
         self,
-        digest: str,
         *,
         attempts: int,
         input_tokens: int,
@@ -220,9 +234,9 @@ class CaseCalls:
         cost: Decimal,
         waits: Iterable[Wait],
     ) -> None:
+        """The request :meth:`sent` last counted ended after ``attempts`` attempts."""
         with self._lock:
-            self.requests.append(digest)
-            self.attempts += attempts
+            self.attempts += attempts - 1
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
             self.cost += cost

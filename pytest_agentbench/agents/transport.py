@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import (
     AnyRequest,
     CassetteShelf,
@@ -38,6 +39,8 @@ class Exchange:
 
     response: RecordedResponse
     waits: tuple[Wait, ...] = ()
+    refused: BudgetRefused | None = None
+    """A retry the run's budget refused: ``response`` is then the last failure before it."""
 
 
 class ClientShelf:
@@ -123,7 +126,14 @@ class ChatTransport:
         request = encoded(request)
         if self.mode == "replay":
             assert self.shelf is not None
-            return Exchange(self.shelf.load(request))
+            response = self.shelf.load(request)
+            # The recorded retries count against the call ceiling as they did when recorded.
+            for _ in response.faults:
+                try:
+                    self.run.guard.reserve_retry()
+                except BudgetRefused as refusal:
+                    return Exchange(response, refused=refusal)
+            return Exchange(response)
         exchange = self._live(request, tokens)
         if self.mode == "record":
             assert self.shelf is not None
@@ -189,6 +199,14 @@ class ChatTransport:
             reported = reported_tokens(response.json_body)
             limiter.release(permit, None if reported is None else _used(reported))
             if answer.status_code in RETRIED_STATUSES and len(faults) < self.settings.max_retries:
+                try:
+                    self.run.guard.reserve_retry()  # every request counts, retries too
+                except BudgetRefused as refusal:
+                    return Exchange(
+                        response.model_copy(update={"faults": tuple(faults)}),
+                        tuple(waits),
+                        refused=refusal,
+                    )
                 delay = self.run.backoff.delay(len(faults), answer.headers.get("retry-after"))
                 faults.append(f"http_{answer.status_code}")
                 waits.append(wait("retry", delay))

@@ -34,9 +34,9 @@ from pytest_agentbench.judging.documents import judgments_path, read_judgments
 from pytest_agentbench.judging.summary import JudgeTraffic, judge_ledger_name
 from pytest_agentbench.ledger import CallPayload, TerminalPayload, audit_ledger
 from pytest_agentbench.ledger.rows import Attempt
-from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, ledger_path
+from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, TIMEOUT_EXCLUSION, ledger_path
 from pytest_agentbench.sdk.canonical import read_json
-from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 
@@ -171,8 +171,15 @@ def _audit_case(
     calls = [CallPayload.model_validate(row["call"]) for row in reading.rows if "call" in row]
     terminal = TerminalPayload.model_validate(reading.rows[-1]["terminal"])
     excluded = result.outcome is CaseOutcome.EXCLUDED
-    if excluded != (terminal.kind == "excluded") or (
-        excluded and terminal.exclusion_code != result.exclusion
+    # The case limit ends the ledger excluded (case_timeout); the report fails the case.
+    timed_out = (
+        result.outcome is CaseOutcome.FAILED
+        and result.failure_class is FailureClass.AGENT_ERROR
+        and (terminal.kind, terminal.exclusion_code) == ("excluded", TIMEOUT_EXCLUSION)
+    )
+    if not timed_out and (
+        excluded != (terminal.kind == "excluded")
+        or (excluded and terminal.exclusion_code != result.exclusion)
     ):
         raise _refuse(
             "audit_terminal_mismatch",
