@@ -384,6 +384,18 @@ TAMPERINGS: list[tuple[str, str, Any]] = [
         lambda d: _case_of(d, "c1")["model_calls"]["request_digests"].__setitem__(0, "0" * 64),
     ),
     (
+        "the model renamed",
+        "audit_header_mismatch",
+        lambda d: d["model_run"].update(model="other-model"),
+    ),
+    (
+        "the settings digest changed",
+        "audit_header_mismatch",
+        lambda d: d["model_run"].update(settings_digest="0" * 64),
+    ),
+    ("the model run removed", "audit_header_mismatch", lambda d: d.update(model_run=None)),
+    ("a suite that is not one", "audit_unreadable", lambda d: d["suites"].append(5)),
+    (
         "a scored case reported excluded",
         "audit_terminal_mismatch",
         lambda d: _case_of(d, "c3").update(outcome="excluded", exclusion="budget_x"),
@@ -419,6 +431,10 @@ def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
         return err.split("[")[1].split("]")[0]
 
     assert audit() == "ok"
+    # A ledger is the same whoever answered and whether recorded or replayed: the audit
+    # says it cannot vouch for the endpoint and the mode rather than pass them as checked.
+    assert main(["audit", str(report), str(ledgers)]) == 0
+    assert "not bound by any ledger: base_url_host, mode" in capsys.readouterr().out
     assert audit("--pricing", str(pricing)) == "ok"
     found = {}
     for name, code, tamper in TAMPERINGS:
@@ -433,6 +449,10 @@ def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
     }
     _edit_report(report, lambda d: _case_of(d, "c1")["model_calls"].update(cost="0.1"))
     assert audit("--pricing", str(pricing)) == "audit_cost_mismatch"
+    # A renamed model the pricing table also prices, or does not: named, never a KeyError.
+    for renamed in ("other-model", "unpriced-model"):
+        _edit_report(report, lambda d, name=renamed: d["model_run"].update(model=name))
+        assert audit("--pricing", str(pricing)) == "audit_header_mismatch"
     other = chat_project.path / "other-pricing.json"
     other.write_text(json.dumps({**PRICING, "currency": "EUR"}))
     assert audit("--pricing", str(other)) == "audit_pricing_mismatch"

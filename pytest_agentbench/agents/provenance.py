@@ -58,6 +58,12 @@ def endpoint_host(base_url: str | None) -> str | None:
     return shown if port is None else f"{shown}:{port}"
 
 
+def run_mode(settings: ChatSettings) -> Literal["live", "record", "replay"]:
+    """The run's mode as reports and ledger headers state it (decided with the settings)."""
+    mode = settings.effective_mode
+    return "live" if mode == "off" else mode
+
+
 class ModelRun:
     """The chat client's shared state in one process."""
 
@@ -417,12 +423,11 @@ def run_provenance(
         wait_seconds += sum((Decimal(repr(w.seconds)) for w in record.waits), Decimal(0))
         if record.refused is not None:
             excluded.append(nodeid)
-    mode = settings.effective_mode
     return RunProvenance(
         provider=PROVIDER,
         base_url_host=endpoint_host(settings.base_url),
         model=settings.model or "",
-        mode="live" if mode == "off" else mode,
+        mode=run_mode(settings),
         settings_digest=settings.settings_digest(),
         pricing_digest=None if pricing is None else pricing.digest,
         currency=None if pricing is None else pricing.currency,
