@@ -59,6 +59,28 @@ def test_requests_per_minute_wait_for_the_oldest_to_leave_the_window() -> None:
     assert first.waits == second.waits == ()
 
 
+def test_processes_share_one_minute_through_the_window_file(tmp_path: Path) -> None:
+    # Two limiters stand for two processes (xdist workers, isolated adapters) of one run.
+    clock = FakeClock()
+    window = tmp_path / "window.json"
+    one, other = (
+        RateLimiter(requests_per_minute=2, tokens_per_minute=100, clock=clock, shared=window)
+        for _ in range(2)
+    )
+    first = one.acquire(10)
+    one.release(first, 70)  # the answer reported more than estimated: the run's minute knows
+    clock.time = 15.0
+    second = other.acquire(20)  # 70 + 20 fits the tokens; the second request of the minute
+    other.release(second, 20)
+    third = one.acquire(5)  # a third request waits for the first to leave, whoever sent it
+    assert third.waits == (Wait(reason="requests_per_minute", seconds=45.0),)
+    assert third.sent_at == 60.0
+    entries = json.loads(window.read_text())
+    assert [(sent_at, tokens) for _, sent_at, tokens in entries] == [(15.0, 20), (60.0, 5)]
+    own = RateLimiter(requests_per_minute=2, clock=FakeClock())
+    assert [own.acquire(1).waits for _ in range(2)] == [(), ()], "unshared: its own minute"
+
+
 def test_tokens_per_minute_count_what_was_reported_not_the_estimate() -> None:
     clock = FakeClock()
     limiter = RateLimiter(tokens_per_minute=100, clock=clock)

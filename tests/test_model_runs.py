@@ -318,6 +318,41 @@ def test_an_endpoint_that_overspends_is_refused_by_name_and_the_later_cases_excl
     )
 
 
+def test_xdist_workers_share_one_minute_of_requests(
+    chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Three requests a minute for the run, not for each worker: of six one-call cases on
+    # two workers, three are sent; the others wait for the minute until their case limit
+    # ends them, unsent (so uncounted).
+    plain = {f"p{index}": "plain" for index in range(6)}
+    write_demo_suite(
+        chat_project.path,
+        "chat-suite",
+        questions=plain,
+        answers=dict.fromkeys(plain, 3),
+        world="demo-tools",
+    )
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        result, report = run(
+            chat_project,
+            "shared-minute",
+            "-n",
+            "2",
+            "--agentbench-cassette-mode=off",
+            "--agentbench-timeout=1.5",
+            "--agentbench-requests-per-minute=3",
+        )
+    assert len(server.requests) == 3, "one minute for the run, not one for each worker"
+    result.assert_outcomes(passed=3, failed=3)
+    assert report["model_run"]["calls"] == 3
+    (suite,) = report["suites"]
+    waited = [e["result"] for e in suite["cases"] if e["result"]["outcome"] == "failed"]
+    assert all("timed out" in r["failure_reason"] for r in waited)
+    assert [r["model_calls"]["calls"] for r in waited] == [0, 0, 0], "never sent, not counted"
+
+
 def _case_of(document: dict[str, Any], case_id: str) -> dict[str, Any]:
     (suite,) = document["suites"]
     result: dict[str, Any] = next(

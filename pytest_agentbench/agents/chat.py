@@ -175,18 +175,28 @@ class ChatAgent:
         # Without a per-call bound, the tokens-per-minute limit counts the request's size
         # (about four bytes a token) until its answer reports what it used.
         expected = reservation.tokens or len(encoded.text) // 4 + 1
-        if case is not None:
-            case.sent(encoded.digest)
-        self.usage.sent(encoded)
-        try:
-            exchange = self.transport.send(encoded, tokens=expected)
-        except Exception:
-            # Not sent, or nothing came back (unreachable, no cassette): not a model request.
-            # Only the case limit (a BaseException) leaves it counted, as cut off.
-            self.usage.withdraw(encoded)
+        announced: list[bool] = []
+
+        def on_send() -> None:
+            # Counted as it leaves (past the rate limits), so a request the case limit
+            # cuts off before its answer is still in the report and the ledger.
+            announced.append(True)
             if case is not None:
-                case.withdraw(encoded.digest)
+                case.sent(encoded.digest)
+            self.usage.sent(encoded)
+
+        try:
+            exchange = self.transport.send(encoded, tokens=expected, on_send=on_send)
+        except Exception:
+            # Nothing came back (unreachable, no cassette): not a model request. Only the
+            # case limit (a BaseException) leaves an announced request counted, as cut off.
+            if announced:
+                self.usage.withdraw(encoded)
+                if case is not None:
+                    case.withdraw(encoded.digest)
             raise
+        if not announced:
+            on_send()  # a transport that does not announce what it sends
         response = exchange.response
         tokens = final_tokens(response)
         guard.settle(

@@ -5,8 +5,9 @@ error before any case runs; the agent reads them when it is built. The
 process's :class:`~pytest_agentbench.agents.provenance.ModelRun` (rate limiter,
 budget guard, pricing) is built here too.
 
-Budgets are the run's, not a process's: under xdist the controller makes a
-folder whose locked tally file every worker reserves from (and so does an
+Budgets and per-minute rate limits are the run's, not a process's: under xdist
+the controller makes a folder whose locked tally file every worker reserves
+from (and whose window file every worker enters its requests in) (and so does an
 isolated run for its adapter processes, which are handed the file), and the worst-case
 preflight runs where the selected cases are known before any is scheduled
 (after collection serially; under xdist, on the controller as each worker
@@ -28,6 +29,8 @@ import pytest
 from pytest_agentbench.agents.budget import BudgetRefused, Tally
 from pytest_agentbench.agents.provenance import (
     PROVIDER,
+    TALLY_FILE,
+    WINDOW_FILE,
     ModelRun,
     configure_run,
     endpoint_host,
@@ -66,7 +69,11 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         configure(settings)
         shared = _shared_folder(config, settings)
-        run = ModelRun(settings, tally=None if shared is None else Tally(tally_path(shared)))
+        run = (
+            ModelRun(settings)
+            if shared is None
+            else ModelRun(settings, tally=Tally(tally_path(shared)), window=shared / WINDOW_FILE)
+        )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
     configure_run(run)
@@ -91,9 +98,16 @@ class ModeController:
 
 
 def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None:
-    """The folder the run's budget is shared through: made by the xdist controller."""
-    ceilings = (settings.max_calls, settings.max_tokens, settings.max_cost)
-    if all(ceiling is None for ceiling in ceilings):
+    """The folder the run's budget and rate limits are shared through: made by the xdist
+    controller (or the isolating process), handed to every process that calls the model."""
+    shared = (
+        settings.max_calls,
+        settings.max_tokens,
+        settings.max_cost,
+        settings.requests_per_minute,
+        settings.tokens_per_minute,
+    )
+    if all(limit is None for limit in shared):
         return None
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
@@ -112,7 +126,7 @@ def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None
 
 
 def tally_path(folder: Path) -> Path:
-    return folder / "tally.json"
+    return folder / TALLY_FILE
 
 
 class BudgetController:

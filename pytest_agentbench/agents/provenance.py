@@ -73,7 +73,10 @@ class ModelRun:
         *,
         clock: Clock | None = None,
         tally: Tally | None = None,
+        window: Path | None = None,
     ) -> None:
+        """``tally`` and ``window``: the budget tally and the rate limits' minute the run's
+        processes share (files in its shared folder); ``None`` keeps them this process's."""
         self.settings = settings
         self.clock = clock or SystemClock()
         self.pricing: PricingTable | None = (
@@ -95,6 +98,7 @@ class ModelRun:
             requests_per_minute=settings.requests_per_minute,
             tokens_per_minute=settings.tokens_per_minute,
             clock=self.clock,
+            shared=window,
         )
         self.backoff = Backoff(settings.retry_backoff_s, settings.retry_jitter, settings.seed)
         self.guard = BudgetGuard(
@@ -142,6 +146,11 @@ def configure_run(run: ModelRun | None) -> None:
     _Configured.run = run
 
 
+TALLY_FILE = "tally.json"
+WINDOW_FILE = "window.json"
+"""The files of the run's shared folder: its budget tally and its rate limits' minute."""
+
+
 def shared_tally() -> Path | None:
     """The file the run's budget tally is kept in, when processes share it; else None."""
     run = _Configured.run
@@ -149,11 +158,13 @@ def shared_tally() -> Path | None:
 
 
 def use_shared_tally(path: Path) -> None:
-    """Reserve this process's model calls from the run's tally file (an isolated adapter's
-    process, which has no pytest session: its settings are installed first)."""
+    """Reserve this process's model calls from the run's tally file, and send them within
+    the run's rate limits (the window file beside it): an isolated adapter's process,
+    which has no pytest session (its settings are installed first)."""
     from pytest_agentbench.agents.settings import configured_settings
 
-    configure_run(ModelRun(configured_settings(), tally=Tally(path)))
+    run = ModelRun(configured_settings(), tally=Tally(path), window=path.with_name(WINDOW_FILE))
+    configure_run(run)
 
 
 def configured_run() -> ModelRun | None:

@@ -121,12 +121,17 @@ class ChatTransport:
         self.shelf = None if settings.cassettes is None else CassetteShelf(settings.cassettes)
         self.clients = ClientShelf(self._new_client)
 
-    def send(self, request: AnyRequest, *, tokens: int = 0) -> Exchange:
-        """``tokens``: what the request is expected to use, for the tokens-per-minute limit."""
+    def send(
+        self, request: AnyRequest, *, tokens: int = 0, on_send: Callable[[], None] | None = None
+    ) -> Exchange:
+        """``tokens``: what the request is expected to use, for the tokens-per-minute limit;
+        ``on_send`` is called once, as the request first leaves (past every rate limit)."""
         request = encoded(request)
         if self.mode == "replay":
             assert self.shelf is not None
             response = self.shelf.load(request)
+            if on_send is not None:
+                on_send()
             # The recorded retries count against the call ceiling as they did when recorded.
             for _ in response.faults:
                 try:
@@ -134,7 +139,7 @@ class ChatTransport:
                 except BudgetRefused as refusal:
                     return Exchange(response, refused=refusal)
             return Exchange(response)
-        exchange = self._live(request, tokens)
+        exchange = self._live(request, tokens, on_send)
         if self.mode == "record":
             assert self.shelf is not None
             self.shelf.save(request, exchange.response)
@@ -172,7 +177,9 @@ class ChatTransport:
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
         )
 
-    def _live(self, request: EncodedRequest, tokens: int) -> Exchange:
+    def _live(
+        self, request: EncodedRequest, tokens: int, on_send: Callable[[], None] | None
+    ) -> Exchange:
         import httpx
 
         body = request.text.encode("utf-8")
@@ -180,21 +187,29 @@ class ChatTransport:
         faults: list[str] = []
         waits: list[Wait] = []
         while True:
-            permit = limiter.acquire(tokens)
-            waits.extend(permit.waits)
-            try:
-                with self.clients.lend() as client:
+            with self.clients.lend() as client:
+                # Admitted into the minute's window as it is sent, the client ready.
+                permit = limiter.acquire(tokens)
+                waits.extend(permit.waits)
+                if on_send is not None and not faults:
+                    on_send()
+                try:
                     answer = client.post("chat/completions", content=body)
-            except httpx.TimeoutException:
-                limiter.release(permit, None)
-                response = RecordedResponse(transport_error="timeout", faults=tuple(faults))
-                return Exchange(response, tuple(waits))
-            except httpx.TransportError as exc:
-                limiter.release(permit, None)
-                # Not recorded: an unreachable endpoint says nothing about the model.
-                raise ChatAgentError(
-                    "llm_unreachable", f"cannot reach the model endpoint ({type(exc).__name__})"
-                ) from None
+                except httpx.TimeoutException:
+                    limiter.release(permit, None)
+                    response = RecordedResponse(transport_error="timeout", faults=tuple(faults))
+                    return Exchange(response, tuple(waits))
+                except httpx.TransportError as exc:
+                    limiter.release(permit, None)
+                    # Not recorded: an unreachable endpoint says nothing about the model.
+                    raise ChatAgentError(
+                        "llm_unreachable",
+                        f"cannot reach the model endpoint ({type(exc).__name__})",
+                    ) from None
+                except BaseException:
+                    # The case limit interrupted the request: its connection slot is free again.
+                    limiter.release(permit, None)
+                    raise
             response = _recorded(answer.status_code, answer.text)
             reported = reported_tokens(response.json_body)
             limiter.release(permit, None if reported is None else _used(reported))
