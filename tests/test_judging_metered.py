@@ -72,9 +72,12 @@ def test_judge_calls_share_the_runs_budget_and_ledger_and_reach_every_report(
     # adapter makes no model call, so the ceiling of 10 calls is the judges' to reach. One
     # turn a case and no retry keep the run's worst case (4 cases x 1 turn x 1 request)
     # under it before any call.
-    monkeypatch.setenv("AGENTBENCH_LLM_MODEL", "delta-9b")
-    monkeypatch.setenv("AGENTBENCH_LLM_MAX_TURNS", "1")
-    monkeypatch.setenv("AGENTBENCH_LLM_MAX_RETRIES", "0")
+    for name, value in (
+        ("AGENTBENCH_LLM_MODEL", "delta-9b"),
+        ("AGENTBENCH_LLM_MAX_TURNS", "1"),
+        ("AGENTBENCH_LLM_MAX_RETRIES", "0"),
+    ):
+        monkeypatch.setenv(name, value)
     monkeypatch.chdir(project.path)
     options = [
         "--agentbench-adapter=my_adapters:Adds",
