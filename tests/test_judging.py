@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -273,3 +274,67 @@ def test_a_refused_seat_call_gives_no_vote_is_counted_ledgered_and_never_cached(
     assert reading.rows[-1]["terminal"]["exclusion_code"] == "budget_exceeded_calls"
     # Only the seat that answered is cached: a later run asks the refused ones again.
     assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+
+
+class OverspendingJudges(ScriptedJudges):
+    """beta-judge ignores max_tokens and reports 5000 completion tokens."""
+
+    def _answer(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        status, text, headers = super()._answer(body)
+        if body["model"] == "beta-judge":
+            completion = json.loads(text)
+            completion["usage"] = {"prompt_tokens": 100, "completion_tokens": 5000}
+            text = json.dumps(completion)
+        return status, text, headers
+
+
+def test_judge_calls_carry_max_tokens_and_an_overspending_seat_gives_no_vote(
+    tmp_path: Path,
+) -> None:
+    loaded = load_rubric(rubric_file(tmp_path))
+    judges = OverspendingJudges()
+    cache = JudgeCache(tmp_path / "cache")
+    with judges.serving() as base_url:
+        settings = ChatSettings(base_url=base_url, max_tokens_per_call=1000)
+        meter = JudgeMeter(ModelRun(settings), tmp_path / "ledgers")
+        seats, _ = loaded.seated(None)
+        senders = meter.for_rubric("answer-prose", loaded.digest(), seats).senders()
+        judgment = Panel(loaded, senders, cache=cache).judge("even", {"output": 8})
+    assert all(0 < request["max_tokens"] < 1000 for request in judges.requests)
+    assert [(v.score, v.refused) for v in judgment.verdicts] == [
+        (5, None),
+        (None, "llm_usage_over_call_bound"),
+        (4, None),
+    ]
+    traffic = meter.finish()["answer-prose"]
+    # Sent and answered: counted with the tokens it reported, ledgered with its answer.
+    assert (traffic.calls, traffic.refused, traffic.output_tokens) == (3, 0, 5020)
+    reading = audit_ledger(tmp_path / "ledgers" / "%judges" / "answer-prose.ndjson")
+    assert all(row["call"]["decision"] is not None for row in reading.rows if "call" in row)
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2, "the refused vote is not cached"
+
+
+class ThrottlingJudges(ScriptedJudges):
+    """alpha-judge answers 429 every time."""
+
+    def _answer(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        if body["model"] == "alpha-judge":
+            return 429, '{"error": {"message": "slow down"}}', {"Retry-After": "0"}
+        return super()._answer(body)
+
+
+def test_a_judges_retries_count_against_the_call_ceiling(tmp_path: Path) -> None:
+    loaded = load_rubric(rubric_file(tmp_path))
+    judges = ThrottlingJudges()
+    with judges.serving() as base_url:
+        settings = ChatSettings(base_url=base_url, max_calls=3, max_retries=5, retry_backoff_s=0.0)
+        meter = JudgeMeter(ModelRun(settings), tmp_path / "ledgers")
+        seats, _ = loaded.seated(None)
+        senders = meter.for_rubric("answer-prose", loaded.digest(), seats).senders()
+        judgment = Panel(loaded, senders).judge("even", {"output": 8})
+    # alpha's call and two retries reach the ceiling; its third retry and the other seats'
+    # calls are refused unsent.
+    assert len(judges.requests) == 3
+    assert [v.refused for v in judgment.verdicts] == ["budget_exceeded_calls"] * 3
+    traffic = meter.finish()["answer-prose"]
+    assert (traffic.calls, traffic.attempts, traffic.refused) == (1, 3, 2)

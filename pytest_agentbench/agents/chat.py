@@ -224,24 +224,8 @@ class ChatAgent:
         return assistant_message(response, self.settings.timeout_s)
 
     def _bounded(self, request: dict[str, JsonValue]) -> EncodedRequest:
-        """The request as sent: with a per-call bound, ``max_tokens`` caps its answer.
-
-        The bound covers the request and its answer; the request is estimated at four
-        bytes a token (the estimate the tokens-per-minute limit uses), and the answer
-        may use what is left. A request that leaves nothing is refused unsent.
-        """
-        bound = self.settings.max_tokens_per_call
-        encoded = EncodedRequest(request)
-        if bound is None:
-            return encoded
-        estimate = len(encoded.text) // 4 + 1
-        if estimate >= bound:
-            raise BudgetRefused(
-                "budget_call_bound_too_small",
-                f"the request alone is about {estimate} tokens, not below "
-                f"agentbench_llm_max_tokens_per_call={bound}",
-            )
-        return EncodedRequest({**request, "max_tokens": bound - estimate})
+        """The request as sent: with a per-call bound, ``max_tokens`` caps its answer."""
+        return bounded_request(request, self.settings.max_tokens_per_call)
 
     def _refuse_overspent(self, tokens: Tokens | None) -> None:
         """An answer that used more than the call was reserved for is refused by name.
@@ -249,18 +233,9 @@ class ChatAgent:
         Its tokens are already in the run's tally (they were spent); the answer is not
         used, so an endpoint that ignores ``max_tokens`` cannot go on overspending.
         """
-        bound = self.settings.max_tokens_per_call
-        if bound is None or tokens is None:
-            return
-        used = (
-            tokens.total if tokens.total is not None else (tokens.input or 0) + (tokens.output or 0)
-        )
-        if used > bound:
-            raise ChatAgentError(
-                "llm_usage_over_call_bound",
-                f"the endpoint reported {used} tokens for one call, above "
-                f"agentbench_llm_max_tokens_per_call={bound}",
-            )
+        overspent = overspent_call(tokens, self.settings.max_tokens_per_call)
+        if overspent is not None:
+            raise ChatAgentError(OVER_CALL_BOUND, overspent)
 
     def _answer_call(
         self, session: ToolSessionLike, call: Any, call_id: str
@@ -277,6 +252,45 @@ class ChatAgent:
             else canonical_json(content)
         )
         return {"role": "tool", "tool_call_id": call["id"], "content": rendered}
+
+
+OVER_CALL_BOUND = "llm_usage_over_call_bound"
+
+
+def bounded_request(request: dict[str, JsonValue], bound: int | None) -> EncodedRequest:
+    """The request as sent: with a per-call bound, ``max_tokens`` caps its answer.
+
+    The bound covers the request and its answer; the request is estimated at four
+    characters a token (the estimate the tokens-per-minute limit uses), and the answer
+    may use what is left. A request that leaves nothing is refused unsent.
+    """
+    encoded = EncodedRequest(request)
+    if bound is None:
+        return encoded
+    estimate = len(encoded.text) // 4 + 1
+    if estimate >= bound:
+        raise BudgetRefused(
+            "budget_call_bound_too_small",
+            f"the request alone is about {estimate} tokens, not below "
+            f"agentbench_llm_max_tokens_per_call={bound}",
+        )
+    given = request.get("max_tokens")
+    if isinstance(given, int) and not isinstance(given, bool) and 0 < given <= bound - estimate:
+        return encoded  # a smaller cap the request already asks for (a judge seat's setting)
+    return EncodedRequest({**request, "max_tokens": bound - estimate})
+
+
+def overspent_call(tokens: Tokens | None, bound: int | None) -> str | None:
+    """Why an answer's reported usage passes the per-call bound, or ``None``."""
+    if bound is None or tokens is None:
+        return None
+    used = tokens.total if tokens.total is not None else (tokens.input or 0) + (tokens.output or 0)
+    if used <= bound:
+        return None
+    return (
+        f"the endpoint reported {used} tokens for one call, above "
+        f"agentbench_llm_max_tokens_per_call={bound}"
+    )
 
 
 def assistant_message(response: RecordedResponse, timeout_s: float) -> dict[str, Any]:

@@ -411,7 +411,10 @@ class Panel:
             response = flight.response.result()
         except BudgetRefused as refusal:
             return _refused(flight.seat, refusal)
-        flight.call.settle(response)
+        try:
+            flight.call.settle(response)
+        except BudgetRefused as refusal:
+            return _refused(flight.seat, refusal)  # recorded as sent; no vote, not cached
         score, parsed, reason = parse_verdict(response, self.rubric_file)
         verdict = SeatVerdict(seat=flight.seat.seat_id, score=score, parsed=parsed, reason=reason)
         if self._cache is not None:
