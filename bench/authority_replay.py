@@ -48,10 +48,10 @@ from datetime import UTC, datetime, timedelta
 
 from linearity import Series, line
 
-from pytest_agentbench.plugin.gc_freeze import collector_paused
-from pytest_agentbench.scoring.metrics import aggregate
+from pytest_agentbench.run.gc_freeze import collector_paused
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.contracts import Case
+from pytest_agentbench.sdk.metrics import aggregate
 from pytest_agentbench.worlds.authority.agents import ReferenceAgent
 from pytest_agentbench.worlds.authority.builder import WorldSource, build_benchmark
 from pytest_agentbench.worlds.authority.models import (

@@ -27,9 +27,9 @@ import time
 
 from pytest_agentbench.report.baseline import settings
 from pytest_agentbench.scoring.comparison import BaselineIdentity, SuiteRun, compare_runs
-from pytest_agentbench.scoring.metrics import MetricDefinition
 from pytest_agentbench.scoring.stats import paired_bootstrap
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
+from pytest_agentbench.sdk.metrics import MetricDefinition
 
 TARGET_S = 10.0
 

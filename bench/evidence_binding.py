@@ -43,7 +43,7 @@ from typing import Any
 
 from linearity import Series, line
 
-from pytest_agentbench.plugin.gc_freeze import collector_paused
+from pytest_agentbench.run.gc_freeze import collector_paused
 from pytest_agentbench.worlds.evidence_binding import (
     asteria_reader,
     enterprise_reader,

@@ -37,8 +37,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pytest_agentbench.isolation.host import IsolatedAdapters  # noqa: E402
-from pytest_agentbench.run.packaged import packaged_suites  # noqa: E402
 from pytest_agentbench.run.session import SuiteLoader  # noqa: E402
+from pytest_agentbench.sdk.packaged import packaged_suites  # noqa: E402
 from pytest_agentbench.sdk.registry import WorldRegistry  # noqa: E402
 from pytest_agentbench.sdk.runner import call_adapter  # noqa: E402
 from pytest_agentbench.worlds.authority.world import WORLD as AUTHORITY  # noqa: E402

@@ -15,9 +15,9 @@ import statistics
 import time
 
 from pytest_agentbench.run.leaks import find_leak, suite_canaries, visible_text
-from pytest_agentbench.run.packaged import data_root, packaged_suites
 from pytest_agentbench.run.session import SuiteLoader
 from pytest_agentbench.sdk.contracts import Outcome
+from pytest_agentbench.sdk.packaged import data_root, packaged_suites
 from pytest_agentbench.sdk.registry import installed_registry
 
 SMALL_SUITES = (
@@ -55,7 +55,7 @@ def main() -> int:
             serialise.append((serialised - started) / len(cases))
             search.append((searched - serialised) / len(cases))
         print(
-            f"{suite_id}: {len(cases)} cases, {len(canaries)} canaries "
+            f"{suite_id}: {len(cases)} cases, {len(canaries.canaries)} canaries "
             f"(named in {once * 1e3:.1f} ms), view {sum(map(len, texts)) // len(cases)} chars; "
             f"per case: serialise {statistics.median(serialise) * 1e3:.3f} ms, "
             f"search {statistics.median(search) * 1e3:.3f} ms"

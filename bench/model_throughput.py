@@ -219,7 +219,7 @@ def agentbench_run(server: LatencyServer, project: Path, concurrency: int) -> Ro
 
 
 def suite_size() -> int:
-    from pytest_agentbench.run.packaged import packaged_suites
+    from pytest_agentbench.sdk.packaged import packaged_suites
 
     tasks = sorted((packaged_suites()[SUITE] / "tasks").glob("*.jsonl"))
     return sum(len(path.read_text().splitlines()) for path in tasks)

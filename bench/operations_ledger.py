@@ -1,6 +1,6 @@
 """What does the execution ledger cost, and does its audit stay linear in the rows?
 
-Two questions about ``pytest_agentbench.ledger`` on the shipped maintenance
+Two questions about ``pytest_agentbench.sdk.ledger`` on the shipped maintenance
 operation (``suites/operations-maintenance-v1/operation.yaml``):
 
 * recording: one V1 episode of the reference agent run bare
@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_agentbench.ledger import (
+from pytest_agentbench.sdk.ledger import (
     CallPayload,
     Decision,
     HeaderPayload,

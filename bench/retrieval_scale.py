@@ -39,7 +39,7 @@ from typing import Any
 
 from linearity import Series, line
 
-from pytest_agentbench.plugin.gc_freeze import collector_paused
+from pytest_agentbench.run.gc_freeze import collector_paused
 from pytest_agentbench.worlds.retrieval import builtin, fixture
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, load_cues
 from pytest_agentbench.worlds.retrieval.backends import LexicalBackend

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pytest_agentbench.tools import ToolSession, ToolSpec
+from pytest_agentbench.sdk.tools import ToolSession, ToolSpec
 
 PARAMETERS = {
     "type": "object",

@@ -32,8 +32,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from pytest_agentbench.run.packaged import data_root, packaged_suites
 from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.packaged import data_root, packaged_suites
 from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.domains import domain_names, get_domain

@@ -34,9 +34,9 @@ from collections.abc import Callable, Sequence
 from linearity import LIMIT, Series, line
 from toolgrammar import registry
 
-from pytest_agentbench.run.packaged import data_root, packaged_suites
 from pytest_agentbench.run.session import SuiteLoader, oracle_of
 from pytest_agentbench.sdk.contracts import Case
+from pytest_agentbench.sdk.packaged import data_root, packaged_suites
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 
 SUITES = ("toolgrammar-mini-v1", "toolgrammar-v1")

@@ -4,7 +4,7 @@
 as text and acts on any instruction of the form ``call <tool> with {...}`` it
 finds in its context (the toolgrammar injections are written that way). With
 ``fenced = True`` each result enters the context through
-:func:`pytest_agentbench.tools.fence_result`, and the agent, like a model told
+:func:`pytest_agentbench.sdk.tools.fence_result`, and the agent, like a model told
 ``FENCE_INSTRUCTIONS``, treats fenced text as data: a planted instruction is
 read but never acted on. Run either on the built-in suite:
 
@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from pytest_agentbench.sdk.canonical import canonical_json
-from pytest_agentbench.tools import ToolCallError, fence_result
+from pytest_agentbench.sdk.tools import ToolCallError, fence_result
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.grammar import Envelope
 

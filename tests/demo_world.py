@@ -7,7 +7,7 @@ holding the ``sha256-artifact-set-v1`` digest of the public files. Oracle folder
 ``answer(question) -> int``. The world refuses non-integer answers as malformed.
 
 The interactive variant, kind ``demo-tools``, reads the same layout and runs
-the tool-session contract: the generic :class:`~pytest_agentbench.tools.ToolAgent`
+the tool-session contract: the generic :class:`~pytest_agentbench.sdk.tools.ToolAgent`
 gets ``{"question"}`` and tools ``add`` and ``divide`` (budget from the suite's
 ``options``: ``max_calls``, ``max_bytes``) and returns ``{"answer": int}``; an
 ``answer(question)`` adapter still works there too (``adapter_protocols``).
@@ -46,7 +46,7 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.hookspecs import hookimpl
 from pytest_agentbench.sdk.runner import MalformedOutput, call_adapter
 from pytest_agentbench.sdk.suite import Suite
-from pytest_agentbench.tools import (
+from pytest_agentbench.sdk.tools import (
     Budget,
     Receipt,
     ToolAgent,

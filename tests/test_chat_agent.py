@@ -24,7 +24,7 @@ from pytest_agentbench.agents.chat import TASK_PREFIX, ChatAgent, final_text
 from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport, ClientShelf
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
-from pytest_agentbench.tools import Receipt, ToolSession, solve_with_session
+from pytest_agentbench.sdk.tools import Receipt, ToolSession, solve_with_session
 from tests.demo_world import DEMO_TOOLS, DemoFinal, accept_final, write_demo_suite
 from tests.llm_server import ScriptedLLM
 

@@ -19,7 +19,6 @@ import pytest
 
 from pytest_agentbench.cli import main as cli
 from pytest_agentbench.report import baseline
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.scoring.stats import mcnemar_exact
 from pytest_agentbench.sdk.canonical import (
     artifact_set_digest,
@@ -30,6 +29,7 @@ from pytest_agentbench.sdk.canonical import (
     tree_files,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.packaged import packaged_suites
 from pytest_agentbench.worlds.authority.agents import CurrentStateAgent, ReferenceAgent
 from pytest_agentbench.worlds.authority.bundle import read_public
 

@@ -11,9 +11,9 @@ from pytest_agentbench.scoring.comparison import (
     SuiteRun,
     compare_runs,
 )
-from pytest_agentbench.scoring.metrics import MetricDefinition
 from pytest_agentbench.scoring.stats import holm_bonferroni, mcnemar_exact
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
+from pytest_agentbench.sdk.metrics import MetricDefinition
 
 ACCURACY = MetricDefinition(
     name="accuracy",

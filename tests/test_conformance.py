@@ -22,13 +22,13 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from pytest_agentbench.run.packaged import data_root, packaged_suites
 from pytest_agentbench.run.session import LoadedSuite, SuiteLoader
 from pytest_agentbench.sdk import hookspecs
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.contracts import Case, CaseResult, FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import SUITE_FILE
+from pytest_agentbench.sdk.packaged import data_root, packaged_suites
 from pytest_agentbench.sdk.registry import (
     LazyWorld,
     WorldRegistry,
@@ -37,9 +37,7 @@ from pytest_agentbench.sdk.registry import (
 )
 from pytest_agentbench.sdk.runner import run_case
 from pytest_agentbench.sdk.suite import Suite, load_suite_config
-from pytest_agentbench.sdk.world import accepted_protocols
-from pytest_agentbench.testing import CHECK_NAMES, SuiteUnderTest, run_check
-from pytest_agentbench.tools import (
+from pytest_agentbench.sdk.tools import (
     AnyReceipt,
     Receipt,
     ToolAgent,
@@ -48,6 +46,8 @@ from pytest_agentbench.tools import (
     load_receipt,
     session_receipts,
 )
+from pytest_agentbench.sdk.world import accepted_protocols
+from pytest_agentbench.testing import CHECK_NAMES, SuiteUnderTest, run_check
 from tests import demo_world
 
 DEMO = "demo"

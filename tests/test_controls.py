@@ -5,12 +5,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pytest_agentbench.run.controls import (
-    ControlManifest,
-    ControlSpec,
-    judge_control,
-    load_manifest,
-)
 from pytest_agentbench.sdk.contracts import (
     CaseOutcome,
     CaseResult,
@@ -18,6 +12,12 @@ from pytest_agentbench.sdk.contracts import (
     CheckStatus,
     FailureClass,
     MetricValue,
+)
+from pytest_agentbench.sdk.controls import (
+    ControlManifest,
+    ControlSpec,
+    judge_control,
+    load_manifest,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
 

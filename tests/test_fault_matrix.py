@@ -1223,7 +1223,7 @@ import resource
 from demo_world import DemoWorld
 from pytest_agentbench.sdk.contracts import Check, CheckStatus, grade
 from pytest_agentbench.sdk.hookspecs import hookimpl
-from pytest_agentbench.tools import Budget, Receipt
+from pytest_agentbench.sdk.tools import Budget, Receipt
 
 
 def essay_of(suite):
@@ -1302,7 +1302,7 @@ def pytest_agentbench_world_kinds():
 
 
 def _receipt_digest(case_id: str, essay: str) -> str:
-    from pytest_agentbench.tools import Budget, Receipt
+    from pytest_agentbench.sdk.tools import Budget, Receipt
 
     receipt = Receipt.build(
         tools=(), budget=Budget(), calls=(), final={"essay": essay}, context={"case": case_id}
@@ -1326,7 +1326,7 @@ def test_golden_files_pin_whole_outputs_and_whole_outputs_are_kept_on_request(
     assert json.loads(golden.read_text())["essay"] == "x" * 100_000
     capped = cases_of(suite_of(report_of(first), "demo-suite"))
     assert capped["c1"]["receipt"]["truncated"]["bytes"] > 100_000
-    from pytest_agentbench.tools import Receipt
+    from pytest_agentbench.sdk.tools import Receipt
 
     # Kept whole on request, serially and by a worker (one shows the setting reaching the
     # workers and their whole outputs the controller: nothing here is aggregated); the

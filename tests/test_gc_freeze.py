@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.plugin import gc_freeze
+from pytest_agentbench.run import gc_freeze
 from pytest_agentbench.run.session import SuiteLoader, oracle_of
 from pytest_agentbench.sdk.registry import WorldRegistry
 from pytest_agentbench.sdk.suite import Suite

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.run.packaged import packaged_suites
+from pytest_agentbench.sdk.packaged import packaged_suites
 
 SUITE_ID = "asteria-authored-v1"
 

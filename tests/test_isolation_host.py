@@ -30,7 +30,7 @@ from pytest_agentbench.run.adapters import adapter_class, implements, kind_proto
 from pytest_agentbench.sdk.contracts import FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput
-from pytest_agentbench.tools import Budget, ToolSession, ToolSpec
+from pytest_agentbench.sdk.tools import Budget, ToolSession, ToolSpec
 from tests.demo_world import WORLD
 
 PROBE = """
@@ -175,7 +175,7 @@ class Probe:
     # The contract is imported per method: the cases with a 0.5 s limit load this
     # module in the child within it, on a loaded machine.
     def solve(self, task, session):
-        from pytest_agentbench.tools import ToolCallError, ToolDescriptor
+        from pytest_agentbench.sdk.tools import ToolCallError, ToolDescriptor
 
         self.session = session
         out = {
@@ -203,7 +203,7 @@ class Probe:
             return sorted(pool.map(lambda a: session.call("add", {"a": a, "b": 1}), range(6)))
 
     def session_view(self, task, session):
-        from pytest_agentbench.tools import Budget, ToolCallError
+        from pytest_agentbench.sdk.tools import Budget, ToolCallError
 
         seen = {
             "budget": session.budget == Budget(max_calls=5),
@@ -221,7 +221,7 @@ class Probe:
         return seen
 
     def not_json(self, task, session):
-        from pytest_agentbench.tools import ToolCallError
+        from pytest_agentbench.sdk.tools import ToolCallError
 
         refused = []
         for name, arguments in [
@@ -240,13 +240,13 @@ class Probe:
     def contract_loaded(self):
         import sys
 
-        return "pytest_agentbench.tools" in sys.modules
+        return "pytest_agentbench.sdk.tools" in sys.modules
 
     def exports(self, task, session):
         return {"openai_tools": session.openai_tools(), "mcp_tools": session.mcp_tools()}
 
     def late_call(self):
-        from pytest_agentbench.tools import ToolCallError
+        from pytest_agentbench.sdk.tools import ToolCallError
 
         try:
             self.session.call("add", {"a": 1, "b": 1})

@@ -20,10 +20,10 @@ from pytest_agentbench.judging.panel import (
     parse_verdict,
 )
 from pytest_agentbench.judging.rubric import RubricFile, Seat, load_rubric, model_family
-from pytest_agentbench.ledger import audit_ledger
 from pytest_agentbench.scoring.kappa import calibrate, require_calibrated
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger import audit_ledger
 from tests.judge_server import ScriptedJudges
 
 RUBRIC = """\

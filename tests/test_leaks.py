@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.run.leaks import tool_results, visible_text
+from pytest_agentbench.run.leaks import CanaryIndex, tool_results, visible_text
 from tests.demo_world import write_demo_suite
 
 LEAKING_CONFTEST = """
@@ -94,3 +95,45 @@ def test_the_searched_text_is_the_canonical_view_and_the_tool_results_only() -> 
     # The tools offered are descriptors, not results, however their schemas are shaped.
     offered = {"canonical": {"tools": [{"parameters": {"calls": [{"result": "x"}]}}], "calls": []}}
     assert list(tool_results(offered)) == []
+
+
+class CountingText(str):
+    """A text that counts how often a canary is looked for in it."""
+
+    looked_for = 0
+
+    def __contains__(self, part: object) -> bool:
+        CountingText.looked_for += 1
+        return isinstance(part, str) and super().__contains__(part)
+
+
+def _naive_first(canaries: list[str], text: str) -> str | None:
+    ordered = sorted(dict.fromkeys(canary for canary in canaries if canary), key=len)
+    return next((canary for canary in ordered if canary in text), None)
+
+
+def test_the_canary_index_finds_what_testing_each_canary_finds() -> None:
+    """Both ways of searching (canary by canary, and by the index) name the same canary."""
+    rng = random.Random(7)
+    alphabet = "ab-CANRY0123"
+    for trial in range(400):
+        canaries = [
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+            for _ in range(rng.choice((1, 3, 40, 400)))
+        ]
+        text = "".join(rng.choice(alphabet) for _ in range(rng.choice((0, 5, 60, 3000))))
+        if canaries and rng.random() < 0.5:
+            at = rng.randrange(len(text) + 1)
+            text = text[:at] + rng.choice(canaries) + text[at:]
+        assert CanaryIndex(canaries).first_in(text) == _naive_first(canaries, text), trial
+
+
+def test_a_case_looks_for_few_of_a_large_suites_canaries() -> None:
+    """A suite naming a canary per case is not searched canary by canary in each short view."""
+    canaries = [f"CANARY-c{number}-7f3a" for number in range(10_000)]
+    index = CanaryIndex(canaries)
+    CountingText.looked_for = 0
+    assert index.first_in(CountingText('{"question": "what is 3+4?", "id": "c12"}')) is None
+    assert CountingText.looked_for == 0
+    assert index.first_in(CountingText('{"hint": "CANARY-c12-7f3a"}')) == "CANARY-c12-7f3a"
+    assert CountingText.looked_for <= 2

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_agentbench.ledger import (
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger import (
     Attempt,
     CallPayload,
     Decision,
@@ -23,9 +24,8 @@ from pytest_agentbench.ledger import (
     audit_ledger,
     read_ledger,
 )
-from pytest_agentbench.ledger.rows import encode_row, row_digest
-from pytest_agentbench.ledger.writer import open_no_follow, write_new_file
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger.rows import encode_row, row_digest
+from pytest_agentbench.sdk.ledger.writer import open_no_follow, write_new_file
 
 LEDGER_CODES = {
     "ledger_row_malformed",

@@ -4,8 +4,6 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from pytest_agentbench.scoring.metrics import aggregate, by_family, graded, select
-from pytest_agentbench.scoring.stats import wilson_interval
 from pytest_agentbench.sdk.contracts import (
     Case,
     CaseOutcome,
@@ -15,6 +13,8 @@ from pytest_agentbench.sdk.contracts import (
     MetricValue,
     grade,
 )
+from pytest_agentbench.sdk.intervals import wilson_interval
+from pytest_agentbench.sdk.metrics import aggregate, by_family, graded, select
 
 ACCURACY = MetricSpec(
     name="accuracy",

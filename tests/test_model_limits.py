@@ -281,7 +281,7 @@ def test_the_endpoint_is_reported_by_host_only(url: str | None, host: str | None
 def test_concurrent_cases_on_one_agent_keep_their_own_calls_and_usage() -> None:
     from pytest_agentbench.agents.chat import ChatAgent
     from pytest_agentbench.agents.provenance import case_scope
-    from pytest_agentbench.tools import ToolSession, solve_with_session
+    from pytest_agentbench.sdk.tools import ToolSession, solve_with_session
     from tests.demo_world import DEMO_TOOLS, DemoFinal, accept_final
     from tests.llm_server import ScriptedLLM
 

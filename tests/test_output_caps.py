@@ -24,7 +24,7 @@ from pytest_agentbench.sdk.contracts import (
     Outcome,
     RecordedOutput,
 )
-from pytest_agentbench.tools import Budget, Receipt
+from pytest_agentbench.sdk.tools import Budget, Receipt
 
 
 def test_small_values_and_scalars_are_kept_as_they_are() -> None:

@@ -14,8 +14,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from pytest_agentbench.ledger import read_ledger
 from pytest_agentbench.run.case_ledger import digest_of, ledger_path
+from pytest_agentbench.sdk.ledger import read_ledger
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
 from tests.reports import normalised

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_agentbench.plugin import census
 from pytest_agentbench.plugin import facade as plugin
 from pytest_agentbench.plugin import options as plugin_options
-from pytest_agentbench.report import census, recorder
+from pytest_agentbench.report import recorder
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.layout_world import write_layout_folder
 from tests.shared_sessions import run_probe

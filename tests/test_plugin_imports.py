@@ -37,13 +37,13 @@ ON_REQUEST_MODULES = (
     "pytest_agentbench.report.baseline",
     "pytest_agentbench.scoring.comparison",
     "pytest_agentbench.scoring.kappa",
-    "pytest_agentbench.judging.summary",
-    "pytest_agentbench.ledger",
+    "pytest_agentbench.report.judged_summary",
+    "pytest_agentbench.sdk.ledger",
     "pytest_agentbench.run.case_ledger",
 )
 """Imported only by a run asking for them: a report, a baseline, judges, a ledger."""
 
-TOOL_MODULES = ("pytest_agentbench.tools",)
+TOOL_MODULES = ("pytest_agentbench.sdk.tools",)
 BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
 """Imported by a tool-session world (the demo world of the run below is one)."""
 
@@ -178,7 +178,7 @@ def test_an_isolated_adapter_process_imports_no_pytest() -> None:
         "pytest_agentbench.isolation.child",
         "pytest_agentbench.isolation.remote_session",
         "pytest_agentbench.sdk.runner",
-        "pytest_agentbench.tools",
+        "pytest_agentbench.sdk.tools",
         *(module for module, _getter, _setter in FORWARDED),
     )
     probe = (

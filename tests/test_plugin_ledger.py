@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli.main import main
-from pytest_agentbench.ledger import read_ledger
 from pytest_agentbench.run.case_ledger import evidence, file_part, ledger_path
 from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
+from pytest_agentbench.sdk.ledger import read_ledger
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.llm_server import ScriptedLLM
 
@@ -264,7 +264,7 @@ import os
 
 import pytest
 
-from pytest_agentbench.ledger import writer
+from pytest_agentbench.sdk.ledger import writer
 
 real = writer.LedgerIO
 synced = {}

@@ -16,9 +16,9 @@ import yaml
 import pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack
 import pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack
 import pytest_agentbench.worlds.operations.world  # noqa: F401
-from pytest_agentbench.ledger import read_ledger
 from pytest_agentbench.report.receipts import receipt_path
-from pytest_agentbench.tools import EpisodeReceipt, load_receipt
+from pytest_agentbench.sdk.ledger import read_ledger
+from pytest_agentbench.sdk.tools import EpisodeReceipt, load_receipt
 from tests.reports import assert_valid_report
 from tests.test_plugin_ledger import audit, calls_of
 

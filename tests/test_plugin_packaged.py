@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_agentbench.run.packaged import packaged_suites
+from pytest_agentbench.sdk.packaged import packaged_suites
 from tests.demo_world import write_demo_suite
 
 ASTERIA = "asteria-authored-v1"

@@ -21,7 +21,7 @@ from pytest_agentbench.report.receipts import receipt_path
 from pytest_agentbench.run.session import SuiteLoader
 from pytest_agentbench.sdk.registry import WorldRegistry
 from pytest_agentbench.sdk.runner import run_case
-from pytest_agentbench.tools import Receipt
+from pytest_agentbench.sdk.tools import Receipt
 from tests import demo_world, tool_agents
 from tests.demo_world import TOOLS_WORLD, write_demo_suite
 from tests.reports import assert_valid_report

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.packaged import packaged_suites
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
 
 TOOLGRAMMAR = "toolgrammar-mini-v1"

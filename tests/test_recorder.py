@@ -11,8 +11,8 @@ from pytest_agentbench.report.recorder import (
     RunRecorder,
     attach,
 )
-from pytest_agentbench.run.controls import ControlVerdict
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
+from pytest_agentbench.sdk.controls import ControlVerdict
 
 CASE_NODE = "suites/demo-suite/cases.jsonl::c1"
 CONTROL_NODE = "suites/demo-suite/suite.yaml::control-always-zero"

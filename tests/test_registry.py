@@ -11,7 +11,7 @@ import pytest
 from pytest_agentbench.cli.main import main
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import KindProtocols, LazyWorld, WorldRegistry
-from pytest_agentbench.tools import ToolAgent
+from pytest_agentbench.sdk.tools import ToolAgent
 from tests.demo_world import DemoAdapter, DemoWorld, InteractiveDemoWorld, Reference
 from tests.outside_world import KIND, PACKAGE, SUITE_ID, install_outside_world
 
@@ -95,7 +95,7 @@ def test_declared_protocols_are_given_without_importing_the_world(
     lazy = LazyWorld(
         "probe",
         "agentbench_lazy_probe:WORLD",
-        adapter_protocols=("pytest_agentbench.tools:ToolAgent", DEMO_ADAPTER),
+        adapter_protocols=("pytest_agentbench.sdk.tools:ToolAgent", DEMO_ADAPTER),
     )
     (kind,) = WorldRegistry([lazy]).adapter_protocols()
     assert kind == KindProtocols("probe", (ToolAgent, DemoAdapter))
@@ -166,7 +166,7 @@ def test_a_world_accepting_other_protocols_than_its_registration_declares_is_ref
     lazy = LazyWorld(
         "demo",
         "agentbench_lazy_probe:WORLD",
-        adapter_protocols=("pytest_agentbench.tools:ToolAgent",),
+        adapter_protocols=("pytest_agentbench.sdk.tools:ToolAgent",),
     )
     with pytest.raises(AgentbenchError) as refused:
         WorldRegistry([lazy]).get("demo", file="suites/d/suite.yaml")
@@ -185,7 +185,7 @@ def test_a_world_accepting_what_its_registration_declares_resolves(
     lazy = LazyWorld(
         "demo-tools",
         "agentbench_lazy_probe:WORLD",
-        adapter_protocols=("pytest_agentbench.tools:ToolAgent", DEMO_ADAPTER),
+        adapter_protocols=("pytest_agentbench.sdk.tools:ToolAgent", DEMO_ADAPTER),
     )
     assert WorldRegistry([lazy]).get("demo-tools") is world
 

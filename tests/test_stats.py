@@ -19,12 +19,11 @@ from pytest_agentbench.scoring.stats import (
     holm_bonferroni,
     mcnemar_exact,
     multinomial_counts,
-    normal_quantile,
     paired_bootstrap,
     ratio_bootstrap,
     seed_for,
-    wilson_interval,
 )
+from pytest_agentbench.sdk.intervals import normal_quantile, wilson_interval
 
 # --- normal quantile ---------------------------------------------------------
 

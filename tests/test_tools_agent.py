@@ -9,8 +9,7 @@ import pytest
 from pytest_agentbench.run.adapters import implements, protocol_name
 from pytest_agentbench.sdk.contracts import FailureClass, Record
 from pytest_agentbench.sdk.runner import CaseTimeout, MalformedOutput
-from pytest_agentbench.sdk.world import accepted_protocols
-from pytest_agentbench.tools import (
+from pytest_agentbench.sdk.tools import (
     Receipt,
     ToolAgent,
     ToolCallError,
@@ -20,6 +19,7 @@ from pytest_agentbench.tools import (
     parse_final,
     solve_with_session,
 )
+from pytest_agentbench.sdk.world import accepted_protocols
 from tests.demo_world import WORLD, DemoAdapter, Reference
 
 EMPTY = {"type": "object", "additionalProperties": False, "properties": {}}

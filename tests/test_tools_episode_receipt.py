@@ -9,7 +9,7 @@ import pydantic
 import pytest
 
 from pytest_agentbench.sdk.canonical import JsonValue, sha256_hex
-from pytest_agentbench.tools import (
+from pytest_agentbench.sdk.tools import (
     EpisodeReceipt,
     Receipt,
     ToolCallError,
@@ -18,7 +18,7 @@ from pytest_agentbench.tools import (
     load_receipt,
     session_receipts,
 )
-from pytest_agentbench.tools.records import encode_canonical
+from pytest_agentbench.sdk.tools.records import encode_canonical
 
 
 def echo(arguments: dict[str, Any]) -> JsonValue:

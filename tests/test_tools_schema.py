@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_agentbench.tools.schema import (
+from pytest_agentbench.sdk.tools.schema import (
     SchemaViolation,
     UnsupportedSchema,
     check_tool_schema,

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.tools import (
+from pytest_agentbench.sdk.tools import (
     BUDGET_EXHAUSTED,
     HANDLER_FAILED,
     INVALID_ARGUMENTS,
@@ -27,7 +27,7 @@ from pytest_agentbench.tools import (
     ToolSessionLike,
     ToolSpec,
 )
-from pytest_agentbench.tools.receipt import SCHEMA_PATH, canonical_digest, schema_text
+from pytest_agentbench.sdk.tools.receipt import SCHEMA_PATH, canonical_digest, schema_text
 
 ADD_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -10,7 +10,7 @@ import contextlib
 import time
 from typing import Any
 
-from pytest_agentbench.tools import ToolCallError, ToolSession
+from pytest_agentbench.sdk.tools import ToolCallError, ToolSession
 
 BUDGET_OPTIONS = "options: {max_calls: 14, max_bytes: 100}\n"
 """The suite budget the scripts are written against: 11 ``add`` results fill 99 bytes."""

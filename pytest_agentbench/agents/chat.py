@@ -1,6 +1,6 @@
 """``ChatAgent``: a function-calling loop over any OpenAI-compatible chat-completions endpoint.
 
-It implements the generic :class:`~pytest_agentbench.tools.ToolAgent`
+It implements the generic :class:`~pytest_agentbench.sdk.tools.ToolAgent`
 protocol, so it runs every interactive world: the task goes to the model as
 JSON, the session's tools as the request's ``tools`` list, each tool call
 through ``session.call`` (the model's arguments text as it sent it, so the
@@ -30,10 +30,10 @@ from pytest_agentbench.agents.provenance import ModelRun, current_case, current_
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
 from pytest_agentbench.agents.usage import UsageLog, final_tokens
-from pytest_agentbench.ledger import Tokens, UsageReport
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
-from pytest_agentbench.tools import ToolCallError, ToolSessionLike
-from pytest_agentbench.tools.wrapping import FENCE_INSTRUCTIONS, fence_result
+from pytest_agentbench.sdk.ledger import Tokens, UsageReport
+from pytest_agentbench.sdk.tools import ToolCallError, ToolSessionLike
+from pytest_agentbench.sdk.tools.wrapping import FENCE_INSTRUCTIONS, fence_result
 
 SYSTEM_PROMPT = (
     "You solve one task by calling the tools you are offered. When you are done, reply "

@@ -16,14 +16,10 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, model_validator
 
-from pytest_agentbench.plugin import options as plugin_options
+from pytest_agentbench.agents.sources import SOURCES, CassetteMode
 from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import UsageError
-
-# Defined with the options, which are registered without importing pydantic.
-CassetteMode = plugin_options.CassetteMode
-SOURCES = plugin_options.SOURCES
 
 
 class ChatSettings(Record):

@@ -22,9 +22,9 @@ from pytest_agentbench.agents.limits import Wait, wait
 from pytest_agentbench.agents.provenance import ModelRun, current_run
 from pytest_agentbench.agents.settings import ChatSettings, refuse_credentials
 from pytest_agentbench.agents.usage import reported_tokens
-from pytest_agentbench.ledger import Tokens
 from pytest_agentbench.sdk.canonical import loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger import Tokens
 
 RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
 

@@ -13,8 +13,8 @@ import threading
 from typing import Any
 
 from pytest_agentbench.agents.cassettes import AnyRequest, RecordedResponse, request_digest
-from pytest_agentbench.ledger import Attempt, Tokens, UsageReport
 from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.ledger import Attempt, Tokens, UsageReport
 
 CUT_OFF = "cut_off"
 """The fault of a request sent but never answered: the case limit interrupted it."""

@@ -1,6 +1,7 @@
 """``agentbench artifact validate|replay|audit``: three readers of an episode artefact.
 
-Each makes one claim and no other (``worlds/operations/artifact.py``):
+Each makes one claim and no other; the world that wrote the artefact reads it
+(:class:`~pytest_agentbench.sdk.ReadsEpisodeArtifacts`):
 
 - ``validate A``: coherence. The document's binding, execution record, decision
   tape and identity describe one run. The ledger is never opened.
@@ -24,7 +25,9 @@ from typing import Any, Final
 
 from pytest_agentbench.cli.common import load
 from pytest_agentbench.sdk.canonical import JsonValue, read_json
+from pytest_agentbench.sdk.episode_artifacts import ReadsEpisodeArtifacts
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.registry import WorldRegistry
 
 NOT_ATTESTATION: Final = (
     "not provider attestation: both documents are written locally, and a content digest "
@@ -36,23 +39,41 @@ def _document(path: str) -> JsonValue:
     return read_json(Path(path), display=path)
 
 
-def _spec(suite: str, registry: Any) -> Any:
-    loaded = load(suite, registry)
-    if loaded.world.kind != "operations":
+def _reader(registry: WorldRegistry, kind: str | None) -> ReadsEpisodeArtifacts:
+    """The world that reads episode artefacts: ``kind``, else the one installed world that does."""
+    kinds = [kind] if kind is not None else registry.kinds()
+    readers = {}
+    for each in kinds:
+        try:
+            world = registry.get(each)
+        except AgentbenchError:
+            if kind is not None:
+                raise
+            continue  # a broken world kind reads nothing; the others still may
+        if isinstance(world, ReadsEpisodeArtifacts):
+            readers[each] = world
+    if kind is not None and not readers:
         raise AgentbenchError(
             "unsupported_command",
-            f"world kind {loaded.world.kind!r} writes no episode artefacts",
+            f"world kind {kind!r} writes no episode artefacts",
             field="--suite",
         )
-    return loaded.suite.data.spec
+    if len(readers) != 1:
+        found = ", ".join(sorted(readers)) or "none"
+        raise AgentbenchError(
+            "unsupported_command",
+            f"{len(readers)} installed world kinds read episode artefacts ({found}): "
+            "name the suite the artefact was written on (--suite)",
+        )
+    return next(iter(readers.values()))
 
 
-def cmd_artifact(args: argparse.Namespace, registry: Any) -> int:
-    # The operations world is imported when an artefact is read, not when the command starts.
-    from pytest_agentbench.worlds.operations import artifact
-
+def cmd_artifact(args: argparse.Namespace, registry: WorldRegistry) -> int:
+    loaded = None if args.suite is None else load(args.suite, registry)
+    world = _reader(registry, None if loaded is None else loaded.world.kind)
+    document = _document(args.artifact)
     if args.reader == "validate":
-        version = artifact.validate_artifact(_document(args.artifact), args.artifact)
+        version = world.validate_artifact(document, args.artifact)
         summary: dict[str, JsonValue] = {
             "ok": True,
             "claim": "coherence",
@@ -62,18 +83,15 @@ def cmd_artifact(args: argparse.Namespace, registry: Any) -> int:
         }
         line = f"ok: {args.artifact}: contract {version}, coherent; the ledger was not opened"
     elif args.reader == "replay":
-        summary = artifact.replay_artifact(
-            _spec(args.suite, registry), _document(args.artifact), args.artifact
-        )
+        assert loaded is not None  # --suite is required by the replay reader's parser
+        summary = world.replay_artifact(loaded.suite, document, args.artifact)
         line = (
             f"ok: {args.artifact}: reproduced from {summary['decisions']} tape decisions at "
             f"{summary['provider_calls']} provider calls; carried forward: "
-            f"{', '.join(str(name) for name in artifact.CARRIED_FORWARD)}"
+            f"{', '.join(world.carried_forward)}"
         )
     else:
-        summary = artifact.audit_artifact(
-            _document(args.artifact), Path(args.journal), args.artifact
-        )
+        summary = world.audit_artifact(document, Path(args.journal), args.artifact)
         line = (
             f"ok: {args.artifact} agrees with {args.journal}: run {summary['execution_run_id']}, "
             f"{summary['provider_calls']} provider calls, {summary['attempts']} attempts, "
@@ -111,3 +129,9 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     audit.add_argument("journal", help="the case's execution ledger (--agentbench-ledger)")
     for reader in (validate, replay, audit):
         reader.add_argument("--json", action="store_true", help="print JSON instead of text")
+    for reader in (validate, audit):
+        reader.add_argument(
+            "--suite",
+            default=None,
+            help="a suite of the world that wrote it (default: the one world that reads artefacts)",
+        )

@@ -31,13 +31,13 @@ from pydantic import ValidationError
 from pytest_agentbench.agents.budget import PricingTable, decimal_text, read_pricing
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.judging.documents import judgments_path, read_judgments
-from pytest_agentbench.judging.summary import JudgeTraffic, judge_ledger_name
-from pytest_agentbench.ledger import CallPayload, HeaderPayload, TerminalPayload, audit_ledger
-from pytest_agentbench.ledger.rows import Attempt
+from pytest_agentbench.report.judged_summary import JudgeTraffic, judge_ledger_name
 from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, TIMEOUT_EXCLUSION, ledger_path
 from pytest_agentbench.sdk.canonical import read_json
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger import CallPayload, HeaderPayload, TerminalPayload, audit_ledger
+from pytest_agentbench.sdk.ledger.rows import Attempt
 
 
 def add_parser(commands: Any) -> None:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.ledger import audit_ledger
+from pytest_agentbench.sdk.ledger import audit_ledger
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 

@@ -24,8 +24,8 @@ from pytest_agentbench.run.control_run import (
     ungraded_agents,
     ungraded_verdict,
 )
-from pytest_agentbench.run.controls_oracle import suite_control_oracle
 from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.controls_oracle import suite_control_oracle
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
 

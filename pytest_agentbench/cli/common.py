@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
-
-from pydantic import ValidationError
+from typing import Final
 
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, SuiteLoader
-from pytest_agentbench.sdk.canonical import decode_lines_lenient, read_bytes, read_json
+from pytest_agentbench.sdk.canonical import decode_lines_lenient, read_bytes
 from pytest_agentbench.sdk.capabilities import RecordsEpisodes
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
 from pytest_agentbench.sdk.runner import parse_timeout
-from pytest_agentbench.sdk.suite import pydantic_refusal
-
-if TYPE_CHECKING:
-    from pytest_agentbench.report.json_report import RunReport
 
 SUITE_HELP: Final = "a built-in suite id (see `agentbench list`) or a suite folder"
 JSON_HELP: Final = "print JSON instead of text"
@@ -94,20 +88,6 @@ def write_text(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise AgentbenchError("unwritable_report", str(exc), file=str(path)) from None
-
-
-def read_report(path: str) -> RunReport:
-    """A JSON run report (``--agentbench-report``), bounded and validated."""
-    # Imported by the commands that read a report: its records cost the others their import.
-    from pytest_agentbench.report.json_report import RunReport
-
-    if not Path(path).is_file():
-        # A folder, or a device such as /dev/zero that would be read forever.
-        raise AgentbenchError("unreadable_file", "not a regular file (a run report)", file=path)
-    try:
-        return RunReport.model_validate(read_json(Path(path)))
-    except ValidationError as exc:
-        raise pydantic_refusal(exc, file=path) from None
 
 
 def timeout_seconds(text: str) -> float:

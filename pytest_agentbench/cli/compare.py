@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.cli.common import JSON_HELP, read_report
+from pytest_agentbench.cli.common import JSON_HELP
 from pytest_agentbench.report.baseline import identity, settings, suite_run
 from pytest_agentbench.report.comparison_lines import comparison_lines
+from pytest_agentbench.report.json_report import read_report
 from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.scoring.comparison import compare_runs
 from pytest_agentbench.sdk.canonical import canonical_json

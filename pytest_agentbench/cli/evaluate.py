@@ -17,11 +17,11 @@ from pytest_agentbench.cli.common import (
     read_predictions_text,
     timeout_seconds,
 )
-from pytest_agentbench.scoring.metrics import aggregate, by_family
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.capabilities import DeclaresScope, ValidatesPredictions
 from pytest_agentbench.sdk.contracts import FailureClass, MetricValue
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.metrics import aggregate, by_family
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 

@@ -24,18 +24,18 @@ from pydantic import ValidationError
 
 from pytest_agentbench.cli.common import JSON_HELP, command_state, load
 from pytest_agentbench.report.json_report import RunReport
-from pytest_agentbench.run.recording import (
+from pytest_agentbench.report.recording import (
     load_results,
     recorded_outcome,
     replay_refusal,
     suite_digest_pair,
 )
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
-from pytest_agentbench.scoring.metrics import GRADED, aggregate, select
 from pytest_agentbench.sdk.canonical import canonical_json, read_json
 from pytest_agentbench.sdk.capabilities import RescoresReports
 from pytest_agentbench.sdk.contracts import CaseResult, MetricValue, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.metrics import GRADED, aggregate, select
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 DIFFERENCE_CODES = (

@@ -12,7 +12,7 @@ chat agent's) are handed over whole and installed where the harness keeps
 them, importing their module; unpickling a view imports the modules that
 define the view's types, loading the adapter imports the adapter's module, and
 a tool session handed to the adapter loads :mod:`.remote_session` (with the
-tool-session contract, :mod:`pytest_agentbench.tools`).
+tool-session contract, :mod:`pytest_agentbench.sdk.tools`).
 
 The model calls an adapter makes with the plugin's chat client are collected
 per call, as in-process per case, and travel back with the call's answer

@@ -80,7 +80,7 @@ from pytest_agentbench.sdk.runner import (
     MalformedOutput,
     harness_time,
 )
-from pytest_agentbench.tools import SESSION_CLOSED, ToolCallError, ToolSession
+from pytest_agentbench.sdk.tools import SESSION_CLOSED, ToolCallError, ToolSession
 
 SHARED_VIEWS = 16
 """How many distinct argument values the child keeps, so a view is sent once, not per case."""

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.registry import KindProtocols
-from pytest_agentbench.tools import ToolSession
+from pytest_agentbench.sdk.tools import ToolSession
 
 
 class AdapterHost(Protocol):

@@ -1,17 +1,17 @@
 """The isolated adapter's stand-in for the world's tool session.
 
 Imported by the child only when a world hands its adapter a
-:class:`~pytest_agentbench.tools.ToolSession`: adapters of non-interactive
+:class:`~pytest_agentbench.sdk.tools.ToolSession`: adapters of non-interactive
 worlds never load the tool-session contract into their process.
 
-The stand-in offers what :class:`~pytest_agentbench.tools.ToolSessionLike`
+The stand-in offers what :class:`~pytest_agentbench.sdk.tools.ToolSessionLike`
 promises. ``call``, ``close`` and the usage counters are answered by the
 world's session in the harness, so validation, budgets and the record stay
-there; the tools (as :class:`~pytest_agentbench.tools.ToolDescriptor` s), the
+there; the tools (as :class:`~pytest_agentbench.sdk.tools.ToolDescriptor` s), the
 budget and the final answer's schema are the harness session's, sent when the
 call began, and the exports are rebuilt from the descriptors exactly as the
 session builds them. A refusal is the contract's own
-:class:`~pytest_agentbench.tools.ToolCallError`, code and field intact.
+:class:`~pytest_agentbench.sdk.tools.ToolCallError`, code and field intact.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from pytest_agentbench.isolation.protocol import json_message, json_text
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.errors import field_path
-from pytest_agentbench.tools import (
+from pytest_agentbench.sdk.tools import (
     INVALID_ARGUMENTS,
     SESSION_CLOSED,
     UNKNOWN_TOOL,
@@ -34,7 +34,7 @@ from pytest_agentbench.tools import (
     mcp_tools,
     openai_tools,
 )
-from pytest_agentbench.tools.schema import SchemaViolation, check_json_value
+from pytest_agentbench.sdk.tools.schema import SchemaViolation, check_json_value
 
 
 class ToolLink(Protocol):

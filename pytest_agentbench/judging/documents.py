@@ -17,7 +17,7 @@ from pydantic import Field, ValidationError
 
 from pytest_agentbench.judging.panel import Judgment
 from pytest_agentbench.judging.rubric import Rubric
-from pytest_agentbench.judging.summary import (
+from pytest_agentbench.report.judged_summary import (
     JudgedCase,
     JudgedClassifier,
     JudgedRubric,

@@ -39,11 +39,11 @@ from pytest_agentbench.agents.transport import ChatTransport
 from pytest_agentbench.agents.usage import UsageLog, final_tokens
 from pytest_agentbench.judging.panel import ENDPOINT_SETTINGS, ChatSender, SenderFactory
 from pytest_agentbench.judging.rubric import Seat
-from pytest_agentbench.judging.summary import JudgeTraffic, judge_ledger_name
-from pytest_agentbench.ledger import CallPayload, Decision, HeaderPayload, LedgerWriter
-from pytest_agentbench.ledger.rows import Attempt
+from pytest_agentbench.report.judged_summary import JudgeTraffic, judge_ledger_name
 from pytest_agentbench.run.case_ledger import error_evidence
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
+from pytest_agentbench.sdk.ledger import CallPayload, Decision, HeaderPayload, LedgerWriter
+from pytest_agentbench.sdk.ledger.rows import Attempt
 
 JUDGE_AGENT_ID = "agentbench-judge-panel"
 UNPRICED = "judge_unpriced"

@@ -23,13 +23,13 @@ import pytest
 PLUGINS = (
     # In this order, which is the order their pytest_configure must run in:
     # the chat-model agent's settings before the adapter is built.
-    "pytest_agentbench.agents.options",
+    "pytest_agentbench.plugin.model_options",
     "pytest_agentbench.plugin.hooks",
     "pytest_agentbench.plugin.baseline_options",
     "pytest_agentbench.scoring.trials",
     "pytest_agentbench.plugin.rerun",
     "pytest_agentbench.testing.plugin",
-    "pytest_agentbench.judging.options",
+    "pytest_agentbench.plugin.judged",
 )
 
 ACTIVE_KEY = pytest.StashKey[tuple[object, ...]]()

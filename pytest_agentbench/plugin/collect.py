@@ -31,8 +31,6 @@ from pytest_agentbench.run.control_run import (
     ungraded_agents,
     ungraded_verdict,
 )
-from pytest_agentbench.run.controls import ControlSpec, ControlVerdict
-from pytest_agentbench.run.controls_oracle import suite_control_oracle
 from pytest_agentbench.run.session import LoadedSuite, get_state
 from pytest_agentbench.scoring.trials import enter_trial, item_name, leave_trial
 from pytest_agentbench.sdk import tracebacks
@@ -45,6 +43,8 @@ from pytest_agentbench.sdk.contracts import (
     CheckStatus,
     Outcome,
 )
+from pytest_agentbench.sdk.controls import ControlSpec, ControlVerdict
+from pytest_agentbench.sdk.controls_oracle import suite_control_oracle
 from pytest_agentbench.sdk.errors import AgentbenchError, cap_text
 from pytest_agentbench.sdk.layout import SUITE_FILE
 

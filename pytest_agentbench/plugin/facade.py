@@ -25,11 +25,12 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.plugin import fixtures, gc_freeze
+from pytest_agentbench.plugin import fixtures
 from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.plugin.activation import SESSION_KEY, activate, deliver, is_active
 from pytest_agentbench.plugin.crash_witness import WITNESS_KEY, CrashWitness
 from pytest_agentbench.plugin.suite_finder import SuiteFinder
+from pytest_agentbench.run import gc_freeze
 from pytest_agentbench.sdk import hookspecs
 from pytest_agentbench.sdk.errors import AgentbenchError
 

@@ -19,6 +19,9 @@ import pytest
 from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.plugin.activation import SESSION_KEY
 from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
+from pytest_agentbench.plugin.census import WORKEROUTPUT_KEY as CENSUS_KEY
+from pytest_agentbench.plugin.census import WorkerCensus, take_census
+from pytest_agentbench.plugin.census import merge as merge_census
 from pytest_agentbench.plugin.collect import (
     REFUSED_KEY,
     ControlItem,
@@ -26,21 +29,18 @@ from pytest_agentbench.plugin.collect import (
     refuse_late,
 )
 from pytest_agentbench.plugin.crash_witness import WITNESS_KEY, attach_worker
-from pytest_agentbench.plugin.gc_freeze import freeze_alive
 from pytest_agentbench.plugin.options import INPUT_LIMIT_KEYS
+from pytest_agentbench.plugin.relay import ReportRelay
 from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.plugin.snapshots import SNAPSHOT_DIR_KEY
-from pytest_agentbench.report.census import WORKEROUTPUT_KEY as CENSUS_KEY
-from pytest_agentbench.report.census import WorkerCensus, take_census
-from pytest_agentbench.report.census import merge as merge_census
 from pytest_agentbench.report.junit import (
     relabel_harness_errors,
 )
 from pytest_agentbench.report.preload import SuitePreload
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
-from pytest_agentbench.report.relay import ReportRelay
 from pytest_agentbench.run import concurrency
 from pytest_agentbench.run.adapters import describe_adapter, load_adapter
+from pytest_agentbench.run.gc_freeze import freeze_alive
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import STATE_KEY, AgentbenchState, SuiteLoader, get_state
 from pytest_agentbench.sdk import leaked_threads, tracebacks

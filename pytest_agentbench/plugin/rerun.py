@@ -7,7 +7,7 @@ recorded in a run report or such a folder instead of calling an adapter.
 graded result, and takes the rest from it, so the metrics cover the whole suite;
 PATH is a run report or the progress journal a killed run left, and anything in
 it that does not belong to this run is refused by name first
-(:mod:`pytest_agentbench.run.progress`).
+(:mod:`pytest_agentbench.report.progress`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.report.recorder import Identity, RunRecorder
-from pytest_agentbench.run.progress import (
+from pytest_agentbench.report.progress import (
     ProgressJournal,
     ResumeSource,
     check_resume,
     progress_path,
     read_resume_source,
 )
-from pytest_agentbench.run.recording import (
+from pytest_agentbench.report.recorder import Identity, RunRecorder
+from pytest_agentbench.report.recording import (
     RecordKey,
     load_records,
     oracle_changes,

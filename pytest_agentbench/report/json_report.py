@@ -13,19 +13,21 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 import pytest
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from pytest_agentbench import __version__
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
-from pytest_agentbench.judging.summary import JudgedSummary
 from pytest_agentbench.report.case_store import CaseStore
+from pytest_agentbench.report.judged_summary import JudgedSummary
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 from pytest_agentbench.run.output_caps import TruncatedReceipt
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.scoring.gates import GateVerdict
-from pytest_agentbench.sdk.canonical import canonical_json, pretty_json
+from pytest_agentbench.sdk.canonical import canonical_json, pretty_json, read_json
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
-from pytest_agentbench.tools.receipt import AnyReceipt
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import pydantic_refusal
+from pytest_agentbench.sdk.tools.receipt import AnyReceipt
 
 SCHEMA_PATH = Path(__file__).with_name("run_report.schema.json")
 
@@ -285,3 +287,14 @@ def _with_receipt_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 if __name__ == "__main__":  # regenerate the shipped schema
     SCHEMA_PATH.write_text(schema_text(), encoding="utf-8")
+
+
+def read_report(path: str) -> RunReport:
+    """A JSON run report (``--agentbench-report``), bounded and validated."""
+    if not Path(path).is_file():
+        # A folder, or a device such as /dev/zero that would be read forever.
+        raise AgentbenchError("unreadable_file", "not a regular file (a run report)", file=path)
+    try:
+        return RunReport.model_validate(read_json(Path(path)))
+    except ValidationError as exc:
+        raise pydantic_refusal(exc, file=path) from None

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_agentbench.agents.options import RUN_KEY
 from pytest_agentbench.agents.provenance import RunProvenance, run_provenance
 from pytest_agentbench.report.case_store import CaseStore
+from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.canonical import JsonValue
 
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pytest
 
 from pytest_agentbench.report.case_store import CaseStore
-from pytest_agentbench.run.controls import ControlVerdict
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass, harness_error
+from pytest_agentbench.sdk.controls import ControlVerdict
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.crash_witness import CrashWitness

@@ -9,10 +9,8 @@ from pathlib import Path
 
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.recorder import Identity, RunRecorder
-from pytest_agentbench.run.controls import ControlVerdict
 from pytest_agentbench.run.session import LoadedSuite, SuiteLoader, grade_outcome
 from pytest_agentbench.scoring.gates import Gate, GateVerdict, judge, parse_gate
-from pytest_agentbench.scoring.metrics import MetricDefinition, aggregate, definition, select
 from pytest_agentbench.scoring.trials import (
     TrialSummary,
     clustered_intervals,
@@ -27,8 +25,10 @@ from pytest_agentbench.sdk.contracts import (
     Outcome,
     Record,
 )
+from pytest_agentbench.sdk.controls import ControlVerdict
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import SUITE_FILE
+from pytest_agentbench.sdk.metrics import MetricDefinition, aggregate, definition, select
 from pytest_agentbench.sdk.suite import suite_digests
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
-from pytest_agentbench.scoring.metrics import by_family
 from pytest_agentbench.scoring.trials import TrialFigure, TrialSummary
 from pytest_agentbench.sdk.contracts import MetricValue
+from pytest_agentbench.sdk.metrics import by_family
 
 _GOOD = {"higher_is_better": "higher is better", "lower_is_better": "lower is better"}
 

@@ -27,12 +27,12 @@ from urllib.parse import quote
 from pydantic import BaseModel, ValidationError
 
 from pytest_agentbench import __version__
-from pytest_agentbench.ledger import CallPayload, Decision, HeaderPayload, LedgerWriter
-from pytest_agentbench.ledger.usage import UsageReport
 from pytest_agentbench.scoring.trials import current_trial, item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger import CallPayload, Decision, HeaderPayload, LedgerWriter
+from pytest_agentbench.sdk.ledger.usage import UsageReport
 from pytest_agentbench.sdk.runner import CaseTimeout, alarm_held, awaited
 from pytest_agentbench.sdk.suite import Suite, suite_digests
 

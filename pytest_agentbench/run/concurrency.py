@@ -368,14 +368,12 @@ class Prefetcher:
             yield items[position]
 
     def top_up(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        from pytest_agentbench.plugin.collect import CaseItem
-
         for count, upcoming in enumerate(self.upcoming(item, nextitem)):
             if count >= self.window:
                 break
-            if upcoming in self.jobs or not isinstance(upcoming, CaseItem):
-                continue
-            if not upcoming.runs_ahead:
+            # Only a case item that may start before its turn says so (``runs_ahead``,
+            # plugin/collect.py); any other item, a control or a user's test, has no such flag.
+            if upcoming in self.jobs or not getattr(upcoming, "runs_ahead", False):
                 continue
             job = self._job(upcoming)
             if job is not None:

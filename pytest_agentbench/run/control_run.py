@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_agentbench.run.controls import ControlSpec, ControlVerdict, judge_control
-from pytest_agentbench.run.controls_oracle import ControlOracle
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
-from pytest_agentbench.scoring.metrics import aggregate
 from pytest_agentbench.sdk.contracts import Case, MetricValue
+from pytest_agentbench.sdk.controls import ControlSpec, ControlVerdict, judge_control
+from pytest_agentbench.sdk.controls_oracle import ControlOracle
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.metrics import aggregate
 
 
 def declared_controls(loaded: LoadedSuite, oracle: ControlOracle | None) -> list[ControlSpec]:

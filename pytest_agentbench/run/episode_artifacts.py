@@ -17,10 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.ledger import audit_ledger
-from pytest_agentbench.ledger.binding import bound_calls, derive_provider_execution
-from pytest_agentbench.ledger.rows import CallPayload, HeaderPayload
-from pytest_agentbench.ledger.writer import write_new_file
 from pytest_agentbench.run.case_ledger import file_part
 from pytest_agentbench.scoring.trials import item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
@@ -30,6 +26,10 @@ from pytest_agentbench.sdk.episode_artifacts import (
     WritesEpisodeArtifacts,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger import audit_ledger
+from pytest_agentbench.sdk.ledger.binding import bound_calls, derive_provider_execution
+from pytest_agentbench.sdk.ledger.rows import CallPayload, HeaderPayload
+from pytest_agentbench.sdk.ledger.writer import write_new_file
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.provenance import ModelRun

@@ -25,7 +25,6 @@ from pytest_agentbench.sdk.world import World
 
 LEAK_CODE = "harness_leak"
 _CANARIES_KEY = "agentbench.leak_canaries"
-_LENGTHS_KEY = "agentbench.leak_canary_lengths"
 
 
 def adapter_visible(value: Any) -> Any:
@@ -70,21 +69,66 @@ def tool_results(receipt: JsonValue) -> Iterator[str]:
                 yield from tool_results(item)
 
 
-def suite_canaries(world: World, suite: Suite, oracle: Any) -> tuple[str, ...]:
-    """The suite's distinct non-empty canaries, shortest first, asked of the world once."""
-    cached: tuple[str, ...] | None = suite.cache.get(_CANARIES_KEY)
+_KEY_CHARS = 16
+"""A canary is indexed by its first characters (all of it when shorter)."""
+_SCAN_FIXED_NS = 150
+_SCAN_PER_CHAR_NS = 1
+_WINDOW_PER_CHAR_NS = 300
+"""Rough costs on this project's machines: ``canary in text`` costs a fixed part plus a
+little per character; collecting a text's windows of one length costs about 300 ns each."""
+
+
+class CanaryIndex:
+    """A suite's canaries, found in a text at a cost that does not grow with their number.
+
+    Testing every canary against every text made a case's check grow with the
+    suite (a suite of N cases naming a canary per case is quadratic). Here the
+    canaries are indexed by their first :data:`_KEY_CHARS` characters; a long
+    text with few canaries is still scanned canary by canary, whichever is cheaper.
+    Either way the canary reported is the first, shortest first, that occurs.
+    """
+
+    def __init__(self, canaries: Sequence[str]) -> None:
+        self.canaries = tuple(
+            sorted(dict.fromkeys(canary for canary in canaries if canary), key=len)
+        )
+        self._lengths = [len(canary) for canary in self.canaries]
+        self._rank = {canary: rank for rank, canary in enumerate(self.canaries)}
+        by_key: dict[str, list[str]] = {}
+        for canary in self.canaries:
+            by_key.setdefault(canary[:_KEY_CHARS], []).append(canary)
+        self._by_key = by_key
+        keys_by_length: dict[int, set[str]] = {}
+        for key in by_key:
+            keys_by_length.setdefault(len(key), set()).add(key)
+        self._keys_by_length = sorted(keys_by_length.items())
+
+    def first_in(self, text: str) -> str | None:
+        """The first canary (shortest first) that occurs in ``text``, or None."""
+        fitting = self.canaries[: bisect_right(self._lengths, len(text))]
+        if not fitting:
+            return None
+        scan = len(fitting) * (_SCAN_FIXED_NS + _SCAN_PER_CHAR_NS * len(text))
+        windows = len(self._keys_by_length) * len(text) * _WINDOW_PER_CHAR_NS
+        if scan <= windows:
+            return next((canary for canary in fitting if canary in text), None)
+        found: list[str] = []
+        for length, keys in self._keys_by_length:
+            if length > len(text):
+                break
+            seen = {text[at : at + length] for at in range(len(text) - length + 1)}
+            for key in seen & keys:
+                found.extend(canary for canary in self._by_key[key] if canary in text)
+        return min(found, key=self._rank.__getitem__, default=None)
+
+
+def suite_canaries(world: World, suite: Suite, oracle: Any) -> CanaryIndex:
+    """The suite's distinct non-empty canaries, indexed, asked of the world once."""
+    cached: CanaryIndex | None = suite.cache.get(_CANARIES_KEY)
     if cached is None:
-        found: Sequence[str] = world.leak_canaries(suite, oracle)
-        cached = tuple(sorted(dict.fromkeys(canary for canary in found if canary), key=len))
+        cached = CanaryIndex(world.leak_canaries(suite, oracle))
         suite.cache[_CANARIES_KEY] = cached
-        suite.cache[_LENGTHS_KEY] = [len(canary) for canary in cached]
     return cached
-
-
-def _fitting(suite: Suite, canaries: tuple[str, ...], text: str) -> tuple[str, ...]:
-    """The canaries no longer than ``text``: a record-sized canary never fits a short view."""
-    lengths: list[int] = suite.cache[_LENGTHS_KEY]
-    return canaries[: bisect_right(lengths, len(text))]
 
 
 def find_leak(
@@ -99,19 +143,19 @@ def find_leak(
             f"case {case.case_id!r}: leak_canaries raised {describe_exception(exc)}",
             file=suite.display(case.file),
         )
-    if not canaries:
+    if not canaries.canaries:
         return None
     places = [("public view", seen)]
     if outcome.receipt is not None:
         places.extend(("tool result", text) for text in tool_results(outcome.receipt))
     for place, text in places:
-        for canary in _fitting(suite, canaries, text):
-            if canary in text:
-                shown = canary if len(canary) <= 40 else f"{canary[:37]}..."
-                return AgentbenchError(
-                    LEAK_CODE,
-                    f"case {case.case_id!r}: oracle canary {shown!r} reached the adapter "
-                    f"in its {place}",
-                    file=suite.display(case.file),
-                )
+        canary = canaries.first_in(text)
+        if canary is not None:
+            shown = canary if len(canary) <= 40 else f"{canary[:37]}..."
+            return AgentbenchError(
+                LEAK_CODE,
+                f"case {case.case_id!r}: oracle canary {shown!r} reached the adapter "
+                f"in its {place}",
+                file=suite.display(case.file),
+            )
     return None

@@ -14,7 +14,8 @@ from typing import TypeVar
 import pytest
 
 from pytest_agentbench.run import concurrency
-from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES, parse_max_output_bytes
+from pytest_agentbench.run.defaults import DEFAULT_MAX_OUTPUT_BYTES
+from pytest_agentbench.run.output_caps import parse_max_output_bytes
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.scoring.trials import repeat_count
 from pytest_agentbench.sdk.canonical import read_bytes

@@ -16,13 +16,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Record
 
-# Defined with the options, which are registered without importing pydantic.
-DEFAULT_MAX_OUTPUT_BYTES = plugin_options.DEFAULT_MAX_OUTPUT_BYTES
-"""The default limit per stored value, in bytes of canonical JSON; 0 keeps every value whole."""
 MARKER = "... [truncated: "
 
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.plugin.gc_freeze import collector_paused
 from pytest_agentbench.run.adapters import (
     REFERENCE_AGENTS,
     adapter_class,
     implements,
     protocol_name,
 )
+from pytest_agentbench.run.gc_freeze import collector_paused
 from pytest_agentbench.run.leaks import find_leak, visible_text
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.scoring.gates import parse_gate
@@ -37,7 +37,7 @@ from pytest_agentbench.sdk.world import World
 
 if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
-    from pytest_agentbench.agents.provenance import CaseCalls
+    from pytest_agentbench.agents.provenance import CaseCalls, ModelRun
     from pytest_agentbench.isolation.host import IsolatedAdapters
     from pytest_agentbench.isolation.pool import IsolatedPool
     from pytest_agentbench.run.case_ledger import CaseLedger
@@ -598,6 +598,8 @@ def grade_outcome(loaded: LoadedSuite, case: Case, outcome: Outcome) -> CaseResu
 
 
 STATE_KEY = pytest.StashKey[AgentbenchState]()
+RUN_KEY: pytest.StashKey[ModelRun] = pytest.StashKey()
+"""The process's model run (rate limiter, budget guard, pricing), set when the run is configured."""
 
 
 def get_state(config: pytest.Config) -> AgentbenchState:

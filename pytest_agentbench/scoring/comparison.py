@@ -21,7 +21,6 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pytest_agentbench.scoring.metrics import GRADED, MetricDefinition
 from pytest_agentbench.scoring.stats import (
     RatioUnit,
     holm_bonferroni,
@@ -36,6 +35,7 @@ from pytest_agentbench.sdk.contracts import (
     Direction,
     Record,
 )
+from pytest_agentbench.sdk.metrics import GRADED, MetricDefinition
 
 PASS_ROW = "passed"
 """The pass/fail row's name: the share of paired trials whose case passed."""

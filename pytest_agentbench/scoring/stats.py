@@ -22,10 +22,7 @@ from itertools import chain, islice
 from typing import NamedTuple
 
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
-
-# Standard normal CDF underflows to zero a little beyond 38 standard deviations,
-# so this bracket holds the quantile of every probability a float can express.
-_QUANTILE_BRACKET = 40.0
+from pytest_agentbench.sdk.intervals import check_confidence
 
 
 class BootstrapResult(Record):
@@ -46,62 +43,6 @@ class HolmResult(Record):
     p_value: float
     adjusted_p: float
     rejected: bool
-
-
-def _check_confidence(confidence: float) -> None:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-
-
-def _normal_cdf(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
-def normal_quantile(probability: float) -> float:
-    """Inverse of the standard normal CDF, found by bisection on ``math.erfc``.
-
-    Bisection is slower than a rational approximation but needs no tabulated
-    coefficients and converges to the last representable float, which keeps
-    the result exact well beyond the six places interval widths need.
-    """
-    if not 0.0 < probability < 1.0:
-        raise ValueError(f"probability must lie strictly between 0 and 1, got {probability!r}")
-    low, high = -_QUANTILE_BRACKET, _QUANTILE_BRACKET
-    while True:
-        middle = (low + high) / 2.0
-        if middle in (low, high):
-            return middle
-        cdf = _normal_cdf(middle)
-        if cdf == probability:
-            return middle
-        if cdf < probability:
-            low = middle
-        else:
-            high = middle
-
-
-def wilson_interval(
-    successes: int, trials: int, confidence: float = 0.95
-) -> tuple[float, float] | None:
-    """Wilson score interval for a binomial proportion; ``None`` when there are no trials."""
-    if trials < 0 or successes < 0 or successes > trials:
-        raise ValueError(f"need 0 <= successes <= trials, got {successes}/{trials}")
-    _check_confidence(confidence)
-    if trials == 0:
-        return None
-    z = normal_quantile((1.0 + confidence) / 2.0)
-    z_squared = z * z
-    proportion = successes / trials
-    denominator = 1.0 + z_squared / trials
-    centre = (proportion + z_squared / (2.0 * trials)) / denominator
-    half_width = (z / denominator) * math.sqrt(
-        proportion * (1.0 - proportion) / trials + z_squared / (4.0 * trials * trials)
-    )
-    # At 0 or n successes the bound is exactly the observed proportion; rounding
-    # would otherwise leave it a hair inside and exclude the point estimate.
-    low = 0.0 if successes == 0 else max(0.0, centre - half_width)
-    high = 1.0 if successes == trials else min(1.0, centre + half_width)
-    return low, high
 
 
 def _percentile(sorted_values: Sequence[float], fraction: float) -> float:
@@ -132,7 +73,7 @@ def paired_bootstrap(
         raise ValueError("paired samples are empty")
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    _check_confidence(confidence)
+    check_confidence(confidence)
     differences = [float(x) - float(y) for x, y in zip(a, b, strict=True)]
     if not all(math.isfinite(d) for d in differences):
         raise ValueError("paired samples contain a non-finite value")
@@ -411,7 +352,7 @@ def ratio_bootstrap(
     """
     if resamples < 1:
         raise ValueError(f"resamples must be at least 1, got {resamples}")
-    _check_confidence(confidence)
+    check_confidence(confidence)
     classes = Counter(units)
     keys = tuple(sorted(classes))
     weights = tuple(classes[key] for key in keys)

@@ -19,10 +19,10 @@ from contextvars import ContextVar, Token
 
 import pytest
 
-from pytest_agentbench.scoring.metrics import graded
 from pytest_agentbench.scoring.stats import RatioUnit, ratio_bootstrap, seed_for
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, MetricSpec, MetricValue, Record
 from pytest_agentbench.sdk.errors import UsageError
+from pytest_agentbench.sdk.metrics import graded
 
 RESAMPLES = 10_000
 SEED = 20_261_130

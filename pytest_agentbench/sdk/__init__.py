@@ -86,47 +86,48 @@ _EXPORTS: dict[str, str] = {
     "PredictionLines": "pytest_agentbench.sdk.predictions",
     "read_prediction_document": "pytest_agentbench.sdk.predictions",
     "read_prediction_lines": "pytest_agentbench.sdk.predictions",
-    "Budget": "pytest_agentbench.tools",
-    "EpisodeReceipt": "pytest_agentbench.tools",
-    "HANDLER_FAILED": "pytest_agentbench.tools",
-    "INVALID_ARGUMENTS": "pytest_agentbench.tools",
-    "Receipt": "pytest_agentbench.tools",
-    "ToolAgent": "pytest_agentbench.tools",
-    "ToolCallError": "pytest_agentbench.tools",
-    "ToolCallRecord": "pytest_agentbench.tools",
-    "ToolHarnessError": "pytest_agentbench.tools",
-    "ToolSession": "pytest_agentbench.tools",
-    "ToolSpec": "pytest_agentbench.tools",
-    "UNKNOWN_TOOL": "pytest_agentbench.tools",
-    "parse_final": "pytest_agentbench.tools",
-    "solve_with_session": "pytest_agentbench.tools",
-    "ADAPTER_FAILED": "pytest_agentbench.tools.agent",
-    "MALFORMED_FINAL": "pytest_agentbench.tools.agent",
-    "TIMED_OUT": "pytest_agentbench.tools.agent",
-    "SchemaViolation": "pytest_agentbench.tools.schema",
-    "compile_schema": "pytest_agentbench.tools.schema",
-    "CallPayload": "pytest_agentbench.ledger",
-    "Decision": "pytest_agentbench.ledger",
-    "HeaderPayload": "pytest_agentbench.ledger",
-    "LedgerWriter": "pytest_agentbench.ledger",
-    "ReportsUsage": "pytest_agentbench.ledger",
-    "open_no_follow": "pytest_agentbench.ledger.writer",
-    "write_new_file": "pytest_agentbench.ledger.writer",
-    "LEDGER_VERSION": "pytest_agentbench.ledger",
-    "audit_ledger": "pytest_agentbench.ledger",
-    "derive_provider_execution": "pytest_agentbench.ledger.binding",
+    "Budget": "pytest_agentbench.sdk.tools",
+    "EpisodeReceipt": "pytest_agentbench.sdk.tools",
+    "HANDLER_FAILED": "pytest_agentbench.sdk.tools",
+    "INVALID_ARGUMENTS": "pytest_agentbench.sdk.tools",
+    "Receipt": "pytest_agentbench.sdk.tools",
+    "ToolAgent": "pytest_agentbench.sdk.tools",
+    "ToolCallError": "pytest_agentbench.sdk.tools",
+    "ToolCallRecord": "pytest_agentbench.sdk.tools",
+    "ToolHarnessError": "pytest_agentbench.sdk.tools",
+    "ToolSession": "pytest_agentbench.sdk.tools",
+    "ToolSpec": "pytest_agentbench.sdk.tools",
+    "UNKNOWN_TOOL": "pytest_agentbench.sdk.tools",
+    "parse_final": "pytest_agentbench.sdk.tools",
+    "solve_with_session": "pytest_agentbench.sdk.tools",
+    "ADAPTER_FAILED": "pytest_agentbench.sdk.tools.agent",
+    "MALFORMED_FINAL": "pytest_agentbench.sdk.tools.agent",
+    "TIMED_OUT": "pytest_agentbench.sdk.tools.agent",
+    "SchemaViolation": "pytest_agentbench.sdk.tools.schema",
+    "compile_schema": "pytest_agentbench.sdk.tools.schema",
+    "CallPayload": "pytest_agentbench.sdk.ledger",
+    "Decision": "pytest_agentbench.sdk.ledger",
+    "HeaderPayload": "pytest_agentbench.sdk.ledger",
+    "LedgerWriter": "pytest_agentbench.sdk.ledger",
+    "ReportsUsage": "pytest_agentbench.sdk.ledger",
+    "open_no_follow": "pytest_agentbench.sdk.ledger.writer",
+    "write_new_file": "pytest_agentbench.sdk.ledger.writer",
+    "LEDGER_VERSION": "pytest_agentbench.sdk.ledger",
+    "audit_ledger": "pytest_agentbench.sdk.ledger",
+    "derive_provider_execution": "pytest_agentbench.sdk.ledger.binding",
     "PROVIDER_EXECUTION_FIELDS": "pytest_agentbench.sdk.episode_artifacts",
     "BoundCall": "pytest_agentbench.sdk.episode_artifacts",
     "EpisodeBinding": "pytest_agentbench.sdk.episode_artifacts",
     "ProviderExecution": "pytest_agentbench.sdk.episode_artifacts",
     "WritesEpisodeArtifacts": "pytest_agentbench.sdk.episode_artifacts",
-    "ControlManifest": "pytest_agentbench.run.controls",
-    "ControlSpec": "pytest_agentbench.run.controls",
-    "ControlOracle": "pytest_agentbench.run.controls_oracle",
-    "OracleIdentity": "pytest_agentbench.run.controls_oracle",
-    "data_root": "pytest_agentbench.run.packaged",
-    "packaged_suite_roots": "pytest_agentbench.run.packaged",
-    "aggregate": "pytest_agentbench.scoring.metrics",
+    "ReadsEpisodeArtifacts": "pytest_agentbench.sdk.episode_artifacts",
+    "ControlManifest": "pytest_agentbench.sdk.controls",
+    "ControlSpec": "pytest_agentbench.sdk.controls",
+    "ControlOracle": "pytest_agentbench.sdk.controls_oracle",
+    "OracleIdentity": "pytest_agentbench.sdk.controls_oracle",
+    "data_root": "pytest_agentbench.sdk.packaged",
+    "packaged_suite_roots": "pytest_agentbench.sdk.packaged",
+    "aggregate": "pytest_agentbench.sdk.metrics",
     "PROJECTIONS": "pytest_agentbench.sdk.projections",
     "selected_projections": "pytest_agentbench.sdk.projections",
 }
@@ -180,6 +181,7 @@ __all__ = [
     "PromotesReports",
     "ProviderExecution",
     "ProvidesControlOracle",
+    "ReadsEpisodeArtifacts",
     "Receipt",
     "RecognisesLayout",
     "Record",
@@ -258,21 +260,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from pytest_agentbench.ledger import (
-        LEDGER_VERSION,
-        CallPayload,
-        Decision,
-        HeaderPayload,
-        LedgerWriter,
-        ReportsUsage,
-        audit_ledger,
-    )
-    from pytest_agentbench.ledger.binding import derive_provider_execution
-    from pytest_agentbench.ledger.writer import open_no_follow, write_new_file
-    from pytest_agentbench.run.controls import ControlManifest, ControlSpec
-    from pytest_agentbench.run.controls_oracle import ControlOracle, OracleIdentity
-    from pytest_agentbench.run.packaged import data_root, packaged_suite_roots
-    from pytest_agentbench.scoring.metrics import aggregate
     from pytest_agentbench.sdk.base import BaseWorld
     from pytest_agentbench.sdk.canonical import (
         JsonValue,
@@ -323,12 +310,15 @@ if TYPE_CHECKING:
         Reducer,
         grade,
     )
+    from pytest_agentbench.sdk.controls import ControlManifest, ControlSpec
+    from pytest_agentbench.sdk.controls_oracle import ControlOracle, OracleIdentity
     from pytest_agentbench.sdk.copying import copy_json, copy_model
     from pytest_agentbench.sdk.episode_artifacts import (
         PROVIDER_EXECUTION_FIELDS,
         BoundCall,
         EpisodeBinding,
         ProviderExecution,
+        ReadsEpisodeArtifacts,
         WritesEpisodeArtifacts,
     )
     from pytest_agentbench.sdk.errors import (
@@ -339,6 +329,19 @@ if TYPE_CHECKING:
     )
     from pytest_agentbench.sdk.hookspecs import hookimpl
     from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
+    from pytest_agentbench.sdk.ledger import (
+        LEDGER_VERSION,
+        CallPayload,
+        Decision,
+        HeaderPayload,
+        LedgerWriter,
+        ReportsUsage,
+        audit_ledger,
+    )
+    from pytest_agentbench.sdk.ledger.binding import derive_provider_execution
+    from pytest_agentbench.sdk.ledger.writer import open_no_follow, write_new_file
+    from pytest_agentbench.sdk.metrics import aggregate
+    from pytest_agentbench.sdk.packaged import data_root, packaged_suite_roots
     from pytest_agentbench.sdk.predictions import (
         PredictionDocument,
         PredictionLines,
@@ -354,8 +357,7 @@ if TYPE_CHECKING:
         call_adapter,
     )
     from pytest_agentbench.sdk.suite import Suite, SuiteConfig, pydantic_refusal
-    from pytest_agentbench.sdk.world import RecognisesLayout, World, accepted_protocols
-    from pytest_agentbench.tools import (
+    from pytest_agentbench.sdk.tools import (
         HANDLER_FAILED,
         INVALID_ARGUMENTS,
         UNKNOWN_TOOL,
@@ -371,5 +373,6 @@ if TYPE_CHECKING:
         parse_final,
         solve_with_session,
     )
-    from pytest_agentbench.tools.agent import ADAPTER_FAILED, MALFORMED_FINAL, TIMED_OUT
-    from pytest_agentbench.tools.schema import SchemaViolation, compile_schema
+    from pytest_agentbench.sdk.tools.agent import ADAPTER_FAILED, MALFORMED_FINAL, TIMED_OUT
+    from pytest_agentbench.sdk.tools.schema import SchemaViolation, compile_schema
+    from pytest_agentbench.sdk.world import RecognisesLayout, World, accepted_protocols

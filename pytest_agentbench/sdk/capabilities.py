@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from pytest_agentbench.run.controls_oracle import ControlOracle
+    from pytest_agentbench.sdk.controls_oracle import ControlOracle
     from pytest_agentbench.sdk.suite import Suite
 
 

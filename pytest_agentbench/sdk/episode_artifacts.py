@@ -18,6 +18,8 @@ from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_agentbench.sdk.contracts import Case, CaseResult, Outcome
     from pytest_agentbench.sdk.suite import Suite
 
@@ -117,3 +119,32 @@ class WritesEpisodeArtifacts(Protocol):
         result: CaseResult,
         binding: EpisodeBinding,
     ) -> dict[str, JsonValue] | None: ...
+
+
+@runtime_checkable
+class ReadsEpisodeArtifacts(Protocol):
+    """Optional world capability: the three readers of its episode artefacts.
+
+    ``agentbench artifact validate|replay|audit`` asks the world that wrote an
+    artefact. Each reader raises an :class:`~pytest_agentbench.sdk.errors.AgentbenchError`
+    naming the refusal, or returns what it found. ``carried_forward`` names the
+    artefact fields a replay carries forward rather than reproduces.
+    """
+
+    carried_forward: tuple[str, ...]
+
+    def validate_artifact(self, document: JsonValue, display: str) -> int:
+        """Coherence of one document; returns its contract version."""
+        ...
+
+    def replay_artifact(
+        self, suite: Suite, document: JsonValue, display: str
+    ) -> dict[str, JsonValue]:
+        """Reproduction: the episode re-executed on ``suite`` from its own tape."""
+        ...
+
+    def audit_artifact(
+        self, document: JsonValue, journal: Path, display: str
+    ) -> dict[str, JsonValue]:
+        """Agreement of the artefact's binding with the case's execution ledger."""
+        ...

@@ -99,6 +99,8 @@ class LazyWorld:
     :func:`~pytest_agentbench.sdk.world.accepted_protocols` lists them), so that
     an ``--agentbench-adapter`` is checked against every kind by importing
     those modules only; a world that declares none is imported for the check.
+    ``rubric_roots`` are absolute folders of the judge rubrics (``*.yaml``) the
+    world ships for every suite of its kind (``agentbench judge``).
     ``suite_roots`` are absolute folders holding the suites the world ships,
     one ``<suite-id>/suite.yaml`` each (with the oracle, by default, at
     ``../../oracles/<suite-id>``): ``--agentbench-suite ID``, ``agentbench list``
@@ -114,12 +116,14 @@ class LazyWorld:
         layout_markers: Sequence[Sequence[str]] = (),
         adapter_protocols: Sequence[str] = (),
         suite_roots: Sequence[str | os.PathLike[str]] = (),
+        rubric_roots: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         self.kind = kind
         self.target = target
         self.layout_markers = checked_markers(kind, layout_markers)
         self.adapter_protocols = checked_protocol_targets(kind, adapter_protocols)
         self.suite_roots = checked_suite_roots(kind, suite_roots)
+        self.rubric_roots = checked_suite_roots(kind, rubric_roots, field="rubric_roots")
         self._world: World | None = None
         self._protocols: tuple[type, ...] | None = None
 
@@ -224,8 +228,11 @@ def _is_target(target: object) -> bool:
     return bool(sep) and all(name.isidentifier() for name in names)
 
 
-def checked_suite_roots(kind: str, roots: Sequence[str | os.PathLike[str]]) -> tuple[Path, ...]:
-    """Suite roots as absolute paths; a relative one would depend on the working directory."""
+def checked_suite_roots(
+    kind: str, roots: Sequence[str | os.PathLike[str]], *, field: str = "suite_roots"
+) -> tuple[Path, ...]:
+    """Suite (or rubric) roots as absolute paths; a relative one would depend on the working
+    directory."""
     if isinstance(roots, (str, os.PathLike)):
         roots = (roots,)
     checked = []
@@ -233,9 +240,9 @@ def checked_suite_roots(kind: str, roots: Sequence[str | os.PathLike[str]]) -> t
         if not isinstance(root, (str, os.PathLike)) or not Path(root).is_absolute():
             raise AgentbenchError(
                 "invalid_suite_roots",
-                f"world kind {kind!r}: suite root {root!r} is not an absolute path "
+                f"world kind {kind!r}: {field} entry {root!r} is not an absolute path "
                 "(name it from the registration module, e.g. Path(__file__).parent / 'suites')",
-                field="suite_roots",
+                field=field,
             )
         checked.append(Path(root))
     return tuple(checked)
@@ -390,6 +397,15 @@ class WorldRegistry:
         if isinstance(entry, LazyWorld):
             return entry.suite_roots
         return checked_suite_roots(kind, getattr(entry, "suite_roots", ()))
+
+    def rubric_roots(self, kind: str) -> tuple[Path, ...]:
+        """The folders of judge rubrics a kind ships for all its suites (none: it ships none)."""
+        entry = self._worlds.get(kind)
+        if entry is None:
+            return ()
+        if isinstance(entry, LazyWorld):
+            return entry.rubric_roots
+        return checked_suite_roots(kind, getattr(entry, "rubric_roots", ()), field="rubric_roots")
 
     def suites(self) -> dict[str, Path]:
         """Suite id (its folder name) -> suite folder, for every suite a registered kind ships.

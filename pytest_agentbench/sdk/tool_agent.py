@@ -1,8 +1,8 @@
 """The generic adapter protocol of interactive worlds, importable on its own.
 
-Kept apart from :mod:`pytest_agentbench.tools` (schemas, receipts, pydantic)
+Kept apart from :mod:`pytest_agentbench.sdk.tools` (schemas, receipts, pydantic)
 so that checking an ``--agentbench-adapter`` against every world kind's
-protocol at configure time imports none of that; :mod:`pytest_agentbench.tools`
+protocol at configure time imports none of that; :mod:`pytest_agentbench.sdk.tools`
 re-exports it.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from pytest_agentbench.tools.session import ToolSession
+    from pytest_agentbench.sdk.tools.session import ToolSession
 
 
 @runtime_checkable

@@ -27,7 +27,7 @@ class World(Protocol):
     A world may accept more than one protocol: an optional class attribute
     ``adapter_protocols: tuple[type, ...]`` lists every one it accepts (see
     :func:`accepted_protocols`); ``adapter_protocol`` stays the primary one.
-    Interactive worlds accept :class:`pytest_agentbench.tools.ToolAgent` there.
+    Interactive worlds accept :class:`pytest_agentbench.sdk.tools.ToolAgent` there.
     A world registered as a :class:`~pytest_agentbench.sdk.registry.LazyWorld`
     names the same protocols, in the same order, in its ``adapter_protocols``.
     """

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.run.control_run import declared_controls, run_control
-from pytest_agentbench.run.controls_oracle import suite_control_oracle
 from pytest_agentbench.run.leaks import LEAK_CODE, adapter_visible, suite_canaries
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, SuiteLoader
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict, tree_files
 from pytest_agentbench.sdk.contracts import CaseResult
+from pytest_agentbench.sdk.controls_oracle import suite_control_oracle
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
 from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
@@ -224,13 +224,13 @@ def check_no_leak_canary(target: SuiteUnderTest) -> None:
     world, suite = loaded.world, loaded.suite
     canaries = suite_canaries(world, suite, world.load_oracle(suite))
     _fail_unless(
-        bool(canaries),
+        bool(canaries.canaries),
         "the world names no leak canaries: nothing shows that its oracle stays hidden",
     )
     cases = [canonical_json(case.model_dump(mode="json")) for case in world.cases(suite)]
     for text in [*cases, *_views(loaded)]:
-        leaked = [canary for canary in canaries if canary in text]
-        _fail_unless(not leaked, f"oracle canaries visible to the adapter: {leaked[:3]}")
+        leaked = canaries.first_in(text)
+        _fail_unless(leaked is None, f"oracle canaries visible to the adapter: {[leaked]}")
     leaks = [
         result.failure_reason
         for result in target.reference_results()
@@ -363,7 +363,7 @@ def check_interactive_receipts(target: SuiteUnderTest) -> None:
     """A tool-session world's cases carry receipts whose canonical parts rerun byte for byte."""
     # Imported only by this check: the receipt's models would cost every benchmark
     # process (each xdist worker) their import, conformance run or not.
-    from pytest_agentbench.tools import load_receipt, session_receipts
+    from pytest_agentbench.sdk.tools import load_receipt, session_receipts
 
     _interactive(target.load())
 

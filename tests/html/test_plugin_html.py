@@ -14,7 +14,7 @@ import pytest
 import pytest_agentbench.worlds.authority.world
 import pytest_agentbench.worlds.evidence_binding.world  # noqa: F401
 from pytest_agentbench.report.html import render_html
-from pytest_agentbench.run.packaged import packaged_suites, suites_dir
+from pytest_agentbench.sdk.packaged import packaged_suites, suites_dir
 from tests.demo_world import write_demo_suite
 from tests.reports import assert_valid_report, normalised
 from tests.test_plugin_operations import SUITE as OPERATIONS_SUITE

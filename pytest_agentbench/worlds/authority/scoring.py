@@ -24,7 +24,7 @@ precision) have no per-action check: they are built from measurements only.
 Every metric but F1 is a rate of two measurement keys summed over actions, and
 is ``None`` (never 0.0) when its denominator is zero. :func:`score_trace`
 grades every action with :func:`grade_action` and aggregates those results with
-the core :func:`~pytest_agentbench.scoring.metrics.aggregate`, exactly as a pytest run
+the core :func:`~pytest_agentbench.sdk.metrics.aggregate`, exactly as a pytest run
 does: there is no second computation of any metric.
 """
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pytest_agentbench.sdk import LazyWorld, hookimpl, packaged_suite_roots
 
 # Spelt out rather than imported from ``world``: importing the registration must
@@ -14,6 +16,7 @@ WORLD = LazyWorld(
     layout_markers=(("*.yaml containing schema_version: operation_type: scenarios:",),),
     adapter_protocols=("pytest_agentbench.sdk.tool_agent:ToolAgent",),
     suite_roots=packaged_suite_roots(),
+    rubric_roots=[Path(__file__).parent / "rubrics"],
 )
 
 

@@ -435,6 +435,34 @@ class OperationsWorld:
 
         return artifact.build_artifact(_data(suite).spec, outcome.output, binding)
 
+    @property
+    def carried_forward(self) -> tuple[str, ...]:
+        from pytest_agentbench.worlds.operations import artifact
+
+        return artifact.CARRIED_FORWARD
+
+    def validate_artifact(self, document: JsonValue, display: str) -> int:
+        """Coherence of one episode artefact (``agentbench artifact validate``)."""
+        from pytest_agentbench.worlds.operations import artifact
+
+        return artifact.validate_artifact(document, display)
+
+    def replay_artifact(
+        self, suite: Suite, document: JsonValue, display: str
+    ) -> dict[str, JsonValue]:
+        """Reproduction of an episode artefact on ``suite`` (``agentbench artifact replay``)."""
+        from pytest_agentbench.worlds.operations import artifact
+
+        return artifact.replay_artifact(_data(suite).spec, document, display)
+
+    def audit_artifact(
+        self, document: JsonValue, journal: Path, display: str
+    ) -> dict[str, JsonValue]:
+        """Agreement of an artefact with its execution ledger (``agentbench artifact audit``)."""
+        from pytest_agentbench.worlds.operations import artifact
+
+        return artifact.audit_artifact(document, journal, display)
+
     def replay_episode(self, suite: Suite, path: Path) -> list[str]:
         """Re-execute a recorded episode from its decision tape, with no adapter."""
         episode = read_json(path, display=str(path))

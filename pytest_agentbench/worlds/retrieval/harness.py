@@ -54,7 +54,7 @@ class Run:
     receipt: dict[str, Any]
     """The format's receipt: ``{schemaVersion, canonical, observations}``."""
     session_receipt: dict[str, Any] | None = None
-    """The core tool session's receipt (``pytest_agentbench.tools.Receipt`` as JSON)."""
+    """The core tool session's receipt (``pytest_agentbench.sdk.tools.Receipt`` as JSON)."""
 
     @property
     def canonical(self) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pytest_agentbench.sdk import LazyWorld, hookimpl, packaged_suite_roots
 
 # A published fixture folder holds manifest.json beside tasks/, corpus/ and
@@ -15,6 +17,7 @@ WORLD = LazyWorld(
         "pytest_agentbench.worlds.retrieval.protocol:RetrievalBackend",
     ),
     suite_roots=packaged_suite_roots(),
+    rubric_roots=[Path(__file__).parent / "rubrics"],
 )
 
 

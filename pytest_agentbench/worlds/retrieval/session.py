@@ -1,9 +1,9 @@
-"""The three tools as :class:`~pytest_agentbench.tools.ToolSpec` s bound to one trial.
+"""The three tools as :class:`~pytest_agentbench.sdk.tools.ToolSpec` s bound to one trial.
 
-An outer agent gets a :class:`~pytest_agentbench.tools.ToolSession` over
+An outer agent gets a :class:`~pytest_agentbench.sdk.tools.ToolSession` over
 these specs. Each handler hands the call to :meth:`Trial.tool_call`, which
 applies the format's delivery rules; a refused call reaches the agent as a
-:class:`~pytest_agentbench.tools.ToolCallError` carrying the format's failure
+:class:`~pytest_agentbench.sdk.tools.ToolCallError` carrying the format's failure
 code. The session validates arguments before any handler runs, so a call it
 refuses (``unknown_tool``, ``invalid_arguments``) is mapped afterwards to the
 format's ``disallowed_tool`` / ``invalid_agent_action`` and ends the trial.

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli import main as cli
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.run.session import SuiteLoader
 from pytest_agentbench.sdk.canonical import artifact_set_digest, pretty_json, sha256_hex, tree_files
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import SUITE_FILE
+from pytest_agentbench.sdk.packaged import packaged_suites
 from pytest_agentbench.sdk.registry import WorldRegistry
 from pytest_agentbench.worlds.authority import layout, registration
 from pytest_agentbench.worlds.authority.world import WORLD

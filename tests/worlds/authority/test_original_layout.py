@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli import main as cli
-from pytest_agentbench.run.packaged import packaged_suites
+from pytest_agentbench.sdk.packaged import packaged_suites
 
 AUTHORED = "asteria-authored-v1"
 SUITE_ROOT = packaged_suites()[AUTHORED]

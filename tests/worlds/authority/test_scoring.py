@@ -5,7 +5,6 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.scoring.metrics import aggregate
 from pytest_agentbench.sdk.contracts import (
     Case,
     CaseOutcome,
@@ -15,6 +14,7 @@ from pytest_agentbench.sdk.contracts import (
     Outcome,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.metrics import aggregate
 from pytest_agentbench.worlds.authority.models import AuthorityTruth, CanonicalBinding, CaseLabel
 from pytest_agentbench.worlds.authority.scoring import (
     CHECK_NAMES,

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli import main as cli
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.layout import SUITE_FILE
+from pytest_agentbench.sdk.packaged import packaged_suites
 from pytest_agentbench.sdk.suite import Suite, load_suite_config
 from pytest_agentbench.worlds.authority.agents import CurrentStateAgent, ReferenceAgent
 from pytest_agentbench.worlds.authority.bundle import read_public

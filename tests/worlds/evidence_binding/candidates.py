@@ -119,8 +119,8 @@ def resum(files: dict[str, bytes]) -> dict[str, bytes]:
 
 def authority_suite() -> str:
     """The id of a shipped suite of the authority world (its name changes between versions)."""
-    from pytest_agentbench.run.packaged import packaged_suites
     from pytest_agentbench.sdk.layout import SUITE_FILE
+    from pytest_agentbench.sdk.packaged import packaged_suites
     from pytest_agentbench.sdk.suite import load_suite_config
 
     for suite_id, root in sorted(packaged_suites().items()):

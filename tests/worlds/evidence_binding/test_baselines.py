@@ -11,8 +11,8 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from pytest_agentbench.cli import main as cli
-from pytest_agentbench.run.packaged import data_root
 from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.packaged import data_root
 from pytest_agentbench.worlds.evidence_binding import asteria_reader, baselines
 from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent
 from pytest_agentbench.worlds.evidence_binding.artifacts import canonical_file_bytes

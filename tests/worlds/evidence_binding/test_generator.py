@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_agentbench.run.packaged import data_root
+from pytest_agentbench.sdk.packaged import data_root
 from pytest_agentbench.worlds.evidence_binding import asteria_reader, enterprise_reader, generator
 from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent
 from tests.worlds.evidence_binding.candidates import tree

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.cli import main as cli
-from pytest_agentbench.run.packaged import packaged_suites
+from pytest_agentbench.sdk.packaged import packaged_suites
 from pytest_agentbench.worlds.evidence_binding import baselines, registration
 from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent
 from pytest_agentbench.worlds.evidence_binding.asteria_reader import read_public

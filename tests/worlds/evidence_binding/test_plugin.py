@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.run.packaged import data_root
 from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.packaged import data_root
 from pytest_agentbench.worlds.evidence_binding import baselines
 from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent
 from pytest_agentbench.worlds.evidence_binding.generator import ASTERIA_SUITE, ENTERPRISE_SUITE

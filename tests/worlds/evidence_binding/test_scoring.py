@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_agentbench.run.packaged import data_root
+from pytest_agentbench.sdk.packaged import data_root
 from pytest_agentbench.worlds.evidence_binding import (
     asteria_reader,
     baselines,

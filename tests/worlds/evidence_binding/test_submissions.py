@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli import main as cli
-from pytest_agentbench.run.packaged import data_root
 from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.packaged import data_root
 from pytest_agentbench.sdk.runner import MalformedOutput
 from pytest_agentbench.worlds.evidence_binding import baselines, submissions
 from pytest_agentbench.worlds.evidence_binding.agents import EvidenceAgent

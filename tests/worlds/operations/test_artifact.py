@@ -21,16 +21,6 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli.main import main
-from pytest_agentbench.ledger import (
-    Attempt,
-    CallPayload,
-    HeaderPayload,
-    LedgerWriter,
-    Tokens,
-    UsageReport,
-    audit_ledger,
-)
-from pytest_agentbench.ledger.binding import bound_calls, derive_provider_execution
 from pytest_agentbench.run.case_ledger import CaseLedger
 from pytest_agentbench.run.episode_artifacts import (
     ArtifactItem,
@@ -42,6 +32,16 @@ from pytest_agentbench.sdk.canonical import canonical_bytes, canonical_json, sha
 from pytest_agentbench.sdk.contracts import Case, CaseOutcome, CaseResult, FailureClass, Outcome
 from pytest_agentbench.sdk.episode_artifacts import EpisodeBinding
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger import (
+    Attempt,
+    CallPayload,
+    HeaderPayload,
+    LedgerWriter,
+    Tokens,
+    UsageReport,
+    audit_ledger,
+)
+from pytest_agentbench.sdk.ledger.binding import bound_calls, derive_provider_execution
 from pytest_agentbench.worlds.operations import artifact
 from pytest_agentbench.worlds.operations.agents import Reference
 from pytest_agentbench.worlds.operations.episode import run_episode

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.sdk.runner import AdapterFailure
-from pytest_agentbench.tools import ToolCallError
+from pytest_agentbench.sdk.tools import ToolCallError
 from pytest_agentbench.worlds.operations.agents import Reference
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.negatives import AlwaysWait
 from tests.worlds.operations.helpers import (

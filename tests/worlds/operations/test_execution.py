@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.ledger import Attempt, Tokens, UsageReport, audit_ledger
 from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger import Attempt, Tokens, UsageReport, audit_ledger
 from pytest_agentbench.sdk.runner import AdapterFailure
 from pytest_agentbench.worlds.operations.agents import Reference
 from pytest_agentbench.worlds.operations.execution import record_episode, replay_episode

@@ -13,7 +13,7 @@ from pytest_agentbench.sdk.contracts import CaseResult, FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.runner import run_case
 from pytest_agentbench.sdk.suite import Suite, SuiteConfig
-from pytest_agentbench.tools import EpisodeReceipt, load_receipt
+from pytest_agentbench.sdk.tools import EpisodeReceipt, load_receipt
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations import registration
 from pytest_agentbench.worlds.operations.metrics import METRIC_SPECS, cluster_of

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.cli.main import main
-from pytest_agentbench.run.packaged import packaged_suites
 from pytest_agentbench.sdk.canonical import tree_files
+from pytest_agentbench.sdk.packaged import packaged_suites
 from pytest_agentbench.worlds.retrieval import builtin, fixture
 from pytest_agentbench.worlds.retrieval.jscanon import canonical
 from pytest_agentbench.worlds.retrieval.report import canonical_projection

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.run.packaged import data_root
 from pytest_agentbench.sdk.canonical import tree_files
-from pytest_agentbench.tools import ToolSession
+from pytest_agentbench.sdk.packaged import data_root
+from pytest_agentbench.sdk.tools import ToolSession
 from pytest_agentbench.worlds.toolgrammar import build_suite
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain

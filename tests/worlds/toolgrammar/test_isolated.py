@@ -16,7 +16,7 @@ import pytest
 # run drops the modules it imported, and the reference agent made by a later
 # run's cached world must pickle as the class sys.modules then holds.
 import pytest_agentbench.worlds.toolgrammar.agents  # noqa: F401
-from pytest_agentbench.run.packaged import data_root
+from pytest_agentbench.sdk.packaged import data_root
 
 SUITE_ID = "toolgrammar-mini-v1"
 SELECTION = "00004 or 00008"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.run.packaged import data_root, packaged_suites
 from pytest_agentbench.run.session import SuiteLoader
 from pytest_agentbench.sdk.canonical import tree_files
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.packaged import data_root, packaged_suites
 from pytest_agentbench.worlds.toolgrammar import build_suite, generator
 from pytest_agentbench.worlds.toolgrammar.decontam import Decontamination
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain

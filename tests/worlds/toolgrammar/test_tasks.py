@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.run.packaged import data_root
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.packaged import data_root
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord, load_tasks
 
 ORACLE = data_root() / "oracles" / "toolgrammar-mini-v1" / "tasks"

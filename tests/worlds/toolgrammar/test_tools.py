@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.tools import ToolCallError
+from pytest_agentbench.sdk.tools import ToolCallError
 from pytest_agentbench.worlds.toolgrammar.common_tools import evaluate_expression
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import CALL_BUDGET, MAX_LIMIT

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.run.packaged import data_root
 from pytest_agentbench.run.session import SuiteLoader
-from pytest_agentbench.scoring.metrics import aggregate
 from pytest_agentbench.sdk.contracts import CaseResult
+from pytest_agentbench.sdk.metrics import aggregate
+from pytest_agentbench.sdk.packaged import data_root
 from pytest_agentbench.worlds.toolgrammar.agents import ReferenceAgent
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.domains.clinic import policy as clinic_policy

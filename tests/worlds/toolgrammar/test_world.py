@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from examples.toolgrammar_fenced_agent import FencedAgent, NaiveContextAgent
-from pytest_agentbench.run.packaged import data_root, packaged_suites
 from pytest_agentbench.run.session import LoadedSuite, SuiteLoader
 from pytest_agentbench.sdk.canonical import artifact_set_digest, tree_files
 from pytest_agentbench.sdk.contracts import CaseResult, FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.packaged import data_root, packaged_suites
 from pytest_agentbench.worlds.toolgrammar import agents
 from pytest_agentbench.worlds.toolgrammar.domains import get_domain
 from pytest_agentbench.worlds.toolgrammar.grammar import Verb

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from pytest_agentbench.ledger.rows import Attempt, Digest
 from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.ledger.rows import Attempt, Digest
 
 
 class UsageReport(Record):

@@ -23,7 +23,8 @@ from pytest_agentbench.plugin.collect import (
     FailureRepr,
 )
 from pytest_agentbench.report.recorder import IDENTITY_ATTR, Identity, RunRecorder, attach
-from pytest_agentbench.run.output_caps import DEFAULT_MAX_OUTPUT_BYTES, stored_result
+from pytest_agentbench.run.defaults import DEFAULT_MAX_OUTPUT_BYTES
+from pytest_agentbench.run.output_caps import stored_result
 from pytest_agentbench.sdk.contracts import CaseOutcome
 from pytest_agentbench.sdk.suite import Suite
 

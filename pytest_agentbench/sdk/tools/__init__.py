@@ -7,13 +7,13 @@ whose canonical partition has a stable sha256 digest. See docs/tool-sessions.md.
 """
 
 from pytest_agentbench.sdk.tool_agent import ToolAgent
-from pytest_agentbench.tools.agent import (
+from pytest_agentbench.sdk.tools.agent import (
     ToolSessionLike,
     parse_final,
     solve_with_session,
 )
-from pytest_agentbench.tools.export import mcp_tools, openai_tools
-from pytest_agentbench.tools.receipt import (
+from pytest_agentbench.sdk.tools.export import mcp_tools, openai_tools
+from pytest_agentbench.sdk.tools.receipt import (
     EPISODE_RECEIPT_SCHEME,
     RECEIPT_SCHEME,
     AnyReceipt,
@@ -25,10 +25,10 @@ from pytest_agentbench.tools.receipt import (
     load_receipt,
     session_receipts,
 )
-from pytest_agentbench.tools.records import ToolCallRecord
-from pytest_agentbench.tools.schema import SchemaViolation, UnsupportedSchema, compile_schema
-from pytest_agentbench.tools.session import Guard, ToolHarnessError, ToolSession
-from pytest_agentbench.tools.spec import (
+from pytest_agentbench.sdk.tools.records import ToolCallRecord
+from pytest_agentbench.sdk.tools.schema import SchemaViolation, UnsupportedSchema, compile_schema
+from pytest_agentbench.sdk.tools.session import Guard, ToolHarnessError, ToolSession
+from pytest_agentbench.sdk.tools.spec import (
     BUDGET_EXHAUSTED,
     HANDLER_FAILED,
     INVALID_ARGUMENTS,
@@ -39,7 +39,7 @@ from pytest_agentbench.tools.spec import (
     ToolDescriptor,
     ToolSpec,
 )
-from pytest_agentbench.tools.wrapping import fence_result
+from pytest_agentbench.sdk.tools.wrapping import fence_result
 
 __all__ = [
     "BUDGET_EXHAUSTED",

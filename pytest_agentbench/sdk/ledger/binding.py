@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from pytest_agentbench.ledger.rows import LEDGER_VERSION, CallPayload, HeaderPayload, totals_of
 from pytest_agentbench.sdk.episode_artifacts import BoundCall, ProviderExecution
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger.rows import LEDGER_VERSION, CallPayload, HeaderPayload, totals_of
 
 
 def amount_text(value: Decimal) -> str:

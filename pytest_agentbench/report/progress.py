@@ -25,7 +25,7 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from pytest_agentbench.run.recording import (
+from pytest_agentbench.report.recording import (
     case_digest,
     recorded_outcome,
     resumable,

@@ -20,7 +20,7 @@ recorded outcome:
 
 Nothing about a spec's identity is relied on: a thin proxy (an isolated
 adapter's pipe) can forward ``call(name, arguments)`` and rebuild the rest
-from :class:`~pytest_agentbench.tools.spec.ToolDescriptor` and the records.
+from :class:`~pytest_agentbench.sdk.tools.spec.ToolDescriptor` and the records.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from typing import Any
 
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError, describe_exception, field_path
-from pytest_agentbench.tools.export import mcp_tools, openai_tools
-from pytest_agentbench.tools.receipt import Receipt
-from pytest_agentbench.tools.records import ToolCallRecord, decode_canonical, encode_canonical
-from pytest_agentbench.tools.schema import Check, SchemaViolation, integral_numbers
-from pytest_agentbench.tools.spec import (
+from pytest_agentbench.sdk.tools.export import mcp_tools, openai_tools
+from pytest_agentbench.sdk.tools.receipt import Receipt
+from pytest_agentbench.sdk.tools.records import ToolCallRecord, decode_canonical, encode_canonical
+from pytest_agentbench.sdk.tools.schema import Check, SchemaViolation, integral_numbers
+from pytest_agentbench.sdk.tools.spec import (
     BUDGET_EXHAUSTED,
     HANDLER_FAILED,
     INVALID_ARGUMENTS,

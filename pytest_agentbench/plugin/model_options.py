@@ -36,10 +36,10 @@ from pytest_agentbench.agents.provenance import (
     endpoint_host,
 )
 from pytest_agentbench.agents.settings import ChatSettings, configure, resolve_settings
-from pytest_agentbench.plugin import options as plugin_options
+from pytest_agentbench.agents.sources import RUN_LIMITS
+from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.errors import AgentbenchError
 
-RUN_KEY = pytest.StashKey[ModelRun]()
 WORKERINPUT_KEY = "agentbench_budget_folder"
 MODE_KEY = "agentbench_cassette_mode"
 """The cassette mode the controller decided, handed to every xdist worker: a worker that
@@ -55,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     overrides = {
         "cassettes": None if folder is None else str(Path(folder).resolve()),
         "cassette_mode": decided or config.getoption("agentbench_cassette_mode"),
-        **{name: config.getoption(f"agentbench_{name}") for name in plugin_options.RUN_LIMITS},
+        **{name: config.getoption(f"agentbench_{name}") for name in RUN_LIMITS},
         "pricing": None if pricing is None else str(Path(pricing).resolve()),
     }
 

@@ -48,10 +48,10 @@ def pytest_terminal_summary(
         return
     calibration = config.getoption("agentbench_judge_calibration", None)
     # Imported here: every benchmark run registers this plugin, few of them judge.
-    from pytest_agentbench.agents.options import RUN_KEY
     from pytest_agentbench.agents.settings import configured_settings
-    from pytest_agentbench.cli.judge import judge_beside
     from pytest_agentbench.judging.panel import JudgeCache
+    from pytest_agentbench.judging.report_judging import judge_beside
+    from pytest_agentbench.run.session import RUN_KEY
     from pytest_agentbench.sdk.registry import installed_registry
 
     run = config.stash.get(RUN_KEY, None)

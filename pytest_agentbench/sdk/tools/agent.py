@@ -6,7 +6,7 @@ returns the world's final answer object. :func:`solve_with_session` is how a
 world calls it: failures are classified, the session is closed, and the
 outcome carries the receipt whatever happened. :class:`ToolAgent` itself is
 defined in :mod:`pytest_agentbench.sdk.tool_agent`, which imports nothing heavy
-(:mod:`pytest_agentbench.tools` exports it).
+(:mod:`pytest_agentbench.sdk.tools` exports it).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
 from pytest_agentbench.sdk.contracts import FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
 from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput, call_adapter
-from pytest_agentbench.tools.session import ToolSession
-from pytest_agentbench.tools.spec import HANDLER_FAILED, ToolDescriptor
+from pytest_agentbench.sdk.tools.session import ToolSession
+from pytest_agentbench.sdk.tools.spec import HANDLER_FAILED, ToolDescriptor
 
 # Stable failure codes a receipt's canonical partition records.
 ADAPTER_FAILED = "adapter_failed"
@@ -33,7 +33,7 @@ TIMED_OUT = "timed_out"
 class ToolSessionLike(Protocol):
     """What an adapter may rely on of its session: a :class:`ToolSession`, or a thin
     proxy of one (an isolated adapter's end of a pipe) built from names, JSON and
-    :class:`~pytest_agentbench.tools.spec.ToolDescriptor` s.
+    :class:`~pytest_agentbench.sdk.tools.spec.ToolDescriptor` s.
     """
 
     final_schema: dict[str, JsonValue] | None

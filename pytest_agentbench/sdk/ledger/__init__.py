@@ -6,8 +6,8 @@ one terminal row; :func:`audit_ledger` verifies a ledger file and names what
 is wrong with it.
 """
 
-from pytest_agentbench.ledger.audit import LedgerReading, audit_ledger, read_ledger
-from pytest_agentbench.ledger.rows import (
+from pytest_agentbench.sdk.ledger.audit import LedgerReading, audit_ledger, read_ledger
+from pytest_agentbench.sdk.ledger.rows import (
     LEDGER_VERSION,
     Attempt,
     CallPayload,
@@ -17,8 +17,8 @@ from pytest_agentbench.ledger.rows import (
     Tokens,
     Totals,
 )
-from pytest_agentbench.ledger.usage import ReportsUsage, UsageReport
-from pytest_agentbench.ledger.writer import LedgerIO, LedgerWriter
+from pytest_agentbench.sdk.ledger.usage import ReportsUsage, UsageReport
+from pytest_agentbench.sdk.ledger.writer import LedgerIO, LedgerWriter
 
 __all__ = [
     "LEDGER_VERSION",

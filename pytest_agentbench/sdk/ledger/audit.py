@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_agentbench.ledger.rows import (
+from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, read_bytes
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger.rows import (
     GENESIS,
     LEDGER_VERSION,
     PAYLOADS,
@@ -30,8 +32,6 @@ from pytest_agentbench.ledger.rows import (
     row_digest,
     totals_of,
 )
-from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, read_bytes
-from pytest_agentbench.sdk.errors import AgentbenchError
 
 ROW_KEYS = frozenset(
     {"ledger_version", "row_index", "row_kind", "previous_row_digest_sha256", "row_digest_sha256"}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_agentbench.scoring.stats import wilson_interval
 from pytest_agentbench.sdk.contracts import (
     CaseOutcome,
     CaseResult,
@@ -19,6 +18,7 @@ from pytest_agentbench.sdk.contracts import (
     MetricValue,
     Record,
 )
+from pytest_agentbench.sdk.intervals import wilson_interval
 
 GRADED = frozenset({CaseOutcome.PASSED, CaseOutcome.FAILED})
 

@@ -24,8 +24,8 @@ from pydantic import Field, model_validator
 
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.tools.records import ToolCallRecord, encode_canonical
-from pytest_agentbench.tools.spec import Budget, ToolDescriptor
+from pytest_agentbench.sdk.tools.records import ToolCallRecord, encode_canonical
+from pytest_agentbench.sdk.tools.spec import Budget, ToolDescriptor
 
 RECEIPT_SCHEME: Final = "agentbench-tool-receipt/1"
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 
 from pytest_agentbench.sdk.canonical import JsonValue
-from pytest_agentbench.tools.spec import ToolDescriptor, ToolSpec
+from pytest_agentbench.sdk.tools.spec import ToolDescriptor, ToolSpec
 
 
 def _schema_copy(tool: ToolDescriptor) -> dict[str, JsonValue]:

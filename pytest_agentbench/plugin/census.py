@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.plugin.collect import CaseItem
-from pytest_agentbench.report.relay import wire_root
+from pytest_agentbench.plugin.relay import wire_root
 from pytest_agentbench.run.session import SuiteLoader
 
 WORKEROUTPUT_KEY = "agentbench_census"

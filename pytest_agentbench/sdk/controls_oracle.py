@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.run.controls import ControlManifest, load_manifest
 from pytest_agentbench.sdk.canonical import sha256_hex
 from pytest_agentbench.sdk.capabilities import ProvidesControlOracle
 from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.controls import ControlManifest, load_manifest
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import CONTROLS_FILE
 from pytest_agentbench.sdk.suite import Suite

@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.tools.schema import Check, check_tool_schema, compile_schema
+from pytest_agentbench.sdk.tools.schema import Check, check_tool_schema, compile_schema
 
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 """The names OpenAI function calling and MCP clients both accept."""
@@ -57,7 +57,7 @@ def _rebuild_error(code: str, message: str, field: str | None) -> ToolCallError:
 class ToolDescriptor(Record):
     """Everything about a tool an agent may see: a :class:`ToolSpec` without its handler.
 
-    The parameters schema is the subset :mod:`pytest_agentbench.tools.schema`
+    The parameters schema is the subset :mod:`pytest_agentbench.sdk.tools.schema`
     supports, rooted at a closed object; it is checked when the tool is declared.
     """
 

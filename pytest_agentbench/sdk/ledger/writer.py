@@ -18,7 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_agentbench.ledger.rows import (
+from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger.rows import (
     GENESIS,
     CallPayload,
     HeaderPayload,
@@ -27,8 +29,6 @@ from pytest_agentbench.ledger.rows import (
     make_row,
     totals_of,
 )
-from pytest_agentbench.sdk.contracts import Record
-from pytest_agentbench.sdk.errors import AgentbenchError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

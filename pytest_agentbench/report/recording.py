@@ -17,7 +17,6 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from pytest_agentbench.scoring.metrics import GRADED
 from pytest_agentbench.sdk.canonical import canonical_json, pretty_json, read_json, sha256_hex
 from pytest_agentbench.sdk.contracts import (
     Case,
@@ -28,6 +27,7 @@ from pytest_agentbench.sdk.contracts import (
     harness_error,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.metrics import GRADED
 from pytest_agentbench.sdk.suite import Suite, pydantic_refusal, suite_digests
 
 RecordKey = tuple[str, str, int | None]
