@@ -32,6 +32,8 @@ def answer(content: str) -> dict[str, Any]:
 
 
 ADD = '{"a": 1, "b": 2}'
+VERBOSE_TOKENS = 3000
+"""The completion tokens the ``verbose`` scenario reports, whatever max_tokens asked."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -61,6 +63,8 @@ class ScriptedLLM:
             return 500, '{"error": {"message": "internal"}}', {}
         if question == "not_json":
             return 200, "<html>upstream busy</html>", {}
+        if question == "throttled":
+            return 429, '{"error": {"message": "slow down"}}', {"Retry-After": "0"}
         if question == "rate_limited" and hits == 1:
             return 429, '{"error": {"message": "slow down"}}', {"Retry-After": "0"}
         if question == "slow":
@@ -80,10 +84,12 @@ class ScriptedLLM:
             ],
         }
         if question != "prose":  # one scenario whose endpoint reports no usage at all
+            # ``verbose`` ignores the request's max_tokens, as a misbehaving endpoint would.
+            completion_tokens = VERBOSE_TOKENS if question == "verbose" else 5 + turn
             completion["usage"] = {
                 "prompt_tokens": 100 + 10 * len(messages),
-                "completion_tokens": 5 + turn,
-                "total_tokens": 105 + 10 * len(messages) + turn,
+                "completion_tokens": completion_tokens,
+                "total_tokens": 100 + 10 * len(messages) + completion_tokens,
             }
         return 200, json.dumps(completion), {}
 

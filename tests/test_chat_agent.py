@@ -167,16 +167,33 @@ def test_record_then_replay_without_a_server(
 def test_a_tampered_cassette_is_refused(tmp_path: Path) -> None:
     shelf = CassetteShelf(tmp_path)
     request: dict[str, Any] = {"model": "m", "messages": []}
-    path = shelf.save(request, RecordedResponse(status=200, json_body={"choices": []}))
+    path = shelf.save(request, RecordedResponse(status=500, json_body={"choices": []}))
     assert path.name == f"{request_digest(request)}.json"
-    assert shelf.load(request).status == 200
-    data = json.loads(path.read_text())
-    data["request"]["model"] = "other"
-    path.write_text(json.dumps(data))
-    with pytest.raises(AgentbenchError) as caught:
-        shelf.load(request)
-    assert (caught.value.code, caught.value.location.field) == ("invalid_cassette", "request")
-    path.write_text('{"scheme": "agentbench-cassette/1", "scheme": "x"}')
+    assert shelf.load(request).status == 500
+    pristine = json.loads(path.read_text())
+    assert pristine["request_digest_sha256"] == request_digest(request)
+
+    def refusal(change: Any) -> tuple[str, str | None]:
+        data = json.loads(json.dumps(pristine))
+        change(data)
+        path.write_text(json.dumps(data))
+        with pytest.raises(AgentbenchError) as caught:
+            shelf.load(request)
+        return caught.value.code, caught.value.location.field
+
+    # A failing answer edited into a passing one; the request changed; a digest dropped.
+    assert refusal(lambda d: d["response"].update(status=200)) == ("cassette_tampered", "response")
+    assert refusal(lambda d: d["request"].update(model="other")) == ("cassette_tampered", "request")
+    assert refusal(lambda d: d.update(request_digest_sha256="0" * 64)) == (
+        "cassette_tampered",
+        "request",
+    )
+    assert refusal(lambda d: d.pop("response_digest_sha256"))[0] == "invalid_cassette"
+    assert refusal(lambda d: d.update(scheme="agentbench-cassette/1")) == (
+        "cassette_outdated",
+        "scheme",
+    )
+    path.write_text('{"scheme": "agentbench-cassette/2", "scheme": "x"}')
     with pytest.raises(AgentbenchError) as duplicate:
         shelf.load(request)
     assert duplicate.value.code == "duplicate_key"
@@ -207,6 +224,17 @@ def test_settings_precedence_and_refusals(tmp_path: Path) -> None:
     assert (resolved.model, resolved.temperature) == ("from-env", 0.5)
     assert resolved.cassettes == tmp_path / "tapes"
     assert resolved.effective_mode == "off"
+    # Without a mode, decided once when the settings are made: a folder that appears
+    # later (the run recording into it) does not turn a recording run into a replay.
+    recording = resolve_settings(
+        ini=ini.get, environ={}, overrides={"cassettes": "new"}, root=tmp_path
+    )
+    (tmp_path / "new").mkdir()
+    assert (recording.effective_mode, recording.model_copy().effective_mode) == ("record", "record")
+    replaying = resolve_settings(
+        ini=ini.get, environ={}, overrides={"cassettes": "new"}, root=tmp_path
+    )
+    assert replaying.effective_mode == "replay"
     with pytest.raises(UsageError) as caught:
         resolve_settings(ini={"agentbench_llm_max_turns": "many"}.get, environ={})
     assert caught.value.code == "invalid_llm_setting"

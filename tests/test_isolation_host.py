@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import secrets
 import sys
@@ -128,9 +129,11 @@ class Probe:
         from pytest_agentbench.agents.provenance import current_run
         from pytest_agentbench.agents.settings import configured_settings
 
-        guard = current_run(configured_settings()).guard
+        run = current_run(configured_settings())
+        guard = run.guard
         reservation = guard.reserve()
         guard.settle(reservation, 7, 3)
+        run.limiter.release(run.limiter.acquire(10), 10)  # one request in the run's minute
         return str(guard.tally.path)
 
     def read_parent_memory(self):
@@ -870,11 +873,15 @@ def test_every_adapter_process_reserves_from_the_runs_budget_tally(
     probe_module: Any, tmp_path: Path
 ) -> None:
     resolved = ChatSettings(
-        base_url="http://127.0.0.1:9/v1", model="m", max_calls=10, max_tokens_per_call=50
+        base_url="http://127.0.0.1:9/v1",
+        model="m",
+        max_calls=10,
+        max_tokens_per_call=50,
+        requests_per_minute=100,
     )
     tally = Tally(tmp_path / "tally.json")
     configure(resolved)
-    configure_run(ModelRun(resolved, tally=tally))
+    configure_run(ModelRun(resolved, tally=tally, window=tmp_path / "window.json"))
     try:
         pool = IsolatedPool(2, 5, settings=forwarded_settings())
     finally:
@@ -902,6 +909,10 @@ def test_every_adapter_process_reserves_from_the_runs_budget_tally(
     assert paths == [str(tally.path)] * 3
     with tally.transaction() as state:
         assert (state["calls"], state["tokens"]) == (3, 30)
+    # and every one of them sent within the run's minute, not one of its own
+    minute = json.loads((tmp_path / "window.json").read_text())
+    assert [tokens for _, _, tokens in minute] == [10, 10, 10]
+    assert len({key.split("-")[0] for key, _, _ in minute}) == 3, "three processes"
 
 
 def test_settings_that_cannot_be_handed_over_refuse_the_run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,6 +166,33 @@ def test_panel_votes_through_the_chat_client_then_replays_then_hits_the_cache(
     cached = Panel(loaded, lambda seat: Refusing(), cache=cache).judge("even", contents["even"])
     assert [v.model_copy(update={"cached": False}) for v in cached.verdicts] == list(even.verdicts)
     assert all(v.cached for v in cached.verdicts)
+    # An edited entry (a failing vote made passing) or one copied under another entry's
+    # name is refused by name, never counted; so is a replayed cassette whose answer changed.
+    entries = sorted((tmp_path / "cache").glob("*.json"))
+    pristine = {path: path.read_text() for path in entries}
+    tamperings = {
+        "verdict": lambda path: path.write_text(
+            pristine[path].replace('"score": 4', '"score": 5').replace('"score": 5', '"score": 1')
+        ),
+        "inputs_digest_sha256": lambda path: path.write_text(pristine[entries[1]]),
+        "entry": lambda path: path.write_text(json.dumps(json.loads(pristine[path])["verdict"])),
+    }
+    refused = {}
+    for name, tamper in tamperings.items():
+        tamper(entries[0])
+        with pytest.raises(AgentbenchError) as caught:
+            Panel(loaded, lambda seat: Refusing(), cache=cache).judge("even", contents["even"])
+        refused[name] = (caught.value.code, caught.value.location.field)
+        entries[0].write_text(pristine[entries[0]])
+    assert refused == {
+        "verdict": ("judge_cache_tampered", "verdict"),
+        "inputs_digest_sha256": ("judge_cache_tampered", "inputs_digest_sha256"),
+        "entry": ("invalid_judge_cache", "inputs_digest_sha256"),
+    }
+    tape = next(cassettes.glob("*.json"))
+    tape.write_text(tape.read_text().replace('\\"score\\": ', '\\"score\\": 1'))
+    with pytest.raises(AgentbenchError, match=r"\[cassette_tampered\]"):
+        Panel(loaded, metered(replay, loaded)).judge_all(list(contents.items()))
     # A changed rubric is a different question: the cache does not answer it.
     changed = load_rubric(
         rubric_file(tmp_path, text=(RUBRIC % "gamma-judge").replace("right and clear", "exact"))
@@ -246,3 +274,67 @@ def test_a_refused_seat_call_gives_no_vote_is_counted_ledgered_and_never_cached(
     assert reading.rows[-1]["terminal"]["exclusion_code"] == "budget_exceeded_calls"
     # Only the seat that answered is cached: a later run asks the refused ones again.
     assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+
+
+class OverspendingJudges(ScriptedJudges):
+    """beta-judge ignores max_tokens and reports 5000 completion tokens."""
+
+    def _answer(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        status, text, headers = super()._answer(body)
+        if body["model"] == "beta-judge":
+            completion = json.loads(text)
+            completion["usage"] = {"prompt_tokens": 100, "completion_tokens": 5000}
+            text = json.dumps(completion)
+        return status, text, headers
+
+
+def test_judge_calls_carry_max_tokens_and_an_overspending_seat_gives_no_vote(
+    tmp_path: Path,
+) -> None:
+    loaded = load_rubric(rubric_file(tmp_path))
+    judges = OverspendingJudges()
+    cache = JudgeCache(tmp_path / "cache")
+    with judges.serving() as base_url:
+        settings = ChatSettings(base_url=base_url, max_tokens_per_call=1000)
+        meter = JudgeMeter(ModelRun(settings), tmp_path / "ledgers")
+        seats, _ = loaded.seated(None)
+        senders = meter.for_rubric("answer-prose", loaded.digest(), seats).senders()
+        judgment = Panel(loaded, senders, cache=cache).judge("even", {"output": 8})
+    assert all(0 < request["max_tokens"] < 1000 for request in judges.requests)
+    assert [(v.score, v.refused) for v in judgment.verdicts] == [
+        (5, None),
+        (None, "llm_usage_over_call_bound"),
+        (4, None),
+    ]
+    traffic = meter.finish()["answer-prose"]
+    # Sent and answered: counted with the tokens it reported, ledgered with its answer.
+    assert (traffic.calls, traffic.refused, traffic.output_tokens) == (3, 0, 5020)
+    reading = audit_ledger(tmp_path / "ledgers" / "%judges" / "answer-prose.ndjson")
+    assert all(row["call"]["decision"] is not None for row in reading.rows if "call" in row)
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2, "the refused vote is not cached"
+
+
+class ThrottlingJudges(ScriptedJudges):
+    """alpha-judge answers 429 every time."""
+
+    def _answer(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        if body["model"] == "alpha-judge":
+            return 429, '{"error": {"message": "slow down"}}', {"Retry-After": "0"}
+        return super()._answer(body)
+
+
+def test_a_judges_retries_count_against_the_call_ceiling(tmp_path: Path) -> None:
+    loaded = load_rubric(rubric_file(tmp_path))
+    judges = ThrottlingJudges()
+    with judges.serving() as base_url:
+        settings = ChatSettings(base_url=base_url, max_calls=3, max_retries=5, retry_backoff_s=0.0)
+        meter = JudgeMeter(ModelRun(settings), tmp_path / "ledgers")
+        seats, _ = loaded.seated(None)
+        senders = meter.for_rubric("answer-prose", loaded.digest(), seats).senders()
+        judgment = Panel(loaded, senders).judge("even", {"output": 8})
+    # alpha's call and two retries reach the ceiling; its third retry and the other seats'
+    # calls are refused unsent.
+    assert len(judges.requests) == 3
+    assert [v.refused for v in judgment.verdicts] == ["budget_exceeded_calls"] * 3
+    traffic = meter.finish()["answer-prose"]
+    assert (traffic.calls, traffic.attempts, traffic.refused) == (1, 3, 2)

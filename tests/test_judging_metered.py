@@ -70,9 +70,14 @@ def test_judge_calls_share_the_runs_budget_and_ledger_and_reach_every_report(
         monkeypatch.delenv(name, raising=False)
     # The model under test is named (and priced) so the run states its provenance; the demo
     # adapter makes no model call, so the ceiling of 10 calls is the judges' to reach. One
-    # turn a case keeps the run's worst case (4 cases x 1 turn) under it before any call.
-    monkeypatch.setenv("AGENTBENCH_LLM_MODEL", "delta-9b")
-    monkeypatch.setenv("AGENTBENCH_LLM_MAX_TURNS", "1")
+    # turn a case and no retry keep the run's worst case (4 cases x 1 turn x 1 request)
+    # under it before any call.
+    for name, value in (
+        ("AGENTBENCH_LLM_MODEL", "delta-9b"),
+        ("AGENTBENCH_LLM_MAX_TURNS", "1"),
+        ("AGENTBENCH_LLM_MAX_RETRIES", "0"),
+    ):
+        monkeypatch.setenv(name, value)
     monkeypatch.chdir(project.path)
     options = [
         "--agentbench-adapter=my_adapters:Adds",

@@ -59,6 +59,28 @@ def test_requests_per_minute_wait_for_the_oldest_to_leave_the_window() -> None:
     assert first.waits == second.waits == ()
 
 
+def test_processes_share_one_minute_through_the_window_file(tmp_path: Path) -> None:
+    # Two limiters stand for two processes (xdist workers, isolated adapters) of one run.
+    clock = FakeClock()
+    window = tmp_path / "window.json"
+    one, other = (
+        RateLimiter(requests_per_minute=2, tokens_per_minute=100, clock=clock, shared=window)
+        for _ in range(2)
+    )
+    first = one.acquire(10)
+    one.release(first, 70)  # the answer reported more than estimated: the run's minute knows
+    clock.time = 15.0
+    second = other.acquire(20)  # 70 + 20 fits the tokens; the second request of the minute
+    other.release(second, 20)
+    third = one.acquire(5)  # a third request waits for the first to leave, whoever sent it
+    assert third.waits == (Wait(reason="requests_per_minute", seconds=45.0),)
+    assert third.sent_at == 60.0
+    entries = json.loads(window.read_text())
+    assert [(sent_at, tokens) for _, sent_at, tokens in entries] == [(15.0, 20), (60.0, 5)]
+    own = RateLimiter(requests_per_minute=2, clock=FakeClock())
+    assert [own.acquire(1).waits for _ in range(2)] == [(), ()], "unshared: its own minute"
+
+
 def test_tokens_per_minute_count_what_was_reported_not_the_estimate() -> None:
     clock = FakeClock()
     limiter = RateLimiter(tokens_per_minute=100, clock=clock)
@@ -294,3 +316,49 @@ def test_concurrent_cases_on_one_agent_keep_their_own_calls_and_usage() -> None:
         digests = {a.request_digest_sha256 for a in usage.attempts}  # type: ignore[attr-defined]
         assert digests == set(record.request_digests)  # type: ignore[attr-defined]
     assert agent.run.limiter.waiting == 0
+
+
+def test_every_retry_counts_against_the_call_ceiling_and_is_refused_unsent() -> None:
+    from pytest_agentbench.agents.chat import TASK_PREFIX
+    from pytest_agentbench.agents.transport import ChatTransport
+    from tests.llm_server import ScriptedLLM
+
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        settings = ChatSettings(
+            base_url=base_url, model="m", max_retries=5, retry_backoff_s=0.0, max_calls=3
+        )
+        run = ModelRun(settings)
+        request = {
+            "model": "m",
+            "messages": [{"role": "user", "content": TASK_PREFIX + '{"question": "throttled"}'}],
+        }
+        run.guard.reserve()  # the call itself, as the chat agent reserves it
+        exchange = ChatTransport(settings, run).send(request)
+    assert len(server.requests) == 3, "the call and two retries; the third retry is refused"
+    assert exchange.refused is not None
+    assert exchange.refused.code == "budget_exceeded_calls"
+    assert (exchange.response.status, exchange.response.faults) == (429, ("http_429", "http_429"))
+    with run.guard.tally.transaction() as state:
+        assert state["calls"] == 3
+    # The worst case counts every request a call may send.
+    with pytest.raises(BudgetRefused, match="4 turns x 6 requests is 48"):
+        run.guard.preflight(2, 4, 6)
+
+
+def test_credentials_in_the_base_url_are_refused_by_name() -> None:
+    from pytest_agentbench.agents.settings import resolve_settings
+    from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
+    from pytest_agentbench.sdk.errors import UsageError
+
+    url = "http://user:secret@127.0.0.1:9/v1"
+    with pytest.raises(UsageError) as caught:
+        resolve_settings(ini=lambda key: None, environ={"AGENTBENCH_LLM_BASE_URL": url})
+    assert (caught.value.code, caught.value.location.field) == (
+        "llm_base_url_credentials",
+        "AGENTBENCH_LLM_BASE_URL",
+    )
+    assert "secret" not in caught.value.render()
+    direct = ChatSettings(base_url=url, model="m")
+    with pytest.raises(ChatAgentError, match=r"\[llm_base_url_credentials\]"):
+        ChatTransport(direct, ModelRun(direct)).send({"model": "m", "messages": []})

@@ -90,17 +90,26 @@ def case_calls(document: dict[str, Any]) -> dict[str, Any]:
     return {entry["result"]["case_id"]: entry["result"]["model_calls"] for entry in suite["cases"]}
 
 
+def recorded(folder: Path) -> set[str]:
+    return {path.stem for path in folder.glob("*.json")}
+
+
+def requested(by_case: dict[str, Any]) -> set[str]:
+    return {digest for calls in by_case.values() for digest in calls["request_digests"]}
+
+
 def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_socket(
     chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A server each, so each run meets the same scripted 429.
     server = ScriptedLLM()
     with server.serving() as base_url:
-        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url.replace("//", "//user:pw@"))
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        # No mode given and no cassette folder yet: the run records, and says so to the
+        # end, though the folder exists by then (serially and from every xdist worker).
         serial, serial_report = run(
             chat_project,
             "serial",
-            "--agentbench-cassette-mode=record",
             # The worst case, 4 cases x 4 turns x 1000 tokens, costs exactly this: a
             # ceiling that is met is allowed (see the refusals below), in every run here.
             "--agentbench-max-cost=0.16",
@@ -114,7 +123,7 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
             "spread",
             "-n",
             "2",
-            "--agentbench-cassette-mode=off",
+            f"--agentbench-cassettes={chat_project.path / 'tapes-spread'}",
             "--agentbench-max-cost=0.16",
         )
     serial.assert_outcomes(passed=3, failed=1)
@@ -123,8 +132,7 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
     assert serial_report["schema_version"] == "agentbench-run-report/3"
     provenance = serial_report["model_run"]
     host = base_url.split("//")[1].split("/")[0]
-    assert provenance["base_url_host"] == host, "no credentials, no path"
-    assert "pw" not in json.dumps(provenance)
+    assert provenance["base_url_host"] == host, "no path"
     assert (provenance["provider"], provenance["model"], provenance["mode"]) == (
         "openai-compatible",
         "scripted-model",
@@ -140,16 +148,20 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
     assert provenance["cost"] == str(expected_cost / 10**7).rstrip("0")
     assert by_case["c4"]["waits"] == [{"reason": "retry", "seconds": 0.0}]
     assert [d["call_index"] for d in by_case["c1"]["decisions"]] == [0]
-    # Identical but for the mode and the port: the same calls, tokens, cost and digests.
+    # Identical but for the port: the same mode, calls, tokens, cost and digests.
     other_host = other_url.split("//")[1].split("/")[0]
-    assert spread_report["model_run"] == {**provenance, "mode": "live", "base_url_host": other_host}
+    assert spread_report["model_run"] == {**provenance, "base_url_host": other_host}
+    assert recorded(chat_project.path / "tapes-spread") == requested(by_case)
+    spread.stdout.fnmatch_lines(
+        [f"model: openai-compatible {other_host}, model scripted-model, record"]
+    )
     assert case_calls(spread_report) == by_case
     properties = junit_model_properties(chat_project.path / "serial.xml")
     assert properties == {
         **junit_model_properties(chat_project.path / "spread.xml"),
-        "agentbench.model.mode": "record",
         "agentbench.model.base_url_host": host,
     }
+    assert properties["agentbench.model.mode"] == "record"
     assert properties["agentbench.model.cost"] == provenance["cost"]
     assert any(
         line.startswith("agentbench model: openai-compatible " + host) for line in serial.outlines
@@ -192,9 +204,9 @@ def test_a_run_whose_worst_case_passes_a_ceiling_is_refused_before_any_call(
     server = ScriptedLLM()
     with server.serving() as base_url:
         monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        # 4 cases x 4 turns = 16 calls at worst.
+        # 4 cases x 4 turns = 16 calls at worst, each sent up to 3 times (2 retries).
         calls, _ = run(
-            chat_project, "calls", "--agentbench-max-calls=15", "--agentbench-cassette-mode=off"
+            chat_project, "calls", "--agentbench-max-calls=47", "--agentbench-cassette-mode=off"
         )
         tokens, _ = run(
             chat_project,
@@ -217,32 +229,53 @@ def test_a_run_whose_worst_case_passes_a_ceiling_is_refused_before_any_call(
     # test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_socket.
     assert calls.ret == tokens.ret == cost.ret == pytest.ExitCode.USAGE_ERROR
     calls.stdout.fnmatch_lines(
-        ["*refused before any call:*budget_preflight_calls*16*max-calls=15*"]
+        [
+            "*refused before any call:*budget_preflight_calls*"
+            "*4 turns x 3 requests is 48*max-calls=47*"
+        ]
     )
     tokens.stdout.fnmatch_lines(["*budget_preflight_tokens*16000*"])
     cost.stdout.fnmatch_lines(["*budget_preflight_cost*0.16, above --agentbench-max-cost=0.159*"])
 
 
-def test_a_ceiling_reached_mid_run_excludes_the_later_cases_counted_and_named(
-    chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+MID_RUN = {"c1": "slow", "c2": "verbose", "c3": "tools", "c4": "tools"}
+
+
+def test_an_endpoint_that_overspends_is_refused_by_name_and_the_later_cases_excluded(
+    chat_project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # The worst case, 4 cases x 2 turns x 90 tokens = 720, is within 750, but the endpoint
-    # reports more tokens per call than the bound: c1 and c2 use 271 each, c3's first
-    # call 125 (667 in all); c3's second reservation (757) and c4's first are refused.
+    # The worst case, 4 cases x 2 turns x 500 tokens = 4000, meets the ceiling. Each request
+    # asks for at most what its 500 leave after the request (about 340 tokens of it).
+    # c1's request is cut off by the case limit (1 s; the server answers after 2 s): its
+    # 500 stay reserved, and it is in the report. c2's endpoint ignores max_tokens and
+    # reports 3120 tokens: refused by name, its tokens counted (3620 in all), so c3's
+    # first reservation (4120) and c4's are refused.
+    write_demo_suite(
+        chat_project.path,
+        "chat-suite",
+        questions=MID_RUN,
+        answers=dict.fromkeys(MID_RUN, 3),
+        world="demo-tools",
+    )
     monkeypatch.setenv("AGENTBENCH_LLM_MAX_TURNS", "2")
-    monkeypatch.setenv("AGENTBENCH_LLM_MAX_TOKENS_PER_CALL", "90")
+    monkeypatch.setenv("AGENTBENCH_LLM_MAX_TOKENS_PER_CALL", "500")
     server = ScriptedLLM()
     with server.serving() as base_url:
         monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
         result, report = run(
-            chat_project, "mid", "--agentbench-max-tokens=750", "--agentbench-cassette-mode=off"
+            chat_project,
+            "mid",
+            "--agentbench-max-tokens=4000",
+            "--agentbench-cassette-mode=off",
+            "--agentbench-timeout=1",
         )
-    assert len(server.requests) == 5, "a refused call is never sent"
-    result.assert_outcomes(passed=2, skipped=2)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, "a run with excluded cases is not whole"
+    assert len(server.requests) == 2, "a refused call is never sent"
+    assert all(0 < r["max_tokens"] < 500 for r in server.requests), "each answer is capped"
+    result.assert_outcomes(failed=2, skipped=2)
     (suite,) = report["suites"]
-    assert suite["counts"] == {"passed": 2, "failed": 0, "error": 0, "skipped": 0, "excluded": 2}
-    assert suite["failure_classes"] == {"agent_error": 0, "product_error": 0, "harness_error": 0}
+    assert suite["counts"] == {"passed": 0, "failed": 2, "error": 0, "skipped": 0, "excluded": 2}
     results = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
     assert {cid: r["exclusion"] for cid, r in results.items()} == {
         "c1": None,
@@ -250,28 +283,74 @@ def test_a_ceiling_reached_mid_run_excludes_the_later_cases_counted_and_named(
         "c3": "budget_exceeded_tokens",
         "c4": "budget_exceeded_tokens",
     }
-    assert results["c3"]["failure_class"] is None, "never the agent's failure"
-    assert [results[c]["model_calls"]["calls"] for c in ("c3", "c4")] == [1, 0]
+    assert "timed out" in results["c1"]["failure_reason"]
+    assert (
+        "[llm_usage_over_call_bound] the endpoint reported 3120 tokens"
+        in (results["c2"]["failure_reason"])
+    )
+    cut_off = results["c1"]["model_calls"]
+    assert (cut_off["calls"], cut_off["attempts"], cut_off["input_tokens"]) == (1, 1, 0)
+    assert [results[c]["model_calls"]["calls"] for c in ("c2", "c3", "c4")] == [1, 0, 0]
     assert results["c4"]["model_calls"]["refused"] == "budget_exceeded_tokens"
     provenance = report["model_run"]
     assert (provenance["calls"], provenance["input_tokens"] + provenance["output_tokens"]) == (
-        5,
-        667,
-    )
+        2,
+        3120,
+    ), "every request the server received is in the report"
     assert provenance["excluded"] == [
         "suites/chat-suite/cases.jsonl::c3",
         "suites/chat-suite/cases.jsonl::c4",
     ]
     assert any(p.startswith("[budget_exceeded] 2 cases excluded") for p in report["problems"])
-    metrics = {m["name"]: m for m in suite["metrics"]}
-    assert all(m["support"] <= 2 for m in metrics.values()), "excluded cases are never scored"
-    ledger = chat_project.path / "ledger-mid" / "chat-suite" / "c4.ndjson"
-    terminal = json.loads(ledger.read_text().splitlines()[-1])["terminal"]
+    ledger = chat_project.path / "ledger-mid" / "chat-suite"
+    rows = [json.loads(line) for line in (ledger / "c1.ndjson").read_text().splitlines()]
+    (attempt,) = next(r["call"]["attempts"] for r in rows if "call" in r)
+    assert (attempt["outcome"], attempt["fault"]) == ("fault", "cut_off")
+    terminal = json.loads((ledger / "c4.ndjson").read_text().splitlines()[-1])["terminal"]
     assert (terminal["kind"], terminal["exclusion_code"]) == ("excluded", "budget_exceeded_tokens")
     junit = ET.parse(chat_project.path / "mid.xml").getroot()
     skipped = [c.get("name") for c in junit.iter("testcase") if c.find("skipped") is not None]
     assert skipped == ["c3", "c4"]
-    result.stdout.fnmatch_lines(["*budget: max-tokens 750; 2 cases excluded*"])
+    result.stdout.fnmatch_lines(["*budget: max-tokens 4000; 2 cases excluded*"])
+    capsys.readouterr()
+    audited = ["audit", str(chat_project.path / "mid.json"), str(ledger.parent)]
+    pricing = ["--pricing", str(chat_project.path / "pricing.json")]
+    assert main([*audited, *pricing]) == 0, capsys.readouterr().err
+
+
+def test_xdist_workers_share_one_minute_of_requests(
+    chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Three requests a minute for the run, not for each worker: of six one-call cases on
+    # two workers, three are sent; the others wait for the minute until their case limit
+    # ends them, unsent (so uncounted).
+    plain = {f"p{index}": "plain" for index in range(6)}
+    write_demo_suite(
+        chat_project.path,
+        "chat-suite",
+        questions=plain,
+        answers=dict.fromkeys(plain, 3),
+        world="demo-tools",
+    )
+    server = ScriptedLLM()
+    with server.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        result, report = run(
+            chat_project,
+            "shared-minute",
+            "-n",
+            "2",
+            "--agentbench-cassette-mode=off",
+            "--agentbench-timeout=1.5",
+            "--agentbench-requests-per-minute=3",
+        )
+    assert len(server.requests) == 3, "one minute for the run, not one for each worker"
+    result.assert_outcomes(passed=3, failed=3)
+    assert report["model_run"]["calls"] == 3
+    (suite,) = report["suites"]
+    waited = [e["result"] for e in suite["cases"] if e["result"]["outcome"] == "failed"]
+    assert all("timed out" in r["failure_reason"] for r in waited)
+    assert [r["model_calls"]["calls"] for r in waited] == [0, 0, 0], "never sent, not counted"
 
 
 def _case_of(document: dict[str, Any], case_id: str) -> dict[str, Any]:
@@ -340,6 +419,18 @@ TAMPERINGS: list[tuple[str, str, Any]] = [
         lambda d: _case_of(d, "c1")["model_calls"]["request_digests"].__setitem__(0, "0" * 64),
     ),
     (
+        "the model renamed",
+        "audit_header_mismatch",
+        lambda d: d["model_run"].update(model="other-model"),
+    ),
+    (
+        "the settings digest changed",
+        "audit_header_mismatch",
+        lambda d: d["model_run"].update(settings_digest="0" * 64),
+    ),
+    ("the model run removed", "audit_header_mismatch", lambda d: d.update(model_run=None)),
+    ("a suite that is not one", "audit_unreadable", lambda d: d["suites"].append(5)),
+    (
         "a scored case reported excluded",
         "audit_terminal_mismatch",
         lambda d: _case_of(d, "c3").update(outcome="excluded", exclusion="budget_x"),
@@ -376,6 +467,11 @@ def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
 
     # Without the pricing table the costs the report states are not checked: never "ok".
     assert audit() == "audit_costs_unchecked"
+    # A ledger is the same whoever answered and whether recorded or replayed: the audit
+    # says it cannot vouch for the endpoint and the mode rather than pass them as checked.
+    capsys.readouterr()
+    assert main(["audit", str(report), str(ledgers), "--pricing", str(pricing)]) == 0
+    assert "not bound by any ledger: base_url_host, mode" in capsys.readouterr().out
     assert audit("--pricing", str(pricing)) == "ok"
     found = {}
     for name, code, tamper in TAMPERINGS:
@@ -393,6 +489,10 @@ def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
     # Issue 43: the tampered cost passed as "ok" when no pricing table was given.
     _edit_report(report, lambda d: _case_of(d, "c1")["model_calls"].update(cost="0.1"))
     assert audit() == "audit_costs_unchecked"
+    # A renamed model the pricing table also prices, or does not: named, never a KeyError.
+    for renamed in ("other-model", "unpriced-model"):
+        _edit_report(report, lambda d, name=renamed: d["model_run"].update(model=name))
+        assert audit("--pricing", str(pricing)) == "audit_header_mismatch"
     other = chat_project.path / "other-pricing.json"
     other.write_text(json.dumps({**PRICING, "currency": "EUR"}))
     assert audit("--pricing", str(other)) == "audit_pricing_mismatch"

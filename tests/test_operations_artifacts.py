@@ -109,12 +109,14 @@ def test_a_model_run_writes_the_same_bound_artefacts_serially_under_xdist_and_is
     # and the isolated children each start an interpreter. The serial run is the isolated
     # one: its bytes equal to the in-process xdist run's show that neither isolation nor
     # xdist changes them, at one session fewer than a serial run of each kind.
+    # The per-call bound covers the request too (the world's tool schemas): the answer
+    # is capped at what the request leaves of it.
     pytester.makeini(
         "[pytest]\n"
         "agentbench_llm_model = scripted-model\n"
         "agentbench_llm_timeout = 5\n"
         "agentbench_llm_retry_backoff = 0\n"
-        "agentbench_llm_max_tokens_per_call = 1000\n"
+        "agentbench_llm_max_tokens_per_call = 16000\n"
         "agentbench_pricing = pricing.json\n"
         "agentbench_artifacts = artifacts-serial\n"
     )

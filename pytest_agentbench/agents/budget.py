@@ -6,11 +6,14 @@ one output token as exact decimal strings, never floats; the table is
 digested so a report names the rates it was priced at.
 
 Enforced twice. Before the first call, :meth:`BudgetGuard.preflight` refuses
-a run whose worst case (cases x max turns calls, each of at most
-``max_tokens_per_call`` tokens, priced at the dearer of the two rates) passes
-a ceiling. Then every call reserves its own worst case before it is sent and
-is refused, unsent, if the reservation would pass a ceiling; once answered,
-the reservation is settled to what the endpoint reported, or kept whole
+a run whose worst case (cases x max turns calls, each sent at most 1 + max
+retries times and of at most ``max_tokens_per_call`` tokens, priced at the
+dearer of the two rates) passes a ceiling. Then every call reserves its own
+worst case before it is sent and is refused, unsent, if the reservation would
+pass a ceiling; each retry of it reserves one more request
+(:meth:`BudgetGuard.reserve_retry`: the call ceiling counts requests, not
+calls; a retried 429 or 5xx answer holds no tokens); once answered, the
+reservation is settled to what the endpoint reported, or kept whole
 (forfeited) when it reported no usage. The tally is shared by every case of
 the process, and under xdist by every worker, through a locked file.
 """
@@ -179,16 +182,21 @@ class BudgetGuard:
         cost = Decimal(0) if self.price is None else self.price.worst(tokens)
         return Reservation(tokens=tokens, cost=decimal_text(cost))
 
-    def preflight(self, cases: int, max_turns: int) -> None:
-        """Refuse a run whose worst-case exposure passes a ceiling, before any call."""
+    def preflight(self, cases: int, max_turns: int, sends_per_call: int = 1) -> None:
+        """Refuse a run whose worst-case exposure passes a ceiling, before any call.
+
+        ``sends_per_call``: the most requests one call may send (1 + its retries); only
+        the last of them answers with tokens.
+        """
         calls = cases * max_turns
         worst = self.reservation()
+        retried = f" x {sends_per_call} requests" if sends_per_call > 1 else ""
         self._check(
             "budget_preflight",
-            calls=calls,
+            calls=calls * sends_per_call,
             tokens=calls * worst.tokens,
             cost=Decimal(worst.cost) * calls,
-            what=f"the worst case of {cases} cases x {max_turns} turns",
+            what=f"the worst case of {cases} cases x {max_turns} turns{retried}",
         )
 
     def reserve(self) -> Reservation:
@@ -206,6 +214,23 @@ class BudgetGuard:
             state["tokens"] += worst.tokens
             state["cost"] = decimal_text(Decimal(state["cost"]) + Decimal(worst.cost))
         return worst
+
+    def reserve_retry(self) -> None:
+        """Count one more request of a call already reserved, or refuse the retry unsent.
+
+        A retry follows an answer that was refused (429) or failed (5xx), which used
+        no tokens: only the request itself is counted; the call's reservation still
+        covers the tokens of the answer that ends it.
+        """
+        with self.tally.transaction() as state:
+            self._check(
+                "budget_exceeded",
+                calls=state["calls"] + 1,
+                tokens=state["tokens"],
+                cost=Decimal(state["cost"]),
+                what="this retry on top of the run's requests so far",
+            )
+            state["calls"] += 1
 
     def settle(
         self, reservation: Reservation, input_tokens: int | None, output_tokens: int | None

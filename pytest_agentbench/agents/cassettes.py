@@ -6,6 +6,12 @@ tools, sampling settings). It holds that request and what came back: the HTTP
 status with the body (as JSON when it parsed, else as text), or the transport
 failure. Never a header, a key or the server's address, so cassettes can be
 committed and the same recording replays against any endpoint.
+
+It also holds the sha256 of its request and of its response (canonical JSON),
+and a replay re-derives both: a cassette whose response was edited (a failing
+case made to pass) or whose request no longer matches its name is refused as
+``cassette_tampered``, never replayed. A cassette of the first scheme, which
+held no digests, is refused as ``cassette_outdated``: record it again.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from pytest_agentbench.sdk.canonical import (
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError
 
-CASSETTE_SCHEME: Final = "agentbench-cassette/1"
+CASSETTE_SCHEME: Final = "agentbench-cassette/2"
+OUTDATED_SCHEMES: Final = frozenset({"agentbench-cassette/1"})
 
 
 class RecordedResponse(Record):
@@ -42,10 +49,19 @@ class RecordedResponse(Record):
     """The retried failures before this answer (``http_429``, ``http_500`` ...), in order."""
 
 
+def response_digest(response: RecordedResponse) -> str:
+    """The sha256 of a recorded response's canonical JSON, as its cassette states it."""
+    return sha256_hex(canonical_json(response.model_dump(mode="json")).encode("utf-8"))
+
+
 class Cassette(Record):
-    scheme: Literal["agentbench-cassette/1"] = CASSETTE_SCHEME
+    scheme: Literal["agentbench-cassette/2"] = CASSETTE_SCHEME
     request: dict[str, JsonValue]
     response: RecordedResponse
+    request_digest_sha256: str
+    """sha256 of the request's canonical JSON: the cassette's name."""
+    response_digest_sha256: str
+    """sha256 of the response's canonical JSON (:func:`response_digest`)."""
 
 
 class EncodedRequest(Mapping[str, JsonValue]):
@@ -110,19 +126,38 @@ class CassetteShelf:
                 "--agentbench-cassette-mode=record)",
                 file=display,
             )
+        data = read_json(path, display=display)
+        if isinstance(data, dict) and data.get("scheme") in OUTDATED_SCHEMES:
+            raise AgentbenchError(
+                "cassette_outdated",
+                f"scheme {data['scheme']} holds no digests of its request and response: "
+                "record it again (--agentbench-cassette-mode=record)",
+                file=display,
+                field="scheme",
+            )
         try:
-            cassette = Cassette.model_validate(read_json(path, display=display))
+            cassette = Cassette.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             raise AgentbenchError(
                 "invalid_cassette", first["msg"], file=display, field=str(first["loc"])
             ) from None
-        if canonical_json(cassette.request) != request.text:
+        if (
+            canonical_json(cassette.request) != request.text
+            or cassette.request_digest_sha256 != digest
+        ):
             raise AgentbenchError(
-                "invalid_cassette",
+                "cassette_tampered",
                 "the recorded request is not the request its name is the digest of",
                 file=display,
                 field="request",
+            )
+        if response_digest(cassette.response) != cassette.response_digest_sha256:
+            raise AgentbenchError(
+                "cassette_tampered",
+                "the recorded response is not the one recorded (its digest differs)",
+                file=display,
+                field="response",
             )
         return cassette.response
 
@@ -131,7 +166,12 @@ class CassetteShelf:
         request = encoded(request)
         path = self.path_for(request.digest)
         self.folder.mkdir(parents=True, exist_ok=True)
-        cassette = Cassette(request=request.body, response=response)
+        cassette = Cassette(
+            request=request.body,
+            response=response,
+            request_digest_sha256=request.digest,
+            response_digest_sha256=response_digest(response),
+        )
         text = pretty_json(cassette.model_dump(mode="json"))
         handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
         try:

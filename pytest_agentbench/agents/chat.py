@@ -31,7 +31,7 @@ from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
 from pytest_agentbench.agents.usage import UsageLog, final_tokens
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
-from pytest_agentbench.sdk.ledger import UsageReport
+from pytest_agentbench.sdk.ledger import Tokens, UsageReport
 from pytest_agentbench.sdk.tools import ToolCallError, ToolSessionLike
 from pytest_agentbench.sdk.tools.wrapping import FENCE_INSTRUCTIONS, fence_result
 
@@ -166,6 +166,7 @@ class ChatAgent:
         case = current_case()
         guard = self.run.guard
         try:
+            encoded = self._bounded(request)
             reservation = guard.reserve()
         except BudgetRefused as refusal:
             if case is not None:
@@ -173,9 +174,29 @@ class ChatAgent:
             raise
         # Without a per-call bound, the tokens-per-minute limit counts the request's size
         # (about four bytes a token) until its answer reports what it used.
-        encoded = EncodedRequest(request)
         expected = reservation.tokens or len(encoded.text) // 4 + 1
-        exchange = self.transport.send(encoded, tokens=expected)
+        announced: list[bool] = []
+
+        def on_send() -> None:
+            # Counted as it leaves (past the rate limits), so a request the case limit
+            # cuts off before its answer is still in the report and the ledger.
+            announced.append(True)
+            if case is not None:
+                case.sent(encoded.digest)
+            self.usage.sent(encoded)
+
+        try:
+            exchange = self.transport.send(encoded, tokens=expected, on_send=on_send)
+        except Exception:
+            # Nothing came back (unreachable, no cassette): not a model request. Only the
+            # case limit (a BaseException) leaves an announced request counted, as cut off.
+            if announced:
+                self.usage.withdraw(encoded)
+                if case is not None:
+                    case.withdraw(encoded.digest)
+            raise
+        if not announced:
+            on_send()  # a transport that does not announce what it sends
         response = exchange.response
         tokens = final_tokens(response)
         guard.settle(
@@ -188,15 +209,33 @@ class ChatAgent:
             price = self.run.price
             used_in = 0 if tokens is None else tokens.input or 0
             used_out = 0 if tokens is None else tokens.output or 0
-            case.call(
-                encoded.digest,
+            case.answered(
                 attempts=len(response.faults) + 1,
                 input_tokens=used_in,
                 output_tokens=used_out,
                 cost=Decimal(0) if price is None else price.cost(used_in, used_out),
                 waits=exchange.waits,
             )
+        if exchange.refused is not None:
+            if case is not None:
+                case.refuse(exchange.refused)
+            raise exchange.refused
+        self._refuse_overspent(tokens)
         return assistant_message(response, self.settings.timeout_s)
+
+    def _bounded(self, request: dict[str, JsonValue]) -> EncodedRequest:
+        """The request as sent: with a per-call bound, ``max_tokens`` caps its answer."""
+        return bounded_request(request, self.settings.max_tokens_per_call)
+
+    def _refuse_overspent(self, tokens: Tokens | None) -> None:
+        """An answer that used more than the call was reserved for is refused by name.
+
+        Its tokens are already in the run's tally (they were spent); the answer is not
+        used, so an endpoint that ignores ``max_tokens`` cannot go on overspending.
+        """
+        overspent = overspent_call(tokens, self.settings.max_tokens_per_call)
+        if overspent is not None:
+            raise ChatAgentError(OVER_CALL_BOUND, overspent)
 
     def _answer_call(
         self, session: ToolSessionLike, call: Any, call_id: str
@@ -213,6 +252,45 @@ class ChatAgent:
             else canonical_json(content)
         )
         return {"role": "tool", "tool_call_id": call["id"], "content": rendered}
+
+
+OVER_CALL_BOUND = "llm_usage_over_call_bound"
+
+
+def bounded_request(request: dict[str, JsonValue], bound: int | None) -> EncodedRequest:
+    """The request as sent: with a per-call bound, ``max_tokens`` caps its answer.
+
+    The bound covers the request and its answer; the request is estimated at four
+    characters a token (the estimate the tokens-per-minute limit uses), and the answer
+    may use what is left. A request that leaves nothing is refused unsent.
+    """
+    encoded = EncodedRequest(request)
+    if bound is None:
+        return encoded
+    estimate = len(encoded.text) // 4 + 1
+    if estimate >= bound:
+        raise BudgetRefused(
+            "budget_call_bound_too_small",
+            f"the request alone is about {estimate} tokens, not below "
+            f"agentbench_llm_max_tokens_per_call={bound}",
+        )
+    given = request.get("max_tokens")
+    if isinstance(given, int) and not isinstance(given, bool) and 0 < given <= bound - estimate:
+        return encoded  # a smaller cap the request already asks for (a judge seat's setting)
+    return EncodedRequest({**request, "max_tokens": bound - estimate})
+
+
+def overspent_call(tokens: Tokens | None, bound: int | None) -> str | None:
+    """Why an answer's reported usage passes the per-call bound, or ``None``."""
+    if bound is None or tokens is None:
+        return None
+    used = tokens.total if tokens.total is not None else (tokens.input or 0) + (tokens.output or 0)
+    if used <= bound:
+        return None
+    return (
+        f"the endpoint reported {used} tokens for one call, above "
+        f"agentbench_llm_max_tokens_per_call={bound}"
+    )
 
 
 def assistant_message(response: RecordedResponse, timeout_s: float) -> dict[str, Any]:

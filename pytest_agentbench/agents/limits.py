@@ -1,7 +1,10 @@
 """Rate limits of the chat-model client, shared by every case a process runs at once.
 
 One :class:`RateLimiter` per process bounds the connections open at once and
-the requests and tokens sent in any sliding minute. A request asks for a
+the requests and tokens sent in any sliding minute; where several processes
+call the model (xdist workers, isolated adapter processes) the minute is the
+run's, kept in one locked file they all enter their requests in
+(:class:`SharedWindow`), while the connection bound stays each process's. A request asks for a
 :class:`Permit` before it is sent and gives it back when its answer is in;
 every time it had to wait is returned as a :class:`Wait`, so the case that
 waited records why and for how long. Time is read from and slept on an
@@ -15,10 +18,16 @@ rather than retry in lock step, and a rerun draws the same delays.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import itertools
+import json
+import os
 import random
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol
 
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
@@ -66,6 +75,70 @@ class Permit:
     sent_at: float
     tokens: int
     waits: tuple[Wait, ...]
+    key: str = ""
+    """The entry's name in a shared window (``SharedWindow``); empty in a process's own."""
+
+
+class OwnWindow:
+    """The last minute's requests of this process alone, in memory."""
+
+    def __init__(self) -> None:
+        self._window: list[Permit] = []
+
+    @contextlib.contextmanager
+    def entries(self) -> Iterator[list[Permit]]:
+        yield self._window
+
+    def key(self) -> str:
+        return ""
+
+    def reported(self, permit: Permit) -> None:
+        return None  # the permit is the window's own entry, already corrected
+
+
+class SharedWindow:
+    """The last minute's requests of every process of the run, in one locked file.
+
+    xdist workers and isolated adapter processes each have a limiter; a per-minute
+    limit held by each alone lets N processes send N times the limit. They share this
+    file instead (in the run's shared folder, beside the budget tally): each request
+    is entered under an exclusive ``flock`` as it is admitted, immediately before it
+    is sent, with the monotonic clock's time, which every process of one machine
+    shares. A file, not a socket to the xdist controller: isolated processes have no
+    channel to it, and a lock held for one read-modify-write costs microseconds.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._next = itertools.count()
+
+    @contextlib.contextmanager
+    def entries(self) -> Iterator[list[Permit]]:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as stream:
+                text = stream.read()
+                window = [
+                    Permit(sent_at=float(sent_at), tokens=int(tokens), waits=(), key=str(key))
+                    for key, sent_at, tokens in (json.loads(text) if text else [])
+                ]
+                yield window
+                stream.seek(0)
+                stream.truncate()
+                stream.write(json.dumps([[p.key, p.sent_at, p.tokens] for p in window]))
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+
+    def key(self) -> str:
+        return f"{os.getpid()}-{next(self._next)}"
+
+    def reported(self, permit: Permit) -> None:
+        """Correct the shared entry to what the answer reported (if it is still in the minute)."""
+        with self.entries() as window:
+            for entry in window:
+                if entry.key == permit.key:
+                    entry.tokens = permit.tokens
 
 
 class RateLimiter:
@@ -84,6 +157,7 @@ class RateLimiter:
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         clock: Clock | None = None,
+        shared: Path | None = None,
     ) -> None:
         self.max_connections = max_connections
         self.requests_per_minute = requests_per_minute
@@ -92,8 +166,11 @@ class RateLimiter:
         self._condition = threading.Condition(threading.Lock())
         self._open = 0
         self._waiting = 0
-        self._window: list[Permit] = []
-        """Admitted requests of the last minute, oldest first."""
+        self._window: OwnWindow | SharedWindow = (
+            OwnWindow() if shared is None else SharedWindow(shared)
+        )
+        """Admitted requests of the last minute, oldest first: this process's, or the run's
+        (``shared``: the file every process of the run enters its requests in)."""
 
     @property
     def waiting(self) -> int:
@@ -115,13 +192,16 @@ class RateLimiter:
                         self._waiting -= 1
                     waits.append(wait("connections", self.clock.now() - now))
                     continue
-                self._forget_before(now - WINDOW_S)
-                reason, delay = self._minute_wait(tokens, now)
-                if reason is None:
-                    permit = Permit(sent_at=now, tokens=tokens, waits=tuple(waits))
-                    self._window.append(permit)
-                    self._open += 1
-                    return permit
+                with self._window.entries() as window:
+                    _forget_before(window, now - WINDOW_S)
+                    reason, delay = self._minute_wait(window, tokens, now)
+                    if reason is None:
+                        permit = Permit(
+                            sent_at=now, tokens=tokens, waits=tuple(waits), key=self._window.key()
+                        )
+                        window.append(permit)
+                        self._open += 1
+                        return permit
                 waits.append(wait(reason, delay))
                 # Sleep without the lock: other requests may finish meanwhile.
                 self._condition.release()
@@ -136,28 +216,32 @@ class RateLimiter:
             self._open -= 1
             if tokens is not None:
                 permit.tokens = tokens
+                self._window.reported(permit)
             self._condition.notify_all()
 
-    def _forget_before(self, horizon: float) -> None:
-        while self._window and self._window[0].sent_at <= horizon:
-            self._window.pop(0)
-
-    def _minute_wait(self, tokens: int, now: float) -> tuple[WaitReason | None, float]:
-        if self.requests_per_minute is not None and len(self._window) >= self.requests_per_minute:
-            oldest = self._window[len(self._window) - self.requests_per_minute]
+    def _minute_wait(
+        self, window: list[Permit], tokens: int, now: float
+    ) -> tuple[WaitReason | None, float]:
+        if self.requests_per_minute is not None and len(window) >= self.requests_per_minute:
+            oldest = window[len(window) - self.requests_per_minute]
             return "requests_per_minute", oldest.sent_at + WINDOW_S - now
-        if self.tokens_per_minute is not None and self._window:
-            excess = sum(p.tokens for p in self._window) + tokens - self.tokens_per_minute
+        if self.tokens_per_minute is not None and window:
+            excess = sum(p.tokens for p in window) + tokens - self.tokens_per_minute
             freed = 0
-            for permit in self._window:
+            for permit in window:
                 if excess <= 0:
                     break
                 # Oldest first: the wait ends when enough of the window has left it
                 # (or all of it, for a request larger than the whole limit).
                 freed += permit.tokens
-                if freed >= excess or permit is self._window[-1]:
+                if freed >= excess or permit is window[-1]:
                     return "tokens_per_minute", permit.sent_at + WINDOW_S - now
         return None, 0.0
+
+
+def _forget_before(window: list[Permit], horizon: float) -> None:
+    while window and window[0].sent_at <= horizon:
+        window.pop(0)
 
 
 class Backoff:

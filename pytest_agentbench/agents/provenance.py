@@ -58,6 +58,12 @@ def endpoint_host(base_url: str | None) -> str | None:
     return shown if port is None else f"{shown}:{port}"
 
 
+def run_mode(settings: ChatSettings) -> Literal["live", "record", "replay"]:
+    """The run's mode as reports and ledger headers state it (decided with the settings)."""
+    mode = settings.effective_mode
+    return "live" if mode == "off" else mode
+
+
 class ModelRun:
     """The chat client's shared state in one process."""
 
@@ -67,7 +73,10 @@ class ModelRun:
         *,
         clock: Clock | None = None,
         tally: Tally | None = None,
+        window: Path | None = None,
     ) -> None:
+        """``tally`` and ``window``: the budget tally and the rate limits' minute the run's
+        processes share (files in its shared folder); ``None`` keeps them this process's."""
         self.settings = settings
         self.clock = clock or SystemClock()
         self.pricing: PricingTable | None = (
@@ -89,6 +98,7 @@ class ModelRun:
             requests_per_minute=settings.requests_per_minute,
             tokens_per_minute=settings.tokens_per_minute,
             clock=self.clock,
+            shared=window,
         )
         self.backoff = Backoff(settings.retry_backoff_s, settings.retry_jitter, settings.seed)
         self.guard = BudgetGuard(
@@ -123,7 +133,8 @@ class ModelRun:
             )
 
     def preflight(self, cases: int) -> None:
-        self.guard.preflight(cases, self.settings.max_turns)
+        settings = self.settings
+        self.guard.preflight(cases, settings.max_turns, settings.max_retries + 1)
 
 
 class _Configured:
@@ -135,6 +146,11 @@ def configure_run(run: ModelRun | None) -> None:
     _Configured.run = run
 
 
+TALLY_FILE = "tally.json"
+WINDOW_FILE = "window.json"
+"""The files of the run's shared folder: its budget tally and its rate limits' minute."""
+
+
 def shared_tally() -> Path | None:
     """The file the run's budget tally is kept in, when processes share it; else None."""
     run = _Configured.run
@@ -142,11 +158,13 @@ def shared_tally() -> Path | None:
 
 
 def use_shared_tally(path: Path) -> None:
-    """Reserve this process's model calls from the run's tally file (an isolated adapter's
-    process, which has no pytest session: its settings are installed first)."""
+    """Reserve this process's model calls from the run's tally file, and send them within
+    the run's rate limits (the window file beside it): an isolated adapter's process,
+    which has no pytest session (its settings are installed first)."""
     from pytest_agentbench.agents.settings import configured_settings
 
-    configure_run(ModelRun(configured_settings(), tally=Tally(path)))
+    run = ModelRun(configured_settings(), tally=Tally(path), window=path.with_name(WINDOW_FILE))
+    configure_run(run)
 
 
 def configured_run() -> ModelRun | None:
@@ -210,9 +228,22 @@ class CaseCalls:
         self.refusal: BudgetRefused | None = None
         self._lock = threading.Lock()
 
-    def call(
+    def sent(self, digest: str) -> None:
+        """A model request is about to be sent: counted now, so a request the case limit
+        cuts off before its answer is still in the report (one attempt, no tokens)."""
+        with self._lock:
+            self.requests.append(digest)
+            self.attempts += 1
+
+    def withdraw(self, digest: str) -> None:
+        """The request :meth:`sent` counted last was never sent, or nothing came back."""
+        with self._lock:
+            if self.requests and self.requests[-1] == digest:
+                self.requests.pop()
+                self.attempts -= 1
+
+    def answered(
         self,
-        digest: str,
         *,
         attempts: int,
         input_tokens: int,
@@ -220,9 +251,9 @@ class CaseCalls:
         cost: Decimal,
         waits: Iterable[Wait],
     ) -> None:
+        """The request :meth:`sent` last counted ended after ``attempts`` attempts."""
         with self._lock:
-            self.requests.append(digest)
-            self.attempts += attempts
+            self.attempts += attempts - 1
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
             self.cost += cost
@@ -403,12 +434,11 @@ def run_provenance(
         wait_seconds += sum((Decimal(repr(w.seconds)) for w in record.waits), Decimal(0))
         if record.refused is not None:
             excluded.append(nodeid)
-    mode = settings.effective_mode
     return RunProvenance(
         provider=PROVIDER,
         base_url_host=endpoint_host(settings.base_url),
         model=settings.model or "",
-        mode="live" if mode == "off" else mode,
+        mode=run_mode(settings),
         settings_digest=settings.settings_digest(),
         pricing_digest=None if pricing is None else pricing.digest,
         currency=None if pricing is None else pricing.currency,

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from pytest_agentbench.agents.sources import SOURCES, CassetteMode
 from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
@@ -51,7 +53,20 @@ class ChatSettings(Record):
     """Render tool results inside per-call fences (``tools.wrapping``)."""
     cassettes: Path | None = None
     cassette_mode: CassetteMode | None = None
-    """``None``: ``replay`` when the cassette folder exists, otherwise ``record``."""
+    """Unset with a cassette folder: ``replay`` when the folder exists when the settings are
+    made, otherwise ``record`` (decided once, see :meth:`_decide_mode`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _decide_mode(cls, data: Any) -> Any:
+        """Decide a cassette folder's mode once, when the settings are made.
+
+        Deciding it again later (at report time, in a worker started after another
+        recorded into the folder) would label a recording run ``replay``.
+        """
+        if isinstance(data, dict) and data.get("cassettes") and not data.get("cassette_mode"):
+            data = {**data, "cassette_mode": decided_mode(Path(data["cassettes"]))}
+        return data
 
     def settings_digest(self) -> str:
         """The settings that shape what is sent and how it is retried (the report's digest).
@@ -78,11 +93,29 @@ class ChatSettings(Record):
 
     @property
     def effective_mode(self) -> CassetteMode:
-        if self.cassettes is None:
+        """The mode decided when the settings were made; never looked up again."""
+        if self.cassettes is None or self.cassette_mode is None:
             return "off"
-        if self.cassette_mode is not None:
-            return self.cassette_mode
-        return "replay" if self.cassettes.is_dir() else "record"
+        return self.cassette_mode
+
+
+def decided_mode(cassettes: Path) -> CassetteMode:
+    """A cassette folder with no mode given: replay what exists, else record."""
+    return "replay" if cassettes.is_dir() else "record"
+
+
+def refuse_credentials(base_url: str | None) -> str | None:
+    """Why ``base_url`` may not be used, or ``None``.
+
+    ``user:pass@`` in the URL makes the HTTP client send Basic auth in place of the
+    Bearer key, silently; the key belongs in the variable ``api_key_env`` names.
+    """
+    if base_url and urlsplit(base_url).netloc.rpartition("@")[1]:
+        return (
+            "the base URL carries credentials (user:pass@): they would replace the API key; "
+            "put the key in the variable agentbench_llm_api_key_env names"
+        )
+    return None
 
 
 def resolve_settings(
@@ -111,6 +144,9 @@ def resolve_settings(
     for name in ("cassettes", "pricing"):
         if name in values and root is not None:
             values[name] = str((root / values[name]).resolve())
+    credentials = refuse_credentials(values.get("base_url"))
+    if credentials is not None:
+        raise UsageError("llm_base_url_credentials", credentials, field=origin["base_url"])
     try:
         return ChatSettings.model_validate(values)
     except ValidationError as exc:

@@ -42,9 +42,15 @@ SOURCES: dict[str, tuple[str, str]] = {
 
 RUN_LIMITS: dict[str, tuple[str, str]] = {
     "max_connections": ("N", "model requests open at once in this process (default: unlimited)"),
-    "requests_per_minute": ("N", "model requests sent in any minute, per process"),
-    "tokens_per_minute": ("N", "model tokens (reserved, then reported) in any minute, per process"),
-    "max_calls": ("N", "model calls the whole run may make; checked before each call is sent"),
+    "requests_per_minute": ("N", "model requests the whole run sends in any minute"),
+    "tokens_per_minute": (
+        "N",
+        "model tokens (reserved, then reported) the whole run sends in any minute",
+    ),
+    "max_calls": (
+        "N",
+        "model requests (retries too) the whole run may send; checked before each is sent",
+    ),
     "max_tokens": (
         "N",
         "model tokens the whole run may use (needs agentbench_llm_max_tokens_per_call)",

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import (
     AnyRequest,
     CassetteShelf,
@@ -19,7 +20,7 @@ from pytest_agentbench.agents.cassettes import (
 )
 from pytest_agentbench.agents.limits import Wait, wait
 from pytest_agentbench.agents.provenance import ModelRun, current_run
-from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.agents.settings import ChatSettings, refuse_credentials
 from pytest_agentbench.agents.usage import reported_tokens
 from pytest_agentbench.sdk.canonical import loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -38,6 +39,8 @@ class Exchange:
 
     response: RecordedResponse
     waits: tuple[Wait, ...] = ()
+    refused: BudgetRefused | None = None
+    """A retry the run's budget refused: ``response`` is then the last failure before it."""
 
 
 class ClientShelf:
@@ -118,13 +121,25 @@ class ChatTransport:
         self.shelf = None if settings.cassettes is None else CassetteShelf(settings.cassettes)
         self.clients = ClientShelf(self._new_client)
 
-    def send(self, request: AnyRequest, *, tokens: int = 0) -> Exchange:
-        """``tokens``: what the request is expected to use, for the tokens-per-minute limit."""
+    def send(
+        self, request: AnyRequest, *, tokens: int = 0, on_send: Callable[[], None] | None = None
+    ) -> Exchange:
+        """``tokens``: what the request is expected to use, for the tokens-per-minute limit;
+        ``on_send`` is called once, as the request first leaves (past every rate limit)."""
         request = encoded(request)
         if self.mode == "replay":
             assert self.shelf is not None
-            return Exchange(self.shelf.load(request))
-        exchange = self._live(request, tokens)
+            response = self.shelf.load(request)
+            if on_send is not None:
+                on_send()
+            # The recorded retries count against the call ceiling as they did when recorded.
+            for _ in response.faults:
+                try:
+                    self.run.guard.reserve_retry()
+                except BudgetRefused as refusal:
+                    return Exchange(response, refused=refusal)
+            return Exchange(response)
+        exchange = self._live(request, tokens, on_send)
         if self.mode == "record":
             assert self.shelf is not None
             self.shelf.save(request, exchange.response)
@@ -147,6 +162,9 @@ class ChatTransport:
             raise ChatAgentError(
                 "llm_config", "no base URL (agentbench_llm_base_url / AGENTBENCH_LLM_BASE_URL)"
             )
+        credentials = refuse_credentials(self.settings.base_url)
+        if credentials is not None:
+            raise ChatAgentError("llm_base_url_credentials", credentials)
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(self.settings.api_key_env)
         if key:
@@ -159,7 +177,9 @@ class ChatTransport:
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
         )
 
-    def _live(self, request: EncodedRequest, tokens: int) -> Exchange:
+    def _live(
+        self, request: EncodedRequest, tokens: int, on_send: Callable[[], None] | None
+    ) -> Exchange:
         import httpx
 
         body = request.text.encode("utf-8")
@@ -167,25 +187,41 @@ class ChatTransport:
         faults: list[str] = []
         waits: list[Wait] = []
         while True:
-            permit = limiter.acquire(tokens)
-            waits.extend(permit.waits)
-            try:
-                with self.clients.lend() as client:
+            with self.clients.lend() as client:
+                # Admitted into the minute's window as it is sent, the client ready.
+                permit = limiter.acquire(tokens)
+                waits.extend(permit.waits)
+                if on_send is not None and not faults:
+                    on_send()
+                try:
                     answer = client.post("chat/completions", content=body)
-            except httpx.TimeoutException:
-                limiter.release(permit, None)
-                response = RecordedResponse(transport_error="timeout", faults=tuple(faults))
-                return Exchange(response, tuple(waits))
-            except httpx.TransportError as exc:
-                limiter.release(permit, None)
-                # Not recorded: an unreachable endpoint says nothing about the model.
-                raise ChatAgentError(
-                    "llm_unreachable", f"cannot reach the model endpoint ({type(exc).__name__})"
-                ) from None
+                except httpx.TimeoutException:
+                    limiter.release(permit, None)
+                    response = RecordedResponse(transport_error="timeout", faults=tuple(faults))
+                    return Exchange(response, tuple(waits))
+                except httpx.TransportError as exc:
+                    limiter.release(permit, None)
+                    # Not recorded: an unreachable endpoint says nothing about the model.
+                    raise ChatAgentError(
+                        "llm_unreachable",
+                        f"cannot reach the model endpoint ({type(exc).__name__})",
+                    ) from None
+                except BaseException:
+                    # The case limit interrupted the request: its connection slot is free again.
+                    limiter.release(permit, None)
+                    raise
             response = _recorded(answer.status_code, answer.text)
             reported = reported_tokens(response.json_body)
             limiter.release(permit, None if reported is None else _used(reported))
             if answer.status_code in RETRIED_STATUSES and len(faults) < self.settings.max_retries:
+                try:
+                    self.run.guard.reserve_retry()  # every request counts, retries too
+                except BudgetRefused as refusal:
+                    return Exchange(
+                        response.model_copy(update={"faults": tuple(faults)}),
+                        tuple(waits),
+                        refused=refusal,
+                    )
                 delay = self.run.backoff.delay(len(faults), answer.headers.get("retry-after"))
                 faults.append(f"http_{answer.status_code}")
                 waits.append(wait("retry", delay))

@@ -16,6 +16,8 @@ from pytest_agentbench.agents.cassettes import AnyRequest, RecordedResponse, req
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.ledger import Attempt, Tokens, UsageReport
 
+CUT_OFF = "cut_off"
+"""The fault of a request sent but never answered: the case limit interrupted it."""
 _TOKEN_FIELDS = {"input": "prompt_tokens", "output": "completion_tokens", "total": "total_tokens"}
 
 
@@ -72,7 +74,25 @@ class UsageLog:
             local.attempts, local.requests = [], []
         return local.attempts, local.requests
 
+    def sent(self, request: AnyRequest) -> None:
+        """A request is about to be sent: until :meth:`note` replaces it, it stands as one
+        ``cut_off`` fault, so a request the case limit interrupts is still ledgered."""
+        attempts, requests = self._pending()
+        digest = request_digest(request)
+        attempts.append({"outcome": "fault", "fault": CUT_OFF, "request_digest_sha256": digest})
+        requests.append(digest)
+
+    def withdraw(self, request: AnyRequest) -> None:
+        """The request :meth:`sent` announced was never sent, or nothing came back."""
+        attempts, requests = self._pending()
+        digest = request_digest(request)
+        announced = {"outcome": "fault", "fault": CUT_OFF, "request_digest_sha256": digest}
+        if requests and requests[-1] == digest and attempts and attempts[-1] == announced:
+            attempts.pop()
+            requests.pop()
+
     def note(self, request: AnyRequest, response: RecordedResponse) -> None:
+        self.withdraw(request)  # the request :meth:`sent` announced, answered
         attempts, requests = self._pending()
         digest = request_digest(request)
         for fault in response.faults:

@@ -33,11 +33,11 @@ from pytest_agentbench.agents.budget import PricingTable, decimal_text, read_pri
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.judging.documents import judgments_path, read_judgments
 from pytest_agentbench.report.judged_summary import JudgeTraffic, judge_ledger_name
-from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, ledger_path
+from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, TIMEOUT_EXCLUSION, ledger_path
 from pytest_agentbench.sdk.canonical import read_json
-from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.ledger import CallPayload, TerminalPayload, audit_ledger
+from pytest_agentbench.sdk.ledger import CallPayload, HeaderPayload, TerminalPayload, audit_ledger
 from pytest_agentbench.sdk.ledger.rows import Attempt
 
 
@@ -55,12 +55,22 @@ def add_parser(commands: Any) -> None:
 
 def cmd_audit(args: argparse.Namespace, registry: Any) -> int:
     pricing = None if args.pricing is None else read_pricing(Path(args.pricing))
-    totals = audit_report(Path(args.report), Path(args.ledger_dir), pricing)
+    try:
+        totals = audit_report(Path(args.report), Path(args.ledger_dir), pricing)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        # A report or ledger edited into a shape no check above foresaw is still a refusal
+        # with a code, never a traceback.
+        raise _refuse(
+            "audit_unreadable",
+            f"the report or a ledger does not read as one ({type(exc).__name__}: {exc})",
+            Path(args.report),
+        ) from None
     held = (
         f"{args.report} holds to {args.ledger_dir}: {totals.cases} cases, "
         f"{totals.calls} calls, {totals.attempts} attempts, "
         f"{totals.input_tokens} + {totals.output_tokens} tokens"
         + (f"; {totals.judge_calls} judge calls" if totals.judge_calls else "")
+        + ("; not bound by any ledger: " + ", ".join(UNBOUND) if totals.model_run else "")
     )
     if totals.unpriced_costs:
         # An "ok" here would vouch for costs nothing checked (one edited went unnoticed).
@@ -87,8 +97,14 @@ class CaseTotals:
         self.requests = _runs([a.request_digest_sha256 for a in attempts])
         self.calls = calls
 
-    def cost(self, pricing: PricingTable, model: str) -> Decimal:
-        price = pricing.models[model]
+    def cost(self, pricing: PricingTable, model: str, where: Path) -> Decimal:
+        price = pricing.models.get(model)
+        if price is None:
+            raise _refuse(
+                "audit_pricing_model_missing",
+                f"the pricing table has no price for model {model!r} the report names",
+                where,
+            )
         return price.cost(self.input_tokens, self.output_tokens)
 
 
@@ -100,6 +116,7 @@ class RunTotals:
         self.unpriced_costs: list[str] = []
         """What states a cost the audit could not check (no pricing table): one entry each
         for the cases, the judges and the run."""
+        self.model_run = False
 
 
 def _runs(digests: list[str | None]) -> list[str | None]:
@@ -160,7 +177,7 @@ def audit_report(report: Path, folder: Path, pricing: PricingTable | None) -> Ru
         totals.input_tokens += case.input_tokens
         totals.output_tokens += case.output_tokens
         if pricing is not None and model_run is not None:
-            totals.cost += case.cost(pricing, model_run.model)
+            totals.cost += case.cost(pricing, model_run.model, report)
     judged_costs = 0
     for path, traffic in _judge_traffic(report, folder):
         audited.add(path)
@@ -174,6 +191,7 @@ def audit_report(report: Path, folder: Path, pricing: PricingTable | None) -> Ru
         )
     if model_run is not None:
         _check_run(report, model_run, totals, pricing is not None)
+        totals.model_run = True
     if pricing is None:
         totals.unpriced_costs = _stated_costs(cases, model_run, judged_costs)
     return totals
@@ -209,9 +227,18 @@ def _audit_case(
     reading = audit_ledger(path)
     calls = [CallPayload.model_validate(row["call"]) for row in reading.rows if "call" in row]
     terminal = TerminalPayload.model_validate(reading.rows[-1]["terminal"])
+    header = HeaderPayload.model_validate(reading.rows[0]["header"])
+    _check_header(path, nodeid, header, model_run, pricing)
     excluded = result.outcome is CaseOutcome.EXCLUDED
-    if excluded != (terminal.kind == "excluded") or (
-        excluded and terminal.exclusion_code != result.exclusion
+    # The case limit ends the ledger excluded (case_timeout); the report fails the case.
+    timed_out = (
+        result.outcome is CaseOutcome.FAILED
+        and result.failure_class is FailureClass.AGENT_ERROR
+        and (terminal.kind, terminal.exclusion_code) == ("excluded", TIMEOUT_EXCLUSION)
+    )
+    if not timed_out and (
+        excluded != (terminal.kind == "excluded")
+        or (excluded and terminal.exclusion_code != result.exclusion)
     ):
         raise _refuse(
             "audit_terminal_mismatch",
@@ -245,7 +272,7 @@ def _audit_case(
         )
     _check_decisions(path, nodeid, stated, calls)
     if pricing is not None and model_run is not None:
-        cost = decimal_text(derived.cost(pricing, model_run.model))
+        cost = decimal_text(derived.cost(pricing, model_run.model, path))
         if stated.cost != cost:
             raise _refuse(
                 "audit_cost_mismatch",
@@ -253,6 +280,68 @@ def _audit_case(
                 path,
             )
     return derived
+
+
+HEADER_BINDS: tuple[tuple[str, str], ...] = (
+    ("provider", "provider"),
+    ("model", "model"),
+    ("settings_digest_sha256", "settings_digest"),
+    ("pricing_digest_sha256", "pricing_digest"),
+)
+"""``(ledger header provider field, report model_run field)``: what each header binds.
+
+Not the endpoint's host nor the cassette mode: a case's ledger is the same whichever
+endpoint answered and whether it was recorded or replayed (a replay reproduces the
+recording's ledgers byte for byte), so no ledger can vouch for them; ``cmd_audit`` says
+so rather than pass them as checked."""
+UNBOUND = ("base_url_host", "mode")
+
+
+def _check_header(
+    path: Path,
+    nodeid: str,
+    header: HeaderPayload,
+    model_run: RunProvenance | None,
+    pricing: PricingTable | None,
+) -> None:
+    """The report's model run is the one every case's ledger header recorded, field by field."""
+    provider = header.provider
+    if (provider is None) != (model_run is None):
+        raise _refuse(
+            "audit_header_mismatch",
+            f"case {nodeid}: "
+            + (
+                "the report names a model run, its ledger header none"
+                if provider is None
+                else "its ledger header names a model run, the report none"
+            ),
+            path,
+        )
+    if provider is None or model_run is None:
+        return
+    stated = model_run.model_dump(mode="json")
+    for field, reported in HEADER_BINDS:
+        if field not in provider and field == "pricing_digest_sha256":
+            recorded = None  # a run without a pricing table's price records none
+        else:
+            recorded = provider.get(field)
+        if recorded != stated[reported]:
+            raise _refuse(
+                "audit_header_mismatch",
+                f"case {nodeid}: the report's model_run.{reported} is {stated[reported]!r}, "
+                f"its ledger header's provider.{field} {recorded!r}",
+                path,
+            )
+    if pricing is not None:
+        price = pricing.models.get(model_run.model)
+        rates = (provider.get("input_per_token"), provider.get("output_per_token"))
+        if price is None or rates != (price.input_per_token, price.output_per_token):
+            raise _refuse(
+                "audit_header_mismatch",
+                f"case {nodeid}: the pricing table's rates for {model_run.model!r} are not "
+                "those its ledger header recorded",
+                path,
+            )
 
 
 def _check_decisions(

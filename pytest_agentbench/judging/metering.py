@@ -240,8 +240,16 @@ class MeteredSender:
         return response
 
     def stage(self, request: dict[str, JsonValue]) -> MeteredCall:
-        """The call reserved against the run's ceilings; a refusal is raised unrecorded."""
-        return MeteredCall(self, request, self._reserve())
+        """The call reserved against the run's ceilings; a refusal is raised unrecorded.
+
+        With a per-call token bound the request carries ``max_tokens``, as the chat
+        agent's do (:func:`~pytest_agentbench.agents.chat.bounded_request`).
+        """
+        from pytest_agentbench.agents.chat import bounded_request
+
+        bound = self.meter.run.settings.max_tokens_per_call
+        sent = bounded_request(request, bound).body
+        return MeteredCall(self, sent, self._reserve())
 
     def refused(self, request: dict[str, JsonValue], refusal: BudgetRefused) -> None:
         self.meter.refuse(self.seat, request, refusal)
@@ -266,12 +274,21 @@ class MeteredCall:
         self.sender = sender
         self.request = request
         self.reservation = reservation
+        self.refusal: BudgetRefused | None = None
+        """A retry the run's budget refused while the call was sent."""
 
     def transmit(self) -> RecordedResponse:
         expected = self.reservation.tokens or len(canonical_json(self.request)) // 4 + 1
-        return self.sender.transport.send(self.request, tokens=expected).response
+        exchange = self.sender.transport.send(self.request, tokens=expected)
+        self.refusal = exchange.refused
+        return exchange.response
 
     def settle(self, response: RecordedResponse) -> None:
+        """Settle and record the call; raises :class:`BudgetRefused` (after recording it) when
+        a retry was refused or the answer used more than the per-call bound: the seat then
+        gives no vote and nothing is cached."""
+        from pytest_agentbench.agents.chat import OVER_CALL_BOUND, overspent_call
+
         sender = self.sender
         tokens = final_tokens(response)
         used_in = None if tokens is None else tokens.input
@@ -280,6 +297,11 @@ class MeteredCall:
         price = sender.price
         cost = Decimal(0) if price is None else price.cost(used_in or 0, used_out or 0)
         sender.meter.sent(sender.seat, self.request, response, cost)
+        if self.refusal is not None:
+            raise self.refusal
+        overspent = overspent_call(tokens, sender.meter.run.settings.max_tokens_per_call)
+        if overspent is not None:
+            raise BudgetRefused(OVER_CALL_BOUND, overspent)
 
 
 class JudgeMeter:

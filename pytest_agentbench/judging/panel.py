@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -214,9 +214,31 @@ def majority_vote(scores: Sequence[int]) -> int | None:
     return ordered[(len(ordered) - 1) // 2]
 
 
+JUDGE_CACHE_SCHEME: Final = "agentbench-judge-cache/1"
+
+
+class JudgeCacheEntry(Record):
+    """One cached seat verdict, bound to what it judged and to itself by digests."""
+
+    scheme: Literal["agentbench-judge-cache/1"] = JUDGE_CACHE_SCHEME
+    inputs_digest_sha256: str
+    """The cache key: sha256 of (rubric digest, seat, judged content digest)."""
+    verdict: SeatVerdict
+    entry_digest_sha256: str
+    """sha256 of the inputs digest and the verdict (:func:`judge_entry_digest`)."""
+
+
+def judge_entry_digest(inputs_digest: str, verdict: SeatVerdict) -> str:
+    bound: JsonValue = {"inputs": inputs_digest, "verdict": verdict.model_dump(mode="json")}
+    return sha256_hex(canonical_json(bound).encode("utf-8"))
+
+
 class JudgeCache:
     """Seat verdicts by (rubric digest, seat, judged content digest); one JSON file each.
 
+    Each entry holds the digest of its inputs (its name) and of those inputs with
+    its verdict: an entry edited (a score changed) or copied under another entry's
+    name is refused as ``judge_cache_tampered``, never counted as a vote.
     Writes are atomic, so xdist workers judging the same content race harmlessly
     and serial and parallel runs leave the same files.
     """
@@ -234,15 +256,40 @@ class JudgeCache:
         if not path.is_file():
             return None
         try:
-            return SeatVerdict.model_validate(read_json(path, display=path.name))
+            entry = JudgeCacheEntry.model_validate(read_json(path, display=path.name))
         except ValidationError as exc:
+            first = exc.errors()[0]
             raise AgentbenchError(
-                "invalid_judge_cache", exc.errors()[0]["msg"], file=path.name
+                "invalid_judge_cache",
+                f"{first['msg']} (an entry of {JUDGE_CACHE_SCHEME}; judge again to rewrite it)",
+                file=path.name,
+                field=".".join(str(part) for part in first["loc"]),
             ) from None
+        if entry.inputs_digest_sha256 != key:
+            raise AgentbenchError(
+                "judge_cache_tampered",
+                "the entry judged other inputs than the ones its name is the digest of",
+                file=path.name,
+                field="inputs_digest_sha256",
+            )
+        if judge_entry_digest(key, entry.verdict) != entry.entry_digest_sha256:
+            raise AgentbenchError(
+                "judge_cache_tampered",
+                "the verdict is not the one cached (its digest differs)",
+                file=path.name,
+                field="verdict",
+            )
+        return entry.verdict
 
     def put(self, key: str, verdict: SeatVerdict) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        text = pretty_json(verdict.model_copy(update={"cached": False}).model_dump(mode="json"))
+        stored = verdict.model_copy(update={"cached": False})
+        entry = JudgeCacheEntry(
+            inputs_digest_sha256=key,
+            verdict=stored,
+            entry_digest_sha256=judge_entry_digest(key, stored),
+        )
+        text = pretty_json(entry.model_dump(mode="json"))
         handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
@@ -364,7 +411,10 @@ class Panel:
             response = flight.response.result()
         except BudgetRefused as refusal:
             return _refused(flight.seat, refusal)
-        flight.call.settle(response)
+        try:
+            flight.call.settle(response)
+        except BudgetRefused as refusal:
+            return _refused(flight.seat, refusal)  # recorded as sent; no vote, not cached
         score, parsed, reason = parse_verdict(response, self.rubric_file)
         verdict = SeatVerdict(seat=flight.seat.seat_id, score=score, parsed=parsed, reason=reason)
         if self._cache is not None:

@@ -5,8 +5,9 @@ error before any case runs; the agent reads them when it is built. The
 process's :class:`~pytest_agentbench.agents.provenance.ModelRun` (rate limiter,
 budget guard, pricing) is built here too.
 
-Budgets are the run's, not a process's: under xdist the controller makes a
-folder whose locked tally file every worker reserves from (and so does an
+Budgets and per-minute rate limits are the run's, not a process's: under xdist
+the controller makes a folder whose locked tally file every worker reserves
+from (and whose window file every worker enters its requests in) (and so does an
 isolated run for its adapter processes, which are handed the file), and the worst-case
 preflight runs where the selected cases are known before any is scheduled
 (after collection serially; under xdist, on the controller as each worker
@@ -28,6 +29,8 @@ import pytest
 from pytest_agentbench.agents.budget import BudgetRefused, Tally
 from pytest_agentbench.agents.provenance import (
     PROVIDER,
+    TALLY_FILE,
+    WINDOW_FILE,
     ModelRun,
     configure_run,
     endpoint_host,
@@ -38,15 +41,20 @@ from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 WORKERINPUT_KEY = "agentbench_budget_folder"
+MODE_KEY = "agentbench_cassette_mode"
+"""The cassette mode the controller decided, handed to every xdist worker: a worker that
+decided for itself would find the folder another worker had begun recording into."""
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     folder = config.getoption("agentbench_cassettes")
     pricing = config.getoption("agentbench_pricing")
+    workerinput = getattr(config, "workerinput", None)
+    decided = None if workerinput is None else workerinput.get(MODE_KEY)
     overrides = {
         "cassettes": None if folder is None else str(Path(folder).resolve()),
-        "cassette_mode": config.getoption("agentbench_cassette_mode"),
+        "cassette_mode": decided or config.getoption("agentbench_cassette_mode"),
         **{name: config.getoption(f"agentbench_{name}") for name in RUN_LIMITS},
         "pricing": None if pricing is None else str(Path(pricing).resolve()),
     }
@@ -61,19 +69,45 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         configure(settings)
         shared = _shared_folder(config, settings)
-        run = ModelRun(settings, tally=None if shared is None else Tally(tally_path(shared)))
+        run = (
+            ModelRun(settings)
+            if shared is None
+            else ModelRun(settings, tally=Tally(tally_path(shared)), window=shared / WINDOW_FILE)
+        )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
     configure_run(run)
     config.stash[RUN_KEY] = run
-    if shared is not None and not hasattr(config, "workerinput"):
+    if workerinput is None and settings.cassette_mode is not None:
+        config.pluginmanager.register(
+            ModeController(settings.cassette_mode), "agentbench-mode-controller"
+        )
+    if shared is not None and workerinput is None:
         config.pluginmanager.register(BudgetController(shared, run), "agentbench-budget-controller")
 
 
+class ModeController:
+    """On the xdist controller: hands every worker the cassette mode decided at start."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[MODE_KEY] = self.mode
+
+
 def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None:
-    """The folder the run's budget is shared through: made by the xdist controller."""
-    ceilings = (settings.max_calls, settings.max_tokens, settings.max_cost)
-    if all(ceiling is None for ceiling in ceilings):
+    """The folder the run's budget and rate limits are shared through: made by the xdist
+    controller (or the isolating process), handed to every process that calls the model."""
+    shared = (
+        settings.max_calls,
+        settings.max_tokens,
+        settings.max_cost,
+        settings.requests_per_minute,
+        settings.tokens_per_minute,
+    )
+    if all(limit is None for limit in shared):
         return None
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
@@ -92,7 +126,7 @@ def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None
 
 
 def tally_path(folder: Path) -> Path:
-    return folder / "tally.json"
+    return folder / TALLY_FILE
 
 
 class BudgetController:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pytest_agentbench.agents.cassettes import RecordedResponse
@@ -22,7 +23,11 @@ class ScriptedModel:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
 
-    def send(self, request: dict[str, Any], *, tokens: int = 0) -> Exchange:
+    def send(
+        self, request: dict[str, Any], *, tokens: int = 0, on_send: Callable[[], None] | None = None
+    ) -> Exchange:
+        if on_send is not None:
+            on_send()
         self.requests.append(request)
         tool_messages = [m for m in request["messages"] if m["role"] == "tool"]
         if not tool_messages:
