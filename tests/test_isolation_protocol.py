@@ -72,6 +72,7 @@ def test_records_and_mappings_are_sent_as_json() -> None:
             "expected": None,
             "actual": None,
             "detail": None,
+            "expected_fault": None,
         },
         "pairs": {"k": 1},
         "t": [1, 2],
