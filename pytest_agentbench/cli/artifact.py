@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from pytest_agentbench.cli.common import load
+from pytest_agentbench.cli.common import add_oracle_root, load
 from pytest_agentbench.sdk.canonical import JsonValue, read_json
 from pytest_agentbench.sdk.errors import AgentbenchError
 
@@ -36,8 +36,8 @@ def _document(path: str) -> JsonValue:
     return read_json(Path(path), display=path)
 
 
-def _spec(suite: str, registry: Any) -> Any:
-    loaded = load(suite, registry)
+def _spec(suite: str, registry: Any, oracle_roots: list[str]) -> Any:
+    loaded = load(suite, registry, oracle_roots)
     if loaded.world.kind != "operations":
         raise AgentbenchError(
             "unsupported_command",
@@ -63,7 +63,7 @@ def cmd_artifact(args: argparse.Namespace, registry: Any) -> int:
         line = f"ok: {args.artifact}: contract {version}, coherent; the ledger was not opened"
     elif args.reader == "replay":
         summary = artifact.replay_artifact(
-            _spec(args.suite, registry), _document(args.artifact), args.artifact
+            _spec(args.suite, registry, args.oracle_root), _document(args.artifact), args.artifact
         )
         line = (
             f"ok: {args.artifact}: reproduced from {summary['decisions']} tape decisions at "
@@ -106,6 +106,7 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     replay.add_argument(
         "--suite", required=True, help="the operations suite (id or folder) it was run on"
     )
+    add_oracle_root(replay)
     audit = readers.add_parser("audit", help="hold the artefact's binding to its journal")
     audit.add_argument("artifact", help="an episode artefact with a provider binding")
     audit.add_argument("journal", help="the case's execution ledger (--agentbench-ledger)")

@@ -12,6 +12,7 @@ from pytest_agentbench.cli.common import (
     JSON_HELP,
     SUITE_HELP,
     TIMEOUT_HELP,
+    add_oracle_root,
     command_state,
     load,
     read_predictions_text,
@@ -40,7 +41,7 @@ def _metric_lines(metrics: Sequence[MetricValue]) -> list[str]:
 
 
 def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    loaded = load(args.suite, registry)
+    loaded = load(args.suite, registry, args.oracle_root)
     world, suite = loaded.world, loaded.suite
     if args.predictions:
         path = Path(args.predictions).resolve()
@@ -108,4 +109,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     evaluate.add_argument(
         "--timeout", type=timeout_seconds, default=300.0, metavar="SECONDS", help=TIMEOUT_HELP
     )
+    add_oracle_root(evaluate)
     evaluate.set_defaults(handler=cmd_evaluate)
