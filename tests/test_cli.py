@@ -49,7 +49,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def shipped_rows(agent: ReferenceAgent | CurrentStateAgent) -> list[dict[str, Any]]:
     """The agent's submission rows for the shipped suite, in event order.
 
-    An action the agent refuses (current_state refuses one) has no row, so a
+    An action the agent refuses has no row, so a
     predictions file of these rows fails that case as the agent's error does.
     """
     public = read_public(SHIPPED_SUITE, "suites/" + SUITE_ID, exclude=("suite.yaml",))
@@ -334,18 +334,17 @@ def test_evaluate_reference_agent_scores_every_metric_perfectly(
 def test_evaluate_baselines_on_the_authored_suite(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # The seed's figures (0.6364, 0.3333, 0.5455) are the published fixture's; the
-    # authored suite shares the decision accuracy of always_deny, and current_state
-    # refuses its wrong-runtime case (no runtime at audit time runs it as claimed).
+    # The seed's figures (0.6364, 0.3333, 0.5455), the published fixture's, hold for the
+    # authored suite too.
     _, deny, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "always_deny")
     status, current, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "current_state")
     assert status == 0
     assert metric_text(deny, "authorization_decision_accuracy") == "0.6364"
     assert metric_text(deny, "authorization_decision_f1") == "null"
     assert metric_text(deny, "principal_resolution_accuracy") == "1.0000"
-    assert metric_text(current, "authorization_decision_accuracy") == "0.5455"
+    assert metric_text(current, "authorization_decision_accuracy") == "0.6364"
     assert metric_text(current, "authorization_decision_f1") == "0.3333"
-    assert metric_text(current, "provenance_completeness") == "0.4545"
+    assert metric_text(current, "provenance_completeness") == "0.5455"
 
 
 def test_evaluate_prints_metrics_grouped_by_family(capsys: pytest.CaptureFixture[str]) -> None:
@@ -371,9 +370,9 @@ def test_evaluate_json_carries_metrics_and_case_outcomes(
     assert list(report["cases"]) == ACTION_IDS
     assert set(report["cases"].values()) == {"passed", "failed"}
     metrics = json_metrics(out)
-    assert metrics["authorization_decision_accuracy"] == pytest.approx(6 / 11)
+    assert metrics["authorization_decision_accuracy"] == pytest.approx(7 / 11)
     assert metrics["authorization_decision_f1"] == pytest.approx(1 / 3)
-    assert metrics["provenance_completeness"] == pytest.approx(5 / 11)
+    assert metrics["provenance_completeness"] == pytest.approx(6 / 11)
 
 
 def test_evaluate_reference_predictions_score_perfectly(
@@ -506,7 +505,7 @@ def test_compare_prints_the_paired_table_and_gates_on_regressions(
     lines = out.splitlines()
     assert lines[1] == f"{SUITE_ID}: {len(suite['cases'])} pairs of 11 cases in 11 units"
     (accuracy,) = [line for line in lines if " authorization_decision_accuracy " in line]
-    assert "1.0000 -> 0.5455  -0.4545" in accuracy
+    assert "1.0000 -> 0.6364  -0.3636" in accuracy
     (f1,) = [line for line in lines if " authorization_decision_f1 " in line]
     assert f1.split()[0] == "untested"
     assert lines[-1].startswith("comparison passed: 0 regressions")

@@ -162,6 +162,17 @@ def build_index(snapshot: WorldSnapshot) -> WorldIndex:
     )
     _unique("organisation.json", "departments", organisation.departments)
     _unique("organisation.json", "policies", organisation.policies)
+    versions: set[str] = set()
+    for position, policy in enumerate(organisation.policies):
+        # The original keys policies by version: two sharing one cannot be told apart.
+        if policy.version in versions:
+            raise AgentbenchError(
+                "duplicate_id",
+                f"policy version {policy.version!r} appears more than once",
+                file="organisation.json",
+                field=f"policies[{position}].version",
+            )
+        versions.add(policy.version)
     _check_references(index)
     _refuse_cycles(
         "principals.jsonl",

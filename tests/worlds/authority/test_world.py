@@ -24,12 +24,7 @@ SHIPPED_ORACLE = SHIPPED_SUITE.parent.parent / "oracles" / SUITE_ID
 EVENTS = f"suites/{SUITE_ID}/public_events.jsonl"
 PUBLIC = read_public(SHIPPED_SUITE, f"suites/{SUITE_ID}", exclude=(SUITE_FILE,))
 REFERENCE_ROWS: list[dict[str, Any]] = ReferenceAgent().trace(PUBLIC)
-CURRENT_STATE_ROWS: list[dict[str, Any]] = [
-    CurrentStateAgent().trace_action(PUBLIC, row["event_id"])
-    for row in REFERENCE_ROWS
-    # current_state refuses the one action no runtime at audit time runs as claimed.
-    if row["event_id"] != "evt-015-draft-preparation"
-]
+CURRENT_STATE_ROWS: list[dict[str, Any]] = CurrentStateAgent().trace(PUBLIC)
 ACTION_IDS = [row["event_id"] for row in REFERENCE_ROWS]
 CONTROL_ITEMS = ["control-reference", "control-always-deny", "control-current-state"]
 WRONG_EVENT = "evt-010-authorised-comparison"
@@ -139,7 +134,7 @@ def test_predictions_file_reproduces_the_agents_metrics(
         assert suite["metrics"] == expected, run
         values = metric_values(suite)
         assert values["authorization_decision_f1"] == pytest.approx(1 / 3), run
-        assert values["provenance_completeness"] == pytest.approx(5 / 11), run
+        assert values["provenance_completeness"] == pytest.approx(6 / 11), run
         assert {entry["control_id"] for entry in suite["controls"]} == set(CONTROL_ITEMS), run
         assert all(entry["passed"] for entry in suite["controls"]), run
 
