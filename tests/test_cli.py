@@ -359,20 +359,91 @@ def test_evaluate_prints_metrics_grouped_by_family(capsys: pytest.CaptureFixture
     ]
 
 
-def test_evaluate_json_carries_metrics_and_case_outcomes(
+def test_evaluate_json_is_the_originals_evaluation_report(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     status, out, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "current_state", "--json")
     assert status == 0
     report = json.loads(out)
-    assert out == canonical_json(report) + "\n"
-    assert report["suite"] == SUITE_ID
-    assert list(report["cases"]) == ACTION_IDS
-    assert set(report["cases"].values()) == {"passed", "failed"}
-    metrics = json_metrics(out)
-    assert metrics["authorization_decision_accuracy"] == pytest.approx(7 / 11)
-    assert metrics["authorization_decision_f1"] == pytest.approx(1 / 3)
-    assert metrics["provenance_completeness"] == pytest.approx(6 / 11)
+    assert out == json.dumps(report, indent=2) + "\n"  # the original's layout, keys in order
+    assert list(report) == [
+        "synthetic",
+        "schema_version",
+        "scoring_version",
+        "task",
+        "seed",
+        "persona_count",
+        "benchmark_version",
+        "checksum_scheme",
+        "artifact_checksums",
+        "metrics",
+        "slices",
+    ]
+    checksums = json.loads((SHIPPED_ORACLE / "checksums.json").read_text())
+    assert {key: report[key] for key in list(report)[:9]} == {
+        "synthetic": True,
+        "schema_version": "0.2.0",
+        "scoring_version": "0.3.0",
+        "task": "agentic_authority",
+        "seed": 20260719,
+        "persona_count": 10,
+        "benchmark_version": "1.0.0",
+        "checksum_scheme": "sha256-artifact-set-v1",
+        "artifact_checksums": [
+            ["public", checksums["public_artifact_set_digest"]],
+            ["evaluator", checksums["evaluator_artifact_set_digest"]],
+        ],
+    }
+    names = [metric["name"] for metric in report["metrics"]]
+    assert names[:5] == [
+        "principal_resolution_accuracy",
+        "logical_agent_resolution_accuracy",
+        "runtime_binding_accuracy",
+        "credential_subject_accuracy",
+        "authorization_decision_accuracy",
+    ]
+    assert names[12:] == [
+        "policy_version_accuracy",
+        "provenance_precision",
+        "authorization_decision_precision",
+        "authorization_decision_recall",
+        "authorization_decision_f1",
+        "temporal_validity_accuracy",
+        "least_privilege_accuracy",
+        "excess_authority_rate",
+    ]
+    by_name = {metric["name"]: metric for metric in report["metrics"]}
+    assert list(by_name["authorization_decision_f1"]) == [
+        "synthetic",
+        "name",
+        "value",
+        "support",
+        "family",
+        "support_meaning",
+    ]
+    # F1's support is classification support: the actions truth allows, as recall's.
+    assert by_name["authorization_decision_f1"]["support"] == 4
+    assert by_name["authorization_decision_f1"]["support_meaning"] == (
+        "actions truth allows at action time, as classification support"
+    )
+    assert by_name["authorization_decision_recall"]["support"] == 4
+    assert by_name["authorization_decision_accuracy"]["value"] == pytest.approx(7 / 11)
+    assert by_name["authorization_decision_f1"]["value"] == pytest.approx(1 / 3)
+    assert by_name["provenance_completeness"]["value"] == pytest.approx(6 / 11)
+    # One case-kind slice per action and per-action metric, count 1 where it fails.
+    slices = report["slices"]
+    assert len(slices) == 11 * 13
+    assert slices[0] == {
+        "synthetic": True,
+        "dimension": "case_kind",
+        "value": "authorised_action",
+        "outcome": "principal_resolution_accuracy",
+        "count": 0,
+        "support": 1,
+    }
+    assert [item["outcome"] for item in slices[:13]][-1] == "policy_version_accuracy"
+    failed = sum(item["count"] for item in slices if item["outcome"] == "provenance_completeness")
+    assert failed == 11 - 6
 
 
 def test_evaluate_reference_predictions_score_perfectly(
@@ -385,7 +456,7 @@ def test_evaluate_reference_predictions_score_perfectly(
     assert len(metrics) == 20
     assert metrics.pop("excess_authority_rate") == 0.0
     assert metrics == dict.fromkeys(metrics, 1.0)
-    assert set(json.loads(out)["cases"].values()) == {"passed"}
+    assert {item["count"] for item in json.loads(out)["slices"]} == {0}
 
 
 def test_evaluate_refuses_an_invalid_predictions_file_with_its_diagnostics(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +21,11 @@ from pytest_agentbench.cli.common import (
 )
 from pytest_agentbench.scoring.metrics import aggregate, by_family
 from pytest_agentbench.sdk.canonical import canonical_json
-from pytest_agentbench.sdk.capabilities import DeclaresScope, ValidatesPredictions
+from pytest_agentbench.sdk.capabilities import (
+    DeclaresScope,
+    ReportsEvaluation,
+    ValidatesPredictions,
+)
 from pytest_agentbench.sdk.contracts import FailureClass, MetricValue
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
@@ -81,7 +86,10 @@ def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
         return 1
     metrics = aggregate(world.metrics(suite), results)
     scope = world.measurement_scope(suite) if isinstance(world, DeclaresScope) else None
-    if args.json:
+    if args.json and isinstance(world, ReportsEvaluation):
+        # The original's envelope, its keys in its own order.
+        print(json.dumps(world.evaluation_report(suite, results, metrics), indent=2))
+    elif args.json:
         document = {
             "suite": suite.id,
             "metrics": [metric.model_dump(mode="json") for metric in metrics],

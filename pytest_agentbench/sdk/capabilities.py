@@ -7,12 +7,13 @@ refuse by name (``unsupported_command``) when a world lacks one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from pytest_agentbench.run.controls_oracle import ControlOracle
+    from pytest_agentbench.sdk.contracts import CaseResult, MetricValue
     from pytest_agentbench.sdk.suite import Suite
 
 
@@ -35,6 +36,20 @@ class DeclaresScope(Protocol):
     """Optional world capability: what a suite's scores measure, and what they do not prove."""
 
     def measurement_scope(self, suite: Suite) -> Any: ...
+
+
+@runtime_checkable
+class ReportsEvaluation(Protocol):
+    """Optional world capability: the original's report of one scored run.
+
+    ``agentbench evaluate --json`` prints it (keys in the order given) in place
+    of the core's document, so a suite scores to the very envelope its original
+    emits. ``results`` are the run's graded cases, ``metrics`` their aggregate.
+    """
+
+    def evaluation_report(
+        self, suite: Suite, results: Sequence[CaseResult], metrics: Sequence[MetricValue]
+    ) -> dict[str, Any]: ...
 
 
 @runtime_checkable
