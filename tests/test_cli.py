@@ -469,6 +469,50 @@ def test_evaluate_refuses_an_invalid_predictions_file_with_its_diagnostics(
     assert err.splitlines()[-1] == "invalid: 1 error(s), 0 warning(s)"
 
 
+def test_rows_are_accepted_and_refused_as_the_originals_trace_model_does(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """validate and evaluate on rows of our own, each against the original's rule."""
+    # Lax values the original's model reads: 1 and "true" as booleans, synthetic 1, blank
+    # ids kept (they simply match nothing).
+    lax = [
+        {**REFERENCE_ROWS[0], "reconstructable_from_retained_evidence": 1, "synthetic": 1},
+        {**REFERENCE_ROWS[1], "reconstructable_from_retained_evidence": "true"},
+        {**REFERENCE_ROWS[2], "side_effect": "", "evidence_refs": [" "]},
+        *REFERENCE_ROWS[3:],
+    ]
+    path = write_predictions(workdir / "lax.jsonl", lax)
+    assert run(capsys, "validate", SUITE_ID, "--predictions", str(path))[0] == 0
+    status, out, _ = run(capsys, "evaluate", SUITE_ID, "--predictions", str(path), "--json")
+    assert status == 0
+    metrics = json_metrics(out)
+    assert metrics["expected_side_effect_accuracy"] == pytest.approx(10 / 11)
+    # A row schema other than 1.0.0 is refused.
+    path = write_predictions(
+        workdir / "schema.jsonl", _with_line(3, _changed(2, schema_version="2.0.0"))
+    )
+    status, out, err = run(capsys, "evaluate", SUITE_ID, "--predictions", str(path))
+    assert (status, out) == (1, "")
+    assert "line 3: error [invalid_row] schema_version: " in err
+    # A padded event_id is kept as written: an unexpected event, and its action missing.
+    padded = _with_line(1, _changed(0, event_id=f" {ACTION_IDS[0]}"))
+    path = write_predictions(workdir / "padded.jsonl", padded)
+    status, out, _ = run(capsys, "validate", SUITE_ID, "--predictions", str(path), "--json")
+    assert status == 1
+    assert [d["code"] for d in json.loads(out)["diagnostics"]] == [
+        "unexpected_event_id",
+        "missing_event_id",
+    ]
+    # Empty rows: the validator refuses them, the scorer grades them, as the original's do.
+    path = write_predictions(workdir / "empty.jsonl", [{"event_id": e} for e in ACTION_IDS])
+    assert run(capsys, "validate", SUITE_ID, "--predictions", str(path))[0] == 1
+    status, out, err = run(capsys, "evaluate", SUITE_ID, "--predictions", str(path), "--json")
+    assert (status, err) == (0, "")
+    metrics = json_metrics(out)
+    assert metrics["least_privilege_accuracy"] == 1.0
+    assert metrics["authorization_decision_accuracy"] == 0.0
+
+
 def test_evaluate_unknown_agent_names_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(capsys, "evaluate", SUITE_ID, "--agent", "oracle_peeker")
     assert (status, out) == (1, "")

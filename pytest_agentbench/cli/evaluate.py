@@ -51,9 +51,11 @@ def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
     if args.predictions:
         path = Path(args.predictions).resolve()
         if isinstance(world, ValidatesPredictions):
-            # A document the validator refuses is refused here too, before scoring.
+            # A document the scorer refuses is refused here, before scoring, with the
+            # validator's diagnostics. A report may call a document it finds invalid
+            # scorable still (``scorable``): one the original's scorer grades.
             report = world.validate_predictions(suite, read_predictions_text(path))
-            if not report.valid:
+            if not getattr(report, "scorable", report.valid):
                 for line in report.render_lines():
                     print(line, file=sys.stderr)
                 return 1

@@ -48,7 +48,7 @@ from pytest_agentbench.sdk import (
     grade,
 )
 from pytest_agentbench.worlds.authority.models import AuthorityTruth, CanonicalBinding, CaseLabel
-from pytest_agentbench.worlds.authority.trace import ObservedActionTrace, is_uninformative
+from pytest_agentbench.worlds.authority.trace import ObservedActionTrace
 
 SCORING_PROTOCOL = "0.3.0"
 
@@ -533,7 +533,8 @@ def check_submission(rows: Sequence[ObservedActionTrace], action_event_ids: Sequ
 
     Per-line shape errors (``malformed_json``, ``invalid_row``) are the
     reader's; this checks what remains: ``duplicate_event_id``,
-    ``unexpected_event_id``, ``missing_event_id`` and ``all_rows_null``.
+    ``unexpected_event_id`` and ``missing_event_id``. A submission of empty rows
+    is graded, as the original's scorer grades it (only the validator refuses it).
     """
     expected = set(action_event_ids)
     seen: set[str] = set()
@@ -553,10 +554,6 @@ def check_submission(rows: Sequence[ObservedActionTrace], action_event_ids: Sequ
     if absent:
         raise AgentbenchError(
             "missing_event_id", f"no row for action event(s): {', '.join(absent)}"
-        )
-    if rows and all(is_uninformative(row) for row in rows):
-        raise AgentbenchError(
-            "all_rows_null", "every row is empty: a misconfigured adapter, not a submission"
         )
 
 

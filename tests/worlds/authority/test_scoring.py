@@ -326,7 +326,6 @@ def test_fields_the_scorer_does_not_read_change_no_check() -> None:
     base = grade_one(perfect_row("evt-1"))
     unread = [name for name in NULLABLE_FIELDS if name not in SCORED_FIELDS]
     assert set(unread) == {
-        "schema_version",
         "timestamp",
         "resource_id",
         "action",
@@ -625,15 +624,14 @@ def test_duplicate_row_is_refused() -> None:
     assert error.code == "duplicate_event_id"
 
 
-def test_all_null_rows_are_refused() -> None:
-    error = refusal([ObservedActionTrace(event_id=event_id) for event_id in ACTION_IDS])
-    assert error.code == "all_rows_null"
-
-
-def test_rows_with_only_empty_evidence_are_refused_like_all_null_rows() -> None:
+def test_all_null_rows_are_scored_as_the_original_scores_them() -> None:
+    """Only the validator refuses a submission of empty rows; the scorer grades it."""
+    scores = score([ObservedActionTrace(event_id=event_id) for event_id in ACTION_IDS])
+    assert scores["authorization_decision_accuracy"] == (0.0, 4)
+    # Only explicit allows count against least privilege: a perfect score, as the original's.
+    assert scores["least_privilege_accuracy"] == (1.0, 2)
     rows = [ObservedActionTrace(event_id=event_id, evidence_refs=()) for event_id in ACTION_IDS]
-    rows[0] = ObservedActionTrace(event_id="evt-1")
-    assert refusal(rows).code == "all_rows_null"
+    assert score(rows)["provenance_completeness"] == (0.0, 4)
 
 
 def test_one_informative_row_makes_the_submission_scoreable() -> None:
