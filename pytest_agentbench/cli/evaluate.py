@@ -54,7 +54,7 @@ def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
             # A document the scorer refuses is refused here, before scoring, with the
             # validator's diagnostics. A report may call a document it finds invalid
             # scorable still (``scorable``): one the original's scorer grades.
-            report = world.validate_predictions(suite, read_predictions_text(path))
+            report = world.validate_predictions(suite, read_predictions_text(path), path=path)
             if not getattr(report, "scorable", report.valid):
                 for line in report.render_lines():
                     print(line, file=sys.stderr)

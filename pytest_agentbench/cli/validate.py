@@ -24,8 +24,9 @@ def cmd_validate(args: argparse.Namespace, registry: WorldRegistry) -> int:
         raise AgentbenchError(
             "unsupported_command", f"world kind {loaded.world.kind!r} offers no validator"
         )
+    path = Path(args.predictions)
     report = loaded.world.validate_predictions(
-        loaded.suite, read_predictions_text(Path(args.predictions))
+        loaded.suite, read_predictions_text(path), path=path.resolve()
     )
     if args.json:
         print(report.json_text())

@@ -19,9 +19,15 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class ValidatesPredictions(Protocol):
-    """Optional world capability: shape-check a predictions file without the oracle."""
+    """Optional world capability: shape-check a predictions file without the oracle.
 
-    def validate_predictions(self, suite: Suite, text: str) -> Any: ...
+    ``path`` is the file ``text`` was read from, where the command has one: a
+    world may read what lies beside it (a submission's manifest). The report has
+    ``valid``, ``render_lines()`` and ``json_text()``; it may also say
+    ``scorable`` (the scorer grades a document the validator calls invalid).
+    """
+
+    def validate_predictions(self, suite: Suite, text: str, path: Path | None = None) -> Any: ...
 
 
 @runtime_checkable

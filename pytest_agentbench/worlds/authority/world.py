@@ -367,7 +367,9 @@ class AuthorityWorld:
         evaluator = self.load_oracle(suite).evaluator
         return report.evaluation_report(_data(suite).bundle, evaluator, results, metrics)
 
-    def validate_predictions(self, suite: Suite, text: str) -> ValidationReport:
+    def validate_predictions(
+        self, suite: Suite, text: str, path: Path | None = None
+    ) -> ValidationReport:
         return validate_trace(text, [case.case_id for case in _data(suite).cases])
 
 
