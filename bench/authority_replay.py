@@ -235,6 +235,8 @@ class _Generator:
     revoked: set[str] = field(default_factory=set)
     retained: list[str] = field(default_factory=list)
     """Evidence recorded by events and not discarded (each ref is recorded once)."""
+    discarded: set[str] = field(default_factory=set)
+    """Evidence discarded so far: an action cites only what is still retained."""
     bindings: list[CanonicalBinding] = field(default_factory=list)
 
     @property
@@ -418,6 +420,7 @@ class _Generator:
         position = self.rng.randrange(len(self.retained))
         self.retained[position], self.retained[-1] = self.retained[-1], self.retained[position]
         ref = self.retained.pop()
+        self.discarded.add(ref)
         self.emit("discard", EvidenceDiscarded(evidence_refs=(ref,)))
         return True
 
@@ -449,10 +452,15 @@ class _Generator:
             requested_scope=tuple(rng.sample(SCOPES, rng.randint(1, 2))),
             purpose=rng.choice(PURPOSES),
             policy_version=POLICY_VERSION,
-            evidence_refs=(
-                f"evidence:policy:{POLICY_VERSION}",
-                f"evidence:credential:{credential_id}",
-                f"evidence:runtime:{runtime.id}",
+            # Only evidence still retained: the builder refuses an action citing more.
+            evidence_refs=tuple(
+                ref
+                for ref in (
+                    f"evidence:policy:{POLICY_VERSION}",
+                    f"evidence:credential:{credential_id}",
+                    f"evidence:runtime:{runtime.id}",
+                )
+                if ref not in self.discarded
             ),
         )
         self.emit("action", ActionAttempted(attempt=attempt))
