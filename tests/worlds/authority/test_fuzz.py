@@ -601,9 +601,10 @@ def test_changed_payload_types_are_refused_on_the_payload(position: int, kind: s
 def test_unknown_references_in_payloads_are_refused(position: int, unknown: str) -> None:
     values = stream()
     payload = values[position]["payload"]
-    for path in _leaf_paths(payload):
+    for number, path in enumerate(_leaf_paths(payload)):
         if path[-1] not in NOT_IDS and isinstance(_get_path(payload, path), str):
-            _set_path(payload, path, f"unknown:{unknown}")
+            # Distinct per leaf: a repeat inside one list is refused before any reference.
+            _set_path(payload, path, f"unknown:{unknown}:{number}")
     result = outcome(lambda: replay(values))
     kind = payload["event_type"]
     if kind == "audit_performed":
