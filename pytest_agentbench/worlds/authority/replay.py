@@ -427,8 +427,9 @@ def _check_payload_references(index: WorldIndex, event: Event, *, where: str) ->
                 "credential",
             ),
         ]
-        # The attempted resource is not required to exist: the original judges an
-        # attempt on an unknown resource as no_active_delegation (see engine).
+        # The attempted resource is not required to exist here: the original's scorer
+        # judges an attempt on an unknown resource as no_active_delegation (see engine);
+        # only building a world refuses it (builder.check_build_stream), as its builder does.
         _require(refs, file=EVENTS_FILE, where=f"{where}.attempt")
         if attempt.proposed_delegation is not None:
             proposed = _delegation_refs(index, attempt.proposed_delegation)
