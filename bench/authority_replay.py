@@ -311,8 +311,9 @@ class _Generator:
                 purpose=rng.choice(PURPOSES),
                 may_delegate=rng.random() < 0.7,
             )
-        # Mostly attenuated; sometimes wider than the parent (an overprivileged hop).
-        scopes = parent.scopes if rng.random() < 0.15 else SCOPES
+        # Attenuated: a granted child never widens its parent (building refuses it, as
+        # the original's replay does; only a proposed sub-delegation may be overprivileged).
+        scopes = parent.scopes
         return Capability(
             resource_ids=(rng.choice(parent.resource_ids),),
             actions=(rng.choice(parent.actions),),
@@ -369,6 +370,7 @@ class _Generator:
             for i in picked
             if i is not None
             and self.by_id[i].parent_delegation_id is None
+            and self.by_id[i].capability.may_delegate
             and self.by_id[i].grantee_agent_id.endswith(ROOT_AGENTS[0])
         ]
         if not parents:

@@ -13,6 +13,13 @@ with its own code, a world that is malformed rather than merely denied:
 
 * ``extra_audit_event`` - a second audit event (a world to build has exactly
   one, the one its scenario names; ``invalid_audit_event`` otherwise);
+* ``introduced_outside_validity`` - a delegation granted, or a credential
+  issued, at a time outside its own validity;
+* ``child_not_attenuated`` - a child grant that does not narrow its parent
+  (the parent may delegate; same origin and policy version; members, purpose
+  and validity within the parent's);
+* ``revocation_of_inactive_delegation`` - a revocation of a delegation already
+  revoked, itself or through a parent;
 * ``credential_not_yet_issued`` - an action presents a credential issued only
   after it;
 * ``unknown_resource_action`` - an action names a resource that does not
@@ -72,6 +79,7 @@ from pytest_agentbench.worlds.authority.bundle import (
 )
 from pytest_agentbench.worlds.authority.engine import (
     accountable_owner_chain,
+    attenuated,
     audit_events,
     derive_truth,
     on_identity_paths,
@@ -84,6 +92,9 @@ from pytest_agentbench.worlds.authority.models import (
     BindingsFile,
     CanonicalBinding,
     CaseLabel,
+    CredentialIssued,
+    DelegationGranted,
+    DelegationRevoked,
     EvaluatorBundle,
     Event,
     EvidenceEpoch,
@@ -94,6 +105,7 @@ from pytest_agentbench.worlds.authority.models import (
     Scenario,
     ToolSchemaFile,
     WorldSnapshot,
+    format_utc,
     record_json,
 )
 from pytest_agentbench.worlds.authority.replay import (
@@ -242,14 +254,55 @@ def check_build_stream(public: PublicBundle, bindings: Sequence[CanonicalBinding
     binding_of = {binding.action_event_id: position for position, binding in enumerate(bindings)}
     replayer = Replayer(public.snapshot, public.events)
     for position, event in enumerate(public.events):
-        if isinstance(event.payload, ActionAttempted):
-            attempt = event.payload.attempt
-            _check_action(replayer.state, attempt, position)
+        payload = event.payload
+        if isinstance(payload, ActionAttempted):
+            _check_action(replayer.state, payload.attempt, position)
             # A binding for a non-action event is refused by derive_truth's key check.
             if event.id in binding_of:
                 at = binding_of[event.id]
-                check_binding(replayer.state, attempt, bindings[at], field=f"bindings[{at}]")
+                check_binding(
+                    replayer.state, payload.attempt, bindings[at], field=f"bindings[{at}]"
+                )
+        elif isinstance(payload, DelegationGranted | CredentialIssued | DelegationRevoked):
+            _check_introduction(replayer.state, event, position)
         replayer.step()
+
+
+def _check_introduction(state: WorldState, event: Event, position: int) -> None:
+    """A grant or issue inside its own validity, a child grant attenuated, a revocation of
+    a delegation still active: the original's replay rules a build applies."""
+    payload = event.payload
+    if isinstance(payload, DelegationRevoked):
+        if state.is_revoked(payload.delegation_id):
+            raise _refuse_event(
+                "revocation_of_inactive_delegation",
+                f"delegation {payload.delegation_id!r} is already revoked (itself or a parent)",
+                position,
+                "payload.delegation_id",
+            )
+        return
+    record = payload.delegation if isinstance(payload, DelegationGranted) else payload.credential
+    kind = "delegation" if isinstance(payload, DelegationGranted) else "credential"
+    if not record.valid_from <= event.occurred_at < record.expires_at:
+        raise _refuse_event(
+            "introduced_outside_validity",
+            f"{kind} {record.id!r} is {'granted' if kind == 'delegation' else 'issued'} at "
+            f"{format_utc(event.occurred_at)}, outside its validity "
+            f"[{format_utc(record.valid_from)}, {format_utc(record.expires_at)})",
+            position,
+            f"payload.{kind}",
+        )
+    if isinstance(payload, DelegationGranted) and record.parent_delegation_id is not None:
+        parent = state.delegations.get(record.parent_delegation_id)
+        # An ungranted or revoked parent is the replay's own refusal, at the step.
+        if parent is not None and not attenuated(payload.delegation, parent):
+            raise _refuse_event(
+                "child_not_attenuated",
+                f"delegation {record.id!r} does not narrow its parent {parent.id!r} "
+                "(may_delegate, origin, policy version, members, purpose, validity)",
+                position,
+                "payload.delegation",
+            )
 
 
 def _check_action(state: WorldState, attempt: Attempt, position: int) -> None:

@@ -6,6 +6,7 @@ every refusal is exercised against an otherwise well-formed world.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,11 @@ from pytest_agentbench.worlds.authority.models import (
     ActionAttempted,
     CanonicalBinding,
     CaseLabel,
+    Credential,
+    CredentialIssued,
     Delegation,
     DelegationGranted,
+    DelegationRevoked,
     Event,
     Runtime,
     RuntimeSpawned,
@@ -164,15 +168,26 @@ def test_attributed_actor_on_the_credential_path_is_accepted(source: WorldSource
     assert binding.attributed_actor_id == asteria.PROCUREMENT_SERVICE
 
 
-def _reorder(source: WorldSource, order: list[int]) -> WorldSource:
-    """The stream with its events (given by 1-based index) in ``order``, renumbered in time."""
-    events = tuple(
-        source.events[old - 1].model_copy(
-            update={"event_index": new, "occurred_at": asteria.at_minute(new)}
-        )
-        for new, old in enumerate(order, start=1)
+def _move_after(source: WorldSource, moved: int, after: int) -> WorldSource:
+    """The stream with event ``moved`` (1-based) placed just after event ``after``.
+
+    Every other event keeps its time; the moved one takes the time half a minute
+    after ``after`` (so each record stays inside its own validity), and indices
+    are renumbered.
+    """
+    events = list(source.events)
+    event = events.pop(moved - 1)
+    anchor = next(
+        position for position, e in enumerate(events) if e.id == source.events[after - 1].id
     )
-    return source.model_copy(update={"events": events})
+    timed = event.model_copy(
+        update={"occurred_at": events[anchor].occurred_at + timedelta(seconds=30)}
+    )
+    events.insert(anchor + 1, timed)
+    renumbered = tuple(
+        e.model_copy(update={"event_index": index}) for index, e in enumerate(events, start=1)
+    )
+    return source.model_copy(update={"events": renumbered})
 
 
 def _change_attempt(source: WorldSource, event_id: str, **changes: object) -> WorldSource:
@@ -186,7 +201,6 @@ def _change_attempt(source: WorldSource, event_id: str, **changes: object) -> Wo
 
 
 FIRST = "evt-010-authorised-comparison"  # index 10, through the comparison runtime (index 2)
-AFTER_FIRST_ACTION = [*range(1, 10), 11, 10, *range(12, 25)]
 
 
 def _malformed_worlds(source: WorldSource) -> dict[str, tuple[WorldSource, str, str, str]]:
@@ -201,7 +215,6 @@ def _malformed_worlds(source: WorldSource) -> dict[str, tuple[WorldSource, str, 
     without_runtime_evidence = _change_attempt(
         source, FIRST, evidence_refs=(f"evidence:policy:{asteria.POLICY_VERSION}",)
     )
-    spawned_late = [1, *range(3, 11), 2, *range(11, 25)]
     return {
         "binding agent is not the runtime's agent (same tenant)": (
             _rebind(source, FIRST, logical_agent_id=asteria.PROCUREMENT_AGENT),
@@ -222,13 +235,13 @@ def _malformed_worlds(source: WorldSource) -> dict[str, tuple[WorldSource, str, 
             "[24].payload",
         ),
         "credential presented before its issuance": (
-            _reorder(source, [1, 2, 3, 4, 6, 7, 8, 9, 10, 5, *range(11, 25)]),
+            _move_after(source, 5, 10),
             "credential_not_yet_issued",
             "public_events.jsonl",
             "[8].payload.attempt.presented_credential_id",
         ),
         "action citing runtime evidence spawned later": (
-            _reorder(source, spawned_late),
+            _move_after(source, 2, 10),
             "evidence_unavailable_at_action",
             "public_events.jsonl",
             "[8].payload.attempt.evidence_refs",
@@ -252,7 +265,7 @@ def _malformed_worlds(source: WorldSource) -> dict[str, tuple[WorldSource, str, 
             "[9].payload.attempt.resource_id",
         ),
         "binding runtime spawned after the action": (
-            _reorder(without_runtime_evidence, spawned_late),
+            _move_after(without_runtime_evidence, 2, 10),
             "runtime_not_yet_spawned",
             "canonical_bindings.json",
             "bindings[0].runtime_id",
@@ -268,6 +281,78 @@ def test_the_original_builders_refusals_are_refused_by_name(source: WorldSource)
         found[name] = (error.code, error.location.file, error.location.field)
     assert found == {
         name: tuple(expected) for name, (_, *expected) in _malformed_worlds(source).items()
+    }
+
+
+def _replace_credential(source: WorldSource, credential_id: str, **changes: object) -> WorldSource:
+    def changed(credential: Credential) -> Credential:
+        if credential.id != credential_id:
+            return credential
+        return credential.model_copy(update=changes)
+
+    snapshot = source.snapshot.model_copy(
+        update={"credentials": tuple(changed(c) for c in source.snapshot.credentials)}
+    )
+    events = tuple(
+        event.model_copy(
+            update={"payload": CredentialIssued(credential=changed(event.payload.credential))}
+        )
+        if isinstance(event.payload, CredentialIssued)
+        else event
+        for event in source.events
+    )
+    return source.model_copy(update={"snapshot": snapshot, "events": events})
+
+
+def test_the_original_replays_introduction_rules_are_refused_by_name(
+    source: WorldSource,
+) -> None:
+    """Grants and issues inside their validity, child grants attenuated, one revocation each."""
+    child = next(d for d in source.snapshot.delegations if d.id == asteria.COMPARISON_CHILD)
+    wider = child.capability.model_copy(update={"purpose": asteria.DRAFT_PURPOSE})
+    discard_event = source.events[22]
+    revoked_twice = discard_event.model_copy(
+        update={"payload": DelegationRevoked(delegation_id=asteria.COMPARISON_CHILD)}
+    )
+    worlds = {
+        "grant before its validity": _replace_delegation(
+            source, asteria.DRAFT_GRANT, valid_from=asteria.at_minute(10)
+        ),
+        "issue before its validity": _replace_credential(
+            source, asteria.PROCUREMENT_CREDENTIAL, valid_from=asteria.at_minute(5)
+        ),
+        "child wider than its parent": _replace_delegation(
+            source, asteria.COMPARISON_CHILD, capability=wider
+        ),
+        "revocation of a delegation its parent's revocation revoked": source.model_copy(
+            update={"events": (*source.events[:22], revoked_twice, *source.events[23:])}
+        ),
+    }
+    found = {}
+    for name, world in worlds.items():
+        error = _refusal(world)
+        found[name] = (error.code, error.location.file, error.location.field)
+    assert found == {
+        "grant before its validity": (
+            "introduced_outside_validity",
+            "public_events.jsonl",
+            "[8].payload.delegation",
+        ),
+        "issue before its validity": (
+            "introduced_outside_validity",
+            "public_events.jsonl",
+            "[3].payload.credential",
+        ),
+        "child wider than its parent": (
+            "child_not_attenuated",
+            "public_events.jsonl",
+            "[7].payload.delegation",
+        ),
+        "revocation of a delegation its parent's revocation revoked": (
+            "revocation_of_inactive_delegation",
+            "public_events.jsonl",
+            "[22].payload.delegation_id",
+        ),
     }
 
 
@@ -293,7 +378,7 @@ def test_derive_refuses_shipped_records_of_a_world_the_builder_refuses(
     source: WorldSource,
 ) -> None:
     public, evaluator = build_benchmark(source)
-    late = _reorder(source, [1, 2, 3, 4, 6, 7, 8, 9, 10, 5, *range(11, 25)])
+    late = _move_after(source, 5, 10)
     moved = public.model_copy(update={"events": late.events})
     with pytest.raises(AgentbenchError) as caught:
         derive_differences(moved, evaluator)
