@@ -92,7 +92,9 @@ from pytest_agentbench.worlds.authority.models import (
     BindingsFile,
     CanonicalBinding,
     CaseLabel,
+    Credential,
     CredentialIssued,
+    Delegation,
     DelegationGranted,
     DelegationRevoked,
     EvaluatorBundle,
@@ -280,29 +282,35 @@ def _check_introduction(state: WorldState, event: Event, position: int) -> None:
                 position,
                 "payload.delegation_id",
             )
-        return
-    record = payload.delegation if isinstance(payload, DelegationGranted) else payload.credential
-    kind = "delegation" if isinstance(payload, DelegationGranted) else "credential"
-    if not record.valid_from <= event.occurred_at < record.expires_at:
-        raise _refuse_event(
-            "introduced_outside_validity",
-            f"{kind} {record.id!r} is {'granted' if kind == 'delegation' else 'issued'} at "
-            f"{format_utc(event.occurred_at)}, outside its validity "
-            f"[{format_utc(record.valid_from)}, {format_utc(record.expires_at)})",
-            position,
-            f"payload.{kind}",
-        )
-    if isinstance(payload, DelegationGranted) and record.parent_delegation_id is not None:
-        parent = state.delegations.get(record.parent_delegation_id)
+    elif isinstance(payload, CredentialIssued):
+        _check_validity(event, payload.credential, "credential", "issued", position)
+    elif isinstance(payload, DelegationGranted):
+        delegation = payload.delegation
+        _check_validity(event, delegation, "delegation", "granted", position)
+        parent_id = delegation.parent_delegation_id
+        parent = None if parent_id is None else state.delegations.get(parent_id)
         # An ungranted or revoked parent is the replay's own refusal, at the step.
-        if parent is not None and not attenuated(payload.delegation, parent):
+        if parent is not None and not attenuated(delegation, parent):
             raise _refuse_event(
                 "child_not_attenuated",
-                f"delegation {record.id!r} does not narrow its parent {parent.id!r} "
+                f"delegation {delegation.id!r} does not narrow its parent {parent.id!r} "
                 "(may_delegate, origin, policy version, members, purpose, validity)",
                 position,
                 "payload.delegation",
             )
+
+
+def _check_validity(
+    event: Event, record: Delegation | Credential, kind: str, verb: str, position: int
+) -> None:
+    if not record.valid_from <= event.occurred_at < record.expires_at:
+        raise _refuse_event(
+            "introduced_outside_validity",
+            f"{kind} {record.id!r} is {verb} at {format_utc(event.occurred_at)}, outside its "
+            f"validity [{format_utc(record.valid_from)}, {format_utc(record.expires_at)})",
+            position,
+            f"payload.{kind}",
+        )
 
 
 def _check_action(state: WorldState, attempt: Attempt, position: int) -> None:
