@@ -151,6 +151,25 @@ def test_an_oracle_outside_the_named_folder_needs_an_oracle_root(
     assert run(capsys, "verify", str(suite))[0] == 1
 
 
+def test_a_layouts_evaluator_linked_outside_is_refused_naming_its_anchor(
+    elsewhere: Path,
+    published: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = tmp_path_factory.mktemp("linked")
+    shutil.copytree(published / "asteria-agentic-v1" / "public", base / "bundle" / "public")
+    shutil.copytree(published / "asteria-agentic-v1" / "evaluator", base / "kept")
+    (base / "bundle" / "evaluator").symlink_to(base / "kept", target_is_directory=True)
+    status, _, err = run(capsys, "verify", str(base / "bundle"))
+    assert status == 1
+    # The layout has no suite.yaml: the refusal names the file that anchors it.
+    assert err.startswith(
+        f"agentbench: [oracle_outside_project] {base}/bundle/public/manifest.json: oracle: "
+    )
+    assert run(capsys, "verify", str(base / "bundle"), "--oracle-root", str(base / "kept"))[0] == 0
+
+
 @pytest.mark.parametrize(
     ("name", "text", "expected"),
     [
