@@ -235,6 +235,8 @@ class _Generator:
     revoked: set[str] = field(default_factory=set)
     retained: list[str] = field(default_factory=list)
     """Evidence recorded by events and not discarded (each ref is recorded once)."""
+    discarded: set[str] = field(default_factory=set)
+    """Evidence discarded so far: an action cites only what is still retained."""
     bindings: list[CanonicalBinding] = field(default_factory=list)
 
     @property
@@ -309,8 +311,9 @@ class _Generator:
                 purpose=rng.choice(PURPOSES),
                 may_delegate=rng.random() < 0.7,
             )
-        # Mostly attenuated; sometimes wider than the parent (an overprivileged hop).
-        scopes = parent.scopes if rng.random() < 0.15 else SCOPES
+        # Attenuated: a granted child never widens its parent (building refuses it, as
+        # the original's replay does; only a proposed sub-delegation may be overprivileged).
+        scopes = parent.scopes
         return Capability(
             resource_ids=(rng.choice(parent.resource_ids),),
             actions=(rng.choice(parent.actions),),
@@ -367,6 +370,7 @@ class _Generator:
             for i in picked
             if i is not None
             and self.by_id[i].parent_delegation_id is None
+            and self.by_id[i].capability.may_delegate
             and self.by_id[i].grantee_agent_id.endswith(ROOT_AGENTS[0])
         ]
         if not parents:
@@ -418,6 +422,7 @@ class _Generator:
         position = self.rng.randrange(len(self.retained))
         self.retained[position], self.retained[-1] = self.retained[-1], self.retained[position]
         ref = self.retained.pop()
+        self.discarded.add(ref)
         self.emit("discard", EvidenceDiscarded(evidence_refs=(ref,)))
         return True
 
@@ -449,10 +454,15 @@ class _Generator:
             requested_scope=tuple(rng.sample(SCOPES, rng.randint(1, 2))),
             purpose=rng.choice(PURPOSES),
             policy_version=POLICY_VERSION,
-            evidence_refs=(
-                f"evidence:policy:{POLICY_VERSION}",
-                f"evidence:credential:{credential_id}",
-                f"evidence:runtime:{runtime.id}",
+            # Only evidence still retained: the builder refuses an action citing more.
+            evidence_refs=tuple(
+                ref
+                for ref in (
+                    f"evidence:policy:{POLICY_VERSION}",
+                    f"evidence:credential:{credential_id}",
+                    f"evidence:runtime:{runtime.id}",
+                )
+                if ref not in self.discarded
             ),
         )
         self.emit("action", ActionAttempted(attempt=attempt))

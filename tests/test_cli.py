@@ -49,7 +49,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def shipped_rows(agent: ReferenceAgent | CurrentStateAgent) -> list[dict[str, Any]]:
     """The agent's submission rows for the shipped suite, in event order.
 
-    An action the agent refuses (current_state refuses one) has no row, so a
+    An action the agent refuses has no row, so a
     predictions file of these rows fails that case as the agent's error does.
     """
     public = read_public(SHIPPED_SUITE, "suites/" + SUITE_ID, exclude=("suite.yaml",))
@@ -334,18 +334,17 @@ def test_evaluate_reference_agent_scores_every_metric_perfectly(
 def test_evaluate_baselines_on_the_authored_suite(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # The seed's figures (0.6364, 0.3333, 0.5455) are the published fixture's; the
-    # authored suite shares the decision accuracy of always_deny, and current_state
-    # refuses its wrong-runtime case (no runtime at audit time runs it as claimed).
+    # The seed's figures (0.6364, 0.3333, 0.5455), the published fixture's, hold for the
+    # authored suite too.
     _, deny, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "always_deny")
     status, current, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "current_state")
     assert status == 0
     assert metric_text(deny, "authorization_decision_accuracy") == "0.6364"
     assert metric_text(deny, "authorization_decision_f1") == "null"
     assert metric_text(deny, "principal_resolution_accuracy") == "1.0000"
-    assert metric_text(current, "authorization_decision_accuracy") == "0.5455"
+    assert metric_text(current, "authorization_decision_accuracy") == "0.6364"
     assert metric_text(current, "authorization_decision_f1") == "0.3333"
-    assert metric_text(current, "provenance_completeness") == "0.4545"
+    assert metric_text(current, "provenance_completeness") == "0.5455"
 
 
 def test_evaluate_prints_metrics_grouped_by_family(capsys: pytest.CaptureFixture[str]) -> None:
@@ -360,20 +359,91 @@ def test_evaluate_prints_metrics_grouped_by_family(capsys: pytest.CaptureFixture
     ]
 
 
-def test_evaluate_json_carries_metrics_and_case_outcomes(
+def test_evaluate_json_is_the_originals_evaluation_report(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     status, out, _ = run(capsys, "evaluate", SUITE_ID, "--agent", "current_state", "--json")
     assert status == 0
     report = json.loads(out)
-    assert out == canonical_json(report) + "\n"
-    assert report["suite"] == SUITE_ID
-    assert list(report["cases"]) == ACTION_IDS
-    assert set(report["cases"].values()) == {"passed", "failed"}
-    metrics = json_metrics(out)
-    assert metrics["authorization_decision_accuracy"] == pytest.approx(6 / 11)
-    assert metrics["authorization_decision_f1"] == pytest.approx(1 / 3)
-    assert metrics["provenance_completeness"] == pytest.approx(5 / 11)
+    assert out == json.dumps(report, indent=2) + "\n"  # the original's layout, keys in order
+    assert list(report) == [
+        "synthetic",
+        "schema_version",
+        "scoring_version",
+        "task",
+        "seed",
+        "persona_count",
+        "benchmark_version",
+        "checksum_scheme",
+        "artifact_checksums",
+        "metrics",
+        "slices",
+    ]
+    checksums = json.loads((SHIPPED_ORACLE / "checksums.json").read_text())
+    assert {key: report[key] for key in list(report)[:9]} == {
+        "synthetic": True,
+        "schema_version": "0.2.0",
+        "scoring_version": "0.3.0",
+        "task": "agentic_authority",
+        "seed": 20260719,
+        "persona_count": 10,
+        "benchmark_version": "1.0.0",
+        "checksum_scheme": "sha256-artifact-set-v1",
+        "artifact_checksums": [
+            ["public", checksums["public_artifact_set_digest"]],
+            ["evaluator", checksums["evaluator_artifact_set_digest"]],
+        ],
+    }
+    names = [metric["name"] for metric in report["metrics"]]
+    assert names[:5] == [
+        "principal_resolution_accuracy",
+        "logical_agent_resolution_accuracy",
+        "runtime_binding_accuracy",
+        "credential_subject_accuracy",
+        "authorization_decision_accuracy",
+    ]
+    assert names[12:] == [
+        "policy_version_accuracy",
+        "provenance_precision",
+        "authorization_decision_precision",
+        "authorization_decision_recall",
+        "authorization_decision_f1",
+        "temporal_validity_accuracy",
+        "least_privilege_accuracy",
+        "excess_authority_rate",
+    ]
+    by_name = {metric["name"]: metric for metric in report["metrics"]}
+    assert list(by_name["authorization_decision_f1"]) == [
+        "synthetic",
+        "name",
+        "value",
+        "support",
+        "family",
+        "support_meaning",
+    ]
+    # F1's support is classification support: the actions truth allows, as recall's.
+    assert by_name["authorization_decision_f1"]["support"] == 4
+    assert by_name["authorization_decision_f1"]["support_meaning"] == (
+        "actions truth allows at action time, as classification support"
+    )
+    assert by_name["authorization_decision_recall"]["support"] == 4
+    assert by_name["authorization_decision_accuracy"]["value"] == pytest.approx(7 / 11)
+    assert by_name["authorization_decision_f1"]["value"] == pytest.approx(1 / 3)
+    assert by_name["provenance_completeness"]["value"] == pytest.approx(6 / 11)
+    # One case-kind slice per action and per-action metric, count 1 where it fails.
+    slices = report["slices"]
+    assert len(slices) == 11 * 13
+    assert slices[0] == {
+        "synthetic": True,
+        "dimension": "case_kind",
+        "value": "authorised_action",
+        "outcome": "principal_resolution_accuracy",
+        "count": 0,
+        "support": 1,
+    }
+    assert [item["outcome"] for item in slices[:13]][-1] == "policy_version_accuracy"
+    failed = sum(item["count"] for item in slices if item["outcome"] == "provenance_completeness")
+    assert failed == 11 - 6
 
 
 def test_evaluate_reference_predictions_score_perfectly(
@@ -386,7 +456,7 @@ def test_evaluate_reference_predictions_score_perfectly(
     assert len(metrics) == 20
     assert metrics.pop("excess_authority_rate") == 0.0
     assert metrics == dict.fromkeys(metrics, 1.0)
-    assert set(json.loads(out)["cases"].values()) == {"passed"}
+    assert {item["count"] for item in json.loads(out)["slices"]} == {0}
 
 
 def test_evaluate_refuses_an_invalid_predictions_file_with_its_diagnostics(
@@ -397,6 +467,50 @@ def test_evaluate_refuses_an_invalid_predictions_file_with_its_diagnostics(
     assert (status, out) == (1, "")
     assert "line 2: error [invalid_row] decision: " in err
     assert err.splitlines()[-1] == "invalid: 1 error(s), 0 warning(s)"
+
+
+def test_rows_are_accepted_and_refused_as_the_originals_trace_model_does(
+    capsys: pytest.CaptureFixture[str], workdir: Path
+) -> None:
+    """validate and evaluate on rows of our own, each against the original's rule."""
+    # Lax values the original's model reads: 1 and "true" as booleans, synthetic 1, blank
+    # ids kept (they simply match nothing).
+    lax = [
+        {**REFERENCE_ROWS[0], "reconstructable_from_retained_evidence": 1, "synthetic": 1},
+        {**REFERENCE_ROWS[1], "reconstructable_from_retained_evidence": "true"},
+        {**REFERENCE_ROWS[2], "side_effect": "", "evidence_refs": [" "]},
+        *REFERENCE_ROWS[3:],
+    ]
+    path = write_predictions(workdir / "lax.jsonl", lax)
+    assert run(capsys, "validate", SUITE_ID, "--predictions", str(path))[0] == 0
+    status, out, _ = run(capsys, "evaluate", SUITE_ID, "--predictions", str(path), "--json")
+    assert status == 0
+    metrics = json_metrics(out)
+    assert metrics["expected_side_effect_accuracy"] == pytest.approx(10 / 11)
+    # A row schema other than 1.0.0 is refused.
+    path = write_predictions(
+        workdir / "schema.jsonl", _with_line(3, _changed(2, schema_version="2.0.0"))
+    )
+    status, out, err = run(capsys, "evaluate", SUITE_ID, "--predictions", str(path))
+    assert (status, out) == (1, "")
+    assert "line 3: error [invalid_row] schema_version: " in err
+    # A padded event_id is kept as written: an unexpected event, and its action missing.
+    padded = _with_line(1, _changed(0, event_id=f" {ACTION_IDS[0]}"))
+    path = write_predictions(workdir / "padded.jsonl", padded)
+    status, out, _ = run(capsys, "validate", SUITE_ID, "--predictions", str(path), "--json")
+    assert status == 1
+    assert [d["code"] for d in json.loads(out)["diagnostics"]] == [
+        "unexpected_event_id",
+        "missing_event_id",
+    ]
+    # Empty rows: the validator refuses them, the scorer grades them, as the original's do.
+    path = write_predictions(workdir / "empty.jsonl", [{"event_id": e} for e in ACTION_IDS])
+    assert run(capsys, "validate", SUITE_ID, "--predictions", str(path))[0] == 1
+    status, out, err = run(capsys, "evaluate", SUITE_ID, "--predictions", str(path), "--json")
+    assert (status, err) == (0, "")
+    metrics = json_metrics(out)
+    assert metrics["least_privilege_accuracy"] == 1.0
+    assert metrics["authorization_decision_accuracy"] == 0.0
 
 
 def test_evaluate_unknown_agent_names_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
@@ -506,7 +620,7 @@ def test_compare_prints_the_paired_table_and_gates_on_regressions(
     lines = out.splitlines()
     assert lines[1] == f"{SUITE_ID}: {len(suite['cases'])} pairs of 11 cases in 11 units"
     (accuracy,) = [line for line in lines if " authorization_decision_accuracy " in line]
-    assert "1.0000 -> 0.5455  -0.4545" in accuracy
+    assert "1.0000 -> 0.6364  -0.3636" in accuracy
     (f1,) = [line for line in lines if " authorization_decision_f1 " in line]
     assert f1.split()[0] == "untested"
     assert lines[-1].startswith("comparison passed: 0 regressions")

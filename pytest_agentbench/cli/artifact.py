@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
-from pytest_agentbench.cli.common import load, world_providing
+from pytest_agentbench.cli.common import add_oracle_root, load, world_providing
 from pytest_agentbench.sdk.canonical import JsonValue, read_json
 from pytest_agentbench.sdk.episode_artifacts import ReadsEpisodeArtifacts
 from pytest_agentbench.sdk.registry import WorldRegistry
@@ -40,7 +40,7 @@ def _document(path: str) -> JsonValue:
 
 
 def cmd_artifact(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    loaded = None if args.suite is None else load(args.suite, registry)
+    loaded = None if args.suite is None else load(args.suite, registry, args.oracle_root)
     world: ReadsEpisodeArtifacts = world_providing(
         registry,
         ReadsEpisodeArtifacts,
@@ -111,6 +111,7 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     audit.add_argument("journal", help="the case's execution ledger (--agentbench-ledger)")
     for reader in (validate, replay, audit):
         reader.add_argument("--json", action="store_true", help="print JSON instead of text")
+        add_oracle_root(reader)
     for reader in (validate, audit):
         reader.add_argument(
             "--suite",

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.cli.common import SUITE_HELP, load
+from pytest_agentbench.cli.common import SUITE_HELP, add_oracle_root, load
 from pytest_agentbench.sdk.capabilities import WritesBaselines
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 
 def cmd_baselines(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    loaded = load(args.suite, registry)
+    loaded = load(args.suite, registry, args.oracle_root)
     if not isinstance(loaded.world, WritesBaselines):
         raise AgentbenchError(
             "unsupported_command", f"world kind {loaded.world.kind!r} writes no baseline records"
@@ -37,4 +37,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     )
     baselines.add_argument("suite", help=SUITE_HELP)
     baselines.add_argument("-o", "--output", help="write to FILE instead of standard output")
+    add_oracle_root(baselines)
     baselines.set_defaults(handler=cmd_baselines)

@@ -13,6 +13,7 @@ from pytest_agentbench.cli.common import (
     JSON_HELP,
     SUITE_HELP,
     TIMEOUT_HELP,
+    add_oracle_root,
     command_state,
     load,
     shown,
@@ -35,7 +36,7 @@ GATE_USAGE: Final = 64
 
 def cmd_check(args: argparse.Namespace, registry: WorldRegistry) -> int:
     """Every declared control run and judged; the verdict quoted with the oracle's identity."""
-    loaded = load(args.suite, registry)
+    loaded = load(args.suite, registry, args.oracle_root)
     world, suite = loaded.world, loaded.suite
     oracle = suite_control_oracle(world, suite, world.dimensions(suite), shown)
     if oracle is None:
@@ -95,4 +96,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         "--report", metavar="FILE", help="also write the JSON check report to this file"
     )
     check.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS", help=TIMEOUT_HELP)
+    add_oracle_root(check)
     check.set_defaults(handler=cmd_check)

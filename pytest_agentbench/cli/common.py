@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import configparser
+import shlex
+import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, SuiteLoader
@@ -19,13 +23,108 @@ JSON_HELP: Final = "print JSON instead of text"
 TIMEOUT_HELP: Final = "per-case limit in seconds, 0 for none (default: 300)"
 
 
-def load(spec: str, registry: WorldRegistry) -> LoadedSuite:
-    """A built-in suite by id, or a suite folder: ``suite.yaml`` or a recognised layout."""
-    loader = SuiteLoader(registry, Path.cwd())
+ORACLE_ROOT_HELP: Final = (
+    "a folder outside the working folder where a suite's oracle may lie, beside the "
+    "ini setting agentbench_oracle_roots (repeatable; a suite folder named on the "
+    "command line needs none for an oracle inside it)"
+)
+CLI_ROOTS_HINT: Final = (
+    "list it in the ini setting agentbench_oracle_roots or give --oracle-root to allow it"
+)
+INI_FILES: Final = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
+"""pytest's configuration files, in the order it prefers them within one folder."""
+
+
+def add_oracle_root(parser: argparse.ArgumentParser) -> None:
+    """``--oracle-root DIR``, repeatable, on a command that loads suites."""
+    parser.add_argument(
+        "--oracle-root", action="append", default=[], metavar="DIR", help=ORACLE_ROOT_HELP
+    )
+
+
+def _pytest_section(path: Path) -> Mapping[str, object] | None:
+    """The pytest settings of one configuration file, or None where it holds none."""
+    try:
+        if path.suffix == ".toml":
+            document = tomllib.loads(path.read_text(encoding="utf-8"))
+            if path.name == "pyproject.toml":
+                tool = document.get("tool", {})
+                table = tool.get("pytest") if isinstance(tool, dict) else None
+                if isinstance(table, dict) and isinstance(table.get("ini_options"), dict):
+                    return cast("dict[str, object]", table["ini_options"])
+                return cast("dict[str, object]", table) if isinstance(table, dict) else None
+            table = document.get("pytest")
+            return cast("dict[str, object]", table) if isinstance(table, dict) else {}
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(path.read_text(encoding="utf-8"), source=str(path))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, configparser.Error) as exc:
+        raise AgentbenchError("invalid_ini", f"cannot be read: {exc}", file=str(path)) from None
+    section = "tool:pytest" if path.name == "setup.cfg" else "pytest"
+    if parser.has_section(section):
+        return dict(parser.items(section))
+    return {} if path.name in ("pytest.ini", ".pytest.ini") else None
+
+
+def ini_oracle_roots(start: Path) -> list[Path]:
+    """``agentbench_oracle_roots`` of the configuration file pytest would read from ``start``.
+
+    The first folder at or above ``start`` holding one of pytest's configuration
+    files with a pytest section decides, as it does for pytest run there; the
+    setting's folders are relative to that file's folder.
+    """
+    for folder in (start, *start.parents):
+        for name in INI_FILES:
+            path = folder / name
+            if not path.is_file():
+                continue
+            section = _pytest_section(path)
+            if section is None:
+                continue
+            value = section.get("agentbench_oracle_roots", [])
+            if isinstance(value, str):
+                entries = shlex.split(value)
+            elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+                entries = [str(item) for item in value]
+            else:
+                raise AgentbenchError(
+                    "invalid_ini",
+                    "not a list of folders",
+                    file=str(path),
+                    field="agentbench_oracle_roots",
+                )
+            return [folder / entry for entry in entries]
+    return []
+
+
+def suite_loader(registry: WorldRegistry, oracle_roots: Sequence[str] = ()) -> SuiteLoader:
+    """The command's loader: the working folder is the project; the ini's and the
+    command line's oracle roots are allowed beside it."""
+    cwd = Path.cwd()
+    roots = [*ini_oracle_roots(cwd), *(cwd / root for root in oracle_roots)]
+    return SuiteLoader(registry, cwd, roots, roots_hint=CLI_ROOTS_HINT)
+
+
+def load(spec: str, registry: WorldRegistry, oracle_roots: Sequence[str] = ()) -> LoadedSuite:
+    """A built-in suite by id, or a suite folder: ``suite.yaml`` or a recognised layout.
+
+    A folder named here is trusted as its suite's oracle (a published layout keeps
+    it inside); an oracle elsewhere must lie in the project or an oracle root.
+    """
+    loader = suite_loader(registry, oracle_roots)
     shipped = registry.suites()
     root = shipped.get(spec)
     folder = (Path(spec) if root is None else root).resolve()
     if folder.is_dir() and loader.is_suite_folder(folder):
+        if root is None:
+            loader.trust_named(folder)
         return loader.load(folder)
     known = ", ".join(sorted(shipped)) or "none"
     raise AgentbenchError(

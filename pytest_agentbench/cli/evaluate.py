@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,13 +13,18 @@ from pytest_agentbench.cli.common import (
     JSON_HELP,
     SUITE_HELP,
     TIMEOUT_HELP,
+    add_oracle_root,
     command_state,
     load,
     read_predictions_text,
     timeout_seconds,
 )
 from pytest_agentbench.sdk.canonical import canonical_json
-from pytest_agentbench.sdk.capabilities import DeclaresScope, ValidatesPredictions
+from pytest_agentbench.sdk.capabilities import (
+    DeclaresScope,
+    ReportsEvaluation,
+    ValidatesPredictions,
+)
 from pytest_agentbench.sdk.contracts import FailureClass, MetricValue
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.metrics import aggregate, by_family
@@ -40,14 +46,16 @@ def _metric_lines(metrics: Sequence[MetricValue]) -> list[str]:
 
 
 def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    loaded = load(args.suite, registry)
+    loaded = load(args.suite, registry, args.oracle_root)
     world, suite = loaded.world, loaded.suite
     if args.predictions:
         path = Path(args.predictions).resolve()
         if isinstance(world, ValidatesPredictions):
-            # A document the validator refuses is refused here too, before scoring.
-            report = world.validate_predictions(suite, read_predictions_text(path))
-            if not report.valid:
+            # A document the scorer refuses is refused here, before scoring, with the
+            # validator's diagnostics. A report may call a document it finds invalid
+            # scorable still (``scorable``): one the original's scorer grades.
+            report = world.validate_predictions(suite, read_predictions_text(path), path=path)
+            if not getattr(report, "scorable", report.valid):
                 for line in report.render_lines():
                     print(line, file=sys.stderr)
                 return 1
@@ -80,7 +88,10 @@ def cmd_evaluate(args: argparse.Namespace, registry: WorldRegistry) -> int:
         return 1
     metrics = aggregate(world.metrics(suite), results)
     scope = world.measurement_scope(suite) if isinstance(world, DeclaresScope) else None
-    if args.json:
+    if args.json and isinstance(world, ReportsEvaluation):
+        # The original's envelope, its keys in its own order.
+        print(json.dumps(world.evaluation_report(suite, results, metrics), indent=2))
+    elif args.json:
         document = {
             "suite": suite.id,
             "metrics": [metric.model_dump(mode="json") for metric in metrics],
@@ -108,4 +119,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     evaluate.add_argument(
         "--timeout", type=timeout_seconds, default=300.0, metavar="SECONDS", help=TIMEOUT_HELP
     )
+    add_oracle_root(evaluate)
     evaluate.set_defaults(handler=cmd_evaluate)

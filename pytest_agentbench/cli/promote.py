@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.cli.common import JSON_HELP, SUITE_HELP, load
+from pytest_agentbench.cli.common import JSON_HELP, SUITE_HELP, add_oracle_root, load
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.capabilities import PromotesReports
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -14,7 +14,7 @@ from pytest_agentbench.sdk.registry import WorldRegistry
 
 
 def cmd_promote(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    loaded = load(args.suite, registry)
+    loaded = load(args.suite, registry, args.oracle_root)
     if not isinstance(loaded.world, PromotesReports):
         raise AgentbenchError(
             "unsupported_command", f"world kind {loaded.world.kind!r} has no promotion gate"
@@ -53,4 +53,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         help="the candidate's adapter name in its report (default: capsule)",
     )
     promote.add_argument("--json", action="store_true", help=JSON_HELP)
+    add_oracle_root(promote)
     promote.set_defaults(handler=cmd_promote)

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.cli.common import SUITE_HELP, load, recorder
+from pytest_agentbench.cli.common import SUITE_HELP, add_oracle_root, load, recorder
 from pytest_agentbench.run.adapters import kind_protocols, load_adapter
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 
 def cmd_record(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    loaded = load(args.suite, registry)
+    loaded = load(args.suite, registry, args.oracle_root)
     world = recorder(loaded)
     if args.adapter:
         agent_id, adapter = args.adapter, load_adapter(args.adapter, [kind_protocols(loaded.world)])
@@ -41,4 +41,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     recorded.add_argument("--agent", help="a built-in agent")
     recorded.add_argument("--adapter", metavar="MODULE:ATTR", help="your adapter")
     record.add_argument("--out", required=True, help="directory for the ledger and episode")
+    add_oracle_root(record)
     record.set_defaults(handler=cmd_record)

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_agentbench.cli.common import JSON_HELP, command_state, load
+from pytest_agentbench.cli.common import JSON_HELP, add_oracle_root, command_state, load
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.recording import (
     load_results,
@@ -332,7 +332,7 @@ def cmd_rescore(args: argparse.Namespace, registry: WorldRegistry) -> int:
             file=str(path),
             field="--suite",
         )
-    loaded = load(args.suite[0], registry)
+    loaded = load(args.suite[0], registry, args.oracle_root)
     if not isinstance(loaded.world, RescoresReports):
         raise AgentbenchError(
             "unsupported_command", f"world kind {loaded.world.kind!r} cannot rescore a report"
@@ -356,7 +356,7 @@ def _rescore_recorded(path: Path, args: argparse.Namespace, registry: WorldRegis
         if sep and suite_id and folder:
             folders[suite_id] = folder
         elif not sep:  # a suite folder or built-in id: its own id names it
-            folders[load(text, registry).suite.id] = text
+            folders[load(text, registry, args.oracle_root).suite.id] = text
         else:
             raise AgentbenchError(
                 "invalid_suite", f"{text!r} is not ID=FOLDER or SUITE", field="--suite"
@@ -367,7 +367,7 @@ def _rescore_recorded(path: Path, args: argparse.Namespace, registry: WorldRegis
             if candidate is None:
                 continue
             try:
-                loaded = load(candidate, registry)
+                loaded = load(candidate, registry, args.oracle_root)
             except AgentbenchError as exc:
                 if exc.code == "unknown_suite":
                     continue
@@ -410,4 +410,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         "repeatable (any other difference exits 1)",
     )
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
+    add_oracle_root(parser)
     parser.set_defaults(handler=cmd_rescore)

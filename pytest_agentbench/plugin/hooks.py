@@ -80,6 +80,22 @@ def _input_limits(config: pytest.Config) -> InputLimits:
     return InputLimits(**values)
 
 
+def _trust_named_folders(config: pytest.Config, loader: SuiteLoader) -> None:
+    """Folders on the command line (``--agentbench-suite`` ones included) hold their
+    suites' oracles: a published layout keeps its evaluator inside the folder named."""
+    named = config.args_source is pytest.Config.ArgsSource.ARGS
+    if not (named or config.getoption("agentbench_suite")):
+        return  # testpaths or the working folder: nothing was named
+    base = config.invocation_params.dir
+    for arg in config.args:
+        folder = base / arg.split("::", 1)[0]
+        try:
+            if folder.is_dir():
+                loader.trust_named(folder)
+        except OSError:
+            continue
+
+
 def _add_named_suites(config: pytest.Config, loader: SuiteLoader) -> None:
     """``--agentbench-suite``: a built-in suite id, or a suite or recognised layout folder."""
     names: list[str] = config.getoption("agentbench_suite")
@@ -158,6 +174,7 @@ def pytest_configure(config: pytest.Config) -> None:
             on_load=functools.partial(freeze_alive, config),
         )
         _add_named_suites(config, loader)
+        _trust_named_folders(config, loader)
         state = AgentbenchState(options=options, registry=registry, loader=loader)
         if options.isolate:
             # Imported only when asked for: subprocess and multiprocessing cost start-up.

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
@@ -49,6 +49,10 @@ if TYPE_CHECKING:
     from pytest_agentbench.run.episode_artifacts import ArtifactItem
 
 
+ORACLE_ROOTS_HINT: Final = "list it in the ini setting agentbench_oracle_roots to allow it"
+"""How a refusal of an oracle outside the project says to allow its folder."""
+
+
 @dataclass
 class LoadedSuite:
     suite: Suite
@@ -69,11 +73,18 @@ class SuiteLoader:
         oracle_roots: Sequence[Path] = (),
         *,
         on_load: Callable[[], None] | None = None,
+        roots_hint: str = ORACLE_ROOTS_HINT,
     ) -> None:
         self.registry = registry
         self.rootpath = rootpath
         self.oracle_roots = tuple(root.resolve() for root in oracle_roots)
         """Folders outside the project an oracle may also lie in (``agentbench_oracle_roots``)."""
+        self.named: list[Path] = []
+        """Folders the user named on the command line: each trusted as the oracle of the
+        suites at or below it (a published layout keeps its oracle inside its own folder)."""
+        self.roots_hint = roots_hint
+        """How an ``oracle_outside_project`` refusal says to allow a folder (the ini
+        setting; the ``agentbench`` command adds its ``--oracle-root``)."""
         self._loaded: dict[Path, LoadedSuite | AgentbenchError] = {}
         self._roots: dict[Path, Path | None] = {}
         self._claims: dict[str, dict[Path, str]] = {}
@@ -83,6 +94,12 @@ class SuiteLoader:
         self._recognised: dict[Path, Recognition | AgentbenchError | None] = {}
         self.on_load = on_load
         """Called once after each suite loads (the run freezes what loading made)."""
+
+    def trust_named(self, folder: Path) -> None:
+        """Trust ``folder``, named on the command line, as the oracle of suites inside it."""
+        resolved = folder.resolve()
+        if resolved not in self.named:
+            self.named.append(resolved)
 
     def display_root(self, root: Path, suite_id: str | None = None) -> str:
         """How messages name a suite folder: relative to the rootdir, else its real path."""
@@ -182,14 +199,17 @@ class SuiteLoader:
             check_gates(config, source)
             world = self.registry.get(config.world, file=source)
             suite = Suite(config=config, root=root, display_root=display)
+            named = [folder for folder in self.named if root.is_relative_to(folder)]
             check_oracle_location(
                 suite,
-                (self.rootpath, *self.oracle_roots),
+                (self.rootpath, *self.oracle_roots, *named),
                 suite_roots=[
                     root
                     for kind in self.registry.kinds()
                     for root in self.registry.suite_roots(kind)
                 ],
+                source=source,
+                hint=self.roots_hint,
             )
             suite.data = world.load_suite(suite)
             check_case_ids(suite, world.cases(suite))
@@ -246,13 +266,19 @@ class SuiteLoader:
 
 
 def check_oracle_location(
-    suite: Suite, allowed: Sequence[Path], *, suite_roots: Sequence[Path] = ()
+    suite: Suite,
+    allowed: Sequence[Path],
+    *,
+    suite_roots: Sequence[Path] = (),
+    source: str | None = None,
+    hint: str = ORACLE_ROOTS_HINT,
 ) -> None:
     """Refuse an oracle folder, or a link inside it, that leads outside the project.
 
     The project is named explicitly: the pytest rootdir (for the ``agentbench``
-    command, the working folder) and the folders of ``agentbench_oracle_roots``,
-    all given in ``allowed``; a suite a world ships (under one of its
+    command, the working folder), the folders of ``agentbench_oracle_roots`` and
+    a folder named on the command line that holds the suite, all given in
+    ``allowed``; a suite a world ships (under one of its
     ``suite_roots``) may also keep its oracle beside that root, where the
     package keeps its ``oracles/``. Anything else (``oracle: /etc``, a ``..`` path
     climbing out, a symlinked file inside the oracle folder pointing at
@@ -263,22 +289,21 @@ def check_oracle_location(
     home = suite.root.resolve()
     bases = (*bases, *(root.parent for root in shipped_in if home.is_relative_to(root)))
     oracle = suite.oracle_root
+    named = source if source is not None else suite.display(SUITE_FILE)
     if not any(oracle.is_relative_to(base) for base in bases):
         raise AgentbenchError(
             "oracle_outside_project",
-            f"{oracle} is outside the project "
-            "(list it in the ini setting agentbench_oracle_roots to allow it)",
-            file=suite.display(SUITE_FILE),
+            f"{oracle} is outside the project ({hint})",
+            file=named,
             field="oracle",
         )
-    leaving = _link_leaving(oracle, bases, suite.display(SUITE_FILE))
+    leaving = _link_leaving(oracle, bases, named)
     if leaving is not None:
         link, target = leaving
         raise AgentbenchError(
             "oracle_outside_project",
-            f"{link} in the oracle folder links to {target}, outside the project "
-            "(list it in the ini setting agentbench_oracle_roots to allow it)",
-            file=suite.display(SUITE_FILE),
+            f"{link} in the oracle folder links to {target}, outside the project ({hint})",
+            file=named,
             field="oracle",
         )
 

@@ -7,20 +7,27 @@ refuse by name (``unsupported_command``) when a world lacks one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from pytest_agentbench.sdk.contracts import CaseResult, MetricValue
     from pytest_agentbench.sdk.controls_oracle import ControlOracle
     from pytest_agentbench.sdk.suite import Suite
 
 
 @runtime_checkable
 class ValidatesPredictions(Protocol):
-    """Optional world capability: shape-check a predictions file without the oracle."""
+    """Optional world capability: shape-check a predictions file without the oracle.
 
-    def validate_predictions(self, suite: Suite, text: str) -> Any: ...
+    ``path`` is the file ``text`` was read from, where the command has one: a
+    world may read what lies beside it (a submission's manifest). The report has
+    ``valid``, ``render_lines()`` and ``json_text()``; it may also say
+    ``scorable`` (the scorer grades a document the validator calls invalid).
+    """
+
+    def validate_predictions(self, suite: Suite, text: str, path: Path | None = None) -> Any: ...
 
 
 @runtime_checkable
@@ -35,6 +42,20 @@ class DeclaresScope(Protocol):
     """Optional world capability: what a suite's scores measure, and what they do not prove."""
 
     def measurement_scope(self, suite: Suite) -> Any: ...
+
+
+@runtime_checkable
+class ReportsEvaluation(Protocol):
+    """Optional world capability: the original's report of one scored run.
+
+    ``agentbench evaluate --json`` prints it (keys in the order given) in place
+    of the core's document, so a suite scores to the very envelope its original
+    emits. ``results`` are the run's graded cases, ``metrics`` their aggregate.
+    """
+
+    def evaluation_report(
+        self, suite: Suite, results: Sequence[CaseResult], metrics: Sequence[MetricValue]
+    ) -> dict[str, Any]: ...
 
 
 @runtime_checkable

@@ -334,6 +334,7 @@ class AlwaysDenyAgent(_MemoAgent):
         row: Row = dict.fromkeys(ROW_FIELDS)
         row.update(
             event_id=event.id,
+            schema_version=event.schema_version,
             timestamp=format_utc(event.occurred_at),
             originating_principal_id=attempt.originating_principal_claim,
             logical_agent_id=attempt.logical_agent_claim,

@@ -570,12 +570,12 @@ def _action_payloads() -> dict[str, EventPayload]:
             cited=task_chain,
             proposed=overprivileged_proposal(),
         ),
-        # The procurement agent acts through the comparison agent's runtime; the
-        # attempt cites its own runtime, which the evidence convention ignores.
+        # The procurement runtime presents the comparison runtime's credential, which
+        # does not permit its runtime principal.
         "evt-015-draft-preparation": _attempt(
             origin=MANAGER,
             agent=PROCUREMENT_AGENT,
-            runtime_principal=COMPARISON_WORKLOAD,
+            runtime_principal=PROCUREMENT_WORKLOAD,
             credential=COMPARISON_CREDENTIAL,
             actor=COMPARISON_SERVICE,
             resource=DRAFT_RECOMMENDATION,
@@ -877,8 +877,16 @@ def bindings() -> tuple[CanonicalBinding, ...]:
         procurement("evt-012-quotation-request"),
         procurement("evt-013-purchase-order-issue"),
         procurement("evt-014-comparison-subdelegation"),
-        through_comparison_runtime(
-            "evt-015-draft-preparation", PROCUREMENT_AGENT, COMPARISON_WORKLOAD
+        # The procurement runtime presents the comparison runtime's credential.
+        _binding(
+            "evt-015-draft-preparation",
+            origin=MANAGER,
+            agent=PROCUREMENT_AGENT,
+            runtime=PROCUREMENT_RUNTIME,
+            runtime_principal=PROCUREMENT_WORKLOAD,
+            credential_subject=COMPARISON_WORKLOAD,
+            actor=COMPARISON_SERVICE,
+            owners=asteria_owners,
         ),
         through_comparison_runtime(
             "evt-016-partial-comparison", COMPARISON_AGENT, PROCUREMENT_WORKLOAD

@@ -7,18 +7,37 @@ from the fully replayed public stream by :func:`.engine.derive_truth`, so a
 shipped answer key can always be recomputed and compared
 (:func:`derive_differences`).
 
-Trust boundary. Before deriving anything the builder refuses, each with its
-own code, a world that is malformed rather than merely denied:
+Trust boundary. Before deriving anything the builder replays the whole public
+stream, as the original's ``build_agentic_benchmark`` does, and refuses, each
+with its own code, a world that is malformed rather than merely denied:
 
+* ``extra_audit_event`` - a second audit event (a world to build has exactly
+  one, the one its scenario names; ``invalid_audit_event`` otherwise);
+* ``introduced_outside_validity`` - a delegation granted, or a credential
+  issued, at a time outside its own validity;
+* ``child_not_attenuated`` - a child grant that does not narrow its parent
+  (the parent may delegate; same origin and policy version; members, purpose
+  and validity within the parent's);
+* ``revocation_of_inactive_delegation`` - a revocation of a delegation already
+  revoked, itself or through a parent;
+* ``credential_not_yet_issued`` - an action presents a credential issued only
+  after it;
+* ``unknown_resource_action`` - an action names a resource that does not
+  exist, or an action its resource does not offer;
+* ``evidence_unavailable_at_action`` - an action cites evidence not retained
+  just before it (unknown, or recorded later, such as a runtime spawned after);
 * ``unknown_reference`` - a binding names a principal, agent or runtime that
   does not exist;
+* ``runtime_not_yet_spawned`` - the bound runtime is spawned only after the
+  action;
+* ``false_runtime_agent_join`` - the bound runtime runs another logical agent
+  (an Orion runtime bound to an Asteria agent, or a same-tenant runtime of
+  another agent);
+* ``cross_tenant_origin`` - the bound originating principal belongs to another
+  organisation than the bound logical agent;
 * ``invalid_runtime_ownership`` - the bound runtime's principal is not the
   bound runtime principal, or the runtime's owner is not on that principal's
   ownership chain;
-* ``false_runtime_agent_join`` - the bound runtime belongs to another
-  organisation than the bound logical agent (an Orion runtime bound to an
-  Asteria agent); a same-tenant runtime of another agent is a well-formed
-  ``wrong_runtime`` denial instead;
 * ``credential_subject_mismatch`` - the bound credential subject is not the
   subject of the credential the attempt presented;
 * ``fabricated_owner_chain`` - the bound accountable owner chain is not the one
@@ -60,6 +79,7 @@ from pytest_agentbench.worlds.authority.bundle import (
 )
 from pytest_agentbench.worlds.authority.engine import (
     accountable_owner_chain,
+    attenuated,
     audit_events,
     derive_truth,
     on_identity_paths,
@@ -67,10 +87,16 @@ from pytest_agentbench.worlds.authority.engine import (
 from pytest_agentbench.worlds.authority.models import (
     ActionAttempted,
     Attempt,
+    AuditPerformed,
     AuthorityTruth,
     BindingsFile,
     CanonicalBinding,
     CaseLabel,
+    Credential,
+    CredentialIssued,
+    Delegation,
+    DelegationGranted,
+    DelegationRevoked,
     EvaluatorBundle,
     Event,
     EvidenceEpoch,
@@ -81,9 +107,15 @@ from pytest_agentbench.worlds.authority.models import (
     Scenario,
     ToolSchemaFile,
     WorldSnapshot,
+    format_utc,
     record_json,
 )
-from pytest_agentbench.worlds.authority.replay import WorldIndex, materialize
+from pytest_agentbench.worlds.authority.replay import (
+    EVENTS_FILE,
+    Replayer,
+    WorldIndex,
+    WorldState,
+)
 
 PUBLIC_KEEP = ("suite.yaml",)
 """Hand-written files that live beside the public artifacts but are not part of them."""
@@ -146,17 +178,12 @@ def derive_evaluator_records(
     labels: Sequence[CaseLabel],
 ) -> EvaluatorRecords:
     """Replay the whole public stream, check the bindings, then derive every evaluator record."""
-    index = materialize(public.snapshot, public.events).index
     attempts = {
         event.id: event.payload.attempt
         for event in public.events
         if isinstance(event.payload, ActionAttempted)
     }
-    for position, binding in enumerate(bindings):
-        attempt = attempts.get(binding.action_event_id)
-        # A binding for a non-action event is refused by derive_truth's key check.
-        if attempt is not None:
-            check_binding(index, attempt, binding, field=f"bindings[{position}]")
+    check_build_stream(public, bindings)
     truth = tuple(derive_truth(public, bindings, labels))
     order = {event_id: position for position, event_id in enumerate(attempts)}
     index_of = {event.id: event.event_index for event in public.events}
@@ -190,12 +217,170 @@ def _refuse(code: str, message: str, field: str) -> AgentbenchError:
     return AgentbenchError(code, message, file=BINDINGS, field=field)
 
 
-def check_binding(
-    index: WorldIndex, attempt: Attempt, binding: CanonicalBinding, *, field: str
+def _refuse_event(code: str, message: str, position: int, field: str) -> AgentbenchError:
+    return AgentbenchError(code, message, file=EVENTS_FILE, field=f"[{position}].{field}")
+
+
+def check_build_stream(public: PublicBundle, bindings: Sequence[CanonicalBinding]) -> None:
+    """Replay the whole public stream as the builder must, refusing what it cannot build.
+
+    Beyond what every replay refuses, a world to build must hold exactly one audit
+    event, the one its scenarios name; each action must present a credential
+    already issued, name a resource that offers the action, and cite only
+    evidence retained before it; and each action's binding is checked against
+    the state just before the action (:func:`check_binding`).
+    """
+    audits = [
+        position
+        for position, event in enumerate(public.events)
+        if isinstance(event.payload, AuditPerformed)
+    ]
+    if len(audits) > 1:
+        event = public.events[audits[1]]
+        raise _refuse_event(
+            "extra_audit_event",
+            f"event {event.id!r} is a second audit event: a world to build has exactly one, "
+            "the one its scenario names",
+            audits[1],
+            "payload",
+        )
+    for name, scenario in sorted(public.scenarios.items()):
+        if audits and scenario.audit_event_id != public.events[audits[0]].id:
+            raise AgentbenchError(
+                "invalid_audit_event",
+                f"{scenario.audit_event_id!r} is not the stream's audit event "
+                f"{public.events[audits[0]].id!r}",
+                file=f"scenarios/{name}.json",
+                field="audit_event_id",
+            )
+    binding_of = {binding.action_event_id: position for position, binding in enumerate(bindings)}
+    replayer = Replayer(public.snapshot, public.events)
+    for position, event in enumerate(public.events):
+        payload = event.payload
+        if isinstance(payload, ActionAttempted):
+            _check_action(replayer.state, payload.attempt, position)
+            # A binding for a non-action event is refused by derive_truth's key check.
+            if event.id in binding_of:
+                at = binding_of[event.id]
+                check_binding(
+                    replayer.state, payload.attempt, bindings[at], field=f"bindings[{at}]"
+                )
+        elif isinstance(payload, DelegationGranted | CredentialIssued | DelegationRevoked):
+            _check_introduction(replayer.state, event, position)
+        replayer.step()
+
+
+def _check_introduction(state: WorldState, event: Event, position: int) -> None:
+    """A grant or issue inside its own validity, a child grant attenuated, a revocation of
+    a delegation still active: the original's replay rules a build applies."""
+    payload = event.payload
+    if isinstance(payload, DelegationRevoked):
+        if state.is_revoked(payload.delegation_id):
+            raise _refuse_event(
+                "revocation_of_inactive_delegation",
+                f"delegation {payload.delegation_id!r} is already revoked (itself or a parent)",
+                position,
+                "payload.delegation_id",
+            )
+    elif isinstance(payload, CredentialIssued):
+        _check_validity(event, payload.credential, "credential", "issued", position)
+    elif isinstance(payload, DelegationGranted):
+        delegation = payload.delegation
+        _check_validity(event, delegation, "delegation", "granted", position)
+        parent_id = delegation.parent_delegation_id
+        parent = None if parent_id is None else state.delegations.get(parent_id)
+        # An ungranted or revoked parent is the replay's own refusal, at the step.
+        if parent is not None and not attenuated(delegation, parent):
+            raise _refuse_event(
+                "child_not_attenuated",
+                f"delegation {delegation.id!r} does not narrow its parent {parent.id!r} "
+                "(may_delegate, origin, policy version, members, purpose, validity)",
+                position,
+                "payload.delegation",
+            )
+
+
+def _check_validity(
+    event: Event, record: Delegation | Credential, kind: str, verb: str, position: int
 ) -> None:
-    """Refuse a binding that joins identities the public world does not relate."""
+    if not record.valid_from <= event.occurred_at < record.expires_at:
+        raise _refuse_event(
+            "introduced_outside_validity",
+            f"{kind} {record.id!r} is {verb} at {format_utc(event.occurred_at)}, outside its "
+            f"validity [{format_utc(record.valid_from)}, {format_utc(record.expires_at)})",
+            position,
+            f"payload.{kind}",
+        )
+
+
+def _check_action(state: WorldState, attempt: Attempt, position: int) -> None:
+    """What an action needs of the world just before it (the original's replay rules)."""
+    if attempt.presented_credential_id not in state.credentials:
+        raise _refuse_event(
+            "credential_not_yet_issued",
+            f"credential {attempt.presented_credential_id!r} is presented before it is issued",
+            position,
+            "payload.attempt.presented_credential_id",
+        )
+    resource = state.index.resources.get(attempt.resource_id)
+    if resource is None:
+        raise _refuse_event(
+            "unknown_resource_action",
+            f"resource {attempt.resource_id!r} does not exist",
+            position,
+            "payload.attempt.resource_id",
+        )
+    if attempt.action not in resource.actions:
+        raise _refuse_event(
+            "unknown_resource_action",
+            f"resource {resource.id!r} does not offer {attempt.action!r} "
+            f"(it offers {', '.join(resource.actions)})",
+            position,
+            "payload.attempt.action",
+        )
+    unavailable = sorted(set(attempt.evidence_refs) - state.retained_evidence)
+    if unavailable:
+        raise _refuse_event(
+            "evidence_unavailable_at_action",
+            f"cites {', '.join(unavailable)}, not retained before the action",
+            position,
+            "payload.attempt.evidence_refs",
+        )
+
+
+def check_binding(
+    state: WorldState, attempt: Attempt, binding: CanonicalBinding, *, field: str
+) -> None:
+    """Refuse a binding that joins identities the public world does not relate.
+
+    ``state`` is the world just before the action: its runtime must be spawned
+    and its presented credential issued by then.
+    """
+    index = state.index
     _check_references(index, binding, field)
-    runtime = index.listed_runtimes[binding.runtime_id]
+    if binding.runtime_id not in state.runtimes:
+        raise _refuse(
+            "runtime_not_yet_spawned",
+            f"runtime {binding.runtime_id!r} is not spawned before the action",
+            f"{field}.runtime_id",
+        )
+    runtime = state.runtimes[binding.runtime_id]
+    if runtime.logical_agent_id != binding.logical_agent_id:
+        raise _refuse(
+            "false_runtime_agent_join",
+            f"runtime {runtime.id!r} runs logical agent {runtime.logical_agent_id!r}, "
+            f"not {binding.logical_agent_id!r}",
+            f"{field}.runtime_id",
+        )
+    origin = index.principals[binding.originating_principal_id]
+    agent = index.agents[binding.logical_agent_id]
+    if origin.organisation_id != agent.organisation_id:
+        raise _refuse(
+            "cross_tenant_origin",
+            f"originating principal {origin.id!r} of {origin.organisation_id!r} cannot "
+            f"originate for logical agent {agent.id!r} of {agent.organisation_id!r}",
+            f"{field}.originating_principal_id",
+        )
     if runtime.runtime_principal_id != binding.runtime_principal_id:
         raise _refuse(
             "invalid_runtime_ownership",
@@ -210,15 +395,7 @@ def check_binding(
             f"on the ownership chain of its principal {runtime.runtime_principal_id!r}",
             f"{field}.runtime_id",
         )
-    agent = index.agents[binding.logical_agent_id]
-    if runtime.organisation_id != agent.organisation_id:
-        raise _refuse(
-            "false_runtime_agent_join",
-            f"runtime {runtime.id!r} of {runtime.organisation_id!r} cannot act for logical "
-            f"agent {agent.id!r} of {agent.organisation_id!r}",
-            f"{field}.runtime_id",
-        )
-    credential = index.listed_credentials[attempt.presented_credential_id]
+    credential = state.credentials[attempt.presented_credential_id]
     if binding.credential_subject_id != credential.subject_principal_id:
         raise _refuse(
             "credential_subject_mismatch",

@@ -174,28 +174,36 @@ def select_chain(
     return resolve_coverage(state, attempt, actor, clock).chain
 
 
-def proposal_within_leaf(state: WorldState, proposal: Delegation, leaf: Delegation) -> bool:
-    """Whether a proposed delegation is a valid child of the selected leaf ``leaf``.
+def attenuated(child: Delegation, parent: Delegation) -> bool:
+    """Whether ``child`` narrows ``parent`` as the original's attenuation rule requires.
 
-    Attenuated (the leaf may delegate; the proposal names it as parent, keeps
-    its policy version and stays within its resources, actions, scopes,
-    purpose and validity) and acceptable as a child grant of the leaf in
-    ``state``: the organisation, origin, child-agent and delegator rules of
-    :func:`~pytest_agentbench.worlds.authority.replay.child_refusal`.
+    The parent may delegate; the child names it as parent and keeps its origin and
+    policy version, and stays within its resources, actions, scopes, purpose and
+    validity.
     """
-    wanted, granted = proposal.capability, leaf.capability
+    wanted, granted = child.capability, parent.capability
     return (
         granted.may_delegate
-        and proposal.parent_delegation_id == leaf.id
-        and proposal.policy_version == leaf.policy_version
+        and child.originating_principal_id == parent.originating_principal_id
+        and child.parent_delegation_id == parent.id
+        and child.policy_version == parent.policy_version
         and set(wanted.resource_ids) <= set(granted.resource_ids)
         and set(wanted.actions) <= set(granted.actions)
         and set(wanted.scopes) <= set(granted.scopes)
         and wanted.purpose == granted.purpose
-        and leaf.valid_from <= proposal.valid_from
-        and proposal.expires_at <= leaf.expires_at
-        and child_refusal(state, proposal, leaf) is None
+        and parent.valid_from <= child.valid_from
+        and child.expires_at <= parent.expires_at
     )
+
+
+def proposal_within_leaf(state: WorldState, proposal: Delegation, leaf: Delegation) -> bool:
+    """Whether a proposed delegation is a valid child of the selected leaf ``leaf``.
+
+    :func:`attenuated`, and acceptable as a child grant of the leaf in ``state``:
+    the organisation, origin, child-agent and delegator rules of
+    :func:`~pytest_agentbench.worlds.authority.replay.child_refusal`.
+    """
+    return attenuated(proposal, leaf) and child_refusal(state, proposal, leaf) is None
 
 
 def credential_valid(state: WorldState, attempt: Attempt, actor: Actor, clock: datetime) -> bool:

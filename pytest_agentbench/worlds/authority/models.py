@@ -81,10 +81,14 @@ Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 
 def _sorted_unique(values: tuple[str, ...]) -> tuple[str, ...]:
+    # As the original's records: entries stripped and non-blank, a repeat refused
+    # (never silently merged), the list sorted.
     stripped = [value.strip() for value in values]
     if any(not value for value in stripped):
         raise ValueError("list entries must be non-blank")
-    return tuple(sorted(set(stripped)))
+    if len(set(stripped)) != len(stripped):
+        raise ValueError("list entries must be unique")
+    return tuple(sorted(stripped))
 
 
 SortedIds = Annotated[tuple[str, ...], AfterValidator(_sorted_unique)]

@@ -162,6 +162,17 @@ def build_index(snapshot: WorldSnapshot) -> WorldIndex:
     )
     _unique("organisation.json", "departments", organisation.departments)
     _unique("organisation.json", "policies", organisation.policies)
+    versions: set[str] = set()
+    for position, policy in enumerate(organisation.policies):
+        # The original keys policies by version: two sharing one cannot be told apart.
+        if policy.version in versions:
+            raise AgentbenchError(
+                "duplicate_id",
+                f"policy version {policy.version!r} appears more than once",
+                file="organisation.json",
+                field=f"policies[{position}].version",
+            )
+        versions.add(policy.version)
     _check_references(index)
     _refuse_cycles(
         "principals.jsonl",
@@ -416,8 +427,9 @@ def _check_payload_references(index: WorldIndex, event: Event, *, where: str) ->
                 "credential",
             ),
         ]
-        # The attempted resource is not required to exist: the original judges an
-        # attempt on an unknown resource as no_active_delegation (see engine).
+        # The attempted resource is not required to exist here: the original's scorer
+        # judges an attempt on an unknown resource as no_active_delegation (see engine);
+        # only building a world refuses it (builder.check_build_stream), as its builder does.
         _require(refs, file=EVENTS_FILE, where=f"{where}.attempt")
         if attempt.proposed_delegation is not None:
             proposed = _delegation_refs(index, attempt.proposed_delegation)

@@ -48,7 +48,7 @@ from pytest_agentbench.sdk import (
     grade,
 )
 from pytest_agentbench.worlds.authority.models import AuthorityTruth, CanonicalBinding, CaseLabel
-from pytest_agentbench.worlds.authority.trace import ObservedActionTrace, is_uninformative
+from pytest_agentbench.worlds.authority.trace import ObservedActionTrace
 
 SCORING_PROTOCOL = "0.3.0"
 
@@ -310,6 +310,13 @@ def grade_action(
 PRECISION = "authorization_decision_precision"
 RECALL = "authorization_decision_recall"
 SCORED_ACTIONS = "scored action events"
+TRUTH_ALLOWS = "actions truth allows at action time"
+# The original's texts (its evaluation report's ``support_meaning``), word for word.
+LABEL_COMPARISON = (
+    "compares reported evidence-reference labels to evaluator requirements, without "
+    "checking underlying evidence retention"
+)
+LABELLED_ACTIONS = f"{SCORED_ACTIONS}; {LABEL_COMPARISON}"
 
 
 def _rate(
@@ -333,9 +340,15 @@ def _rate(
     )
 
 
-def _check_rate(name: str, family: str, check_name: str, description: str) -> MetricSpec:
+def _check_rate(
+    name: str,
+    family: str,
+    check_name: str,
+    description: str,
+    support_meaning: str = SCORED_ACTIONS,
+) -> MetricSpec:
     return _rate(
-        name, family, passed_key(check_name), ACTIONS, SCORED_ACTIONS, description=description
+        name, family, passed_key(check_name), ACTIONS, support_meaning, description=description
     )
 
 
@@ -344,12 +357,14 @@ def decision_f1(
 ) -> tuple[float | None, int]:
     """Harmonic mean of allow precision and recall; support is classification support.
 
-    ``None`` when either is undefined and also when both are zero: the frozen
-    protocol emits no numeric 0.0 for F1.
+    The support is the actions truth allows (recall's), as the original reports
+    it: the value comes from the precision and recall reported beside it. ``None``
+    when either is undefined and also when both are zero: the frozen protocol
+    emits no numeric 0.0 for F1.
     """
     precision = computed[PRECISION].value
     recall = computed[RECALL].value
-    support = sum(result.measurements.get(ACTIONS, 0) for result in results)
+    support = sum(result.measurements.get("truth_allow", 0) for result in results)
     if precision is None or recall is None or precision + recall == 0:
         return None, support
     return 2 * precision * recall / (precision + recall), support
@@ -386,68 +401,6 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "authorization_decision",
         "The action-time allow/deny matches truth.",
     ),
-    _rate(
-        PRECISION,
-        "authorization_decision",
-        "true_allow",
-        "reported_allow",
-        "actions the trace allowed at action time",
-        description="Of the actions the trace allowed, the share truth allows.",
-    ),
-    _rate(
-        RECALL,
-        "authorization_decision",
-        "true_allow",
-        "truth_allow",
-        "actions truth allows at action time",
-        description=(
-            "Of the actions truth allows, the share reported allow; a null decision is not allow."
-        ),
-    ),
-    MetricSpec(
-        name="authorization_decision_f1",
-        family="authorization_decision",
-        support_meaning="classification support: scored action events",
-        description=(
-            "Harmonic mean of allow precision and recall; null when either is null "
-            "or both are zero."
-        ),
-        reducer=decision_f1,
-    ),
-    _rate(
-        "least_privilege_accuracy",
-        "authorization_decision",
-        "truth_deny_not_allowed",
-        "truth_deny",
-        "actions truth denies",
-        description=(
-            "Of the actions truth denies, the share not reported allow (null earns deny's credit)."
-        ),
-    ),
-    _rate(
-        "excess_authority_rate",
-        "authorization_decision",
-        "false_allow",
-        "truth_deny",
-        "actions truth denies",
-        description="Of the actions truth denies, the share reported allow: the complement of "
-        "least_privilege_accuracy.",
-        direction="lower_is_better",
-    ),
-    _rate(
-        "temporal_validity_accuracy",
-        "authority_replay",
-        "temporal_correct",
-        "temporal_cases",
-        "events labelled valid_then_revoked, post_revocation_action or invalid_then_later_granted",
-        description="The audit-time verdict is right on the temporal case labels.",
-    ),
-    _check_rate(
-        "policy_version_accuracy",
-        "authority_replay",
-        "policy_version",
-        "The covering delegation's policy version (the attempt's own where there is no chain).",
-    ),
     _check_rate(
         "delegation_chain_integrity",
         "authority_replay",
@@ -471,28 +424,22 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "observability",
         "provenance_completeness",
         "The reported evidence references include every required reference.",
+        LABELLED_ACTIONS,
     ),
     _check_rate(
         "provenance_exact_match",
         "observability",
         "provenance_exact_match",
         "The reported evidence references equal the required set: nothing missing or extra.",
-    ),
-    _rate(
-        "provenance_precision",
-        "observability",
-        "required_reported_evidence_refs",
-        "reported_evidence_refs",
-        "distinct action-event and evidence-reference pairs reported",
-        description=(
-            "Micro precision: the share of reported (action, reference) pairs that were required."
-        ),
+        LABELLED_ACTIONS,
     ),
     _check_rate(
         "audit_reconstructability_accuracy",
         "observability",
         "audit_reconstructability",
         "The reconstructability claim matches evaluator truth.",
+        f"{SCORED_ACTIONS}; compares the reported reconstructability claim to evaluator "
+        "truth, without reconstructing or inspecting retained evidence",
     ),
     _check_rate(
         "expected_side_effect_accuracy",
@@ -500,8 +447,82 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
         "expected_side_effect",
         "The side effect the action should record is named correctly.",
     ),
+    _check_rate(
+        "policy_version_accuracy",
+        "authority_replay",
+        "policy_version",
+        "The covering delegation's policy version (the attempt's own where there is no chain).",
+    ),
+    _rate(
+        "provenance_precision",
+        "observability",
+        "required_reported_evidence_refs",
+        "reported_evidence_refs",
+        "reported evidence references the trace submitted; compares labels to evaluator "
+        "requirements, without checking underlying evidence retention",
+        description=(
+            "Micro precision: the share of reported (action, reference) pairs that were required."
+        ),
+    ),
+    _rate(
+        PRECISION,
+        "authorization_decision",
+        "true_allow",
+        "reported_allow",
+        "actions the trace allowed at action time",
+        description="Of the actions the trace allowed, the share truth allows.",
+    ),
+    _rate(
+        RECALL,
+        "authorization_decision",
+        "true_allow",
+        "truth_allow",
+        TRUTH_ALLOWS,
+        description=(
+            "Of the actions truth allows, the share reported allow; a null decision is not allow."
+        ),
+    ),
+    MetricSpec(
+        name="authorization_decision_f1",
+        family="authorization_decision",
+        support_meaning=f"{TRUTH_ALLOWS}, as classification support",
+        description=(
+            "Harmonic mean of allow precision and recall; null when either is null "
+            "or both are zero."
+        ),
+        reducer=decision_f1,
+    ),
+    _rate(
+        "temporal_validity_accuracy",
+        "authority_replay",
+        "temporal_correct",
+        "temporal_cases",
+        "action events labelled valid_then_revoked, post_revocation_action or "
+        "invalid_then_later_granted",
+        description="The audit-time verdict is right on the temporal case labels.",
+    ),
+    _rate(
+        "least_privilege_accuracy",
+        "authorization_decision",
+        "truth_deny_not_allowed",
+        "truth_deny",
+        "actions truth denies",
+        description=(
+            "Of the actions truth denies, the share not reported allow (null earns deny's credit)."
+        ),
+    ),
+    _rate(
+        "excess_authority_rate",
+        "authorization_decision",
+        "false_allow",
+        "truth_deny",
+        "actions truth denies",
+        description="Of the actions truth denies, the share reported allow: the complement of "
+        "least_privilege_accuracy.",
+        direction="lower_is_better",
+    ),
 )
-"""The twenty metrics, grouped by family."""
+"""The twenty metrics, in the order the original's evaluation report lists them."""
 
 # ---------------------------------------------------------------------------
 # Whole submissions
@@ -512,7 +533,8 @@ def check_submission(rows: Sequence[ObservedActionTrace], action_event_ids: Sequ
 
     Per-line shape errors (``malformed_json``, ``invalid_row``) are the
     reader's; this checks what remains: ``duplicate_event_id``,
-    ``unexpected_event_id``, ``missing_event_id`` and ``all_rows_null``.
+    ``unexpected_event_id`` and ``missing_event_id``. A submission of empty rows
+    is graded, as the original's scorer grades it (only the validator refuses it).
     """
     expected = set(action_event_ids)
     seen: set[str] = set()
@@ -532,10 +554,6 @@ def check_submission(rows: Sequence[ObservedActionTrace], action_event_ids: Sequ
     if absent:
         raise AgentbenchError(
             "missing_event_id", f"no row for action event(s): {', '.join(absent)}"
-        )
-    if rows and all(is_uninformative(row) for row in rows):
-        raise AgentbenchError(
-            "all_rows_null", "every row is empty: a misconfigured adapter, not a submission"
         )
 
 

@@ -2,69 +2,84 @@
 
 A row states what the system under test captured about one action. Every field
 but ``event_id`` is nullable, because missing capture is scored as missing
-rather than filled in from the answer key. Field rules follow the bundle
-records (:mod:`.models`): ids non-blank, sorted-unique lists (``requested_scope``,
-``evidence_refs``) normalised, timestamps UTC, ``synthetic`` true or omitted.
-The two chains (``delegation_chain_ids``, ``accountable_owner_chain``) keep the
-submitted order, since their order is what the scorer compares; repeated
-entries are accepted there and simply fail to match.
+rather than filled in from the answer key. A row is accepted exactly as the
+original's trace model accepts it: ``schema_version`` "1.0.0" or omitted,
+``synthetic`` true (or anything pydantic's lax mode reads as true, such as
+``1``) or omitted, identifiers and list entries any strings (blank and
+surrounding whitespace kept, so they simply fail to match), lists in the
+submitted order with repeats kept (the scorer compares the two evidence lists
+as sets and the two chains in order), the reconstructability claim any value
+pydantic's lax mode reads as a boolean (``1``, ``"true"``, ``"no"``), and a
+timestamp any value its lax mode reads as a timezone-aware UTC instant.
 
 The JSONL reader here is the strict one the scorer uses: it stops at the first
 problem. :mod:`.validate` examines every line instead, for adapter authors.
+Both refuse duplicate keys (``duplicate_key``), where the original's JSON
+parser keeps the last value: there we are deliberately stricter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Annotated, Any, Literal
+from datetime import datetime
+from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, StrictBool, ValidationError
+from pydantic import AfterValidator, PlainSerializer, ValidationError
 
 from pytest_agentbench.sdk import AgentbenchError, JsonValue, Record, field_path, loads_strict
-from pytest_agentbench.worlds.authority.models import Decision, Id, SortedIds, UtcDatetime
+from pytest_agentbench.worlds.authority.models import Decision, format_utc
 
 
-def _exactly_true(value: Any) -> Any:
-    # Literal[True] alone would accept 1; the marker must be the JSON literal true.
-    if value is not True:
-        raise ValueError("synthetic must be true or omitted")
+def _utc(value: datetime) -> datetime:
+    offset = value.utcoffset()
+    if offset is None:
+        raise ValueError("timestamp has no timezone; UTC (Z) is required")
+    if offset.total_seconds() != 0:
+        raise ValueError("timestamp has a non-zero UTC offset; UTC (Z) is required")
     return value
 
 
-SyntheticMarker = Annotated[Literal[True], BeforeValidator(_exactly_true)]
+RowTimestamp = Annotated[
+    datetime,
+    AfterValidator(_utc),
+    PlainSerializer(format_utc, return_type=str, when_used="json"),
+]
+"""A timestamp as the original's row reads it (pydantic's lax datetime), UTC only."""
 
 
 class ObservedActionTrace(Record):
     """One submission row (field names are the format's)."""
 
-    event_id: Id
-    schema_version: Id | None = None
-    timestamp: UtcDatetime | None = None
-    originating_principal_id: Id | None = None
-    logical_agent_id: Id | None = None
-    runtime_principal_id: Id | None = None
-    credential_subject_id: Id | None = None
-    attributed_actor_id: Id | None = None
-    resource_id: Id | None = None
-    action: Id | None = None
-    requested_scope: SortedIds | None = None
+    event_id: str
+    schema_version: Literal["1.0.0"] = "1.0.0"
+    timestamp: RowTimestamp | None = None
+    originating_principal_id: str | None = None
+    logical_agent_id: str | None = None
+    runtime_principal_id: str | None = None
+    credential_subject_id: str | None = None
+    attributed_actor_id: str | None = None
+    resource_id: str | None = None
+    action: str | None = None
+    requested_scope: tuple[str, ...] | None = None
     decision: Decision | None = None
     """The action-time decision."""
     decision_at_audit: Decision | None = None
     """The later historical evaluation at the audit event."""
-    side_effect: Id | None = None
-    policy_version: Id | None = None
-    delegation_chain_ids: tuple[Id, ...] | None = None
+    side_effect: str | None = None
+    policy_version: str | None = None
+    delegation_chain_ids: tuple[str, ...] | None = None
     """Root first. ``[]`` claims no covering chain; ``null`` claims nothing."""
-    accountable_owner_chain: tuple[Id, ...] | None = None
-    evidence_refs: SortedIds | None = None
+    accountable_owner_chain: tuple[str, ...] | None = None
+    evidence_refs: tuple[str, ...] | None = None
     """``[]`` claims evidence was captured and there was none; ``null`` that none was captured."""
-    reconstructable_from_retained_evidence: StrictBool | None = None
-    synthetic: SyntheticMarker = True
+    reconstructable_from_retained_evidence: bool | None = None
+    synthetic: Literal[True] = True
 
 
 NULLABLE_FIELDS: tuple[str, ...] = tuple(
-    name for name in ObservedActionTrace.model_fields if name not in {"event_id", "synthetic"}
+    name
+    for name in ObservedActionTrace.model_fields
+    if name not in {"event_id", "schema_version", "synthetic"}
 )
 """Every field a row may leave null: the fields that carry captured information."""
 
@@ -143,11 +158,11 @@ def parse_row(
 def trace_lines(text: str) -> Iterator[tuple[int, str]]:
     """Every non-blank line of a JSONL document with its one-based number.
 
-    Lines end at ``\\n`` only (a trailing ``\\r`` is dropped): JSON strings may
-    legally hold other Unicode line separators unescaped.
+    As the original reads a trace: a leading UTF-8 byte order mark is dropped
+    (it decodes with ``utf-8-sig``) and lines end wherever ``str.splitlines``
+    ends them, so a row holding a raw U+2028 inside a string is split and refused.
     """
-    for number, raw in enumerate(text.split("\n"), start=1):
-        line = raw.removesuffix("\r")
+    for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
         if line.strip():
             yield number, line
 

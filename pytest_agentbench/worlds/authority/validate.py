@@ -15,17 +15,19 @@ Codes and severities:
 ``duplicate_event_id``    error     the same ``event_id`` appears on more than one line
 ``unexpected_event_id``   error     the ``event_id`` is not an action event
 ``missing_event_id``      error     an expected action event has no row
-``all_rows_null``         error     every row is empty (all null, or only ``evidence_refs: []``)
+``all_rows_null``         error     every row is empty (all null, or only ``evidence_refs: []``);
+                                    the scorer still grades such a document (``scorable``)
 ``all_null_row``          warning   one row carries nothing but its ``event_id``
 ``no_scored_fields``      warning   only fields the scorer does not read are set
 ``empty_evidence_refs``   warning   ``evidence_refs`` is ``[]``; ``null`` asserts no capture
 ``cardinality_unchecked`` warning   a line had no recoverable ``event_id`` to match
 ========================  ========  ============================================================
 
-An ``event_id`` is recovered from an invalid row when it is a non-blank string,
-so duplicate, unexpected and missing ids are still reported around a row with
-a bad field. Missing ids are reported even when some line had no recoverable id
-(that line may have been meant for one of them); ``cardinality_unchecked``
+An ``event_id`` is recovered from an invalid row when it is a string (blank and
+padded ones kept as written, as the original does), so duplicate, unexpected
+and missing ids are still reported around a row with a bad field. Missing ids
+are reported even when some line had no recoverable id (that line may have
+been meant for one of them); ``cardinality_unchecked``
 marks that situation.
 """
 
@@ -109,6 +111,17 @@ class ValidationReport(Record):
     def valid(self) -> bool:
         return not any(item.severity == "error" for item in self.diagnostics)
 
+    @property
+    def scorable(self) -> bool:
+        """The scorer accepts the document: no error but ``all_rows_null``.
+
+        The original's scorer grades a submission of empty rows (and awards it a
+        perfect least-privilege accuracy); only its validator refuses one.
+        """
+        return not any(
+            item.severity == "error" and item.code != "all_rows_null" for item in self.diagnostics
+        )
+
     def count(self, severity: Severity) -> int:
         return sum(1 for item in self.diagnostics if item.severity == severity)
 
@@ -136,10 +149,12 @@ def _diagnostic(code: DiagnosticCode, line: int | None, message: str) -> Diagnos
 
 
 def _recover_event_id(value: JsonValue) -> str | None:
+    # Any string, blank and padded ones included, exactly as written: the row model
+    # accepts them, so the document is then refused for an unknown event.
     if isinstance(value, Mapping):
         event_id = value.get("event_id")
-        if isinstance(event_id, str) and event_id.strip():
-            return event_id.strip()
+        if isinstance(event_id, str):
+            return event_id
     return None
 
 

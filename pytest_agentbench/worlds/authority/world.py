@@ -24,8 +24,10 @@ from pytest_agentbench.sdk import (
     Case,
     CaseResult,
     ControlAgent,
+    JsonValue,
     MalformedOutput,
     MetricSpec,
+    MetricValue,
     Outcome,
     Suite,
     SuiteConfig,
@@ -39,7 +41,7 @@ from pytest_agentbench.sdk import (
     read_text,
     undecodable_line,
 )
-from pytest_agentbench.worlds.authority import agents, builder, bundle, layout, scoring
+from pytest_agentbench.worlds.authority import agents, builder, bundle, layout, report, scoring
 from pytest_agentbench.worlds.authority.models import (
     AuthorityTruth,
     CanonicalBinding,
@@ -358,7 +360,16 @@ class AuthorityWorld:
         data = _data(suite)
         return bundle.missing_tool_schemas(data.bundle, data.public_display)
 
-    def validate_predictions(self, suite: Suite, text: str) -> ValidationReport:
+    def evaluation_report(
+        self, suite: Suite, results: Sequence[CaseResult], metrics: Sequence[MetricValue]
+    ) -> dict[str, JsonValue]:
+        """The original's evaluation report (``agentbench evaluate --json``)."""
+        evaluator = self.load_oracle(suite).evaluator
+        return report.evaluation_report(_data(suite).bundle, evaluator, results, metrics)
+
+    def validate_predictions(
+        self, suite: Suite, text: str, path: Path | None = None
+    ) -> ValidationReport:
         return validate_trace(text, [case.case_id for case in _data(suite).cases])
 
 

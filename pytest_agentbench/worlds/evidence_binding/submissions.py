@@ -17,10 +17,16 @@ of stopping at the first, using public data only:
 ``sequence_mismatch``       Enterprise: ``sequence`` does not run 0..n-1 in list order
 ``public_digest_mismatch``  the submission binds a different public input
 ``benchmark_mismatch``      Asteria: another benchmark id
+``noncanonical_json``       Enterprise: the bytes are not the canonical form
+``manifest_binding_mismatch``  an Asteria pair's manifest does not bind its submission
 ==========================  ================================================================
 
-An Enterprise observation with a wrong tenant or an unknown ``evidence_id``
-is scored, not refused.
+An Enterprise ``submission.json`` is read as the original's loader reads it:
+its bytes must be canonical JSON (``noncanonical_json``: sorted keys, compact
+separators, raw UTF-8, ``"synthetic": true`` written out, one final newline),
+and a row's ids need one character at least (a blank ``" "`` is accepted, as
+there). An Enterprise observation with a wrong tenant or an unknown
+``evidence_id`` is scored, not refused.
 
 An Asteria submission may also come as a pair: ``c08-asteria-submission.json``
 with a ``manifest.json`` beside it, alone in their folder. The manifest follows
@@ -52,8 +58,10 @@ from pytest_agentbench.worlds.evidence_binding.artifacts import (
     Governed,
     Hex64,
     NonBlank,
+    canonical_file_bytes,
     parse_governed,
     path_bound_digest,
+    record_bytes,
     sha256_bytes,
 )
 from pytest_agentbench.worlds.evidence_binding.asteria import AsteriaPublic
@@ -90,12 +98,16 @@ class SubmissionManifest(Governed):
     artifacts: tuple[SubmissionDescriptor]
 
 
+NonEmpty = Annotated[str, Field(min_length=1)]
+"""The original's Enterprise rule for a row's ids: one character at least, blank allowed."""
+
+
 class SubmittedObservation(Governed):
-    observation_id: NonBlank
+    observation_id: NonEmpty
     sequence: Annotated[int, Field(ge=0)]
-    action_id: NonBlank
-    tenant_id: NonBlank
-    evidence_id: NonBlank
+    action_id: NonEmpty
+    tenant_id: NonEmpty
+    evidence_id: NonEmpty
 
 
 class EnterpriseSubmission(Governed):
@@ -353,18 +365,36 @@ def check_asteria(
     return submission, SubmissionReport(diagnostics=_located(problems, text))
 
 
+NONCANONICAL = Problem(
+    code="noncanonical_json",
+    message="not canonical JSON: sorted keys, ',' and ':' separators, raw UTF-8, every "
+    'default ("synthetic": true) written out, one final newline',
+)
+"""The Enterprise loader's refusal of any other bytes, before and after the model."""
+
+
 def check_enterprise(
     text: str, public: EnterprisePublic, public_input_digest: str, *, file: str
 ) -> tuple[EnterpriseSubmission | None, SubmissionReport]:
+    """As the original's loader reads ``submission.json``: canonical bytes, then the model,
+    then the model's own canonical bytes (defaults written out), then the public rules."""
     try:
         value = _parse(text, file)
     except _Unreadable as exc:
         return None, SubmissionReport(diagnostics=(exc.problem,))
     try:
+        canonical = canonical_file_bytes(value) == text.encode("utf-8")
+    except UnicodeEncodeError:  # a byte that is not UTF-8 (read leniently) is never canonical
+        canonical = False
+    if not canonical:
+        return None, SubmissionReport(diagnostics=(NONCANONICAL,))
+    try:
         submission = EnterpriseSubmission.model_validate_json(text)
     except ValidationError as exc:
         problems = _shape_problems(exc, value, "observations", "action_id")
         return None, SubmissionReport(diagnostics=_located(problems, text))
+    if record_bytes(submission) != text.encode("utf-8"):
+        return None, SubmissionReport(diagnostics=(NONCANONICAL,))
     problems = enterprise_problems(submission, public, public_input_digest)
     return submission, SubmissionReport(diagnostics=_located(problems, text))
 

@@ -223,8 +223,16 @@ class EvidenceBindingWorld:
         answers, report = lineage.check_submission(_loaded(suite), text, str(path))
         return PredictionsAdapter(answers, report, str(path))
 
-    def validate_predictions(self, suite: Suite, text: str) -> SubmissionReport:
-        return lineage_of(suite).check_submission(_loaded(suite), text, "predictions")[1]
+    def validate_predictions(
+        self, suite: Suite, text: str, path: Path | None = None
+    ) -> SubmissionReport:
+        """Every problem of a submission; an Asteria pair's manifest is read beside ``path``."""
+        lineage = lineage_of(suite)
+        if lineage.name == "asteria" and path is not None and is_asteria_pair(path):
+            text, problems = read_asteria_pair(path.parent, display=str(path.parent))
+            if problems:
+                return SubmissionReport(diagnostics=tuple(problems))
+        return lineage.check_submission(_loaded(suite), text, "predictions")[1]
 
     def baseline_records(self, suite: Suite) -> bytes:
         """The lineage's baseline-records file for this candidate (§4)."""

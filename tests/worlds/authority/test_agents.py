@@ -93,9 +93,10 @@ def test_always_deny_agent_records_nothing_else() -> None:
             "none",
         )
         assert row["timestamp"] is not None
-        # No chain, no owner chain, no reconstructability claim, no schema version.
+        # The row schema's own version, as the original's rows carry it by default.
+        assert row["schema_version"] == "1.0.0"
+        # No chain, no owner chain, no reconstructability claim.
         unclaimed = {
-            "schema_version",
             "delegation_chain_ids",
             "accountable_owner_chain",
             "reconstructable_from_retained_evidence",

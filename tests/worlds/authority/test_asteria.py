@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.worlds.authority import asteria
 from pytest_agentbench.worlds.authority.agents import (
     AlwaysDenyAgent,
@@ -332,26 +331,14 @@ def test_always_deny_baseline(public: PublicBundle, evaluator: EvaluatorBundle) 
 
 
 def test_current_state_baseline(public: PublicBundle, evaluator: EvaluatorBundle) -> None:
-    agent = CurrentStateAgent()
-    refused_id = "evt-015-draft-preparation"
-    # The original's baseline refuses an action no runtime at audit time runs as
-    # claimed; the harness grades that case with every check missing.
-    with pytest.raises(AgentbenchError) as refused:
-        agent.trace_action(public, refused_id)
-    assert refused.value.code == "no_matching_runtime"
-    rows = [
-        ObservedActionTrace(event_id=event_id)
-        if event_id == refused_id
-        else ObservedActionTrace.model_validate(agent.trace_action(public, event_id))
-        for event_id in (row.action_event_id for row in evaluator.truth)
-    ]
-    assert len(rows) == 11
-    scores = score_trace(rows, evaluator.truth, evaluator.bindings.bindings, evaluator.cases)
-    assert scores["authorization_decision_accuracy"] == (6 / 11, 11)
+    # The seed's figures for the published fixture hold for this authored one too.
+    scores = _score(CurrentStateAgent(), public, evaluator)
+    assert scores["authorization_decision_accuracy"] == (7 / 11, 11)
     assert _rounded(scores["authorization_decision_f1"][0]) == 0.3333
     assert scores["authorization_decision_precision"] == (0.5, 2)
     assert scores["authorization_decision_recall"] == (0.25, 4)
-    assert scores["provenance_completeness"] == (5 / 11, 11)
+    assert scores["provenance_completeness"] == (6 / 11, 11)
+    assert _rounded(scores["provenance_completeness"][0]) == 0.5455
 
 
 def test_reference_agent_scores_perfectly(public: PublicBundle, evaluator: EvaluatorBundle) -> None:

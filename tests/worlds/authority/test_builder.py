@@ -6,6 +6,7 @@ every refusal is exercised against an otherwise well-formed world.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,15 @@ from pytest_agentbench.worlds.authority.builder import (
     write_bundle,
 )
 from pytest_agentbench.worlds.authority.models import (
+    ActionAttempted,
     CanonicalBinding,
     CaseLabel,
+    Credential,
+    CredentialIssued,
     Delegation,
     DelegationGranted,
+    DelegationRevoked,
+    Event,
     Runtime,
     RuntimeSpawned,
 )
@@ -162,6 +168,223 @@ def test_attributed_actor_on_the_credential_path_is_accepted(source: WorldSource
     assert binding.attributed_actor_id == asteria.PROCUREMENT_SERVICE
 
 
+def _move_after(source: WorldSource, moved: int, after: int) -> WorldSource:
+    """The stream with event ``moved`` (1-based) placed just after event ``after``.
+
+    Every other event keeps its time; the moved one takes the time half a minute
+    after ``after`` (so each record stays inside its own validity), and indices
+    are renumbered.
+    """
+    events = list(source.events)
+    event = events.pop(moved - 1)
+    anchor = next(
+        position for position, e in enumerate(events) if e.id == source.events[after - 1].id
+    )
+    timed = event.model_copy(
+        update={"occurred_at": events[anchor].occurred_at + timedelta(seconds=30)}
+    )
+    events.insert(anchor + 1, timed)
+    renumbered = tuple(
+        e.model_copy(update={"event_index": index}) for index, e in enumerate(events, start=1)
+    )
+    return source.model_copy(update={"events": renumbered})
+
+
+def _change_attempt(source: WorldSource, event_id: str, **changes: object) -> WorldSource:
+    def changed(event: Event) -> Event:
+        if event.id != event_id or not isinstance(event.payload, ActionAttempted):
+            return event
+        attempt = event.payload.attempt.model_copy(update=changes)
+        return event.model_copy(update={"payload": ActionAttempted(attempt=attempt)})
+
+    return source.model_copy(update={"events": tuple(changed(e) for e in source.events)})
+
+
+FIRST = "evt-010-authorised-comparison"  # index 10, through the comparison runtime (index 2)
+
+
+def _malformed_worlds(source: WorldSource) -> dict[str, tuple[WorldSource, str, str, str]]:
+    """The original builder's refusals our builder once let through: world, code, file, field."""
+    second_audit = source.events[-1].model_copy(
+        update={
+            "id": "evt-025-second-audit",
+            "event_index": 25,
+            "occurred_at": asteria.at_minute(25),
+        }
+    )
+    without_runtime_evidence = _change_attempt(
+        source, FIRST, evidence_refs=(f"evidence:policy:{asteria.POLICY_VERSION}",)
+    )
+    return {
+        "binding agent is not the runtime's agent (same tenant)": (
+            _rebind(source, FIRST, logical_agent_id=asteria.PROCUREMENT_AGENT),
+            "false_runtime_agent_join",
+            "canonical_bindings.json",
+            "bindings[0].runtime_id",
+        ),
+        "binding origin in another organisation than the agent": (
+            _rebind(source, FIRST, originating_principal_id=asteria.ORION),
+            "cross_tenant_origin",
+            "canonical_bindings.json",
+            "bindings[0].originating_principal_id",
+        ),
+        "two audit events": (
+            source.model_copy(update={"events": (*source.events, second_audit)}),
+            "extra_audit_event",
+            "public_events.jsonl",
+            "[24].payload",
+        ),
+        "credential presented before its issuance": (
+            _move_after(source, 5, 10),
+            "credential_not_yet_issued",
+            "public_events.jsonl",
+            "[8].payload.attempt.presented_credential_id",
+        ),
+        "action citing runtime evidence spawned later": (
+            _move_after(source, 2, 10),
+            "evidence_unavailable_at_action",
+            "public_events.jsonl",
+            "[8].payload.attempt.evidence_refs",
+        ),
+        "action citing unknown evidence": (
+            _change_attempt(source, FIRST, evidence_refs=("evidence:ghost:1",)),
+            "evidence_unavailable_at_action",
+            "public_events.jsonl",
+            "[9].payload.attempt.evidence_refs",
+        ),
+        "attempted action the resource does not offer": (
+            _change_attempt(source, FIRST, action="issue_purchase_order"),
+            "unknown_resource_action",
+            "public_events.jsonl",
+            "[9].payload.attempt.action",
+        ),
+        "unknown resource": (
+            _change_attempt(source, FIRST, resource_id="resource-ghost"),
+            "unknown_resource_action",
+            "public_events.jsonl",
+            "[9].payload.attempt.resource_id",
+        ),
+        "binding runtime spawned after the action": (
+            _move_after(without_runtime_evidence, 2, 10),
+            "runtime_not_yet_spawned",
+            "canonical_bindings.json",
+            "bindings[0].runtime_id",
+        ),
+    }
+
+
+def test_the_original_builders_refusals_are_refused_by_name(source: WorldSource) -> None:
+    """Each is refused by build_agentic_benchmark (its replay, projection or integrity rule)."""
+    found = {}
+    for name, (world, *_expected) in _malformed_worlds(source).items():
+        error = _refusal(world)
+        found[name] = (error.code, error.location.file, error.location.field)
+    assert found == {
+        name: tuple(expected) for name, (_, *expected) in _malformed_worlds(source).items()
+    }
+
+
+def _replace_credential(source: WorldSource, credential_id: str, **changes: object) -> WorldSource:
+    def changed(credential: Credential) -> Credential:
+        if credential.id != credential_id:
+            return credential
+        return credential.model_copy(update=changes)
+
+    snapshot = source.snapshot.model_copy(
+        update={"credentials": tuple(changed(c) for c in source.snapshot.credentials)}
+    )
+    events = tuple(
+        event.model_copy(
+            update={"payload": CredentialIssued(credential=changed(event.payload.credential))}
+        )
+        if isinstance(event.payload, CredentialIssued)
+        else event
+        for event in source.events
+    )
+    return source.model_copy(update={"snapshot": snapshot, "events": events})
+
+
+def test_the_original_replays_introduction_rules_are_refused_by_name(
+    source: WorldSource,
+) -> None:
+    """Grants and issues inside their validity, child grants attenuated, one revocation each."""
+    child = next(d for d in source.snapshot.delegations if d.id == asteria.COMPARISON_CHILD)
+    wider = child.capability.model_copy(update={"purpose": asteria.DRAFT_PURPOSE})
+    discard_event = source.events[22]
+    revoked_twice = discard_event.model_copy(
+        update={"payload": DelegationRevoked(delegation_id=asteria.COMPARISON_CHILD)}
+    )
+    worlds = {
+        "grant before its validity": _replace_delegation(
+            source, asteria.DRAFT_GRANT, valid_from=asteria.at_minute(10)
+        ),
+        "issue before its validity": _replace_credential(
+            source, asteria.PROCUREMENT_CREDENTIAL, valid_from=asteria.at_minute(5)
+        ),
+        "child wider than its parent": _replace_delegation(
+            source, asteria.COMPARISON_CHILD, capability=wider
+        ),
+        "revocation of a delegation its parent's revocation revoked": source.model_copy(
+            update={"events": (*source.events[:22], revoked_twice, *source.events[23:])}
+        ),
+    }
+    found = {}
+    for name, world in worlds.items():
+        error = _refusal(world)
+        found[name] = (error.code, error.location.file, error.location.field)
+    assert found == {
+        "grant before its validity": (
+            "introduced_outside_validity",
+            "public_events.jsonl",
+            "[8].payload.delegation",
+        ),
+        "issue before its validity": (
+            "introduced_outside_validity",
+            "public_events.jsonl",
+            "[3].payload.credential",
+        ),
+        "child wider than its parent": (
+            "child_not_attenuated",
+            "public_events.jsonl",
+            "[7].payload.delegation",
+        ),
+        "revocation of a delegation its parent's revocation revoked": (
+            "revocation_of_inactive_delegation",
+            "public_events.jsonl",
+            "[22].payload.delegation_id",
+        ),
+    }
+
+
+def test_policies_must_differ_in_version_and_in_id(source: WorldSource) -> None:
+    """The original refuses a shared version and accepts a shared id; we refuse both."""
+    organisation = source.snapshot.organisation
+    (policy,) = organisation.policies
+    for twin, field in (
+        (policy.model_copy(update={"id": "policy-twin"}), "policies[1].version"),
+        (policy.model_copy(update={"version": "asteria-policy-v2"}), "policies[1].id"),
+    ):
+        changed = organisation.model_copy(update={"policies": (policy, twin)})
+        snapshot = source.snapshot.model_copy(update={"organisation": changed})
+        error = _refusal(source.model_copy(update={"snapshot": snapshot}))
+        assert (error.code, error.location.file, error.location.field) == (
+            "duplicate_id",
+            "organisation.json",
+            field,
+        )
+
+
+def test_derive_refuses_shipped_records_of_a_world_the_builder_refuses(
+    source: WorldSource,
+) -> None:
+    public, evaluator = build_benchmark(source)
+    late = _move_after(source, 5, 10)
+    moved = public.model_copy(update={"events": late.events})
+    with pytest.raises(AgentbenchError) as caught:
+        derive_differences(moved, evaluator)
+    assert caught.value.code == "credential_not_yet_issued"
+
+
 def test_binding_naming_an_unknown_agent_is_refused(source: WorldSource) -> None:
     bad = _rebind(source, "evt-010-authorised-comparison", logical_agent_id="agent-ghost")
     error = _refusal(bad)
@@ -234,7 +457,7 @@ def test_well_formed_denials_stay_scoreable(source: WorldSource) -> None:
     assert reasons["evt-016-partial-comparison"] == ("wrong_runtime",)
     # A truthful external runtime reaching another tenant's resource.
     assert "tenant_mismatch" in reasons["evt-017-orion-supplier-read"]
-    # A same-tenant runtime of another agent.
+    # A runtime presenting a same-tenant credential that does not permit it.
     assert reasons["evt-015-draft-preparation"] == ("wrong_runtime",)
     # An incorrect public attribution claim does not change the authority truth.
     assert reasons["evt-011-supplier-directory-read"] == ()

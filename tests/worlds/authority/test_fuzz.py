@@ -140,7 +140,9 @@ utc_timestamps = st.builds(
     naive_instants,
     st.sampled_from(["Z", "+00:00", "-00:00"]),
 )
-not_true = st.sampled_from([False, 0, 1, 1.0, "true", None, [True], {"value": True}])
+not_true = st.sampled_from([False, 0, 2, 0.5, "true", None, [True], {"value": True}])
+"""Markers the original's ``Literal[True]`` refuses (it reads ``1`` and ``1.0`` as true)."""
+lax_true = st.sampled_from([True, 1, 1.0])
 row_indices = st.integers(min_value=0, max_value=10)
 sometimes = st.integers(min_value=0, max_value=3).map(lambda roll: roll == 0)
 plain_ids = st.from_regex(r"[a-z0-9:-]{1,12}", fullmatch=True)
@@ -163,7 +165,7 @@ def mutated_rows(draw: st.DrawFn) -> dict[str, Any]:
         elif kind == "timestamp":
             row["timestamp"] = draw(non_utc_timestamps | utc_timestamps | st.text(max_size=25))
         else:
-            row["synthetic"] = draw(not_true | st.just(True))
+            row["synthetic"] = draw(not_true | lax_true)
     return row
 
 
@@ -177,12 +179,17 @@ def _non_utc(value: object) -> bool:
     return offset is None or offset != timedelta(0)
 
 
+def _lax_true(value: object) -> bool:
+    """What pydantic's lax ``Literal[True]`` accepts: true, 1 and 1.0."""
+    return type(value) in (bool, int, float) and value == 1
+
+
 def must_refuse(row: dict[str, Any]) -> bool:
     """Whether the format forbids ``row`` outright, whatever the other fields hold."""
     return (
         "event_id" not in row
         or bool(set(row) - ROW_KEYS)
-        or ("synthetic" in row and row["synthetic"] is not True)
+        or ("synthetic" in row and not _lax_true(row["synthetic"]))
         or _non_utc(row.get("timestamp"))
     )
 
@@ -244,7 +251,8 @@ def test_mutated_rows_are_refused_exactly_when_the_format_forbids_them(
     # The reader sees keys sorted; parse the same order so the first problem agrees.
     ordered = json.loads(canonical_json(row))
     parsed = outcome(lambda: parse_row(ordered, line=1))
-    read = outcome(lambda: read_trace(canonical_json(row)))
+    # ASCII-escaped: a raw line separator inside a string would end the line there.
+    read = outcome(lambda: read_trace(json.dumps(row, sort_keys=True)))
     if must_refuse(row):
         assert isinstance(parsed, AgentbenchError)
         assert parsed.code == "invalid_row"
@@ -272,7 +280,7 @@ def test_dropping_nullable_fields_leaves_them_null(which: int, dropped: set[str]
 @given(row_indices, st.sampled_from(ROW_FIELDS), json_values)
 def test_duplicate_keys_are_refused_naming_the_key(which: int, key: str, value: JsonValue) -> None:
     line = reference_rows()[which]
-    text = f"{line[:-1]},{json.dumps(key)}:{canonical_json(value)}}}"
+    text = f"{line[:-1]},{json.dumps(key)}:{json.dumps(value)}}}"
     refused = refusal(lambda: read_trace(text))
     assert (refused.code, refused.location.field, refused.location.line) == (
         "duplicate_key",
@@ -314,8 +322,9 @@ def test_synthetic_other_than_true_is_refused(which: int, marker: JsonValue) -> 
     row["synthetic"] = marker
     refused = refusal(lambda: parse_row(row))
     assert (refused.code, refused.location.field) == ("invalid_row", "synthetic")
-    row["synthetic"] = True
-    assert parse_row(row).synthetic is True
+    for accepted in (True, 1, 1.0):
+        row["synthetic"] = accepted
+        assert parse_row(row).synthetic is True
 
 
 # ---------------------------------------------------------------------------
@@ -592,9 +601,10 @@ def test_changed_payload_types_are_refused_on_the_payload(position: int, kind: s
 def test_unknown_references_in_payloads_are_refused(position: int, unknown: str) -> None:
     values = stream()
     payload = values[position]["payload"]
-    for path in _leaf_paths(payload):
+    for number, path in enumerate(_leaf_paths(payload)):
         if path[-1] not in NOT_IDS and isinstance(_get_path(payload, path), str):
-            _set_path(payload, path, f"unknown:{unknown}")
+            # Distinct per leaf: a repeat inside one list is refused before any reference.
+            _set_path(payload, path, f"unknown:{unknown}:{number}")
     result = outcome(lambda: replay(values))
     kind = payload["event_type"]
     if kind == "audit_performed":
@@ -703,21 +713,22 @@ def test_incremental_prefix_equals_materialized_prefix(at_index: int) -> None:
 def test_validate_trace_never_raises_and_valid_means_scoreable(text: str) -> None:
     action_ids = asteria.action_event_ids()
     report = validate_trace(text, action_ids)
-    lines = text.split("\n")
+    lines = text.removeprefix("\ufeff").splitlines()
     assert all(item.line is None or 1 <= item.line <= len(lines) for item in report.diagnostics)
     read = outcome(lambda: read_trace(text))
     if isinstance(read, AgentbenchError):
-        assert not report.valid
+        assert not report.scorable
         return
     _, evaluator = asteria_bundles()
     scored = outcome(
         lambda: score_trace(read, evaluator.truth, evaluator.bindings.bindings, evaluator.cases)
     )
-    if report.valid:
+    if report.scorable:
         assert isinstance(scored, dict)
         assert list(scored) == [spec.name for spec in METRIC_SPECS]
     else:
         assert isinstance(scored, AgentbenchError)
+    assert not report.valid or report.scorable
 
 
 # ---------------------------------------------------------------------------

@@ -77,16 +77,25 @@ def test_validity_window_must_be_positive() -> None:
     assert "expires_at" in error.reason
 
 
-def test_sorted_unique_lists_are_normalised() -> None:
+def test_sorted_unique_lists_are_stripped_and_sorted_and_a_repeat_refused() -> None:
     capability = Capability(
-        resource_ids=(" r2", "r1", "r2"),
+        resource_ids=(" r2", "r1"),
         actions=("read",),
-        scopes=("s:b", "s:a", "s:a "),
+        scopes=("s:b", "s:a "),
         purpose="p",
         may_delegate=False,
     )
     assert capability.resource_ids == ("r1", "r2")
     assert capability.scopes == ("s:a", "s:b")
+    # As the original's records: a repeat (after stripping) is refused, never merged.
+    with pytest.raises(ValueError, match="unique"):
+        Capability(
+            resource_ids=("r1",),
+            actions=("read",),
+            scopes=("s:a", "s:a "),
+            purpose="p",
+            may_delegate=False,
+        )
     with pytest.raises(ValueError, match="non-blank"):
         Capability(resource_ids=("r1",), actions=(" ",), scopes=(), purpose="p", may_delegate=False)
     with pytest.raises(ValueError, match="at least one"):

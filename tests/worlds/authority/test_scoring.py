@@ -152,39 +152,62 @@ def test_protocol_version_is_0_3_0() -> None:
     assert SCORING_PROTOCOL == "0.3.0"
 
 
-def test_twenty_metrics_in_the_seed_families() -> None:
-    families: dict[str, list[str]] = {}
-    for spec in METRIC_SPECS:
-        families.setdefault(spec.family, []).append(spec.name)
-    assert families == {
-        "identity_binding": [
-            "principal_resolution_accuracy",
-            "logical_agent_resolution_accuracy",
-            "runtime_binding_accuracy",
-            "credential_subject_accuracy",
-        ],
-        "authorization_decision": [
-            "authorization_decision_accuracy",
-            "authorization_decision_precision",
-            "authorization_decision_recall",
-            "authorization_decision_f1",
-            "least_privilege_accuracy",
-            "excess_authority_rate",
-        ],
-        "authority_replay": [
-            "temporal_validity_accuracy",
-            "policy_version_accuracy",
-            "delegation_chain_integrity",
-        ],
-        "accountability": ["attribution_integrity", "accountable_owner_chain_integrity"],
-        "observability": [
-            "provenance_completeness",
-            "provenance_exact_match",
-            "provenance_precision",
+def test_twenty_metrics_in_the_originals_order_families_and_support_meanings() -> None:
+    scored = "scored action events"
+    labels = (
+        "compares reported evidence-reference labels to evaluator requirements, without "
+        "checking underlying evidence retention"
+    )
+    denies = "actions truth denies"
+    assert [(spec.name, spec.family, spec.support_meaning) for spec in METRIC_SPECS] == [
+        ("principal_resolution_accuracy", "identity_binding", scored),
+        ("logical_agent_resolution_accuracy", "identity_binding", scored),
+        ("runtime_binding_accuracy", "identity_binding", scored),
+        ("credential_subject_accuracy", "identity_binding", scored),
+        ("authorization_decision_accuracy", "authorization_decision", scored),
+        ("delegation_chain_integrity", "authority_replay", scored),
+        ("attribution_integrity", "accountability", scored),
+        ("accountable_owner_chain_integrity", "accountability", scored),
+        ("provenance_completeness", "observability", f"{scored}; {labels}"),
+        ("provenance_exact_match", "observability", f"{scored}; {labels}"),
+        (
             "audit_reconstructability_accuracy",
-            "expected_side_effect_accuracy",
-        ],
-    }
+            "observability",
+            f"{scored}; compares the reported reconstructability claim to evaluator truth, "
+            "without reconstructing or inspecting retained evidence",
+        ),
+        ("expected_side_effect_accuracy", "observability", scored),
+        ("policy_version_accuracy", "authority_replay", scored),
+        (
+            "provenance_precision",
+            "observability",
+            "reported evidence references the trace submitted; compares labels to evaluator "
+            "requirements, without checking underlying evidence retention",
+        ),
+        (
+            "authorization_decision_precision",
+            "authorization_decision",
+            "actions the trace allowed at action time",
+        ),
+        (
+            "authorization_decision_recall",
+            "authorization_decision",
+            "actions truth allows at action time",
+        ),
+        (
+            "authorization_decision_f1",
+            "authorization_decision",
+            "actions truth allows at action time, as classification support",
+        ),
+        (
+            "temporal_validity_accuracy",
+            "authority_replay",
+            "action events labelled valid_then_revoked, post_revocation_action or "
+            "invalid_then_later_granted",
+        ),
+        ("least_privilege_accuracy", "authorization_decision", denies),
+        ("excess_authority_rate", "authorization_decision", denies),
+    ]
 
 
 def test_only_excess_authority_reads_lower_is_better() -> None:
@@ -303,7 +326,6 @@ def test_fields_the_scorer_does_not_read_change_no_check() -> None:
     base = grade_one(perfect_row("evt-1"))
     unread = [name for name in NULLABLE_FIELDS if name not in SCORED_FIELDS]
     assert set(unread) == {
-        "schema_version",
         "timestamp",
         "resource_id",
         "action",
@@ -382,6 +404,7 @@ def test_perfect_trace_scores() -> None:
     expected_support = {
         "authorization_decision_precision": 2,
         "authorization_decision_recall": 2,
+        "authorization_decision_f1": 2,
         "least_privilege_accuracy": 2,
         "excess_authority_rate": 2,
         "temporal_validity_accuracy": 2,
@@ -411,7 +434,7 @@ def test_decision_rates_and_f1() -> None:
     assert scores["authorization_decision_accuracy"] == (0.25, 4)
     assert scores["authorization_decision_precision"] == (0.5, 2)
     assert scores["authorization_decision_recall"] == (0.5, 2)
-    assert scores["authorization_decision_f1"] == (0.5, 4)
+    assert scores["authorization_decision_f1"] == (0.5, 2)  # support: truth allows
     assert scores["least_privilege_accuracy"] == (0.5, 2)
     assert scores["excess_authority_rate"] == (0.5, 2)
 
@@ -421,7 +444,7 @@ def test_f1_harmonic_mean_of_unequal_precision_and_recall() -> None:
     rows[1] = with_fields(rows[1], decision="deny")  # precision 1/1, recall 1/2
     value, support = score(rows)["authorization_decision_f1"]
     assert value == pytest.approx(2 / 3)
-    assert support == 4
+    assert support == 2
 
 
 def test_f1_is_null_when_precision_and_recall_are_both_zero() -> None:
@@ -432,7 +455,7 @@ def test_f1_is_null_when_precision_and_recall_are_both_zero() -> None:
     scores = score(rows)
     assert scores["authorization_decision_precision"] == (0.0, 1)
     assert scores["authorization_decision_recall"] == (0.0, 2)
-    assert scores["authorization_decision_f1"] == (None, 4)
+    assert scores["authorization_decision_f1"] == (None, 2)
 
 
 def test_always_deny_has_null_precision_and_f1() -> None:
@@ -440,7 +463,7 @@ def test_always_deny_has_null_precision_and_f1() -> None:
     scores = score(rows)
     assert scores["authorization_decision_precision"] == (None, 0)
     assert scores["authorization_decision_recall"] == (0.0, 2)
-    assert scores["authorization_decision_f1"] == (None, 4)
+    assert scores["authorization_decision_f1"] == (None, 2)
     assert scores["authorization_decision_accuracy"] == (0.5, 4)
     assert scores["least_privilege_accuracy"] == (1.0, 2)
 
@@ -454,7 +477,7 @@ def test_recall_and_f1_null_when_truth_allows_nothing() -> None:
     scores = score_trace(rows, truth, BINDINGS, LABELS)
     assert scores["authorization_decision_recall"] == (None, 0)
     assert scores["authorization_decision_precision"] == (0.0, 4)
-    assert scores["authorization_decision_f1"] == (None, 4)
+    assert scores["authorization_decision_f1"] == (None, 0)
     assert scores["excess_authority_rate"] == (1.0, 4)
 
 
@@ -560,7 +583,7 @@ def test_all_missing_trace_scores_zero_where_defined_and_null_elsewhere() -> Non
         assert scores[metric] == (0.0, 4), metric
     assert scores["authorization_decision_precision"] == (None, 0)
     assert scores["authorization_decision_recall"] == (0.0, 2)
-    assert scores["authorization_decision_f1"] == (None, 4)
+    assert scores["authorization_decision_f1"] == (None, 2)
     assert scores["least_privilege_accuracy"] == (1.0, 2)
     assert scores["excess_authority_rate"] == (0.0, 2)
     assert scores["temporal_validity_accuracy"] == (0.0, 2)
@@ -601,15 +624,14 @@ def test_duplicate_row_is_refused() -> None:
     assert error.code == "duplicate_event_id"
 
 
-def test_all_null_rows_are_refused() -> None:
-    error = refusal([ObservedActionTrace(event_id=event_id) for event_id in ACTION_IDS])
-    assert error.code == "all_rows_null"
-
-
-def test_rows_with_only_empty_evidence_are_refused_like_all_null_rows() -> None:
+def test_all_null_rows_are_scored_as_the_original_scores_them() -> None:
+    """Only the validator refuses a submission of empty rows; the scorer grades it."""
+    scores = score([ObservedActionTrace(event_id=event_id) for event_id in ACTION_IDS])
+    assert scores["authorization_decision_accuracy"] == (0.0, 4)
+    # Only explicit allows count against least privilege: a perfect score, as the original's.
+    assert scores["least_privilege_accuracy"] == (1.0, 2)
     rows = [ObservedActionTrace(event_id=event_id, evidence_refs=()) for event_id in ACTION_IDS]
-    rows[0] = ObservedActionTrace(event_id="evt-1")
-    assert refusal(rows).code == "all_rows_null"
+    assert score(rows)["provenance_completeness"] == (0.0, 4)
 
 
 def test_one_informative_row_makes_the_submission_scoreable() -> None:

@@ -38,6 +38,9 @@ SEED_ROW = (
     '"evidence:runtime:runtime-comparison-001"],"reconstructable_from_retained_evidence":true}'
 )
 
+RECON = "reconstructable_from_retained_evidence"
+CHAIN = "delegation_chain_ids"
+
 
 def refusal(value: Any) -> AgentbenchError:
     with pytest.raises(AgentbenchError) as caught:
@@ -62,7 +65,7 @@ def test_row_json_round_trips_the_seed_row() -> None:
     serialised = row_json(row)
     assert serialised["timestamp"] == "2026-01-15T09:10:00Z"
     assert parse_row(json.loads(canonical_json(serialised))) == row
-    expected = {**json.loads(SEED_ROW), "schema_version": None, "synthetic": True}
+    expected = {**json.loads(SEED_ROW), "schema_version": "1.0.0", "synthetic": True}
     assert serialised == expected
 
 
@@ -71,17 +74,46 @@ def test_offset_zero_timestamp_is_accepted_and_written_as_z() -> None:
     assert row_json(row)["timestamp"] == "2026-01-15T09:10:00Z"
 
 
-def test_sorted_unique_lists_are_normalised() -> None:
+def test_ids_and_lists_are_kept_as_written_as_the_original_keeps_them() -> None:
     row = parse_row(
         {
             "event_id": " e ",
             "requested_scope": ["s:b", " s:a", "s:b"],
-            "evidence_refs": ["ref:z", "ref:a ", "ref:z"],
+            "evidence_refs": ["ref:z", "ref:a ", "ref:z", ""],
+            "side_effect": "",
         }
     )
-    assert row.event_id == "e"
-    assert row.requested_scope == ("s:a", "s:b")
-    assert row.evidence_refs == ("ref:a", "ref:z")
+    assert row.event_id == " e "
+    assert row.requested_scope == ("s:b", " s:a", "s:b")
+    assert row.evidence_refs == ("ref:z", "ref:a ", "ref:z", "")
+    assert row.side_effect == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "field", "read_as"),
+    [
+        ({"event_id": "  "}, "event_id", "  "),
+        ({"event_id": "e", "synthetic": 1}, "synthetic", True),
+        ({"event_id": "e", "schema_version": "1.0.0"}, "schema_version", "1.0.0"),
+        ({"event_id": "e", "reconstructable_from_retained_evidence": 1}, RECON, True),
+        ({"event_id": "e", "reconstructable_from_retained_evidence": "true"}, RECON, True),
+        ({"event_id": "e", "reconstructable_from_retained_evidence": "no"}, RECON, False),
+        (
+            {"event_id": "e", "delegation_chain_ids": ["d-1", ""]},
+            "delegation_chain_ids",
+            ("d-1", ""),
+        ),
+        (
+            {"event_id": "e", "timestamp": 1700000000},
+            "timestamp",
+            datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC),
+        ),
+    ],
+)
+def test_rows_the_original_accepts_are_accepted(
+    value: dict[str, Any], field: str, read_as: Any
+) -> None:
+    assert getattr(parse_row(value), field) == read_as
 
 
 def test_chains_keep_order_and_repeats() -> None:
@@ -93,29 +125,23 @@ def test_chains_keep_order_and_repeats() -> None:
     ("value", "field"),
     [
         ({"decision": "allow"}, "event_id"),
-        ({"event_id": "  "}, "event_id"),
         ({"event_id": 5}, "event_id"),
+        ({"event_id": "e", "schema_version": "1.0.1"}, "schema_version"),
+        ({"event_id": "e", "schema_version": None}, "schema_version"),
         ({"event_id": "e", "colour": "red"}, "colour"),
         ({"event_id": "e", "synthetic": False}, "synthetic"),
-        ({"event_id": "e", "synthetic": 1}, "synthetic"),
+        ({"event_id": "e", "synthetic": "true"}, "synthetic"),
         ({"event_id": "e", "synthetic": None}, "synthetic"),
         ({"event_id": "e", "timestamp": "2026-01-15T09:10:00"}, "timestamp"),
         ({"event_id": "e", "timestamp": "2026-01-15T10:10:00+01:00"}, "timestamp"),
-        ({"event_id": "e", "timestamp": 1700000000}, "timestamp"),
+        ({"event_id": "e", "timestamp": "2026-01-15"}, "timestamp"),
         ({"event_id": "e", "decision": "ALLOW"}, "decision"),
         ({"event_id": "e", "decision_at_audit": "permit"}, "decision_at_audit"),
-        (
-            {"event_id": "e", "reconstructable_from_retained_evidence": "true"},
-            "reconstructable_from_retained_evidence",
-        ),
-        (
-            {"event_id": "e", "reconstructable_from_retained_evidence": 1},
-            "reconstructable_from_retained_evidence",
-        ),
-        ({"event_id": "e", "evidence_refs": ["ok", " "]}, "evidence_refs"),
+        ({"event_id": "e", "reconstructable_from_retained_evidence": "maybe"}, RECON),
+        ({"event_id": "e", "reconstructable_from_retained_evidence": 2}, RECON),
+        ({"event_id": "e", "evidence_refs": ["ok", 3]}, "evidence_refs.1"),
         ({"event_id": "e", "evidence_refs": "evidence:policy:p"}, "evidence_refs"),
-        ({"event_id": "e", "delegation_chain_ids": ["d-1", ""]}, "delegation_chain_ids.1"),
-        ({"event_id": "e", "side_effect": ""}, "side_effect"),
+        ({"event_id": "e", "side_effect": 0}, "side_effect"),
     ],
 )
 def test_invalid_rows_are_refused_naming_the_field(value: dict[str, Any], field: str) -> None:
@@ -173,7 +199,7 @@ def test_reader_names_line_and_field_of_an_invalid_row() -> None:
 
 def test_reader_refuses_duplicate_event_ids_naming_both_lines() -> None:
     with pytest.raises(AgentbenchError) as caught:
-        read_trace('{"event_id":"a"}\n{"event_id":"b"}\n{"event_id":" a"}\n')
+        read_trace('{"event_id":"a"}\n{"event_id":"b"}\n{"event_id":"a"}\n')
     assert caught.value.code == "duplicate_event_id"
     assert caught.value.location.line == 3
     assert caught.value.location.field == "event_id"
@@ -186,16 +212,22 @@ def test_reader_skips_blank_lines_and_handles_crlf() -> None:
     assert read_trace("") == []
 
 
-def test_unicode_line_separators_inside_strings_do_not_split_lines() -> None:
-    text = '{"event_id":"a\u2028b"}\n{"event_id":"c\x85d"}\n'
-    assert [row.event_id for row in read_trace(text)] == ["a\u2028b", "c\x85d"]
-    assert [number for number, _ in trace_lines(text)] == [1, 2]
+def test_lines_end_where_the_original_ends_them() -> None:
+    """str.splitlines: a raw U+2028 or NEL inside a string splits the row, as the original's."""
+    text = '{"event_id":"a\u2028b"}\n{"event_id":"c"}\n'
+    assert [number for number, _ in trace_lines(text)] == [1, 2, 3]
+    with pytest.raises(AgentbenchError) as caught:
+        read_trace(text)
+    assert (caught.value.code, caught.value.location.line) == ("malformed_json", 1)
+    # A leading byte order mark is dropped, as utf-8-sig drops it.
+    assert [row.event_id for row in read_trace('\ufeff{"event_id":"a"}\n')] == ["a"]
 
 
 def test_field_classification() -> None:
     assert "event_id" not in NULLABLE_FIELDS
     assert "synthetic" not in NULLABLE_FIELDS
-    assert len(NULLABLE_FIELDS) == 18
+    assert "schema_version" not in NULLABLE_FIELDS
+    assert len(NULLABLE_FIELDS) == 17
     assert set(NULLABLE_FIELDS) >= SCORED_FIELDS
     assert len(SCORED_FIELDS) == 13
 

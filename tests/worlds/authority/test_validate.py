@@ -301,8 +301,13 @@ def scorer_accepts(text: str) -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(documents())
-def test_valid_exactly_when_the_scorer_accepts(text: str) -> None:
-    assert validate_trace(text, EXPECTED).valid == scorer_accepts(text)
+def test_scorable_exactly_when_the_scorer_accepts_and_valid_only_then(text: str) -> None:
+    """The original's promise: valid implies scored; all-null rows are scored yet invalid."""
+    report = validate_trace(text, EXPECTED)
+    accepted = scorer_accepts(text)
+    assert report.scorable == accepted
+    assert not report.valid or accepted
+    assert report.valid == (accepted and ("all_rows_null", None) not in codes(report))
 
 
 def test_warnings_alone_never_stop_the_scorer() -> None:

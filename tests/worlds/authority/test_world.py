@@ -24,12 +24,7 @@ SHIPPED_ORACLE = SHIPPED_SUITE.parent.parent / "oracles" / SUITE_ID
 EVENTS = f"suites/{SUITE_ID}/public_events.jsonl"
 PUBLIC = read_public(SHIPPED_SUITE, f"suites/{SUITE_ID}", exclude=(SUITE_FILE,))
 REFERENCE_ROWS: list[dict[str, Any]] = ReferenceAgent().trace(PUBLIC)
-CURRENT_STATE_ROWS: list[dict[str, Any]] = [
-    CurrentStateAgent().trace_action(PUBLIC, row["event_id"])
-    for row in REFERENCE_ROWS
-    # current_state refuses the one action no runtime at audit time runs as claimed.
-    if row["event_id"] != "evt-015-draft-preparation"
-]
+CURRENT_STATE_ROWS: list[dict[str, Any]] = CurrentStateAgent().trace(PUBLIC)
 ACTION_IDS = [row["event_id"] for row in REFERENCE_ROWS]
 CONTROL_ITEMS = ["control-reference", "control-always-deny", "control-current-state"]
 WRONG_EVENT = "evt-010-authorised-comparison"
@@ -49,12 +44,23 @@ def metric_values(suite_report: dict[str, Any]) -> dict[str, float | None]:
     return {metric["name"]: metric["value"] for metric in suite_report["metrics"]}
 
 
+ENVELOPE_METRIC_FIELDS = ("name", "value", "support", "family", "support_meaning")
+
+
 def cli_metrics(capsys: pytest.CaptureFixture[str], *source: str) -> list[dict[str, Any]]:
     """The full metric list ``agentbench evaluate --json`` computes for ``source``."""
     capsys.readouterr()
     assert cli.main(["evaluate", SUITE_ID, *source, "--json"]) == 0
     metrics: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["metrics"]
-    return metrics
+    return [{name: metric[name] for name in ENVELOPE_METRIC_FIELDS} for metric in metrics]
+
+
+def run_metrics(suite_report: dict[str, Any]) -> list[dict[str, Any]]:
+    """A run report's metrics, as far as the original's evaluation report carries them."""
+    return [
+        {name: metric[name] for name in ENVELOPE_METRIC_FIELDS}
+        for metric in suite_report["metrics"]
+    ]
 
 
 def case_results(suite_report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -102,7 +108,7 @@ def test_builtin_suite_passes_with_the_reference_agent_which_never_receives_eval
     assert values == dict.fromkeys(values, 1.0)
     # The whole vector (supports and intervals included) equals the one computed outside
     # pytest.
-    assert suite["metrics"] == cli_metrics(capsys, "--agent", "reference")
+    assert run_metrics(suite) == cli_metrics(capsys, "--agent", "reference")
     assert {entry["control_id"] for entry in suite["controls"]} == set(CONTROL_ITEMS)
     assert all(entry["passed"] for entry in suite["controls"])
     seen = {path.stem: path.read_text(encoding="utf-8") for path in records.iterdir()}
@@ -136,10 +142,10 @@ def test_predictions_file_reproduces_the_agents_metrics(
         assert failed > 0, run
         result.assert_outcomes(passed=11 - failed + 3, failed=failed)
         # Identical under both: the whole vector equals the one computed outside pytest.
-        assert suite["metrics"] == expected, run
+        assert run_metrics(suite) == expected, run
         values = metric_values(suite)
         assert values["authorization_decision_f1"] == pytest.approx(1 / 3), run
-        assert values["provenance_completeness"] == pytest.approx(5 / 11), run
+        assert values["provenance_completeness"] == pytest.approx(6 / 11), run
         assert {entry["control_id"] for entry in suite["controls"]} == set(CONTROL_ITEMS), run
         assert all(entry["passed"] for entry in suite["controls"]), run
 

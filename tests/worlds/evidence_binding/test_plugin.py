@@ -15,6 +15,7 @@ from pytest_agentbench.worlds.evidence_binding.generator import ASTERIA_SUITE, E
 from pytest_agentbench.worlds.evidence_binding.lineages import Loaded
 from pytest_agentbench.worlds.evidence_binding.world import WORLD
 from tests.test_conformance import REGISTRY
+from tests.worlds.evidence_binding.candidates import dump
 
 ASTERIA_METRICS = {
     "exact_evidence_match": "all public action events",
@@ -147,7 +148,8 @@ def test_a_predictions_file_is_scored_inside_pytest(pytester: pytest.Pytester) -
         public.public, public.public_input_digest, EvidenceAgent("extra")
     )
     path = pytester.path / "submission.json"
-    path.write_text(submission.model_dump_json(indent=2))
+    # The Enterprise loader takes canonical bytes only, as the original's does.
+    path.write_bytes(dump(submission.model_dump(mode="json")))
     result, suites = run(
         pytester,
         "--agentbench-suite",

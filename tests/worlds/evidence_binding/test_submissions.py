@@ -11,6 +11,7 @@ import pytest
 
 from pytest_agentbench.cli import main as cli
 from pytest_agentbench.run.session import SuiteLoader
+from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.packaged import data_root
 from pytest_agentbench.sdk.runner import MalformedOutput
 from pytest_agentbench.worlds.evidence_binding import baselines, submissions
@@ -57,7 +58,7 @@ def check_asteria(value: Any) -> submissions.SubmissionReport:
 
 
 def check_enterprise(value: Any) -> submissions.SubmissionReport:
-    text = json.dumps(value, indent=1)
+    text = dump(value).decode()
     return submissions.check_enterprise(
         text, ENTERPRISE.public, ENTERPRISE.public_input_digest, file="s.json"
     )[1]
@@ -67,7 +68,7 @@ def codes(report: submissions.SubmissionReport) -> list[str]:
     return sorted(p.code for p in report.diagnostics)
 
 
-def test_the_reference_submissions_are_valid_with_or_without_synthetic() -> None:
+def test_the_reference_submissions_are_valid_and_asteria_without_synthetic_too() -> None:
     assert check_asteria(asteria_reference()).valid
     assert check_enterprise(enterprise_reference()).valid
     bare = asteria_reference()
@@ -75,6 +76,39 @@ def test_the_reference_submissions_are_valid_with_or_without_synthetic() -> None
     for row in bare["rows"]:
         row.pop("synthetic")
     assert check_asteria(bare).valid
+
+
+def _enterprise_text(text: str) -> list[str]:
+    return codes(
+        submissions.check_enterprise(
+            text, ENTERPRISE.public, ENTERPRISE.public_input_digest, file="s.json"
+        )[1]
+    )
+
+
+def test_enterprise_bytes_must_be_canonical_as_the_originals_loader_requires() -> None:
+    value = enterprise_reference()
+    assert _enterprise_text(dump(value).decode()) == []
+    for text in (
+        json.dumps(value),  # spaced separators, no final newline
+        json.dumps(value, indent=2, sort_keys=True) + "\n",
+        canonical_json(value),  # no final newline
+        canonical_json(value) + "\n\n",
+        json.dumps(value, separators=(",", ":")) + "\n",  # keys unsorted
+    ):
+        assert _enterprise_text(text) == ["noncanonical_json"], text
+    # A default left out is not canonical either: the loader writes it back.
+    bare = enterprise_reference()
+    bare.pop("synthetic")
+    assert _enterprise_text(dump(bare).decode()) == ["noncanonical_json"]
+
+
+def test_enterprise_ids_need_one_character_blank_or_not_as_the_original() -> None:
+    value = enterprise_reference()
+    value["observations"][0]["observation_id"] = " "
+    assert _enterprise_text(dump(value).decode()) == []
+    value["observations"][0]["observation_id"] = ""
+    assert _enterprise_text(dump(value).decode()) == ["invalid_submission"]
 
 
 def test_every_asteria_rule_is_reported_at_once_with_lines() -> None:
@@ -159,7 +193,7 @@ def test_the_command_validates_with_no_evaluator_access(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     good = tmp_path / "good.json"
-    good.write_text(json.dumps(enterprise_reference()))
+    good.write_bytes(dump(enterprise_reference()))
     assert cli.main(["validate", ENTERPRISE_SUITE, "--predictions", str(good)]) == 0
     assert capsys.readouterr().out.strip() == "valid: 0 error(s)"
     bad = tmp_path / "bad.json"
@@ -244,3 +278,33 @@ def test_a_damaged_pair_is_refused_for_every_case(tmp_path: Path, damage: Any, c
 )
 def test_the_pair_manifest_is_checked(tmp_path: Path, changes: dict[str, Any], code: str) -> None:
     assert pair_answers(write_pair(tmp_path / "pair", **changes)) == [code]
+
+
+def test_validate_and_evaluate_refuse_a_pair_whose_manifest_does_not_bind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the original and the pytest path do: not valid, and not scored as empty."""
+    good = write_pair(tmp_path / "good")
+    assert cli.main(["validate", ASTERIA_SUITE, "--predictions", str(good)]) == 0
+    capsys.readouterr()
+    for changes in ({"artifact_set_digest": "0" * 64}, {"visibility": "public"}):
+        path = write_pair(tmp_path / f"bad-{len(list(tmp_path.iterdir()))}", **changes)
+        assert cli.main(["validate", ASTERIA_SUITE, "--predictions", str(path), "--json"]) == 1
+        report = json.loads(capsys.readouterr().out)
+        assert [d["code"] for d in report["diagnostics"]] == ["manifest_binding_mismatch"]
+        assert cli.main(["evaluate", ASTERIA_SUITE, "--predictions", str(path)]) == 1
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert "[manifest_binding_mismatch]" in captured.err
+    # The submission alone, outside its pair, is read as a plain submission.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / submissions.ASTERIA_SUBMISSION).write_bytes(
+        (good.parent / submissions.ASTERIA_SUBMISSION).read_bytes()
+    )
+    assert (
+        cli.main(
+            ["evaluate", ASTERIA_SUITE, "--predictions", str(alone / "c08-asteria-submission.json")]
+        )
+        == 0
+    )
