@@ -19,7 +19,7 @@ from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
 from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.model_run import exclusion_problem, model_run_lines, model_run_of
-from pytest_agentbench.report.outputs import write_reports
+from pytest_agentbench.report.outputs import unwritten_lines, write_reports
 from pytest_agentbench.report.recorder import RunRecorder
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
@@ -37,6 +37,10 @@ class Finished:
     summary: RunSummary
     comparison: Comparison | None
     model_run: RunProvenance | None
+    unwritten: tuple[str, ...] = ()
+    """What could not be written at the end (the report, the page, receipts), one line each."""
+    report_written: bool = False
+    """Whether ``--agentbench-report`` was written whole: only then is its journal removed."""
 
 
 def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorder) -> Finished:
@@ -57,10 +61,13 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
         )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
+    failures: list[str] = []
     if rerun is not None:
         notes += rerun.finish(recorder, state.loader)
-    if notes:
-        summary = summary.model_copy(update={"problems": (*summary.problems, *notes)})
+        # The journal, or record files, that could not be written: the run says so and fails.
+        failures = unwritten_lines(rerun.unwritten)
+    if notes or failures:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *notes, *failures)})
     comparison = None
     if baseline is not None:
         # Imported only for a comparison, as the baseline's options were.
@@ -97,7 +104,7 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
         refusals or not summary.gates_passed or not compared_ok
     ) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    shown = write_reports(
+    shown, unwritten = write_reports(
         config,
         summary,
         recorder,
@@ -107,7 +114,16 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
         comparison=comparison,
         model_run=model_run,
     )
-    return Finished(summary=shown, comparison=comparison, model_run=model_run)
+    if unwritten and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    return Finished(
+        summary=shown,
+        comparison=comparison,
+        model_run=model_run,
+        unwritten=tuple(f"{line} (not written)" for line in unwritten_lines(unwritten)),
+        report_written=options.report_path is not None
+        and all(refusal.location.file != str(options.report_path) for refusal in unwritten),
+    )
 
 
 def _with_model_run(
@@ -156,7 +172,7 @@ def write_terminal_summary(
             terminalreporter.write_sep("=", f"agentbench: {suite.id} ({suite.world})")
         for line in suite_lines(suite, adapter_description, verbose=verbose):
             terminalreporter.write_line(line if verbose else f"agentbench {line}")
-    for line in [*orphan_gate_lines(summary), *summary.problems]:
+    for line in [*orphan_gate_lines(summary), *summary.problems, *finished.unwritten]:
         terminalreporter.write_line(f"agentbench {line}")
     model_run = finished.model_run
     if model_run is not None:

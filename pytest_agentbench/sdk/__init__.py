@@ -65,6 +65,8 @@ _EXPORTS: dict[str, str] = {
     "JsonValue": "pytest_agentbench.sdk.canonical",
     "artifact_set_digest": "pytest_agentbench.sdk.canonical",
     "artifact_set_digest_from_hashes": "pytest_agentbench.sdk.canonical",
+    "artifact_set_digest_of_files": "pytest_agentbench.sdk.canonical",
+    "file_sha256": "pytest_agentbench.sdk.canonical",
     "canonical_bytes": "pytest_agentbench.sdk.canonical",
     "canonical_json": "pytest_agentbench.sdk.canonical",
     "decode_lines_lenient": "pytest_agentbench.sdk.canonical",
@@ -111,7 +113,7 @@ _EXPORTS: dict[str, str] = {
     "LedgerWriter": "pytest_agentbench.ledger",
     "ReportsUsage": "pytest_agentbench.ledger",
     "open_no_follow": "pytest_agentbench.ledger.writer",
-    "write_new_file": "pytest_agentbench.ledger.writer",
+    "write_new_file": "pytest_agentbench.sdk.files",
     "LEDGER_VERSION": "pytest_agentbench.ledger",
     "audit_ledger": "pytest_agentbench.ledger",
     "derive_provider_execution": "pytest_agentbench.ledger.binding",
@@ -205,6 +207,7 @@ __all__ = [
     "aggregate",
     "artifact_set_digest",
     "artifact_set_digest_from_hashes",
+    "artifact_set_digest_of_files",
     "audit_ledger",
     "call_adapter",
     "canonical_bytes",
@@ -218,6 +221,7 @@ __all__ = [
     "derive_provider_execution",
     "describe_exception",
     "field_path",
+    "file_sha256",
     "grade",
     "hookimpl",
     "iter_jsonl",
@@ -268,7 +272,7 @@ if TYPE_CHECKING:
         audit_ledger,
     )
     from pytest_agentbench.ledger.binding import derive_provider_execution
-    from pytest_agentbench.ledger.writer import open_no_follow, write_new_file
+    from pytest_agentbench.ledger.writer import open_no_follow
     from pytest_agentbench.run.controls import ControlManifest, ControlSpec
     from pytest_agentbench.run.controls_oracle import ControlOracle, OracleIdentity
     from pytest_agentbench.run.packaged import data_root, packaged_suite_roots
@@ -277,9 +281,11 @@ if TYPE_CHECKING:
     from pytest_agentbench.sdk.canonical import (
         JsonValue,
         artifact_set_digest,
+        artifact_set_digest_of_files,
         canonical_bytes,
         canonical_json,
         decode_lines_lenient,
+        file_sha256,
         iter_jsonl,
         loads_strict,
         loads_yaml_strict,
@@ -337,6 +343,7 @@ if TYPE_CHECKING:
         describe_exception,
         field_path,
     )
+    from pytest_agentbench.sdk.files import write_new_file
     from pytest_agentbench.sdk.hookspecs import hookimpl
     from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
     from pytest_agentbench.sdk.predictions import (
