@@ -308,13 +308,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="compare although suite digests, world kind or metric definitions changed",
     )
-    # Repeated trials' (trials.py).
-    r.option(
-        "--agentbench-repeat",
-        metavar="K",
-        help="run every case K times as K items (case[trial-1] ...); default 1",
-    )
-    r.addini("agentbench_repeat", "default for --agentbench-repeat", default="1")
+    _add_trials(r)
     # Concurrent cases within a process (run/concurrency.py).
     r.option(
         "--agentbench-concurrency",
@@ -339,6 +333,23 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only the cases an earlier run report left without a graded result",
     )
     _DEFAULTS["options"], _DEFAULTS["ini"] = r.options, r.ini
+
+
+def _add_trials(r: _Recording) -> None:
+    """Repeated trials (trials.py) and the bound on the items they make."""
+    r.option(
+        "--agentbench-repeat",
+        metavar="K",
+        help="run every case K times as K items (case[trial-1] ...); default 1",
+    )
+    r.addini("agentbench_repeat", "default for --agentbench-repeat", default="1")
+    r.option(
+        "--agentbench-max-items",
+        metavar="N",
+        help="refuse a run that would collect more than N case items, trials counted "
+        "(cases x --agentbench-repeat); default 100000",
+    )
+    r.addini("agentbench_max_items", "default for --agentbench-max-items", default="100000")
 
 
 def _add_evidence_folders(r: _Recording) -> None:
