@@ -32,7 +32,7 @@ from pytest_agentbench.run.recording import (
 )
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
 from pytest_agentbench.scoring.metrics import GRADED, aggregate, select
-from pytest_agentbench.sdk.canonical import canonical_json, read_json
+from pytest_agentbench.sdk.canonical import canonical_json, input_limits, read_json
 from pytest_agentbench.sdk.capabilities import RescoresReports
 from pytest_agentbench.sdk.contracts import CaseResult, MetricValue, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -92,7 +92,18 @@ def is_own_record(path: Path) -> bool:
         return False
     try:
         document = read_json(path)
-    except AgentbenchError:
+    except AgentbenchError as exc:
+        if exc.code == "input_too_large":
+            # Not read, so not known to be a world's own report: saying it was one would
+            # send the user after the wrong problem.
+            raise AgentbenchError(
+                "report_too_large",
+                f"{path.stat().st_size} bytes, over the {input_limits().max_bytes} a report "
+                "is read whole to re-score (agentbench_max_input_bytes); re-score the run's "
+                "--agentbench-record folder instead, one file per case",
+                file=str(path),
+                field="PATH",
+            ) from None
         return False
     version = document.get("schema_version") if isinstance(document, dict) else None
     return isinstance(version, str) and version.startswith(RUN_REPORT_SCHEMA)
