@@ -101,7 +101,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
+ARGUMENT = "x" * (17 * 1024 * 1024)
+
+
 class Agent:
+    def solve(self, task, session):
+        # Tool arguments over the readers' 16 MiB, as JSON text and as a mapping.
+        if task["question"] == "5+1":
+            session.call("add", '{"a": 5, "b": 1, "pad": "' + ARGUMENT + '"}')
+        else:
+            session.call("add", {"a": 5, "b": 2, "pad": ARGUMENT})
+        return {"answer": 0}
+
     def answer(self, question):
         if question == "99+1":
             # Waits for the run's SIGTERM (the test's limit ends it otherwise).
@@ -124,8 +135,8 @@ IDS = {
     "plain": "1+5",
 }
 """The absolute id is the project's sibling folder ``elsewhere``, made per run."""
-FINISHED_BEFORE_SIGTERM = len(IDS) + 3
-"""Every case but the blocker: the five ids and the suite "full"."""
+FINISHED_BEFORE_SIGTERM = len(IDS) + 3 + 2
+"""Every case but the blocker: the five ids, the suite "full" and the two tool calls."""
 
 MODES = {
     "serial": [],
@@ -141,13 +152,16 @@ def not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
 
 
-def write_suite(base: Path, suite_id: str, questions: dict[str, str]) -> None:
+def write_suite(
+    base: Path, suite_id: str, questions: dict[str, str], *, world: str = "demo", extra: str = ""
+) -> None:
     """A demo suite whose case ids may hold anything JSON can: each line is encoded JSON."""
     suite_dir, oracle_dir = base / "suites" / suite_id, base / "oracles" / suite_id
     suite_dir.mkdir(parents=True)
     oracle_dir.mkdir(parents=True)
     (suite_dir / "suite.yaml").write_text(
-        f"id: {suite_id}\nversion: 1.0.0\nworld: demo\ntitle: Demo {suite_id}\n", encoding="utf-8"
+        f"id: {suite_id}\nversion: 1.0.0\nworld: {world}\ntitle: Demo {suite_id}\n{extra}",
+        encoding="utf-8",
     )
     cases = "".join(
         canonical_json({"id": cid, "question": q}) + "\n" for cid, q in questions.items()
@@ -195,6 +209,13 @@ class FilesRun:
         write_suite(self.base, "full", {"f1": "2+1", "f2": "2+2", "f3": "2+3"})
         write_suite(self.base, "escapes", {"ok": "3+1", "red\x1b[31mtext": "3+2"})
         write_suite(self.base, "twins", {NFC: "4+1", NFD: "4+2"})
+        write_suite(
+            self.base,
+            "tools",
+            {"text": "5+1", "mapping": "5+2"},
+            world="demo-tools",
+            extra="options:\n  max_bytes: 100000000\n",
+        )
         # Last in collection order: serially every other case has run when it blocks.
         write_suite(self.base, "zz-blocker", {"waits": "99+1"})
 
@@ -327,7 +348,20 @@ def check_a_second_run_on_the_path_is_refused_and_destroys_nothing(run: FilesRun
     assert after == before
 
 
+def check_an_oversized_tool_argument_is_refused_alike_in_every_mode(run: FilesRun) -> None:
+    cases = {entry["result"]["case_id"]: entry["result"] for entry in run.suite("tools")["cases"]}
+    characters = {"text": 17825819, "mapping": 17825814}
+    for case_id, size in characters.items():
+        case = cases[case_id]
+        assert (case["outcome"], case["failure_class"]) == ("failed", "agent_error")
+        assert case["failure_reason"] == (
+            "adapter raised ToolCallError: [invalid_arguments] arguments: arguments of "
+            f"{size} characters exceed the limit of 16777216 (agentbench_max_input_bytes)"
+        )
+
+
 CHECKS: list[Callable[[FilesRun], None]] = [
+    check_an_oversized_tool_argument_is_refused_alike_in_every_mode,
     check_sigterm_ends_the_run_with_the_report_of_what_ran,
     check_case_ids_never_leave_the_record_folder,
     check_a_full_disk_costs_the_files_it_hits_not_the_run,

@@ -103,11 +103,14 @@ def _json_depth_exceeds(text: str, limit: int) -> bool:
     return False
 
 
-def _check_document(text: str, file: str | Path | None, line: int | None) -> InputLimits:
+def _check_document(
+    text: str, file: str | Path | None, line: int | None, max_bytes: int | None = None
+) -> InputLimits:
     limits = _limits
+    limit = limits.max_bytes if max_bytes is None else max_bytes
     # A character is at least one byte: a text this long is too large in any encoding.
-    if len(text) > limits.max_bytes:
-        raise _too_large(f"{len(text)} characters", limits.max_bytes, file).at(line=line)
+    if len(text) > limit:
+        raise _too_large(f"{len(text)} characters", limit, file).at(line=line)
     return limits
 
 
@@ -255,14 +258,19 @@ _LOCATING_DECODER = json.JSONDecoder(
 
 
 def loads_strict(
-    text: str, *, file: str | Path | None = None, line: int | None = None
+    text: str,
+    *,
+    file: str | Path | None = None,
+    line: int | None = None,
+    max_bytes: int | None = None,
 ) -> JsonValue:
     """Parse one JSON document, refusing duplicate keys at any depth and NaN/Infinity.
 
-    A document longer than the size limit or nested deeper than the depth limit is
-    refused (``input_too_large``, ``input_too_deep``) before it is parsed.
+    A document longer than the size limit (``max_bytes`` instead, where a caller bounds
+    the document itself) or nested deeper than the depth limit is refused
+    (``input_too_large``, ``input_too_deep``) before it is parsed.
     """
-    limits = _check_document(text, file, line)
+    limits = _check_document(text, file, line, max_bytes)
     if _json_depth_exceeds(text, limits.max_depth):
         raise _too_deep(limits.max_depth, file, line)
     try:
