@@ -118,6 +118,10 @@ def _report(path: Path) -> RunReport | None:
         return None
 
 
+_UNSTATED = object()
+"""A record folder states no suite digest (a report always does)."""
+
+
 def _name(result: CaseResult) -> str:
     return result.case_id if result.trial is None else f"{result.case_id}[trial-{result.trial}]"
 
@@ -163,6 +167,7 @@ def rescore(
         if report is None
         else {s.id: s.coverage.run for s in report.suites if s.coverage is not None}
     )
+    stated_oracle = {} if report is None else {s.id: s.digests.get("oracle") for s in report.suites}
     by_suite: dict[str, list[CaseResult]] = defaultdict(list)
     for result in sorted(results, key=lambda r: (r.suite_id, r.case_id, r.trial or 0)):
         by_suite[result.suite_id].append(result)
@@ -177,6 +182,7 @@ def rescore(
                     findings=_Findings(allow),
                     recorded_metrics=recorded_metrics.get(suite_id),
                     coverage_run=coverage.get(suite_id),
+                    stated_oracle=stated_oracle.get(suite_id, _UNSTATED),
                 )
             )
     return out
@@ -190,6 +196,7 @@ def _rescore_suite(
     findings: _Findings,
     recorded_metrics: Mapping[str, float | None] | None,
     coverage_run: int | None,
+    stated_oracle: object = _UNSTATED,
 ) -> SuiteRescore:
     world, suite = loaded.world, loaded.suite
     cases = {case.case_id: case for case in world.cases(suite)}
@@ -241,6 +248,12 @@ def _rescore_suite(
         else f"[oracle_changed] recorded under oracle digest "
         f"{', '.join(sorted(str(d) for d in oracle_then))}, re-scored under {oracle_now}"
     )
+    if changed is None and stated_oracle is not _UNSTATED and stated_oracle != oracle_now:
+        # The report's own suite-level digest is part of what it claims: an edit is found.
+        changed = (
+            f"[oracle_changed] the report states oracle digest {stated_oracle}, "
+            f"its outputs were re-scored under {oracle_now}"
+        )
     if changed is not None:
         findings.add("oracle_changed", suite.id, changed.removeprefix("[oracle_changed] "))
     metrics = tuple(
