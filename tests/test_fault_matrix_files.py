@@ -410,7 +410,7 @@ def test_an_adapter_that_hangs_loading_is_a_named_usage_error(tmp_path: Path) ->
     sessions = {
         "constructor, serial": ["--agentbench-adapter=hanging:HangsInConstructor"],
         "import, serial": ["--agentbench-adapter=hangs_at_import:Agent"],
-        "constructor, n2": ["--agentbench-adapter=hanging:HangsInConstructor", "-n", "2"],
+        "constructor, n1": ["--agentbench-adapter=hanging:HangsInConstructor", "-n", "1"],
     }
     with ThreadPoolExecutor(len(sessions)) as pool:
         futures = {
