@@ -651,3 +651,24 @@ def test_case_ids_that_would_share_a_golden_file_are_refused(demo: pytest.Pytest
     assert sorted(p.name for p in (demo.path / "snapshots" / "demo" / "cases").iterdir()) == [
         "plain.json"
     ]
+
+
+def test_a_stray_gigabyte_in_a_tool_grammar_suite_is_refused_unread(tmp_path: Path) -> None:
+    from pytest_agentbench.worlds.toolgrammar.suitefiles import (
+        MANIFEST,
+        SCHEMA_VERSION,
+        verify_files,
+    )
+
+    (tmp_path / MANIFEST).write_text(
+        json.dumps({"schema_version": SCHEMA_VERSION, "artifact_set_digest": "0" * 64})
+    )
+    (tmp_path / "tasks.jsonl").write_text("{}\n")
+    with (tmp_path / "stray.bin").open("wb") as out:
+        out.truncate(1 << 30)
+    with pytest.raises(AgentbenchError) as refused:
+        verify_files(tmp_path, "suites/tg", MANIFEST, exclude=("suite.yaml",))
+    assert refused.value.render() == (
+        f"[input_too_large] suites/tg/stray.bin: the file ({1 << 30} bytes) exceeds the "
+        "limit of 16777216 bytes (agentbench_max_input_bytes)"
+    )
