@@ -672,3 +672,19 @@ def test_a_stray_gigabyte_in_a_tool_grammar_suite_is_refused_unread(tmp_path: Pa
         f"[input_too_large] suites/tg/stray.bin: the file ({1 << 30} bytes) exceeds the "
         "limit of 16777216 bytes (agentbench_max_input_bytes)"
     )
+
+
+def test_the_page_of_a_report_over_the_input_limit_is_still_drawn(demo: pytest.Pytester) -> None:
+    write_suite(demo.path, "demo", {f"c{n}": f"1+{n}" for n in range(12)})
+    result = demo.runpytest(
+        "-o",
+        "agentbench_max_input_bytes=4000",
+        "--agentbench-report=run.json",
+        "--agentbench-html=run.html",
+        "-m",
+        "not agentbench_control",
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert (demo.path / "run.json").stat().st_size > 4000
+    page = (demo.path / "run.html").read_text(encoding="utf-8")
+    assert "c11" in page

@@ -7,6 +7,7 @@ layer decides the run's outcome, this module writes what it says.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import pytest
@@ -77,12 +78,14 @@ def write_reports(
             from pytest_agentbench.report.html import read_report_document, write_html
 
             # The page is drawn from the very document the JSON report holds: read
-            # back when it was just written rather than streamed a second time.
-            document = (
-                read_report_document(options.report_path)
-                if written and options.report_path is not None
-                else report_document(summary, recorder.graded, recorder.durations, **identity)
-            )
+            # back when it was just written rather than streamed a second time (unless
+            # it is over the readers' size limit).
+            document = None
+            if written and options.report_path is not None:
+                with contextlib.suppress(AgentbenchError):
+                    document = read_report_document(options.report_path)
+            if document is None:
+                document = report_document(summary, recorder.graded, recorder.durations, **identity)
             try:
                 write_html(document, options.html_path)
             except AgentbenchError as exc:
