@@ -688,3 +688,26 @@ def test_the_page_of_a_report_over_the_input_limit_is_still_drawn(demo: pytest.P
     assert (demo.path / "run.json").stat().st_size > 4000
     page = (demo.path / "run.html").read_text(encoding="utf-8")
     assert "c11" in page
+
+
+def test_a_full_disk_known_before_the_run_is_a_usage_error(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_suite(demo.path, "demo", {"c1": "1+1"})
+    real = os.statvfs
+
+    def full(path: Any) -> Any:
+        found = real(path)
+        values = list(found)
+        values[4] = 0  # f_bavail: no block left for an unprivileged writer
+        return os.statvfs_result(values)
+
+    monkeypatch.setattr(os, "statvfs", full)
+    result = demo.runpytest("--agentbench-report=out/run.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: [[]output_unwritable[]] *out/run.json: --agentbench-report: "
+            "No space left on device (ENOSPC)"
+        ]
+    )

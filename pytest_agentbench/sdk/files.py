@@ -184,12 +184,15 @@ def _renamed(error: AgentbenchError, code: str) -> AgentbenchError:
 
 
 def _probe(folder: Path) -> None:
-    """Create and remove an empty file in ``folder`` (created if missing): can it be written?"""
+    """Create and remove an empty file in ``folder`` (created if missing): can it be written,
+    and has its filesystem a block left for what will be?"""
     fd = open_folder(folder)
     try:
         name, probe = _temporary(fd)
         os.close(probe)
         os.unlink(name, dir_fd=fd)
+        if os.statvfs(fd).f_bavail == 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(folder))
     finally:
         os.close(fd)
 
