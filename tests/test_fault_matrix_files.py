@@ -415,14 +415,25 @@ def test_an_adapter_that_hangs_loading_is_a_named_usage_error(tmp_path: Path) ->
     with ThreadPoolExecutor(len(sessions)) as pool:
         futures = {
             name: pool.submit(
-                run_session, tmp_path, "suites", "--agentbench-timeout=0.5", *args, timeout=60
+                run_session,
+                tmp_path,
+                "suites",
+                "-o",
+                "agentbench_adapter_load_timeout=0.5",
+                *args,
+                timeout=60,
             )
             for name, args in sessions.items()
         }
     for name, future in futures.items():
         result = future.result()
         assert result.ret == pytest.ExitCode.USAGE_ERROR, name
-        result.stderr.fnmatch_lines(["*[[]adapter_load_timeout[]] --agentbench-adapter: *0.5s*"])
+        result.stderr.fnmatch_lines(
+            [
+                "*[[]adapter_load_timeout[]] --agentbench-adapter: *0.5s "
+                "(agentbench_adapter_load_timeout)"
+            ]
+        )
 
 
 def test_outputs_a_run_cannot_write_are_refused_before_it_runs(

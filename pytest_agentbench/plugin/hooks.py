@@ -136,7 +136,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 )
         elif options.adapter_spec:
             state.adapter = load_adapter(
-                options.adapter_spec, registry.adapter_protocols(), limit=options.timeout
+                options.adapter_spec,
+                registry.adapter_protocols(),
+                limit=options.adapter_load_timeout,
             )
         state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)
         if state.isolation is not None:

@@ -219,6 +219,12 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
     )
     r.addini(
+        "agentbench_adapter_load_timeout",
+        "seconds an in-process adapter's import and constructor may take before the run "
+        "is refused (adapter_load_timeout), apart from the case limit (0: no limit)",
+        default="60",
+    )
+    r.addini(
         "agentbench_isolate_startup_timeout",
         "seconds an isolated adapter's process may take to start and load the adapter, "
         "first and after a timeout or crash, apart from the case limit (0: no limit)",

@@ -78,8 +78,7 @@ def load_adapter(spec: str, kinds: Sequence[KindProtocols], *, limit: float = 0.
         raise UsageError(
             "adapter_load_timeout",
             f"importing and building adapter {spec!r} took over {limit:g}s "
-            "(--agentbench-timeout bounds it in-process; --agentbench-isolate bounds it "
-            "by agentbench_isolate_startup_timeout)",
+            "(agentbench_adapter_load_timeout)",
             field="--agentbench-adapter",
         )
     loaded, value = outcome[0]

@@ -54,6 +54,8 @@ class Options:
     its artefact there."""
     max_items: int = 100_000
     """``--agentbench-max-items``: the most case items (trials counted) a run collects."""
+    adapter_load_timeout: float = 60.0
+    """``agentbench_adapter_load_timeout``: seconds an in-process adapter may take to load."""
 
     def output_checks(self) -> list[tuple[Path, str, bool]]:
         """(path, option, is a folder) of every output this run writes, to check first."""
@@ -124,6 +126,9 @@ class Options:
             max_items=_option_or_ini(
                 config, "agentbench_max_items", trials.max_items, "invalid_max_items"
             ),
+            adapter_load_timeout=_ini(
+                config, "agentbench_adapter_load_timeout", parse_timeout, "invalid_timeout"
+            ),
         )
 
 
@@ -138,6 +143,14 @@ def _option_or_ini(config: pytest.Config, name: str, parse: Callable[[object], T
         return parse(config.getini(name) if option is None else option)
     except ValueError as exc:
         raise UsageError(code, str(exc), field=source) from None
+
+
+def _ini(config: pytest.Config, name: str, parse: Callable[[object], T], code: str) -> T:
+    """The ini key ``name``, parsed; a value ``parse`` refuses is the UsageError ``code``."""
+    try:
+        return parse(config.getini(name))
+    except ValueError as exc:
+        raise UsageError(code, str(exc), field=name) from None
 
 
 def _predictions(config: pytest.Config) -> dict[str, Path]:
