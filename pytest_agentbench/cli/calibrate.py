@@ -16,6 +16,7 @@ from pytest_agentbench.judging.documents import LabelsDocument, read_labels
 from pytest_agentbench.scoring.kappa import Calibration, calibrate
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json, read_json
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import write_file
 
 CALIBRATION_SCHEME = "agentbench-calibration/1"
 
@@ -86,9 +87,7 @@ def cmd_calibrate(args: argparse.Namespace, registry: Any) -> int:
         if calibration.support:
             print("\n".join(confusion_lines(calibration)))
     if args.json:
-        Path(args.json).write_text(
-            pretty_json(calibration_json(calibrations, source.name)), encoding="utf-8"
-        )
+        write_file(Path(args.json), pretty_json(calibration_json(calibrations, source.name)))
         print(f"wrote {args.json}")
     return 0
 

@@ -114,6 +114,8 @@ _EXPORTS: dict[str, str] = {
     "ReportsUsage": "pytest_agentbench.ledger",
     "open_no_follow": "pytest_agentbench.ledger.writer",
     "write_new_file": "pytest_agentbench.sdk.files",
+    "write_file": "pytest_agentbench.sdk.files",
+    "id_file_name": "pytest_agentbench.sdk.files",
     "LEDGER_VERSION": "pytest_agentbench.ledger",
     "audit_ledger": "pytest_agentbench.ledger",
     "derive_provider_execution": "pytest_agentbench.ledger.binding",
@@ -224,6 +226,7 @@ __all__ = [
     "file_sha256",
     "grade",
     "hookimpl",
+    "id_file_name",
     "iter_jsonl",
     "loads_strict",
     "loads_yaml_strict",
@@ -244,6 +247,7 @@ __all__ = [
     "solve_with_session",
     "tree_files",
     "undecodable_line",
+    "write_file",
     "write_new_file",
 ]
 
@@ -343,7 +347,7 @@ if TYPE_CHECKING:
         describe_exception,
         field_path,
     )
-    from pytest_agentbench.sdk.files import write_new_file
+    from pytest_agentbench.sdk.files import id_file_name, write_file, write_new_file
     from pytest_agentbench.sdk.hookspecs import hookimpl
     from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
     from pytest_agentbench.sdk.predictions import (
