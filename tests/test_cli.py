@@ -721,6 +721,18 @@ def test_rescore_fails_on_every_difference_unless_allowed(
     status, out, _ = run(capsys, "rescore", str(edited), "--allow=passed_rate_of_nothing")
     assert status == 1
 
+    # The report's own suite-level oracle digest is part of what it claims.
+    report = json.loads(after.read_text())
+    stated = report["suites"][0]["digests"]["oracle"]
+    report["suites"][0]["digests"]["oracle"] = "0" * 64
+    edited.write_text(json.dumps(report))
+    status, out, _ = run(capsys, "rescore", str(edited))
+    assert status == 1
+    assert (
+        f"  DIFFERS [oracle_changed] {SUITE_ID}: the report states oracle digest {'0' * 64}, "
+        f"its outputs were re-scored under {stated}"
+    ) in out
+
 
 def test_rescore_dispatches_on_the_report_it_is_given(
     capsys: pytest.CaptureFixture[str], run_reports: tuple[Path, Path], workdir: Path

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli.main import main
-from pytest_agentbench.run.case_ledger import evidence, file_part, ledger_path
+from pytest_agentbench.run.case_ledger import evidence, ledger_path
 from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
+from pytest_agentbench.sdk.files import id_file_name
 from pytest_agentbench.sdk.ledger import read_ledger
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
 from tests.llm_server import ScriptedLLM
@@ -189,10 +190,11 @@ def test_returned_text_garbage_an_existing_ledger_and_a_linked_folder_side_by_si
 
 
 def test_ledger_names_are_one_safe_component_per_id(tmp_path: Path) -> None:
-    assert file_part("a/b") == "a%2Fb"
-    assert file_part("..") == "%2E."
-    assert file_part("x:y") != file_part("x_y")
+    assert id_file_name("a/b") == "a%2Fb"
+    assert id_file_name("..") == "%2E."
+    assert id_file_name("x:y") != id_file_name("x_y")
     assert ledger_path(tmp_path, "s", "../c").parent == tmp_path / "s"
+    assert len(ledger_path(tmp_path, "s", "c" * 1000).name) == 255
 
 
 KEY_ENV = "AGENTBENCH_TEST_LLM_KEY"

@@ -28,16 +28,16 @@ class ChatSettings(Record):
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     """Name of the environment variable holding the key; unset means no key is sent."""
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, allow_inf_nan=False)
     max_turns: int = Field(default=16, ge=1)
     seed: int | None = 0
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     """Per HTTP request; the case's own ``--agentbench-timeout`` still bounds the whole case."""
     max_retries: int = Field(default=2, ge=0)
     """Retries after a 429 or 5xx answer."""
-    retry_backoff_s: float = Field(default=1.0, ge=0)
+    retry_backoff_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     """First retry delay, doubling each time; a ``Retry-After`` header (capped) wins."""
-    retry_jitter: float = Field(default=0.5, ge=0.0, le=1.0)
+    retry_jitter: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
     """The largest fraction of a retry delay added at random (seeded by ``seed``)."""
     max_tokens_per_call: int | None = Field(default=None, ge=1)
     """The most tokens (input and output) one call is reserved for; budgets need it."""

@@ -10,6 +10,7 @@ from typing import Any
 from pytest_agentbench.cli.common import SUITE_HELP, add_oracle_root, load
 from pytest_agentbench.sdk.capabilities import WritesBaselines
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import write_file
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 
@@ -23,10 +24,7 @@ def cmd_baselines(args: argparse.Namespace, registry: WorldRegistry) -> int:
     if args.output is None:
         sys.stdout.write(data.decode("utf-8"))
         return 0
-    try:
-        Path(args.output).write_bytes(data)
-    except OSError as exc:
-        raise AgentbenchError("unwritable_output", str(exc.strerror), file=args.output) from None
+    write_file(Path(args.output), data, code="unwritable_output")
     print(f"ok: {loaded.suite.id}: baseline records written to {args.output}")
     return 0
 

@@ -15,6 +15,7 @@ from pytest_agentbench.judging.calibration import calibrate_labels, calibration_
 from pytest_agentbench.judging.documents import read_labels
 from pytest_agentbench.scoring.kappa import Calibration
 from pytest_agentbench.sdk.canonical import pretty_json
+from pytest_agentbench.sdk.files import write_file
 
 
 def confusion_lines(calibration: Calibration) -> list[str]:
@@ -35,9 +36,7 @@ def cmd_calibrate(args: argparse.Namespace, registry: Any) -> int:
         if calibration.support:
             print("\n".join(confusion_lines(calibration)))
     if args.json:
-        Path(args.json).write_text(
-            pretty_json(calibration_json(calibrations, source.name)), encoding="utf-8"
-        )
+        write_file(Path(args.json), pretty_json(calibration_json(calibrations, source.name)))
         print(f"wrote {args.json}")
     return 0
 

@@ -15,6 +15,7 @@ from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, SuiteLoa
 from pytest_agentbench.sdk.canonical import decode_lines_lenient, read_bytes
 from pytest_agentbench.sdk.capabilities import RecordsEpisodes
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import write_file
 from pytest_agentbench.sdk.registry import WorldRegistry
 from pytest_agentbench.sdk.runner import parse_timeout
 
@@ -182,11 +183,8 @@ def shown(path: Path) -> str:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write a report file; a failure is ``unwritable_report`` naming it."""
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise AgentbenchError("unwritable_report", str(exc), file=str(path)) from None
+    """Write a report file, whole or not at all; a failure is ``unwritable_report`` naming it."""
+    write_file(path, text, code="unwritable_report")
 
 
 def timeout_seconds(text: str) -> float:

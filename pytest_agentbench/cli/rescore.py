@@ -31,7 +31,7 @@ from pytest_agentbench.report.recording import (
     suite_digest_pair,
 )
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
-from pytest_agentbench.sdk.canonical import canonical_json, read_json
+from pytest_agentbench.sdk.canonical import canonical_json, input_limits, read_json
 from pytest_agentbench.sdk.capabilities import RescoresReports
 from pytest_agentbench.sdk.contracts import CaseResult, MetricValue, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -92,7 +92,18 @@ def is_own_record(path: Path) -> bool:
         return False
     try:
         document = read_json(path)
-    except AgentbenchError:
+    except AgentbenchError as exc:
+        if exc.code == "input_too_large":
+            # Not read, so not known to be a world's own report: saying it was one would
+            # send the user after the wrong problem.
+            raise AgentbenchError(
+                "report_too_large",
+                f"{path.stat().st_size} bytes, over the {input_limits().max_bytes} a report "
+                "is read whole to re-score (agentbench_max_input_bytes); re-score the run's "
+                "--agentbench-record folder instead, one file per case",
+                file=str(path),
+                field="PATH",
+            ) from None
         return False
     version = document.get("schema_version") if isinstance(document, dict) else None
     return isinstance(version, str) and version.startswith(RUN_REPORT_SCHEMA)
@@ -105,6 +116,10 @@ def _report(path: Path) -> RunReport | None:
         return RunReport.model_validate(read_json(path))
     except ValidationError:
         return None
+
+
+_UNSTATED = object()
+"""A record folder states no suite digest (a report always does)."""
 
 
 def _name(result: CaseResult) -> str:
@@ -152,6 +167,7 @@ def rescore(
         if report is None
         else {s.id: s.coverage.run for s in report.suites if s.coverage is not None}
     )
+    stated_oracle = {} if report is None else {s.id: s.digests.get("oracle") for s in report.suites}
     by_suite: dict[str, list[CaseResult]] = defaultdict(list)
     for result in sorted(results, key=lambda r: (r.suite_id, r.case_id, r.trial or 0)):
         by_suite[result.suite_id].append(result)
@@ -166,6 +182,7 @@ def rescore(
                     findings=_Findings(allow),
                     recorded_metrics=recorded_metrics.get(suite_id),
                     coverage_run=coverage.get(suite_id),
+                    stated_oracle=stated_oracle.get(suite_id, _UNSTATED),
                 )
             )
     return out
@@ -179,6 +196,7 @@ def _rescore_suite(
     findings: _Findings,
     recorded_metrics: Mapping[str, float | None] | None,
     coverage_run: int | None,
+    stated_oracle: object = _UNSTATED,
 ) -> SuiteRescore:
     world, suite = loaded.world, loaded.suite
     cases = {case.case_id: case for case in world.cases(suite)}
@@ -230,6 +248,12 @@ def _rescore_suite(
         else f"[oracle_changed] recorded under oracle digest "
         f"{', '.join(sorted(str(d) for d in oracle_then))}, re-scored under {oracle_now}"
     )
+    if changed is None and stated_oracle is not _UNSTATED and stated_oracle != oracle_now:
+        # The report's own suite-level digest is part of what it claims: an edit is found.
+        changed = (
+            f"[oracle_changed] the report states oracle digest {stated_oracle}, "
+            f"its outputs were re-scored under {oracle_now}"
+        )
     if changed is not None:
         findings.add("oracle_changed", suite.id, changed.removeprefix("[oracle_changed] "))
     metrics = tuple(

@@ -35,6 +35,7 @@ from pytest_agentbench.judging.documents import (
 )
 from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, pretty_json
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import write_file
 
 LOOPBACK: Final = "127.0.0.1"
 MAX_LABELS_BYTES: Final = 16 * 1024 * 1024
@@ -222,7 +223,7 @@ def save_labels(report: Path, body: bytes) -> LabelsDocument:
                 "invalid_labels", f"{item.human!r} is off the scale", field=item.item
             )
     merged = merge_labels(template, posted)
-    labels_path(report).write_text(pretty_json(merged.model_dump(mode="json")), encoding="utf-8")
+    write_file(labels_path(report), pretty_json(merged.model_dump(mode="json")))
     return merged
 
 
@@ -293,7 +294,7 @@ def cmd_review(args: argparse.Namespace, registry: Any) -> int:
     document, labels = review_data(report)
     output = Path(args.write) if args.write else report.with_name(report.stem + ".review.html")
     text = page(document, labels, served=False, name=labels_path(report).name)
-    output.write_text(text, encoding="utf-8")
+    write_file(output, text)
     print(f"wrote {output}")
     return 0
 

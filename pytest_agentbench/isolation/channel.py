@@ -146,7 +146,9 @@ class AdapterProcess:
         except OSError as exc:
             raise ChildMisbehaved(f"unreadable message ({exc})") from None
         try:
-            message = loads_strict(data.decode("utf-8"))
+            # Bounded by the receive above: a tool call's arguments inside it are the
+            # session's to refuse by their own size, as in-process.
+            message = loads_strict(data.decode("utf-8"), max_bytes=MAX_MESSAGE_BYTES)
         except (UnicodeDecodeError, AgentbenchError) as exc:
             raise ChildMisbehaved(f"a message that is not strict JSON ({exc})") from None
         if not isinstance(message, dict) or not isinstance(message.get("op"), str):

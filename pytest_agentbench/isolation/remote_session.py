@@ -21,7 +21,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pytest_agentbench.isolation.protocol import json_message, json_text
+from pytest_agentbench.isolation.protocol import MAX_MESSAGE_BYTES, json_message, json_text
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.errors import field_path
 from pytest_agentbench.sdk.tools import (
@@ -35,6 +35,7 @@ from pytest_agentbench.sdk.tools import (
     openai_tools,
 )
 from pytest_agentbench.sdk.tools.schema import SchemaViolation, check_json_value
+from pytest_agentbench.sdk.tools.spec import arguments_too_large
 
 
 class ToolLink(Protocol):
@@ -122,6 +123,8 @@ def _arguments_text(arguments: Any) -> str:
     Strictly plain JSON: a tuple, a set, NaN or a model is refused here as it
     is in-process (never converted on the way, which would admit it).
     """
+    if isinstance(arguments, str) and len(arguments) > _CROSSING_LIMIT:
+        raise arguments_too_large(len(arguments), _CROSSING_LIMIT)
     if arguments is None or isinstance(arguments, str):
         return json_text(arguments)
     if not isinstance(arguments, Mapping):
@@ -138,4 +141,12 @@ def _arguments_text(arguments: Any) -> str:
             violation.reason,
             field=field_path(("arguments", *violation.path)),
         ) from None
-    return json_text(plain)
+    text = json_text(plain)
+    if len(text) > _CROSSING_LIMIT:
+        raise arguments_too_large(len(text), _CROSSING_LIMIT)
+    return text
+
+
+_CROSSING_LIMIT = MAX_MESSAGE_BYTES // 2
+"""The most arguments one message to the harness carries (its JSON text may escape them);
+under it, the harness's session refuses what is over its own limit, as in-process."""

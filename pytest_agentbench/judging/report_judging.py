@@ -35,6 +35,7 @@ from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.scoring.kappa import UNCALIBRATED, Calibration, require_calibrated
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import write_file
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 
@@ -317,11 +318,11 @@ def judge_beside(
         }
     )
     output = judgments_path(source)
-    output.write_text(pretty_json(document.model_dump(mode="json")), encoding="utf-8")
+    write_file(output, pretty_json(document.model_dump(mode="json")))
     labels = labels_path(source)
     earlier = read_labels(labels) if labels.is_file() else None
     template = merge_labels(labels_template(document, output.name), earlier)
-    labels.write_text(pretty_json(template.model_dump(mode="json")), encoding="utf-8")
+    write_file(labels, pretty_json(template.model_dump(mode="json")))
     lines = summary_lines(document, calibrations)
     lines.append(f"wrote {output} and {labels}")
     rubric_files = {

@@ -269,7 +269,7 @@ class CaseItem(pytest.Item):
                             Check(
                                 name="golden_output",
                                 status=CheckStatus.FAIL,
-                                detail="differs from the pinned snapshot",
+                                detail=mismatch.detail,
                             ),
                         ),
                     }
@@ -452,8 +452,23 @@ class _SuiteCollector(pytest.File):
         suite = loaded.suite
         relative = self.path.relative_to(suite.root).as_posix()
         cases = [case for case in loaded.world.cases(suite) if case.file == relative]
-        options = get_state(self.config).options
+        state = get_state(self.config)
+        options = state.options
         snapshot, count = options.snapshot, options.repeat
+        # Every item is held until the run ends: a run of millions exhausts memory first.
+        total = state.items_collected + len(cases) * count
+        if total > options.max_items:
+            raise SuiteCollectionError(
+                AgentbenchError(
+                    "too_many_items",
+                    f"{len(cases)} cases x {count} trials would make {total} case items in "
+                    f"this run, over the limit of {options.max_items} "
+                    "(raise it with --agentbench-max-items N)",
+                    file=suite.display(relative),
+                    field="--agentbench-repeat" if count > 1 else None,
+                )
+            )
+        state.items_collected = total
         trials: list[int | None] = [None] if count == 1 else list(range(1, count + 1))
         inert = self._fixtures_are_inert()
         if not snapshot and inert:

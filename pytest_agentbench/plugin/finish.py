@@ -20,7 +20,7 @@ from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.junit import add_carried_cases
 from pytest_agentbench.report.model_run import exclusion_problem, model_run_lines, model_run_of
-from pytest_agentbench.report.outputs import write_reports
+from pytest_agentbench.report.outputs import unwritten_lines, write_reports
 from pytest_agentbench.report.recorder import RunRecorder
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
@@ -47,6 +47,10 @@ class Finished:
     model_run: RunProvenance | None
     without_adapter: bool = False
     """No adapter was named: the built-in reference agents answered the cases."""
+    unwritten: tuple[str, ...] = ()
+    """What could not be written at the end (the report, the page, receipts), one line each."""
+    report_written: bool = False
+    """Whether ``--agentbench-report`` was written whole: only then is its journal removed."""
 
 
 def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorder) -> Finished:
@@ -67,10 +71,13 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
         )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
+    failures: list[str] = []
     if rerun is not None:
         notes += rerun.finish(recorder, state.loader)
-    if notes:
-        summary = summary.model_copy(update={"problems": (*summary.problems, *notes)})
+        # The journal, or record files, that could not be written: the run says so and fails.
+        failures = unwritten_lines(rerun.unwritten)
+    if notes or failures:
+        summary = summary.model_copy(update={"problems": (*summary.problems, *notes, *failures)})
     comparison = None
     if baseline is not None:
         # Imported only for a comparison, as the baseline's options were.
@@ -114,7 +121,7 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
         refusals or not summary.gates_passed or not compared_ok or unsuccessful
     ) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    shown = write_reports(
+    shown, unwritten = write_reports(
         config,
         summary,
         recorder,
@@ -127,11 +134,16 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
     # Imported here: hooks imports this module when a run ends.
     from pytest_agentbench.plugin.hooks import answered_by_reference_agents
 
+    if unwritten and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     return Finished(
         summary=shown,
         comparison=comparison,
         model_run=model_run,
         without_adapter=bool(shown.suites) and answered_by_reference_agents(config, options),
+        unwritten=tuple(f"{line} (not written)" for line in unwritten_lines(unwritten)),
+        report_written=options.report_path is not None
+        and all(refusal.location.file != str(options.report_path) for refusal in unwritten),
     )
 
 
@@ -184,7 +196,7 @@ def write_terminal_summary(
             terminalreporter.write_sep("=", f"agentbench: {suite.id} ({suite.world})")
         for line in suite_lines(suite, adapter_description, verbose=verbose):
             terminalreporter.write_line(line if verbose else f"agentbench {line}")
-    for line in [*orphan_gate_lines(summary), *summary.problems]:
+    for line in [*orphan_gate_lines(summary), *summary.problems, *finished.unwritten]:
         terminalreporter.write_line(f"agentbench {line}")
     model_run = finished.model_run
     if model_run is not None:

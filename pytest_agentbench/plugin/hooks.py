@@ -47,11 +47,13 @@ from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.run import concurrency
 from pytest_agentbench.run.adapters import describe_adapter, load_adapter
 from pytest_agentbench.run.gc_freeze import freeze_alive
+from pytest_agentbench.run.interrupt import SigtermHandler, end_on_sigterm, restore_sigterm
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import STATE_KEY, AgentbenchState, SuiteLoader, get_state
 from pytest_agentbench.sdk import leaked_threads, tracebacks
 from pytest_agentbench.sdk.canonical import InputLimits, set_input_limits
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
+from pytest_agentbench.sdk.files import check_output_file, check_output_folder
 from pytest_agentbench.sdk.projections import restore_projections, select_projections
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.sdk.runner import release_alarm
@@ -65,6 +67,7 @@ PREVIOUS_PROJECTIONS_KEY = pytest.StashKey[tuple[str, ...]]()
 FINISHED_KEY: pytest.StashKey[Finished] = pytest.StashKey()
 EXIT_STATUS_KEY = pytest.StashKey["int | pytest.ExitCode"]()
 """The exit status the run's end decided (:func:`pytest_sessionfinish_keeps_the_exit_status`)."""
+PREVIOUS_SIGTERM_KEY = pytest.StashKey[SigtermHandler]()
 
 
 def _input_limits(config: pytest.Config) -> InputLimits:
@@ -188,7 +191,11 @@ def pytest_configure(config: pytest.Config) -> None:
                     config, state.isolation, options.adapter_spec, registry.adapter_protocols()
                 )
         elif options.adapter_spec:
-            state.adapter = load_adapter(options.adapter_spec, registry.adapter_protocols())
+            state.adapter = load_adapter(
+                options.adapter_spec,
+                registry.adapter_protocols(),
+                limit=options.adapter_load_timeout,
+            )
         state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)
         if state.isolation is not None:
             state.adapter_description += ", in an isolated process"
@@ -203,6 +210,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         attach_worker(config)
     else:
+        try:
+            _check_outputs(config, options)
+        except AgentbenchError as exc:
+            raise pytest.UsageError(exc.render()) from None
         # Results are aggregated where reports arrive: the controller under xdist.
         recorder = config.stash[RECORDER_KEY] = RunRecorder(
             results_canonical=canonical_results, rootpath=config.rootpath
@@ -227,6 +238,17 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _check_outputs(config: pytest.Config, options: Options) -> None:
+    """Refuse, before any case runs, an output the run could not write (a report path
+    that is a folder, a folder that cannot be created or written in)."""
+    checks = options.output_checks()
+    record = config.getoption("agentbench_record")
+    if record is not None:
+        checks.append((Path(record), "--agentbench-record", True))
+    for path, field, is_folder in checks:
+        (check_output_folder if is_folder else check_output_file)(path, field)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     # junitxml's LogXML exists by now (it is made in pytest_configure).
     relabel_harness_errors(session.config)
@@ -235,9 +257,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # Replayed outputs call no adapter: there is nothing to run ahead.
     if get_state(config).options.concurrency > 1 and (rerun is None or rerun.replay is None):
         concurrency.start(session, get_state(config))
+    options = get_state(config).options
+    if not hasattr(config, "workerinput") and (options.report_path or options.html_path):
+        previous = end_on_sigterm()
+        if previous is not None:
+            config.stash[PREVIOUS_SIGTERM_KEY] = previous
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    previous_sigterm = config.stash.get(PREVIOUS_SIGTERM_KEY, None)
+    if previous_sigterm is not None:
+        restore_sigterm(previous_sigterm)
     concurrency.stop(config)
     release_alarm()
     previous_projections = config.stash.get(PREVIOUS_PROJECTIONS_KEY, None)

@@ -172,6 +172,12 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
     )
     r.addini(
+        "agentbench_adapter_load_timeout",
+        "seconds an in-process adapter's import and constructor may take before the run "
+        "is refused (adapter_load_timeout), apart from the case limit (0: no limit)",
+        default="60",
+    )
+    r.addini(
         "agentbench_isolate_startup_timeout",
         "seconds an isolated adapter's process may take to start and load the adapter, "
         "first and after a timeout or crash, apart from the case limit (0: no limit)",
@@ -261,13 +267,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="compare although suite digests, world kind or metric definitions changed",
     )
-    # Repeated trials' (trials.py).
-    r.option(
-        "--agentbench-repeat",
-        metavar="K",
-        help="run every case K times as K items (case[trial-1] ...); default 1",
-    )
-    r.addini("agentbench_repeat", "default for --agentbench-repeat", default="1")
+    _add_trials(r)
     # Concurrent cases within a process (run/concurrency.py).
     r.option(
         "--agentbench-concurrency",
@@ -310,6 +310,23 @@ def _add_adapter_requirement(r: _Recording) -> None:
         type="bool",
         default=False,
     )
+
+
+def _add_trials(r: _Recording) -> None:
+    """Repeated trials (trials.py) and the bound on the items they make."""
+    r.option(
+        "--agentbench-repeat",
+        metavar="K",
+        help="run every case K times as K items (case[trial-1] ...); default 1",
+    )
+    r.addini("agentbench_repeat", "default for --agentbench-repeat", default="1")
+    r.option(
+        "--agentbench-max-items",
+        metavar="N",
+        help="refuse a run that would collect more than N case items, trials counted "
+        "(cases x --agentbench-repeat); default 100000",
+    )
+    r.addini("agentbench_max_items", "default for --agentbench-max-items", default="100000")
 
 
 def _add_evidence_folders(r: _Recording) -> None:

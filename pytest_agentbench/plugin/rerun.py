@@ -42,6 +42,7 @@ from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, SuiteLoa
 from pytest_agentbench.scoring.trials import split_item_name
 from pytest_agentbench.sdk.contracts import Case, CaseResult, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import OutputLock
 from pytest_agentbench.sdk.suite import Suite
 
 
@@ -58,6 +59,12 @@ class Rerun:
     recorder: RunRecorder | None = None
     carried: list[tuple[str, CaseResult]] = field(default_factory=list)
     """The results :meth:`inject` took from the earlier run, by node id."""
+    journal_stopped: bool = False
+    """A line could not be written: the journal keeps what it had and takes no more."""
+    lock: OutputLock | None = None
+    """The report path's lock, held from the start of the run to its end."""
+    unwritten: list[AgentbenchError] = field(default_factory=list)
+    """The journal's or record files' refusals: the run reports them and fails."""
     _kept: dict[str, dict[tuple[str, int | None], CaseResult]] = field(default_factory=dict)
     _journaled: set[str] = field(default_factory=set)
 
@@ -119,7 +126,16 @@ class Rerun:
         if nodeid in self._journaled or nodeid not in self.recorder.graded:
             return
         self._journaled.add(nodeid)
-        self.journal.append(nodeid, self.recorder.graded[nodeid])
+        if self.journal_stopped:
+            return
+        try:
+            self.journal.append(nodeid, self.recorder.graded[nodeid])
+        except AgentbenchError as exc:
+            # A full disk stops the journal, not the run: every case still runs and is
+            # reported, and the run ends saying what it could not keep. The journal is
+            # still this run's: removed once the report is written, like any other.
+            self.unwritten.append(exc)
+            self.journal_stopped = True
 
     def inject(
         self, recorder: RunRecorder, loader: SuiteLoader, state: AgentbenchState
@@ -158,7 +174,7 @@ class Rerun:
     def finish(self, recorder: RunRecorder, loader: SuiteLoader) -> list[str]:
         """Write the record folder; say where re-scored outputs met another oracle."""
         if self.record_dir is not None:
-            write_records(recorder.graded.results(), self.record_dir)
+            self.unwritten += write_records(recorder.graded.results(), self.record_dir)[1]
         if self.replay is None:
             return []
         oracle_now: dict[str, str | None] = {}
@@ -249,21 +265,37 @@ def _start_journal(config: pytest.Config, rerun: Rerun) -> None:
     if report is None:
         return
     rerun.recorder = config.stash[RECORDER_KEY]
-    rerun.journal = ProgressJournal(
-        progress_path(report),
-        adapter_spec=state.options.adapter_spec,
-        adapter_description=state.adapter_description,
-        repeat=state.options.repeat,
-        carried=taken,
-    )
+    # One run at a time writes a report path: a second would overwrite its journal.
+    rerun.lock = OutputLock(report, "--agentbench-report")
+    journal = progress_path(report)
+    try:
+        rerun.journal = ProgressJournal(
+            journal,
+            adapter_spec=state.options.adapter_spec,
+            adapter_description=state.adapter_description,
+            repeat=state.options.repeat,
+            carried=taken,
+            # Only a run that took over what the journal holds may replace it.
+            replaces=rerun.resume is not None and rerun.resume.path.resolve() == journal,
+        )
+    except AgentbenchError:
+        rerun.lock.release()
+        rerun.lock = None
+        raise
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     rerun = config.stash.get(RERUN_KEY, None)
-    if rerun is not None and rerun.journal is not None:
-        report = get_state(config).options.report_path
-        # Once the report is written, the journal has nothing more to give.
-        rerun.journal.close(remove=report is not None and report.is_file())
+    if rerun is None:
+        return
+    if rerun.journal is not None:
+        from pytest_agentbench.plugin.hooks import FINISHED_KEY
+
+        finished = config.stash.get(FINISHED_KEY, None)
+        # Once this run's report is written, the journal has nothing more to give.
+        rerun.journal.close(remove=finished is not None and finished.report_written)
+    if rerun.lock is not None:
+        rerun.lock.release()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

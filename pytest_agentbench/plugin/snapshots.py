@@ -25,6 +25,8 @@ import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import MAX_NAME_BYTES
 from pytest_agentbench.sdk.layout import SUITE_FILE
 
 if TYPE_CHECKING:
@@ -41,9 +43,10 @@ _ANSI_STYLE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 class GoldenMismatch(Exception):
-    def __init__(self, diff: str) -> None:
+    def __init__(self, diff: str, detail: str = "differs from the pinned snapshot") -> None:
         super().__init__(diff)
         self.diff = diff
+        self.detail = detail
 
 
 class GoldenOutputExtension(JSONSnapshotExtension):
@@ -96,11 +99,44 @@ class GoldenOutputExtension(JSONSnapshotExtension):
         return result
 
     @classmethod
+    def name_problems(cls, loaded: LoadedSuite) -> dict[str, str]:
+        """Case ids whose golden file is not theirs alone, or whose name no filesystem takes.
+
+        syrupy drops the characters a file name cannot hold and cuts the name at 255
+        characters: ``a/b`` and ``ab`` would share one golden file, each case passing
+        against the other's output, and a long name in a script of several bytes per
+        character fails as it is written. Each such id, with the refusal's reason.
+        """
+        suite = loaded.suite
+        cached: dict[str, str] | None = suite.cache.get(_NAME_PROBLEMS)
+        if cached is not None:
+            return cached
+        problems: dict[str, str] = {}
+        owners: dict[tuple[str, str], str] = {}
+        for case in loaded.world.cases(suite):
+            name = f"{cls._file_stem(case.case_id)}.{cls.file_extension}"
+            size = len(name.encode("utf-8", "surrogatepass"))
+            if size > MAX_NAME_BYTES:
+                problems[case.case_id] = (
+                    f"case id {case.case_id!r}: its golden file name is {size} bytes, "
+                    f"over {MAX_NAME_BYTES}"
+                )
+            owner = owners.setdefault((Path(case.file).stem, name), case.case_id)
+            if owner != case.case_id:
+                problems[owner] = problems[case.case_id] = (
+                    f"case ids {owner!r} and {case.case_id!r} share the golden file {name!r}"
+                )
+        suite.cache[_NAME_PROBLEMS] = problems
+        return problems
+
+    @classmethod
     def _file_stem(cls, name: str) -> str:
         # The name syrupy gives a single-file snapshot of an item called ``name``.
         return cls._sanitize_filename(name)[: cls._max_stem_length()]
 
 
+_NAME_PROBLEMS = "agentbench.golden_name_problems"
+"""``Suite.cache`` key: :meth:`GoldenOutputExtension.name_problems`."""
 _UNPINNED = pytest.StashKey[dict[str, bool]]()
 
 
@@ -137,6 +173,15 @@ def assert_golden(request: pytest.FixtureRequest, data: JsonValue) -> None:
 
     A suite with no golden file at all is not compared (see :func:`_unpinned`).
     """
+    loaded = getattr(request.node, "loaded", None)
+    case = getattr(request.node, "case", None)
+    if loaded is not None and case is not None:
+        problem = GoldenOutputExtension.name_problems(loaded).get(case.case_id)
+        if problem is not None:
+            refusal = AgentbenchError(
+                "unusable_snapshot_name", problem, file=loaded.suite.display(case.file)
+            ).render()
+            raise GoldenMismatch(refusal, detail=refusal)
     if _unpinned(request):
         return
     snapshot: Any = request.getfixturevalue("snapshot")

@@ -26,6 +26,7 @@ from pytest_agentbench.scoring.gates import GateVerdict
 from pytest_agentbench.sdk.canonical import canonical_json, pretty_json, read_json
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import write_file, writing_text
 from pytest_agentbench.sdk.suite import pydantic_refusal
 from pytest_agentbench.sdk.tools.receipt import AnyReceipt
 
@@ -192,9 +193,8 @@ def write_report(
     durations: Mapping[str, float],
     **identity: Any,
 ) -> None:
-    """:func:`stream_report` into the file ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
+    """:func:`stream_report` into the file ``path``, whole or not at all (``output_unwritable``)."""
+    with writing_text(path) as out:
         stream_report(out, summary, store, durations, **identity)
 
 
@@ -206,9 +206,7 @@ def add_judged(path: Path, judged: JudgedSummary) -> None:
     """
     document = json.loads(path.read_text(encoding="utf-8"))
     document["judged"] = judged.model_dump(mode="json")
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(canonical_json(document) + "\n", encoding="utf-8")
-    temporary.replace(path)
+    write_file(path, canonical_json(document) + "\n")
 
 
 def report_document(

@@ -7,6 +7,7 @@ layer decides the run's outcome, this module writes what it says.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import pytest
@@ -18,6 +19,7 @@ from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import RunRecorder
 from pytest_agentbench.report.summary import RunSummary
 from pytest_agentbench.run.options import Options
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.provenance import RunProvenance
@@ -34,18 +36,21 @@ def write_reports(
     exit_status: int,
     comparison: Comparison | None,
     model_run: RunProvenance | None,
-) -> RunSummary:
-    """Write every report the options ask for; the summary the terminal section then shows.
+) -> tuple[RunSummary, list[AgentbenchError]]:
+    """Write every report the options ask for; the summary the terminal section then shows,
+    and the refusals of the files that could not be written (``output_unwritable``).
 
-    That summary has no per-case entries once a report has been written from them.
+    A file that cannot be written (a full disk) stops none of the others. That summary
+    has no per-case entries once a report has been written from them.
     """
     add_global_properties(config, summary)
     if model_run is not None:
         add_properties(config, model_run_properties(model_run))
     if comparison is not None:
         add_properties(config, comparison_properties(comparison))
+    unwritten: list[AgentbenchError] = []
     if options.receipts_dir is not None:
-        write_receipts(recorder.graded.results(), options.receipts_dir)
+        unwritten += write_receipts(recorder.graded.results(), options.receipts_dir)[1]
     if options.report_path is not None or options.html_path is not None:
         # Imported only for a report: its records (and the comparison's, the judges')
         # cost a run without one their import.
@@ -59,25 +64,50 @@ def write_reports(
             "comparison": comparison,
             "model_run": model_run,
         }
+        written = False
         if options.report_path is not None:
-            write_report(
-                options.report_path, summary, recorder.graded, recorder.durations, **identity
-            )
+            try:
+                write_report(
+                    options.report_path, summary, recorder.graded, recorder.durations, **identity
+                )
+                written = True
+            except AgentbenchError as exc:
+                unwritten.append(exc)
         if options.html_path is not None:
             # Imported only when asked for: its modules cost every run 9 ms otherwise.
             from pytest_agentbench.report.html import read_report_document, write_html
 
             # The page is drawn from the very document the JSON report holds: read
-            # back when it was just written rather than streamed a second time.
-            document = (
-                report_document(summary, recorder.graded, recorder.durations, **identity)
-                if options.report_path is None
-                else read_report_document(options.report_path)
-            )
-            write_html(document, options.html_path)
+            # back when it was just written rather than streamed a second time (unless
+            # it is over the readers' size limit).
+            document = None
+            if written and options.report_path is not None:
+                with contextlib.suppress(AgentbenchError):
+                    document = read_report_document(options.report_path)
+            if document is None:
+                document = report_document(summary, recorder.graded, recorder.durations, **identity)
+            try:
+                write_html(document, options.html_path)
+            except AgentbenchError as exc:
+                unwritten.append(exc)
         # The terminal section needs no per-case entries: dropping them here spares
         # the garbage collections of the session's end a walk over every case result.
         summary = summary.model_copy(
             update={"suites": tuple(s.model_copy(update={"cases": ()}) for s in summary.suites)}
         )
-    return summary
+    return summary, unwritten
+
+
+def unwritten_lines(refusals: list[AgentbenchError]) -> list[str]:
+    """One line per kind of failure (the first file's refusal), however many files it hit."""
+    by_reason: dict[str, list[AgentbenchError]] = {}
+    for refusal in refusals:
+        by_reason.setdefault(refusal.reason, []).append(refusal)
+    lines = []
+    for same in by_reason.values():
+        more = len(same) - 1
+        lines.append(
+            same[0].render()
+            + (f" (and {more} more file{'s' if more > 1 else ''} not written)" if more else "")
+        )
+    return lines

@@ -17,11 +17,12 @@ today (a report edited from failed to passed).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from pydantic import ValidationError
 
@@ -35,6 +36,7 @@ from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
 from pytest_agentbench.sdk.canonical import canonical_json, loads_strict, read_bytes
 from pytest_agentbench.sdk.contracts import Case, CaseResult
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import open_folder, unwritable
 
 PROGRESS_SCHEMA = "agentbench-progress/1"
 PROGRESS_SUFFIX = ".progress"
@@ -137,7 +139,17 @@ def _read_journal(path: Path) -> ResumeSource:
 
 
 class ProgressJournal:
-    """Appends each graded case to the journal, fsynced, so a killed run can resume."""
+    """Appends each graded case to the journal, fsynced, so a killed run can resume.
+
+    The journal is written as every file of a run is (:mod:`pytest_agentbench.sdk.files`):
+    its header and the lines a resumed run carries over go to a temporary file in its
+    folder, renamed onto ``PATH.progress`` once fsynced, so an earlier journal is
+    replaced only whole and only by a run that took what it holds (``replaces``). A
+    journal already there otherwise is a killed run's, kept for ``--agentbench-resume``:
+    the run is refused (``progress_journal_exists``) rather than destroy it. A line that
+    cannot be written is cut off again and raised (``output_unwritable``): what is left
+    reads as the journal of a run killed there.
+    """
 
     def __init__(
         self,
@@ -147,33 +159,102 @@ class ProgressJournal:
         adapter_description: str,
         repeat: int,
         carried: Iterable[tuple[str, CaseResult]] = (),
+        replaces: bool = False,
     ) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[bytes] = path.open("wb")
-        header = {
-            "schema_version": PROGRESS_SCHEMA,
-            "adapter_spec": adapter_spec,
-            "adapter_description": adapter_description,
-            "repeat": repeat,
-        }
-        self._write(canonical_json(header))
-        # A resumed run's journal starts with what it took over: killed again, it resumes whole.
-        for nodeid, result in carried:
-            self.append(nodeid, result)
+        self.offset = 0
+        self._header_bytes = -1
+        try:
+            self._folder = open_folder(path.parent)
+        except OSError as exc:
+            raise unwritable(exc, path) from None
+        self._fd = -1
+        try:
+            if not replaces and _exists(path.name, self._folder):
+                raise AgentbenchError(
+                    "progress_journal_exists",
+                    "a killed run's progress journal is here: resume it with "
+                    f"--agentbench-resume {path}, or remove it to start afresh",
+                    file=str(path),
+                    field="--agentbench-report",
+                )
+            header = {
+                "schema_version": PROGRESS_SCHEMA,
+                "adapter_spec": adapter_spec,
+                "adapter_description": adapter_description,
+                "repeat": repeat,
+            }
+            lines = [canonical_json(header)]
+            self._header_bytes = len(lines[0].encode("utf-8")) + 1
+            # A resumed run's journal starts with what it took over: killed again, it
+            # resumes whole.
+            lines += [_line(nodeid, result) for nodeid, result in carried]
+            data = "".join(line + "\n" for line in lines).encode("utf-8")
+            temporary = f".agentbench-{secrets.token_hex(8)}.tmp"
+            try:
+                self._fd = os.open(temporary, _NEW_FILE, 0o644, dir_fd=self._folder)
+                _write_all(self._fd, data)
+                os.fsync(self._fd)
+                os.rename(temporary, path.name, src_dir_fd=self._folder, dst_dir_fd=self._folder)
+                os.fsync(self._folder)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=self._folder)
+                raise unwritable(exc, path) from None
+            self.offset = len(data)
+        except BaseException:
+            self._close_fds()
+            raise
 
     def append(self, nodeid: str, result: CaseResult) -> None:
-        self._write(canonical_json({"nodeid": nodeid, "result": result.model_dump(mode="json")}))
-
-    def _write(self, line: str) -> None:
-        self._file.write(line.encode("utf-8") + b"\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        data = (_line(nodeid, result) + "\n").encode("utf-8")
+        try:
+            _write_all(self._fd, data)
+            os.fsync(self._fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self.offset)
+            raise unwritable(exc, self.path, "the journal stops here: ") from None
+        self.offset += len(data)
 
     def close(self, *, remove: bool) -> None:
-        self._file.close()
-        if remove:
-            self.path.unlink(missing_ok=True)
+        """Remove the journal (its report was written), else keep it.
+
+        A journal holding its header alone (a run refused before any case, or one
+        that took and ran nothing) has nothing to resume, and is removed too.
+        """
+        if self._folder >= 0:
+            if remove or self.offset == self._header_bytes:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.path.name, dir_fd=self._folder)
+        self._close_fds()
+
+    def _close_fds(self) -> None:
+        for fd in (self._fd, self._folder):
+            if fd >= 0:
+                os.close(fd)
+        self._fd = self._folder = -1
+
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _line(nodeid: str, result: CaseResult) -> str:
+    return canonical_json({"nodeid": nodeid, "result": result.model_dump(mode="json")})
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _exists(name: str, folder: int) -> bool:
+    try:
+        os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def check_resume(

@@ -27,6 +27,7 @@ from pytest_agentbench.sdk.contracts import (
     harness_error,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import id_file_name, write_file
 from pytest_agentbench.sdk.metrics import GRADED
 from pytest_agentbench.sdk.suite import Suite, pydantic_refusal, suite_digests
 
@@ -80,21 +81,32 @@ def recorded_outcome(result: CaseResult) -> Outcome:
 
 
 def record_file(directory: Path, result: CaseResult) -> Path:
-    name = result.case_id if result.trial is None else f"{result.case_id}[trial-{result.trial}]"
-    return directory / result.suite_id / f"{name}.json"
+    """``DIR/<suite id>/<case id>[trial-N].json``, ids percent-encoded and bounded."""
+    trial = "" if result.trial is None else f"[trial-{result.trial}]"
+    return directory / id_file_name(result.suite_id) / id_file_name(result.case_id, f"{trial}.json")
 
 
-def write_records(results: Iterable[CaseResult], directory: Path) -> list[Path]:
-    """One file per recorded case: the whole case result, recorded outcome included."""
+def write_records(
+    results: Iterable[CaseResult], directory: Path
+) -> tuple[list[Path], list[AgentbenchError]]:
+    """One file per recorded case: the whole case result, recorded outcome included.
+
+    A file that cannot be written is skipped and its refusal returned: the others
+    are still written.
+    """
     written = []
+    failed = []
     for result in results:
         if result.recorded is None:
             continue
         path = record_file(directory, result)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(pretty_json(result.model_dump(mode="json")), encoding="utf-8")
+        try:
+            write_file(path, pretty_json(result.model_dump(mode="json")))
+        except AgentbenchError as exc:
+            failed.append(exc)
+            continue
         written.append(path)
-    return written
+    return written, failed
 
 
 def _from_report(path: Path) -> list[CaseResult]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,12 +52,42 @@ def _protocols_summary(kinds: Sequence[KindProtocols]) -> str:
     return ", ".join(names) or "no world kinds are registered"
 
 
-def load_adapter(spec: str, kinds: Sequence[KindProtocols]) -> Any:
+def load_adapter(spec: str, kinds: Sequence[KindProtocols], *, limit: float = 0.0) -> Any:
     """Import, build and check the adapter named by ``spec``; refusals are usage errors.
 
     ``kinds`` are the protocols of every world kind the adapter may serve
-    (:meth:`~pytest_agentbench.sdk.registry.WorldRegistry.adapter_protocols`).
+    (:meth:`~pytest_agentbench.sdk.registry.WorldRegistry.adapter_protocols`). With a
+    ``limit`` (seconds; 0: none), an import or constructor that has not returned by then
+    is the usage error ``adapter_load_timeout``: it is left to itself in a daemon thread,
+    which cannot keep the process from ending, rather than hang the session silently.
     """
+    if limit <= 0:
+        return _load_adapter(spec, kinds)
+    outcome: list[tuple[bool, Any]] = []
+
+    def load() -> None:
+        try:
+            outcome.append((True, _load_adapter(spec, kinds)))
+        except BaseException as exc:  # handed to the waiting thread as it is
+            outcome.append((False, exc))
+
+    loading = threading.Thread(target=load, name="agentbench-adapter-load", daemon=True)
+    loading.start()
+    loading.join(limit)
+    if loading.is_alive():
+        raise UsageError(
+            "adapter_load_timeout",
+            f"importing and building adapter {spec!r} took over {limit:g}s "
+            "(agentbench_adapter_load_timeout)",
+            field="--agentbench-adapter",
+        )
+    loaded, value = outcome[0]
+    if not loaded:
+        raise value
+    return value
+
+
+def _load_adapter(spec: str, kinds: Sequence[KindProtocols]) -> Any:
     module_name, sep, attr_path = spec.partition(":")
     if not sep or not module_name or not attr_path:
         raise UsageError(

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from types import CoroutineType
 from typing import Any
-from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,6 +30,7 @@ from pytest_agentbench.scoring.trials import current_trial, item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import id_file_name
 from pytest_agentbench.sdk.ledger import CallPayload, Decision, HeaderPayload, LedgerWriter
 from pytest_agentbench.sdk.ledger.usage import UsageReport
 from pytest_agentbench.sdk.runner import CaseTimeout, alarm_held, awaited
@@ -42,14 +42,8 @@ _UNUSED_ATTRIBUTES = frozenset({"drain_usage"})
 """Consumed by the ledger itself, never handed to the world."""
 
 
-def file_part(identifier: str) -> str:
-    """``identifier`` as one path component; injective, so two ids never share a file."""
-    part = quote(identifier, safe="-_.")
-    return "%2E" + part[1:] if part.startswith(".") else part
-
-
 def ledger_path(folder: Path, suite_id: str, case_id: str) -> Path:
-    return folder / file_part(suite_id) / f"{file_part(case_id)}{LEDGER_SUFFIX}"
+    return folder / id_file_name(suite_id) / id_file_name(case_id, LEDGER_SUFFIX)
 
 
 def evidence(value: Any) -> JsonValue:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.run.case_ledger import file_part
 from pytest_agentbench.scoring.trials import item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, CaseResult, Outcome
@@ -26,10 +25,10 @@ from pytest_agentbench.sdk.episode_artifacts import (
     WritesEpisodeArtifacts,
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import id_file_name, write_new_file
 from pytest_agentbench.sdk.ledger import audit_ledger
 from pytest_agentbench.sdk.ledger.binding import bound_calls, derive_provider_execution
 from pytest_agentbench.sdk.ledger.rows import CallPayload, HeaderPayload
-from pytest_agentbench.sdk.ledger.writer import write_new_file
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.provenance import ModelRun
@@ -60,7 +59,7 @@ def artifact_item(
 
 
 def artifact_path(folder: Path, suite_id: str, name: str) -> Path:
-    return folder / file_part(suite_id) / f"{file_part(name)}{ARTIFACT_SUFFIX}"
+    return folder / id_file_name(suite_id) / id_file_name(name, ARTIFACT_SUFFIX)
 
 
 def provider_header(run: ModelRun) -> dict[str, JsonValue]:

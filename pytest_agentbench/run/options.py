@@ -16,6 +16,7 @@ import pytest
 from pytest_agentbench.run import concurrency
 from pytest_agentbench.run.defaults import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.run.output_caps import parse_max_output_bytes
+from pytest_agentbench.scoring import trials
 from pytest_agentbench.scoring.gates import parse_gate
 from pytest_agentbench.scoring.trials import repeat_count
 from pytest_agentbench.sdk.canonical import read_bytes
@@ -52,6 +53,25 @@ class Options:
     artifacts_dir: Path | None = None
     """``--agentbench-artifacts``: each case of a world that writes episode artefacts writes
     its artefact there."""
+    max_items: int = 100_000
+    """``--agentbench-max-items``: the most case items (trials counted) a run collects."""
+    adapter_load_timeout: float = 60.0
+    """``agentbench_adapter_load_timeout``: seconds an in-process adapter may take to load."""
+
+    def output_checks(self) -> list[tuple[Path, str, bool]]:
+        """(path, option, is a folder) of every output this run writes, to check first."""
+        files = (
+            (self.report_path, "--agentbench-report"),
+            (self.html_path, "--agentbench-html"),
+        )
+        folders = (
+            (self.receipts_dir, "--agentbench-receipts"),
+            (self.ledger_dir, "--agentbench-ledger"),
+            (self.artifacts_dir, "--agentbench-artifacts"),
+        )
+        return [(path, name, False) for path, name in files if path is not None] + [
+            (path, name, True) for path, name in folders if path is not None
+        ]
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Options:
@@ -104,6 +124,12 @@ class Options:
             repeat=repeat_count(config),
             concurrency=concurrent,
             artifacts_dir=None if artifacts is None else artifacts.resolve(),
+            max_items=_option_or_ini(
+                config, "agentbench_max_items", trials.max_items, "invalid_max_items"
+            ),
+            adapter_load_timeout=_ini(
+                config, "agentbench_adapter_load_timeout", parse_timeout, "invalid_timeout"
+            ),
         )
 
 
@@ -118,6 +144,14 @@ def _option_or_ini(config: pytest.Config, name: str, parse: Callable[[object], T
         return parse(config.getini(name) if option is None else option)
     except ValueError as exc:
         raise UsageError(code, str(exc), field=source) from None
+
+
+def _ini(config: pytest.Config, name: str, parse: Callable[[object], T], code: str) -> T:
+    """The ini key ``name``, parsed; a value ``parse`` refuses is the UsageError ``code``."""
+    try:
+        return parse(config.getini(name))
+    except ValueError as exc:
+        raise UsageError(code, str(exc), field=name) from None
 
 
 def _predictions(config: pytest.Config) -> dict[str, Path]:
@@ -153,7 +187,15 @@ def _folder(config: pytest.Config, name: str) -> Path | None:
 
 
 def _resolved(option: str | None) -> Path | None:
-    return None if option is None else Path(option).resolve()
+    """The path of an output, its folder's links resolved now and never followed again.
+
+    The last component is kept as given: a link there is replaced when the file is
+    written, never written through.
+    """
+    if option is None:
+        return None
+    path = Path(option)
+    return path.parent.resolve() / path.name
 
 
 def _predictions_file(text: str, path: Path) -> Path:

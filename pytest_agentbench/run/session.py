@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -343,7 +345,11 @@ def check_gates(config: SuiteConfig, display: str) -> None:
 def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
     """Refuse case ids that cannot be told apart as pytest node ids.
 
-    Results are keyed by node id, so a repeated id would silently hide a case.
+    Results are keyed by node id, so a repeated id would silently hide a case. An id
+    is shown in terminals and names files: a control character (a terminal escape), a
+    bidirectional override or a lone surrogate is refused, and so are two ids that are
+    one text in two Unicode normalisations (NFC and NFD), which look alike everywhere
+    and share a file name where the filesystem normalises names.
     """
     first_seen: dict[str, Case] = {}
     for case in cases:
@@ -355,22 +361,43 @@ def check_case_ids(suite: Suite, cases: Sequence[Case]) -> None:
                 file=suite.display(case.file),
                 line=case.line,
             )
-        if not case.case_id or "::" in case.case_id:
+        case_id = case.case_id
+        if not case_id or "::" in case_id:
             raise AgentbenchError(
                 "invalid_case_id",
-                f"case id {case.case_id!r} is empty or contains '::'",
+                f"case id {case_id!r} is empty or contains '::'",
                 file=suite.display(case.file),
                 line=case.line,
             )
-        earlier = first_seen.setdefault(case.case_id, case)
+        unsafe = None if case_id.isprintable() else _UNSAFE_IN_ID.search(case_id)
+        if unsafe is not None:
+            raise AgentbenchError(
+                "invalid_case_id",
+                f"case id {case_id!a} holds {unsafe.group()!a} (a control character, "
+                "bidirectional override or lone surrogate)",
+                file=suite.display(case.file),
+                line=case.line,
+            )
+        key = case_id if case_id.isascii() else unicodedata.normalize("NFC", case_id)
+        earlier = first_seen.setdefault(key, case)
         if earlier is not case:
             where = "" if earlier.line is None else f" (first at line {earlier.line})"
+            twin = (
+                ""
+                if earlier.case_id == case_id
+                else f" as {earlier.case_id!r} in another Unicode normalisation"
+            )
             raise AgentbenchError(
                 "duplicate_case_id",
-                f"case id {case.case_id!r} appears more than once{where}",
+                f"case id {case_id!r} appears more than once{twin}{where}",
                 file=suite.display(case.file),
                 line=case.line,
             )
+
+
+_UNSAFE_IN_ID = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+"""What a case id may not hold: C0 and C1 controls, bidirectional overrides and isolates,
+lone surrogates (``str.isprintable`` rules out a superset, checked first)."""
 
 
 @dataclass
@@ -383,6 +410,8 @@ class AgentbenchState:
     isolation: IsolatedAdapters | IsolatedPool | None = None
     """The adapter process of ``--agentbench-isolate`` (a pool of them with
     ``--agentbench-concurrency``); case adapters then run there."""
+    items_collected: int = 0
+    """Case items collected so far in this process, held against ``--agentbench-max-items``."""
     _reference: dict[str, Any] = field(default_factory=dict)
     _predictions: dict[str, Any] = field(default_factory=dict)
     _protocol_checks: dict[tuple[int, str], tuple[Any, bool]] = field(default_factory=dict)

@@ -101,6 +101,17 @@ def repeat_count(config: pytest.Config) -> int:
     return count
 
 
+def max_items(text: object) -> int:
+    """``--agentbench-max-items``: a whole number >= 1 (ValueError naming what is wrong)."""
+    try:
+        count = int(str(text).strip())
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"{text!r} is not a whole number >= 1")
+    return count
+
+
 # --- the suite's figures ----------------------------------------------------
 
 

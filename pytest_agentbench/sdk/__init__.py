@@ -67,6 +67,8 @@ _EXPORTS: dict[str, str] = {
     "JsonValue": "pytest_agentbench.sdk.canonical",
     "artifact_set_digest": "pytest_agentbench.sdk.canonical",
     "artifact_set_digest_from_hashes": "pytest_agentbench.sdk.canonical",
+    "artifact_set_digest_of_files": "pytest_agentbench.sdk.canonical",
+    "file_sha256": "pytest_agentbench.sdk.canonical",
     "canonical_bytes": "pytest_agentbench.sdk.canonical",
     "canonical_json": "pytest_agentbench.sdk.canonical",
     "decode_lines_lenient": "pytest_agentbench.sdk.canonical",
@@ -113,7 +115,9 @@ _EXPORTS: dict[str, str] = {
     "LedgerWriter": "pytest_agentbench.sdk.ledger",
     "ReportsUsage": "pytest_agentbench.sdk.ledger",
     "open_no_follow": "pytest_agentbench.sdk.ledger.writer",
-    "write_new_file": "pytest_agentbench.sdk.ledger.writer",
+    "write_new_file": "pytest_agentbench.sdk.files",
+    "write_file": "pytest_agentbench.sdk.files",
+    "id_file_name": "pytest_agentbench.sdk.files",
     "LEDGER_VERSION": "pytest_agentbench.sdk.ledger",
     "audit_ledger": "pytest_agentbench.sdk.ledger",
     "derive_provider_execution": "pytest_agentbench.sdk.ledger.binding",
@@ -250,6 +254,7 @@ __all__ = [
     "aggregate",
     "artifact_set_digest",
     "artifact_set_digest_from_hashes",
+    "artifact_set_digest_of_files",
     "audit_ledger",
     "call_adapter",
     "canonical_bytes",
@@ -263,8 +268,10 @@ __all__ = [
     "derive_provider_execution",
     "describe_exception",
     "field_path",
+    "file_sha256",
     "grade",
     "hookimpl",
+    "id_file_name",
     "iter_jsonl",
     "loads_strict",
     "loads_yaml_strict",
@@ -286,6 +293,7 @@ __all__ = [
     "solve_with_session",
     "tree_files",
     "undecodable_line",
+    "write_file",
     "write_new_file",
 ]
 
@@ -308,9 +316,11 @@ if TYPE_CHECKING:
     from pytest_agentbench.sdk.canonical import (
         JsonValue,
         artifact_set_digest,
+        artifact_set_digest_of_files,
         canonical_bytes,
         canonical_json,
         decode_lines_lenient,
+        file_sha256,
         iter_jsonl,
         loads_strict,
         loads_yaml_strict,
@@ -372,6 +382,7 @@ if TYPE_CHECKING:
         describe_exception,
         field_path,
     )
+    from pytest_agentbench.sdk.files import id_file_name, write_file, write_new_file
     from pytest_agentbench.sdk.hookspecs import hookimpl
     from pytest_agentbench.sdk.layout import CONTROLS_FILE, SUITE_FILE
     from pytest_agentbench.sdk.ledger import (
@@ -384,7 +395,7 @@ if TYPE_CHECKING:
         audit_ledger,
     )
     from pytest_agentbench.sdk.ledger.binding import derive_provider_execution
-    from pytest_agentbench.sdk.ledger.writer import open_no_follow, write_new_file
+    from pytest_agentbench.sdk.ledger.writer import open_no_follow
     from pytest_agentbench.sdk.metrics import aggregate
     from pytest_agentbench.sdk.operations_pack import (
         OPERATIONS_PACK_GROUP,

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import pickle
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
@@ -102,11 +103,14 @@ def _json_depth_exceeds(text: str, limit: int) -> bool:
     return False
 
 
-def _check_document(text: str, file: str | Path | None, line: int | None) -> InputLimits:
+def _check_document(
+    text: str, file: str | Path | None, line: int | None, max_bytes: int | None = None
+) -> InputLimits:
     limits = _limits
+    limit = limits.max_bytes if max_bytes is None else max_bytes
     # A character is at least one byte: a text this long is too large in any encoding.
-    if len(text) > limits.max_bytes:
-        raise _too_large(f"{len(text)} characters", limits.max_bytes, file).at(line=line)
+    if len(text) > limit:
+        raise _too_large(f"{len(text)} characters", limit, file).at(line=line)
     return limits
 
 
@@ -254,14 +258,19 @@ _LOCATING_DECODER = json.JSONDecoder(
 
 
 def loads_strict(
-    text: str, *, file: str | Path | None = None, line: int | None = None
+    text: str,
+    *,
+    file: str | Path | None = None,
+    line: int | None = None,
+    max_bytes: int | None = None,
 ) -> JsonValue:
     """Parse one JSON document, refusing duplicate keys at any depth and NaN/Infinity.
 
-    A document longer than the size limit or nested deeper than the depth limit is
-    refused (``input_too_large``, ``input_too_deep``) before it is parsed.
+    A document longer than the size limit (``max_bytes`` instead, where a caller bounds
+    the document itself) or nested deeper than the depth limit is refused
+    (``input_too_large``, ``input_too_deep``) before it is parsed.
     """
-    limits = _check_document(text, file, line)
+    limits = _check_document(text, file, line, max_bytes)
     if _json_depth_exceeds(text, limits.max_depth):
         raise _too_deep(limits.max_depth, file, line)
     try:
@@ -488,6 +497,18 @@ def _refusing_unreadable(construct: _ScalarConstructor) -> _ScalarConstructor:
     return read
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_MERGE_KEY_PROBLEM = "a merge key (<<) is not supported"
+_BINARY_PROBLEM = "a !!binary value is not supported"
+_PROBLEM_CODES = (
+    ("duplicate key", "duplicate_key"),
+    ("non-finite", "non_finite_number"),
+    (_MERGE_KEY_PROBLEM, "yaml_merge_key"),
+    (_BINARY_PROBLEM, "yaml_binary"),
+)
+"""A constructor's refusal, by the start of its problem, and its code."""
+
+
 class _StrictConstructor(yaml.constructor.SafeConstructor):
     """SafeConstructor that refuses duplicate or unhashable keys and non-finite floats."""
 
@@ -499,6 +520,14 @@ class _StrictConstructor(yaml.constructor.SafeConstructor):
             )
         seen: set[Any] = set()
         for key_node, _value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                # PyYAML's safe loader would merge (or, unresolved, name its own constructor).
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"{_MERGE_KEY_PROBLEM}: write the keys out in full",
+                    key_node.start_mark,
+                )
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, Hashable):
                 raise yaml.constructor.ConstructorError(
@@ -511,6 +540,16 @@ class _StrictConstructor(yaml.constructor.SafeConstructor):
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    def refuse_binary(self, node: yaml.Node) -> None:
+        # Bytes have no JSON form: kept, they would become their repr somewhere later.
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"{_BINARY_PROBLEM}: bytes have no JSON form (write the text, or its base64 as a "
+            "plain string)",
+            node.start_mark,
+        )
+
     def construct_finite_float(self, node: yaml.ScalarNode) -> float:
         value: float = self.construct_yaml_float(node)
         if not math.isfinite(value):
@@ -521,6 +560,7 @@ class _StrictConstructor(yaml.constructor.SafeConstructor):
 
     yaml_constructors: ClassVar[dict[str | None, Any]] = {
         **yaml.constructor.SafeConstructor.yaml_constructors,
+        "tag:yaml.org,2002:binary": refuse_binary,
         **{
             f"tag:yaml.org,2002:{kind}": _refusing_unreadable(construct)
             for kind, construct in (
@@ -665,11 +705,10 @@ def _load_yaml_in_python(text: str, file: str | Path | None) -> JsonValue:
         code = (
             exc.code
             if isinstance(exc, _YamlLimitExceeded)
-            else "duplicate_key"
-            if problem.startswith("duplicate key")
-            else "non_finite_number"
-            if problem.startswith("non-finite")
-            else "malformed_yaml"
+            else next(
+                (code for start, code in _PROBLEM_CODES if problem.startswith(start)),
+                "malformed_yaml",
+            )
         )
         raise AgentbenchError(
             code, problem, file=file, line=None if mark is None else mark.line + 1
@@ -699,6 +738,50 @@ def artifact_set_digest(files: Mapping[str, bytes] | Iterable[tuple[str, bytes]]
     items = files.items() if isinstance(files, Mapping) else files
     return artifact_set_digest_from_hashes(
         {path: hashlib.sha256(data).hexdigest() for path, data in items}
+    )
+
+
+_DIGEST_CHUNK = 1024 * 1024
+
+
+def file_sha256(path: Path, *, display: str | Path | None = None) -> str:
+    """SHA-256 of a file's bytes, read a chunk at a time: never the whole file in memory.
+
+    A file larger than the size limit is refused (``input_too_large``) from its size
+    before a byte is read, and one that grows past it while read is refused too; any
+    ``OSError`` is ``missing_file`` or ``unreadable_file`` as for :func:`read_bytes`.
+    """
+    name = display or path
+    limit = _limits.max_bytes
+    running = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                raise _too_large(f"the file ({size} bytes)", limit, name)
+            read = 0
+            while chunk := handle.read(_DIGEST_CHUNK):
+                read += len(chunk)
+                if read > limit:
+                    raise _too_large("the file", limit, name)
+                running.update(chunk)
+    except FileNotFoundError:
+        raise AgentbenchError("missing_file", "file does not exist", file=name) from None
+    except OSError as exc:
+        raise unreadable(exc, name) from None
+    return running.hexdigest()
+
+
+def artifact_set_digest_of_files(
+    files: Mapping[str, Path], *, display: Callable[[str], str] | None = None
+) -> str:
+    """:func:`artifact_set_digest` of files on disk, each streamed (:func:`file_sha256`);
+    ``display`` names a relative path in refusals."""
+    return artifact_set_digest_from_hashes(
+        {
+            rel: file_sha256(path, display=None if display is None else display(rel))
+            for rel, path in files.items()
+        }
     )
 
 

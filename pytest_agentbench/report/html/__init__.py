@@ -9,6 +9,7 @@ from pytest_agentbench.report.html.read import Doc
 from pytest_agentbench.report.html.render import render_html
 from pytest_agentbench.sdk.canonical import read_json
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import write_file
 
 __all__ = ["read_report_document", "render_html", "write_html"]
 
@@ -36,5 +37,4 @@ def read_report_document(path: Path) -> Doc:
 
 
 def write_html(report: Doc, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(report), encoding="utf-8")
+    write_file(path, render_html(report))

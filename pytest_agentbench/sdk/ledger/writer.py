@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.files import write_new_file
 from pytest_agentbench.sdk.ledger.rows import (
     GENESIS,
     CallPayload,
@@ -29,6 +30,8 @@ from pytest_agentbench.sdk.ledger.rows import (
     make_row,
     totals_of,
 )
+
+__all__ = ["LedgerIO", "LedgerWriter", "open_no_follow", "write_new_file"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -72,24 +75,6 @@ def open_no_follow(path: Path) -> int:
             f"cannot create the ledger without following links: {exc.strerror}",
             file=str(path),
         ) from None
-    finally:
-        os.close(fd)
-
-
-def write_new_file(path: Path, data: bytes, code: str) -> None:
-    """``data`` as a new file at ``path``, created as a ledger is (no link followed on the way,
-    never an existing file overwritten) and synced; any failure is the AgentbenchError ``code``."""
-    try:
-        fd = open_no_follow(path)
-    except AgentbenchError as exc:
-        raise AgentbenchError(code, exc.reason, file=str(path)) from None
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    except OSError as exc:
-        raise AgentbenchError(code, str(exc.strerror or exc), file=str(path)) from None
     finally:
         os.close(fd)
 

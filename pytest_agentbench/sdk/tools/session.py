@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, input_limits, loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError, describe_exception, field_path
 from pytest_agentbench.sdk.tools.export import mcp_tools, openai_tools
 from pytest_agentbench.sdk.tools.receipt import Receipt
@@ -46,6 +46,7 @@ from pytest_agentbench.sdk.tools.spec import (
     Budget,
     ToolCallError,
     ToolSpec,
+    arguments_too_large,
 )
 
 UNLIMITED = Budget()
@@ -284,6 +285,9 @@ class ToolSession:
         if arguments is None:
             parsed: Any = {}
         elif isinstance(arguments, str):
+            if len(arguments) > input_limits().max_bytes:
+                draft.raw_arguments = arguments
+                return None, arguments_too_large(len(arguments))
             try:
                 parsed = loads_strict(arguments)
             except AgentbenchError as exc:
@@ -304,7 +308,10 @@ class ToolSession:
         parsed = integral_numbers(parsed)
         # Not JSON at all: nothing to record; the schema check refuses it and names where.
         with contextlib.suppress(TypeError, ValueError):
-            draft.arguments_json = encode_canonical(parsed)
+            encoded = encode_canonical(parsed)
+            if len(encoded) > input_limits().max_bytes:
+                return None, arguments_too_large(len(encoded))
+            draft.arguments_json = encoded
         return parsed, None
 
     def _deliver(self, draft: _Draft, answer: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, input_limits
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.tools.schema import Check, check_tool_schema, compile_schema
@@ -48,6 +48,18 @@ class ToolCallError(AgentbenchError):
     def payload(self) -> dict[str, JsonValue]:
         """How the refusal is shown to a model: ``{"error": {"code", "message"}}``."""
         return {"error": {"code": self.code, "message": self.reason}}
+
+
+def arguments_too_large(size: int, limit: int | None = None) -> ToolCallError:
+    """The refusal of arguments whose JSON text has ``size`` characters, over ``limit``
+    (the readers' size limit, ``agentbench_max_input_bytes``): the same in every mode."""
+    if limit is None:
+        limit = input_limits().max_bytes
+    return ToolCallError(
+        INVALID_ARGUMENTS,
+        f"arguments of {size} characters exceed the limit of {limit} (agentbench_max_input_bytes)",
+        field="arguments",
+    )
 
 
 def _rebuild_error(code: str, message: str, field: str | None) -> ToolCallError:

@@ -52,7 +52,7 @@ from pytest_agentbench.sdk import (
     SuiteConfig,
     ToolAgent,
     ToolHarnessError,
-    artifact_set_digest,
+    artifact_set_digest_of_files,
     canonical_json,
     cap_text,
     grade,
@@ -155,7 +155,7 @@ def _verify_manifest(suite: Suite, manifest_name: str) -> None:
     display = suite.display(manifest_name)
     manifest = read_json(suite.root / manifest_name, display=display)
     files = tree_files(suite.root, exclude=(SUITE_FILE, manifest_name))
-    actual = artifact_set_digest({rel: path.read_bytes() for rel, path in files.items()})
+    actual = artifact_set_digest_of_files(files, display=suite.display)
     declared = manifest.get("artifact_set_digest") if isinstance(manifest, dict) else None
     if declared != actual:
         raise AgentbenchError(

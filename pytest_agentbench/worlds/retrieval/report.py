@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk import AgentbenchError, read_json
+from pytest_agentbench.sdk import AgentbenchError, read_json, write_file
 from pytest_agentbench.worlds.retrieval.agent import AGENT_ID, FixtureAgent
 from pytest_agentbench.worlds.retrieval.backends import backend_id
 from pytest_agentbench.worlds.retrieval.fixture import PublicFixture
@@ -303,15 +303,15 @@ def rescore(
 
 def write_baseline(folder: Path, report: Mapping[str, Any]) -> None:
     """The baseline set: report.json, canonical.json, observations.json, report.md."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "report.json").write_bytes(json_file_bytes(report))
-    (folder / "canonical.json").write_bytes(
+    write_file(folder / "report.json", json_file_bytes(report))
+    write_file(
+        folder / "canonical.json",
         json_file_bytes(
             {
                 "canonicalFingerprint": report["canonicalFingerprint"],
                 "projection": canonical_projection(report),
             }
-        )
+        ),
     )
     observations = {
         "environment": report["environment"],
@@ -327,8 +327,8 @@ def write_baseline(folder: Path, report: Mapping[str, Any]) -> None:
             for r in report["receipts"]
         ],
     }
-    (folder / "observations.json").write_bytes(json_file_bytes(observations))
-    (folder / "report.md").write_text(markdown(report), encoding="utf-8")
+    write_file(folder / "observations.json", json_file_bytes(observations))
+    write_file(folder / "report.md", markdown(report))
 
 
 def markdown(report: Mapping[str, Any]) -> str:

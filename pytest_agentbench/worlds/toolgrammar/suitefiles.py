@@ -24,6 +24,7 @@ from pytest_agentbench.sdk import (
     AgentbenchError,
     JsonValue,
     artifact_set_digest,
+    artifact_set_digest_of_files,
     canonical_json,
     pretty_json,
     read_json,
@@ -143,7 +144,9 @@ def verify_files(
             field="schema_version",
         )
     files = tree_files(root, exclude=(manifest_name, *exclude))
-    actual = artifact_set_digest({rel: path.read_bytes() for rel, path in files.items()})
+    actual = artifact_set_digest_of_files(
+        files, display=lambda rel: f"{display}/{rel}" if display else rel
+    )
     if manifest.get("artifact_set_digest") != actual:
         raise AgentbenchError(
             "digest_mismatch",
