@@ -62,25 +62,35 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 _fsync = os.fsync
+_write = os.write
 _journal_lines = [0]
 
 
-def _full_disk_fsync(fd):
-    # A disk that fills as the run goes: the journal takes its header and two lines,
-    # and no record file of the suite "full" can be made durable.
+def _target(fd):
     try:
-        target = os.readlink(f"/proc/self/fd/{fd}")
+        return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
-        target = ""
-    if target.endswith("run.json.progress"):
+        return ""
+
+
+def _full_disk_write(fd, data):
+    # A disk that fills as the run goes: the journal takes its header and one line
+    # (it is written, not synced, line by line) ...
+    if _target(fd).endswith("run.json.progress"):
         _journal_lines[0] += 1
         if _journal_lines[0] > 2:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    if "/records/full/" in target:
+    return _write(fd, data)
+
+
+def _full_disk_fsync(fd):
+    # ... and no record file of the suite "full" can be made durable.
+    if "/records/full/" in _target(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     return _fsync(fd)
 
 
+os.write = _full_disk_write
 os.fsync = _full_disk_fsync
 
 

@@ -2,8 +2,8 @@
 
 A run that writes a report (``--agentbench-report PATH``) also appends every
 graded case to ``PATH.progress`` as it arrives, one canonical JSON line each,
-flushed and fsynced: a run killed with ``kill -9`` leaves that journal, and
-``--agentbench-resume`` accepts it (or the report path it was written for), so
+written at once (synced when the run ends): a run killed with ``kill -9`` leaves
+that journal, and ``--agentbench-resume`` accepts it (or the report path it was written for), so
 a killed run resumes. The journal's first line binds it to its run: the
 adapter's identity and the trials per case.
 
@@ -102,7 +102,7 @@ def _is_journal(path: Path) -> bool:
 
 def _read_journal(path: Path) -> ResumeSource:
     text = read_bytes(path).decode("utf-8", "replace")
-    # Every line ends in a newline once fsynced: a killed run may have torn its last
+    # Every line is written whole with its newline: a killed run may have torn its last
     # one, and only that one is dropped.
     rows = [line for line in text.split("\n")[:-1] if line.strip()]
     if not rows:
@@ -139,7 +139,7 @@ def _read_journal(path: Path) -> ResumeSource:
 
 
 class ProgressJournal:
-    """Appends each graded case to the journal, fsynced, so a killed run can resume.
+    """Appends each graded case to the journal as it is graded, so a killed run can resume.
 
     The journal is written as every file of a run is (:mod:`pytest_agentbench.sdk.files`):
     its header and the lines a resumed run carries over go to a temporary file in its
@@ -209,8 +209,11 @@ class ProgressJournal:
     def append(self, nodeid: str, result: CaseResult) -> None:
         data = (_line(nodeid, result) + "\n").encode("utf-8")
         try:
+            # Written, not synced: once written the kernel holds the line, so a run killed
+            # (even with kill -9) leaves it; only a machine that stops can lose the last
+            # lines, whose cases a resume runs again. A sync per case cost more than the
+            # case (issue 41: the every-output run's largest per-case cost).
             _write_all(self._fd, data)
-            os.fsync(self._fd)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, self.offset)
@@ -218,7 +221,7 @@ class ProgressJournal:
         self.offset += len(data)
 
     def close(self, *, remove: bool) -> None:
-        """Remove the journal (its report was written), else keep it.
+        """Remove the journal (its report was written), else sync it and keep it.
 
         A journal holding its header alone (a run refused before any case, or one
         that took and ran nothing) has nothing to resume, and is removed too.
@@ -227,6 +230,9 @@ class ProgressJournal:
             if remove or self.offset == self._header_bytes:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.path.name, dir_fd=self._folder)
+            elif self._fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.fsync(self._fd)
         self._close_fds()
 
     def _close_fds(self) -> None:
