@@ -45,7 +45,7 @@ from pytest_agentbench.report.junit import (
 from pytest_agentbench.report.preload import SuitePreload
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.run import concurrency
-from pytest_agentbench.run.adapters import describe_adapter, load_adapter
+from pytest_agentbench.run.adapters import AdapterFolders, describe_adapter, load_adapter
 from pytest_agentbench.run.gc_freeze import freeze_alive
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.run.session import STATE_KEY, AgentbenchState, SuiteLoader, get_state
@@ -159,6 +159,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         _add_named_suites(config, loader)
         state = AgentbenchState(options=options, registry=registry, loader=loader)
+        adapter_folders = AdapterFolders(config.invocation_params.dir, config.rootpath)
         if options.isolate:
             # Imported only when asked for: subprocess and multiprocessing cost start-up.
             from pytest_agentbench.isolation.setup import configured_adapter, isolated_adapters
@@ -168,10 +169,16 @@ def pytest_configure(config: pytest.Config) -> None:
             )
             if options.adapter_spec:
                 state.adapter = configured_adapter(
-                    config, state.isolation, options.adapter_spec, registry.adapter_protocols()
+                    config,
+                    state.isolation,
+                    options.adapter_spec,
+                    registry.adapter_protocols(),
+                    adapter_folders,
                 )
         elif options.adapter_spec:
-            state.adapter = load_adapter(options.adapter_spec, registry.adapter_protocols())
+            state.adapter = load_adapter(
+                options.adapter_spec, registry.adapter_protocols(), adapter_folders
+            )
         state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)
         if state.isolation is not None:
             state.adapter_description += ", in an isolated process"
