@@ -34,9 +34,9 @@ def run_session(
     env["PYTEST_ADDOPTS"] = INNER_SESSION_OPTIONS
     env["PY_COLORS"] = "0"
     env["HOME"] = str(project)
+    interpreter_options = ["-P"] if safe_path else []
     done = subprocess.run(
-        [sys.executable, *(["-P"] if safe_path else []), "-m", "pytest"]
-        + ["-p", "no:cacheprovider", *args],
+        [sys.executable, *interpreter_options, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=project,
         env=env,
         capture_output=True,
