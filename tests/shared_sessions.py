@@ -20,16 +20,23 @@ import pytest
 from tests.conftest import INNER_SESSION_OPTIONS
 
 
-def run_session(project: Path, *args: str, timeout: float) -> pytest.RunResult:
-    """Run ``python -m pytest *args`` in ``project`` as a session of its own."""
+def run_session(
+    project: Path, *args: str, timeout: float, safe_path: bool = False
+) -> pytest.RunResult:
+    """Run ``python -m pytest *args`` in ``project`` as a session of its own.
+
+    ``safe_path``: ``python -P -m pytest``, which leaves ``project`` off ``sys.path``
+    as the ``pytest`` command does.
+    """
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     # The outer session's own settings (and, under xdist, its worker's identity) are not
     # the inner session's: it starts lean, like every session a test starts.
     env["PYTEST_ADDOPTS"] = INNER_SESSION_OPTIONS
     env["PY_COLORS"] = "0"
     env["HOME"] = str(project)
+    interpreter_options = ["-P"] if safe_path else []
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        [sys.executable, *interpreter_options, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=project,
         env=env,
         capture_output=True,

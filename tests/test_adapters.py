@@ -9,6 +9,7 @@ import pytest
 
 from pytest_agentbench.run.adapters import (
     REFERENCE_AGENTS,
+    AdapterFolders,
     describe_adapter,
     implements,
     kind_protocols,
@@ -214,3 +215,74 @@ def test_describe_adapter_names_the_spec_and_the_class() -> None:
     assert describe_adapter(None, REFERENCE_AGENTS) == "built-in reference agents"
     assert describe_adapter("m:READY", READY) == "m:READY (tests.demo_world.Reference)"
     assert repr(REFERENCE_AGENTS) == "<built-in reference agents>"
+
+
+# --- where the module is looked for --------------------------------------------------
+
+
+@pytest.fixture
+def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AdapterFolders:
+    """An invocation folder inside a rootdir, each holding modules of their own."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    rootdir, invocation = tmp_path / "project", tmp_path / "project" / "work"
+    invocation.mkdir(parents=True)
+    for folder, origin in ((rootdir, "rootdir"), (invocation, "invocation")):
+        for name in ("agentbench_both_places", f"agentbench_{origin}_only"):
+            (folder / f"{name}.py").write_text(
+                f"ORIGIN = {origin!r}\n"
+                "class Agent:\n    def answer(self, question):\n        return 1\n",
+                encoding="utf-8",
+            )
+            monkeypatch.delitem(sys.modules, name, raising=False)
+    return AdapterFolders(invocation, rootdir)
+
+
+def test_the_invocation_folder_comes_first_then_the_rootdir(folders: AdapterFolders) -> None:
+    invocation, rootdir = folders.folders()
+    assert folders.put_on_path("agentbench_both_places.sub") == invocation
+    assert sys.path[0] == str(invocation)
+    assert folders.put_on_path("agentbench_rootdir_only") == rootdir
+    assert sys.path[:2] == [str(rootdir), str(invocation)]
+    assert folders.put_on_path("agentbench_rootdir_only") == rootdir
+    assert sys.path[:2] == [str(rootdir), str(invocation)], "not put on the path twice"
+    assert folders.put_on_path("agentbench_in_neither_place") is None
+    assert folders.put_on_path("pytest") is None, "an imported module stays as it is"
+    assert "agentbench_both_places" not in sys.modules, "searching imports nothing"
+
+
+def test_load_adapter_imports_from_the_folders_with_their_precedence(
+    folders: AdapterFolders,
+) -> None:
+    load_adapter("agentbench_both_places:Agent", KINDS, folders)
+    assert sys.modules["agentbench_both_places"].ORIGIN == "invocation"
+    load_adapter("agentbench_rootdir_only:Agent", KINDS, folders)
+    assert sys.modules["agentbench_rootdir_only"].ORIGIN == "rootdir"
+
+
+def test_a_module_found_nowhere_is_refused_naming_the_folders(folders: AdapterFolders) -> None:
+    invocation, rootdir = folders.folders()
+    with pytest.raises(UsageError) as caught:
+        load_adapter("agentbench_in_neither_place.sub:Agent", KINDS, folders)
+    assert caught.value.code == "adapter_import"
+    assert caught.value.reason.endswith(
+        "ModuleNotFoundError: No module named 'agentbench_in_neither_place'; searched the "
+        f"invocation folder {invocation}, the rootdir {rootdir} and sys.path"
+    )
+    assert AdapterFolders(rootdir, rootdir).describe() == (
+        f"the invocation folder and rootdir {rootdir} and sys.path"
+    )
+    assert (
+        AdapterFolders(invocation).describe() == f"the invocation folder {invocation} and sys.path"
+    )
+
+
+def test_a_module_that_is_found_but_fails_is_refused_without_the_folders(
+    folders: AdapterFolders,
+) -> None:
+    invocation, _ = folders.folders()
+    (invocation / "agentbench_needs_more.py").write_text(
+        "import agentbench_missing_dependency\n", encoding="utf-8"
+    )
+    with pytest.raises(UsageError) as caught:
+        load_adapter("agentbench_needs_more:Agent", KINDS, folders)
+    assert caught.value.reason.endswith("No module named 'agentbench_missing_dependency'")

@@ -9,7 +9,10 @@ A recorded run then replays byte-identically with the server stopped.
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.abc
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -441,3 +444,33 @@ def test_the_tools_list_is_exported_once_per_set_of_tools(
     sent = [request["tools"] for request in server.requests]
     assert sent[0] == sent[1] == sent[2] == export(ToolSession(DEMO_TOOLS))
     assert [tool["function"]["name"] for tool in sent[3]] == [DEMO_TOOLS[0].name]
+
+
+class _HttpxMissing(importlib.abc.MetaPathFinder):
+    """Refuses ``httpx`` and its submodules, as an install without the package would."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        if fullname == "httpx" or fullname.startswith("httpx."):
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+
+
+def test_without_httpx_a_live_case_fails_as_llm_unavailable_and_a_replay_still_runs(
+    llm: tuple[ScriptedLLM, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tapes = tmp_path / "tapes"
+    solve(ChatAgent(settings(llm[1], cassettes=tapes)), "tools")
+    for name in [name for name in sys.modules if name == "httpx" or name.startswith("httpx.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [_HttpxMissing(), *sys.meta_path])
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("httpx")
+    for mode in ("off", "record"):
+        agent = ChatAgent(settings(llm[1], cassettes=tmp_path / mode, cassette_mode=mode))
+        outcome, _ = solve(agent, "tools")
+        assert (outcome.failure_class and outcome.failure_class.value) == "agent_error", mode
+        reason = outcome.failure_reason or ""
+        assert "[llm_unavailable]" in reason, (mode, reason)
+        assert "ModuleNotFoundError" not in reason, mode
+    # A replay needs no HTTP client: the cassettes answer without httpx.
+    replayed, _ = solve(ChatAgent(settings(None, cassettes=tapes)), "tools")
+    assert replayed.output == {"answer": 3}

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.demo_world import REGISTERING_CONFTEST, write_demo_suite
+from tests.shared_sessions import run_session
 
 AGENTS = """
 class OffByOne:
@@ -311,3 +313,97 @@ def test_adapter_spec_resolves_packages_and_nested_attributes(project: pytest.Py
     )
     result.assert_outcomes(failed=3)
     assert answers(report) == {"c1": 0, "c2": 0, "c3": 0}
+
+
+TOOLGRAMMAR_AGENT = """
+import re
+
+from agent_helper import PATTERN
+
+
+class {name}:
+    def solve(self, task, session):
+        match = re.search(PATTERN, task["prompt"])
+        if {declines} or task["world"] != "ops" or match is None:
+            return {{"answer": "I cannot answer that.", "citations": []}}
+        order = match.group(1)
+        status = session.call("get_order", {{"order_id": order}})["data"]["status"]
+        return {{"answer": f"The status of order {{order}} is {{status}}.", "citations": []}}
+
+
+Agent = {name}
+"""
+ANSWERED = "ops-T1-00004 or ops-T1-00006"
+"""Two order-status questions the agent answers right, and the other agent declines."""
+
+
+def test_the_adapter_module_is_found_in_the_invocation_folder_and_the_rootdir(
+    tmp_path: Path,
+) -> None:
+    """Run by the ``pytest`` command (``python -P``: no folder of the project on
+    ``sys.path``) from a folder below the rootdir: a module there is found first,
+    serially and by xdist's workers, with the neighbour it imports; an isolated
+    adapter's module is found in the rootdir, where its process sees only a copy."""
+    rootdir, invocation = tmp_path / "project", tmp_path / "project" / "work"
+    invocation.mkdir(parents=True)
+    (rootdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    helper = "PATTERN = r'status of order (ORD-\\d+)'\n"
+    for folder, name, declines in (
+        (invocation, "InvocationAgent", "False"),
+        (rootdir, "RootdirAgent", "True"),
+    ):
+        (folder / "agent_helper.py").write_text(helper, encoding="utf-8")
+        (folder / "my_agent.py").write_text(
+            TOOLGRAMMAR_AGENT.format(name=name, declines=declines), encoding="utf-8"
+        )
+    (rootdir / "root_agent.py").write_text(
+        TOOLGRAMMAR_AGENT.format(name="OnlyInRootdir", declines="False"), encoding="utf-8"
+    )
+    common = ("--agentbench-suite=toolgrammar-mini-v1", "-k", ANSWERED)
+    modes = {
+        "serial, from the ini file": ("-o", "agentbench_adapter=my_agent:Agent"),
+        "-n 2": ("--agentbench-adapter=my_agent:Agent", "-n", "2"),
+        "isolated, in the rootdir": (
+            "--agentbench-adapter=root_agent:Agent",
+            "--agentbench-isolate",
+        ),
+        "missing": ("--agentbench-adapter=nowhere_agent:Agent",),
+    }
+    with ThreadPoolExecutor(len(modes)) as pool:
+        results = dict(
+            zip(
+                modes,
+                pool.map(
+                    lambda args: run_session(
+                        invocation, *common, *args, timeout=300, safe_path=True
+                    ),
+                    modes.values(),
+                ),
+                strict=True,
+            )
+        )
+    failures = []
+    for mode in ("serial, from the ini file", "-n 2", "isolated, in the rootdir"):
+        result = results[mode]
+        if result.ret != 0 or {**result.parseoutcomes(), "deselected": 0} != {
+            "passed": 2,
+            "deselected": 0,
+        }:
+            failures.append(f"{mode}: {(result.stdout.str() + result.stderr.str())[-1500:]}")
+    header = "agentbench: adapter my_agent:Agent (my_agent.InvocationAgent); world kinds: "
+    if header not in results["serial, from the ini file"].stdout.str():
+        failures.append(f"serial: no header {header!r}")
+    missing = results["missing"]
+    if (
+        missing.ret != pytest.ExitCode.USAGE_ERROR
+        or (
+            "[adapter_import] --agentbench-adapter: cannot import module 'nowhere_agent' of "
+            "adapter 'nowhere_agent:Agent': ModuleNotFoundError: No module named 'nowhere_agent'; "
+            "searched "
+            f"the invocation folder {invocation.resolve()}, the rootdir {rootdir.resolve()} and "
+            "sys.path"
+        )
+        not in missing.stderr.str()
+    ):
+        failures.append(f"missing: {missing.stderr.str()[-1500:]}")
+    assert not failures, "\n".join(failures)

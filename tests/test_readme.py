@@ -1,4 +1,5 @@
-"""The README's two set-up commands are its first two command lines, and CI runs the second."""
+"""The README's two set-up commands are its first two command lines, and CI runs the second
+(then the check of the built package)."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ def test_the_first_two_command_lines_are_the_set_up_commands() -> None:
     assert command_lines(readme)[:2] == [INSTALL_AND_RUN_SUITES, INSTALL_AND_RUN_TESTS]
 
 
-def test_ci_runs_the_readme_test_command_last() -> None:
+def test_ci_runs_the_readme_test_command_then_the_wheel_check() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip("\n").splitlines()
-    assert script[-1] == INSTALL_AND_RUN_TESTS
+    assert script[-1] == f"{INSTALL_AND_RUN_TESTS} && .ci/wheel-check"
+    # The check builds with build and twine, which CI installs from the project's extras.
+    assert 'install --quiet -e ".[test,docs,release]"' in "\n".join(script)
 
 
 def test_readme_is_one_short_page() -> None:

@@ -87,19 +87,34 @@ class ClientShelf:
             client.close()
 
 
+def _httpx() -> Any:
+    """The httpx module, imported when a live request needs it (a replay never does).
+
+    Raises :class:`ChatAgentError` ``llm_unavailable`` when it is not installed: httpx
+    is an optional dependency (the ``llm`` extra).
+    """
+    try:
+        import httpx
+    except ImportError as exc:
+        raise ChatAgentError(
+            "llm_unavailable",
+            f"live model calls need httpx, which cannot be imported ({exc}): "
+            'python -m pip install httpx, or ".[llm]" from a clone of pytest-agentbench',
+        ) from None
+    return httpx
+
+
 @functools.cache
 def _shared_tls_context() -> Any:
     """One TLS context for every client of the process: loading the CA bundle is most of the
     cost of a client, and one context serves many connections at once. (Two threads asking
     first may each build one; either serves.)"""
-    import httpx
-
-    return httpx.create_ssl_context()
+    return _httpx().create_ssl_context()
 
 
 def refusing_transport() -> Any:
     """An httpx transport that refuses every connection: a replay's, so nothing leaves."""
-    import httpx
+    import httpx  # its callers have made sure it imports (``_httpx``)
 
     class RefusedConnection(httpx.BaseTransport):
         def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -149,13 +164,7 @@ class ChatTransport:
         self.clients.close()
 
     def _new_client(self) -> Any:
-        try:
-            import httpx
-        except ImportError:
-            raise ChatAgentError(
-                "llm_unavailable",
-                'live model calls need httpx: pip install "pytest-agentbench[llm]"',
-            ) from None
+        httpx = _httpx()
         if self.mode == "replay":
             return httpx.Client(transport=refusing_transport())
         if not self.settings.base_url:
@@ -180,7 +189,7 @@ class ChatTransport:
     def _live(
         self, request: EncodedRequest, tokens: int, on_send: Callable[[], None] | None
     ) -> Exchange:
-        import httpx
+        httpx = _httpx()
 
         body = request.text.encode("utf-8")
         limiter, clock = self.run.limiter, self.run.clock

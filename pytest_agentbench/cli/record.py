@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.cli.common import SUITE_HELP, add_oracle_root, load, recorder
-from pytest_agentbench.run.adapters import kind_protocols, load_adapter
+from pytest_agentbench.run.adapters import AdapterFolders, kind_protocols, load_adapter
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
 
@@ -16,7 +16,9 @@ def cmd_record(args: argparse.Namespace, registry: WorldRegistry) -> int:
     loaded = load(args.suite, registry, args.oracle_root)
     world = recorder(loaded)
     if args.adapter:
-        agent_id, adapter = args.adapter, load_adapter(args.adapter, [kind_protocols(loaded.world)])
+        kinds = [kind_protocols(loaded.world)]
+        agent_id = args.adapter
+        adapter = load_adapter(args.adapter, kinds, AdapterFolders(Path.cwd()))
     else:
         agents = {agent.agent_id: agent for agent in loaded.world.control_agents(loaded.suite)}
         if args.agent not in agents:

@@ -69,7 +69,7 @@ from pytest_agentbench.isolation.proxy import (
     session_spec,
     session_state,
 )
-from pytest_agentbench.run.adapters import _protocols_summary
+from pytest_agentbench.run.adapters import AdapterFolders, _protocols_summary
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.contracts import FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError, describe_exception
@@ -463,8 +463,13 @@ class IsolatedAdapters(ServesAdapters):
 
     # -- loading -----------------------------------------------------------
 
-    def load_spec(self, spec: str, kinds: Sequence[KindProtocols]) -> RemoteAdapter:
-        """Load ``--agentbench-adapter`` in the child, refusing it as in-process loading would."""
+    def load_spec(
+        self, spec: str, kinds: Sequence[KindProtocols], folders: AdapterFolders | None = None
+    ) -> RemoteAdapter:
+        """Load ``--agentbench-adapter`` in the child, refusing it as in-process loading would.
+
+        ``folders``: where the module was looked for, named when it is found nowhere.
+        """
         module_name, sep, attr_path = spec.partition(":")
         if not sep or not module_name or not attr_path:
             raise UsageError(
@@ -474,7 +479,7 @@ class IsolatedAdapters(ServesAdapters):
         try:
             resolved = self._exchange({"op": "resolve", "spec": spec}, deadline)
             if resolved["op"] == "refused":
-                raise self._spec_refusal(spec, resolved)
+                raise self._spec_refusal(spec, resolved, folders)
             target_shape = resolved["shape"]
             build = bool(resolved["is_class"]) or (
                 bool(resolved["callable"]) and not any(satisfies(target_shape, k) for k in kinds)
@@ -495,7 +500,7 @@ class IsolatedAdapters(ServesAdapters):
                 field=STARTUP_SETTING,
             ) from None
         if loaded["op"] == "refused":
-            raise self._spec_refusal(spec, loaded)
+            raise self._spec_refusal(spec, loaded, folders)
         adapter_shape = loaded["shape"]
         if not any(satisfies(adapter_shape, kind) for kind in kinds):
             raise UsageError(
@@ -507,12 +512,17 @@ class IsolatedAdapters(ServesAdapters):
         return self._proxy(handle, loaded)
 
     @staticmethod
-    def _spec_refusal(spec: str, refused: Mapping[str, Any]) -> UsageError:
+    def _spec_refusal(
+        spec: str, refused: Mapping[str, Any], folders: AdapterFolders | None
+    ) -> UsageError:
         module_name, _, attr_path = spec.partition(":")
         code = refused["code"]
         cause = f"{refused['type']}: {refused['text']}" if refused["text"] else refused["type"]
+        hint = folders.not_found_hint(module_name) if folders is not None else ""
         reason = {
-            "adapter_import": f"cannot import module {module_name!r} of adapter {spec!r}: {cause}",
+            "adapter_import": (
+                f"cannot import module {module_name!r} of adapter {spec!r}: {cause}{hint}"
+            ),
             "adapter_attribute": (
                 f"module {module_name!r} has no attribute {attr_path!r} (adapter {spec!r})"
             ),

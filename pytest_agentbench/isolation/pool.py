@@ -38,6 +38,7 @@ from pytest_agentbench.isolation.host import (
     SharedRecipes,
 )
 from pytest_agentbench.isolation.proxy import PendingAdapter, RemoteAdapter
+from pytest_agentbench.run.adapters import AdapterFolders
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.registry import KindProtocols
 
@@ -99,10 +100,12 @@ class IsolatedPool(ServesAdapters):
         """The stand-in of ``proxy``'s adapter whose calls go through the pool."""
         return type(proxy)(self, proxy._handle)
 
-    def load_spec(self, spec: str, kinds: Sequence[KindProtocols]) -> RemoteAdapter:
+    def load_spec(
+        self, spec: str, kinds: Sequence[KindProtocols], folders: AdapterFolders | None = None
+    ) -> RemoteAdapter:
         """Load ``--agentbench-adapter`` in one child, refusing it as a lone host would."""
         with self._borrowed() as host:
-            return self._bound(host.load_spec(spec, kinds))
+            return self._bound(host.load_spec(spec, kinds, folders))
 
     def remote(self, adapter: Any) -> RemoteAdapter:
         """The stand-in that runs ``adapter`` in whichever child serves the case.

@@ -15,6 +15,7 @@ from pytest_agentbench.isolation.host import (
     namespace_available,
 )
 from pytest_agentbench.isolation.pool import IsolatedPool
+from pytest_agentbench.run.adapters import AdapterFolders
 from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.registry import KindProtocols
 from pytest_agentbench.sdk.runner import parse_timeout
@@ -34,6 +35,7 @@ def configured_adapter(
     isolation: IsolatedAdapters | IsolatedPool,
     spec: str,
     kinds: Sequence[KindProtocols],
+    folders: AdapterFolders,
 ) -> Any:
     """The value of ``agentbench_adapter`` for ``--agentbench-adapter`` in an isolated run.
 
@@ -41,11 +43,15 @@ def configured_adapter(
     spec in a child at once, so a bad spec is a usage error before any case
     runs. A single process keeps that child for its cases; an xdist controller
     runs no case and ends it. A worker defers everything to its first case.
+    Every kind of process first puts the folder holding the adapter's module on
+    its ``sys.path`` (``folders``), which the child starts from; nothing is imported
+    here.
     """
+    folders.put_on_path(spec.partition(":")[0])
     if _is_xdist_worker(config):
         return isolation.pending(spec, kinds)
     try:
-        adapter = isolation.load_spec(spec, kinds)
+        adapter = isolation.load_spec(spec, kinds, folders)
     except BaseException:
         isolation.close()
         raise

@@ -45,7 +45,7 @@ from pytest_agentbench.report.junit import (
 from pytest_agentbench.report.preload import SuitePreload
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.run import concurrency
-from pytest_agentbench.run.adapters import describe_adapter, load_adapter
+from pytest_agentbench.run.adapters import AdapterFolders, describe_adapter, load_adapter
 from pytest_agentbench.run.gc_freeze import freeze_alive
 from pytest_agentbench.run.interrupt import SigtermHandler, end_on_sigterm, restore_sigterm
 from pytest_agentbench.run.options import Options
@@ -179,6 +179,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _add_named_suites(config, loader)
         _trust_named_folders(config, loader)
         state = AgentbenchState(options=options, registry=registry, loader=loader)
+        adapter_folders = AdapterFolders(config.invocation_params.dir, config.rootpath)
         if options.isolate:
             # Imported only when asked for: subprocess and multiprocessing cost start-up.
             from pytest_agentbench.isolation.setup import configured_adapter, isolated_adapters
@@ -188,12 +189,17 @@ def pytest_configure(config: pytest.Config) -> None:
             )
             if options.adapter_spec:
                 state.adapter = configured_adapter(
-                    config, state.isolation, options.adapter_spec, registry.adapter_protocols()
+                    config,
+                    state.isolation,
+                    options.adapter_spec,
+                    registry.adapter_protocols(),
+                    adapter_folders,
                 )
         elif options.adapter_spec:
             state.adapter = load_adapter(
                 options.adapter_spec,
                 registry.adapter_protocols(),
+                adapter_folders,
                 limit=options.adapter_load_timeout,
             )
         state.adapter_description = describe_adapter(options.adapter_spec, state.adapter)
