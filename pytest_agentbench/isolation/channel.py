@@ -30,6 +30,9 @@ from pytest_agentbench.sdk.runner import alarm_held
 _POLL_SLICE = 0.25
 """How often a wait also checks whether the child has died without closing its end."""
 
+_WATCH_SLICE = 0.02
+"""How often a sandboxed child's process tree is counted while the harness waits for it."""
+
 TREE_VARIABLE = "AGENTBENCH_ISOLATED_TREE"
 """Set in the child's environment to a token of its own; the processes it starts inherit it.
 
@@ -51,6 +54,10 @@ class ChildDied(ChannelError):
 
 class ChildTimedOut(ChannelError):
     pass
+
+
+class ChildOverLimit(ChannelError):
+    """The child's process tree grew past the sandbox's process limit (a fork bomb)."""
 
 
 class ChildMisbehaved(ChannelError):
@@ -76,6 +83,7 @@ class AdapterProcess:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         prefix: Sequence[str] = (),
+        max_tasks: int | None = None,
     ) -> None:
         """Start a child.
 
@@ -83,6 +91,9 @@ class AdapterProcess:
         working directory, ``env`` its environment (the harness's when None)
         and ``prefix`` a command it runs under (``unshare ...``), which must
         ``exec`` it so the child keeps the process id the harness started.
+        ``max_tasks`` (the sandbox's): while the harness waits for an answer, a
+        tree of more processes and threads than that is a :class:`ChildOverLimit`
+        (``RLIMIT_NPROC`` counts per user and never binds root, so the harness counts).
         """
         parent_end, child_end = Pipe(duplex=True)
         fd = child_end.fileno()
@@ -110,6 +121,7 @@ class AdapterProcess:
         finally:
             child_end.close()
         self.connection: Connection = parent_end
+        self.max_tasks = max_tasks
         self.resident: frozenset[int] = frozenset()
         """Processes the adapter started while it was loaded: they live as long as the child."""
         self.ended: list[int] = []
@@ -131,14 +143,17 @@ class AdapterProcess:
 
     def receive(self, deadline: float | None) -> dict[str, Any]:
         """The next message; ``deadline`` is a :func:`time.monotonic` instant."""
+        poll_slice = _POLL_SLICE if self.max_tasks is None else _WATCH_SLICE
         while True:
-            remaining = _POLL_SLICE if deadline is None else deadline - time.monotonic()
+            remaining = poll_slice if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
                 raise ChildTimedOut()
-            if self.connection.poll(min(remaining, _POLL_SLICE)):
+            if self.connection.poll(min(remaining, poll_slice)):
                 break
             if not self.alive():
                 raise ChildDied(self._death())
+            if self.max_tasks is not None:
+                self._check_tasks(self.max_tasks)
         try:
             data = self.connection.recv_bytes(MAX_MESSAGE_BYTES)
         except EOFError:
@@ -152,6 +167,15 @@ class AdapterProcess:
         if not isinstance(message, dict) or not isinstance(message.get("op"), str):
             raise ChildMisbehaved("a message with no 'op'")
         return message
+
+    def _check_tasks(self, limit: int) -> None:
+        pid = self.process.pid
+        tasks = processes.thread_count(pid)
+        if tasks <= limit and not processes.has_children(pid):
+            return
+        tasks += len(processes.descendants(pid))
+        if tasks > limit:
+            raise ChildOverLimit(f"{tasks} processes and threads, over the limit of {limit}")
 
     def _death(self) -> str:
         try:

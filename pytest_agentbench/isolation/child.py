@@ -121,9 +121,15 @@ class Server:
         self.blobs: dict[str, bytes] = {}
         """Each argument's pickle, unpickled afresh for every call that passes it."""
 
-    def serve(self) -> None:
+    def serve(self, parent_pid: int) -> None:
         link = self.link
         link.lock.acquire()
+        try:
+            self.initialise(link.receive())
+        except (EOFError, OSError):
+            os._exit(0)
+        # Started only now: Landlock restricts the thread that applies it and what it starts.
+        threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
         while True:
             try:
                 message = link.receive()
@@ -133,12 +139,7 @@ class Server:
             if op == "shutdown":
                 # Threads the adapter leaked must not hold the process open.
                 os._exit(0)
-            if op == "init":
-                sys.path[:] = message["sys_path"]
-                _restore_pythonpath(message["pythonpath"])
-                _install_settings(message["settings"])
-                link.send(json_message("ready", {"pid": os.getpid()}))
-            elif op == "resolve":
+            if op == "resolve":
                 link.send(self.resolve(message["spec"]))
             elif op == "load":
                 link.send(self.load(message))
@@ -154,6 +155,24 @@ class Server:
                     link.lock.acquire()
                     link.current_call = None
                 link.send(reply)
+
+    def initialise(self, message: Mapping[str, Any]) -> None:
+        """The first message: sandbox this process (before any adapter code), then set it up."""
+        plan = message.get("sandbox")
+        if plan is not None:
+            # Imported only when asked for: a run without the sandbox loads no ctypes binding.
+            from pytest_agentbench.isolation.sandbox import SandboxPlan, apply
+
+            try:
+                apply(SandboxPlan.from_message(plan))
+            except BaseException as exc:
+                kind, text = describe_raised(exc)
+                self.link.send(json_message("sandbox_failed", {"type": kind, "text": text}))
+                os._exit(0)
+        sys.path[:] = message["sys_path"]
+        _restore_pythonpath(message["pythonpath"])
+        _install_settings(message["settings"])
+        self.link.send(json_message("ready", {"pid": os.getpid()}))
 
     def resolve(self, spec: str) -> bytes:
         try:
@@ -343,8 +362,7 @@ def main(argv: list[str]) -> None:
     # What the adapter starts and orphans is re-parented here, so it stays in this
     # process's tree, where the harness finds it.
     become_subreaper()
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
-    Server(Link(Connection(fd))).serve()
+    Server(Link(Connection(fd))).serve(parent_pid)
 
 
 if __name__ == "__main__":

@@ -138,6 +138,28 @@ def descendants(root: int, table: dict[int, ProcessEntry] | None = None) -> set[
     return {pid for pid in found if not table[pid].zombie}
 
 
+def thread_count(pid: int) -> int:
+    """How many threads process ``pid`` runs (0 when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return 0
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time process ``pid`` has used (user and system); None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().decode("utf-8", "replace").rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def has_children(pid: int) -> bool:
     """Whether ``pid`` has a child process (a cheap check before a full enumeration).
 

@@ -125,7 +125,18 @@ def pytest_configure(config: pytest.Config) -> None:
             from pytest_agentbench.isolation.setup import configured_adapter, isolated_adapters
 
             state.isolation = isolated_adapters(
-                config, options.timeout, loader.oracle_roots, options.concurrency
+                config,
+                options.timeout,
+                loader.oracle_roots,
+                options.concurrency,
+                registry=registry,
+                outputs=(
+                    options.report_path,
+                    options.html_path,
+                    options.ledger_dir,
+                    options.receipts_dir,
+                    options.artifacts_dir,
+                ),
             )
             if options.adapter_spec:
                 state.adapter = configured_adapter(

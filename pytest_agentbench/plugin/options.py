@@ -185,6 +185,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="run the adapter in its own process, which never holds evaluator data; "
         "a hang or crash there costs one case",
     )
+    _add_sandbox_options(r)
     _add_evidence_folders(r)
     r.option(
         "--agentbench-max-output-bytes",
@@ -339,6 +340,46 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only the cases an earlier run report left without a graded result",
     )
     _DEFAULTS["options"], _DEFAULTS["ini"] = r.options, r.ini
+
+
+def _add_sandbox_options(r: _Recording) -> None:
+    """The kernel sandbox of isolated adapter processes (``--agentbench-sandbox``)."""
+    r.option(
+        "--agentbench-sandbox",
+        choices=("auto", "strict", "off"),
+        default=None,
+        help="kernel sandbox of each isolated adapter process (Landlock): auto applies what "
+        "the kernel offers, strict refuses a run it cannot fully sandbox, off keeps plain "
+        "process isolation (default: env AGENTBENCH_SANDBOX, ini agentbench_sandbox, auto)",
+    )
+    r.option(
+        "--agentbench-sandbox-allow",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a path a sandboxed adapter may also read (repeatable; never an oracle folder)",
+    )
+    r.addini(
+        "agentbench_sandbox",
+        "kernel sandbox of isolated adapter processes: auto, strict or off (--agentbench-sandbox)",
+        default="auto",
+    )
+    r.addini(
+        "agentbench_sandbox_allow",
+        "paths a sandboxed adapter may also read (--agentbench-sandbox-allow)",
+        type="paths",
+        default=[],
+    )
+    r.addini(
+        "agentbench_sandbox_memory_mb",
+        "address space of a sandboxed adapter process, in MiB",
+        default="4096",
+    )
+    r.addini(
+        "agentbench_sandbox_max_processes",
+        "processes and threads a sandboxed adapter process's tree may hold",
+        default="128",
+    )
 
 
 def _add_evidence_folders(r: _Recording) -> None:
