@@ -39,6 +39,7 @@ from pytest_agentbench.report.junit import (
 from pytest_agentbench.report.preload import SuitePreload
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
 from pytest_agentbench.report.relay import ReportRelay
+from pytest_agentbench.report.trust import TRUST_KEY, run_trust
 from pytest_agentbench.run import concurrency
 from pytest_agentbench.run.adapters import describe_adapter, load_adapter
 from pytest_agentbench.run.options import Options
@@ -120,6 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         _add_named_suites(config, loader)
         state = AgentbenchState(options=options, registry=registry, loader=loader)
+        config.stash[TRUST_KEY] = run_trust(config, options.isolate)
         if options.isolate:
             # Imported only when asked for: subprocess and multiprocessing cost start-up.
             from pytest_agentbench.isolation.setup import configured_adapter, isolated_adapters
