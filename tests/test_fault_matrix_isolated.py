@@ -333,6 +333,7 @@ def _check(
     assert (accuracy["numerator"], accuracy["denominator"]) == (len(passing), len(selected))
 
 
+@pytest.mark.usefixtures("process_isolation_only")
 def test_every_hang_and_crash_costs_one_case_when_isolated(project: pytest.Pytester) -> None:
     # Without xdist every fault: the hangs under a short limit, every other under a generous
     # one; under xdist the subset under one shared limit. The three sessions run at once (each
