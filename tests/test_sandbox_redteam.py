@@ -292,7 +292,9 @@ def _fork_bomb():
 def _memory_bomb():
     hoard = []
     for _ in range(64):
-        hoard.append(bytearray(256 << 20))  # never touched: address space, not memory
+        # bytes(n) is calloc'ed: fresh pages from the kernel, never touched, so the bomb
+        # spends address space, not the machine's memory (bytearray(n) would write them).
+        hoard.append(bytes(256 << 20))
     return len(hoard)
 
 

@@ -757,7 +757,7 @@ class IsolatedAdapters(ServesAdapters):
         """The sandbox limit an exception the adapter raised shows it ran into, if any."""
         if self._sandbox is None:
             return None
-        if kind == "MemoryError":
+        if kind == "MemoryError" or "[Errno 12]" in text:  # ENOMEM: RLIMIT_AS (an mmap)
             return "sandbox_memory_limit"
         if "[Errno 27]" in text:  # EFBIG: RLIMIT_FSIZE (Python ignores SIGXFSZ)
             return "sandbox_file_size_limit"
