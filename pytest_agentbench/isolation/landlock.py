@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
-import platform
 import stat
 import sys
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 
 SYSCALLS: Final[dict[str, tuple[int, int, int]]] = {
     "x86_64": (444, 445, 446),
@@ -116,20 +116,21 @@ class LandlockError(OSError):
         self.step = step
 
 
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+@functools.cache
+def _syscall_function() -> Any:
+    function = ctypes.CDLL(None, use_errno=True).syscall
+    function.restype = ctypes.c_long
+    return function
 
 
 def _numbers() -> tuple[int, int, int] | None:
     if not sys.platform.startswith("linux"):
         return None
-    return SYSCALLS.get(platform.machine())
+    return SYSCALLS.get(os.uname().machine)
 
 
 def _syscall(number: int, *args: object) -> int:
-    libc = _libc()
-    libc.syscall.restype = ctypes.c_long
-    result = int(libc.syscall(ctypes.c_long(number), *args))
+    result = int(_syscall_function()(ctypes.c_long(number), *args))
     if result < 0:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
     return result
@@ -139,7 +140,8 @@ def abi_version() -> tuple[int, str | None]:
     """The kernel's Landlock ABI and, when it is 0, why there is none."""
     numbers = _numbers()
     if numbers is None:
-        return 0, f"no Landlock binding for {sys.platform} {platform.machine()}"
+        machine = os.uname().machine if hasattr(os, "uname") else ""
+        return 0, f"no Landlock binding for {sys.platform} {machine}".rstrip()
     try:
         version = _syscall(
             numbers[0],

@@ -24,7 +24,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -67,9 +67,7 @@ def parse_mode(value: object, source: str) -> str:
     return text
 
 
-def configured_mode(
-    option: str | None, ini: str, environ: dict[str, str] | os._Environ[str]
-) -> str:
+def configured_mode(option: str | None, ini: str, environ: Mapping[str, str]) -> str:
     """The sandbox mode: ``--agentbench-sandbox``, else ``AGENTBENCH_SANDBOX``, else the ini."""
     if option is not None:
         return parse_mode(option, "--agentbench-sandbox")
@@ -103,12 +101,14 @@ def refuse_unkept(offer: KernelOffer) -> None:
         raise UsageError("sandbox_unavailable", "; ".join(unkept), field="--agentbench-sandbox")
 
 
-def _within(path: Path, roots: Iterable[Path]) -> bool:
-    return any(path == root or path.is_relative_to(root) for root in roots)
-
-
-def _holds(path: Path, roots: Iterable[Path]) -> bool:
-    return any(root != path and root.is_relative_to(path) for root in roots)
+def _ancestors(path: str) -> Iterator[str]:
+    """``path`` and every folder above it (absolute, normalised paths)."""
+    while True:
+        yield path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return
+        path = parent
 
 
 def carve(roots: Iterable[Path], denied: Sequence[Path]) -> list[Path]:
@@ -118,36 +118,36 @@ def carve(roots: Iterable[Path], denied: Sequence[Path]) -> list[Path]:
     along the way to it; a root beneath a denied folder is dropped. Symbolic
     links are resolved first (Landlock grants the target).
     """
-    granted: list[Path] = []
-    seen: set[Path] = set()
+    blocked = {os.path.realpath(path) for path in denied}
+    # Every folder above a denied one must be split rather than granted whole.
+    split = {above for path in blocked for above in _ancestors(path)} - blocked
+    granted: list[str] = []
+    seen: set[str] = set()
 
-    def visit(path: Path) -> None:
-        try:
-            path = path.resolve()
-        except OSError:
-            return
-        if path in seen or not path.exists() or _within(path, denied):
+    def visit(path: str) -> None:
+        path = os.path.realpath(path)
+        if path in seen or any(above in blocked for above in _ancestors(path)):
             return
         seen.add(path)
-        if not _holds(path, denied):
-            granted.append(path)
+        if path not in split:
+            if os.path.lexists(path):
+                granted.append(path)
             return
         try:
-            entries = sorted(path.iterdir())
+            names = sorted(os.listdir(path))
         except OSError:
             return
-        for entry in entries:
-            visit(entry)
+        for name in names:
+            visit(os.path.join(path, name))
 
     for root in roots:
-        visit(Path(root))
+        visit(os.fspath(root))
     # A grant beneath another is redundant.
-    granted.sort(key=lambda path: len(path.parts))
-    kept: list[Path] = []
-    for path in granted:
-        if not _within(path, kept):
-            kept.append(path)
-    return kept
+    kept: set[str] = set()
+    for path in sorted(granted, key=len):
+        if not any(above in kept for above in _ancestors(path)):
+            kept.add(path)
+    return [Path(path) for path in sorted(kept)]
 
 
 def _declared_oracle_folders(suite: Path) -> list[Path]:
@@ -228,6 +228,8 @@ class SandboxSetup:
         )
     )
     _base: list[Path] | None = None
+    _carved_entries: dict[tuple[str, ...], list[Path]] = field(default_factory=dict)
+    """The carved grants of each ``sys.path`` the run's processes had (most share one)."""
 
     def _base_read(self) -> list[Path]:
         """The static read grants: interpreter, libraries, system folders (carved once)."""
@@ -235,6 +237,12 @@ class SandboxSetup:
             roots = [*_interpreter_roots(), *map(Path, SYSTEM_READ)]
             self._base = carve(roots, [*self.denied, self.project])
         return self._base
+
+    def _carved(self, entries: Sequence[Path]) -> list[Path]:
+        key = tuple(map(str, entries))
+        if key not in self._carved_entries:
+            self._carved_entries[key] = carve(entries, [*self.denied, self.project])
+        return self._carved_entries[key]
 
     def plan(self, child_sys_path: Sequence[str], workdir: Path) -> SandboxPlan:
         """The plan of one adapter process whose ``sys.path`` is ``child_sys_path``."""
@@ -253,7 +261,7 @@ class SandboxSetup:
                 entries.append(path)
         read = [
             *self._base_read(),
-            *carve(entries, [*self.denied, self.project]),
+            *self._carved(entries),
             *carve([*linked, *self.allowed, *self.read_only], self.denied),
             *(Path(path) for path in SYSTEM_FILES if Path(path).exists()),
         ]
