@@ -107,7 +107,7 @@ class NetPortAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
 
 
-class LandlockError(OSError):
+class LandlockFailure(OSError):
     """A Landlock system call failed; ``step`` names it."""
 
     def __init__(self, step: str, code: int, detail: str = "") -> None:
@@ -164,7 +164,7 @@ class Ruleset:
     def __init__(self, handled_fs: int, handled_net: int = 0, scoped: int = 0) -> None:
         numbers = _numbers()
         if numbers is None:
-            raise LandlockError("landlock_create_ruleset", errno.ENOSYS, "unsupported machine")
+            raise LandlockFailure("landlock_create_ruleset", errno.ENOSYS, "unsupported machine")
         self._create, self._add, self._restrict = numbers
         self.handled_fs = handled_fs
         self.handled_net = handled_net
@@ -177,7 +177,7 @@ class Ruleset:
                 ctypes.c_uint32(0),
             )
         except OSError as exc:
-            raise LandlockError("landlock_create_ruleset", exc.errno or 0) from None
+            raise LandlockFailure("landlock_create_ruleset", exc.errno or 0) from None
         self.rules = 0
 
     def allow_path(self, path: str, access: int) -> None:
@@ -185,7 +185,7 @@ class Ruleset:
         try:
             parent = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError as exc:
-            raise LandlockError("open", exc.errno or 0, path) from None
+            raise LandlockFailure("open", exc.errno or 0, path) from None
         try:
             if not stat.S_ISDIR(os.fstat(parent).st_mode):
                 access &= FS_FILE_ACCESS
@@ -204,7 +204,7 @@ class Ruleset:
         try:
             _syscall(self._add, ctypes.c_int(self.fd), ctypes.c_int(kind), attr, ctypes.c_uint32(0))
         except OSError as exc:
-            raise LandlockError("landlock_add_rule", exc.errno or 0, what) from None
+            raise LandlockFailure("landlock_add_rule", exc.errno or 0, what) from None
         self.rules += 1
 
     def restrict_self(self) -> None:
@@ -212,7 +212,7 @@ class Ruleset:
         try:
             _syscall(self._restrict, ctypes.c_int(self.fd), ctypes.c_uint32(0))
         except OSError as exc:
-            raise LandlockError("landlock_restrict_self", exc.errno or 0) from None
+            raise LandlockFailure("landlock_restrict_self", exc.errno or 0) from None
         finally:
             self.close()
 

@@ -213,7 +213,7 @@ def apply_limits(limits: Limits) -> None:
 def apply(plan: SandboxPlan) -> int:
     """Put this process in the sandbox ``plan`` describes; return the Landlock rules added.
 
-    Raises OSError (a :class:`~.landlock.LandlockError` for Landlock's steps)
+    Raises OSError (a :class:`~.landlock.LandlockFailure` for Landlock's steps)
     when a step fails: the process must not go on unsandboxed.
     """
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
@@ -244,7 +244,7 @@ def apply(plan: SandboxPlan) -> int:
 def _allow(ruleset: landlock.Ruleset, path: str, access: int) -> None:
     try:
         ruleset.allow_path(path, access)
-    except landlock.LandlockError as exc:
+    except landlock.LandlockFailure as exc:
         # A path gone since the harness listed it grants nothing: skip it.
         if exc.step != "open" or exc.errno not in {2, 20}:
             raise
