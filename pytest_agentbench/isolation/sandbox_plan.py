@@ -178,10 +178,10 @@ def world_oracle_folders(
             folders.append(root.parent / convention)
     for suite in suites:
         folders += _declared_oracle_folders(suite)
-    entries = []
-    for entry in sys.path:
+    entries: list[Path] = []
+    for text in sys.path:
         try:
-            entries.append(Path(entry or os.getcwd()).resolve())
+            entries.append(Path(text or os.getcwd()).resolve())
         except OSError:
             continue
     holders = [entry for entry in entries if any((entry / name).is_dir() for name in names)]

@@ -62,7 +62,7 @@ def run_trust(config: pytest.Config, isolated: bool) -> Trust:
     offer = KernelOffer.probe()
     return Trust(
         isolation="isolated",
-        sandbox=mode,  # type: ignore[arg-type]
+        sandbox=mode,
         landlock_abi=offer.abi,
         promises=tuple(
             TrustPromise(name=name, held=why is None, reason=why)
