@@ -27,6 +27,7 @@ import pytest
 
 from pytest_agentbench.isolation import landlock
 from pytest_agentbench.run.packaged import data_root, packaged_suites
+from tests.outside_world import PACKAGE, install_outside_world
 
 SUITE_ID = "asteria-authored-v1"
 FORK_BOMB_CASE = "evt-010-authorised-comparison"
@@ -35,6 +36,7 @@ DAEMON_CASE = "evt-012-quotation-request"
 
 READING_ATTACKS = (
     "packaged_resources",
+    "outside_world_oracle",
     "site_packages_walk",
     "sealed_folder",
     "proc_mem",
@@ -80,8 +82,12 @@ def _read(path):
         raise Found(f"read {path}")
 
 
+def _raise(error):
+    raise error
+
+
 def _read_any(folder, limit=50):
-    for root, _, files in os.walk(folder):
+    for root, _, files in os.walk(folder, onerror=_raise):
         for name in files[:limit]:
             _read(os.path.join(root, name))
 
@@ -96,6 +102,13 @@ def packaged_resources():
             for item in suite.iterdir():
                 if item.read_bytes():
                     raise Found(f"read {item}")
+    return "nothing readable"
+
+
+def outside_world_oracle():
+    # A world installed as a package outside the project ships its oracle beside its suites.
+    package = importlib.resources.files(os.environ["REDTEAM_OUTSIDE"])
+    _read_any(str(package.joinpath("oracles")))
     return "nothing readable"
 
 
@@ -263,9 +276,9 @@ def environment():
 
 
 ATTACKS = [
-    packaged_resources, site_packages_walk, sealed_folder, proc_mem, proc_environ, proc_fd,
-    proc_cwd, proc_root, inherited_fds, run_outputs, tmp_symlink, loopback_socket, bind_port,
-    write_oracle, shell, ptrace_attach, signal_harness, environment,
+    packaged_resources, outside_world_oracle, site_packages_walk, sealed_folder, proc_mem,
+    proc_environ, proc_fd, proc_cwd, proc_root, inherited_fds, run_outputs, tmp_symlink,
+    loopback_socket, bind_port, write_oracle, shell, ptrace_attach, signal_harness, environment,
 ]
 
 
@@ -331,6 +344,16 @@ class RedTeam:
 '''
 
 OUTCOME = re.compile(r"(\w+)=(held|breached|skipped)")
+REFUSED_BY_THE_KERNEL = re.compile(r"(\w+)=held\(PermissionError 13\)")
+"""An attack the kernel refused (EACCES) rather than one that found nothing to take."""
+KERNEL_REFUSED = {
+    "packaged_resources",
+    "outside_world_oracle",
+    "site_packages_walk",
+    "sealed_folder",
+    "run_outputs",
+}
+"""The reads of an oracle or a run's output: each must meet a refusal, not an absence."""
 
 
 def _oracle_file() -> Path:
@@ -350,7 +373,10 @@ def listener() -> Iterator[int]:
 
 @pytest.fixture
 def redteam(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, listener: int
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    listener: int,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> pytest.Pytester:
     if landlock.abi_version()[0] < 6 or not sys.platform.startswith("linux"):
         pytest.skip("strict sandboxing needs Landlock ABI 6")
@@ -373,6 +399,11 @@ def redteam(
         "REDTEAM_OUTPUTS", os.pathsep.join(str(path) for path in (cassette, old_report, journal))
     )
     monkeypatch.setenv("REDTEAM_BOMBS", "1")
+    # An outside world installed outside the project, as pip would: its packaged oracle too.
+    site = tmp_path_factory.mktemp("site")
+    assert (install_outside_world(site) / "oracles").is_dir()
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("REDTEAM_OUTSIDE", PACKAGE)
     return pytester
 
 
@@ -436,6 +467,9 @@ def _assert_held(report: dict[str, Any]) -> None:
         outcomes = dict(OUTCOME.findall(reason))
         if set(outcomes) != set(READING_ATTACKS):
             problems.append(f"{case_id}: attacks reported {sorted(outcomes)}: {reason[:300]}")
+        refused = set(REFUSED_BY_THE_KERNEL.findall(reason))
+        if not refused >= KERNEL_REFUSED:
+            problems.append(f"{case_id}: the oracle reads were not refused by the kernel: {reason}")
         breached = [name for name, status in outcomes.items() if status != "held"]
         if breached:
             problems.append(f"{case_id}: {breached} not held: {reason}")
@@ -478,6 +512,7 @@ def test_off_the_same_attacks_breach(
         # What the kernel alone stops: nothing here is stopped by process isolation.
         expected = {
             "packaged_resources",
+            "outside_world_oracle",
             "site_packages_walk",
             "sealed_folder",
             "proc_cwd",
