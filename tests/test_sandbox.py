@@ -157,9 +157,21 @@ def test_a_plan_grants_the_adapters_own_modules_but_no_other_project_file(
     shim = workdir / "path-0"
     shim.mkdir(parents=True)
     (shim / "agent.py").symlink_to(project / "agent.py")
-    plan = _setup(tmp_path, connect_ports=(8443,)).plan([str(shim), sys.prefix], workdir)
+    (project / "prompts.txt").write_text("")
+    (project / "oracles" / "truth.json").write_text("")
+    plan = _setup(
+        tmp_path,
+        connect_ports=(8443,),
+        allowed=(project / "prompts.txt", project / "oracles" / "truth.json"),
+    ).plan([str(shim), sys.prefix], workdir)
     assert str(project / "agent.py") in plan.read
-    assert not any(Path(path).is_relative_to(project) for path in plan.read if "agent" not in path)
+    # A path the user allows is read; one in an oracle folder stays denied all the same.
+    assert str(project / "prompts.txt") in plan.read
+    assert str(project / "oracles" / "truth.json") not in plan.read
+    assert {path for path in plan.read if Path(path).is_relative_to(project)} == {
+        str(project / "agent.py"),
+        str(project / "prompts.txt"),
+    }
     assert str(Path(sys.prefix).resolve()) in plan.read
     assert plan.write == (str(workdir.resolve()),)
     assert plan.connect_ports == (8443,)

@@ -33,7 +33,6 @@ import importlib.machinery
 import itertools
 import math
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -942,6 +941,8 @@ def _limit_cpu(pid: int, timeout: float) -> None:
     """
     if timeout <= 0 or not math.isfinite(timeout):
         return
+    import resource  # POSIX only, and a sandbox only runs on Linux
+
     used = processes.cpu_seconds(pid)
     if used is None:
         return

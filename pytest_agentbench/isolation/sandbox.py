@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import resource
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -128,7 +127,7 @@ def promises(abi: int, missing: str | None) -> dict[str, str | None]:
         else (f"Landlock ABI {abi} has no abstract UNIX socket scoping" if abi else no_landlock),
         "no_new_privs": None if linux else not_linux,
         "limits": None if linux else not_linux,
-        "environment": None,
+        "environment": None if linux else not_linux,
     }
 
 
@@ -176,6 +175,8 @@ def drop_capabilities() -> None:
 
 
 def _lower(limit: int, value: int) -> None:
+    import resource  # POSIX only: imported where the sandbox is applied, on Linux
+
     _, hard = resource.getrlimit(limit)
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
@@ -201,6 +202,8 @@ def _user_processes() -> int:
 
 def apply_limits(limits: Limits) -> None:
     """Set the resource limits (soft and hard) of this process and its future children."""
+    import resource
+
     _lower(resource.RLIMIT_AS, limits.memory_bytes)
     _lower(resource.RLIMIT_FSIZE, limits.file_bytes)
     _lower(resource.RLIMIT_NOFILE, limits.open_files)

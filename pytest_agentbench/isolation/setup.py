@@ -126,6 +126,10 @@ def sandbox_setup(
     offer = KernelOffer.probe()
     if mode == "strict":
         refuse_unkept(offer)
+    elif not sys.platform.startswith("linux"):
+        # auto where there is nothing to apply: process isolation alone, as the trust
+        # block says (every promise not held).
+        return None
     denied = [Path(root).resolve() for root in oracle_roots]
     denied += [Path(path).resolve() for path in outputs if path is not None]
     judge_cache = config.getoption("agentbench_judge_cache", None)
