@@ -10,6 +10,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -307,3 +308,41 @@ def test_strict_refuses_a_kernel_that_cannot_keep_every_promise(
     # In-process the sandbox is not asked for: no mode is read, the kernel is not probed.
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+KILLED_HARNESS = """
+import os, sys
+from pathlib import Path
+from pytest_agentbench.isolation.host import IsolatedAdapters
+from pytest_agentbench.isolation.sandbox_plan import KernelOffer, SandboxSetup
+setup = SandboxSetup(
+    mode="auto", offer=KernelOffer.probe(), denied=(), project=Path(sys.argv[1])
+)
+host = IsolatedAdapters(30.0, sandbox=setup)
+host._child(None)
+(host._workdir / "scratch.bin").write_bytes(b"x" * 1000)
+print(host._workdir, host.pid, flush=True)
+os._exit(9)  # as SIGKILL would: no close(), no atexit
+"""
+
+
+def test_a_killed_harness_leaves_an_emptied_folder_the_next_run_sweeps(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_HARNESS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 9, done.stderr
+    workdir_text, child_text = done.stdout.split()
+    workdir, child = Path(workdir_text), int(child_text)
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # The orphaned child saw its harness gone, emptied its folder and exited.
+    assert not Path(f"/proc/{child}").exists()
+    assert not workdir.exists() or not any(workdir.iterdir())
+    if workdir.exists():
+        assert workdir in sweep_stale(workdir.parent)
+    assert not workdir.exists()

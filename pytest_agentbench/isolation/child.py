@@ -39,7 +39,7 @@ import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_agentbench.isolation.processes import become_subreaper
 from pytest_agentbench.isolation.protocol import (
@@ -125,16 +125,16 @@ class Server:
         link = self.link
         link.lock.acquire()
         try:
-            self.initialise(link.receive())
+            workdir = self.initialise(link.receive())
         except (EOFError, OSError):
             os._exit(0)
         # Started only now: Landlock restricts the thread that applies it and what it starts.
-        threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
+        threading.Thread(target=_watch_parent, args=(parent_pid, workdir), daemon=True).start()
         while True:
             try:
                 message = link.receive()
             except (EOFError, OSError):
-                os._exit(0)
+                _leave(parent_pid, workdir, grace=1.0)
             op = message["op"]
             if op == "shutdown":
                 # Threads the adapter leaked must not hold the process open.
@@ -156,8 +156,11 @@ class Server:
                     link.current_call = None
                 link.send(reply)
 
-    def initialise(self, message: Mapping[str, Any]) -> None:
-        """The first message: sandbox this process (before any adapter code), then set it up."""
+    def initialise(self, message: Mapping[str, Any]) -> str:
+        """The first message: sandbox this process (before any adapter code), then set it up.
+
+        Returns its private temp folder, which it empties should the harness die.
+        """
         plan = message.get("sandbox")
         if plan is not None:
             # Imported only when asked for: a run without the sandbox loads no ctypes binding.
@@ -173,6 +176,8 @@ class Server:
         _restore_pythonpath(message["pythonpath"])
         _install_settings(message["settings"])
         self.link.send(json_message("ready", {"pid": os.getpid()}))
+        workdir: str = message["workdir"]
+        return workdir
 
     def resolve(self, spec: str) -> bytes:
         try:
@@ -347,12 +352,31 @@ def _install_settings(settings: list[tuple[str, str, bytes]]) -> None:
         getattr(importlib.import_module(module_name), setter)(unpickle_from_parent(payload))
 
 
-def _watch_parent(parent_pid: int) -> None:
+def _watch_parent(parent_pid: int, workdir: str) -> None:
     """End this process when the harness is gone (a hung adapter never reads the EOF)."""
     while True:
         if os.getppid() != parent_pid:
-            os._exit(0)
+            _leave(parent_pid, workdir, grace=0.0)
         time.sleep(0.5)
+
+
+def _leave(parent_pid: int, workdir: str, *, grace: float) -> NoReturn:
+    """Exit; when the harness died (killed before it could clean up), empty the private temp
+    folder first (the sandbox lets this process remove what is in it, not the folder itself:
+    the next run's start-up sweep removes that).
+
+    The harness's end closes the connection an instant before this process is
+    re-parented, so a closed connection waits up to ``grace`` seconds to tell a
+    dead harness from one that ended this process on purpose (it then cleans up).
+    """
+    deadline = time.monotonic() + grace
+    while os.getppid() == parent_pid and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if os.getppid() != parent_pid:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+    os._exit(0)
 
 
 def main(argv: list[str]) -> None:

@@ -436,6 +436,7 @@ class IsolatedAdapters(ServesAdapters):
                     "settings": list(self._settings),
                     "pythonpath": self._pythonpath,
                     "sandbox": plan,
+                    "workdir": str(workdir),
                 }
             )
             ready = process.receive(deadline)

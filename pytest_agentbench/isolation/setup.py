@@ -147,7 +147,6 @@ def sandbox_setup(
         *config.getoption("agentbench_sandbox_allow", []),
         *config.getini("agentbench_sandbox_allow"),
     ]
-    sweep_stale()
     return SandboxSetup(
         mode=mode,
         offer=offer,
@@ -206,6 +205,8 @@ def isolated_adapters(
         "namespace": namespace,
         "sandbox": sandbox_setup(config, registry, oracle_roots, outputs),
     }
+    # Private temp folders a killed run left behind (their owning process is gone).
+    sweep_stale()
     if concurrency > 1:
         return IsolatedPool(concurrency, timeout, **host_options)
     return IsolatedAdapters(timeout, **host_options)
