@@ -92,7 +92,10 @@ def test_carving_grants_everything_but_the_denied_folders(tmp_path: Path) -> Non
     (tmp_path / "site" / "other").mkdir()
     (tmp_path / "site" / "sneaky").symlink_to(tmp_path / "site" / "world" / "_data" / "oracles")
     denied = [tmp_path / "site" / "world" / "_data" / "oracles"]
-    granted = carve([tmp_path / "site"], denied)
+    listed: list[Path] = []
+    granted = carve([tmp_path / "site"], denied, listed)
+    # The split root stays listable (how Python finds modules in it); nothing else is.
+    assert listed == [tmp_path / "site"]
     assert sorted(granted) == sorted(
         [
             tmp_path / "site" / "other",
@@ -236,7 +239,7 @@ allowed, denied, private = sys.argv[1:4]
 apply(SandboxPlan(
     abi={abi}, read=(sys.prefix, sys.base_prefix, "/usr", "/lib", "/lib64", "/proc", allowed,
     {package!r}),
-    write=(private,), devices=("/dev/null",), connect_ports=(),
+    listed=(), write=(private,), devices=("/dev/null",), connect_ports=(),
     limits=Limits(1 << 32, 1 << 20, 64, 64),
 ))
 def attempt(action):

@@ -82,6 +82,8 @@ class SandboxPlan:
     """The Landlock ABI to use (0: none; the plan then applies what needs no Landlock)."""
     read: tuple[str, ...]
     """Read and execute beneath each."""
+    listed: tuple[str, ...]
+    """List beneath each (folders split around a denied one: names, never contents)."""
     write: tuple[str, ...]
     """Every filesystem right beneath each: the private temp folder."""
     devices: tuple[str, ...]
@@ -98,6 +100,7 @@ class SandboxPlan:
         return cls(
             abi=int(message["abi"]),
             read=tuple(message["read"]),
+            listed=tuple(message["listed"]),
             write=tuple(message["write"]),
             devices=tuple(message["devices"]),
             connect_ports=tuple(int(port) for port in message["connect_ports"]),
@@ -230,6 +233,8 @@ def apply(plan: SandboxPlan) -> int:
     try:
         for path in plan.read:
             _allow(ruleset, path, READ_ACCESS)
+        for path in plan.listed:
+            _allow(ruleset, path, landlock.ACCESS_FS_READ_DIR)
         for path in plan.devices:
             _allow(ruleset, path, DEVICE_ACCESS)
         for path in plan.write:

@@ -111,12 +111,18 @@ def _ancestors(path: str) -> Iterator[str]:
         path = parent
 
 
-def carve(roots: Iterable[Path], denied: Sequence[Path]) -> list[Path]:
+def carve(
+    roots: Iterable[Path], denied: Sequence[Path], listed: list[Path] | None = None
+) -> list[Path]:
     """Paths to grant so that everything beneath ``roots`` is reachable except ``denied``.
 
     A root holding a denied folder is replaced by its entries, recursively,
     along the way to it; a root beneath a denied folder is dropped. Symbolic
-    links are resolved first (Landlock grants the target).
+    links are resolved first (Landlock grants the target). Each root so split
+    is added to ``listed``: it must stay listable (Python finds modules and
+    distributions by listing ``sys.path`` folders), which Landlock can grant
+    only with every folder beneath it, so the names in a denied folder there
+    can be listed, never read.
     """
     blocked = {os.path.realpath(path) for path in denied}
     # Every folder above a denied one must be split rather than granted whole.
@@ -141,7 +147,10 @@ def carve(roots: Iterable[Path], denied: Sequence[Path]) -> list[Path]:
             visit(os.path.join(path, name))
 
     for root in roots:
-        visit(os.fspath(root))
+        resolved = os.path.realpath(root)
+        if listed is not None and resolved in split and resolved not in seen:
+            listed.append(Path(resolved))
+        visit(resolved)
     # A grant beneath another is redundant.
     kept: set[str] = set()
     for path in sorted(granted, key=len):
@@ -230,18 +239,20 @@ class SandboxSetup:
     _base: list[Path] | None = None
     _carved_entries: dict[tuple[str, ...], list[Path]] = field(default_factory=dict)
     """The carved grants of each ``sys.path`` the run's processes had (most share one)."""
+    _listed: list[Path] = field(default_factory=list)
+    """Split roots, listable only (see :func:`carve`)."""
 
     def _base_read(self) -> list[Path]:
         """The static read grants: interpreter, libraries, system folders (carved once)."""
         if self._base is None:
             roots = [*_interpreter_roots(), *map(Path, SYSTEM_READ)]
-            self._base = carve(roots, [*self.denied, self.project])
+            self._base = carve(roots, [*self.denied, self.project], self._listed)
         return self._base
 
     def _carved(self, entries: Sequence[Path]) -> list[Path]:
         key = tuple(map(str, entries))
         if key not in self._carved_entries:
-            self._carved_entries[key] = carve(entries, [*self.denied, self.project])
+            self._carved_entries[key] = carve(entries, [*self.denied, self.project], self._listed)
         return self._carved_entries[key]
 
     def plan(self, child_sys_path: Sequence[str], workdir: Path) -> SandboxPlan:
@@ -269,6 +280,7 @@ class SandboxSetup:
         return SandboxPlan(
             abi=self.offer.abi,
             read=tuple(dict.fromkeys(str(path) for path in read)),
+            listed=tuple(dict.fromkeys(str(path) for path in self._listed)),
             write=tuple(str(path) for path in write),
             devices=tuple(path for path in DEVICES if Path(path).exists()),
             connect_ports=self.connect_ports,

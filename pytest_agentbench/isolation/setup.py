@@ -87,9 +87,9 @@ def _whole_number(config: pytest.Config, key: str) -> int:
 def _model_access() -> tuple[list[Path], list[Path], list[int]]:
     """What the plugin's own chat client in the child needs: (read only, read-write, ports).
 
-    Replayed cassettes are read, recorded ones written; the run's shared
-    budget tally is written; a live endpoint's port is connected to, and in
-    replay no port at all.
+    Replayed cassettes and the pricing table are read, recorded cassettes
+    written; the run's shared budget tally is written; a live endpoint's
+    port is connected to, and in replay no port at all.
     """
     read_only: list[Path] = []
     read_write: list[Path] = []
@@ -101,6 +101,8 @@ def _model_access() -> tuple[list[Path], list[Path], list[int]]:
     mode = settings.effective_mode
     if settings.cassettes is not None:
         (read_only if mode == "replay" else read_write).append(Path(settings.cassettes).resolve())
+    if settings.pricing is not None:
+        read_only.append(Path(settings.pricing).resolve())
     if mode != "replay":
         port = endpoint_port(settings.base_url)
         if port is not None:
