@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_agentbench.isolation import landlock, sandbox_plan
-from pytest_agentbench.isolation.host import IsolatedAdapters
+from pytest_agentbench.isolation.host import IsolatedAdapters, IsolationFailure
 from pytest_agentbench.isolation.sandbox import SandboxPlan, promises
 from pytest_agentbench.isolation.sandbox_plan import (
     KernelOffer,
@@ -308,7 +308,14 @@ def test_strict_refuses_a_kernel_that_cannot_keep_every_promise(
     result = pytester.runpytest("--agentbench-isolate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*[[]invalid_sandbox_mode[]] AGENTBENCH_SANDBOX: 'sideways'*"])
+    monkeypatch.delenv("AGENTBENCH_SANDBOX")
+    result = pytester.runpytest("--agentbench-isolate", "-o", "agentbench_sandbox_memory_mb=lots")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*[[]invalid_sandbox_limit[]] agentbench_sandbox_memory_mb: 'lots' is not a whole*"]
+    )
     # In-process the sandbox is not asked for: no mode is read, the kernel is not probed.
+    monkeypatch.setenv("AGENTBENCH_SANDBOX", "sideways")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
@@ -316,7 +323,7 @@ def test_strict_refuses_a_kernel_that_cannot_keep_every_promise(
 KILLED_HARNESS = """
 import os, sys
 from pathlib import Path
-from pytest_agentbench.isolation.host import IsolatedAdapters
+from pytest_agentbench.isolation.host import IsolatedAdapters, IsolationFailure
 from pytest_agentbench.isolation.sandbox_plan import KernelOffer, SandboxSetup
 setup = SandboxSetup(
     mode="auto", offer=KernelOffer.probe(), denied=(), project=Path(sys.argv[1])
@@ -349,3 +356,18 @@ def test_a_killed_harness_leaves_an_emptied_folder_the_next_run_sweeps(tmp_path:
     if workdir.exists():
         assert workdir in sweep_stale(workdir.parent)
     assert not workdir.exists()
+
+
+@pytest.mark.skipif(landlock.abi_version()[0] < 4, reason="needs Landlock's TCP rules")
+def test_a_child_that_cannot_apply_its_plan_is_not_run(tmp_path: Path) -> None:
+    """No adapter code runs unsandboxed: a failed step refuses the process by name."""
+    host = IsolatedAdapters(5.0, sandbox=_setup(tmp_path, connect_ports=(70000,)))
+    try:
+        with pytest.raises(IsolationFailure) as refused:
+            host._child(None)
+    finally:
+        host.close()
+    assert refused.value.reason.startswith(
+        "[sandbox_unavailable] the adapter's process could not sandbox itself: "
+        "LandlockFailure: [Errno 22] landlock_add_rule: EINVAL (port 70000)"
+    )
