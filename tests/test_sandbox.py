@@ -371,3 +371,30 @@ def test_a_child_that_cannot_apply_its_plan_is_not_run(tmp_path: Path) -> None:
         "[sandbox_unavailable] the adapter's process could not sandbox itself: "
         "LandlockFailure: [Errno 22] landlock_add_rule: EINVAL (port 70000)"
     )
+
+
+AS_ANOTHER_USER = """
+import os, resource
+from pytest_agentbench.isolation.sandbox import Limits, apply_limits
+os.setgid(65534)
+os.setuid(65534)
+apply_limits(Limits(1 << 32, 1 << 20, 64, 10))
+print(*resource.getrlimit(resource.RLIMIT_NPROC), *resource.getrlimit(resource.RLIMIT_AS))
+"""
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="switches to another user, which needs root")
+def test_a_user_other_than_root_is_bound_by_its_process_limit_too() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", AS_ANOTHER_USER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    soft, hard, memory_soft, memory_hard = map(int, done.stdout.split())
+    # What the user runs already (this process at least), and twice the budget.
+    assert soft == hard >= 1 + 2 * 10
+    assert soft < 10_000
+    assert memory_soft == memory_hard == 1 << 32

@@ -23,6 +23,13 @@ was set up. While a child runs, pytest's process is not dumpable, so a process
 of the same user without ``CAP_SYS_PTRACE`` cannot read its memory through
 ``/proc/<pid>/mem``; with ``namespace`` the child runs in a user namespace of
 its own, which keeps it out of pytest's memory even as root.
+
+With a sandbox (:class:`~.sandbox_plan.SandboxSetup`, every mode but ``off``)
+each child gets a clean environment and its private temp folder as ``TMPDIR``
+and ``HOME``, applies its plan to itself before any adapter code runs (see
+:mod:`.sandbox`), has its CPU time limited per call and its process tree
+counted while a call runs; a limit it runs into is named in its case's
+failure (``sandbox_memory_limit``, ``sandbox_process_limit`` ...).
 """
 
 from __future__ import annotations

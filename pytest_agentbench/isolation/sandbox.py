@@ -186,8 +186,8 @@ def _lower(limit: int, value: int) -> None:
     resource.setrlimit(limit, (value, value))
 
 
-def _user_processes() -> int:
-    """How many tasks this process's user runs now (``RLIMIT_NPROC`` counts them all)."""
+def _user_tasks() -> int:
+    """How many tasks (threads) this process's user runs now: ``RLIMIT_NPROC`` counts them all."""
     uid, count = os.getuid(), 0
     try:
         names = os.listdir("/proc")
@@ -197,7 +197,7 @@ def _user_processes() -> int:
         if name.isdigit():
             try:
                 if os.stat(f"/proc/{name}").st_uid == uid:
-                    count += 1
+                    count += len(os.listdir(f"/proc/{name}/task"))
             except OSError:
                 continue
     return count
@@ -212,8 +212,10 @@ def apply_limits(limits: Limits) -> None:
     _lower(resource.RLIMIT_NOFILE, limits.open_files)
     _lower(resource.RLIMIT_CORE, 0)
     if os.getuid() != 0:
-        # Per user: what the user already runs counts too. Root is never bound by it.
-        _lower(resource.RLIMIT_NPROC, _user_processes() + limits.processes)
+        # Per user: what the user already runs counts too, and other processes of the
+        # user may start meanwhile (hence twice the budget). Root is never bound by it:
+        # the harness's count of the tree is the bound that always holds.
+        _lower(resource.RLIMIT_NPROC, _user_tasks() + 2 * limits.processes)
 
 
 def apply(plan: SandboxPlan) -> int:
