@@ -24,6 +24,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,6 +242,8 @@ class SandboxSetup:
     """The carved grants of each ``sys.path`` the run's processes had (most share one)."""
     _listed: list[Path] = field(default_factory=list)
     """Split roots, listable only (see :func:`carve`)."""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    """A pool's hosts plan their children on the threads of their cases."""
 
     def _base_read(self) -> list[Path]:
         """The static read grants: interpreter, libraries, system folders (carved once)."""
@@ -257,6 +260,10 @@ class SandboxSetup:
 
     def plan(self, child_sys_path: Sequence[str], workdir: Path) -> SandboxPlan:
         """The plan of one adapter process whose ``sys.path`` is ``child_sys_path``."""
+        with self._lock:
+            return self._plan(child_sys_path, workdir)
+
+    def _plan(self, child_sys_path: Sequence[str], workdir: Path) -> SandboxPlan:
         workdir = workdir.resolve()
         linked: list[Path] = []
         entries: list[Path] = []
