@@ -22,6 +22,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from pytest_agentbench.isolation import processes
+from pytest_agentbench.isolation.forkserver import ForkedChild, ForkServer
+from pytest_agentbench.isolation.processes import TREE_VARIABLE
 from pytest_agentbench.isolation.protocol import MAX_MESSAGE_BYTES, pickle_for_child
 from pytest_agentbench.sdk.canonical import loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -32,13 +34,6 @@ _POLL_SLICE = 0.25
 
 _WATCH_SLICE = 0.02
 """How often a sandboxed child's process tree is counted while the harness waits for it."""
-
-TREE_VARIABLE = "AGENTBENCH_ISOLATED_TREE"
-"""Set in the child's environment to a token of its own; the processes it starts inherit it.
-
-A descendant that was orphaned when the child died is re-parented to the
-harness (a subreaper) and is recognised as the child's by this token.
-"""
 
 REAP_SECONDS = 1.0
 """How long the harness waits for killed processes it adopted to be collectable."""
@@ -84,6 +79,7 @@ class AdapterProcess:
         env: Mapping[str, str] | None = None,
         prefix: Sequence[str] = (),
         max_tasks: int | None = None,
+        launcher: ForkServer | None = None,
     ) -> None:
         """Start a child.
 
@@ -94,30 +90,38 @@ class AdapterProcess:
         ``max_tasks`` (the sandbox's): while the harness waits for an answer, a
         tree of more processes and threads than that is a :class:`ChildOverLimit`
         (``RLIMIT_NPROC`` counts per user and never binds root, so the harness counts).
+        ``launcher``: the template process forks the child instead (never with a ``prefix``).
         """
         parent_end, child_end = Pipe(duplex=True)
         fd = child_end.fileno()
         self.token = os.urandom(16).hex()
         environment = dict(os.environ if env is None else env)
         environment[TREE_VARIABLE] = self.token
+        self.launcher = None if prefix else launcher
+        self.process: subprocess.Popen[bytes] | ForkedChild
         try:
-            self.process = subprocess.Popen(
-                [
-                    *prefix,
-                    sys.executable,
-                    "-m",
-                    "pytest_agentbench.isolation.child",
-                    str(fd),
-                    str(os.getpid()),
-                ],
-                pass_fds=(fd,),
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=output,
-                cwd=cwd,
-                env=environment,
-                start_new_session=True,
-            )
+            if self.launcher is not None:
+                self.process = self.launcher.start(
+                    fd, 2 if output is None else output, cwd=cwd or os.getcwd(), env=environment
+                )
+            else:
+                self.process = subprocess.Popen(
+                    [
+                        *prefix,
+                        sys.executable,
+                        "-m",
+                        "pytest_agentbench.isolation.child",
+                        str(fd),
+                        str(os.getpid()),
+                    ],
+                    pass_fds=(fd,),
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
+                    cwd=cwd,
+                    env=environment,
+                    start_new_session=True,
+                )
         finally:
             child_end.close()
         self.connection: Connection = parent_end
@@ -237,6 +241,13 @@ class AdapterProcess:
         """
         me, marker = os.getpid(), f"{TREE_VARIABLE}={self.token}".encode()
         killed: set[int] = set()
+        if self.launcher is not None:
+            # A forked child's token is not in its processes' initial environment (it was
+            # set after the fork): what it orphaned is below the template, found there.
+            for orphan in self.launcher.adopted():
+                killed |= processes.kill_descendants(orphan)
+                processes.kill_all([orphan])
+                killed.add(orphan)
         for entry in processes.process_table().values():
             if entry.pid != me and not entry.zombie and _environment_has(entry.pid, marker):
                 killed |= processes.kill_descendants(entry.pid)

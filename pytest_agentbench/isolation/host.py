@@ -66,6 +66,7 @@ from pytest_agentbench.isolation.channel import (
     ChildOverLimit,
     ChildTimedOut,
 )
+from pytest_agentbench.isolation.forkserver import ForkServer
 from pytest_agentbench.isolation.forwarding import ForwardedSettings
 from pytest_agentbench.isolation.protocol import pickle_for_child, shape
 from pytest_agentbench.isolation.proxy import (
@@ -312,6 +313,8 @@ class IsolatedAdapters(ServesAdapters):
         shared: SharedRecipes | None = None,
         output: int | None = None,
         sandbox: SandboxSetup | None = None,
+        launcher: ForkServer | None = None,
+        owns_launcher: bool = True,
     ) -> None:
         """``protected``: folders no ``sys.path`` entry of the child may lead to (the project's).
 
@@ -320,6 +323,8 @@ class IsolatedAdapters(ServesAdapters):
         ``shared`` and ``output`` (the descriptor the child writes to, which
         the host then does not close) are given by a pool to each of its hosts.
         ``sandbox``: every child sandboxes itself by its plan (None: mode ``off``).
+        ``launcher``: children are forked by a template process (a pool's hosts share
+        it, and the pool ends it: ``owns_launcher`` False).
         """
         self.timeout = timeout
         self.startup_timeout = startup_timeout
@@ -330,6 +335,8 @@ class IsolatedAdapters(ServesAdapters):
         self._workdir: Path | None = None
         """The child's working folder, made when a child starts and removed by :meth:`close`."""
         self._sandbox = sandbox
+        self._launcher = launcher
+        self._owns_launcher = owns_launcher
         self._environment = (
             dict(os.environ) if sandbox is None else clean_environment(dict(os.environ))
         )
@@ -422,6 +429,7 @@ class IsolatedAdapters(ServesAdapters):
                 env=environment,
                 prefix=self._prefix,
                 max_tasks=None if self._sandbox is None else self._sandbox.limits.processes,
+                launcher=self._launcher,
             )
         except OSError as exc:
             raise IsolationFailure(
@@ -496,6 +504,8 @@ class IsolatedAdapters(ServesAdapters):
         workdir, self._workdir = self._workdir, None
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+        if self._launcher is not None and self._owns_launcher:
+            self._launcher.close()
 
     # -- loading -----------------------------------------------------------
 

@@ -28,6 +28,13 @@ PR_GET_DUMPABLE = 3
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 
+TREE_VARIABLE = "AGENTBENCH_ISOLATED_TREE"
+"""Set in the child's environment to a token of its own; the processes it starts inherit it.
+
+A descendant that was orphaned when the child died is re-parented to the
+harness (a subreaper) and is recognised as the child's by this token.
+"""
+
 KILL_ROUNDS = 20
 """How often a tree is enumerated and killed again, for processes forked while it was killed."""
 

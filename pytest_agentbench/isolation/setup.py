@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.isolation.forkserver import ForkServer
 from pytest_agentbench.isolation.forwarding import forwarded_settings
 from pytest_agentbench.isolation.host import (
     STARTUP_SETTING,
@@ -200,12 +201,26 @@ def isolated_adapters(
                 f"the isolated adapter cannot run in a user namespace here: {unavailable}",
                 field="agentbench_isolate_namespace",
             )
+    launcher = None
+    if (
+        bool(config.getini("agentbench_isolate_fork_server"))
+        and not namespace
+        and sys.platform.startswith("linux")
+    ):
+        # The chat agent's modules too, when the run configured it (its processes import them).
+        preload = (
+            ("pytest_agentbench.agents.chat",)
+            if "pytest_agentbench.agents.settings" in sys.modules
+            else ()
+        )
+        launcher = ForkServer(preload)
     host_options: dict[str, Any] = {
         "startup_timeout": startup_timeout,
         "settings": forwarded_settings(),
         "protected": (config.rootpath, *oracle_roots),
         "namespace": namespace,
         "sandbox": sandbox_setup(config, registry, oracle_roots, outputs),
+        "launcher": launcher,
     }
     # Private temp folders a killed run left behind (their owning process is gone).
     sweep_stale()

@@ -343,7 +343,8 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def _add_sandbox_options(r: _Recording) -> None:
-    """The kernel sandbox of isolated adapter processes (``--agentbench-sandbox``)."""
+    """The kernel sandbox of isolated adapter processes (``--agentbench-sandbox``), and how
+    they are started."""
     r.option(
         "--agentbench-sandbox",
         choices=("auto", "strict", "off"),
@@ -379,6 +380,14 @@ def _add_sandbox_options(r: _Recording) -> None:
         "agentbench_sandbox_max_processes",
         "processes and threads a sandboxed adapter process's tree may hold",
         default="128",
+    )
+    r.addini(
+        "agentbench_isolate_fork_server",
+        "start isolated adapter processes by forking a template process that has imported "
+        "what they need, instead of a fresh interpreter each (Linux; not with "
+        "agentbench_isolate_namespace)",
+        type="bool",
+        default=False,
     )
 
 
