@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pytest_agentbench.isolation import landlock  # noqa: E402
+from pytest_agentbench.isolation.forkserver import ForkServer  # noqa: E402
 from pytest_agentbench.isolation.host import IsolatedAdapters, child_path  # noqa: E402
 from pytest_agentbench.isolation.sandbox_plan import (  # noqa: E402
     KernelOffer,
@@ -100,6 +101,7 @@ def main() -> None:
             host._child(None)
             samples.append(time.perf_counter() - started)
             host.close()
+    forked, memory = _forked(setup, args.repeats)
     print(f"read grants in a plan: {len(first.read)}; Landlock rules added: {rules}")
     print(f"first plan of the run (carving included): {_ms(first_plan)}")
     print(f"plan per process:  median {_ms(statistics.median(plans))}")
@@ -111,6 +113,42 @@ def main() -> None:
         f"difference of medians {_ms(median_sandboxed - median_plain)}, median of the "
         f"rounds' differences {_ms(paired)} ({args.repeats} rounds)"
     )
+
+    print(
+        f"forked child start-up (agentbench_isolate_fork_server), sandboxed: median "
+        f"{_ms(statistics.median(forked))}; a forked child's memory: {memory}"
+    )
+
+
+def _memory(pid: int) -> str:
+    """A process's resident and proportional set sizes (shared pages split among sharers)."""
+    fields = {}
+    with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as handle:
+        for line in handle:
+            name, _, rest = line.partition(":")
+            if name in ("Rss", "Pss"):
+                fields[name] = int(rest.split()[0]) / 1024
+    return f"RSS {fields['Rss']:.1f} MiB, PSS {fields['Pss']:.1f} MiB"
+
+
+def _forked(setup: SandboxSetup, repeats: int) -> tuple[list[float], str]:
+    """Start-up of children a template process forks (its own start-up not counted)."""
+    launcher = ForkServer()
+    warm = IsolatedAdapters(30.0, sandbox=setup, protected=(REPO,), launcher=launcher)
+    warm._child(None)
+    samples = []
+    memory = ""
+    for _ in range(repeats):
+        host = IsolatedAdapters(
+            30.0, sandbox=setup, protected=(REPO,), launcher=launcher, owns_launcher=False
+        )
+        started = time.perf_counter()
+        process = host._child(None)
+        samples.append(time.perf_counter() - started)
+        memory = _memory(process.pid)
+        host.close()
+    warm.close()
+    return samples, memory
 
 
 if __name__ == "__main__":
