@@ -87,7 +87,7 @@ class ForkServer:
     def template_pid(self) -> int | None:
         return None if self._template is None else self._template.pid
 
-    def _ensure(self, env: Mapping[str, str]) -> socket.socket:
+    def _ensure(self, env: Mapping[str, str], output: int) -> socket.socket:
         if self._control is not None and self._template is not None:
             if self._template.poll() is None:
                 return self._control
@@ -105,6 +105,9 @@ class ForkServer:
                 ],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
+                # Where the adapter processes write (never pytest's possibly captured stdout).
+                stdout=subprocess.DEVNULL,
+                stderr=output,
                 # Not the first child's tree token: the template is no adapter's process,
                 # and pytest ends whatever carries a dead child's token.
                 env={key: value for key, value in env.items() if key != TREE_VARIABLE},
@@ -148,7 +151,7 @@ class ForkServer:
     def start(self, channel: int, output: int, *, cwd: str, env: Mapping[str, str]) -> ForkedChild:
         """Have the template fork an adapter process serving ``channel``, writing to ``output``."""
         with self._lock:
-            control = self._ensure(env)
+            control = self._ensure(env, output)
             request = json.dumps({"cwd": cwd, "env": dict(env)}).encode()
             socket.send_fds(control, [request], [channel, output])
             deadline = time.monotonic() + 30
