@@ -103,6 +103,13 @@ def test_carving_grants_everything_but_the_denied_folders(tmp_path: Path) -> Non
             tmp_path / "site" / "world" / "_data" / "suites",
         ]
     )
+    # Around the project: a root holding it is split, one inside it is kept.
+    # (A link found while splitting that leads into the project is not granted either.)
+    around = [tmp_path / "site" / "world"]
+    assert carve([tmp_path / "site"], [], around=around) == [tmp_path / "site" / "other"]
+    assert carve([tmp_path / "site" / "world" / "_data"], [], around=around) == [
+        tmp_path / "site" / "world" / "_data"
+    ]
     # A root with nothing denied beneath it is granted whole; one beneath a denied folder not.
     assert carve([tmp_path / "site" / "other"], denied) == [tmp_path / "site" / "other"]
     assert carve([denied[0]], denied) == []
@@ -163,11 +170,13 @@ def test_a_plan_grants_the_adapters_own_modules_but_no_other_project_file(
     (shim / "agent.py").symlink_to(project / "agent.py")
     (project / "prompts.txt").write_text("")
     (project / "oracles" / "truth.json").write_text("")
+    # A src folder (or a virtual environment) inside the project is on sys.path as is.
+    (project / "src" / "agentpkg").mkdir(parents=True)
     plan = _setup(
         tmp_path,
         connect_ports=(8443,),
         allowed=(project / "prompts.txt", project / "oracles" / "truth.json"),
-    ).plan([str(shim), sys.prefix], workdir)
+    ).plan([str(shim), str(project / "src"), sys.prefix], workdir)
     assert str(project / "agent.py") in plan.read
     # A path the user allows is read; one in an oracle folder stays denied all the same.
     assert str(project / "prompts.txt") in plan.read
@@ -175,6 +184,7 @@ def test_a_plan_grants_the_adapters_own_modules_but_no_other_project_file(
     assert {path for path in plan.read if Path(path).is_relative_to(project)} == {
         str(project / "agent.py"),
         str(project / "prompts.txt"),
+        str(project / "src"),
     }
     assert str(Path(sys.prefix).resolve()) in plan.read
     assert plan.write == (str(workdir.resolve()),)

@@ -13,8 +13,9 @@ world ships (as each suite names them, and by the conventions ``oracles/``,
 world's package on ``sys.path``), the ini's ``agentbench_oracle_roots``, and
 the run's outputs (report, HTML, ledger, receipts, artefacts, judge cache).
 The project itself is no read root: only the modules and packages of it that
-the child imports (its ``sys.path`` links, see :func:`~.host.child_path`) and
-the paths the user allows are read.
+the child imports (its ``sys.path`` links, see :func:`~.host.child_path`),
+folders of ``sys.path`` inside it (a virtual environment, a ``src`` folder)
+and the paths the user allows are read.
 """
 
 from __future__ import annotations
@@ -113,27 +114,39 @@ def _ancestors(path: str) -> Iterator[str]:
 
 
 def carve(
-    roots: Iterable[Path], denied: Sequence[Path], listed: list[Path] | None = None
+    roots: Iterable[Path],
+    denied: Sequence[Path],
+    listed: list[Path] | None = None,
+    *,
+    around: Sequence[Path] = (),
 ) -> list[Path]:
     """Paths to grant so that everything beneath ``roots`` is reachable except ``denied``.
 
     A root holding a denied folder is replaced by its entries, recursively,
-    along the way to it; a root beneath a denied folder is dropped. Symbolic
-    links are resolved first (Landlock grants the target). Each root so split
-    is added to ``listed``: it must stay listable (Python finds modules and
-    distributions by listing ``sys.path`` folders), which Landlock can grant
-    only with every folder beneath it, so the names in a denied folder there
-    can be listed, never read.
+    along the way to it; a root beneath a denied folder is dropped. A root
+    holding one of the folders ``around`` (the project) is split around it the
+    same way, but a root beneath one is kept: a virtual environment or a
+    ``src`` folder on ``sys.path`` inside the project is code the adapter
+    imports. Symbolic links are resolved first (Landlock grants the target).
+    Each root so split is added to ``listed``: it must stay listable (Python
+    finds modules and distributions by listing ``sys.path`` folders), which
+    Landlock can grant only with every folder beneath it, so the names in a
+    denied folder there can be listed, never read.
     """
     blocked = {os.path.realpath(path) for path in denied}
+    skipped = {os.path.realpath(path) for path in around} - blocked
     # Every folder above a denied one must be split rather than granted whole.
-    split = {above for path in blocked for above in _ancestors(path)} - blocked
+    split = {above for path in blocked | skipped for above in _ancestors(path)}
+    split -= blocked | skipped
     granted: list[str] = []
     seen: set[str] = set()
 
-    def visit(path: str) -> None:
+    def visit(path: str, *, root: bool = False) -> None:
         path = os.path.realpath(path)
-        if path in seen or any(above in blocked for above in _ancestors(path)):
+        if path in seen or path in skipped or any(above in blocked for above in _ancestors(path)):
+            return
+        if not root and any(above in skipped for above in _ancestors(path)):
+            # Reached by splitting a root (a link into the project): not the project's code.
             return
         seen.add(path)
         if path not in split:
@@ -151,7 +164,7 @@ def carve(
         resolved = os.path.realpath(root)
         if listed is not None and resolved in split and resolved not in seen:
             listed.append(Path(resolved))
-        visit(resolved)
+        visit(resolved, root=True)
     # A grant beneath another is redundant.
     kept: set[str] = set()
     for path in sorted(granted, key=len):
@@ -223,7 +236,8 @@ class SandboxSetup:
     denied: tuple[Path, ...]
     """Folders no grant may reach."""
     project: Path
-    """The project: no read root may hold it; only the child's own modules in it are granted."""
+    """The project: a read root holding it is split around it; only what the child imports
+    from it (its ``sys.path`` links, folders of ``sys.path`` inside it) is granted."""
     allowed: tuple[Path, ...] = ()
     """Paths the user allows (``--agentbench-sandbox-allow``), read only."""
     read_write: tuple[Path, ...] = ()
@@ -249,13 +263,15 @@ class SandboxSetup:
         """The static read grants: interpreter, libraries, system folders (carved once)."""
         if self._base is None:
             roots = [*_interpreter_roots(), *map(Path, SYSTEM_READ)]
-            self._base = carve(roots, [*self.denied, self.project], self._listed)
+            self._base = carve(roots, self.denied, self._listed, around=(self.project,))
         return self._base
 
     def _carved(self, entries: Sequence[Path]) -> list[Path]:
         key = tuple(map(str, entries))
         if key not in self._carved_entries:
-            self._carved_entries[key] = carve(entries, [*self.denied, self.project], self._listed)
+            self._carved_entries[key] = carve(
+                entries, self.denied, self._listed, around=(self.project,)
+            )
         return self._carved_entries[key]
 
     def plan(self, child_sys_path: Sequence[str], workdir: Path) -> SandboxPlan:

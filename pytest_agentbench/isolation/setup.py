@@ -133,7 +133,11 @@ def sandbox_setup(
         # auto where there is nothing to apply: process isolation alone, as the trust
         # block says (every promise not held).
         return None
-    denied = [Path(root).resolve() for root in oracle_roots]
+    project = config.rootpath.resolve()
+    # The project's own oracle and sealed folders, by convention, whatever a sys.path
+    # entry inside the project (a src folder) might otherwise grant.
+    denied = [project / "oracles", project / "sealed"]
+    denied += [Path(root).resolve() for root in oracle_roots]
     denied += [Path(path).resolve() for path in outputs if path is not None]
     judge_cache = config.getoption("agentbench_judge_cache", None)
     if judge_cache:
@@ -154,7 +158,7 @@ def sandbox_setup(
         mode=mode,
         offer=offer,
         denied=tuple(dict.fromkeys(denied)),
-        project=config.rootpath.resolve(),
+        project=project,
         allowed=tuple(Path(path).resolve() for path in allowed),
         read_write=tuple(read_write),
         read_only=tuple(read_only),
