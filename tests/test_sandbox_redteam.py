@@ -44,6 +44,7 @@ READING_ATTACKS = (
     "proc_fd",
     "proc_cwd",
     "proc_root",
+    "sibling_adapters",
     "inherited_fds",
     "run_outputs",
     "tmp_symlink",
@@ -173,6 +174,24 @@ def proc_root():
     return "unreachable"
 
 
+def sibling_adapters():
+    # Other adapter processes (another case's, a pool's, the template that forks them).
+    me, found = os.getpid(), 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                command = handle.read()
+        except OSError:
+            continue
+        if b"pytest_agentbench.isolation." not in command:
+            continue
+        found += 1
+        _read(f"/proc/{name}/environ")
+    return f"{found} found, none readable"
+
+
 def inherited_fds():
     # Standard output and error may be files of the harness's (pytest's own output),
     # opened for writing: reading them, directly or reopened by name, must fail.
@@ -277,7 +296,8 @@ def environment():
 
 ATTACKS = [
     packaged_resources, outside_world_oracle, site_packages_walk, sealed_folder, proc_mem,
-    proc_environ, proc_fd, proc_cwd, proc_root, inherited_fds, run_outputs, tmp_symlink,
+    proc_environ, proc_fd, proc_cwd, proc_root, sibling_adapters, inherited_fds, run_outputs,
+    tmp_symlink,
     loopback_socket, bind_port, write_oracle, shell, ptrace_attach, signal_harness, environment,
 ]
 
