@@ -49,6 +49,7 @@ READING_ATTACKS = (
     "run_outputs",
     "tmp_symlink",
     "loopback_socket",
+    "abstract_socket",
     "bind_port",
     "write_oracle",
     "shell",
@@ -243,6 +244,13 @@ def loopback_socket():
         raise Found(f"connected to 127.0.0.1:{port}")
 
 
+def abstract_socket():
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(2)
+        client.connect("\0" + os.environ["REDTEAM_ABSTRACT"])
+        raise Found("connected to an abstract socket outside the sandbox")
+
+
 def bind_port():
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -297,8 +305,8 @@ def environment():
 ATTACKS = [
     packaged_resources, outside_world_oracle, site_packages_walk, sealed_folder, proc_mem,
     proc_environ, proc_fd, proc_cwd, proc_root, sibling_adapters, inherited_fds, run_outputs,
-    tmp_symlink,
-    loopback_socket, bind_port, write_oracle, shell, ptrace_attach, signal_harness, environment,
+    tmp_symlink, loopback_socket, abstract_socket, bind_port, write_oracle, shell,
+    ptrace_attach, signal_harness, environment,
 ]
 
 
@@ -392,10 +400,21 @@ def listener() -> Iterator[int]:
 
 
 @pytest.fixture
+def abstract_listener() -> Iterator[str]:
+    """An abstract UNIX socket made outside any sandbox (as a harness's IPC could be)."""
+    name = f"agentbench-redteam-{os.getpid()}-{os.urandom(4).hex()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind("\0" + name)
+        server.listen()
+        yield name
+
+
+@pytest.fixture
 def redteam(
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
     listener: int,
+    abstract_listener: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> pytest.Pytester:
     if landlock.abi_version()[0] < 6 or not sys.platform.startswith("linux"):
@@ -415,6 +434,7 @@ def redteam(
     journal.write_text("{}\n")
     monkeypatch.setenv("REDTEAM_ORACLE", str(_oracle_file()))
     monkeypatch.setenv("REDTEAM_PORT", str(listener))
+    monkeypatch.setenv("REDTEAM_ABSTRACT", abstract_listener)
     monkeypatch.setenv(
         "REDTEAM_OUTPUTS", os.pathsep.join(str(path) for path in (cassette, old_report, journal))
     )
@@ -548,6 +568,7 @@ def test_off_the_same_attacks_breach(
             "run_outputs",
             "tmp_symlink",
             "loopback_socket",
+            "abstract_socket",
             "bind_port",
             "shell",
             "signal_harness",
