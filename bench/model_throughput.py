@@ -16,6 +16,8 @@ promptfoo against the same server, each at the largest N.
 
     python bench/model_throughput.py                       # the 236 cases, N = 1 8 32 64
     python bench/model_throughput.py --concurrency 8 32    # a subset
+    python bench/model_throughput.py --concurrency 32 --pytest-arg=--agentbench-isolate \
+        --pytest-arg=-o --pytest-arg=agentbench_isolate_fork_server=true
     python bench/model_throughput.py --inspect PATH/TO/inspect --promptfoo PATH/TO/promptfoo
 """
 
@@ -185,6 +187,10 @@ class Row:
         )
 
 
+EXTRA_ARGUMENTS: list[str] = []
+"""``--pytest-arg``s, e.g. ``--agentbench-isolate``, ``-o agentbench_isolate_fork_server=true``."""
+
+
 def agentbench_command(concurrency: int) -> list[str]:
     return [
         sys.executable,
@@ -199,6 +205,7 @@ def agentbench_command(concurrency: int) -> list[str]:
         "--agentbench-timeout=120",
         "-m",
         "not agentbench_control",
+        *EXTRA_ARGUMENTS,
     ]
 
 
@@ -322,7 +329,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--others-at", type=int, default=32, help="the concurrency of inspect_ai and promptfoo"
     )
+    parser.add_argument(
+        "--pytest-arg",
+        action="append",
+        default=[],
+        help="an argument added to every pytest run (repeatable), e.g. --agentbench-isolate",
+    )
     options = parser.parse_args(argv)
+    EXTRA_ARGUMENTS[:] = options.pytest_arg
     print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {load_average()}")
     server = LatencyServer(options.latency)
     n = suite_size()

@@ -66,6 +66,17 @@ def pytester(
 
 
 @pytest.fixture
+def process_isolation_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Isolated sessions of this test run with the sandbox off (``AGENTBENCH_SANDBOX``).
+
+    For tests of process isolation itself whose probe adapters record what they
+    saw in files of the project, which the sandbox forbids them to write; the
+    sandbox's own promises are held by ``tests/test_sandbox_redteam.py``.
+    """
+    monkeypatch.setenv("AGENTBENCH_SANDBOX", "off")
+
+
+@pytest.fixture
 def demo(pytester: pytest.Pytester) -> pytest.Pytester:
     """A pytester project where the demo world is registered from a conftest plugin."""
     pytester.makepyfile(demo_world=DEMO_SOURCE.read_text(encoding="utf-8"))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -404,3 +405,19 @@ def test_a_broken_world_plugin_leaves_other_projects_and_commands_alone(
     assert listed[-1].startswith(
         "broken\t(broken world)\tentry point brokenworld_registration raised ModuleNotFoundError"
     )
+
+
+def test_every_agentbench_variable_the_package_reads_is_known() -> None:
+    """A variable the package reads but the unknown-variable check does not list would
+    refuse every run that sets it (AGENTBENCH_SANDBOX was, once)."""
+    from pytest_agentbench.plugin.options import OTHER_ENVIRONMENT, SOURCES
+
+    package = Path(__file__).resolve().parents[1] / "pytest_agentbench"
+    named = {
+        name
+        for path in package.rglob("*.py")
+        for name in re.findall(r'"(AGENTBENCH_[A-Z0-9_]+)"', path.read_text(encoding="utf-8"))
+    }
+    known = {env_key for _, env_key in SOURCES.values()} | set(OTHER_ENVIRONMENT)
+    assert named, "the search finds the variables"
+    assert named - known == set()

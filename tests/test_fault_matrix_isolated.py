@@ -283,6 +283,9 @@ def _session(
         "-m",
         "not agentbench_control",
         *xdist_args,
+        # Under xdist the adapter processes are forked by a template process (the other
+        # sessions start each as a fresh interpreter): every fault is held either way.
+        *(["-o", "agentbench_isolate_fork_server=true"] if xdist_args else []),
         timeout=SESSION_LIMIT,
     )
 
@@ -333,6 +336,7 @@ def _check(
     assert (accuracy["numerator"], accuracy["denominator"]) == (len(passing), len(selected))
 
 
+@pytest.mark.usefixtures("process_isolation_only")
 def test_every_hang_and_crash_costs_one_case_when_isolated(project: pytest.Pytester) -> None:
     # Without xdist every fault: the hangs under a short limit, every other under a generous
     # one; under xdist the subset under one shared limit. The three sessions run at once (each

@@ -170,6 +170,7 @@ ISOLATED_CASES = (
 each searches the whole heap twice (its cost, in a process of its own)."""
 
 
+@pytest.mark.usefixtures("process_isolation_only")
 def test_isolated_the_adapter_cannot_reach_the_oracle(cheater: pytest.Pytester) -> None:
     result, report = _run(cheater, "--agentbench-isolate", "-k", " or ".join(ISOLATED_CASES))
     result.assert_outcomes(failed=len(ISOLATED_CASES))

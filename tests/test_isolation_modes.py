@@ -296,6 +296,7 @@ def _still_running(pids: set[int]) -> set[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+@pytest.mark.usefixtures("process_isolation_only")
 def test_every_scenario_behaves_alike_in_every_mode(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

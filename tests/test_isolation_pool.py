@@ -94,6 +94,7 @@ def _arguments(name: str, *args: str) -> list[str]:
     ]
 
 
+@pytest.mark.usefixtures("process_isolation_only")
 def test_a_pool_of_isolated_processes_reports_as_one_process_does(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path, questions=QUESTIONS)
     demo.makepyfile(faulty=FAULTY)

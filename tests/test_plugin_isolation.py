@@ -60,6 +60,7 @@ def _suite_report(pytester: pytest.Pytester) -> dict[str, Any]:
     return suite_report
 
 
+@pytest.mark.usefixtures("process_isolation_only")
 def test_the_configured_adapter_runs_in_another_process_its_output_on_stderr(
     project: pytest.Pytester,
 ) -> None:
@@ -103,6 +104,7 @@ def test_ini_setting_and_reference_agents(project: pytest.Pytester) -> None:
     )
 
 
+@pytest.mark.usefixtures("process_isolation_only")
 def test_a_conftest_adapter_that_pickles_runs_isolated(project: pytest.Pytester) -> None:
     project.makeconftest(
         REGISTERING_CONFTEST + "import pytest\n"
@@ -143,6 +145,7 @@ def test_a_bad_spec_is_a_usage_error_when_isolated(project: pytest.Pytester) -> 
     )
 
 
+@pytest.mark.usefixtures("process_isolation_only")
 def test_the_namespace_mode_runs_the_adapter_in_a_user_namespace_of_its_own(
     project: pytest.Pytester,
 ) -> None:

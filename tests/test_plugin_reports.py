@@ -219,6 +219,16 @@ def test_terminal_section_names_adapter_metrics_and_support_and_the_report_is_ca
             "  zero_rate  0.0000  support 3 95% ?0.0000, 0.5615? lower is better",
         ]
     )
+    # Every report says how far the adapter was trusted: here it shared pytest's process.
+    assert value["trust"] == {
+        "isolation": "in_process",
+        "landlock_abi": None,
+        "promises": [],
+        "sandbox": None,
+    }
+    result.stdout.fnmatch_lines(
+        ["agentbench trust: in-process (the adapter shares the harness's process; no sandbox)"]
+    )
 
 
 def test_xdist_reports_equal_a_serial_run(demo: pytest.Pytester) -> None:

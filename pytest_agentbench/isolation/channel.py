@@ -22,6 +22,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from pytest_agentbench.isolation import processes
+from pytest_agentbench.isolation.forkserver import ForkedChild, ForkServer
+from pytest_agentbench.isolation.processes import TREE_VARIABLE
 from pytest_agentbench.isolation.protocol import MAX_MESSAGE_BYTES, pickle_for_child
 from pytest_agentbench.sdk.canonical import loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -30,12 +32,8 @@ from pytest_agentbench.sdk.runner import alarm_held
 _POLL_SLICE = 0.25
 """How often a wait also checks whether the child has died without closing its end."""
 
-TREE_VARIABLE = "AGENTBENCH_ISOLATED_TREE"
-"""Set in the child's environment to a token of its own; the processes it starts inherit it.
-
-A descendant that was orphaned when the child died is re-parented to the
-harness (a subreaper) and is recognised as the child's by this token.
-"""
+_WATCH_SLICE = 0.02
+"""How often a sandboxed child's process tree is counted while the harness waits for it."""
 
 REAP_SECONDS = 1.0
 """How long the harness waits for killed processes it adopted to be collectable."""
@@ -51,6 +49,10 @@ class ChildDied(ChannelError):
 
 class ChildTimedOut(ChannelError):
     pass
+
+
+class ChildOverLimit(ChannelError):
+    """The child's process tree grew past the sandbox's process limit (a fork bomb)."""
 
 
 class ChildMisbehaved(ChannelError):
@@ -76,6 +78,8 @@ class AdapterProcess:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         prefix: Sequence[str] = (),
+        max_tasks: int | None = None,
+        launcher: ForkServer | None = None,
     ) -> None:
         """Start a child.
 
@@ -83,33 +87,45 @@ class AdapterProcess:
         working directory, ``env`` its environment (the harness's when None)
         and ``prefix`` a command it runs under (``unshare ...``), which must
         ``exec`` it so the child keeps the process id the harness started.
+        ``max_tasks`` (the sandbox's): while the harness waits for an answer, a
+        tree of more processes and threads than that is a :class:`ChildOverLimit`
+        (``RLIMIT_NPROC`` counts per user and never binds root, so the harness counts).
+        ``launcher``: the template process forks the child instead (never with a ``prefix``).
         """
         parent_end, child_end = Pipe(duplex=True)
         fd = child_end.fileno()
         self.token = os.urandom(16).hex()
         environment = dict(os.environ if env is None else env)
         environment[TREE_VARIABLE] = self.token
+        self.launcher = None if prefix else launcher
+        self.process: subprocess.Popen[bytes] | ForkedChild
         try:
-            self.process = subprocess.Popen(
-                [
-                    *prefix,
-                    sys.executable,
-                    "-m",
-                    "pytest_agentbench.isolation.child",
-                    str(fd),
-                    str(os.getpid()),
-                ],
-                pass_fds=(fd,),
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=output,
-                cwd=cwd,
-                env=environment,
-                start_new_session=True,
-            )
+            if self.launcher is not None:
+                self.process = self.launcher.start(
+                    fd, 2 if output is None else output, cwd=cwd or os.getcwd(), env=environment
+                )
+            else:
+                self.process = subprocess.Popen(
+                    [
+                        *prefix,
+                        sys.executable,
+                        "-m",
+                        "pytest_agentbench.isolation.child",
+                        str(fd),
+                        str(os.getpid()),
+                    ],
+                    pass_fds=(fd,),
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
+                    cwd=cwd,
+                    env=environment,
+                    start_new_session=True,
+                )
         finally:
             child_end.close()
         self.connection: Connection = parent_end
+        self.max_tasks = max_tasks
         self.resident: frozenset[int] = frozenset()
         """Processes the adapter started while it was loaded: they live as long as the child."""
         self.ended: list[int] = []
@@ -131,14 +147,17 @@ class AdapterProcess:
 
     def receive(self, deadline: float | None) -> dict[str, Any]:
         """The next message; ``deadline`` is a :func:`time.monotonic` instant."""
+        poll_slice = _POLL_SLICE if self.max_tasks is None else _WATCH_SLICE
         while True:
-            remaining = _POLL_SLICE if deadline is None else deadline - time.monotonic()
+            remaining = poll_slice if deadline is None else deadline - time.monotonic()
             if remaining <= 0:
                 raise ChildTimedOut()
-            if self.connection.poll(min(remaining, _POLL_SLICE)):
+            if self.connection.poll(min(remaining, poll_slice)):
                 break
             if not self.alive():
                 raise ChildDied(self._death())
+            if self.max_tasks is not None:
+                self._check_tasks(self.max_tasks)
         try:
             data = self.connection.recv_bytes(MAX_MESSAGE_BYTES)
         except EOFError:
@@ -154,6 +173,15 @@ class AdapterProcess:
         if not isinstance(message, dict) or not isinstance(message.get("op"), str):
             raise ChildMisbehaved("a message with no 'op'")
         return message
+
+    def _check_tasks(self, limit: int) -> None:
+        pid = self.process.pid
+        tasks = processes.thread_count(pid)
+        if tasks <= limit and not processes.has_children(pid):
+            return
+        tasks += len(processes.descendants(pid))
+        if tasks > limit:
+            raise ChildOverLimit(f"{tasks} processes and threads, over the limit of {limit}")
 
     def _death(self) -> str:
         try:
@@ -215,6 +243,13 @@ class AdapterProcess:
         """
         me, marker = os.getpid(), f"{TREE_VARIABLE}={self.token}".encode()
         killed: set[int] = set()
+        if self.launcher is not None:
+            # A forked child's token is not in its processes' initial environment (it was
+            # set after the fork): what it orphaned is below the template, found there.
+            for orphan in self.launcher.adopted():
+                killed |= processes.kill_descendants(orphan)
+                processes.kill_all([orphan])
+                killed.add(orphan)
         for entry in processes.process_table().values():
             if entry.pid != me and not entry.zombie and _environment_has(entry.pid, marker):
                 killed |= processes.kill_descendants(entry.pid)

@@ -39,7 +39,7 @@ import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_agentbench.isolation.processes import become_subreaper
 from pytest_agentbench.isolation.protocol import (
@@ -121,24 +121,25 @@ class Server:
         self.blobs: dict[str, bytes] = {}
         """Each argument's pickle, unpickled afresh for every call that passes it."""
 
-    def serve(self) -> None:
+    def serve(self, parent_pid: int) -> None:
         link = self.link
         link.lock.acquire()
+        try:
+            workdir = self.initialise(link.receive())
+        except (EOFError, OSError):
+            os._exit(0)
+        # Started only now: Landlock restricts the thread that applies it and what it starts.
+        threading.Thread(target=_watch_parent, args=(parent_pid, workdir), daemon=True).start()
         while True:
             try:
                 message = link.receive()
             except (EOFError, OSError):
-                os._exit(0)
+                _leave(parent_pid, workdir, grace=1.0)
             op = message["op"]
             if op == "shutdown":
                 # Threads the adapter leaked must not hold the process open.
                 os._exit(0)
-            if op == "init":
-                sys.path[:] = message["sys_path"]
-                _restore_pythonpath(message["pythonpath"])
-                _install_settings(message["settings"])
-                link.send(json_message("ready", {"pid": os.getpid()}))
-            elif op == "resolve":
+            if op == "resolve":
                 link.send(self.resolve(message["spec"]))
             elif op == "load":
                 link.send(self.load(message))
@@ -154,6 +155,29 @@ class Server:
                     link.lock.acquire()
                     link.current_call = None
                 link.send(reply)
+
+    def initialise(self, message: Mapping[str, Any]) -> str:
+        """The first message: sandbox this process (before any adapter code), then set it up.
+
+        Returns its private temp folder, which it empties should the harness die.
+        """
+        plan = message.get("sandbox")
+        if plan is not None:
+            # Imported only when asked for: a run without the sandbox loads no ctypes binding.
+            from pytest_agentbench.isolation.sandbox import SandboxPlan, apply
+
+            try:
+                apply(SandboxPlan.from_message(plan))
+            except BaseException as exc:
+                kind, text = describe_raised(exc)
+                self.link.send(json_message("sandbox_failed", {"type": kind, "text": text}))
+                os._exit(0)
+        sys.path[:] = message["sys_path"]
+        _restore_pythonpath(message["pythonpath"])
+        _install_settings(message["settings"])
+        self.link.send(json_message("ready", {"pid": os.getpid()}))
+        workdir: str = message["workdir"]
+        return workdir
 
     def resolve(self, spec: str) -> bytes:
         try:
@@ -328,12 +352,31 @@ def _install_settings(settings: list[tuple[str, str, bytes]]) -> None:
         getattr(importlib.import_module(module_name), setter)(unpickle_from_parent(payload))
 
 
-def _watch_parent(parent_pid: int) -> None:
+def _watch_parent(parent_pid: int, workdir: str) -> None:
     """End this process when the harness is gone (a hung adapter never reads the EOF)."""
     while True:
         if os.getppid() != parent_pid:
-            os._exit(0)
+            _leave(parent_pid, workdir, grace=0.0)
         time.sleep(0.5)
+
+
+def _leave(parent_pid: int, workdir: str, *, grace: float) -> NoReturn:
+    """Exit; when the harness died (killed before it could clean up), empty the private temp
+    folder first (the sandbox lets this process remove what is in it, not the folder itself:
+    the next run's start-up sweep removes that).
+
+    The harness's end closes the connection an instant before this process is
+    re-parented, so a closed connection waits up to ``grace`` seconds to tell a
+    dead harness from one that ended this process on purpose (it then cleans up).
+    """
+    deadline = time.monotonic() + grace
+    while os.getppid() == parent_pid and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if os.getppid() != parent_pid:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)
+    os._exit(0)
 
 
 def main(argv: list[str]) -> None:
@@ -343,8 +386,7 @@ def main(argv: list[str]) -> None:
     # What the adapter starts and orphans is re-parented here, so it stays in this
     # process's tree, where the harness finds it.
     become_subreaper()
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
-    Server(Link(Connection(fd))).serve()
+    Server(Link(Connection(fd))).serve(parent_pid)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,13 @@ was set up. While a child runs, pytest's process is not dumpable, so a process
 of the same user without ``CAP_SYS_PTRACE`` cannot read its memory through
 ``/proc/<pid>/mem``; with ``namespace`` the child runs in a user namespace of
 its own, which keeps it out of pytest's memory even as root.
+
+With a sandbox (:class:`~.sandbox_plan.SandboxSetup`, every mode but ``off``)
+each child gets a clean environment and its private temp folder as ``TMPDIR``
+and ``HOME``, applies its plan to itself before any adapter code runs (see
+:mod:`.sandbox`), has its CPU time limited per call and its process tree
+counted while a call runs; a limit it runs into is named in its case's
+failure (``sandbox_memory_limit``, ``sandbox_process_limit`` ...).
 """
 
 from __future__ import annotations
@@ -56,8 +63,10 @@ from pytest_agentbench.isolation.channel import (
     ChannelError,
     ChildDied,
     ChildMisbehaved,
+    ChildOverLimit,
     ChildTimedOut,
 )
+from pytest_agentbench.isolation.forkserver import ForkServer
 from pytest_agentbench.isolation.forwarding import ForwardedSettings
 from pytest_agentbench.isolation.protocol import pickle_for_child, shape
 from pytest_agentbench.isolation.proxy import (
@@ -68,6 +77,11 @@ from pytest_agentbench.isolation.proxy import (
     satisfies,
     session_spec,
     session_state,
+)
+from pytest_agentbench.isolation.sandbox_plan import (
+    SandboxSetup,
+    clean_environment,
+    workdir_prefix,
 )
 from pytest_agentbench.run.adapters import AdapterFolders, _protocols_summary
 from pytest_agentbench.sdk.canonical import JsonValue
@@ -298,6 +312,9 @@ class IsolatedAdapters(ServesAdapters):
         namespace: bool = False,
         shared: SharedRecipes | None = None,
         output: int | None = None,
+        sandbox: SandboxSetup | None = None,
+        launcher: ForkServer | None = None,
+        owns_launcher: bool = True,
     ) -> None:
         """``protected``: folders no ``sys.path`` entry of the child may lead to (the project's).
 
@@ -305,6 +322,9 @@ class IsolatedAdapters(ServesAdapters):
         (:mod:`.forwarding`); ``namespace`` starts it in a user namespace;
         ``shared`` and ``output`` (the descriptor the child writes to, which
         the host then does not close) are given by a pool to each of its hosts.
+        ``sandbox``: every child sandboxes itself by its plan (None: mode ``off``).
+        ``launcher``: children are forked by a template process (a pool's hosts share
+        it, and the pool ends it: ``owns_launcher`` False).
         """
         self.timeout = timeout
         self.startup_timeout = startup_timeout
@@ -314,7 +334,12 @@ class IsolatedAdapters(ServesAdapters):
         self._prefix = NAMESPACE_PREFIX if namespace else ()
         self._workdir: Path | None = None
         """The child's working folder, made when a child starts and removed by :meth:`close`."""
-        self._environment = dict(os.environ)
+        self._sandbox = sandbox
+        self._launcher = launcher
+        self._owns_launcher = owns_launcher
+        self._environment = (
+            dict(os.environ) if sandbox is None else clean_environment(dict(os.environ))
+        )
         # The child's stdout and stderr reach the session's stderr, not pytest's capture:
         # text holding a lone surrogate is written escaped there, as UTF-8 (under a C
         # locale Python would write the surrogate's raw byte).
@@ -396,10 +421,19 @@ class IsolatedAdapters(ServesAdapters):
             self._holding = True
         try:
             if self._workdir is None:
-                self._workdir = Path(tempfile.mkdtemp(prefix="agentbench-isolated-"))
+                self._workdir = Path(tempfile.mkdtemp(prefix=workdir_prefix()))
             workdir = self._workdir
+            environment = self._environment
+            if self._sandbox is not None:
+                # The private temp folder is the only place it may write.
+                environment = {**environment, "TMPDIR": str(workdir), "HOME": str(workdir)}
             process = AdapterProcess(
-                self._output, cwd=str(workdir), env=self._environment, prefix=self._prefix
+                self._output,
+                cwd=str(workdir),
+                env=environment,
+                prefix=self._prefix,
+                max_tasks=None if self._sandbox is None else self._sandbox.limits.processes,
+                launcher=self._launcher,
             )
         except OSError as exc:
             raise IsolationFailure(
@@ -408,12 +442,20 @@ class IsolatedAdapters(ServesAdapters):
         self._process = process
         self.starts += 1
         try:
+            child_sys_path = child_path(sys.path, self._protected, workdir)
+            plan = (
+                None
+                if self._sandbox is None
+                else self._sandbox.plan(child_sys_path, workdir).as_message()
+            )
             process.send(
                 {
                     "op": "init",
-                    "sys_path": child_path(sys.path, self._protected, workdir),
+                    "sys_path": child_sys_path,
                     "settings": list(self._settings),
                     "pythonpath": self._pythonpath,
+                    "sandbox": plan,
+                    "workdir": str(workdir),
                 }
             )
             ready = process.receive(deadline)
@@ -429,6 +471,12 @@ class IsolatedAdapters(ServesAdapters):
         except BaseException:
             self._discard()
             raise
+        if ready.get("op") == "sandbox_failed":
+            self._discard()
+            raise IsolationFailure(
+                f"[sandbox_unavailable] the adapter's process could not sandbox itself: "
+                f"{ready.get('type')}: {ready.get('text')}"
+            )
         if ready.get("op") != "ready":
             self._discard()
             raise IsolationFailure("[isolation_unavailable] the adapter's process did not start")
@@ -460,6 +508,8 @@ class IsolatedAdapters(ServesAdapters):
         workdir, self._workdir = self._workdir, None
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
+        if self._launcher is not None and self._owns_launcher:
+            self._launcher.close()
 
     # -- loading -----------------------------------------------------------
 
@@ -692,6 +742,8 @@ class IsolatedAdapters(ServesAdapters):
         except StartupTimedOut as overrun:
             # The process died between its restart above and this call.
             raise self._startup_overrun(overrun) from None
+        if self._sandbox is not None:
+            _limit_cpu(process.pid, self.timeout)
         try:
             process.send({**message, "collect": process.collected()})
             reply = process.receive(deadline)
@@ -732,10 +784,34 @@ class IsolatedAdapters(ServesAdapters):
             )
         return AdapterFailure(f"[{refused['code']}] loading the adapter failed: {cause}")
 
+    def _sandbox_overrun(self, kind: str, text: str) -> str | None:
+        """The sandbox limit an exception the adapter raised shows it ran into, if any."""
+        if self._sandbox is None:
+            return None
+        if kind == "MemoryError" or "[Errno 12]" in text:  # ENOMEM: RLIMIT_AS (an mmap)
+            return "sandbox_memory_limit"
+        if "[Errno 27]" in text:  # EFBIG: RLIMIT_FSIZE (Python ignores SIGXFSZ)
+            return "sandbox_file_size_limit"
+        if "[Errno 24]" in text:  # EMFILE: RLIMIT_NOFILE
+            return "sandbox_open_files_limit"
+        if "[Errno 11]" in text and "fork" in text.lower():  # EAGAIN from fork: RLIMIT_NPROC
+            return "sandbox_process_limit"
+        return None
+
     def _translated(self, exc: BaseException) -> BaseException:
         if isinstance(exc, ChildTimedOut):
             return CaseTimeout()
+        if isinstance(exc, ChildOverLimit):
+            return AdapterFailure(
+                f"[sandbox_process_limit] the adapter's process tree grew to {exc}; it was "
+                "ended (and is restarted for the next call)"
+            )
         if isinstance(exc, ChildDied):
+            if self._sandbox is not None and "SIGXCPU" in str(exc):
+                return AdapterFailure(
+                    f"[sandbox_cpu_limit] the adapter's process used more CPU time than the "
+                    f"case limit allows ({exc}; it is restarted for the next call)"
+                )
             return AdapterFailure(
                 f"the adapter's process {exc} during the call (it is restarted for the next one)"
             )
@@ -880,7 +956,33 @@ class IsolatedAdapters(ServesAdapters):
         if op == "raised":
             raised = reply.get("traceback")
             traceback = raised if isinstance(raised, str) else None
-            raise AdapterFailure(f"adapter raised {cause}", traceback=traceback)
+            overrun = self._sandbox_overrun(kind, text)
+            prefix = "" if overrun is None else f"[{overrun}] "
+            raise AdapterFailure(f"{prefix}adapter raised {cause}", traceback=traceback)
         raise MalformedOutput(
             f"adapter returned a value that cannot cross to the harness as JSON: {cause}"
         )
+
+
+def _limit_cpu(pid: int, timeout: float) -> None:
+    """Give the child CPU time for one more case limit (its soft ``RLIMIT_CPU``; SIGXCPU ends it).
+
+    The adapter may raise its own soft limit back up to the hard one, which
+    stays unlimited (a non-root harness could not raise it again for the next
+    call): the wall-clock case limit remains the bound that always holds.
+    """
+    if timeout <= 0 or not math.isfinite(timeout):
+        return
+    import resource  # POSIX only, and a sandbox only runs on Linux
+
+    used = processes.cpu_seconds(pid)
+    if used is None:
+        return
+    try:
+        _, hard = resource.prlimit(pid, resource.RLIMIT_CPU)
+        soft = math.ceil(used + timeout + CALL_SLACK)
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.prlimit(pid, resource.RLIMIT_CPU, (soft, hard))
+    except (OSError, ValueError):
+        return

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agentbench.isolation.forkserver import ForkServer
 from pytest_agentbench.isolation.host import (
     SHARED_VIEWS,
     IsolatedAdapters,
@@ -62,8 +63,11 @@ class IsolatedPool(ServesAdapters):
         # One descriptor for every child's output (where pytest's stderr went before
         # capturing starts), not one per host: N may be in the hundreds.
         self._output: int | None = os.dup(2)
+        self._launcher: ForkServer | None = host_options.get("launcher")
         self.hosts = [
-            IsolatedAdapters(timeout, shared=shared, output=self._output, **host_options)
+            IsolatedAdapters(
+                timeout, shared=shared, output=self._output, owns_launcher=False, **host_options
+            )
             for _ in range(size)
         ]
         # Taken from the end: the host used last, whose child is running, serves next.
@@ -171,6 +175,9 @@ class IsolatedPool(ServesAdapters):
         """End every child (idempotent)."""
         for host in self.hosts:
             host.close()
+        launcher, self._launcher = self._launcher, None
+        if launcher is not None:
+            launcher.close()
         output, self._output = self._output, None
         if output is not None:
             os.close(output)

@@ -28,6 +28,13 @@ PR_GET_DUMPABLE = 3
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 
+TREE_VARIABLE = "AGENTBENCH_ISOLATED_TREE"
+"""Set in the child's environment to a token of its own; the processes it starts inherit it.
+
+A descendant that was orphaned when the child died is re-parented to the
+harness (a subreaper) and is recognised as the child's by this token.
+"""
+
 KILL_ROUNDS = 20
 """How often a tree is enumerated and killed again, for processes forked while it was killed."""
 
@@ -136,6 +143,28 @@ def descendants(root: int, table: dict[int, ProcessEntry] | None = None) -> set[
     found |= {entry.pid for entry in table.values() if entry.session == root}
     found.discard(root)
     return {pid for pid in found if not table[pid].zombie}
+
+
+def thread_count(pid: int) -> int:
+    """How many threads process ``pid`` runs (0 when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return 0
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time process ``pid`` has used (user and system); None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().decode("utf-8", "replace").rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def has_children(pid: int) -> bool:

@@ -24,6 +24,7 @@ from pytest_agentbench.report.outputs import unwritten_lines, write_reports
 from pytest_agentbench.report.recorder import RunRecorder
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
+from pytest_agentbench.report.trust import TRUST_KEY, trust_line
 from pytest_agentbench.run.session import AgentbenchState
 from pytest_agentbench.sdk.errors import AgentbenchError
 
@@ -198,6 +199,9 @@ def write_terminal_summary(
             terminalreporter.write_line(line if verbose else f"agentbench {line}")
     for line in [*orphan_gate_lines(summary), *summary.problems, *finished.unwritten]:
         terminalreporter.write_line(f"agentbench {line}")
+    trust = terminalreporter.config.stash.get(TRUST_KEY, None)
+    if trust is not None and summary.suites:
+        terminalreporter.write_line(f"agentbench {trust_line(trust)}")
     model_run = finished.model_run
     if model_run is not None:
         if verbose:

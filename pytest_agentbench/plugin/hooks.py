@@ -44,6 +44,7 @@ from pytest_agentbench.report.junit import (
 )
 from pytest_agentbench.report.preload import SuitePreload
 from pytest_agentbench.report.recorder import REFUSAL, RunRecorder
+from pytest_agentbench.report.trust import TRUST_KEY, run_trust
 from pytest_agentbench.run import concurrency
 from pytest_agentbench.run.adapters import AdapterFolders, describe_adapter, load_adapter
 from pytest_agentbench.run.gc_freeze import freeze_alive
@@ -180,12 +181,24 @@ def pytest_configure(config: pytest.Config) -> None:
         _trust_named_folders(config, loader)
         state = AgentbenchState(options=options, registry=registry, loader=loader)
         adapter_folders = AdapterFolders(config.invocation_params.dir, config.rootpath)
+        config.stash[TRUST_KEY] = run_trust(config, options.isolate)
         if options.isolate:
             # Imported only when asked for: subprocess and multiprocessing cost start-up.
             from pytest_agentbench.isolation.setup import configured_adapter, isolated_adapters
 
             state.isolation = isolated_adapters(
-                config, options.timeout, loader.oracle_roots, options.concurrency
+                config,
+                options.timeout,
+                loader.oracle_roots,
+                options.concurrency,
+                registry=registry,
+                outputs=(
+                    options.report_path,
+                    options.html_path,
+                    options.ledger_dir,
+                    options.receipts_dir,
+                    options.artifacts_dir,
+                ),
             )
             if options.adapter_spec:
                 state.adapter = configured_adapter(

@@ -138,6 +138,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="run the adapter in its own process, which never holds evaluator data; "
         "a hang or crash there costs one case",
     )
+    _add_sandbox_options(r)
     _add_evidence_folders(r)
     r.option(
         "--agentbench-max-output-bytes",
@@ -312,6 +313,55 @@ def _add_adapter_requirement(r: _Recording) -> None:
     )
 
 
+def _add_sandbox_options(r: _Recording) -> None:
+    """The kernel sandbox of isolated adapter processes (``--agentbench-sandbox``), and how
+    they are started."""
+    r.option(
+        "--agentbench-sandbox",
+        choices=("auto", "strict", "off"),
+        default=None,
+        help="kernel sandbox of each isolated adapter process (Landlock): auto applies what "
+        "the kernel offers, strict refuses a run it cannot fully sandbox, off keeps plain "
+        "process isolation (default: env AGENTBENCH_SANDBOX, ini agentbench_sandbox, auto)",
+    )
+    r.option(
+        "--agentbench-sandbox-allow",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a path a sandboxed adapter may also read (repeatable; never an oracle folder)",
+    )
+    r.addini(
+        "agentbench_sandbox",
+        "kernel sandbox of isolated adapter processes: auto, strict or off (--agentbench-sandbox)",
+        default="auto",
+    )
+    r.addini(
+        "agentbench_sandbox_allow",
+        "paths a sandboxed adapter may also read (--agentbench-sandbox-allow)",
+        type="paths",
+        default=[],
+    )
+    r.addini(
+        "agentbench_sandbox_memory_mb",
+        "address space of a sandboxed adapter process, in MiB",
+        default="4096",
+    )
+    r.addini(
+        "agentbench_sandbox_max_processes",
+        "processes and threads a sandboxed adapter process's tree may hold",
+        default="128",
+    )
+    r.addini(
+        "agentbench_isolate_fork_server",
+        "start isolated adapter processes by forking a template process that has imported "
+        "what they need, instead of a fresh interpreter each (Linux; not with "
+        "agentbench_isolate_namespace)",
+        type="bool",
+        default=False,
+    )
+
+
 def _add_trials(r: _Recording) -> None:
     """Repeated trials (trials.py) and the bound on the items they make."""
     r.option(
@@ -381,6 +431,8 @@ OTHER_ENVIRONMENT = (
     "AGENTBENCH_ISOLATED_TREE",
     # The tool-grammar world's sealed-oracle folder (worlds/toolgrammar/world.py).
     "AGENTBENCH_TOOLGRAMMAR_SEALED",
+    # The isolated adapters' kernel sandbox mode (isolation/sandbox_plan.py).
+    "AGENTBENCH_SANDBOX",
 )
 """The ``AGENTBENCH_*`` variables read that are no chat-model agent setting."""
 INI_PREFIX = "agentbench_"

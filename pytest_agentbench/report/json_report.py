@@ -20,6 +20,7 @@ from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.judged_summary import JudgedSummary
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
+from pytest_agentbench.report.trust import Trust
 from pytest_agentbench.run.output_caps import TruncatedReceipt
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.scoring.gates import GateVerdict
@@ -75,6 +76,9 @@ class RunReport(Record):
     model_run: RunProvenance | None = None
     """The chat model behind the run, its settings, pricing and traffic; ``None`` when no
     model is configured."""
+    trust: Trust | None = None
+    """How the adapter was kept from the oracle: in-process, isolated, sandboxed, and which
+    of the sandbox's promises held; ``None`` in a report written before it existed."""
     judged: JudgedSummary | None = None
     """Judged diagnostics (``--agentbench-judge-cache``), added once the report is judged:
     beside the outcomes, metrics and gates, which never read them; ``None`` when not judged."""
@@ -118,6 +122,7 @@ def stream_report(
     exit_status: int,
     comparison: Comparison | None = None,
     model_run: RunProvenance | None = None,
+    trust: Trust | None = None,
 ) -> None:
     """Write the run report to ``out``: the canonical JSON of a :class:`RunReport`.
 
@@ -135,6 +140,7 @@ def stream_report(
         problems=summary.problems,
         comparison=comparison,
         model_run=model_run,
+        trust=trust,
     ).model_dump(mode="json")
     stored = store.by_suite()
 

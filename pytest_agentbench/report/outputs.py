@@ -18,6 +18,7 @@ from pytest_agentbench.report.model_run import model_run_properties
 from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import RunRecorder
 from pytest_agentbench.report.summary import RunSummary
+from pytest_agentbench.report.trust import TRUST_KEY
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.sdk.errors import AgentbenchError
 
@@ -63,6 +64,7 @@ def write_reports(
             "exit_status": exit_status,
             "comparison": comparison,
             "model_run": model_run,
+            "trust": config.stash.get(TRUST_KEY, None),
         }
         written = False
         if options.report_path is not None:

@@ -448,6 +448,14 @@ class WorldRegistry:
     def kinds(self) -> list[str]:
         return sorted(self._worlds)
 
+    def packages(self) -> list[str]:
+        """The top-level packages the registered worlds live in (none imported to say so)."""
+        names = set()
+        for entry in self._worlds.values():
+            module = entry.target if isinstance(entry, LazyWorld) else type(entry).__module__
+            names.add(module.partition(":")[0].partition(".")[0])
+        return sorted(names)
+
     def adapter_protocols(self) -> list[KindProtocols]:
         """Every kind's accepted adapter protocols, importing no world that declares its own.
 

@@ -24,6 +24,7 @@ from pytest_agentbench.report.html.svg import (
     dot_whisker,
     shown,
 )
+from pytest_agentbench.report.trust import Trust, trust_line
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "excluded")
 
@@ -75,6 +76,7 @@ def _header(report: read.Doc, suite: read.Doc) -> str:
                 f"{escape(read.text(adapter, 'description'))} "
                 f"(spec {_code(read.text(adapter, 'spec'))})",
             ),
+            ("trust", escape(_trust(report))),
             (
                 "answered by",
                 ", ".join(_code(c) for c in read.texts(suite, "answered_by")) or "<em>none</em>",
@@ -85,6 +87,13 @@ def _header(report: read.Doc, suite: read.Doc) -> str:
             ("exit status", "unknown" if exit_status is None else str(exit_status)),
         ]
     )
+
+
+def _trust(report: read.Doc) -> str:
+    document = report.get("trust")
+    if not isinstance(document, dict):
+        return "not recorded"
+    return trust_line(Trust.model_validate(document)).removeprefix("trust: ")
 
 
 def _coverage(suite: read.Doc) -> str:
