@@ -76,9 +76,19 @@ def test_a_run_judged_in_pytest_and_by_the_command_serial_and_parallel_alike_the
     labels_file = project.path / "serial.labels.json"
     labels = label_like_the_majority_except(labels_file, "demo-suite/c3", "4")
     capsys.readouterr()
-    assert main(["calibrate", "serial.labels.json", "--json", "calibration.json"]) == 0
+    # Four labels are not enough to call a judge calibrated (30 by default) ...
+    assert main(["calibrate", "serial.labels.json"]) == 0
     out = capsys.readouterr().out
-    assert "answer-prose:majority: kappa 0.600 on 4 labels" in out
+    assert "answer-prose:majority: uncalibrated (4 of the 30 labels needed; kappa" in out
+    # ... unless the project says so.
+    args = ["calibrate", "serial.labels.json", "--min-labels", "4", "--json", "calibration.json"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    # Quadratic-weighted on the ordered scale (c3: a 4 judged a 2), with its interval.
+    assert (
+        "answer-prose:majority: kappa 0.750 [0.000, 1.000] (quadratic-weighted) on 4 labels"
+        in out
+    )
     assert "answer-prose:local/gamma-judge: kappa" in out
     calibration = json.loads((project.path / "calibration.json").read_text())
     majority = next(r for r in calibration["raters"] if r["rater"] == "answer-prose:majority")
@@ -91,16 +101,22 @@ def test_a_run_judged_in_pytest_and_by_the_command_serial_and_parallel_alike_the
     assert main(["judge", "serial.json", "--judge-cache", "cache"]) == 1
     assert "uncalibrated_judge_gate" in capsys.readouterr().err
     # A gate is not part of the rubric's digest: the cache still answers every seat.
-    code = main(
-        ["judge", "serial.json", "--judge-cache", "cache", "--calibration", "calibration.json"]
-    )
+    calibrated = ["judge", "serial.json", "--judge-cache", "cache"]
+    calibrated += ["--calibration", "calibration.json"]
+    # Kappa 0.750 clears the floor of 0.5; its interval's lower bound (0.000) does not.
+    assert main(calibrated) == 1
+    err = capsys.readouterr().err
+    assert "[judge_below_kappa_floor]" in err
+    assert "the interval's lower bound is below the gate's floor 0.5" in err
+    rubric.write_text(RUBRIC % "gamma-judge" + GATE.replace("0.5}", "0.0}"), encoding="utf-8")
+    code = main(calibrated)
     out = capsys.readouterr().out
     assert code == 0, out
     assert "judged:answer-prose: pass rate 0.500 vs >= 0.5 (PASS; judge" in out
     assert all(
         line in out
         for line in (
-            "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.600",
+            "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.750",
             "seats: local/alpha-judge (kappa ",
         )
     ), out
