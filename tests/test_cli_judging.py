@@ -72,6 +72,19 @@ def test_a_run_judged_in_pytest_and_by_the_command_serial_and_parallel_alike_the
     monkeypatch.delenv("AGENTBENCH_LLM_BASE_URL")
     check_the_command_judges_each_report_from_the_cache(project, capsys, serial)
 
+    labels = check_calibrating_and_gating(project, rubric, capsys)
+    assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
+    # Labels survive a re-judge of the same content, bound to its digest.
+    kept = json.loads((project.path / "serial.labels.json").read_text())
+    assert all(item["human_digest"] == item["digest"] for item in kept["items"])
+    assert [item["human"] for item in kept["items"]] == [item["human"] for item in labels["items"]]
+
+
+def check_calibrating_and_gating(
+    project: pytest.Pytester, rubric: Path, capsys: pytest.CaptureFixture[str]
+) -> dict[str, Any]:
+    """A person's labels calibrate the judges; the rubric's gate is refused, then checked.
+    Every judging here is answered from the cache (no endpoint is up)."""
     # A person labels: agrees with the majority on three items, not on c3.
     labels_file = project.path / "serial.labels.json"
     labels = label_like_the_majority_except(labels_file, "demo-suite/c3", "4")
@@ -86,8 +99,7 @@ def test_a_run_judged_in_pytest_and_by_the_command_serial_and_parallel_alike_the
     out = capsys.readouterr().out
     # Quadratic-weighted on the ordered scale (c3: a 4 judged a 2), with its interval.
     assert (
-        "answer-prose:majority: kappa 0.750 [0.000, 1.000] (quadratic-weighted) on 4 labels"
-        in out
+        "answer-prose:majority: kappa 0.750 [0.000, 1.000] (quadratic-weighted) on 4 labels" in out
     )
     assert "answer-prose:local/gamma-judge: kappa" in out
     calibration = json.loads((project.path / "calibration.json").read_text())
@@ -120,10 +132,7 @@ def test_a_run_judged_in_pytest_and_by_the_command_serial_and_parallel_alike_the
             "seats: local/alpha-judge (kappa ",
         )
     ), out
-    assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
-    # Labels survive a re-judge.
-    kept = json.loads(labels_file.read_text())
-    assert [item["human"] for item in kept["items"]] == [item["human"] for item in labels["items"]]
+    return labels
 
 
 def strip_cached(items: list[dict[str, object]]) -> str:

@@ -33,7 +33,8 @@ from pytest_agentbench.judging.documents import (
 )
 from pytest_agentbench.judging.metering import JudgeMeter
 from pytest_agentbench.judging.panel import JudgeCache, Panel
-from pytest_agentbench.judging.rubric import RubricFile, load_rubric, point
+from pytest_agentbench.judging.rubric import RubricFile, load_rubric, missing_fields, point
+from pytest_agentbench.judging.views import SuiteViews
 from pytest_agentbench.report.json_report import RunReport, add_judged, read_report
 from pytest_agentbench.report.judged_summary import JudgeTraffic
 from pytest_agentbench.report.summary import SuiteSummary
@@ -70,6 +71,7 @@ def judge_report(
     meter: JudgeMeter,
     subject_model: str | None,
     cache: JudgeCache | None,
+    registry: WorldRegistry,
     concurrency: int = 1,
 ) -> JudgmentsDocument:
     """Every rubric's panel over the report's cases, each seat call metered by ``meter``.
@@ -108,7 +110,8 @@ def judge_report(
                     warnings=panel.warnings,
                 ),
             )
-            judged, skipped = _judge_suite(suite, panel)
+            views = SuiteViews(registry, suite.world, suite_folders.get(suite.id))
+            judged, skipped = _judge_suite(suite, panel, views, source)
             items.extend(judged)
             unjudged.extend(skipped)
         for spec in BUILT_IN_CLASSIFIERS:
@@ -138,7 +141,9 @@ def judge_report(
     )
 
 
-def _judge_suite(suite: SuiteSummary, panel: Panel) -> tuple[list[JudgedItem], list[UnjudgedItem]]:
+def _judge_suite(
+    suite: SuiteSummary, panel: Panel, views: SuiteViews, source: str
+) -> tuple[list[JudgedItem], list[UnjudgedItem]]:
     """The suite's cases judged, and the ones that could not be, each with its reason.
 
     A case is judged once (its first trial). One that crashed, was excluded, kept
@@ -181,9 +186,17 @@ def _judge_suite(suite: SuiteSummary, panel: Panel) -> tuple[list[JudgedItem], l
         if outcome.output is None and outcome.failure_class is not None:
             skip(result.case_id, "crashed", outcome.failure_reason or str(outcome.failure_class))
             continue
-        found, judged_output = point(outcome.output, rubric.content)
+        document = outcome.output
+        if rubric.view:
+            document = views.view(rubric.view, result.case_id, document, rubric_file=source)
+        found, judged_output = point(document, rubric.content)
         if not found or judged_output is None:
             skip(result.case_id, "no_content", f"nothing at {rubric.content or '/'}")
+            continue
+        lacking = missing_fields(judged_output, rubric.fields)
+        if lacking:
+            # The question asks about what this content does not hold: not judged.
+            skip(result.case_id, "no_content", f"the judged content has no {lacking[0]}")
             continue
         content: JsonValue = {"suite": suite.id, "case": result.case_id, "output": judged_output}
         judged.append((result.case_id, content))
@@ -385,6 +398,7 @@ def judge_beside(
             meter=meter,
             subject_model=subject_model or settings.model,
             cache=cache,
+            registry=registry,
             concurrency=concurrency,
         )
         traffic = meter.finish()

@@ -66,7 +66,15 @@ class Rubric(Record):
     pass_at: int
     """A majority score at or above this counts as a pass of the (diagnostic) judged check."""
     content: str = ""
-    """JSON pointer (RFC 6901) into the case's output to judge; empty: the whole output."""
+    """JSON pointer (RFC 6901) into the case's output (or its ``view``) to judge; empty:
+    all of it."""
+    view: str = Field(default="", pattern=r"^([a-z0-9][a-z0-9-]*)?$")
+    """A judged view the case's world builds of its output (``judging.views``), judged in
+    place of the output; empty: the recorded output itself."""
+    fields: tuple[str, ...] = ()
+    """What the question asks about, as JSON pointers into the judged content (``*``: every
+    element of an array): a rubric asks only what its content shows, and a test holds
+    each named field against the judged documents."""
 
     @field_validator("anchors", "pass_at")
     @classmethod
@@ -201,6 +209,31 @@ class RubricFile(Record):
                 "independent of it (declare it under families:)"
             )
         return tuple(warnings)
+
+
+def missing_fields(document: JsonValue, fields: tuple[str, ...]) -> list[str]:
+    """The named fields ``document`` lacks: a key absent where its parent is present.
+
+    ``*`` walks every element of an array (an empty array names nothing); a field
+    present with ``null`` is present.
+    """
+    missing: list[str] = []
+    for field in fields:
+        found: list[tuple[str, JsonValue]] = [("", document)]
+        for raw in field.removeprefix("/").split("/") if field else ():
+            part = raw.replace("~1", "/").replace("~0", "~")
+            step: list[tuple[str, JsonValue]] = []
+            for where, value in found:
+                if part == "*" and isinstance(value, list):
+                    step.extend((f"{where}/{index}", item) for index, item in enumerate(value))
+                elif isinstance(value, dict) and part in value:
+                    step.append((f"{where}/{raw}", value[part]))
+                elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                    step.append((f"{where}/{raw}", value[int(part)]))
+                else:
+                    missing.append(f"{where}/{raw}")
+            found = step
+    return missing
 
 
 def point(document: JsonValue, pointer: str) -> tuple[bool, JsonValue]:
