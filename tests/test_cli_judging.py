@@ -272,3 +272,45 @@ def test_judging_with_concurrency_writes_what_a_serial_judging_writes(
     assert (judged["rubrics"][0]["traffic"]["calls"], judged["rubrics"][0]["refused"]) == (10, 1)
     # The judgments, labels, report (its `judged` member), cache and ledger, byte for byte.
     assert written[4] == serial
+
+
+CRASHING = """
+class Uneven:
+    def answer(self, question):
+        if question == "2+2":
+            raise RuntimeError("the agent fell over")
+        if question == "3+3":
+            return 10**2000  # wrong, and its recorded output is over the run's limit
+        left, right = question.split("+")
+        return int(left) + int(right)
+"""
+
+
+def test_crashed_and_oversized_cases_are_counted_unjudged_with_their_reason(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A crashed case is never judged on ``null`` and an output the report did not keep
+    (over agentbench_max_output_bytes) is never skipped silently: both are counted."""
+    project = demo_project(demo, {"c1": "1+1", "c2": "2+2", "c3": "3+3"}, CRASHING)
+    ran, report = run_cases(
+        project, "run.json", "--agentbench-adapter=my_adapters:Uneven",
+        "--agentbench-max-output-bytes=1500",
+    )  # fmt: skip
+    outcomes = [case["result"]["outcome"] for case in report["suites"][0]["cases"]]
+    assert sorted(outcomes) == ["failed", "failed", "passed"], ran.stdout.str()
+    judged_here(project, monkeypatch)
+    judges = ScriptedJudges()
+    with judges.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        assert main(["judge", "run.json", "--into-report"]) == 0
+    out = capsys.readouterr().out
+    assert "  answer-prose: 1/1 pass by majority, 1 split, 0 unparsable seat answers" in out
+    assert "    judged 1 of 3; 2 unjudged: 1 crashed, 1 not_recorded" in out
+    assert dict(judges.calls) == {"alpha-judge": 1, "beta-judge": 1, "gamma-judge": 1}
+    judgments = json.loads((project.path / "run.judgments.json").read_text())
+    assert [(u["case_id"], u["reason"]) for u in judgments["unjudged"]] == [
+        ("c2", "crashed"),
+        ("c3", "not_recorded"),
+    ]
+    rubric = json.loads((project.path / "run.json").read_text())["judged"]["rubrics"][0]
+    assert (rubric["items"], rubric["unjudged"]) == (1, {"crashed": 1, "not_recorded": 1})
