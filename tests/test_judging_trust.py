@@ -29,6 +29,7 @@ from pytest_agentbench.judging.families import KNOWN_FAMILIES, model_family
 from pytest_agentbench.judging.panel import JudgeCache, Judgment, Panel, SeatVerdict, judge_request
 from pytest_agentbench.judging.report_judging import summary_lines
 from pytest_agentbench.judging.rubric import load_rubric
+from pytest_agentbench.report.html.judged import _rubric_row, calibration_text
 from pytest_agentbench.scoring.kappa import calibrate, require_calibrated
 from pytest_agentbench.scoring.stats import (
     cohens_kappa,
@@ -363,3 +364,22 @@ def test_unjudged_cases_are_counted_with_their_reason_and_no_vote_is_not_judged(
     assert "    judged 0 of 1; 1 unjudged: 1 no seat voted" in lines
     assert not any("pass by majority" in line for line in lines)
     assert judged_summary(silent, "j", {}).rubrics[0].unjudged == {"no seat voted": 1}
+
+
+def test_the_page_shows_not_judged_the_unjudged_reasons_and_the_kappa_interval(
+    tmp_path: Path,
+) -> None:
+    silent = _document(tmp_path, [_judgment("r1", "x1", [None, None, None])])
+    summary = judged_summary(silent, "j", {}).model_dump(mode="json")
+    row = _rubric_row(summary["rubrics"][0])
+    assert "not judged <small>(unjudged: 1 no seat voted)</small>" in row
+    assert "0/" not in row
+    human = {f"i{n}": str(1 + n % 5) for n in range(40)}
+    weighted = calibrate("r:majority", human, human, [str(p) for p in range(1, 6)], ordinal=True)
+    assert calibration_text(weighted.model_dump(mode="json")) == (
+        "kappa 1.000 [1.000, 1.000] (quadratic-weighted) on 40 labels"
+    )
+    few = calibrate("r:majority", {"a": "5"}, {"a": "4"}, [str(p) for p in range(1, 6)])
+    assert calibration_text(few.model_dump(mode="json")).startswith(
+        "uncalibrated (1 of the 30 labels needed; kappa"
+    )
