@@ -59,21 +59,44 @@ class Flaky:
         return completion(json.dumps({"score": SEAT_ANSWERS[self.model], "reason": "r"}))
 
 
-@pytest.mark.parametrize(
-    "failure",
-    [
-        RecordedResponse(status=503, json_body={"error": "overloaded"}),
-        RecordedResponse(status=429, json_body={"error": "slow down"}),
-        RecordedResponse(transport_error="timeout"),
-    ],
-)
+TRANSIENT = [
+    RecordedResponse(status=503, json_body={"error": "overloaded"}),
+    RecordedResponse(status=429, json_body={"error": "slow down"}),
+    RecordedResponse(transport_error="timeout"),
+]
+
+
+@pytest.mark.parametrize("failure", TRANSIENT)
+def test_a_transient_failure_is_asked_again_after_the_other_calls(
+    tmp_path: Path, failure: RecordedResponse
+) -> None:
+    loaded = load_rubric(rubric_file(tmp_path))
+    senders = {
+        seat.model: Flaky(seat.model, failure if seat.model == "beta-judge" else None, 1)
+        for seat in loaded.panel
+    }
+    cache = JudgeCache(tmp_path / "cache")
+    panel = Panel(loaded, lambda seat: senders[seat.model], cache=cache, concurrency=2)
+    first, second = panel.judge_all([("c", {"output": 8}), ("d", {"output": 6})])
+    assert (first.scores, first.failed, second.scores) == ([5, 4, 4], 0, [5, 4, 4])
+    # beta: c failed, d answered, then c asked again (after d) and answered.
+    assert {model: sender.calls for model, sender in senders.items()} == {
+        "alpha-judge": 2,
+        "beta-judge": 3,
+        "gamma-judge": 2,
+    }
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 6
+
+
+@pytest.mark.parametrize("failure", TRANSIENT)
 def test_a_transient_failure_is_no_vote_and_never_cached_so_a_recovered_seat_is_asked(
     tmp_path: Path, failure: RecordedResponse
 ) -> None:
     loaded = load_rubric(rubric_file(tmp_path))
     cache = JudgeCache(tmp_path / "cache")
+    # beta fails on its call and on the one retry; it has recovered by the next judging.
     senders = {
-        seat.model: Flaky(seat.model, failure if seat.model == "beta-judge" else None, 1)
+        seat.model: Flaky(seat.model, failure if seat.model == "beta-judge" else None, 2)
         for seat in loaded.panel
     }
     first = Panel(loaded, lambda seat: senders[seat.model], cache=cache).judge("c", {"output": 8})
@@ -87,7 +110,7 @@ def test_a_transient_failure_is_no_vote_and_never_cached_so_a_recovered_seat_is_
     again = Panel(loaded, lambda seat: senders[seat.model], cache=cache).judge("c", {"output": 8})
     assert {model: sender.calls for model, sender in senders.items()} == {
         "alpha-judge": 1,
-        "beta-judge": 2,
+        "beta-judge": 3,
         "gamma-judge": 1,
     }
     assert (again.scores, again.failed, again.majority) == ([5, 4, 4], 0, 4)

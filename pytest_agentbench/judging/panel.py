@@ -12,8 +12,9 @@ a parse failure must not let a flaky seat quietly bury what it judged.
 
 An endpoint that does not answer (a 5xx, 408 or 429 once the transport's
 retries are spent, or a timeout) is a transient failure, not a judgment: the
-seat gives no vote, the failure is counted (``failed``), and nothing is cached,
-so the next judging asks that seat again.
+call is asked once more after the judging's other calls, and if it fails again
+the seat gives no vote, the failure is counted (``failed``), and nothing is
+cached, so the next judging asks that seat again.
 
 The judged content goes into the prompt fenced as tool results are
 (:func:`~pytest_agentbench.sdk.tools.wrapping.fence_result`), with the judge
@@ -71,6 +72,8 @@ JUDGE_SYSTEM_PROMPT: Final = (
 )
 JUDGED_CONTENT: Final = "judged-content"
 """The name the judged content's fence carries."""
+TRANSIENT_RETRIES: Final = 1
+"""Further asks of a seat call that failed transiently, after the judging's other calls."""
 TRANSIENT_STATUSES: Final = frozenset({408, 429})
 """Besides every 5xx: statuses that say the endpoint did not judge, not how it judged."""
 ENDPOINT_SETTINGS: Final = ("base_url", "api_key_env")
@@ -300,9 +303,37 @@ class Panel:
         return self.judge_all([(case_id, content)])[0]
 
     def judge_all(self, items: Sequence[tuple[str, JsonValue]]) -> list[Judgment]:
-        """Each (case id, content) judged by every seat, as a serial judging would."""
+        """Each (case id, content) judged by every seat, as a serial judging would.
+
+        Seat calls that failed transiently are asked once more, after every other
+        call of the judging (so the endpoint has had time), in item then seat order.
+        """
         digests = [content_digest(content) for _, content in items]
         verdicts: list[list[SeatVerdict | None]] = [[None] * len(self.seats) for _ in items]
+        pending = [(index, seat) for index in range(len(items)) for seat in range(len(self.seats))]
+        for _ in range(1 + TRANSIENT_RETRIES):
+            self._ask(pending, items, digests, verdicts)
+            pending = [
+                (index, seat)
+                for index, seat in pending
+                if (verdict := verdicts[index][seat]) is not None and verdict.failed is not None
+            ]
+            if not pending:
+                break
+        judgments: list[Judgment] = []
+        for (case_id, _), digest, seated in zip(items, digests, verdicts, strict=True):
+            done = tuple(verdict for verdict in seated if verdict is not None)
+            judgments.append(self._judgment(case_id, digest, done))
+        return judgments
+
+    def _ask(
+        self,
+        pending: Sequence[tuple[int, int]],
+        items: Sequence[tuple[str, JsonValue]],
+        digests: Sequence[str],
+        verdicts: list[list[SeatVerdict | None]],
+    ) -> None:
+        """The (item, seat) calls of ``pending``, in order, up to ``concurrency`` in flight."""
         in_flight: deque[_Flight] = deque()
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
 
@@ -310,26 +341,21 @@ class Panel:
                 flight = in_flight.popleft()
                 verdicts[flight.item][flight.seat_index] = self._landed(flight)
 
-            for index, (_, content) in enumerate(items):
-                for seat_index, seat in enumerate(self.seats):
-                    key = JudgeCache.key(self.digest, seat, digests[index])
-                    if self._cache is not None and any(f.key == key for f in in_flight):
-                        while in_flight:
-                            land_oldest()
-                    while len(in_flight) >= self.concurrency:
+            for index, seat_index in pending:
+                seat = self.seats[seat_index]
+                key = JudgeCache.key(self.digest, seat, digests[index])
+                if self._cache is not None and any(f.key == key for f in in_flight):
+                    while in_flight:
                         land_oldest()
-                    found = self._cached(key)
-                    if found is not None:
-                        verdicts[index][seat_index] = found
-                        continue
-                    in_flight.append(self._staged(pool, index, seat_index, key, content))
+                while len(in_flight) >= self.concurrency:
+                    land_oldest()
+                found = self._cached(key)
+                if found is not None:
+                    verdicts[index][seat_index] = found
+                    continue
+                in_flight.append(self._staged(pool, index, seat_index, key, items[index][1]))
             while in_flight:
                 land_oldest()
-        judgments: list[Judgment] = []
-        for (case_id, _), digest, seated in zip(items, digests, verdicts, strict=True):
-            done = tuple(verdict for verdict in seated if verdict is not None)
-            judgments.append(self._judgment(case_id, digest, done))
-        return judgments
 
     def _judgment(self, case_id: str, digest: str, verdicts: tuple[SeatVerdict, ...]) -> Judgment:
         scores = [verdict.score for verdict in verdicts if verdict.score is not None]
