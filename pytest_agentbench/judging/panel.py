@@ -416,14 +416,14 @@ class Panel:
         except BudgetRefused as refusal:
             return _refused(flight.seat, refusal)
         flight.call.settle(response)
-        failure = transient_failure(response)
-        if failure is not None:
-            reason = f"no answer ({failure}); asked again next time"
-            return SeatVerdict(
-                seat=flight.seat.seat_id, score=None, parsed=False, reason=reason, failed=failure
-            )
         score, parsed, reason = parse_verdict(response, self.rubric_file)
         verdict = SeatVerdict(seat=flight.seat.seat_id, score=score, parsed=parsed, reason=reason)
+        failure = transient_failure(response)
+        if failure is not None:
+            # The endpoint did not judge: no vote, and nothing cached.
+            return verdict.model_copy(
+                update={"score": None, "reason": f"no answer ({failure})", "failed": failure}
+            )
         if self._cache is not None:
             self._cache.put(flight.key, verdict)
         return verdict
