@@ -182,6 +182,10 @@ def test_model_families_come_from_a_maintained_table_that_fails_closed(tmp_path:
     ]
     judged = Panel(loaded, lambda seat: Flaky(seat.model, None, 0), subject_model="acme-agent-v2")
     assert judged.warnings == warnings
+    document = _document(tmp_path, [_judgment("r1", "x1", [5, 5, 4])])
+    entry = document.rubrics["answer-prose"].model_copy(update={"warnings": warnings})
+    shown = summary_lines(document.model_copy(update={"rubrics": {"answer-prose": entry}}), {})
+    assert f"    warning: {warnings[1]}" in shown
     # ... and strict_families refuses them.
     strict = load_rubric(rubric_file(tmp_path, text=panel.replace("#", "strict_families: true\n#")))
     with pytest.raises(AgentbenchError) as raised:
