@@ -25,14 +25,18 @@ from typing import Any
 from tests.llm_server import ScriptedLLM, answer
 
 GATHER_GIVE_UP = 10.0
-CONTENT = re.compile(r"Content \(JSON\):\n(.*)\Z", re.DOTALL)
+CONTENT = re.compile(
+    r'Content \(JSON\):\n<tool-result id="([^"]+)" name="judged-content">\n(.*)\n'
+    r'</tool-result id="\1">\Z',
+    re.DOTALL,
+)
 
 
 def judged_output(body: dict[str, Any]) -> Any:
     prompt = next(m["content"] for m in body["messages"] if m["role"] == "user")
     match = CONTENT.search(prompt)
     assert match is not None
-    return json.loads(match.group(1))["output"]
+    return json.loads(match.group(2))["output"]
 
 
 class ScriptedJudges(ScriptedLLM):

@@ -72,13 +72,35 @@ def test_a_run_judged_in_pytest_and_by_the_command_serial_and_parallel_alike_the
     monkeypatch.delenv("AGENTBENCH_LLM_BASE_URL")
     check_the_command_judges_each_report_from_the_cache(project, capsys, serial)
 
+    labels = check_calibrating_and_gating(project, rubric, capsys)
+    assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
+    # Labels survive a re-judge of the same content, bound to its digest.
+    kept = json.loads((project.path / "serial.labels.json").read_text())
+    assert all(item["human_digest"] == item["digest"] for item in kept["items"])
+    assert [item["human"] for item in kept["items"]] == [item["human"] for item in labels["items"]]
+
+
+def check_calibrating_and_gating(
+    project: pytest.Pytester, rubric: Path, capsys: pytest.CaptureFixture[str]
+) -> dict[str, Any]:
+    """A person's labels calibrate the judges; the rubric's gate is refused, then checked.
+    Every judging here is answered from the cache (no endpoint is up)."""
     # A person labels: agrees with the majority on three items, not on c3.
     labels_file = project.path / "serial.labels.json"
     labels = label_like_the_majority_except(labels_file, "demo-suite/c3", "4")
     capsys.readouterr()
-    assert main(["calibrate", "serial.labels.json", "--json", "calibration.json"]) == 0
+    # Four labels are not enough to call a judge calibrated (30 by default) ...
+    assert main(["calibrate", "serial.labels.json"]) == 0
     out = capsys.readouterr().out
-    assert "answer-prose:majority: kappa 0.600 on 4 labels" in out
+    assert "answer-prose:majority: uncalibrated (4 of the 30 labels needed; kappa" in out
+    # ... unless the project says so.
+    args = ["calibrate", "serial.labels.json", "--min-labels", "4", "--json", "calibration.json"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    # Quadratic-weighted on the ordered scale (c3: a 4 judged a 2), with its interval.
+    assert (
+        "answer-prose:majority: kappa 0.750 [0.000, 1.000] (quadratic-weighted) on 4 labels" in out
+    )
     assert "answer-prose:local/gamma-judge: kappa" in out
     calibration = json.loads((project.path / "calibration.json").read_text())
     majority = next(r for r in calibration["raters"] if r["rater"] == "answer-prose:majority")
@@ -91,23 +113,26 @@ def test_a_run_judged_in_pytest_and_by_the_command_serial_and_parallel_alike_the
     assert main(["judge", "serial.json", "--judge-cache", "cache"]) == 1
     assert "uncalibrated_judge_gate" in capsys.readouterr().err
     # A gate is not part of the rubric's digest: the cache still answers every seat.
-    code = main(
-        ["judge", "serial.json", "--judge-cache", "cache", "--calibration", "calibration.json"]
-    )
+    calibrated = ["judge", "serial.json", "--judge-cache", "cache"]
+    calibrated += ["--calibration", "calibration.json"]
+    # Kappa 0.750 clears the floor of 0.5; its interval's lower bound (0.000) does not.
+    assert main(calibrated) == 1
+    err = capsys.readouterr().err
+    assert "[judge_below_kappa_floor]" in err
+    assert "the interval's lower bound is below the gate's floor 0.5" in err
+    rubric.write_text(RUBRIC % "gamma-judge" + GATE.replace("0.5}", "0.0}"), encoding="utf-8")
+    code = main(calibrated)
     out = capsys.readouterr().out
     assert code == 0, out
     assert "judged:answer-prose: pass rate 0.500 vs >= 0.5 (PASS; judge" in out
     assert all(
         line in out
         for line in (
-            "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.600",
+            "answer-prose: 2/4 pass by majority, 4 split, 1 unparsable seat answers; kappa 0.750",
             "seats: local/alpha-judge (kappa ",
         )
     ), out
-    assert sum(judges.calls.values()) == 3 * len(QUESTIONS)
-    # Labels survive a re-judge.
-    kept = json.loads(labels_file.read_text())
-    assert [item["human"] for item in kept["items"]] == [item["human"] for item in labels["items"]]
+    return labels
 
 
 def strip_cached(items: list[dict[str, object]]) -> str:
@@ -247,3 +272,45 @@ def test_judging_with_concurrency_writes_what_a_serial_judging_writes(
     assert (judged["rubrics"][0]["traffic"]["calls"], judged["rubrics"][0]["refused"]) == (10, 1)
     # The judgments, labels, report (its `judged` member), cache and ledger, byte for byte.
     assert written[4] == serial
+
+
+CRASHING = """
+class Uneven:
+    def answer(self, question):
+        if question == "2+2":
+            raise RuntimeError("the agent fell over")
+        if question == "3+3":
+            return 10**2000  # wrong, and its recorded output is over the run's limit
+        left, right = question.split("+")
+        return int(left) + int(right)
+"""
+
+
+def test_crashed_and_oversized_cases_are_counted_unjudged_with_their_reason(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A crashed case is never judged on ``null`` and an output the report did not keep
+    (over agentbench_max_output_bytes) is never skipped silently: both are counted."""
+    project = demo_project(demo, {"c1": "1+1", "c2": "2+2", "c3": "3+3"}, CRASHING)
+    ran, report = run_cases(
+        project, "run.json", "--agentbench-adapter=my_adapters:Uneven",
+        "--agentbench-max-output-bytes=1500",
+    )  # fmt: skip
+    outcomes = [case["result"]["outcome"] for case in report["suites"][0]["cases"]]
+    assert sorted(outcomes) == ["failed", "failed", "passed"], ran.stdout.str()
+    judged_here(project, monkeypatch)
+    judges = ScriptedJudges()
+    with judges.serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        assert main(["judge", "run.json", "--into-report"]) == 0
+    out = capsys.readouterr().out
+    assert "  answer-prose: 1/1 pass by majority, 1 split, 0 unparsable seat answers" in out
+    assert "    judged 1 of 3; 2 unjudged: 1 crashed, 1 not_recorded" in out
+    assert dict(judges.calls) == {"alpha-judge": 1, "beta-judge": 1, "gamma-judge": 1}
+    judgments = json.loads((project.path / "run.judgments.json").read_text())
+    assert [(u["case_id"], u["reason"]) for u in judgments["unjudged"]] == [
+        ("c2", "crashed"),
+        ("c3", "not_recorded"),
+    ]
+    rubric = json.loads((project.path / "run.json").read_text())["judged"]["rubrics"][0]
+    assert (rubric["items"], rubric["unjudged"]) == (1, {"crashed": 1, "not_recorded": 1})

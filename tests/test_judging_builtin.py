@@ -19,12 +19,16 @@ import pytest
 # imported once it ends, so judging the run would import the retrieval world again.
 import pytest_agentbench.worlds.retrieval.world  # noqa: F401
 from pytest_agentbench.cli.main import main
+from pytest_agentbench.judging.rubric import load_rubric, missing_fields
 from tests.html.test_plugin_html import assert_page_drawn_from
 from tests.record_sample_judgments import SAMPLE_CASSETTES
 from tests.test_plugin_operations import summary
 from tests.worlds.toolgrammar.test_world import CASES, CONTROLS
 
 GOLDENS = Path(__file__).resolve().parents[1] / "snapshots"
+WORLDS = Path(__file__).resolve().parents[1] / "pytest_agentbench" / "worlds"
+RETRIEVAL_RUBRICS = WORLDS / "retrieval" / "rubrics"
+OPERATIONS_RUBRICS = WORLDS / "operations" / "rubrics"
 SUITES = ("retrieval-fixture-v1", "operations-commerce-v1", "toolgrammar-mini-v1")
 
 
@@ -51,6 +55,38 @@ def check_commerce_runs_by_name_with_its_controls(suite: dict[str, Any]) -> None
     # The references on each variant and the six negatives, each as declared.
     assert len(suite["controls"]) == 3 + 6, "commerce"
     assert all(control["passed"] for control in suite["controls"]), "commerce"
+
+
+def check_each_rubric_asks_only_what_its_content_shows(
+    judgments: dict[str, Any], suites: dict[str, Any]
+) -> None:
+    """Every field a shipped rubric's question names is in every document it judged; the
+    recorded outputs the rubrics judged before their worlds' views lacked them."""
+    rubrics = {
+        rubric_file.rubric.name: rubric_file
+        for root in (RETRIEVAL_RUBRICS, OPERATIONS_RUBRICS)
+        for rubric_file in map(load_rubric, sorted(root.glob("*.yaml")))
+    }
+    assert sorted(rubrics) == sorted(judgments["rubrics"])
+    for name, rubric_file in rubrics.items():
+        assert rubric_file.rubric.fields, name
+        items = [item for item in judgments["items"] if item["judgment"]["rubric"] == name]
+        assert items, name
+        for item in items:
+            missing = missing_fields(item["content"]["output"], rubric_file.rubric.fields)
+            assert missing == [], (name, item["case_id"], missing)
+    assert not judgments["unjudged"]
+    # What the rubrics were given before: the retrieval envelope (hashes, no cited text)
+    # and the operations communications (fixture ids, no text, no outcome).
+    fields = {name: rubric_file.rubric.fields for name, rubric_file in rubrics.items()}
+    envelope = suites["retrieval-fixture-v1"]["cases"][0]["result"]["recorded"]["outcome"]
+    before = envelope["output"]["receipt"]["finalEnvelope"]
+    assert "/claims/0/citations/0/text" in missing_fields(
+        before, fields["retrieval.claims-supported"]
+    )
+    operation = suites["operations-commerce-v1"]["cases"][0]["result"]["recorded"]["outcome"]
+    sent = operation["output"]["final_state"]["observable"]["communications"]
+    assert "/outcome" in missing_fields(sent, fields["operations.messages-sent"])
 
 
 @pytest.mark.inner_snapshots
@@ -83,14 +119,15 @@ def test_the_built_in_suites_match_their_goldens_and_are_judged_from_shipped_cas
     judge = ["judge", "run.json", "--cassettes", str(SAMPLE_CASSETTES), "--cassette-mode", "replay"]
     assert main(judge) == 0
     out = capsys.readouterr().out
-    assert "retrieval.answer-prose: 42/48 pass by majority" in out
-    assert "operations.tenant-message-quality: 3/3 pass by majority" in out
+    assert "retrieval.claims-supported: 35/48 pass by majority" in out
+    assert "operations.messages-sent: 2/3 pass by majority" in out
     assert "classifier toolgrammar.behaviour: 236 labels; uncalibrated" in out
     judgments = json.loads((pytester.path / "run.judgments.json").read_text())
     assert sorted(judgments["rubrics"]) == [
-        "operations.tenant-message-quality",
-        "retrieval.answer-prose",
+        "operations.messages-sent",
+        "retrieval.claims-supported",
     ]
+    check_each_rubric_asks_only_what_its_content_shows(judgments, suites)
     assert {c["label"] for c in judgments["classifications"]} <= {
         "answer", "abstain", "refuse", "clarify", "error",
     }  # fmt: skip
@@ -108,22 +145,22 @@ def test_the_built_in_suites_match_their_goldens_and_are_judged_from_shipped_cas
     assert main(["calibrate", "run.labels.json", "--json", "calibration.json"]) == 0
     out = capsys.readouterr().out
     assert "toolgrammar.behaviour:toolgrammar.behaviour: kappa 0.9" in out
-    assert "retrieval.answer-prose:majority: uncalibrated (no human labels)" in out
+    assert "retrieval.claims-supported:majority: uncalibrated (no human labels)" in out
     assert main([*judge, "--calibration", "calibration.json"]) == 0
     out = capsys.readouterr().out
     assert "classifier toolgrammar.behaviour: 236 labels; kappa 0.9" in out
     shown = json.loads((pytester.path / "run.judgments.json").read_text())["calibration"]
     # Each rubric's majority, then its seats (none labelled), then the classifier.
     assert [(c["rater"], c["status"]) for c in shown] == [
-        ("operations.tenant-message-quality:majority", "uncalibrated"),
-        ("operations.tenant-message-quality:local/llama-3.1-8b-instruct", "uncalibrated"),
-        ("operations.tenant-message-quality:local/mistral-7b-instruct-v0.3", "uncalibrated"),
-        ("operations.tenant-message-quality:local/gemma-2-9b-it", "uncalibrated"),
-        ("retrieval.answer-prose:majority", "uncalibrated"),
-        ("retrieval.answer-prose:local/llama-3.1-8b-instruct", "uncalibrated"),
-        ("retrieval.answer-prose:local/mistral-7b-instruct-v0.3", "uncalibrated"),
-        ("retrieval.answer-prose:local/gemma-2-9b-it", "uncalibrated"),
+        ("operations.messages-sent:majority", "uncalibrated"),
+        ("operations.messages-sent:local/llama-3.1-8b-instruct", "uncalibrated"),
+        ("operations.messages-sent:local/mistral-7b-instruct-v0.3", "uncalibrated"),
+        ("operations.messages-sent:local/gemma-2-9b-it", "uncalibrated"),
+        ("retrieval.claims-supported:majority", "uncalibrated"),
+        ("retrieval.claims-supported:local/llama-3.1-8b-instruct", "uncalibrated"),
+        ("retrieval.claims-supported:local/mistral-7b-instruct-v0.3", "uncalibrated"),
+        ("retrieval.claims-supported:local/gemma-2-9b-it", "uncalibrated"),
         ("toolgrammar.behaviour:toolgrammar.behaviour", "calibrated"),
     ]
-    assert "retrieval.answer-prose: 42/48 pass by majority, 47 split, 0 unparsable seat " in out
+    assert "retrieval.claims-supported: 35/48 pass by majority, 43 split, 0 unparsable seat " in out
     assert "answers; uncalibrated" in out

@@ -1,8 +1,11 @@
 """``agentbench calibrate LABELS``: Cohen's kappa of every judge and classifier vs. people.
 
-For each rubric: each seat and the panel's majority; for each classifier: the
-classifier. Each with its confusion matrix and support; a rater none of whose
-items a person has labelled is reported ``uncalibrated``.
+For each rubric: each seat and the panel's majority (quadratic-weighted kappa on
+the ordered scale); for each classifier: the classifier (plain kappa). Each with
+its bootstrap interval, confusion matrix and support; a rater with fewer than
+``--min-labels`` labelled items (default 30) is reported ``uncalibrated``.
+Stale labels (given to content or a rubric that has since changed) are listed
+and never counted.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 from pytest_agentbench.judging.calibration import calibrate_labels, calibration_json
 from pytest_agentbench.judging.documents import read_labels
-from pytest_agentbench.scoring.kappa import Calibration
+from pytest_agentbench.scoring.kappa import DEFAULT_MIN_LABELS, Calibration
 from pytest_agentbench.sdk.canonical import pretty_json
 from pytest_agentbench.sdk.files import write_file
 
@@ -30,13 +33,25 @@ def confusion_lines(calibration: Calibration) -> list[str]:
 
 def cmd_calibrate(args: argparse.Namespace, registry: Any) -> int:
     source = Path(args.labels)
-    calibrations = calibrate_labels(read_labels(source))
+    labels = read_labels(source)
+    calibrations = calibrate_labels(labels, min_labels=args.min_labels)
+    stale = [item for item in labels.items if item.stale]
+    if stale:
+        print(
+            f"{len(stale)} stale labels (the content or rubric changed since they were "
+            "given; label them again): not counted"
+        )
+        for item in stale:
+            print(f"  stale: {item.item} (human {item.human})")
     for calibration in calibrations:
         print(calibration.describe())
         if calibration.support:
             print("\n".join(confusion_lines(calibration)))
     if args.json:
-        write_file(Path(args.json), pretty_json(calibration_json(calibrations, source.name)))
+        write_file(
+            Path(args.json),
+            pretty_json(calibration_json(calibrations, source.name, min_labels=args.min_labels)),
+        )
         print(f"wrote {args.json}")
     return 0
 
@@ -48,3 +63,20 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(handler=cmd_calibrate)
     parser.add_argument("labels", help="a labels file (agentbench review, or written by hand)")
     parser.add_argument("--json", metavar="FILE", help="also write the calibration as JSON")
+    parser.add_argument(
+        "--min-labels",
+        type=min_labels_argument,
+        default=DEFAULT_MIN_LABELS,
+        metavar="N",
+        help=f"labelled items a rater needs to count as calibrated (default {DEFAULT_MIN_LABELS})",
+    )
+
+
+def min_labels_argument(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 1 label is needed")
+    return value

@@ -124,7 +124,10 @@ function drawList() {
       (item.disagreement > 0 ? "split" : ""));
     row.setAttribute("role", "option");
     row.dataset.item = item.item;
-    row.append(text("span", item.human === null ? "" : item.human, "human"));
+    const stale = item.human !== null && item.human_digest !== null &&
+      item.human_digest !== item.digest;
+    row.append(text("span", item.human === null ? "" : item.human + (stale ? " (stale)" : ""),
+      "human"));
     row.addEventListener("click", () => { current = index; draw(); });
     return row;
   }));
@@ -163,13 +166,18 @@ function label(index) {
   const item = items[current];
   if (!item) return;
   item.human = index === null ? null : (item.categories[index] ?? item.human);
+  // The label is the person's verdict on the content shown now: bound to its digest.
+  item.human_digest = item.human === null ? null : item.digest;
   dirty = true;
   draw();
 }
 function document_() {
-  const byId = new Map(items.map((item) => [item.item, item.human]));
+  const byId = new Map(items.map((item) => [item.item, item]));
   const labels = structuredClone(data.labels);
-  for (const item of labels.items) item.human = byId.get(item.item);
+  for (const item of labels.items) {
+    item.human = byId.get(item.item).human;
+    item.human_digest = byId.get(item.item).human_digest;
+  }
   return labels;
 }
 async function save() {

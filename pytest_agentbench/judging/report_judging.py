@@ -19,16 +19,22 @@ from pytest_agentbench.judging.documents import (
     JudgedItem,
     JudgmentsDocument,
     RubricEntry,
+    UnjudgedItem,
+    content_digest_of_case,
     judged_summary,
     judgments_path,
     labels_path,
     labels_template,
     merge_labels,
     read_labels,
+    rubric_tally,
+    stale_labels,
+    tally_line,
 )
 from pytest_agentbench.judging.metering import JudgeMeter
 from pytest_agentbench.judging.panel import JudgeCache, Panel
-from pytest_agentbench.judging.rubric import RubricFile, load_rubric, point
+from pytest_agentbench.judging.rubric import RubricFile, load_rubric, missing_fields, point
+from pytest_agentbench.judging.views import SuiteViews
 from pytest_agentbench.report.json_report import RunReport, add_judged, read_report
 from pytest_agentbench.report.judged_summary import JudgeTraffic
 from pytest_agentbench.report.summary import SuiteSummary
@@ -66,6 +72,7 @@ def judge_report(
     meter: JudgeMeter,
     subject_model: str | None,
     cache: JudgeCache | None,
+    registry: WorldRegistry,
     concurrency: int = 1,
 ) -> JudgmentsDocument:
     """Every rubric's panel over the report's cases, each seat call metered by ``meter``.
@@ -77,6 +84,7 @@ def judge_report(
     """
     rubrics: dict[str, RubricEntry] = {}
     items: list[JudgedItem] = []
+    unjudged: list[UnjudgedItem] = []
     classifications: list[Classification] = []
     used_classifiers = []
     for suite in report.suites:
@@ -100,9 +108,13 @@ def judge_report(
                     digest=panel.digest,
                     source=source,
                     seats=tuple(seat.seat_id for seat in panel.seats),
+                    warnings=panel.warnings,
                 ),
             )
-            items.extend(_judge_suite(suite, panel))
+            views = SuiteViews(registry, suite.world, suite_folders.get(suite.id))
+            judged, skipped = _judge_suite(suite, panel, views, source)
+            items.extend(judged)
+            unjudged.extend(skipped)
         for spec in BUILT_IN_CLASSIFIERS:
             if spec.world != suite.world:
                 continue
@@ -116,6 +128,7 @@ def judge_report(
                                 item=f"{suite.id}/{entry.result.case_id}",
                                 classifier=spec.name,
                                 label=check.actual,
+                                content_digest=content_digest_of_case(entry.result),
                             )
                         )
     return JudgmentsDocument(
@@ -123,46 +136,124 @@ def judge_report(
         subject_model=subject_model,
         rubrics=rubrics,
         items=tuple(items),
+        unjudged=tuple(unjudged),
         classifiers=tuple(used_classifiers),
         classifications=tuple(classifications),
     )
 
 
-def _judge_suite(suite: SuiteSummary, panel: Panel) -> list[JudgedItem]:
+def _judge_suite(
+    suite: SuiteSummary, panel: Panel, views: SuiteViews, source: str
+) -> tuple[list[JudgedItem], list[UnjudgedItem]]:
+    """The suite's cases judged, and the ones that could not be, each with its reason.
+
+    A case is judged once (its first trial). One that crashed, was excluded, kept
+    no recorded output or has nothing at the rubric's pointer is not judged: it
+    is counted with its reason, never judged on ``null`` nor skipped silently.
+    """
+    rubric = panel.rubric_file.rubric
     judged: list[tuple[str, JsonValue]] = []
+    unjudged: list[UnjudgedItem] = []
+
+    def skip(case_id: str, reason: str, detail: str) -> None:
+        unjudged.append(
+            UnjudgedItem.model_validate(
+                {
+                    "suite_id": suite.id,
+                    "case_id": case_id,
+                    "rubric": rubric.name,
+                    "reason": reason,
+                    "detail": detail,
+                }
+            )
+        )
+
     for entry in suite.cases:
         result = entry.result
-        if result.recorded is None or result.trial not in (None, 1):
+        if result.trial not in (None, 1):
             continue
-        found, judged_output = point(
-            result.recorded.outcome.output, panel.rubric_file.rubric.content
-        )
-        if not found:
+        if result.exclusion is not None:
+            skip(result.case_id, "excluded", result.exclusion)
+            continue
+        if result.recorded is None:
+            skip(
+                result.case_id,
+                "not_recorded",
+                "the report kept no output (larger than agentbench_max_output_bytes, "
+                "or the run recorded none)",
+            )
+            continue
+        outcome = result.recorded.outcome
+        if outcome.output is None and outcome.failure_class is not None:
+            skip(result.case_id, "crashed", outcome.failure_reason or str(outcome.failure_class))
+            continue
+        document = outcome.output
+        if rubric.view:
+            document = views.view(rubric.view, result.case_id, document, rubric_file=source)
+        found, judged_output = point(document, rubric.content)
+        if not found or judged_output is None:
+            skip(result.case_id, "no_content", f"nothing at {rubric.content or '/'}")
+            continue
+        lacking = missing_fields(judged_output, rubric.fields)
+        if lacking:
+            # The question asks about what this content does not hold: not judged.
+            skip(result.case_id, "no_content", f"the judged content has no {lacking[0]}")
             continue
         content: JsonValue = {"suite": suite.id, "case": result.case_id, "output": judged_output}
         judged.append((result.case_id, content))
     judgments = panel.judge_all([(f"{suite.id}/{case}", content) for case, content in judged])
-    return [
+    items = [
         JudgedItem(suite_id=suite.id, case_id=case, content=content, judgment=judgment)
         for (case, content), judgment in zip(judged, judgments, strict=True)
     ]
+    return items, unjudged
 
 
-def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibration]) -> list[str]:
-    """Judged diagnostics, each saying whether its judge is calibrated."""
+def summary_lines(
+    document: JudgmentsDocument,
+    calibrations: dict[str, Calibration],
+    stale: Mapping[str, int] | None = None,
+) -> list[str]:
+    """Judged diagnostics, each saying whether its judge is calibrated.
+
+    Each rubric says how many of its cases it judged and why the others were
+    not; an item no seat voted on is "not judged", never a failed pass. ``stale``:
+    human labels by subject that the content or rubric has changed under.
+    """
+    stale = stale or {}
     lines = ["judged diagnostics (beside the report; they decide no outcome, metric or gate):"]
     for name, entry in sorted(document.rubrics.items()):
         judged = [item.judgment for item in document.items if item.judgment.rubric == name]
-        passed = sum(1 for judgment in judged if judgment.passed)
-        split = sum(1 for judgment in judged if not judgment.unanimous)
+        voted, unjudged = rubric_tally(document, name)
+        passed = sum(1 for judgment in voted if judgment.passed)
+        split = sum(1 for judgment in voted if not judgment.unanimous)
         unparsable = sum(judgment.unparsable for judgment in judged)
         dropped = sorted({seat.seat for judgment in judged for seat in judgment.dropped})
-        lines.append(
-            f"  {name}: {passed}/{len(judged)} pass by majority, {split} split, "
-            f"{unparsable} unparsable seat answers; {_status(calibrations, name, MAJORITY)}"
-        )
+        status = _status(calibrations, name, MAJORITY)
+        if voted:
+            lines.append(
+                f"  {name}: {passed}/{len(voted)} pass by majority, {split} split, "
+                f"{unparsable} unparsable seat answers; {status}"
+            )
+        else:
+            lines.append(f"  {name}: not judged; {status}")
+        tally = tally_line(len(voted), unjudged)
+        if tally:
+            lines.append(f"    {tally}")
         seats = [f"{seat} ({_status(calibrations, name, seat)})" for seat in entry.seats]
         lines.append(f"    seats: {', '.join(seats) or 'none'}")
+        failed = sum(1 for judgment in judged if judgment.failed)
+        if failed:
+            lines.append(
+                f"    {failed} items judged by fewer seats: an endpoint failed (5xx, timeout); "
+                "not cached, asked again next time"
+            )
+        lines.extend(f"    warning: {warning}" for warning in entry.warnings)
+        if stale.get(name):
+            lines.append(
+                f"    {stale[name]} stale labels (the content or rubric changed since "
+                "labelled): not counted"
+            )
         refused = sum(1 for judgment in judged if judgment.refused)
         if refused:
             lines.append(
@@ -179,6 +270,11 @@ def summary_lines(document: JudgmentsDocument, calibrations: dict[str, Calibrati
             f"  classifier {spec.name}: {len(labelled)} labels; "
             f"{_status(calibrations, spec.name, spec.name)}"
         )
+        if stale.get(spec.name):
+            lines.append(
+                f"    {stale[spec.name]} stale labels (the case's output changed since "
+                "labelled): not counted"
+            )
     return lines
 
 
@@ -207,7 +303,7 @@ def judge_calibrations(
 
 def _status(calibrations: dict[str, Calibration], subject: str, rater: str) -> str:
     calibration = calibrations.get(rater_name(subject, rater))
-    if calibration is None or calibration.status == UNCALIBRATED:
+    if calibration is None:
         return UNCALIBRATED
     return calibration.describe().split(": ", 1)[1]
 
@@ -303,6 +399,7 @@ def judge_beside(
             meter=meter,
             subject_model=subject_model or settings.model,
             cache=cache,
+            registry=registry,
             concurrency=concurrency,
         )
         traffic = meter.finish()
@@ -323,7 +420,7 @@ def judge_beside(
     earlier = read_labels(labels) if labels.is_file() else None
     template = merge_labels(labels_template(document, output.name), earlier)
     write_file(labels, pretty_json(template.model_dump(mode="json")))
-    lines = summary_lines(document, calibrations)
+    lines = summary_lines(document, calibrations, stale_labels(template))
     lines.append(f"wrote {output} and {labels}")
     rubric_files = {
         rubric_file.rubric.name: rubric_file

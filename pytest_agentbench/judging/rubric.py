@@ -9,10 +9,15 @@
     panel:
       - {provider: local, model: qwen2.5-7b-instruct, settings: {temperature: 0}}
       - ...
-    families: {qwen: qwen}        # optional: extends / overrides the default family map
+    families: {qwen: qwen}        # optional: extends / overrides the family table
+    strict_families: false        # optional: refuse a model the table does not know
 
 The panel is family-disjoint from the system under test: a seat whose model
 shares a family with the adapter's model is dropped, and the drop is recorded.
+Its three seats are of three families. Families come from the maintained table
+in :mod:`~pytest_agentbench.judging.families`, which fails closed: a model it
+does not know is a warning (``strict_families``: a refusal), never a family of
+its own.
 """
 
 from __future__ import annotations
@@ -23,29 +28,12 @@ from typing import Final
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from pytest_agentbench.judging.families import KNOWN_FAMILIES, model_family
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, read_yaml, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
 
 PANEL_SIZE: Final = 3
-
-DEFAULT_FAMILIES: Final[Mapping[str, str]] = {
-    "gpt-": "openai",
-    "o1": "openai",
-    "o3": "openai",
-    "o4": "openai",
-    "claude": "anthropic",
-    "gemini": "google",
-    "gemma": "google",
-    "llama": "meta",
-    "meta-llama": "meta",
-    "qwen": "qwen",
-    "mistral": "mistral",
-    "mixtral": "mistral",
-    "phi-": "microsoft",
-    "deepseek": "deepseek",
-}
-"""Model-name prefix (lower case) to family; the longest matching prefix wins."""
 
 
 class Scale(Record):
@@ -78,7 +66,15 @@ class Rubric(Record):
     pass_at: int
     """A majority score at or above this counts as a pass of the (diagnostic) judged check."""
     content: str = ""
-    """JSON pointer (RFC 6901) into the case's output to judge; empty: the whole output."""
+    """JSON pointer (RFC 6901) into the case's output (or its ``view``) to judge; empty:
+    all of it."""
+    view: str = Field(default="", pattern=r"^([a-z0-9][a-z0-9-]*)?$")
+    """A judged view the case's world builds of its output (``judging.views``), judged in
+    place of the output; empty: the recorded output itself."""
+    fields: tuple[str, ...] = ()
+    """What the question asks about, as JSON pointers into the judged content (``*``: every
+    element of an array): a rubric asks only what its content shows, and a test holds
+    each named field against the judged documents."""
 
     @field_validator("anchors", "pass_at")
     @classmethod
@@ -123,18 +119,35 @@ class JudgedGate(Record):
 
 class RubricFile(Record):
     rubric: Rubric
-    panel: tuple[Seat, ...]
+    # Before the panel, which is checked against them.
     families: dict[str, str] = Field(default_factory=dict)
+    strict_families: bool = False
+    """Refuse (``unknown_model_family``) a seat or model under test of no known family."""
+    panel: tuple[Seat, ...]
     gate: JudgedGate | None = None
 
     @field_validator("panel")
     @classmethod
-    def _three_distinct_seats(cls, panel: tuple[Seat, ...]) -> tuple[Seat, ...]:
+    def _three_seats_of_three_families(
+        cls, panel: tuple[Seat, ...], info: ValidationInfo
+    ) -> tuple[Seat, ...]:
         if len(panel) != PANEL_SIZE:
             raise ValueError(f"a panel has {PANEL_SIZE} seats, not {len(panel)}")
         ids = [seat.seat_id for seat in panel]
         if len(set(ids)) != len(ids):
             raise ValueError("two seats name the same provider and model")
+        families = {**KNOWN_FAMILIES, **info.data.get("families", {})}
+        seen: dict[str, str] = {}
+        for seat in panel:
+            family = model_family(seat.model, families)
+            if family is None:
+                continue
+            if family in seen:
+                raise ValueError(
+                    f"seats {seen[family]} and {seat.seat_id} are both of family {family!r}: "
+                    "a panel's seats judge independently, one family each"
+                )
+            seen[family] = seat.seat_id
         return panel
 
     def digest(self) -> str:
@@ -142,7 +155,7 @@ class RubricFile(Record):
         return sha256_hex(canonical_json(self.rubric.model_dump(mode="json")).encode("utf-8"))
 
     def family_map(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-        return {**DEFAULT_FAMILIES, **self.families, **(overrides or {})}
+        return {**KNOWN_FAMILIES, **self.families, **(overrides or {})}
 
     def seated(
         self, subject_model: str | None, overrides: Mapping[str, str] | None = None
@@ -156,7 +169,7 @@ class RubricFile(Record):
         dropped: list[DroppedSeat] = []
         for seat in self.panel:
             family = model_family(seat.model, families)
-            if family == subject:
+            if family is not None and family == subject:
                 dropped.append(
                     DroppedSeat(
                         seat=seat.seat_id,
@@ -168,14 +181,59 @@ class RubricFile(Record):
                 kept.append(seat)
         return tuple(kept), tuple(dropped)
 
+    def family_warnings(
+        self, subject_model: str | None, overrides: Mapping[str, str] | None = None
+    ) -> tuple[str, ...]:
+        """A line for each model (seat or model under test) of no known family.
 
-def model_family(model: str, families: Mapping[str, str]) -> str:
-    """The family of a model name: longest matching prefix, else the name itself."""
-    name = model.lower().rsplit("/", 1)[-1]
-    matches = [prefix for prefix in families if name.startswith(prefix.lower())]
-    if not matches:
-        return name
-    return families[max(matches, key=len)]
+        Such a seat cannot be shown independent of the model under test. With
+        ``strict_families`` the first one is refused (``unknown_model_family``).
+        """
+        families = self.family_map(overrides)
+        named = [(f"seat {seat.seat_id}", seat.model) for seat in self.panel]
+        if subject_model is not None:
+            named.append(("the model under test", subject_model))
+        warnings: list[str] = []
+        for who, model in named:
+            if model_family(model, families) is not None:
+                continue
+            if self.strict_families:
+                raise AgentbenchError(
+                    "unknown_model_family",
+                    f"{who} ({model!r}) is of no known family: add it to the rubric's "
+                    "families, or leave strict_families off",
+                    field="families",
+                )
+            warnings.append(
+                f"{who} ({model!r}) is of no known family: the panel cannot show its seats "
+                "independent of it (declare it under families:)"
+            )
+        return tuple(warnings)
+
+
+def missing_fields(document: JsonValue, fields: tuple[str, ...]) -> list[str]:
+    """The named fields ``document`` lacks: a key absent where its parent is present.
+
+    ``*`` walks every element of an array (an empty array names nothing); a field
+    present with ``null`` is present.
+    """
+    missing: list[str] = []
+    for field in fields:
+        found: list[tuple[str, JsonValue]] = [("", document)]
+        for raw in field.removeprefix("/").split("/") if field else ():
+            part = raw.replace("~1", "/").replace("~0", "~")
+            step: list[tuple[str, JsonValue]] = []
+            for where, value in found:
+                if part == "*" and isinstance(value, list):
+                    step.extend((f"{where}/{index}", item) for index, item in enumerate(value))
+                elif isinstance(value, dict) and part in value:
+                    step.append((f"{where}/{raw}", value[part]))
+                elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                    step.append((f"{where}/{raw}", value[int(part)]))
+                else:
+                    missing.append(f"{where}/{raw}")
+            found = step
+    return missing
 
 
 def point(document: JsonValue, pointer: str) -> tuple[bool, JsonValue]:

@@ -98,7 +98,7 @@ def redraw_html(config: pytest.Config, report: Path) -> None:
 
 def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:
     """(name, value) per rubric and classifier: its numbers and its calibration."""
-    from pytest_agentbench.judging.documents import MAJORITY
+    from pytest_agentbench.judging.documents import MAJORITY, rubric_tally, tally_line
     from pytest_agentbench.scoring.kappa import UNCALIBRATED
 
     status = {calibration.rater: calibration for calibration in document.calibration}
@@ -109,12 +109,14 @@ def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:
 
     found: list[tuple[str, str]] = []
     for name in sorted(document.rubrics):
-        judged = [item.judgment for item in document.items if item.judgment.rubric == name]
-        passed = sum(1 for judgment in judged if judgment.passed)
+        voted, unjudged = rubric_tally(document, name)
+        passed = sum(1 for judgment in voted if judgment.passed)
+        tally = tally_line(len(voted), unjudged)
+        verdict = f"{passed}/{len(voted)} pass by majority" if voted else "not judged"
         found.append(
             (
                 f"agentbench.judged.{name}",
-                f"diagnostic: {passed}/{len(judged)} pass by majority; "
+                f"diagnostic: {verdict}{'; ' + tally if tally else ''}; "
                 f"{calibrated(f'{name}:{MAJORITY}')}",
             )
         )

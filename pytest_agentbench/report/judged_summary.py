@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from pydantic import StrictStr
+from pydantic import Field, StrictStr
 
 from pytest_agentbench.agents.budget import DecimalText
 from pytest_agentbench.scoring.kappa import Calibration
@@ -61,6 +61,10 @@ class JudgedRubric(Record):
     dropped: tuple[StrictStr, ...]
     """Seats left out for sharing a family with the model under test."""
     items: int
+    """Cases the panel judged: at least one seat voted."""
+    unjudged: dict[StrictStr, int] = Field(default_factory=dict)
+    """Cases not judged, by reason (``crashed``, ``excluded``, ``not_recorded``,
+    ``no_content``, ``no seat voted``): counted, never skipped silently."""
     passed: int
     """Items whose panel majority reached the rubric's ``pass_at``."""
     split: int

@@ -161,6 +161,75 @@ def cohens_kappa(confusion: Sequence[Sequence[int]]) -> float | None:
     return float((observed - expected) / (1 - expected))
 
 
+def quadratic_weighted_kappa(confusion: Sequence[Sequence[int]]) -> float | None:
+    """Cohen's kappa with quadratic disagreement weights, for ordered categories.
+
+    A 4 against a 5 costs a sixteenth of a 1 against a 5 on a five-point scale,
+    where unweighted kappa counts both as a plain disagreement. Rows and columns
+    are the categories in their order. ``None`` when undefined: no ratings, or
+    no disagreement expected by chance (every rating in one category).
+    """
+    size = len(confusion)
+    for index, row in enumerate(confusion):
+        if len(row) != size:
+            raise ValueError(f"confusion matrix is not square: row {index} has {len(row)} cells")
+        if any(cell < 0 for cell in row):
+            raise ValueError(f"confusion matrix row {index} has a negative count")
+    total = sum(sum(row) for row in confusion)
+    if total == 0 or size < 2:
+        return None
+    row_totals = [sum(row) for row in confusion]
+    column_totals = [sum(row[j] for row in confusion) for j in range(size)]
+    observed = Fraction(0)
+    expected = Fraction(0)
+    for i in range(size):
+        for j in range(size):
+            weight = (i - j) ** 2
+            observed += weight * confusion[i][j]
+            expected += Fraction(weight * row_totals[i] * column_totals[j], total)
+    if expected == 0:
+        return None
+    return float(1 - observed / expected)
+
+
+def kappa_interval(
+    confusion: Sequence[Sequence[int]],
+    kappa: Callable[[Sequence[Sequence[int]]], float | None],
+    *,
+    seed: int,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+) -> tuple[float, float] | None:
+    """A percentile bootstrap interval of ``kappa`` over the labelled items.
+
+    Each resample draws as many items as were labelled, with replacement; an
+    item only matters through its (human, rater) cell, so a resample is a
+    multinomial draw over the confusion matrix's cells. Resamples whose kappa
+    is undefined are left out; ``None`` when none is defined.
+    """
+    check_confidence(confidence)
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    size = len(confusion)
+    cells = [cell for row in confusion for cell in row]
+    total = sum(cells)
+    if total == 0:
+        return None
+    rng = random.Random(seed)
+    draws = _Multinomial(cells).draws(rng, total)
+    values: list[float] = []
+    for counts in islice(draws, resamples):
+        resampled = [list(counts[row * size : (row + 1) * size]) for row in range(size)]
+        value = kappa(resampled)
+        if value is not None:
+            values.append(value)
+    if not values:
+        return None
+    values.sort()
+    tail = (1 - confidence) / 2
+    return _percentile(values, tail), _percentile(values, 1 - tail)
+
+
 # --- cluster bootstrap of ratio metrics --------------------------------------
 #
 # A resample of n units drawn with replacement only matters through how many

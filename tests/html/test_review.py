@@ -164,6 +164,8 @@ def test_label_with_keys_save_and_reload(browser: Browser, report: Path) -> None
             "s/c1#answer-prose": "5",
             "s/c2#answer-prose": "2",
         }
+        # Each label is bound to the digest of the content and rubric it was given on.
+        assert all(i["human_digest"] == i["digest"] is not None for i in saved["items"])
         reloaded = browser.open(url)
         assert reloaded.exceptions == []
         assert browser.evaluate(LIST) == [["s/c2#answer-prose", "2"], ["s/c1#answer-prose", "5"]]

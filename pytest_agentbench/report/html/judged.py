@@ -16,12 +16,37 @@ UNCALIBRATED = "uncalibrated"
 
 
 def calibration_text(calibration: read.Doc) -> str:
-    """``kappa 0.600 on 4 labels`` or ``uncalibrated (no human labels)``."""
-    if read.text(calibration, "status") != "calibrated":
+    """``kappa 0.600 [0.310, 0.850] on 40 labels`` or why the judge is uncalibrated."""
+    support = read.integer(calibration, "support") or 0
+    if support == 0:
         return f"{UNCALIBRATED} (no human labels)"
     kappa = read.real(calibration, "kappa")
     shown = "undefined" if kappa is None else f"{kappa:.3f}"
-    return f"kappa {shown} on {read.integer(calibration, 'support') or 0} labels"
+    bounds = calibration.get("interval")
+    if (
+        isinstance(bounds, list)
+        and len(bounds) == 2
+        and all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+    ):
+        shown += f" [{float(bounds[0]):.3f}, {float(bounds[1]):.3f}]"
+    if read.text(calibration, "weighting") == "quadratic":
+        shown += " (quadratic-weighted)"
+    figure = f"kappa {shown} on {support} labels"
+    if read.text(calibration, "status") != "calibrated":
+        needed = read.integer(calibration, "min_labels") or 0
+        return f"{UNCALIBRATED} ({support} of the {needed} labels needed; {figure})"
+    return figure
+
+
+def _passed_cell(rubric: read.Doc, items: int) -> str:
+    """``2/3``, with the unjudged cases by reason; ``not judged`` when no seat voted."""
+    unjudged = rubric.get("unjudged")
+    reasons = unjudged if isinstance(unjudged, dict) else {}
+    tally = "; ".join(f"{escape(str(n))} {escape(str(why))}" for why, n in reasons.items())
+    note = f" <small>(unjudged: {tally})</small>" if tally else ""
+    if items == 0:
+        return f"not judged{note}"
+    return f"{read.integer(rubric, 'passed')}/{items}{note}"
 
 
 def _calibration_cell(calibration: read.Doc) -> str:
@@ -70,7 +95,7 @@ def _rubric_row(rubric: read.Doc) -> str:
     return (
         f'<tr data-rubric="{escape(read.text(rubric, "name"))}">'
         f'<th scope="row"><code>{escape(read.text(rubric, "name"))}</code></th>'
-        f'<td class="num">{read.integer(rubric, "passed")}/{items}</td>'
+        f'<td class="num">{_passed_cell(rubric, items)}</td>'
         f'<td class="num">{read.integer(rubric, "split")}</td>'
         f'<td class="num">{read.integer(rubric, "unparsable")}</td>'
         f'<td class="num">{read.integer(rubric, "refused")}</td>'

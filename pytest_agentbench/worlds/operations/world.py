@@ -64,7 +64,7 @@ from pytest_agentbench.sdk import (
     selected_projections,
     tree_files,
 )
-from pytest_agentbench.worlds.operations import agents
+from pytest_agentbench.worlds.operations import agents, judged
 from pytest_agentbench.worlds.operations.control_oracle import (
     is_oracle_document,
     load_control_oracle,
@@ -250,6 +250,10 @@ class OperationsWorld:
             "actions": sorted(loaded.domain.action_types),
             "event_types": sorted(loaded.domain.event_types),
         }
+
+    def judged_view(self, name: str, suite: Suite, case_id: str, output: JsonValue) -> JsonValue:
+        """A document for judges (``agentbench judge``): see :mod:`.judged`."""
+        return judged.judged_view(name, _data(suite).spec.spec, output)
 
     def reference_agent(self) -> Any:
         return agents.reference()

@@ -27,6 +27,7 @@ from pytest_agentbench.sdk import (
     Check,
     CheckStatus,
     ControlAgent,
+    JsonValue,
     MalformedOutput,
     MetricSpec,
     Outcome,
@@ -37,7 +38,7 @@ from pytest_agentbench.sdk import (
     loads_strict,
     read_text,
 )
-from pytest_agentbench.worlds.retrieval import controls, fixture, metrics
+from pytest_agentbench.worlds.retrieval import controls, fixture, judged, metrics
 from pytest_agentbench.worlds.retrieval.agent import FixtureAgent, gno_cues, load_cues
 from pytest_agentbench.worlds.retrieval.backends import BUILTIN_BACKENDS
 from pytest_agentbench.worlds.retrieval.harness import LIFECYCLES, Harness, core_failure_class
@@ -212,6 +213,10 @@ class RetrievalWorld:
     def public_view(self, suite: Suite, case: Case) -> dict[str, Any]:
         task_id, _ = self._pair(case)
         return dict(_data(suite).public.raw_tasks[task_id])
+
+    def judged_view(self, name: str, suite: Suite, case_id: str, output: JsonValue) -> JsonValue:
+        """A document for judges (``agentbench judge``): see :mod:`.judged`."""
+        return judged.judged_view(name, output)
 
     def reference_agent(self) -> FixtureAgent:
         return FixtureAgent()
