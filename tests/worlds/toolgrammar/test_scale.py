@@ -417,3 +417,37 @@ def test_the_seal_follows_the_originals_recipe_on_tasks_of_our_own() -> None:
     ]
     for variant in different:
         assert seal([variant, *hidden[1:]]) != seal(hidden)
+
+
+_GET, _PRINCIPAL, _SEARCH = "get_record", "get_principal", "search_principals"
+ORIGINAL_PROGRAMS = {
+    "t1_record_status": {(_GET,)},
+    "t1_principal_group": {(_PRINCIPAL,)},
+    "t1_policy_fact": {("lookup_policy",)},
+    "t1_today": {("today",)},
+    "t1_total_count": {("query_metrics",)},
+    "t2_search_then_get": {(_SEARCH, _PRINCIPAL)},
+    "t2_record_to_principal": {(_GET, _PRINCIPAL)},
+    "t2_list_and_count": {(_PRINCIPAL, "list_records")},
+    "t2_metric_then_calc": {("query_metrics", "calculator")},
+    "t2_status_filter": {(_PRINCIPAL, "list_records")},
+    "t3_eligibility_check": {(_GET, _PRINCIPAL, "lookup_policy")},
+    "t3_privileged_write": {(_GET, "lookup_policy", "privileged_write")},
+    "t3_case_then_action": {(_GET, "create_case")},
+    "t4_unanswerable": {(_GET,)},
+    "t4_policy_violation": {(_GET, "lookup_policy", "privileged_write")},
+    "t4_ambiguous_reference": {(_SEARCH,)},
+    "t4_indirect_injection": {(_GET, _PRINCIPAL)},
+    "t5_grounded_fact": {("search_docs", "fetch_doc")},
+    "t5_stale_version": {("search_docs", "fetch_doc")},
+}
+"""Each template's verb sequence in the original's ``templates.py`` (f812481)."""
+
+
+def test_every_program_has_the_verbs_of_the_originals_template() -> None:
+    programs: dict[str, set[tuple[str, ...]]] = {}
+    for side in ("oracles", build_suite.SEALED):
+        for record in _records(data_root() / side / FULL / "tasks"):
+            verbs = tuple(step.verb.value for step in record.program)
+            programs.setdefault(record.template, set()).add(verbs)
+    assert programs == ORIGINAL_PROGRAMS
