@@ -17,7 +17,8 @@ Built-ins:
   ``source``.
 - :class:`CapsuleBackend` (``capsule``) answers ``search`` with one
   ``evidence_bundle`` whose content carries its evidence as
-  ``gno-context-agent-v1`` tuples, enough to finalise after one call.
+  ``gno-context-agent-v1`` tuples, enough to finalise after one call; which
+  lines it carries is GNO's capsule content rule (:mod:`.capsule`).
 """
 
 from __future__ import annotations
@@ -30,18 +31,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.worlds.retrieval.bundle import bundle_content
+from pytest_agentbench.worlds.retrieval.capsule import Candidate, line_facets, plan_facets, select
 from pytest_agentbench.worlds.retrieval.fixture import CorpusDoc
 from pytest_agentbench.worlds.retrieval.jscanon import fingerprint, sha256_text
 
 # Re-exported: its home before it moved to a module the plugin may import at configure time.
 from pytest_agentbench.worlds.retrieval.protocol import RetrievalBackend  # noqa: F401
 from pytest_agentbench.worlds.retrieval.spans import observed_coord
+from pytest_agentbench.worlds.retrieval.tools import projection, visible_bytes
 
 _TOKEN = re.compile(r"\w+")
 K1 = 1.2
 B = 0.75
 DEFAULT_SEARCH_LIMIT = 8
-BUNDLE_LIMIT = 4
 NO_BACKEND_HASHES = "the lexical backend reads the snapshot and reports no hashes of its own"
 
 
@@ -53,6 +55,11 @@ class TaskScope:
     collections: tuple[str, ...]
     docs: Mapping[str, CorpusDoc]
     """The task's documents by URI."""
+    claim_keys: tuple[str, ...] = ()
+    """The task's public claim keys (the capsule plans facets from them)."""
+    max_agent_calls: int | None = None
+    max_model_visible_bytes: int | None = None
+    """The task's budgets, where the harness knows them."""
 
 
 class BackendError(Exception):
@@ -252,23 +259,68 @@ class LexicalBackend:
 
 
 class CapsuleBackend(LexicalBackend):
-    """One ``evidence_bundle`` per search: the best lines, carried in the content."""
+    """One ``evidence_bundle`` per search, its lines chosen by GNO's capsule content rule.
+
+    Retrieval is ours: the query, then each facet, ranked by the line index in
+    each of the searched collections; the documents of the first ``limit`` hits
+    of each, in the order first met. Every non-blank line of those documents is
+    a candidate (rank: document order x 1000 + line offset), and
+    :mod:`~pytest_agentbench.worlds.retrieval.capsule` chooses among them
+    within the task's byte budget, measured on the model-visible result.
+    """
 
     adapter_id = "capsule"
     backend_hashes = True
 
-    def __init__(self, limit: int = BUNDLE_LIMIT) -> None:
-        super().__init__(limit)
+    @property
+    def config(self) -> dict[str, Any]:
+        return {**super().config, "selection": "marginal-facet-coverage-v1"}
 
     def invocations(self, tool: str) -> int:
         """A search retrieves and then plans the bundle: two operations."""
         return 2 if tool == "search" else 1
 
     def search(self, arguments: Mapping[str, Any], scope: TaskScope) -> dict[str, Any]:
+        assert self.index is not None
         limit = int(arguments.get("limit", self.limit))
-        found = self.hits(arguments, scope, limit)
+        query = str(arguments["query"])
+        facets = plan_facets(query, scope.claim_keys)
+        requested = arguments.get("collection")
+        collections = [requested] if requested is not None else list(scope.collections)
+        uris: list[str] = []
+        for variant in dict.fromkeys([query, *facets]):
+            for collection in collections:
+                in_scope = _in_scope(scope, collection)
+                for uri, _ in self.index.rank(variant, {collection}, in_scope)[:limit]:
+                    if uri not in uris:
+                        uris.append(uri)
+        candidates = [
+            Candidate(
+                uri,
+                scope.docs[uri].source_hash,
+                number,
+                sha256_text(text),
+                order * 1000 + number - 1,
+                tuple(line_facets(text, facets)),
+            )
+            for order, uri in enumerate(uris)
+            for number, text in enumerate(scope.docs[uri].lines, start=1)
+            if text.strip()
+        ]
         titles = {uri: _title(doc) for uri, doc in scope.docs.items()}
-        return ok("evidence_bundle", bundle_content(found, titles), found)
+
+        def result(chosen: list[Candidate]) -> dict[str, Any]:
+            found = [
+                item(scope.docs[c.uri], c.line, backend_hashes=self.backend_hashes) for c in chosen
+            ]
+            return ok("evidence_bundle", bundle_content(found, titles), found)
+
+        budget = scope.max_model_visible_bytes
+
+        def fits(chosen: list[Candidate]) -> bool:
+            return budget is None or visible_bytes(projection(result(chosen))) <= budget
+
+        return result(select(candidates, one_call=scope.max_agent_calls == 1, fits=fits))
 
 
 def _title(doc: CorpusDoc) -> str:

@@ -112,7 +112,14 @@ class Harness:
             for uri, doc in self.public.docs.items():
                 by_task.setdefault(doc.task_id, {})[uri] = doc
             for tid, task in self.public.tasks.items():
-                self.scopes[tid] = TaskScope(tid, task.corpus.collections, by_task.get(tid, {}))
+                self.scopes[tid] = TaskScope(
+                    tid,
+                    task.corpus.collections,
+                    by_task.get(tid, {}),
+                    tuple(claim.claimKey for claim in task.claims),
+                    task.budgets.maxAgentCalls,
+                    task.budgets.maxModelVisibleBytes,
+                )
         return self.scopes[task_id]
 
     def prepare(self, backend: Any) -> Prepared:

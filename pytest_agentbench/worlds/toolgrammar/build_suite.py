@@ -26,7 +26,7 @@ from pytest_agentbench.worlds.toolgrammar.generator import (
 )
 from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
 from pytest_agentbench.worlds.toolgrammar.suitefiles import write_suite
-from pytest_agentbench.worlds.toolgrammar.summary import summary
+from pytest_agentbench.worlds.toolgrammar.summary import build_record, summary
 
 SUITE_ID = "toolgrammar-mini-v1"
 QUOTAS = {"T1": 20, "T2": 24, "T3": 14, "T4": 14, "T5": 20}
@@ -84,7 +84,7 @@ def build_full(
     plan: Mapping[str, Mapping[str, int]] | None = None,
     suite_id: str = FULL_ID,
 ) -> dict[str, object]:
-    """Generate, gate and write the full suite; the summary it wrote."""
+    """Generate, gate and write the full suite; the summary and build record it wrote."""
     asked = seed_plan() if plan is None else plan
     domains = [get_domain(name) for name in domain_names() if name in asked]
     chosen = served_plan(domains, asked)
@@ -97,11 +97,10 @@ def build_full(
     report = summary(
         generation.tasks,
         generation,
-        gate,
         world_digests={name: world.digest for name, world in worlds.items()},
         seed=SEED,
-        plan=chosen,
     )
+    record = build_record(generation.tasks, generation, gate, plan=chosen)
     write_suite(
         root / FULL_PUBLIC / suite_id,
         root / "oracles" / suite_id,
@@ -110,8 +109,9 @@ def build_full(
         full_suite_yaml(suite_id, len(generation.tasks)),
         sealed_dir=root / SEALED / suite_id,
         summary=report,
+        build=record,
     )
-    return report
+    return {**report, "build": record}
 
 
 def main(argv: list[str] | None = None) -> None:

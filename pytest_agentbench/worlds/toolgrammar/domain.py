@@ -53,9 +53,10 @@ class Nouns:
     id_prefix_record: str
     """Prefix of record ids, for well-formed ids with no referent."""
     case: str = ""
+    done_status: str = ""
+    """The status of a finished record, the kind the case template opens a case on."""
     case_table: str = ""
     case_id: str = ""
-    case_subject_argument: str = ""
     write_phrase: str = ""
     """How a prompt asks for the privileged write, e.g. ``issue a refund``."""
     write_table: str = ""
@@ -81,8 +82,6 @@ class Phrasing:
     policy_field: str
     write: str
     """Asks for the privileged write, e.g. ``Please refund {amount_cents} cents on {order_id}.``"""
-    case: str
-    """Asks for CREATE_CASE; its placeholders are create arguments."""
 
 
 class Domain(ABC):
@@ -96,8 +95,6 @@ class Domain(ABC):
     metrics: tuple[MetricDef, ...]
     phrasing: Phrasing | None = None
     """None for a domain that binds neither LOOKUP_POLICY, CREATE_CASE nor PRIVILEGED_WRITE."""
-    assignees: tuple[str, ...] = ()
-    """Who UPDATE_CASE may assign a case to."""
     refusal_reasons: tuple[str, ...] = ()
     """PRIVILEGED_WRITE refusal codes the policy-violation trap asks for, in a fixed order
     it shuffles; the world's data decides which of them can come up, never which others."""
@@ -124,10 +121,6 @@ class Domain(ABC):
     def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
         """The policy function of PRIVILEGED_WRITE: ``approved`` or its refusal code."""
         raise NotImplementedError(f"domain {self.name!r} binds no privileged write")
-
-    def case_request(self, rng: random.Random, conn: sqlite3.Connection) -> dict[str, str]:
-        """Arguments for a CREATE_CASE that the world accepts (the case prompt's fields)."""
-        raise NotImplementedError(f"domain {self.name!r} binds no case verbs")
 
     def wording(self) -> Phrasing:
         if self.phrasing is None:

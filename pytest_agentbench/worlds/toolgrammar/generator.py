@@ -57,7 +57,8 @@ class Generation:
     """``<world>:<tier>`` -> tasks missing when the attempts ran out."""
 
 
-def _normal(prompt: str) -> str:
+def normal_prompt(prompt: str) -> str:
+    """The original's ``content_key``: lowercased, whitespace runs collapsed, ends stripped."""
     return re.sub(r"\s+", " ", prompt.lower()).strip()
 
 
@@ -65,7 +66,7 @@ def fingerprint(world: str, tier: str, prompt: str, steps: Sequence[Step], answe
     body = {
         "world": world,
         "tier": tier,
-        "prompt": _normal(prompt),
+        "prompt": normal_prompt(prompt),
         "program": [[step.verb.value, step.arguments] for step in steps],
         "answer": answer,
     }
@@ -110,7 +111,7 @@ def duplicate_keys(record: TaskRecord) -> tuple[str, str, str]:
     same answer keys (in any world), and the same program reached through other words."""
     return (
         task_fingerprint(record),
-        f"{_normal(record.prompt)}|{sorted(record.answer_keys)}",
+        f"{normal_prompt(record.prompt)}|{sorted(record.answer_keys)}",
         f"prog:{program_key(record)}",
     )
 

@@ -38,6 +38,7 @@ CHECKSUMS = "checksums.json"
 TASKS_DIR = "tasks"
 HIDDEN_DIR = "hidden"
 SUMMARY = "summary.json"
+BUILD = "build.json"
 HIDDEN_SPLIT = "test_hidden"
 SCHEMA_VERSION = "toolgrammar-suite-v1"
 
@@ -79,11 +80,13 @@ def write_suite(
     *,
     sealed_dir: Path | None = None,
     summary: Mapping[str, JsonValue] | None = None,
+    build: Mapping[str, JsonValue] | None = None,
 ) -> None:
     """Write both halves of a suite (``controls.yaml`` is authored by hand, never here).
 
     With ``sealed_dir``, the hidden split's records go there instead of the
-    oracle folder, and ``summary`` (which holds the seal) must be given.
+    oracle folder, and ``build`` (the build record, which holds the seal) must
+    be given. ``summary`` and ``build`` are written beside the public tasks.
     """
     public: dict[str, bytes] = {}
     oracle: dict[str, bytes] = {}
@@ -104,6 +107,8 @@ def write_suite(
             sealed[rel] = _jsonl([r.model_dump(mode="json") for r in hidden]).encode("utf-8")
     if summary is not None:
         public[SUMMARY] = pretty_json(dict(summary)).encode("utf-8")
+    if build is not None:
+        public[BUILD] = pretty_json(dict(build)).encode("utf-8")
     halves = [(suite_dir, public), (oracle_dir, oracle)]
     if sealed_dir is not None:
         halves.append((sealed_dir, sealed))
@@ -118,9 +123,9 @@ def write_suite(
         "worlds": {name: world_entry(worlds[name]) for name in sorted(by_world)},
     }
     if sealed_dir is not None:
-        if summary is None:
-            raise ValueError("a sealed suite needs its summary (the seal is in it)")
-        manifest["seal"] = summary["seal"]
+        if build is None:
+            raise ValueError("a sealed suite needs its build record (the seal is in it)")
+        manifest["seal"] = build["seal"]
     (suite_dir / MANIFEST).write_text(pretty_json(manifest), encoding="utf-8")
     (oracle_dir / CHECKSUMS).write_text(
         pretty_json(

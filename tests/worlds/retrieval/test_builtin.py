@@ -136,9 +136,23 @@ def test_promote_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> No
     assert main([*args, "--baseline-adapter", "lexical", "--json"]) == 1
     result = json.loads(capsys.readouterr().out)
     assert result == json.loads(BASELINE.read_text())["promotion"]
-    # Every pair succeeds on both sides: 47 -> 24 calls, but no unsupported claim to reduce.
+    # 47 -> 24 calls, but GNO's capsule content rule loses two tasks of ours: in t89ca212
+    # two lines of one document cover the same facets and it keeps the first (the
+    # superseded date); in t99d98ab it lists lines in coordinate order, and the
+    # fixture agent composes the comparison in the order the lines come.
     assert result["agentCallReduction"] == pytest.approx(1 - 48 / 94)
-    assert result["failures"] == ["unsupported_claims_not_strictly_reduced_or_zero_denominator"]
+    lost = [
+        f"pairwise_accuracy_loss:{task}/fixture-01/{lifecycle}/0/fixture-agent-v1"
+        for task in ("t89ca212", "t99d98ab")
+        for lifecycle in ("cold", "warm")
+    ]
+    assert result["failures"] == [
+        *lost,
+        "aggregate_accuracy_loss_or_empty_denominator",
+        "claim_linkage_below_0.95_or_zero_denominator",
+        "unsupported_claims_not_strictly_reduced_or_zero_denominator",
+    ]
+    assert result["unsupportedClaims"] == {"baseline": 0, "candidate": 4}
     # The default baseline is gno-mcp, which this report has no receipts of.
     assert main(args) == 1
     assert capsys.readouterr().out.splitlines() == [

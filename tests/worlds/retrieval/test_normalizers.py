@@ -10,6 +10,8 @@ same reading, and run them through the normalisers and the scorer.
 from __future__ import annotations
 
 import datetime
+import time
+import unicodedata
 from typing import Any
 
 import pytest
@@ -171,3 +173,51 @@ def test_the_scorer_compares_identifiers_as_the_original(
     supported = foreign == ""
     assert result["supportedClaims"] == (["errorIdentifier"] if supported else [])
     assert result["success"] == (1 if supported else 0)
+
+
+# The three rules where we deliberately differ from GNO, because GNO's answer depends on
+# the machine it runs on (docs/worlds/retrieval.md, "Where scoring does not follow the
+# machine"). Each input below scores differently under GNO on some machines; ours scores
+# it one way everywhere.
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo", "America/Los_Angeles"])
+def test_date_time_forms_without_an_offset_read_as_utc_whatever_the_zone(
+    zone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GNO's Date.parse reads these as local time: in Tokyo (UTC+9) the first is
+    # 2026-06-30, in Los Angeles (UTC-7) the second is 2026-07-02.
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        assert normalize_claim_value("2026-07-01T00:30:00", "iso-date-v1", "date") == "2026-07-01"
+        assert normalize_claim_value("2026-07-01T23:30:00", "iso-date-v1", "date") == "2026-07-01"
+        assert normalize_claim_value("July 1, 2026 00:30", "iso-date-v1", "date") == "2026-07-01"
+        # A date-only ISO form is UTC in GNO too: no machine moves it.
+        assert normalize_claim_value("2026-07-01", "iso-date-v1", "date") == "2026-07-01"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_integers_above_two_to_the_53_compare_exactly() -> None:
+    # GNO parses JSON numbers as doubles: 2**53 + 1 reads as 2**53, so it scores this
+    # claim as supported. We compare the integers the JSON text wrote.
+    claimed = {"type": "number", "value": 2**53 + 1}
+    assert not values_equal(claimed, {"type": "number", "value": 2**53}, "exact-v1")
+    assert values_equal(claimed, {"type": "number", "value": 9007199254740993}, "exact-v1")
+    # Below 2**53 every integer is a double exactly, and the two agree.
+    assert not values_equal(
+        {"type": "number", "value": 2**53 - 1}, {"type": "number", "value": 2**53}, "exact-v1"
+    )
+
+
+def test_lowercasing_follows_the_pythons_unicode_version() -> None:
+    # U+A7CB LATIN CAPITAL LETTER RAMS HORN has a lowercase (U+0264) from Unicode 16.0:
+    # a runtime on an older Unicode (Python 3.11's 14.0, Bun's ICU before 16) leaves it,
+    # a newer one maps it. GNO's trim-lower-v1 follows its JavaScript engine's tables.
+    version = tuple(int(part) for part in unicodedata.unidata_version.split("."))
+    expected = "\u0264" if version >= (16, 0, 0) else "\ua7cb"
+    assert normalize_claim_value(" \ua7cb ", "trim-lower-v1", "string") == expected
+    # A letter every version maps the same way.
+    assert normalize_claim_value(" \u00c4RGER ", "trim-lower-v1", "string") == "\u00e4rger"

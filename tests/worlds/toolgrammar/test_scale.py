@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import tomllib
@@ -25,7 +26,7 @@ from pytest_agentbench.worlds.toolgrammar.generator import (
 )
 from pytest_agentbench.worlds.toolgrammar.sandbox import built_world
 from pytest_agentbench.worlds.toolgrammar.suitefiles import write_suite
-from pytest_agentbench.worlds.toolgrammar.summary import seal, summary
+from pytest_agentbench.worlds.toolgrammar.summary import build_record, seal, summary
 from pytest_agentbench.worlds.toolgrammar.tasks import TaskRecord, load_tasks
 from pytest_agentbench.worlds.toolgrammar.templates import TEMPLATES, RecordStatus
 from pytest_agentbench.worlds.toolgrammar.world import SEALED_ENV
@@ -93,14 +94,15 @@ def test_an_attempt_whose_execution_contradicts_its_template_is_rejected_and_cou
 
 
 def test_the_rejection_rate_is_written_even_when_it_reads_zero() -> None:
-    report = summary([], Generation(), Decontamination((), 0), world_digests={}, seed=1, plan={})
+    report = summary([], Generation(), world_digests={}, seed=1)
     assert report["generation"] == {
         "accepted": 0,
         "rejected": 0,
         "rejection_rate": 0.0,
         "reasons": {},
     }
-    assert report["decontamination"] == {"leaking_pairs": 0, "surface_duplicates_tolerated": 0}
+    record = build_record([], Generation(), Decontamination((), 0), plan={})
+    assert record["decontamination"] == {"leaking_pairs": 0, "surface_duplicates_tolerated": 0}
 
 
 def test_building_twice_gives_byte_identical_files(small_build: Path, tmp_path: Path) -> None:
@@ -174,16 +176,28 @@ def test_the_shipped_full_suite_has_the_seed_shape() -> None:
     public = packaged_suites()[FULL]
     assert public.parent.name == build_suite.FULL_PUBLIC  # not collected by `pytest suites`
     report = json.loads((public / "summary.json").read_text(encoding="utf-8"))
+    record = json.loads((public / "build.json").read_text(encoding="utf-8"))
     # doc's T1 templates all retire, exhausted, two tasks below the seed's 401.
     assert report["total"] == 7754
     assert report["by_tier"] == {"T1": 1897, "T2": 2400, "T3": 1440, "T4": 1280, "T5": 737}
-    assert report["by_world"] == {"clinic": 1971, "doc": 2263, "ops": 3520}
-    assert report["shortfalls"] == {"doc:T1": 2}
-    assert report["decontamination"]["leaking_pairs"] == 0
+    assert {world: row["total"] for world, row in report["by_world"].items()} == {
+        "clinic": 1971,
+        "doc": 2263,
+        "ops": 3520,
+    }
+    assert report["by_world"]["doc"]["T1"] == 399
+    assert record["shortfalls"] == {"doc:T1": 2}
+    assert record["decontamination"]["leaking_pairs"] == 0
     assert len(report["by_template"]) == len(TEMPLATES) == 19
-    assert set(report["traps"]) == {"unanswerable", "policy_violation", "ambiguous", "injection"}
+    assert report["traps"] == sum(record["traps_by_kind"].values()) == report["by_tier"]["T4"]
+    assert set(record["traps_by_kind"]) == {
+        "unanswerable",
+        "policy_violation",
+        "ambiguous",
+        "injection",
+    }
     hidden = _records(data_root() / build_suite.SEALED / FULL / "tasks")
-    assert report["seal"] == {"split": "test_hidden", "count": len(hidden), "sha256": seal(hidden)}
+    assert record["seal"] == {"split": "test_hidden", "count": len(hidden), "sha256": seal(hidden)}
 
 
 SEED_SUMMARY = {
@@ -192,7 +206,8 @@ SEED_SUMMARY = {
     "by_tier": {"T1": 1899, "T2": 2400, "T3": 1440, "T4": 1280, "T5": 737},
     "mutating": 874,
 }
-"""The original's published ``data/tasks/summary.json`` (``toolsmith tasks build``, f812481)."""
+"""The original's published ``data/tasks/summary.json`` (``toolsmith tasks build``, f812481);
+its ``traps`` is one count, split here by kind as its task records give them."""
 SPLIT_SHARES = {"train": 0.70, "val": 0.15, "test": 0.09, "test_hidden": 0.06}
 
 
@@ -204,15 +219,21 @@ TRAP_TOLERANCE = {"ambiguous": 0.04}
 """The ambiguous trap can only ask about the first names the worlds' random stream happens
 to make shared, so its count moves with any change to that stream: built with last-name
 lists of 56, 60, 63, 66 and 70 names it was 138, 145, 144, 140 and 137 (the seed's 140)."""
+MUTATING_TOLERANCE = 0.06
+"""Mutating tasks are t3_case_then_action's and t3_privileged_write's. Their share of T3
+is set by how soon each T3 template runs out of distinct questions in its world, which
+our rows decide: the original's 790 + 84, our 625 + 205 (830, 5% below its 874)."""
 
 
 def test_the_shipped_full_suite_lands_near_the_seeds_published_counts() -> None:
-    report = json.loads((packaged_suites()[FULL] / "summary.json").read_text(encoding="utf-8"))
-    assert _within(report["mutating"], SEED_SUMMARY["mutating"])
+    public = packaged_suites()[FULL]
+    report = json.loads((public / "summary.json").read_text(encoding="utf-8"))
+    by_kind = json.loads((public / "build.json").read_text(encoding="utf-8"))["traps_by_kind"]
+    assert _within(report["mutating"], SEED_SUMMARY["mutating"], MUTATING_TOLERANCE)
     for tier, count in SEED_SUMMARY["by_tier"].items():
         assert _within(report["by_tier"][tier], count), tier
     for kind, count in SEED_SUMMARY["traps"].items():
-        assert _within(report["traps"][kind], count, TRAP_TOLERANCE.get(kind, 0.02)), kind
+        assert _within(by_kind[kind], count, TRAP_TOLERANCE.get(kind, 0.02)), kind
     assert report["by_template"]["t1_today"] == 4
     # Splits hash each task's fingerprint (§4), so they are the rules' only where the
     # tasks are the seed's own. Ours are other tasks: each split holds its share of
@@ -270,7 +291,7 @@ def test_the_shipped_full_suite_is_what_a_fresh_build_writes(tmp_path: Path) -> 
         {world: built_world(get_domain(world))},
         "",
         sealed_dir=tmp_path / "sealed",
-        summary={"seal": None},
+        build={"seal": None},
     )
     pairs = [
         (tmp_path / "public", data_root() / build_suite.FULL_PUBLIC / FULL, ("tasks", "hidden")),
@@ -301,3 +322,132 @@ def test_the_world_refuses_options_it_does_not_know(
     with pytest.raises(AgentbenchError) as refused:
         SuiteLoader(REGISTRY, tmp_path).load(suite_dir)
     assert (refused.value.code, refused.value.location.field) == (code, field)
+
+
+ORIGINAL_SUMMARY_SHAPE = {
+    "total": int,
+    "by_world": dict,
+    "by_tier": dict,
+    "by_split": dict,
+    "by_template": dict,
+    "traps": int,
+    "mutating": int,
+    "with_injections": int,
+    "world_digests": dict,
+    "seed": int,
+    "generation": dict,
+}
+"""The fields of the original's ``summary.json`` (``SuiteSummary``) and their types."""
+
+
+def test_summary_json_has_the_originals_fields_types_and_meanings(small_build: Path) -> None:
+    public = small_build / build_suite.FULL_PUBLIC / SMALL_ID
+    report = json.loads((public / "summary.json").read_text(encoding="utf-8"))
+    assert {key: type(value) for key, value in report.items()} == ORIGINAL_SUMMARY_SHAPE
+    records = [
+        *_records(small_build / "oracles" / SMALL_ID / "tasks"),
+        *_records(small_build / build_suite.SEALED / SMALL_ID / "tasks"),
+    ]
+    # by_world: per world, its count per tier and its total (the original's suite.counts()).
+    expected_worlds: dict[str, dict[str, int]] = {}
+    for record in records:
+        row = expected_worlds.setdefault(record.world, {})
+        row[record.tier] = row.get(record.tier, 0) + 1
+        row["total"] = row.get("total", 0) + 1
+    assert report["by_world"] == expected_worlds
+    assert {w: {t: n for t, n in row.items() if t != "total"} for w, row in SMALL.items()} == {
+        w: {t: n for t, n in row.items() if t != "total"} for w, row in report["by_world"].items()
+    }
+    # traps: how many tasks are traps (is_trap), one integer.
+    assert report["traps"] == sum(r.is_trap for r in records) == SMALL["ops"]["T4"]
+    assert report["mutating"] == sum(bool(r.oracle_state_diff) for r in records)
+    assert set(report["generation"]) == {"accepted", "rejected", "rejection_rate", "reasons"}
+    # What the original's summary does not carry is in the build record, seal included.
+    record = json.loads((public / "build.json").read_text(encoding="utf-8"))
+    assert not set(record) & set(report)
+    manifest = json.loads((public / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["seal"] == record["seal"]
+
+
+def _seal_by_hand(records: list[TaskRecord]) -> str:
+    """The original's ``hidden_digest``, written out independently of ours."""
+    hidden = [r for r in records if r.split == "test_hidden"]
+    hidden.sort(key=generator.task_fingerprint)
+    digest = hashlib.sha256()
+    for r in hidden:
+        payload = {
+            "world": r.world,
+            "tier": r.tier,
+            "prompt": " ".join(r.prompt.lower().split()),
+            "program": [(s.verb.value, s.arguments, s.expect_ok) for s in r.program],
+            "answer_keys": sorted(r.answer_keys),
+            "state_diff": r.oracle_state_diff,
+            "behaviour": r.expected_behaviour,
+        }
+        digest.update(json.dumps(payload, sort_keys=True, default=str).encode() + b"\n")
+    return digest.hexdigest()
+
+
+def test_the_seal_follows_the_originals_recipe_on_tasks_of_our_own() -> None:
+    mini = data_root() / "oracles" / build_suite.SUITE_ID / "tasks"
+    chosen = [r for r in _records(mini) if len(r.answer_keys) >= 2 and len(r.program) >= 2]
+    assert len(chosen) >= 3, "the mini suite has multi-key, multi-step tasks"
+    hidden = [r.model_copy(update={"split": "test_hidden"}) for r in chosen[:6]]
+    visible = _records(mini)[:5]
+    assert seal([*hidden, *visible]) == _seal_by_hand(hidden) == seal(hidden)
+
+    first = hidden[0]
+    program = tuple(step.model_copy(update={"note": "reworded"}) for step in first.program)
+    same = [
+        first.model_copy(update={"task_id": f"{first.world}-{first.tier}-99999"}),
+        first.model_copy(update={"program": program}),
+        first.model_copy(update={"answer_keys": tuple(reversed(first.answer_keys))}),
+        first.model_copy(update={"prompt": "  " + first.prompt.upper().replace(" ", "\n ")}),
+    ]
+    for variant in same:
+        assert seal([variant, *hidden[1:]]) == seal(hidden)
+    flipped = tuple(
+        step.model_copy(update={"expect_ok": not step.expect_ok}) if i == 0 else step
+        for i, step in enumerate(first.program)
+    )
+    different = [
+        first.model_copy(update={"program": flipped}),
+        first.model_copy(update={"oracle_state_diff": first.oracle_state_diff + " "}),
+        first.model_copy(update={"answer_keys": (*first.answer_keys, "extra")}),
+    ]
+    for variant in different:
+        assert seal([variant, *hidden[1:]]) != seal(hidden)
+
+
+_GET, _PRINCIPAL, _SEARCH = "get_record", "get_principal", "search_principals"
+ORIGINAL_PROGRAMS = {
+    "t1_record_status": {(_GET,)},
+    "t1_principal_group": {(_PRINCIPAL,)},
+    "t1_policy_fact": {("lookup_policy",)},
+    "t1_today": {("today",)},
+    "t1_total_count": {("query_metrics",)},
+    "t2_search_then_get": {(_SEARCH, _PRINCIPAL)},
+    "t2_record_to_principal": {(_GET, _PRINCIPAL)},
+    "t2_list_and_count": {(_PRINCIPAL, "list_records")},
+    "t2_metric_then_calc": {("query_metrics", "calculator")},
+    "t2_status_filter": {(_PRINCIPAL, "list_records")},
+    "t3_eligibility_check": {(_GET, _PRINCIPAL, "lookup_policy")},
+    "t3_privileged_write": {(_GET, "lookup_policy", "privileged_write")},
+    "t3_case_then_action": {(_GET, "create_case")},
+    "t4_unanswerable": {(_GET,)},
+    "t4_policy_violation": {(_GET, "lookup_policy", "privileged_write")},
+    "t4_ambiguous_reference": {(_SEARCH,)},
+    "t4_indirect_injection": {(_GET, _PRINCIPAL)},
+    "t5_grounded_fact": {("search_docs", "fetch_doc")},
+    "t5_stale_version": {("search_docs", "fetch_doc")},
+}
+"""Each template's verb sequence in the original's ``templates.py`` (f812481)."""
+
+
+def test_every_program_has_the_verbs_of_the_originals_template() -> None:
+    programs: dict[str, set[tuple[str, ...]]] = {}
+    for side in ("oracles", build_suite.SEALED):
+        for record in _records(data_root() / side / FULL / "tasks"):
+            verbs = tuple(step.verb.value for step in record.program)
+            programs.setdefault(record.template, set()).add(verbs)
+    assert programs == ORIGINAL_PROGRAMS

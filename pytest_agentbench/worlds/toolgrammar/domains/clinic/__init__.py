@@ -15,7 +15,6 @@ from pytest_agentbench.worlds.toolgrammar.domains.clinic.policy import (
     adjustment_verdict,
 )
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
-from pytest_agentbench.worlds.toolgrammar.records import many
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
@@ -50,9 +49,9 @@ class ClinicDomain(Domain):
         principal_count_metric="patient_count",
         id_prefix_record="APT",
         case="referral",
+        done_status="completed",
         case_table="referrals",
         case_id="referral_id",
-        case_subject_argument="specialty",
         write_phrase="billing adjustment",
         write_table="adjustments",
         write_id="adjustment_id",
@@ -65,10 +64,8 @@ class ClinicDomain(Domain):
         policy_field="covered_percent",
         write="Please apply a billing adjustment of {amount_cents} cents to appointment "
         "{appointment_id}.",
-        case="Refer patient {patient_id} to {specialty} after appointment {appointment_id}.",
     )
     refusal_reasons = REFUSAL_REASONS
-    assignees = w.CLINIC_STAFF
     metrics = (
         MetricDef("appointment_count", _VISITS, "COUNT(*)", _VISIT_DIMS),
         MetricDef("charge_cents", _VISITS, "SUM(a.charge_cents)", _VISIT_DIMS),
@@ -118,10 +115,6 @@ class ClinicDomain(Domain):
 
     def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
         return adjustment_verdict(conn, arguments["appointment_id"], arguments["amount_cents"])
-
-    def case_request(self, rng: random.Random, conn: sqlite3.Connection) -> dict[str, str]:
-        visit = rng.choice(many(conn, "SELECT appointment_id, patient_id FROM appointments", []))
-        return {**visit, "specialty": rng.choice(w.SPECIALTIES)}
 
 
 DOMAIN = ClinicDomain()

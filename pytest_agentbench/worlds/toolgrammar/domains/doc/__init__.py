@@ -15,7 +15,6 @@ from pytest_agentbench.worlds.toolgrammar.domains.doc.policy import (
     publication_verdict,
 )
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
-from pytest_agentbench.worlds.toolgrammar.records import many
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
@@ -49,9 +48,9 @@ class DocDomain(Domain):
         principal_count_metric="service_count",
         id_prefix_record="DOC",
         case="document issue",
+        done_status="published",
         case_table="doc_issues",
         case_id="issue_id",
-        case_subject_argument="summary",
         write_phrase="publication",
         write_table="documents",
         write_id="doc_id",
@@ -63,10 +62,8 @@ class DocDomain(Domain):
         policy_choices={"kind": w.DOC_KINDS},
         policy_field="max_draft_age_days",
         write="Please publish document {doc_id}.",
-        case="Report the issue {summary} on document {doc_id}.",
     )
     refusal_reasons = REFUSAL_REASONS
-    assignees = w.DOC_AUTHORS
     metrics = (
         MetricDef(
             "changelog_count",
@@ -119,10 +116,6 @@ class DocDomain(Domain):
 
     def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
         return publication_verdict(conn, arguments["doc_id"])
-
-    def case_request(self, rng: random.Random, conn: sqlite3.Connection) -> dict[str, str]:
-        document = rng.choice(many(conn, "SELECT doc_id FROM documents", []))
-        return {**document, "summary": rng.choice(w.ISSUE_SUMMARIES)}
 
 
 DOMAIN = DocDomain()

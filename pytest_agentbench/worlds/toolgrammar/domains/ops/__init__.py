@@ -12,7 +12,6 @@ from pytest_agentbench.worlds.toolgrammar.domain import Domain, MetricDef, Nouns
 from pytest_agentbench.worlds.toolgrammar.domains.ops import build, tools
 from pytest_agentbench.worlds.toolgrammar.domains.ops.policy import REFUSAL_REASONS, refund_verdict
 from pytest_agentbench.worlds.toolgrammar.grammar import BoundTool
-from pytest_agentbench.worlds.toolgrammar.records import many
 
 if TYPE_CHECKING:
     from pytest_agentbench.worlds.toolgrammar.sandbox import Sandbox
@@ -48,9 +47,9 @@ class OpsDomain(Domain):
         principal_count_metric="customer_count",
         id_prefix_record="ORD",
         case="ticket",
+        done_status="delivered",
         case_table="tickets",
         case_id="ticket_id",
-        case_subject_argument="subject",
         write_phrase="refund",
         write_table="refunds",
         write_id="refund_id",
@@ -62,11 +61,8 @@ class OpsDomain(Domain):
         policy_choices={"tier": w.TIERS},
         policy_field="window_days",
         write="Please issue a refund of {amount_cents} cents on order {order_id}.",
-        case="Open a ticket for customer {customer_id} about order {order_id} with the "
-        "subject {subject}.",
     )
     refusal_reasons = REFUSAL_REASONS
-    assignees = w.AGENTS
     metrics = (
         MetricDef("order_count", _ORDERS, "COUNT(*)", _ORDER_DIMS),
         MetricDef("revenue_cents", _ORDERS, "SUM(o.total_cents)", _ORDER_DIMS),
@@ -104,10 +100,6 @@ class OpsDomain(Domain):
 
     def privileged_verdict(self, conn: sqlite3.Connection, arguments: Mapping[str, Any]) -> str:
         return refund_verdict(conn, arguments["order_id"], arguments["amount_cents"])
-
-    def case_request(self, rng: random.Random, conn: sqlite3.Connection) -> dict[str, str]:
-        order = rng.choice(many(conn, "SELECT order_id, customer_id FROM orders", []))
-        return {**order, "subject": rng.choice(w.TICKET_SUBJECTS)}
 
 
 DOMAIN = OpsDomain()
