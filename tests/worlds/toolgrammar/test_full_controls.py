@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_agentbench.run.packaged import data_root, packaged_suites
 from pytest_agentbench.sdk.canonical import read_yaml
+from pytest_agentbench.sdk.packaged import data_root, packaged_suites
 from pytest_agentbench.worlds.toolgrammar import build_suite
 from pytest_agentbench.worlds.toolgrammar.world import SEALED_ENV
 from tests.worlds.toolgrammar.full_controls import SLICES, chosen_cases, public_ids
