@@ -41,6 +41,7 @@ from pytest_agentbench.sdk.contracts import (
     CaseResult,
     Check,
     CheckStatus,
+    FailureClass,
     Outcome,
 )
 from pytest_agentbench.sdk.controls import ControlSpec, ControlVerdict
@@ -99,6 +100,9 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
     if result.failure_class is not None and failed:
         lines.append(f"{len(failed)} of {len(result.checks)} checks failed:")
     for check in failed:
+        if check.status is CheckStatus.MISSING:
+            lines.append(f"  {check.name}: {_not_graded(check, result.failure_class)}")
+            continue
         compared = f"expected {_render_value(check.expected)}, got {_render_value(check.actual)}"
         if check.expected is None and check.actual is None and check.detail:
             # A check with no values (the golden output) explains itself in its detail.
@@ -111,6 +115,33 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
         lines.extend(f"  {line}" for line in golden_diff.splitlines())
     # The terminal and the JUnit file write this text: neither takes a lone surrogate.
     return escape_surrogates("\n".join(lines))
+
+
+_UNGRADED_BECAUSE = {
+    FailureClass.PRODUCT_ERROR: "the output was refused",
+    FailureClass.AGENT_ERROR: "the adapter failed",
+    FailureClass.HARNESS_ERROR: "the harness failed",
+}
+
+
+def _not_graded(check: Check, failure_class: FailureClass | None) -> str:
+    """A check the output gave no value for: why it was not graded, and what it expected.
+
+    "expected null, got null" said nothing; the reason is the check's detail, else the
+    case's failure (whose reason heads the text), else the value's absence.
+    """
+    if check.detail:
+        reason = check.detail
+    elif failure_class is not None:
+        reason = f"{_UNGRADED_BECAUSE[failure_class]} ({failure_class.value})"
+    else:
+        reason = "the output carries no value for it"
+    text = f"not graded: {reason}"
+    if check.expected is not None:
+        text += f" (expected {_render_value(check.expected)})"
+    if check.actual is not None:
+        text += f" (got {_render_value(check.actual)})"
+    return text
 
 
 def traceback_heading() -> str:

@@ -11,14 +11,15 @@ defined in :mod:`pytest_agentbench.sdk.tool_agent`, which imports nothing heavy
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict
 from pytest_agentbench.sdk.contracts import FailureClass, Outcome
-from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+from pytest_agentbench.sdk.errors import AgentbenchError, escape_surrogates, field_path
 from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput, call_adapter
 from pytest_agentbench.sdk.tools.session import ToolSession
 from pytest_agentbench.sdk.tools.spec import HANDLER_FAILED, ToolDescriptor
@@ -27,6 +28,9 @@ from pytest_agentbench.sdk.tools.spec import HANDLER_FAILED, ToolDescriptor
 ADAPTER_FAILED = "adapter_failed"
 MALFORMED_FINAL = "malformed_final"
 TIMED_OUT = "timed_out"
+
+SHOWN_ANSWER_CHARS = 300
+"""How much of a refused final answer its failure reason quotes."""
 
 
 @runtime_checkable
@@ -107,8 +111,31 @@ def solve_with_session(
     try:
         final = accept(raw)
     except MalformedOutput as malformed:
-        return _failed(session, FailureClass.PRODUCT_ERROR, MALFORMED_FINAL, malformed.reason)
+        reason = f"{malformed.reason}; the answer was {shown_answer(raw)}"
+        return _failed(session, FailureClass.PRODUCT_ERROR, MALFORMED_FINAL, reason)
     return Outcome(output=final, receipt=session.receipt(final).model_dump(mode="json"))
+
+
+def answer_text(raw: Any) -> str:
+    """An adapter's final answer as text: itself when text, else its canonical JSON."""
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", "replace")
+    if isinstance(raw, str):
+        return raw
+    try:
+        return canonical_json(raw)
+    except (TypeError, ValueError):
+        return repr(raw)
+
+
+def shown_answer(raw: Any) -> str:
+    """A refused final answer as its failure reason quotes it: JSON-quoted, capped, so what
+    the model said (prose, an empty reply, a fenced block) is seen exactly."""
+    text = answer_text(raw)
+    quoted = escape_surrogates(json.dumps(text[:SHOWN_ANSWER_CHARS], ensure_ascii=False))
+    if len(text) > SHOWN_ANSWER_CHARS:
+        return f"{quoted}... [{len(text)} characters in all]"
+    return quoted
 
 
 def _failed(session: ToolSession, failure_class: FailureClass, code: str, reason: str) -> Outcome:
