@@ -21,6 +21,7 @@ from pytest_agentbench.report import json_report
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.json_report import AdapterIdentity, RunReport, environment
 from pytest_agentbench.report.summary import CaseEntry, RunSummary
+from pytest_agentbench.report.transcripts import TranscriptFile
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
@@ -49,6 +50,7 @@ def whole_model_report(
     exit_status: int,
     comparison: Comparison | None = None,
     model_run: RunProvenance | None = None,
+    transcripts: tuple[TranscriptFile, ...] = (),
 ) -> str:
     """The former builder: every case entry in the summary, one model, one encoding."""
     results = {nodeid: store[nodeid] for nodeid in store}
@@ -73,6 +75,7 @@ def whole_model_report(
         problems=summary.problems,
         comparison=comparison,
         model_run=model_run,
+        transcripts=transcripts,
     )
     return canonical_json(report.model_dump(mode="json")) + "\n"
 

@@ -34,7 +34,7 @@ from pytest_agentbench.run.control_run import (
 from pytest_agentbench.run.session import LoadedSuite, get_state
 from pytest_agentbench.scoring.trials import enter_trial, item_name, leave_trial
 from pytest_agentbench.sdk import tracebacks
-from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
 from pytest_agentbench.sdk.contracts import (
     Case,
     CaseOutcome,
@@ -55,6 +55,8 @@ from pytest_agentbench.sdk.errors import (
 from pytest_agentbench.sdk.layout import SUITE_FILE
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
+TRANSCRIPT_KEY = pytest.StashKey[list[JsonValue]]()
+"""A case item's transcript events, until the relay sends them on with its result."""
 VERDICT_KEY = pytest.StashKey[ControlVerdict]()
 
 
@@ -256,6 +258,7 @@ class CaseItem(pytest.Item):
             view = job.view
             self.answered_by = adapter_class(job.adapter)
             outcome, result = job.result()
+            self._keep_transcript(state.take_transcript())
         else:
             adapter = state.adapter_for(self.loaded, given_adapter)
             self.answered_by = adapter_class(adapter)
@@ -266,6 +269,7 @@ class CaseItem(pytest.Item):
                 outcome, result = state.execute(self.loaded, self.case, view, adapter, ledger=True)
             finally:
                 leave_trial(token)
+            self._keep_transcript(state.take_transcript())
         if self.trial is not None or self.case.cluster is not None:
             result = result.model_copy(update={"trial": self.trial, "cluster": self.case.cluster})
         if rerun is not None:
@@ -311,6 +315,11 @@ class CaseItem(pytest.Item):
             pytest.skip(f"excluded: {result.failure_reason}")
         if result.outcome is not CaseOutcome.PASSED:
             raise CaseFailed(result, golden_diff)
+
+    def _keep_transcript(self, events: list[JsonValue] | None) -> None:
+        """Stash the case's transcript for the relay (the report's sidecar file)."""
+        if events:
+            self.stash[TRANSCRIPT_KEY] = events
 
     def _run_ahead(self) -> Any:
         """The case's run started ahead of its turn (a ``CaseJob``), if it was."""

@@ -20,6 +20,7 @@ from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.judged_summary import JudgedSummary
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
+from pytest_agentbench.report.transcripts import TranscriptFile
 from pytest_agentbench.run.output_caps import TruncatedReceipt
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.scoring.gates import GateVerdict
@@ -74,6 +75,9 @@ class RunReport(Record):
     model_run: RunProvenance | None = None
     """The chat model behind the run, its settings, pricing and traffic; ``None`` when no
     model is configured."""
+    transcripts: tuple[TranscriptFile, ...] = ()
+    """Each suite's transcripts file (``<report>.transcripts/<suite>.ndjson``) with its
+    digest: the model calls, tool calls and final answer of every case that had them."""
     judged: JudgedSummary | None = None
     """Judged diagnostics (``--agentbench-judge-cache``), added once the report is judged:
     beside the outcomes, metrics and gates, which never read them; ``None`` when not judged."""
@@ -117,6 +121,7 @@ def stream_report(
     exit_status: int,
     comparison: Comparison | None = None,
     model_run: RunProvenance | None = None,
+    transcripts: tuple[TranscriptFile, ...] = (),
 ) -> None:
     """Write the run report to ``out``: the canonical JSON of a :class:`RunReport`.
 
@@ -134,6 +139,7 @@ def stream_report(
         problems=summary.problems,
         comparison=comparison,
         model_run=model_run,
+        transcripts=transcripts,
     ).model_dump(mode="json")
     stored = store.by_suite()
 

@@ -60,8 +60,14 @@ def write_reports(
             "model_run": model_run,
         }
         if options.report_path is not None:
+            transcripts = () if recorder.transcripts is None else recorder.transcripts.finish()
             write_report(
-                options.report_path, summary, recorder.graded, recorder.durations, **identity
+                options.report_path,
+                summary,
+                recorder.graded,
+                recorder.durations,
+                transcripts=transcripts,
+                **identity,
             )
         if options.html_path is not None:
             # Imported only when asked for: its modules cost every run 9 ms otherwise.

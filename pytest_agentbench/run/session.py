@@ -20,6 +20,7 @@ from pytest_agentbench.run.gc_freeze import collector_paused
 from pytest_agentbench.run.leaks import find_leak, visible_text
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.scoring.gates import parse_gate
+from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.contracts import (
     Case,
     CaseResult,
@@ -358,6 +359,9 @@ class AgentbenchState:
     isolation: IsolatedAdapters | IsolatedPool | None = None
     """The adapter process of ``--agentbench-isolate`` (a pool of them with
     ``--agentbench-concurrency``); case adapters then run there."""
+    settled_transcript: list[JsonValue] | None = None
+    """The transcript of the case this process settled last (under ``--agentbench-report``),
+    until its item takes it (:meth:`take_transcript`)."""
     _reference: dict[str, Any] = field(default_factory=dict)
     _predictions: dict[str, Any] = field(default_factory=dict)
     _protocol_checks: dict[tuple[int, str], tuple[Any, bool]] = field(default_factory=dict)
@@ -500,6 +504,9 @@ class AgentbenchState:
         """
         from pytest_agentbench.agents.provenance import attach_model_calls
 
+        if self.options.report_path is not None:
+            events = None if calls is None else calls.transcript.record()
+            self.settled_transcript = events or None
         if case_ledger is not None:
             case_ledger.finish(outcome)
             if case_ledger.failure is not None:
@@ -516,6 +523,11 @@ class AgentbenchState:
                 loaded, case, outcome, result, case_ledger=case_ledger, item=item
             )
         return outcome, result
+
+    def take_transcript(self) -> list[JsonValue] | None:
+        """The transcript of the case settled last, once: its item relays it."""
+        events, self.settled_transcript = self.settled_transcript, None
+        return events
 
     def with_artifact(
         self,

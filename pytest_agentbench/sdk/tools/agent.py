@@ -19,10 +19,11 @@ from pydantic import BaseModel, ValidationError
 
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict
 from pytest_agentbench.sdk.contracts import FailureClass, Outcome
-from pytest_agentbench.sdk.errors import AgentbenchError, escape_surrogates, field_path
+from pytest_agentbench.sdk.errors import AgentbenchError, cap_text, escape_surrogates, field_path
 from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput, call_adapter
 from pytest_agentbench.sdk.tools.session import ToolSession
 from pytest_agentbench.sdk.tools.spec import HANDLER_FAILED, ToolDescriptor
+from pytest_agentbench.sdk.transcript import bounded, current_transcript
 
 # Stable failure codes a receipt's canonical partition records.
 ADAPTER_FAILED = "adapter_failed"
@@ -92,13 +93,18 @@ def solve_with_session(
     session is closed before this returns; the outcome carries its receipt.
     A timeout propagates (the runner reports it) with the receipt attached.
     """
+    transcript = current_transcript()
     try:
         raw = call_adapter(adapter.solve, task, session)
     except AdapterFailure as failure:
         session.close()
+        if transcript is not None:
+            transcript.note(_ended(failure.failure_class, failure.reason))
         return _failed(session, failure.failure_class, ADAPTER_FAILED, failure.reason)
     except CaseTimeout as timeout:
         session.close()
+        if transcript is not None:
+            transcript.note(_ended(FailureClass.AGENT_ERROR, TIMED_OUT))
         timeout.receipt = session.receipt(
             failure_class=FailureClass.AGENT_ERROR.value, failure_code=TIMED_OUT
         ).model_dump(mode="json")
@@ -107,13 +113,36 @@ def solve_with_session(
     failed = session.harness_failure
     if failed is not None:
         reason = f"tool {failed.name!r} failed at call {failed.index}: {failed.message}"
+        if transcript is not None:
+            transcript.note(_final(raw, "not_read", reason))
         return _failed(session, FailureClass.HARNESS_ERROR, HANDLER_FAILED, reason)
     try:
         final = accept(raw)
     except MalformedOutput as malformed:
+        if transcript is not None:
+            transcript.note(_final(raw, "refused", malformed.reason))
         reason = f"{malformed.reason}; the answer was {shown_answer(raw)}"
         return _failed(session, FailureClass.PRODUCT_ERROR, MALFORMED_FINAL, reason)
+    if transcript is not None:
+        transcript.note(_final(raw, "accepted", None))
     return Outcome(output=final, receipt=session.receipt(final).model_dump(mode="json"))
+
+
+def _final(raw: Any, parsed: str, reason: str | None) -> dict[str, JsonValue]:
+    """The transcript's event of a final answer: its text as returned, and how it was read."""
+    event: dict[str, JsonValue] = {
+        "event": "final",
+        "answer": bounded(answer_text(raw)),
+        "parsed": parsed,
+    }
+    if reason is not None:
+        event["reason"] = cap_text(reason)
+    return event
+
+
+def _ended(failure_class: FailureClass, reason: str) -> dict[str, JsonValue]:
+    """The transcript's event of an adapter that gave no answer: it raised or timed out."""
+    return {"event": "no_final", "failure_class": failure_class.value, "reason": cap_text(reason)}
 
 
 def answer_text(raw: Any) -> str:
