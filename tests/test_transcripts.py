@@ -60,7 +60,7 @@ def run(project: pytest.Pytester, tag: str, *args: str) -> tuple[pytest.RunResul
 def sidecar(project: pytest.Pytester, document: dict[str, Any]) -> bytes:
     """The run's one transcripts file, checked against what the report says of it."""
     (entry,) = document["transcripts"]
-    data = (project.path / entry["file"]).read_bytes()
+    data = (project.path / str(entry["file"])).read_bytes()
     assert entry["digest_sha256"] == hashlib.sha256(data).hexdigest()
     assert entry["suite_id"] == "chat-suite"
     assert entry["cases"] == len(data.splitlines())

@@ -45,7 +45,7 @@ def response_event(response: RecordedResponse) -> dict[str, JsonValue]:
         return event
     body = response.json_body
     try:
-        choice = body["choices"][0]  # type: ignore[index,call-overload]
+        choice = body["choices"][0]
         message = choice["message"]
         if not isinstance(message, dict):
             raise TypeError
