@@ -294,14 +294,18 @@ _scope = threading.local()
 
 
 @contextmanager
-def case_scope() -> Iterator[CaseCalls]:
-    """Collect the model calls made on this thread while the block runs (one case)."""
+def case_scope(*, transcribe: bool = True) -> Iterator[CaseCalls]:
+    """Collect the model calls made on this thread while the block runs (one case), and,
+    with ``transcribe``, the case's transcript (a run writing no report keeps none)."""
     run = _Configured.run
     calls = CaseCalls(priced=run is not None and run.price is not None)
     previous = getattr(_scope, "calls", None)
     _scope.calls = calls
     try:
-        with transcript_scope() as calls.transcript:
+        if transcribe:
+            with transcript_scope() as calls.transcript:
+                yield calls
+        else:
             yield calls
     finally:
         _scope.calls = previous

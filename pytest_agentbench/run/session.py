@@ -476,7 +476,7 @@ class AgentbenchState:
 
             adapter = ledgered(adapter, case_ledger)
         world, suite, timeout = loaded.world, loaded.suite, self.options.timeout
-        with case_scope() as calls:
+        with case_scope(transcribe=self.options.report_path is not None) as calls:
             if isolation is None:
                 outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
             else:
