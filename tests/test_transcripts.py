@@ -188,25 +188,43 @@ def test_transcripts_say_what_the_model_did_and_replay_identically_everywhere(
     assert not any(Path(chat_project.path).glob("*.transcripts/.*.tmp"))
 
 
-def test_a_tool_session_without_a_model_has_transcripts_and_stale_files_go(
-    chat_project: pytest.Pytester,
+def test_a_tool_session_without_a_model_has_transcripts_and_a_resume_keeps_them(
+    demo: pytest.Pytester,
 ) -> None:
-    """An earlier run's file in the folder is removed rather than passing for this run's."""
-    stale = chat_project.path / "plain.json.transcripts" / "chat-suite.ndjson"
+    """The reference agent's tool calls are transcribed too. A run resumed into the same
+    report takes the carried cases' lines from the run it resumes; an earlier run's file
+    never passes for this run's."""
+    write_demo_suite(
+        demo.path, "tool-suite", questions={"c1": "1+2", "c2": "2+2"}, world="demo-tools"
+    )
+    report = demo.path / "tools.json"
+    args = ("-m", "not agentbench_control", "-p", "no:randomly", f"--agentbench-report={report}")
+    stale = demo.path / "tools.json.transcripts" / "other-suite.ndjson"
     stale.parent.mkdir()
     stale.write_text('{"stale": true}\n', encoding="utf-8")
-    result = chat_project.runpytest(
-        "-m", "not agentbench_control", f"--agentbench-report={chat_project.path / 'plain.json'}"
-    )
-    document = json.loads((chat_project.path / "plain.json").read_text(encoding="utf-8"))
-    assert_valid_report(document)
-    result.assert_outcomes(failed=4)
-    # The reference agent of demo-tools (which cannot read these questions) has a tool
-    # session, so its cases have transcripts too: no model call, and no final answer.
+    demo.runpytest(*args, "-k", "c1").assert_outcomes(passed=1)
+    first = json.loads(report.read_text(encoding="utf-8"))
+    assert_valid_report(first)
+    (c1,) = sidecar_lines(demo, first, "tool-suite")
+    assert not stale.exists()
+    assert not list(stale.parent.glob(".*"))
+    assert kinds(c1["events"]) == ["tool_call", "final"]
+    assert c1["events"][0]["arguments"] == {"text": '{"a":1,"b":2}'}
+
+    resumed = demo.runpytest(*args, f"--agentbench-resume={report}")
+    resumed.assert_outcomes(passed=1)
+    second = json.loads(report.read_text(encoding="utf-8"))
+    carried, ran = sidecar_lines(demo, second, "tool-suite")
+    assert carried == c1, "the carried case's line, as the resumed run wrote it"
+    assert ran["case_id"] == "c2"
+    assert not list(stale.parent.glob(".*")), "the set-aside files are gone"
+
+
+def sidecar_lines(
+    project: pytest.Pytester, document: dict[str, Any], suite_id: str
+) -> list[dict[str, Any]]:
     (entry,) = document["transcripts"]
-    lines = (chat_project.path / entry["file"]).read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 4
-    assert "stale" not in "".join(lines)
-    events = json.loads(lines[0])["events"]
-    assert kinds(events)[-1] == "no_final"
-    assert "model_request" not in kinds(events)
+    assert entry["suite_id"] == suite_id
+    data = (project.path / str(entry["file"])).read_bytes()
+    assert entry["digest_sha256"] == hashlib.sha256(data).hexdigest()
+    return [json.loads(line) for line in data.decode("utf-8").splitlines()]

@@ -7,7 +7,8 @@ suite's file under ``<report>.transcripts/`` as it comes, so an interrupted run
 keeps what it did. When the run ends each file is rewritten in node id order,
 one case per line (the last a re-run sent), and the report names it with the
 sha256 of its bytes: the same run writes the same bytes serially, under
-``-n 2``, with an isolated adapter and from cassettes.
+``-n 2``, with an isolated adapter and from cassettes. A resumed run takes the
+lines of the cases it carries over from the run it resumes.
 """
 
 from __future__ import annotations
@@ -15,16 +16,20 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Set
 from pathlib import Path
 from typing import IO, Annotated, Final
 
 from pydantic import Field, StrictStr
 
+from pytest_agentbench.report.progress import PROGRESS_SUFFIX
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Record
 
 TRANSCRIPT_SCHEME: Final = "agentbench-transcript/1"
 FOLDER_SUFFIX: Final = ".transcripts"
+EARLIER_SUFFIX: Final = ".earlier"
+"""An earlier run's file, set aside until this run's end (a resume may take lines from it)."""
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -79,10 +84,27 @@ class TranscriptSink:
         self._clear()
 
     def _clear(self) -> None:
-        """No file of an earlier run may pass for this run's."""
+        """No file of an earlier run may pass for this run's: each is set aside (a resumed
+        run takes the lines of the cases it carries over, :meth:`carry`), then removed."""
         if self.folder.is_dir():
             for stale in self.folder.glob("*.ndjson"):
-                stale.unlink()
+                stale.replace(self.folder / f".{stale.name}{EARLIER_SUFFIX}")
+
+    def carry(self, resumed_from: Path, nodeids: Set[str]) -> None:
+        """Take the lines of ``nodeids`` from the transcripts of the run resumed from
+        (``resumed_from``: its report, or the progress journal beside it)."""
+        report = resumed_from.with_name(resumed_from.name.removesuffix(PROGRESS_SUFFIX))
+        folder = transcripts_folder(report.resolve())
+        if folder == self.folder.resolve():
+            files = sorted(folder.glob(f".*.ndjson{EARLIER_SUFFIX}"))
+        else:
+            files = sorted(folder.glob("*.ndjson")) if folder.is_dir() else []
+        for path in files:
+            with path.open(encoding="utf-8") as lines:
+                for line in lines:
+                    entry = json.loads(line)
+                    if entry.get("nodeid") in nodeids and isinstance(entry.get("suite_id"), str):
+                        self.put(entry["suite_id"], line.rstrip("\n"))
 
     def put(self, suite_id: str, line: str) -> None:
         stream = self._open.get(suite_id)
@@ -117,4 +139,6 @@ class TranscriptSink:
                 )
             )
         self._open.clear()
+        for earlier in self.folder.glob(f".*.ndjson{EARLIER_SUFFIX}"):
+            earlier.unlink()
         return tuple(written)
