@@ -272,6 +272,14 @@ def test_a_ceiling_reached_mid_run_excludes_the_later_cases_counted_and_named(
     skipped = [c.get("name") for c in junit.iter("testcase") if c.find("skipped") is not None]
     assert skipped == ["c3", "c4"]
     result.stdout.fnmatch_lines(["*budget: max-tokens 750; 2 cases excluded*"])
+    # The transcripts say which call the budget refused, unsent.
+    (transcripts,) = report["transcripts"]
+    lines = (chat_project.path / transcripts["file"]).read_text(encoding="utf-8").splitlines()
+    transcribed = {line["case_id"]: line for line in map(json.loads, lines)}
+    assert transcribed["c4"]["outcome"] == "excluded"
+    assert [e["event"] for e in transcribed["c4"]["events"]] == ["model_refused", "no_final"]
+    assert transcribed["c4"]["events"][0]["code"] == "budget_exceeded_tokens"
+    assert [e["event"] for e in transcribed["c3"]["events"]][-2:] == ["model_refused", "no_final"]
 
 
 def _case_of(document: dict[str, Any], case_id: str) -> dict[str, Any]:
