@@ -3,8 +3,8 @@ checks that were not graded.
 
 One recorded run against the scripted server (``tests/llm_server.py``) writes each
 case's transcript to ``<report>.transcripts/<suite>.ndjson``; replays from its
-cassettes under ``-n 2``, in an isolated adapter pool and in one isolated adapter
-process write the same bytes.
+cassettes under ``-n 2``, on concurrent threads, in an isolated adapter pool and in
+one isolated adapter process write the same bytes.
 """
 
 from __future__ import annotations
@@ -180,6 +180,11 @@ def test_transcripts_say_what_the_model_did_and_replay_identically_everywhere(
     )
     pooled.assert_outcomes(passed=1, failed=3)
     assert sidecar(chat_project, pooled_report) == data
+    threaded, threaded_report = run(
+        chat_project, "threaded", "--agentbench-cassette-mode=replay", "--agentbench-concurrency=4"
+    )
+    threaded.assert_outcomes(passed=1, failed=3)
+    assert sidecar(chat_project, threaded_report) == data, "cases on threads of their own"
     isolated, isolated_report = run(
         chat_project, "isolated", "--agentbench-cassette-mode=replay", "--agentbench-isolate"
     )
