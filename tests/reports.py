@@ -32,12 +32,16 @@ def normalised(document: Any) -> Any:
     """A run report without what legitimately differs between two runs: durations, times,
     the loopback server's port (each run starts its own), whether the model answered live,
     recording or from cassettes, and the waits of retries and rate limits (a replay waits
-    for nothing). A receipt capped in the report is compared by its digest."""
+    for nothing). A receipt capped in the report is compared by its digest; a transcripts
+    file by its name and digest (its folder is named after the report)."""
     if isinstance(document, dict):
         if {"digest", "truncated", "head"} <= document.keys():
             # A receipt capped in the report: its size, hash and head cover the receipt's
             # observations, which hold each call's duration; its digest covers the rest.
             return {"digest": document["digest"]}
+        if document.keys() == {"suite_id", "file", "digest_sha256", "cases"}:
+            # A transcripts file lies beside its report, named after it; its bytes must match.
+            return {**document, "file": document["file"].rsplit("/", 1)[-1]}
         if isinstance(document.get("model_run"), dict):
             document = {**document, "model_run": {**document["model_run"], "mode": None}}
         return {

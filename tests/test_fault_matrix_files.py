@@ -151,8 +151,10 @@ FINISHED_BEFORE_SIGTERM = len(IDS) + 3 + 2
 MODES = {
     "serial": [],
     "n2": ["-n", "2"],
-    "isolated": ["--agentbench-isolate"],
-    "pool": ["--agentbench-isolate", "--agentbench-concurrency=2"],
+    # The blocker signals that it runs by a file in the project, which the kernel sandbox
+    # forbids; the sandbox's own promises are held by tests/test_sandbox_redteam.py.
+    "isolated": ["--agentbench-isolate", "--agentbench-sandbox=off"],
+    "pool": ["--agentbench-isolate", "--agentbench-concurrency=2", "--agentbench-sandbox=off"],
 }
 
 

@@ -312,6 +312,14 @@ def test_an_endpoint_that_overspends_is_refused_by_name_and_the_later_cases_excl
     skipped = [c.get("name") for c in junit.iter("testcase") if c.find("skipped") is not None]
     assert skipped == ["c3", "c4"]
     result.stdout.fnmatch_lines(["*budget: max-tokens 4000; 2 cases excluded*"])
+    # The transcripts say which call the budget refused, unsent.
+    (transcripts,) = report["transcripts"]
+    lines = (chat_project.path / transcripts["file"]).read_text(encoding="utf-8").splitlines()
+    transcribed = {line["case_id"]: line for line in map(json.loads, lines)}
+    assert transcribed["c4"]["outcome"] == "excluded"
+    assert [e["event"] for e in transcribed["c4"]["events"]] == ["model_refused", "no_final"]
+    assert transcribed["c4"]["events"][0]["code"] == "budget_exceeded_tokens"
+    assert [e["event"] for e in transcribed["c3"]["events"]][-2:] == ["model_refused", "no_final"]
     capsys.readouterr()
     audited = ["audit", str(chat_project.path / "mid.json"), str(ledger.parent)]
     pricing = ["--pricing", str(chat_project.path / "pricing.json")]

@@ -21,6 +21,7 @@ from pytest_agentbench.report import json_report
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.json_report import AdapterIdentity, RunReport, environment
 from pytest_agentbench.report.summary import CaseEntry, RunSummary
+from pytest_agentbench.report.transcripts import TranscriptFile
 from pytest_agentbench.report.trust import Trust
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.sdk.canonical import canonical_json
@@ -51,6 +52,7 @@ def whole_model_report(
     comparison: Comparison | None = None,
     model_run: RunProvenance | None = None,
     trust: Trust | None = None,
+    transcripts: tuple[TranscriptFile, ...] = (),
 ) -> str:
     """The former builder: every case entry in the summary, one model, one encoding."""
     results = {nodeid: store[nodeid] for nodeid in store}
@@ -76,6 +78,7 @@ def whole_model_report(
         comparison=comparison,
         model_run=model_run,
         trust=trust,
+        transcripts=transcripts,
     )
     return canonical_json(report.model_dump(mode="json")) + "\n"
 

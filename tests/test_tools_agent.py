@@ -85,6 +85,22 @@ def test_a_malformed_final_is_a_product_error(raw: Any, reason: str) -> None:
     assert receipt.observations.failure_reason == outcome.failure_reason
 
 
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("I think the answer is 42.", '; the answer was "I think the answer is 42."'),
+        ("", '; the answer was ""'),
+        ({"answer": "42"}, '; the answer was "{\\"answer\\":\\"42\\"}"'),
+        ("x" * 400, '; the answer was "' + "x" * 300 + '"... [400 characters in all]'),
+        ("bad \udc80", '; the answer was "bad \\udc80"'),
+    ],
+)
+def test_a_refused_final_answer_is_quoted_capped_in_its_reason(raw: Any, shown: str) -> None:
+    outcome = solve_with_session(Solver(lambda t, s: raw), {}, make_session(), accept)
+    assert outcome.failure_reason is not None
+    assert outcome.failure_reason.endswith(shown)
+
+
 def test_final_json_text_is_accepted_strictly() -> None:
     assert parse_final('{"answer": 3}', Final) == Final(answer=3)
     with pytest.raises(MalformedOutput):

@@ -28,12 +28,14 @@ from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import EncodedRequest, RecordedResponse
 from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
+from pytest_agentbench.agents.transcribe import refusal_event, request_event, response_event
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
 from pytest_agentbench.agents.usage import UsageLog, final_tokens
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
 from pytest_agentbench.sdk.ledger import Tokens, UsageReport
 from pytest_agentbench.sdk.tools import ToolCallError, ToolSessionLike
 from pytest_agentbench.sdk.tools.wrapping import FENCE_INSTRUCTIONS, fence_result
+from pytest_agentbench.sdk.transcript import current_transcript
 
 SYSTEM_PROMPT = (
     "You solve one task by calling the tools you are offered. When you are done, reply "
@@ -100,8 +102,10 @@ class ChatAgent:
             {"role": "user", "content": self._task_prompt(task, session)},
         ]
         tools = self._tools(session)
+        transcribed = 0
         for turn in range(self.settings.max_turns):
-            message = self._complete(self._request(messages, tools))
+            message = self._complete(self._request(messages, tools), transcribed)
+            transcribed = len(messages)
             tool_calls = message.get("tool_calls") or []
             if not tool_calls:
                 return final_text(message.get("content"))
@@ -161,9 +165,14 @@ class ChatAgent:
             request["seed"] = self.settings.seed
         return request
 
-    def _complete(self, request: dict[str, JsonValue]) -> dict[str, Any]:
-        """One model call: reserved against the budgets before it is sent, then settled."""
+    def _complete(self, request: dict[str, JsonValue], transcribed: int) -> dict[str, Any]:
+        """One model call: reserved against the budgets before it is sent, then settled.
+
+        ``transcribed``: how many of the request's messages the case's transcript
+        already holds (from the conversation's previous request).
+        """
         case = current_case()
+        transcript = current_transcript()
         guard = self.run.guard
         try:
             encoded = self._bounded(request)
@@ -171,10 +180,14 @@ class ChatAgent:
         except BudgetRefused as refusal:
             if case is not None:
                 case.refuse(refusal)
+            if transcript is not None:
+                transcript.note(refusal_event(refusal.code))
             raise
         # Without a per-call bound, the tokens-per-minute limit counts the request's size
         # (about four bytes a token) until its answer reports what it used.
         expected = reservation.tokens or len(encoded.text) // 4 + 1
+        if transcript is not None:
+            transcript.note(request_event(encoded, transcribed))
         announced: list[bool] = []
 
         def on_send() -> None:
@@ -198,6 +211,8 @@ class ChatAgent:
         if not announced:
             on_send()  # a transport that does not announce what it sends
         response = exchange.response
+        if transcript is not None:
+            transcript.note(response_event(response))
         tokens = final_tokens(response)
         guard.settle(
             reservation,
@@ -219,6 +234,8 @@ class ChatAgent:
         if exchange.refused is not None:
             if case is not None:
                 case.refuse(exchange.refused)
+            if transcript is not None:
+                transcript.note(refusal_event(exchange.refused.code))
             raise exchange.refused
         self._refuse_overspent(tokens)
         return assistant_message(response, self.settings.timeout_s)

@@ -37,6 +37,7 @@ from pytest_agentbench.agents.settings import ChatSettings
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Outcome, Record
 from pytest_agentbench.sdk.errors import UsageError
+from pytest_agentbench.sdk.transcript import CaseTranscript, transcript_scope
 
 PROVIDER = "openai-compatible"
 Digest = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -226,6 +227,8 @@ class CaseCalls:
         self.waits: list[Wait] = []
         self.decisions: list[DecisionCall] = []
         self.refusal: BudgetRefused | None = None
+        self.transcript = CaseTranscript()
+        """The case's transcript: its model calls and tool calls, and its final answer."""
         self._lock = threading.Lock()
 
     def sent(self, digest: str) -> None:
@@ -322,14 +325,19 @@ _scope = threading.local()
 
 
 @contextmanager
-def case_scope() -> Iterator[CaseCalls]:
-    """Collect the model calls made on this thread while the block runs (one case)."""
+def case_scope(*, transcribe: bool = True) -> Iterator[CaseCalls]:
+    """Collect the model calls made on this thread while the block runs (one case), and,
+    with ``transcribe``, the case's transcript (a run writing no report keeps none)."""
     run = _Configured.run
     calls = CaseCalls(priced=run is not None and run.price is not None)
     previous = getattr(_scope, "calls", None)
     _scope.calls = calls
     try:
-        yield calls
+        if transcribe:
+            with transcript_scope() as calls.transcript:
+                yield calls
+        else:
+            yield calls
     finally:
         _scope.calls = previous
 
@@ -339,14 +347,19 @@ def current_case() -> CaseCalls | None:
     return calls
 
 
-def absorb_model_calls(record: JsonValue, refusal: JsonValue) -> None:
-    """Add an isolated adapter's model calls, as its process sent them, to this thread's case.
+def absorb_model_calls(record: JsonValue, refusal: JsonValue, events: JsonValue = None) -> None:
+    """Add an isolated adapter's model calls, as its process sent them, to this thread's case,
+    and their transcript ``events`` to the case's transcript.
 
-    Raises ValueError for a record or refusal that is not one.
+    Raises ValueError for a record, refusal or events that are not one.
     """
     case = current_case()
     if case is None:
         return
+    if events is not None:
+        if not isinstance(events, list):
+            raise ValueError("transcript events that are not a list")
+        case.transcript.absorb(events)
     try:
         calls = CaseModelCalls.model_validate(record)
     except ValidationError as exc:

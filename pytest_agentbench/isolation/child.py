@@ -332,7 +332,10 @@ class _ModelCalls:
             return {}
         # Whether the run is priced is the harness's to say: the cost goes across as it is.
         calls.priced = True
-        carried: dict[str, Any] = {"model_calls": calls.record().model_dump(mode="json")}
+        carried: dict[str, Any] = {
+            "model_calls": calls.record().model_dump(mode="json"),
+            "model_events": calls.transcript.record(),
+        }
         if calls.refusal is not None:
             carried["model_refusal"] = [calls.refusal.code, calls.refusal.reason]
         return carried

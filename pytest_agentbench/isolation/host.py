@@ -937,7 +937,9 @@ class IsolatedAdapters(ServesAdapters):
         from pytest_agentbench.agents.provenance import absorb_model_calls
 
         try:
-            absorb_model_calls(reply["model_calls"], reply.get("model_refusal"))
+            absorb_model_calls(
+                reply["model_calls"], reply.get("model_refusal"), reply.get("model_events")
+            )
         except ValueError as exc:
             raise AdapterFailure(f"the adapter's process sent {exc}") from None
 

@@ -34,13 +34,14 @@ from pytest_agentbench.run.control_run import (
 from pytest_agentbench.run.session import LoadedSuite, get_state
 from pytest_agentbench.scoring.trials import enter_trial, item_name, leave_trial
 from pytest_agentbench.sdk import tracebacks
-from pytest_agentbench.sdk.canonical import canonical_json
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
 from pytest_agentbench.sdk.contracts import (
     Case,
     CaseOutcome,
     CaseResult,
     Check,
     CheckStatus,
+    FailureClass,
     Outcome,
 )
 from pytest_agentbench.sdk.controls import ControlSpec, ControlVerdict
@@ -54,6 +55,8 @@ from pytest_agentbench.sdk.errors import (
 from pytest_agentbench.sdk.layout import SUITE_FILE
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
+TRANSCRIPT_KEY = pytest.StashKey[list[JsonValue]]()
+"""A case item's transcript events, until the relay sends them on with its result."""
 VERDICT_KEY = pytest.StashKey[ControlVerdict]()
 
 
@@ -99,6 +102,9 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
     if result.failure_class is not None and failed:
         lines.append(f"{len(failed)} of {len(result.checks)} checks failed:")
     for check in failed:
+        if check.status is CheckStatus.MISSING:
+            lines.append(f"  {check.name}: {_not_graded(check, result.failure_class)}")
+            continue
         compared = f"expected {_render_value(check.expected)}, got {_render_value(check.actual)}"
         if check.expected is None and check.actual is None and check.detail:
             # A check with no values (the golden output) explains itself in its detail.
@@ -111,6 +117,33 @@ def failure_text(result: CaseResult, golden_diff: str | None = None) -> str:
         lines.extend(f"  {line}" for line in golden_diff.splitlines())
     # The terminal and the JUnit file write this text: neither takes a lone surrogate.
     return escape_surrogates("\n".join(lines))
+
+
+_UNGRADED_BECAUSE = {
+    FailureClass.PRODUCT_ERROR: "the output was refused",
+    FailureClass.AGENT_ERROR: "the adapter failed",
+    FailureClass.HARNESS_ERROR: "the harness failed",
+}
+
+
+def _not_graded(check: Check, failure_class: FailureClass | None) -> str:
+    """A check the output gave no value for: why it was not graded, and what it expected.
+
+    "expected null, got null" said nothing; the reason is the check's detail, else the
+    case's failure (whose reason heads the text), else the value's absence.
+    """
+    if check.detail:
+        reason = check.detail
+    elif failure_class is not None:
+        reason = f"{_UNGRADED_BECAUSE[failure_class]} ({failure_class.value})"
+    else:
+        reason = "the output carries no value for it"
+    text = f"not graded: {reason}"
+    if check.expected is not None:
+        text += f" (expected {_render_value(check.expected)})"
+    if check.actual is not None:
+        text += f" (got {_render_value(check.actual)})"
+    return text
 
 
 def traceback_heading() -> str:
@@ -225,6 +258,7 @@ class CaseItem(pytest.Item):
             view = job.view
             self.answered_by = adapter_class(job.adapter)
             outcome, result = job.result()
+            self._keep_transcript(state.take_transcript())
         else:
             adapter = state.adapter_for(self.loaded, given_adapter)
             self.answered_by = adapter_class(adapter)
@@ -235,6 +269,7 @@ class CaseItem(pytest.Item):
                 outcome, result = state.execute(self.loaded, self.case, view, adapter, ledger=True)
             finally:
                 leave_trial(token)
+            self._keep_transcript(state.take_transcript())
         if self.trial is not None or self.case.cluster is not None:
             result = result.model_copy(update={"trial": self.trial, "cluster": self.case.cluster})
         if rerun is not None:
@@ -280,6 +315,11 @@ class CaseItem(pytest.Item):
             pytest.skip(f"excluded: {result.failure_reason}")
         if result.outcome is not CaseOutcome.PASSED:
             raise CaseFailed(result, golden_diff)
+
+    def _keep_transcript(self, events: list[JsonValue] | None) -> None:
+        """Stash the case's transcript for the relay (the report's sidecar file)."""
+        if events:
+            self.stash[TRANSCRIPT_KEY] = events
 
     def _run_ahead(self) -> Any:
         """The case's run started ahead of its turn (a ``CaseJob``), if it was."""

@@ -115,6 +115,8 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
         # The cases a resume took from the earlier run are the run's as much as those it
         # ran: deselected here, pytest neither counts nor lists them.
         add_carried_cases(config, rerun.carried, rerun.resume_path)
+        if recorder.transcripts is not None and rerun.resume_path is not None:
+            recorder.transcripts.carry(rerun.resume_path, {nodeid for nodeid, _ in rerun.carried})
         if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
             session.exitstatus = pytest.ExitCode.OK
     unsuccessful = any(suite.counts["failed"] or suite.counts["error"] for suite in summary.suites)

@@ -237,6 +237,10 @@ def pytest_configure(config: pytest.Config) -> None:
         recorder = config.stash[RECORDER_KEY] = RunRecorder(
             results_canonical=canonical_results, rootpath=config.rootpath
         )
+        if options.report_path is not None:
+            from pytest_agentbench.report.transcripts import TranscriptSink
+
+            recorder.transcripts = TranscriptSink(options.report_path)
         if config.pluginmanager.hasplugin("xdist"):
             recorder.crash_witness = config.stash.get(WITNESS_KEY, None)
             config.pluginmanager.register(

@@ -71,7 +71,11 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="per-case limit for the adapter; a hang is interrupted (default: 300; 0: none)",
     )
-    r.option("--agentbench-report", metavar="PATH", help="write the JSON run report")
+    r.option(
+        "--agentbench-report",
+        metavar="PATH",
+        help="write the JSON run report, and the cases' transcripts to PATH.transcripts/",
+    )
     r.option(
         "--agentbench-html",
         metavar="PATH",

@@ -17,12 +17,20 @@ import pytest
 
 from pytest_agentbench.plugin.collect import (
     RESULT_KEY,
+    TRANSCRIPT_KEY,
     VERDICT_KEY,
     CaseItem,
     ControlItem,
     FailureRepr,
 )
-from pytest_agentbench.report.recorder import IDENTITY_ATTR, Identity, RunRecorder, attach
+from pytest_agentbench.report.recorder import (
+    IDENTITY_ATTR,
+    TRANSCRIPT_ATTR,
+    Identity,
+    RunRecorder,
+    attach,
+)
+from pytest_agentbench.report.transcripts import transcript_line
 from pytest_agentbench.run.defaults import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.run.output_caps import stored_result
 from pytest_agentbench.sdk.contracts import CaseOutcome
@@ -124,6 +132,12 @@ class ReportRelay:
     def _attach_call(self, item: CaseItem | ControlItem, report: pytest.TestReport) -> None:
         result = item.stash.get(RESULT_KEY, None)
         verdict = item.stash.get(VERDICT_KEY, None)
+        events = item.stash.get(TRANSCRIPT_KEY, None)
+        if events is not None:
+            del item.stash[TRANSCRIPT_KEY]
+            if result is not None:
+                line = transcript_line(self._running_nodeid, result, events)
+                setattr(report, TRANSCRIPT_ATTR, line)
         if result is not None:
             # A finished item keeps no graded result alive: the report carries it.
             del item.stash[RESULT_KEY]

@@ -282,6 +282,8 @@ def _start_journal(config: pytest.Config, rerun: Rerun) -> None:
         rerun.lock.release()
         rerun.lock = None
         raise
+    if rerun.recorder.transcripts is not None:
+        rerun.recorder.transcripts.start()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

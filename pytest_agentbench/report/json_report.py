@@ -20,6 +20,7 @@ from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.judged_summary import JudgedSummary
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
+from pytest_agentbench.report.transcripts import TranscriptFile
 from pytest_agentbench.report.trust import Trust
 from pytest_agentbench.run.output_caps import TruncatedReceipt
 from pytest_agentbench.scoring.comparison import Comparison
@@ -79,6 +80,9 @@ class RunReport(Record):
     trust: Trust | None = None
     """How the adapter was kept from the oracle: in-process, isolated, sandboxed, and which
     of the sandbox's promises held; ``None`` in a report written before it existed."""
+    transcripts: tuple[TranscriptFile, ...] = ()
+    """Each suite's transcripts file (``<report>.transcripts/<suite>.ndjson``) with its
+    digest: the model calls, tool calls and final answer of every case that had them."""
     judged: JudgedSummary | None = None
     """Judged diagnostics (``--agentbench-judge-cache``), added once the report is judged:
     beside the outcomes, metrics and gates, which never read them; ``None`` when not judged."""
@@ -123,6 +127,7 @@ def stream_report(
     comparison: Comparison | None = None,
     model_run: RunProvenance | None = None,
     trust: Trust | None = None,
+    transcripts: tuple[TranscriptFile, ...] = (),
 ) -> None:
     """Write the run report to ``out``: the canonical JSON of a :class:`RunReport`.
 
@@ -141,6 +146,7 @@ def stream_report(
         comparison=comparison,
         model_run=model_run,
         trust=trust,
+        transcripts=transcripts,
     ).model_dump(mode="json")
     stored = store.by_suite()
 

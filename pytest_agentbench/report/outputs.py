@@ -68,9 +68,15 @@ def write_reports(
         }
         written = False
         if options.report_path is not None:
+            transcripts = () if recorder.transcripts is None else recorder.transcripts.finish()
             try:
                 write_report(
-                    options.report_path, summary, recorder.graded, recorder.durations, **identity
+                    options.report_path,
+                    summary,
+                    recorder.graded,
+                    recorder.durations,
+                    transcripts=transcripts,
+                    **identity,
                 )
                 written = True
             except AgentbenchError as exc:

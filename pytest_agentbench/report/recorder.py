@@ -28,11 +28,14 @@ from pytest_agentbench.sdk.controls import ControlVerdict
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.crash_witness import CrashWitness
+    from pytest_agentbench.report.transcripts import TranscriptSink
 
 IDENTITY_ATTR = "agentbench_identity"
 RESULT_ATTR = "agentbench_result"
 VERDICT_ATTR = "agentbench_verdict"
 ANSWERED_BY_ATTR = "agentbench_answered_by"
+TRANSCRIPT_ATTR = "agentbench_transcript"
+"""Attribute of a case's call report: its transcript line (``report.transcripts``)."""
 HARNESS_ERROR = "agentbench_harness_error"
 """Attribute of a failed call report whose case is a harness error (JUnit writes ``<error>``)."""
 REFUSAL = "agentbench_refusal"
@@ -138,6 +141,8 @@ class RunRecorder:
     results_canonical: bool = False
     """The result texts reports carry are canonical JSON (``stored_result``), as every
     process of a run writing a JSON or HTML report makes them: the report copies them."""
+    transcripts: TranscriptSink | None = None
+    """Where cases' transcripts go as they arrive (under ``--agentbench-report``)."""
     rootpath: Path | None = None
     """Where the suite folders xdist workers name relative to their rootdir lie here."""
     _shared: dict[Any, Any] = field(default_factory=dict)
@@ -210,6 +215,11 @@ class RunRecorder:
         if result is not None:
             # pytest keeps the report until the run ends; the store keeps the result.
             delattr(report, RESULT_ATTR)
+        transcript: str | None = getattr(report, TRANSCRIPT_ATTR, None)
+        if transcript is not None:
+            delattr(report, TRANSCRIPT_ATTR)
+            if self.transcripts is not None and identity.kind == "case":
+                self.transcripts.put(identity.suite_id, transcript)
         if report.skipped and result is None:
             self._store_skip(identity, report, nodeid)
         elif identity.kind == "case" and result is not None:

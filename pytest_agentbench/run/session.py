@@ -22,6 +22,7 @@ from pytest_agentbench.run.gc_freeze import collector_paused
 from pytest_agentbench.run.leaks import find_leak, visible_text
 from pytest_agentbench.run.options import Options
 from pytest_agentbench.scoring.gates import parse_gate
+from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.contracts import (
     Case,
     CaseResult,
@@ -412,6 +413,9 @@ class AgentbenchState:
     ``--agentbench-concurrency``); case adapters then run there."""
     items_collected: int = 0
     """Case items collected so far in this process, held against ``--agentbench-max-items``."""
+    settled_transcript: list[JsonValue] | None = None
+    """The transcript of the case this process settled last (under ``--agentbench-report``),
+    until its item takes it (:meth:`take_transcript`)."""
     _reference: dict[str, Any] = field(default_factory=dict)
     _predictions: dict[str, Any] = field(default_factory=dict)
     _protocol_checks: dict[tuple[int, str], tuple[Any, bool]] = field(default_factory=dict)
@@ -526,7 +530,7 @@ class AgentbenchState:
 
             adapter = ledgered(adapter, case_ledger)
         world, suite, timeout = loaded.world, loaded.suite, self.options.timeout
-        with case_scope() as calls:
+        with case_scope(transcribe=self.options.report_path is not None) as calls:
             if isolation is None:
                 outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
             else:
@@ -554,6 +558,9 @@ class AgentbenchState:
         """
         from pytest_agentbench.agents.provenance import attach_model_calls
 
+        if self.options.report_path is not None:
+            events = None if calls is None else calls.transcript.record()
+            self.settled_transcript = events or None
         if case_ledger is not None:
             case_ledger.finish(outcome)
             if case_ledger.failure is not None:
@@ -570,6 +577,11 @@ class AgentbenchState:
                 loaded, case, outcome, result, case_ledger=case_ledger, item=item
             )
         return outcome, result
+
+    def take_transcript(self) -> list[JsonValue] | None:
+        """The transcript of the case settled last, once: its item relays it."""
+        events, self.settled_transcript = self.settled_transcript, None
+        return events
 
     def with_artifact(
         self,

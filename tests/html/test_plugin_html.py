@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,13 +163,23 @@ def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     assert sorted(by_suite) == shown
     spread = {suite["id"]: suite for suite in documents[parallel]["suites"]}
     assert list(spread) == [*DISTRIBUTED, OPERATIONS_SUITE]
-    serial_part = {**documents[serial], "suites": [by_suite[s] for s in DISTRIBUTED]}
+    serial_part = {
+        **documents[serial],
+        "suites": [by_suite[s] for s in DISTRIBUTED],
+        "transcripts": transcripts_of(documents[serial], DISTRIBUTED),
+    }
     parallel_part = {
         **documents[parallel],
         "comparison": None,
         "suites": [spread[s] for s in DISTRIBUTED],
+        "transcripts": transcripts_of(documents[parallel], DISTRIBUTED),
     }
     assert normalised(parallel_part) == normalised(serial_part)
+    # The maintenance suite's transcripts: the same bytes serially and under -n 2.
+    assert normalised(transcripts_of(documents[parallel], [OPERATIONS_SUITE])) == normalised(
+        transcripts_of(documents[operations], [OPERATIONS_SUITE])
+    )
+    assert transcripts_of(documents[operations], [OPERATIONS_SUITE]), "its cases use tools"
     for report, (suites, _, compared) in runs.items():
         page = report.with_suffix(".html").read_text(encoding="utf-8")
         assert stable(page) == stable(render_html(documents[report]))
@@ -192,6 +204,11 @@ def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     }
     assert seen["parallel"] == seen["serial"], "the same figures and ledgers under -n 2"
     check_variants_controls_and_projections(seen["serial"])
+
+
+def transcripts_of(document: dict[str, Any], suites: Sequence[str]) -> list[Any]:
+    """The report's transcripts files of these suites."""
+    return [entry for entry in document["transcripts"] if entry["suite_id"] in suites]
 
 
 def test_with_a_baseline_the_page_draws_the_forest_and_the_flipped_cases(

@@ -98,7 +98,7 @@ SCRIPT = r"""
     t.appendChild(body);
     return t;
   }
-  var MEANING = {pass: "✓ pass", fail: "✗ fail", missing: "? missing"};
+  var MEANING = {pass: "✓ pass", fail: "✗ fail", missing: "? not graded"};
   function fill(panel, c, column) {
     panel.textContent = "";
     panel.appendChild(el("h4", "Case " + c.id));

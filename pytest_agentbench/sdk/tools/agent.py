@@ -11,22 +11,27 @@ defined in :mod:`pytest_agentbench.sdk.tool_agent`, which imports nothing heavy
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_agentbench.sdk.canonical import JsonValue, loads_strict
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict
 from pytest_agentbench.sdk.contracts import FailureClass, Outcome
-from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+from pytest_agentbench.sdk.errors import AgentbenchError, cap_text, escape_surrogates, field_path
 from pytest_agentbench.sdk.runner import AdapterFailure, CaseTimeout, MalformedOutput, call_adapter
 from pytest_agentbench.sdk.tools.session import ToolSession
 from pytest_agentbench.sdk.tools.spec import HANDLER_FAILED, ToolDescriptor
+from pytest_agentbench.sdk.transcript import bounded, current_transcript
 
 # Stable failure codes a receipt's canonical partition records.
 ADAPTER_FAILED = "adapter_failed"
 MALFORMED_FINAL = "malformed_final"
 TIMED_OUT = "timed_out"
+
+SHOWN_ANSWER_CHARS = 300
+"""How much of a refused final answer its failure reason quotes."""
 
 
 @runtime_checkable
@@ -88,13 +93,18 @@ def solve_with_session(
     session is closed before this returns; the outcome carries its receipt.
     A timeout propagates (the runner reports it) with the receipt attached.
     """
+    transcript = current_transcript()
     try:
         raw = call_adapter(adapter.solve, task, session)
     except AdapterFailure as failure:
         session.close()
+        if transcript is not None:
+            transcript.note(_ended(failure.failure_class, failure.reason))
         return _failed(session, failure.failure_class, ADAPTER_FAILED, failure.reason)
     except CaseTimeout as timeout:
         session.close()
+        if transcript is not None:
+            transcript.note(_ended(FailureClass.AGENT_ERROR, TIMED_OUT))
         timeout.receipt = session.receipt(
             failure_class=FailureClass.AGENT_ERROR.value, failure_code=TIMED_OUT
         ).model_dump(mode="json")
@@ -103,12 +113,58 @@ def solve_with_session(
     failed = session.harness_failure
     if failed is not None:
         reason = f"tool {failed.name!r} failed at call {failed.index}: {failed.message}"
+        if transcript is not None:
+            transcript.note(_final(raw, "not_read", reason))
         return _failed(session, FailureClass.HARNESS_ERROR, HANDLER_FAILED, reason)
     try:
         final = accept(raw)
     except MalformedOutput as malformed:
-        return _failed(session, FailureClass.PRODUCT_ERROR, MALFORMED_FINAL, malformed.reason)
+        if transcript is not None:
+            transcript.note(_final(raw, "refused", malformed.reason))
+        reason = f"{malformed.reason}; the answer was {shown_answer(raw)}"
+        return _failed(session, FailureClass.PRODUCT_ERROR, MALFORMED_FINAL, reason)
+    if transcript is not None:
+        transcript.note(_final(raw, "accepted", None))
     return Outcome(output=final, receipt=session.receipt(final).model_dump(mode="json"))
+
+
+def _final(raw: Any, parsed: str, reason: str | None) -> dict[str, JsonValue]:
+    """The transcript's event of a final answer: its text as returned, and how it was read."""
+    event: dict[str, JsonValue] = {
+        "event": "final",
+        "answer": bounded(answer_text(raw)),
+        "parsed": parsed,
+    }
+    if reason is not None:
+        event["reason"] = cap_text(reason)
+    return event
+
+
+def _ended(failure_class: FailureClass, reason: str) -> dict[str, JsonValue]:
+    """The transcript's event of an adapter that gave no answer: it raised or timed out."""
+    return {"event": "no_final", "failure_class": failure_class.value, "reason": cap_text(reason)}
+
+
+def answer_text(raw: Any) -> str:
+    """An adapter's final answer as text: itself when text, else its canonical JSON."""
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", "replace")
+    if isinstance(raw, str):
+        return raw
+    try:
+        return canonical_json(raw)
+    except (TypeError, ValueError):
+        return repr(raw)
+
+
+def shown_answer(raw: Any) -> str:
+    """A refused final answer as its failure reason quotes it: JSON-quoted, capped, so what
+    the model said (prose, an empty reply, a fenced block) is seen exactly."""
+    text = answer_text(raw)
+    quoted = escape_surrogates(json.dumps(text[:SHOWN_ANSWER_CHARS], ensure_ascii=False))
+    if len(text) > SHOWN_ANSWER_CHARS:
+        return f"{quoted}... [{len(text)} characters in all]"
+    return quoted
 
 
 def _failed(session: ToolSession, failure_class: FailureClass, code: str, reason: str) -> Outcome:

@@ -48,6 +48,7 @@ from pytest_agentbench.sdk.tools.spec import (
     ToolSpec,
     arguments_too_large,
 )
+from pytest_agentbench.sdk.transcript import current_transcript, tool_call_event
 
 UNLIMITED = Budget()
 
@@ -206,20 +207,22 @@ class ToolSession:
             draft.message = exc.reason
             raise
         finally:
-            self._calls.append(
-                ToolCallRecord(
-                    index=len(self._calls),
-                    name=name if isinstance(name, str) else repr(name),
-                    arguments_json=draft.arguments_json,
-                    raw_arguments=draft.raw_arguments,
-                    result_json=draft.result_json,
-                    error=draft.error,
-                    delivered=draft.delivered,
-                    model_visible_bytes=draft.model_visible_bytes,
-                    message=draft.message,
-                    duration_ms=(self._clock() - started) * 1000.0,
-                )
+            record = ToolCallRecord(
+                index=len(self._calls),
+                name=name if isinstance(name, str) else repr(name),
+                arguments_json=draft.arguments_json,
+                raw_arguments=draft.raw_arguments,
+                result_json=draft.result_json,
+                error=draft.error,
+                delivered=draft.delivered,
+                model_visible_bytes=draft.model_visible_bytes,
+                message=draft.message,
+                duration_ms=(self._clock() - started) * 1000.0,
             )
+            self._calls.append(record)
+            transcript = current_transcript()
+            if transcript is not None:
+                transcript.note(tool_call_event(record))
 
     def _run(self, draft: _Draft, name: str, arguments: Mapping[str, Any] | str | None) -> str:
         if self._closed:
