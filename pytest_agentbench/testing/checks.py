@@ -402,7 +402,10 @@ def _normalised(value: JsonValue) -> JsonValue:
 
 
 def _report_of(target: SuiteUnderTest, suite_dir: Path, name: str, *args: str) -> JsonValue:
-    report = target.workdir / f"{name}.json"
+    # One report name in a folder per run: what a report names beside itself (its
+    # transcripts folder) is then the same in both.
+    report = target.workdir / name / "report.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
     plugins = [arg for plugin in target.plugins for arg in ("-p", plugin)]
     command = [
         sys.executable,
