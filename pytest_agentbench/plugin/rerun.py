@@ -129,7 +129,7 @@ class Rerun:
         if self.journal_stopped:
             return
         try:
-            self.journal.append(nodeid, self.recorder.graded[nodeid])
+            self.journal.append(nodeid, self.recorder.graded.canonical_text(nodeid))
         except AgentbenchError as exc:
             # A full disk stops the journal, not the run: every case still runs and is
             # reported, and the run ends saying what it could not keep. The journal is

@@ -206,8 +206,10 @@ class ProgressJournal:
             self._close_fds()
             raise
 
-    def append(self, nodeid: str, result: CaseResult) -> None:
-        data = (_line(nodeid, result) + "\n").encode("utf-8")
+    def append(self, nodeid: str, result_text: str) -> None:
+        """Journal ``nodeid``'s graded result, given as its canonical JSON (as the run's
+        case store holds it: no second dump of the record)."""
+        data = (_line_of_text(nodeid, result_text) + "\n").encode("utf-8")
         try:
             # Written, not synced: once written the kernel holds the line, so a run killed
             # (even with kill -9) leaves it; only a machine that stops can lose the last
@@ -246,7 +248,12 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _line(nodeid: str, result: CaseResult) -> str:
-    return canonical_json({"nodeid": nodeid, "result": result.model_dump(mode="json")})
+    return _line_of_text(nodeid, canonical_json(result.model_dump(mode="json")))
+
+
+def _line_of_text(nodeid: str, result_text: str) -> str:
+    # canonical_json({"nodeid": ..., "result": ...}): the keys in order, the result as is.
+    return f'{{"nodeid":{canonical_json(nodeid)},"result":{result_text}}}'
 
 
 def _write_all(fd: int, data: bytes) -> None:
