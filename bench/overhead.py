@@ -48,11 +48,9 @@ from verdicts import (
     judge_growth,
     judge_idle,
     judge_main_command,
-    judge_not_growing,
     judge_ratio,
     judge_trivial_xdist,
     judge_world,
-    wall_ratios,
 )
 
 BENCH = Path(__file__).resolve().parent
@@ -195,7 +193,6 @@ def measure_cases(plan: Plan, targets: Sequence[str]) -> list[Verdict]:
         by_label = {c.label: s for c, s in zip(configs, samples, strict=True)}
         plugin_all, bare_all = by_label[configs[0].label], by_label[configs[1].label]
         plugin_small, bare_small = by_label[configs[-2].label], by_label[configs[-1].label]
-        spread = wall_ratios(plugin_all, bare_all)
         if "T2" in targets:
             verdict, _ = judge_ratio(
                 f"T2 per case, every output, N={n:,}", plugin_all, bare_all, ALL_OUTPUTS_RATIO
@@ -224,13 +221,13 @@ def measure_cases(plan: Plan, targets: Sequence[str]) -> list[Verdict]:
             plugin_large, bare_large = interleave(pair, 1, warm_up=False)
             _print_rows(pair, [plugin_large, bare_large])
             if "T2" in targets:
-                verdicts.append(
-                    judge_not_growing(
-                        f"T2 ratio does not grow, N={large:,}",
-                        plugin_large[0].wall / bare_large[0].wall,
-                        spread,
-                    )
+                verdict, _ = judge_ratio(
+                    f"T2 per case, every output, N={large:,}",
+                    plugin_large,
+                    bare_large,
+                    ALL_OUTPUTS_RATIO,
                 )
+                verdicts.append(verdict)
             if "T3" in targets:
                 verdicts.append(
                     judge_growth(

@@ -20,9 +20,9 @@ from linearity import LIMIT as WORLD_LIMIT
 from linearity import Series
 from processes import Sample
 
-IDLE_WALL_MS = 15.0
+IDLE_WALL_MS = 10.0
 IDLE_RSS_MB = 2.0
-ALL_OUTPUTS_RATIO = 1.2
+ALL_OUTPUTS_RATIO = 1.25
 NOTHING_WRITTEN_RATIO = 1.15
 GROWTH_KB_PER_CASE = 10.0
 CPU_BOUND_SPEEDUP = 1.8
@@ -122,30 +122,28 @@ def judge_idle(plugin: Sequence[Sample], bare: Sequence[Sample]) -> list[Verdict
     ]
 
 
+def cpu_ratios(plugin: Sequence[Sample], bare: Sequence[Sample]) -> Spread:
+    """Per round, the plugin's CPU (process and workers) over bare pytest's."""
+    return Spread.of([p.cpu / b.cpu for p, b in _rounds(plugin, bare)])
+
+
 def judge_ratio(
     target: str, plugin: Sequence[Sample], bare: Sequence[Sample], limit: float
 ) -> tuple[Verdict, Spread]:
-    """T2: plugin / bare wall time, median of the per-round ratios."""
-    ratios = wall_ratios(plugin, bare)
-    plugin_s = statistics.median(p.wall for p in plugin)
-    bare_s = statistics.median(b.wall for b in bare)
-    cpu = statistics.median(p.cpu / b.cpu for p, b in _rounds(plugin, bare))
+    """T2: plugin / bare CPU, median of the per-round ratios (wall ratio beside).
+
+    CPU, as issue 41 states the targets: a loaded machine stretches both sides'
+    wall time by whatever else it runs, far less the CPU each spends on the cases.
+    """
+    ratios = cpu_ratios(plugin, bare)
+    plugin_s = statistics.median(p.cpu for p in plugin)
+    bare_s = statistics.median(b.cpu for b in bare)
+    wall = wall_ratios(plugin, bare).median
     detail = (
-        f"{ratios.describe()}; plugin {plugin_s:.2f} s, bare {bare_s:.2f} s; CPU ratio {cpu:.2f}"
+        f"{ratios.describe()}; CPU plugin {plugin_s:.2f} s, bare {bare_s:.2f} s; "
+        f"wall ratio {wall:.2f}"
     )
     return Verdict(target, ratios.median, "x", limit, at_most=True, detail=detail), ratios
-
-
-def judge_not_growing(target: str, large_ratio: float, small: Spread) -> Verdict:
-    """T2 at N = 100,000: the ratio may exceed the 10,000 median by at most the 10,000 range."""
-    return Verdict(
-        target,
-        large_ratio,
-        "x",
-        small.median + small.width,
-        at_most=True,
-        detail=f"10k median {small.median:.2f} + its round range {small.width:.2f}",
-    )
 
 
 def growth_kb_per_case(big: Sequence[Sample], small: Sequence[Sample], cases: int) -> float:

@@ -94,9 +94,10 @@ def test_idle_judges_median_per_round_differences(bench: SimpleNamespace) -> Non
 
 
 def test_ratio_is_the_median_of_rounds_with_their_range(bench: SimpleNamespace) -> None:
-    verdict, spread = bench.verdicts.judge_ratio(
-        "T2", samples(bench, 1.1, 1.5, 1.2), samples(bench, 1.0, 1.0, 1.0), 1.2
-    )
+    def cpu(*values: float) -> list:
+        return [bench.processes.Sample(2.0, value, 40.0) for value in values]
+
+    verdict, spread = bench.verdicts.judge_ratio("T2", cpu(1.1, 1.5, 1.2), cpu(1.0, 1.0, 1.0), 1.2)
     assert verdict.value == pytest.approx(1.2)
     assert verdict.met
     assert (spread.low, spread.high) == pytest.approx((1.1, 1.5))
@@ -108,14 +109,6 @@ def test_ratios_need_rounds_on_both_sides(bench: SimpleNamespace) -> None:
         bench.verdicts.wall_ratios(samples(bench, 1.0), samples(bench, 1.0, 1.0))
     with pytest.raises(ValueError, match="same"):
         bench.verdicts.wall_ratios([], [])
-
-
-def test_large_ratio_may_exceed_the_small_one_only_by_its_range(bench: SimpleNamespace) -> None:
-    small = bench.verdicts.Spread.of([1.10, 1.15, 1.20])
-    judge = bench.verdicts.judge_not_growing
-    assert judge("T2 large", 1.24, small).met
-    assert judge("T2 large", 1.24, small).limit == pytest.approx(1.25)
-    assert not judge("T2 large", 1.26, small).met
 
 
 def test_growth_per_case_is_peak_difference_over_case_difference(bench: SimpleNamespace) -> None:
