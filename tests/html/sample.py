@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import re
+import zlib
 from typing import Any
 
 CHECKS = ("state_diff_matches", "answer_keys_present", "behaviour_correct")
@@ -333,3 +337,20 @@ def trace_row(event_id: str) -> dict[str, Any]:
         "resource_id": "order-1182",
         "timestamp": "2026-01-05T09:30:00Z",
     }
+
+
+def case_details(page: str, sid: str) -> list[Any]:
+    """Every case detail of suite ``sid`` in a page, inflated from its blocks in order."""
+    blocks = re.findall(
+        rf'<script type="[^"]+" id="cases-{sid}-c(\d+)" data-first="(\d+)" '
+        r'data-count="(\d+)">([^<]*)</script>',
+        page,
+    )
+    details: list[Any] = []
+    for number, (chunk, first, count, text) in enumerate(blocks):
+        assert (int(chunk), int(first)) == (number, len(details)), "blocks in case order"
+        inflated = zlib.decompress(base64.b64decode(text), -zlib.MAX_WBITS)
+        cases = json.loads(inflated)
+        assert len(cases) == int(count)
+        details.extend(cases)
+    return details

@@ -21,6 +21,21 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+OPEN_CASE = """const openCase = async (hash) => {
+  // The detail is drawn once its compressed block is inflated: wait for the panel to say so.
+  const panel = document.getElementById(hash.split('-')[1] + '-detail');
+  location.hash = hash;
+  window.dispatchEvent(new HashChangeEvent('hashchange'));
+  for (let tries = 0; tries < 1000 && panel.dataset.shown !== hash.slice(1); tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  if (panel.dataset.shown !== hash.slice(1)) { throw new Error('no detail for ' + hash); }
+  return panel;
+};
+"""
+"""A page-side helper: open a case by its link and resolve with its drawn detail panel."""
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     assert CHROMIUM is not None
@@ -72,10 +87,9 @@ def test_a_cell_opens_the_case_detail_with_expected_and_actual(
     browser.open(page.as_uri())
     # A case of the large suite sits in a closed group: the link must open it.
     detail = browser.evaluate(
-        """(() => {
-        location.hash = '#case-s1-3-k1';
-        window.dispatchEvent(new HashChangeEvent('hashchange'));
-        const panel = document.getElementById('s1-detail');
+        OPEN_CASE
+        + """(async () => {
+        const panel = await openCase('#case-s1-3-k1');
         const focused = panel.querySelector('tr.focus');
         const group = document.querySelector('#s1 a[href="#case-s1-3"]').closest('details');
         return {
@@ -85,7 +99,8 @@ def test_a_cell_opens_the_case_detail_with_expected_and_actual(
           active: document.activeElement === panel,
           open: group.open,
         };
-        })()"""
+        })()""",
+        await_promise=True,
     )
     assert detail["heading"] == "Case ops-T4-00003"
     assert detail["focused"] == ["answer_keys_present", "✗ fail", '"right"', '"wrong"', ""]
@@ -163,19 +178,19 @@ def test_opening_an_authority_case_shows_its_recorded_trace_row(
     load = browser.open(path.as_uri())
     assert (load.console_errors, load.exceptions) == ([], [])
     shown = browser.evaluate(
-        """(() => {
-        const panel = document.getElementById('s0-detail');
-        const open = (hash) => {
-          location.hash = hash;
-          window.dispatchEvent(new HashChangeEvent('hashchange'));
+        OPEN_CASE
+        + """(async () => {
+        const open = async (hash) => {
+          const panel = await openCase(hash);
           return {
             headings: [...panel.querySelectorAll('h4')].map(h => h.textContent),
             output: panel.querySelector('pre.adapter-output')
               ? panel.querySelector('pre.adapter-output').textContent : null,
           };
         };
-        return {recorded: open('#case-s0-2'), plain: open('#case-s0-1')};
-        })()"""
+        return {recorded: await open('#case-s0-2'), plain: await open('#case-s0-1')};
+        })()""",
+        await_promise=True,
     )
     recorded = shown["recorded"]
     assert "Adapter output (tests.agents:Oracle)" in recorded["headings"]
@@ -225,12 +240,7 @@ def test_the_page_fits_a_1400_px_window_however_wide_its_grid(tmp_path: Path) ->
         assert before["viewport"] == WINDOW
         assert before["grid"] > WINDOW, "the sample grid is wide enough to overflow"
         assert before["document"] <= WINDOW
-        instance.evaluate(
-            """(() => {
-            location.hash = '#case-s0-0-k1';
-            window.dispatchEvent(new HashChangeEvent('hashchange'));
-            })()"""
-        )
+        instance.evaluate(OPEN_CASE + "openCase('#case-s0-0-k1')", await_promise=True)
         shown = instance.evaluate(
             "document.querySelector('#s0-detail pre.adapter-traceback').textContent"
         )
@@ -239,3 +249,42 @@ def test_the_page_fits_a_1400_px_window_however_wide_its_grid(tmp_path: Path) ->
         instance.screenshot(tmp_path / "wide.png")
     finally:
         instance.close()
+
+
+def test_a_case_in_a_later_compressed_block_opens_with_its_details(
+    browser: Browser, tmp_path: Path
+) -> None:
+    large = sample.suite("large", 1200)
+    path = tmp_path / "large.html"
+    write_html(sample.report(large), path)
+    page = path.read_text(encoding="utf-8")
+    case_id = large["cases"][1101]["result"]["case_id"]
+    # The details are not in the page as text: only inflated, by the page's script.
+    assert f"answer of {case_id}" not in page
+    assert page.count('id="cases-s0-c') == 3
+    load = browser.open(path.as_uri())
+    assert (load.console_errors, load.exceptions, load.requests) == ([], [], [path.as_uri()])
+    shown = browser.evaluate(
+        OPEN_CASE
+        + """(async () => {
+        const first = await openCase('#case-s0-1101-k1');
+        const seen = {
+          heading: first.querySelector('h4').textContent,
+          focused: [...first.querySelector('tr.focus').cells].map(c => c.textContent),
+          final: [...first.querySelectorAll('pre')].map(p => p.textContent).at(-1),
+        };
+        const other = await openCase('#case-s0-7');
+        seen.other = other.querySelector('h4').textContent;
+        seen.active = document.activeElement === other;
+        return seen;
+        })()""",
+        await_promise=True,
+    )
+    assert shown == {
+        "heading": f"Case {case_id}",
+        "focused": ["answer_keys_present", "✓ pass", '"right"', '"right"', ""],
+        "final": f'{{"answer":"answer of {case_id}","state_diff":""}}',
+        "other": f"Case {large['cases'][7]['result']['case_id']}",
+        "active": True,
+    }
+    assert browser.evaluate("document.querySelectorAll('.detail-error').length") == 0

@@ -18,6 +18,7 @@ import pytest_agentbench.worlds.evidence_binding.world  # noqa: F401
 from pytest_agentbench.report.html import render_html
 from pytest_agentbench.sdk.packaged import packaged_suites, suites_dir
 from tests.demo_world import write_demo_suite
+from tests.html import sample
 from tests.reports import assert_valid_report, normalised
 from tests.test_plugin_operations import SUITE as OPERATIONS_SUITE
 from tests.test_plugin_operations import (
@@ -67,8 +68,7 @@ def test_html_alone_still_holds_every_case(demo: pytest.Pytester) -> None:
     page = html.read_text(encoding="utf-8")
     assert page.count('<th scope="row"><a href="#case-s0-') == 3
     # The page alone records the adapter's outputs for each case's detail.
-    block = page.split('<script type="application/json" id="cases-s0">')[1].split("</script>")[0]
-    assert all("output" in case for case in json.loads(block))
+    assert all("output" in case for case in sample.case_details(page, "s0"))
 
 
 GOLDENS_ELSEWHERE = {

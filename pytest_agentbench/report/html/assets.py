@@ -52,7 +52,7 @@ details.group>summary{cursor:pointer;font-weight:600}
 .case-detail{border:1px solid var(--line);background:var(--panel);padding:8px 12px;margin:10px 0}
 .case-detail table{background:var(--bg)}.case-detail tr.focus{outline:3px solid #fb8500}
 .legend span{margin-right:12px}.hint,.empty{color:var(--muted)}
-.problems li,.partial{color:var(--fail)}
+.problems li,.partial,.detail-error{color:var(--fail)}
 .scroll{overflow-x:auto;max-width:100%}
 nav.toc a{margin-right:14px}
 """
@@ -60,13 +60,28 @@ nav.toc a{margin-right:14px}
 SCRIPT = r"""
 (function () {
   "use strict";
-  var cache = {};
-  function cases(sid) {
-    if (!(sid in cache)) {
-      var block = document.getElementById("cases-" + sid);
-      cache[sid] = block ? JSON.parse(block.textContent) : [];
+  // Case details travel as blocks of raw-deflated JSON in base64; a block is
+  // inflated and parsed the first time one of its cases is opened, then kept.
+  var blocks = {};
+  function inflate(text) {
+    if (typeof DecompressionStream === "undefined") {
+      return Promise.reject(new Error("this browser has no DecompressionStream"));
     }
-    return cache[sid];
+    var raw = atob(text), bytes = new Uint8Array(raw.length);
+    for (var i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+    return new Response(stream).text();
+  }
+  function caseDetail(sid, index) {
+    var found = null;
+    document.querySelectorAll('script[id^="cases-' + sid + '-c"]').forEach(function (block) {
+      var first = Number(block.dataset.first);
+      if (index >= first && index < first + Number(block.dataset.count)) { found = block; }
+    });
+    if (!found) { return Promise.resolve(undefined); }
+    var block = found, offset = index - Number(found.dataset.first);
+    if (!(block.id in blocks)) { blocks[block.id] = inflate(block.textContent).then(JSON.parse); }
+    return blocks[block.id].then(function (list) { return list[offset]; });
   }
   function el(tag, text, cls) {
     var node = document.createElement(tag);
@@ -162,7 +177,9 @@ SCRIPT = r"""
       if (p.tagName === "DETAILS") { p.open = true; }
     }
   }
+  var latest = 0;
   function route() {
+    var ticket = ++latest;  // a later navigation wins over a detail still inflating
     var hash = decodeURIComponent(location.hash.slice(1));
     var m = /^case-(s\d+)-(\d+)(?:-k(\d+))?$/.exec(hash);
     if (!m) {
@@ -170,14 +187,22 @@ SCRIPT = r"""
       if (target) { openAround(target); target.scrollIntoView(); }
       return;
     }
-    var c = cases(m[1])[Number(m[2])];
     var panel = document.getElementById(m[1] + "-detail");
-    if (!c || !panel) { return; }
+    if (!panel) { return; }
     var row = document.querySelector('a[href="#case-' + m[1] + "-" + m[2] + '"]');
     if (row) { openAround(row); }
-    fill(panel, c, m[3] === undefined ? null : Number(m[3]));
-    panel.focus();
-    panel.scrollIntoView();
+    caseDetail(m[1], Number(m[2])).then(function (c) {
+      if (ticket !== latest || !c) { return; }
+      fill(panel, c, m[3] === undefined ? null : Number(m[3]));
+      panel.dataset.shown = hash;
+      panel.focus();
+      panel.scrollIntoView();
+    }, function (error) {
+      if (ticket !== latest) { return; }
+      panel.textContent = "";
+      var why = "The detail of this case could not be read: " + error;
+      panel.appendChild(el("p", why, "detail-error"));
+    });
   }
   window.addEventListener("hashchange", route);
   route();
