@@ -12,7 +12,6 @@ the writer, so nothing, not even a terminal row, is appended past a failure.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.files import write_new_file
+from pytest_agentbench.sdk.files import open_folder, write_new_file
 from pytest_agentbench.sdk.ledger.rows import (
     GENESIS,
     CallPayload,
@@ -33,7 +32,6 @@ from pytest_agentbench.sdk.ledger.rows import (
 
 __all__ = ["LedgerIO", "LedgerWriter", "open_no_follow", "write_new_file"]
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -48,22 +46,12 @@ class LedgerIO:
 def open_no_follow(path: Path) -> int:
     """Create ``path`` (missing directories too) without following any symbolic link."""
     absolute = Path(os.path.abspath(path))
-    parts = absolute.parts
-    if len(parts) < 2:
+    if len(absolute.parts) < 2:
         raise AgentbenchError("ledger_unsafe_path", "a ledger needs a file name", file=str(path))
-    fd = os.open(parts[0], _DIR_FLAGS)
+    folder = -1
     try:
-        for part in parts[1:-1]:
-            try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                # Another process (an xdist worker) may create the same folder meanwhile.
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = child
-        return os.open(parts[-1], _FILE_FLAGS, 0o644, dir_fd=fd)
+        folder = open_folder(absolute.parent)
+        return os.open(absolute.name, _FILE_FLAGS, 0o644, dir_fd=folder)
     except FileExistsError:
         raise AgentbenchError(
             "ledger_exists", "a ledger is never overwritten or appended to", file=str(path)
@@ -76,7 +64,8 @@ def open_no_follow(path: Path) -> int:
             file=str(path),
         ) from None
     finally:
-        os.close(fd)
+        if folder >= 0:
+            os.close(folder)
 
 
 class LedgerWriter:
