@@ -73,8 +73,11 @@ def _mismatch(source: ResumeSource, reason: str) -> AgentbenchError:
     )
 
 
-def read_resume_source(path: Path) -> ResumeSource:
-    """A run report, a progress journal, or a report path whose run was killed (its journal)."""
+def read_resume_source(path: Path, *, max_bytes: int | None = None) -> ResumeSource:
+    """A run report, a progress journal, or a report path whose run was killed (its journal).
+
+    A report over ``max_bytes`` (``agentbench_max_report_bytes``) is ``report_too_large``.
+    """
     journal = progress_path(path)
     if not path.exists() and journal.is_file():
         path = journal
@@ -83,7 +86,9 @@ def read_resume_source(path: Path) -> ResumeSource:
     # Imported only to resume from a report: its models cost every other run their import.
     from pytest_agentbench.report.baseline import read_run_report
 
-    report = read_run_report(path, field="--agentbench-resume")
+    report = read_run_report(
+        path, field="--agentbench-resume", max_bytes=max_bytes, option="agentbench_max_report_bytes"
+    )
     return ResumeSource(
         path=path,
         adapter_spec=report.adapter.spec,
