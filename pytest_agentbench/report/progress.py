@@ -33,7 +33,13 @@ from pytest_agentbench.report.recording import (
     suite_digest_pair,
 )
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
-from pytest_agentbench.sdk.canonical import canonical_json, loads_strict, read_bytes
+from pytest_agentbench.sdk.canonical import (
+    canonical_json,
+    input_limits,
+    loads_strict,
+    read_bytes,
+    unreadable,
+)
 from pytest_agentbench.sdk.contracts import Case, CaseResult
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import open_folder, unwritable
@@ -101,7 +107,13 @@ def read_resume_source(path: Path, *, max_bytes: int | None = None) -> ResumeSou
 def _is_journal(path: Path) -> bool:
     if not path.is_file():
         return False
-    first = read_bytes(path).split(b"\n", 1)[0]
+    # At most the size limit of the first line: a journal's header is short, a report any size.
+    limit = input_limits().max_bytes
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(limit + 1).split(b"\n", 1)[0]
+    except OSError as exc:
+        raise unreadable(exc, str(path)) from None
     return b'"schema_version":"' + PROGRESS_SCHEMA.encode() + b'"' in first
 
 

@@ -54,7 +54,14 @@ class SuiteEnd:
     """Its ``cases`` list was streamed as :class:`CaseEntry`; ``value`` lacks it."""
 
 
-ReportEvent = HeadField | CaseEntry | SuiteEnd
+@dataclass(frozen=True)
+class NotAnObject:
+    """The file holds a JSON value that is not an object: not a report, read as one value."""
+
+    value: JsonValue
+
+
+ReportEvent = HeadField | CaseEntry | SuiteEnd | NotAnObject
 
 
 def refuse_oversized(path: Path, max_bytes: int | None, option: str, name: str) -> None:
@@ -112,6 +119,8 @@ def read_report_document(
     suites: list[JsonValue] = []
     cases: list[JsonValue] = []
     for event in iter_report(path, display=display, max_bytes=max_bytes, option=option):
+        if isinstance(event, NotAnObject):
+            return event.value
         if isinstance(event, HeadField):
             document[event.key] = event.value
         elif isinstance(event, CaseEntry):
@@ -192,11 +201,14 @@ class _Scanner:
             "malformed_json", f"{message} (column {column})", file=self.name, line=self.line
         )
 
+    def _unexpected(self, what: str, found: str) -> AgentbenchError:
+        ends = "the file ends (truncated?)" if not found else f"found {found!r}"
+        return self._malformed(f"expecting {what}: {ends}")
+
     def _expect(self, char: str, what: str) -> None:
         found = self._peek()
         if found != char:
-            ends = "the file ends (truncated?)" if not found else f"found {found!r}"
-            raise self._malformed(f"expecting {what}: {ends}")
+            raise self._unexpected(what, found)
         self._advance(self.pos + 1)
 
     def _value_text(self, field: str) -> tuple[str, int]:
@@ -306,7 +318,7 @@ class _Scanner:
                 self._advance(self.pos + 1)
                 return
             if found != ",":
-                raise self._malformed("expecting ',' delimiter or '}'")
+                raise self._unexpected("',' delimiter or '}'", found)
             self._advance(self.pos + 1)
 
     def _elements(self) -> Iterator[int]:
@@ -323,15 +335,21 @@ class _Scanner:
                 self._advance(self.pos + 1)
                 return
             if found != ",":
-                raise self._malformed("expecting ',' delimiter or ']'")
+                raise self._unexpected("',' delimiter or ']'", found)
             self._advance(self.pos + 1)
             index += 1
 
     # -- the report's skeleton ------------------------------------------------
 
     def report(self) -> Iterator[ReportEvent]:
-        if self._peek() == "\ufeff":
+        first = self._peek()
+        if first == "\ufeff":
             raise self._malformed("Unexpected UTF-8 BOM")
+        if first and first != "{":
+            yield NotAnObject(self._value("<root>"))
+            if self._peek():
+                raise self._malformed("Extra data after the value")
+            return
         for key in self._members(""):
             if key == "suites" and self._peek() == "[":
                 for index in self._elements():
