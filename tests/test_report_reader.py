@@ -11,7 +11,13 @@ import pytest
 from pytest_agentbench.cli.main import main
 from pytest_agentbench.report import stream
 from pytest_agentbench.report.progress import read_resume_source
-from pytest_agentbench.report.stream import CaseEntry, HeadField, SuiteEnd, iter_report
+from pytest_agentbench.report.stream import (
+    CaseEntry,
+    HeadField,
+    SuiteEnd,
+    SuitesBegin,
+    iter_report,
+)
 from pytest_agentbench.sdk.canonical import (
     DEFAULT_MAX_INPUT_BYTES,
     InputLimits,
@@ -61,7 +67,7 @@ def test_a_report_over_16_mib_is_read_by_every_command(
 def test_events_come_in_file_order_and_chunk_boundaries_do_not_matter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    tricky = {
+    tricky: dict[str, Any] = {
         "adapter": {"description": 'brackets ] } [ { and "quotes" \\ in a string', "spec": None},
         "exit_status": 0,
         "schema_version": "agentbench-run-report/3",
@@ -78,13 +84,18 @@ def test_events_come_in_file_order_and_chunk_boundaries_do_not_matter(
     for chunk in (1, 2, 3, 7, 1 << 20):
         monkeypatch.setattr(stream, "_CHUNK", chunk)
         assert stream.read_report_document(path) == tricky, chunk
-    events = list(iter_report(path))
-    assert events[0] == HeadField("adapter", tricky["adapter"])
-    assert events[3] == CaseEntry(0, tricky["suites"][0]["cases"][0])
-    assert events[4] == SuiteEnd(0, {"id": "s1"}, cases_streamed=True)
-    assert events[5] == SuiteEnd(1, {"id": "s2"}, cases_streamed=True)
-    assert events[6] == SuiteEnd(2, {"id": "s3"}, cases_streamed=False)
-    assert events[-1] == HeadField("zz", -12)
+    assert list(iter_report(path)) == [
+        HeadField("adapter", tricky["adapter"]),
+        HeadField("exit_status", 0),
+        HeadField("schema_version", "agentbench-run-report/3"),
+        SuitesBegin(),
+        CaseEntry(0, tricky["suites"][0]["cases"][0]),
+        SuiteEnd(0, {"id": "s1"}, cases_streamed=True),
+        SuiteEnd(1, {"id": "s2"}, cases_streamed=True),
+        SuiteEnd(2, {"id": "s3"}, cases_streamed=False),
+        HeadField("trust", None),
+        HeadField("zz", -12),
+    ]
 
 
 GOOD_CASE = '{"nodeid":"a::1","result":{"x":1}}'
@@ -106,6 +117,9 @@ GOOD_CASE = '{"nodeid":"a::1","result":{"x":1}}'
         ('{"a":1,}', "[malformed_json] {f}:1: expecting a property name in double quotes"),
         ('{"a":1 "b":2}', "[malformed_json] {f}:1: expecting ',' delimiter or '}}': found '\"'"),
         ("[1, 2]", None),
+        ('{"suites":[],"exit_status":0}', None),
+        ('{"suites":{"not":"a list"}}', None),
+        ('{"suites":[{"id":"s","cases":{"not":"a list"}}, 3]}', None),
         ('{"a":1,"a":2}', "[duplicate_key] {f}:1: a: key 'a' appears more than once"),
         (
             '{"suites":[{"id":"s","id":"t"}]}',

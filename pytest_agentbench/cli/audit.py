@@ -34,7 +34,13 @@ from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.cli.report_limit import MAX_REPORT_BYTES, add_max_report_bytes
 from pytest_agentbench.judging.documents import judgments_path, read_judgments
 from pytest_agentbench.report.judged_summary import JudgeTraffic, judge_ledger_name
-from pytest_agentbench.report.stream import CaseEntry, HeadField, iter_report
+from pytest_agentbench.report.stream import (
+    CaseEntry,
+    HeadField,
+    SuiteEnd,
+    SuitesBegin,
+    iter_report,
+)
 from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, TIMEOUT_EXCLUSION, ledger_path
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -152,14 +158,17 @@ def _read_report(
             if isinstance(event, HeadField):
                 if event.key == "model_run" and event.value is not None:
                     model_run = RunProvenance.model_validate(event.value)
-                has_suites = has_suites or event.key == "suites"
+            elif isinstance(event, SuitesBegin):
+                has_suites = True
             elif isinstance(event, CaseEntry):
                 entry = event.value
                 cases.append((str(entry["nodeid"]), CaseResult.model_validate(entry["result"])))
-            else:
-                has_suites = True
-                if not event.cases_streamed and "cases" in event.value:
-                    raise TypeError("a suite's cases are not a list")
+            elif isinstance(event, SuiteEnd) and not event.cases_streamed:
+                # A suite that is not an object, or whose cases are not a list, reads
+                # (or fails) as it did when the report was read whole.
+                for entry in event.value.get("cases", []):
+                    nodeid, result = str(entry["nodeid"]), entry["result"]
+                    cases.append((nodeid, CaseResult.model_validate(result)))
     except (ValidationError, KeyError, TypeError) as exc:
         raise _refuse(
             "audit_report_invalid", f"a case or model_run does not read: {exc}", path

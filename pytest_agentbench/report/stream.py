@@ -37,6 +37,11 @@ class HeadField:
 
 
 @dataclass(frozen=True)
+class SuitesBegin:
+    """The report's ``suites`` is a list: its suites follow, as case entries and suite ends."""
+
+
+@dataclass(frozen=True)
 class CaseEntry:
     """One entry of suite ``suite``'s ``cases`` list (``{"duration_s", "nodeid", "result"}``)."""
 
@@ -61,7 +66,7 @@ class NotAnObject:
     value: JsonValue
 
 
-ReportEvent = HeadField | CaseEntry | SuiteEnd | NotAnObject
+ReportEvent = HeadField | SuitesBegin | CaseEntry | SuiteEnd | NotAnObject
 
 
 def refuse_oversized(path: Path, max_bytes: int | None, option: str, name: str) -> None:
@@ -123,11 +128,11 @@ def read_report_document(
             return event.value
         if isinstance(event, HeadField):
             document[event.key] = event.value
+        elif isinstance(event, SuitesBegin):
+            document["suites"] = suites
         elif isinstance(event, CaseEntry):
-            document.setdefault("suites", suites)
             cases.append(event.value)
         else:
-            document.setdefault("suites", suites)
             suite = event.value
             if event.cases_streamed and isinstance(suite, dict):
                 suite = {**suite, "cases": cases}
@@ -250,9 +255,9 @@ class _Scanner:
                 if not self._more():
                     raise self._malformed(f"{field} is not closed: the file ends (truncated?)")
         while True:
-            match = _SCALAR_END.search(self.buffer, start)
-            if match is not None:
-                return self._take(start, match.start(), line)
+            scalar_end = _SCALAR_END.search(self.buffer, start)
+            if scalar_end is not None:
+                return self._take(start, scalar_end.start(), line)
             self._bound(start, limits.max_bytes, field, line)
             if not self._more():
                 return self._take(start, len(self.buffer), line)
@@ -352,6 +357,7 @@ class _Scanner:
             return
         for key in self._members(""):
             if key == "suites" and self._peek() == "[":
+                yield SuitesBegin()
                 for index in self._elements():
                     yield from self._suite(index)
             else:
