@@ -542,7 +542,7 @@ def test_an_infinite_or_negative_llm_timeout_is_refused_at_start(
     )
 
 
-def test_rescore_of_a_report_over_the_limit_names_the_limit(
+def test_rescore_of_a_report_over_a_limit_names_the_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = tmp_path / "big.json"
@@ -550,12 +550,17 @@ def test_rescore_of_a_report_over_the_limit_names_the_limit(
         out.write('{"padding": "')
         out.write("x" * (16 * 1024 * 1024))
         out.write('", "schema_version": "agentbench-run-report/1"}')
+    # No whole-file limit by default: one value over the readers' limit is refused by name.
     code = cli_main(["rescore", str(report)])
     err = capsys.readouterr().err
     assert code != 0
-    assert "[report_too_large]" in err
-    assert "--agentbench-record folder" in err
+    assert f"[input_too_large] {report}:1: padding: " in err
     assert "unrecognised_report" not in err
+    code = cli_main(["rescore", "--max-report-bytes", "1000", str(report)])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert f"[report_too_large] {report}: " in err
+    assert "over the limit of 1000 bytes (--max-report-bytes)" in err
 
 
 # --- The writer and the bounded digest on their own ---------------------------------

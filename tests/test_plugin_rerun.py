@@ -101,6 +101,41 @@ def test_resume_runs_only_what_is_missing_and_merges_exactly(project: pytest.Pyt
     ]
 
 
+def test_a_report_past_the_input_limit_resumes_and_agentbench_max_report_bytes_bounds_it(
+    project: pytest.Pytester,
+) -> None:
+    adapter = "--agentbench-adapter=my_adapters:OddWrong"
+    run_cases(project, "partial.json", adapter, "-k", "q0 or q1 or q2")
+    size = (project.path / "partial.json").stat().st_size
+    # Each value under the readers' limit, the file over it: read as a stream, it resumes.
+    limit = f"agentbench_max_input_bytes={size // 2}"
+    result, _ = run_cases(
+        project, "resumed.json", adapter, "--agentbench-resume=partial.json", "-o", limit
+    )
+    result.assert_outcomes(passed=2, failed=3)
+    for option in ("--agentbench-resume=partial.json", "--agentbench-baseline=partial.json"):
+        refused = project.runpytest(
+            adapter,
+            option,
+            "-o",
+            f"agentbench_max_report_bytes={size - 1}",
+            "-p",
+            "no:cacheprovider",
+        )
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR, option
+        refused.stderr.fnmatch_lines(
+            [
+                f"*[[]report_too_large[]] partial.json: {size} bytes, over the limit of "
+                f"{size - 1} bytes (agentbench_max_report_bytes)"
+            ]
+        )
+    bad = project.runpytest(
+        adapter, "--agentbench-resume=partial.json", "-o", "agentbench_max_report_bytes=lots"
+    )
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*[[]invalid_input_limit[]] agentbench_max_report_bytes: 'lots' *"])
+
+
 def test_resume_runs_agent_errors_again_and_nothing_under_another_adapter(
     project: pytest.Pytester,
 ) -> None:

@@ -31,10 +31,17 @@ from pydantic import ValidationError
 
 from pytest_agentbench.agents.budget import PricingTable, decimal_text, read_pricing
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
+from pytest_agentbench.cli.report_limit import MAX_REPORT_BYTES, add_max_report_bytes
 from pytest_agentbench.judging.documents import judgments_path, read_judgments
 from pytest_agentbench.report.judged_summary import JudgeTraffic, judge_ledger_name
+from pytest_agentbench.report.stream import (
+    CaseEntry,
+    HeadField,
+    SuiteEnd,
+    SuitesBegin,
+    iter_report,
+)
 from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, TIMEOUT_EXCLUSION, ledger_path
-from pytest_agentbench.sdk.canonical import read_json
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.ledger import CallPayload, HeaderPayload, TerminalPayload, audit_ledger
@@ -51,12 +58,15 @@ def add_parser(commands: Any) -> None:
         "ledger_dir", help="the folder the run's --agentbench-ledger wrote the cases' ledgers to"
     )
     audit.add_argument("--pricing", help="the pricing table the report names, to re-derive cost")
+    add_max_report_bytes(audit)
 
 
 def cmd_audit(args: argparse.Namespace, registry: Any) -> int:
     pricing = None if args.pricing is None else read_pricing(Path(args.pricing))
     try:
-        totals = audit_report(Path(args.report), Path(args.ledger_dir), pricing)
+        totals = audit_report(
+            Path(args.report), Path(args.ledger_dir), pricing, max_bytes=args.max_report_bytes
+        )
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         # A report or ledger edited into a shape no check above foresaw is still a refusal
         # with a code, never a traceback.
@@ -132,31 +142,47 @@ def _refuse(code: str, reason: str, where: Path) -> AgentbenchError:
     return AgentbenchError(code, reason, file=str(where))
 
 
-def _read_report(path: Path) -> tuple[list[tuple[str, CaseResult]], RunProvenance | None]:
-    document = read_json(path, display=str(path))
-    if not isinstance(document, dict) or not isinstance(document.get("suites"), list):
-        raise _refuse("audit_report_invalid", "not a JSON run report", path)
-    try:
-        model_run = (
-            None
-            if document.get("model_run") is None
-            else RunProvenance.model_validate(document["model_run"])
+def _read_report(
+    path: Path, max_bytes: int | None = None
+) -> tuple[list[tuple[str, CaseResult]], RunProvenance | None]:
+    """The report's cases and model run, read as a stream: one case entry at a time."""
+    if not path.is_file():
+        raise AgentbenchError(
+            "unreadable_file", "not a regular file (a run report)", file=str(path)
         )
-        cases = [
-            (str(entry["nodeid"]), CaseResult.model_validate(entry["result"]))
-            for suite in document["suites"]
-            for entry in suite.get("cases", [])
-        ]
+    cases: list[tuple[str, CaseResult]] = []
+    model_run: RunProvenance | None = None
+    has_suites = False
+    try:
+        for event in iter_report(path, max_bytes=max_bytes, option=MAX_REPORT_BYTES):
+            if isinstance(event, HeadField):
+                if event.key == "model_run" and event.value is not None:
+                    model_run = RunProvenance.model_validate(event.value)
+            elif isinstance(event, SuitesBegin):
+                has_suites = True
+            elif isinstance(event, CaseEntry):
+                entry = event.value
+                cases.append((str(entry["nodeid"]), CaseResult.model_validate(entry["result"])))
+            elif isinstance(event, SuiteEnd) and not event.cases_streamed:
+                # A suite that is not an object, or whose cases are not a list, reads
+                # (or fails) as it did when the report was read whole.
+                for entry in event.value.get("cases", []):
+                    nodeid, result = str(entry["nodeid"]), entry["result"]
+                    cases.append((nodeid, CaseResult.model_validate(result)))
     except (ValidationError, KeyError, TypeError) as exc:
         raise _refuse(
             "audit_report_invalid", f"a case or model_run does not read: {exc}", path
         ) from None
+    if not has_suites:
+        raise _refuse("audit_report_invalid", "not a JSON run report", path)
     return cases, model_run
 
 
-def audit_report(report: Path, folder: Path, pricing: PricingTable | None) -> RunTotals:
+def audit_report(
+    report: Path, folder: Path, pricing: PricingTable | None, *, max_bytes: int | None = None
+) -> RunTotals:
     """Every case of ``report`` against its ledger in ``folder``; the first refusal is raised."""
-    cases, model_run = _read_report(report)
+    cases, model_run = _read_report(report, max_bytes)
     if pricing is not None and (model_run is None or model_run.pricing_digest != pricing.digest):
         raise _refuse(
             "audit_pricing_mismatch", "the pricing table is not the one the report names", report

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.cli.common import JSON_HELP
+from pytest_agentbench.cli.report_limit import add_max_report_bytes
 from pytest_agentbench.report.baseline import identity, settings, suite_run
 from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.json_report import read_report
@@ -33,7 +34,9 @@ def _size(text: str) -> float:
 
 
 def cmd_compare(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    before, after = read_report(args.before), read_report(args.after)
+    limit = args.max_report_bytes
+    before = read_report(args.before, max_bytes=limit)
+    after = read_report(args.after, max_bytes=limit)
     after_suites = {suite.id: suite for suite in after.suites}
     common = [suite.id for suite in before.suites if suite.id in after_suites]
     if not common:
@@ -108,4 +111,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="compare even when the two runs' suites or cases differ",
     )
+    add_max_report_bytes(compare)
     compare.set_defaults(handler=cmd_compare)

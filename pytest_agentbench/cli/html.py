@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.cli.report_limit import add_max_report_bytes
 from pytest_agentbench.report.html import read_report_document, write_html
 from pytest_agentbench.sdk.registry import WorldRegistry
 
@@ -13,7 +14,7 @@ from pytest_agentbench.sdk.registry import WorldRegistry
 def cmd_html(args: argparse.Namespace, registry: WorldRegistry) -> int:
     source = Path(args.report)
     output = Path(args.output) if args.output else source.with_suffix(".html")
-    write_html(read_report_document(source), output)
+    write_html(read_report_document(source, max_bytes=args.max_report_bytes), output)
     print(f"wrote {output}")
     return 0
 
@@ -22,4 +23,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     html = commands.add_parser("html", help="draw a JSON run report as one static HTML file")
     html.add_argument("report", help="the JSON run report (--agentbench-report) to draw")
     html.add_argument("-o", "--output", help="where to write (default: REPORT with .html)")
+    add_max_report_bytes(html)
     html.set_defaults(handler=cmd_html)

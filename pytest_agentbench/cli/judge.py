@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pytest_agentbench.agents.settings import resolve_settings
+from pytest_agentbench.cli.report_limit import add_max_report_bytes
 from pytest_agentbench.judging.panel import JudgeCache
 from pytest_agentbench.judging.report_judging import judge_beside
 from pytest_agentbench.run.concurrency import parse_concurrency
@@ -54,6 +55,7 @@ def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
         ledger_dir=None if args.ledger is None else Path(args.ledger),
         into_report=args.into_report,
         concurrency=args.concurrency,
+        max_report_bytes=args.max_report_bytes,
     )
     print("\n".join(lines))
     return 0 if all(passed for passed, _ in gates.values()) else GATE_FAILED
@@ -70,6 +72,7 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser = commands.add_parser(
         "judge", help="judged diagnostics of a JSON run report, by each rubric's panel"
     )
+    add_max_report_bytes(parser)
     parser.set_defaults(handler=cmd_judge)
     parser.add_argument("report", help="a JSON run report written with --agentbench-report")
     parser.add_argument(

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_agentbench.cli.common import JSON_HELP, add_oracle_root, command_state, load
+from pytest_agentbench.cli.report_limit import MAX_REPORT_BYTES, add_max_report_bytes
 from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.recording import (
     load_results,
@@ -30,8 +31,14 @@ from pytest_agentbench.report.recording import (
     replay_refusal,
     suite_digest_pair,
 )
+from pytest_agentbench.report.stream import (
+    HeadField,
+    iter_report,
+    read_report_document,
+    refuse_oversized,
+)
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
-from pytest_agentbench.sdk.canonical import canonical_json, input_limits, read_json
+from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.capabilities import RescoresReports
 from pytest_agentbench.sdk.contracts import CaseResult, MetricValue, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
@@ -84,36 +91,37 @@ class SuiteRescore(Record):
 RUN_REPORT_SCHEMA = "agentbench-run-report/"
 
 
-def is_own_record(path: Path) -> bool:
-    """Whether ``path`` is our run report or record folder (else a world's own report)."""
+def is_own_record(path: Path, max_bytes: int | None = None) -> bool:
+    """Whether ``path`` is our run report or record folder (else a world's own report).
+
+    A file over ``max_bytes`` is refused (``report_too_large``), whatever it is. Of a
+    file, only the head of the stream is read, up to its ``schema_version``.
+    """
     if path.is_dir():
         return True
     if not path.is_file():
         return False
+    refuse_oversized(path, max_bytes, MAX_REPORT_BYTES, str(path))
     try:
-        document = read_json(path)
+        for event in iter_report(path):
+            if isinstance(event, HeadField) and event.key == "schema_version":
+                version = event.value
+                return isinstance(version, str) and version.startswith(RUN_REPORT_SCHEMA)
     except AgentbenchError as exc:
-        if exc.code == "input_too_large":
+        if exc.code in ("input_too_large", "input_too_deep"):
             # Not read, so not known to be a world's own report: saying it was one would
             # send the user after the wrong problem.
-            raise AgentbenchError(
-                "report_too_large",
-                f"{path.stat().st_size} bytes, over the {input_limits().max_bytes} a report "
-                "is read whole to re-score (agentbench_max_input_bytes); re-score the run's "
-                "--agentbench-record folder instead, one file per case",
-                file=str(path),
-                field="PATH",
-            ) from None
+            raise
+        # Not our JSON, nor any JSON: a world's own report says what it is.
         return False
-    version = document.get("schema_version") if isinstance(document, dict) else None
-    return isinstance(version, str) and version.startswith(RUN_REPORT_SCHEMA)
+    return False
 
 
 def _report(path: Path) -> RunReport | None:
     if path.is_dir():
         return None
     try:
-        return RunReport.model_validate(read_json(path))
+        return RunReport.model_validate(read_report_document(path))
     except ValidationError:
         return None
 
@@ -346,7 +354,7 @@ def cmd_rescore(args: argparse.Namespace, registry: WorldRegistry) -> int:
     path = Path(args.path)
     # Our own run report (by its schema field) or record folder is re-scored by the
     # core; anything else is a world's original-format report, read by that world.
-    if is_own_record(path):
+    if is_own_record(path, args.max_report_bytes):
         return _rescore_recorded(path, args, registry)
     if len(args.suite) != 1 or "=" in args.suite[0]:
         raise AgentbenchError(
@@ -435,4 +443,5 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     )
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     add_oracle_root(parser)
+    add_max_report_bytes(parser)
     parser.set_defaults(handler=cmd_rescore)

@@ -363,6 +363,7 @@ def judge_beside(
     refuse_gates: bool = True,
     into_report: bool = False,
     concurrency: int = 1,
+    max_report_bytes: int | None = None,
 ) -> tuple[list[str], dict[str, tuple[bool, str]], JudgmentsDocument]:
     """Judge the report at ``source``, write its judgments and labels beside it.
 
@@ -373,9 +374,10 @@ def judge_beside(
     line by rubric, and the judgments; with ``refuse_gates`` a gate refused for
     an uncalibrated judge is raised once every file is written. Up to
     ``concurrency`` seat calls are in flight at once; every file is as a serial
-    judging writes it.
+    judging writes it. A report over ``max_report_bytes`` is refused
+    (``report_too_large``) before it is read; by default, only each value is bounded.
     """
-    report = read_report(str(source))
+    report = read_report(str(source), max_bytes=max_report_bytes)
     shipped = registry.suites()
     folders: dict[str, Path | None] = {}
     for suite in report.suites:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pytest
 
+from pytest_agentbench.plugin.options import MAX_REPORT_BYTES_KEY, max_report_bytes
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 
 if TYPE_CHECKING:
@@ -83,7 +84,12 @@ def pytest_configure(config: pytest.Config) -> None:
         path = Path(path_text)
         config.stash[BASELINE_KEY] = BaselineRequest(
             path=path,
-            report=read_run_report(path, field="--agentbench-baseline"),
+            report=read_run_report(
+                path,
+                field="--agentbench-baseline",
+                max_bytes=max_report_bytes(config),
+                option=MAX_REPORT_BYTES_KEY,
+            ),
             settings=settings(**chosen._asdict()),
         )
     except AgentbenchError as exc:

@@ -26,6 +26,28 @@ INPUT_LIMIT_KEYS: dict[str, tuple[str, int]] = {
     "max_yaml_aliases": ("agentbench_max_yaml_aliases", 10_000),
 }
 
+MAX_REPORT_BYTES_KEY = "agentbench_max_report_bytes"
+"""The whole-file limit of the run reports ``--agentbench-resume`` and ``--agentbench-baseline``
+read; empty (the default) for none: each value of a report is bounded on its own."""
+
+
+def max_report_bytes(config: pytest.Config) -> int | None:
+    """``agentbench_max_report_bytes``: a whole number >= 1, or ``None`` when unset."""
+    text = str(config.getini(MAX_REPORT_BYTES_KEY)).strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        # Imported here: registering the options imports nothing but pytest.
+        from pytest_agentbench.sdk.errors import AgentbenchError
+
+        raise AgentbenchError(
+            "invalid_input_limit",
+            f"{text!r} is not a whole number >= 1",
+            field=MAX_REPORT_BYTES_KEY,
+        )
+    return int(text)
+
+
 _DEFAULTS: dict[str, dict[str, Any]] = {"options": {}, "ini": {}}
 """Each registered option's default by dest, each ini key's by name (same in every run)."""
 
@@ -46,6 +68,31 @@ class _Recording:
     def addini(self, name: str, help: str, **kwargs: Any) -> None:
         self.parser.addini(name, help, **kwargs)
         self.ini[name] = kwargs.get("default")
+
+
+def _add_input_limits(r: _Recording) -> None:
+    """The readers' bounds, and the run reports' whole-file one."""
+    r.addini(
+        INPUT_LIMIT_KEYS["max_bytes"][0],
+        "largest JSON, JSONL or YAML file (or document) read, in bytes",
+        default=str(INPUT_LIMIT_KEYS["max_bytes"][1]),
+    )
+    r.addini(
+        INPUT_LIMIT_KEYS["max_depth"][0],
+        "deepest nesting of objects and arrays read from JSON or YAML",
+        default=str(INPUT_LIMIT_KEYS["max_depth"][1]),
+    )
+    r.addini(
+        INPUT_LIMIT_KEYS["max_yaml_aliases"][0],
+        "most YAML aliases in one document, each counted with the aliases it repeats",
+        default=str(INPUT_LIMIT_KEYS["max_yaml_aliases"][1]),
+    )
+    r.addini(
+        MAX_REPORT_BYTES_KEY,
+        "largest run report --agentbench-resume or --agentbench-baseline reads, in bytes "
+        "(default: no limit)",
+        default="",
+    )
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -201,21 +248,7 @@ def add_options(parser: pytest.Parser) -> None:
         type="paths",
         default=[],
     )
-    r.addini(
-        INPUT_LIMIT_KEYS["max_bytes"][0],
-        "largest JSON, JSONL or YAML file (or document) read, in bytes",
-        default=str(INPUT_LIMIT_KEYS["max_bytes"][1]),
-    )
-    r.addini(
-        INPUT_LIMIT_KEYS["max_depth"][0],
-        "deepest nesting of objects and arrays read from JSON or YAML",
-        default=str(INPUT_LIMIT_KEYS["max_depth"][1]),
-    )
-    r.addini(
-        INPUT_LIMIT_KEYS["max_yaml_aliases"][0],
-        "most YAML aliases in one document, each counted with the aliases it repeats",
-        default=str(INPUT_LIMIT_KEYS["max_yaml_aliases"][1]),
-    )
+    _add_input_limits(r)
     r.addini(
         "agentbench_junit_case_properties",
         "write per-case check outcomes as JUnit testcase properties",

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.plugin.options import max_report_bytes
 from pytest_agentbench.report.progress import (
     ProgressJournal,
     ResumeSource,
@@ -237,7 +238,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 else load_records(replay_path, field="--agentbench-replay-outputs")
             ),
             replay_path=replay_path,
-            resume=None if resume_path is None else read_resume_source(resume_path),
+            resume=(
+                None
+                if resume_path is None
+                else read_resume_source(resume_path, max_bytes=max_report_bytes(config))
+            ),
             resume_path=resume_path,
         )
         rerun = config.stash[RERUN_KEY]

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pytest_agentbench.report.json_report import RunReport
+from pytest_agentbench.report.stream import read_report_document
 from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.scoring.comparison import (
     CONFIDENCE,
@@ -19,17 +20,24 @@ from pytest_agentbench.scoring.comparison import (
     SuiteRun,
     compare_runs,
 )
-from pytest_agentbench.sdk.canonical import read_json
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.suite import pydantic_refusal
 
 
-def read_run_report(path: Path, *, field: str | None = None) -> RunReport:
-    """A JSON run report, strictly read; ``invalid_baseline`` names the file when it is not one."""
+def read_run_report(
+    path: Path,
+    *,
+    field: str | None = None,
+    max_bytes: int | None = None,
+    option: str = "agentbench_max_report_bytes",
+) -> RunReport:
+    """A JSON run report, strictly read as a stream; ``invalid_baseline`` names the file when
+    it is not one, ``report_too_large`` when it is over ``max_bytes`` (``option``)."""
     if not path.is_file():
         raise AgentbenchError("invalid_baseline", "no such run report", file=str(path), field=field)
+    document = read_report_document(path, max_bytes=max_bytes, option=option)
     try:
-        return RunReport.model_validate(read_json(path))
+        return RunReport.model_validate(document)
     except ValidationError as exc:
         raise pydantic_refusal(exc, file=str(path)) from None
 

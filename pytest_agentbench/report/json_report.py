@@ -19,13 +19,14 @@ from pytest_agentbench import __version__
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.judged_summary import JudgedSummary
+from pytest_agentbench.report.stream import read_report_document
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 from pytest_agentbench.report.transcripts import TranscriptFile
 from pytest_agentbench.report.trust import Trust
 from pytest_agentbench.run.output_caps import TruncatedReceipt
 from pytest_agentbench.scoring.comparison import Comparison
 from pytest_agentbench.scoring.gates import GateVerdict
-from pytest_agentbench.sdk.canonical import canonical_json, pretty_json, read_json
+from pytest_agentbench.sdk.canonical import canonical_json, pretty_json
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import write_file, writing_text
@@ -299,12 +300,19 @@ if __name__ == "__main__":  # regenerate the shipped schema
     SCHEMA_PATH.write_text(schema_text(), encoding="utf-8")
 
 
-def read_report(path: str) -> RunReport:
-    """A JSON run report (``--agentbench-report``), bounded and validated."""
+def read_report(
+    path: str, *, max_bytes: int | None = None, option: str = "--max-report-bytes"
+) -> RunReport:
+    """A JSON run report (``--agentbench-report``), streamed and validated.
+
+    Each value is bounded by the input limits, the file only by ``max_bytes``
+    (``report_too_large``, naming ``option``).
+    """
     if not Path(path).is_file():
         # A folder, or a device such as /dev/zero that would be read forever.
         raise AgentbenchError("unreadable_file", "not a regular file (a run report)", file=path)
+    document = read_report_document(Path(path), max_bytes=max_bytes, option=option)
     try:
-        return RunReport.model_validate(read_json(Path(path)))
+        return RunReport.model_validate(document)
     except ValidationError as exc:
         raise pydantic_refusal(exc, file=path) from None

@@ -86,8 +86,8 @@ def write_reports(
             from pytest_agentbench.report.html import read_report_document, write_html
 
             # The page is drawn from the very document the JSON report holds: read
-            # back when it was just written rather than streamed a second time (unless
-            # it is over the readers' size limit).
+            # back (as a stream, of any size) when it was just written rather than
+            # built from the run a second time.
             document = None
             if written and options.report_path is not None:
                 with contextlib.suppress(AgentbenchError):

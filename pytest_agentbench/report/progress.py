@@ -33,7 +33,13 @@ from pytest_agentbench.report.recording import (
     suite_digest_pair,
 )
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
-from pytest_agentbench.sdk.canonical import canonical_json, loads_strict, read_bytes
+from pytest_agentbench.sdk.canonical import (
+    canonical_json,
+    input_limits,
+    loads_strict,
+    read_bytes,
+    unreadable,
+)
 from pytest_agentbench.sdk.contracts import Case, CaseResult
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import open_folder, unwritable
@@ -73,8 +79,11 @@ def _mismatch(source: ResumeSource, reason: str) -> AgentbenchError:
     )
 
 
-def read_resume_source(path: Path) -> ResumeSource:
-    """A run report, a progress journal, or a report path whose run was killed (its journal)."""
+def read_resume_source(path: Path, *, max_bytes: int | None = None) -> ResumeSource:
+    """A run report, a progress journal, or a report path whose run was killed (its journal).
+
+    A report over ``max_bytes`` (``agentbench_max_report_bytes``) is ``report_too_large``.
+    """
     journal = progress_path(path)
     if not path.exists() and journal.is_file():
         path = journal
@@ -83,7 +92,9 @@ def read_resume_source(path: Path) -> ResumeSource:
     # Imported only to resume from a report: its models cost every other run their import.
     from pytest_agentbench.report.baseline import read_run_report
 
-    report = read_run_report(path, field="--agentbench-resume")
+    report = read_run_report(
+        path, field="--agentbench-resume", max_bytes=max_bytes, option="agentbench_max_report_bytes"
+    )
     return ResumeSource(
         path=path,
         adapter_spec=report.adapter.spec,
@@ -96,7 +107,13 @@ def read_resume_source(path: Path) -> ResumeSource:
 def _is_journal(path: Path) -> bool:
     if not path.is_file():
         return False
-    first = read_bytes(path).split(b"\n", 1)[0]
+    # At most the size limit of the first line: a journal's header is short, a report any size.
+    limit = input_limits().max_bytes
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(limit + 1).split(b"\n", 1)[0]
+    except OSError as exc:
+        raise unreadable(exc, str(path)) from None
     return b'"schema_version":"' + PROGRESS_SCHEMA.encode() + b'"' in first
 
 

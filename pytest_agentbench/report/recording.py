@@ -112,9 +112,11 @@ def write_records(
 def _from_report(path: Path) -> list[CaseResult]:
     # Imported only to re-score a report: its models cost every other run their import.
     from pytest_agentbench.report.json_report import RunReport
+    from pytest_agentbench.report.stream import read_report_document
 
+    document = read_report_document(path)
     try:
-        report = RunReport.model_validate(read_json(path))
+        report = RunReport.model_validate(document)
     except ValidationError as exc:
         raise pydantic_refusal(exc, file=str(path)) from None
     return [entry.result for suite in report.suites for entry in suite.cases]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pytest_agentbench.report.html.read import Doc
 from pytest_agentbench.report.html.render import render_html
-from pytest_agentbench.sdk.canonical import read_json
+from pytest_agentbench.report.stream import read_report_document as read_streamed
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import write_file
 
@@ -16,9 +16,11 @@ __all__ = ["read_report_document", "render_html", "write_html"]
 SCHEMA_PREFIX = "agentbench-run-report/"
 
 
-def read_report_document(path: Path) -> Doc:
-    """A saved run report as parsed JSON; anything else is refused by name."""
-    document = read_json(path)
+def read_report_document(
+    path: Path, *, max_bytes: int | None = None, option: str = "--max-report-bytes"
+) -> Doc:
+    """A saved run report as parsed JSON, read as a stream; anything else is refused by name."""
+    document = read_streamed(path, max_bytes=max_bytes, option=option)
     if not isinstance(document, Mapping):
         raise AgentbenchError("invalid_run_report", "a run report is a JSON object", file=str(path))
     version = document.get("schema_version")
