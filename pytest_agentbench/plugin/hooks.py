@@ -12,7 +12,7 @@ import gc
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -377,9 +377,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node: object, ids: Sequence[str]) -> None:
-    """On the xdist controller, before any case is sent: what the serial run checks above."""
-    config: pytest.Config = node.config  # type: ignore[attr-defined]
+def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None:
+    """On the xdist controller, before any case is sent: what the serial run checks above.
+
+    ``node`` is xdist's ``WorkerController`` (untyped): its ``config`` is the controller's."""
+    config: pytest.Config = node.config
     loader = get_state(config).loader
     check_run(config, suites_of_nodeids(loader, config.rootpath, ids))
 
