@@ -224,3 +224,19 @@ def world_providing(
             "name a suite of the one meant (--suite)",
         )
     return next(iter(found.values()))
+
+
+def write_new_folder(root: Path, files: Mapping[str, str]) -> Path:
+    """Write ``files`` (relative path -> text) into the new folder ``root``.
+
+    ``target_exists`` if ``root`` exists: a scaffold never writes into an existing folder.
+    """
+    if root.exists():
+        raise AgentbenchError(
+            "target_exists", "refusing to write into an existing folder", file=str(root)
+        )
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root

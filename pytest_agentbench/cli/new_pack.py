@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.cli.common import write_new_folder
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
 
@@ -132,17 +133,7 @@ def scaffold_files(name: str) -> dict[str, str]:
 
 def write_scaffold(name: str, directory: Path) -> Path:
     """Write the distribution into ``directory/name``; ``target_exists`` if that folder exists."""
-    files = scaffold_files(name)
-    root = directory / name
-    if root.exists():
-        raise AgentbenchError(
-            "target_exists", "refusing to write into an existing folder", file=str(root)
-        )
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
+    return write_new_folder(directory / name, scaffold_files(name))
 
 
 def cmd_new_pack(args: argparse.Namespace, registry: WorldRegistry) -> int:

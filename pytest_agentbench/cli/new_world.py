@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.cli.common import write_new_folder
 from pytest_agentbench.sdk.canonical import artifact_set_digest, pretty_json, sha256_hex
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.registry import WorldRegistry
@@ -379,17 +380,7 @@ def scaffold_files(name: str) -> dict[str, str]:
 
 def write_scaffold(name: str, directory: Path) -> Path:
     """Write the package into ``directory/name``; ``target_exists`` if that folder exists."""
-    files = scaffold_files(name)
-    root = directory / name
-    if root.exists():
-        raise AgentbenchError(
-            "target_exists", "refusing to write into an existing folder", file=str(root)
-        )
-    for relative, text in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
+    return write_new_folder(directory / name, scaffold_files(name))
 
 
 def cmd_new_world(args: argparse.Namespace, registry: WorldRegistry) -> int:
