@@ -98,6 +98,43 @@ def requested(by_case: dict[str, Any]) -> set[str]:
     return {digest for calls in by_case.values() for digest in calls["request_digests"]}
 
 
+def assert_settings_in_clear(
+    provenance: dict[str, Any], properties: dict[str, str], page: str, host: str
+) -> None:
+    """The chat project's provenance in the HTML report's Model block, and its settings in
+    clear beside their digest there, in the JSON report and in the JUnit properties."""
+    model_block = page[page.index("<h3>Model</h3>") : page.index("</dl>", page.index("<h3>Model"))]
+    for shown in (host, provenance["settings_digest"], provenance["cost"], "record", "USD"):
+        assert shown in model_block
+    assert provenance["settings"] == {
+        "base_url_path": "/v1",
+        "temperature": 0.0,
+        "seed": 0,
+        "max_turns": 4,
+        "max_tokens_per_call": 1000,
+        "timeout_s": 5.0,
+        "max_retries": 2,
+        "retry_backoff_s": 0.0,
+        "retry_jitter": 0.5,
+        "fence_results": True,
+        "max_connections": None,
+        "requests_per_minute": None,
+        "tokens_per_minute": None,
+    }, "the ini's, and the defaults for the rest"
+    assert properties["agentbench.model.setting.max_turns"] == "4"
+    assert properties["agentbench.model.setting.base_url_path"] == "/v1"
+    assert "agentbench.model.setting.tokens_per_minute" not in properties, "unset: not stated"
+    for shown in (
+        f"{host}/v1",
+        "max-turns 4",
+        "max-tokens-per-call 1000",
+        "temperature 0.0",
+        "timeout-s 5.0",
+        "requests-per-minute -",
+    ):
+        assert shown in model_block
+
+
 def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_socket(
     chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -153,7 +190,12 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
     assert spread_report["model_run"] == {**provenance, "base_url_host": other_host}
     assert recorded(chat_project.path / "tapes-spread") == requested(by_case)
     spread.stdout.fnmatch_lines(
-        [f"model: openai-compatible {other_host}, model scripted-model, record"]
+        [
+            f"model: openai-compatible {other_host}/v1, model scripted-model, record",
+            f"  settings sha256:{provenance['settings_digest']}",
+            "  settings: temperature 0.0, seed 0, max-turns 4, max-tokens-per-call 1000, "
+            "timeout 5.0s, retries 2 (backoff 0.0s, jitter 0.5), tool results fenced",
+        ]
     )
     assert case_calls(spread_report) == by_case
     properties = junit_model_properties(chat_project.path / "serial.xml")
@@ -168,9 +210,7 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
     ), "the terminal header names the model"
     serial.stdout.fnmatch_lines(["*agentbench: model*", f"model: openai-compatible {host}*"])
     page = (chat_project.path / "serial.html").read_text()
-    model_block = page[page.index("<h3>Model</h3>") : page.index("</dl>", page.index("<h3>Model"))]
-    for shown in (host, provenance["settings_digest"], provenance["cost"], "record", "USD"):
-        assert shown in model_block
+    assert_settings_in_clear(provenance, properties, page, host)
 
     connects: list[object] = []
     real_connect = socket.socket.connect
