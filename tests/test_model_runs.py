@@ -476,6 +476,11 @@ TAMPERINGS: list[tuple[str, str, Any]] = [
         "audit_header_mismatch",
         lambda d: d["model_run"].update(settings_digest="0" * 64),
     ),
+    (
+        "a setting in clear changed",
+        "audit_settings_mismatch",
+        lambda d: d["model_run"]["settings"].update(max_turns=9),
+    ),
     ("the model run removed", "audit_header_mismatch", lambda d: d.update(model_run=None)),
     ("a suite that is not one", "audit_unreadable", lambda d: d["suites"].append(5)),
     (
@@ -519,7 +524,10 @@ def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
     # says it cannot vouch for the endpoint and the mode rather than pass them as checked.
     capsys.readouterr()
     assert main(["audit", str(report), str(ledgers), "--pricing", str(pricing)]) == 0
-    assert "not bound by any ledger: base_url_host, mode" in capsys.readouterr().out
+    assert (
+        "not bound by any ledger: base_url_host, mode, settings.base_url_path, "
+        "settings.max_connections, settings.requests_per_minute, settings.tokens_per_minute"
+    ) in capsys.readouterr().out
     assert audit("--pricing", str(pricing)) == "ok"
     found = {}
     for name, code, tamper in TAMPERINGS:
