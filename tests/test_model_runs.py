@@ -135,6 +135,54 @@ def assert_settings_in_clear(
         assert shown in model_block
 
 
+def log_events(path: Path) -> list[dict[str, Any]]:
+    """A run log's events, without when each happened."""
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all(event.pop("at").endswith("Z") for event in events)
+    return events
+
+
+def assert_run_logs(folder: Path, report: dict[str, Any], by_case: dict[str, Any]) -> None:
+    """The serial and ``-n 2`` runs' logs beside their reports: the model run's start, one
+    event per case with its traffic as the report states it, and the end of a failed run."""
+    serial = log_events(folder / "serial.json.log.ndjson")
+    spread = log_events(folder / "spread.json.log.ndjson")
+    provenance = report["model_run"]
+    start, *cases, end = serial
+    assert (start["event"], start["scheme"]) == ("start", "agentbench-run-log/1")
+    assert start["model"]["settings"] == provenance["settings"]
+    assert start["model"]["settings_digest"] == provenance["settings_digest"]
+    assert "calls" not in start["model"], "the traffic is the cases' and the end's"
+    assert [event["case_id"] for event in cases] == ["c1", "c2", "c3", "c4"]
+    assert [event["outcome"] for event in cases] == ["passed", "passed", "failed", "passed"]
+    for event in cases:
+        calls = by_case[event["case_id"]]
+        traffic = event["model_calls"]
+        assert (traffic["calls"], traffic["attempts"], traffic["cost"]) == (
+            calls["calls"],
+            calls["attempts"],
+            calls["cost"],
+        )
+    assert cases[3]["model_calls"]["retries"] == 1, "c4's 429, retried"
+    assert end == {
+        "event": "end",
+        "exit_status": 1,
+        "interrupted": False,
+        "cases": 4,
+        "outcomes": {"failed": 1, "passed": 3},
+        "calls": provenance["calls"],
+        "attempts": provenance["attempts"],
+        "retries": 1,
+        "input_tokens": provenance["input_tokens"],
+        "output_tokens": provenance["output_tokens"],
+        "refused": 0,
+        "cost": provenance["cost"],
+    }
+    # Under -n 2 the cases finish in another order, and say the same.
+    assert spread[-1] == end
+    assert sorted(spread[1:-1], key=lambda event: event["nodeid"]) == cases
+
+
 def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_socket(
     chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -211,6 +259,7 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
     serial.stdout.fnmatch_lines(["*agentbench: model*", f"model: openai-compatible {host}*"])
     page = (chat_project.path / "serial.html").read_text()
     assert_settings_in_clear(provenance, properties, page, host)
+    assert_run_logs(chat_project.path, serial_report, by_case)
 
     connects: list[object] = []
     real_connect = socket.socket.connect
