@@ -241,6 +241,7 @@ class FilesRun:
             "suites",
             "--agentbench-adapter=files_agent:Agent",
             "--agentbench-report=out/run.json",
+            "--agentbench-log=out/run.log.ndjson",
             "--agentbench-record=records",
             "--agentbench-timeout=100",
             "--junitxml=junit.xml",
@@ -303,6 +304,14 @@ def check_sigterm_ends_the_run_with_the_report_of_what_ran(run: FilesRun) -> Non
         assert suite["coverage"]["complete"] is False
     assert (run.base / "junit.xml").is_file()
     assert run.report["exit_status"] == pytest.ExitCode.INTERRUPTED
+    # The run log keeps each case that finished, and ends saying the run was interrupted.
+    start, *cases, end = (
+        json.loads(line) for line in (run.base / "out/run.log.ndjson").read_text().splitlines()
+    )
+    assert (start["event"], end["event"]) == ("start", "end")
+    assert (end["exit_status"], end["interrupted"], end["cases"]) == (2, True, len(cases))
+    reported = {case["nodeid"] for suite in run.report["suites"] for case in suite["cases"]}
+    assert {case["nodeid"] for case in cases} == reported
 
 
 def check_case_ids_never_leave_the_record_folder(run: FilesRun) -> None:

@@ -24,7 +24,13 @@ from pytest_agentbench.agents.budget import (
     read_pricing,
 )
 from pytest_agentbench.agents.limits import Backoff, RateLimiter, Wait
-from pytest_agentbench.agents.provenance import ModelRun, endpoint_host
+from pytest_agentbench.agents.provenance import (
+    ModelRun,
+    endpoint_host,
+    endpoint_path,
+    run_provenance,
+    run_settings,
+)
 from pytest_agentbench.agents.settings import ChatSettings
 from pytest_agentbench.sdk.errors import AgentbenchError
 
@@ -276,6 +282,56 @@ def test_budgets_that_cannot_be_enforced_are_refused_at_configuration(tmp_path: 
 )
 def test_the_endpoint_is_reported_by_host_only(url: str | None, host: str | None) -> None:
     assert endpoint_host(url) == host
+
+
+def model_block(page: str) -> str:
+    """The HTML report's Model block (the page's script is no report of the run)."""
+    start = page.index("<h3>Model</h3>")
+    return page[start : page.index("</dl>", start)]
+
+
+def test_a_base_url_with_credentials_or_a_query_never_appears_in_any_report() -> None:
+    from pytest_agentbench.report.html.render import render_html
+    from pytest_agentbench.report.model_run import model_run_lines, model_run_properties
+
+    # resolve_settings refuses such a URL; a ChatSettings made directly is not, so the
+    # reports must drop the secret parts themselves.
+    url = "https://user:hunter2@api.example.com:8443/llm/v1?key=sk-abc&x=1#frag"
+    settings = ChatSettings(base_url=url, model="m", requests_per_minute=30)
+    provenance = run_provenance(settings, None, [])
+    assert endpoint_path(url) == "/llm/v1"
+    outputs = {
+        "json": json.dumps(provenance.model_dump(mode="json")),
+        "terminal": "\n".join(model_run_lines(provenance)),
+        "junit": json.dumps(model_run_properties(provenance)),
+        "html": model_block(render_html({"model_run": provenance.model_dump(mode="json")})),
+    }
+    for name, text in outputs.items():
+        assert "api.example.com:8443" in text, name
+        for secret in ("user", "hunter2", "sk-abc", "key=", "x=1", "frag"):
+            assert secret not in text, (name, secret)
+    terminal = outputs["terminal"]
+    assert "model: openai-compatible api.example.com:8443/llm/v1, model m, live" in terminal
+    assert "  rate limits: requests-per-minute 30" in terminal
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {},
+        {"temperature": 0.7, "seed": None, "max_turns": 3, "max_tokens_per_call": 500},
+        {"timeout_s": 2.5, "max_retries": 0, "retry_jitter": 0.0, "fence_results": False},
+    ],
+)
+def test_the_settings_in_clear_hash_to_the_digest_beside_them(values: dict[str, object]) -> None:
+    settings = ChatSettings.model_validate({"model": "m", **values})
+    shown = run_settings(settings)
+    assert shown.digest("m") == settings.settings_digest()
+    assert shown.digest("other") != settings.settings_digest(), "the model is digested"
+    # The rate limits and the endpoint are stated but change no request: not digested.
+    limited = settings.model_copy(update={"requests_per_minute": 5, "base_url": "http://h/v2"})
+    assert run_settings(limited) != shown
+    assert run_settings(limited).digest("m") == limited.settings_digest() == shown.digest("m")
 
 
 def test_concurrent_cases_on_one_agent_keep_their_own_calls_and_usage() -> None:

@@ -98,6 +98,91 @@ def requested(by_case: dict[str, Any]) -> set[str]:
     return {digest for calls in by_case.values() for digest in calls["request_digests"]}
 
 
+def assert_settings_in_clear(
+    provenance: dict[str, Any], properties: dict[str, str], page: str, host: str
+) -> None:
+    """The chat project's provenance in the HTML report's Model block, and its settings in
+    clear beside their digest there, in the JSON report and in the JUnit properties."""
+    model_block = page[page.index("<h3>Model</h3>") : page.index("</dl>", page.index("<h3>Model"))]
+    for shown in (host, provenance["settings_digest"], provenance["cost"], "record", "USD"):
+        assert shown in model_block
+    assert provenance["settings"] == {
+        "base_url_path": "/v1",
+        "temperature": 0.0,
+        "seed": 0,
+        "max_turns": 4,
+        "max_tokens_per_call": 1000,
+        "timeout_s": 5.0,
+        "max_retries": 2,
+        "retry_backoff_s": 0.0,
+        "retry_jitter": 0.5,
+        "fence_results": True,
+        "max_connections": None,
+        "requests_per_minute": None,
+        "tokens_per_minute": None,
+    }, "the ini's, and the defaults for the rest"
+    assert properties["agentbench.model.setting.max_turns"] == "4"
+    assert properties["agentbench.model.setting.base_url_path"] == "/v1"
+    assert "agentbench.model.setting.tokens_per_minute" not in properties, "unset: not stated"
+    for shown in (
+        f"{host}/v1",
+        "max-turns 4",
+        "max-tokens-per-call 1000",
+        "temperature 0.0",
+        "timeout-s 5.0",
+        "requests-per-minute -",
+    ):
+        assert shown in model_block
+
+
+def log_events(path: Path) -> list[dict[str, Any]]:
+    """A run log's events, without when each happened."""
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    assert all(event.pop("at").endswith("Z") for event in events)
+    return events
+
+
+def assert_run_logs(folder: Path, report: dict[str, Any], by_case: dict[str, Any]) -> None:
+    """The serial and ``-n 2`` runs' logs beside their reports: the model run's start, one
+    event per case with its traffic as the report states it, and the end of a failed run."""
+    serial = log_events(folder / "serial.json.log.ndjson")
+    spread = log_events(folder / "spread.json.log.ndjson")
+    provenance = report["model_run"]
+    start, *cases, end = serial
+    assert (start["event"], start["scheme"]) == ("start", "agentbench-run-log/1")
+    assert start["model"]["settings"] == provenance["settings"]
+    assert start["model"]["settings_digest"] == provenance["settings_digest"]
+    assert "calls" not in start["model"], "the traffic is the cases' and the end's"
+    assert [event["case_id"] for event in cases] == ["c1", "c2", "c3", "c4"]
+    assert [event["outcome"] for event in cases] == ["passed", "passed", "failed", "passed"]
+    for event in cases:
+        calls = by_case[event["case_id"]]
+        traffic = event["model_calls"]
+        assert (traffic["calls"], traffic["attempts"], traffic["cost"]) == (
+            calls["calls"],
+            calls["attempts"],
+            calls["cost"],
+        )
+    assert cases[3]["model_calls"]["retries"] == 1, "c4's 429, retried"
+    assert end == {
+        "event": "end",
+        "exit_status": 1,
+        "interrupted": False,
+        "cases": 4,
+        "outcomes": {"failed": 1, "passed": 3},
+        "calls": provenance["calls"],
+        "attempts": provenance["attempts"],
+        "retries": 1,
+        "input_tokens": provenance["input_tokens"],
+        "output_tokens": provenance["output_tokens"],
+        "refused": 0,
+        "cost": provenance["cost"],
+    }
+    # Under -n 2 the cases finish in another order, and say the same.
+    assert spread[-1] == end
+    assert sorted(spread[1:-1], key=lambda event: event["nodeid"]) == cases
+
+
 def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_socket(
     chat_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -153,7 +238,12 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
     assert spread_report["model_run"] == {**provenance, "base_url_host": other_host}
     assert recorded(chat_project.path / "tapes-spread") == requested(by_case)
     spread.stdout.fnmatch_lines(
-        [f"model: openai-compatible {other_host}, model scripted-model, record"]
+        [
+            f"model: openai-compatible {other_host}/v1, model scripted-model, record",
+            f"  settings sha256:{provenance['settings_digest']}",
+            "  settings: temperature 0.0, seed 0, max-turns 4, max-tokens-per-call 1000, "
+            "timeout 5.0s, retries 2 (backoff 0.0s, jitter 0.5), tool results fenced",
+        ]
     )
     assert case_calls(spread_report) == by_case
     properties = junit_model_properties(chat_project.path / "serial.xml")
@@ -168,9 +258,8 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
     ), "the terminal header names the model"
     serial.stdout.fnmatch_lines(["*agentbench: model*", f"model: openai-compatible {host}*"])
     page = (chat_project.path / "serial.html").read_text()
-    model_block = page[page.index("<h3>Model</h3>") : page.index("</dl>", page.index("<h3>Model"))]
-    for shown in (host, provenance["settings_digest"], provenance["cost"], "record", "USD"):
-        assert shown in model_block
+    assert_settings_in_clear(provenance, properties, page, host)
+    assert_run_logs(chat_project.path, serial_report, by_case)
 
     connects: list[object] = []
     real_connect = socket.socket.connect
@@ -436,6 +525,11 @@ TAMPERINGS: list[tuple[str, str, Any]] = [
         "audit_header_mismatch",
         lambda d: d["model_run"].update(settings_digest="0" * 64),
     ),
+    (
+        "a setting in clear changed",
+        "audit_settings_mismatch",
+        lambda d: d["model_run"]["settings"].update(max_turns=9),
+    ),
     ("the model run removed", "audit_header_mismatch", lambda d: d.update(model_run=None)),
     ("a suite that is not one", "audit_unreadable", lambda d: d["suites"].append(5)),
     (
@@ -479,7 +573,10 @@ def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
     # says it cannot vouch for the endpoint and the mode rather than pass them as checked.
     capsys.readouterr()
     assert main(["audit", str(report), str(ledgers), "--pricing", str(pricing)]) == 0
-    assert "not bound by any ledger: base_url_host, mode" in capsys.readouterr().out
+    assert (
+        "not bound by any ledger: base_url_host, mode, settings.base_url_path, "
+        "settings.max_connections, settings.requests_per_minute, settings.tokens_per_minute"
+    ) in capsys.readouterr().out
     assert audit("--pricing", str(pricing)) == "ok"
     found = {}
     for name, code, tamper in TAMPERINGS:

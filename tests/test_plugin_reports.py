@@ -202,7 +202,21 @@ def test_terminal_section_names_adapter_metrics_and_support_and_the_report_is_ca
 ) -> None:
     write_demo_suite(demo.path)
     path = demo.path / "out" / "run.json"
-    result = demo.runpytest(f"--agentbench-report={path}")
+    log = demo.path / "logs" / "run.ndjson"
+    result = demo.runpytest(f"--agentbench-report={path}", f"--agentbench-log={log}")
+    # A run with no model logs only where --agentbench-log says, in a folder it makes.
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert not path.with_name("run.json.log.ndjson").exists()
+    assert [(e["event"], e.get("outcome")) for e in events] == [
+        ("start", None),
+        *[("case", "passed")] * 3,
+        ("end", None),
+    ]
+    assert events[0]["model"] is None
+    assert all(e["model_calls"] is None for e in events[1:-1]), "no model, no traffic"
+    # The undeclared control fails the run: its log still ends, with that status.
+    assert (events[-1]["exit_status"], events[-1]["cost"]) == (1, None)
+    assert result.ret == 1
     # The JSON report (in a folder the run makes) is canonical JSON.
     text = path.read_text()
     value = json.loads(text)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, StrictStr, ValidationError
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from pytest_agentbench.agents.budget import (
     BudgetGuard,
@@ -33,7 +33,7 @@ from pytest_agentbench.agents.budget import (
     read_pricing,
 )
 from pytest_agentbench.agents.limits import Backoff, Clock, RateLimiter, SystemClock, Wait
-from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.agents.settings import DIGESTED, ChatSettings, digest_of_settings
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Outcome, Record
 from pytest_agentbench.sdk.errors import UsageError
@@ -57,6 +57,13 @@ def endpoint_host(base_url: str | None) -> str | None:
         port = None
     shown = f"[{host}]" if ":" in host else host
     return shown if port is None else f"{shown}:{port}"
+
+
+def endpoint_path(base_url: str | None) -> str | None:
+    """The endpoint's path (``/v1``): never its credentials, query or fragment."""
+    if not base_url or urlsplit(base_url).hostname is None:
+        return None
+    return urlsplit(base_url).path
 
 
 def run_mode(settings: ChatSettings) -> Literal["live", "record", "replay"]:
@@ -401,6 +408,45 @@ def attach_model_calls(calls: CaseCalls, result: CaseResult) -> CaseResult:
     return result.model_copy(update={"model_calls": calls.record().model_dump(mode="json")})
 
 
+class RunSettings(Record):
+    """The run's settings in clear, beside their digest: what shaped each request and its
+    retries (the digest's inputs but the model), and the limits the calls were sent within.
+
+    The endpoint is the provenance's host and this path: never a key, credentials or query.
+    """
+
+    model_config = BUILT_ON_FIRST_USE
+
+    base_url_path: StrictStr | None
+    """The endpoint's path (``/v1``); ``None`` without an endpoint."""
+    temperature: StrictFloat
+    seed: StrictInt | None
+    max_turns: StrictInt
+    max_tokens_per_call: StrictInt | None
+    timeout_s: StrictFloat
+    max_retries: StrictInt
+    retry_backoff_s: StrictFloat
+    retry_jitter: StrictFloat
+    fence_results: StrictBool
+    max_connections: StrictInt | None
+    requests_per_minute: StrictInt | None
+    tokens_per_minute: StrictInt | None
+
+    def digest(self, model: str) -> str:
+        """The settings digest these settings and ``model`` make: the provenance's
+        ``settings_digest`` when they are the settings it was made from."""
+        shaping = self.model_dump(mode="json", include=set(DIGESTED))
+        return digest_of_settings({"model": model or None, **shaping})
+
+
+def run_settings(settings: ChatSettings) -> RunSettings:
+    """``settings`` as a report states them (the ceilings are the provenance's own field)."""
+    shown = settings.model_dump(
+        include=set(RunSettings.model_fields) - {"base_url_path"}, mode="json"
+    )
+    return RunSettings(base_url_path=endpoint_path(settings.base_url), **shown)
+
+
 class RunProvenance(Record):
     """The model behind a run and its traffic, summed over the cases' records."""
 
@@ -412,6 +458,8 @@ class RunProvenance(Record):
     mode: Literal["live", "record", "replay"]
     """``live`` and ``record`` reached the endpoint; ``replay`` answered from cassettes."""
     settings_digest: Digest
+    settings: RunSettings | None = None
+    """The settings in clear; ``None`` in a report written before they were stated."""
     pricing_digest: Digest | None
     currency: StrictStr | None
     ceilings: Ceilings
@@ -453,6 +501,7 @@ def run_provenance(
         model=settings.model or "",
         mode=run_mode(settings),
         settings_digest=settings.settings_digest(),
+        settings=run_settings(settings),
         pricing_digest=None if pricing is None else pricing.digest,
         currency=None if pricing is None else pricing.currency,
         ceilings=Ceilings(

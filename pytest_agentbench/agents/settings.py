@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationError, model_validator
 
 from pytest_agentbench.agents.sources import SOURCES, CassetteMode
-from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import UsageError
 
@@ -71,25 +71,10 @@ class ChatSettings(Record):
     def settings_digest(self) -> str:
         """The settings that shape what is sent and how it is retried (the report's digest).
 
-        Not the endpoint (reported as its host), the key's variable, the cassette
+        Not the endpoint (reported as its host and path), the key's variable, the cassette
         folder, the budgets or the rate limits: none changes a request or an answer.
         """
-        shaping = self.model_dump(
-            mode="json",
-            include={
-                "model",
-                "temperature",
-                "max_turns",
-                "seed",
-                "timeout_s",
-                "max_retries",
-                "retry_backoff_s",
-                "retry_jitter",
-                "max_tokens_per_call",
-                "fence_results",
-            },
-        )
-        return sha256_hex(canonical_bytes(shaping))
+        return digest_of_settings(self.model_dump(mode="json", include=set(DIGESTED)))
 
     @property
     def effective_mode(self) -> CassetteMode:
@@ -97,6 +82,27 @@ class ChatSettings(Record):
         if self.cassettes is None or self.cassette_mode is None:
             return "off"
         return self.cassette_mode
+
+
+DIGESTED = (
+    "model",
+    "temperature",
+    "max_turns",
+    "seed",
+    "timeout_s",
+    "max_retries",
+    "retry_backoff_s",
+    "retry_jitter",
+    "max_tokens_per_call",
+    "fence_results",
+)
+"""The settings the digest covers: those that shape a request or its retries."""
+
+
+def digest_of_settings(shaping: Mapping[str, JsonValue]) -> str:
+    """sha256 of the canonical JSON of the :data:`DIGESTED` settings' JSON values: how a
+    report's settings in clear are held to its digest."""
+    return sha256_hex(canonical_bytes(dict(shaping)))
 
 
 def decided_mode(cassettes: Path) -> CassetteMode:

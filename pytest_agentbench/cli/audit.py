@@ -319,8 +319,16 @@ HEADER_BINDS: tuple[tuple[str, str], ...] = (
 Not the endpoint's host nor the cassette mode: a case's ledger is the same whichever
 endpoint answered and whether it was recorded or replayed (a replay reproduces the
 recording's ledgers byte for byte), so no ledger can vouch for them; ``cmd_audit`` says
-so rather than pass them as checked."""
-UNBOUND = ("base_url_host", "mode")
+so rather than pass them as checked. Nor the settings in clear that change no request (the
+endpoint's path, the rate limits): the rest are held to the digest the headers bind."""
+UNBOUND = (
+    "base_url_host",
+    "mode",
+    "settings.base_url_path",
+    "settings.max_connections",
+    "settings.requests_per_minute",
+    "settings.tokens_per_minute",
+)
 
 
 def _check_header(
@@ -485,6 +493,15 @@ def _audit_judges(path: Path, traffic: JudgeTraffic, pricing: PricingTable | Non
 
 
 def _check_run(report: Path, model_run: RunProvenance, totals: RunTotals, priced: bool) -> None:
+    settings = model_run.settings
+    if settings is not None and settings.digest(model_run.model) != model_run.settings_digest:
+        # The ledgers bind the digest; the settings in clear are bound only through it.
+        raise _refuse(
+            "audit_settings_mismatch",
+            f"the run's settings in clear hash to sha256:{settings.digest(model_run.model)}, "
+            f"not to its settings_digest sha256:{model_run.settings_digest}",
+            report,
+        )
     stated = (model_run.calls, model_run.attempts, model_run.input_tokens, model_run.output_tokens)
     derived = (totals.calls, totals.attempts, totals.input_tokens, totals.output_tokens)
     if stated != derived:

@@ -50,7 +50,13 @@ from pytest_agentbench.run.adapters import AdapterFolders, describe_adapter, loa
 from pytest_agentbench.run.gc_freeze import freeze_alive
 from pytest_agentbench.run.interrupt import SigtermHandler, end_on_sigterm, restore_sigterm
 from pytest_agentbench.run.options import Options
-from pytest_agentbench.run.session import STATE_KEY, AgentbenchState, SuiteLoader, get_state
+from pytest_agentbench.run.session import (
+    RUN_KEY,
+    STATE_KEY,
+    AgentbenchState,
+    SuiteLoader,
+    get_state,
+)
 from pytest_agentbench.sdk import leaked_threads, tracebacks
 from pytest_agentbench.sdk.canonical import InputLimits, set_input_limits
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
@@ -281,10 +287,37 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if get_state(config).options.concurrency > 1 and (rerun is None or rerun.replay is None):
         concurrency.start(session, get_state(config))
     options = get_state(config).options
-    if not hasattr(config, "workerinput") and (options.report_path or options.html_path):
+    if not hasattr(config, "workerinput") and (
+        options.report_path or options.html_path or options.log_path
+    ):
         previous = end_on_sigterm()
         if previous is not None:
             config.stash[PREVIOUS_SIGTERM_KEY] = previous
+    if RECORDER_KEY in config.stash:
+        _open_run_log(config, options)
+
+
+def _open_run_log(config: pytest.Config, options: Options) -> None:
+    """Where results arrive: the run log at ``--agentbench-log``, or a model run's beside
+    its report, opened with its ``start`` event."""
+    run = config.stash.get(RUN_KEY, None)
+    model = run is not None and bool(run.settings.model)
+    path = options.log_path
+    if path is None and options.report_path is not None and model:
+        from pytest_agentbench.report.run_log import default_log_path
+
+        path = default_log_path(options.report_path)
+    if path is None:
+        return
+    from pytest_agentbench.agents.provenance import run_provenance
+    from pytest_agentbench.report.run_log import RunLog
+
+    recorder = config.stash[RECORDER_KEY]
+    recorder.log = RunLog(path)
+    provenance = (
+        run_provenance(run.settings, run.pricing, []) if run is not None and model else None
+    )
+    recorder.log.start(None if provenance is None else provenance.model_dump(mode="json"))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -441,11 +474,18 @@ def pytest_sessionfinish_keeps_the_exit_status(
     a resumed run that collected nothing (5) but whose taken cases failed (1) would
     end 5, or a resumed run whose taken cases all passed, 5 instead of 0.
     """
-    yield
-    decided = session.config.stash.get(EXIT_STATUS_KEY, None)
-    claims_success = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
-    if decided is not None and session.exitstatus in claims_success:
-        session.exitstatus = decided
+    try:
+        yield
+        decided = session.config.stash.get(EXIT_STATUS_KEY, None)
+        claims_success = (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+        if decided is not None and session.exitstatus in claims_success:
+            session.exitstatus = decided
+    finally:
+        # The run log ends with the status the run ends with, whatever failed at its end.
+        recorder = session.config.stash.get(RECORDER_KEY, None)
+        if recorder is not None and recorder.log is not None:
+            status = session.exitstatus
+            recorder.log.end(int(status), interrupted=status == pytest.ExitCode.INTERRUPTED)
 
 
 def no_case_lines(config: pytest.Config) -> list[str]:

@@ -129,6 +129,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="write the run report as one self-contained HTML file",
     )
     r.option(
+        "--agentbench-log",
+        metavar="PATH",
+        help="write the run log (NDJSON events: start, each case as it finishes, end) to PATH; "
+        "a model run with --agentbench-report writes it to PATH.log.ndjson",
+    )
+    r.option(
         "--agentbench-receipts",
         metavar="DIR",
         help="write each interactive case's tool-session receipt to DIR/<suite>/<case>.json",

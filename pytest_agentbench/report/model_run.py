@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_agentbench.agents.provenance import RunProvenance, run_provenance
+from pytest_agentbench.agents.provenance import RunProvenance, RunSettings, run_provenance
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.canonical import JsonValue
@@ -48,13 +48,54 @@ def exclusion_problem(provenance: RunProvenance) -> str | None:
     )
 
 
+def endpoint_shown(provenance: RunProvenance) -> str:
+    """The endpoint as reports show it: host and path, never credentials or a query."""
+    if provenance.base_url_host is None:
+        return "(no endpoint)"
+    path = provenance.settings.base_url_path if provenance.settings is not None else None
+    return provenance.base_url_host + (path or "")
+
+
+def settings_line(settings: RunSettings) -> str:
+    """What shaped each request and its retries, as the settings digest covers them."""
+    per_call = settings.max_tokens_per_call
+    return (
+        f"temperature {settings.temperature}, seed "
+        f"{'none' if settings.seed is None else settings.seed}, max-turns {settings.max_turns}, "
+        f"max-tokens-per-call {'none' if per_call is None else per_call}, "
+        f"timeout {settings.timeout_s}s, retries {settings.max_retries} (backoff "
+        f"{settings.retry_backoff_s}s, jitter {settings.retry_jitter}), tool results "
+        + ("fenced" if settings.fence_results else "unfenced")
+    )
+
+
+def rate_limits_line(settings: RunSettings) -> str | None:
+    """The rate limits the calls were sent within; ``None`` when none is set."""
+    limits = [
+        f"{name.replace('_', '-')} {value}"
+        for name, value in (
+            ("max_connections", settings.max_connections),
+            ("requests_per_minute", settings.requests_per_minute),
+            ("tokens_per_minute", settings.tokens_per_minute),
+        )
+        if value is not None
+    ]
+    return ", ".join(limits) if limits else None
+
+
 def model_run_lines(provenance: RunProvenance) -> list[str]:
     """The terminal summary's lines."""
-    host = provenance.base_url_host or "(no endpoint)"
     lines = [
-        f"model: {provenance.provider} {host}, model {provenance.model}, {provenance.mode}",
+        f"model: {provenance.provider} {endpoint_shown(provenance)}, model {provenance.model}, "
+        f"{provenance.mode}",
         f"  settings sha256:{provenance.settings_digest}",
     ]
+    settings = provenance.settings
+    if settings is not None:
+        lines.append(f"  settings: {settings_line(settings)}")
+        limits = rate_limits_line(settings)
+        if limits is not None:
+            lines.append(f"  rate limits: {limits}")
     if provenance.pricing_digest is not None:
         lines.append(f"  pricing sha256:{provenance.pricing_digest} ({provenance.currency})")
     cost = "" if provenance.cost is None else f", cost {provenance.cost} {provenance.currency}"
@@ -84,6 +125,10 @@ def model_run_properties(provenance: RunProvenance) -> list[tuple[str, str]]:
             for ceiling, amount in sorted(value.items()):
                 if amount is not None:
                     properties.append((f"agentbench.model.ceiling.{ceiling}", str(amount)))
+        elif name == "settings" and value is not None:
+            for setting, shown in sorted(value.items()):
+                if shown is not None:
+                    properties.append((f"agentbench.model.setting.{setting}", str(shown)))
         elif name == "excluded":
             properties.append(("agentbench.model.excluded", str(len(value))))
         elif value is not None:

@@ -28,6 +28,7 @@ from pytest_agentbench.sdk.controls import ControlVerdict
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.crash_witness import CrashWitness
+    from pytest_agentbench.report.run_log import RunLog
     from pytest_agentbench.report.transcripts import TranscriptSink
 
 IDENTITY_ATTR = "agentbench_identity"
@@ -143,6 +144,8 @@ class RunRecorder:
     process of a run writing a JSON or HTML report makes them: the report copies them."""
     transcripts: TranscriptSink | None = None
     """Where cases' transcripts go as they arrive (under ``--agentbench-report``)."""
+    log: RunLog | None = None
+    """The run log each case's event goes to as it arrives (see :mod:`.run_log`)."""
     rootpath: Path | None = None
     """Where the suite folders xdist workers name relative to their rootdir lie here."""
     _shared: dict[Any, Any] = field(default_factory=dict)
@@ -194,6 +197,7 @@ class RunRecorder:
                 self.crashed_in_adapter.add(nodeid)
             if identity is not None:
                 self.store_crash(identity, nodeid)
+                self._log(identity, nodeid)
             return
         if identity is None:
             return
@@ -202,8 +206,15 @@ class RunRecorder:
                 self._store_skip(identity, report, nodeid)
             else:
                 self._store_failure(identity, nodeid, f"setup failed: {_first_line(report)}")
+            self._log(identity, nodeid)
         elif when == "call":
             self._store_call(identity, report, nodeid)
+            self._log(identity, nodeid)
+
+    def _log(self, identity: Identity, nodeid: str) -> None:
+        """The case's event in the run log, as its result was just stored."""
+        if self.log is not None and identity.kind == "case" and nodeid in self.graded:
+            self.log.case(nodeid, json.loads(self.graded.text(nodeid)))
 
     def _store_call(self, identity: Identity, report: pytest.TestReport, nodeid: str) -> None:
         self.durations[nodeid] = report.duration

@@ -46,6 +46,8 @@ class Options:
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     """Bytes of canonical JSON each stored check value or receipt keeps (0: everything)."""
     html_path: Path | None = None
+    log_path: Path | None = None
+    """``--agentbench-log``: the run log's path, whatever the run (see :mod:`.report.run_log`)."""
     repeat: int = 1
     """``--agentbench-repeat``: items per case."""
     concurrency: int = 1
@@ -63,6 +65,7 @@ class Options:
         files = (
             (self.report_path, "--agentbench-report"),
             (self.html_path, "--agentbench-html"),
+            (self.log_path, "--agentbench-log"),
         )
         folders = (
             (self.receipts_dir, "--agentbench-receipts"),
@@ -121,6 +124,7 @@ class Options:
             ledger_dir=None if ledger is None else ledger.resolve(),
             max_output_bytes=max_output_bytes,
             html_path=_resolved(config.getoption("agentbench_html")),
+            log_path=_resolved(config.getoption("agentbench_log")),
             repeat=repeat_count(config),
             concurrency=concurrent,
             artifacts_dir=None if artifacts is None else artifacts.resolve(),

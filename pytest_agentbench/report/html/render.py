@@ -363,6 +363,18 @@ def _suite(index: int, report: read.Doc, suite: read.Doc) -> str:
     )
 
 
+def _settings_in_clear(settings: read.Doc) -> str:
+    """The settings the digest stands for, and the rate limits, each by name (schema 3, later):
+    ``-`` for one left unset; nothing for a report written before they were stated."""
+    shown = [
+        f"{escape(name.replace('_', '-'))} "
+        + ("-" if value is None else escape(read.json_text(value, 80)))
+        for name, value in sorted(settings.items())
+        if name != "base_url_path"
+    ]
+    return "<br>" + ", ".join(shown) if shown else ""
+
+
 def _model_run(report: read.Doc) -> str:
     """The model behind the run (report schema 3): who answered, at what settings and cost."""
     run = read.mapping(report, "model_run")
@@ -376,15 +388,17 @@ def _model_run(report: read.Doc) -> str:
     currency = read.text(run, "currency")
     cost = read.text(run, "cost")
     excluded = read.texts(run, "excluded")
+    settings = read.mapping(run, "settings")
+    endpoint = read.text(run, "base_url_host") + read.text(settings, "base_url_path")
     return "<h3>Model</h3>" + _facts(
         [
             (
                 "model",
                 f"{_code(read.text(run, 'model'))} via {escape(read.text(run, 'provider'))} "
-                f"at {_code(read.text(run, 'base_url_host'))}",
+                f"at {_code(endpoint)}",
             ),
             ("mode", escape(read.text(run, "mode"))),
-            ("settings", _code(read.text(run, "settings_digest"))),
+            ("settings", _code(read.text(run, "settings_digest")) + _settings_in_clear(settings)),
             ("pricing", _code(read.text(run, "pricing_digest"))),
             (
                 "traffic",
