@@ -4,6 +4,7 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.recorder import (
     CRASH_REASON,
     REFUSAL,
@@ -300,3 +301,23 @@ def test_collection_reports_without_a_refusal_are_ignored() -> None:
     recorder.record_collection(collect_report("failed", None))
     recorder.record_collection(collect_report("passed", "stale text"))
     assert recorder.refusals == {}
+
+
+def test_the_case_store_reads_the_last_text_of_each_node_id_whether_just_stored_or_not() -> None:
+    """The text stored last is read back without the file; every other from the file."""
+    store = CaseStore()
+    store.put("a", "s", '{"n": "a1"}')
+    store.put("b", "s", '{"n": "b1é"}', canonical=True)
+    assert store.text("b") == '{"n": "b1é"}'
+    assert store.text("a") == '{"n": "a1"}'
+    store.put("a", "s", '{"n": "a2"}')
+    assert store.text("a") == '{"n": "a2"}'
+    assert store.canonical_text("b") == '{"n": "b1é"}'
+    store.put("c", "t", '{"n": "c1"}')
+    assert [store.text(nodeid) for nodeid in ("a", "b", "c")] == [
+        '{"n": "a2"}',
+        '{"n": "b1é"}',
+        '{"n": "c1"}',
+    ]
+    store.close()
+    assert len(store) == 0

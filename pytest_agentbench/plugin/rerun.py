@@ -251,7 +251,9 @@ def pytest_configure(config: pytest.Config) -> None:
             _start_journal(config, rerun)
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
-    config.pluginmanager.register(rerun, "agentbench-rerun")
+    if rerun.journal is not None:
+        # Its one hook journals; a run with no journal pays nothing for it per report.
+        config.pluginmanager.register(rerun, "agentbench-rerun")
 
 
 def _start_journal(config: pytest.Config, rerun: Rerun) -> None:

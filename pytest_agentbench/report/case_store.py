@@ -34,6 +34,9 @@ class CaseStore:
         self._file: IO[bytes] | None = None
         self._end = 0
         self._unflushed = False
+        self._latest: tuple[str, str] | None = None
+        """The node id and text stored last: the progress journal reads it back at once,
+        and would otherwise flush the file and read it from disk for every case."""
 
     def put(self, nodeid: str, suite_id: str, text: str, *, canonical: bool = False) -> None:
         """Store ``text`` (``CaseResult`` JSON) as the result of ``nodeid`` in ``suite_id``.
@@ -49,6 +52,7 @@ class CaseStore:
         self._slots[nodeid] = _Slot(suite_id, self._end, len(data), canonical)
         self._end += len(data)
         self._unflushed = True
+        self._latest = (nodeid, text)
 
     def __setitem__(self, nodeid: str, result: CaseResult) -> None:
         self.put(nodeid, result.suite_id, result.model_dump_json())
@@ -72,6 +76,9 @@ class CaseStore:
 
     def text(self, nodeid: str) -> str:
         """The stored JSON text of ``nodeid``'s result."""
+        latest = self._latest
+        if latest is not None and latest[0] == nodeid:
+            return latest[1]
         slot = self._slots[nodeid]
         assert self._file is not None
         if self._unflushed:
@@ -102,3 +109,4 @@ class CaseStore:
             self._file = None
         self._slots.clear()
         self._end = 0
+        self._latest = None

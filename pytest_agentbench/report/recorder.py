@@ -91,14 +91,15 @@ def attach(
     The setup report carries the identity; the call report needs none, since the
     controller has it from the setup report by then.
     """
-    for name, value in (
-        (IDENTITY_ATTR, identity),
-        (RESULT_ATTR, result),
-        (VERDICT_ATTR, verdict),
-        (ANSWERED_BY_ATTR, answered_by),
-    ):
-        if value is not None:
-            setattr(report, name, value)
+    # One test per attribute, not a loop over pairs: this runs for every report of a run.
+    if identity is not None:
+        setattr(report, IDENTITY_ATTR, identity)
+    if result is not None:
+        setattr(report, RESULT_ATTR, result)
+    if verdict is not None:
+        setattr(report, VERDICT_ATTR, verdict)
+    if answered_by is not None:
+        setattr(report, ANSWERED_BY_ATTR, answered_by)
     if harness_error:
         setattr(report, HARNESS_ERROR, True)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -78,6 +78,18 @@ _WINDOW_PER_CHAR_NS = 300
 little per character; collecting a text's windows of one length costs about 300 ns each."""
 
 
+_MAX_SHARING_A_KEY = 8
+"""More canaries than this under one shared key and each canary is keyed by its own length."""
+
+
+def _by_key(canaries: Sequence[str], key_length: Callable[[str], int]) -> dict[str, list[str]]:
+    """The canaries (shortest first) under their first ``key_length(canary)`` characters."""
+    by_key: dict[str, list[str]] = {}
+    for canary in canaries:
+        by_key.setdefault(canary[: key_length(canary)], []).append(canary)
+    return by_key
+
+
 class CanaryIndex:
     """A suite's canaries, found in a text at a cost that does not grow with their number.
 
@@ -94,9 +106,13 @@ class CanaryIndex:
         )
         self._lengths = [len(canary) for canary in self.canaries]
         self._rank = {canary: rank for rank, canary in enumerate(self.canaries)}
-        by_key: dict[str, list[str]] = {}
-        for canary in self.canaries:
-            by_key.setdefault(canary[:_KEY_CHARS], []).append(canary)
+        # One key length for every canary (the shortest's) makes a text's windows one
+        # pass; keys of each canary's own length are kept only when the shared length
+        # would put many canaries under one key.
+        shared = min(self._lengths[0], _KEY_CHARS) if self.canaries else _KEY_CHARS
+        by_key = _by_key(self.canaries, lambda canary: shared)
+        if by_key and max(map(len, by_key.values())) > _MAX_SHARING_A_KEY:
+            by_key = _by_key(self.canaries, lambda canary: min(len(canary), _KEY_CHARS))
         self._by_key = by_key
         keys_by_length: dict[int, set[str]] = {}
         for key in by_key:
@@ -105,19 +121,23 @@ class CanaryIndex:
 
     def first_in(self, text: str) -> str | None:
         """The first canary (shortest first) that occurs in ``text``, or None."""
-        fitting = self.canaries[: bisect_right(self._lengths, len(text))]
+        fitting = bisect_right(self._lengths, len(text))
         if not fitting:
             return None
-        scan = len(fitting) * (_SCAN_FIXED_NS + _SCAN_PER_CHAR_NS * len(text))
+        scan = fitting * (_SCAN_FIXED_NS + _SCAN_PER_CHAR_NS * len(text))
         windows = len(self._keys_by_length) * len(text) * _WINDOW_PER_CHAR_NS
         if scan <= windows:
-            return next((canary for canary in fitting if canary in text), None)
+            return next((canary for canary in self.canaries[:fitting] if canary in text), None)
         found: list[str] = []
         for length, keys in self._keys_by_length:
             if length > len(text):
                 break
-            seen = {text[at : at + length] for at in range(len(text) - length + 1)}
-            for key in seen & keys:
+            # The text's windows of this length, cut without a Python loop.
+            starts = range(len(text) - length + 1)
+            windows_of_text = map(
+                text.__getitem__, map(slice, starts, range(length, len(text) + 1))
+            )
+            for key in keys.intersection(windows_of_text):
                 found.extend(canary for canary in self._by_key[key] if canary in text)
         return min(found, key=self._rank.__getitem__, default=None)
 
