@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.cli.main import main
+from tests.chat_projects import CHAT_RUN_ARGS, write_chat_project
 from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
 from tests.reports import assert_valid_report
@@ -31,34 +32,16 @@ PRICING = {
         "other-model": {"input_per_token": "1", "output_per_token": "1"},
     },
 }
-RUN_ARGS = (
-    "--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent",
-    "--agentbench-timeout=20",
-    "-m",
-    "not agentbench_control",
-    "-p",
-    "no:randomly",
-)
+RUN_ARGS = CHAT_RUN_ARGS
 
 
 @pytest.fixture
 def chat_project(demo: pytest.Pytester) -> pytest.Pytester:
-    write_demo_suite(
-        demo.path,
-        "chat-suite",
-        questions=QUESTIONS,
-        answers=dict.fromkeys(QUESTIONS, 3),
-        world="demo-tools",
-    )
-    demo.makeini(
-        "[pytest]\n"
-        "agentbench_llm_model = scripted-model\n"
-        "agentbench_llm_timeout = 5\n"
-        "agentbench_llm_max_turns = 4\n"
-        "agentbench_llm_retry_backoff = 0\n"
-        "agentbench_llm_max_tokens_per_call = 1000\n"
-        "agentbench_cassettes = cassettes\n"
-        "agentbench_pricing = pricing.json\n"
+    write_chat_project(
+        demo,
+        QUESTIONS,
+        "agentbench_llm_max_tokens_per_call = 1000",
+        "agentbench_pricing = pricing.json",
     )
     (demo.path / "pricing.json").write_text(json.dumps(PRICING), encoding="utf-8")
     return demo

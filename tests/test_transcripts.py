@@ -16,40 +16,19 @@ from typing import Any
 
 import pytest
 
+from tests.chat_projects import CHAT_RUN_ARGS, write_chat_project
 from tests.demo_world import write_demo_suite
 from tests.html.sample import case_details
 from tests.llm_server import ScriptedLLM
 from tests.reports import assert_valid_report
 
 QUESTIONS = {"c1": "tools", "c2": "malformed_args", "c3": "prose", "c4": "not_json"}
-RUN_ARGS = (
-    "--agentbench-adapter=pytest_agentbench.agents.chat:ChatAgent",
-    "--agentbench-timeout=20",
-    "-m",
-    "not agentbench_control",
-    "-p",
-    "no:randomly",
-)
+RUN_ARGS = CHAT_RUN_ARGS
 
 
 @pytest.fixture
 def chat_project(demo: pytest.Pytester) -> pytest.Pytester:
-    write_demo_suite(
-        demo.path,
-        "chat-suite",
-        questions=QUESTIONS,
-        answers=dict.fromkeys(QUESTIONS, 3),
-        world="demo-tools",
-    )
-    demo.makeini(
-        "[pytest]\n"
-        "agentbench_llm_model = scripted-model\n"
-        "agentbench_llm_timeout = 5\n"
-        "agentbench_llm_max_turns = 4\n"
-        "agentbench_llm_retry_backoff = 0\n"
-        "agentbench_cassettes = cassettes\n"
-    )
-    return demo
+    return write_chat_project(demo, QUESTIONS)
 
 
 def run(project: pytest.Pytester, tag: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
