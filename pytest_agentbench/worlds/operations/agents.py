@@ -17,12 +17,12 @@ from typing import Any
 
 from pytest_agentbench.sdk import (
     ControlAgent,
+    DomainPack,
     MalformedOutput,
     NegativeControlOracle,
     OracleControl,
 )
 from pytest_agentbench.worlds.operations.control_oracle import controls_by_agent
-from pytest_agentbench.worlds.operations.domain import DomainPack
 from pytest_agentbench.worlds.operations.packs import installed_packs
 
 REFERENCE = "reference"

@@ -16,8 +16,10 @@ from typing import Any
 
 from pytest_agentbench.sdk import (
     AgentbenchError,
+    Effects,
     JsonValue,
     Receipt,
+    Rejection,
     ToolCallRecord,
     call_adapter,
     canonical_bytes,
@@ -26,7 +28,6 @@ from pytest_agentbench.sdk import (
 )
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
-from pytest_agentbench.worlds.operations.domain import Effects, Rejection
 from pytest_agentbench.worlds.operations.reads import read_session, retrieve_tool
 from pytest_agentbench.worlds.operations.spec import (
     AuthoredEvent,

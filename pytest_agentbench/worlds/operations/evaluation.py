@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.sdk import JsonValue
-from pytest_agentbench.worlds.operations.domain import DomainPack
+from pytest_agentbench.sdk import DomainPack, JsonValue
 from pytest_agentbench.worlds.operations.episode import COMPLETE, EpisodeRecord
 
 DIMENSIONS = (

@@ -2,7 +2,7 @@
 
 The group is ``pytest_agentbench.operations_packs``. A pack is a
 distribution's entry point naming an object that implements
-:class:`~pytest_agentbench.worlds.operations.domain.DomainPack`, keyed by its
+:class:`~pytest_agentbench.sdk.DomainPack`, keyed by its
 ``operation_type``; the engine, the spec model, the gate and the metrics read
 nothing else about a domain. Two packs claiming one operation type, or an
 entry point that does not load, are refused by name rather than resolved by
@@ -16,8 +16,7 @@ from functools import cache
 from importlib.metadata import entry_points
 from types import MappingProxyType
 
-from pytest_agentbench.sdk import AgentbenchError
-from pytest_agentbench.worlds.operations.domain import DomainPack
+from pytest_agentbench.sdk import AgentbenchError, DomainPack
 
 PACK_GROUP = "pytest_agentbench.operations_packs"
 _REQUIRED = (

@@ -33,6 +33,8 @@ from pydantic import (
 
 from pytest_agentbench.sdk import (
     AgentbenchError,
+    DomainPack,
+    FieldRule,
     JsonValue,
     Record,
     canonical_bytes,
@@ -40,7 +42,6 @@ from pytest_agentbench.sdk import (
     read_yaml,
     sha256_hex,
 )
-from pytest_agentbench.worlds.operations.domain import DomainPack, FieldRule
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")

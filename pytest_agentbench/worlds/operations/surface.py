@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pytest_agentbench.sdk import AgentbenchError, JsonValue
-from pytest_agentbench.worlds.operations.domain import DomainPack
+from pytest_agentbench.sdk import AgentbenchError, DomainPack, JsonValue
 
 Strength = Literal["required", "optional"]
 STRENGTHS: tuple[Strength, ...] = ("required", "optional")

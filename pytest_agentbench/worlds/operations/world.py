@@ -42,6 +42,7 @@ from pytest_agentbench.sdk import (
     DomainPack,
     EpisodeBinding,
     EpisodeReceipt,
+    ExpectedFault,
     FailureClass,
     JsonValue,
     MalformedOutput,
@@ -77,7 +78,6 @@ from pytest_agentbench.worlds.operations.decision_points import (
     find_control,
     load_matched_decision_points,
 )
-from pytest_agentbench.worlds.operations.domain import ExpectedFault
 from pytest_agentbench.worlds.operations.episode import (
     MALFORMED,
     Episode,

@@ -613,7 +613,7 @@ def test_projections_grade_the_same_points_and_present_them_as_declared(
 def test_boundary_only_admits_only_what_the_engine_accepts_at_the_point(
     maintenance: LoadedSpec, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_agentbench.worlds.operations.domain import ActionOutcome, Rejection
+    from pytest_agentbench.sdk import ActionOutcome, Rejection
 
     path = ROOT / "oracles" / MAINTENANCE / CONTROL
     points = dp.load_matched_decision_points(path, path.name, maintenance).control
