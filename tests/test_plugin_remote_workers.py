@@ -9,6 +9,7 @@ run report must equal a local serial run's but for durations.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from pathlib import Path
 import execnet
 import pytest
 
+from pytest_agentbench.cli.worker_server import parse_address
+from pytest_agentbench.sdk.errors import AgentbenchError
 from tests.demo_world import write_demo_suite
 from tests.reports import normalised
 
@@ -102,3 +105,107 @@ def test_remote_socket_workers_report_as_a_local_serial_run(
     assert len(suite["cases"]) == len(QUESTIONS)
     assert {e["result"]["failure_class"] for e in suite["cases"]} == {None, "agent_error"}
     assert normalised(json.loads(remote.read_text())) == local_report
+
+
+@contextmanager
+def worker_server(folder: Path, connections: int) -> Iterator[int]:
+    """``agentbench worker-server`` in its own process and folder; yields its port."""
+    folder.mkdir(parents=True, exist_ok=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest_agentbench.cli.main",
+            "worker-server",
+            "127.0.0.1:0",
+            "--once",
+            str(connections),
+        ],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith("agentbench worker-server listening on 127.0.0.1:"), first
+        yield int(first.rsplit(":", 1)[1])
+        # --once: the server ends by itself once its workers have.
+        assert process.wait(timeout=60) == 0, process.stdout.read()
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+STAND_IN_SSH = """#!/bin/sh
+# ssh's stand-in: drops ssh's own options and the host, then runs the remote command
+# with the login shell in the "remote machine's" home folder, as sshd would.
+while [ "$#" -gt 1 ]; do
+    case "$1" in
+        -F) shift 2 ;;
+        *) shift ;;
+    esac
+done
+cd "$STAND_IN_HOME" && exec /bin/sh -c "$1"
+"""
+
+
+def test_every_tx_form_the_docs_show_reports_as_a_local_serial_run(
+    demo: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/model-runs.md shows, besides one socket server per machine (the test above):
+    # several workers on one machine through one `agentbench worker-server`
+    # (`--tx 2*socket=HOST:PORT`, which hangs on execnet's own one-at-a-time server),
+    # ssh (`--tx ssh=HOST//python=...//chdir=...`, here through a stand-in ssh client that
+    # runs the remote command locally: execnet's part of the form is real), and local
+    # processes (`--tx 2*popen`). Each must give the serial run's report.
+    write_demo_suite(demo.path, questions=QUESTIONS)
+    demo.makepyfile(mixed=ADAPTER)
+    demo.makeini("[pytest]\n")
+    common = ("--agentbench-adapter=mixed:Mixed", "-p", "no:cacheprovider", "--dist=load")
+    local = demo.path / "local.json"
+    demo.runpytest(
+        "--agentbench-adapter=mixed:Mixed", "-p", "no:cacheprovider", f"--agentbench-report={local}"
+    )
+    local_report = normalised(json.loads(local.read_text()))
+    machine = tmp_path_factory.mktemp("machine")
+    checkout = copy_project(demo.path, machine)
+    shared = demo.path / "shared.json"
+    with worker_server(machine / "server", connections=2) as port:
+        result = demo.runpytest(
+            *common,
+            f"--agentbench-report={shared}",
+            "--tx",
+            f"2*socket=127.0.0.1:{port}//chdir={checkout}",
+        )
+    result.stdout.fnmatch_lines(["created: 2/2 workers", "2 workers [[]13 items[]]"])
+    assert normalised(json.loads(shared.read_text())) == local_report
+    bin_folder = machine / "bin"
+    bin_folder.mkdir()
+    (bin_folder / "ssh").write_text(STAND_IN_SSH)
+    (bin_folder / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_folder}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STAND_IN_HOME", str(machine))
+    over_ssh = demo.path / "ssh.json"
+    spec = f"ssh=worker@gpu1//python={sys.executable}//chdir={checkout}"
+    result = demo.runpytest(*common, f"--agentbench-report={over_ssh}", "--tx", spec, "--tx", spec)
+    result.stdout.fnmatch_lines(["created: 2/2 workers"])
+    assert normalised(json.loads(over_ssh.read_text())) == local_report
+    popen = demo.path / "popen.json"
+    result = demo.runpytest(*common, f"--agentbench-report={popen}", "--tx", "2*popen")
+    result.stdout.fnmatch_lines(["created: 2/2 workers"])
+    assert normalised(json.loads(popen.read_text())) == local_report
+
+
+@pytest.mark.parametrize("text", ["gpu1", "gpu1:", "gpu1:http", "gpu1:70000", ":-1"])
+def test_worker_server_refuses_an_address_that_is_not_host_port(text: str) -> None:
+    with pytest.raises(AgentbenchError) as refusal:
+        parse_address(text)
+    assert refusal.value.code == "worker_server_address"
+    assert repr(text) in str(refusal.value)
+
+
+def test_worker_server_address_defaults_to_loopback() -> None:
+    assert parse_address(":0") == ("127.0.0.1", 0)
+    assert parse_address("0.0.0.0:8888") == ("0.0.0.0", 8888)

@@ -22,6 +22,7 @@
     agentbench new-pack NAME [-C DIR]
     agentbench list-packs [--json]
     agentbench validate-spec SPEC.yaml [--json]
+    agentbench worker-server [HOST:PORT] [--chdir DIR] [--once N]
 
 SUITE is a built-in suite id or a suite folder: one holding ``suite.yaml``, or
 a published layout that a registered world recognises (its ``recognise`` hook).
@@ -69,6 +70,7 @@ SUBCOMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("new-pack", "new_pack"),
     ("list-packs", "list_packs"),
     ("validate-spec", "validate_spec"),
+    ("worker-server", "worker_server"),
 )
 """Each subcommand's name and module (in this package), in ``--help`` order. The module's
 ``add_parser`` adds its parser and, as ``handler``, its command. A command imports its
