@@ -40,9 +40,9 @@ from typing import Any
 import yaml
 from linearity import Series, line
 
-from pytest_agentbench.worlds.operations.domains import DOMAINS
 from pytest_agentbench.worlds.operations.episode import run_episode
 from pytest_agentbench.worlds.operations.evaluation import evaluate_episode
+from pytest_agentbench.worlds.operations.packs import installed_packs
 from pytest_agentbench.worlds.operations.replay import replay_codes
 from pytest_agentbench.worlds.operations.spec import LoadedSpec, parse_operation_spec
 
@@ -80,7 +80,7 @@ def _base() -> dict[str, Any]:
 def horizon_spec(hours: int) -> LoadedSpec:
     raw = _base()
     raw["policy"]["horizon_minutes"] = hours * 60
-    return parse_operation_spec(raw, "bench.yaml", DOMAINS)
+    return parse_operation_spec(raw, "bench.yaml", installed_packs())
 
 
 def events_spec(count: int) -> LoadedSpec:
@@ -96,7 +96,7 @@ def events_spec(count: int) -> LoadedSpec:
         at = (START + timedelta(minutes=index + 1)).strftime("%Y-%m-%dT%H:%M:%SZ")
         event.update(event_id=f"r{index}", at=at, triggers_agent=index % 5 != 0)
         raw["scenarios"]["V1"]["events"].append(event)
-    return parse_operation_spec(raw, "bench.yaml", DOMAINS)
+    return parse_operation_spec(raw, "bench.yaml", installed_packs())
 
 
 def one_case(loaded: LoadedSpec, agent: Any) -> None:
