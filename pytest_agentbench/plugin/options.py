@@ -319,6 +319,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="run up to N cases' adapters at once in each pytest process; default 1",
     )
     r.addini("agentbench_concurrency", "default for --agentbench-concurrency", default="1")
+    _add_progress(r)
     # Recording, re-scoring and resuming (rerun.py).
     r.option(
         "--agentbench-record",
@@ -336,6 +337,17 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only the cases an earlier run report left without a graded result",
     )
     _DEFAULTS["options"], _DEFAULTS["ini"] = r.options, r.ini
+
+
+def _add_progress(r: _Recording) -> None:
+    """A model run's live progress line (report/live_progress.py)."""
+    r.option(
+        "--agentbench-progress-every",
+        metavar="SECONDS",
+        help="a model run's progress line when output is not a terminal (or -v): at most one "
+        "every SECONDS, and one at the last case; 0: one after every case; default 30",
+    )
+    r.addini("agentbench_progress_every", "default for --agentbench-progress-every", default="30")
 
 
 def _add_adapter_requirement(r: _Recording) -> None:

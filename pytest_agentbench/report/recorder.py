@@ -28,6 +28,7 @@ from pytest_agentbench.sdk.controls import ControlVerdict
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.crash_witness import CrashWitness
+    from pytest_agentbench.report.live_progress import LiveProgress
     from pytest_agentbench.report.run_log import RunLog
     from pytest_agentbench.report.transcripts import TranscriptSink
 
@@ -147,6 +148,8 @@ class RunRecorder:
     """Where cases' transcripts go as they arrive (under ``--agentbench-report``)."""
     log: RunLog | None = None
     """The run log each case's event goes to as it arrives (see :mod:`.run_log`)."""
+    progress: LiveProgress | None = None
+    """The live progress line each case counts in as it arrives (see :mod:`.live_progress`)."""
     rootpath: Path | None = None
     """Where the suite folders xdist workers name relative to their rootdir lie here."""
     _shared: dict[Any, Any] = field(default_factory=dict)
@@ -213,9 +216,16 @@ class RunRecorder:
             self._log(identity, nodeid)
 
     def _log(self, identity: Identity, nodeid: str) -> None:
-        """The case's event in the run log, as its result was just stored."""
-        if self.log is not None and identity.kind == "case" and nodeid in self.graded:
-            self.log.case(nodeid, json.loads(self.graded.text(nodeid)))
+        """The case's event in the run log and its count in the progress line, as its
+        result was just stored."""
+        if self.log is None and self.progress is None:
+            return
+        if identity.kind == "case" and nodeid in self.graded:
+            result = json.loads(self.graded.text(nodeid))
+            if self.log is not None:
+                self.log.case(nodeid, result)
+            if self.progress is not None:
+                self.progress.case(result)
 
     def _store_call(self, identity: Identity, report: pytest.TestReport, nodeid: str) -> None:
         self.durations[nodeid] = report.duration
