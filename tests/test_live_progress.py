@@ -227,3 +227,13 @@ def test_live_progress_in_pytest_runs(
     assert any(re.search(r"cases\.jsonl *[.F]", line) for line in serial.outlines)
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*invalid_progress_every*--agentbench-progress-every*-5*"])
+
+
+def test_a_steady_pace_gives_its_own_rate_whatever_the_spacing() -> None:
+    clock = Clock()
+    progress, _, _ = _progress(clock, redraw=False, every=1e9, total=25)
+    for _ in range(4):
+        clock.now += 45  # a case every 45 s: 4/3 a minute, not 1 or 2 by a minute's count
+        progress.case(_result("failed", 1, (1, 1), None))
+    assert progress.rate_per_minute(clock.now) == pytest.approx(4 / 3)
+    assert "about 15m45s left" in progress.line(clock.now), "21 left at 45 s each"

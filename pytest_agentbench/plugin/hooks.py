@@ -349,6 +349,8 @@ def _open_live_progress(config: pytest.Config, options: Options) -> None:
         if tr._tw.width_of_current_line:
             tr.currentfspath = -2
         tr.write_line(line)
+        # Output sent to a file is block-buffered: a line held back tells nothing live.
+        tr.flush()
 
     recorder.progress = LiveProgress(
         total,

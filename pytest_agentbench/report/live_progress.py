@@ -13,9 +13,10 @@ On a terminal (pytest's output is a tty, not ``-v``) the line is redrawn in plac
 a file, ``-v``) it is a plain line at most every ``--agentbench-progress-every``
 seconds (0: after every case), and one when the last case finishes. ``-q`` shows none.
 
-The current rate is the cases finished in the last :data:`RATE_WINDOW_S` seconds
-(or since the first case, in a younger run), per minute; the time left is the cases
-still to run at that rate. The clock is injected, so tests need no wall clock.
+The current rate is the last :data:`RATE_CASES` cases (fewer in a younger run) over
+the time from the case finished before them (or the start) to now, per minute; the
+time left is the cases still to run at that rate. The clock is injected, so tests need
+no wall clock.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from typing import Any, Final
 
 from pytest_agentbench.agents.budget import decimal_text
 
-RATE_WINDOW_S: Final = 60.0
-"""Seconds of finished cases the current rate is taken over."""
+RATE_CASES: Final = 10
+"""The last finished cases the current rate is taken over."""
 DEFAULT_PROGRESS_EVERY_S: Final = 30.0
 """``--agentbench-progress-every``'s default: a plain line at most every 30 seconds."""
 
@@ -78,8 +79,9 @@ class LiveProgress:
         self.tokens = 0
         self.cost = Decimal(0)
         self.priced = False
-        self._finished: deque[float] = deque()
         self._started = clock()
+        self._finished: deque[float] = deque([self._started], maxlen=RATE_CASES + 1)
+        """The finish times of the last cases, after the finish (or start) before them."""
         self._last_line: float | None = None
         self._drawn = False
         self._shown = True
@@ -110,8 +112,6 @@ class LiveProgress:
             return
         self._shown = True
         now = self._clock()
-        while self._finished and self._finished[0] <= now - RATE_WINDOW_S:
-            self._finished.popleft()
         if self.redraw:
             self._rewrite(self.line(now))
             self._drawn = True
@@ -128,12 +128,10 @@ class LiveProgress:
             self._drawn = False
 
     def rate_per_minute(self, now: float) -> float | None:
-        """Cases finished per minute over the window; ``None`` before any time has passed."""
-        if not self._finished:
-            return None
-        since = max(now - RATE_WINDOW_S, self._started)
-        span = now - since
-        return len(self._finished) * 60.0 / span if span > 0 else None
+        """Cases finished per minute lately; ``None`` before any case or any time passed."""
+        span = now - self._finished[0]
+        cases = len(self._finished) - 1
+        return cases * 60.0 / span if cases and span > 0 else None
 
     def line(self, now: float) -> str:
         total = max(self._total(), self.done)
