@@ -230,6 +230,7 @@ class ChatAgent:
                 output_tokens=used_out,
                 cost=Decimal(0) if price is None else price.cost(used_in, used_out),
                 waits=exchange.waits,
+                source=exchange.source,
             )
         if exchange.refused is not None:
             if case is not None:

@@ -66,10 +66,26 @@ def endpoint_path(base_url: str | None) -> str | None:
     return urlsplit(base_url).path
 
 
-def run_mode(settings: ChatSettings) -> Literal["live", "record", "replay"]:
-    """The run's mode as reports and ledger headers state it (decided with the settings)."""
+RunMode = Literal["live", "record", "replay", "mixed"]
+
+
+def run_mode(settings: ChatSettings) -> RunMode:
+    """The run's mode as reports and ledger headers state it (decided with the settings).
+
+    Cassette mode ``auto`` is a ``mixed`` run, whether or not any request missed: which
+    of its requests were replayed and which recorded are its ``cassette_hits`` and
+    ``recorded`` counts, never a mode guessed from them afterwards.
+    """
     mode = settings.effective_mode
-    return "live" if mode == "off" else mode
+    if mode == "off":
+        return "live"
+    return "mixed" if mode == "auto" else mode
+
+
+def counts_sources(run: ModelRun | None) -> bool:
+    """Whether a case counts its cassette hits and recordings: only a ``mixed`` run's do
+    (any other mode's are all one or the other, so its reports stay as they were)."""
+    return run is not None and run.settings.effective_mode == "auto"
 
 
 class ModelRun:
@@ -219,13 +235,22 @@ class CaseModelCalls(Record):
     """Every wait for a rate limit or before a retry, in order."""
     refused: StrictStr | None = None
     """The budget code that refused a call of this case (the case is then excluded)."""
+    cassette_hits: StrictInt | None = None
+    """In a ``mixed`` run, the requests a cassette answered; ``None`` in any other mode."""
+    recorded: StrictInt | None = None
+    """In a ``mixed`` run, the requests sent live and recorded; ``None`` in any other mode.
+    A request cut off by the case limit, or that reached no endpoint, is neither."""
 
 
 class CaseCalls:
     """Collects one case's model calls on the thread running it."""
 
-    def __init__(self, priced: bool) -> None:
+    def __init__(self, priced: bool, counted: bool = False) -> None:
         self.priced = priced
+        self.counted = counted
+        """Whether cassette hits and recordings are counted (a ``mixed`` run)."""
+        self.cassette_hits = 0
+        self.recorded = 0
         self.requests: list[str] = []
         self.attempts = 0
         self.input_tokens = 0
@@ -260,9 +285,13 @@ class CaseCalls:
         output_tokens: int,
         cost: Decimal,
         waits: Iterable[Wait],
+        source: str = "live",
     ) -> None:
-        """The request :meth:`sent` last counted ended after ``attempts`` attempts."""
+        """The request :meth:`sent` last counted ended after ``attempts`` attempts;
+        ``source``: where its answer came from (the transport's ``Exchange.source``)."""
         with self._lock:
+            self.cassette_hits += source == "cassette"
+            self.recorded += source == "recorded"
             self.attempts += attempts - 1
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
@@ -301,6 +330,8 @@ class CaseCalls:
             self.output_tokens += record.output_tokens
             self.cost += Decimal(record.cost or "0")
             self.waits.extend(record.waits)
+            self.cassette_hits += record.cassette_hits or 0
+            self.recorded += record.recorded or 0
             for decision in record.decisions:
                 # Numbered within the process's call; here, within the case.
                 self.decisions.append(
@@ -325,6 +356,8 @@ class CaseCalls:
                 decisions=tuple(self.decisions),
                 waits=tuple(self.waits),
                 refused=None if self.refusal is None else self.refusal.code,
+                cassette_hits=self.cassette_hits if self.counted else None,
+                recorded=self.recorded if self.counted else None,
             )
 
 
@@ -336,7 +369,7 @@ def case_scope(*, transcribe: bool = True) -> Iterator[CaseCalls]:
     """Collect the model calls made on this thread while the block runs (one case), and,
     with ``transcribe``, the case's transcript (a run writing no report keeps none)."""
     run = _Configured.run
-    calls = CaseCalls(priced=run is not None and run.price is not None)
+    calls = CaseCalls(priced=run is not None and run.price is not None, counted=counts_sources(run))
     previous = getattr(_scope, "calls", None)
     _scope.calls = calls
     try:
@@ -455,8 +488,10 @@ class RunProvenance(Record):
     provider: StrictStr
     base_url_host: StrictStr | None
     model: StrictStr
-    mode: Literal["live", "record", "replay"]
-    """``live`` and ``record`` reached the endpoint; ``replay`` answered from cassettes."""
+    mode: RunMode
+    """``live`` and ``record`` reached the endpoint; ``replay`` answered from cassettes;
+    ``mixed`` (cassette mode ``auto``) answered from a cassette where one held the request
+    and reached the endpoint, recording, where none did."""
     settings_digest: Digest
     settings: RunSettings | None = None
     """The settings in clear; ``None`` in a report written before they were stated."""
@@ -472,13 +507,18 @@ class RunProvenance(Record):
     wait_seconds: DecimalText
     excluded: tuple[StrictStr, ...]
     """Node ids of the cases excluded because a call would have passed a ceiling."""
+    cassette_hits: StrictInt | None = None
+    """A ``mixed`` run's requests answered from cassettes (summed over its cases); ``None``
+    in any other mode."""
+    recorded: StrictInt | None = None
+    """A ``mixed`` run's requests sent live and recorded; ``None`` in any other mode."""
 
 
 def run_provenance(
     settings: ChatSettings, pricing: PricingTable | None, cases: Iterable[tuple[str, JsonValue]]
 ) -> RunProvenance:
     """Sum ``(node id, model_calls JSON)`` of every case into the run's provenance."""
-    calls = attempts = input_tokens = output_tokens = waits = 0
+    calls = attempts = input_tokens = output_tokens = waits = hits = saved = 0
     cost = Decimal(0)
     wait_seconds = Decimal(0)
     excluded: list[str] = []
@@ -492,14 +532,17 @@ def run_provenance(
         output_tokens += record.output_tokens
         cost += Decimal(record.cost or "0")
         waits += len(record.waits)
+        hits += record.cassette_hits or 0
+        saved += record.recorded or 0
         wait_seconds += sum((Decimal(repr(w.seconds)) for w in record.waits), Decimal(0))
         if record.refused is not None:
             excluded.append(nodeid)
+    mode = run_mode(settings)
     return RunProvenance(
         provider=PROVIDER,
         base_url_host=endpoint_host(settings.base_url),
         model=settings.model or "",
-        mode=run_mode(settings),
+        mode=mode,
         settings_digest=settings.settings_digest(),
         settings=run_settings(settings),
         pricing_digest=None if pricing is None else pricing.digest,
@@ -515,4 +558,6 @@ def run_provenance(
         waits=waits,
         wait_seconds=decimal_text(wait_seconds),
         excluded=tuple(sorted(excluded)),
+        cassette_hits=hits if mode == "mixed" else None,
+        recorded=saved if mode == "mixed" else None,
     )

@@ -54,7 +54,8 @@ class ChatSettings(Record):
     cassettes: Path | None = None
     cassette_mode: CassetteMode | None = None
     """Unset with a cassette folder: ``replay`` when the folder exists when the settings are
-    made, otherwise ``record`` (decided once, see :meth:`_decide_mode`)."""
+    made, otherwise ``record`` (decided once, see :meth:`_decide_mode`). ``auto`` is only
+    ever given: a request a cassette holds is replayed, a miss sent live and recorded."""
 
     @model_validator(mode="before")
     @classmethod

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-CassetteMode = Literal["record", "replay", "off"]
+CassetteMode = Literal["record", "replay", "auto", "off"]
+"""``auto``: replay what a cassette holds, send and record a miss (the run is ``mixed``)."""
 
 # The chat-model agent's settings: setting -> (ini key, environment variable).
 SOURCES: dict[str, tuple[str, str]] = {

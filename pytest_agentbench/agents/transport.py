@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import (
     AnyRequest,
+    CassetteMiss,
     CassetteShelf,
     EncodedRequest,
     RecordedResponse,
@@ -41,6 +43,8 @@ class Exchange:
     waits: tuple[Wait, ...] = ()
     refused: BudgetRefused | None = None
     """A retry the run's budget refused: ``response`` is then the last failure before it."""
+    source: Literal["live", "cassette", "recorded"] = "live"
+    """Where the answer came from: the endpoint, a cassette, or the endpoint and then saved."""
 
 
 class ClientShelf:
@@ -124,7 +128,8 @@ def refusing_transport() -> Any:
 
 
 class ChatTransport:
-    """Sends requests as the settings say: ``off`` live, ``record`` live and saved, ``replay``.
+    """Sends requests as the settings say: ``off`` live, ``record`` live and saved, ``replay``
+    from cassettes, ``auto`` from a cassette when one holds the request, else live and saved.
 
     Live requests pass the run's rate limiter and retry with its backoff.
     """
@@ -142,23 +147,34 @@ class ChatTransport:
         """``tokens``: what the request is expected to use, for the tokens-per-minute limit;
         ``on_send`` is called once, as the request first leaves (past every rate limit)."""
         request = encoded(request)
-        if self.mode == "replay":
+        if self.mode in ("replay", "auto"):
             assert self.shelf is not None
-            response = self.shelf.load(request)
-            if on_send is not None:
-                on_send()
-            # The recorded retries count against the call ceiling as they did when recorded.
-            for _ in response.faults:
-                try:
-                    self.run.guard.reserve_retry()
-                except BudgetRefused as refusal:
-                    return Exchange(response, refused=refusal)
-            return Exchange(response)
+            try:
+                response = self.shelf.load(request)
+            except CassetteMiss:
+                # Only a miss goes live in auto mode: a tampered or unreadable cassette is
+                # refused as in replay, never silently recorded over.
+                if self.mode == "replay":
+                    raise
+            else:
+                return self._replayed(response, on_send)
         exchange = self._live(request, tokens, on_send)
-        if self.mode == "record":
+        if self.mode in ("record", "auto"):
             assert self.shelf is not None
             self.shelf.save(request, exchange.response)
+            return dataclasses.replace(exchange, source="recorded")
         return exchange
+
+    def _replayed(self, response: RecordedResponse, on_send: Callable[[], None] | None) -> Exchange:
+        if on_send is not None:
+            on_send()
+        # The recorded retries count against the call ceiling as they did when recorded.
+        for _ in response.faults:
+            try:
+                self.run.guard.reserve_retry()
+            except BudgetRefused as refusal:
+                return Exchange(response, refused=refusal, source="cassette")
+        return Exchange(response, source="cassette")
 
     def close(self) -> None:
         self.clients.close()

@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from pytest_agentbench.agents.settings import resolve_settings
+from pytest_agentbench.agents.sources import CassetteMode
 from pytest_agentbench.cli.report_limit import add_max_report_bytes
 from pytest_agentbench.judging.panel import JudgeCache
 from pytest_agentbench.judging.report_judging import judge_beside
@@ -86,8 +87,9 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--cassettes", metavar="DIR", help="record/replay judge calls in DIR")
     parser.add_argument(
         "--cassette-mode",
-        choices=("record", "replay", "off"),
-        help="record, replay or off (default: replay if the folder exists, else record)",
+        choices=get_args(CassetteMode),
+        help="record, replay, auto (replay hits, record misses) or off (default: replay if "
+        "the folder exists, else record)",
     )
     parser.add_argument(
         "--subject-model", metavar="MODEL", help="the model under test (default: the LLM setting)"

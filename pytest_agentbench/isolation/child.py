@@ -330,8 +330,10 @@ class _ModelCalls:
         calls = self._calls
         if calls is None or not calls.used:
             return {}
-        # Whether the run is priced is the harness's to say: the cost goes across as it is.
+        # Whether the run is priced, and whether it counts cassette hits and recordings (a
+        # mixed run), is the harness's to say: the cost and the counts go across as they are.
         calls.priced = True
+        calls.counted = True
         carried: dict[str, Any] = {
             "model_calls": calls.record().model_dump(mode="json"),
             "model_events": calls.transcript.record(),

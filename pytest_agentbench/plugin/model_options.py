@@ -189,7 +189,12 @@ def header_text(run: ModelRun) -> str:
     parts = [
         f"{PROVIDER} {endpoint_host(settings.base_url) or '(no endpoint)'}",
         f"model {settings.model}",
-        "replay" if mode == "replay" else "live" if mode == "off" else "live, recording",
+        {
+            "replay": "replay",
+            "off": "live",
+            "record": "live, recording",
+            "auto": "mixed (replaying cassette hits, recording misses live)",
+        }[mode],
         f"settings sha256:{settings.settings_digest()[:12]}",
     ]
     if run.pricing is not None:

@@ -270,7 +270,8 @@ def add_options(parser: pytest.Parser) -> None:
     r.option(
         "--agentbench-cassette-mode",
         choices=get_args(CassetteMode),
-        help="record, replay or off (default: replay when DIR exists, else record)",
+        help="record, replay, auto (replay hits, record misses) or off "
+        "(default: replay when DIR exists, else record)",
     )
     for name, (metavar, text) in RUN_LIMITS.items():
         r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)

@@ -83,6 +83,14 @@ def rate_limits_line(settings: RunSettings) -> str | None:
     return ", ".join(limits) if limits else None
 
 
+def sources_text(provenance: RunProvenance) -> str | None:
+    """A ``mixed`` run's requests by where their answers came from; ``None`` in any other
+    mode (whose answers all came from one place, the mode)."""
+    if provenance.mode != "mixed":
+        return None
+    return f"{provenance.cassette_hits or 0} hits, {provenance.recorded or 0} recorded"
+
+
 def model_run_lines(provenance: RunProvenance) -> list[str]:
     """The terminal summary's lines."""
     lines = [
@@ -103,6 +111,9 @@ def model_run_lines(provenance: RunProvenance) -> list[str]:
         f"  calls {provenance.calls}, attempts {provenance.attempts}, tokens "
         f"{provenance.input_tokens} in / {provenance.output_tokens} out{cost}"
     )
+    sources = sources_text(provenance)
+    if sources is not None:
+        lines.append(f"  cassettes: {sources}")
     if provenance.waits:
         lines.append(f"  waits {provenance.waits} ({provenance.wait_seconds}s)")
     ceilings = [

@@ -375,6 +375,17 @@ def _settings_in_clear(settings: read.Doc) -> str:
     return "<br>" + ", ".join(shown) if shown else ""
 
 
+def _mode_text(run: read.Doc) -> str:
+    """The run's mode; a ``mixed`` run's with its requests by where their answers came from."""
+    mode = read.text(run, "mode")
+    if mode != "mixed":
+        return mode
+    return (
+        f"mixed ({read.integer(run, 'cassette_hits') or 0} cassette hits, "
+        f"{read.integer(run, 'recorded') or 0} recorded)"
+    )
+
+
 def _model_run(report: read.Doc) -> str:
     """The model behind the run (report schema 3): who answered, at what settings and cost."""
     run = read.mapping(report, "model_run")
@@ -397,7 +408,7 @@ def _model_run(report: read.Doc) -> str:
                 f"{_code(read.text(run, 'model'))} via {escape(read.text(run, 'provider'))} "
                 f"at {_code(endpoint)}",
             ),
-            ("mode", escape(read.text(run, "mode"))),
+            ("mode", escape(_mode_text(run))),
             ("settings", _code(read.text(run, "settings_digest")) + _settings_in_clear(settings)),
             ("pricing", _code(read.text(run, "pricing_digest"))),
             (
