@@ -349,6 +349,21 @@ def judged_gates(
     return verdicts
 
 
+def suite_folders(report: RunReport, registry: WorldRegistry) -> dict[str, Path | None]:
+    """Each reported suite's folder: a built-in suite by id, else the project convention
+    ``suites/<suite-id>`` under the working directory, else ``None``."""
+    shipped = registry.suites()
+    folders: dict[str, Path | None] = {}
+    for suite in report.suites:
+        conventional = Path.cwd() / "suites" / suite.id
+        built_in = shipped.get(suite.id)
+        if built_in is not None:
+            folders[suite.id] = built_in.resolve()
+        else:
+            folders[suite.id] = conventional if conventional.is_dir() else None
+    return folders
+
+
 def judge_beside(
     source: Path,
     *,
@@ -378,16 +393,7 @@ def judge_beside(
     (``report_too_large``) before it is read; by default, only each value is bounded.
     """
     report = read_report(str(source), max_bytes=max_report_bytes)
-    shipped = registry.suites()
-    folders: dict[str, Path | None] = {}
-    for suite in report.suites:
-        # A built-in suite by id, else the project convention ``suites/<suite-id>``.
-        conventional = Path.cwd() / "suites" / suite.id
-        built_in = shipped.get(suite.id)
-        if built_in is not None:
-            folders[suite.id] = built_in.resolve()
-        else:
-            folders[suite.id] = conventional if conventional.is_dir() else None
+    folders = suite_folders(report, registry)
     world_rubrics = {suite.world: registry.rubric_roots(suite.world) for suite in report.suites}
     calibrations = read_calibration(calibration) if calibration is not None else {}
     meter = JudgeMeter(ModelRun(settings) if run is None else run, ledger_dir)
