@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 from pytest_agentbench.agents.provenance import ModelRun
-from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
 from pytest_agentbench.judging.calibration import rater_name, read_calibration
 from pytest_agentbench.judging.documents import (
     BUILT_IN_CLASSIFIERS,
@@ -347,6 +348,27 @@ def judged_gates(
             )
         )
     return verdicts
+
+
+SAMPLE_CASSETTES: Final = Path(__file__).resolve().parent / "sample_cassettes"
+"""The shipped sample panels' recorded calls (``tests/record_sample_judgments.py``), made
+against the project's scripted loopback judge server (``tests/judge_server.py``), not a
+real model: they exercise the judged path offline, they judge nothing."""
+SAMPLES_NOTE: Final = (
+    "judged from the shipped sample cassettes, recorded against the project's loopback "
+    "judge server, not a real model: they show the path, not a judgment"
+)
+
+
+def sample_settings(root: Path) -> ChatSettings:
+    """Chat settings that replay :data:`SAMPLE_CASSETTES` and reach no endpoint: nothing
+    from the environment, so a configured endpoint or key is never used."""
+    return resolve_settings(
+        ini=lambda key: None,
+        environ={},
+        overrides={"cassettes": str(SAMPLE_CASSETTES), "cassette_mode": "replay"},
+        root=root,
+    )
 
 
 def suite_folders(report: RunReport, registry: WorldRegistry) -> dict[str, Path | None]:
