@@ -18,6 +18,7 @@ from typing import Any
 
 from pytest_agentbench.judging.calibration import calibrate_labels, calibration_json
 from pytest_agentbench.judging.documents import read_labels, revealed_labels
+from pytest_agentbench.judging.report_judging import REVEALED_LINE
 from pytest_agentbench.scoring.kappa import DEFAULT_MIN_LABELS, Calibration
 from pytest_agentbench.sdk.canonical import pretty_json
 from pytest_agentbench.sdk.files import write_file
@@ -47,10 +48,7 @@ def cmd_calibrate(args: argparse.Namespace, registry: Any) -> int:
             print(f"  stale: {item.item} (human {item.human})")
     revealed = revealed_labels(labels)
     for subject, count in revealed.items():
-        print(
-            f"{subject}: {count} labels given with the seats revealed before the label "
-            "(revealed_before_label: true): counted"
-        )
+        print(f"{subject}: {REVEALED_LINE % count}")
     for calibration in calibrations:
         print(calibration.describe())
         if calibration.support:

@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 from pytest_agentbench.judging.documents import (
     JudgmentsDocument,
+    LabelItem,
     LabelsDocument,
     judgments_path,
     labels_path,
@@ -474,12 +475,14 @@ function drawDetail() {
   detail.replaceChildren(...parts);
 }
 let pending = Promise.resolve();
-function post(item) {
+function post(item, path) {
   // Sent one after another, in the order given: the file ends as the last key left it.
-  const body = JSON.stringify({item: item.item, human: item.human, digest: item.digest});
+  // An undo is the server's: it puts back what it wrote (a stale label stays stale).
+  const body = JSON.stringify(path === "/undo" ? {item: item.item}
+    : {item: item.item, human: item.human, digest: item.digest});
   document.body.dataset.pending = Number(document.body.dataset.pending || 0) + 1;
   pending = pending.then(async () => {
-    const answer = await fetch("/label", {method: "POST", body,
+    const answer = await fetch(path, {method: "POST", body,
       headers: {"Content-Type": "application/json"}});
     if (!answer.ok) { status.textContent = "not saved: " + (await answer.text()); return; }
     const saved = await answer.json();
@@ -488,14 +491,14 @@ function post(item) {
   }).catch((error) => { status.textContent = "not saved: " + error; })
     .finally(() => { document.body.dataset.pending -= 1; });
 }
-function setLabel(index, human, digest, revealedBefore) {
+function setLabel(index, human, digest, revealedBefore, path) {
   const item = items[index];
   item.human = human;
   item.human_digest = digest;
   item.revealed_before_label = revealedBefore;
   if (rows[index]) fillRow(rows[index], index);
   drawProgress();
-  if (data.served) post(item); else dirty = true;
+  if (data.served) post(item, path); else dirty = true;
 }
 function label(at) {
   const index = shown[cursor];
@@ -506,7 +509,7 @@ function label(at) {
   // The label is the person's verdict on the content shown now: bound to its digest, and
   // recorded as given blind or not (the server records it itself when it serves the seats).
   setLabel(index, human, human === null ? null : item.digest,
-    human === null ? null : seen[index]);
+    human === null ? null : seen[index], "/label");
   if (human === null) { drawDetail(); return; }
   last = index;
   next(index);
@@ -526,7 +529,7 @@ function undoLast() {
   const step = undo.pop();
   if (!step) return;
   const [index, human, digest, revealedBefore] = step;
-  setLabel(index, human, digest, revealedBefore);
+  setLabel(index, human, digest, revealedBefore, "/undo");
   if (last === index) last = null;
   if (!shown.includes(index)) { drawList(); }
   const at = shown.indexOf(index);
@@ -583,6 +586,8 @@ class ReviewState:
         self.document, self.labels = review_data(report)
         self.views = review_views(self.document, report, registry)
         self.revealed: set[str] = set()
+        self.history: dict[str, list[LabelItem]] = {}
+        """Each item's entries before this review's labels, for ``u`` (undo)."""
         self.lock = threading.Lock()
 
     def seats(self, item: str) -> JsonValue:
@@ -616,22 +621,50 @@ class ReviewState:
                     field=item,
                 )
             revealed = item in self.revealed
-            updated = current.model_copy(
-                update={
-                    "human": human,
-                    "human_digest": None if human is None else digest,
-                    "revealed_before_label": None if human is None else revealed,
-                }
+            self.history.setdefault(item, []).append(current)
+            self._write(
+                current.model_copy(
+                    update={
+                        "human": human,
+                        "human_digest": None if human is None else digest,
+                        "revealed_before_label": None if human is None else revealed,
+                    }
+                )
             )
-            self.labels = self.labels.model_copy(
-                update={
-                    "items": tuple(
-                        updated if entry.item == item else entry for entry in self.labels.items
-                    )
-                }
-            )
-            write_file(labels_path(self.report), pretty_json(self.labels.model_dump(mode="json")))
-            return sum(1 for entry in self.labels.items if entry.counted is not None), revealed
+            return self._labelled(), revealed
+
+    def undo(self, body: bytes) -> tuple[int, bool | None]:
+        """Put an item back as it was before this review's last label on it (a stale
+        label stays stale); returns (labelled, its ``revealed_before_label``)."""
+        try:
+            posted = loads_strict(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise AgentbenchError("invalid_labels", f"not JSON: {exc}") from None
+        if not isinstance(posted, dict) or set(posted) != {"item"}:
+            raise AgentbenchError("invalid_labels", "expected {item}")
+        item = str(posted["item"])
+        with self.lock:
+            earlier = self.history.get(item)
+            if not earlier:
+                raise AgentbenchError(
+                    "invalid_labels", "no label of this review to undo", field=item
+                )
+            restored = earlier.pop()
+            self._write(restored)
+            return self._labelled(), restored.revealed_before_label
+
+    def _write(self, updated: LabelItem) -> None:
+        self.labels = self.labels.model_copy(
+            update={
+                "items": tuple(
+                    updated if entry.item == updated.item else entry for entry in self.labels.items
+                )
+            }
+        )
+        write_file(labels_path(self.report), pretty_json(self.labels.model_dump(mode="json")))
+
+    def _labelled(self) -> int:
+        return sum(1 for entry in self.labels.items if entry.counted is not None)
 
     def page(self, reveal: bool) -> str:
         with self.lock:
@@ -707,15 +740,16 @@ def serving(
         def do_POST(self) -> None:
             if not self._checked(post=True):
                 return
-            if self.path != "/label":
+            if self.path not in ("/label", "/undo"):
                 self._send(404, "text/plain", b"not found")
                 return
             length = int(self.headers.get("Content-Length", "0"))
             if length > MAX_LABEL_BYTES:
                 self._send(413, "text/plain", b"too large")
                 return
+            act = state.label if self.path == "/label" else state.undo
             try:
-                labelled, revealed = state.label(self.rfile.read(length))
+                labelled, revealed = act(self.rfile.read(length))
             except AgentbenchError as exc:
                 self._send(400, "text/plain", exc.render().encode("utf-8"))
                 return

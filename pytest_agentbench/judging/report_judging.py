@@ -28,6 +28,7 @@ from pytest_agentbench.judging.documents import (
     labels_template,
     merge_labels,
     read_labels,
+    revealed_labels,
     rubric_tally,
     stale_labels,
     tally_line,
@@ -210,18 +211,27 @@ def _judge_suite(
     return items, unjudged
 
 
+REVEALED_LINE: Final = (
+    "%d labels given with the raters' labels revealed before the label "
+    "(revealed_before_label: true): counted"
+)
+
+
 def summary_lines(
     document: JudgmentsDocument,
     calibrations: dict[str, Calibration],
     stale: Mapping[str, int] | None = None,
+    revealed: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Judged diagnostics, each saying whether its judge is calibrated.
 
     Each rubric says how many of its cases it judged and why the others were
     not; an item no seat voted on is "not judged", never a failed pass. ``stale``:
-    human labels by subject that the content or rubric has changed under.
+    human labels by subject that the content or rubric has changed under;
+    ``revealed``: counted human labels given with the raters' labels shown.
     """
     stale = stale or {}
+    revealed = revealed or {}
     lines = ["judged diagnostics (beside the report; they decide no outcome, metric or gate):"]
     for name, entry in sorted(document.rubrics.items()):
         judged = [item.judgment for item in document.items if item.judgment.rubric == name]
@@ -255,6 +265,8 @@ def summary_lines(
                 f"    {stale[name]} stale labels (the content or rubric changed since "
                 "labelled): not counted"
             )
+        if revealed.get(name):
+            lines.append(f"    {REVEALED_LINE % revealed[name]}")
         refused = sum(1 for judgment in judged if judgment.refused)
         if refused:
             lines.append(
@@ -276,6 +288,8 @@ def summary_lines(
                 f"    {stale[spec.name]} stale labels (the case's output changed since "
                 "labelled): not counted"
             )
+        if revealed.get(spec.name):
+            lines.append(f"    {REVEALED_LINE % revealed[spec.name]}")
     return lines
 
 
@@ -450,7 +464,7 @@ def judge_beside(
     earlier = read_labels(labels) if labels.is_file() else None
     template = merge_labels(labels_template(document, output.name), earlier)
     write_file(labels, pretty_json(template.model_dump(mode="json")))
-    lines = summary_lines(document, calibrations, stale_labels(template))
+    lines = summary_lines(document, calibrations, stale_labels(template), revealed_labels(template))
     lines.append(f"wrote {output} and {labels}")
     rubric_files = {
         rubric_file.rubric.name: rubric_file

@@ -27,8 +27,13 @@ from pytest_agentbench.judging.documents import (
     JudgmentsDocument,
     RubricEntry,
     labels_template,
+    read_judgments,
+    read_labels,
+    revealed_labels,
+    stale_labels,
 )
 from pytest_agentbench.judging.panel import Panel, Seat
+from pytest_agentbench.judging.report_judging import REVEALED_LINE, summary_lines
 from pytest_agentbench.judging.rubric import load_rubric
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
 from pytest_agentbench.sdk.registry import installed_registry
@@ -194,6 +199,12 @@ def test_the_server_checks_host_and_origin_and_records_reveals(report: Path) -> 
                  str(report.parent / "cal.json")]) == 0  # fmt: skip
     written = json.loads((report.parent / "cal.json").read_text())
     assert written["revealed_before_label"] == {"answer-prose": 1}
+    # And agentbench judge's summary says so, where it reads the labels.
+    labels = read_labels(report.parent / "run.labels.json")
+    judged = read_judgments(report.parent / "run.judgments.json")
+    lines = summary_lines(judged, {}, stale_labels(labels), revealed_labels(labels))
+    assert "    " + REVEALED_LINE % 1 in lines
+    assert "    1 stale labels (the case's output changed since labelled): not counted" in lines
 
 
 def embedded(page: str) -> dict[str, Any]:
@@ -225,8 +236,6 @@ def test_classifier_items_show_the_task_and_the_agents_answer(
     assert main(["judge", "run.json"]) == 0
     report = pytester.path / "run.json"
     document = json.loads((pytester.path / "run.judgments.json").read_text())
-    from pytest_agentbench.judging.documents import read_judgments
-
     judged = read_judgments(pytester.path / "run.judgments.json")
     shown, seats = review_views(judged, report, installed_registry())
     assert len(shown) == len(document["classifications"]) > 0
@@ -290,7 +299,9 @@ def saved_labels(report: Path) -> dict[str, Any]:
     return {i["item"]: (i["human"], i["revealed_before_label"]) for i in items}
 
 
-def label_the_classifier_item_undo_and_filter(browser: Browser, c2: str, t0: str) -> None:
+def label_the_classifier_item_undo_and_filter(
+    browser: Browser, report: Path, c2: str, t0: str
+) -> None:
     # The classifier's item: blind until labelled, then relabelled and undone.
     assert browser.evaluate(SEATS) == []
     assert "stale" in browser.evaluate("document.querySelector('#detail p.stale').textContent")
@@ -300,6 +311,10 @@ def label_the_classifier_item_undo_and_filter(browser: Browser, c2: str, t0: str
     press(browser, "u")
     settle(browser)
     assert browser.evaluate(LIST)[2] == [t0, "answer (stale)"]
+    # Undone by the server: the earlier label is back as it was, stale still.
+    items = json.loads((report.parent / "run.labels.json").read_text())["items"]
+    undone = next(item for item in items if item["item"] == t0)
+    assert (undone["human"], undone["human_digest"]) == ("answer", "0" * 64)
     press(browser, "3")  # refuse
     settle(browser)
     # The filter: with every item labelled but c2 cleared, only c2 is listed.
@@ -355,7 +370,7 @@ def test_blind_labelling_by_one_key_reveal_undo_stale_progress_filter(
         press(browser, "5")
         settle(browser)
         assert browser.evaluate(STATE)["selected"] == [t0]
-        label_the_classifier_item_undo_and_filter(browser, c2, t0)
+        label_the_classifier_item_undo_and_filter(browser, report, c2, t0)
         settle(browser)
     # t0's second label came after its first had shown the classifier's own: not blind.
     assert saved_labels(report) == {c2: (None, None), c1: ("5", True), t0: ("refuse", True)}
