@@ -105,7 +105,12 @@ class CaseViews:
         run = read_report(str(report))
         folders = suite_folders(run, registry)
         for summary in run.suites:
-            cases = {entry.result.case_id: entry.result for entry in summary.cases}
+            # Trial 1, as judged (a run of one trial has no trial number).
+            cases = {
+                entry.result.case_id: entry.result
+                for entry in summary.cases
+                if entry.result.trial in (None, 1)
+            }
             for suite_id, case_id in wanted:
                 result = cases.get(case_id) if suite_id == summary.id else None
                 if result is None or result.recorded is None:
