@@ -421,6 +421,17 @@ def test_the_written_page_follows_the_cursor_and_draws_only_what_changed(
     assert measured["selected"] == "s/t00059#toolgrammar.behaviour"
     assert measured["visible"]
     assert measured["progress"] == "1 of 7754 labelled"
+    # The written page records the reveal itself: blind, then revealed before the label.
+    press(browser, "r")
+    press(browser, "3")
+    recorded = browser.evaluate(
+        "data.items.filter(i => i.human !== null).map(i => [i.item, i.human, "
+        "i.revealed_before_label])"
+    )
+    assert recorded == [
+        ["s/t00058#toolgrammar.behaviour", "answer", False],
+        ["s/t00059#toolgrammar.behaviour", "refuse", True],
+    ]
     # A move touches two rows (aria-selected, tabindex) and the list's active descendant;
     # a label one row's mark, then moves: the same few mutations at any number of items.
     assert set(measured["touched"][:-1]) == {5}, measured["touched"]
