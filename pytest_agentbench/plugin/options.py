@@ -285,6 +285,14 @@ def add_options(parser: pytest.Parser) -> None:
         "caching seat verdicts in DIR (diagnostics only: no outcome, metric or gate changes)",
     )
     r.option(
+        "--agentbench-judge-samples",
+        action="store_true",
+        default=False,
+        help="after the run, judge the --agentbench-report's cases offline from the shipped "
+        "sample judge cassettes (recorded against the project's loopback judge server, not "
+        "a real model): the judged section without a key",
+    )
+    r.option(
         "--agentbench-judge-calibration",
         metavar="FILE",
         help="an `agentbench calibrate --json` file: judged numbers show their kappa",
