@@ -649,3 +649,17 @@ def test_the_originals_published_bundle_journal_audits() -> None:
     assert (reading.version, reading.terminal_kind) == (2, "scored")
     assert reading.totals["forfeited_reservation_usd"] == "0"
     assert run_cli(path)[0] == 0
+
+
+def test_an_empty_engine_version_reads_as_the_originals_reader_defaults_it(
+    tmp_path: Path,
+) -> None:
+    for value, readable in (("", True), (None, True), ("has space", False), (7, False)):
+        rows = scored()
+        header_of(rows)["engine_version"] = value
+        path = write(tmp_path, rechain(rows))
+        if readable:
+            assert audit_journal(path).terminal_kind == "scored"
+        else:
+            with pytest.raises(AgentbenchError, match="journal_value_invalid"):
+                audit_journal(path)

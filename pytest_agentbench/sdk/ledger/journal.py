@@ -392,8 +392,8 @@ class _Reader:
             self.token(header[name], f"header.{name}")
         self.digest(header["spec_digest_sha256"], "header.spec_digest_sha256")
         self.instant(header["started_at"], "header.started_at")
-        # An empty engine version is defaulted by the original's reader, not refused.
-        if header["engine_version"] != "":
+        # An empty (or null) engine version is defaulted by the original's reader, not refused.
+        if header["engine_version"]:
             self.token(header["engine_version"], "header.engine_version")
         if (
             type(header["intended_artifact_version"]) is not int
