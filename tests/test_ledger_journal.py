@@ -25,6 +25,7 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.ledger.journal import (
     FAULTS,
     audit_journal,
+    cut_short,
     is_journal_row,
     journal_row_digest,
     read_journal,
@@ -586,6 +587,37 @@ def test_the_chain_refuses_edits_moves_and_tails_by_name(tmp_path: Path) -> None
     assert reading.totals["provider_calls"] == 2
 
 
+def test_only_a_final_fragment_some_bytes_could_complete_is_a_row_cut_short(
+    tmp_path: Path,
+) -> None:
+    last = encode(scored())[:-1].rsplit(b"\n", 1)[1]
+    assert all(cut_short(last[:cut]) for cut in range(len(last)))
+    assert not cut_short(last)  # whole: it parses, so it is no prefix
+    text = '{"a": [1, -2.5e3, true, null, "x\u00e9\\"y", {"b": false}], "c": "d"}'
+    whole = text.encode()
+    assert all(cut_short(whole[:cut]) for cut in range(len(whole)))
+    for fragment in (
+        b'{"a": 1}x',
+        b'{"a" 1',
+        b'{"a": tru e',
+        b"[1,",
+        b' {"a"',
+        b'{"a": 01',
+        b'{"a": 1.e',
+        b'{"a": "\x01',
+        b'{"a": \xc3',
+        b'{"a": "\xff',
+        b'{"a": 1,}',
+    ):
+        assert not cut_short(fragment), fragment
+    lines = encode(scored()).splitlines(keepends=True)
+    reading = read_journal(write(tmp_path, b"".join(lines[:3]) + b'{"call": {"x": tru'))
+    assert (reading.status, reading.truncated_tail) == ("incomplete", True)
+    with pytest.raises(AgentbenchError) as refused:
+        read_journal(write(tmp_path, b"".join(lines[:3]) + b'{"call": {"x": trux'))
+    assert (refused.value.code, refused.value.location.line) == ("journal_row_malformed", 4)
+
+
 def run_cli(path: Path) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -617,3 +649,17 @@ def test_the_originals_published_bundle_journal_audits() -> None:
     assert (reading.version, reading.terminal_kind) == (2, "scored")
     assert reading.totals["forfeited_reservation_usd"] == "0"
     assert run_cli(path)[0] == 0
+
+
+def test_an_empty_engine_version_reads_as_the_originals_reader_defaults_it(
+    tmp_path: Path,
+) -> None:
+    for value, readable in (("", True), (None, True), ("has space", False), (7, False)):
+        rows = scored()
+        header_of(rows)["engine_version"] = value
+        path = write(tmp_path, rechain(rows))
+        if readable:
+            assert audit_journal(path).terminal_kind == "scored"
+        else:
+            with pytest.raises(AgentbenchError, match="journal_value_invalid"):
+                audit_journal(path)

@@ -35,16 +35,34 @@ def reported_tokens(body: JsonValue) -> Tokens | None:
     return Tokens(**counts) if counts else None
 
 
+def _received(status: int | None) -> dict[str, Any]:
+    """``response_received`` and the status, as the original's ledger states them."""
+    if status is None or not 100 <= status <= 599:
+        return {"response_received": False}
+    return {"response_received": True, "http_status": status}
+
+
+def retried_attempt(fault: str) -> dict[str, Any]:
+    """An attempt a retry followed: an ``http_NNN`` status came back, a timeout did not."""
+    digits = fault.removeprefix("http_")
+    status = int(digits) if fault.startswith("http_") and digits.isdigit() else None
+    return {"outcome": "fault", "fault": fault, **_received(status)}
+
+
 def final_attempt(response: RecordedResponse) -> dict[str, Any]:
     """The attempt that ended a request, without its index."""
     if response.transport_error is not None:
-        return {"outcome": "fault", "fault": response.transport_error}
+        return {"outcome": "fault", "fault": response.transport_error, "response_received": False}
     status = response.status
     if status is None or not 200 <= status < 300:
-        return {"outcome": "fault", "fault": f"http_{status}"}
+        return {"outcome": "fault", "fault": f"http_{status}", **_received(status)}
     if response.text_body is not None:
-        return {"outcome": "unclassified_error", "fault": "not_json"}
-    return {"outcome": "response", "tokens": reported_tokens(response.json_body)}
+        return {"outcome": "unclassified_error", "fault": "not_json", **_received(status)}
+    return {
+        "outcome": "response",
+        "tokens": reported_tokens(response.json_body),
+        **_received(status),
+    }
 
 
 def final_tokens(response: RecordedResponse) -> Tokens | None:
@@ -79,14 +97,26 @@ class UsageLog:
         ``cut_off`` fault, so a request the case limit interrupts is still ledgered."""
         attempts, requests = self._pending()
         digest = request_digest(request)
-        attempts.append({"outcome": "fault", "fault": CUT_OFF, "request_digest_sha256": digest})
+        attempts.append(
+            {
+                "outcome": "fault",
+                "fault": CUT_OFF,
+                "response_received": False,
+                "request_digest_sha256": digest,
+            }
+        )
         requests.append(digest)
 
     def withdraw(self, request: AnyRequest) -> None:
         """The request :meth:`sent` announced was never sent, or nothing came back."""
         attempts, requests = self._pending()
         digest = request_digest(request)
-        announced = {"outcome": "fault", "fault": CUT_OFF, "request_digest_sha256": digest}
+        announced = {
+            "outcome": "fault",
+            "fault": CUT_OFF,
+            "response_received": False,
+            "request_digest_sha256": digest,
+        }
         if requests and requests[-1] == digest and attempts and attempts[-1] == announced:
             attempts.pop()
             requests.pop()
@@ -96,7 +126,7 @@ class UsageLog:
         attempts, requests = self._pending()
         digest = request_digest(request)
         for fault in response.faults:
-            attempts.append({"outcome": "fault", "fault": fault, "request_digest_sha256": digest})
+            attempts.append({**retried_attempt(fault), "request_digest_sha256": digest})
         attempts.append({**final_attempt(response), "request_digest_sha256": digest})
         requests.append(digest)
 

@@ -392,8 +392,8 @@ class _Reader:
             self.token(header[name], f"header.{name}")
         self.digest(header["spec_digest_sha256"], "header.spec_digest_sha256")
         self.instant(header["started_at"], "header.started_at")
-        # An empty engine version is defaulted by the original's reader, not refused.
-        if header["engine_version"] != "":
+        # An empty (or null) engine version is defaulted by the original's reader, not refused.
+        if header["engine_version"]:
             self.token(header["engine_version"], "header.engine_version")
         if (
             type(header["intended_artifact_version"]) is not int
@@ -875,9 +875,10 @@ def read_journal(path: Path, data: bytes | None = None) -> JournalReading:
             raise reader.refuse("journal_row_after_terminal", "a row follows the terminal row")
         row = _decode(raw, reader)
         if row is None:
-            # Only a final fragment with no newline may be a row cut short; it is
-            # kept out of the chain and the journal reads as incomplete.
-            if index == len(lines) - 1 and not trailing:
+            # Only a final fragment with no newline that some bytes could complete
+            # into one JSON object is a row cut short; it is kept out of the chain
+            # and the journal reads as incomplete. Anything else is malformed.
+            if index == len(lines) - 1 and not trailing and cut_short(raw):
                 truncated = True
                 break
             raise reader.refuse("journal_row_malformed", "not one UTF-8 JSON object")
@@ -951,6 +952,134 @@ def _envelope(
     if digest != row["row_digest_sha256"]:
         raise reader.refuse("journal_row_edited", "the row does not hash to its row_digest_sha256")
     return stated, digest
+
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER_PREFIX = re.compile(
+    r"-?|-?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?[eE][+-]?[0-9]*"
+)
+_LITERALS = {"t": "true", "f": "false", "n": "null"}
+
+
+def cut_short(fragment: bytes) -> bool:
+    """Whether bytes can be extended (never edited) into exactly one JSON object."""
+    try:
+        text = fragment.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # Only a code point cut at the very end; a stand-in non-ASCII character is
+        # legal exactly where the cut one would be (inside a string).
+        if exc.end != len(fragment) or exc.reason != "unexpected end of data":
+            return False
+        text = fragment[: exc.start].decode("utf-8", "replace") + "\u0080"
+    return _object_prefix(text)
+
+
+def _object_prefix(text: str) -> bool:
+    """A pushdown scan of ``text`` as a strict prefix of one JSON object."""
+    if not text.startswith("{"):
+        return text == ""
+    stack = ["}"]
+    expect = "key_or_end"  # key_or_end, key, colon, value, value_or_end, comma_or_end
+    position = 1
+    while position < len(text):
+        char = text[position]
+        if char in " \t\r\n":
+            position += 1
+            continue
+        if not stack:
+            return False  # bytes after the object closed
+        if expect in ("value", "value_or_end") and char not in "{[]":
+            end = _scalar_end(text, position)
+        elif expect in ("key_or_end", "key") and char == '"':
+            end = _string_end(text, position + 1)
+        else:
+            expect = _structural(char, expect, stack)
+            if not expect:
+                return False
+            position += 1
+            continue
+        if end is None:
+            return True  # the text ends inside a scalar that can still be completed
+        if end < 0:
+            return False
+        expect = "colon" if expect in ("key_or_end", "key") else "comma_or_end"
+        position = end
+    # A whole object parses, so reaching here with it closed means no completion helps.
+    return bool(stack)
+
+
+def _structural(char: str, expect: str, stack: list[str]) -> str:
+    """The next expectation after a structural character; ``""`` where it is not one."""
+    if expect == "colon":
+        return "value" if char == ":" else ""
+    if expect in ("value", "value_or_end"):
+        if char == "]" and expect == "value_or_end":
+            stack.pop()
+            return "comma_or_end"
+        if char in "{[":
+            stack.append("}" if char == "{" else "]")
+            return "key_or_end" if char == "{" else "value_or_end"
+        return ""
+    if expect == "key_or_end" and char == "}":
+        stack.pop()
+        return "comma_or_end"
+    if expect == "comma_or_end":
+        if char == ",":
+            return "key" if stack[-1] == "}" else "value"
+        if char == stack[-1]:
+            stack.pop()
+            return "comma_or_end"
+    return ""
+
+
+def _scalar_end(text: str, position: int) -> int | None:
+    """Where a value's string, literal or number ends: ``None`` if the text ends inside
+    one that can still be completed, ``-1`` if it is not one."""
+    char = text[position]
+    if char == '"':
+        return _string_end(text, position + 1)
+    if char in "tfn":
+        word = _LITERALS[char]
+        piece = text[position : position + len(word)]
+        if not word.startswith(piece):
+            return -1
+        return None if len(piece) < len(word) else position + len(word)
+    match = re.match(r"[-+0-9.eE]+", text[position:])
+    token = match.group(0) if match else ""
+    if not token:
+        return -1
+    if position + len(token) == len(text):
+        return None if _NUMBER_PREFIX.fullmatch(token) else -1
+    return position + len(token) if _NUMBER.fullmatch(token) else -1
+
+
+def _string_end(text: str, position: int) -> int | None:
+    """The index after a string's closing quote; ``None`` if the text ends inside a
+    valid string, ``-1`` if the string is invalid."""
+    while position < len(text):
+        char = text[position]
+        if char == '"':
+            return position + 1
+        if char == "\\":
+            escape = text[position + 1 : position + 2]
+            if escape == "":
+                return None
+            if escape == "u":
+                digits = text[position + 2 : position + 6]
+                if any(d not in "0123456789abcdefABCDEF" for d in digits):
+                    return -1
+                if len(digits) < 4:
+                    return None
+                position += 6
+                continue
+            if escape not in '"\\/bfnrt':
+                return -1
+            position += 2
+            continue
+        if ord(char) < 0x20:
+            return -1
+        position += 1
+    return None
 
 
 def _decode(raw: bytes, reader: _Reader) -> dict[str, Any] | None:
