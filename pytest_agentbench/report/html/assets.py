@@ -454,6 +454,8 @@ SCRIPT = r"""
       });
       status.textContent = on ? shown + " of " + total + " cases match" : "";
       status.dataset.done = String(++done);
+      // What this pass applied, so that a script driving the page knows it is current.
+      status.dataset.query = JSON.stringify([want.outcome, want.cls, want.label, want.words]);
     }, function (error) {
       status.textContent = "The filter could not read the case index: " + error;
     });
