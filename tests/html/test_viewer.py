@@ -272,7 +272,7 @@ def test_a_case_shows_its_transcript_as_a_conversation(browser: Browser, tmp_pat
           longSummary: long ? long.querySelector('summary').textContent : null,
           final: box.querySelector('.msg-final pre').textContent,
           why: box.querySelector('.msg-final .detail-error').textContent,
-          heading: [...panel.querySelectorAll('h4')].map((h) => h.textContent).at(-1),
+          headings: [...panel.querySelectorAll('h4')].map((h) => h.textContent),
         };
         })()""",
         await_promise=True,
@@ -294,7 +294,15 @@ def test_a_case_shows_its_transcript_as_a_conversation(browser: Browser, tmp_pat
     assert shown["longSummary"].endswith("characters: show all)")
     assert shown["final"].endswith("The answer is REC-00001.")
     assert shown["why"] == "why: [malformed_json] Expecting value (column 1)"
-    assert shown["heading"] == "Transcript (5 events)"
+    # What the agent said comes right after the checks, before the receipt it left.
+    headings = [h.split(" (")[0] for h in shown["headings"]]
+    assert headings[1:] == [
+        "Checks: expected and actual",
+        "Transcript",
+        "Tool-session receipt",
+        "Final answer",
+    ]
+    assert "Transcript (5 events)" in shown["headings"]
 
 
 @needs_chromium

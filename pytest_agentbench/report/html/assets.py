@@ -50,6 +50,7 @@ section.judged .judge-uncalibrated{color:var(--muted);font-style:italic}
 details.group{margin:6px 0;border:1px solid var(--line);padding:4px 8px}
 details.group>summary{cursor:pointer;font-weight:600}
 .case-detail{border:1px solid var(--line);background:var(--panel);padding:8px 12px;margin:10px 0}
+.case-detail,section,details.group,h2,h3{scroll-margin-top:64px}
 .case-detail table{background:var(--bg)}.case-detail tr.focus{outline:3px solid var(--focus)}
 .legend span{margin-right:12px}.hint,.empty{color:var(--muted)}
 .problems li,.partial,.detail-error{color:var(--fail)}
@@ -176,6 +177,11 @@ SCRIPT = r"""
     if (focusName !== null && focusRow < 0) {
       panel.appendChild(el("p", "Check " + focusName + " was not graded on this case.", "hint"));
     }
+    // What the agent said comes before what it left behind (output, receipt).
+    if (c.transcript) {
+      panel.appendChild(el("h4", "Transcript (" + c.transcript.length + " events)"));
+      panel.appendChild(conversation(c.transcript));
+    }
     if (c.output) {
       var from = c.output.adapter ? " (" + c.output.adapter + ")" : "";
       panel.appendChild(el("h4", "Adapter output" + from));
@@ -200,10 +206,6 @@ SCRIPT = r"""
       }
       panel.appendChild(el("h4", "Final answer"));
       panel.appendChild(el("pre", r.final));
-    }
-    if (c.transcript) {
-      panel.appendChild(el("h4", "Transcript (" + c.transcript.length + " events)"));
-      panel.appendChild(conversation(c.transcript));
     }
     if (c.compared) { panel.appendChild(compared(c)); }
   }
@@ -295,7 +297,8 @@ SCRIPT = r"""
       } else if (e.event === "final") {
         b = bubble(e.parsed === "accepted" ? "msg-final" : "msg-final msg-refused",
           "final answer as returned: " + (READ[e.parsed] || e.parsed));
-        b.appendChild(textBlock(shownText(e.answer)));
+        // The answer is what a failure is about: shown whole (bounded when embedded).
+        b.appendChild(el("pre", shownText(e.answer), "final-answer"));
         if (e.reason) { b.appendChild(el("p", "why: " + e.reason, "detail-error")); }
         box.appendChild(b);
       } else if (e.event === "no_final") {

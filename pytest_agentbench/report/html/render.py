@@ -14,7 +14,7 @@ from html import escape
 from pytest_agentbench.report.html import read
 from pytest_agentbench.report.html.assets import CSS, SCRIPT
 from pytest_agentbench.report.html.comparison import comparison_section
-from pytest_agentbench.report.html.grid import case_rows, grid_section
+from pytest_agentbench.report.html.grid import grid_section
 from pytest_agentbench.report.html.judged import judged_section
 from pytest_agentbench.report.html.sidecar import Extras
 from pytest_agentbench.report.html.svg import (
@@ -464,9 +464,12 @@ def _filters(suites: Sequence[read.Doc]) -> str:
     for suite in suites:
         outcomes.update(k for k, v in read.mapping(suite, "counts").items() if v)
         classes.update(k for k, v in read.mapping(suite, "failure_classes").items() if v)
-        for row in case_rows(suite):
-            outcomes.add(row.outcome)
-            labels.update(row.labels)
+        # Read straight from the entries: building the grid's rows again costs a large
+        # run most of a second.
+        for entry in read.items(suite, "cases"):
+            result = read.mapping(entry, "result")
+            outcomes.add(read.text(result, "outcome", "unknown"))
+            labels.update(read.texts(result, "labels"))
     kinds: dict[str, list[str]] = {}
     for label in sorted(labels):
         kind = label.split("_", 1)[0] if "_" in label else "other"
