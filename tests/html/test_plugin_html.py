@@ -191,6 +191,14 @@ def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
         assert page.count('class="volatile"') >= len(suites)
         assert page.count('class="compared-suite"') == compared
         assert page.count('class="plot forest"') == compared
+        # Each case with a transcript in the sidecar carries it in its detail, and the
+        # compared suites list both runs' answers case by case (the baseline read back).
+        assert page.count("<h4>Side by side: ") == compared
+        named = {entry["suite_id"]: entry["cases"] for entry in documents[report]["transcripts"]}
+        assert bool(named) is (report == parallel), "the maintenance suite's cases use tools"
+        for number, suite in enumerate(documents[report]["suites"]):
+            details = sample.case_details(page, f"s{number}")
+            assert sum("transcript" in d for d in details) == named.get(suite["id"], 0)
 
     # The maintenance suite, serially and among the suites under -n 2: its 14 items pass
     # alike, each case's ledger audits, and the two runs show the same.
