@@ -105,7 +105,7 @@ def redraw_html(config: pytest.Config, report: Path) -> None:
     if html is not None:
         from pytest_agentbench.report.html import read_report_document, write_html
 
-        write_html(read_report_document(report), html)
+        write_html(read_report_document(report), html, source=report)
 
 
 def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:
