@@ -276,6 +276,7 @@ def add_options(parser: pytest.Parser) -> None:
         r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)
     for name, (ini_key, env_key) in SOURCES.items():
         r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
+    _add_agent_command(r)
     # Judged diagnostics (plugin/judged.py).
     r.option(
         "--agentbench-judge-cache",
@@ -336,6 +337,24 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only the cases an earlier run report left without a graded result",
     )
     _DEFAULTS["options"], _DEFAULTS["ini"] = r.options, r.ini
+
+
+def _add_agent_command(r: _Recording) -> None:
+    """Any agent command over MCP (plugin/command_options.py resolves them)."""
+    r.option(
+        "--agentbench-agent-command",
+        metavar="COMMAND",
+        help="run this command (any language) per case as the agent, connected to the case's "
+        "tools over MCP; split like a shell line, run without one",
+    )
+    r.option(
+        "--agentbench-agent-transport",
+        choices=("http", "stdio"),
+        help="how the agent command reaches the case's MCP server: http (AGENTBENCH_MCP_URL, "
+        "the default) or stdio (its own stdin and stdout)",
+    )
+    r.addini("agentbench_agent_command", "default for --agentbench-agent-command")
+    r.addini("agentbench_agent_transport", "default for --agentbench-agent-transport")
 
 
 def _add_adapter_requirement(r: _Recording) -> None:
