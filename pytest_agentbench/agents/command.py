@@ -13,9 +13,10 @@ from its stdout as JSON). The command is the MCP *client*:
 
 Either way the command also gets ``AGENTBENCH_TASK`` (the world's public task
 view as canonical JSON), ``AGENTBENCH_FINAL_SCHEMA`` (when the world publishes
-one) and ``AGENTBENCH_MCP_TRANSPORT``; every other inherited ``AGENTBENCH_*``
-variable is removed except the model endpoint's ``AGENTBENCH_LLM_*`` ones, so
-nothing about where evaluator data lives reaches it. The command runs in its
+one), ``AGENTBENCH_MCP_TRANSPORT`` and the run's model endpoint
+(``AGENTBENCH_LLM_BASE_URL``, ``_MODEL``, ``_API_KEY_ENV``, as resolved); every
+inherited ``AGENTBENCH_*`` variable is removed, so nothing about where
+evaluator data lives reaches it. The command runs in its
 own process group, dies with the process that started it (Linux), and is
 killed, group and all, when it ends, fails or outlives the case limit.
 """
@@ -48,7 +49,6 @@ STDERR_TAIL_CHARS = 400
 """How much of a failed command's stderr its failure reason quotes."""
 POLL_S = 0.02
 """How often the serving loop looks whether the command has exited."""
-KEPT_ENV_PREFIX = "AGENTBENCH_LLM_"
 
 
 class AgentCommandError(AgentbenchError):
@@ -110,10 +110,9 @@ def agent_environment(
     """The command's environment: the inherited one without the harness's own
     ``AGENTBENCH_*`` variables (model endpoint settings kept), plus the case's."""
     environment = {
-        key: value
-        for key, value in inherited.items()
-        if not key.startswith("AGENTBENCH_") or key.startswith(KEPT_ENV_PREFIX)
+        key: value for key, value in inherited.items() if not key.startswith("AGENTBENCH_")
     }
+    environment.update(model_environment())
     environment["AGENTBENCH_TASK"] = canonical_json(dict(task))
     environment["AGENTBENCH_MCP_TRANSPORT"] = transport
     if final_schema is not None:
@@ -121,6 +120,23 @@ def agent_environment(
     if url is not None:
         environment["AGENTBENCH_MCP_URL"] = url
     return environment
+
+
+def model_environment() -> dict[str, str]:
+    """The run's model endpoint as ``AGENTBENCH_LLM_*`` variables, from the resolved chat
+    settings (an isolated process has them handed over, never in its environment)."""
+    from pytest_agentbench.agents.settings import configured_settings
+
+    try:
+        settings = configured_settings()
+    except AgentbenchError:  # outside pytest, with a bad variable: nothing to hand on
+        return {}
+    found = {
+        "AGENTBENCH_LLM_BASE_URL": settings.base_url,
+        "AGENTBENCH_LLM_MODEL": settings.model,
+        "AGENTBENCH_LLM_API_KEY_ENV": settings.api_key_env,
+    }
+    return {key: value for key, value in found.items() if value}
 
 
 def _die_with_parent() -> None:
@@ -171,8 +187,10 @@ class CommandAgent:
         if settings.transport == "http":
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            # In a sandbox, the one port the harness granted this process (Landlock names ports).
+            port = int(os.environ.get("AGENTBENCH_MCP_PORT", "0"))
             try:
-                listener.bind(("127.0.0.1", 0))
+                listener.bind(("127.0.0.1", port))
                 listener.listen(16)
             except OSError as exc:
                 listener.close()

@@ -495,6 +495,8 @@ OTHER_ENVIRONMENT = (
     "AGENTBENCH_TOOLGRAMMAR_SEALED",
     # The isolated adapters' kernel sandbox mode (isolation/sandbox_plan.py).
     "AGENTBENCH_SANDBOX",
+    # The sandboxed adapter process's MCP port (isolation/child.py, agents/command.py).
+    "AGENTBENCH_MCP_PORT",
 )
 """The ``AGENTBENCH_*`` variables read that are no chat-model agent setting."""
 INI_PREFIX = "agentbench_"
