@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from pytest_agentbench.agents.command import (  # noqa: E402
+from pytest_agentbench.agents.command import (
     AgentCommandError,
     CommandAgent,
     CommandSettings,
@@ -27,9 +27,9 @@ from pytest_agentbench.agents.command import (  # noqa: E402
     parse_command,
     parse_transport,
 )
-from pytest_agentbench.agents.mcp_server import SUBMIT_ANSWER, CaseServer  # noqa: E402
-from pytest_agentbench.sdk.errors import AgentbenchError  # noqa: E402
-from pytest_agentbench.sdk.tools import Budget, ToolCallError, ToolSession, ToolSpec  # noqa: E402
+from pytest_agentbench.agents.mcp_server import SUBMIT_ANSWER, CaseServer
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.tools import Budget, ToolCallError, ToolSession, ToolSpec
 
 SH_AGENT = Path(__file__).resolve().parent.parent / "examples" / "mcp" / "stdio_agent.sh"
 FINAL = {
@@ -168,7 +168,7 @@ def test_failures_have_named_codes(tmp_path: Path) -> None:
         agent(["true"]).solve({}, session())
     with pytest.raises(AgentCommandError, match="agent_command_no_answer"):
         agent(["true"], "http").solve({}, session())
-    with pytest.raises(AgentCommandError, match="agent_command_failed.*cannot start"):
+    with pytest.raises(AgentCommandError, match=r"agent_command_failed.*cannot start"):
         agent([str(tmp_path / "no-such-agent")]).solve({}, session())
 
 
