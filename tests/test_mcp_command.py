@@ -201,3 +201,28 @@ def test_settings_are_parsed_with_named_refusals() -> None:
         parse_transport("sse", "f")
     with pytest.raises(AgentbenchError, match="agent_command_missing"):
         CommandAgent()
+
+
+def test_the_case_limit_ends_a_hung_command_and_its_children(pytester: pytest.Pytester) -> None:
+    pidfile = pytester.path / "pids"
+    pytester.makefile(
+        ".sh", hang=f"#!/bin/sh\necho $$ >> {pidfile}\nsleep 60 &\necho $! >> {pidfile}\nwait\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "--agentbench-suite=toolgrammar-mini-v1",
+        "-k",
+        "clinic-T1-00001",
+        "-p",
+        "no:randomly",
+        "--agentbench-agent-command",
+        "sh hang.sh",
+        "--agentbench-timeout=1",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*agent_error: timed out after*"])
+    for pid in map(int, pidfile.read_text().split()):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except FileNotFoundError:
+            continue
+        assert state == "Z", f"process {pid} of the hung command is still running"
