@@ -231,23 +231,25 @@ class CommandAgent:
             ) from None
         deadline = None if settings.timeout_s <= 0 else time.monotonic() + settings.timeout_s
         try:
-            timed_out = anyio.run(_serve, server, process, listener, url, deadline)
+            try:
+                timed_out = anyio.run(_serve, server, process, listener, url, deadline)
+            finally:
+                # Whatever ended the serving (the command, the limit, the case's own
+                # alarm): nothing the command started outlives it.
+                _kill_group(process)
+                _close_pipes(process)
+                if listener is not None:
+                    listener.close()
             if timed_out:
                 raise AgentCommandError(
                     "agent_command_timeout",
                     f"the agent command ran past the case limit of {settings.timeout_s:g}s "
                     "and was killed with its process group",
                 )
-            returncode = process.wait()
-        finally:
-            _kill_group(process)
-            if listener is not None:
-                listener.close()
-        try:
-            if returncode != 0:
+            if process.returncode != 0:
                 raise AgentCommandError(
                     "agent_command_failed",
-                    f"the agent command exited with status {returncode}; stderr: "
+                    f"the agent command exited with status {process.returncode}; stderr: "
                     f"{_tail(stderr) or '(empty)'}",
                 )
             if server.answered:
@@ -265,6 +267,13 @@ class CommandAgent:
             stderr.close()
             if stdout is not None:
                 stdout.close()
+
+
+def _close_pipes(process: subprocess.Popen[bytes]) -> None:
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            with contextlib.suppress(OSError, ValueError):
+                pipe.close()
 
 
 def _tail_all(stream: IO[bytes]) -> str:
