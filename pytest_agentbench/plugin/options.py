@@ -497,6 +497,12 @@ OTHER_ENVIRONMENT = (
     "AGENTBENCH_SANDBOX",
     # The sandboxed adapter process's MCP port (isolation/child.py, agents/command.py).
     "AGENTBENCH_MCP_PORT",
+    # Set for an agent command (agents/command.py): a command that is itself a pytest
+    # run, or a run started from inside one, is not refused for them.
+    "AGENTBENCH_TASK",
+    "AGENTBENCH_FINAL_SCHEMA",
+    "AGENTBENCH_MCP_URL",
+    "AGENTBENCH_MCP_TRANSPORT",
 )
 """The ``AGENTBENCH_*`` variables read that are no chat-model agent setting."""
 INI_PREFIX = "agentbench_"
