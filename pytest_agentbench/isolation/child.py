@@ -214,10 +214,14 @@ class Server:
         plan = message.get("sandbox")
         if plan is not None:
             # Imported only when asked for: a run without the sandbox loads no ctypes binding.
-            from pytest_agentbench.isolation.sandbox import SandboxPlan, apply
+            from pytest_agentbench.isolation.sandbox import MCP_PORT_ENV, SandboxPlan, apply
 
             try:
-                apply(SandboxPlan.from_message(plan))
+                sandbox = SandboxPlan.from_message(plan)
+                apply(sandbox)
+                if sandbox.bind_ports:
+                    # The one port an agent command's MCP server may listen on here.
+                    os.environ[MCP_PORT_ENV] = str(sandbox.bind_ports[0])
             except BaseException as exc:
                 kind, text = describe_raised(exc)
                 self.link.send(json_message("sandbox_failed", {"type": kind, "text": text}))

@@ -277,6 +277,7 @@ def add_options(parser: pytest.Parser) -> None:
         r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)
     for name, (ini_key, env_key) in SOURCES.items():
         r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
+    _add_agent_command(r)
     # Judged diagnostics (plugin/judged.py).
     r.option(
         "--agentbench-judge-cache",
@@ -297,29 +298,7 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="an `agentbench calibrate --json` file: judged numbers show their kappa",
     )
-    # The baseline comparison's (baseline_options.py).
-    r.option(
-        "--agentbench-baseline",
-        metavar="PATH",
-        help="compare this run with an earlier JSON run report; a regression fails the session",
-    )
-    r.option(
-        "--agentbench-alpha",
-        metavar="P",
-        help="significance level of the comparison, after Holm-Bonferroni (default: 0.05)",
-    )
-    r.option(
-        "--agentbench-max-regression",
-        metavar="SIZE",
-        help="a significant change worse than the baseline by at most SIZE is tolerated "
-        "(default: 0)",
-    )
-    r.option(
-        "--agentbench-baseline-allow-changed",
-        action="store_true",
-        default=False,
-        help="compare although suite digests, world kind or metric definitions changed",
-    )
+    _add_baseline_comparison(r)
     _add_trials(r)
     # Concurrent cases within a process (run/concurrency.py).
     r.option(
@@ -345,6 +324,50 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only the cases an earlier run report left without a graded result",
     )
     _DEFAULTS["options"], _DEFAULTS["ini"] = r.options, r.ini
+
+
+def _add_baseline_comparison(r: _Recording) -> None:
+    """The baseline comparison's (baseline_options.py)."""
+    r.option(
+        "--agentbench-baseline",
+        metavar="PATH",
+        help="compare this run with an earlier JSON run report; a regression fails the session",
+    )
+    r.option(
+        "--agentbench-alpha",
+        metavar="P",
+        help="significance level of the comparison, after Holm-Bonferroni (default: 0.05)",
+    )
+    r.option(
+        "--agentbench-max-regression",
+        metavar="SIZE",
+        help="a significant change worse than the baseline by at most SIZE is tolerated "
+        "(default: 0)",
+    )
+    r.option(
+        "--agentbench-baseline-allow-changed",
+        action="store_true",
+        default=False,
+        help="compare although suite digests, world kind or metric definitions changed",
+    )
+
+
+def _add_agent_command(r: _Recording) -> None:
+    """Any agent command over MCP (plugin/command_options.py resolves them)."""
+    r.option(
+        "--agentbench-agent-command",
+        metavar="COMMAND",
+        help="run this command (any language) per case as the agent, connected to the case's "
+        "tools over MCP; split like a shell line, run without one",
+    )
+    r.option(
+        "--agentbench-agent-transport",
+        choices=("http", "stdio"),
+        help="how the agent command reaches the case's MCP server: http (AGENTBENCH_MCP_URL, "
+        "the default) or stdio (its own stdin and stdout)",
+    )
+    r.addini("agentbench_agent_command", "default for --agentbench-agent-command")
+    r.addini("agentbench_agent_transport", "default for --agentbench-agent-transport")
 
 
 def _add_adapter_requirement(r: _Recording) -> None:
@@ -485,6 +508,14 @@ OTHER_ENVIRONMENT = (
     "AGENTBENCH_TOOLGRAMMAR_SEALED",
     # The isolated adapters' kernel sandbox mode (isolation/sandbox_plan.py).
     "AGENTBENCH_SANDBOX",
+    # The sandboxed adapter process's MCP port (isolation/child.py, agents/command.py).
+    "AGENTBENCH_MCP_PORT",
+    # Set for an agent command (agents/command.py): a command that is itself a pytest
+    # run, or a run started from inside one, is not refused for them.
+    "AGENTBENCH_TASK",
+    "AGENTBENCH_FINAL_SCHEMA",
+    "AGENTBENCH_MCP_URL",
+    "AGENTBENCH_MCP_TRANSPORT",
 )
 """The ``AGENTBENCH_*`` variables read that are no chat-model agent setting."""
 INI_PREFIX = "agentbench_"
