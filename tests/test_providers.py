@@ -310,6 +310,25 @@ def test_the_conversation_in_each_wire_format(
     assert not any("Authorization" in h or "x-api-key" in h for h in server.headers)
 
 
+@pytest.mark.parametrize("provider", NATIVE)
+def test_the_per_call_bound_caps_and_polices_native_answers(
+    llm: tuple[ScriptedLLM, str], provider: str
+) -> None:
+    """``max_tokens_per_call`` is sent as the API's output cap, and an answer whose native
+    usage passes it is refused by name, as for chat completions."""
+    server, base_url = llm
+    agent = ChatAgent(settings(provider, base_url, max_tokens_per_call=1000))
+    outcome, _ = solve(agent, "verbose")
+    assert "[llm_usage_over_call_bound]" in (outcome.failure_reason or "")
+    (sent,) = server.requests
+    cap = (
+        sent["max_tokens"]
+        if provider == "anthropic"
+        else sent["generationConfig"]["maxOutputTokens"]
+    )
+    assert 0 < cap < 1000
+
+
 def test_no_key_no_key_header_but_the_anthropic_version(
     llm: tuple[ScriptedLLM, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
