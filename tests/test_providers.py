@@ -548,6 +548,16 @@ def test_a_run_records_and_replays_identically_per_provider(
     assert run["input_tokens"] > 0, "usage read from the native answers"
     assert run["cost"] != "0"
     assert run["attempts"] == run["calls"] + 1, "c3's 429, retried"
+    # The transcripts read the native answers: the tool call, then the final text.
+    (transcripts,) = first["transcripts"]
+    lines = (project.path / transcripts["file"]).read_text(encoding="utf-8").splitlines()
+    c1 = next(line for line in map(json.loads, lines) if line["case_id"] == "c1")
+    answers = [e for e in c1["events"] if e["event"] == "model_response"]
+    assert [len(e["tool_calls"]) for e in answers] == [1, 0]
+    assert answers[0]["tool_calls"][0]["name"] == "add"
+    assert answers[1]["text"] == {"text": '{"answer": 3}'}
+    assert answers[0]["finish_reason"] == {"anthropic": "tool_use", "gemini": "STOP"}[provider]
+    assert answers[0]["usage"]["input"] > 0
     # Each cassette names its provider and holds the body sent and the answer, both valid.
     tapes = sorted((project.path / "cassettes").glob("*.json"))
     assert len(tapes) == len(server.requests) - 1, "one per distinct request (the 429 retried)"
