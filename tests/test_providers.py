@@ -575,6 +575,22 @@ def test_a_run_records_and_replays_identically_per_provider(
         provider,
         {"anthropic": "messages", "gemini": "generateContent"}[provider],
     )
+    # Cassette mode auto: a missing cassette is asked for live and recorded as before.
+    lost = tapes[0]
+    kept = lost.read_bytes()
+    lost.unlink()
+    with ScriptedLLM().serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        mixed, third = _run(
+            project,
+            "auto",
+            f"--agentbench-llm-provider={provider}",
+            "--agentbench-cassette-mode=auto",
+        )
+    mixed.assert_outcomes(passed=2, failed=2)
+    auto = third["model_run"]
+    assert (auto["mode"], auto["recorded"], auto["cassette_hits"]) == ("mixed", 1, run["calls"] - 1)
+    assert lost.read_bytes() == kept
     capsys.readouterr()
     audited = ["audit", str(project.path / "record.json"), str(project.path / "ledger-record")]
     assert main([*audited, "--pricing", str(project.path / "pricing.json")]) == 0, (
