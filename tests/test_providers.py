@@ -24,10 +24,10 @@ from pytest_agentbench.agents.providers import (
     MalformedAnswer,
     encode_request,
     parse_answer,
-    provider_tokens,
     request_provider,
 )
 from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
+from pytest_agentbench.agents.usage import reported_tokens
 from pytest_agentbench.cli.main import main
 from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.ledger import Tokens
@@ -407,7 +407,7 @@ def test_answers_and_usage_of_each_provider() -> None:
     assert (message["content"], finish) == ("calling", "tool_use")
     assert message["tool_calls"][0]["id"] == "toolu_9"
     assert message["native"] == anthropic["content"], "the thinking block is sent back"
-    assert provider_tokens("anthropic", anthropic) == Tokens(input=15, output=4, total=19)
+    assert reported_tokens(anthropic, "anthropic") == Tokens(input=15, output=4, total=19)
     gemini = {
         "candidates": [
             {
@@ -433,7 +433,7 @@ def test_answers_and_usage_of_each_provider() -> None:
     message, finish = parse_answer("gemini", gemini)
     assert (message["content"], finish) == (None, "STOP"), "a thought is not the answer"
     assert [c["id"] for c in message["tool_calls"]] == ["g1", "call_2"]
-    assert provider_tokens("gemini", gemini) == Tokens(input=7, output=7, total=14)
+    assert reported_tokens(gemini, "gemini") == Tokens(input=7, output=7, total=14)
     # The neutral conversation carries the native parts back, with the id Gemini gave.
     neutral = {
         "model": "m",

@@ -31,7 +31,6 @@ from urllib.parse import quote
 
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.ledger import Tokens
 
 Provider = Literal["openai", "anthropic", "gemini"]
 PROVIDERS: Final[tuple[str, ...]] = get_args(Provider)
@@ -417,13 +416,13 @@ def _count(usage: Mapping[str, Any], key: str) -> int | None:
     return None
 
 
-def _tokens(input_: int | None, output: int | None, total: int | None) -> Tokens | None:
+def _tokens(input_: int | None, output: int | None, total: int | None) -> dict[str, int] | None:
     counts = {
         name: value
         for name, value in (("input", input_), ("output", output), ("total", total))
         if value is not None
     }
-    return Tokens(**counts) if counts else None
+    return counts or None
 
 
 def _sum(*values: int | None) -> int | None:
@@ -431,8 +430,10 @@ def _sum(*values: int | None) -> int | None:
     return sum(given) if given else None
 
 
-def provider_tokens(provider: str, body: Any) -> Tokens | None:
-    """The token counts a native answer reports (the OpenAI-compatible ones: ``usage``)."""
+def provider_tokens(provider: str, body: Any) -> dict[str, int] | None:
+    """The token counts a native answer reports, by :class:`~pytest_agentbench.sdk.ledger.Tokens`
+    field (``agents.usage`` makes them one; this module imports no ledger code, as the
+    settings, which every pytest process imports, import it)."""
     if not isinstance(body, dict):
         return None
     if provider == "anthropic":

@@ -29,7 +29,8 @@ _TOKEN_FIELDS = {"input": "prompt_tokens", "output": "completion_tokens", "total
 
 def reported_tokens(body: JsonValue, provider: str = "openai") -> Tokens | None:
     if provider != "openai":
-        return provider_tokens(provider, body)
+        native = provider_tokens(provider, body)
+        return None if native is None else Tokens(**native)
     usage = body.get("usage") if isinstance(body, dict) else None
     if not isinstance(usage, dict):
         return None
