@@ -27,6 +27,7 @@ from typing import Any
 from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import EncodedRequest, RecordedResponse
 from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run
+from pytest_agentbench.agents.providers import MalformedAnswer, encode_request, parse_answer
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transcribe import refusal_event, request_event, response_event
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
@@ -76,6 +77,7 @@ class ChatAgent:
             )
         self.run = current_run(self.settings) if run is None else run
         self.transport = ChatTransport(self.settings, self.run) if transport is None else transport
+        self.provider = self.settings.provider
         self.usage = UsageLog()
         self._tool_lists: dict[tuple[tuple[str, str, int], ...], _ToolList] = {}
 
@@ -109,9 +111,14 @@ class ChatAgent:
             tool_calls = message.get("tool_calls") or []
             if not tool_calls:
                 return final_text(message.get("content"))
-            messages.append(
-                {"role": "assistant", "content": message.get("content"), "tool_calls": tool_calls}
-            )
+            said: dict[str, JsonValue] = {
+                "role": "assistant",
+                "content": message.get("content"),
+                "tool_calls": tool_calls,
+            }
+            if "native" in message:
+                said["native"] = message["native"]  # a native provider's blocks, echoed back
+            messages.append(said)
             for index, call in enumerate(tool_calls):
                 messages.append(self._answer_call(session, call, f"{turn}.{index}"))
         raise ChatAgentError(
@@ -187,7 +194,7 @@ class ChatAgent:
         # (about four bytes a token) until its answer reports what it used.
         expected = reservation.tokens or len(encoded.text) // 4 + 1
         if transcript is not None:
-            transcript.note(request_event(encoded, transcribed))
+            transcript.note(request_event(encoded, transcribed, request["messages"]))
         announced: list[bool] = []
 
         def on_send() -> None:
@@ -212,8 +219,8 @@ class ChatAgent:
             on_send()  # a transport that does not announce what it sends
         response = exchange.response
         if transcript is not None:
-            transcript.note(response_event(response))
-        tokens = final_tokens(response)
+            transcript.note(response_event(response, self.provider))
+        tokens = final_tokens(response, self.provider)
         guard.settle(
             reservation,
             None if tokens is None else tokens.input,
@@ -239,11 +246,15 @@ class ChatAgent:
                 transcript.note(refusal_event(exchange.refused.code))
             raise exchange.refused
         self._refuse_overspent(tokens)
-        return assistant_message(response, self.settings.timeout_s)
+        return assistant_message(response, self.settings.timeout_s, self.provider)
 
     def _bounded(self, request: dict[str, JsonValue]) -> EncodedRequest:
-        """The request as sent: with a per-call bound, ``max_tokens`` caps its answer."""
-        return bounded_request(request, self.settings.max_tokens_per_call)
+        """The request as sent: with a per-call bound, ``max_tokens`` caps its answer; for a
+        native provider, its own body made from the neutral request as bounded."""
+        encoded = bounded_request(request, self.settings.max_tokens_per_call)
+        if self.provider == "openai":
+            return encoded
+        return EncodedRequest(encode_request(self.provider, encoded.body))
 
     def _refuse_overspent(self, tokens: Tokens | None) -> None:
         """An answer that used more than the call was reserved for is refused by name.
@@ -311,34 +322,38 @@ def overspent_call(tokens: Tokens | None, bound: int | None) -> str | None:
     )
 
 
-def assistant_message(response: RecordedResponse, timeout_s: float) -> dict[str, Any]:
-    """The assistant message of a chat-completions answer, or the classified failure."""
+def assistant_message(
+    response: RecordedResponse, timeout_s: float, provider: str = "openai"
+) -> dict[str, Any]:
+    """The (neutral) assistant message of an answer, or the classified failure."""
     if response.transport_error == "timeout":
         raise ChatAgentError("llm_timeout", f"no answer within {timeout_s:g}s")
     status = response.status
     if status == 429:
         raise ChatAgentError("llm_rate_limited", "the endpoint kept answering HTTP 429")
+    if status in AUTH_STATUSES:
+        raise ChatAgentError(
+            "llm_auth_failed",
+            f"the endpoint refused the key (HTTP {status}): check the variable "
+            "agentbench_llm_api_key_env names",
+        )
     if status is None or not 200 <= status < 300:
         raise ChatAgentError("llm_http_error", f"the endpoint answered HTTP {status}")
     if response.text_body is not None:
         raise ChatAgentError("llm_malformed_response", "the endpoint's answer is not JSON")
     try:
-        message = response.json_body["choices"][0]["message"]
-        if not isinstance(message, dict):
-            raise TypeError
-        for call in message.get("tool_calls") or []:
-            function = call["function"]
-            if not (
-                isinstance(call["id"], str)
-                and isinstance(function["name"], str)
-                and isinstance(function["arguments"], str | dict)
-            ):
-                raise TypeError
-    except (KeyError, IndexError, TypeError):
-        raise ChatAgentError(
-            "llm_malformed_response", "the answer is not a chat completion with a message"
-        ) from None
+        message, _ = parse_answer(provider, response.json_body)
+    except MalformedAnswer:
+        raise ChatAgentError("llm_malformed_response", MALFORMED[provider]) from None
     return message
+
+
+AUTH_STATUSES = frozenset({401, 403})
+MALFORMED = {
+    "openai": "the answer is not a chat completion with a message",
+    "anthropic": "the answer is not an Anthropic message",
+    "gemini": "the answer is not a Gemini response with a candidate",
+}
 
 
 def final_text(content: Any) -> str:

@@ -33,13 +33,20 @@ from pytest_agentbench.agents.budget import (
     read_pricing,
 )
 from pytest_agentbench.agents.limits import Backoff, Clock, RateLimiter, SystemClock, Wait
-from pytest_agentbench.agents.settings import DIGESTED, ChatSettings, digest_of_settings
+from pytest_agentbench.agents.providers import provider_label
+from pytest_agentbench.agents.settings import (
+    DIGESTED,
+    ChatSettings,
+    digest_of_settings,
+    with_provider,
+)
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Outcome, Record
 from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.transcript import CaseTranscript, transcript_scope
 
 PROVIDER = "openai-compatible"
+"""The OpenAI-compatible provider's label (judges speak only it); a run's is its settings'."""
 Digest = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
@@ -465,11 +472,11 @@ class RunSettings(Record):
     requests_per_minute: StrictInt | None
     tokens_per_minute: StrictInt | None
 
-    def digest(self, model: str) -> str:
-        """The settings digest these settings and ``model`` make: the provenance's
-        ``settings_digest`` when they are the settings it was made from."""
+    def digest(self, model: str, provider: str = "openai") -> str:
+        """The settings digest these settings, ``model`` and ``provider`` make: the
+        provenance's ``settings_digest`` when they are the settings it was made from."""
         shaping = self.model_dump(mode="json", include=set(DIGESTED))
-        return digest_of_settings({"model": model or None, **shaping})
+        return digest_of_settings(with_provider({"model": model or None, **shaping}, provider))
 
 
 def run_settings(settings: ChatSettings) -> RunSettings:
@@ -539,7 +546,7 @@ def run_provenance(
             excluded.append(nodeid)
     mode = run_mode(settings)
     return RunProvenance(
-        provider=PROVIDER,
+        provider=provider_label(settings.provider),
         base_url_host=endpoint_host(settings.base_url),
         model=settings.model or "",
         mode=mode,

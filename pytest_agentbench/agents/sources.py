@@ -39,6 +39,9 @@ SOURCES: dict[str, tuple[str, str]] = {
     "max_tokens": ("agentbench_max_tokens", "AGENTBENCH_MAX_TOKENS"),
     "max_cost": ("agentbench_max_cost", "AGENTBENCH_MAX_COST"),
     "pricing": ("agentbench_pricing", "AGENTBENCH_PRICING"),
+    # The model API the chat agent speaks (agents/providers.py); also
+    # --agentbench-llm-provider.
+    "provider": ("agentbench_llm_provider", "AGENTBENCH_LLM_PROVIDER"),
 }
 
 RUN_LIMITS: dict[str, tuple[str, str]] = {

@@ -22,13 +22,15 @@ from pytest_agentbench.agents.cassettes import (
 )
 from pytest_agentbench.agents.limits import Wait, wait
 from pytest_agentbench.agents.provenance import ModelRun, current_run
+from pytest_agentbench.agents.providers import auth_headers, request_provider, wire
 from pytest_agentbench.agents.settings import ChatSettings, refuse_credentials
 from pytest_agentbench.agents.usage import reported_tokens
 from pytest_agentbench.sdk.canonical import loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.ledger import Tokens
 
-RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+"""529: Anthropic's "overloaded"."""
 
 
 class ChatAgentError(AgentbenchError):
@@ -190,13 +192,9 @@ class ChatTransport:
         credentials = refuse_credentials(self.settings.base_url)
         if credentials is not None:
             raise ChatAgentError("llm_base_url_credentials", credentials)
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.settings.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
         return httpx.Client(
             base_url=self.settings.base_url.rstrip("/") + "/",
-            headers=headers,
+            headers={"Content-Type": "application/json"},
             timeout=self.settings.timeout_s,
             verify=_shared_tls_context(),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
@@ -207,7 +205,12 @@ class ChatTransport:
     ) -> Exchange:
         httpx = _httpx()
 
-        body = request.text.encode("utf-8")
+        # Each request names its provider (a judge's is always OpenAI-compatible), so the
+        # path and the auth headers are the request's, not the client's.
+        provider = request_provider(request)
+        path, text = wire(request, request.text)
+        body = text.encode("utf-8")
+        headers = auth_headers(provider, os.environ.get(self.settings.api_key_env))
         limiter, clock = self.run.limiter, self.run.clock
         faults: list[str] = []
         waits: list[Wait] = []
@@ -219,7 +222,7 @@ class ChatTransport:
                 if on_send is not None and not faults:
                     on_send()
                 try:
-                    answer = client.post("chat/completions", content=body)
+                    answer = client.post(path, content=body, headers=headers)
                 except httpx.TimeoutException:
                     limiter.release(permit, None)
                     response = RecordedResponse(transport_error="timeout", faults=tuple(faults))
@@ -236,7 +239,7 @@ class ChatTransport:
                     limiter.release(permit, None)
                     raise
             response = _recorded(answer.status_code, answer.text)
-            reported = reported_tokens(response.json_body)
+            reported = reported_tokens(response.json_body, provider)
             limiter.release(permit, None if reported is None else _used(reported))
             if answer.status_code in RETRIED_STATUSES and len(faults) < self.settings.max_retries:
                 try:

@@ -12,7 +12,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from pytest_agentbench.agents.cassettes import AnyRequest, RecordedResponse, request_digest
+from pytest_agentbench.agents.cassettes import (
+    AnyRequest,
+    RecordedResponse,
+    encoded,
+    request_digest,
+)
+from pytest_agentbench.agents.providers import provider_tokens, request_provider
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.ledger import Attempt, Tokens, UsageReport
 
@@ -21,7 +27,10 @@ CUT_OFF = "cut_off"
 _TOKEN_FIELDS = {"input": "prompt_tokens", "output": "completion_tokens", "total": "total_tokens"}
 
 
-def reported_tokens(body: JsonValue) -> Tokens | None:
+def reported_tokens(body: JsonValue, provider: str = "openai") -> Tokens | None:
+    if provider != "openai":
+        native = provider_tokens(provider, body)
+        return None if native is None else Tokens(**native)
     usage = body.get("usage") if isinstance(body, dict) else None
     if not isinstance(usage, dict):
         return None
@@ -49,7 +58,7 @@ def retried_attempt(fault: str) -> dict[str, Any]:
     return {"outcome": "fault", "fault": fault, **_received(status)}
 
 
-def final_attempt(response: RecordedResponse) -> dict[str, Any]:
+def final_attempt(response: RecordedResponse, provider: str = "openai") -> dict[str, Any]:
     """The attempt that ended a request, without its index."""
     if response.transport_error is not None:
         return {"outcome": "fault", "fault": response.transport_error, "response_received": False}
@@ -60,19 +69,19 @@ def final_attempt(response: RecordedResponse) -> dict[str, Any]:
         return {"outcome": "unclassified_error", "fault": "not_json", **_received(status)}
     return {
         "outcome": "response",
-        "tokens": reported_tokens(response.json_body),
+        "tokens": reported_tokens(response.json_body, provider),
         **_received(status),
     }
 
 
-def final_tokens(response: RecordedResponse) -> Tokens | None:
+def final_tokens(response: RecordedResponse, provider: str = "openai") -> Tokens | None:
     """The token counts of the answer that ended a request, when it reported them."""
     if response.transport_error is not None or response.text_body is not None:
         return None
     status = response.status
     if status is None or not 200 <= status < 300:
         return None
-    return reported_tokens(response.json_body)
+    return reported_tokens(response.json_body, provider)
 
 
 class UsageLog:
@@ -127,7 +136,12 @@ class UsageLog:
         digest = request_digest(request)
         for fault in response.faults:
             attempts.append({**retried_attempt(fault), "request_digest_sha256": digest})
-        attempts.append({**final_attempt(response), "request_digest_sha256": digest})
+        attempts.append(
+            {
+                **final_attempt(response, request_provider(encoded(request))),
+                "request_digest_sha256": digest,
+            }
+        )
         requests.append(digest)
 
     def drain(self) -> UsageReport | None:

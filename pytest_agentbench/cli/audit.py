@@ -38,6 +38,7 @@ from pydantic import ValidationError
 
 from pytest_agentbench.agents.budget import PricingTable, decimal_text, read_pricing
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
+from pytest_agentbench.agents.providers import provider_of_label
 from pytest_agentbench.agents.usage import CUT_OFF
 from pytest_agentbench.cli.report_limit import MAX_REPORT_BYTES, add_max_report_bytes
 from pytest_agentbench.judging.documents import judgments_path, read_judgments
@@ -598,11 +599,16 @@ def _check_mixed_run(report: Path, model_run: RunProvenance, totals: RunTotals) 
 
 def _check_run(report: Path, model_run: RunProvenance, totals: RunTotals, priced: bool) -> None:
     settings = model_run.settings
-    if settings is not None and settings.digest(model_run.model) != model_run.settings_digest:
+    provider = provider_of_label(model_run.provider)
+    if (
+        settings is not None
+        and settings.digest(model_run.model, provider) != model_run.settings_digest
+    ):
         # The ledgers bind the digest; the settings in clear are bound only through it.
         raise _refuse(
             "audit_settings_mismatch",
-            f"the run's settings in clear hash to sha256:{settings.digest(model_run.model)}, "
+            f"the run's settings in clear hash to sha256:"
+            f"{settings.digest(model_run.model, provider)}, "
             f"not to its settings_digest sha256:{model_run.settings_digest}",
             report,
         )

@@ -28,13 +28,13 @@ import pytest
 
 from pytest_agentbench.agents.budget import BudgetRefused, Tally
 from pytest_agentbench.agents.provenance import (
-    PROVIDER,
     TALLY_FILE,
     WINDOW_FILE,
     ModelRun,
     configure_run,
     endpoint_host,
 )
+from pytest_agentbench.agents.providers import provider_label
 from pytest_agentbench.agents.settings import ChatSettings, configure, resolve_settings
 from pytest_agentbench.agents.sources import RUN_LIMITS
 from pytest_agentbench.run.session import RUN_KEY
@@ -57,6 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "cassette_mode": decided or config.getoption("agentbench_cassette_mode"),
         **{name: config.getoption(f"agentbench_{name}") for name in RUN_LIMITS},
         "pricing": None if pricing is None else str(Path(pricing).resolve()),
+        "provider": config.getoption("agentbench_llm_provider"),
     }
 
     def ini(key: str) -> str | None:
@@ -186,8 +187,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def header_text(run: ModelRun) -> str:
     settings = run.settings
     mode = settings.effective_mode
+    endpoint = endpoint_host(settings.base_url) or "(no endpoint)"
     parts = [
-        f"{PROVIDER} {endpoint_host(settings.base_url) or '(no endpoint)'}",
+        f"{provider_label(settings.provider)} {endpoint}",
         f"model {settings.model}",
         {
             "replay": "replay",

@@ -95,6 +95,19 @@ def _add_input_limits(r: _Recording) -> None:
     )
 
 
+def _add_llm_settings(r: _Recording) -> None:
+    """The chat-model agent's provider, run limits and settings (one ini key each)."""
+    r.option(
+        "--agentbench-llm-provider",
+        metavar="NAME",
+        help="the chat-model agent's API: openai (-compatible, the default), anthropic, gemini",
+    )
+    for name, (metavar, text) in RUN_LIMITS.items():
+        r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)
+    for name, (ini_key, env_key) in SOURCES.items():
+        r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register every option and ini key, noting each one's default."""
     r = _Recording(parser)
@@ -273,10 +286,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="record, replay, auto (replay hits, record misses) or off "
         "(default: replay when DIR exists, else record)",
     )
-    for name, (metavar, text) in RUN_LIMITS.items():
-        r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)
-    for name, (ini_key, env_key) in SOURCES.items():
-        r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
+    _add_llm_settings(r)
     _add_agent_command(r)
     # Judged diagnostics (plugin/judged.py).
     r.option(
