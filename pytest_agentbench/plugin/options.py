@@ -95,6 +95,24 @@ def _add_input_limits(r: _Recording) -> None:
     )
 
 
+def _add_matrix_options(r: _Recording) -> None:
+    # Model matrices (agents/matrix.py): every case runs once per model.
+    r.option(
+        "--agentbench-model",
+        action="append",
+        metavar="NAME",
+        default=[],
+        help="run every case with the chat model NAME (repeatable: each model a trial "
+        "dimension, items case[model=NAME])",
+    )
+    r.option(
+        "--agentbench-models",
+        metavar="FILE",
+        help="a models file (YAML or JSON, agentbench-models/1): the models to run every "
+        "case with, each with its own endpoint, temperature, seed, token bound and price",
+    )
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register every option and ini key, noting each one's default."""
     r = _Recording(parser)
@@ -274,6 +292,7 @@ def add_options(parser: pytest.Parser) -> None:
     )
     for name, (metavar, text) in RUN_LIMITS.items():
         r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)
+    _add_matrix_options(r)
     for name, (ini_key, env_key) in SOURCES.items():
         r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
     # Judged diagnostics (plugin/judged.py).

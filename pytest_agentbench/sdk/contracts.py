@@ -13,7 +13,14 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from pytest_agentbench.sdk.canonical import JsonValue
 
@@ -166,6 +173,16 @@ class CaseResult(Record):
     artifact: dict[str, JsonValue] | None = None
     """Under ``--agentbench-artifacts``: the case's episode artefact, ``{file, digest_sha256}``
     (``file`` relative to the artefacts folder)."""
+    model: str | None = None
+    """The matrix model that answered (``--agentbench-model`` repeated); ``None`` outside a
+    matrix, and then left out of the result's JSON, so a run of one model reads as before."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_model(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("model", 0) is None:
+            del data["model"]
+        return data
 
     @property
     def unit(self) -> str:
