@@ -107,6 +107,10 @@ def test_two_models_give_one_table_serially_and_under_xdist(
             "--agentbench-model=scripted-model",
             "--agentbench-model=weak-model",
             f"--agentbench-cassettes={demo.path / 'tapes-named'}",
+            # Cases run ahead in threads: each still answered by its own model.
+            "--agentbench-concurrency=3",
+            f"--agentbench-record={demo.path / 'records'}",
+            f"--agentbench-receipts={demo.path / 'receipts'}",
         )
     serial.assert_outcomes(passed=6, failed=2)
     spread.assert_outcomes(passed=6, failed=2)
@@ -166,6 +170,11 @@ def test_two_models_give_one_table_serially_and_under_xdist(
         strong["counts"],
         weak["counts"],
     ]
+    # Every model's run of a case keeps its own record and receipt.
+    for folder in ("records", "receipts"):
+        files = {p.name for p in (demo.path / folder / "chat-suite").iterdir()}
+        assert len(files) == 8, files
+        assert "c3[model=weak-model].json" in files
 
 
 def test_a_matrix_refuses_what_it_cannot_combine_with(demo: pytest.Pytester) -> None:

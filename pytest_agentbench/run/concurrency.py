@@ -186,16 +186,23 @@ class CaseJob:
             # Imported only for artefacts: it imports the ledger's modules.
             from pytest_agentbench.run.episode_artifacts import artifact_item
 
-            item = artifact_item(adapter_class(self.adapter), self.case.case_id, self.trial)
-        return self.state.settle(
-            self.loaded,
-            self.case,
-            outcome,
-            case_ledger,
-            seen=self.seen,
-            calls=self.calls,
-            item=item,
-        )
+            item = artifact_item(
+                adapter_class(self.adapter), self.case.case_id, self.trial, self.model
+            )
+        # Settled on the item's thread: under a model matrix, as the case's model's run.
+        token = enter_model(self.model)
+        try:
+            return self.state.settle(
+                self.loaded,
+                self.case,
+                outcome,
+                case_ledger,
+                seen=self.seen,
+                calls=self.calls,
+                item=item,
+            )
+        finally:
+            leave_model(token)
 
 
 def _interrupt(thread: threading.Thread) -> None:
