@@ -76,6 +76,35 @@ def _run(project: pytest.Pytester, tag: str, *args: str) -> tuple[pytest.RunResu
     return result, json.loads(report.read_text()) if report.exists() else {}
 
 
+def _assert_side_outputs(path: Path) -> None:
+    """The serial run's log, HTML page, cassettes and ledgers, each per model."""
+    # The run log names each model at the start, and each case's model.
+    start, *events = (
+        json.loads(line) for line in (path / "serial.json.log.ndjson").read_text().splitlines()
+    )
+    assert start["model"] is None
+    assert {name: shown["model"] for name, shown in start["models"].items()} == {
+        "strong": "scripted-model",
+        "weak": "weak-model",
+    }
+    assert (
+        sorted(e["model"] for e in events if e["event"] == "case") == ["strong"] * 4 + ["weak"] * 4
+    )
+    page = (path / "serial.html").read_text(encoding="utf-8")
+    models_table = page[page.index("<h3>Models</h3>") : page.index("<h3>Metrics</h3>")]
+    assert '<th scope="row">strong</th><td class="num">4</td><td class="num">0</td>' in models_table
+    assert '<th scope="row">weak</th><td class="num">2</td><td class="num">2</td>' in models_table
+    assert '<th scope="row">strong vs weak</th><td class="num">4</td>' in models_table
+    # Each model records into a cassette folder of its own, and each case a ledger per model.
+    assert sorted(p.name for p in (path / "tapes-spread").iterdir()) == ["strong", "weak"]
+    ledgers = sorted(p.name for p in (path / "ledger-serial").rglob("*") if p.is_file())
+    assert len(ledgers) == 8, ledgers
+    weak_ledger = next((path / "ledger-serial").rglob("c3%5Bmodel%3Dweak%5D.ndjson"))
+    header = weak_ledger.read_text(encoding="utf-8").splitlines()[0]
+    assert "weak-model" in header, "its header names the model that answered"
+    assert "scripted-model" not in header
+
+
 def test_two_models_give_one_table_serially_and_under_xdist(
     demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,21 +175,9 @@ def test_two_models_give_one_table_serially_and_under_xdist(
     # Each model asked with its own settings.
     sent = {(r["model"], r["temperature"], r.get("seed")) for r in from_file}
     assert sent == {("scripted-model", 0.0, 0), ("weak-model", 0.5, 7)}
-    page = (demo.path / "serial.html").read_text(encoding="utf-8")
-    models_table = page[page.index("<h3>Models</h3>") : page.index("<h3>Metrics</h3>")]
-    assert '<th scope="row">strong</th><td class="num">4</td><td class="num">0</td>' in models_table
-    assert '<th scope="row">weak</th><td class="num">2</td><td class="num">2</td>' in models_table
-    assert '<th scope="row">strong vs weak</th><td class="num">4</td>' in models_table
+    _assert_side_outputs(demo.path)
     # -n 2 aggregates exactly what the serial run did.
     assert normalised(spread_report["suites"]) == normalised(serial_report["suites"])
-    # Each model records into a cassette folder of its own, and each case a ledger per model.
-    assert sorted(p.name for p in (demo.path / "tapes-spread").iterdir()) == ["strong", "weak"]
-    ledgers = sorted(p.name for p in (demo.path / "ledger-serial").rglob("*") if p.is_file())
-    assert len(ledgers) == 8, ledgers
-    weak_ledger = next((demo.path / "ledger-serial").rglob("c3%5Bmodel%3Dweak%5D.ndjson"))
-    header = weak_ledger.read_text(encoding="utf-8").splitlines()[0]
-    assert "weak-model" in header, "its header names the model that answered"
-    assert "scripted-model" not in header
     (named_suite,) = named_report["suites"]
     assert [row["model"] for row in named_suite["models"]["rows"]] == [
         "scripted-model",
