@@ -26,6 +26,7 @@ from pytest_agentbench.agents.matrix import (
 from pytest_agentbench.agents.settings import ChatSettings
 from pytest_agentbench.report.summary import SuiteSummary
 from pytest_agentbench.scoring.matrix import model_item_name, split_model, summarise_suite
+from pytest_agentbench.scoring.trials import summarise_trials
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, MetricSpec
 from pytest_agentbench.sdk.errors import UsageError
 from tests.chat_projects import CHAT_RUN_ARGS, write_chat_project
@@ -194,13 +195,36 @@ def test_two_models_give_one_table_serially_and_under_xdist(
         assert "c3[model=weak-model].json" in files
 
 
-def test_a_matrix_refuses_what_it_cannot_combine_with(demo: pytest.Pytester) -> None:
+def test_a_matrix_refuses_what_it_cannot_combine_with(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_chat_project(demo, {"c1": "tools"})
+    monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # never asked
     duplicate = demo.runpytest_inprocess(
         *CHAT_RUN_ARGS, "--agentbench-model=a", "--agentbench-model=a"
     )
     assert duplicate.ret == pytest.ExitCode.USAGE_ERROR
     duplicate.stderr.fnmatch_lines(["*[[]duplicate_model[]]*--agentbench-model*"])
+    # One model is no matrix; two models and two trials make four items a case.
+    single = demo.runpytest_inprocess(*CHAT_RUN_ARGS, "--agentbench-model=m", "--co", "-q")
+    single.stdout.fnmatch_lines(["suites/chat-suite/cases.jsonl::c1"])
+    repeated = demo.runpytest_inprocess(
+        *CHAT_RUN_ARGS,
+        "--agentbench-model=a",
+        "--agentbench-model=b",
+        "--agentbench-repeat=2",
+        "--co",
+        "-q",
+    )
+    repeated.stdout.fnmatch_lines(
+        [
+            "*::c1?model=a??trial-1?",
+            "*::c1?model=a??trial-2?",
+            "*::c1?model=b??trial-1?",
+            "*::c1?model=b??trial-2?",
+            "4/6 tests collected (2 deselected)*",
+        ]
+    )
     isolated = demo.runpytest_inprocess(
         *CHAT_RUN_ARGS, "--agentbench-model=a", "--agentbench-model=b", "--agentbench-isolate"
     )
@@ -327,6 +351,19 @@ def test_summarise_suite_pairs_models_on_the_same_cases() -> None:
     assert (ac.pairs, ac.p_value, ac.pass_rate_a) == (0, None, None), "no case in common"
     assert bc.pairs == 0
     assert ab.adjusted_p == pytest.approx(2 / 32), "the only tested pair: Holm keeps it"
+
+
+def test_trials_are_counted_per_model() -> None:
+    results = [
+        _result("c1", model, passed).model_copy(update={"trial": trial})
+        for model, passes in (("a", (True, True)), ("b", (True, False)))
+        for trial, passed in enumerate(passes, start=1)
+    ]
+    trials = summarise_trials("s", results)
+    assert trials is not None
+    assert (trials.trials, trials.cases) == (2, 2)
+    assert trials.pass_hat_k.value == 0.5, "a passed both trials, b one of two"
+    assert trials.inconsistent_cases == ("c1[model=b]",)
 
 
 def test_a_run_of_one_model_reports_no_model_keys() -> None:
