@@ -142,9 +142,18 @@ def test_two_models_give_one_table_serially_and_under_xdist(
             f"--agentbench-record={demo.path / 'records'}",
             f"--agentbench-receipts={demo.path / 'receipts'}",
         )
+    # The server is gone: each model replays from its own cassette folder.
+    replayed, replayed_report = _run(
+        demo,
+        "replayed",
+        "--agentbench-models=models.yaml",
+        f"--agentbench-cassettes={demo.path / 'tapes-spread'}",
+    )
     serial.assert_outcomes(passed=6, failed=2)
     spread.assert_outcomes(passed=6, failed=2)
     named.assert_outcomes(passed=6, failed=2)
+    replayed.assert_outcomes(passed=6, failed=2)
+    assert normalised(replayed_report["suites"]) == normalised(serial_report["suites"])
     serial.stdout.fnmatch_lines(
         [
             "*c1?model=strong? PASSED*",
