@@ -234,6 +234,21 @@ def test_a_matrix_refuses_what_it_cannot_combine_with(
             "4/6 tests collected (2 deselected)*",
         ]
     )
+    # Each model's worst case (1 case x 4 turns x 3 attempts) against its own budget: 12
+    # calls each are allowed, as a budget for both together would not be; 11 are not.
+    budgets = {}
+    for ceiling in (12, 11):
+        budgets[ceiling] = demo.runpytest_inprocess(
+            *CHAT_RUN_ARGS,
+            "--agentbench-model=a",
+            "--agentbench-model=b",
+            f"--agentbench-max-calls={ceiling}",
+            "--co",
+            "-q",
+        )
+    assert budgets[12].ret == pytest.ExitCode.OK
+    assert budgets[11].ret == pytest.ExitCode.USAGE_ERROR
+    budgets[11].stdout.fnmatch_lines(["*run refused before any call*"])
     isolated = demo.runpytest_inprocess(
         *CHAT_RUN_ARGS, "--agentbench-model=a", "--agentbench-model=b", "--agentbench-isolate"
     )
