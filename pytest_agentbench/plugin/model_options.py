@@ -79,7 +79,8 @@ def pytest_configure(config: pytest.Config) -> None:
         models = resolve_matrix(
             config.getoption("agentbench_model", None),
             config.getoption("agentbench_models", None),
-            config.rootpath,
+            # Relative to where pytest was invoked, as --agentbench-pricing is.
+            config.invocation_params.dir,
         )
         price, runs = None, {}
         if len(models) == 1:
