@@ -6,9 +6,8 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from pydantic import SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.recorder import Identity, RunRecorder
@@ -96,16 +95,9 @@ class SuiteSummary(Record):
     """How each metric is computed: a baseline comparison pairs only like with like."""
     trials: TrialSummary | None = None
     """pass@1, pass^k, pass@k and consistency under repeats or clusters; else ``None``."""
-    models: SuiteMatrix | None = None
+    models: SuiteMatrix | None = Field(default=None, exclude_if=lambda value: value is None)
     """Under a model matrix: each model's counts and metrics, and the models' paired
     comparisons; ``None`` (and left out of the report) otherwise."""
-
-    @model_serializer(mode="wrap")
-    def _without_unset_models(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("models", 0) is None:
-            del data["models"]
-        return data
 
     @property
     def ok(self) -> bool:

@@ -13,14 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pytest_agentbench.sdk.canonical import JsonValue
 
@@ -173,16 +166,10 @@ class CaseResult(Record):
     artifact: dict[str, JsonValue] | None = None
     """Under ``--agentbench-artifacts``: the case's episode artefact, ``{file, digest_sha256}``
     (``file`` relative to the artefacts folder)."""
-    model: str | None = None
+    model: str | None = Field(default=None, exclude_if=lambda value: value is None)
     """The matrix model that answered (``--agentbench-model`` repeated); ``None`` outside a
-    matrix, and then left out of the result's JSON, so a run of one model reads as before."""
-
-    @model_serializer(mode="wrap")
-    def _without_unset_model(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("model", 0) is None:
-            del data["model"]
-        return data
+    matrix, and then left out of the result's JSON, so a run of one model reads as before.
+    (``exclude_if`` rather than a wrapping serializer: that doubled the cost of a dump.)"""
 
     @property
     def unit(self) -> str:
