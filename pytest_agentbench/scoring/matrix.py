@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar, Token
+from decimal import Decimal
 from itertools import combinations
 
 from pytest_agentbench.scoring.stats import holm_bonferroni, mcnemar_exact
@@ -105,14 +106,15 @@ class ModelPair(Record):
 
 
 class SuiteMatrix(Record):
+    """A suite's ``models`` block: a model-by-metric table and the models' pairs."""
+
     suite_id: str
     rows: tuple[ModelRow, ...]
     pairs: tuple[ModelPair, ...]
 
 
 def _traffic(results: Sequence[CaseResult]) -> tuple[int, int, int, str | None]:
-    from decimal import Decimal
-
+    """Calls, input and output tokens, and the exact cost (``None``: no case priced)."""
     calls = inputs = outputs = 0
     cost: Decimal | None = None
     for result in results:
