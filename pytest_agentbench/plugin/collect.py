@@ -513,8 +513,9 @@ class _SuiteCollector(pytest.File):
             raise SuiteCollectionError(
                 AgentbenchError(
                     "too_many_items",
-                    f"{len(cases)} cases x {count} trials x {len(models)} models would make "
-                    f"{total} case items in "
+                    f"{len(cases)} cases x {count} trials"
+                    + (f" x {len(models)} models" if len(models) > 1 else "")
+                    + f" would make {total} case items in "
                     f"this run, over the limit of {options.max_items} "
                     "(raise it with --agentbench-max-items N)",
                     file=suite.display(relative),
