@@ -300,8 +300,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def _open_run_log(config: pytest.Config, options: Options) -> None:
     """Where results arrive: the run log at ``--agentbench-log``, or a model run's beside
     its report, opened with its ``start`` event."""
+    from pytest_agentbench.agents.provenance import model_runs
+
     run = config.stash.get(RUN_KEY, None)
-    model = run is not None and bool(run.settings.model)
+    matrix = model_runs()
+    model = run is not None and (bool(run.settings.model) or bool(matrix))
     path = options.log_path
     if path is None and options.report_path is not None and model:
         from pytest_agentbench.report.run_log import default_log_path
@@ -315,9 +318,18 @@ def _open_run_log(config: pytest.Config, options: Options) -> None:
     recorder = config.stash[RECORDER_KEY]
     recorder.log = RunLog(path)
     provenance = (
-        run_provenance(run.settings, run.pricing, []) if run is not None and model else None
+        run_provenance(run.settings, run.pricing, [])
+        if run is not None and run.settings.model and not matrix
+        else None
     )
-    recorder.log.start(None if provenance is None else provenance.model_dump(mode="json"))
+    recorder.log.start(
+        None if provenance is None else provenance.model_dump(mode="json"),
+        {
+            name: run_provenance(each.settings, each.pricing, []).model_dump(mode="json")
+            for name, each in matrix.items()
+        }
+        or None,
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

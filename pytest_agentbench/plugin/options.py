@@ -108,6 +108,24 @@ def _add_llm_settings(r: _Recording) -> None:
         r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
 
 
+def _add_matrix_options(r: _Recording) -> None:
+    # Model matrices (agents/matrix.py): every case runs once per model.
+    r.option(
+        "--agentbench-model",
+        action="append",
+        metavar="NAME",
+        default=[],
+        help="run every case with the chat model NAME (repeatable: each model a trial "
+        "dimension, items case[model=NAME])",
+    )
+    r.option(
+        "--agentbench-models",
+        metavar="FILE",
+        help="a models file (YAML or JSON, agentbench-models/1): the models to run every "
+        "case with, each with its own endpoint, temperature, seed, token bound and price",
+    )
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register every option and ini key, noting each one's default."""
     r = _Recording(parser)
@@ -287,6 +305,7 @@ def add_options(parser: pytest.Parser) -> None:
         "(default: replay when DIR exists, else record)",
     )
     _add_llm_settings(r)
+    _add_matrix_options(r)
     _add_agent_command(r)
     # Judged diagnostics (plugin/judged.py).
     r.option(

@@ -16,6 +16,7 @@ from pytest_agentbench.report.html.assets import CSS, SCRIPT
 from pytest_agentbench.report.html.comparison import comparison_section
 from pytest_agentbench.report.html.grid import grid_section
 from pytest_agentbench.report.html.judged import judged_section
+from pytest_agentbench.report.html.matrix import models_section
 from pytest_agentbench.report.html.sidecar import Extras
 from pytest_agentbench.report.html.svg import (
     BarSegment,
@@ -356,6 +357,7 @@ def _suite(index: int, report: read.Doc, suite: read.Doc, extras: Extras) -> str
         + _header(report, suite)
         + f"<h3>Outcomes</h3>{_outcomes(sid, suite)}"
         + _trials(suite)
+        + models_section(suite)
         + f"<h3>Metrics</h3>{_metrics(sid, suite)}"
         + f"<h3>Gates</h3>{_gates(suite)}"
         + f"<h3>Cases and checks</h3>{grid_section(sid, suite, extras)}"
