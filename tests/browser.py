@@ -158,7 +158,7 @@ class Browser:
                     raise BrowserError(f"{method}: {reply['error']}")
                 result: dict[str, Any] = reply.get("result", {})
                 return result
-            self._events.append(reply)
+            self._note(reply)
 
     def _wait_event(self, method: str, timeout: float) -> dict[str, Any]:
         for index, event in enumerate(self._events):
@@ -169,7 +169,26 @@ class Browser:
             event = self._receive(deadline)
             if event.get("method") == method:
                 return event
-            self._events.append(event)
+            self._note(event)
+
+    def _note(self, event: dict[str, Any]) -> None:
+        """Keep an event for later; accept a dialog the page opens at once.
+
+        A page that asks before it is left (``beforeunload`` after a key press, as the
+        review page does with labels it has not written) would otherwise hold the next
+        navigation of this browser until its timeout.
+        """
+        self._events.append(event)
+        if event.get("method") == "Page.javascriptDialogOpening":
+            self._next_id += 1
+            answer: dict[str, Any] = {
+                "id": self._next_id,
+                "method": "Page.handleJavaScriptDialog",
+                "params": {"accept": True},
+            }
+            if "sessionId" in event:
+                answer["sessionId"] = event["sessionId"]
+            os.write(self._command_write, json.dumps(answer).encode() + b"\0")
 
     def open(self, url: str, *, timeout: float = 60.0) -> PageLoad:
         """Load ``url`` in a fresh tab and wait for its load event."""

@@ -1,7 +1,12 @@
-"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1, for the ChatAgent tests.
+"""A scripted model server on 127.0.0.1, for the ChatAgent tests.
 
+It speaks OpenAI-compatible chat completions (``/chat/completions``), Anthropic
+Messages (``/messages``) and Gemini ``generateContent``
+(``/models/{model}:generateContent``): one script, answered in each wire format.
 The task's question (``demo-tools`` suites) names the scenario; the number of
 assistant turns already in the conversation says where in it the agent is.
+A native request whose tool results do not answer the calls before them (by
+id for Anthropic, by name for Gemini) is answered 400, as the real APIs do.
 """
 
 from __future__ import annotations
@@ -46,19 +51,29 @@ class _Server(ThreadingHTTPServer):
 class ScriptedLLM:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.paths: list[str] = []
         self.headers: list[dict[str, str]] = []
         self.hits: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     def reply(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
-        """(status, body text, extra headers) for one request."""
+        """(status, body text, extra headers) for one chat-completions request."""
         messages = body["messages"]
         user = next(m["content"] for m in messages if m["role"] == "user")
-        question = json.loads(user.removeprefix(TASK_PREFIX).split("\n")[0])["question"]
         turn = sum(1 for m in messages if m["role"] == "assistant")
+        return self.answer(user, turn, len(messages), body["model"])
+
+    def answer(
+        self, user: str, turn: int, size: int, model: str
+    ) -> tuple[int, str, dict[str, str]]:
+        """The scripted chat completion for the conversation so far: its first user text,
+        the assistant turns in it and how many messages it holds (its usage)."""
+        question = json.loads(user.removeprefix(TASK_PREFIX).split("\n")[0])["question"]
         with self._lock:
             self.hits[question] += 1
             hits = self.hits[question]
+        if question == "unauthorized":
+            return 401, '{"error": {"message": "invalid key"}}', {}
         if question == "server_error":
             return 500, '{"error": {"message": "internal"}}', {}
         if question == "not_json":
@@ -74,7 +89,7 @@ class ScriptedLLM:
             "id": f"chatcmpl-{turn}",
             "object": "chat.completion",
             "created": 0,
-            "model": body["model"],
+            "model": model,
             "choices": [
                 {
                     "index": 0,
@@ -87,9 +102,9 @@ class ScriptedLLM:
             # ``verbose`` ignores the request's max_tokens, as a misbehaving endpoint would.
             completion_tokens = VERBOSE_TOKENS if question == "verbose" else 5 + turn
             completion["usage"] = {
-                "prompt_tokens": 100 + 10 * len(messages),
+                "prompt_tokens": 100 + 10 * size,
                 "completion_tokens": completion_tokens,
-                "total_tokens": 100 + 10 * len(messages) + completion_tokens,
+                "total_tokens": 100 + 10 * size + completion_tokens,
             }
         return 200, json.dumps(completion), {}
 
@@ -107,6 +122,93 @@ class ScriptedLLM:
             return tool_call(turn, "add", ADD)
         return answer('{"answer": 3}')
 
+    def reply_anthropic(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        """An Anthropic Messages request, answered with the script's message as one."""
+        messages = body["messages"]
+        called: set[str] = set()
+        for message in messages:
+            blocks = message["content"] if isinstance(message["content"], list) else []
+            for block in blocks:
+                if block["type"] == "tool_use":
+                    called.add(block["id"])
+                if block["type"] == "tool_result" and block["tool_use_id"] not in called:
+                    return 400, _anthropic_error("tool_result for an unknown tool_use id"), {}
+        user = messages[0]["content"]
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        status, text, extra = self.answer(user, turn, len(messages) + 1, body["model"])
+        if status != 200 or not text.startswith("{"):
+            return status, text, extra
+        completion = json.loads(text)
+        message = completion["choices"][0]["message"]
+        content: list[dict[str, Any]] = []
+        if message.get("content"):
+            content.append({"type": "text", "text": message["content"]})
+        for index, call in enumerate(message.get("tool_calls") or []):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{turn}_{index}",
+                    "name": call["function"]["name"],
+                    "input": _object(call["function"]["arguments"]),
+                }
+            )
+        reply: dict[str, Any] = {
+            "id": f"msg_{turn}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn",
+            "stop_sequence": None,
+        }
+        # The Messages API always reports usage (the ``prose`` scenario's none is a count).
+        usage = completion.get("usage") or {"prompt_tokens": 0, "completion_tokens": 0}
+        reply["usage"] = {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+        }
+        return 200, json.dumps(reply), extra
+
+    def reply_gemini(self, body: dict[str, Any], model: str) -> tuple[int, str, dict[str, str]]:
+        """A Gemini generateContent request, answered with the script's message as one."""
+        contents = body["contents"]
+        called: list[str] = []
+        for content in contents:
+            for part in content["parts"]:
+                if "functionCall" in part:
+                    called.append(part["functionCall"]["name"])
+                if "functionResponse" in part and part["functionResponse"]["name"] not in called:
+                    return 400, '{"error": {"code": 400, "status": "INVALID_ARGUMENT"}}', {}
+        user = contents[0]["parts"][0]["text"]
+        turn = sum(1 for c in contents if c["role"] == "model")
+        status, text, extra = self.answer(user, turn, len(contents) + 1, model)
+        if status != 200 or not text.startswith("{"):
+            return status, text, extra
+        completion = json.loads(text)
+        message = completion["choices"][0]["message"]
+        parts: list[dict[str, Any]] = []
+        if message.get("content"):
+            parts.append({"text": message["content"]})
+        for call in message.get("tool_calls") or []:
+            function = call["function"]
+            parts.append(
+                {"functionCall": {"name": function["name"], "args": _object(function["arguments"])}}
+            )
+        reply: dict[str, Any] = {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "modelVersion": model,
+        }
+        usage = completion.get("usage")
+        if usage:
+            reply["usageMetadata"] = {
+                "promptTokenCount": usage["prompt_tokens"],
+                "candidatesTokenCount": usage["completion_tokens"],
+                "totalTokenCount": usage["total_tokens"],
+            }
+        return 200, json.dumps(reply), extra
+
     @contextmanager
     def serving(self) -> Iterator[str]:
         """Serve on an ephemeral port; yields the base URL; stops (and joins) on exit."""
@@ -123,10 +225,17 @@ class ScriptedLLM:
                 with llm._lock:
                     llm.requests.append(body)
                     llm.headers.append(dict(self.headers.items()))
-                if not self.path.endswith("/chat/completions"):
-                    status, text, extra = 404, "{}", {}
-                else:
+                with llm._lock:
+                    llm.paths.append(self.path)
+                if self.path.endswith("/chat/completions"):
                     status, text, extra = llm.reply(body)
+                elif self.path.endswith("/messages"):
+                    status, text, extra = llm.reply_anthropic(body)
+                elif self.path.endswith(":generateContent"):
+                    model = self.path.rpartition("/models/")[2].removesuffix(":generateContent")
+                    status, text, extra = llm.reply_gemini(body, model)
+                else:
+                    status, text, extra = 404, "{}", {}
                 data = text.encode()
                 try:
                     self.send_response(status)
@@ -152,3 +261,19 @@ class ScriptedLLM:
             server.shutdown()
             server.server_close()
             thread.join(timeout=5)
+
+
+def _object(arguments: str) -> dict[str, Any]:
+    """A call's arguments as the object a native API sends: the ``malformed_args``
+    scenario's unparsable text becomes an object missing ``b`` (the session refuses both)."""
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError:
+        return {"a": 1}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _anthropic_error(message: str) -> str:
+    return json.dumps(
+        {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    )

@@ -2,12 +2,13 @@
 
     python -m pytest -p no:cacheprovider -m "not agentbench_control" \\
         --agentbench-suite retrieval-fixture-v1 --agentbench-suite operations-commerce-v1 \\
-        --agentbench-report=run.json
+        --agentbench-suite operations-maintenance-v1 --agentbench-report=run.json
     python -m tests.record_sample_judgments run.json
 
 Needed only when a built-in world's recorded output changes (then the replay in
-tests/test_judging_builtin.py misses). The answers come from the scripted
-loopback judges (tests/judge_server.py), not from a model.
+tests/test_judging_builtin.py and tests/test_judges_doc.py misses). They are what
+``--agentbench-judge-samples`` and ``agentbench judge --samples`` replay. The answers
+come from the scripted loopback judges (tests/judge_server.py), not from a model.
 """
 
 from __future__ import annotations

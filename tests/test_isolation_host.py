@@ -11,7 +11,7 @@ import threading
 import time
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -105,9 +105,11 @@ class Probe:
             handle.write(str(subprocess.Popen(["setsid", "sleep", "1000"]).pid))
         os._exit(3)
 
-    def setsid_and_hang(self, mark):
+    def setsid_and_hang(self, mark, stubborn=True):
         # Its environment marks the grandchild: other tests' processes sleep 1000 s too.
         subprocess.Popen(["setsid", "sleep", "1000"], env={**os.environ, "PROBE_MARK": mark})
+        if stubborn:
+            self.stubborn_hang()
         time.sleep(1000)
 
     def where(self):
@@ -160,9 +162,26 @@ class Probe:
     def hang(self):
         time.sleep(1000)
 
+    def call_tools_forever(self, session):
+        # A loop of tool calls, each a round trip to the harness, until interrupted.
+        while True:
+            try:
+                session.call("add", {"a": 1, "b": 1})
+            except Exception:
+                pass
+
+    def stubborn_hang(self):
+        # Hangs through the harness's interrupt at the case limit (and anything else a
+        # signal raises), as a process that will not unwind: only a kill ends it.
+        while True:
+            try:
+                time.sleep(1000)
+            except BaseException:
+                pass
+
     def ignore_term_and_hang(self):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        time.sleep(1000)
+        self.stubborn_hang()
 
     def unencodable(self):
         return {1, 2}
@@ -443,16 +462,19 @@ def test_a_crash_fails_the_call_and_the_next_call_gets_a_new_process(
     assert host.starts == 2
 
 
-def a_hang_is_a_timeout_and_the_process_is_killed(probe_module: Any) -> None:
+def a_hang_that_will_not_unwind_is_a_timeout_and_the_process_is_killed(
+    probe_module: Any,
+) -> None:
     # No alarm is armed here: a call may take the limit and CALL_SLACK (a second), which
-    # is what a hang waits and what the calls that answer have.
+    # is what a hang waits and what the calls that answer have. This hang swallows the
+    # interrupt: after the grace, the kill path.
     host = IsolatedAdapters(timeout=0.2)
     try:
         probe = host.remote(probe_module.Probe())
         pid = probe.pid()
         started = time.monotonic()
         with pytest.raises(CaseTimeout):
-            probe.hang()
+            probe.stubborn_hang()
         # Bounded far below the 1000 s hang, far above a loaded machine's slowest kill.
         assert time.monotonic() - started < 60
         assert _gone(pid)
@@ -682,7 +704,19 @@ def test_what_the_adapter_starts_when_built_lives_with_the_process(probe_module:
     assert _gone(helper)
 
 
-def a_hang_ends_the_whole_tree_setsid_included(probe_module: Any) -> None:
+def _marked(mark: str, before: Mapping[int, Any]) -> set[int]:
+    """The probe's marked ``sleep 1000`` processes in a session of their own, started since."""
+    return {
+        entry.pid
+        for entry in processes.process_table().values()
+        if entry.pid not in before
+        and entry.session != os.getsid(0)
+        and _is_sleep(entry.pid)
+        and f"PROBE_MARK={mark}".encode() in _environment(entry.pid)
+    }
+
+
+def a_hang_that_will_not_unwind_ends_the_whole_tree_setsid_included(probe_module: Any) -> None:
     host = IsolatedAdapters(timeout=0.2)
     probe = host.remote(probe_module.Probe())
     child = probe.pid()
@@ -691,16 +725,35 @@ def a_hang_ends_the_whole_tree_setsid_included(probe_module: Any) -> None:
     with pytest.raises(CaseTimeout):
         probe.setsid_and_hang(mark)
     assert _gone(child)
-    leftovers = {
-        entry.pid
-        for entry in processes.process_table().values()
-        if entry.pid not in table_before
-        and entry.session != os.getsid(0)
-        and _is_sleep(entry.pid)
-        and f"PROBE_MARK={mark}".encode() in _environment(entry.pid)
-    }
+    leftovers = _marked(mark, table_before)
     host.close()
     assert not leftovers
+
+
+def an_interrupted_hang_keeps_its_process_ends_what_it_started_and_answers_next(
+    probe_module: Any,
+) -> None:
+    # A hang that unwinds when interrupted (as in-process at the case limit): the process
+    # stays, the grandchild its call started in a session of its own is ended with the
+    # call, and the next call is answered by the same process, never restarted.
+    host = IsolatedAdapters(timeout=0.2)
+    try:
+        probe = host.remote(probe_module.Probe())
+        child = probe.pid()
+        table_before = processes.process_table()
+        mark = secrets.token_hex(8)
+        with pytest.raises(CaseTimeout):
+            probe.setsid_and_hang(mark, stubborn=False)
+        started = _marked(mark, table_before)
+        assert all(_gone(pid) for pid in started), "what the call started ended with it"
+        assert probe.pid() == child
+        assert probe.answer("2+2") == 4
+        assert host.starts == 1, "the process was never replaced"
+        with pytest.raises(CaseTimeout):
+            probe.hang()
+        assert (probe.pid(), host.starts) == (child, 1)
+    finally:
+        host.close()
 
 
 def test_what_a_dead_child_left_behind_is_found_and_ended(
@@ -735,7 +788,7 @@ def start_up_has_its_own_limit_and_an_overrun_is_reported_once(probe_module: Any
         probe = host.remote(probe_module.SlowStart(0.3))
         assert probe.answer("2+2") == 4
         with pytest.raises(CaseTimeout):
-            probe.hang()
+            probe.stubborn_hang()
         # The restart after the timeout is the start-up's time again, not this call's.
         host.remote(probe)
         assert probe.answer("2+3") == 5
@@ -768,10 +821,32 @@ def start_up_has_its_own_limit_and_an_overrun_is_reported_once(probe_module: Any
         host.close()
 
 
+def a_loop_of_tool_calls_is_interrupted_between_two_and_keeps_its_process(
+    probe_module: Any,
+) -> None:
+    # The interrupt is held while a tool call crosses (a message cut in half would garble
+    # the connection) and raised as it returns; a tool call in flight at the limit is
+    # refused by the harness, the case being over.
+    host = IsolatedAdapters(timeout=0.2)
+    try:
+        probe = host.remote(probe_module.Probe())
+        child = probe.pid()
+        session = tool_session(max_calls=10**6)
+        with pytest.raises(CaseTimeout):
+            probe.call_tools_forever(session)
+        assert session.calls, "the loop reached the harness"
+        assert probe.answer("1+2") == 3
+        assert (probe.pid(), host.starts) == (child, 1)
+    finally:
+        host.close()
+
+
 WAITING_SCENARIOS = (
-    a_hang_is_a_timeout_and_the_process_is_killed,
+    a_hang_that_will_not_unwind_is_a_timeout_and_the_process_is_killed,
     a_process_ignoring_sigterm_is_killed_after_the_grace,
-    a_hang_ends_the_whole_tree_setsid_included,
+    a_hang_that_will_not_unwind_ends_the_whole_tree_setsid_included,
+    an_interrupted_hang_keeps_its_process_ends_what_it_started_and_answers_next,
+    a_loop_of_tool_calls_is_interrupted_between_two_and_keeps_its_process,
     start_up_has_its_own_limit_and_an_overrun_is_reported_once,
 )
 """Each waits out a limit (a call's, a kill's grace, a start-up's) with a host of its own."""

@@ -161,6 +161,14 @@ def test_panel_votes_through_the_chat_client_then_replays_then_hits_the_cache(
     replay = ChatSettings(cassettes=cassettes, cassette_mode="replay")
     replayed = Panel(loaded, metered(replay, loaded), subject_model="delta-9b")
     assert {case: replayed.judge(case, c) for case, c in contents.items()} == live
+    # Cassette mode auto (issue 43): every vote a cassette hit, so no endpoint is asked;
+    # the judges' traffic is a mixed run's (it was refused as an unknown mode, "auto").
+    meter = JudgeMeter(ModelRun(ChatSettings(cassettes=cassettes, cassette_mode="auto")))
+    seats, _ = loaded.seated(None)
+    senders = meter.for_rubric("r", loaded.digest(), seats).senders()
+    auto = Panel(loaded, senders, subject_model="delta-9b")
+    assert {case: auto.judge(case, c) for case, c in contents.items()} == live
+    assert meter.finish()["r"].mode == "mixed"
     # Cached by content: the second pass makes no call and keeps every verdict.
     cache = JudgeCache(tmp_path / "cache")
     Panel(loaded, metered(replay, loaded), cache=cache).judge("even", contents["even"])

@@ -325,3 +325,109 @@ def test_a_folder_created_meanwhile_by_another_process_is_used(
     fd = open_no_follow(tmp_path / "suite" / "case.ndjson")
     os.close(fd)
     assert (tmp_path / "suite" / "case.ndjson").is_file()
+
+
+PRICED = {
+    "provider": "openai-compatible",
+    "api": "chat.completions",
+    "model": "m",
+    "settings_digest_sha256": DIGEST,
+    "pricing_digest_sha256": "cd" * 32,
+    "input_per_token": "0.000002",
+    "output_per_token": "0.00001",
+    "max_tokens_per_call": 500,
+}
+
+
+def test_each_attempt_states_what_it_reserved_and_whether_a_response_came_back(
+    tmp_path: Path,
+) -> None:
+    """As the original's ledger: two server errors forfeit their whole reservations, the
+    answer settles at its counts; every attempt states its reservation and response_received."""
+    path = tmp_path / "ledger.ndjson"
+    writer = LedgerWriter(path, header().model_copy(update={"provider": PRICED}))
+    server_error = {"outcome": "fault", "fault": "http_500", "response_received": True}
+    writer.call(
+        call(0).model_copy(
+            update={
+                "attempts": (
+                    Attempt(attempt_index=1, http_status=500, **server_error),
+                    Attempt(attempt_index=2, http_status=500, **server_error),
+                    Attempt(
+                        attempt_index=3,
+                        outcome="response",
+                        response_received=True,
+                        http_status=200,
+                        tokens=Tokens(input=100, output=20),
+                    ),
+                )
+            }
+        )
+    )
+    writer.call(
+        call(1).model_copy(
+            update={
+                "attempts": (
+                    Attempt(
+                        attempt_index=1, outcome="fault", fault="timeout", response_received=False
+                    ),
+                ),
+                "decision": None,
+            }
+        )
+    )
+    writer.finish("aborted")
+    rows = [json.loads(line) for line in path.read_bytes().splitlines()]
+    attempts = rows[1]["call"]["attempts"]
+    # 500 tokens at the dearer rate: 0.005 USD before each dispatch.
+    assert [a["cost_reservation_usd"] for a in attempts] == ["0.005"] * 3
+    assert [a["response_received"] for a in attempts] == [True, True, True]
+    assert [a["http_status"] for a in attempts] == [500, 500, 200]
+    assert rows[2]["call"]["attempts"][0]["response_received"] is False
+    assert "http_status" not in rows[2]["call"]["attempts"][0]
+    totals = rows[-1]["terminal"]["totals"]
+    assert totals["fault_counts"] == {"http_500": 2, "timeout": 1}
+    assert totals["forfeited_reservation_usd"] == "0.015"
+    assert totals["reserved_usd"] == "0.02"
+    assert totals["measured_cost_usd"] == "0.0004"
+    assert audit_ledger(path).terminal_kind == "aborted"
+    # A re-chained edit of one attempt's reservation is re-derived from the rates.
+    lines = path.read_bytes().splitlines(keepends=True)
+    previous = json.loads(lines[0])["row_digest_sha256"]
+    edited = []
+    for index, line in enumerate(lines):
+        row = json.loads(line)
+        if index == 1:
+            row["call"]["attempts"][0]["cost_reservation_usd"] = "0.004"
+        if index:
+            row["previous_row_digest_sha256"] = previous
+        row["row_digest_sha256"] = previous = row_digest(row)
+        edited.append(encode_row(row))
+    path.write_bytes(b"".join(edited))
+    assert refusal(path) == "ledger_amount_mismatch"
+
+
+def test_an_attempt_states_response_evidence_coherently() -> None:
+    with pytest.raises(ValueError, match="response_received false"):
+        Attempt(attempt_index=1, outcome="response", response_received=False)
+    with pytest.raises(ValueError, match="http_status"):
+        Attempt(attempt_index=1, outcome="fault", fault="http_503", http_status=503)
+    assert Attempt(attempt_index=1, outcome="response").response_received is None
+
+
+def test_the_chat_agents_attempts_say_whether_a_response_came_back() -> None:
+    from pytest_agentbench.agents.cassettes import RecordedResponse
+    from pytest_agentbench.agents.usage import final_attempt, retried_attempt
+
+    assert retried_attempt("http_503") == {
+        "outcome": "fault",
+        "fault": "http_503",
+        "response_received": True,
+        "http_status": 503,
+    }
+    assert retried_attempt("timeout")["response_received"] is False
+    assert final_attempt(RecordedResponse(transport_error="timeout")) == {
+        "outcome": "fault",
+        "fault": "timeout",
+        "response_received": False,
+    }

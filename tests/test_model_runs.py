@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_agentbench.agents.cassettes import request_digest
 from pytest_agentbench.cli.main import main
 from tests.chat_projects import CHAT_RUN_ARGS, write_chat_project
 from tests.demo_world import write_demo_suite
@@ -313,11 +314,18 @@ def test_a_run_whose_worst_case_passes_a_ceiling_is_refused_before_any_call(
 MID_RUN = {"c1": "slow", "c2": "verbose", "c3": "tools", "c4": "tools"}
 
 
+@pytest.mark.parametrize(
+    "isolation", [(), ("--agentbench-isolate",)], ids=["in-process", "isolated"]
+)
 def test_an_endpoint_that_overspends_is_refused_by_name_and_the_later_cases_excluded(
     chat_project: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    isolation: tuple[str, ...],
 ) -> None:
+    # Isolated, the case limit interrupts the adapter's process as it interrupts the
+    # adapter in-process: the request it cut off crosses back and is in the report and
+    # the ledger (issue 43; it was lost with the process, which was killed).
     # The worst case, 4 cases x 2 turns x 500 tokens = 4000, meets the ceiling. Each request
     # asks for at most what its 500 leave after the request (about 340 tokens of it).
     # c1's request is cut off by the case limit (1 s; the server answers after 2 s): its
@@ -342,6 +350,7 @@ def test_an_endpoint_that_overspends_is_refused_by_name_and_the_later_cases_excl
             "--agentbench-max-tokens=4000",
             "--agentbench-cassette-mode=off",
             "--agentbench-timeout=1",
+            *isolation,
         )
     assert len(server.requests) == 2, "a refused call is never sent"
     assert all(0 < r["max_tokens"] < 500 for r in server.requests), "each answer is capped"
@@ -514,6 +523,18 @@ TAMPERINGS: list[tuple[str, str, Any]] = [
         lambda d: d["model_run"]["settings"].update(max_turns=9),
     ),
     ("the model run removed", "audit_header_mismatch", lambda d: d.update(model_run=None)),
+    # Cassette mode auto (issue 43): a run of another mode states no counts, and a mixed
+    # run's cases state theirs.
+    (
+        "counts in a live run",
+        "audit_mode_mismatch",
+        lambda d: d["model_run"].update(cassette_hits=0, recorded=8),
+    ),
+    (
+        "a live run relabelled mixed",
+        "audit_mode_mismatch",
+        lambda d: d["model_run"].update(mode="mixed", cassette_hits=0, recorded=8),
+    ),
     ("a suite that is not one", "audit_unreadable", lambda d: d["suites"].append(5)),
     (
         "a scored case reported excluded",
@@ -584,3 +605,175 @@ def test_audit_holds_a_report_to_its_ledgers_and_names_each_tampering(
     other = chat_project.path / "other-pricing.json"
     other.write_text(json.dumps({**PRICING, "currency": "EUR"}))
     assert audit("--pricing", str(other)) == "audit_pricing_mismatch"
+
+
+def _copy_tapes(source: Path, target: Path, names: set[str] | None = None) -> None:
+    target.mkdir()
+    for path in source.glob("*.json"):
+        if names is None or path.stem in names:
+            (target / path.name).write_bytes(path.read_bytes())
+
+
+def _tapes(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.glob("*.json"))}
+
+
+def test_cassette_mode_auto_replays_hits_records_misses_and_reports_a_mixed_run(
+    chat_project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 43 / 47: cassette mode ``auto`` (a cache that goes live on a miss). The run is
+    ``mixed`` with its cassette hits and recordings counted in every output, the same
+    serially and under ``-n 2``; what it records is byte for byte what ``record`` writes;
+    a tampered cassette is refused, never recorded over; audit checks the counts."""
+    path = chat_project.path
+    with ScriptedLLM().serving() as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        recorded_run, reference = run(
+            chat_project,
+            "reference",
+            "--agentbench-cassette-mode=record",
+            f"--agentbench-cassettes={path / 'tapes-record'}",
+        )
+    recorded_run.assert_outcomes(passed=3, failed=1)
+    by_case = case_calls(reference)
+    # c1 and c2 ask the same question: c1's cassettes answer both.
+    hits = set(by_case["c1"]["request_digests"])
+    assert len(hits) == 2
+    assert by_case["c2"]["request_digests"] == by_case["c1"]["request_digests"]
+    modes = {"serial": (), "spread": ("-n", "2"), "isolated": ("--agentbench-isolate",)}
+    for tag in modes:
+        _copy_tapes(path / "tapes-record", path / f"tapes-{tag}", hits)
+    servers = {tag: ScriptedLLM() for tag in modes}
+    outcomes: dict[str, tuple[pytest.RunResult, dict[str, Any]]] = {}
+    for tag, extra in modes.items():
+        with servers[tag].serving() as url:
+            monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", url)
+            outcomes[tag] = run(
+                chat_project,
+                tag,
+                "--agentbench-cassette-mode=auto",
+                f"--agentbench-cassettes={path / f'tapes-{tag}'}",
+                f"--agentbench-html={path / f'{tag}.html'}",
+                *extra,
+            )
+    serial_report = outcomes["serial"][1]
+    for result, _ in outcomes.values():
+        result.assert_outcomes(passed=3, failed=1)
+    provenance = serial_report["model_run"]
+    total = reference["model_run"]["calls"]
+    assert (provenance["mode"], provenance["cassette_hits"], provenance["recorded"]) == (
+        "mixed",
+        4,
+        total - 4,
+    )
+    for server in servers.values():
+        sent = {request_digest(request) for request in server.requests}
+        assert not sent & hits, "a hit never reaches the endpoint"
+        assert len(server.requests) == total - 4 + 1, "every miss, and c4's 429"
+    # The same counts and traffic under -n 2 and isolated as serially, and per case.
+    for _, other in outcomes.values():
+        other_host = other["model_run"]["base_url_host"]
+        assert other["model_run"] == {**provenance, "base_url_host": other_host}
+        assert case_calls(other) == case_calls(serial_report)
+    counts = {c: (v["cassette_hits"], v["recorded"]) for c, v in case_calls(serial_report).items()}
+    assert counts == {"c1": (2, 0), "c2": (2, 0), "c3": (0, 3), "c4": (0, 1)}
+    assert all(v["cassette_hits"] is None for v in by_case.values()), "record mode: not counted"
+    assert reference["model_run"]["cassette_hits"] is None
+    # What auto mode recorded is what record mode wrote, byte for byte.
+    for tag in modes:
+        assert _tapes(path / f"tapes-{tag}") == _tapes(path / "tapes-record"), tag
+    assert_mixed_outputs(path, tuple(result for result, _ in outcomes.values()), total)
+    assert "agentbench.model.cassette_hits" not in junit_model_properties(path / "reference.xml")
+    assert_all_hits_and_tampering_in_auto(chat_project, monkeypatch, by_case, total)
+    assert_audit_of_a_mixed_run(path, capsys, total)
+
+
+def assert_mixed_outputs(path: Path, results: tuple[pytest.RunResult, ...], total: int) -> None:
+    """The auto runs' counts in the terminal, JUnit, HTML and run log."""
+    for result in results:
+        result.stdout.fnmatch_lines(
+            [
+                "agentbench model: * mixed (replaying cassette hits, recording misses live)*",
+                "model: openai-compatible *, model scripted-model, mixed",
+                f"  cassettes: 4 hits, {total - 4} recorded",
+            ]
+        )
+    for tag in ("serial", "spread", "isolated"):
+        properties = junit_model_properties(path / f"{tag}.xml")
+        assert properties["agentbench.model.mode"] == "mixed"
+        assert properties["agentbench.model.cassette_hits"] == "4"
+        assert properties["agentbench.model.recorded"] == str(total - 4)
+        page = (path / f"{tag}.html").read_text()
+        assert f"mixed (4 cassette hits, {total - 4} recorded)" in page
+        events = log_events(path / f"{tag}.json.log.ndjson")
+        assert events[0]["model"]["mode"] == "mixed"
+        assert (events[-1]["cassette_hits"], events[-1]["recorded"]) == (4, total - 4)
+        logged = {e["case_id"]: e["model_calls"] for e in events[1:-1]}
+        assert (logged["c1"]["cassette_hits"], logged["c1"]["recorded"]) == (2, 0)
+
+
+def assert_all_hits_and_tampering_in_auto(
+    chat_project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    by_case: dict[str, Any],
+    total: int,
+) -> None:
+    path = chat_project.path
+    # Every request a hit: still mixed, recorded 0; the endpoint is closed and never asked.
+    # c4's cassette tampered (its answer edited): refused by name in auto mode too, and
+    # never recorded over.
+    _copy_tapes(path / "tapes-record", path / "tapes-all")
+    tampered = path / "tapes-all" / f"{by_case['c4']['request_digests'][0]}.json"
+    data = json.loads(tampered.read_text())
+    data["response"]["status"] = 503
+    tampered.write_text(json.dumps(data))
+    edited = tampered.read_bytes()
+    with ScriptedLLM().serving() as closed:
+        pass
+    monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", closed)
+    hit, hit_report = run(
+        chat_project,
+        "all-hits",
+        "--agentbench-cassette-mode=auto",
+        f"--agentbench-cassettes={path / 'tapes-all'}",
+    )
+    hit.assert_outcomes(passed=2, failed=2)
+    assert "[cassette_tampered]" in _case_of(hit_report, "c4")["failure_reason"]
+    assert tampered.read_bytes() == edited
+    assert (hit_report["model_run"]["mode"], hit_report["model_run"]["recorded"]) == ("mixed", 0)
+    assert hit_report["model_run"]["cassette_hits"] == total - 1, "all but c4's"
+
+
+def assert_audit_of_a_mixed_run(path: Path, capsys: pytest.CaptureFixture[str], total: int) -> None:
+    """audit accepts a mixed run and checks its counts against the ledgers and the log."""
+    report = path / "spread.json"
+    ledgers = str(path / "ledger-spread")
+    pricing = ["--pricing", str(path / "pricing.json")]
+    capsys.readouterr()
+    assert main(["audit", str(report), ledgers, *pricing]) == 0
+    assert f"mixed: 4 cassette hits, {total - 4} recorded" in capsys.readouterr().out
+    pristine = report.read_bytes()
+    for change in (
+        lambda d: d["model_run"].update(cassette_hits=3),
+        lambda d: (
+            _case_of(d, "c2")["model_calls"].update(recorded=1),
+            d["model_run"].update(recorded=total - 3),
+        ),
+        lambda d: _case_of(d, "c3")["model_calls"].update(cassette_hits=None),
+        lambda d: d["model_run"].update(mode="record"),
+    ):
+        _edit_report(report, change)
+        assert main(["audit", str(report), ledgers, *pricing]) == 1
+        assert "[audit_mode_mismatch]" in capsys.readouterr().err
+        report.write_bytes(pristine)
+    log = path / "spread.json.log.ndjson"
+    lines = log.read_text().splitlines()
+    end = json.loads(lines[-1])
+    lines[-1] = json.dumps({**end, "recorded": end["recorded"] - 1})
+    log.write_text("\n".join(lines) + "\n")
+    assert main(["audit", str(report), ledgers, *pricing]) == 1
+    err = capsys.readouterr().err
+    assert "[audit_mode_mismatch]" in err
+    assert "the run log's end states" in err

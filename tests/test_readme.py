@@ -8,6 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_AND_RUN_SUITES = (
     "python -m pip install . && python -m pytest suites --agentbench-report=run-report.json"
+    " --agentbench-judge-samples"
 )
 INSTALL_AND_RUN_TESTS = 'python -m pip install -e ".[test]" && python -m pytest -n 2'
 

@@ -26,11 +26,13 @@ from typing import Any
 
 from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import EncodedRequest, RecordedResponse
-from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run
+from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run, model_runs
+from pytest_agentbench.agents.providers import MalformedAnswer, encode_request, parse_answer
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transcribe import refusal_event, request_event, response_event
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
 from pytest_agentbench.agents.usage import UsageLog, final_tokens
+from pytest_agentbench.scoring.matrix import current_model
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
 from pytest_agentbench.sdk.ledger import Tokens, UsageReport
 from pytest_agentbench.sdk.tools import ToolCallError, ToolSessionLike
@@ -58,6 +60,10 @@ class _ToolList:
 class ChatAgent:
     """A chat-model agent; built with no arguments it reads the session's settings."""
 
+    settings: ChatSettings
+    run: ModelRun
+    transport: ChatTransport
+
     def __init__(
         self,
         settings: ChatSettings | None = None,
@@ -65,6 +71,16 @@ class ChatAgent:
         transport: ChatTransport | None = None,
         run: ModelRun | None = None,
     ) -> None:
+        self._models: dict[str, ChatAgent] = {}
+        """Under a model matrix (built with no settings): an agent per model, by name."""
+        if settings is None and run is None and transport is None and model_runs():
+            self._models = {
+                name: ChatAgent(model_run.settings, run=model_run)
+                for name, model_run in model_runs().items()
+            }
+            # Its own settings are the first model's: only the per-model agents send.
+            first = next(iter(self._models.values()))
+            settings, run, transport = first.settings, first.run, first.transport
         self.settings = configured_settings() if settings is None else settings
         if not self.settings.model:
             raise ChatAgentError(
@@ -76,13 +92,22 @@ class ChatAgent:
             )
         self.run = current_run(self.settings) if run is None else run
         self.transport = ChatTransport(self.settings, self.run) if transport is None else transport
+        self.provider = self.settings.provider
         self.usage = UsageLog()
         self._tool_lists: dict[tuple[tuple[str, str, int], ...], _ToolList] = {}
 
     def __repr__(self) -> str:
+        if self._models:
+            return f"ChatAgent(models={list(self._models)!r})"
         return f"ChatAgent(model={self.settings.model!r}, mode={self.settings.effective_mode})"
 
     def solve(self, task: dict[str, Any], session: ToolSessionLike) -> str:
+        if self._models:
+            name = current_model()
+            agent = None if name is None else self._models.get(name)
+            if agent is None:
+                raise ChatAgentError("llm_config", f"no model {name!r} in the run's model matrix")
+            return agent.solve(task, session)
         case = current_case()
         first_call = 0 if case is None else case.begin()
         try:
@@ -109,9 +134,14 @@ class ChatAgent:
             tool_calls = message.get("tool_calls") or []
             if not tool_calls:
                 return final_text(message.get("content"))
-            messages.append(
-                {"role": "assistant", "content": message.get("content"), "tool_calls": tool_calls}
-            )
+            said: dict[str, JsonValue] = {
+                "role": "assistant",
+                "content": message.get("content"),
+                "tool_calls": tool_calls,
+            }
+            if "native" in message:
+                said["native"] = message["native"]  # a native provider's blocks, echoed back
+            messages.append(said)
             for index, call in enumerate(tool_calls):
                 messages.append(self._answer_call(session, call, f"{turn}.{index}"))
         raise ChatAgentError(
@@ -138,6 +168,10 @@ class ChatAgent:
 
     def drain_usage(self) -> UsageReport | None:
         """The model requests since last asked (the execution ledger's call row copies them)."""
+        if self._models:
+            # A case calls one model; every agent is drained so none keeps a stale row.
+            drained = [agent.usage.drain() for agent in self._models.values()]
+            return next((report for report in drained if report is not None), None)
         return self.usage.drain()
 
     def _system_prompt(self) -> str:
@@ -187,7 +221,7 @@ class ChatAgent:
         # (about four bytes a token) until its answer reports what it used.
         expected = reservation.tokens or len(encoded.text) // 4 + 1
         if transcript is not None:
-            transcript.note(request_event(encoded, transcribed))
+            transcript.note(request_event(encoded, transcribed, request["messages"]))
         announced: list[bool] = []
 
         def on_send() -> None:
@@ -212,8 +246,8 @@ class ChatAgent:
             on_send()  # a transport that does not announce what it sends
         response = exchange.response
         if transcript is not None:
-            transcript.note(response_event(response))
-        tokens = final_tokens(response)
+            transcript.note(response_event(response, self.provider))
+        tokens = final_tokens(response, self.provider)
         guard.settle(
             reservation,
             None if tokens is None else tokens.input,
@@ -230,6 +264,7 @@ class ChatAgent:
                 output_tokens=used_out,
                 cost=Decimal(0) if price is None else price.cost(used_in, used_out),
                 waits=exchange.waits,
+                source=exchange.source,
             )
         if exchange.refused is not None:
             if case is not None:
@@ -238,11 +273,15 @@ class ChatAgent:
                 transcript.note(refusal_event(exchange.refused.code))
             raise exchange.refused
         self._refuse_overspent(tokens)
-        return assistant_message(response, self.settings.timeout_s)
+        return assistant_message(response, self.settings.timeout_s, self.provider)
 
     def _bounded(self, request: dict[str, JsonValue]) -> EncodedRequest:
-        """The request as sent: with a per-call bound, ``max_tokens`` caps its answer."""
-        return bounded_request(request, self.settings.max_tokens_per_call)
+        """The request as sent: with a per-call bound, ``max_tokens`` caps its answer; for a
+        native provider, its own body made from the neutral request as bounded."""
+        encoded = bounded_request(request, self.settings.max_tokens_per_call)
+        if self.provider == "openai":
+            return encoded
+        return EncodedRequest(encode_request(self.provider, encoded.body))
 
     def _refuse_overspent(self, tokens: Tokens | None) -> None:
         """An answer that used more than the call was reserved for is refused by name.
@@ -310,34 +349,38 @@ def overspent_call(tokens: Tokens | None, bound: int | None) -> str | None:
     )
 
 
-def assistant_message(response: RecordedResponse, timeout_s: float) -> dict[str, Any]:
-    """The assistant message of a chat-completions answer, or the classified failure."""
+def assistant_message(
+    response: RecordedResponse, timeout_s: float, provider: str = "openai"
+) -> dict[str, Any]:
+    """The (neutral) assistant message of an answer, or the classified failure."""
     if response.transport_error == "timeout":
         raise ChatAgentError("llm_timeout", f"no answer within {timeout_s:g}s")
     status = response.status
     if status == 429:
         raise ChatAgentError("llm_rate_limited", "the endpoint kept answering HTTP 429")
+    if status in AUTH_STATUSES:
+        raise ChatAgentError(
+            "llm_auth_failed",
+            f"the endpoint refused the key (HTTP {status}): check the variable "
+            "agentbench_llm_api_key_env names",
+        )
     if status is None or not 200 <= status < 300:
         raise ChatAgentError("llm_http_error", f"the endpoint answered HTTP {status}")
     if response.text_body is not None:
         raise ChatAgentError("llm_malformed_response", "the endpoint's answer is not JSON")
     try:
-        message = response.json_body["choices"][0]["message"]
-        if not isinstance(message, dict):
-            raise TypeError
-        for call in message.get("tool_calls") or []:
-            function = call["function"]
-            if not (
-                isinstance(call["id"], str)
-                and isinstance(function["name"], str)
-                and isinstance(function["arguments"], str | dict)
-            ):
-                raise TypeError
-    except (KeyError, IndexError, TypeError):
-        raise ChatAgentError(
-            "llm_malformed_response", "the answer is not a chat completion with a message"
-        ) from None
+        message, _ = parse_answer(provider, response.json_body)
+    except MalformedAnswer:
+        raise ChatAgentError("llm_malformed_response", MALFORMED[provider]) from None
     return message
+
+
+AUTH_STATUSES = frozenset({401, 403})
+MALFORMED = {
+    "openai": "the answer is not a chat completion with a message",
+    "anthropic": "the answer is not an Anthropic message",
+    "gemini": "the answer is not a Gemini response with a candidate",
+}
 
 
 def final_text(content: Any) -> str:

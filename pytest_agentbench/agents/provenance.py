@@ -33,13 +33,20 @@ from pytest_agentbench.agents.budget import (
     read_pricing,
 )
 from pytest_agentbench.agents.limits import Backoff, Clock, RateLimiter, SystemClock, Wait
-from pytest_agentbench.agents.settings import DIGESTED, ChatSettings, digest_of_settings
+from pytest_agentbench.agents.providers import provider_label
+from pytest_agentbench.agents.settings import (
+    DIGESTED,
+    ChatSettings,
+    digest_of_settings,
+    with_provider,
+)
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Outcome, Record
 from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.transcript import CaseTranscript, transcript_scope
 
 PROVIDER = "openai-compatible"
+"""The OpenAI-compatible provider's label (judges speak only it); a run's is its settings'."""
 Digest = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
@@ -66,10 +73,26 @@ def endpoint_path(base_url: str | None) -> str | None:
     return urlsplit(base_url).path
 
 
-def run_mode(settings: ChatSettings) -> Literal["live", "record", "replay"]:
-    """The run's mode as reports and ledger headers state it (decided with the settings)."""
+RunMode = Literal["live", "record", "replay", "mixed"]
+
+
+def run_mode(settings: ChatSettings) -> RunMode:
+    """The run's mode as reports and ledger headers state it (decided with the settings).
+
+    Cassette mode ``auto`` is a ``mixed`` run, whether or not any request missed: which
+    of its requests were replayed and which recorded are its ``cassette_hits`` and
+    ``recorded`` counts, never a mode guessed from them afterwards.
+    """
     mode = settings.effective_mode
-    return "live" if mode == "off" else mode
+    if mode == "off":
+        return "live"
+    return "mixed" if mode == "auto" else mode
+
+
+def counts_sources(run: ModelRun | None) -> bool:
+    """Whether a case counts its cassette hits and recordings: only a ``mixed`` run's do
+    (any other mode's are all one or the other, so its reports stay as they were)."""
+    return run is not None and run.settings.effective_mode == "auto"
 
 
 class ModelRun:
@@ -82,17 +105,19 @@ class ModelRun:
         clock: Clock | None = None,
         tally: Tally | None = None,
         window: Path | None = None,
+        price: ModelPrice | None = None,
     ) -> None:
         """``tally`` and ``window``: the budget tally and the rate limits' minute the run's
-        processes share (files in its shared folder); ``None`` keeps them this process's."""
+        processes share (files in its shared folder); ``None`` keeps them this process's.
+        ``price``: the model's own price (a models file's entry), over the pricing table's."""
         self.settings = settings
         self.clock = clock or SystemClock()
         self.pricing: PricingTable | None = (
             None if settings.pricing is None else read_pricing(settings.pricing)
         )
         self.price: ModelPrice | None = (
-            None
-            if self.pricing is None or settings.model is None
+            price
+            if price is not None or self.pricing is None or settings.model is None
             else self.pricing.models.get(settings.model)
         )
         self.ceilings = Ceilings(
@@ -147,11 +172,22 @@ class ModelRun:
 
 class _Configured:
     run: ModelRun | None = None
+    models: dict[str, ModelRun] = {}  # noqa: RUF012 (replaced whole, never changed in place)
+    """Under a model matrix: each model's own run, by its name."""
 
 
 def configure_run(run: ModelRun | None) -> None:
     """The process's model run (the pytest session's); ``None`` forgets it."""
     _Configured.run = run
+
+
+def configure_model_runs(runs: dict[str, ModelRun]) -> None:
+    """Each matrix model's run (empty: no matrix); the running case's model picks one."""
+    _Configured.models = dict(runs)
+
+
+def model_runs() -> dict[str, ModelRun]:
+    return _Configured.models
 
 
 TALLY_FILE = "tally.json"
@@ -176,7 +212,14 @@ def use_shared_tally(path: Path) -> None:
 
 
 def configured_run() -> ModelRun | None:
-    """The process's model run, if the session configured one."""
+    """The process's model run, if the session configured one: under a model matrix, the
+    run of the model the running case is for."""
+    if _Configured.models:
+        from pytest_agentbench.scoring.matrix import current_model
+
+        name = current_model()
+        if name is not None and name in _Configured.models:
+            return _Configured.models[name]
     return _Configured.run
 
 
@@ -219,13 +262,22 @@ class CaseModelCalls(Record):
     """Every wait for a rate limit or before a retry, in order."""
     refused: StrictStr | None = None
     """The budget code that refused a call of this case (the case is then excluded)."""
+    cassette_hits: StrictInt | None = None
+    """In a ``mixed`` run, the requests a cassette answered; ``None`` in any other mode."""
+    recorded: StrictInt | None = None
+    """In a ``mixed`` run, the requests sent live and recorded; ``None`` in any other mode.
+    A request cut off by the case limit, or that reached no endpoint, is neither."""
 
 
 class CaseCalls:
     """Collects one case's model calls on the thread running it."""
 
-    def __init__(self, priced: bool) -> None:
+    def __init__(self, priced: bool, counted: bool = False) -> None:
         self.priced = priced
+        self.counted = counted
+        """Whether cassette hits and recordings are counted (a ``mixed`` run)."""
+        self.cassette_hits = 0
+        self.recorded = 0
         self.requests: list[str] = []
         self.attempts = 0
         self.input_tokens = 0
@@ -260,9 +312,13 @@ class CaseCalls:
         output_tokens: int,
         cost: Decimal,
         waits: Iterable[Wait],
+        source: str = "live",
     ) -> None:
-        """The request :meth:`sent` last counted ended after ``attempts`` attempts."""
+        """The request :meth:`sent` last counted ended after ``attempts`` attempts;
+        ``source``: where its answer came from (the transport's ``Exchange.source``)."""
         with self._lock:
+            self.cassette_hits += source == "cassette"
+            self.recorded += source == "recorded"
             self.attempts += attempts - 1
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
@@ -301,6 +357,8 @@ class CaseCalls:
             self.output_tokens += record.output_tokens
             self.cost += Decimal(record.cost or "0")
             self.waits.extend(record.waits)
+            self.cassette_hits += record.cassette_hits or 0
+            self.recorded += record.recorded or 0
             for decision in record.decisions:
                 # Numbered within the process's call; here, within the case.
                 self.decisions.append(
@@ -325,6 +383,8 @@ class CaseCalls:
                 decisions=tuple(self.decisions),
                 waits=tuple(self.waits),
                 refused=None if self.refusal is None else self.refusal.code,
+                cassette_hits=self.cassette_hits if self.counted else None,
+                recorded=self.recorded if self.counted else None,
             )
 
 
@@ -335,8 +395,8 @@ _scope = threading.local()
 def case_scope(*, transcribe: bool = True) -> Iterator[CaseCalls]:
     """Collect the model calls made on this thread while the block runs (one case), and,
     with ``transcribe``, the case's transcript (a run writing no report keeps none)."""
-    run = _Configured.run
-    calls = CaseCalls(priced=run is not None and run.price is not None)
+    run = configured_run()
+    calls = CaseCalls(priced=run is not None and run.price is not None, counted=counts_sources(run))
     previous = getattr(_scope, "calls", None)
     _scope.calls = calls
     try:
@@ -432,11 +492,11 @@ class RunSettings(Record):
     requests_per_minute: StrictInt | None
     tokens_per_minute: StrictInt | None
 
-    def digest(self, model: str) -> str:
-        """The settings digest these settings and ``model`` make: the provenance's
-        ``settings_digest`` when they are the settings it was made from."""
+    def digest(self, model: str, provider: str = "openai") -> str:
+        """The settings digest these settings, ``model`` and ``provider`` make: the
+        provenance's ``settings_digest`` when they are the settings it was made from."""
         shaping = self.model_dump(mode="json", include=set(DIGESTED))
-        return digest_of_settings({"model": model or None, **shaping})
+        return digest_of_settings(with_provider({"model": model or None, **shaping}, provider))
 
 
 def run_settings(settings: ChatSettings) -> RunSettings:
@@ -455,8 +515,10 @@ class RunProvenance(Record):
     provider: StrictStr
     base_url_host: StrictStr | None
     model: StrictStr
-    mode: Literal["live", "record", "replay"]
-    """``live`` and ``record`` reached the endpoint; ``replay`` answered from cassettes."""
+    mode: RunMode
+    """``live`` and ``record`` reached the endpoint; ``replay`` answered from cassettes;
+    ``mixed`` (cassette mode ``auto``) answered from a cassette where one held the request
+    and reached the endpoint, recording, where none did."""
     settings_digest: Digest
     settings: RunSettings | None = None
     """The settings in clear; ``None`` in a report written before they were stated."""
@@ -472,13 +534,18 @@ class RunProvenance(Record):
     wait_seconds: DecimalText
     excluded: tuple[StrictStr, ...]
     """Node ids of the cases excluded because a call would have passed a ceiling."""
+    cassette_hits: StrictInt | None = None
+    """A ``mixed`` run's requests answered from cassettes (summed over its cases); ``None``
+    in any other mode."""
+    recorded: StrictInt | None = None
+    """A ``mixed`` run's requests sent live and recorded; ``None`` in any other mode."""
 
 
 def run_provenance(
     settings: ChatSettings, pricing: PricingTable | None, cases: Iterable[tuple[str, JsonValue]]
 ) -> RunProvenance:
     """Sum ``(node id, model_calls JSON)`` of every case into the run's provenance."""
-    calls = attempts = input_tokens = output_tokens = waits = 0
+    calls = attempts = input_tokens = output_tokens = waits = hits = saved = 0
     cost = Decimal(0)
     wait_seconds = Decimal(0)
     excluded: list[str] = []
@@ -492,14 +559,17 @@ def run_provenance(
         output_tokens += record.output_tokens
         cost += Decimal(record.cost or "0")
         waits += len(record.waits)
+        hits += record.cassette_hits or 0
+        saved += record.recorded or 0
         wait_seconds += sum((Decimal(repr(w.seconds)) for w in record.waits), Decimal(0))
         if record.refused is not None:
             excluded.append(nodeid)
+    mode = run_mode(settings)
     return RunProvenance(
-        provider=PROVIDER,
+        provider=provider_label(settings.provider),
         base_url_host=endpoint_host(settings.base_url),
         model=settings.model or "",
-        mode=run_mode(settings),
+        mode=mode,
         settings_digest=settings.settings_digest(),
         settings=run_settings(settings),
         pricing_digest=None if pricing is None else pricing.digest,
@@ -515,4 +585,6 @@ def run_provenance(
         waits=waits,
         wait_seconds=decimal_text(wait_seconds),
         excluded=tuple(sorted(excluded)),
+        cassette_hits=hits if mode == "mixed" else None,
+        recorded=saved if mode == "mixed" else None,
     )

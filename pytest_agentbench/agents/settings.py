@@ -16,6 +16,11 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, model_validator
 
+from pytest_agentbench.agents.providers import (
+    DEFAULT_KEY_ENV,
+    PROVIDERS,
+    Provider,
+)
 from pytest_agentbench.agents.sources import SOURCES, CassetteMode
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
@@ -27,7 +32,8 @@ class ChatSettings(Record):
     """The OpenAI-compatible API root, e.g. ``http://127.0.0.1:8000/v1``."""
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    """Name of the environment variable holding the key; unset means no key is sent."""
+    """Name of the environment variable holding the key; unset means no key is sent.
+    Its default is the provider's (:data:`~pytest_agentbench.agents.providers.DEFAULT_KEY_ENV`)."""
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, allow_inf_nan=False)
     max_turns: int = Field(default=16, ge=1)
     seed: int | None = 0
@@ -54,7 +60,21 @@ class ChatSettings(Record):
     cassettes: Path | None = None
     cassette_mode: CassetteMode | None = None
     """Unset with a cassette folder: ``replay`` when the folder exists when the settings are
-    made, otherwise ``record`` (decided once, see :meth:`_decide_mode`)."""
+    made, otherwise ``record`` (decided once, see :meth:`_decide_mode`). ``auto`` is only
+    ever given: a request a cassette holds is replayed, a miss sent live and recorded."""
+
+    provider: Provider = "openai"
+    """The model API spoken (``agents.providers``): openai(-compatible), anthropic, gemini."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_key(cls, data: Any) -> Any:
+        """Without a key variable named, the provider's own (``ANTHROPIC_API_KEY`` ...)."""
+        if isinstance(data, dict) and not data.get("api_key_env"):
+            provider = data.get("provider") or "openai"
+            if provider in DEFAULT_KEY_ENV:
+                data = {**data, "api_key_env": DEFAULT_KEY_ENV[provider]}
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -74,7 +94,8 @@ class ChatSettings(Record):
         Not the endpoint (reported as its host and path), the key's variable, the cassette
         folder, the budgets or the rate limits: none changes a request or an answer.
         """
-        return digest_of_settings(self.model_dump(mode="json", include=set(DIGESTED)))
+        shaping = self.model_dump(mode="json", include=set(DIGESTED))
+        return digest_of_settings(with_provider(shaping, self.provider))
 
     @property
     def effective_mode(self) -> CassetteMode:
@@ -97,6 +118,12 @@ DIGESTED = (
     "fence_results",
 )
 """The settings the digest covers: those that shape a request or its retries."""
+
+
+def with_provider(shaping: Mapping[str, JsonValue], provider: str) -> dict[str, JsonValue]:
+    """The digested settings with the provider, named only when it is not OpenAI-compatible:
+    a run's digest from before providers existed stays what it was."""
+    return dict(shaping) if provider == "openai" else {**shaping, "provider": provider}
 
 
 def digest_of_settings(shaping: Mapping[str, JsonValue]) -> str:
@@ -124,6 +151,10 @@ def refuse_credentials(base_url: str | None) -> str | None:
     return None
 
 
+OPTIONS = {"provider": "--agentbench-llm-provider"}
+"""Command-line options not named ``--agentbench-<setting>``."""
+
+
 def resolve_settings(
     *,
     ini: Callable[[str], str | None],
@@ -142,7 +173,10 @@ def resolve_settings(
     for name, (ini_key, env_key) in SOURCES.items():
         given = (overrides or {}).get(name)
         if given is not None:
-            values[name], origin[name] = given, f"--agentbench-{name.replace('_', '-')}"
+            values[name], origin[name] = (
+                given,
+                OPTIONS.get(name, f"--agentbench-{name.replace('_', '-')}"),
+            )
         elif environ.get(env_key):
             values[name], origin[name] = environ[env_key], env_key
         elif ini(ini_key):
@@ -150,6 +184,13 @@ def resolve_settings(
     for name in ("cassettes", "pricing"):
         if name in values and root is not None:
             values[name] = str((root / values[name]).resolve())
+    provider = values.get("provider")
+    if provider is not None and provider not in PROVIDERS:
+        raise UsageError(
+            "unknown_llm_provider",
+            f"{provider!r} is not a provider; one of {', '.join(PROVIDERS)}",
+            field=origin["provider"],
+        )
     credentials = refuse_credentials(values.get("base_url"))
     if credentials is not None:
         raise UsageError("llm_base_url_credentials", credentials, field=origin["base_url"])

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-CassetteMode = Literal["record", "replay", "off"]
+CassetteMode = Literal["record", "replay", "auto", "off"]
+"""``auto``: replay what a cassette holds, send and record a miss (the run is ``mixed``)."""
 
 # The chat-model agent's settings: setting -> (ini key, environment variable).
 SOURCES: dict[str, tuple[str, str]] = {
@@ -38,6 +39,9 @@ SOURCES: dict[str, tuple[str, str]] = {
     "max_tokens": ("agentbench_max_tokens", "AGENTBENCH_MAX_TOKENS"),
     "max_cost": ("agentbench_max_cost", "AGENTBENCH_MAX_COST"),
     "pricing": ("agentbench_pricing", "AGENTBENCH_PRICING"),
+    # The model API the chat agent speaks (agents/providers.py); also
+    # --agentbench-llm-provider.
+    "provider": ("agentbench_llm_provider", "AGENTBENCH_LLM_PROVIDER"),
 }
 
 RUN_LIMITS: dict[str, tuple[str, str]] = {

@@ -13,13 +13,19 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_agentbench.agents.cassettes import EncodedRequest, RecordedResponse
+from pytest_agentbench.agents.providers import MalformedAnswer, parse_answer
 from pytest_agentbench.agents.usage import reported_tokens
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.transcript import bounded
 
 
-def request_event(request: EncodedRequest, first_new: int) -> dict[str, JsonValue]:
-    messages = request.body.get("messages")
+def request_event(
+    request: EncodedRequest, first_new: int, messages: JsonValue = None
+) -> dict[str, JsonValue]:
+    """``messages``: the neutral conversation, when the request sent is a provider's own
+    body (its transcript is the same whatever the provider)."""
+    if messages is None:
+        messages = request.body.get("messages")
     listed = messages if isinstance(messages, list) else []
     return {
         "event": "model_request",
@@ -31,7 +37,7 @@ def request_event(request: EncodedRequest, first_new: int) -> dict[str, JsonValu
     }
 
 
-def response_event(response: RecordedResponse) -> dict[str, JsonValue]:
+def response_event(response: RecordedResponse, provider: str = "openai") -> dict[str, JsonValue]:
     event: dict[str, JsonValue] = {
         "event": "model_response",
         "status": response.status,
@@ -45,16 +51,13 @@ def response_event(response: RecordedResponse) -> dict[str, JsonValue]:
         return event
     body = response.json_body
     try:
-        choice = body["choices"][0]
-        message = choice["message"]
-        if not isinstance(message, dict):
-            raise TypeError
+        message, finish_reason = parse_answer(provider, body, check_calls=False)
         event["text"] = _text(message.get("content"))
         event["tool_calls"] = [_tool_call(call) for call in message.get("tool_calls") or []]
-        event["finish_reason"] = choice.get("finish_reason")
-    except (KeyError, IndexError, TypeError, AttributeError):
+        event["finish_reason"] = finish_reason
+    except MalformedAnswer:
         event["body"] = bounded(canonical_json(body))
-    tokens = reported_tokens(body)
+    tokens = reported_tokens(body, provider)
     event["usage"] = (
         None
         if tokens is None

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import (
     AnyRequest,
+    CassetteMiss,
     CassetteShelf,
     EncodedRequest,
     RecordedResponse,
@@ -20,13 +22,15 @@ from pytest_agentbench.agents.cassettes import (
 )
 from pytest_agentbench.agents.limits import Wait, wait
 from pytest_agentbench.agents.provenance import ModelRun, current_run
+from pytest_agentbench.agents.providers import auth_headers, request_provider, wire
 from pytest_agentbench.agents.settings import ChatSettings, refuse_credentials
 from pytest_agentbench.agents.usage import reported_tokens
 from pytest_agentbench.sdk.canonical import loads_strict
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.ledger import Tokens
 
-RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504})
+RETRIED_STATUSES = frozenset({429, 500, 502, 503, 504, 529})
+"""529: Anthropic's "overloaded"."""
 
 
 class ChatAgentError(AgentbenchError):
@@ -41,6 +45,8 @@ class Exchange:
     waits: tuple[Wait, ...] = ()
     refused: BudgetRefused | None = None
     """A retry the run's budget refused: ``response`` is then the last failure before it."""
+    source: Literal["live", "cassette", "recorded"] = "live"
+    """Where the answer came from: the endpoint, a cassette, or the endpoint and then saved."""
 
 
 class ClientShelf:
@@ -124,7 +130,8 @@ def refusing_transport() -> Any:
 
 
 class ChatTransport:
-    """Sends requests as the settings say: ``off`` live, ``record`` live and saved, ``replay``.
+    """Sends requests as the settings say: ``off`` live, ``record`` live and saved, ``replay``
+    from cassettes, ``auto`` from a cassette when one holds the request, else live and saved.
 
     Live requests pass the run's rate limiter and retry with its backoff.
     """
@@ -142,23 +149,34 @@ class ChatTransport:
         """``tokens``: what the request is expected to use, for the tokens-per-minute limit;
         ``on_send`` is called once, as the request first leaves (past every rate limit)."""
         request = encoded(request)
-        if self.mode == "replay":
+        if self.mode in ("replay", "auto"):
             assert self.shelf is not None
-            response = self.shelf.load(request)
-            if on_send is not None:
-                on_send()
-            # The recorded retries count against the call ceiling as they did when recorded.
-            for _ in response.faults:
-                try:
-                    self.run.guard.reserve_retry()
-                except BudgetRefused as refusal:
-                    return Exchange(response, refused=refusal)
-            return Exchange(response)
+            try:
+                response = self.shelf.load(request)
+            except CassetteMiss:
+                # Only a miss goes live in auto mode: a tampered or unreadable cassette is
+                # refused as in replay, never silently recorded over.
+                if self.mode == "replay":
+                    raise
+            else:
+                return self._replayed(response, on_send)
         exchange = self._live(request, tokens, on_send)
-        if self.mode == "record":
+        if self.mode in ("record", "auto"):
             assert self.shelf is not None
             self.shelf.save(request, exchange.response)
+            return dataclasses.replace(exchange, source="recorded")
         return exchange
+
+    def _replayed(self, response: RecordedResponse, on_send: Callable[[], None] | None) -> Exchange:
+        if on_send is not None:
+            on_send()
+        # The recorded retries count against the call ceiling as they did when recorded.
+        for _ in response.faults:
+            try:
+                self.run.guard.reserve_retry()
+            except BudgetRefused as refusal:
+                return Exchange(response, refused=refusal, source="cassette")
+        return Exchange(response, source="cassette")
 
     def close(self) -> None:
         self.clients.close()
@@ -174,13 +192,9 @@ class ChatTransport:
         credentials = refuse_credentials(self.settings.base_url)
         if credentials is not None:
             raise ChatAgentError("llm_base_url_credentials", credentials)
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.settings.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
         return httpx.Client(
             base_url=self.settings.base_url.rstrip("/") + "/",
-            headers=headers,
+            headers={"Content-Type": "application/json"},
             timeout=self.settings.timeout_s,
             verify=_shared_tls_context(),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
@@ -191,7 +205,12 @@ class ChatTransport:
     ) -> Exchange:
         httpx = _httpx()
 
-        body = request.text.encode("utf-8")
+        # Each request names its provider (a judge's is always OpenAI-compatible), so the
+        # path and the auth headers are the request's, not the client's.
+        provider = request_provider(request)
+        path, text = wire(request, request.text)
+        body = text.encode("utf-8")
+        headers = auth_headers(provider, os.environ.get(self.settings.api_key_env))
         limiter, clock = self.run.limiter, self.run.clock
         faults: list[str] = []
         waits: list[Wait] = []
@@ -203,7 +222,7 @@ class ChatTransport:
                 if on_send is not None and not faults:
                     on_send()
                 try:
-                    answer = client.post("chat/completions", content=body)
+                    answer = client.post(path, content=body, headers=headers)
                 except httpx.TimeoutException:
                     limiter.release(permit, None)
                     response = RecordedResponse(transport_error="timeout", faults=tuple(faults))
@@ -220,7 +239,7 @@ class ChatTransport:
                     limiter.release(permit, None)
                     raise
             response = _recorded(answer.status_code, answer.text)
-            reported = reported_tokens(response.json_body)
+            reported = reported_tokens(response.json_body, provider)
             limiter.release(permit, None if reported is None else _used(reported))
             if answer.status_code in RETRIED_STATUSES and len(faults) < self.settings.max_retries:
                 try:

@@ -12,7 +12,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from pytest_agentbench.agents.cassettes import AnyRequest, RecordedResponse, request_digest
+from pytest_agentbench.agents.cassettes import (
+    AnyRequest,
+    RecordedResponse,
+    encoded,
+    request_digest,
+)
+from pytest_agentbench.agents.providers import provider_tokens, request_provider
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.ledger import Attempt, Tokens, UsageReport
 
@@ -21,7 +27,10 @@ CUT_OFF = "cut_off"
 _TOKEN_FIELDS = {"input": "prompt_tokens", "output": "completion_tokens", "total": "total_tokens"}
 
 
-def reported_tokens(body: JsonValue) -> Tokens | None:
+def reported_tokens(body: JsonValue, provider: str = "openai") -> Tokens | None:
+    if provider != "openai":
+        native = provider_tokens(provider, body)
+        return None if native is None else Tokens(**native)
     usage = body.get("usage") if isinstance(body, dict) else None
     if not isinstance(usage, dict):
         return None
@@ -35,26 +44,44 @@ def reported_tokens(body: JsonValue) -> Tokens | None:
     return Tokens(**counts) if counts else None
 
 
-def final_attempt(response: RecordedResponse) -> dict[str, Any]:
+def _received(status: int | None) -> dict[str, Any]:
+    """``response_received`` and the status, as the original's ledger states them."""
+    if status is None or not 100 <= status <= 599:
+        return {"response_received": False}
+    return {"response_received": True, "http_status": status}
+
+
+def retried_attempt(fault: str) -> dict[str, Any]:
+    """An attempt a retry followed: an ``http_NNN`` status came back, a timeout did not."""
+    digits = fault.removeprefix("http_")
+    status = int(digits) if fault.startswith("http_") and digits.isdigit() else None
+    return {"outcome": "fault", "fault": fault, **_received(status)}
+
+
+def final_attempt(response: RecordedResponse, provider: str = "openai") -> dict[str, Any]:
     """The attempt that ended a request, without its index."""
     if response.transport_error is not None:
-        return {"outcome": "fault", "fault": response.transport_error}
+        return {"outcome": "fault", "fault": response.transport_error, "response_received": False}
     status = response.status
     if status is None or not 200 <= status < 300:
-        return {"outcome": "fault", "fault": f"http_{status}"}
+        return {"outcome": "fault", "fault": f"http_{status}", **_received(status)}
     if response.text_body is not None:
-        return {"outcome": "unclassified_error", "fault": "not_json"}
-    return {"outcome": "response", "tokens": reported_tokens(response.json_body)}
+        return {"outcome": "unclassified_error", "fault": "not_json", **_received(status)}
+    return {
+        "outcome": "response",
+        "tokens": reported_tokens(response.json_body, provider),
+        **_received(status),
+    }
 
 
-def final_tokens(response: RecordedResponse) -> Tokens | None:
+def final_tokens(response: RecordedResponse, provider: str = "openai") -> Tokens | None:
     """The token counts of the answer that ended a request, when it reported them."""
     if response.transport_error is not None or response.text_body is not None:
         return None
     status = response.status
     if status is None or not 200 <= status < 300:
         return None
-    return reported_tokens(response.json_body)
+    return reported_tokens(response.json_body, provider)
 
 
 class UsageLog:
@@ -79,14 +106,26 @@ class UsageLog:
         ``cut_off`` fault, so a request the case limit interrupts is still ledgered."""
         attempts, requests = self._pending()
         digest = request_digest(request)
-        attempts.append({"outcome": "fault", "fault": CUT_OFF, "request_digest_sha256": digest})
+        attempts.append(
+            {
+                "outcome": "fault",
+                "fault": CUT_OFF,
+                "response_received": False,
+                "request_digest_sha256": digest,
+            }
+        )
         requests.append(digest)
 
     def withdraw(self, request: AnyRequest) -> None:
         """The request :meth:`sent` announced was never sent, or nothing came back."""
         attempts, requests = self._pending()
         digest = request_digest(request)
-        announced = {"outcome": "fault", "fault": CUT_OFF, "request_digest_sha256": digest}
+        announced = {
+            "outcome": "fault",
+            "fault": CUT_OFF,
+            "response_received": False,
+            "request_digest_sha256": digest,
+        }
         if requests and requests[-1] == digest and attempts and attempts[-1] == announced:
             attempts.pop()
             requests.pop()
@@ -96,8 +135,13 @@ class UsageLog:
         attempts, requests = self._pending()
         digest = request_digest(request)
         for fault in response.faults:
-            attempts.append({"outcome": "fault", "fault": fault, "request_digest_sha256": digest})
-        attempts.append({**final_attempt(response), "request_digest_sha256": digest})
+            attempts.append({**retried_attempt(fault), "request_digest_sha256": digest})
+        attempts.append(
+            {
+                **final_attempt(response, request_provider(encoded(request))),
+                "request_digest_sha256": digest,
+            }
+        )
         requests.append(digest)
 
     def drain(self) -> UsageReport | None:

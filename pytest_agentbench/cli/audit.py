@@ -16,12 +16,19 @@ a run with ``--agentbench-ledger`` is judged): each rubric's traffic in the
 judgments file beside the report (``<report>.judgments.json``) must be what
 its ledger's rows say, a refused call a row with no decision, and a ledger
 with refusals must end excluded under the first one's code.
+A ``mixed`` run (cassette mode ``auto``) states how many requests cassettes answered and
+how many were recorded, the run and each case: no ledger tells a replayed answer from a
+recorded one, but every answered request is one or the other, so each case's two counts
+must add up to its rows' requests less those the case limit cut off, the run's must be the
+sum of its cases', and the run log beside the report (when there is one) must state the
+same mode and totals; a run of any other mode states no counts (``audit_mode_mismatch``).
 Every refusal has its own code; the first found is reported.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from decimal import Decimal
 from pathlib import Path
@@ -31,9 +38,12 @@ from pydantic import ValidationError
 
 from pytest_agentbench.agents.budget import PricingTable, decimal_text, read_pricing
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
+from pytest_agentbench.agents.providers import provider_of_label
+from pytest_agentbench.agents.usage import CUT_OFF
 from pytest_agentbench.cli.report_limit import MAX_REPORT_BYTES, add_max_report_bytes
 from pytest_agentbench.judging.documents import judgments_path, read_judgments
 from pytest_agentbench.report.judged_summary import JudgeTraffic, judge_ledger_name
+from pytest_agentbench.report.run_log import SOURCE_COUNTS, default_log_path
 from pytest_agentbench.report.stream import (
     CaseEntry,
     HeadField,
@@ -80,6 +90,11 @@ def cmd_audit(args: argparse.Namespace, registry: Any) -> int:
         f"{totals.calls} calls, {totals.attempts} attempts, "
         f"{totals.input_tokens} + {totals.output_tokens} tokens"
         + (f"; {totals.judge_calls} judge calls" if totals.judge_calls else "")
+        + (
+            f"; mixed: {totals.cassette_hits} cassette hits, {totals.recorded} recorded"
+            if totals.mixed
+            else ""
+        )
         + ("; not bound by any ledger: " + ", ".join(UNBOUND) if totals.model_run else "")
     )
     if totals.unpriced_costs:
@@ -105,6 +120,8 @@ class CaseTotals:
         self.input_tokens = sum(a.tokens.input or 0 for a in attempts if a.tokens is not None)
         self.output_tokens = sum(a.tokens.output or 0 for a in attempts if a.tokens is not None)
         self.requests = _runs([a.request_digest_sha256 for a in attempts])
+        self.cut_off = sum(1 for a in attempts if a.fault == CUT_OFF)
+        """Requests the case limit cut off before their answer: neither replayed nor recorded."""
         self.calls = calls
 
     def cost(self, pricing: PricingTable, model: str, where: Path) -> Decimal:
@@ -122,6 +139,8 @@ class RunTotals:
     def __init__(self) -> None:
         self.cases = self.calls = self.attempts = self.input_tokens = self.output_tokens = 0
         self.judge_calls = 0
+        self.cassette_hits = self.recorded = 0
+        self.mixed = False
         self.cost = Decimal(0)
         self.unpriced_costs: list[str] = []
         """What states a cost the audit could not check (no pricing table): one entry each
@@ -202,6 +221,10 @@ def audit_report(
         totals.attempts += case.attempts
         totals.input_tokens += case.input_tokens
         totals.output_tokens += case.output_tokens
+        if result.model_calls is not None:
+            stated_calls = CaseModelCalls.model_validate(result.model_calls)
+            totals.cassette_hits += stated_calls.cassette_hits or 0
+            totals.recorded += stated_calls.recorded or 0
         if pricing is not None and model_run is not None:
             totals.cost += case.cost(pricing, model_run.model, report)
     judged_costs = 0
@@ -217,6 +240,7 @@ def audit_report(
         )
     if model_run is not None:
         _check_run(report, model_run, totals, pricing is not None)
+        _check_mixed_run(report, model_run, totals)
         totals.model_run = True
     if pricing is None:
         totals.unpriced_costs = _stated_costs(cases, model_run, judged_costs)
@@ -297,6 +321,7 @@ def _audit_case(
             path,
         )
     _check_decisions(path, nodeid, stated, calls)
+    _check_sources(path, nodeid, stated, derived, model_run)
     if pricing is not None and model_run is not None:
         cost = decimal_text(derived.cost(pricing, model_run.model, path))
         if stated.cost != cost:
@@ -492,13 +517,98 @@ def _audit_judges(path: Path, traffic: JudgeTraffic, pricing: PricingTable | Non
     return derived
 
 
+def _check_sources(
+    path: Path,
+    nodeid: str,
+    stated: CaseModelCalls,
+    derived: CaseTotals,
+    model_run: RunProvenance | None,
+) -> None:
+    """A case's cassette hits and recordings: stated in a ``mixed`` run only, and adding up
+    to the requests its rows say were answered (every answer was replayed or recorded)."""
+    mixed = model_run is not None and model_run.mode == "mixed"
+    counts = (stated.cassette_hits, stated.recorded)
+    if not mixed:
+        if counts != (None, None):
+            raise _refuse(
+                "audit_mode_mismatch",
+                f"case {nodeid} states cassette hits and recordings; the run's mode is "
+                f"{None if model_run is None else model_run.mode!r}, not 'mixed'",
+                path,
+            )
+        return
+    hits, recorded = counts
+    if hits is None or recorded is None:
+        raise _refuse(
+            "audit_mode_mismatch",
+            f"case {nodeid} of a mixed run states no cassette hits or recordings",
+            path,
+        )
+    answered = stated.calls - derived.cut_off
+    if hits + recorded != answered:
+        raise _refuse(
+            "audit_mode_mismatch",
+            f"case {nodeid}: {hits} cassette hits and {recorded} recorded, but its rows "
+            f"answer {answered} requests",
+            path,
+        )
+
+
+def _check_mixed_run(report: Path, model_run: RunProvenance, totals: RunTotals) -> None:
+    """The run's mode and counts: a ``mixed`` run's counts are its cases' sums, and the run
+    log beside the report (if any) states the same mode and totals."""
+    counts = (model_run.cassette_hits, model_run.recorded)
+    if model_run.mode != "mixed":
+        if counts != (None, None):
+            raise _refuse(
+                "audit_mode_mismatch",
+                f"the run states cassette hits and recordings; its mode is {model_run.mode!r}",
+                report,
+            )
+    elif counts != (totals.cassette_hits, totals.recorded):
+        raise _refuse(
+            "audit_mode_mismatch",
+            f"the mixed run states cassette hits and recorded {counts}; its cases' sum to "
+            f"{(totals.cassette_hits, totals.recorded)}",
+            report,
+        )
+    totals.mixed = model_run.mode == "mixed"
+    log = default_log_path(report)
+    if not log.is_file():
+        return
+    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
+    start = next((e for e in events if e.get("event") == "start"), None)
+    end = next((e for e in events if e.get("event") == "end"), None)
+    logged = None if start is None or start.get("model") is None else start["model"]["mode"]
+    if logged is not None and logged != model_run.mode:
+        raise _refuse(
+            "audit_mode_mismatch",
+            f"the run log states mode {logged!r}, the report {model_run.mode!r}",
+            log,
+        )
+    if end is not None and totals.mixed:
+        stated = tuple(end.get(name) for name in SOURCE_COUNTS)
+        if stated != counts:
+            raise _refuse(
+                "audit_mode_mismatch",
+                f"the run log's end states cassette hits and recorded {stated}; the report "
+                f"{counts}",
+                log,
+            )
+
+
 def _check_run(report: Path, model_run: RunProvenance, totals: RunTotals, priced: bool) -> None:
     settings = model_run.settings
-    if settings is not None and settings.digest(model_run.model) != model_run.settings_digest:
+    provider = provider_of_label(model_run.provider)
+    if (
+        settings is not None
+        and settings.digest(model_run.model, provider) != model_run.settings_digest
+    ):
         # The ledgers bind the digest; the settings in clear are bound only through it.
         raise _refuse(
             "audit_settings_mismatch",
-            f"the run's settings in clear hash to sha256:{settings.digest(model_run.model)}, "
+            f"the run's settings in clear hash to sha256:"
+            f"{settings.digest(model_run.model, provider)}, "
             f"not to its settings_digest sha256:{model_run.settings_digest}",
             report,
         )

@@ -5,7 +5,9 @@ the ordered scale); for each classifier: the classifier (plain kappa). Each with
 its bootstrap interval, confusion matrix and support; a rater with fewer than
 ``--min-labels`` labelled items (default 30) is reported ``uncalibrated``.
 Stale labels (given to content or a rubric that has since changed) are listed
-and never counted.
+and never counted. Labels given with the seats already shown
+(``revealed_before_label: true``, from ``agentbench review``'s reveal) count, and
+are reported by subject, here and in the ``--json`` file.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.judging.calibration import calibrate_labels, calibration_json
-from pytest_agentbench.judging.documents import read_labels
+from pytest_agentbench.judging.documents import read_labels, revealed_labels
+from pytest_agentbench.judging.report_judging import REVEALED_LINE
 from pytest_agentbench.scoring.kappa import DEFAULT_MIN_LABELS, Calibration
 from pytest_agentbench.sdk.canonical import pretty_json
 from pytest_agentbench.sdk.files import write_file
@@ -43,6 +46,9 @@ def cmd_calibrate(args: argparse.Namespace, registry: Any) -> int:
         )
         for item in stale:
             print(f"  stale: {item.item} (human {item.human})")
+    revealed = revealed_labels(labels)
+    for subject, count in revealed.items():
+        print(f"{subject}: {REVEALED_LINE % count}")
     for calibration in calibrations:
         print(calibration.describe())
         if calibration.support:
@@ -50,7 +56,11 @@ def cmd_calibrate(args: argparse.Namespace, registry: Any) -> int:
     if args.json:
         write_file(
             Path(args.json),
-            pretty_json(calibration_json(calibrations, source.name, min_labels=args.min_labels)),
+            pretty_json(
+                calibration_json(
+                    calibrations, source.name, min_labels=args.min_labels, revealed=revealed
+                )
+            ),
         )
         print(f"wrote {args.json}")
     return 0

@@ -14,7 +14,7 @@ from pytest_agentbench.sdk.registry import WorldRegistry
 def cmd_html(args: argparse.Namespace, registry: WorldRegistry) -> int:
     source = Path(args.report)
     output = Path(args.output) if args.output else source.with_suffix(".html")
-    write_html(read_report_document(source, max_bytes=args.max_report_bytes), output)
+    write_html(read_report_document(source, max_bytes=args.max_report_bytes), output, source=source)
     print(f"wrote {output}")
     return 0
 

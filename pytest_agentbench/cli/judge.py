@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, get_args
 
 from pytest_agentbench.agents.settings import resolve_settings
+from pytest_agentbench.agents.sources import CassetteMode
 from pytest_agentbench.cli.report_limit import add_max_report_bytes
 from pytest_agentbench.judging.panel import JudgeCache
-from pytest_agentbench.judging.report_judging import judge_beside
+from pytest_agentbench.judging.report_judging import SAMPLES_NOTE, judge_beside, sample_settings
 from pytest_agentbench.run.concurrency import parse_concurrency
 from pytest_agentbench.sdk.registry import WorldRegistry
 
@@ -34,16 +35,20 @@ BUDGET_OPTIONS: Final = {
 
 
 def cmd_judge(args: argparse.Namespace, registry: WorldRegistry) -> int:
-    settings = resolve_settings(
-        ini=lambda key: None,
-        environ=os.environ,
-        overrides={
-            "cassettes": args.cassettes,
-            "cassette_mode": args.cassette_mode,
-            **{name: getattr(args, name) for name in BUDGET_OPTIONS},
-        },
-        root=Path.cwd(),
-    )
+    if args.samples:
+        settings = sample_settings(Path.cwd())
+        print(SAMPLES_NOTE)
+    else:
+        settings = resolve_settings(
+            ini=lambda key: None,
+            environ=os.environ,
+            overrides={
+                "cassettes": args.cassettes,
+                "cassette_mode": args.cassette_mode,
+                **{name: getattr(args, name) for name in BUDGET_OPTIONS},
+            },
+            root=Path.cwd(),
+        )
     lines, gates, _ = judge_beside(
         Path(args.report),
         registry=registry,
@@ -83,11 +88,19 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         help="a rubric file beside the world's and suite's own rubrics/ (repeatable)",
     )
     parser.add_argument("--judge-cache", metavar="DIR", help="content-cache seat verdicts in DIR")
-    parser.add_argument("--cassettes", metavar="DIR", help="record/replay judge calls in DIR")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--cassettes", metavar="DIR", help="record/replay judge calls in DIR")
+    source.add_argument(
+        "--samples",
+        action="store_true",
+        help="replay the shipped sample cassettes, offline, reaching no endpoint (recorded "
+        "against the project's loopback judge server, not a real model)",
+    )
     parser.add_argument(
         "--cassette-mode",
-        choices=("record", "replay", "off"),
-        help="record, replay or off (default: replay if the folder exists, else record)",
+        choices=get_args(CassetteMode),
+        help="record, replay, auto (replay hits, record misses) or off (default: replay if "
+        "the folder exists, else record)",
     )
     parser.add_argument(
         "--subject-model", metavar="MODEL", help="the model under test (default: the LLM setting)"

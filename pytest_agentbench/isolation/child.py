@@ -36,14 +36,16 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
 from pytest_agentbench.isolation.processes import become_subreaper
 from pytest_agentbench.isolation.protocol import (
+    INTERRUPT_SIGNAL,
     MAX_MESSAGE_BYTES,
+    CallInterrupted,
     describe_raised,
     json_message,
     json_text,
@@ -86,8 +88,56 @@ class Link:
         with self.lock:
             if self.current_call != call_id:
                 return None
-            self.send(request)
-            return self.receive()
+            with _uninterruptible():
+                self.send(request)
+                return self.receive()
+
+
+class _Interrupts:
+    """Whether the harness's interrupt (:data:`INTERRUPT_SIGNAL`) may raise now.
+
+    Only while the adapter's method runs, so the serving loop never unwinds mid-message;
+    and not while the main thread exchanges a tool call with the harness (a message cut
+    in half would garble the connection): an interrupt then is held and raised as soon
+    as the exchange is over. Signals reach the main thread only, which runs the method.
+    """
+
+    interruptible = False
+    pending = False
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    if _Interrupts.interruptible:
+        _Interrupts.interruptible = False
+        raise CallInterrupted()
+    _Interrupts.pending = True
+
+
+@contextmanager
+def _uninterruptible() -> Iterator[None]:
+    """Hold the interrupt while the main thread talks to the harness; raise it after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    was, _Interrupts.interruptible = _Interrupts.interruptible, False
+    try:
+        yield
+    finally:
+        _Interrupts.interruptible = was
+        if was and _Interrupts.pending:
+            _Interrupts.pending = False
+            _Interrupts.interruptible = False
+            raise CallInterrupted()
+
+
+def _interruptibly(method: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Run the adapter's method where the harness's interrupt may end it."""
+    _Interrupts.pending = False
+    _Interrupts.interruptible = True
+    try:
+        return method(*args, **kwargs)
+    finally:
+        _Interrupts.interruptible = False
 
 
 def _import_target(spec: str) -> Any:
@@ -164,15 +214,20 @@ class Server:
         plan = message.get("sandbox")
         if plan is not None:
             # Imported only when asked for: a run without the sandbox loads no ctypes binding.
-            from pytest_agentbench.isolation.sandbox import SandboxPlan, apply
+            from pytest_agentbench.isolation.sandbox import MCP_PORT_ENV, SandboxPlan, apply
 
             try:
-                apply(SandboxPlan.from_message(plan))
+                sandbox = SandboxPlan.from_message(plan)
+                apply(sandbox)
+                if sandbox.bind_ports:
+                    # The one port an agent command's MCP server may listen on here.
+                    os.environ[MCP_PORT_ENV] = str(sandbox.bind_ports[0])
             except BaseException as exc:
                 kind, text = describe_raised(exc)
                 self.link.send(json_message("sandbox_failed", {"type": kind, "text": text}))
                 os._exit(0)
         sys.path[:] = message["sys_path"]
+        signal.signal(INTERRUPT_SIGNAL, _on_interrupt)
         _restore_pythonpath(message["pythonpath"])
         _install_settings(message["settings"])
         self.link.send(json_message("ready", {"pid": os.getpid()}))
@@ -269,8 +324,12 @@ class Server:
             }
             method = getattr(self.adapters[message["handle"]], message["method"])
             with model_calls:
-                result = method(*args, **kwargs)
-        # Everything the adapter raises is its failure, BaseExceptions included.
+                result = _interruptibly(method, args, kwargs)
+        except CallInterrupted:
+            # The case limit passed: the harness takes the model calls made so far (a
+            # request cut off among them) and keeps this process for the next call.
+            return json_message("interrupted", {"call": call_id, **model_calls.carried()})
+        # Everything else the adapter raises is its failure, BaseExceptions included.
         except BaseException as exc:
             kind, text = describe_raised(exc)
             raised = {
@@ -330,8 +389,10 @@ class _ModelCalls:
         calls = self._calls
         if calls is None or not calls.used:
             return {}
-        # Whether the run is priced is the harness's to say: the cost goes across as it is.
+        # Whether the run is priced, and whether it counts cassette hits and recordings (a
+        # mixed run), is the harness's to say: the cost and the counts go across as they are.
         calls.priced = True
+        calls.counted = True
         carried: dict[str, Any] = {
             "model_calls": calls.record().model_dump(mode="json"),
             "model_events": calls.transcript.record(),

@@ -19,6 +19,7 @@ from pytest_agentbench.sdk.errors import UsageError
 FORWARDED: tuple[tuple[str, str, str], ...] = (
     ("pytest_agentbench.agents.settings", "configured_settings", "configure"),
     ("pytest_agentbench.agents.provenance", "shared_tally", "use_shared_tally"),
+    ("pytest_agentbench.agents.command", "configured_command", "configure_command"),
 )
 """``(module, getter, setter)``: the getter returns the harness's object, the setter installs it,
 in this order. A getter's ``None`` hands nothing over. The run's budget tally file goes

@@ -3,12 +3,16 @@
 :class:`IsolatedAdapters` starts its child on first use, loads adapters into
 it, and turns every call into a message exchange bounded by the case timeout.
 Whatever goes wrong on the child's side costs the call it happened in and is
-classified like an in-process failure: a hang is a timeout (the child is
-killed and a fresh one starts with the next call), a crash, a raised
-BaseException or a garbled message is an ``agent_error``, a return value
-JSON cannot carry is a ``product_error``. Only the harness's own failures
-(a view that cannot be pickled, a child that cannot start) are
-``harness_error``.
+classified like an in-process failure: a hang is a timeout, interrupted as
+in-process (the harness signals the child, :data:`~.protocol.INTERRUPT_SIGNAL`,
+which raises in the adapter's call and answers with the model calls made so
+far, a request cut off among them, so they are in the case's report; what the
+call started is ended and the child serves the next call); a child that does
+not unwind within the kill grace is killed and a fresh one starts with the
+next call. A crash, a raised BaseException or a garbled message is an
+``agent_error``, a return value JSON cannot carry is a ``product_error``. Only
+the harness's own failures (a view that cannot be pickled, a child that cannot
+start) are ``harness_error``.
 
 Starting the child and loading the adapter into it (first, and again after a
 timeout or crash) is bounded by its own limit, the start-up allowance, never
@@ -68,7 +72,7 @@ from pytest_agentbench.isolation.channel import (
 )
 from pytest_agentbench.isolation.forkserver import ForkServer
 from pytest_agentbench.isolation.forwarding import ForwardedSettings
-from pytest_agentbench.isolation.protocol import pickle_for_child, shape
+from pytest_agentbench.isolation.protocol import INTERRUPT_SIGNAL, pickle_for_child, shape
 from pytest_agentbench.isolation.proxy import (
     PendingAdapter,
     RemoteAdapter,
@@ -121,7 +125,8 @@ NAMESPACE_PREFIX = ("unshare", "--user", "--map-current-user")
 """Runs the child in a new user namespace, as the same user (``exec``, so the pid stays)."""
 
 GRACE_SECONDS = 0.5
-"""Between SIGTERM and SIGKILL when a child is ended."""
+"""Between SIGTERM and SIGKILL when a child is ended; and how long a child interrupted at
+its case limit has to unwind and answer before it is ended."""
 
 
 class IsolationFailure(AdapterFailure):
@@ -752,9 +757,55 @@ class IsolatedAdapters(ServesAdapters):
                 reply = process.receive(deadline)
             process.end_call()
         except BaseException as exc:
+            if isinstance(exc, CaseTimeout | ChildTimedOut) and self._interrupted(process, call_id):
+                raise self._translated(exc) from None
             self._discard()
             raise self._translated(exc) from None
         return self._result(call_id, reply)
+
+    def _interrupted(self, process: AdapterProcess, call_id: int) -> bool:
+        """Interrupt the call the case limit ended, as in-process; whether the child unwound.
+
+        The child raises in the adapter's call and answers with the model calls it made so
+        far, which the case takes (a request the limit cut off is in its report, as
+        in-process). It has the kill grace to answer; a tool call it sent meanwhile is
+        refused, the case's session being over. What the call started is ended and the
+        child kept. False (the caller then kills it): it did not answer in time, or not
+        as a child of this protocol does.
+        """
+        try:
+            os.kill(process.pid, INTERRUPT_SIGNAL)
+        except OSError:
+            return False
+        deadline = time.monotonic() + self.grace
+        try:
+            reply = process.receive(deadline)
+            while reply.get("op") == "tool_call":
+                process.send(
+                    {
+                        "op": "tool_error",
+                        "code": SESSION_CLOSED,
+                        "message": "the case limit ended this call",
+                    }
+                )
+                reply = process.receive(deadline)
+            if reply.get("call") != call_id or reply.get("op") not in {
+                "interrupted",
+                "returned",
+                "raised",
+                "unencodable",
+            }:
+                return False
+            if "model_calls" in reply:
+                self._absorb_model_calls(reply)
+            process.end_call()
+        except (ChannelError, AdapterFailure):
+            return False
+        except BaseException:
+            # Interrupted itself (Ctrl-C in the grace): the exchange is half done.
+            self._discard()
+            raise
+        return True
 
     def ensure_ready(self, handle: int) -> None:
         """A running child with adapter ``handle`` loaded, or the failure its case reports."""

@@ -200,6 +200,12 @@ class Ruleset:
             attr = NetPortAttr(ACCESS_NET_CONNECT_TCP, port)
             self._add_rule(RULE_NET_PORT, ctypes.byref(attr), f"port {port}")
 
+    def allow_bind(self, ports: Iterable[int]) -> None:
+        """Allow binding a TCP socket to each of ``ports`` (the MCP server's loopback port)."""
+        for port in ports:
+            attr = NetPortAttr(ACCESS_NET_BIND_TCP, port)
+            self._add_rule(RULE_NET_PORT, ctypes.byref(attr), f"bind port {port}")
+
     def _add_rule(self, kind: int, attr: object, what: str) -> None:
         try:
             _syscall(self._add, ctypes.c_int(self.fd), ctypes.c_int(kind), attr, ctypes.c_uint32(0))

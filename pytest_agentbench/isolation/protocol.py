@@ -22,6 +22,7 @@ import io
 import json
 import pickle
 import re
+import signal
 import types
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +32,19 @@ MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 MAX_TEXT = 2000
 """Longest exception text that crosses back (the first line, truncated)."""
+
+INTERRUPT_SIGNAL = signal.SIGUSR1
+"""What the harness sends the child when a call's case limit has passed: the child raises
+:class:`CallInterrupted` in the adapter, as the case limit's alarm raises ``CaseTimeout``
+in-process, and answers ``interrupted`` with the model calls made so far."""
+
+
+class CallInterrupted(BaseException):
+    """Raised in the child's adapter call by :data:`INTERRUPT_SIGNAL`: the case limit passed.
+
+    A BaseException, as ``CaseTimeout`` is in-process, so ``except Exception`` in the
+    adapter cannot swallow it; a request it cuts off stays counted, as cut off.
+    """
 
 
 def _rebuild_mappingproxy(items: dict[Any, Any]) -> types.MappingProxyType[Any, Any]:

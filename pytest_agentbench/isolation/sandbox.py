@@ -60,6 +60,10 @@ CAP_LAST_CAP_FILE: Final = "/proc/sys/kernel/cap_last_cap"
 LINUX_CAPABILITY_VERSION_3: Final = 0x20080522
 
 
+MCP_PORT_ENV: Final = "AGENTBENCH_MCP_PORT"
+"""Set in a sandboxed process whose plan grants a port to listen on (read by the agent command)."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """The resource limits of a sandboxed adapter process."""
@@ -91,6 +95,8 @@ class SandboxPlan:
     connect_ports: tuple[int, ...]
     """TCP ports it may connect to: the live model endpoint's, or none."""
     limits: Limits
+    bind_ports: tuple[int, ...] = ()
+    """TCP ports it may listen on (and connect to): an agent command's MCP server's, or none."""
 
     def as_message(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,6 +111,7 @@ class SandboxPlan:
             devices=tuple(message["devices"]),
             connect_ports=tuple(int(port) for port in message["connect_ports"]),
             limits=Limits(**message["limits"]),
+            bind_ports=tuple(int(port) for port in message.get("bind_ports", ())),
         )
 
 
@@ -242,7 +249,8 @@ def apply(plan: SandboxPlan) -> int:
         for path in plan.write:
             _allow(ruleset, path, landlock.fs_access(plan.abi))
         if plan.abi >= 4:
-            ruleset.allow_connect(plan.connect_ports)
+            ruleset.allow_connect((*plan.connect_ports, *plan.bind_ports))
+            ruleset.allow_bind(plan.bind_ports)
     except BaseException:
         ruleset.close()
         raise

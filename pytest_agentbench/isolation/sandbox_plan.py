@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -246,6 +247,9 @@ class SandboxSetup:
     read_only: tuple[Path, ...] = ()
     """Folders it reads though they are not code (cassettes being replayed)."""
     connect_ports: tuple[int, ...] = ()
+    mcp_http: bool = False
+    """An agent command reaches its MCP server over HTTP: each process gets a port to
+    listen on (see :func:`free_loopback_port`)."""
     limits: Limits = field(
         default_factory=lambda: Limits(
             DEFAULT_MEMORY_MB << 20, DEFAULT_FILE_MB << 20, DEFAULT_OPEN_FILES, DEFAULT_PROCESSES
@@ -308,7 +312,22 @@ class SandboxSetup:
             devices=tuple(path for path in DEVICES if Path(path).exists()),
             connect_ports=self.connect_ports,
             limits=self.limits,
+            bind_ports=(free_loopback_port(),) if self.mcp_http else (),
         )
+
+
+def free_loopback_port() -> int:
+    """A loopback TCP port free now, for one adapter process's MCP server.
+
+    Landlock names ports, not sockets, so the harness picks the port and the
+    sandboxed process may bind that one only (a process serves one case at a
+    time, so one port serves all its cases in turn). Another process could take
+    it in between: the case then fails as ``agent_transport_unavailable``.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
 
 
 def endpoint_port(base_url: str | None) -> int | None:

@@ -121,6 +121,13 @@ def _model_access() -> tuple[list[Path], list[Path], list[int]]:
     return read_only, read_write, ports
 
 
+def _agent_command_over_http() -> bool:
+    """Whether the run's adapter is an agent command served over HTTP (its settings resolved)."""
+    module = sys.modules.get("pytest_agentbench.agents.command")
+    settings = None if module is None else module.configured_command()
+    return settings is not None and settings.transport == "http"
+
+
 def sandbox_setup(
     config: pytest.Config,
     registry: WorldRegistry | None,
@@ -169,6 +176,7 @@ def sandbox_setup(
         read_write=tuple(read_write),
         read_only=tuple(read_only),
         connect_ports=tuple(ports),
+        mcp_http=_agent_command_over_http(),
         limits=Limits(
             memory_bytes=_whole_number(config, "agentbench_sandbox_memory_mb") << 20,
             file_bytes=DEFAULT_FILE_MB << 20,

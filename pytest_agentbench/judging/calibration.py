@@ -7,6 +7,7 @@ to decide whether a rubric's gate may be checked.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 from pytest_agentbench.judging.documents import LabelsDocument
@@ -69,12 +70,19 @@ def calibrate_labels(
 
 
 def calibration_json(
-    calibrations: tuple[Calibration, ...], source: str, *, min_labels: int = DEFAULT_MIN_LABELS
+    calibrations: tuple[Calibration, ...],
+    source: str,
+    *,
+    min_labels: int = DEFAULT_MIN_LABELS,
+    revealed: Mapping[str, int] | None = None,
 ) -> JsonValue:
+    """The ``calibrate --json`` file; ``revealed``: counted labels given with the seats
+    shown, by subject (:func:`~pytest_agentbench.judging.documents.revealed_labels`)."""
     return {
         "scheme": CALIBRATION_SCHEME,
         "labels": source,
         "min_labels": min_labels,
+        "revealed_before_label": dict(revealed or {}),
         "raters": [calibration.model_dump(mode="json") for calibration in calibrations],
     }
 

@@ -136,6 +136,9 @@ class LabelItem(Record):
     human: str | None = None
     human_digest: str | None = None
     """The ``digest`` the human label was given against; ``None``: this file's own."""
+    revealed_before_label: bool | None = None
+    """Whether the seats' scores and reasons were shown before the human label was given
+    (``agentbench review``'s reveal toggle); ``None``: not recorded (a hand-written label)."""
 
     @property
     def stale(self) -> bool:
@@ -230,14 +233,22 @@ def merge_labels(template: LabelsDocument, earlier: LabelsDocument | None) -> La
     if earlier is None:
         return template
     given = {
-        item.item: (item.human, item.human_digest or item.digest or UNBOUND)
+        item.item: (
+            item.human,
+            item.human_digest or item.digest or UNBOUND,
+            item.revealed_before_label,
+        )
         for item in earlier.items
         if item.human is not None
     }
     merged = []
     for item in template.items:
-        human, bound = given.get(item.item, (None, None))
-        merged.append(item.model_copy(update={"human": human, "human_digest": bound}))
+        human, bound, revealed = given.get(item.item, (None, None, None))
+        merged.append(
+            item.model_copy(
+                update={"human": human, "human_digest": bound, "revealed_before_label": revealed}
+            )
+        )
     return template.model_copy(update={"items": tuple(merged)})
 
 
@@ -248,6 +259,17 @@ def stale_labels(document: LabelsDocument) -> dict[str, int]:
         if item.stale:
             counts[item.subject] = counts.get(item.subject, 0) + 1
     return counts
+
+
+def revealed_labels(document: LabelsDocument) -> dict[str, int]:
+    """Counted human labels given with the seats already shown (``revealed_before_label``),
+    by subject: they count, and are reported, since a label that saw the judges may lean
+    toward them."""
+    counts: dict[str, int] = {}
+    for item in document.items:
+        if item.counted is not None and item.revealed_before_label:
+            counts[item.subject] = counts.get(item.subject, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def _read(path: Path, model: type[JudgmentsDocument] | type[LabelsDocument]) -> object:

@@ -33,7 +33,7 @@ from pytest_agentbench.agents.budget import (
     decimal_text,
 )
 from pytest_agentbench.agents.cassettes import RecordedResponse, request_digest
-from pytest_agentbench.agents.provenance import PROVIDER, ModelRun
+from pytest_agentbench.agents.provenance import PROVIDER, ModelRun, run_mode
 from pytest_agentbench.agents.settings import ChatSettings
 from pytest_agentbench.agents.transport import ChatTransport
 from pytest_agentbench.agents.usage import UsageLog, final_tokens
@@ -189,10 +189,9 @@ class RubricMeter:
                 self.writer.finish("excluded", self.refusal)
         if not self.models:
             return None
-        mode = self.run.settings.effective_mode
         return JudgeTraffic(
             models=tuple(self.models),
-            mode="live" if mode == "off" else mode,
+            mode=run_mode(self.run.settings),
             calls=self.calls,
             attempts=self.attempts,
             input_tokens=self.input_tokens,

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 from pytest_agentbench.agents.provenance import ModelRun
-from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
 from pytest_agentbench.judging.calibration import rater_name, read_calibration
 from pytest_agentbench.judging.documents import (
     BUILT_IN_CLASSIFIERS,
@@ -27,6 +28,7 @@ from pytest_agentbench.judging.documents import (
     labels_template,
     merge_labels,
     read_labels,
+    revealed_labels,
     rubric_tally,
     stale_labels,
     tally_line,
@@ -209,18 +211,27 @@ def _judge_suite(
     return items, unjudged
 
 
+REVEALED_LINE: Final = (
+    "%d labels given with the raters' labels revealed before the label "
+    "(revealed_before_label: true): counted"
+)
+
+
 def summary_lines(
     document: JudgmentsDocument,
     calibrations: dict[str, Calibration],
     stale: Mapping[str, int] | None = None,
+    revealed: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Judged diagnostics, each saying whether its judge is calibrated.
 
     Each rubric says how many of its cases it judged and why the others were
     not; an item no seat voted on is "not judged", never a failed pass. ``stale``:
-    human labels by subject that the content or rubric has changed under.
+    human labels by subject that the content or rubric has changed under;
+    ``revealed``: counted human labels given with the raters' labels shown.
     """
     stale = stale or {}
+    revealed = revealed or {}
     lines = ["judged diagnostics (beside the report; they decide no outcome, metric or gate):"]
     for name, entry in sorted(document.rubrics.items()):
         judged = [item.judgment for item in document.items if item.judgment.rubric == name]
@@ -254,6 +265,8 @@ def summary_lines(
                 f"    {stale[name]} stale labels (the content or rubric changed since "
                 "labelled): not counted"
             )
+        if revealed.get(name):
+            lines.append(f"    {REVEALED_LINE % revealed[name]}")
         refused = sum(1 for judgment in judged if judgment.refused)
         if refused:
             lines.append(
@@ -275,6 +288,8 @@ def summary_lines(
                 f"    {stale[spec.name]} stale labels (the case's output changed since "
                 "labelled): not counted"
             )
+        if revealed.get(spec.name):
+            lines.append(f"    {REVEALED_LINE % revealed[spec.name]}")
     return lines
 
 
@@ -349,6 +364,42 @@ def judged_gates(
     return verdicts
 
 
+SAMPLE_CASSETTES: Final = Path(__file__).resolve().parent / "sample_cassettes"
+"""The shipped sample panels' recorded calls (``tests/record_sample_judgments.py``), made
+against the project's scripted loopback judge server (``tests/judge_server.py``), not a
+real model: they exercise the judged path offline, they judge nothing."""
+SAMPLES_NOTE: Final = (
+    "judged from the shipped sample cassettes, recorded against the project's loopback "
+    "judge server, not a real model: they show the path, not a judgment"
+)
+
+
+def sample_settings(root: Path) -> ChatSettings:
+    """Chat settings that replay :data:`SAMPLE_CASSETTES` and reach no endpoint: nothing
+    from the environment, so a configured endpoint or key is never used."""
+    return resolve_settings(
+        ini=lambda key: None,
+        environ={},
+        overrides={"cassettes": str(SAMPLE_CASSETTES), "cassette_mode": "replay"},
+        root=root,
+    )
+
+
+def suite_folders(report: RunReport, registry: WorldRegistry) -> dict[str, Path | None]:
+    """Each reported suite's folder: a built-in suite by id, else the project convention
+    ``suites/<suite-id>`` under the working directory, else ``None``."""
+    shipped = registry.suites()
+    folders: dict[str, Path | None] = {}
+    for suite in report.suites:
+        conventional = Path.cwd() / "suites" / suite.id
+        built_in = shipped.get(suite.id)
+        if built_in is not None:
+            folders[suite.id] = built_in.resolve()
+        else:
+            folders[suite.id] = conventional if conventional.is_dir() else None
+    return folders
+
+
 def judge_beside(
     source: Path,
     *,
@@ -378,16 +429,7 @@ def judge_beside(
     (``report_too_large``) before it is read; by default, only each value is bounded.
     """
     report = read_report(str(source), max_bytes=max_report_bytes)
-    shipped = registry.suites()
-    folders: dict[str, Path | None] = {}
-    for suite in report.suites:
-        # A built-in suite by id, else the project convention ``suites/<suite-id>``.
-        conventional = Path.cwd() / "suites" / suite.id
-        built_in = shipped.get(suite.id)
-        if built_in is not None:
-            folders[suite.id] = built_in.resolve()
-        else:
-            folders[suite.id] = conventional if conventional.is_dir() else None
+    folders = suite_folders(report, registry)
     world_rubrics = {suite.world: registry.rubric_roots(suite.world) for suite in report.suites}
     calibrations = read_calibration(calibration) if calibration is not None else {}
     meter = JudgeMeter(ModelRun(settings) if run is None else run, ledger_dir)
@@ -422,7 +464,7 @@ def judge_beside(
     earlier = read_labels(labels) if labels.is_file() else None
     template = merge_labels(labels_template(document, output.name), earlier)
     write_file(labels, pretty_json(template.model_dump(mode="json")))
-    lines = summary_lines(document, calibrations, stale_labels(template))
+    lines = summary_lines(document, calibrations, stale_labels(template), revealed_labels(template))
     lines.append(f"wrote {output} and {labels}")
     rubric_files = {
         rubric_file.rubric.name: rubric_file

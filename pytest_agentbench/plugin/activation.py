@@ -24,6 +24,7 @@ PLUGINS = (
     # In this order, which is the order their pytest_configure must run in:
     # the chat-model agent's settings before the adapter is built.
     "pytest_agentbench.plugin.model_options",
+    "pytest_agentbench.plugin.command_options",
     "pytest_agentbench.plugin.hooks",
     "pytest_agentbench.plugin.baseline_options",
     "pytest_agentbench.scoring.trials",

@@ -302,8 +302,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def _open_run_log(config: pytest.Config, options: Options) -> None:
     """Where results arrive: the run log at ``--agentbench-log``, or a model run's beside
     its report, opened with its ``start`` event."""
+    from pytest_agentbench.agents.provenance import model_runs
+
     run = config.stash.get(RUN_KEY, None)
-    model = run is not None and bool(run.settings.model)
+    matrix = model_runs()
+    model = run is not None and (bool(run.settings.model) or bool(matrix))
     path = options.log_path
     if path is None and options.report_path is not None and model:
         from pytest_agentbench.report.run_log import default_log_path
@@ -317,17 +320,29 @@ def _open_run_log(config: pytest.Config, options: Options) -> None:
     recorder = config.stash[RECORDER_KEY]
     recorder.log = RunLog(path)
     provenance = (
-        run_provenance(run.settings, run.pricing, []) if run is not None and model else None
+        run_provenance(run.settings, run.pricing, [])
+        if run is not None and run.settings.model and not matrix
+        else None
     )
-    recorder.log.start(None if provenance is None else provenance.model_dump(mode="json"))
+    recorder.log.start(
+        None if provenance is None else provenance.model_dump(mode="json"),
+        {
+            name: run_provenance(each.settings, each.pricing, []).model_dump(mode="json")
+            for name, each in matrix.items()
+        }
+        or None,
+    )
 
 
 def _open_live_progress(config: pytest.Config, options: Options) -> None:
     """A model run's live progress line, where results arrive (the aggregate under xdist);
     none under ``-q`` or without pytest's terminal."""
+    from pytest_agentbench.agents.provenance import model_runs
+
     run = config.stash.get(RUN_KEY, None)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if run is None or not run.settings.model or reporter is None or config.get_verbosity() < 0:
+    model = run is not None and (bool(run.settings.model) or bool(model_runs()))
+    if run is None or not model or reporter is None or config.get_verbosity() < 0:
         return
     from pytest_agentbench.report.live_progress import LiveProgress
 

@@ -1,4 +1,5 @@
-"""Judged diagnostics at the end of a benchmark run: ``--agentbench-judge-cache DIR``.
+"""Judged diagnostics at the end of a benchmark run: ``--agentbench-judge-cache DIR``, or
+``--agentbench-judge-samples`` (offline, from the shipped sample cassettes).
 
 With a JSON run report (``--agentbench-report``), the report's cases are put to
 the rubrics' panels once the report is written, through the session's chat-model
@@ -39,7 +40,8 @@ def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> None:
     folder = config.getoption("agentbench_judge_cache", None)
-    if folder is None or hasattr(config, "workerinput"):
+    samples = bool(config.getoption("agentbench_judge_samples", False))
+    if (folder is None and not samples) or hasattr(config, "workerinput"):
         return
     report = config.getoption("agentbench_report", None)
     terminalreporter.section(SECTION)
@@ -50,7 +52,11 @@ def pytest_terminal_summary(
     # Imported here: every benchmark run registers this plugin, few of them judge.
     from pytest_agentbench.agents.settings import configured_settings
     from pytest_agentbench.judging.panel import JudgeCache
-    from pytest_agentbench.judging.report_judging import judge_beside
+    from pytest_agentbench.judging.report_judging import (
+        SAMPLES_NOTE,
+        judge_beside,
+        sample_settings,
+    )
     from pytest_agentbench.run.session import RUN_KEY
     from pytest_agentbench.sdk.registry import installed_registry
 
@@ -58,12 +64,18 @@ def pytest_terminal_summary(
     state = config.stash.get(STATE_KEY, None)
     ledger = None if state is None else state.options.ledger_dir
     concurrency = 1 if state is None else state.options.concurrency
+    if samples:
+        # Replayed samples are no call of this run's model: no share of its budget or ledger.
+        settings, run, ledger = sample_settings(Path.cwd()), None, None
+        terminalreporter.write_line(SAMPLES_NOTE)
+    else:
+        settings = configured_settings() if run is None else run.settings
     try:
         lines, _, document = judge_beside(
             Path(report),
             registry=installed_registry(),
-            settings=configured_settings() if run is None else run.settings,
-            cache=JudgeCache(Path(folder)),
+            settings=settings,
+            cache=None if folder is None else JudgeCache(Path(folder)),
             calibration=None if calibration is None else Path(calibration),
             run=run,
             ledger_dir=ledger,
@@ -93,7 +105,7 @@ def redraw_html(config: pytest.Config, report: Path) -> None:
     if html is not None:
         from pytest_agentbench.report.html import read_report_document, write_html
 
-        write_html(read_report_document(report), html)
+        write_html(read_report_document(report), html, source=report)
 
 
 def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:

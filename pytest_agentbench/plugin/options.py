@@ -95,6 +95,37 @@ def _add_input_limits(r: _Recording) -> None:
     )
 
 
+def _add_llm_settings(r: _Recording) -> None:
+    """The chat-model agent's provider, run limits and settings (one ini key each)."""
+    r.option(
+        "--agentbench-llm-provider",
+        metavar="NAME",
+        help="the chat-model agent's API: openai (-compatible, the default), anthropic, gemini",
+    )
+    for name, (metavar, text) in RUN_LIMITS.items():
+        r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)
+    for name, (ini_key, env_key) in SOURCES.items():
+        r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
+
+
+def _add_matrix_options(r: _Recording) -> None:
+    # Model matrices (agents/matrix.py): every case runs once per model.
+    r.option(
+        "--agentbench-model",
+        action="append",
+        metavar="NAME",
+        default=[],
+        help="run every case with the chat model NAME (repeatable: each model a trial "
+        "dimension, items case[model=NAME])",
+    )
+    r.option(
+        "--agentbench-models",
+        metavar="FILE",
+        help="a models file (YAML or JSON, agentbench-models/1): the models to run every "
+        "case with, each with its own endpoint, temperature, seed, token bound and price",
+    )
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register every option and ini key, noting each one's default."""
     r = _Recording(parser)
@@ -270,12 +301,12 @@ def add_options(parser: pytest.Parser) -> None:
     r.option(
         "--agentbench-cassette-mode",
         choices=get_args(CassetteMode),
-        help="record, replay or off (default: replay when DIR exists, else record)",
+        help="record, replay, auto (replay hits, record misses) or off "
+        "(default: replay when DIR exists, else record)",
     )
-    for name, (metavar, text) in RUN_LIMITS.items():
-        r.option(f"--agentbench-{name.replace('_', '-')}", metavar=metavar, help=text)
-    for name, (ini_key, env_key) in SOURCES.items():
-        r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
+    _add_llm_settings(r)
+    _add_matrix_options(r)
+    _add_agent_command(r)
     # Judged diagnostics (plugin/judged.py).
     r.option(
         "--agentbench-judge-cache",
@@ -284,33 +315,19 @@ def add_options(parser: pytest.Parser) -> None:
         "caching seat verdicts in DIR (diagnostics only: no outcome, metric or gate changes)",
     )
     r.option(
+        "--agentbench-judge-samples",
+        action="store_true",
+        default=False,
+        help="after the run, judge the --agentbench-report's cases offline from the shipped "
+        "sample judge cassettes (recorded against the project's loopback judge server, not "
+        "a real model): the judged section without a key",
+    )
+    r.option(
         "--agentbench-judge-calibration",
         metavar="FILE",
         help="an `agentbench calibrate --json` file: judged numbers show their kappa",
     )
-    # The baseline comparison's (baseline_options.py).
-    r.option(
-        "--agentbench-baseline",
-        metavar="PATH",
-        help="compare this run with an earlier JSON run report; a regression fails the session",
-    )
-    r.option(
-        "--agentbench-alpha",
-        metavar="P",
-        help="significance level of the comparison, after Holm-Bonferroni (default: 0.05)",
-    )
-    r.option(
-        "--agentbench-max-regression",
-        metavar="SIZE",
-        help="a significant change worse than the baseline by at most SIZE is tolerated "
-        "(default: 0)",
-    )
-    r.option(
-        "--agentbench-baseline-allow-changed",
-        action="store_true",
-        default=False,
-        help="compare although suite digests, world kind or metric definitions changed",
-    )
+    _add_baseline_comparison(r)
     _add_trials(r)
     # Concurrent cases within a process (run/concurrency.py).
     r.option(
@@ -348,6 +365,50 @@ def _add_progress(r: _Recording) -> None:
         "every SECONDS, and one at the last case; 0: one after every case; default 30",
     )
     r.addini("agentbench_progress_every", "default for --agentbench-progress-every", default="30")
+
+
+def _add_baseline_comparison(r: _Recording) -> None:
+    """The baseline comparison's (baseline_options.py)."""
+    r.option(
+        "--agentbench-baseline",
+        metavar="PATH",
+        help="compare this run with an earlier JSON run report; a regression fails the session",
+    )
+    r.option(
+        "--agentbench-alpha",
+        metavar="P",
+        help="significance level of the comparison, after Holm-Bonferroni (default: 0.05)",
+    )
+    r.option(
+        "--agentbench-max-regression",
+        metavar="SIZE",
+        help="a significant change worse than the baseline by at most SIZE is tolerated "
+        "(default: 0)",
+    )
+    r.option(
+        "--agentbench-baseline-allow-changed",
+        action="store_true",
+        default=False,
+        help="compare although suite digests, world kind or metric definitions changed",
+    )
+
+
+def _add_agent_command(r: _Recording) -> None:
+    """Any agent command over MCP (plugin/command_options.py resolves them)."""
+    r.option(
+        "--agentbench-agent-command",
+        metavar="COMMAND",
+        help="run this command (any language) per case as the agent, connected to the case's "
+        "tools over MCP; split like a shell line, run without one",
+    )
+    r.option(
+        "--agentbench-agent-transport",
+        choices=("http", "stdio"),
+        help="how the agent command reaches the case's MCP server: http (AGENTBENCH_MCP_URL, "
+        "the default) or stdio (its own stdin and stdout)",
+    )
+    r.addini("agentbench_agent_command", "default for --agentbench-agent-command")
+    r.addini("agentbench_agent_transport", "default for --agentbench-agent-transport")
 
 
 def _add_adapter_requirement(r: _Recording) -> None:
@@ -488,6 +549,14 @@ OTHER_ENVIRONMENT = (
     "AGENTBENCH_TOOLGRAMMAR_SEALED",
     # The isolated adapters' kernel sandbox mode (isolation/sandbox_plan.py).
     "AGENTBENCH_SANDBOX",
+    # The sandboxed adapter process's MCP port (isolation/child.py, agents/command.py).
+    "AGENTBENCH_MCP_PORT",
+    # Set for an agent command (agents/command.py): a command that is itself a pytest
+    # run, or a run started from inside one, is not refused for them.
+    "AGENTBENCH_TASK",
+    "AGENTBENCH_FINAL_SCHEMA",
+    "AGENTBENCH_MCP_URL",
+    "AGENTBENCH_MCP_TRANSPORT",
 )
 """The ``AGENTBENCH_*`` variables read that are no chat-model agent setting."""
 INI_PREFIX = "agentbench_"

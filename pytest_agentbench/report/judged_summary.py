@@ -36,7 +36,7 @@ class JudgeTraffic(Record):
 
     models: tuple[StrictStr, ...]
     """The judge models called (each seat's ``model``), in seat order."""
-    mode: Literal["live", "record", "replay"]
+    mode: Literal["live", "record", "replay", "mixed"]
     calls: int
     """Judge requests sent (a refused one is not sent)."""
     attempts: int

@@ -14,7 +14,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_agentbench.agents.provenance import RunProvenance, RunSettings, run_provenance
+from pytest_agentbench.agents.provenance import (
+    RunProvenance,
+    RunSettings,
+    model_runs,
+    run_provenance,
+)
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.canonical import JsonValue
@@ -24,6 +29,10 @@ def model_run_of(config: pytest.Config, store: CaseStore) -> RunProvenance | Non
     """The run's provenance, or ``None`` when no chat model is configured."""
     run = config.stash.get(RUN_KEY, None)
     if run is None or not run.settings.model:
+        return None
+    if model_runs():
+        # A model matrix: each model's traffic and settings are in its suites' model table;
+        # one block naming the configured model would credit it with every model's calls.
         return None
 
     def cases() -> Iterator[tuple[str, JsonValue]]:
@@ -83,6 +92,14 @@ def rate_limits_line(settings: RunSettings) -> str | None:
     return ", ".join(limits) if limits else None
 
 
+def sources_text(provenance: RunProvenance) -> str | None:
+    """A ``mixed`` run's requests by where their answers came from; ``None`` in any other
+    mode (whose answers all came from one place, the mode)."""
+    if provenance.mode != "mixed":
+        return None
+    return f"{provenance.cassette_hits or 0} hits, {provenance.recorded or 0} recorded"
+
+
 def model_run_lines(provenance: RunProvenance) -> list[str]:
     """The terminal summary's lines."""
     lines = [
@@ -103,6 +120,9 @@ def model_run_lines(provenance: RunProvenance) -> list[str]:
         f"  calls {provenance.calls}, attempts {provenance.attempts}, tokens "
         f"{provenance.input_tokens} in / {provenance.output_tokens} out{cost}"
     )
+    sources = sources_text(provenance)
+    if sources is not None:
+        lines.append(f"  cassettes: {sources}")
     if provenance.waits:
         lines.append(f"  waits {provenance.waits} ({provenance.wait_seconds}s)")
     ceilings = [

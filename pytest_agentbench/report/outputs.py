@@ -89,13 +89,16 @@ def write_reports(
             # back (as a stream, of any size) when it was just written rather than
             # built from the run a second time.
             document = None
+            source = None
             if written and options.report_path is not None:
                 with contextlib.suppress(AgentbenchError):
                     document = read_report_document(options.report_path)
+                    # Read back, the report brings its transcripts beside it.
+                    source = options.report_path
             if document is None:
                 document = report_document(summary, recorder.graded, recorder.durations, **identity)
             try:
-                write_html(document, options.html_path)
+                write_html(document, options.html_path, source=source)
             except AgentbenchError as exc:
                 unwritten.append(exc)
         # The terminal section needs no per-case entries: dropping them here spares

@@ -55,11 +55,15 @@ class Identity(NamedTuple):
     labels: tuple[str, ...] = ()
     trial: int | None = None
     """The trial index under ``--agentbench-repeat`` (``item_id`` is the case id)."""
+    model: str | None = None
+    """The matrix model of the item; sent only when set, so a run of one model's wire is
+    as before."""
 
     def to_wire(self) -> str:
-        return json.dumps(
-            [self.kind, self.suite_id, self.suite_root, self.item_id, self.labels, self.trial]
-        )
+        wire = [self.kind, self.suite_id, self.suite_root, self.item_id, self.labels, self.trial]
+        if self.model is not None:
+            wire.append(self.model)
+        return json.dumps(wire)
 
     @classmethod
     def from_wire(cls, text: str, shared: dict[Any, Any] | None = None) -> Identity:
@@ -68,14 +72,14 @@ class Identity(NamedTuple):
         Thousands of identities repeat one kind, suite id, folder and label set:
         sharing them keeps one copy of each rather than one per case.
         """
-        kind, suite_id, suite_root, item_id, labels, trial = json.loads(text)
+        kind, suite_id, suite_root, item_id, labels, trial, *model = json.loads(text)
         labels = tuple(labels)
         if shared is not None:
             kind = shared.setdefault(kind, kind)
             suite_id = shared.setdefault(suite_id, suite_id)
             suite_root = shared.setdefault(suite_root, suite_root)
             labels = shared.setdefault(labels, labels)
-        return cls(kind, suite_id, suite_root, item_id, labels, trial)
+        return cls(kind, suite_id, suite_root, item_id, labels, trial, *model)
 
 
 def attach(
@@ -262,6 +266,7 @@ class RunRecorder:
                 labels=identity.labels,
                 failure_reason=_skip_reason(report),
                 trial=identity.trial,
+                model=identity.model,
             )
 
     def store_crash(self, identity: Identity, nodeid: str) -> None:
@@ -280,6 +285,7 @@ class RunRecorder:
                 labels=identity.labels,
                 failure_class=FailureClass.AGENT_ERROR,
                 failure_reason=ADAPTER_CRASH_REASON,
+                model=identity.model,
             )
         else:
             self.controls[nodeid] = RecordedControl(
@@ -290,7 +296,7 @@ class RunRecorder:
         if identity.kind == "case":
             self.graded[nodeid] = harness_error(
                 identity.suite_id, identity.item_id, reason, identity.labels
-            ).model_copy(update={"trial": identity.trial})
+            ).model_copy(update={"trial": identity.trial, "model": identity.model})
         else:
             self.controls[nodeid] = RecordedControl(identity.suite_id, nodeid, None, reason)
 

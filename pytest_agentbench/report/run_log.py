@@ -35,6 +35,8 @@ MODEL_FIELDS: Final = (
     "ceilings",
 )
 """What the ``start`` event states of the model run: all but its traffic."""
+SOURCE_COUNTS: Final = ("cassette_hits", "recorded")
+"""A ``mixed`` run's counts: in each case event, and totalled in the ``end`` event."""
 
 
 def default_log_path(report_path: Path) -> Path:
@@ -48,7 +50,7 @@ def case_event(nodeid: str, result: dict[str, Any]) -> dict[str, JsonValue]:
     traffic: JsonValue = None
     if isinstance(calls, dict):
         reasons = Counter(wait.get("reason") for wait in calls.get("waits", ()))
-        traffic = {
+        shown: dict[str, JsonValue] = {
             "calls": calls.get("calls"),
             "attempts": calls.get("attempts"),
             "retries": reasons["retry"],
@@ -58,6 +60,11 @@ def case_event(nodeid: str, result: dict[str, Any]) -> dict[str, JsonValue]:
             "cost": calls.get("cost"),
             "refused": calls.get("refused"),
         }
+        # A mixed run's cases say where their answers came from; no other mode's do.
+        for name in SOURCE_COUNTS:
+            if calls.get(name) is not None:
+                shown[name] = calls.get(name)
+        traffic = shown
     return {
         "event": "case",
         "nodeid": nodeid,
@@ -68,6 +75,8 @@ def case_event(nodeid: str, result: dict[str, Any]) -> dict[str, JsonValue]:
         "failure_class": result.get("failure_class"),
         "exclusion": result.get("exclusion"),
         "model_calls": traffic,
+        # Under a model matrix only: a run of one model logs as before.
+        **({"model": result["model"]} if result.get("model") is not None else {}),
     }
 
 
@@ -81,14 +90,25 @@ class RunLog:
         self._totals: Counter[str] = Counter()
         self._cost = Decimal(0)
         self._priced = False
+        self._mixed = False
 
-    def start(self, model: dict[str, Any] | None) -> None:
+    def start(
+        self, model: dict[str, Any] | None, models: dict[str, dict[str, Any]] | None = None
+    ) -> None:
         """Open the log (an earlier run's at the path is replaced) with the ``start`` event;
-        ``model``: the model run's provenance as JSON, ``None`` without a chat model."""
+        ``model``: the model run's provenance as JSON, ``None`` without a chat model;
+        ``models``: under a model matrix, each model's (the event's ``models``, else absent)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._stream = self.path.open("w", encoding="utf-8")
         shown = None if model is None else {name: model.get(name) for name in MODEL_FIELDS}
-        self._write({"event": "start", "scheme": LOG_SCHEME, "model": shown})
+        self._mixed = model is not None and model.get("mode") == "mixed"
+        event: dict[str, JsonValue] = {"event": "start", "scheme": LOG_SCHEME, "model": shown}
+        if models:
+            event["models"] = {
+                label: {name: given.get(name) for name in MODEL_FIELDS}
+                for label, given in models.items()
+            }
+        self._write(event)
 
     def case(self, nodeid: str, result: dict[str, Any]) -> None:
         event = case_event(nodeid, result)
@@ -97,6 +117,9 @@ class RunLog:
         if isinstance(traffic, dict):
             for name in ("calls", "attempts", "retries", "input_tokens", "output_tokens"):
                 value = traffic[name]
+                self._totals[name] += value if isinstance(value, int) else 0
+            for name in SOURCE_COUNTS:
+                value = traffic.get(name)
                 self._totals[name] += value if isinstance(value, int) else 0
             self._totals["refused"] += traffic["refused"] is not None
             if isinstance(traffic["cost"], str):
@@ -127,6 +150,7 @@ class RunLog:
                     )
                 },
                 "cost": decimal_text(self._cost) if self._priced else None,
+                **({name: self._totals[name] for name in SOURCE_COUNTS} if self._mixed else {}),
             }
         )
         self.close()

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_agentbench.agents.providers import PROVIDER_APIS, provider_label
+from pytest_agentbench.scoring.matrix import model_item_name
 from pytest_agentbench.scoring.trials import item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, CaseResult, Outcome
@@ -37,8 +39,8 @@ if TYPE_CHECKING:
     from pytest_agentbench.sdk.world import World
 
 ARTIFACT_SUFFIX = ".artifact.json"
-API = "chat.completions"
-"""The one provider API the chat agent speaks (``agents/chat.py``)."""
+API = PROVIDER_APIS["openai"]
+"""The OpenAI-compatible API (a run's own is its provider's, ``agents/providers.py``)."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +53,15 @@ class ArtifactItem:
 
 
 def artifact_item(
-    agent_id: str, case_id: str, trial: tuple[int | None, int] | None
+    agent_id: str,
+    case_id: str,
+    trial: tuple[int | None, int] | None,
+    model: str | None = None,
 ) -> ArtifactItem:
-    """``trial`` is (index, count) of the item's trial, ``None`` outside a repeated run."""
+    """``trial`` is (index, count) of the item's trial, ``None`` outside a repeated run;
+    ``model`` the item's matrix model, ``None`` outside a model matrix."""
     index = None if trial is None or trial[1] <= 1 else trial[0]
-    return ArtifactItem(agent_id=agent_id, name=item_name(case_id, index))
+    return ArtifactItem(agent_id=agent_id, name=model_item_name(item_name(case_id, index), model))
 
 
 def artifact_path(folder: Path, suite_id: str, name: str) -> Path:
@@ -70,8 +76,8 @@ def provider_header(run: ModelRun) -> dict[str, JsonValue]:
     """
     settings = run.settings
     header: dict[str, JsonValue] = {
-        "provider": "openai-compatible",
-        "api": API,
+        "provider": provider_label(settings.provider),
+        "api": PROVIDER_APIS.get(settings.provider, API),
         "model": settings.model,
         "settings_digest_sha256": settings.settings_digest(),
         "max_tokens_per_call": settings.max_tokens_per_call,

@@ -111,8 +111,7 @@ class Options:
         ledger = _folder(config, "agentbench_ledger")
         artifacts = _folder(config, "agentbench_artifacts")
         return cls(
-            adapter_spec=config.getoption("agentbench_adapter")
-            or config.getini("agentbench_adapter"),
+            adapter_spec=_adapter_spec(config),
             timeout=timeout,
             predictions=predictions,
             controls_only=config.getoption("agentbench_controls"),
@@ -156,6 +155,27 @@ def parse_progress_every(text: object) -> float:
     if not seconds >= 0 or seconds == float("inf"):
         raise ValueError(f"{text!r} is not a finite number of seconds >= 0")
     return seconds
+
+
+COMMAND_ADAPTER = "pytest_agentbench.agents.command:CommandAgent"
+"""The adapter of ``--agentbench-agent-command``: the command over MCP."""
+
+
+def _adapter_spec(config: pytest.Config) -> str | None:
+    """The adapter's spec: ``--agentbench-adapter``, or the agent command's adapter."""
+    spec: str | None = config.getoption("agentbench_adapter") or config.getini("agentbench_adapter")
+    command = config.getoption("agentbench_agent_command", None) or config.getini(
+        "agentbench_agent_command"
+    )
+    if not command:
+        return spec
+    if spec and spec != COMMAND_ADAPTER:
+        raise UsageError(
+            "agent_command_with_adapter",
+            f"an agent command and the adapter {spec!r} are both named; name one",
+            field="--agentbench-agent-command",
+        )
+    return COMMAND_ADAPTER
 
 
 def _option_or_ini(config: pytest.Config, name: str, parse: Callable[[object], T], code: str) -> T:

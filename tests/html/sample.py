@@ -354,3 +354,102 @@ def case_details(page: str, sid: str) -> list[Any]:
         assert len(cases) == int(count)
         details.extend(cases)
     return details
+
+
+def transcript(case_id: str, *, long_answer: bool = False) -> list[Any]:
+    """A chat agent's transcript events of one case (``sdk.transcript``), built by rule: a
+    system and a user message, a tool call asked for and served, then a final answer."""
+
+    def text(value: str) -> dict[str, Any]:
+        return {"text": value}
+
+    call = {"arguments": text('{"record_id":"REC-00001"}'), "id": "call-1", "name": "get_record"}
+    said = "Let me think about it. " * (40 if long_answer else 1)
+    return [
+        {
+            "event": "model_request",
+            "messages": [
+                {"content": text("You answer with JSON only."), "role": "system"},
+                {
+                    "content": text(f"Find the open record of {case_id} (lighthouse)"),
+                    "role": "user",
+                },
+            ],
+            "messages_from": 0,
+            "messages_sha256": "4" * 64,
+            "messages_total": 2,
+            "request_sha256": "5" * 64,
+        },
+        {
+            "event": "model_response",
+            "faults": [],
+            "finish_reason": "tool_calls",
+            "status": 200,
+            "text": None,
+            "tool_calls": [call],
+            "usage": {"input": 50, "output": 9, "total": 59},
+        },
+        {
+            "arguments": text('{"record_id":"REC-00001"}'),
+            "bytes": 61,
+            "delivered": True,
+            "event": "tool_call",
+            "index": 0,
+            "name": "get_record",
+            "result": text('{"data":{"record_id":"REC-00001","status":"open"},"ok":true}'),
+        },
+        {
+            "event": "model_response",
+            "faults": [],
+            "finish_reason": "stop",
+            "status": 200,
+            "text": text(said + "The answer is REC-00001."),
+            "tool_calls": [],
+            "usage": {"input": 90, "output": 12, "total": 102},
+        },
+        {
+            "answer": text(said + "The answer is REC-00001."),
+            "event": "final",
+            "parsed": "refused",
+            "reason": "[malformed_json] Expecting value (column 1)",
+        },
+    ]
+
+
+def with_transcripts(document: dict[str, Any], report_path: Any, *, every: int = 1) -> None:
+    """Write the transcripts sidecar of every ``every``-th case of each suite beside
+    ``report_path`` and name each file in ``document`` with its digest, as a run does."""
+    import hashlib
+
+    folder = report_path.with_name(report_path.name + ".transcripts")
+    folder.mkdir(parents=True, exist_ok=True)
+    named = []
+    for suite_doc in document["suites"]:
+        lines = []
+        for number, entry in enumerate(suite_doc["cases"]):
+            if number % every:
+                continue
+            result = entry["result"]
+            line = {
+                "case_id": result["case_id"],
+                "events": transcript(result["case_id"], long_answer=number % 2 == 1),
+                "failure_class": result["failure_class"],
+                "nodeid": entry["nodeid"],
+                "outcome": result["outcome"],
+                "scheme": "agentbench-transcript/1",
+                "suite_id": suite_doc["id"],
+                "trial": None,
+            }
+            lines.append(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
+        data = "".join(sorted(lines)).encode("utf-8")
+        path = folder / f"{suite_doc['id']}.ndjson"
+        path.write_bytes(data)
+        named.append(
+            {
+                "cases": len(lines),
+                "digest_sha256": hashlib.sha256(data).hexdigest(),
+                "file": f"{report_path.name}.transcripts/{path.name}",
+                "suite_id": suite_doc["id"],
+            }
+        )
+    document["transcripts"] = named

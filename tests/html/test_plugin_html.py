@@ -16,6 +16,7 @@ import pytest
 import pytest_agentbench.worlds.authority.world
 import pytest_agentbench.worlds.evidence_binding.world  # noqa: F401
 from pytest_agentbench.report.html import render_html
+from pytest_agentbench.report.html.sidecar import read_extras
 from pytest_agentbench.sdk.packaged import packaged_suites, suites_dir
 from tests.demo_world import write_demo_suite
 from tests.html import sample
@@ -42,7 +43,7 @@ def assert_page_drawn_from(page: Path, report: Path) -> None:
     the world tests that run a built-in suite this file leaves to them)."""
     document = json.loads(report.read_text(encoding="utf-8"))
     drawn = page.read_text(encoding="utf-8")
-    assert stable(drawn) == stable(render_html(document))
+    assert stable(drawn) == stable(render_html(document, read_extras(document, report)))
     for suite in document["suites"]:
         assert f'data-suite="{suite["id"]}"' in drawn
 
@@ -55,7 +56,8 @@ def test_html_is_drawn_from_the_json_report_document(demo: pytest.Pytester) -> N
     )
     result.assert_outcomes(passed=3)
     page = html.read_text(encoding="utf-8")
-    assert page == render_html(json.loads(report.read_text(encoding="utf-8")))
+    document = json.loads(report.read_text(encoding="utf-8"))
+    assert page == render_html(document, read_extras(document, report))
     assert 'data-suite="demo-suite"' in page
 
 
@@ -182,12 +184,21 @@ def test_built_in_suites_report_identically_without_xdist_and_with_two_workers(
     assert transcripts_of(documents[operations], [OPERATIONS_SUITE]), "its cases use tools"
     for report, (suites, _, compared) in runs.items():
         page = report.with_suffix(".html").read_text(encoding="utf-8")
-        assert stable(page) == stable(render_html(documents[report]))
+        drawn = render_html(documents[report], read_extras(documents[report], report))
+        assert stable(page) == stable(drawn)
         for suite_id in documents[report]["suites"]:
             assert f'data-suite="{suite_id["id"]}"' in page
         assert page.count('class="volatile"') >= len(suites)
         assert page.count('class="compared-suite"') == compared
         assert page.count('class="plot forest"') == compared
+        # Each case with a transcript in the sidecar carries it in its detail, and the
+        # compared suites list both runs' answers case by case (the baseline read back).
+        assert page.count("<h4>Side by side: ") == compared
+        named = {entry["suite_id"]: entry["cases"] for entry in documents[report]["transcripts"]}
+        assert bool(named) is (report == parallel), "the maintenance suite's cases use tools"
+        for number, suite in enumerate(documents[report]["suites"]):
+            details = sample.case_details(page, f"s{number}")
+            assert sum("transcript" in d for d in details) == named.get(suite["id"], 0)
 
     # The maintenance suite, serially and among the suites under -n 2: its 14 items pass
     # alike, each case's ledger audits, and the two runs show the same.
@@ -232,8 +243,13 @@ def test_with_a_baseline_the_page_draws_the_forest_and_the_flipped_cases(
     document = json.loads(after.read_text(encoding="utf-8"))
     assert document["comparison"] is not None
     page = html.read_text(encoding="utf-8")
-    assert page == render_html(document)
+    assert page == render_html(document, read_extras(document, after))
     assert '<section class="comparison" id="comparison"' in page
+    # The two runs' answers and verdicts side by side, the nine that flipped first.
+    assert "Side by side: 9 of 12 cases changed" in page
+    table = page[page.index('<table class="side-by-side"') :]
+    changes = re.findall(r'<tr class="change-(\d)">', table[: table.index("</table>")])
+    assert changes == ["0"] * 9 + ["3"] * 3
     rows = document["comparison"]["suites"][0]["rows"]
     assert page.count('class="plot forest"') == 1
     drawn = page.count('class="mark-value significant"') + page.count(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pytest_agentbench.report.html.read import Doc
 from pytest_agentbench.report.html.render import render_html
+from pytest_agentbench.report.html.sidecar import read_extras
 from pytest_agentbench.report.stream import read_report_document as read_streamed
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import write_file
@@ -38,5 +39,7 @@ def read_report_document(
     return document
 
 
-def write_html(report: Doc, path: Path) -> None:
-    write_file(path, render_html(report))
+def write_html(report: Doc, path: Path, *, source: Path | None = None) -> None:
+    """The page of ``report``; read from ``source``, with the transcripts beside it (checked
+    against their digests) and, for a comparison, the baseline's answers."""
+    write_file(path, render_html(report, read_extras(report, source)))

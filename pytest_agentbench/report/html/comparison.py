@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from typing import Any
 
 from pytest_agentbench.report.html import read
-from pytest_agentbench.report.html.grid import case_rows
+from pytest_agentbench.report.html.grid import OUTCOME_MARK, case_rows
+from pytest_agentbench.report.html.sidecar import BaselineCase, Extras, answer_text, failed_checks
 from pytest_agentbench.report.html.svg import ForestRow, forest, shown
 
 VERDICT_TEXT = {
@@ -17,6 +19,10 @@ VERDICT_TEXT = {
 }
 
 VERDICT_CLASS = {"regression": "fail", "improvement": "pass"}
+SIDE_BY_SIDE_LIMIT = 300
+"""Cases of a suite the side-by-side table lists (changed first); every other case shows
+both answers in its own detail."""
+CHANGE_TEXT = ("✗ passed before, not now", "✓ passes now, not before", "≠ answer changed", "=")
 
 
 def _p(value: float | None) -> str:
@@ -63,7 +69,59 @@ def _flipped(title: str, ids: Sequence[str], links: dict[str, str]) -> str:
     return f'<h4>{escape(title)}: {len(ids)}</h4><ul class="flipped">{items}</ul>'
 
 
-def _suite(number: int, entry: read.Doc, links: dict[str, str]) -> str:
+def _verdict(outcome: str, failed: Sequence[str]) -> str:
+    checks = f"<br><small>failed: {escape(', '.join(failed))}</small>" if failed else ""
+    mark = OUTCOME_MARK.get(outcome, "")
+    return f'<span class="oc-{escape(outcome)}">{mark}{escape(outcome)}</span>{checks}'
+
+
+def side_by_side(
+    sid: str, suite: read.Doc, before: dict[str, BaselineCase], transcripts: dict[str, list[Any]]
+) -> str:
+    """Each case's two answers and verdicts, the changed ones first."""
+    pairs = []
+    for row in case_rows(suite):
+        then = before.get(row.case_id)
+        if then is None:
+            continue
+        result = read.mapping(row.entry, "result")
+        answer = answer_text(result, transcripts.get(row.nodeid))
+        was, now = then.outcome == "passed", row.outcome == "passed"
+        # 0: passed only in the baseline, 1: passes only now, 2: same verdict, other answer.
+        change = 0 if was and not now else 1 if now and not was else 2
+        if change == 2 and answer == then.answer:
+            change = 3
+        pairs.append((change, row.index, row, result, answer, then))
+    if not pairs:
+        return "<p>No case of this suite is in both runs.</p>"
+    pairs.sort(key=lambda pair: (pair[0], pair[1]))
+    changed = sum(1 for pair in pairs if pair[0] < 3)
+    body = "".join(
+        f'<tr class="change-{change}"><th scope="row"><a href="#case-{sid}-{row.index}">'
+        f"{escape(row.case_id)}</a></th><td>{CHANGE_TEXT[change]}</td>"
+        f"<td>{_verdict(then.outcome, then.failed_checks)}</td>"
+        f"<td><pre>{escape(then.answer)}</pre></td>"
+        f"<td>{_verdict(row.outcome, failed_checks(result))}</td>"
+        f"<td><pre>{escape(answer)}</pre></td></tr>"
+        for change, _, row, result, answer, then in pairs[:SIDE_BY_SIDE_LIMIT]
+    )
+    more = len(pairs) - SIDE_BY_SIDE_LIMIT
+    note = (
+        f"<p>{more} more cases, none listed above; each case's detail shows both answers.</p>"
+        if more > 0
+        else ""
+    )
+    return (
+        f"<h4>Side by side: {changed} of {len(pairs)} cases changed</h4>"
+        '<table class="side-by-side" aria-label="baseline and this run, case by case"><thead><tr>'
+        '<th scope="col">case</th><th scope="col">change</th>'
+        '<th scope="col">baseline verdict</th><th scope="col">baseline answer</th>'
+        '<th scope="col">this run\'s verdict</th><th scope="col">this run\'s answer</th>'
+        f"</tr></thead><tbody>{body}</tbody></table>{note}"
+    )
+
+
+def _suite(number: int, entry: read.Doc, links: dict[str, str], pairs: str) -> str:
     suite_id = read.text(entry, "id")
     rows = read.items(entry, "rows")
     parts = [
@@ -103,6 +161,7 @@ def _suite(number: int, entry: read.Doc, links: dict[str, str]) -> str:
         _flipped("Passed in the baseline, not now", read.texts(entry, "passed_only_before"), links)
         + _flipped("Passed now, not in the baseline", read.texts(entry, "passed_only_after"), links)
     )
+    parts.append(pairs)
     parts.append("</section>")
     return "".join(parts)
 
@@ -116,7 +175,10 @@ def _case_links(suites: Sequence[read.Doc]) -> dict[str, dict[str, str]]:
     return links
 
 
-def comparison_section(report: read.Doc, suites: Sequence[read.Doc]) -> str:
+def comparison_section(
+    report: read.Doc, suites: Sequence[read.Doc], extras: Extras | None = None
+) -> str:
+    extras = extras or Extras()
     comparison = read.mapping(report, "comparison")
     if not comparison:
         return ""
@@ -151,10 +213,23 @@ def comparison_section(report: read.Doc, suites: Sequence[read.Doc]) -> str:
         if ids
     ]
     links = _case_links(suites)
-    body = "".join(
-        _suite(n, entry, links.get(read.text(entry, "id"), {}))
-        for n, entry in enumerate(read.items(comparison, "suites"))
-    )
+    numbered = {read.text(suite, "id"): (f"s{i}", suite) for i, suite in enumerate(suites)}
+    parts = []
+    for n, entry in enumerate(read.items(comparison, "suites")):
+        suite_id = read.text(entry, "id")
+        pairs = ""
+        if extras.baseline is not None and suite_id in numbered:
+            sid, suite = numbered[suite_id]
+            pairs = side_by_side(
+                sid,
+                suite,
+                extras.baseline.get(suite_id, {}),
+                extras.transcripts.get(suite_id, {}),
+            )
+        parts.append(_suite(n, entry, links.get(suite_id, {}), pairs))
+    body = "".join(parts)
+    if extras.baseline_note:
+        only.append(f'<p class="hint">{escape(extras.baseline_note)}</p>')
     facts_html = "".join(f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in facts)
     return (
         '<section class="comparison" id="comparison" aria-labelledby="comparison-h">'

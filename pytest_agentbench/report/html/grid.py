@@ -20,9 +20,18 @@ from html import escape
 from typing import Any
 
 from pytest_agentbench.report.html import read
+from pytest_agentbench.report.html.sidecar import (
+    BaselineCase,
+    Extras,
+    answer_text,
+    case_label,
+    failed_checks,
+)
 from pytest_agentbench.sdk.canonical import canonical_json
 
 STATUSES = ("pass", "fail", "missing", "none")
+OUTCOME_MARK = {"passed": "✓ ", "failed": "✗ ", "error": "! "}
+"""A symbol beside each outcome's colour, so that colour is never the only signal."""
 SYMBOL = {"pass": "✓", "fail": "✗", "missing": "?", "none": "\u2013"}
 """Symbols beside colours; an en dash marks a check the case was not graded on."""
 MEANING = {"pass": "pass", "fail": "fail", "missing": "missing", "none": "not graded"}
@@ -38,6 +47,11 @@ DEFLATE_LEVEL = 6
 """zlib's default. On toolgrammar-v1's 7,754 details (0.15 s of CPU): level 3 takes half
 the CPU for a third more bytes, level 9 saves 5% of them for nearly twice the CPU."""
 DETAIL_TYPE = "application/x-agentbench-cases+deflate-raw+base64"
+INDEX_TYPE = "application/x-agentbench-index+deflate-raw+base64"
+SEARCH_LIMIT = 200
+"""Characters of a case's prompt and of its answer its search index entry keeps."""
+OUTCOME_RANK = {"error": 0, "failed": 0, "passed": 2}
+"""Failing first: errors and failures, then what neither passed nor failed, then passes."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +65,9 @@ class CaseRow:
     entry: read.Doc
 
 
-def _case_label(result: read.Doc) -> str:
-    """The case id, with its trial under repeats (as the comparison names flipped cases)."""
-    case_id = read.text(result, "case_id")
-    trial = read.integer(result, "trial")
-    return case_id if trial is None or not case_id else f"{case_id}[trial-{trial}]"
+def failing_first(rows: Sequence[CaseRow]) -> list[CaseRow]:
+    """``rows`` with failing cases first, each kind in report order."""
+    return sorted(rows, key=lambda row: (OUTCOME_RANK.get(row.outcome, 1), row.index))
 
 
 def case_rows(suite: read.Doc) -> list[CaseRow]:
@@ -69,7 +81,7 @@ def case_rows(suite: read.Doc) -> list[CaseRow]:
         rows.append(
             CaseRow(
                 index=index,
-                case_id=_case_label(result) or read.text(entry, "nodeid"),
+                case_id=case_label(result) or read.text(entry, "nodeid"),
                 nodeid=read.text(entry, "nodeid"),
                 outcome=read.text(result, "outcome", "unknown"),
                 labels=tuple(sorted(read.texts(result, "labels"))),
@@ -86,12 +98,16 @@ def check_names(rows: Sequence[CaseRow]) -> list[str]:
 
 
 def groups(rows: Sequence[CaseRow]) -> list[tuple[str, list[CaseRow]]]:
+    """The label groups, those with the most cases not passed first, each failing first."""
     if len(rows) <= SINGLE_GROUP_LIMIT:
-        return [("all cases", list(rows))] if rows else []
+        return [("all cases", failing_first(rows))] if rows else []
     grouped: dict[str, list[CaseRow]] = {}
     for row in rows:
         grouped.setdefault(" · ".join(row.labels) or "(no labels)", []).append(row)
-    return sorted(grouped.items())
+    return sorted(
+        ((name, failing_first(members)) for name, members in grouped.items()),
+        key=lambda group: (-sum(1 for row in group[1] if row.outcome != "passed"), group[0]),
+    )
 
 
 def _status_cell(href: str, status: str, *, focusable: bool) -> str:
@@ -102,8 +118,16 @@ def _status_cell(href: str, status: str, *, focusable: bool) -> str:
     )
 
 
+def _check_heads(names: Sequence[str]) -> str:
+    # Check names run upwards so that a grid of many long-named checks stays narrow.
+    return "".join(
+        f'<th scope="col" class="check" title="{escape(name)}"><span>{escape(name)}</span></th>'
+        for name in names
+    )
+
+
 def _aggregate(sid: str, names: Sequence[str], grouped: Sequence[tuple[str, list[CaseRow]]]) -> str:
-    head = "".join(f'<th scope="col">{escape(name)}</th>' for name in names)
+    head = _check_heads(names)
     body = []
     for number, (group, rows) in enumerate(grouped):
         outcomes = Counter(row.outcome for row in rows)
@@ -134,7 +158,7 @@ def _aggregate(sid: str, names: Sequence[str], grouped: Sequence[tuple[str, list
 
 
 def _case_grid(sid: str, names: Sequence[str], rows: Sequence[CaseRow], caption: str) -> str:
-    head = "".join(f'<th scope="col">{escape(name)}</th>' for name in names)
+    head = _check_heads(names)
     body = []
     for row in rows:
         href = f"#case-{sid}-{row.index}"
@@ -144,7 +168,8 @@ def _case_grid(sid: str, names: Sequence[str], rows: Sequence[CaseRow], caption:
         )
         body.append(
             f'<tr><th scope="row"><a href="{href}">{escape(row.case_id)}</a></th>'
-            f'<td class="outcome oc-{escape(row.outcome)}">{escape(row.outcome)}</td>{cells}</tr>'
+            f'<td class="outcome oc-{escape(row.outcome)}">{OUTCOME_MARK.get(row.outcome, "")}'
+            f"{escape(row.outcome)}</td>{cells}</tr>"
         )
     return (
         f'<div class="scroll"><table class="grid cases" role="grid" aria-label="{escape(caption)}">'
@@ -153,14 +178,21 @@ def _case_grid(sid: str, names: Sequence[str], rows: Sequence[CaseRow], caption:
     )
 
 
-def grid_section(sid: str, suite: read.Doc) -> str:
+def grid_section(sid: str, suite: read.Doc, extras: Extras | None = None) -> str:
+    extras = extras or Extras()
+    suite_id = read.text(suite, "id")
+    transcripts = extras.transcripts.get(suite_id, {})
+    baseline = None if extras.baseline is None else extras.baseline.get(suite_id, {})
     rows = case_rows(suite)
     if not rows:
         return '<p class="empty">No case results in this report.</p>'
     names = check_names(rows)
     grouped = groups(rows)
     legend = " ".join(f'<span class="st-{s}">{SYMBOL[s]} {MEANING[s]}</span>' for s in STATUSES)
-    parts = [f'<p class="legend">Legend: {legend}. Arrow keys move between cells.</p>']
+    parts = [
+        f'<p class="legend">Legend: {legend}. Failing cases come first. Arrow keys move '
+        "between cells, j and k between cases, Enter opens one.</p>"
+    ]
     single = len(grouped) == 1
     if not single:
         parts.append(_aggregate(sid, names, grouped))
@@ -169,7 +201,8 @@ def grid_section(sid: str, suite: read.Doc) -> str:
         opened = " open" if single else ""
         parts.append(
             f'<details class="group" id="grid-{sid}-g{number}"{opened}><summary>'
-            f"{escape(group)}: {len(members)} cases, {failing} not passed</summary>"
+            f"{escape(group)}: {len(members)} cases, {failing} not passed"
+            '<span class="shown"></span></summary>'
             + _case_grid(sid, names, members, f"cases of {group}")
             + "</details>"
         )
@@ -178,14 +211,47 @@ def grid_section(sid: str, suite: read.Doc) -> str:
         '<p class="hint">Choose a case or a cell to see its detail.</p></section>'
     )
     for chunk, start in enumerate(range(0, len(rows), CHUNK_CASES)):
-        details = [_case_data(row, names) for row in rows[start : start + CHUNK_CASES]]
+        details = [
+            _case_data(row, names, transcripts.get(row.nodeid), baseline)
+            for row in rows[start : start + CHUNK_CASES]
+        ]
         parts.append(
             f'<script type="{DETAIL_TYPE}" id="cases-{sid}-c{chunk}" '
             f'data-first="{start}" data-count="{len(details)}">'
             + compressed_json(details)
             + "</script>"
         )
+    parts.append(
+        f'<script type="{INDEX_TYPE}" id="index-{sid}" data-cases="{len(rows)}">'
+        + compressed_json([_index_entry(row, transcripts.get(row.nodeid)) for row in rows])
+        + "</script>"
+    )
     return "".join(parts)
+
+
+def _prompt(events: list[Any] | None) -> str:
+    """The first user message the model was sent, if the case has a transcript."""
+    for event in events or []:
+        if isinstance(event, dict) and event.get("event") == "model_request":
+            for message in event.get("messages") or []:
+                if isinstance(message, dict) and message.get("role") == "user":
+                    return read.text(read.mapping(message, "content"), "text")
+    return ""
+
+
+def _index_entry(row: CaseRow, events: list[Any] | None) -> list[Any]:
+    """What the page's filters and search read of a case, without inflating its detail:
+    outcome, failure class, labels and the lower-cased text a search looks in."""
+    result = read.mapping(row.entry, "result")
+    text = " ".join(
+        (
+            row.case_id,
+            row.nodeid,
+            _prompt(events)[:SEARCH_LIMIT],
+            answer_text(result, events)[:SEARCH_LIMIT],
+        )
+    )
+    return [row.outcome, read.text(result, "failure_class"), list(row.labels), text.lower()]
 
 
 def compressed_json(value: Any) -> str:
@@ -198,7 +264,12 @@ def compressed_json(value: Any) -> str:
     return base64.b64encode(packed).decode("ascii")
 
 
-def _case_data(row: CaseRow, names: Sequence[str]) -> dict[str, Any]:
+def _case_data(
+    row: CaseRow,
+    names: Sequence[str],
+    events: list[Any] | None,
+    baseline: dict[str, BaselineCase] | None,
+) -> dict[str, Any]:
     result = read.mapping(row.entry, "result")
     checks = [
         {
@@ -234,6 +305,22 @@ def _case_data(row: CaseRow, names: Sequence[str]) -> dict[str, Any]:
     receipt = read.mapping(result, "receipt")
     if receipt:
         data["receipt"] = _receipt_data(receipt)
+    if events is not None:
+        data["transcript"] = events
+    if baseline is not None:
+        before = baseline.get(row.case_id)
+        data["compared"] = {
+            "answer": answer_text(result, events),
+            "failed_checks": list(failed_checks(result)),
+            "baseline": None
+            if before is None
+            else {
+                "outcome": before.outcome,
+                "failure_class": before.failure_class,
+                "answer": before.answer,
+                "failed_checks": list(before.failed_checks),
+            },
+        }
     artifact = read.mapping(result, "artifact")
     if artifact:
         data["artifact"] = {

@@ -16,6 +16,8 @@ from pytest_agentbench.report.html.assets import CSS, SCRIPT
 from pytest_agentbench.report.html.comparison import comparison_section
 from pytest_agentbench.report.html.grid import grid_section
 from pytest_agentbench.report.html.judged import judged_section
+from pytest_agentbench.report.html.matrix import models_section
+from pytest_agentbench.report.html.sidecar import Extras
 from pytest_agentbench.report.html.svg import (
     BarSegment,
     DotRow,
@@ -343,7 +345,7 @@ def _controls(suite: read.Doc) -> str:
     )
 
 
-def _suite(index: int, report: read.Doc, suite: read.Doc) -> str:
+def _suite(index: int, report: read.Doc, suite: read.Doc, extras: Extras) -> str:
     sid = f"s{index}"
     suite_id = read.text(suite, "id", f"suite {index}")
     title = read.text(suite, "title")
@@ -355,9 +357,10 @@ def _suite(index: int, report: read.Doc, suite: read.Doc) -> str:
         + _header(report, suite)
         + f"<h3>Outcomes</h3>{_outcomes(sid, suite)}"
         + _trials(suite)
+        + models_section(suite)
         + f"<h3>Metrics</h3>{_metrics(sid, suite)}"
         + f"<h3>Gates</h3>{_gates(suite)}"
-        + f"<h3>Cases and checks</h3>{grid_section(sid, suite)}"
+        + f"<h3>Cases and checks</h3>{grid_section(sid, suite, extras)}"
         + f"<h3>Negative controls</h3>{_controls(suite)}"
         + "</section>"
     )
@@ -373,6 +376,17 @@ def _settings_in_clear(settings: read.Doc) -> str:
         if name != "base_url_path"
     ]
     return "<br>" + ", ".join(shown) if shown else ""
+
+
+def _mode_text(run: read.Doc) -> str:
+    """The run's mode; a ``mixed`` run's with its requests by where their answers came from."""
+    mode = read.text(run, "mode")
+    if mode != "mixed":
+        return mode
+    return (
+        f"mixed ({read.integer(run, 'cassette_hits') or 0} cassette hits, "
+        f"{read.integer(run, 'recorded') or 0} recorded)"
+    )
 
 
 def _model_run(report: read.Doc) -> str:
@@ -397,7 +411,7 @@ def _model_run(report: read.Doc) -> str:
                 f"{_code(read.text(run, 'model'))} via {escape(read.text(run, 'provider'))} "
                 f"at {_code(endpoint)}",
             ),
-            ("mode", escape(read.text(run, "mode"))),
+            ("mode", escape(_mode_text(run))),
             ("settings", _code(read.text(run, "settings_digest")) + _settings_in_clear(settings)),
             ("pricing", _code(read.text(run, "pricing_digest"))),
             (
@@ -420,19 +434,89 @@ def _model_run(report: read.Doc) -> str:
     )
 
 
+def _not_passed(suite: read.Doc) -> int:
+    counts = read.mapping(suite, "counts")
+    return sum(read.integer(counts, name) or 0 for name in ("failed", "error"))
+
+
+def _toc(suites: Sequence[read.Doc]) -> str:
+    """One entry per suite with its counts, the suites with the most failures first."""
+    order = sorted(range(len(suites)), key=lambda i: (-_not_passed(suites[i]), i))
+    entries = []
+    for i in order:
+        counts = read.mapping(suites[i], "counts")
+        shown = [
+            f'<span class="oc-{name}">{mark}{read.integer(counts, name) or 0} {name}</span>'
+            for name, mark in (("passed", "✓ "), ("failed", "✗ "), ("error", "! "))
+            if name == "passed" or read.integer(counts, name)
+        ]
+        shown += [
+            f"{read.integer(counts, name)} {escape(name)}"
+            for name in sorted(counts)
+            if name not in {"passed", "failed", "error"} and read.integer(counts, name)
+        ]
+        entries.append(
+            f'<li><a href="#s{i}">{escape(read.text(suites[i], "id", f"suite {i}"))}</a> '
+            f'<span class="counts">{" · ".join(shown)}</span></li>'
+        )
+    return "".join(entries)
+
+
+def _options(values: Sequence[str]) -> str:
+    return "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
+
+
+def _filters(suites: Sequence[read.Doc]) -> str:
+    """The filter bar: outcome, failure class, label and a search over ids, prompts and answers.
+
+    The page's script reads each suite's compact index to apply them; the case details
+    stay compressed until a case is opened."""
+    outcomes: set[str] = set()
+    classes: set[str] = set()
+    labels: set[str] = set()
+    for suite in suites:
+        outcomes.update(k for k, v in read.mapping(suite, "counts").items() if v)
+        classes.update(k for k, v in read.mapping(suite, "failure_classes").items() if v)
+        # Read straight from the entries: building the grid's rows again costs a large
+        # run most of a second.
+        for entry in read.items(suite, "cases"):
+            result = read.mapping(entry, "result")
+            outcomes.add(read.text(result, "outcome", "unknown"))
+            labels.update(read.texts(result, "labels"))
+    kinds: dict[str, list[str]] = {}
+    for label in sorted(labels):
+        kind = label.split("_", 1)[0] if "_" in label else "other"
+        kinds.setdefault(kind, []).append(label)
+    label_options = "".join(
+        f'<optgroup label="{escape(kind)}">{_options(values)}</optgroup>'
+        for kind, values in sorted(kinds.items())
+    )
+    return (
+        '<form class="filters" id="filters" role="search" aria-label="filter the cases">'
+        '<label for="f-outcome">outcome</label><select id="f-outcome">'
+        f'<option value="">any</option>{_options(sorted(outcomes))}</select>'
+        '<label for="f-class">failure class</label><select id="f-class">'
+        f'<option value="">any</option>{_options(sorted(classes))}</select>'
+        '<label for="f-label">label</label><select id="f-label">'
+        f'<option value="">any</option>{label_options}</select>'
+        '<label for="f-search">search</label><input id="f-search" type="search" '
+        'placeholder="id, prompt or answer ( / )" autocomplete="off" spellcheck="false">'
+        '<button type="reset" id="f-clear">clear</button>'
+        '<output id="f-status" aria-live="polite" for="f-outcome f-class f-label f-search">'
+        "</output></form>"
+    )
+
+
 def _run_header(report: read.Doc, suites: Sequence[read.Doc]) -> str:
     gates = read.items(report, "gates")
     failed = sum(1 for g in gates if read.flag(g, "passed") is not True)
     status = read.integer(report, "exit_status")
     problems = read.texts(report, "problems")
-    toc = "".join(
-        f'<a href="#s{i}">{escape(read.text(s, "id", f"suite {i}"))}</a>'
-        for i, s in enumerate(suites)
-    )
+    toc = _toc(suites)
     if read.mapping(report, "comparison"):
-        toc += '<a href="#comparison">comparison with the baseline</a>'
+        toc += '<li><a href="#comparison">comparison with the baseline</a></li>'
     if read.mapping(report, "judged"):
-        toc += '<a href="#judged">judged diagnostics</a>'
+        toc += '<li><a href="#judged">judged diagnostics</a></li>'
     summary = _facts(
         [
             ("exit status", "unknown" if status is None else str(status)),
@@ -451,14 +535,16 @@ def _run_header(report: read.Doc, suites: Sequence[read.Doc]) -> str:
     return (
         '<header class="run"><h1>agentbench run report</h1>'
         f"{summary}{_model_run(report)}"
-        f'<nav class="toc" aria-label="suites">{toc}</nav>{problem_list}</header>'
+        f'<nav class="toc" aria-label="suites"><ul>{toc}</ul></nav>{problem_list}</header>'
+        + (_filters(suites) if suites else "")
     )
 
 
-def render_html(report: read.Doc) -> str:
-    """The whole page for a run report document."""
+def render_html(report: read.Doc, extras: Extras | None = None) -> str:
+    """The whole page for a run report document (and its transcripts and baseline)."""
+    extras = extras or Extras()
     suites = read.items(report, "suites")
-    body = "".join(_suite(i, report, s) for i, s in enumerate(suites)) or (
+    body = "".join(_suite(i, report, s, extras) for i, s in enumerate(suites)) or (
         '<p class="empty">This report holds no suite.</p>'
     )
     return (
@@ -468,6 +554,7 @@ def render_html(report: read.Doc) -> str:
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         f"<title>agentbench run report</title><style>{CSS}</style></head><body>"
         + _run_header(report, suites)
-        + f"<main>{body}{comparison_section(report, suites)}{judged_section(report)}</main>"
+        + f"<main>{body}{comparison_section(report, suites, extras)}"
+        + f"{judged_section(report)}</main>"
         + f"<script>{SCRIPT}</script></body></html>\n"
     )

@@ -30,6 +30,7 @@ from pytest_agentbench.sdk.ledger.rows import (
     TerminalPayload,
     encode_row,
     payload_json,
+    reservation_usd,
     row_digest,
     totals_of,
 )
@@ -139,6 +140,7 @@ def verify_ledger_bytes(data: bytes, path: Path) -> LedgerReading:
             header = payload
         elif isinstance(payload, CallPayload):
             _check_call(payload, calls, path, line)
+            _check_reservations(payload, header, path, line)
             calls.append(payload)
         elif isinstance(payload, TerminalPayload):
             _check_terminal(payload, calls, header, path, line)
@@ -221,6 +223,27 @@ def _check_call(call: CallPayload, calls: list[CallPayload], path: Path, line: i
     attempts = call.attempts or ()
     if [a.attempt_index for a in attempts] != list(range(1, len(attempts) + 1)):
         raise _refuse("ledger_call_order", "attempts are not contiguous from 1", path, line)
+
+
+def _check_reservations(
+    call: CallPayload, header: HeaderPayload | None, path: Path, line: int
+) -> None:
+    """A stated reservation is re-derived from the header's rates, never read.
+
+    Absent is accepted (a ledger written before attempts stated it); a stated
+    one that the rates do not give, or one under a header with no rates, is refused.
+    """
+    expected = None if header is None else reservation_usd(header)
+    for attempt in call.attempts or ():
+        stated = attempt.cost_reservation_usd
+        if stated is not None and stated != expected:
+            raise _refuse(
+                "ledger_amount_mismatch",
+                f"attempt {attempt.attempt_index}: cost_reservation_usd {stated}, the header's "
+                f"rates give {expected}",
+                path,
+                line,
+            )
 
 
 def _check_terminal(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictInt, StrictStr, model_validator
 
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
@@ -57,6 +57,23 @@ class Attempt(Record):
     tokens: Tokens | None = None
     request_digest_sha256: Digest | None = None
     """The model request this attempt sent (the digest its cassette is named by)."""
+    response_received: StrictBool | None = None
+    """Whether anything came back (an error status too), as the original's ledger states it;
+    absent where the adapter did not say."""
+    http_status: Annotated[StrictInt, Field(ge=100, le=599)] | None = None
+    """The status that came back; stated only with ``response_received`` true."""
+    cost_reservation_usd: Amount | None = None
+    """What this attempt was authorised to cost before dispatch, at the header's rates
+    (written by the ledger, re-derived by the audit); absent when the header pins none."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Attempt:
+        # A response was received by definition, and a status is response evidence.
+        if self.outcome == "response" and self.response_received is False:
+            raise ValueError("a response outcome states response_received false")
+        if self.http_status is not None and self.response_received is not True:
+            raise ValueError("an http_status is stated only with response_received true")
+        return self
 
 
 class Decision(Record):
@@ -151,6 +168,31 @@ class Amounts(Record):
     forfeited: Decimal
     reserved: Decimal
     responses: int
+
+
+def reservation_usd(header: HeaderPayload) -> str | None:
+    """What one attempt is authorised to cost at the header's rates; ``None`` when unpriced."""
+    provider = header.provider or {}
+    rates = (provider.get("input_per_token"), provider.get("output_per_token"))
+    if not all(isinstance(rate, str) for rate in rates) or not isinstance(
+        provider.get("pricing_digest_sha256"), str
+    ):
+        return None
+    bound = provider.get("max_tokens_per_call")
+    dearer = max(Decimal(str(rates[0])), Decimal(str(rates[1])))
+    return amount_text(dearer * (bound if isinstance(bound, int) else 0))
+
+
+def with_reservations(header: HeaderPayload, call: CallPayload) -> CallPayload:
+    """The call with each attempt's reservation stated, when the header pins rates."""
+    reservation = reservation_usd(header)
+    if reservation is None or not call.attempts:
+        return call
+    attempts = tuple(
+        attempt.model_copy(update={"cost_reservation_usd": reservation})
+        for attempt in call.attempts
+    )
+    return call.model_copy(update={"attempts": attempts})
 
 
 def amounts_of(header: HeaderPayload, calls: list[CallPayload]) -> Amounts | None:

@@ -28,6 +28,7 @@ from pytest_agentbench.sdk.ledger.rows import (
     encode_row,
     make_row,
     totals_of,
+    with_reservations,
 )
 
 __all__ = ["LedgerIO", "LedgerWriter", "open_no_follow", "write_new_file"]
@@ -89,6 +90,7 @@ class LedgerWriter:
             raise
 
     def call(self, payload: CallPayload) -> None:
+        payload = with_reservations(self.header, payload)
         self._append("call", payload)
         self.calls.append(payload)
 
