@@ -33,7 +33,7 @@ from pytest_agentbench.judging.documents import (
     revealed_labels,
     stale_labels,
 )
-from pytest_agentbench.judging.panel import Panel, Seat
+from pytest_agentbench.judging.panel import Panel, Seat, content_digest
 from pytest_agentbench.judging.report_judging import REVEALED_LINE, summary_lines
 from pytest_agentbench.judging.rubric import load_rubric
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
@@ -251,21 +251,56 @@ def labels_template_digest(report: Path, item: str) -> str:
     return found
 
 
+def other_trials_answer_otherwise(report: Path) -> dict[str, Any]:
+    """Trials 2 and 3 of each case given another answer and behaviour than trial 1's;
+    returns trial 1's results by case id (what was judged)."""
+    run = json.loads(report.read_text())
+    first = {}
+    for entry in run["suites"][0]["cases"]:
+        result = entry["result"]
+        if result["trial"] == 1:
+            first[result["case_id"]] = result
+            continue
+        result["recorded"]["outcome"]["output"]["answer"] = f"trial {result['trial']}'s answer"
+        for check in result["checks"]:
+            if check["name"] == CLASSIFIER.check:
+                check["actual"] = "clarify" if check["actual"] != "clarify" else "refuse"
+    report.write_text(json.dumps(run))
+    return first
+
+
 def test_classifier_items_show_the_task_and_the_agents_answer(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Not only the classifier's own label: the prompt, the answer and its tool calls."""
+    """Not only the classifier's own label: the prompt, the answer and its tool calls, of
+    trial 1, the trial classified (a repeated run's other trials answered otherwise)."""
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "--agentbench-suite", "toolgrammar-mini-v1",
         "-m", "not agentbench_control", "--agentbench-report=run.json", "-k", "T1",
+        "--agentbench-repeat=3",
     )  # fmt: skip
     assert result.ret == 0
     monkeypatch.chdir(pytester.path)
     for name in ("AGENTBENCH_LLM_BASE_URL", "AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES"):
         monkeypatch.delenv(name, raising=False)
-    assert main(["judge", "run.json"]) == 0
     report = pytester.path / "run.json"
+    first = other_trials_answer_otherwise(report)
+    assert main(["judge", "run.json"]) == 0
     document = json.loads((pytester.path / "run.judgments.json").read_text())
+    # One label per case, trial 1's, bound to trial 1's output: the labels file holds each
+    # item once, and a person's label is bound to the answer the page shows.
+    assert sorted(c["item"] for c in document["classifications"]) == sorted(
+        f"toolgrammar-mini-v1/{case}" for case in first
+    )
+    for classified in document["classifications"]:
+        result = first[classified["item"].split("/", 1)[1]]
+        check = next(c for c in result["checks"] if c["name"] == CLASSIFIER.check)
+        assert classified["label"] == check["actual"]
+        assert classified["content_digest"] == content_digest(
+            result["recorded"]["outcome"]["output"]
+        )
+    labels = read_labels(pytester.path / "run.labels.json")
+    assert len({item.item for item in labels.items}) == len(labels.items)
     judged = read_judgments(pytester.path / "run.judgments.json")
     shown, seats = review_views(judged, report, installed_registry())
     assert len(shown) == len(document["classifications"]) > 0
@@ -278,6 +313,7 @@ def test_classifier_items_show_the_task_and_the_agents_answer(
         output = answer["output"]
         assert isinstance(output, dict), key
         assert {"answer", "calls"} <= set(output), key
+        assert output == first[key.split("/", 1)[1].split("#")[0]]["recorded"]["outcome"]["output"]
         # The classifier's label is among what blind review holds back.
         held = seats[key]
         assert isinstance(held, dict)
