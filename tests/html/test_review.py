@@ -170,6 +170,9 @@ def test_the_server_checks_host_and_origin_and_records_reveals(report: Path) -> 
         assert "local/beta-judge" not in text
         assert c1 in text
         assert "Three." in text
+        # c2's answer is markup: held as data, never drawn as a script element.
+        assert "<script>alert(1)" not in text
+        assert data["shown"]["s/c2#answer-prose"]["judged"] == "<script>alert(1)</script>"
         for bad, code in (
             ({"item": c1, "human": "9", "digest": digest}, "off the scale"),
             ({"item": "s/zz#answer-prose", "human": "1", "digest": digest}, "not a judged item"),
