@@ -43,7 +43,11 @@ def test_a_forked_adapter_process_is_the_templates_and_reports_how_it_ended() ->
         assert process_table()[second.pid].parent == template
         with pytest.raises(subprocess.TimeoutExpired):
             second.process.wait(timeout=0.05)
+        started = launcher._template
+        assert started is not None
     finally:
         host.close()
     assert launcher.template_pid is None
+    # It ended on its own once pytest let go of it, not by the kill that follows the wait.
+    assert started.returncode == 0
     assert template not in process_table() or process_table()[template].zombie

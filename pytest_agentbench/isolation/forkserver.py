@@ -196,6 +196,11 @@ class ForkServer:
         control, self._control = self._control, None
         template, self._template = self._template, None
         if control is not None:
+            # shutdown first: close() alone leaves the socket open while the reader thread
+            # is blocked in recv on it, so the template would see no end and be killed
+            # only after the wait below (2 s on every run's teardown).
+            with suppress(OSError):
+                control.shutdown(socket.SHUT_RDWR)
             control.close()
         if template is not None:
             with suppress(subprocess.TimeoutExpired):
