@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,57 @@ def test_a_forked_adapter_process_is_the_templates_and_reports_how_it_ended() ->
     # It ended on its own once pytest let go of it, not by the kill that follows the wait.
     assert started.returncode == 0
     assert template not in process_table() or process_table()[template].zombie
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["forked", "started"])
+def test_a_pool_ends_its_children_together_with_one_sweep_for_orphans(
+    forked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every child is asked to exit before any is waited for, and the process table is read a
+    fixed number of times however many children there are (it was four reads per child)."""
+    from pytest_agentbench.isolation import channel, processes
+    from pytest_agentbench.isolation.pool import IsolatedPool
+
+    launcher = ForkServer() if forked else None
+    pool = IsolatedPool(4, 30.0, launcher=launcher)
+    try:
+        children = [host._child(None) for host in pool.hosts]
+    except BaseException:
+        pool.close()
+        raise
+    events: list[tuple[str, int]] = []
+    send = channel.AdapterProcess.send
+
+    def sent(self: channel.AdapterProcess, message: dict[str, Any]) -> None:
+        if message.get("op") == "shutdown":
+            events.append(("ask", self.pid))
+        send(self, message)
+
+    monkeypatch.setattr(channel.AdapterProcess, "send", sent)
+    for child in children:
+        waited = child.process.wait
+
+        def wait(
+            timeout: float | None = None, *, _pid: int = child.pid, _wait: Any = waited
+        ) -> int:
+            events.append(("wait", _pid))
+            return _wait(timeout)
+
+        monkeypatch.setattr(child.process, "wait", wait)
+    reads = 0
+    table = processes.process_table
+
+    def counted() -> dict[int, processes.ProcessEntry]:
+        nonlocal reads
+        reads += 1
+        return table()
+
+    monkeypatch.setattr(processes, "process_table", counted)
+    pool.close()
+    kinds = [kind for kind, _ in events]
+    assert kinds[: len(children)] == ["ask"] * len(children)
+    assert sorted(pid for kind, pid in events if kind == "wait") == sorted(c.pid for c in children)
+    assert reads <= 3
+    for child in children:
+        assert child.process.returncode == 0
+        assert child.pid not in table() or table()[child.pid].zombie

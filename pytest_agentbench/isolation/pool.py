@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agentbench.isolation.channel import shutdown_all
 from pytest_agentbench.isolation.forkserver import ForkServer
 from pytest_agentbench.isolation.host import (
     SHARED_VIEWS,
@@ -172,7 +173,10 @@ class IsolatedPool(ServesAdapters):
         return lease.host.call(handle, method, args, kwargs, deadline=lease.deadline)
 
     def close(self) -> None:
-        """End every child (idempotent)."""
+        """End every child (idempotent): all asked to exit at once, then each host's own."""
+        children = [child for child in (host.detach() for host in self.hosts) if child]
+        if children:
+            shutdown_all(children, self.hosts[0].grace)
         for host in self.hosts:
             host.close()
         launcher, self._launcher = self._launcher, None
