@@ -106,3 +106,37 @@ def test_a_pool_ends_its_children_together_with_one_sweep_for_orphans(
     for child in children:
         assert child.process.returncode == 0
         assert child.pid not in table() or table()[child.pid].zombie
+
+
+def test_processes_started_at_once_are_each_told_their_own_pid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Requests from many threads are answered in order: each thread's process id is the one
+    its own process reports (a mix-up would have pytest wait for or kill another case's)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pytest_agentbench.isolation import channel
+    from pytest_agentbench.isolation.pool import IsolatedPool
+
+    reported: list[tuple[int, object]] = []
+    receive = channel.AdapterProcess.receive
+
+    def received(self: channel.AdapterProcess, deadline: float | None) -> dict[str, Any]:
+        message = receive(self, deadline)
+        if message.get("op") == "ready":
+            reported.append((self.pid, message.get("pid")))
+        return message
+
+    monkeypatch.setattr(channel.AdapterProcess, "receive", received)
+    launcher = ForkServer()
+    pool = IsolatedPool(6, 30.0, launcher=launcher)
+    try:
+        with ThreadPoolExecutor(6) as threads:
+            children = list(threads.map(lambda host: host._child(None), pool.hosts))
+        template = launcher.template_pid
+        assert len({child.pid for child in children}) == 6
+        assert sorted(reported) == sorted((child.pid, child.pid) for child in children)
+        table = process_table()
+        assert all(table[child.pid].parent == template for child in children)
+    finally:
+        pool.close()
