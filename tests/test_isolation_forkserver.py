@@ -8,10 +8,12 @@ the template changes: who the parent is, and that an exit status crosses back.
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -140,3 +142,43 @@ def test_processes_started_at_once_are_each_told_their_own_pid(
         assert all(table[child.pid].parent == template for child in children)
     finally:
         pool.close()
+
+
+WARM_PROBE = """
+import os
+
+
+class Probe:
+    def answer(self, question):
+        return os.getpid()
+"""
+
+
+def test_a_warmed_pool_has_every_child_running_with_the_adapter_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``warm`` starts each host's child and loads the adapter before any case (the plugin
+    calls it at configure, so the children start while pytest collects); the cases then
+    start nothing."""
+    from pytest_agentbench.isolation.pool import IsolatedPool
+
+    (tmp_path / "warm_probe.py").write_text(WARM_PROBE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = importlib.import_module("warm_probe")
+    pool = IsolatedPool(3, 30.0, launcher=ForkServer())
+    try:
+        proxy = pool.remote(probe.Probe())
+        pool.warm(proxy)
+        for thread in pool._warming:
+            thread.join()
+        assert pool.starts == 3
+        assert all(host.pid is not None and proxy._handle in host._loaded for host in pool.hosts)
+        served = set()
+        for _ in range(3):
+            with pool.serving(proxy):
+                served.add(proxy.answer("which"))
+        assert served <= set(pool.pids)
+        assert pool.starts == 3
+    finally:
+        pool.close()
+    assert pool._warming == []

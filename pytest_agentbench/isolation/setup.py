@@ -72,6 +72,9 @@ def configured_adapter(
         raise
     if _is_xdist_controller(config):
         isolation.close()
+    elif isinstance(isolation, IsolatedPool):
+        # The pool's other children start while pytest collects.
+        isolation.warm(adapter)
     return adapter
 
 
