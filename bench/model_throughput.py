@@ -17,7 +17,8 @@ promptfoo against the same server, each at the largest N.
     python bench/model_throughput.py                       # the 236 cases, N = 1 8 32 64
     python bench/model_throughput.py --concurrency 8 32    # a subset
     python bench/model_throughput.py --concurrency 32 --pytest-arg=--agentbench-isolate \
-        --pytest-arg=-o --pytest-arg=agentbench_isolate_fork_server=true
+        --pytest-arg=-o --pytest-arg=agentbench_isolate_fork_server=false
+    python bench/model_throughput.py --concurrency 32 --alternate 5   # in-process vs isolated
     python bench/model_throughput.py --inspect PATH/TO/inspect --promptfoo PATH/TO/promptfoo
 """
 
@@ -194,7 +195,7 @@ class Row:
 
 
 EXTRA_ARGUMENTS: list[str] = []
-"""``--pytest-arg``s, e.g. ``--agentbench-isolate``, ``-o agentbench_isolate_fork_server=true``."""
+"""``--pytest-arg``s, e.g. ``--agentbench-isolate``, ``-o agentbench_isolate_fork_server=false``."""
 
 
 def agentbench_command(concurrency: int) -> list[str]:
