@@ -182,3 +182,32 @@ def test_a_warmed_pool_has_every_child_running_with_the_adapter_loaded(
     finally:
         pool.close()
     assert pool._warming == []
+
+
+TLS_PROBE = """
+from pytest_agentbench.agents import transport
+
+
+class Probe:
+    def answer(self, question):
+        # 1: the shared TLS context came with the fork, built by the template.
+        return transport._shared_tls_context.cache_info().currsize
+"""
+
+
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "plain"])
+def test_the_template_builds_what_the_chat_agents_processes_would(
+    prepared: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``module:function`` in the preload is called in the template: the chat agent's
+    httpx and TLS context (``prepare_for_fork``) are inherited, not built per process."""
+    pytest.importorskip("httpx")
+    (tmp_path / "tls_probe.py").write_text(TLS_PROBE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = importlib.import_module("tls_probe")
+    preload = ("pytest_agentbench.agents.transport:prepare_for_fork",) if prepared else ()
+    host = IsolatedAdapters(30.0, launcher=ForkServer(preload))
+    try:
+        assert host.remote(probe.Probe()).answer("built?") == (1 if prepared else 0)
+    finally:
+        host.close()
