@@ -17,7 +17,8 @@ promptfoo against the same server, each at the largest N.
     python bench/model_throughput.py                       # the 236 cases, N = 1 8 32 64
     python bench/model_throughput.py --concurrency 8 32    # a subset
     python bench/model_throughput.py --concurrency 32 --pytest-arg=--agentbench-isolate \
-        --pytest-arg=-o --pytest-arg=agentbench_isolate_fork_server=true
+        --pytest-arg=-o --pytest-arg=agentbench_isolate_fork_server=false
+    python bench/model_throughput.py --concurrency 32 --alternate 5   # in-process vs isolated
     python bench/model_throughput.py --inspect PATH/TO/inspect --promptfoo PATH/TO/promptfoo
 """
 
@@ -28,6 +29,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -161,6 +163,10 @@ class Row:
     busy: float
     peak_in_flight: int
     latency: float
+    lead_in: float = 0.0
+    """From the process's start to the first request (start-up, collection, first child)."""
+    tail: float = 0.0
+    """From the last answer to the process's exit (scoring, summary, teardown)."""
 
     @property
     def ideal(self) -> float:
@@ -179,7 +185,8 @@ class Row:
         share = self.effective / self.concurrency
         return (
             f"{self.label:<22} N={self.concurrency:<3} calls {self.calls:<4} "
-            f"wall {self.sample.wall:7.2f}s  busy {self.busy:7.2f}s  ideal {self.ideal:7.2f}s  "
+            f"wall {self.sample.wall:7.2f}s  lead-in {self.lead_in:5.2f}s  "
+            f"busy {self.busy:7.2f}s  tail {self.tail:5.2f}s  ideal {self.ideal:7.2f}s  "
             f"wave bound {self.wave_bound:7.2f}s  "
             f"effective {self.effective:6.2f} ({share:6.1%} of N)  peak in flight "
             f"{self.peak_in_flight:<3} cpu {self.sample.cpu:6.2f}s  "
@@ -188,7 +195,7 @@ class Row:
 
 
 EXTRA_ARGUMENTS: list[str] = []
-"""``--pytest-arg``s, e.g. ``--agentbench-isolate``, ``-o agentbench_isolate_fork_server=true``."""
+"""``--pytest-arg``s, e.g. ``--agentbench-isolate``, ``-o agentbench_isolate_fork_server=false``."""
 
 
 def agentbench_command(concurrency: int) -> list[str]:
@@ -209,19 +216,31 @@ def agentbench_command(concurrency: int) -> list[str]:
     ]
 
 
-def agentbench_run(server: LatencyServer, project: Path, concurrency: int) -> Row:
+def agentbench_run(
+    server: LatencyServer,
+    project: Path,
+    concurrency: int,
+    extra: Sequence[str] = (),
+    label: str = "pytest-agentbench",
+) -> Row:
     server.reset()
-    sample, code, output = run_command(agentbench_command(concurrency), project)
+    started = time.perf_counter()
+    sample, code, output = run_command([*agentbench_command(concurrency), *extra], project)
+    ended = time.perf_counter()
     if code not in (0, 1) or "error" in output.splitlines()[-1]:
         raise SystemExit(f"agentbench N={concurrency}: exit {code}\n{output[-3000:]}")
+    first = started if server.first is None else server.first
+    last = ended if server.last is None else server.last
     return Row(
-        "pytest-agentbench",
+        label,
         concurrency,
         sample,
         server.calls,
         server.busy,
         server.peak_in_flight,
         server.latency,
+        lead_in=first - started,
+        tail=ended - last,
     )
 
 
@@ -318,6 +337,60 @@ def load_average() -> str:
         return "unknown"
 
 
+def alternate(latency: float, concurrency: int, rounds: int, isolated: Sequence[str]) -> int:
+    """``rounds`` pairs of in-process and isolated runs at ``concurrency``, back to back.
+
+    The order flips each round so neither kind always runs first on a machine whose
+    load drifts; the load average is printed before each pair.
+    """
+    print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {load_average()}")
+    print(f"isolated: {' '.join(isolated)}")
+    server = LatencyServer(latency)
+    runs: dict[str, list[Row]] = {"in-process": [], "isolated": []}
+    loads: list[float] = []
+    ratios: list[float] = []
+    with server.serving() as base_url, tempfile.TemporaryDirectory() as scratch:
+        project = Path(scratch)
+        (project / "pytest.ini").write_text("[pytest]\n")
+        os.environ.update(
+            AGENTBENCH_LLM_BASE_URL=base_url,
+            AGENTBENCH_LLM_MODEL=MODEL,
+            AGENTBENCH_LLM_MAX_TURNS="2",
+        )
+        run_command([*agentbench_command(1), "--collect-only"], project)
+        for index in range(rounds):
+            loads.append(os.getloadavg()[0])
+            order = [("in-process", ()), ("isolated", tuple(isolated))]
+            if index % 2:
+                order.reverse()
+            pair: dict[str, Row] = {}
+            for label, extra in order:
+                pair[label] = agentbench_run(server, project, concurrency, extra, label)
+                runs[label].append(pair[label])
+                print(f"round {index + 1} load {loads[-1]:5.2f} {pair[label].line()}", flush=True)
+            ratios.append(pair["isolated"].sample.wall / pair["in-process"].sample.wall)
+    print(
+        f"medians of {rounds} rounds at N = {concurrency}, load average "
+        f"{statistics.median(loads):.2f} (from {min(loads):.2f} to {max(loads):.2f}):"
+    )
+    for label, rows in runs.items():
+        print(
+            f"  {label:<11} wall {statistics.median(r.sample.wall for r in rows):6.2f}s  "
+            f"lead-in {statistics.median(r.lead_in for r in rows):5.2f}s  "
+            f"busy {statistics.median(r.busy for r in rows):5.2f}s  "
+            f"tail {statistics.median(r.tail for r in rows):5.2f}s  "
+            f"cpu {statistics.median(r.sample.cpu for r in rows):6.2f}s  "
+            f"rss {statistics.median(r.sample.rss_mb for r in rows):6.1f} MiB"
+        )
+    print(
+        f"  isolated / in-process wall: median of the rounds' ratios "
+        f"{statistics.median(ratios):.2f}"
+        f" (from {min(ratios):.2f} to {max(ratios):.2f})"
+    )
+    print(f"load after: {load_average()}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.5)
@@ -335,8 +408,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         help="an argument added to every pytest run (repeatable), e.g. --agentbench-isolate",
     )
+    parser.add_argument(
+        "--alternate",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="at the first --concurrency, ROUNDS pairs of in-process and isolated runs back "
+        "to back (alternating which goes first); prints each run and the medians",
+    )
+    parser.add_argument(
+        "--isolated-arg",
+        action="append",
+        default=None,
+        help="the isolated run's own arguments with --alternate (repeatable; default "
+        "--agentbench-isolate)",
+    )
     options = parser.parse_args(argv)
     EXTRA_ARGUMENTS[:] = options.pytest_arg
+    if options.alternate:
+        return alternate(
+            options.latency,
+            (options.concurrency or [32])[0],
+            options.alternate,
+            options.isolated_arg or ["--agentbench-isolate"],
+        )
     print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, load {load_average()}")
     server = LatencyServer(options.latency)
     n = suite_size()

@@ -283,9 +283,9 @@ def _session(
         "-m",
         "not agentbench_control",
         *xdist_args,
-        # Under xdist the adapter processes are forked by a template process (the other
-        # sessions start each as a fresh interpreter): every fault is held either way.
-        *(["-o", "agentbench_isolate_fork_server=true"] if xdist_args else []),
+        # Under xdist the adapter processes are forked by a template process (the default),
+        # the other sessions start each as a fresh interpreter: every fault is held either way.
+        *([] if xdist_args else ["-o", "agentbench_isolate_fork_server=false"]),
         timeout=SESSION_LIMIT,
     )
 

@@ -8,10 +8,13 @@ the template changes: who the parent is, and that an exit status crosses back.
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +46,168 @@ def test_a_forked_adapter_process_is_the_templates_and_reports_how_it_ended() ->
         assert process_table()[second.pid].parent == template
         with pytest.raises(subprocess.TimeoutExpired):
             second.process.wait(timeout=0.05)
+        started = launcher._template
+        assert started is not None
     finally:
         host.close()
     assert launcher.template_pid is None
+    # It ended on its own once pytest let go of it, not by the kill that follows the wait.
+    assert started.returncode == 0
     assert template not in process_table() or process_table()[template].zombie
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["forked", "started"])
+def test_a_pool_ends_its_children_together_with_one_sweep_for_orphans(
+    forked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every child is asked to exit before any is waited for, and the process table is read a
+    fixed number of times however many children there are (it was four reads per child)."""
+    from pytest_agentbench.isolation import channel, processes
+    from pytest_agentbench.isolation.pool import IsolatedPool
+
+    launcher = ForkServer() if forked else None
+    pool = IsolatedPool(4, 30.0, launcher=launcher)
+    try:
+        children = [host._child(None) for host in pool.hosts]
+    except BaseException:
+        pool.close()
+        raise
+    events: list[tuple[str, int]] = []
+    send = channel.AdapterProcess.send
+
+    def sent(self: channel.AdapterProcess, message: dict[str, Any]) -> None:
+        if message.get("op") == "shutdown":
+            events.append(("ask", self.pid))
+        send(self, message)
+
+    monkeypatch.setattr(channel.AdapterProcess, "send", sent)
+    for child in children:
+        waited = child.process.wait
+
+        def wait(
+            timeout: float | None = None, *, _pid: int = child.pid, _wait: Any = waited
+        ) -> int:
+            events.append(("wait", _pid))
+            return _wait(timeout)
+
+        monkeypatch.setattr(child.process, "wait", wait)
+    reads = 0
+    table = processes.process_table
+
+    def counted() -> dict[int, processes.ProcessEntry]:
+        nonlocal reads
+        reads += 1
+        return table()
+
+    monkeypatch.setattr(processes, "process_table", counted)
+    pool.close()
+    kinds = [kind for kind, _ in events]
+    assert kinds[: len(children)] == ["ask"] * len(children)
+    assert sorted(pid for kind, pid in events if kind == "wait") == sorted(c.pid for c in children)
+    assert reads <= 3
+    for child in children:
+        assert child.process.returncode == 0
+        assert child.pid not in table() or table()[child.pid].zombie
+
+
+def test_processes_started_at_once_are_each_told_their_own_pid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Requests from many threads are answered in order: each thread's process id is the one
+    its own process reports (a mix-up would have pytest wait for or kill another case's)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pytest_agentbench.isolation import channel
+    from pytest_agentbench.isolation.pool import IsolatedPool
+
+    reported: list[tuple[int, object]] = []
+    receive = channel.AdapterProcess.receive
+
+    def received(self: channel.AdapterProcess, deadline: float | None) -> dict[str, Any]:
+        message = receive(self, deadline)
+        if message.get("op") == "ready":
+            reported.append((self.pid, message.get("pid")))
+        return message
+
+    monkeypatch.setattr(channel.AdapterProcess, "receive", received)
+    launcher = ForkServer()
+    pool = IsolatedPool(6, 30.0, launcher=launcher)
+    try:
+        with ThreadPoolExecutor(6) as threads:
+            children = list(threads.map(lambda host: host._child(None), pool.hosts))
+        template = launcher.template_pid
+        assert len({child.pid for child in children}) == 6
+        assert sorted(reported) == sorted((child.pid, child.pid) for child in children)
+        table = process_table()
+        assert all(table[child.pid].parent == template for child in children)
+    finally:
+        pool.close()
+
+
+WARM_PROBE = """
+import os
+
+
+class Probe:
+    def answer(self, question):
+        return os.getpid()
+"""
+
+
+def test_a_warmed_pool_has_every_child_running_with_the_adapter_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``warm`` starts each host's child and loads the adapter before any case (the plugin
+    calls it at configure, so the children start while pytest collects); the cases then
+    start nothing."""
+    from pytest_agentbench.isolation.pool import IsolatedPool
+
+    (tmp_path / "warm_probe.py").write_text(WARM_PROBE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = importlib.import_module("warm_probe")
+    pool = IsolatedPool(3, 30.0, launcher=ForkServer())
+    try:
+        proxy = pool.remote(probe.Probe())
+        pool.warm(proxy)
+        for thread in pool._warming:
+            thread.join()
+        assert pool.starts == 3
+        assert all(host.pid is not None and proxy._handle in host._loaded for host in pool.hosts)
+        served = set()
+        for _ in range(3):
+            with pool.serving(proxy):
+                served.add(proxy.answer("which"))
+        assert served <= set(pool.pids)
+        assert pool.starts == 3
+    finally:
+        pool.close()
+    assert pool._warming == []
+
+
+TLS_PROBE = """
+from pytest_agentbench.agents import transport
+
+
+class Probe:
+    def answer(self, question):
+        # 1: the shared TLS context came with the fork, built by the template.
+        return transport._shared_tls_context.cache_info().currsize
+"""
+
+
+@pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "plain"])
+def test_the_template_builds_what_the_chat_agents_processes_would(
+    prepared: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``module:function`` in the preload is called in the template: the chat agent's
+    httpx and TLS context (``prepare_for_fork``) are inherited, not built per process."""
+    pytest.importorskip("httpx")
+    (tmp_path / "tls_probe.py").write_text(TLS_PROBE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = importlib.import_module("tls_probe")
+    preload = ("pytest_agentbench.agents.transport:prepare_for_fork",) if prepared else ()
+    host = IsolatedAdapters(30.0, launcher=ForkServer(preload))
+    try:
+        assert host.remote(probe.Probe()).answer("built?") == (1 if prepared else 0)
+    finally:
+        host.close()

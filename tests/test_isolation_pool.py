@@ -44,11 +44,19 @@ time.sleep({SLOW_START})
 PIDS = Path(__file__).resolve().parent / "pids"
 
 
+def _session():
+    parent = os.getppid()
+    if b"pytest_agentbench.isolation.template" in Path(f"/proc/{{parent}}/cmdline").read_bytes():
+        # Forked by its session's template process (the default): the session is its parent.
+        return int(Path(f"/proc/{{parent}}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return parent
+
+
 class Faulty:
     def answer(self, question):
-        # Its session's process (the parent) too: two sessions at once append here.
+        # Its session's process too: two sessions at once append here.
         with PIDS.open("a") as handle:
-            handle.write(f"{{os.getppid()}} {{os.getpid()}}\\n")
+            handle.write(f"{{_session()}} {{os.getpid()}}\\n")
         left, right = (int(part) for part in question.split("+"))
         if left == 90:
             time.sleep(3600)  # ends when the case limit interrupts it

@@ -531,16 +531,9 @@ def test_strict_holds_every_attack_under_xdist(redteam: pytest.Pytester) -> None
 
 
 def test_strict_holds_every_attack_in_the_isolated_pool(redteam: pytest.Pytester) -> None:
-    # The pool's processes forked by a template process, each sandboxing itself after the fork.
-    _assert_held(
-        _run(
-            redteam,
-            "strict",
-            "--agentbench-concurrency=2",
-            "-o",
-            "agentbench_isolate_fork_server=true",
-        )
-    )
+    # The pool's processes forked by a template process (the default, as in the serial and
+    # -n 2 runs), each sandboxing itself after the fork.
+    _assert_held(_run(redteam, "strict", "--agentbench-concurrency=2"))
 
 
 def test_off_the_same_attacks_breach(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -116,6 +117,15 @@ def _shared_tls_context() -> Any:
     cost of a client, and one context serves many connections at once. (Two threads asking
     first may each build one; either serves.)"""
     return _httpx().create_ssl_context()
+
+
+def prepare_for_fork() -> None:
+    """Import httpx and build the shared TLS context ahead, in a process that forks adapter
+    processes (the fork server's template): each forked process inherits both instead of
+    paying for them (httpx's import brings about 150 modules, its CLI's included, and the
+    CA bundle is read and parsed per context). Without httpx, nothing to do."""
+    with contextlib.suppress(ChatAgentError):
+        _shared_tls_context()
 
 
 def refusing_transport() -> Any:

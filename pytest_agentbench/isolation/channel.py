@@ -130,6 +130,7 @@ class AdapterProcess:
         """Processes the adapter started while it was loaded: they live as long as the child."""
         self.ended: list[int] = []
         """Processes ended after a call, for the child to collect (it is their parent)."""
+        self._asked_to_exit = False
 
     @property
     def pid(self) -> int:
@@ -236,31 +237,19 @@ class AdapterProcess:
                 self.connection.close()
 
     def _kill_orphans(self) -> set[int]:
-        """Kill what the dead child left behind outside its session, and what is below it.
+        """Kill what the dead child left behind outside its session, and what is below it."""
+        return _kill_orphans([self])
 
-        Such a process was re-parented to the harness (a subreaper) or, where
-        there is none, to init; it carries the child's token in its environment.
-        """
-        me, marker = os.getpid(), f"{TREE_VARIABLE}={self.token}".encode()
-        killed: set[int] = set()
-        if self.launcher is not None:
-            # A forked child's token is not in its processes' initial environment (it was
-            # set after the fork): what it orphaned is below the template, found there.
-            for orphan in self.launcher.adopted():
-                killed |= processes.kill_descendants(orphan)
-                processes.kill_all([orphan])
-                killed.add(orphan)
-        for entry in processes.process_table().values():
-            if entry.pid != me and not entry.zombie and _environment_has(entry.pid, marker):
-                killed |= processes.kill_descendants(entry.pid)
-                processes.kill_all([entry.pid])
-                killed.add(entry.pid)
-        return killed
+    def ask_to_exit(self) -> None:
+        """Send the child the request to exit (once), without waiting for it."""
+        if not self._asked_to_exit:
+            self._asked_to_exit = True
+            with suppress(ChannelError):
+                self.send({"op": "shutdown"})
 
     def shutdown(self, grace: float) -> None:
         """Ask the child to exit; end it by force if it does not within ``grace``."""
-        with suppress(ChannelError):
-            self.send({"op": "shutdown"})
+        self.ask_to_exit()
         with alarm_held(), suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=grace)
         self.kill(grace)
@@ -270,9 +259,65 @@ class AdapterProcess:
             os.killpg(self.process.pid, signum)
 
 
-def _environment_has(pid: int, entry: bytes) -> bool:
+def _kill_orphans(children: Sequence[AdapterProcess]) -> set[int]:
+    """Kill what the dead ``children`` left behind outside their sessions, and what is below it.
+
+    Such a process was re-parented to the harness (a subreaper) or, where
+    there is none, to init; it carries its child's token in its environment.
+    One look at the process table serves every child (a pool ends N at once).
+    """
+    me = os.getpid()
+    markers = {f"{TREE_VARIABLE}={child.token}".encode() for child in children}
+    killed: set[int] = set()
+    launchers = {id(child.launcher): child.launcher for child in children if child.launcher}
+    for launcher in launchers.values():
+        # A forked child's token is not in its processes' initial environment (it was
+        # set after the fork): what it orphaned is below the template, found there.
+        for orphan in launcher.adopted():
+            killed |= processes.kill_descendants(orphan)
+            processes.kill_all([orphan])
+            killed.add(orphan)
+    if not markers:
+        return killed
+    for entry in processes.process_table().values():
+        if entry.pid != me and not entry.zombie and _environment_has_any(entry.pid, markers):
+            killed |= processes.kill_descendants(entry.pid)
+            processes.kill_all([entry.pid])
+            killed.add(entry.pid)
+    return killed
+
+
+def shutdown_all(children: Sequence[AdapterProcess], grace: float) -> None:
+    """End many children at the end of a session, as :meth:`AdapterProcess.shutdown` each.
+
+    Every child is asked to exit before any is waited for, so they wind down
+    together and the wait is one ``grace`` in all, not one per child; those
+    that exited are then swept for orphans in one pass of the process table.
+    A child still running after ``grace`` is ended by force, alone.
+    """
+    for child in children:
+        child.ask_to_exit()
+    deadline = time.monotonic() + grace
+    exited: list[AdapterProcess] = []
+    with alarm_held():
+        for child in children:
+            with suppress(subprocess.TimeoutExpired):
+                child.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            if child.process.poll() is None:
+                child.kill(grace)
+            else:
+                exited.append(child)
+        try:
+            killed = _kill_orphans(exited)
+            processes.reap_adopted(killed, REAP_SECONDS)
+        finally:
+            for child in exited:
+                child.connection.close()
+
+
+def _environment_has_any(pid: int, entries: set[bytes]) -> bool:
     try:
         with open(f"/proc/{pid}/environ", "rb") as handle:
-            return entry in handle.read().split(b"\0")
+            return not entries.isdisjoint(handle.read().split(b"\0"))
     except OSError:
         return False

@@ -76,11 +76,15 @@ class ForkServer:
         self._control: socket.socket | None = None
         self._template: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
-        """One request at a time: its answer is the next ``started`` message."""
+        """Held while a request is sent, so requests are numbered in the order they are sent."""
+        self._sent = 0
         self._exits: dict[int, int] = {}
         self._live: set[int] = set()
         self._changed = threading.Condition()
-        self._started: list[int] = []
+        self._answered = 0
+        self._started: dict[int, int] = {}
+        """The process forked for each request not yet taken, by the request's number: the
+        template answers in the order the requests came (one socket, one thread)."""
         self._reader: threading.Thread | None = None
 
     @property
@@ -141,7 +145,8 @@ class ForkServer:
                     return
                 message = json.loads(data)
                 if "started" in message:
-                    self._started.append(int(message["started"]))
+                    self._started[self._answered] = int(message["started"])
+                    self._answered += 1
                     self._live.add(int(message["started"]))
                 else:
                     self._exits[int(message["exited"])] = int(message["returncode"])
@@ -149,19 +154,26 @@ class ForkServer:
                 self._changed.notify_all()
 
     def start(self, channel: int, output: int, *, cwd: str, env: Mapping[str, str]) -> ForkedChild:
-        """Have the template fork an adapter process serving ``channel``, writing to ``output``."""
+        """Have the template fork an adapter process serving ``channel``, writing to ``output``.
+
+        Only the sending is one at a time: many threads starting processes at once (a
+        pool's first cases) have their requests queued at the template, which forks
+        them back to back instead of waiting for each answer to be taken.
+        """
         with self._lock:
             control = self._ensure(env, output)
             request = json.dumps({"cwd": cwd, "env": dict(env)}).encode()
             socket.send_fds(control, [request], [channel, output])
-            deadline = time.monotonic() + 30
-            with self._changed:
-                while not self._started:
-                    if self._reader is None or not self._reader.is_alive():
-                        raise ForkServerUnavailable("the template process has ended")
-                    if not self._changed.wait(max(0.0, deadline - time.monotonic())):
-                        raise ForkServerUnavailable("the template process did not answer")
-                pid = self._started.pop(0)
+            number = self._sent
+            self._sent += 1
+        deadline = time.monotonic() + 30
+        with self._changed:
+            while number not in self._started:
+                if self._reader is None or not self._reader.is_alive():
+                    raise ForkServerUnavailable("the template process has ended")
+                if not self._changed.wait(max(0.0, deadline - time.monotonic())):
+                    raise ForkServerUnavailable("the template process did not answer")
+            pid = self._started.pop(number)
         return ForkedChild(self, pid)
 
     def returncode(self, pid: int) -> int | None:
@@ -196,6 +208,11 @@ class ForkServer:
         control, self._control = self._control, None
         template, self._template = self._template, None
         if control is not None:
+            # shutdown first: close() alone leaves the socket open while the reader thread
+            # is blocked in recv on it, so the template would see no end and be killed
+            # only after the wait below (2 s on every run's teardown).
+            with suppress(OSError):
+                control.shutdown(socket.SHUT_RDWR)
             control.close()
         if template is not None:
             with suppress(subprocess.TimeoutExpired):

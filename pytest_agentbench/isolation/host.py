@@ -496,6 +496,13 @@ class IsolatedAdapters(ServesAdapters):
         if process is not None:
             process.kill(self.grace)
 
+    def detach(self) -> AdapterProcess | None:
+        """Hand over the running child for the caller to end (a pool ends all at once)."""
+        process, self._process = self._process, None
+        self._loaded.clear()
+        self._shared.clear()
+        return process
+
     def close(self) -> None:
         """End the child at the end of the session (idempotent)."""
         atexit.unregister(self.close)

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_agentbench.isolation.channel import shutdown_all
 from pytest_agentbench.isolation.forkserver import ForkServer
 from pytest_agentbench.isolation.host import (
     SHARED_VIEWS,
@@ -42,6 +43,10 @@ from pytest_agentbench.isolation.proxy import PendingAdapter, RemoteAdapter
 from pytest_agentbench.run.adapters import AdapterFolders
 from pytest_agentbench.sdk.canonical import JsonValue
 from pytest_agentbench.sdk.registry import KindProtocols
+
+WARMING_THREADS = 4
+"""Threads starting a pool's children in the background (:meth:`IsolatedPool.warm`): the
+template forks one at a time; a few at once keep it busy while each child sets up."""
 
 
 @dataclass
@@ -75,6 +80,8 @@ class IsolatedPool(ServesAdapters):
         self._returned = threading.Condition()
         self._local = threading.local()
         self._remotes: OrderedDict[int, tuple[Any, RemoteAdapter]] = OrderedDict()
+        self._warming: list[threading.Thread] = []
+        self._closing = False
 
     @property
     def starts(self) -> int:
@@ -99,6 +106,42 @@ class IsolatedPool(ServesAdapters):
             with self._returned:
                 self._free.append(host)
                 self._returned.notify()
+
+    def warm(self, adapter: Any, threads: int = WARMING_THREADS) -> None:
+        """Start every host's child with ``adapter`` loaded, in the background.
+
+        Called when the run's adapter is known before collection, so that the
+        children start while pytest collects instead of as the first N cases
+        begin, each of those waiting its turn. A host a case has already
+        borrowed is left to it; a failure is kept for the case, as
+        :meth:`serving` keeps it.
+        """
+        if not isinstance(adapter, RemoteAdapter) or adapter._host is not self:
+            return
+        waiting = list(self.hosts)
+        lock = threading.Lock()
+
+        def warm_some() -> None:
+            while not self._closing:
+                with lock:
+                    if not waiting:
+                        return
+                    host = waiting.pop(0)
+                with self._returned:
+                    if host not in self._free:
+                        continue
+                    self._free.remove(host)
+                try:
+                    host.prepare(adapter._handle)
+                finally:
+                    with self._returned:
+                        self._free.append(host)
+                        self._returned.notify()
+
+        for _ in range(min(threads, len(self.hosts))):
+            thread = threading.Thread(target=warm_some, name="agentbench-warm", daemon=True)
+            thread.start()
+            self._warming.append(thread)
 
     def _bound(self, proxy: RemoteAdapter) -> RemoteAdapter:
         """The stand-in of ``proxy``'s adapter whose calls go through the pool."""
@@ -172,7 +215,16 @@ class IsolatedPool(ServesAdapters):
         return lease.host.call(handle, method, args, kwargs, deadline=lease.deadline)
 
     def close(self) -> None:
-        """End every child (idempotent)."""
+        """End every child (idempotent): all asked to exit at once, then each host's own."""
+        # Children still being started in the background finish starting first (each
+        # within its start-up allowance), so none is left running behind the close.
+        self._closing = True
+        warming, self._warming = self._warming, []
+        for thread in warming:
+            thread.join()
+        children = [child for child in (host.detach() for host in self.hosts) if child]
+        if children:
+            shutdown_all(children, self.hosts[0].grace)
         for host in self.hosts:
             host.close()
         launcher, self._launcher = self._launcher, None

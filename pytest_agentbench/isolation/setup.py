@@ -72,6 +72,9 @@ def configured_adapter(
         raise
     if _is_xdist_controller(config):
         isolation.close()
+    elif isinstance(isolation, IsolatedPool):
+        # The pool's other children start while pytest collects.
+        isolation.warm(adapter)
     return adapter
 
 
@@ -119,6 +122,24 @@ def _model_access() -> tuple[list[Path], list[Path], list[int]]:
     if tally is not None:
         read_write.append(Path(tally).resolve().parent)
     return read_only, read_write, ports
+
+
+def _chat_preload() -> tuple[str, ...]:
+    """What the fork server's template prepares for the chat agent's processes.
+
+    Its modules when the plugin's model settings are loaded; and when a live
+    endpoint is configured, httpx and the TLS context its clients share
+    (``prepare_for_fork``): without them each forked process imported about
+    150 modules and read the CA bundle itself, most of its CPU in a one-call case.
+    Only the plugin's own code and httpx run in the template, never an adapter's.
+    """
+    settings_module = sys.modules.get("pytest_agentbench.agents.settings")
+    if settings_module is None:
+        return ()
+    settings = settings_module.configured_settings()
+    if settings.base_url is None or settings.effective_mode == "replay":
+        return ("pytest_agentbench.agents.chat",)
+    return ("pytest_agentbench.agents.chat", "pytest_agentbench.agents.transport:prepare_for_fork")
 
 
 def _agent_command_over_http() -> bool:
@@ -225,13 +246,7 @@ def isolated_adapters(
         and not namespace
         and sys.platform.startswith("linux")
     ):
-        # The chat agent's modules too, when the run configured it (its processes import them).
-        preload = (
-            ("pytest_agentbench.agents.chat",)
-            if "pytest_agentbench.agents.settings" in sys.modules
-            else ()
-        )
-        launcher = ForkServer(preload)
+        launcher = ForkServer(_chat_preload())
     host_options: dict[str, Any] = {
         "startup_timeout": startup_timeout,
         "settings": forwarded_settings(),

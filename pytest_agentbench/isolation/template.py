@@ -2,7 +2,8 @@
 
 Started once per pytest process that runs isolated adapters with
 ``agentbench_isolate_fork_server``, it imports what every adapter process
-needs (the child's serving loop, and the modules named on its command line)
+needs (the child's serving loop, and the modules named on its command line;
+``module:function`` also calls the function, which builds what they would)
 and then forks one adapter process per request instead of each starting a
 fresh interpreter: a fork costs milliseconds and shares the imported pages.
 It holds nothing of the harness: no suite, no oracle, no view. Each forked
@@ -129,10 +130,14 @@ def main(argv: list[str]) -> None:
     # Ctrl-C is pytest's to handle; it then ends this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     become_subreaper()
-    for module in argv[2:]:
-        # What the adapter processes will import anyway, imported once here.
+    for entry in argv[2:]:
+        # What the adapter processes will import (``module``) or build (``module:function``,
+        # called with no argument) anyway, done once here.
+        module, _, function = entry.partition(":")
         try:
-            importlib.import_module(module)
+            imported = importlib.import_module(module)
+            if function:
+                getattr(imported, function)()
         except Exception:
             continue
     control.send(json.dumps({"ready": os.getpid()}).encode())

@@ -471,10 +471,10 @@ def _add_sandbox_options(r: _Recording) -> None:
     r.addini(
         "agentbench_isolate_fork_server",
         "start isolated adapter processes by forking a template process that has imported "
-        "what they need, instead of a fresh interpreter each (Linux; not with "
-        "agentbench_isolate_namespace)",
+        "what they need (default), instead of a fresh interpreter each (false) (Linux; not "
+        "with agentbench_isolate_namespace)",
         type="bool",
-        default=False,
+        default=True,
     )
 
 
