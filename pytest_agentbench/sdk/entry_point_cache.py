@@ -47,12 +47,14 @@ def _fingerprint() -> Fingerprint | None:
         path = getattr(dist, "_path", None)
         if not isinstance(dist, PathDistribution) or not isinstance(path, Path):
             return None
+        folder = str(path)
         try:
-            stat = os.stat(path / "entry_points.txt")
+            # A string join: a Path per distribution would double the fingerprint's cost.
+            stat = os.stat(f"{folder}{os.sep}entry_points.txt")
         except OSError:
-            rows.append([str(path), None, None])
+            rows.append([folder, None, None])
         else:
-            rows.append([str(path), stat.st_mtime_ns, stat.st_size])
+            rows.append([folder, stat.st_mtime_ns, stat.st_size])
     return rows
 
 
