@@ -12,13 +12,14 @@ import inspect
 import os
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pluggy
 
 from pytest_agentbench.sdk import hookspecs
+from pytest_agentbench.sdk.entry_point_cache import group_entry_points
 from pytest_agentbench.sdk.errors import AgentbenchError, describe_exception
 from pytest_agentbench.sdk.layout import SUITE_FILE
 
@@ -82,9 +83,7 @@ def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
     if pluginmanager in _SCANNED:
         return
     broken = _BROKEN.setdefault(pluginmanager, {})
-    for entry_point in sorted(
-        entry_points(group=hookspecs.ENTRY_POINT_GROUP), key=lambda ep: ep.name
-    ):
+    for entry_point in group_entry_points(hookspecs.ENTRY_POINT_GROUP):
         name = f"{PLUGIN_PREFIX}{entry_point.name}"
         if pluginmanager.get_plugin(name) is None and not pluginmanager.is_blocked(name):
             try:

@@ -1,0 +1,130 @@
+"""The world entry points kept between processes: read back while the installation holds, read
+afresh when it changes, never written where bytecode would not be."""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.sdk import entry_point_cache
+from pytest_agentbench.sdk.entry_point_cache import group_entry_points
+
+GROUP = "pytest_agentbench.worlds"
+
+
+def _named(group: str = GROUP) -> list[tuple[str, str]]:
+    return [(ep.name, ep.value) for ep in group_entry_points(group)]
+
+
+def _fresh(group: str = GROUP) -> list[tuple[str, str]]:
+    return [(ep.name, ep.value) for ep in sorted(entry_points(group=group), key=lambda e: e.name)]
+
+
+def _distribution(site: Path, lines: list[str]) -> Path:
+    dist_info = site / "cache_probe_world-1.0.dist-info"
+    dist_info.mkdir(parents=True, exist_ok=True)
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: cache-probe-world\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (dist_info / "entry_points.txt").write_text(
+        "\n".join([f"[{GROUP}]", *lines, ""]), encoding="utf-8"
+    )
+    return dist_info / "entry_points.txt"
+
+
+@pytest.fixture
+def cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(entry_point_cache, "CACHE_FOLDER", folder)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    return folder
+
+
+def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(**_: Any) -> Any:
+        raise AssertionError("entry points read although the cache holds")
+
+    monkeypatch.setattr(entry_point_cache, "entry_points", refuse)
+
+
+def test_the_cache_answers_as_importlib_does_and_is_read_back(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _fresh()
+    assert ("authority", "pytest_agentbench.worlds.authority.registration") in expected
+    assert _named() == expected
+    assert [path.name for path in cache.iterdir()] == [entry_point_cache.cache_file().name]
+    _no_reading(monkeypatch)
+    assert _named() == expected
+    # Each entry point is whole: its group too, as importlib gives it.
+    assert {ep.group for ep in group_entry_points(GROUP)} == {GROUP}
+
+
+def test_an_installed_removed_or_edited_distribution_is_seen(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    before = _named()
+    assert before == _fresh()
+    # Installed since the cache was written.
+    written = _distribution(site, ["probe = probe_world.registration"])
+    assert ("probe", "probe_world.registration") in _named()
+    # Its entry points edited in place (the folder listing unchanged).
+    written.write_text(f"[{GROUP}]\nprobe-renamed = probe_world.other\n", encoding="utf-8")
+    named = _named()
+    assert ("probe-renamed", "probe_world.other") in named
+    assert ("probe", "probe_world.registration") not in named
+    assert named == _fresh()
+    # Removed.
+    written.unlink()
+    written.parent.joinpath("METADATA").unlink()
+    written.parent.rmdir()
+    assert _named() == before
+
+
+def test_a_damaged_cache_is_read_past_and_replaced(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _named()
+    path = entry_point_cache.cache_file()
+    for damage in ("{not json", '{"format": 1}', '{"format": 99, "groups": {}}', "[]"):
+        path.write_text(damage, encoding="utf-8")
+        assert _named() == expected
+    _no_reading(monkeypatch)
+    assert _named() == expected
+
+
+def test_nothing_is_written_where_bytecode_would_not_be(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert _named() == _fresh()
+    assert not cache.exists()
+
+
+def test_an_unwritable_cache_folder_costs_only_the_cache(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache.parent.mkdir(exist_ok=True)
+    cache.write_text("a file where the folder would be", encoding="utf-8")
+    assert _named() == _fresh()
+    assert cache.is_file()
+
+
+def test_distributions_found_by_another_finder_are_not_cached(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Finder:
+        @staticmethod
+        def find_distributions(*args: object, **kwargs: object) -> list[object]:
+            return []
+
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder()])
+    assert _named() == _fresh()
+    assert not cache.exists()
