@@ -15,7 +15,7 @@ import base64
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -164,53 +164,55 @@ def _aggregate(sid: str, names: Sequence[str], grouped: Sequence[tuple[str, list
     )
 
 
-def _case_grid(sid: str, names: Sequence[str], rows: Sequence[CaseRow], caption: str) -> str:
+def _case_grid(
+    sid: str, names: Sequence[str], rows: Sequence[CaseRow], caption: str
+) -> Iterator[str]:
+    """The group's grid, a row at a time: a page of many cases is never one string."""
     head = _check_heads(names)
-    body = []
+    yield (
+        f'<div class="scroll"><table class="grid cases" role="grid" aria-label="{escape(caption)}">'
+        f'<thead><tr><th scope="col">case</th><th scope="col">outcome</th>{head}</tr></thead>'
+        "<tbody>"
+    )
     for row in rows:
         href = f"#case-{sid}-{row.index}"
         cells = "".join(
             _status_cell(f"{href}-k{k}", row.statuses.get(name, "none"), focusable=False)
             for k, name in enumerate(names)
         )
-        body.append(
+        yield (
             f'<tr><th scope="row"><a href="{href}">{escape(row.case_id)}</a></th>'
             f'<td class="outcome oc-{escape(row.outcome)}">{OUTCOME_MARK.get(row.outcome, "")}'
             f"{escape(row.outcome)}</td>{cells}</tr>"
         )
-    return (
-        f'<div class="scroll"><table class="grid cases" role="grid" aria-label="{escape(caption)}">'
-        f'<thead><tr><th scope="col">case</th><th scope="col">outcome</th>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
+    yield "</tbody></table></div>"
 
 
-def grid_head(sid: str, rows: Sequence[CaseRow], names: Sequence[str]) -> str:
-    """The grid of ``rows`` up to the case details: drawn from the rows alone."""
+def grid_head(sid: str, rows: Sequence[CaseRow], names: Sequence[str]) -> Iterator[str]:
+    """The grid of ``rows`` up to the case details, in pieces: drawn from the rows alone."""
     grouped = groups(rows)
     legend = " ".join(f'<span class="st-{s}">{SYMBOL[s]} {MEANING[s]}</span>' for s in STATUSES)
-    parts = [
+    yield (
         f'<p class="legend">Legend: {legend}. Failing cases come first. Arrow keys move '
         "between cells, j and k between cases, Enter opens one.</p>"
-    ]
+    )
     single = len(grouped) == 1
     if not single:
-        parts.append(_aggregate(sid, names, grouped))
+        yield _aggregate(sid, names, grouped)
     for number, (group, members) in enumerate(grouped):
         failing = sum(1 for row in members if row.outcome != "passed")
         opened = " open" if single else ""
-        parts.append(
+        yield (
             f'<details class="group" id="grid-{sid}-g{number}"{opened}><summary>'
             f"{escape(group)}: {len(members)} cases, {failing} not passed"
             '<span class="shown"></span></summary>'
-            + _case_grid(sid, names, members, f"cases of {group}")
-            + "</details>"
         )
-    parts.append(
+        yield from _case_grid(sid, names, members, f"cases of {group}")
+        yield "</details>"
+    yield (
         f'<section class="case-detail" id="{sid}-detail" tabindex="-1" aria-live="polite">'
         '<p class="hint">Choose a case or a cell to see its detail.</p></section>'
     )
-    return "".join(parts)
 
 
 class CaseDetails:
@@ -287,7 +289,7 @@ def grid_section(
         None if extras.baseline is None else extras.baseline.get(suite_id, {}),
     )
     blocks = [details.add(row, entry) for row, entry in zip(rows, cases, strict=True)]
-    return grid_head(sid, rows, names) + "".join(blocks) + details.finish()
+    return "".join(grid_head(sid, rows, names)) + "".join(blocks) + details.finish()
 
 
 EMPTY_GRID = '<p class="empty">No case results in this report.</p>'

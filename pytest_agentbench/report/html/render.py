@@ -387,14 +387,14 @@ def _controls(suite: read.Doc) -> str:
     )
 
 
-def _suite_head(number: int, report: read.Doc, index: SuiteIndex) -> str:
-    """Suite ``number``'s section up to its case details."""
+def _suite_head(number: int, report: read.Doc, index: SuiteIndex) -> Iterator[str]:
+    """Suite ``number``'s section up to its case details, in pieces."""
     sid = f"s{number}"
     suite = index.fields
     suite_id = read.text(suite, "id", f"suite {number}")
     title = read.text(suite, "title")
     rows = index.rows
-    return (
+    yield (
         f'<section class="suite" id="{sid}" data-suite="{escape(suite_id)}" '
         f'aria-labelledby="{sid}-h"><h2 id="{sid}-h">{escape(title or suite_id)} '
         f"<small>(<code>{escape(suite_id)}</code>, "
@@ -405,8 +405,11 @@ def _suite_head(number: int, report: read.Doc, index: SuiteIndex) -> str:
         + f"<h3>Metrics</h3>{_metrics(sid, suite)}"
         + f"<h3>Gates</h3>{_gates(suite)}"
         + "<h3>Cases and checks</h3>"
-        + (grid_head(sid, rows, check_names(rows)) if rows else EMPTY_GRID)
     )
+    if rows:
+        yield from grid_head(sid, rows, check_names(rows))
+    else:
+        yield EMPTY_GRID
 
 
 def _suite_tail(index: SuiteIndex) -> str:
@@ -620,7 +623,7 @@ def page_parts(
     for number, index in enumerate(suites):
         sid = f"s{number}"
         suite_id = read.text(index.fields, "id")
-        yield _suite_head(number, report, index)
+        yield from _suite_head(number, report, index)
         if comparison:
             links[suite_id] = {row.case_id: f"#case-{sid}-{row.index}" for row in index.rows}
         transcripts = extras.transcripts.get(suite_id, {})
