@@ -26,12 +26,13 @@ from typing import Any
 
 from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import EncodedRequest, RecordedResponse
-from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run
+from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run, model_runs
 from pytest_agentbench.agents.providers import MalformedAnswer, encode_request, parse_answer
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transcribe import refusal_event, request_event, response_event
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
 from pytest_agentbench.agents.usage import UsageLog, final_tokens
+from pytest_agentbench.scoring.matrix import current_model
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
 from pytest_agentbench.sdk.ledger import Tokens, UsageReport
 from pytest_agentbench.sdk.tools import ToolCallError, ToolSessionLike
@@ -59,6 +60,10 @@ class _ToolList:
 class ChatAgent:
     """A chat-model agent; built with no arguments it reads the session's settings."""
 
+    settings: ChatSettings
+    run: ModelRun
+    transport: ChatTransport
+
     def __init__(
         self,
         settings: ChatSettings | None = None,
@@ -66,6 +71,16 @@ class ChatAgent:
         transport: ChatTransport | None = None,
         run: ModelRun | None = None,
     ) -> None:
+        self._models: dict[str, ChatAgent] = {}
+        """Under a model matrix (built with no settings): an agent per model, by name."""
+        if settings is None and run is None and transport is None and model_runs():
+            self._models = {
+                name: ChatAgent(model_run.settings, run=model_run)
+                for name, model_run in model_runs().items()
+            }
+            # Its own settings are the first model's: only the per-model agents send.
+            first = next(iter(self._models.values()))
+            settings, run, transport = first.settings, first.run, first.transport
         self.settings = configured_settings() if settings is None else settings
         if not self.settings.model:
             raise ChatAgentError(
@@ -82,9 +97,17 @@ class ChatAgent:
         self._tool_lists: dict[tuple[tuple[str, str, int], ...], _ToolList] = {}
 
     def __repr__(self) -> str:
+        if self._models:
+            return f"ChatAgent(models={list(self._models)!r})"
         return f"ChatAgent(model={self.settings.model!r}, mode={self.settings.effective_mode})"
 
     def solve(self, task: dict[str, Any], session: ToolSessionLike) -> str:
+        if self._models:
+            name = current_model()
+            agent = None if name is None else self._models.get(name)
+            if agent is None:
+                raise ChatAgentError("llm_config", f"no model {name!r} in the run's model matrix")
+            return agent.solve(task, session)
         case = current_case()
         first_call = 0 if case is None else case.begin()
         try:
@@ -145,6 +168,10 @@ class ChatAgent:
 
     def drain_usage(self) -> UsageReport | None:
         """The model requests since last asked (the execution ledger's call row copies them)."""
+        if self._models:
+            # A case calls one model; every agent is drained so none keeps a stale row.
+            drained = [agent.usage.drain() for agent in self._models.values()]
+            return next((report for report in drained if report is not None), None)
         return self.usage.drain()
 
     def _system_prompt(self) -> str:

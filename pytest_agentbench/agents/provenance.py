@@ -105,17 +105,19 @@ class ModelRun:
         clock: Clock | None = None,
         tally: Tally | None = None,
         window: Path | None = None,
+        price: ModelPrice | None = None,
     ) -> None:
         """``tally`` and ``window``: the budget tally and the rate limits' minute the run's
-        processes share (files in its shared folder); ``None`` keeps them this process's."""
+        processes share (files in its shared folder); ``None`` keeps them this process's.
+        ``price``: the model's own price (a models file's entry), over the pricing table's."""
         self.settings = settings
         self.clock = clock or SystemClock()
         self.pricing: PricingTable | None = (
             None if settings.pricing is None else read_pricing(settings.pricing)
         )
         self.price: ModelPrice | None = (
-            None
-            if self.pricing is None or settings.model is None
+            price
+            if price is not None or self.pricing is None or settings.model is None
             else self.pricing.models.get(settings.model)
         )
         self.ceilings = Ceilings(
@@ -170,11 +172,22 @@ class ModelRun:
 
 class _Configured:
     run: ModelRun | None = None
+    models: dict[str, ModelRun] = {}  # noqa: RUF012 (replaced whole, never changed in place)
+    """Under a model matrix: each model's own run, by its name."""
 
 
 def configure_run(run: ModelRun | None) -> None:
     """The process's model run (the pytest session's); ``None`` forgets it."""
     _Configured.run = run
+
+
+def configure_model_runs(runs: dict[str, ModelRun]) -> None:
+    """Each matrix model's run (empty: no matrix); the running case's model picks one."""
+    _Configured.models = dict(runs)
+
+
+def model_runs() -> dict[str, ModelRun]:
+    return _Configured.models
 
 
 TALLY_FILE = "tally.json"
@@ -199,7 +212,14 @@ def use_shared_tally(path: Path) -> None:
 
 
 def configured_run() -> ModelRun | None:
-    """The process's model run, if the session configured one."""
+    """The process's model run, if the session configured one: under a model matrix, the
+    run of the model the running case is for."""
+    if _Configured.models:
+        from pytest_agentbench.scoring.matrix import current_model
+
+        name = current_model()
+        if name is not None and name in _Configured.models:
+            return _Configured.models[name]
     return _Configured.run
 
 
@@ -375,7 +395,7 @@ _scope = threading.local()
 def case_scope(*, transcribe: bool = True) -> Iterator[CaseCalls]:
     """Collect the model calls made on this thread while the block runs (one case), and,
     with ``transcribe``, the case's transcript (a run writing no report keeps none)."""
-    run = _Configured.run
+    run = configured_run()
     calls = CaseCalls(priced=run is not None and run.price is not None, counted=counts_sources(run))
     previous = getattr(_scope, "calls", None)
     _scope.calls = calls

@@ -1,4 +1,4 @@
-"""``agentbench review REPORT``: a page to label judged items, disagreements first.
+"""``agentbench review REPORT``: a page to label judged items, blind by default.
 
 It reads ``<report>.judgments.json`` (``agentbench judge``), the labels file
 beside the report, and the report itself with its suites (for each case's task
@@ -17,10 +17,17 @@ whether they were shown before it (``revealed_before_label``); served, the
 seats are fetched from the server, which records that itself, so the page
 cannot claim a blind label it did not give.
 
+Blind, the items are listed by suite, case and rubric (classifiers after rubrics):
+nothing the seats decided, so the order says nothing of where they split. Once
+seats are revealed, ``d`` lists disagreements first; every label given after
+that is recorded as revealed (served, the server sends the disagreements and
+records it).
+
 Keys: ``j``/``k`` or the arrows move, ``1``-``9`` (``0`` for the tenth point;
 a scale of single digits by its own digits) label the current item and move
-on, ``x`` clears, ``u`` undoes, ``r`` reveals, ``f`` shows unlabelled items
-only, ``s`` saves (the written page).
+on, ``x`` clears, ``u`` undoes, ``r`` reveals, ``d`` (revealed) lists
+disagreements first, ``f`` shows unlabelled items only, ``s`` saves (the
+written page).
 """
 
 from __future__ import annotations
@@ -221,9 +228,10 @@ def review_views(
 
 
 def blind_items(labels: LabelsDocument) -> list[JsonValue]:
-    """The label items without their raters' labels: what a served page may hold."""
+    """The label items without their raters' labels or where the raters split: what a
+    served page may hold."""
     return [
-        item.model_dump(mode="json", exclude={"predictions"}) | {"predictions": {}}
+        item.model_dump(mode="json", exclude={"predictions", "disagreement"}) | {"predictions": {}}
         for item in labels.items
     ]
 
@@ -294,14 +302,30 @@ button.choice.chosen{background:#2563eb;color:#fff}
 <ul id="list" role="listbox" aria-label="judged items"></ul>
 </div>
 <main id="detail" aria-live="polite"></main>
-<div id="status">j/k move · 1-9, 0 label · x clear · u undo · r reveal · f filter · s save</div>
+<div id="status">j/k move · 1-9, 0 label · x clear · u undo · r reveal · d disagreements first
+ (revealed) · f filter · s save</div>
 <script id="data" type="application/json">__DATA__</script>
 <script>
 "use strict";
 const data = JSON.parse(document.getElementById("data").textContent);
-const items = data.items.slice().sort((a, b) =>
-  (b.disagreement - a.disagreement) || (a.kind === b.kind ? 0 : a.kind === "rubric" ? -1 : 1)
-  || (a.item < b.item ? -1 : a.item > b.item ? 1 : 0));
+// Blind, items are listed by what the seats did not decide (suite, case, rubric before
+// classifier, subject): listing disagreements first would tell the person which items the
+// seats split on before any label. That order is offered (d) only once seats are revealed.
+function place(item) {
+  const hash = item.item.indexOf("#");
+  const path = item.item.slice(0, hash);
+  const slash = path.indexOf("/");
+  return [path.slice(0, slash), path.slice(slash + 1), item.kind === "rubric" ? 0 : 1,
+    item.item.slice(hash + 1)];
+}
+function compare(a, b) { return a < b ? -1 : a > b ? 1 : 0; }
+const items = data.items.slice().sort((a, b) => {
+  const pa = place(a), pb = place(b);
+  return compare(pa[0], pb[0]) || compare(pa[1], pb[1]) || (pa[2] - pb[2])
+    || compare(pa[3], pb[3]);
+});
+let order = items.map((item, index) => index);  // the list's order, by index in items
+let splitFirst = false;
 // Per item (by index in items): whether its seats were shown, and its row once drawn.
 const seen = items.map(() => false);
 const rows = new Array(items.length).fill(null);
@@ -312,6 +336,7 @@ let cursor = 0;       // position in shown
 let revealed = Boolean(data.reveal);
 let onlyUnlabelled = false;
 let dirty = false;
+let pending = Promise.resolve();  // the labels posted, one after another
 let last = null;      // index of the item labelled last
 const list = document.getElementById("list");
 const detail = document.getElementById("detail");
@@ -337,7 +362,9 @@ function drawProgress() {
 }
 function drawBlind() {
   document.body.classList.toggle("revealed", revealed);
-  document.getElementById("blind").textContent = revealed ? "seats revealed (r hides)"
+  document.getElementById("blind").textContent = revealed
+    ? "seats revealed (r hides)" + (splitFirst ? "; disagreements first (d undoes)"
+      : "; d lists disagreements first")
     : "blind: seats hidden until labelled (r reveals)";
 }
 function fillRow(row, index) {
@@ -345,10 +372,12 @@ function fillRow(row, index) {
   const mark = row.lastChild;
   mark.textContent = item.human === null ? "" : item.human + (stale(item) ? " (stale)" : "");
   mark.className = "human" + (stale(item) ? " stale" : "");
+  // Served blind, the page holds no disagreement to mark until it is asked for (d).
+  row.classList.toggle("split", (item.disagreement || 0) > 0);
 }
 function makeRow(index) {
   const item = items[index];
-  const row = text("li", item.item, item.disagreement > 0 ? "split" : "");
+  const row = text("li", item.item);
   row.setAttribute("role", "option");
   row.setAttribute("aria-selected", "false");
   row.tabIndex = -1;
@@ -362,7 +391,7 @@ function makeRow(index) {
 function drawList() {
   // Drawn whole only on load and when the filter changes; a key touches single rows.
   shown = [];
-  items.forEach((item, index) => { if (!onlyUnlabelled || !labelled(item)) shown.push(index); });
+  for (const index of order) if (!onlyUnlabelled || !labelled(items[index])) shown.push(index);
   for (const index of shown) if (rows[index] === null) rows[index] = makeRow(index);
   list.replaceChildren(...shown.map((index) => rows[index]));
   cursor = Math.max(0, Math.min(cursor, shown.length - 1));
@@ -383,6 +412,37 @@ function select(before, after) {
   }
   drawDetail();
 }
+function reorder(byDisagreement) {
+  // The cursor stays on its item; the list is drawn again in the new order.
+  const current = shown[cursor];
+  splitFirst = byDisagreement;
+  order = items.map((item, index) => index);
+  if (splitFirst) {
+    order.sort((a, b) => ((items[b].disagreement || 0) - (items[a].disagreement || 0)) || a - b);
+  }
+  for (const index of order) if (rows[index]) fillRow(rows[index], index);
+  drawList();
+  const at = shown.indexOf(current);
+  if (at >= 0) move(at);
+  drawBlind();
+}
+async function disagreementsFirst() {
+  if (splitFirst) { reorder(false); return; }
+  if (!revealed) {
+    status.textContent = "disagreements first shows the seats' verdicts: reveal them first (r)";
+    return;
+  }
+  if (data.served) {
+    // The server records every item as revealed: the order tells which ones split.
+    const answer = await fetch("/disagreements");
+    if (!answer.ok) { status.textContent = "not shown: " + (await answer.text()); return; }
+    const spread = await answer.json();
+    for (const item of items) item.disagreement = spread[item.item] || 0;
+  }
+  // Every label given from now on was given knowing where the seats split.
+  seen.fill(true);
+  reorder(true);
+}
 function move(position) {
   if (position < 0 || position >= shown.length || position === cursor) return;
   const before = cursor;
@@ -392,6 +452,9 @@ function move(position) {
 async function seatsOf(index) {
   const item = items[index];
   if (!seatCache.has(item.item)) {
+    // After the labels already sent: the raters of an item just labelled blind are shown
+    // at once, and asked for before its label arrived the server would record it revealed.
+    await pending;
     const answer = await fetch("/seats?item=" + encodeURIComponent(item.item));
     if (!answer.ok) throw new Error(await answer.text());
     seatCache.set(item.item, await answer.json());
@@ -479,7 +542,6 @@ function drawDetail() {
   }
   detail.replaceChildren(...parts);
 }
-let pending = Promise.resolve();
 function post(item, path) {
   // Sent one after another, in the order given: the file ends as the last key left it.
   // An undo is the server's: it puts back what it wrote (a stale label stays stale).
@@ -564,7 +626,12 @@ document.addEventListener("keydown", (event) => {
   }
   else if (key === "x" || key === "Delete") label(null);
   else if (key === "u") undoLast();
-  else if (key === "r") { revealed = !revealed; drawBlind(); drawDetail(); }
+  else if (key === "r") {
+    revealed = !revealed;
+    // Hidden again, the list goes back to the order the seats did not decide.
+    if (!revealed && splitFirst) reorder(false); else { drawBlind(); drawDetail(); }
+  }
+  else if (key === "d") disagreementsFirst();
   else if (key === "f") { filter.checked = !filter.checked; onlyUnlabelled = filter.checked;
     drawList(); }
   else if (key === "s") save();
@@ -602,6 +669,13 @@ class ReviewState:
         with self.lock:
             self.revealed.add(item)
         return found
+
+    def disagreements(self) -> dict[str, int]:
+        """Every item's disagreement, for listing them disagreements first: it tells
+        where the seats split, so every item counts as revealed from then on."""
+        with self.lock:
+            self.revealed.update(entry.item for entry in self.labels.items)
+            return {entry.item: entry.disagreement for entry in self.labels.items}
 
     def label(self, body: bytes) -> tuple[int, bool]:
         """Give one item its label (``human`` ``null`` clears it); returns (labelled, revealed)."""
@@ -739,6 +813,9 @@ def serving(
                     self._send(404, "text/plain", exc.render().encode("utf-8"))
                     return
                 self._send(200, "application/json", json.dumps(seats).encode("utf-8"))
+            elif url.path == "/disagreements":
+                spread = json.dumps(state.disagreements()).encode("utf-8")
+                self._send(200, "application/json", spread)
             else:
                 self._send(404, "text/plain", b"not found")
 
@@ -811,7 +888,7 @@ def cmd_review(args: argparse.Namespace, registry: Any) -> int:
 
 
 def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
-    parser = commands.add_parser("review", help="label judged items by hand, disagreements first")
+    parser = commands.add_parser("review", help="label judged items by hand, blind")
     parser.set_defaults(handler=cmd_review)
     parser.add_argument("report", help="a JSON run report that agentbench judge has judged")
     parser.add_argument(

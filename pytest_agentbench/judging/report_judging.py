@@ -123,6 +123,11 @@ def judge_report(
             if spec not in used_classifiers:
                 used_classifiers.append(spec)
             for entry in suite.cases:
+                # Trial 1 only, as the rubrics judge: an item is a case, its label bound to
+                # the output it labelled, so every trial's label would name one item many
+                # times, each bound to other content than the review shows (trial 1's).
+                if entry.result.trial not in (None, 1):
+                    continue
                 for check in entry.result.checks:
                     if check.name == spec.check and isinstance(check.actual, str):
                         classifications.append(

@@ -20,6 +20,7 @@ from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
 from pytest_agentbench.plugin import fixtures
+from pytest_agentbench.plugin.model_options import MATRIX_KEY
 from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.plugin.snapshots import CONTROL_NAMES, GoldenMismatch, assert_golden
 from pytest_agentbench.report.recorder import REFUSAL as REFUSAL_ATTR
@@ -32,6 +33,7 @@ from pytest_agentbench.run.control_run import (
     ungraded_verdict,
 )
 from pytest_agentbench.run.session import LoadedSuite, get_state
+from pytest_agentbench.scoring.matrix import enter_model, leave_model, model_item_name
 from pytest_agentbench.scoring.trials import enter_trial, item_name, leave_trial
 from pytest_agentbench.sdk import tracebacks
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
@@ -215,6 +217,9 @@ class CaseItem(pytest.Item):
     trial: int | None = None
     """1-based trial index under ``--agentbench-repeat``; ``None`` for a single trial."""
     trial_count: int = 1
+    model: str | None = None
+    """The matrix model the item runs its case with (``case[model=NAME]``); ``None``
+    outside a matrix. Set once the item is made (a class default otherwise)."""
     answered_by: str | None = None
     """The adapter class that answered (or ``recorded outputs``), once the case ran.
 
@@ -265,13 +270,17 @@ class CaseItem(pytest.Item):
             token = enter_trial(
                 self.loaded.suite.id, self.case.case_id, self.trial, self.trial_count
             )
+            model_token = enter_model(self.model)
             try:
                 outcome, result = state.execute(self.loaded, self.case, view, adapter, ledger=True)
             finally:
+                leave_model(model_token)
                 leave_trial(token)
             self._keep_transcript(state.take_transcript())
         if self.trial is not None or self.case.cluster is not None:
             result = result.model_copy(update={"trial": self.trial, "cluster": self.case.cluster})
+        if self.model is not None:
+            result = result.model_copy(update={"model": self.model})
         if rerun is not None:
             result = rerun.keep_output(
                 result,
@@ -495,13 +504,18 @@ class _SuiteCollector(pytest.File):
         state = get_state(self.config)
         options = state.options
         snapshot, count = options.snapshot, options.repeat
+        models: list[str | None] = [
+            entry.name for entry in self.config.stash.get(MATRIX_KEY, ())
+        ] or [None]
         # Every item is held until the run ends: a run of millions exhausts memory first.
-        total = state.items_collected + len(cases) * count
+        total = state.items_collected + len(cases) * count * len(models)
         if total > options.max_items:
             raise SuiteCollectionError(
                 AgentbenchError(
                     "too_many_items",
-                    f"{len(cases)} cases x {count} trials would make {total} case items in "
+                    f"{len(cases)} cases x {count} trials"
+                    + (f" x {len(models)} models" if len(models) > 1 else "")
+                    + f" would make {total} case items in "
                     f"this run, over the limit of {options.max_items} "
                     "(raise it with --agentbench-max-items N)",
                     file=suite.display(relative),
@@ -513,36 +527,41 @@ class _SuiteCollector(pytest.File):
         inert = self._fixtures_are_inert()
         if not snapshot and inert:
             for case in cases:
-                for trial in trials:
-                    yield DirectCaseItem.from_parent(
-                        self,
-                        name=item_name(case.case_id, trial),
-                        loaded=loaded,
-                        case=case,
-                        trial=trial,
-                        trial_count=count,
-                    )
+                for model in models:
+                    for trial in trials:
+                        direct = DirectCaseItem.from_parent(
+                            self,
+                            name=model_item_name(item_name(case.case_id, trial), model),
+                            loaded=loaded,
+                            case=case,
+                            trial=trial,
+                            trial_count=count,
+                        )
+                        direct.model = model
+                        yield direct
             return
         resolve_world = snapshot or not self._own_fixture("agentbench_world")
         # Every item of this file has the same body and parent, hence the same
         # fixture closure: pytest computes it once, as for a parametrized test.
         fixtureinfo = None
         for case in cases:
-            for trial in trials:
-                item = FixtureCaseItem.from_parent(
-                    self,
-                    name=item_name(case.case_id, trial),
-                    loaded=loaded,
-                    case=case,
-                    resolve_world=resolve_world,
-                    fixtureinfo=fixtureinfo,
-                    trial=trial,
-                    trial_count=count,
-                )
-                fixtureinfo = item._fixtureinfo
-                if inert:  # only the golden output needs fixtures, and only after the run
-                    item.runs_ahead = True
-                yield item
+            for model in models:
+                for trial in trials:
+                    item = FixtureCaseItem.from_parent(
+                        self,
+                        name=model_item_name(item_name(case.case_id, trial), model),
+                        loaded=loaded,
+                        case=case,
+                        resolve_world=resolve_world,
+                        fixtureinfo=fixtureinfo,
+                        trial=trial,
+                        trial_count=count,
+                    )
+                    item.model = model
+                    fixtureinfo = item._fixtureinfo
+                    if inert:  # only the golden output needs fixtures, and only after the run
+                        item.runs_ahead = True
+                    yield item
 
     def _own_fixture(self, name: str) -> bool:
         """Whether ``name`` resolves, for this file, to the plugin's own fixture."""

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentbench.agents.provenance import RunProvenance
+from pytest_agentbench.agents.provenance import RunProvenance, model_runs
 from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
+from pytest_agentbench.plugin.model_options import MATRIX_KEY
 from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.junit import add_carried_cases
@@ -69,6 +70,7 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
             with_cases=baseline is not None,
             allow_partial=options.allow_partial,
             trials=options.repeat,
+            models=matrix_digests(config),
         )
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
@@ -148,6 +150,18 @@ def finish(session: pytest.Session, state: AgentbenchState, recorder: RunRecorde
         report_written=options.report_path is not None
         and all(refusal.location.file != str(options.report_path) for refusal in unwritten),
     )
+
+
+def matrix_digests(config: pytest.Config) -> dict[str, str | None] | None:
+    """A model matrix's models in order, each with its settings digest; ``None`` without one."""
+    models = config.stash.get(MATRIX_KEY, ())
+    if not models:
+        return None
+    runs = model_runs()
+    return {
+        entry.name: runs[entry.name].settings.settings_digest() if entry.name in runs else None
+        for entry in models
+    }
 
 
 def _with_model_run(

@@ -67,6 +67,7 @@ from pytest_agentbench.sdk.runner import release_alarm
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.finish import Finished
+    from pytest_agentbench.report.live_progress import LiveProgress
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 PREVIOUS_LIMITS_KEY = pytest.StashKey[InputLimits]()
@@ -295,13 +296,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             config.stash[PREVIOUS_SIGTERM_KEY] = previous
     if RECORDER_KEY in config.stash:
         _open_run_log(config, options)
+        _open_live_progress(config, options)
 
 
 def _open_run_log(config: pytest.Config, options: Options) -> None:
     """Where results arrive: the run log at ``--agentbench-log``, or a model run's beside
     its report, opened with its ``start`` event."""
+    from pytest_agentbench.agents.provenance import model_runs
+
     run = config.stash.get(RUN_KEY, None)
-    model = run is not None and bool(run.settings.model)
+    matrix = model_runs()
+    model = run is not None and (bool(run.settings.model) or bool(matrix))
     path = options.log_path
     if path is None and options.report_path is not None and model:
         from pytest_agentbench.report.run_log import default_log_path
@@ -315,9 +320,98 @@ def _open_run_log(config: pytest.Config, options: Options) -> None:
     recorder = config.stash[RECORDER_KEY]
     recorder.log = RunLog(path)
     provenance = (
-        run_provenance(run.settings, run.pricing, []) if run is not None and model else None
+        run_provenance(run.settings, run.pricing, [])
+        if run is not None and run.settings.model and not matrix
+        else None
     )
-    recorder.log.start(None if provenance is None else provenance.model_dump(mode="json"))
+    recorder.log.start(
+        None if provenance is None else provenance.model_dump(mode="json"),
+        {
+            name: run_provenance(each.settings, each.pricing, []).model_dump(mode="json")
+            for name, each in matrix.items()
+        }
+        or None,
+    )
+
+
+def _open_live_progress(config: pytest.Config, options: Options) -> None:
+    """A model run's live progress line, where results arrive (the aggregate under xdist);
+    none under ``-q`` or without pytest's terminal."""
+    from pytest_agentbench.agents.provenance import model_runs
+
+    run = config.stash.get(RUN_KEY, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    model = run is not None and (bool(run.settings.model) or bool(model_runs()))
+    if run is None or not model or reporter is None or config.get_verbosity() < 0:
+        return
+    from pytest_agentbench.report.live_progress import LiveProgress
+
+    recorder = config.stash[RECORDER_KEY]
+    tr: pytest.TerminalReporter = reporter
+
+    def rewrite(line: str) -> None:
+        tr.rewrite(line, erase=True)
+        tr.flush()
+
+    def total() -> int:
+        # Under xdist the census arrives as workers finish: until then, what they collected.
+        census = sum(len(nodeids) for nodeids in recorder.selected.values())
+        return census or (0 if recorder.progress is None else recorder.progress.expected)
+
+    def write_line(line: str) -> None:
+        # A plain line starts a line of its own: xdist's dots stand on a line that
+        # pytest's ensure_newline does not know of.
+        if tr._tw.width_of_current_line:
+            tr.currentfspath = -2
+        tr.write_line(line)
+        # Output sent to a file is block-buffered: a line held back tells nothing live.
+        tr.flush()
+
+    recorder.progress = LiveProgress(
+        total,
+        # -v writes a line per case: a line redrawn over it would erase one.
+        redraw=_isatty(tr) and config.get_verbosity() == 0,
+        every=options.progress_every,
+        rewrite=rewrite,
+        write_line=write_line,
+        currency=None if run.pricing is None else run.pricing.currency,
+    )
+    config.pluginmanager.register(_ShowProgress(recorder.progress), "agentbench-live-progress")
+
+
+class _ShowProgress:
+    """Writes the progress line once pytest wrote the case's letter (trylast): the recorder
+    counted the case when its report arrived, before the letter."""
+
+    def __init__(self, progress: LiveProgress) -> None:
+        self.progress = progress
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.progress.show()
+
+
+def _isatty(tr: pytest.TerminalReporter) -> bool:
+    # An attribute in older pytest, a callable bool in newer: either reads as a bool.
+    isatty: object = tr.isatty
+    return bool(isatty() if callable(isatty) else isatty)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(
+    report: pytest.CollectReport | pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, str] | None:
+    """Under a redrawn progress line, a case item writes no dot: the line counts it, and a
+    dot written after the line would be drawn over at the next case."""
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is None or recorder.progress is None or not recorder.progress.redraw:
+        return None
+    if getattr(report, "when", None) != "call" or report.outcome not in ("passed", "failed"):
+        return None
+    identity = recorder.identities.get(report.nodeid)
+    if identity is None or identity.kind != "case":
+        return None
+    return report.outcome, "", ""
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -417,6 +511,24 @@ def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None
     config: pytest.Config = node.config
     loader = get_state(config).loader
     check_run(config, suites_of_nodeids(loader, config.rootpath, ids))
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is not None and recorder.progress is not None and not recorder.progress.expected:
+        recorder.progress.expected = _case_item_count(loader, config.rootpath, ids)
+
+
+def _case_item_count(loader: SuiteLoader, rootpath: Path, nodeids: Sequence[str]) -> int:
+    """The case items among a worker's collected node ids: those in a suite's files, less
+    its negative controls (``control-ID``, ``ungraded-AGENT``), as collect.py names them."""
+    roots: dict[Path, bool] = {}
+    count = 0
+    for nodeid in nodeids:
+        file, _, name = nodeid.partition("::")
+        folder = (rootpath / file).parent
+        if folder not in roots:
+            roots[folder] = loader.suite_root_of(folder) is not None
+        if roots[folder] and not name.startswith(("control-", "ungraded-")):
+            count += 1
+    return count
 
 
 @contextmanager
@@ -436,6 +548,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if hasattr(config, "workerinput") or RECORDER_KEY not in config.stash:
         return
+    progress = config.stash[RECORDER_KEY].progress
+    if progress is not None:
+        progress.finish()
     if exitstatus == pytest.ExitCode.USAGE_ERROR:
         return  # refused before any case ran (preflight): there is no run to report
     state = get_state(config)

@@ -27,18 +27,27 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.agents.budget import BudgetRefused, Tally
+from pytest_agentbench.agents.matrix import (
+    MatrixModel,
+    configure_matrix,
+    model_price,
+    model_settings,
+    resolve_matrix,
+)
 from pytest_agentbench.agents.provenance import (
     TALLY_FILE,
     WINDOW_FILE,
     ModelRun,
+    configure_model_runs,
     configure_run,
     endpoint_host,
+    model_runs,
 )
 from pytest_agentbench.agents.providers import provider_label
 from pytest_agentbench.agents.settings import ChatSettings, configure, resolve_settings
 from pytest_agentbench.agents.sources import RUN_LIMITS
 from pytest_agentbench.run.session import RUN_KEY
-from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 
 WORKERINPUT_KEY = "agentbench_budget_folder"
 MODE_KEY = "agentbench_cassette_mode"
@@ -68,23 +77,89 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve_settings(
             ini=ini, environ=os.environ, overrides=overrides, root=config.rootpath
         )
+        models = resolve_matrix(
+            config.getoption("agentbench_model", None),
+            config.getoption("agentbench_models", None),
+            # Relative to where pytest was invoked, as --agentbench-pricing is.
+            config.invocation_params.dir,
+        )
+        price, runs = None, {}
+        if len(models) == 1:
+            # One model is no matrix: it only replaces the configured model and its settings.
+            settings = model_settings(settings, models[0]).model_copy(
+                update={"cassettes": settings.cassettes}
+            )
+            price, models = model_price(models[0]), ()
         configure(settings)
         shared = _shared_folder(config, settings)
         run = (
-            ModelRun(settings)
+            ModelRun(settings, price=price)
             if shared is None
-            else ModelRun(settings, tally=Tally(tally_path(shared)), window=shared / WINDOW_FILE)
+            else ModelRun(
+                settings,
+                tally=Tally(tally_path(shared)),
+                window=shared / WINDOW_FILE,
+                price=price,
+            )
         )
+        if models:
+            refuse_matrix_combinations(config)
+            runs = {entry.name: _model_run(settings, entry, shared) for entry in models}
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
     configure_run(run)
     config.stash[RUN_KEY] = run
+    configure_matrix(models)
+    config.stash[MATRIX_KEY] = models
+    if models:
+        configure_model_runs(runs)
     if workerinput is None and settings.cassette_mode is not None:
         config.pluginmanager.register(
             ModeController(settings.cassette_mode), "agentbench-mode-controller"
         )
     if shared is not None and workerinput is None:
         config.pluginmanager.register(BudgetController(shared, run), "agentbench-budget-controller")
+
+
+MATRIX_KEY = pytest.StashKey[tuple[MatrixModel, ...]]()
+"""The run's model matrix (empty: one model); collection makes an item per model and case."""
+
+
+def _model_run(settings: ChatSettings, entry: MatrixModel, shared: Path | None) -> ModelRun:
+    """A matrix model's own run: its settings, price, budget tally and rate-limit window."""
+    own = model_settings(settings, entry)
+    if shared is None:
+        return ModelRun(own, price=model_price(entry))
+    folder = shared / f"model-{entry.name}"
+    folder.mkdir(exist_ok=True)
+    return ModelRun(
+        own,
+        tally=Tally(tally_path(folder)),
+        window=folder / WINDOW_FILE,
+        price=model_price(entry),
+    )
+
+
+MATRIX_REFUSED = (
+    ("agentbench_isolate", "--agentbench-isolate"),
+    ("agentbench_resume", "--agentbench-resume"),
+    ("agentbench_replay_outputs", "--agentbench-replay-outputs"),
+    ("agentbench_baseline", "--agentbench-baseline"),
+)
+"""What a model matrix does not combine with yet: each keys results by case and trial only."""
+
+
+def refuse_matrix_combinations(config: pytest.Config) -> None:
+    for dest, option in MATRIX_REFUSED:
+        given = config.getoption(dest, None)
+        if dest == "agentbench_isolate" and given is None:
+            given = config.getini("agentbench_isolate")
+        if given:
+            raise UsageError(
+                "model_matrix_unsupported",
+                f"a model matrix cannot be combined with {option} (yet)",
+                field=option,
+            )
 
 
 class ModeController:
@@ -145,10 +220,13 @@ class BudgetController:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         path = self.folder / f"cases-{node.workerinput['workerid']}.json"
         try:
-            cases = int(json.loads(path.read_text(encoding="utf-8")))
+            counted = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            cases = len(ids)  # a worker that left no count: every item may be a case
-        _preflight(self.run, cases)
+            counted = len(ids)  # a worker that left no count: every item may be a case
+        if isinstance(counted, dict):  # a matrix: its cases per model
+            _preflight_models({str(k): int(v) for k, v in counted.items()})
+        else:
+            _preflight(self.run, int(counted))
 
     def pytest_unconfigure(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -161,6 +239,12 @@ def _preflight(run: ModelRun, cases: int) -> None:
         pytest.exit(f"agentbench: run refused before any call: {refusal.render()}", 4)
 
 
+def _preflight_models(cases: dict[str, int]) -> None:
+    """Each matrix model's worst case against its own budget."""
+    for name, run in model_runs().items():
+        _preflight(run, cases.get(name, 0))
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     config = session.config
     run = config.stash.get(RUN_KEY, None)
@@ -168,16 +252,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     from pytest_agentbench.plugin.collect import CaseItem
 
-    cases = sum(1 for item in session.items if isinstance(item, CaseItem))
+    counted: int | dict[str, int]
+    if config.stash.get(MATRIX_KEY, ()):
+        per_model: dict[str, int] = {}
+        for item in session.items:
+            if isinstance(item, CaseItem) and item.model is not None:
+                per_model[item.model] = per_model.get(item.model, 0) + 1
+        counted = per_model
+    else:
+        counted = sum(1 for item in session.items if isinstance(item, CaseItem))
     workerinput = getattr(config, "workerinput", None)
     if workerinput is None:
-        _preflight(run, cases)
+        if isinstance(counted, dict):
+            _preflight_models(counted)
+        else:
+            _preflight(run, counted)
     elif WORKERINPUT_KEY in workerinput:
         folder = Path(workerinput[WORKERINPUT_KEY])
-        (folder / f"cases-{workerinput['workerid']}.json").write_text(str(cases), encoding="utf-8")
+        (folder / f"cases-{workerinput['workerid']}.json").write_text(
+            json.dumps(counted), encoding="utf-8"
+        )
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def pytest_report_header(config: pytest.Config) -> str | list[str] | None:
+    runs = model_runs()
+    if config.stash.get(MATRIX_KEY, ()) and runs:
+        return [f"agentbench model {name}: {header_text(run)}" for name, run in runs.items()]
     run = config.stash.get(RUN_KEY, None)
     if run is None or not run.settings.model:
         return None
@@ -214,3 +314,5 @@ def header_text(run: ModelRun) -> str:
 def pytest_unconfigure(config: pytest.Config) -> None:
     configure(None)
     configure_run(None)
+    configure_matrix(())
+    configure_model_runs({})

@@ -108,6 +108,24 @@ def _add_llm_settings(r: _Recording) -> None:
         r.addini(ini_key, f"chat-model agent setting {name} (environment: {env_key})")
 
 
+def _add_matrix_options(r: _Recording) -> None:
+    # Model matrices (agents/matrix.py): every case runs once per model.
+    r.option(
+        "--agentbench-model",
+        action="append",
+        metavar="NAME",
+        default=[],
+        help="run every case with the chat model NAME (repeatable: each model a trial "
+        "dimension, items case[model=NAME])",
+    )
+    r.option(
+        "--agentbench-models",
+        metavar="FILE",
+        help="a models file (YAML or JSON, agentbench-models/1): the models to run every "
+        "case with, each with its own endpoint, temperature, seed, token bound and price",
+    )
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Register every option and ini key, noting each one's default."""
     r = _Recording(parser)
@@ -287,6 +305,7 @@ def add_options(parser: pytest.Parser) -> None:
         "(default: replay when DIR exists, else record)",
     )
     _add_llm_settings(r)
+    _add_matrix_options(r)
     _add_agent_command(r)
     # Judged diagnostics (plugin/judged.py).
     r.option(
@@ -317,6 +336,7 @@ def add_options(parser: pytest.Parser) -> None:
         help="run up to N cases' adapters at once in each pytest process; default 1",
     )
     r.addini("agentbench_concurrency", "default for --agentbench-concurrency", default="1")
+    _add_progress(r)
     # Recording, re-scoring and resuming (rerun.py).
     r.option(
         "--agentbench-record",
@@ -334,6 +354,17 @@ def add_options(parser: pytest.Parser) -> None:
         help="run only the cases an earlier run report left without a graded result",
     )
     _DEFAULTS["options"], _DEFAULTS["ini"] = r.options, r.ini
+
+
+def _add_progress(r: _Recording) -> None:
+    """A model run's live progress line (report/live_progress.py)."""
+    r.option(
+        "--agentbench-progress-every",
+        metavar="SECONDS",
+        help="a model run's progress line when output is not a terminal (or -v): at most one "
+        "every SECONDS, and one at the last case; 0: one after every case; default 30",
+    )
+    r.addini("agentbench_progress_every", "default for --agentbench-progress-every", default="30")
 
 
 def _add_baseline_comparison(r: _Recording) -> None:

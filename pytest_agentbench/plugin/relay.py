@@ -57,7 +57,9 @@ def identity_of(item: CaseItem | ControlItem) -> Identity:
     suite = item.loaded.suite
     root = wire_root(item.config, suite)
     if isinstance(item, CaseItem):
-        return Identity("case", suite.id, root, item.case.case_id, item.case.labels, item.trial)
+        return Identity(
+            "case", suite.id, root, item.case.case_id, item.case.labels, item.trial, item.model
+        )
     return Identity("control", suite.id, root, item.name)
 
 

@@ -14,7 +14,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_agentbench.agents.provenance import RunProvenance, RunSettings, run_provenance
+from pytest_agentbench.agents.provenance import (
+    RunProvenance,
+    RunSettings,
+    model_runs,
+    run_provenance,
+)
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.canonical import JsonValue
@@ -24,6 +29,10 @@ def model_run_of(config: pytest.Config, store: CaseStore) -> RunProvenance | Non
     """The run's provenance, or ``None`` when no chat model is configured."""
     run = config.stash.get(RUN_KEY, None)
     if run is None or not run.settings.model:
+        return None
+    if model_runs():
+        # A model matrix: each model's traffic and settings are in its suites' model table;
+        # one block naming the configured model would credit it with every model's calls.
         return None
 
     def cases() -> Iterator[tuple[str, JsonValue]]:

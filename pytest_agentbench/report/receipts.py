@@ -17,8 +17,10 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import id_file_name, write_file
 
 
-def receipt_path(directory: Path, suite_id: str, case_id: str) -> Path:
-    return directory / id_file_name(suite_id) / id_file_name(case_id, ".json")
+def receipt_path(directory: Path, suite_id: str, case_id: str, model: str | None = None) -> Path:
+    """Under a model matrix each model's run of a case has a receipt of its own."""
+    suffix = ".json" if model is None else f"[model={model}].json"
+    return directory / id_file_name(suite_id) / id_file_name(case_id, suffix)
 
 
 def write_receipts(
@@ -31,7 +33,7 @@ def write_receipts(
     for result in results:
         if result.receipt is None:
             continue
-        path = receipt_path(directory, result.suite_id, result.case_id)
+        path = receipt_path(directory, result.suite_id, result.case_id, result.model)
         try:
             write_file(path, pretty_json(result.receipt))
         except AgentbenchError as exc:

@@ -28,6 +28,7 @@ from pytest_agentbench.sdk.controls import ControlVerdict
 
 if TYPE_CHECKING:
     from pytest_agentbench.plugin.crash_witness import CrashWitness
+    from pytest_agentbench.report.live_progress import LiveProgress
     from pytest_agentbench.report.run_log import RunLog
     from pytest_agentbench.report.transcripts import TranscriptSink
 
@@ -54,11 +55,15 @@ class Identity(NamedTuple):
     labels: tuple[str, ...] = ()
     trial: int | None = None
     """The trial index under ``--agentbench-repeat`` (``item_id`` is the case id)."""
+    model: str | None = None
+    """The matrix model of the item; sent only when set, so a run of one model's wire is
+    as before."""
 
     def to_wire(self) -> str:
-        return json.dumps(
-            [self.kind, self.suite_id, self.suite_root, self.item_id, self.labels, self.trial]
-        )
+        wire = [self.kind, self.suite_id, self.suite_root, self.item_id, self.labels, self.trial]
+        if self.model is not None:
+            wire.append(self.model)
+        return json.dumps(wire)
 
     @classmethod
     def from_wire(cls, text: str, shared: dict[Any, Any] | None = None) -> Identity:
@@ -67,14 +72,14 @@ class Identity(NamedTuple):
         Thousands of identities repeat one kind, suite id, folder and label set:
         sharing them keeps one copy of each rather than one per case.
         """
-        kind, suite_id, suite_root, item_id, labels, trial = json.loads(text)
+        kind, suite_id, suite_root, item_id, labels, trial, *model = json.loads(text)
         labels = tuple(labels)
         if shared is not None:
             kind = shared.setdefault(kind, kind)
             suite_id = shared.setdefault(suite_id, suite_id)
             suite_root = shared.setdefault(suite_root, suite_root)
             labels = shared.setdefault(labels, labels)
-        return cls(kind, suite_id, suite_root, item_id, labels, trial)
+        return cls(kind, suite_id, suite_root, item_id, labels, trial, *model)
 
 
 def attach(
@@ -147,6 +152,8 @@ class RunRecorder:
     """Where cases' transcripts go as they arrive (under ``--agentbench-report``)."""
     log: RunLog | None = None
     """The run log each case's event goes to as it arrives (see :mod:`.run_log`)."""
+    progress: LiveProgress | None = None
+    """The live progress line each case counts in as it arrives (see :mod:`.live_progress`)."""
     rootpath: Path | None = None
     """Where the suite folders xdist workers name relative to their rootdir lie here."""
     _shared: dict[Any, Any] = field(default_factory=dict)
@@ -213,9 +220,16 @@ class RunRecorder:
             self._log(identity, nodeid)
 
     def _log(self, identity: Identity, nodeid: str) -> None:
-        """The case's event in the run log, as its result was just stored."""
-        if self.log is not None and identity.kind == "case" and nodeid in self.graded:
-            self.log.case(nodeid, json.loads(self.graded.text(nodeid)))
+        """The case's event in the run log and its count in the progress line, as its
+        result was just stored."""
+        if self.log is None and self.progress is None:
+            return
+        if identity.kind == "case" and nodeid in self.graded:
+            result = json.loads(self.graded.text(nodeid))
+            if self.log is not None:
+                self.log.case(nodeid, result)
+            if self.progress is not None:
+                self.progress.case(result)
 
     def _store_call(self, identity: Identity, report: pytest.TestReport, nodeid: str) -> None:
         self.durations[nodeid] = report.duration
@@ -252,6 +266,7 @@ class RunRecorder:
                 labels=identity.labels,
                 failure_reason=_skip_reason(report),
                 trial=identity.trial,
+                model=identity.model,
             )
 
     def store_crash(self, identity: Identity, nodeid: str) -> None:
@@ -270,6 +285,7 @@ class RunRecorder:
                 labels=identity.labels,
                 failure_class=FailureClass.AGENT_ERROR,
                 failure_reason=ADAPTER_CRASH_REASON,
+                model=identity.model,
             )
         else:
             self.controls[nodeid] = RecordedControl(
@@ -280,7 +296,7 @@ class RunRecorder:
         if identity.kind == "case":
             self.graded[nodeid] = harness_error(
                 identity.suite_id, identity.item_id, reason, identity.labels
-            ).model_copy(update={"trial": identity.trial})
+            ).model_copy(update={"trial": identity.trial, "model": identity.model})
         else:
             self.controls[nodeid] = RecordedControl(identity.suite_id, nodeid, None, reason)
 

@@ -84,9 +84,14 @@ def recorded_outcome(result: CaseResult) -> Outcome:
 
 
 def record_file(directory: Path, result: CaseResult) -> Path:
-    """``DIR/<suite id>/<case id>[trial-N].json``, ids percent-encoded and bounded."""
+    """``DIR/<suite id>/<case id>[model=M][trial-N].json``, ids percent-encoded and bounded."""
     trial = "" if result.trial is None else f"[trial-{result.trial}]"
-    return directory / id_file_name(result.suite_id) / id_file_name(result.case_id, f"{trial}.json")
+    model = "" if result.model is None else f"[model={result.model}]"
+    return (
+        directory
+        / id_file_name(result.suite_id)
+        / id_file_name(result.case_id, f"{model}{trial}.json")
+    )
 
 
 def write_records(

@@ -75,6 +75,8 @@ def case_event(nodeid: str, result: dict[str, Any]) -> dict[str, JsonValue]:
         "failure_class": result.get("failure_class"),
         "exclusion": result.get("exclusion"),
         "model_calls": traffic,
+        # Under a model matrix only: a run of one model logs as before.
+        **({"model": result["model"]} if result.get("model") is not None else {}),
     }
 
 
@@ -90,14 +92,23 @@ class RunLog:
         self._priced = False
         self._mixed = False
 
-    def start(self, model: dict[str, Any] | None) -> None:
+    def start(
+        self, model: dict[str, Any] | None, models: dict[str, dict[str, Any]] | None = None
+    ) -> None:
         """Open the log (an earlier run's at the path is replaced) with the ``start`` event;
-        ``model``: the model run's provenance as JSON, ``None`` without a chat model."""
+        ``model``: the model run's provenance as JSON, ``None`` without a chat model;
+        ``models``: under a model matrix, each model's (the event's ``models``, else absent)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._stream = self.path.open("w", encoding="utf-8")
         shown = None if model is None else {name: model.get(name) for name in MODEL_FIELDS}
         self._mixed = model is not None and model.get("mode") == "mixed"
-        self._write({"event": "start", "scheme": LOG_SCHEME, "model": shown})
+        event: dict[str, JsonValue] = {"event": "start", "scheme": LOG_SCHEME, "model": shown}
+        if models:
+            event["models"] = {
+                label: {name: given.get(name) for name in MODEL_FIELDS}
+                for label, given in models.items()
+            }
+        self._write(event)
 
     def case(self, nodeid: str, result: dict[str, Any]) -> None:
         event = case_event(nodeid, result)

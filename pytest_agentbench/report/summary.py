@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+
+from pydantic import Field
 
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.recorder import Identity, RunRecorder
 from pytest_agentbench.run.session import LoadedSuite, SuiteLoader, grade_outcome
 from pytest_agentbench.scoring.gates import Gate, GateVerdict, judge, parse_gate
+from pytest_agentbench.scoring.matrix import SuiteMatrix, split_model, summarise_suite
 from pytest_agentbench.scoring.trials import (
     TrialSummary,
     clustered_intervals,
@@ -92,6 +95,9 @@ class SuiteSummary(Record):
     """How each metric is computed: a baseline comparison pairs only like with like."""
     trials: TrialSummary | None = None
     """pass@1, pass^k, pass@k and consistency under repeats or clusters; else ``None``."""
+    models: SuiteMatrix | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Under a model matrix: each model's counts and metrics, and the models' paired
+    comparisons; ``None`` (and left out of the report) otherwise."""
 
     @property
     def ok(self) -> bool:
@@ -136,6 +142,7 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
         except AgentbenchError:
             continue
         is_control = path_part.endswith(f"/{SUITE_FILE}")
+        name, model = (name, None) if is_control else split_model(name)
         case_id, trial = (name, None) if is_control else split_item_name(name)
         identity = Identity(
             # Control items live in suite.yaml; case items in the files holding cases.
@@ -144,6 +151,7 @@ def _locate_unidentified(recorder: RunRecorder, loader: SuiteLoader) -> None:
             suite_root=str(loaded.suite.root),
             item_id=case_id,
             trial=trial,
+            model=model,
         )
         recorder.identities[nodeid] = identity
         recorder.store_crash(identity, nodeid)
@@ -167,7 +175,10 @@ def _regrade_adapter_crashes(
             outcome = Outcome(
                 failure_class=FailureClass.AGENT_ERROR, failure_reason=result.failure_reason
             )
-            recorder.graded[nodeid] = grade_outcome(loaded, case, outcome)
+            regrade = grade_outcome(loaded, case, outcome)
+            if result.model is not None:
+                regrade = regrade.model_copy(update={"model": result.model})
+            recorder.graded[nodeid] = regrade
             regraded.append((nodeid, recorder.graded[nodeid]))
         else:
             regraded.append((nodeid, result))
@@ -225,6 +236,9 @@ def _figures_record(store: CaseStore) -> Callable[[str], CaseResult]:
                 "failure_reason": data["failure_reason"],
                 "trial": data["trial"],
                 "cluster": data["cluster"],
+                "model": data.get("model"),
+                # A model matrix's table sums each model's traffic.
+                "model_calls": data["model_calls"],
             },
         )
         object.__setattr__(record, "__pydantic_extra__", None)
@@ -276,7 +290,9 @@ def summarise(
     with_cases: bool = True,
     allow_partial: bool = False,
     trials: int = 1,
+    models: Mapping[str, str | None] | None = None,
 ) -> RunSummary:
+    """``models``: a model matrix's models in order, each with its settings digest."""
     """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``.
 
     Results are read from the recorder's store one suite at a time: memory holds
@@ -304,6 +320,7 @@ def summarise(
                 with_cases=with_cases,
                 allow_partial=allow_partial,
                 trials=trials,
+                models=models,
             )
         )
     ran = {summary.id for summary in suites}
@@ -386,6 +403,7 @@ def _suite_summary(
     with_cases: bool,
     allow_partial: bool,
     trials: int,
+    models: Mapping[str, str | None] | None = None,
 ) -> SuiteSummary:
     """One suite's figures; a folder whose digest cannot be read adds to ``problems``."""
     suite, world = loaded.suite, loaded.world
@@ -399,7 +417,8 @@ def _suite_summary(
         clustered_intervals(suite.id, specs, aggregate(specs, results), results),
         suite.config.metrics,
     )
-    coverage = _coverage(recorder, loaded, suite_cases, trials)
+    # Under a model matrix every case is an item per model and trial.
+    coverage = _coverage(recorder, loaded, suite_cases, trials * max(len(models or ()), 1))
     verdicts = _gate_verdicts(
         loaded, results, metrics, cli_gates, coverage, allow_partial=allow_partial
     )
@@ -422,4 +441,9 @@ def _suite_summary(
         coverage=coverage,
         metric_definitions=tuple(definition(spec) for spec in specs),
         trials=summarise_trials(suite.id, results),
+        models=summarise_suite(
+            suite.id, list(models), specs, suite.config.metrics, results, digests=models
+        )
+        if models
+        else None,
     )

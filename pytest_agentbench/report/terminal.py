@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
+from pytest_agentbench.scoring.matrix import SuiteMatrix
 from pytest_agentbench.scoring.trials import TrialFigure, TrialSummary
 from pytest_agentbench.sdk.contracts import MetricValue
 from pytest_agentbench.sdk.metrics import by_family
@@ -86,6 +87,48 @@ def trial_lines(trials: TrialSummary) -> list[str]:
     return lines
 
 
+def _cell(value: float | None) -> str:
+    return "null" if value is None else f"{value:.4f}"
+
+
+def matrix_lines(matrix: SuiteMatrix) -> list[str]:
+    """The model-by-metric table, then each pair of models on the cases both graded."""
+    names = [metric.name for metric in matrix.rows[0].metrics] if matrix.rows else []
+    header = ["model", "passed", "failed", "error", *names, "calls", "tokens", "cost"]
+    table = [header]
+    for row in matrix.rows:
+        values = {metric.name: metric.value for metric in row.metrics}
+        table.append(
+            [
+                row.model,
+                str(row.counts.get("passed", 0)),
+                str(row.counts.get("failed", 0)),
+                str(row.counts.get("error", 0)),
+                *(_cell(values.get(name)) for name in names),
+                str(row.calls),
+                str(row.input_tokens + row.output_tokens),
+                row.cost or "-",
+            ]
+        )
+    widths = [max(len(line[column]) for line in table) for column in range(len(header))]
+    lines = [f"models: {len(matrix.rows)} (every case run with each)"]
+    lines += [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
+        for line in table
+    ]
+    for pair in matrix.pairs:
+        p = "" if pair.p_value is None else f", McNemar p {pair.p_value:.4g}"
+        holm = "" if pair.adjusted_p is None else f" (Holm {pair.adjusted_p:.4g})"
+        difference = "null" if pair.difference is None else f"{pair.difference:+.4f}"
+        lines.append(
+            f"  {pair.a} vs {pair.b}: {pair.pairs} paired cases, pass rate "
+            f"{_cell(pair.pass_rate_a)} vs {_cell(pair.pass_rate_b)} ({difference}); "
+            f"only {pair.a} passed {pair.only_a_passed}, only {pair.b} passed "
+            f"{pair.only_b_passed}{p}{holm}"
+        )
+    return lines
+
+
 def metric_lines(metrics: Sequence[MetricValue]) -> list[str]:
     """One aligned line per metric under its family; every column as wide as its widest value."""
     name_width = max((len(m.name) for m in metrics), default=0)
@@ -117,6 +160,8 @@ def suite_lines(suite: SuiteSummary, adapter: str, *, verbose: bool) -> list[str
         lines = [line]
         lines += [f"  FAILED gate {g.gate.text}: {g.reason}" for g in suite.gates if not g.passed]
         lines += [f"  FAILED {c.summary}" for c in suite.controls if not c.passed]
+        if suite.models is not None:
+            lines += [f"  {line.strip()}" for line in matrix_lines(suite.models)]
         return lines
     unnamed = [name for name in suite.answered_by if name not in adapter]
     answered = f" (cases answered by {', '.join(unnamed)})" if unnamed else ""
@@ -126,6 +171,8 @@ def suite_lines(suite: SuiteSummary, adapter: str, *, verbose: bool) -> list[str
     if suite.trials is not None:
         lines.extend(trial_lines(suite.trials))
     lines.extend(metric_lines(suite.metrics))
+    if suite.models is not None:
+        lines.extend(matrix_lines(suite.models))
     if suite.controls:
         lines.append(f"controls: {passed_controls}/{len(suite.controls)} behaved as declared")
         for control in suite.controls:

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from pytest_agentbench import __version__
+from pytest_agentbench.scoring.matrix import current_model, model_item_name
 from pytest_agentbench.scoring.trials import current_trial, item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, FailureClass, Outcome
@@ -255,7 +256,11 @@ def open_case_ledger(folder: Path, suite: Suite, case: Case, agent_id: str) -> C
     spec_digest = _suite_digest(suite)
     # Under --agentbench-repeat every trial of a case is its own item with its own ledger.
     trial = current_trial()
-    name = item_name(case.case_id, trial.index if trial and trial.count > 1 else None)
+    # Under a model matrix each model's run of the case is an item with a ledger of its own.
+    name = model_item_name(
+        item_name(case.case_id, trial.index if trial and trial.count > 1 else None),
+        current_model(),
+    )
     seed = {"suite": suite.id, "spec": spec_digest, "case": name, "agent": agent_id}
     from pytest_agentbench.agents.provenance import configured_run
     from pytest_agentbench.run.episode_artifacts import provider_header

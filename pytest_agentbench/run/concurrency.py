@@ -45,6 +45,7 @@ import pytest
 
 from pytest_agentbench.run.adapters import adapter_class
 from pytest_agentbench.run.leaks import visible_text
+from pytest_agentbench.scoring.matrix import enter_model, leave_model
 from pytest_agentbench.scoring.trials import enter_trial, leave_trial
 from pytest_agentbench.sdk import leaked_threads
 from pytest_agentbench.sdk.contracts import Case, CaseResult, FailureClass, Outcome
@@ -98,8 +99,10 @@ class CaseJob:
         view: Any,
         adapter: Any,
         trial: tuple[int | None, int],
+        model: str | None = None,
     ) -> None:
         self.state = state
+        self.model = model
         self.loaded = loaded
         self.case = case
         self.view = view
@@ -138,6 +141,7 @@ class CaseJob:
     def _run(self) -> tuple[Ran, BaseException | None]:
         index, count = self.trial
         token = enter_trial(self.loaded.suite.id, self.case.case_id, index, count)
+        model_token = enter_model(self.model)
         try:
             opened = self.state.open_ledger(self.loaded, self.case, self.adapter)
             if isinstance(opened, CaseResult):
@@ -153,6 +157,7 @@ class CaseJob:
             # A fault of the harness itself: the item raises it in its turn, as serially.
             return (Outcome(failure_class=FailureClass.HARNESS_ERROR), None, None), exc
         finally:
+            leave_model(model_token)
             leave_trial(token)
 
     def settle(self, ran: Ran, error: BaseException | None) -> bool:
@@ -181,16 +186,23 @@ class CaseJob:
             # Imported only for artefacts: it imports the ledger's modules.
             from pytest_agentbench.run.episode_artifacts import artifact_item
 
-            item = artifact_item(adapter_class(self.adapter), self.case.case_id, self.trial)
-        return self.state.settle(
-            self.loaded,
-            self.case,
-            outcome,
-            case_ledger,
-            seen=self.seen,
-            calls=self.calls,
-            item=item,
-        )
+            item = artifact_item(
+                adapter_class(self.adapter), self.case.case_id, self.trial, self.model
+            )
+        # Settled on the item's thread: under a model matrix, as the case's model's run.
+        token = enter_model(self.model)
+        try:
+            return self.state.settle(
+                self.loaded,
+                self.case,
+                outcome,
+                case_ledger,
+                seen=self.seen,
+                calls=self.calls,
+                item=item,
+            )
+        finally:
+            leave_model(token)
 
 
 def _interrupt(thread: threading.Thread) -> None:
@@ -394,6 +406,7 @@ class Prefetcher:
             view=view,
             adapter=adapter,
             trial=(item.trial, item.trial_count),
+            model=item.model,
         )
 
     def take(self, item: pytest.Item) -> CaseJob | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.agents.providers import PROVIDER_APIS, provider_label
+from pytest_agentbench.scoring.matrix import model_item_name
 from pytest_agentbench.scoring.trials import item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import Case, CaseResult, Outcome
@@ -52,11 +53,15 @@ class ArtifactItem:
 
 
 def artifact_item(
-    agent_id: str, case_id: str, trial: tuple[int | None, int] | None
+    agent_id: str,
+    case_id: str,
+    trial: tuple[int | None, int] | None,
+    model: str | None = None,
 ) -> ArtifactItem:
-    """``trial`` is (index, count) of the item's trial, ``None`` outside a repeated run."""
+    """``trial`` is (index, count) of the item's trial, ``None`` outside a repeated run;
+    ``model`` the item's matrix model, ``None`` outside a model matrix."""
     index = None if trial is None or trial[1] <= 1 else trial[0]
-    return ArtifactItem(agent_id=agent_id, name=item_name(case_id, index))
+    return ArtifactItem(agent_id=agent_id, name=model_item_name(item_name(case_id, index), model))
 
 
 def artifact_path(folder: Path, suite_id: str, name: str) -> Path:

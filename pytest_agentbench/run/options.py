@@ -59,6 +59,9 @@ class Options:
     """``--agentbench-max-items``: the most case items (trials counted) a run collects."""
     adapter_load_timeout: float = 60.0
     """``agentbench_adapter_load_timeout``: seconds an in-process adapter may take to load."""
+    progress_every: float = 30.0
+    """``--agentbench-progress-every``: seconds between a model run's plain progress lines
+    (0: one after every case); see :mod:`pytest_agentbench.report.live_progress`."""
 
     def output_checks(self) -> list[tuple[Path, str, bool]]:
         """(path, option, is a folder) of every output this run writes, to check first."""
@@ -133,7 +136,25 @@ class Options:
             adapter_load_timeout=_ini(
                 config, "agentbench_adapter_load_timeout", parse_timeout, "invalid_timeout"
             ),
+            progress_every=_option_or_ini(
+                config, "agentbench_progress_every", parse_progress_every, "invalid_progress_every"
+            ),
         )
+
+
+def parse_progress_every(text: object) -> float:
+    """Seconds between plain progress lines: a finite number >= 0 (0: after every case).
+
+    Raises ValueError naming what is wrong; the caller makes it ``invalid_progress_every``.
+    """
+    try:
+        seconds = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    # nan compares false both ways: "not >= 0" refuses it with the negatives.
+    if not seconds >= 0 or seconds == float("inf"):
+        raise ValueError(f"{text!r} is not a finite number of seconds >= 0")
+    return seconds
 
 
 COMMAND_ADAPTER = "pytest_agentbench.agents.command:CommandAgent"

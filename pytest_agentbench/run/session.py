@@ -642,10 +642,16 @@ class AgentbenchState:
 def artifact_item_here(agent_id: str, case_id: str) -> ArtifactItem:
     """The artefact item of the case running on this thread (its trial, if repeated)."""
     from pytest_agentbench.run.episode_artifacts import artifact_item
+    from pytest_agentbench.scoring.matrix import current_model
     from pytest_agentbench.scoring.trials import current_trial
 
     trial = current_trial()
-    return artifact_item(agent_id, case_id, None if trial is None else (trial.index, trial.count))
+    return artifact_item(
+        agent_id,
+        case_id,
+        None if trial is None else (trial.index, trial.count),
+        current_model(),
+    )
 
 
 def oracle_of(loaded: LoadedSuite) -> Any:

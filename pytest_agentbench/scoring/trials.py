@@ -176,8 +176,10 @@ def summarise_trials(suite_id: str, results: Sequence[CaseResult]) -> TrialSumma
     per_case: dict[str, list[bool]] = defaultdict(list)
     cluster_of: dict[str, str] = {}
     for result in scored:
-        per_case[result.case_id].append(result.outcome is CaseOutcome.PASSED)
-        cluster_of[result.case_id] = result.unit
+        # Under a model matrix a case's trials are counted per model: K trials each.
+        case = result.case_id if result.model is None else f"{result.case_id}[model={result.model}]"
+        per_case[case].append(result.outcome is CaseOutcome.PASSED)
+        cluster_of[case] = result.unit
     at_1: dict[str, list[float]] = defaultdict(list)
     hat_k: dict[str, list[float]] = defaultdict(list)
     at_k: dict[str, list[float]] = defaultdict(list)

@@ -166,6 +166,10 @@ class CaseResult(Record):
     artifact: dict[str, JsonValue] | None = None
     """Under ``--agentbench-artifacts``: the case's episode artefact, ``{file, digest_sha256}``
     (``file`` relative to the artefacts folder)."""
+    model: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The matrix model that answered (``--agentbench-model`` repeated); ``None`` outside a
+    matrix, and then left out of the result's JSON, so a run of one model reads as before.
+    (``exclude_if`` rather than a wrapping serializer: that doubled the cost of a dump.)"""
 
     @property
     def unit(self) -> str:

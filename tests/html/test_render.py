@@ -393,3 +393,49 @@ def test_judged_diagnostics_sit_apart_and_name_each_judges_calibration() -> None
     assert section.index("<code>alpha/split</code>") < section.index("<code>alpha/calm</code>")
     # The suites' own gates table is not where a judged number goes.
     assert page.index('id="judged"') > page.rindex('aria-label="gates"')
+
+
+def test_hostile_text_in_the_judged_member_is_escaped_everywhere_it_is_drawn() -> None:
+    """Rubric, seat, suite, case, gate, traffic and unjudged-reason text come from files a
+    suite author or a judge's endpoint wrote: none of it is drawn as markup."""
+    bad = '"><script>alert({})</script>'
+    calibration = {
+        "rater": bad.format(1), "status": "calibrated", "support": 4,
+        "categories": [bad.format(2)], "confusion": [], "kappa": 0.6, "agreement": 0.75,
+    }  # fmt: skip
+    rubric = {
+        "name": bad.format(3),
+        "source": bad.format(4),
+        "seats": [bad.format(5)],
+        "dropped": [bad.format(6)],
+        "items": 1, "passed": 1, "split": 0, "unparsable": 0, "refused": 0,
+        "unjudged": {bad.format(7): 1},
+        "calibration": calibration,
+        "seat_calibration": [calibration],
+        "traffic": {
+            "models": [bad.format(8)], "mode": bad.format(9), "calls": 1, "attempts": 1,
+            "input_tokens": 1, "output_tokens": 1, "cost": bad.format(10),
+            "refused": 1, "refusal": bad.format(11), "ledger": bad.format(12),
+        },
+        "gate": bad.format(13),
+    }  # fmt: skip
+    document = sample.report(sample.suite("alpha", 1))
+    document["judged"] = {
+        "role": "diagnostic",
+        "judgments": bad.format(14),
+        "rubrics": [rubric],
+        "classifiers": [{"name": bad.format(15), "labels": 1, "calibration": calibration}],
+        "cases": [
+            {
+                "suite_id": bad.format(16), "case_id": bad.format(17), "rubric": bad.format(3),
+                "majority": 4, "passed": True, "disagreement": 0,
+                "scores": {bad.format(18): 4}, "unparsable": 0, "refused": 0,
+            }
+        ],
+    }  # fmt: skip
+    page = render_html(document)
+    section = page.split('<section class="judged" id="judged">')[1].split("</section>")[0]
+    assert "<script" not in section
+    # Every one was drawn, as text (the calibration's rater and categories are not shown).
+    drawn = {n for n in range(1, 19) if f"&lt;script&gt;alert({n})&lt;/script&gt;" in section}
+    assert drawn == set(range(3, 19)) - {4}, drawn

@@ -33,7 +33,7 @@ from pytest_agentbench.judging.documents import (
     revealed_labels,
     stale_labels,
 )
-from pytest_agentbench.judging.panel import Panel, Seat
+from pytest_agentbench.judging.panel import Panel, Seat, content_digest
 from pytest_agentbench.judging.report_judging import REVEALED_LINE, summary_lines
 from pytest_agentbench.judging.rubric import load_rubric
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json
@@ -170,6 +170,9 @@ def test_the_server_checks_host_and_origin_and_records_reveals(report: Path) -> 
         assert "local/beta-judge" not in text
         assert c1 in text
         assert "Three." in text
+        # c2's answer is markup: held as data, never drawn as a script element.
+        assert "<script>alert(1)" not in text
+        assert data["shown"]["s/c2#answer-prose"]["judged"] == "<script>alert(1)</script>"
         for bad, code in (
             ({"item": c1, "human": "9", "digest": digest}, "off the scale"),
             ({"item": "s/zz#answer-prose", "human": "1", "digest": digest}, "not a judged item"),
@@ -211,6 +214,32 @@ def test_the_server_checks_host_and_origin_and_records_reveals(report: Path) -> 
     assert "    1 stale labels (the case's output changed since labelled): not counted" in lines
 
 
+def test_blind_the_served_page_holds_no_disagreement_and_asking_for_it_reveals_all(
+    report: Path,
+) -> None:
+    """Listing disagreements first tells where the seats split: the served page holds no
+    disagreement, and once it asks for them every item's label is recorded revealed."""
+    c1, c2 = "s/c1#answer-prose", "s/c2#answer-prose"
+    t0 = "s/t00000#toolgrammar.behaviour"
+    with serving(report) as url:
+        data = embedded(request(url, "GET", "/")[1])
+        assert [item["item"] for item in data["items"]] == [c1, c2, t0]
+        assert all("disagreement" not in item for item in data["items"])
+        mine = {"Origin": url.rstrip("/")}
+        status, text = request(url, "GET", "/disagreements")
+        assert status == 200
+        spread = json.loads(text)
+        assert spread[c2] > 0 == spread[c1] == spread[t0]
+        # t0's seats were never sent, yet its label was given knowing the order.
+        label: JsonValue = {
+            "item": t0,
+            "human": "refuse",
+            "digest": labels_template_digest(report, t0),
+        }
+        status, text = request(url, "POST", "/label", label, mine)
+        assert json.loads(text) == {"labelled": 1, "revealed_before_label": True}
+
+
 def embedded(page: str) -> dict[str, Any]:
     start = page.index('<script id="data" type="application/json">') + 42
     found = json.loads(page[start : page.index("</script>", start)])
@@ -225,21 +254,56 @@ def labels_template_digest(report: Path, item: str) -> str:
     return found
 
 
+def other_trials_answer_otherwise(report: Path) -> dict[str, Any]:
+    """Trials 2 and 3 of each case given another answer and behaviour than trial 1's;
+    returns trial 1's results by case id (what was judged)."""
+    run = json.loads(report.read_text())
+    first = {}
+    for entry in run["suites"][0]["cases"]:
+        result = entry["result"]
+        if result["trial"] == 1:
+            first[result["case_id"]] = result
+            continue
+        result["recorded"]["outcome"]["output"]["answer"] = f"trial {result['trial']}'s answer"
+        for check in result["checks"]:
+            if check["name"] == CLASSIFIER.check:
+                check["actual"] = "clarify" if check["actual"] != "clarify" else "refuse"
+    report.write_text(json.dumps(run))
+    return first
+
+
 def test_classifier_items_show_the_task_and_the_agents_answer(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Not only the classifier's own label: the prompt, the answer and its tool calls."""
+    """Not only the classifier's own label: the prompt, the answer and its tool calls, of
+    trial 1, the trial classified (a repeated run's other trials answered otherwise)."""
     result = pytester.runpytest(
         "-p", "no:cacheprovider", "--agentbench-suite", "toolgrammar-mini-v1",
         "-m", "not agentbench_control", "--agentbench-report=run.json", "-k", "T1",
+        "--agentbench-repeat=3",
     )  # fmt: skip
     assert result.ret == 0
     monkeypatch.chdir(pytester.path)
     for name in ("AGENTBENCH_LLM_BASE_URL", "AGENTBENCH_LLM_MODEL", "AGENTBENCH_CASSETTES"):
         monkeypatch.delenv(name, raising=False)
-    assert main(["judge", "run.json"]) == 0
     report = pytester.path / "run.json"
+    first = other_trials_answer_otherwise(report)
+    assert main(["judge", "run.json"]) == 0
     document = json.loads((pytester.path / "run.judgments.json").read_text())
+    # One label per case, trial 1's, bound to trial 1's output: the labels file holds each
+    # item once, and a person's label is bound to the answer the page shows.
+    assert sorted(c["item"] for c in document["classifications"]) == sorted(
+        f"toolgrammar-mini-v1/{case}" for case in first
+    )
+    for classified in document["classifications"]:
+        result = first[classified["item"].split("/", 1)[1]]
+        check = next(c for c in result["checks"] if c["name"] == CLASSIFIER.check)
+        assert classified["label"] == check["actual"]
+        assert classified["content_digest"] == content_digest(
+            result["recorded"]["outcome"]["output"]
+        )
+    labels = read_labels(pytester.path / "run.labels.json")
+    assert len({item.item for item in labels.items}) == len(labels.items)
     judged = read_judgments(pytester.path / "run.judgments.json")
     shown, seats = review_views(judged, report, installed_registry())
     assert len(shown) == len(document["classifications"]) > 0
@@ -252,6 +316,7 @@ def test_classifier_items_show_the_task_and_the_agents_answer(
         output = answer["output"]
         assert isinstance(output, dict), key
         assert {"answer", "calls"} <= set(output), key
+        assert output == first[key.split("/", 1)[1].split("#")[0]]["recorded"]["outcome"]["output"]
         # The classifier's label is among what blind review holds back.
         held = seats[key]
         assert isinstance(held, dict)
@@ -312,6 +377,8 @@ def label_the_classifier_item_undo_and_filter(
     press(browser, "2")  # the second behaviour: abstain
     settle(browser)
     assert browser.evaluate(STATE)["progress"] == "3 of 3 labelled"
+    # Given after d had listed disagreements first: recorded revealed by the server.
+    assert saved_labels(report)[t0] == ("abstain", True)
     press(browser, "u")
     settle(browser)
     assert browser.evaluate(LIST)[2] == [t0, "answer (stale)"]
@@ -323,7 +390,6 @@ def label_the_classifier_item_undo_and_filter(
     settle(browser)
     # The filter: with every item labelled but c2 cleared, only c2 is listed.
     press(browser, "k")
-    press(browser, "k")
     assert browser.evaluate(STATE)["selected"] == [c2]
     press(browser, "x")
     settle(browser)
@@ -331,6 +397,24 @@ def label_the_classifier_item_undo_and_filter(
     assert browser.evaluate(LIST) == [[c2, ""]]
     press(browser, "f")
     assert len(browser.evaluate(LIST)) == 3
+
+
+def disagreements_first_once_revealed(browser: Browser, c1: str, c2: str, t0: str) -> None:
+    # Revealed, d lists disagreements first (asked of the server); the cursor stays.
+    press(browser, "d")
+    settle_order = "document.getElementById('blind').textContent.includes('(d undoes)')"
+    browser.evaluate(
+        f"new Promise(r => {{ const t = setInterval(() => {{ if ({settle_order}) "
+        "{ clearInterval(t); r(); } }, 20); })",
+        await_promise=True,
+    )
+    assert browser.evaluate(LIST) == [[c2, "2"], [c1, ""], [t0, "answer (stale)"]]
+    assert browser.evaluate(STATE)["selected"] == [c1]
+    assert browser.evaluate("[...document.querySelectorAll('#list li.split')]"
+                            ".map(li => li.dataset.item)") == [c2]  # fmt: skip
+    # Hidden again, the list is back in the order the seats did not decide.
+    press(browser, "r")
+    assert browser.evaluate(LIST)[0] == [c1, ""]
 
 
 @needs_chromium
@@ -342,13 +426,19 @@ def test_blind_labelling_by_one_key_reveal_undo_stale_progress_filter(
         loaded = browser.open(url)
         assert loaded.exceptions == []
         assert loaded.console_errors == []
-        # Disagreements first; the stale label is shown as stale and not counted.
-        assert browser.evaluate(LIST) == [[c2, ""], [c1, ""], [t0, "answer (stale)"]]
+        # Blind: listed by suite, case and rubric, not disagreements first (c2 split), which
+        # would tell where the seats split; the stale label is shown stale and not counted.
+        assert browser.evaluate(LIST) == [[c1, ""], [c2, ""], [t0, "answer (stale)"]]
         state = browser.evaluate(STATE)
-        assert state["selected"] == [c2]
+        assert state["selected"] == [c1]
         assert state["roles"] == ["option"]
         assert state["progress"] == "0 of 3 labelled (1 stale)"
         assert state["blind"].startswith("blind")
+        # d needs the seats revealed first: blind, it changes nothing.
+        press(browser, "d")
+        assert browser.evaluate(LIST)[0] == [c1, ""]
+        assert browser.evaluate("document.querySelectorAll('#list li.split').length") == 0
+        press(browser, "j")
         # Blind: the task and what the judges read, never a seat's score or reason.
         assert "<script>" in browser.evaluate(
             "document.querySelector('#detail .judged').textContent"
@@ -358,6 +448,10 @@ def test_blind_labelling_by_one_key_reveal_undo_stale_progress_filter(
         # One key labels and moves on; the labelled item's raters are shown after the label.
         press(browser, "2")
         settle(browser)
+        assert browser.evaluate(STATE)["selected"] == [t0]
+        assert saved_labels(report)[c2] == ("2", False)
+        press(browser, "k")
+        press(browser, "k")
         assert browser.evaluate(STATE)["selected"] == [c1]
         last = browser.evaluate(
             "[...document.querySelectorAll('#last .verdict')].map(p => p.textContent)"
@@ -370,9 +464,11 @@ def test_blind_labelling_by_one_key_reveal_undo_stale_progress_filter(
         settle(browser)
         seats = browser.evaluate(SEATS)
         assert seats[2].startswith("local/gamma-judge: no vote (refused: budget_exceeded_calls)")
-        press(browser, "r")
+        disagreements_first_once_revealed(browser, c1, c2, t0)
         press(browser, "5")
         settle(browser)
+        assert browser.evaluate(STATE)["selected"] == [c2]
+        press(browser, "j")
         assert browser.evaluate(STATE)["selected"] == [t0]
         label_the_classifier_item_undo_and_filter(browser, report, c2, t0)
         settle(browser)
@@ -417,7 +513,7 @@ def test_the_written_page_follows_the_cursor_and_draws_only_what_changed(
 })()"""
     )
     assert measured["rows"] == 7754
-    # 60 moves from c2 past c1 to t00058, labelled, then on to the next.
+    # 60 moves from c1 past c2 to t00058, labelled, then on to the next.
     assert measured["selected"] == "s/t00059#toolgrammar.behaviour"
     assert measured["visible"]
     assert measured["progress"] == "1 of 7754 labelled"
@@ -432,6 +528,12 @@ def test_the_written_page_follows_the_cursor_and_draws_only_what_changed(
         ["s/t00058#toolgrammar.behaviour", "answer", False],
         ["s/t00059#toolgrammar.behaviour", "refuse", True],
     ]
+    # Listed by case, not disagreements first; revealed, d lists the split item first (the
+    # written page holds the disagreements).
+    first = "document.querySelector('#list li').dataset.item"
+    assert browser.evaluate(first) == "s/c1#answer-prose"
+    press(browser, "d")
+    assert browser.evaluate(first) == "s/c2#answer-prose"
     # A move touches two rows (aria-selected, tabindex) and the list's active descendant;
     # a label one row's mark, then moves: the same few mutations at any number of items.
     assert set(measured["touched"][:-1]) == {5}, measured["touched"]

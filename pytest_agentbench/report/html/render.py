@@ -29,6 +29,7 @@ from pytest_agentbench.report.html.grid import (
     grid_head,
 )
 from pytest_agentbench.report.html.judged import judged_section
+from pytest_agentbench.report.html.matrix import models_section
 from pytest_agentbench.report.html.sidecar import Extras
 from pytest_agentbench.report.html.svg import (
     BarSegment,
@@ -402,6 +403,7 @@ def _suite_head(number: int, report: read.Doc, index: SuiteIndex) -> Iterator[st
         + _header(report, index)
         + f"<h3>Outcomes</h3>{_outcomes(sid, suite)}"
         + _trials(suite)
+        + models_section(suite)
         + f"<h3>Metrics</h3>{_metrics(sid, suite)}"
         + f"<h3>Gates</h3>{_gates(suite)}"
         + "<h3>Cases and checks</h3>"
