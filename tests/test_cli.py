@@ -734,6 +734,56 @@ def test_rescore_fails_on_every_difference_unless_allowed(
     ) in out
 
 
+def test_rescore_of_a_report_read_as_a_stream_keeps_the_sorted_order(
+    capsys: pytest.CaptureFixture[str], run_reports: tuple[Path, Path], workdir: Path
+) -> None:
+    # rescore reads a report twice as a stream and grades each output as it is read;
+    # what it prints stays in (suite, case, trial) order whatever the file's order.
+    _, after = run_reports
+    report = json.loads(after.read_text())
+    (suite,) = report["suites"]
+    for entry in suite["cases"][::3]:
+        entry["result"]["outcome"] = (
+            "passed" if entry["result"]["outcome"] != "passed" else "failed"
+        )
+    suite["metrics"][0]["value"] = 0.123
+    in_order = workdir / "in-order.json"
+    in_order.write_text(json.dumps(report))
+    suite["cases"].reverse()
+    reversed_ = workdir / "reversed.json"
+    reversed_.write_text(json.dumps(report))
+    outs = []
+    for path in (in_order, reversed_):
+        status, out, _ = run(capsys, "rescore", str(path), "--json")
+        assert status == 1
+        outs.append(out)
+    assert outs[0] == outs[1]
+    (rescored,) = json.loads(outs[0])
+    changed = [d["subject"] for d in rescored["differences"] if d["code"] == "outcome_changed"]
+    assert len(changed) == len(suite["cases"][::3]) > 1
+    assert changed == sorted(changed)
+
+
+def test_a_wrong_case_entry_is_refused_read_as_a_stream_as_read_whole(
+    run_reports: tuple[Path, Path], workdir: Path
+) -> None:
+    from pytest_agentbench.report.recording import load_results, stream_results
+
+    _, after = run_reports
+    report = json.loads(after.read_text())
+    report["suites"][0]["cases"][1]["result"]["outcome"] = 7
+    broken = workdir / "broken.json"
+    broken.write_text(json.dumps(report))
+    with pytest.raises(AgentbenchError) as whole:
+        load_results(broken, field="PATH")
+    taken: list[object] = []
+    with pytest.raises(AgentbenchError) as streamed:
+        stream_results(broken, taken.append)
+    assert streamed.value.render() == whole.value.render()
+    assert streamed.value.location.field == "suites[0].cases[1].result.outcome"
+    assert len(taken) == 1
+
+
 def test_rescore_dispatches_on_the_report_it_is_given(
     capsys: pytest.CaptureFixture[str], run_reports: tuple[Path, Path], workdir: Path
 ) -> None:

@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.cli.report_limit import add_max_report_bytes
-from pytest_agentbench.report.html import read_report_document, write_html
+from pytest_agentbench.report.html import write_html_from
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 
 def cmd_html(args: argparse.Namespace, registry: WorldRegistry) -> int:
     source = Path(args.report)
     output = Path(args.output) if args.output else source.with_suffix(".html")
-    write_html(read_report_document(source, max_bytes=args.max_report_bytes), output, source=source)
+    # Read as a stream, twice: memory holds a small row per case, never the whole report.
+    write_html_from(source, output, max_bytes=args.max_report_bytes)
     print(f"wrote {output}")
     return 0
 

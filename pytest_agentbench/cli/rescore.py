@@ -15,26 +15,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from pytest_agentbench.cli.common import JSON_HELP, add_oracle_root, command_state, load
 from pytest_agentbench.cli.report_limit import MAX_REPORT_BYTES, add_max_report_bytes
-from pytest_agentbench.report.json_report import RunReport
 from pytest_agentbench.report.recording import (
     load_results,
     recorded_outcome,
     replay_refusal,
+    stream_results,
     suite_digest_pair,
 )
 from pytest_agentbench.report.stream import (
     HeadField,
     iter_report,
-    read_report_document,
     refuse_oversized,
 )
 from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
@@ -117,15 +113,6 @@ def is_own_record(path: Path, max_bytes: int | None = None) -> bool:
     return False
 
 
-def _report(path: Path) -> RunReport | None:
-    if path.is_dir():
-        return None
-    try:
-        return RunReport.model_validate(read_report_document(path))
-    except ValidationError:
-        return None
-
-
 _UNSTATED = object()
 """A record folder states no suite digest (a report always does)."""
 
@@ -155,16 +142,29 @@ def rescore(
     *,
     allow: Collection[str] = (),
 ) -> list[SuiteRescore]:
-    """Grade every recorded output of ``path`` against today's suite and oracle."""
-    results = load_results(path, field="PATH")
-    if not any(result.recorded is not None for result in results):
+    """Grade every recorded output of ``path`` against today's suite and oracle.
+
+    A run report is read twice as a stream, never whole: once for each case's suite,
+    id and trial (and the report's own metrics, coverage and digests), once to grade
+    each recorded output as it is read. Only the graded results stay, for the metrics.
+    """
+    if path.is_dir() or not path.is_file():
+        results = load_results(path, field="PATH")
+        report = None
+        keys = [(r.suite_id, r.case_id, r.trial or 0, r.recorded is not None) for r in results]
+    else:
+        keys = []
+        report = stream_results(
+            path,
+            lambda r: keys.append((r.suite_id, r.case_id, r.trial or 0, r.recorded is not None)),
+        )
+    if not any(key[3] for key in keys):
         raise AgentbenchError(
             "invalid_recording",
             "holds no recorded outputs (--agentbench-report and --agentbench-record keep them)",
             file=str(path),
             field="PATH",
         )
-    report = _report(path)
     recorded_metrics = (
         {}
         if report is None
@@ -176,113 +176,170 @@ def rescore(
         else {s.id: s.coverage.run for s in report.suites if s.coverage is not None}
     )
     stated_oracle = {} if report is None else {s.id: s.digests.get("oracle") for s in report.suites}
-    by_suite: dict[str, list[CaseResult]] = defaultdict(list)
-    for result in sorted(results, key=lambda r: (r.suite_id, r.case_id, r.trial or 0)):
-        by_suite[result.suite_id].append(result)
-    out = []
-    for suite_id, entries in sorted(by_suite.items()):
-        if any(entry.recorded is not None for entry in entries):
-            out.append(
-                _rescore_suite(
-                    locate(suite_id),
-                    entries,
-                    state=state,
-                    findings=_Findings(allow),
-                    recorded_metrics=recorded_metrics.get(suite_id),
-                    coverage_run=coverage.get(suite_id),
-                    stated_oracle=stated_oracle.get(suite_id, _UNSTATED),
-                )
-            )
-    return out
+    # Each result's place among them all sorted by suite, case and trial (ties in file
+    # order): the order the differences are listed and the metrics aggregated in.
+    order = sorted(range(len(keys)), key=lambda n: keys[n][:3])
+    place = [0] * len(keys)
+    for position, ordinal in enumerate(order):
+        place[ordinal] = position
+    suite_ids = sorted({key[0] for key in keys if key[3]})
+    rescorers = {
+        suite_id: _SuiteRescorer(
+            locate(suite_id),
+            state=state,
+            findings=_Findings(allow),
+            recorded_metrics=recorded_metrics.get(suite_id),
+            coverage_run=coverage.get(suite_id),
+            stated_oracle=stated_oracle.get(suite_id, _UNSTATED),
+        )
+        for suite_id in suite_ids
+    }
+    ordinal = 0
+
+    def take(result: CaseResult) -> None:
+        nonlocal ordinal
+        rescorer = rescorers.get(result.suite_id)
+        if rescorer is not None:
+            rescorer.take(place[ordinal], result)
+        ordinal += 1
+
+    if report is None:
+        for result in results:
+            take(result)
+    else:
+        stream_results(path, take)
+    if ordinal != len(keys):
+        raise AgentbenchError(
+            "report_changed",
+            f"{ordinal} case entries, {len(keys)} a moment before: the file changed while "
+            "it was re-scored",
+            file=str(path),
+        )
+    return [rescorers[suite_id].finish() for suite_id in suite_ids]
 
 
-def _rescore_suite(
-    loaded: LoadedSuite,
-    entries: list[CaseResult],
-    *,
-    state: AgentbenchState,
-    findings: _Findings,
-    recorded_metrics: Mapping[str, float | None] | None,
-    coverage_run: int | None,
-    stated_oracle: object = _UNSTATED,
-) -> SuiteRescore:
-    world, suite = loaded.world, loaded.suite
-    cases = {case.case_id: case for case in world.cases(suite)}
-    refused: list[str] = []
-    rescored: list[CaseResult] = []
-    for entry in entries:
-        case = cases.get(entry.case_id)
+class _SuiteRescorer:
+    """One suite re-scored a recorded result at a time, in any order: each result comes
+    with its place, and what it finds is put in that order when the suite is done."""
+
+    def __init__(
+        self,
+        loaded: LoadedSuite,
+        *,
+        state: AgentbenchState,
+        findings: _Findings,
+        recorded_metrics: Mapping[str, float | None] | None,
+        coverage_run: int | None,
+        stated_oracle: object = _UNSTATED,
+    ) -> None:
+        self.loaded = loaded
+        self.state = state
+        self.findings = findings
+        self.recorded_metrics = recorded_metrics
+        self.coverage_run = coverage_run
+        self.stated_oracle = stated_oracle
+        self.cases = {case.case_id: case for case in loaded.world.cases(loaded.suite)}
+        self.refused: list[tuple[int, str]] = []
+        self.found: list[tuple[int, str, str, str]] = []
+        self.rescored: list[tuple[int, CaseResult]] = []
+        self.seen: set[str] = set()
+        self.entries = 0
+        self.oracle_then: set[str | None] = set()
+
+    def take(self, position: int, entry: CaseResult) -> None:
+        world, suite = self.loaded.world, self.loaded.suite
+        self.entries += 1
+        self.seen.add(entry.case_id)
+        if entry.recorded is not None:
+            self.oracle_then.add(entry.recorded.oracle_digest)
+        case = self.cases.get(entry.case_id)
         if entry.recorded is None:
             if entry.outcome in GRADED:
-                findings.add(
-                    "case_unrecorded",
-                    _name(entry),
-                    f"{entry.outcome} with no recorded output to re-score it from",
+                self.found.append(
+                    (
+                        position,
+                        "case_unrecorded",
+                        _name(entry),
+                        f"{entry.outcome} with no recorded output to re-score it from",
+                    )
                 )
-            continue
+            return
         if case is None:
             line = "[replay_unknown_case] not in the suite any more"
-            refused.append(f"{entry.case_id}: {line}")
-            findings.add("replay_unknown_case", _name(entry), line)
-            continue
+            self.refused.append((position, f"{entry.case_id}: {line}"))
+            self.found.append((position, "replay_unknown_case", _name(entry), line))
+            return
         view = world.public_view(suite, case)
         refusal = replay_refusal(entry, case=case, view=view, suite=suite)
         if refusal is not None:
             reason = str(refusal.failure_reason)
-            refused.append(f"{entry.case_id}: {reason}")
-            findings.add("replay_case_changed", _name(entry), reason)
-            continue
-        graded = state.grade(loaded, case, recorded_outcome(entry))
+            self.refused.append((position, f"{entry.case_id}: {reason}"))
+            self.found.append((position, "replay_case_changed", _name(entry), reason))
+            return
+        graded = self.state.grade(self.loaded, case, recorded_outcome(entry))
         if (entry.outcome, entry.failure_class) != (graded.outcome, graded.failure_class):
-            findings.add(
-                "outcome_changed",
-                _name(entry),
-                f"recorded {_outcome(entry)}, re-scored {_outcome(graded)}",
+            self.found.append(
+                (
+                    position,
+                    "outcome_changed",
+                    _name(entry),
+                    f"recorded {_outcome(entry)}, re-scored {_outcome(graded)}",
+                )
             )
-        rescored.append(graded)
-    for case_id in sorted(set(cases) - {entry.case_id for entry in entries}):
-        findings.add("case_missing", case_id, "in the suite, absent from the recording")
-    if coverage_run is not None and coverage_run != len(entries):
-        findings.add(
-            "coverage_changed",
-            suite.id,
-            f"the report's coverage counts {coverage_run} cases run, it holds {len(entries)}",
-        )
-    oracle_now = suite_digest_pair(suite)[1]
-    oracle_then = {e.recorded.oracle_digest for e in entries if e.recorded is not None}
-    changed = (
-        None
-        if oracle_then == {oracle_now}
-        else f"[oracle_changed] recorded under oracle digest "
-        f"{', '.join(sorted(str(d) for d in oracle_then))}, re-scored under {oracle_now}"
-    )
-    if changed is None and stated_oracle is not _UNSTATED and stated_oracle != oracle_now:
-        # The report's own suite-level digest is part of what it claims: an edit is found.
+        self.rescored.append((position, graded))
+
+    def finish(self) -> SuiteRescore:
+        world, suite = self.loaded.world, self.loaded.suite
+        findings = self.findings
+        # A result's findings stay in the order it made them (the sort is stable).
+        for _, code, subject, detail in sorted(self.found, key=lambda found: found[0]):
+            findings.add(code, subject, detail)
+        refused = [line for _, line in sorted(self.refused, key=lambda found: found[0])]
+        rescored = [graded for _, graded in sorted(self.rescored, key=lambda found: found[0])]
+        for case_id in sorted(set(self.cases) - self.seen):
+            findings.add("case_missing", case_id, "in the suite, absent from the recording")
+        if self.coverage_run is not None and self.coverage_run != self.entries:
+            findings.add(
+                "coverage_changed",
+                suite.id,
+                f"the report's coverage counts {self.coverage_run} cases run, "
+                f"it holds {self.entries}",
+            )
+        oracle_now = suite_digest_pair(suite)[1]
         changed = (
-            f"[oracle_changed] the report states oracle digest {stated_oracle}, "
-            f"its outputs were re-scored under {oracle_now}"
+            None
+            if self.oracle_then == {oracle_now}
+            else f"[oracle_changed] recorded under oracle digest "
+            f"{', '.join(sorted(str(d) for d in self.oracle_then))}, re-scored under {oracle_now}"
         )
-    if changed is not None:
-        findings.add("oracle_changed", suite.id, changed.removeprefix("[oracle_changed] "))
-    metrics = tuple(
-        _compare(m, recorded_metrics)
-        for m in select(aggregate(world.metrics(suite), rescored), suite.config.metrics)
-    )
-    for metric in metrics:
-        if metric.same is False:
-            findings.add(
-                "metric_changed",
-                metric.name,
-                f"recorded {_value(metric.recorded)}, re-scored {_value(metric.rescored)}",
+        stated = self.stated_oracle
+        if changed is None and stated is not _UNSTATED and stated != oracle_now:
+            # The report's own suite-level digest is part of what it claims: an edit is found.
+            changed = (
+                f"[oracle_changed] the report states oracle digest {stated}, "
+                f"its outputs were re-scored under {oracle_now}"
             )
-    return SuiteRescore(
-        id=suite.id,
-        cases=len(rescored),
-        refused=tuple(refused),
-        oracle_changed=changed,
-        metrics=metrics,
-        differences=tuple(findings.found),
-    )
+        if changed is not None:
+            findings.add("oracle_changed", suite.id, changed.removeprefix("[oracle_changed] "))
+        metrics = tuple(
+            _compare(m, self.recorded_metrics)
+            for m in select(aggregate(world.metrics(suite), rescored), suite.config.metrics)
+        )
+        for metric in metrics:
+            if metric.same is False:
+                findings.add(
+                    "metric_changed",
+                    metric.name,
+                    f"recorded {_value(metric.recorded)}, re-scored {_value(metric.rescored)}",
+                )
+        return SuiteRescore(
+            id=suite.id,
+            cases=len(rescored),
+            refused=tuple(refused),
+            oracle_changed=changed,
+            metrics=metrics,
+            differences=tuple(findings.found),
+        )
 
 
 def _outcome(result: CaseResult) -> str:

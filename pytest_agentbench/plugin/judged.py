@@ -103,9 +103,9 @@ def redraw_html(config: pytest.Config, report: Path) -> None:
     state = config.stash.get(STATE_KEY, None)
     html = None if state is None else state.options.html_path
     if html is not None:
-        from pytest_agentbench.report.html import read_report_document, write_html
+        from pytest_agentbench.report.html import write_html_from
 
-        write_html(read_report_document(report), html, source=report)
+        write_html_from(report, html)
 
 
 def junit_properties(document: JudgmentsDocument) -> list[tuple[str, str]]:

@@ -83,22 +83,24 @@ def write_reports(
                 unwritten.append(exc)
         if options.html_path is not None:
             # Imported only when asked for: its modules cost every run 9 ms otherwise.
-            from pytest_agentbench.report.html import read_report_document, write_html
+            from pytest_agentbench.report.html import index_report, write_html, write_html_from
 
             # The page is drawn from the very document the JSON report holds: read
-            # back (as a stream, of any size) when it was just written rather than
-            # built from the run a second time.
-            document = None
-            source = None
+            # back as a stream (twice, never whole) when it was just written rather
+            # than built from the run a second time.
+            indexed = None
             if written and options.report_path is not None:
                 with contextlib.suppress(AgentbenchError):
-                    document = read_report_document(options.report_path)
-                    # Read back, the report brings its transcripts beside it.
-                    source = options.report_path
-            if document is None:
-                document = report_document(summary, recorder.graded, recorder.durations, **identity)
+                    indexed = index_report(options.report_path)
             try:
-                write_html(document, options.html_path, source=source)
+                if indexed is not None and options.report_path is not None:
+                    # Read back, the report brings its transcripts beside it.
+                    write_html_from(options.report_path, options.html_path, indexed=indexed)
+                else:
+                    document = report_document(
+                        summary, recorder.graded, recorder.durations, **identity
+                    )
+                    write_html(document, options.html_path)
             except AgentbenchError as exc:
                 unwritten.append(exc)
         # The terminal section needs no per-case entries: dropping them here spares

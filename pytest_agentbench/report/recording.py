@@ -10,9 +10,9 @@ calling the adapter; a case whose digest changed since is refused by name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
@@ -30,6 +30,9 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import id_file_name, write_file
 from pytest_agentbench.sdk.metrics import GRADED
 from pytest_agentbench.sdk.suite import Suite, pydantic_refusal, suite_digests
+
+if TYPE_CHECKING:
+    from pytest_agentbench.report.json_report import RunReport
 
 RecordKey = tuple[str, str, int | None]
 """(suite id, case id, trial)."""
@@ -125,6 +128,61 @@ def _from_report(path: Path) -> list[CaseResult]:
     except ValidationError as exc:
         raise pydantic_refusal(exc, file=str(path)) from None
     return [entry.result for suite in report.suites for entry in suite.cases]
+
+
+def stream_results(path: Path, on_result: Callable[[CaseResult], None]) -> RunReport:
+    """The run report at ``path`` validated as :func:`load_results` validates it, but a
+    case entry at a time: each entry's result is handed to ``on_result`` in file order
+    and dropped. The report comes back with its suites' ``cases`` empty.
+
+    A report wrong in its head or a suite's fields is refused for that first; else
+    for its first wrong case entry (the whole-model read names the first wrong field
+    in the models' field order: the two differ only for a report wrong in both)."""
+    from pytest_agentbench.report.json_report import RunReport
+    from pytest_agentbench.report.stream import CaseEntry as Streamed
+    from pytest_agentbench.report.stream import (
+        HeadField,
+        NotAnObject,
+        SuitesBegin,
+        iter_report,
+    )
+    from pytest_agentbench.report.summary import CaseEntry
+
+    head: Any = {}
+    suites: list[Any] = []
+    refusal: AgentbenchError | None = None
+    numbers: dict[int, int] = {}
+    for event in iter_report(path):
+        if isinstance(event, NotAnObject):
+            head = event.value
+        elif isinstance(event, HeadField):
+            head[event.key] = event.value
+        elif isinstance(event, SuitesBegin):
+            head["suites"] = suites
+        elif isinstance(event, Streamed):
+            number = numbers.get(event.suite, 0)
+            numbers[event.suite] = number + 1
+            if refusal is not None:
+                continue
+            try:
+                entry = CaseEntry.model_validate(event.value)
+            except ValidationError as exc:
+                within = ("suites", event.suite, "cases", number)
+                refusal = pydantic_refusal(exc, file=str(path), within=within)
+                continue
+            on_result(entry.result)
+        else:
+            value = event.value
+            if event.cases_streamed and isinstance(value, dict):
+                value = {**value, "cases": []}
+            suites.append(value)
+    try:
+        report = RunReport.model_validate(head)
+    except ValidationError as exc:
+        raise pydantic_refusal(exc, file=str(path)) from None
+    if refusal is not None:
+        raise refusal
+    return report
 
 
 def _from_folder(folder: Path) -> list[CaseResult]:

@@ -75,9 +75,15 @@ class Suite:
 
 
 def pydantic_refusal(
-    exc: ValidationError, *, file: str, code: str = "invalid_field", line: int | None = None
+    exc: ValidationError,
+    *,
+    file: str,
+    code: str = "invalid_field",
+    line: int | None = None,
+    within: tuple[int | str, ...] = (),
 ) -> AgentbenchError:
-    """The first validation error as a located refusal."""
+    """The first validation error as a located refusal; ``within`` is where the value
+    validated sits in its file (a case entry validated alone: ``("suites", 0, "cases", 3)``)."""
     first = exc.errors()[0]
     kind = first["type"]
     reason = first["msg"]
@@ -86,7 +92,7 @@ def pydantic_refusal(
     elif kind == "missing":
         code, reason = "missing_field", "required field is missing"
     return AgentbenchError(
-        code, reason, file=file, line=line, field=field_path(tuple(first["loc"])) or "<root>"
+        code, reason, file=file, line=line, field=field_path((*within, *first["loc"])) or "<root>"
     )
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
 from pytest_agentbench.report.html import read
-from pytest_agentbench.report.html.grid import OUTCOME_MARK, case_rows
-from pytest_agentbench.report.html.sidecar import BaselineCase, Extras, answer_text, failed_checks
+from pytest_agentbench.report.html.grid import OUTCOME_MARK, CaseRow
+from pytest_agentbench.report.html.sidecar import BaselineCase, answer_text, failed_checks
 from pytest_agentbench.report.html.svg import ForestRow, forest, shown
 
 VERDICT_TEXT = {
@@ -57,7 +58,7 @@ def _rows_table(rows: Sequence[read.Doc]) -> str:
     )
 
 
-def _flipped(title: str, ids: Sequence[str], links: dict[str, str]) -> str:
+def _flipped(title: str, ids: Sequence[str], links: Mapping[str, str]) -> str:
     if not ids:
         return f"<h4>{escape(title)}: none</h4>"
     items = "".join(
@@ -75,35 +76,51 @@ def _verdict(outcome: str, failed: Sequence[str]) -> str:
     return f'<span class="oc-{escape(outcome)}">{mark}{escape(outcome)}</span>{checks}'
 
 
-def side_by_side(
-    sid: str, suite: read.Doc, before: dict[str, BaselineCase], transcripts: dict[str, list[Any]]
-) -> str:
+@dataclass(frozen=True, slots=True)
+class SidePair:
+    """One case in both runs, as the side-by-side table shows it."""
+
+    change: int
+    """0: passed only in the baseline, 1: passes only now, 2: another answer, 3: the same."""
+    row: CaseRow
+    failed: tuple[str, ...]
+    answer: str
+    then: BaselineCase
+
+
+def side_pair(
+    row: CaseRow,
+    entry: read.Doc,
+    before: Mapping[str, BaselineCase],
+    transcripts: Mapping[str, list[Any]],
+) -> SidePair | None:
+    """Case ``row`` (its ``entry``) beside its baseline case; ``None`` when only in this run."""
+    then = before.get(row.case_id)
+    if then is None:
+        return None
+    result = read.mapping(entry, "result")
+    answer = answer_text(result, transcripts.get(row.nodeid))
+    was, now = then.outcome == "passed", row.outcome == "passed"
+    change = 0 if was and not now else 1 if now and not was else 2
+    if change == 2 and answer == then.answer:
+        change = 3
+    return SidePair(change, row, failed_checks(result), answer, then)
+
+
+def side_by_side(sid: str, found: Sequence[SidePair]) -> str:
     """Each case's two answers and verdicts, the changed ones first."""
-    pairs = []
-    for row in case_rows(suite):
-        then = before.get(row.case_id)
-        if then is None:
-            continue
-        result = read.mapping(row.entry, "result")
-        answer = answer_text(result, transcripts.get(row.nodeid))
-        was, now = then.outcome == "passed", row.outcome == "passed"
-        # 0: passed only in the baseline, 1: passes only now, 2: same verdict, other answer.
-        change = 0 if was and not now else 1 if now and not was else 2
-        if change == 2 and answer == then.answer:
-            change = 3
-        pairs.append((change, row.index, row, result, answer, then))
+    pairs = sorted(found, key=lambda pair: (pair.change, pair.row.index))
     if not pairs:
         return "<p>No case of this suite is in both runs.</p>"
-    pairs.sort(key=lambda pair: (pair[0], pair[1]))
-    changed = sum(1 for pair in pairs if pair[0] < 3)
+    changed = sum(1 for pair in pairs if pair.change < 3)
     body = "".join(
-        f'<tr class="change-{change}"><th scope="row"><a href="#case-{sid}-{row.index}">'
-        f"{escape(row.case_id)}</a></th><td>{CHANGE_TEXT[change]}</td>"
-        f"<td>{_verdict(then.outcome, then.failed_checks)}</td>"
-        f"<td><pre>{escape(then.answer)}</pre></td>"
-        f"<td>{_verdict(row.outcome, failed_checks(result))}</td>"
-        f"<td><pre>{escape(answer)}</pre></td></tr>"
-        for change, _, row, result, answer, then in pairs[:SIDE_BY_SIDE_LIMIT]
+        f'<tr class="change-{pair.change}"><th scope="row"><a href="#case-{sid}-{pair.row.index}">'
+        f"{escape(pair.row.case_id)}</a></th><td>{CHANGE_TEXT[pair.change]}</td>"
+        f"<td>{_verdict(pair.then.outcome, pair.then.failed_checks)}</td>"
+        f"<td><pre>{escape(pair.then.answer)}</pre></td>"
+        f"<td>{_verdict(pair.row.outcome, pair.failed)}</td>"
+        f"<td><pre>{escape(pair.answer)}</pre></td></tr>"
+        for pair in pairs[:SIDE_BY_SIDE_LIMIT]
     )
     more = len(pairs) - SIDE_BY_SIDE_LIMIT
     note = (
@@ -121,7 +138,7 @@ def side_by_side(
     )
 
 
-def _suite(number: int, entry: read.Doc, links: dict[str, str], pairs: str) -> str:
+def _suite(number: int, entry: read.Doc, links: Mapping[str, str], pairs: str) -> str:
     suite_id = read.text(entry, "id")
     rows = read.items(entry, "rows")
     parts = [
@@ -166,19 +183,14 @@ def _suite(number: int, entry: read.Doc, links: dict[str, str], pairs: str) -> s
     return "".join(parts)
 
 
-def _case_links(suites: Sequence[read.Doc]) -> dict[str, dict[str, str]]:
-    links: dict[str, dict[str, str]] = {}
-    for index, suite in enumerate(suites):
-        links[read.text(suite, "id")] = {
-            row.case_id: f"#case-s{index}-{row.index}" for row in case_rows(suite)
-        }
-    return links
-
-
 def comparison_section(
-    report: read.Doc, suites: Sequence[read.Doc], extras: Extras | None = None
+    report: read.Doc,
+    links: Mapping[str, Mapping[str, str]],
+    sides: Mapping[str, str],
+    baseline_note: str = "",
 ) -> str:
-    extras = extras or Extras()
+    """The section; ``links`` are each suite's case anchors by case label, ``sides`` each
+    compared suite's side-by-side table (none without the baseline's answers)."""
     comparison = read.mapping(report, "comparison")
     if not comparison:
         return ""
@@ -212,24 +224,13 @@ def comparison_section(
         for ids in [read.texts(comparison, "only_in_run")]
         if ids
     ]
-    links = _case_links(suites)
-    numbered = {read.text(suite, "id"): (f"s{i}", suite) for i, suite in enumerate(suites)}
     parts = []
     for n, entry in enumerate(read.items(comparison, "suites")):
         suite_id = read.text(entry, "id")
-        pairs = ""
-        if extras.baseline is not None and suite_id in numbered:
-            sid, suite = numbered[suite_id]
-            pairs = side_by_side(
-                sid,
-                suite,
-                extras.baseline.get(suite_id, {}),
-                extras.transcripts.get(suite_id, {}),
-            )
-        parts.append(_suite(n, entry, links.get(suite_id, {}), pairs))
+        parts.append(_suite(n, entry, links.get(suite_id, {}), sides.get(suite_id, "")))
     body = "".join(parts)
-    if extras.baseline_note:
-        only.append(f'<p class="hint">{escape(extras.baseline_note)}</p>')
+    if baseline_note:
+        only.append(f'<p class="hint">{escape(baseline_note)}</p>')
     facts_html = "".join(f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in facts)
     return (
         '<section class="comparison" id="comparison" aria-labelledby="comparison-h">'

@@ -12,9 +12,10 @@ stays a small file a browser opens quickly.
 from __future__ import annotations
 
 import base64
+import sys
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -54,15 +55,18 @@ OUTCOME_RANK = {"error": 0, "failed": 0, "passed": 2}
 """Failing first: errors and failures, then what neither passed nor failed, then passes."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseRow:
+    """What the grid, the filters and the links need of a case: a few fields, never the
+    entry itself, so that a page's index of every case stays small (the details are
+    drawn from each entry as it is read)."""
+
     index: int
     case_id: str
     nodeid: str
     outcome: str
     labels: tuple[str, ...]
     statuses: dict[str, str]
-    entry: read.Doc
 
 
 def failing_first(rows: Sequence[CaseRow]) -> list[CaseRow]:
@@ -70,26 +74,29 @@ def failing_first(rows: Sequence[CaseRow]) -> list[CaseRow]:
     return sorted(rows, key=lambda row: (OUTCOME_RANK.get(row.outcome, 1), row.index))
 
 
-def case_rows(suite: read.Doc) -> list[CaseRow]:
-    rows = []
-    for index, entry in enumerate(read.items(suite, "cases")):
-        result = read.mapping(entry, "result")
-        statuses: dict[str, str] = {}
-        for check in read.items(result, "checks"):
-            status = read.text(check, "status")
-            statuses.setdefault(read.text(check, "name"), status if status in STATUSES else "none")
-        rows.append(
-            CaseRow(
-                index=index,
-                case_id=case_label(result) or read.text(entry, "nodeid"),
-                nodeid=read.text(entry, "nodeid"),
-                outcome=read.text(result, "outcome", "unknown"),
-                labels=tuple(sorted(read.texts(result, "labels"))),
-                statuses=statuses,
-                entry=entry,
-            )
+def case_row(index: int, entry: read.Doc) -> CaseRow:
+    """Case ``index`` of its suite; check names, statuses and labels interned: thousands
+    of cases repeat the same few, and each parsed entry holds its own copies."""
+    result = read.mapping(entry, "result")
+    statuses: dict[str, str] = {}
+    for check in read.items(result, "checks"):
+        status = read.text(check, "status")
+        statuses.setdefault(
+            sys.intern(read.text(check, "name")),
+            sys.intern(status) if status in STATUSES else "none",
         )
-    return rows
+    return CaseRow(
+        index=index,
+        case_id=case_label(result) or read.text(entry, "nodeid"),
+        nodeid=read.text(entry, "nodeid"),
+        outcome=sys.intern(read.text(result, "outcome", "unknown")),
+        labels=tuple(sys.intern(label) for label in sorted(read.texts(result, "labels"))),
+        statuses=statuses,
+    )
+
+
+def case_rows(suite: read.Doc) -> list[CaseRow]:
+    return [case_row(index, entry) for index, entry in enumerate(read.items(suite, "cases"))]
 
 
 def check_names(rows: Sequence[CaseRow]) -> list[str]:
@@ -157,76 +164,135 @@ def _aggregate(sid: str, names: Sequence[str], grouped: Sequence[tuple[str, list
     )
 
 
-def _case_grid(sid: str, names: Sequence[str], rows: Sequence[CaseRow], caption: str) -> str:
+def _case_grid(
+    sid: str, names: Sequence[str], rows: Sequence[CaseRow], caption: str
+) -> Iterator[str]:
+    """The group's grid, a row at a time: a page of many cases is never one string."""
     head = _check_heads(names)
-    body = []
+    yield (
+        f'<div class="scroll"><table class="grid cases" role="grid" aria-label="{escape(caption)}">'
+        f'<thead><tr><th scope="col">case</th><th scope="col">outcome</th>{head}</tr></thead>'
+        "<tbody>"
+    )
     for row in rows:
         href = f"#case-{sid}-{row.index}"
         cells = "".join(
             _status_cell(f"{href}-k{k}", row.statuses.get(name, "none"), focusable=False)
             for k, name in enumerate(names)
         )
-        body.append(
+        yield (
             f'<tr><th scope="row"><a href="{href}">{escape(row.case_id)}</a></th>'
             f'<td class="outcome oc-{escape(row.outcome)}">{OUTCOME_MARK.get(row.outcome, "")}'
             f"{escape(row.outcome)}</td>{cells}</tr>"
         )
-    return (
-        f'<div class="scroll"><table class="grid cases" role="grid" aria-label="{escape(caption)}">'
-        f'<thead><tr><th scope="col">case</th><th scope="col">outcome</th>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
+    yield "</tbody></table></div>"
 
 
-def grid_section(sid: str, suite: read.Doc, extras: Extras | None = None) -> str:
-    extras = extras or Extras()
-    suite_id = read.text(suite, "id")
-    transcripts = extras.transcripts.get(suite_id, {})
-    baseline = None if extras.baseline is None else extras.baseline.get(suite_id, {})
-    rows = case_rows(suite)
-    if not rows:
-        return '<p class="empty">No case results in this report.</p>'
-    names = check_names(rows)
+def grid_head(sid: str, rows: Sequence[CaseRow], names: Sequence[str]) -> Iterator[str]:
+    """The grid of ``rows`` up to the case details, in pieces: drawn from the rows alone."""
     grouped = groups(rows)
     legend = " ".join(f'<span class="st-{s}">{SYMBOL[s]} {MEANING[s]}</span>' for s in STATUSES)
-    parts = [
+    yield (
         f'<p class="legend">Legend: {legend}. Failing cases come first. Arrow keys move '
         "between cells, j and k between cases, Enter opens one.</p>"
-    ]
+    )
     single = len(grouped) == 1
     if not single:
-        parts.append(_aggregate(sid, names, grouped))
+        yield _aggregate(sid, names, grouped)
     for number, (group, members) in enumerate(grouped):
         failing = sum(1 for row in members if row.outcome != "passed")
         opened = " open" if single else ""
-        parts.append(
+        yield (
             f'<details class="group" id="grid-{sid}-g{number}"{opened}><summary>'
             f"{escape(group)}: {len(members)} cases, {failing} not passed"
             '<span class="shown"></span></summary>'
-            + _case_grid(sid, names, members, f"cases of {group}")
-            + "</details>"
         )
-    parts.append(
+        yield from _case_grid(sid, names, members, f"cases of {group}")
+        yield "</details>"
+    yield (
         f'<section class="case-detail" id="{sid}-detail" tabindex="-1" aria-live="polite">'
         '<p class="hint">Choose a case or a cell to see its detail.</p></section>'
     )
-    for chunk, start in enumerate(range(0, len(rows), CHUNK_CASES)):
-        details = [
-            _case_data(row, names, transcripts.get(row.nodeid), baseline)
-            for row in rows[start : start + CHUNK_CASES]
-        ]
-        parts.append(
-            f'<script type="{DETAIL_TYPE}" id="cases-{sid}-c{chunk}" '
-            f'data-first="{start}" data-count="{len(details)}">'
-            + compressed_json(details)
+
+
+class CaseDetails:
+    """The compressed case details and search index of one suite, built a case at a time.
+
+    Each block of :data:`CHUNK_CASES` details is drawn once its cases are in; the index
+    is compressed as its entries come, so only its compressed bytes are held."""
+
+    def __init__(
+        self,
+        sid: str,
+        names: Sequence[str],
+        cases: int,
+        transcripts: dict[str, list[Any]],
+        baseline: dict[str, BaselineCase] | None,
+    ) -> None:
+        self.sid = sid
+        self.names = names
+        self.cases = cases
+        self.transcripts = transcripts
+        self.baseline = baseline
+        self.block: list[dict[str, Any]] = []
+        self.start = 0
+        self.index = JsonListPacker()
+
+    def add(self, row: CaseRow, entry: read.Doc) -> str:
+        """Take the next case (report order); a block's script when it completes one."""
+        events = self.transcripts.get(row.nodeid)
+        self.block.append(_case_data(row, entry, self.names, events, self.baseline))
+        self.index.add(_index_entry(row, entry, events))
+        return self._block() if len(self.block) == CHUNK_CASES else ""
+
+    def _block(self) -> str:
+        chunk = self.start // CHUNK_CASES
+        text = (
+            f'<script type="{DETAIL_TYPE}" id="cases-{self.sid}-c{chunk}" '
+            f'data-first="{self.start}" data-count="{len(self.block)}">'
+            + compressed_json(self.block)
             + "</script>"
         )
-    parts.append(
-        f'<script type="{INDEX_TYPE}" id="index-{sid}" data-cases="{len(rows)}">'
-        + compressed_json([_index_entry(row, transcripts.get(row.nodeid)) for row in rows])
-        + "</script>"
+        self.start += len(self.block)
+        self.block = []
+        return text
+
+    def finish(self) -> str:
+        """The last block and the index."""
+        last = self._block() if self.block else ""
+        return (
+            f'{last}<script type="{INDEX_TYPE}" id="index-{self.sid}" data-cases="{self.cases}">'
+            + self.index.finish()
+            + "</script>"
+        )
+
+
+def grid_section(
+    sid: str,
+    suite: read.Doc,
+    extras: Extras | None = None,
+    entries: Iterable[read.Doc] | None = None,
+) -> str:
+    """The whole grid of ``suite``, whose case entries are ``entries`` when given."""
+    extras = extras or Extras()
+    suite_id = read.text(suite, "id")
+    cases = read.items(suite, "cases") if entries is None else list(entries)
+    rows = [case_row(index, entry) for index, entry in enumerate(cases)]
+    if not rows:
+        return EMPTY_GRID
+    names = check_names(rows)
+    details = CaseDetails(
+        sid,
+        names,
+        len(rows),
+        extras.transcripts.get(suite_id, {}),
+        None if extras.baseline is None else extras.baseline.get(suite_id, {}),
     )
-    return "".join(parts)
+    blocks = [details.add(row, entry) for row, entry in zip(rows, cases, strict=True)]
+    return "".join(grid_head(sid, rows, names)) + "".join(blocks) + details.finish()
+
+
+EMPTY_GRID = '<p class="empty">No case results in this report.</p>'
 
 
 def _prompt(events: list[Any] | None) -> str:
@@ -239,10 +305,10 @@ def _prompt(events: list[Any] | None) -> str:
     return ""
 
 
-def _index_entry(row: CaseRow, events: list[Any] | None) -> list[Any]:
+def _index_entry(row: CaseRow, entry: read.Doc, events: list[Any] | None) -> list[Any]:
     """What the page's filters and search read of a case, without inflating its detail:
     outcome, failure class, labels and the lower-cased text a search looks in."""
-    result = read.mapping(row.entry, "result")
+    result = read.mapping(entry, "result")
     text = " ".join(
         (
             row.case_id,
@@ -264,13 +330,33 @@ def compressed_json(value: Any) -> str:
     return base64.b64encode(packed).decode("ascii")
 
 
+class JsonListPacker:
+    """:func:`compressed_json` of a list given an item at a time, holding only the
+    compressed bytes: deflate's output does not depend on how its input is cut."""
+
+    def __init__(self) -> None:
+        self.packer = zlib.compressobj(DEFLATE_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+        self.packed = bytearray(self.packer.compress(b"["))
+        self.first = True
+
+    def add(self, item: Any) -> None:
+        text = canonical_json(item) if self.first else "," + canonical_json(item)
+        self.first = False
+        self.packed += self.packer.compress(text.encode("utf-8"))
+
+    def finish(self) -> str:
+        self.packed += self.packer.compress(b"]") + self.packer.flush()
+        return base64.b64encode(self.packed).decode("ascii")
+
+
 def _case_data(
     row: CaseRow,
+    entry: read.Doc,
     names: Sequence[str],
     events: list[Any] | None,
     baseline: dict[str, BaselineCase] | None,
 ) -> dict[str, Any]:
-    result = read.mapping(row.entry, "result")
+    result = read.mapping(entry, "result")
     checks = [
         {
             "name": read.text(check, "name"),

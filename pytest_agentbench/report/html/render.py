@@ -8,13 +8,26 @@ change from one run to the next (timings) are marked ``class="volatile"``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from html import escape
 
 from pytest_agentbench.report.html import read
 from pytest_agentbench.report.html.assets import CSS, SCRIPT
-from pytest_agentbench.report.html.comparison import comparison_section
-from pytest_agentbench.report.html.grid import grid_section
+from pytest_agentbench.report.html.comparison import (
+    SidePair,
+    comparison_section,
+    side_by_side,
+    side_pair,
+)
+from pytest_agentbench.report.html.grid import (
+    EMPTY_GRID,
+    CaseDetails,
+    CaseRow,
+    case_row,
+    check_names,
+    grid_head,
+)
 from pytest_agentbench.report.html.judged import judged_section
 from pytest_agentbench.report.html.matrix import models_section
 from pytest_agentbench.report.html.sidecar import Extras
@@ -27,8 +40,38 @@ from pytest_agentbench.report.html.svg import (
     shown,
 )
 from pytest_agentbench.report.trust import Trust, trust_line
+from pytest_agentbench.sdk.errors import AgentbenchError
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "excluded")
+
+
+@dataclass
+class SuiteIndex:
+    """A suite as the page needs it before its case details: its members but ``cases``,
+    and a small row per case. The entries themselves are read a second time, in order."""
+
+    fields: read.Doc
+    rows: list[CaseRow] = field(default_factory=list)
+    durations: list[float] = field(default_factory=list)
+    """The cases' known durations, in report order."""
+    no_duration: int = 0
+
+    def add(self, entry: read.Doc) -> None:
+        """Index the suite's next case entry (a mapping; other entries are no case)."""
+        self.rows.append(case_row(len(self.rows), entry))
+        duration = read.real(entry, "duration_s")
+        if duration is None:
+            self.no_duration += 1
+        else:
+            self.durations.append(duration)
+
+
+def index_suite(suite: read.Doc) -> SuiteIndex:
+    """The index of a suite document holding its ``cases``."""
+    index = SuiteIndex({key: value for key, value in suite.items() if key != "cases"})
+    for entry in read.items(suite, "cases"):
+        index.add(entry)
+    return index
 
 
 def _facts(pairs: Sequence[tuple[str, str]]) -> str:
@@ -40,17 +83,17 @@ def _code(value: str) -> str:
     return f"<code>{escape(value)}</code>" if value else "<em>none</em>"
 
 
-def _run_time(suite: read.Doc) -> str:
-    durations = [read.real(entry, "duration_s") for entry in read.items(suite, "cases")]
-    known = [d for d in durations if d is not None]
+def _run_time(suite: SuiteIndex) -> str:
+    known = suite.durations
     if not known:
         return "<em>not recorded</em>"
-    missing = len(durations) - len(known)
+    missing = suite.no_duration
     note = f" ({missing} cases without a duration)" if missing else ""
     return f'<span class="volatile">{sum(known):.2f} s</span> summed over case calls{note}'
 
 
-def _header(report: read.Doc, suite: read.Doc) -> str:
+def _header(report: read.Doc, index: SuiteIndex) -> str:
+    suite = index.fields
     adapter = read.mapping(report, "adapter")
     env = read.mapping(report, "environment")
     digests = read.mapping(suite, "digests")
@@ -85,7 +128,7 @@ def _header(report: read.Doc, suite: read.Doc) -> str:
             ),
             ("environment", environment or "<em>not recorded</em>"),
             ("coverage", _coverage(suite)),
-            ("run time", _run_time(suite)),
+            ("run time", _run_time(index)),
             ("exit status", "unknown" if exit_status is None else str(exit_status)),
         ]
     )
@@ -345,25 +388,34 @@ def _controls(suite: read.Doc) -> str:
     )
 
 
-def _suite(index: int, report: read.Doc, suite: read.Doc, extras: Extras) -> str:
-    sid = f"s{index}"
-    suite_id = read.text(suite, "id", f"suite {index}")
+def _suite_head(number: int, report: read.Doc, index: SuiteIndex) -> Iterator[str]:
+    """Suite ``number``'s section up to its case details, in pieces."""
+    sid = f"s{number}"
+    suite = index.fields
+    suite_id = read.text(suite, "id", f"suite {number}")
     title = read.text(suite, "title")
-    return (
+    rows = index.rows
+    yield (
         f'<section class="suite" id="{sid}" data-suite="{escape(suite_id)}" '
         f'aria-labelledby="{sid}-h"><h2 id="{sid}-h">{escape(title or suite_id)} '
         f"<small>(<code>{escape(suite_id)}</code>, "
         f"{escape(read.text(suite, 'world'))})</small></h2>"
-        + _header(report, suite)
+        + _header(report, index)
         + f"<h3>Outcomes</h3>{_outcomes(sid, suite)}"
         + _trials(suite)
         + models_section(suite)
         + f"<h3>Metrics</h3>{_metrics(sid, suite)}"
         + f"<h3>Gates</h3>{_gates(suite)}"
-        + f"<h3>Cases and checks</h3>{grid_section(sid, suite, extras)}"
-        + f"<h3>Negative controls</h3>{_controls(suite)}"
-        + "</section>"
+        + "<h3>Cases and checks</h3>"
     )
+    if rows:
+        yield from grid_head(sid, rows, check_names(rows))
+    else:
+        yield EMPTY_GRID
+
+
+def _suite_tail(index: SuiteIndex) -> str:
+    return f"<h3>Negative controls</h3>{_controls(index.fields)}</section>"
 
 
 def _settings_in_clear(settings: read.Doc) -> str:
@@ -439,8 +491,9 @@ def _not_passed(suite: read.Doc) -> int:
     return sum(read.integer(counts, name) or 0 for name in ("failed", "error"))
 
 
-def _toc(suites: Sequence[read.Doc]) -> str:
+def _toc(indexes: Sequence[SuiteIndex]) -> str:
     """One entry per suite with its counts, the suites with the most failures first."""
+    suites = [index.fields for index in indexes]
     order = sorted(range(len(suites)), key=lambda i: (-_not_passed(suites[i]), i))
     entries = []
     for i in order:
@@ -466,7 +519,7 @@ def _options(values: Sequence[str]) -> str:
     return "".join(f'<option value="{escape(v)}">{escape(v)}</option>' for v in values)
 
 
-def _filters(suites: Sequence[read.Doc]) -> str:
+def _filters(suites: Sequence[SuiteIndex]) -> str:
     """The filter bar: outcome, failure class, label and a search over ids, prompts and answers.
 
     The page's script reads each suite's compact index to apply them; the case details
@@ -475,14 +528,11 @@ def _filters(suites: Sequence[read.Doc]) -> str:
     classes: set[str] = set()
     labels: set[str] = set()
     for suite in suites:
-        outcomes.update(k for k, v in read.mapping(suite, "counts").items() if v)
-        classes.update(k for k, v in read.mapping(suite, "failure_classes").items() if v)
-        # Read straight from the entries: building the grid's rows again costs a large
-        # run most of a second.
-        for entry in read.items(suite, "cases"):
-            result = read.mapping(entry, "result")
-            outcomes.add(read.text(result, "outcome", "unknown"))
-            labels.update(read.texts(result, "labels"))
+        outcomes.update(k for k, v in read.mapping(suite.fields, "counts").items() if v)
+        classes.update(k for k, v in read.mapping(suite.fields, "failure_classes").items() if v)
+        for row in suite.rows:
+            outcomes.add(row.outcome)
+            labels.update(row.labels)
     kinds: dict[str, list[str]] = {}
     for label in sorted(labels):
         kind = label.split("_", 1)[0] if "_" in label else "other"
@@ -507,7 +557,7 @@ def _filters(suites: Sequence[read.Doc]) -> str:
     )
 
 
-def _run_header(report: read.Doc, suites: Sequence[read.Doc]) -> str:
+def _run_header(report: read.Doc, suites: Sequence[SuiteIndex]) -> str:
     gates = read.items(report, "gates")
     failed = sum(1 for g in gates if read.flag(g, "passed") is not True)
     status = read.integer(report, "exit_status")
@@ -540,21 +590,90 @@ def _run_header(report: read.Doc, suites: Sequence[read.Doc]) -> str:
     )
 
 
-def render_html(report: read.Doc, extras: Extras | None = None) -> str:
-    """The whole page for a run report document (and its transcripts and baseline)."""
+PAGE_HEAD = (
+    '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+    '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+    "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+    f"<title>agentbench run report</title><style>{CSS}</style></head><body>"
+)
+
+
+def page_parts(
+    report: read.Doc,
+    suites: Sequence[SuiteIndex],
+    entries: Iterable[tuple[int, read.Doc]],
+    extras: Extras | None = None,
+    *,
+    name: str = "the run report",
+) -> Iterator[str]:
+    """The page in pieces, from the report's head members (``report``), its suites'
+    indexes and their case entries (suite number, entry) in report order.
+
+    Only the suite being drawn holds case details, :data:`~grid.CHUNK_CASES` at a time;
+    the entries may be read a second time from the file (named ``name``) the indexes
+    were built from: one that no longer matches them is refused (``report_changed``)."""
     extras = extras or Extras()
-    suites = read.items(report, "suites")
-    body = "".join(_suite(i, report, s, extras) for i, s in enumerate(suites)) or (
-        '<p class="empty">This report holds no suite.</p>'
-    )
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>agentbench run report</title><style>{CSS}</style></head><body>"
-        + _run_header(report, suites)
-        + f"<main>{body}{comparison_section(report, suites, extras)}"
+    yield PAGE_HEAD + _run_header(report, suites) + "<main>"
+    if not suites:
+        yield '<p class="empty">This report holds no suite.</p>'
+    comparison = read.mapping(report, "comparison")
+    compared = {read.text(entry, "id") for entry in read.items(comparison, "suites")}
+    sides: dict[str, str] = {}
+    links: dict[str, dict[str, str]] = {}
+    stream = iter(entries)
+    for number, index in enumerate(suites):
+        sid = f"s{number}"
+        suite_id = read.text(index.fields, "id")
+        yield from _suite_head(number, report, index)
+        if comparison:
+            links[suite_id] = {row.case_id: f"#case-{sid}-{row.index}" for row in index.rows}
+        transcripts = extras.transcripts.get(suite_id, {})
+        before = None if extras.baseline is None else extras.baseline.get(suite_id, {})
+        pairs: list[SidePair] | None = [] if before is not None and suite_id in compared else None
+        if index.rows:
+            details = CaseDetails(
+                sid, check_names(index.rows), len(index.rows), transcripts, before
+            )
+            for row in index.rows:
+                entry = _next_entry(stream, number, row, name)
+                yield details.add(row, entry)
+                if pairs is not None and before is not None:
+                    pair = side_pair(row, entry, before, transcripts)
+                    if pair is not None:
+                        pairs.append(pair)
+            yield details.finish()
+        if pairs is not None:
+            sides[suite_id] = side_by_side(sid, pairs)
+        yield _suite_tail(index)
+    yield (
+        comparison_section(report, links, sides, extras.baseline_note)
         + f"{judged_section(report)}</main>"
         + f"<script>{SCRIPT}</script></body></html>\n"
     )
+
+
+def _next_entry(
+    stream: Iterator[tuple[int, read.Doc]], number: int, row: CaseRow, name: str
+) -> read.Doc:
+    found = next(stream, None)
+    if found is None or found[0] != number or read.text(found[1], "nodeid") != row.nodeid:
+        raise AgentbenchError(
+            "report_changed",
+            f"case {row.index} of suite {number} is not the one read a moment before: "
+            "the file changed while the page was drawn",
+            file=name,
+            field=f"suites[{number}].cases[{row.index}]",
+        )
+    return found[1]
+
+
+def render_html(report: read.Doc, extras: Extras | None = None) -> str:
+    """The whole page for a run report document (and its transcripts and baseline)."""
+    suites = read.items(report, "suites")
+    entries = (
+        (number, entry)
+        for number, suite in enumerate(suites)
+        for entry in read.items(suite, "cases")
+    )
+    return "".join(page_parts(report, [index_suite(s) for s in suites], entries, extras))

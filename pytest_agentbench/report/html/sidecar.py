@@ -158,27 +158,64 @@ def failed_checks(result: read.Doc) -> tuple[str, ...]:
     )
 
 
+def baseline_case(entry: read.Doc) -> tuple[str, BaselineCase]:
+    """A baseline case entry's label and what the page shows of it."""
+    result = read.mapping(entry, "result")
+    return case_label(result) or read.text(entry, "nodeid"), BaselineCase(
+        outcome=read.text(result, "outcome", "unknown"),
+        failure_class=read.text(result, "failure_class"),
+        answer=answer_text(result),
+        failed_checks=failed_checks(result),
+    )
+
+
 def baseline_cases(document: read.Doc) -> dict[str, dict[str, BaselineCase]]:
     cases: dict[str, dict[str, BaselineCase]] = {}
     for suite in read.items(document, "suites"):
         by_label = cases.setdefault(read.text(suite, "id"), {})
-        for entry in read.items(suite, "cases"):
-            result = read.mapping(entry, "result")
-            by_label[case_label(result) or read.text(entry, "nodeid")] = BaselineCase(
-                outcome=read.text(result, "outcome", "unknown"),
-                failure_class=read.text(result, "failure_class"),
-                answer=answer_text(result),
-                failed_checks=failed_checks(result),
-            )
+        by_label.update(baseline_case(entry) for entry in read.items(suite, "cases"))
+    return cases
+
+
+def baseline_cases_from(path: Path) -> dict[str, dict[str, BaselineCase]]:
+    """:func:`baseline_cases` of the run report at ``path``, read as a stream: only what
+    the page shows of each case is kept; refused as ``read_report_document`` refuses."""
+    # Imported here: the reader of a report imports this package.
+    from pytest_agentbench.report.html import check_report
+    from pytest_agentbench.report.stream import (
+        CaseEntry,
+        HeadField,
+        NotAnObject,
+        SuitesBegin,
+        iter_report,
+    )
+
+    cases: dict[str, dict[str, BaselineCase]] = {}
+    head: dict[str, Any] = {}
+    listed = False
+    pending: list[tuple[str, BaselineCase]] = []
+    for event in iter_report(path):
+        if isinstance(event, NotAnObject):
+            check_report(event.value, path, suites_listed=False)
+        elif isinstance(event, HeadField):
+            head[event.key] = event.value
+        elif isinstance(event, SuitesBegin):
+            listed = True
+        elif isinstance(event, CaseEntry):
+            if isinstance(event.value, dict):
+                pending.append(baseline_case(event.value))
+        else:
+            # A suite's id may follow its cases in the file: its cases wait for it.
+            if isinstance(event.value, dict):
+                cases.setdefault(read.text(event.value, "id"), {}).update(pending)
+            pending = []
+    check_report(head, path, suites_listed=listed)
     return cases
 
 
 def read_extras(report: read.Doc, report_path: Path | None) -> Extras:
     """The transcripts (refused by name when they do not match the report) and the
     baseline's answers of a report read from ``report_path``."""
-    # Imported here: the reader of a report imports this package.
-    from pytest_agentbench.report.html import read_report_document
-
     transcripts = {} if report_path is None else read_transcripts(report, report_path)
     comparison = read.mapping(report, "comparison")
     if not comparison:
@@ -192,8 +229,8 @@ def read_extras(report: read.Doc, report_path: Path | None) -> Extras:
         note = f"the baseline report {named!r} is not found here, so its answers are not shown"
         return Extras(transcripts=transcripts, baseline_note=note)
     try:
-        document = read_report_document(found)
+        baseline = baseline_cases_from(found)
     except AgentbenchError as exc:
         note = f"the baseline report could not be read ({exc.render()}): its answers are not shown"
         return Extras(transcripts=transcripts, baseline_note=note)
-    return Extras(transcripts=transcripts, baseline=baseline_cases(document))
+    return Extras(transcripts=transcripts, baseline=baseline)
