@@ -11,10 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import read_bytes
-from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.ledger import audit_ledger
-from pytest_agentbench.sdk.ledger.journal import audit_journal, is_journal_row
+from pytest_agentbench.sdk.ledger.journal import (
+    audit_journal,
+    is_journal_row,
+    read_ledger_bytes,
+)
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 
@@ -27,12 +29,7 @@ def _first_row(data: bytes) -> object:
 
 def cmd_audit_ledger(args: argparse.Namespace, registry: WorldRegistry) -> int:
     path = Path(args.path)
-    try:
-        data = read_bytes(path)
-    except AgentbenchError as exc:
-        if exc.code not in ("missing_file", "unreadable_file"):
-            raise
-        raise AgentbenchError("ledger_unreadable", exc.reason, file=str(path)) from None
+    data = read_ledger_bytes(path)
     if is_journal_row(_first_row(data)):
         journal = audit_journal(path, data)
         totals = journal.totals

@@ -849,15 +849,20 @@ def journal_row_digest(row: Mapping[str, Any]) -> str:
     return _sha256({key: value for key, value in row.items() if key != "row_digest_sha256"})
 
 
+def read_ledger_bytes(path: Path) -> bytes:
+    """A ledger or journal file's bytes; one that cannot be read is ``ledger_unreadable``."""
+    try:
+        return read_bytes(path)
+    except AgentbenchError as exc:
+        if exc.code not in ("missing_file", "unreadable_file"):
+            raise
+        raise AgentbenchError("ledger_unreadable", exc.reason, file=str(path)) from None
+
+
 def read_journal(path: Path, data: bytes | None = None) -> JournalReading:
     """Verify a journal row by row; a verified prefix without a terminal row reads incomplete."""
     if data is None:
-        try:
-            data = read_bytes(path)
-        except AgentbenchError as exc:
-            if exc.code not in ("missing_file", "unreadable_file"):
-                raise
-            raise AgentbenchError("ledger_unreadable", exc.reason, file=str(path)) from None
+        data = read_ledger_bytes(path)
     reader = _Reader(path)
     lines = data.split(b"\n")
     trailing = data.endswith(b"\n")
