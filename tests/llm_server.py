@@ -24,6 +24,8 @@ from pytest_agentbench.agents.chat import TASK_PREFIX
 
 SLOW_S = 2.0
 """How long the ``slow`` scenario takes to answer: longer than the tests' client timeout."""
+HOLD_BOUND_S = 120.0
+"""The longest a held ``slow`` answer waits for its release (a test that forgot it ends)."""
 
 
 def tool_call(turn: int, name: str, arguments: str) -> dict[str, Any]:
@@ -54,6 +56,10 @@ class ScriptedLLM:
         self.paths: list[str] = []
         self.headers: list[dict[str, str]] = []
         self.hits: Counter[str] = Counter()
+        self.hold: threading.Event | None = None
+        """Set to an event, the ``slow`` scenario answers once it is set rather than after
+        ``SLOW_S``: a case limit then surely cuts the request off, however loaded the
+        machine, with no limit short enough to cut off the other cases too."""
         self._lock = threading.Lock()
 
     def reply(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
@@ -83,7 +89,10 @@ class ScriptedLLM:
         if question == "rate_limited" and hits == 1:
             return 429, '{"error": {"message": "slow down"}}', {"Retry-After": "0"}
         if question == "slow":
-            time.sleep(SLOW_S)
+            if self.hold is None:
+                time.sleep(SLOW_S)
+            else:
+                self.hold.wait(HOLD_BOUND_S)
         message = self.script(question, turn)
         completion = {
             "id": f"chatcmpl-{turn}",

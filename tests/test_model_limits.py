@@ -7,8 +7,11 @@ state rather than through timing.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import threading
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -32,6 +35,7 @@ from pytest_agentbench.agents.provenance import (
     run_settings,
 )
 from pytest_agentbench.agents.settings import ChatSettings
+from pytest_agentbench.agents.shared_file import first_value
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 
@@ -85,6 +89,105 @@ def test_processes_share_one_minute_through_the_window_file(tmp_path: Path) -> N
     assert [(sent_at, tokens) for _, sent_at, tokens in entries] == [(15.0, 20), (60.0, 5)]
     own = RateLimiter(requests_per_minute=2, clock=FakeClock())
     assert [own.acquire(1).waits for _ in range(2)] == [(), ()], "unshared: its own minute"
+
+
+class Interrupt(BaseException):
+    """Stands for the case limit's asynchronous exception, landing in a write-back."""
+
+
+def _interrupt_the_next_write_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Encoding the new value is part of every write-back; the case limit's interrupt can
+    # land there (or at any other line) while the lock is held.
+    encode = json.dumps
+
+    def interrupted(*args: object, **kwargs: object) -> str:
+        monkeypatch.setattr(json, "dumps", encode)
+        raise Interrupt()
+
+    monkeypatch.setattr(json, "dumps", interrupted)
+
+
+def test_an_interrupted_write_back_leaves_the_run_s_minute_and_tally_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file was truncated and then written: an interrupt between the two emptied it,
+    # so the next request of the run was admitted into an empty minute (a 4th request
+    # under a limit of 3, seen under load), and the next reservation into a new budget.
+    clock = FakeClock()
+    window = tmp_path / "window.json"
+    one, other = (RateLimiter(requests_per_minute=2, clock=clock, shared=window) for _ in "12")
+    first = one.acquire(10)
+    one.release(first, 10)
+    clock.time = 15.0
+    second = other.acquire(10)
+    _interrupt_the_next_write_back(monkeypatch)
+    with pytest.raises(Interrupt):
+        other.release(second, 12)  # the answer is in; its tokens are being written back
+    assert one.acquire(1).waits == (Wait(reason="requests_per_minute", seconds=45.0),)
+    _interrupt_the_next_write_back(monkeypatch)
+    with pytest.raises(Interrupt):
+        other.acquire(1)  # interrupted while entering itself: neither sent nor entered
+    assert [sent_at for _, sent_at, _ in json.loads(window.read_text())] == [15.0, 60.0]
+
+    path = tmp_path / "tally.json"
+    guard = BudgetGuard(
+        Ceilings(max_calls=2), price=None, max_tokens_per_call=None, tally=Tally(path)
+    )
+    guard.reserve()
+    _interrupt_the_next_write_back(monkeypatch)
+    with pytest.raises(Interrupt):
+        guard.reserve()
+    other_worker = Tally(path)
+    with other_worker.transaction() as state:
+        assert state["calls"] == 1, "the first reservation stands, the interrupted one is not in"
+
+    # Interrupted after the new value is written over the old and before the file is cut
+    # to its length: the new value is read, the old one's tail ignored.
+    def cut_off(fd: int, length: int) -> None:
+        raise Interrupt()
+
+    clock.time = 200.0
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "ftruncate", cut_off)
+        with pytest.raises(Interrupt):
+            one.acquire(1)  # every entry has left the minute: the window is one entry long
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(window.read_bytes())  # the new entry, then the old window's tail
+    assert [sent_at for _, sent_at, _ in first_value(window.read_bytes())] == [200.0]
+    assert other.acquire(1).waits == (), "the second request of the minute"
+    assert one.acquire(1).waits == (Wait(reason="requests_per_minute", seconds=60.0),)
+
+
+def test_a_request_is_entered_with_its_time_when_it_is_let_into_the_minute(
+    tmp_path: Path,
+) -> None:
+    # The time was read before the file's lock was taken: a process that waited for the
+    # lock entered its request as sent before the ones entered while it waited, and so
+    # it left the minute that much early.
+    clock = FakeClock()
+    window = tmp_path / "window.json"
+    limiter = RateLimiter(requests_per_minute=2, clock=clock, shared=window)
+    admitted: list[float] = []
+    with window.open("ab") as held:  # another process holds the lock
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        thread = threading.Thread(target=lambda: admitted.append(limiter.acquire(1).sent_at))
+        thread.start()
+        _wait_until_blocked_on_the_lock(window, thread)
+        clock.time = 30.0
+    thread.join()
+    assert admitted == [30.0]
+
+
+def _wait_until_blocked_on_the_lock(path: Path, thread: threading.Thread) -> None:
+    """Until ``/proc/locks`` lists a request waiting for ``path``'s lock (no timing)."""
+    locks = Path("/proc/locks")
+    if not locks.exists():
+        pytest.skip("no /proc/locks to see a blocked lock in")
+    inode = f":{path.stat().st_ino} "
+    while thread.is_alive() and not any(
+        "->" in line and inode in line for line in locks.read_text().splitlines()
+    ):
+        time.sleep(0.001)
 
 
 def test_tokens_per_minute_count_what_was_reported_not_the_estimate() -> None:

@@ -21,9 +21,6 @@ the process, and under xdist by every worker, through a locked file.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
-import os
 import threading
 from collections.abc import Callable, Iterator
 from decimal import Decimal, InvalidOperation
@@ -32,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictStr, ValidationError
 
+from pytest_agentbench.agents.shared_file import locked_json
 from pytest_agentbench.sdk.canonical import canonical_bytes, read_json, sha256_hex
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
@@ -146,18 +144,12 @@ class Tally:
                 yield state
                 self._state = state
                 return
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as stream:
-                    text = stream.read()
-                    state = json.loads(text) if text else dict(_EMPTY_TALLY)
-                    yield state
-                    stream.seek(0)
-                    stream.truncate()
-                    stream.write(json.dumps(state, sort_keys=True))
-            finally:
-                os.close(fd)  # closing the descriptor releases the lock
+            # Written back so that an interrupt at any line leaves the old tally or the new
+            # one, never an empty file: a budget spent anew (see shared_file).
+            with locked_json(self.path) as locked:
+                state = locked.value if locked.value is not None else dict(_EMPTY_TALLY)
+                yield state
+                locked.value = state
 
 
 class BudgetGuard:

@@ -18,9 +18,7 @@ rather than retry in lock step, and a rerun draws the same delays.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import itertools
-import json
 import os
 import random
 import threading
@@ -30,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from pytest_agentbench.agents.shared_file import locked_json
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 
 WINDOW_S = 60.0
@@ -114,21 +113,15 @@ class SharedWindow:
 
     @contextlib.contextmanager
     def entries(self) -> Iterator[list[Permit]]:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            with os.fdopen(os.dup(fd), "r+", encoding="utf-8") as stream:
-                text = stream.read()
-                window = [
-                    Permit(sent_at=float(sent_at), tokens=int(tokens), waits=(), key=str(key))
-                    for key, sent_at, tokens in (json.loads(text) if text else [])
-                ]
-                yield window
-                stream.seek(0)
-                stream.truncate()
-                stream.write(json.dumps([[p.key, p.sent_at, p.tokens] for p in window]))
-        finally:
-            os.close(fd)  # closing the descriptor releases the lock
+        # Written back so that an interrupt at any line leaves the old minute or the new
+        # one, never an empty file (see shared_file).
+        with locked_json(self.path) as locked:
+            window = [
+                Permit(sent_at=float(sent_at), tokens=int(tokens), waits=(), key=str(key))
+                for key, sent_at, tokens in (locked.value or [])
+            ]
+            yield window
+            locked.value = [[p.key, p.sent_at, p.tokens] for p in window]
 
     def key(self) -> str:
         return f"{os.getpid()}-{next(self._next)}"
@@ -192,7 +185,12 @@ class RateLimiter:
                         self._waiting -= 1
                     waits.append(wait("connections", self.clock.now() - now))
                     continue
+                permit = None
                 with self._window.entries() as window:
+                    # Read under the file's lock: read before it, a process that waited for
+                    # the lock would enter its request with an earlier time than others
+                    # entered before it, and it would leave the minute early.
+                    now = self.clock.now()
                     _forget_before(window, now - WINDOW_S)
                     reason, delay = self._minute_wait(window, tokens, now)
                     if reason is None:
@@ -200,8 +198,12 @@ class RateLimiter:
                             sent_at=now, tokens=tokens, waits=tuple(waits), key=self._window.key()
                         )
                         window.append(permit)
-                        self._open += 1
-                        return permit
+                if permit is not None:
+                    # Counted once the window is written: an interrupt before then leaves
+                    # neither the request nor its connection.
+                    self._open += 1
+                    return permit
+                assert reason is not None
                 waits.append(wait(reason, delay))
                 # Sleep without the lock: other requests may finish meanwhile.
                 self._condition.release()
