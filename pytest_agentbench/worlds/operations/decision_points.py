@@ -39,7 +39,7 @@ from pytest_agentbench.sdk import (
     sha256_hex,
 )
 from pytest_agentbench.worlds.operations import outcomes as oc
-from pytest_agentbench.worlds.operations.reads import read_session, retrieve_tool
+from pytest_agentbench.worlds.operations.reads import pack_read_tools, read_session, retrieve_tool
 from pytest_agentbench.worlds.operations.spec import LoadedSpec
 from pytest_agentbench.worlds.operations.state import ENGINE_COLLECTIONS, OperationState
 from pytest_agentbench.worlds.operations.surface import decode_surface, pack_surface
@@ -777,7 +777,7 @@ def decide_at(
         task, collections = task_view(task), record_view(collections)
     state = OperationState(collections, {}, spec.policy)
     session = read_session(
-        retrieve_tool(state, lambda refs: None),
+        retrieve_tool(state, lambda refs: None, pack_read_tools(spec.domain)),
         budget,
         {"scenario_id": encounter.scenario_id, "decision_point": encounter.decision_point_id},
     )

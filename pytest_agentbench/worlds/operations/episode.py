@@ -28,7 +28,7 @@ from pytest_agentbench.sdk import (
 )
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
-from pytest_agentbench.worlds.operations.reads import read_session, retrieve_tool
+from pytest_agentbench.worlds.operations.reads import pack_read_tools, read_session, retrieve_tool
 from pytest_agentbench.worlds.operations.spec import (
     AuthoredEvent,
     LoadedSpec,
@@ -115,6 +115,7 @@ class Episode:
         self.state = OperationState(
             self.domain.initial_state(self.spec), self.spec.hidden_state, self.policy
         )
+        self.read_tools = pack_read_tools(self.domain, frozenset(self.state.collections()))
         self.agenda = Agenda()
         self.ledger: list[dict[str, JsonValue]] = []
         self.tape: list[dict[str, JsonValue]] = []
@@ -447,7 +448,7 @@ class Episode:
             )
 
         session = read_session(
-            retrieve_tool(self.state, served),
+            retrieve_tool(self.state, served, self.read_tools),
             budget,
             {"scenario_id": self.scenario_id, "invocation_index": invocation.index},
         )

@@ -14,6 +14,20 @@ from pydantic import StrictInt, StrictStr, field_validator
 from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
 
 OPERATION_TYPE = "lettings.maintenance.synthetic"
+# The original's eight named reads over this operation's collections, each a
+# whole projection served by one service; every domain collection is served by
+# exactly one (the engine's own schedules and idempotency keys by none).
+READ_TOOLS: dict[str, tuple[str, ...]] = {
+    "get_case_record": ("cycles", "issues", "operation", "visits"),
+    "list_authoritative_records": ("evidence",),
+    "list_billing": ("invoices", "payments"),
+    "list_checkpoints": ("checkpoints",),
+    "list_communications": ("communications",),
+    "list_obligations": ("obligations",),
+    "list_quotes": ("quotes",),
+    "list_recent_events": ("claims",),
+}
+
 ROLES = frozenset(
     {
         "customer",
