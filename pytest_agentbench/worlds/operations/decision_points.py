@@ -777,7 +777,7 @@ def decide_at(
         task, collections = task_view(task), record_view(collections)
     state = OperationState(collections, {}, spec.policy)
     session = read_session(
-        retrieve_tool(state, lambda refs: None, pack_read_tools(spec.domain)),
+        retrieve_tool(state, lambda refs, whole: None, pack_read_tools(spec.domain)),
         budget,
         {"scenario_id": encounter.scenario_id, "decision_point": encounter.decision_point_id},
     )

@@ -33,6 +33,7 @@ from pytest_agentbench.sdk import (
 from pytest_agentbench.worlds.operations.state import OperationState
 
 RETRIEVE = "retrieve"
+COMPLETE_OUTCOME = "complete"
 MAX_REQUESTS_PER_BATCH = 8
 """Requests one batch may hold, as in the original (a read tool counts as one)."""
 
@@ -118,7 +119,42 @@ def _invalid_tools(reason: str) -> AgentbenchError:
     return AgentbenchError("invalid_read_tools", reason, field="read_tools")
 
 
-Served = Callable[[list[dict[str, JsonValue]]], None]
+def pack_tool_contract(pack: object, tools: ReadTools) -> dict[str, tuple[str, ...]] | None:
+    """The named reads each outcome key requires (``read_contract``), or None if undeclared.
+
+    Keys are the pack's actions and ``complete``; every read named must be one
+    of ``tools``. An outcome key the table leaves out requires no named read.
+    """
+    declared = getattr(pack, "read_contract", None)
+    if declared is None:
+        return None
+    if not isinstance(declared, Mapping):
+        raise _invalid_contract("read_contract must map outcome keys to read tools")
+    outcomes = {*getattr(pack, "action_types", {}), COMPLETE_OUTCOME}
+    contract: dict[str, tuple[str, ...]] = {}
+    for outcome, required in declared.items():
+        if outcome not in outcomes:
+            raise _invalid_contract(f"read_contract names unknown outcome {outcome!r}")
+        if not isinstance(required, tuple) or not all(isinstance(t, str) for t in required):
+            raise _invalid_contract(f"outcome {outcome!r} must require a tuple of read tools")
+        unknown = sorted(set(required) - set(tools))
+        if unknown:
+            raise _invalid_contract(f"outcome {outcome!r} requires unknown read(s) {unknown}")
+        contract[outcome] = tuple(sorted(set(required)))
+    return dict(sorted(contract.items()))
+
+
+def _invalid_contract(reason: str) -> AgentbenchError:
+    return AgentbenchError("invalid_read_contract", reason, field="read_contract")
+
+
+def tools_covered(tools: ReadTools, whole: set[str]) -> set[str]:
+    """The named reads made when the collections in ``whole`` were each read whole."""
+    return {name for name, served in tools.items() if set(served) <= whole}
+
+
+Served = Callable[[list[dict[str, JsonValue]], list[str]], None]
+"""Hears each served batch: its record refs, and the collections it read whole."""
 
 
 def _requested(
@@ -196,7 +232,8 @@ def retrieve_tool(state: OperationState, served: Served, tools: ReadTools) -> To
                         "record": record,
                     }
                 )
-        served([{k: r[k] for k in ("collection", "id", "version")} for r in records])
+        whole = sorted({collection for collection, wanted in wanted_all if wanted is None})
+        served([{k: r[k] for k in ("collection", "id", "version")} for r in records], whole)
         return {"records": records, "missing": missing}
 
     return ToolSpec(

@@ -14,6 +14,7 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack impor
 from pytest_agentbench.worlds.operations.reads import (
     MAX_REQUESTS_PER_BATCH,
     pack_read_tools,
+    pack_tool_contract,
     read_session,
     retrieve_tool,
 )
@@ -54,7 +55,9 @@ def test_named_reads_serve_their_collections_and_bad_requests_are_refused_by_nam
     state = _state()
     logged: list[list[dict[str, JsonValue]]] = []
     tools = pack_read_tools(MaintenancePack(), frozenset(state.collections()))
-    session = read_session(retrieve_tool(state, logged.append, tools), 20, {})
+    session = read_session(
+        retrieve_tool(state, lambda refs, whole: logged.append(refs), tools), 20, {}
+    )
     assert tuple(tools) == ORIGINAL_READS
     by_tool = session.call("retrieve", {"requests": [{"tool": "list_billing"}]})
     by_name = session.call(
@@ -142,3 +145,59 @@ def test_six_batches_of_at_most_eight_requests_per_invocation() -> None:
     assert seen == ["budget_exhausted"]
     served = [row for row in rows(record, "retrieval") if row["invocation_index"] == 1]
     assert len(served) == 6
+
+
+def test_an_outcome_is_refused_until_its_named_reads_are_made_in_the_window() -> None:
+    visit = {"visit_type": "DIAGNOSTIC", "cycle_id": "cycle_1"}
+    act = {"outcome": "ACT", "action": "request_supplier_visit", "payload": visit}
+    steps: list[tuple[list[dict[str, JsonValue]], dict[str, Any]]] = [
+        ([], act),  # nothing read
+        ([{"collection": "cycles", "id": "cycle_1"}], act),  # one record is not the read
+        ([{"collection": c} for c in ("operation", "issues", "cycles")], act),  # visits unread
+        ([{"collection": "visits"}], act),  # get_case_record now whole: accepted
+        ([], act),  # its own accepted effect closed the window (before the duplicate check)
+        ([{"tool": "get_case_record"}], {"outcome": "COMPLETE", "reason": "r"}),
+    ]
+
+    def decide(task: dict[str, Any], session: Any) -> Any:
+        if task["invocation_index"] != 1 or task["turn_index"] >= len(steps):
+            return wait(fallback=50_000)
+        requests, outcome = steps[task["turn_index"]]
+        if requests:
+            session.call("retrieve", {"requests": requests})
+        return {"evidence_refs": [], **outcome}
+
+    record = episode("V1", Scripted(decide))
+    first = rows(record, "action_rejected", "effect_accepted")[:6]
+    assert [row.get("code", "accepted") for row in first] == [
+        "ACTION_WITHOUT_RETRIEVAL",
+        "ACTION_WITHOUT_RETRIEVAL",
+        "ACTION_WITHOUT_RETRIEVAL",
+        "accepted",
+        "ACTION_WITHOUT_RETRIEVAL",
+        "ACTION_WITHOUT_RETRIEVAL",
+    ]
+    assert "get_case_record" in first[0]["reason"]
+    assert first[5]["reason"].startswith(
+        "complete requires the reads list_billing, list_checkpoints, list_obligations"
+    )
+
+
+class _Contract:
+    def __init__(self, read_contract: object) -> None:
+        self.action_types = {"act": None}
+        self.read_tools = {"list_quotes": ("quotes",)}
+        self.read_contract = read_contract
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [{"other": ()}, {"act": ("list_billing",)}, {"act": ["list_quotes"]}, ["act"]],
+)
+def test_a_bad_read_contract_is_refused_by_name(declared: object) -> None:
+    pack = _Contract(declared)
+    with pytest.raises(AgentbenchError) as refused:
+        pack_tool_contract(pack, pack_read_tools(pack))
+    assert refused.value.code == "invalid_read_contract"
+    good = _Contract({"complete": ("list_quotes",)})
+    assert pack_tool_contract(good, pack_read_tools(good)) == {"complete": ("list_quotes",)}

@@ -31,11 +31,13 @@ READ_COLLECTIONS = (
     "payments",
     "obligations",
     "communications",
+    "evidence",
 )
-# The same collections through the original's named reads: six requests, so
-# one batch within the budget of 8 (ten collection requests would not fit).
+# The same collections through the original's named reads: seven requests, so
+# one batch within the budget of 8, and every read any outcome requires.
 READ_REQUESTS = (
     {"tool": "get_case_record"},
+    {"tool": "list_authoritative_records"},
     {"tool": "list_billing"},
     {"tool": "list_checkpoints"},
     {"tool": "list_communications"},

@@ -28,6 +28,24 @@ READ_TOOLS: dict[str, tuple[str, ...]] = {
     "list_recent_events": ("claims",),
 }
 
+# What each outcome must have read, by named read, in the invocation since its
+# last accepted effect: the original's live contract for operation 0.6.0 (its
+# surface, byte for byte). A proposal without them is refused.
+READ_CONTRACT: dict[str, tuple[str, ...]] = {
+    "authorise_supplier_work": ("get_case_record", "list_checkpoints", "list_quotes"),
+    "complete": ("get_case_record", "list_billing", "list_checkpoints", "list_obligations"),
+    "request_approval": ("get_case_record", "list_checkpoints", "list_quotes"),
+    "request_exception_resolution": ("get_case_record", "list_checkpoints", "list_quotes"),
+    "request_invoice_validation": (
+        "get_case_record",
+        "list_authoritative_records",
+        "list_billing",
+    ),
+    "request_payment": ("get_case_record", "list_authoritative_records", "list_billing"),
+    "request_supplier_visit": ("get_case_record",),
+    "send_message": ("get_case_record", "list_communications"),
+}
+
 ROLES = frozenset(
     {
         "customer",
