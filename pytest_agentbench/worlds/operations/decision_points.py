@@ -39,7 +39,12 @@ from pytest_agentbench.sdk import (
     sha256_hex,
 )
 from pytest_agentbench.worlds.operations import outcomes as oc
-from pytest_agentbench.worlds.operations.reads import pack_read_tools, read_session, retrieve_tool
+from pytest_agentbench.worlds.operations.reads import (
+    pack_read_tools,
+    pack_tool_contract,
+    read_session,
+    retrieve_tool,
+)
 from pytest_agentbench.worlds.operations.spec import LoadedSpec
 from pytest_agentbench.worlds.operations.state import ENGINE_COLLECTIONS, OperationState
 from pytest_agentbench.worlds.operations.surface import decode_surface, pack_surface
@@ -776,8 +781,14 @@ def decide_at(
         task_view, record_view = views
         task, collections = task_view(task), record_view(collections)
     state = OperationState(collections, {}, spec.policy)
+    tools = pack_read_tools(spec.domain)
     session = read_session(
-        retrieve_tool(state, lambda refs, whole: None, pack_read_tools(spec.domain)),
+        retrieve_tool(
+            state,
+            lambda refs, whole: None,
+            tools,
+            pack_tool_contract(spec.domain, tools),
+        ),
         budget,
         {"scenario_id": encounter.scenario_id, "decision_point": encounter.decision_point_id},
     )

@@ -464,7 +464,7 @@ class Episode:
             )
 
         session = read_session(
-            retrieve_tool(self.state, served, self.read_tools),
+            retrieve_tool(self.state, served, self.read_tools, self.tool_contract),
             budget,
             {"scenario_id": self.scenario_id, "invocation_index": invocation.index},
         )

@@ -64,8 +64,11 @@ RETRIEVE_PARAMETERS: dict[str, JsonValue] = {
 }
 
 
-def retrieve_description(tools: ReadTools) -> str:
-    """What ``retrieve`` says to an agent: the request forms, the budget, the tools."""
+def retrieve_description(
+    tools: ReadTools, contract: Mapping[str, tuple[str, ...]] | None = None
+) -> str:
+    """What ``retrieve`` says to an agent: the request forms, the budget, the tools, and
+    the reads each outcome requires (disclosed, rather than discovered by refusal)."""
     text = (
         "Read records of the operation's business system. Each request names a "
         "collection and optionally a record id (all records of the collection when "
@@ -77,6 +80,16 @@ def retrieve_description(tools: ReadTools) -> str:
     if tools:
         listed = "; ".join(f"{name}: {', '.join(tools[name])}" for name in sorted(tools))
         text += f" Read tools: {listed}."
+    if contract:
+        needs = "; ".join(
+            f"{outcome}: {', '.join(required)}"
+            for outcome, required in contract.items()
+            if required
+        )
+        text += (
+            " Each outcome is refused (ACTION_WITHOUT_RETRIEVAL) unless these reads were "
+            f"made in this invocation since your last accepted action: {needs}."
+        )
     return text
 
 
@@ -192,7 +205,12 @@ def _requested(
     return [(collection, request.get("id"))]
 
 
-def retrieve_tool(state: OperationState, served: Served, tools: ReadTools) -> ToolSpec:
+def retrieve_tool(
+    state: OperationState,
+    served: Served,
+    tools: ReadTools,
+    contract: Mapping[str, tuple[str, ...]] | None = None,
+) -> ToolSpec:
     """``retrieve`` over the projection of ``state``; ``served`` hears what it served."""
 
     def handler(arguments: dict[str, Any]) -> JsonValue:
@@ -238,7 +256,7 @@ def retrieve_tool(state: OperationState, served: Served, tools: ReadTools) -> To
 
     return ToolSpec(
         name=RETRIEVE,
-        description=retrieve_description(tools),
+        description=retrieve_description(tools, contract),
         parameters=RETRIEVE_PARAMETERS,
         handler=handler,
     )

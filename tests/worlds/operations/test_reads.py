@@ -178,6 +178,15 @@ def test_an_outcome_is_refused_until_its_named_reads_are_made_in_the_window() ->
         "ACTION_WITHOUT_RETRIEVAL",
     ]
     assert "get_case_record" in first[0]["reason"]
+    # The contract is disclosed to the agent in the tool's description.
+    pack = MaintenancePack()
+    tools = pack_read_tools(pack)
+    described = retrieve_tool(_state(), lambda r, w: None, tools, pack_tool_contract(pack, tools))
+    assert "send_message: get_case_record, list_communications" in described.description
+    assert (
+        "ACTION_WITHOUT_RETRIEVAL"
+        not in retrieve_tool(_state(), lambda r, w: None, tools).description
+    )
     assert first[5]["reason"].startswith(
         "complete requires the reads list_billing, list_checkpoints, list_obligations"
     )
