@@ -10,6 +10,7 @@ from pytest_agentbench.sdk import AgentbenchError, JsonValue, ToolCallError
 from pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack import (
     ReturnRefundPack,
 )
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance import negatives
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import MaintenancePack
 from pytest_agentbench.worlds.operations.reads import (
     MAX_REQUESTS_PER_BATCH,
@@ -127,6 +128,8 @@ def test_a_bad_read_tool_table_is_refused_by_name(declared: object) -> None:
 
 def test_a_pack_without_named_reads_reads_by_collection_only() -> None:
     assert pack_read_tools(object()) == {}
+    # The everything-reading control restates the cap (a pack imports only the sdk).
+    assert negatives.READ_BATCH == MAX_REQUESTS_PER_BATCH
 
 
 def test_six_batches_of_at_most_eight_requests_per_invocation() -> None:

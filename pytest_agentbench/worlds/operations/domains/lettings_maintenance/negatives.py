@@ -21,8 +21,10 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference 
     Records,
     decide,
 )
-from pytest_agentbench.worlds.operations.reads import MAX_REQUESTS_PER_BATCH
 
+READ_BATCH = 8
+"""The engine's cap on requests per ``retrieve`` call (a pack imports only the sdk,
+so it is restated here; a test holds the two equal)."""
 CLAIM_EVENT = "supplier_assertion_received"
 INVOICE_EVENT = "supplier_invoice_received"
 OPENING_EVENT = "customer_issue_reported"
@@ -59,8 +61,8 @@ def _read_everything(task: dict[str, Any], session: Any) -> list[dict[str, Any]]
     """Every collection by name, in as many batches as the per-batch cap needs."""
     names = sorted(task["records"])
     served: list[dict[str, Any]] = []
-    for start in range(0, len(names), MAX_REQUESTS_PER_BATCH):
-        chunk = names[start : start + MAX_REQUESTS_PER_BATCH]
+    for start in range(0, len(names), READ_BATCH):
+        chunk = names[start : start + READ_BATCH]
         answer = session.call("retrieve", {"requests": [{"collection": n} for n in chunk]})
         served.extend(answer["records"])
     return [{"collection": r["collection"], "id": r["id"], "version": r["version"]} for r in served]
