@@ -40,6 +40,7 @@ from pytest_agentbench.sdk import (
 )
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.reads import (
+    MAX_REQUESTS_PER_BATCH,
     pack_read_tools,
     pack_tool_contract,
     read_session,
@@ -215,8 +216,9 @@ class MatchedSurface(Record):
 
     The original also declares its observation projection, read catalogue,
     read budget (batches per invocation, requests per batch) and action payload
-    contracts; they are read and carried. Our check holds the read requirements
-    and the outcome vocabulary against the pack.
+    contracts; they are read and carried. Our check holds the read requirements,
+    the read budget (when declared) and the outcome vocabulary against the
+    operation.
     """
 
     observation_projection_fields: tuple[StrictStr, ...] | None = None
@@ -408,6 +410,19 @@ class _Checker:
                 f"contract is {list(live)}",
                 file=self.display,
                 field=field,
+            )
+        budget = (
+            int(self.spec.policy.max_retrieval_batches_per_invocation),
+            MAX_REQUESTS_PER_BATCH,
+        )
+        declared = surface.retrieval_batch_budget
+        if declared is not None and tuple(declared) != budget:
+            raise AgentbenchError(
+                "matched_surface_mismatch",
+                f"declares a read budget of {list(declared)}; the operation's is {list(budget)} "
+                "(batches per invocation, requests per batch)",
+                file=self.display,
+                field="matched_surface.retrieval_batch_budget",
             )
         if tuple(surface.outcome_kinds) != OUTCOME_KINDS:
             raise AgentbenchError(
