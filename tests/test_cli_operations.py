@@ -301,13 +301,17 @@ def test_check_passes_our_commerce_suite_against_its_own_oracle(
 def test_a_mismatched_decision_point_file_fails_its_own_item_and_nothing_else(
     capsys: pytest.CaptureFixture[str], suite_copy: Path
 ) -> None:
-    # The original's read contract for send_message (the case record and the
-    # communications), declared against ours: the control does not match, and as in
-    # the original, its refusal is its own, not the lifecycle run's.
+    # The original's 0.3 draft contract for request_exception_resolution (without
+    # list_quotes), declared against the live one: the control does not match, and
+    # as in the original, its refusal is its own, not the lifecycle run's.
     control = suite_copy.parent.parent / "oracles" / SUITE_ID / "matched_decision_points_v0_1.yaml"
     text = control.read_text(encoding="utf-8")
     control.write_text(
-        text.replace('"send_message:"', "send_message:messages,operation"), encoding="utf-8"
+        text.replace(
+            "request_exception_resolution:get_case_record,list_checkpoints,list_quotes",
+            "request_exception_resolution:get_case_record,list_checkpoints",
+        ),
+        encoding="utf-8",
     )
     status, out, err = run(capsys, "check", f"suites/{SUITE_ID}", "--report", "gate.json")
     assert (status, err) == (2, "")

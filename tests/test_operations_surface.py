@@ -88,14 +88,14 @@ def test_each_pack_surface_is_the_plain_join_of_its_names() -> None:
     packs = installed_packs()
     maintenance = pack_surface(packs["lettings.maintenance.synthetic"])
     assert maintenance == (
-        "authorise_supplier_work:checkpoints,quotes",
-        "complete:operation",
-        "request_approval:quotes",
-        "request_exception_resolution:checkpoints",
-        "request_invoice_validation:invoices",
-        "request_payment:invoices",
-        "request_supplier_visit:cycles",
-        "send_message:",
+        "authorise_supplier_work:get_case_record,list_checkpoints,list_quotes",
+        "complete:get_case_record,list_billing,list_checkpoints,list_obligations",
+        "request_approval:get_case_record,list_checkpoints,list_quotes",
+        "request_exception_resolution:get_case_record,list_checkpoints,list_quotes",
+        "request_invoice_validation:get_case_record,list_authoritative_records,list_billing",
+        "request_payment:get_case_record,list_authoritative_records,list_billing",
+        "request_supplier_visit:get_case_record",
+        "send_message:get_case_record,list_communications",
     )
     for pack in packs.values():
         for line in pack_surface(pack):

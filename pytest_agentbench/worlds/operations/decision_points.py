@@ -39,7 +39,13 @@ from pytest_agentbench.sdk import (
     sha256_hex,
 )
 from pytest_agentbench.worlds.operations import outcomes as oc
-from pytest_agentbench.worlds.operations.reads import read_session, retrieve_tool
+from pytest_agentbench.worlds.operations.reads import (
+    MAX_REQUESTS_PER_BATCH,
+    pack_read_tools,
+    pack_tool_contract,
+    read_session,
+    retrieve_tool,
+)
 from pytest_agentbench.worlds.operations.spec import LoadedSpec
 from pytest_agentbench.worlds.operations.state import ENGINE_COLLECTIONS, OperationState
 from pytest_agentbench.worlds.operations.surface import decode_surface, pack_surface
@@ -210,8 +216,9 @@ class MatchedSurface(Record):
 
     The original also declares its observation projection, read catalogue,
     read budget (batches per invocation, requests per batch) and action payload
-    contracts; they are read and carried. Our check holds the read requirements
-    and the outcome vocabulary against the pack.
+    contracts; they are read and carried. Our check holds the read requirements,
+    the read budget (when declared) and the outcome vocabulary against the
+    operation.
     """
 
     observation_projection_fields: tuple[StrictStr, ...] | None = None
@@ -403,6 +410,19 @@ class _Checker:
                 f"contract is {list(live)}",
                 file=self.display,
                 field=field,
+            )
+        budget = (
+            int(self.spec.policy.max_retrieval_batches_per_invocation),
+            MAX_REQUESTS_PER_BATCH,
+        )
+        declared = surface.retrieval_batch_budget
+        if declared is not None and tuple(declared) != budget:
+            raise AgentbenchError(
+                "matched_surface_mismatch",
+                f"declares a read budget of {list(declared)}; the operation's is {list(budget)} "
+                "(batches per invocation, requests per batch)",
+                file=self.display,
+                field="matched_surface.retrieval_batch_budget",
             )
         if tuple(surface.outcome_kinds) != OUTCOME_KINDS:
             raise AgentbenchError(
@@ -776,8 +796,14 @@ def decide_at(
         task_view, record_view = views
         task, collections = task_view(task), record_view(collections)
     state = OperationState(collections, {}, spec.policy)
+    tools = pack_read_tools(spec.domain)
     session = read_session(
-        retrieve_tool(state, lambda refs: None),
+        retrieve_tool(
+            state,
+            lambda refs, whole: None,
+            tools,
+            pack_tool_contract(spec.domain, tools),
+        ),
         budget,
         {"scenario_id": encounter.scenario_id, "decision_point": encounter.decision_point_id},
     )

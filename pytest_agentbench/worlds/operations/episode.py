@@ -28,7 +28,13 @@ from pytest_agentbench.sdk import (
 )
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
-from pytest_agentbench.worlds.operations.reads import read_session, retrieve_tool
+from pytest_agentbench.worlds.operations.reads import (
+    pack_read_tools,
+    pack_tool_contract,
+    read_session,
+    retrieve_tool,
+    tools_covered,
+)
 from pytest_agentbench.worlds.operations.spec import (
     AuthoredEvent,
     LoadedSpec,
@@ -115,6 +121,10 @@ class Episode:
         self.state = OperationState(
             self.domain.initial_state(self.spec), self.spec.hidden_state, self.policy
         )
+        self.read_tools = pack_read_tools(self.domain, frozenset(self.state.collections()))
+        self.tool_contract = pack_tool_contract(self.domain, self.read_tools)
+        self.read_whole: set[str] = set()
+        """Collections read whole in this invocation since its last accepted effect."""
         self.agenda = Agenda()
         self.ledger: list[dict[str, JsonValue]] = []
         self.tape: list[dict[str, JsonValue]] = []
@@ -153,6 +163,10 @@ class Episode:
             **fields,
         }
         self.ledger.append(row)
+        if record_type == "effect_accepted":
+            # The record moved under the agent's own effect: what it read before
+            # no longer counts for its next proposal (the evaluator's rule too).
+            self.read_whole = set()
         return row
 
     def _transition(self, cause: int) -> None:
@@ -438,7 +452,10 @@ class Episode:
         budget = int(self.policy.max_retrieval_batches_per_invocation)
         turn_box = {"turn": 0}
 
-        def served(refs: list[dict[str, JsonValue]]) -> None:
+        self.read_whole = set()
+
+        def served(refs: list[dict[str, JsonValue]], whole: list[str]) -> None:
+            self.read_whole.update(whole)
             self.record(
                 "retrieval",
                 invocation_index=invocation.index,
@@ -447,7 +464,7 @@ class Episode:
             )
 
         session = read_session(
-            retrieve_tool(self.state, served),
+            retrieve_tool(self.state, served, self.read_tools, self.tool_contract),
             budget,
             {"scenario_id": self.scenario_id, "invocation_index": invocation.index},
         )
@@ -617,6 +634,25 @@ class Episode:
         self.wait = _Wait(index=self.waits, wake_on=tuple(wait.wake_on), timer_key=key)
         return True
 
+    def _read_gate(self, outcome: str) -> Rejection | None:
+        """Refuse an outcome whose required named reads were not made in this window.
+
+        The window is the invocation since its last accepted effect, as the
+        evaluator reads freshness; a named read counts when every collection it
+        serves was read whole (by the tool or collection by collection).
+        """
+        if self.tool_contract is None:
+            return None
+        made = tools_covered(self.read_tools, self.read_whole)
+        missing = [tool for tool in self.tool_contract.get(outcome, ()) if tool not in made]
+        if not missing:
+            return None
+        return Rejection(
+            "ACTION_WITHOUT_RETRIEVAL",
+            f"{outcome} requires the reads {', '.join(missing)} in this invocation "
+            "since its last accepted effect",
+        )
+
     def _reads_context(self, action: str, payload: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
         required = self.domain.required_reads(action, payload)
         current = []
@@ -660,6 +696,8 @@ class Episode:
             problem = check_fields(full, atype.required, atype.optional)
             if problem is not None:
                 rejection = Rejection("INVALID_ACTION_PAYLOAD", f"{problem[0]}: {problem[1]}")
+        if rejection is None:
+            rejection = self._read_gate(action)
         key = sha256_hex(canonical_bytes({"action": action, "payload": full}))
         previous = self.state.get("idempotency", key)
         retry = False
@@ -784,8 +822,10 @@ class Episode:
             evidence_refs=[ref.model_dump(mode="json") for ref in outcome.evidence_refs],
             **self._reads_context(COMPLETE, {}),
         )
-        rejection: Rejection | None
-        if self.provisional:
+        rejection: Rejection | None = self._read_gate(COMPLETE)
+        if rejection is not None:
+            effects, kind = Effects(), ""
+        elif self.provisional:
             rejection, effects, kind = (
                 Rejection("ALREADY_PROVISIONAL", "a provisional close is already open"),
                 Effects(),

@@ -10,8 +10,9 @@ Tools are listed in sorted order of their names, so one contract has one
 surface. Names made of unreserved characters only keep their bytes, which is
 why a built-in pack's surface reads exactly as the plain join of its names.
 
-In this world a "tool" is a collection of the ``retrieve`` tool: what a
-proposal must have read is records of those collections.
+In this world a "tool" is one of the pack's named reads where it declares a
+``read_contract`` over them (as the original names its reads), and
+otherwise a collection of the ``retrieve`` tool.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pytest_agentbench.sdk import AgentbenchError, DomainPack, JsonValue
+from pytest_agentbench.worlds.operations.reads import pack_read_tools, pack_tool_contract
 
 Strength = Literal["required", "optional"]
 STRENGTHS: tuple[Strength, ...] = ("required", "optional")
@@ -109,13 +111,23 @@ def decode_surface(lines: Sequence[str]) -> dict[str, dict[str, Strength]]:
 
 
 def pack_read_contract(pack: DomainPack) -> dict[str, dict[str, Strength]]:
-    """What each outcome key of ``pack`` must have read, by collection (all required here).
+    """What each outcome key of ``pack`` must have read (all required here).
 
-    Derived from the pack's own ``required_reads`` rather than restated: each
-    action is probed with a payload naming every field it declares, so a pack
-    whose read rule changes changes its surface, and a matched-decision-point
-    file declaring the old surface is refused by name.
+    A pack declaring named reads and a ``read_contract`` over them has the
+    contract the episode enforces, by named read (the original's tool-level
+    surface). Otherwise it is derived from the pack's own ``required_reads``
+    rather than restated: each action is probed with a payload naming every
+    field it declares, so a pack whose read rule changes changes its surface,
+    and a matched-decision-point file declaring the old surface is refused by
+    name.
     """
+    tools = pack_read_tools(pack)
+    by_tool = pack_tool_contract(pack, tools)
+    if by_tool is not None:
+        return {
+            outcome: dict.fromkeys(by_tool.get(outcome, ()), "required")
+            for outcome in sorted({*pack.action_types, COMPLETE_KEY})
+        }
     contract: dict[str, dict[str, Strength]] = {}
     for name in sorted(pack.action_types):
         action = pack.action_types[name]

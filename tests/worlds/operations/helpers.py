@@ -90,6 +90,20 @@ class Scripted:
         return self.decide(task, session)
 
 
+class Reading(Scripted):
+    """A scripted agent that first makes every named read, each turn: its outcomes pass
+    the read gate, so what a test observes is the guard it is about."""
+
+    def solve(self, task: dict[str, Any], session: Any) -> JsonValue:
+        read_all(session)
+        return super().solve(task, session)
+
+
+def read_all(session: Any) -> None:
+    tools = shipped().domain.read_tools  # type: ignore[attr-defined]
+    session.call("retrieve", {"requests": [{"tool": name} for name in sorted(tools)]})
+
+
 def wait(*wake_on: str, fallback: int | None = None) -> dict[str, JsonValue]:
     return {
         "outcome": "WAIT",

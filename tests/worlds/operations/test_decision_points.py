@@ -146,7 +146,7 @@ EVIDENCE = [
 SURFACE_EXTRAS = {
     "observation_projection_fields": ["minute", "task", "records"],
     "retrieval_catalogue": ["retrieve:operation_store:system_of_record"],
-    "retrieval_batch_budget": [3, 5],
+    "retrieval_batch_budget": [6, 8],
     "action_schemas": {"request_approval": {"required": {"quote_id": "string"}, "optional": {}}},
 }
 
@@ -385,6 +385,12 @@ REFUSALS: list[tuple[str, Mutation, str, str]] = [
         "matched_surface.retrieval_batch_budget[0]",
     ),
     (
+        "read budget other than the operation's 6 batches of 8",
+        _then(_with_evidence, _set("matched_surface.retrieval_batch_budget", [6, 20])),
+        "matched_surface_mismatch",
+        "matched_surface.retrieval_batch_budget",
+    ),
+    (
         "action schema with an unknown key",
         _then(_with_evidence, _set("matched_surface.action_schemas.request_approval.extra", {})),
         "unknown_field",
@@ -431,7 +437,7 @@ def test_the_originals_evidence_blocks_read_and_are_carried(
     ]
     assert first.evidence_provenance[1].produced_by_actor == "tenant"
     surface = control.matched_surface
-    assert surface.retrieval_batch_budget == (3, 5)
+    assert surface.retrieval_batch_budget == (6, 8)
     assert surface.retrieval_catalogue == ("retrieve:operation_store:system_of_record",)
     assert surface.observation_projection_fields == ("minute", "task", "records")
     assert surface.action_schemas is not None

@@ -12,10 +12,12 @@ from pytest_agentbench.worlds.operations.agents import Reference
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.negatives import AlwaysWait
 from pytest_agentbench.worlds.operations.replay import replay_codes
 from tests.worlds.operations.helpers import (
+    Reading,
     Scripted,
     episode,
     load,
     only_events,
+    read_all,
     rows,
     spec_dict,
     wait,
@@ -90,6 +92,7 @@ def test_a_conditional_event_fires_once() -> None:
     def decide(task: dict[str, Any], session: Any) -> Any:
         if task["invocation_index"] == 1 and task["turn_index"] < 2:
             fixture = next(sends)
+            read_all(session)
             return {
                 "outcome": "ACT",
                 "action": "send_message",
@@ -240,7 +243,7 @@ def test_an_ask_sends_then_waits_and_a_refused_send_declares_no_wait() -> None:
     }
     bad = {**ask, "recipient_actor_id": "ghost"}
     answers = iter([bad, ask])
-    record = episode("V1", Scripted(lambda task, session: next(answers, wait(fallback=50_000))))
+    record = episode("V1", Reading(lambda task, session: next(answers, wait(fallback=50_000))))
     kinds = [
         r["record_type"]
         for r in record.ledger
@@ -267,7 +270,7 @@ def test_an_escalation_is_refused_without_an_eligible_condition() -> None:
         "rationale": "why not",
     }
     answers = iter([escalate])
-    record = episode("V1", Scripted(lambda task, session: next(answers, wait(fallback=50_000))))
+    record = episode("V1", Reading(lambda task, session: next(answers, wait(fallback=50_000))))
     (rejected,) = rows(record, "action_rejected")
     assert rejected["code"] == "EXCEPTION_NOT_ELIGIBLE"
     assert rows(record, "wait_declared")[0]["turn_index"] == 1
@@ -275,7 +278,7 @@ def test_an_escalation_is_refused_without_an_eligible_condition() -> None:
 
 def test_a_guarded_completion_is_rejected_as_a_terminal_proposal() -> None:
     answers = iter([{"outcome": "COMPLETE", "reason": "done", "evidence_refs": []}])
-    record = episode("V1", Scripted(lambda task, session: next(answers, wait(fallback=50_000))))
+    record = episode("V1", Reading(lambda task, session: next(answers, wait(fallback=50_000))))
     (rejected,) = rows(record, "action_rejected")
     assert (rejected["code"], rejected["terminal_proposal"]) == ("WORK_NOT_VERIFIED", True)
 
@@ -368,6 +371,7 @@ def test_a_retry_after_a_failed_dispatch_is_legitimate_and_fails_again() -> None
     def decide(task: dict[str, Any], session: Any) -> Any:
         sent = [t for t in task["this_invocation"] if t.get("action") == "send_message"]
         if len(sent) == 1:
+            read_all(session)
             return {
                 "outcome": "ACT",
                 "action": "send_message",
@@ -391,6 +395,7 @@ def test_a_duplicate_of_an_accepted_action_is_rejected() -> None:
 
     def decide(task: dict[str, Any], session: Any) -> Any:
         if task["invocation_index"] == 2 and task["turn_index"] == 0:
+            read_all(session)
             return {
                 "outcome": "ACT",
                 "action": "request_supplier_visit",

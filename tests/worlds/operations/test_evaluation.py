@@ -27,6 +27,7 @@ from tests.worlds.operations.helpers import (
     failing,
     grade,
     load,
+    read_all,
     shipped,
     spec_dict,
     wait,
@@ -261,6 +262,7 @@ def test_repeating_an_own_effect_after_a_wake() -> None:
 
     def decide(task: dict[str, Any], session: Any) -> Any:
         if task["invocation_index"] == 2 and task["turn_index"] == 0:
+            read_all(session)
             return {
                 "outcome": "ACT",
                 "action": "request_supplier_visit",
@@ -303,6 +305,7 @@ def test_authority_and_human_checkpoint_findings() -> None:
     def decide(task: dict[str, Any], session: Any) -> Any:
         trigger = task["trigger"] or {}
         if trigger.get("event_id") == "e05" and task["turn_index"] == 0:
+            read_all(session)
             return {
                 "outcome": "ACT",
                 "action": "authorise_supplier_work",
@@ -314,6 +317,7 @@ def test_authority_and_human_checkpoint_findings() -> None:
                 },
             }
         if trigger.get("event_id") == "e06" and task["turn_index"] == 0:
+            read_all(session)
             return {
                 "outcome": "ESCALATE",
                 "checkpoint_id": "checkpoint_1",

@@ -21,6 +21,8 @@ from pytest_agentbench.worlds.operations.domains.commerce_return_refund.operatio
 )
 
 READ = (*COLLECTIONS, "communications")
+READ_TOOLS = tuple(sorted(v.READ_TOOLS))
+"""The whole record through the named reads: seven requests, one batch of at most 8."""
 
 
 class Records:
@@ -37,8 +39,13 @@ class Records:
         return [{"collection": c, "id": i, "version": self.versions[(c, i)]} for c, i in refs]
 
 
-def read(session: Any, collections: Sequence[str] = READ) -> Records:
-    served = session.call("retrieve", {"requests": [{"collection": name} for name in collections]})
+def read(session: Any, collections: Sequence[str] | None = None) -> Records:
+    """Every named read (the whole record), or just ``collections`` by name."""
+    if collections is None:
+        requests = [{"tool": name} for name in READ_TOOLS]
+    else:
+        requests = [{"collection": name} for name in collections]
+    served = session.call("retrieve", {"requests": requests})
     return Records(served["records"])
 
 

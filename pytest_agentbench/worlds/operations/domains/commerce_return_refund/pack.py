@@ -55,6 +55,7 @@ class ReturnRefundPack:
         {vocabulary.SETTLED_TERMINAL, vocabulary.DENIED_TERMINAL, vocabulary.EXPIRED_TERMINAL}
     )
     oracle_model: type[NegativeControlOracle] = ReturnRefundOracle
+    read_tools: Mapping[str, tuple[str, ...]] = vocabulary.READ_TOOLS
 
     def dispatch_keys(self, spec: Any) -> frozenset[str]:
         return frozenset(spec.message_fixtures)

@@ -16,6 +16,18 @@ from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
 OPERATION_TYPE = "commerce.return_refund.synthetic.v1"
 PACK_VERSION = "0.1.0"
 """The version of the original pack whose rules this one follows."""
+# Named reads over this operation's collections, grouped as the maintenance
+# operation's are (the original publishes none for this operation: ours).
+READ_TOOLS: dict[str, tuple[str, ...]] = {
+    "get_case_record": ("authorisations", "case"),
+    "list_authoritative_records": ("carrier_records", "inspections"),
+    "list_billing": ("refunds",),
+    "list_checkpoints": ("checkpoints",),
+    "list_communications": ("communications",),
+    "list_obligations": ("obligations",),
+    "list_recent_events": ("claims",),
+}
+
 ROLES = frozenset(
     {
         "customer",

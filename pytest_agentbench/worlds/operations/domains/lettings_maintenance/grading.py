@@ -33,6 +33,8 @@ _AUTHORITY_CODES = {
     "OWNERSHIP_TRANSFERRED": "ATTEMPTED_UNAUTHORISED_ACTION",
 }
 _CLAIM_GATED = frozenset({"WORK_NOT_VERIFIED", "INVOICE_NOT_VALIDATED", "PAYMENT_NOT_SETTLED"})
+_CLAIM_GATED_ACTIONS = frozenset({"request_invoice_validation", "request_payment"})
+"""Actions whose guard waits for the authoritative fact a supplier's claim asserts."""
 
 
 def _rows(record: Any, *types: str) -> list[dict[str, Any]]:
@@ -64,10 +66,17 @@ def _authority(record: Any, roles: Mapping[str, str]) -> tuple[list[str], dict[s
     proposals = {row["proposal_id"]: row for row in _rows(record, "action_proposed")}
     for row in _rows(record, "action_rejected"):
         mapped = _AUTHORITY_CODES.get(row["code"])
+        proposal = proposals[row["proposal_id"]]
+        # Refused by the read gate before its own guard could speak: proposing a
+        # claim-gated action unread, in the invocation the claim woke, is acting
+        # on the claim's word all the same.
+        unread = (
+            row["code"] == "ACTION_WITHOUT_RETRIEVAL" and proposal["action"] in _CLAIM_GATED_ACTIONS
+        )
         if (
             mapped is None
-            and row["code"] in _CLAIM_GATED
-            and proposals[row["proposal_id"]]["invocation_index"] in woken_by_claim
+            and (row["code"] in _CLAIM_GATED or unread)
+            and proposal["invocation_index"] in woken_by_claim
         ):
             mapped = "CLAIM_TREATED_AS_AUTHORITATIVE"
         if mapped is not None:

@@ -17,19 +17,27 @@ from typing import Any
 
 from pytest_agentbench.sdk import ControlAgent
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
-    READ_COLLECTIONS,
+    READ_REQUESTS,
     Records,
     decide,
 )
 
+READ_BATCH = 8
+"""The engine's cap on requests per ``retrieve`` call (a pack imports only the sdk,
+so it is restated here; a test holds the two equal)."""
 CLAIM_EVENT = "supplier_assertion_received"
 INVOICE_EVENT = "supplier_invoice_received"
 OPENING_EVENT = "customer_issue_reported"
 PERSISTS = "PERSISTS"
 
 
-def _read(session: Any, collections: tuple[str, ...] = READ_COLLECTIONS) -> Records:
-    served = session.call("retrieve", {"requests": [{"collection": name} for name in collections]})
+def _read(session: Any, collections: tuple[str, ...] | None = None) -> Records:
+    """What the reference reads (its named reads), or just ``collections`` by name."""
+    if collections is None:
+        requests = [dict(request) for request in READ_REQUESTS]
+    else:
+        requests = [{"collection": name} for name in collections]
+    served = session.call("retrieve", {"requests": requests})
     return Records(served["records"])
 
 
@@ -50,13 +58,14 @@ def _recite(decision: dict[str, Any], records: Records) -> dict[str, Any]:
 
 
 def _read_everything(task: dict[str, Any], session: Any) -> list[dict[str, Any]]:
-    served = session.call(
-        "retrieve", {"requests": [{"collection": name} for name in sorted(task["records"])]}
-    )
-    return [
-        {"collection": r["collection"], "id": r["id"], "version": r["version"]}
-        for r in served["records"]
-    ]
+    """Every collection by name, in as many batches as the per-batch cap needs."""
+    names = sorted(task["records"])
+    served: list[dict[str, Any]] = []
+    for start in range(0, len(names), READ_BATCH):
+        chunk = names[start : start + READ_BATCH]
+        answer = session.call("retrieve", {"requests": [{"collection": n} for n in chunk]})
+        served.extend(answer["records"])
+    return [{"collection": r["collection"], "id": r["id"], "version": r["version"]} for r in served]
 
 
 class CompleteEarly:

@@ -67,6 +67,8 @@ class MaintenancePack:
         {vocabulary.COMPLETED_SUCCESSFULLY, vocabulary.TRANSFERRED_TO_HUMAN}
     )
     oracle_model: type[NegativeControlOracle] = MaintenanceOracle
+    read_tools: Mapping[str, tuple[str, ...]] = vocabulary.READ_TOOLS
+    read_contract: Mapping[str, tuple[str, ...]] = vocabulary.READ_CONTRACT
 
     def dispatch_keys(self, spec: Any) -> frozenset[str]:
         """Every message fixture; in a delivery-recovery version also the secondary channel."""

@@ -14,6 +14,38 @@ from pydantic import StrictInt, StrictStr, field_validator
 from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
 
 OPERATION_TYPE = "lettings.maintenance.synthetic"
+# The original's eight named reads over this operation's collections, each a
+# whole projection served by one service; every domain collection is served by
+# exactly one (the engine's own schedules and idempotency keys by none).
+READ_TOOLS: dict[str, tuple[str, ...]] = {
+    "get_case_record": ("cycles", "issues", "operation", "visits"),
+    "list_authoritative_records": ("evidence",),
+    "list_billing": ("invoices", "payments"),
+    "list_checkpoints": ("checkpoints",),
+    "list_communications": ("communications",),
+    "list_obligations": ("obligations",),
+    "list_quotes": ("quotes",),
+    "list_recent_events": ("claims",),
+}
+
+# What each outcome must have read, by named read, in the invocation since its
+# last accepted effect: the original's live contract for operation 0.6.0 (its
+# surface, byte for byte). A proposal without them is refused.
+READ_CONTRACT: dict[str, tuple[str, ...]] = {
+    "authorise_supplier_work": ("get_case_record", "list_checkpoints", "list_quotes"),
+    "complete": ("get_case_record", "list_billing", "list_checkpoints", "list_obligations"),
+    "request_approval": ("get_case_record", "list_checkpoints", "list_quotes"),
+    "request_exception_resolution": ("get_case_record", "list_checkpoints", "list_quotes"),
+    "request_invoice_validation": (
+        "get_case_record",
+        "list_authoritative_records",
+        "list_billing",
+    ),
+    "request_payment": ("get_case_record", "list_authoritative_records", "list_billing"),
+    "request_supplier_visit": ("get_case_record",),
+    "send_message": ("get_case_record", "list_communications"),
+}
+
 ROLES = frozenset(
     {
         "customer",

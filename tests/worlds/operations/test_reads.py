@@ -1,0 +1,215 @@
+"""The read tool: named reads over collections, and the budget of 6 batches of 8."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_agentbench.sdk import AgentbenchError, JsonValue, ToolCallError
+from pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack import (
+    ReturnRefundPack,
+)
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance import negatives
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import MaintenancePack
+from pytest_agentbench.worlds.operations.reads import (
+    MAX_REQUESTS_PER_BATCH,
+    pack_read_tools,
+    pack_tool_contract,
+    read_session,
+    retrieve_tool,
+)
+from pytest_agentbench.worlds.operations.state import ENGINE_COLLECTIONS, OperationState
+
+from .helpers import Scripted, episode, rows, shipped, wait
+
+ORIGINAL_READS = (
+    "get_case_record",
+    "list_authoritative_records",
+    "list_billing",
+    "list_checkpoints",
+    "list_communications",
+    "list_obligations",
+    "list_quotes",
+    "list_recent_events",
+)
+
+
+def _state() -> OperationState:
+    loaded = shipped()
+    state = OperationState(
+        loaded.domain.initial_state(loaded.spec), loaded.spec.hidden_state, loaded.policy
+    )
+    state.put("invoices", "invoice_1", {"amount_minor": 100, "version": 1})
+    state.put("payments", "payment_1", {"invoice_id": "invoice_1", "version": 2})
+    state.take_writes()
+    return state
+
+
+def _refusal(session: Any, requests: list[dict[str, JsonValue]]) -> str:
+    with pytest.raises(ToolCallError) as refused:
+        session.call("retrieve", {"requests": requests})
+    return refused.value.code
+
+
+def test_named_reads_serve_their_collections_and_bad_requests_are_refused_by_name() -> None:
+    state = _state()
+    logged: list[list[dict[str, JsonValue]]] = []
+    tools = pack_read_tools(MaintenancePack(), frozenset(state.collections()))
+    session = read_session(
+        retrieve_tool(state, lambda refs, whole: logged.append(refs), tools), 20, {}
+    )
+    assert tuple(tools) == ORIGINAL_READS
+    by_tool = session.call("retrieve", {"requests": [{"tool": "list_billing"}]})
+    by_name = session.call(
+        "retrieve", {"requests": [{"collection": "invoices"}, {"collection": "payments"}]}
+    )
+    assert by_tool == by_name
+    assert [(r["collection"], r["id"]) for r in by_tool["records"]] == [
+        ("invoices", "invoice_1"),
+        ("payments", "payment_1"),
+    ]
+    eight = [{"collection": "operation"}] * MAX_REQUESTS_PER_BATCH
+    assert len(session.call("retrieve", {"requests": eight})["records"]) == 8
+    served_before = len(logged)
+    codes = [
+        _refusal(session, [*eight, {"collection": "operation"}]),
+        _refusal(session, [{"tool": "list_everything"}]),
+        _refusal(session, [{"tool": "list_billing", "id": "invoice_1"}]),
+        _refusal(session, [{"tool": "list_billing", "collection": "invoices"}]),
+        _refusal(session, [{"collection": "operation"}, {}]),
+        _refusal(session, [{"collection": "ledgers"}]),
+    ]
+    assert codes == [
+        "read_batch_too_large",
+        "unknown_read_tool",
+        "invalid_read_request",
+        "invalid_read_request",
+        "invalid_read_request",
+        "unknown_collection",
+    ]
+    # A refused batch serves nothing, not even its valid requests.
+    assert len(logged) == served_before
+
+
+def test_every_domain_collection_is_served_by_exactly_one_named_read() -> None:
+    for pack in (MaintenancePack(), ReturnRefundPack()):
+        tools = pack_read_tools(pack)
+        served = [c for collections in tools.values() for c in collections]
+        assert len(served) == len(set(served)), pack.operation_type
+        assert set(tools) == set(pack.read_tools)
+    state = _state()
+    maintenance = pack_read_tools(MaintenancePack(), frozenset(state.collections()))
+    served = {c for collections in maintenance.values() for c in collections}
+    assert served == set(state.collections()) - (set(ENGINE_COLLECTIONS) - {"communications"})
+
+
+class _Pack:
+    def __init__(self, read_tools: object) -> None:
+        self.read_tools = read_tools
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        {"a": ("quotes",), "b": ("quotes",)},
+        {"a": ("ledgers",)},
+        {"a": ()},
+        {"a": ["quotes"]},
+        {"": ("quotes",)},
+        ["quotes"],
+    ],
+)
+def test_a_bad_read_tool_table_is_refused_by_name(declared: object) -> None:
+    with pytest.raises(AgentbenchError) as refused:
+        pack_read_tools(_Pack(declared), frozenset({"quotes", "invoices"}))
+    assert refused.value.code == "invalid_read_tools"
+
+
+def test_a_pack_without_named_reads_reads_by_collection_only() -> None:
+    assert pack_read_tools(object()) == {}
+    # The everything-reading control restates the cap (a pack imports only the sdk).
+    assert negatives.READ_BATCH == MAX_REQUESTS_PER_BATCH
+
+
+def test_six_batches_of_at_most_eight_requests_per_invocation() -> None:
+    seen: list[str] = []
+
+    def decide(task: dict[str, Any], session: Any) -> Any:
+        if task["invocation_index"] == 1 and task["turn_index"] == 0:
+            for _ in range(7):
+                try:
+                    session.call("retrieve", {"requests": [{"tool": n} for n in ORIGINAL_READS]})
+                except ToolCallError as refused:
+                    seen.append(refused.code)
+        return wait(fallback=50_000)
+
+    record = episode("V1", Scripted(decide))
+    assert seen == ["budget_exhausted"]
+    served = [row for row in rows(record, "retrieval") if row["invocation_index"] == 1]
+    assert len(served) == 6
+
+
+def test_an_outcome_is_refused_until_its_named_reads_are_made_in_the_window() -> None:
+    visit = {"visit_type": "DIAGNOSTIC", "cycle_id": "cycle_1"}
+    act = {"outcome": "ACT", "action": "request_supplier_visit", "payload": visit}
+    steps: list[tuple[list[dict[str, JsonValue]], dict[str, Any]]] = [
+        ([], act),  # nothing read
+        ([{"collection": "cycles", "id": "cycle_1"}], act),  # one record is not the read
+        ([{"collection": c} for c in ("operation", "issues", "cycles")], act),  # visits unread
+        ([{"collection": "visits"}], act),  # get_case_record now whole: accepted
+        ([], act),  # its own accepted effect closed the window (before the duplicate check)
+        ([{"tool": "get_case_record"}], {"outcome": "COMPLETE", "reason": "r"}),
+    ]
+
+    def decide(task: dict[str, Any], session: Any) -> Any:
+        if task["invocation_index"] != 1 or task["turn_index"] >= len(steps):
+            return wait(fallback=50_000)
+        requests, outcome = steps[task["turn_index"]]
+        if requests:
+            session.call("retrieve", {"requests": requests})
+        return {"evidence_refs": [], **outcome}
+
+    record = episode("V1", Scripted(decide))
+    first = rows(record, "action_rejected", "effect_accepted")[:6]
+    assert [row.get("code", "accepted") for row in first] == [
+        "ACTION_WITHOUT_RETRIEVAL",
+        "ACTION_WITHOUT_RETRIEVAL",
+        "ACTION_WITHOUT_RETRIEVAL",
+        "accepted",
+        "ACTION_WITHOUT_RETRIEVAL",
+        "ACTION_WITHOUT_RETRIEVAL",
+    ]
+    assert "get_case_record" in first[0]["reason"]
+    # The contract is disclosed to the agent in the tool's description.
+    pack = MaintenancePack()
+    tools = pack_read_tools(pack)
+    described = retrieve_tool(_state(), lambda r, w: None, tools, pack_tool_contract(pack, tools))
+    assert "send_message: get_case_record, list_communications" in described.description
+    assert (
+        "ACTION_WITHOUT_RETRIEVAL"
+        not in retrieve_tool(_state(), lambda r, w: None, tools).description
+    )
+    assert first[5]["reason"].startswith(
+        "complete requires the reads list_billing, list_checkpoints, list_obligations"
+    )
+
+
+class _Contract:
+    def __init__(self, read_contract: object) -> None:
+        self.action_types = {"act": None}
+        self.read_tools = {"list_quotes": ("quotes",)}
+        self.read_contract = read_contract
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [{"other": ()}, {"act": ("list_billing",)}, {"act": ["list_quotes"]}, ["act"]],
+)
+def test_a_bad_read_contract_is_refused_by_name(declared: object) -> None:
+    pack = _Contract(declared)
+    with pytest.raises(AgentbenchError) as refused:
+        pack_tool_contract(pack, pack_read_tools(pack))
+    assert refused.value.code == "invalid_read_contract"
+    good = _Contract({"complete": ("list_quotes",)})
+    assert pack_tool_contract(good, pack_read_tools(good)) == {"complete": ("list_quotes",)}
