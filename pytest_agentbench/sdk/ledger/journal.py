@@ -308,7 +308,8 @@ class _Reader:
     def seconds(self, value: object, where: str) -> None:
         if value is None:
             return
-        if type(value) not in (int, float) or value < 0:  # type: ignore[operator]
+        # A bool is an int subclass, and no number of seconds.
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise self.invalid(where, "expected a non-negative number of seconds or null")
 
     def member(
