@@ -31,10 +31,10 @@ from pytest_agentbench.agents.usage import reported_tokens
 from pytest_agentbench.cli.main import main
 from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.ledger import Tokens
-from pytest_agentbench.sdk.tools import Receipt, ToolSession, solve_with_session
 from tests.chat_projects import CHAT_RUN_ARGS, write_chat_project
-from tests.demo_world import DEMO_TOOLS, DemoFinal, accept_final
 from tests.llm_server import ScriptedLLM
+from tests.test_chat_agent import settings as chat_settings
+from tests.test_chat_agent import solve
 
 anthropic_types = pytest.importorskip("anthropic.types")
 genai_types = pytest.importorskip("google.genai.types")
@@ -209,24 +209,7 @@ def llm() -> Iterator[tuple[ScriptedLLM, str]]:
 
 
 def settings(provider: str, base_url: str | None, **extra: Any) -> ChatSettings:
-    values: dict[str, Any] = {
-        "provider": provider,
-        "base_url": base_url,
-        "model": "scripted-model",
-        "api_key_env": KEY_ENV,
-        "timeout_s": 30.0,
-        "max_turns": 4,
-        "retry_backoff_s": 0.0,
-        "max_retries": 1,
-    }
-    values.update(extra)
-    return ChatSettings(**values)
-
-
-def solve(agent: ChatAgent, question: str) -> tuple[Any, Receipt]:
-    session = ToolSession(DEMO_TOOLS, final_schema=DemoFinal.model_json_schema())
-    outcome = solve_with_session(agent, {"question": question}, session, accept_final)
-    return outcome, Receipt.model_validate(outcome.receipt)
+    return chat_settings(base_url, provider=provider, api_key_env=KEY_ENV, **extra)
 
 
 @pytest.mark.parametrize("provider", ["openai", *NATIVE])
