@@ -249,10 +249,8 @@ class AdapterProcess:
 
     def shutdown(self, grace: float) -> None:
         """Ask the child to exit; end it by force if it does not within ``grace``."""
-        self.ask_to_exit()
-        with alarm_held(), suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=grace)
-        self.kill(grace)
+        # One path for one child and a pool's many: the same exit, wait, force and sweep.
+        shutdown_all([self], grace)
 
     def _signal_group(self, signum: int) -> None:
         with suppress(ProcessLookupError, PermissionError):

@@ -66,6 +66,7 @@ from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_world
 from pytest_agentbench.sdk.runner import release_alarm
 
 if TYPE_CHECKING:
+    from pytest_agentbench.agents.provenance import ModelRun
     from pytest_agentbench.plugin.finish import Finished
     from pytest_agentbench.report.live_progress import LiveProgress
 
@@ -299,6 +300,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _open_live_progress(config, options)
 
 
+def _model_run(config: pytest.Config) -> ModelRun | None:
+    """The run's model settings when it drives a chat model (one model, or a model
+    matrix): the run log beside the report and the live progress line are a model run's."""
+    from pytest_agentbench.agents.provenance import model_runs
+
+    run = config.stash.get(RUN_KEY, None)
+    return run if run is not None and (run.settings.model or model_runs()) else None
+
+
 def _open_run_log(config: pytest.Config, options: Options) -> None:
     """Where results arrive: the run log at ``--agentbench-log``, or a model run's beside
     its report, opened with its ``start`` event."""
@@ -306,9 +316,8 @@ def _open_run_log(config: pytest.Config, options: Options) -> None:
 
     run = config.stash.get(RUN_KEY, None)
     matrix = model_runs()
-    model = run is not None and (bool(run.settings.model) or bool(matrix))
     path = options.log_path
-    if path is None and options.report_path is not None and model:
+    if path is None and options.report_path is not None and _model_run(config):
         from pytest_agentbench.report.run_log import default_log_path
 
         path = default_log_path(options.report_path)
@@ -337,12 +346,9 @@ def _open_run_log(config: pytest.Config, options: Options) -> None:
 def _open_live_progress(config: pytest.Config, options: Options) -> None:
     """A model run's live progress line, where results arrive (the aggregate under xdist);
     none under ``-q`` or without pytest's terminal."""
-    from pytest_agentbench.agents.provenance import model_runs
-
-    run = config.stash.get(RUN_KEY, None)
+    run = _model_run(config)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    model = run is not None and (bool(run.settings.model) or bool(model_runs()))
-    if run is None or not model or reporter is None or config.get_verbosity() < 0:
+    if run is None or reporter is None or config.get_verbosity() < 0:
         return
     from pytest_agentbench.report.live_progress import LiveProgress
 
