@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import Field, StrictStr, ValidationError
 
-from pytest_agentbench.agents.budget import DecimalText, ModelPrice
+from pytest_agentbench.agents.budget import ModelPrice
 from pytest_agentbench.agents.settings import ChatSettings, refuse_credentials
 from pytest_agentbench.sdk.canonical import JsonValue, read_json, read_yaml
 from pytest_agentbench.sdk.contracts import Record
@@ -34,11 +34,6 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class ModelPricing(Record):
-    input_per_token: DecimalText
-    output_per_token: DecimalText
-
-
 class MatrixModel(Record):
     """One model of a matrix: its name and the settings it changes."""
 
@@ -50,7 +45,7 @@ class MatrixModel(Record):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0, allow_inf_nan=False)
     seed: int | None = None
     max_tokens_per_call: int | None = Field(default=None, ge=1)
-    pricing: ModelPricing | None = None
+    pricing: ModelPrice | None = None
     """Its price, in the currency of the run's pricing table if there is one."""
 
     @property
@@ -165,15 +160,6 @@ def model_settings(base: ChatSettings, entry: MatrixModel) -> ChatSettings:
         update["cassettes"] = base.cassettes / entry.name
     # model_copy does not validate: the entry's own fields were validated when it was read.
     return base.model_copy(update=update)
-
-
-def model_price(entry: MatrixModel) -> ModelPrice | None:
-    if entry.pricing is None:
-        return None
-    return ModelPrice(
-        input_per_token=entry.pricing.input_per_token,
-        output_per_token=entry.pricing.output_per_token,
-    )
 
 
 class _Configured:

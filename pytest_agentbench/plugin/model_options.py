@@ -30,7 +30,6 @@ from pytest_agentbench.agents.budget import BudgetRefused, Tally
 from pytest_agentbench.agents.matrix import (
     MatrixModel,
     configure_matrix,
-    model_price,
     model_settings,
     resolve_matrix,
 )
@@ -89,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
             settings = model_settings(settings, models[0]).model_copy(
                 update={"cassettes": settings.cassettes}
             )
-            price, models = model_price(models[0]), ()
+            price, models = models[0].pricing, ()
         configure(settings)
         shared = _shared_folder(config, settings)
         run = (
@@ -129,14 +128,14 @@ def _model_run(settings: ChatSettings, entry: MatrixModel, shared: Path | None) 
     """A matrix model's own run: its settings, price, budget tally and rate-limit window."""
     own = model_settings(settings, entry)
     if shared is None:
-        return ModelRun(own, price=model_price(entry))
+        return ModelRun(own, price=entry.pricing)
     folder = shared / f"model-{entry.name}"
     folder.mkdir(exist_ok=True)
     return ModelRun(
         own,
         tally=Tally(tally_path(folder)),
         window=folder / WINDOW_FILE,
-        price=model_price(entry),
+        price=entry.pricing,
     )
 
 
