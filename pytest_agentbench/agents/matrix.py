@@ -133,7 +133,8 @@ def _refuse_duplicates(models: Sequence[MatrixModel], *, file: str | None) -> No
 def resolve_matrix(
     names: Sequence[str] | None, models_file: str | None, root: Path
 ) -> tuple[MatrixModel, ...]:
-    """The run's matrix; empty for a run of one model (none named, or only one name)."""
+    """The models named; empty when none is. A single model is returned as named: the
+    plugin makes it the run's model rather than a matrix."""
     if names and models_file:
         raise UsageError(
             "model_matrix_conflict",
@@ -141,12 +142,10 @@ def resolve_matrix(
             field="--agentbench-models",
         )
     if models_file:
-        models = read_models_file((root / models_file).resolve())
-    elif names:
-        models = models_from_names(names)
-    else:
-        return ()
-    return models
+        return read_models_file((root / models_file).resolve())
+    if names:
+        return models_from_names(names)
+    return ()
 
 
 def model_settings(base: ChatSettings, entry: MatrixModel) -> ChatSettings:
