@@ -150,15 +150,19 @@ MATRIX_REFUSED = (
 
 def refuse_matrix_combinations(config: pytest.Config) -> None:
     for dest, option in MATRIX_REFUSED:
-        given = config.getoption(dest, None)
-        if dest == "agentbench_isolate" and given is None:
-            given = config.getini("agentbench_isolate")
+        given = _isolated(config) if dest == "agentbench_isolate" else config.getoption(dest, None)
         if given:
             raise UsageError(
                 "model_matrix_unsupported",
                 f"a model matrix cannot be combined with {option} (yet)",
                 field=option,
             )
+
+
+def _isolated(config: pytest.Config) -> bool:
+    """Whether adapters run in their own processes: ``--agentbench-isolate``, else its ini key."""
+    isolate = config.getoption("agentbench_isolate")
+    return bool(config.getini("agentbench_isolate") if isolate is None else isolate)
 
 
 class ModeController:
@@ -188,12 +192,10 @@ def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None
     if workerinput is not None:
         given = workerinput.get(WORKERINPUT_KEY)
         return None if given is None else Path(given)
-    isolate = config.getoption("agentbench_isolate")
-    isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
     if (
         config.getoption("dist", "no") == "no"
         and not config.getoption("numprocesses", None)
-        and not isolated
+        and not _isolated(config)
     ):
         return None
     # Several processes call the model: xdist workers, or isolated adapter processes.
