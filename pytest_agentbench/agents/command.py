@@ -156,8 +156,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 
 def _tail(stream: IO[bytes]) -> str:
-    stream.seek(0)
-    text = stream.read().decode("utf-8", "replace").strip()
+    text = _tail_all(stream)
     if len(text) > STDERR_TAIL_CHARS:
         text = "..." + text[-STDERR_TAIL_CHARS:]
     return text

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import Field, StrictStr, ValidationError
 
-from pytest_agentbench.agents.budget import DecimalText, ModelPrice
+from pytest_agentbench.agents.budget import ModelPrice
 from pytest_agentbench.agents.settings import ChatSettings, refuse_credentials
 from pytest_agentbench.sdk.canonical import JsonValue, read_json, read_yaml
 from pytest_agentbench.sdk.contracts import Record
@@ -34,11 +34,6 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class ModelPricing(Record):
-    input_per_token: DecimalText
-    output_per_token: DecimalText
-
-
 class MatrixModel(Record):
     """One model of a matrix: its name and the settings it changes."""
 
@@ -50,7 +45,7 @@ class MatrixModel(Record):
     temperature: float | None = Field(default=None, ge=0.0, le=2.0, allow_inf_nan=False)
     seed: int | None = None
     max_tokens_per_call: int | None = Field(default=None, ge=1)
-    pricing: ModelPricing | None = None
+    pricing: ModelPrice | None = None
     """Its price, in the currency of the run's pricing table if there is one."""
 
     @property
@@ -138,7 +133,8 @@ def _refuse_duplicates(models: Sequence[MatrixModel], *, file: str | None) -> No
 def resolve_matrix(
     names: Sequence[str] | None, models_file: str | None, root: Path
 ) -> tuple[MatrixModel, ...]:
-    """The run's matrix; empty for a run of one model (none named, or only one name)."""
+    """The models named; empty when none is. A single model is returned as named: the
+    plugin makes it the run's model rather than a matrix."""
     if names and models_file:
         raise UsageError(
             "model_matrix_conflict",
@@ -146,12 +142,10 @@ def resolve_matrix(
             field="--agentbench-models",
         )
     if models_file:
-        models = read_models_file((root / models_file).resolve())
-    elif names:
-        models = models_from_names(names)
-    else:
-        return ()
-    return models
+        return read_models_file((root / models_file).resolve())
+    if names:
+        return models_from_names(names)
+    return ()
 
 
 def model_settings(base: ChatSettings, entry: MatrixModel) -> ChatSettings:
@@ -165,15 +159,6 @@ def model_settings(base: ChatSettings, entry: MatrixModel) -> ChatSettings:
         update["cassettes"] = base.cassettes / entry.name
     # model_copy does not validate: the entry's own fields were validated when it was read.
     return base.model_copy(update=update)
-
-
-def model_price(entry: MatrixModel) -> ModelPrice | None:
-    if entry.pricing is None:
-        return None
-    return ModelPrice(
-        input_per_token=entry.pricing.input_per_token,
-        output_per_token=entry.pricing.output_per_token,
-    )
 
 
 class _Configured:

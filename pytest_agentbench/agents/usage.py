@@ -84,6 +84,16 @@ def final_tokens(response: RecordedResponse, provider: str = "openai") -> Tokens
     return reported_tokens(response.json_body, provider)
 
 
+def _cut_off(digest: str) -> dict[str, Any]:
+    """The attempt a request stands as from :meth:`UsageLog.sent` until it is answered."""
+    return {
+        "outcome": "fault",
+        "fault": CUT_OFF,
+        "response_received": False,
+        "request_digest_sha256": digest,
+    }
+
+
 class UsageLog:
     """The requests since the ledger last asked, per thread.
 
@@ -106,27 +116,14 @@ class UsageLog:
         ``cut_off`` fault, so a request the case limit interrupts is still ledgered."""
         attempts, requests = self._pending()
         digest = request_digest(request)
-        attempts.append(
-            {
-                "outcome": "fault",
-                "fault": CUT_OFF,
-                "response_received": False,
-                "request_digest_sha256": digest,
-            }
-        )
+        attempts.append(_cut_off(digest))
         requests.append(digest)
 
     def withdraw(self, request: AnyRequest) -> None:
         """The request :meth:`sent` announced was never sent, or nothing came back."""
         attempts, requests = self._pending()
         digest = request_digest(request)
-        announced = {
-            "outcome": "fault",
-            "fault": CUT_OFF,
-            "response_received": False,
-            "request_digest_sha256": digest,
-        }
-        if requests and requests[-1] == digest and attempts and attempts[-1] == announced:
+        if requests and requests[-1] == digest and attempts and attempts[-1] == _cut_off(digest):
             attempts.pop()
             requests.pop()
 

@@ -30,7 +30,6 @@ from pytest_agentbench.agents.budget import BudgetRefused, Tally
 from pytest_agentbench.agents.matrix import (
     MatrixModel,
     configure_matrix,
-    model_price,
     model_settings,
     resolve_matrix,
 )
@@ -89,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
             settings = model_settings(settings, models[0]).model_copy(
                 update={"cassettes": settings.cassettes}
             )
-            price, models = model_price(models[0]), ()
+            price, models = models[0].pricing, ()
         configure(settings)
         shared = _shared_folder(config, settings)
         run = (
@@ -129,14 +128,14 @@ def _model_run(settings: ChatSettings, entry: MatrixModel, shared: Path | None) 
     """A matrix model's own run: its settings, price, budget tally and rate-limit window."""
     own = model_settings(settings, entry)
     if shared is None:
-        return ModelRun(own, price=model_price(entry))
+        return ModelRun(own, price=entry.pricing)
     folder = shared / f"model-{entry.name}"
     folder.mkdir(exist_ok=True)
     return ModelRun(
         own,
         tally=Tally(tally_path(folder)),
         window=folder / WINDOW_FILE,
-        price=model_price(entry),
+        price=entry.pricing,
     )
 
 
@@ -151,15 +150,19 @@ MATRIX_REFUSED = (
 
 def refuse_matrix_combinations(config: pytest.Config) -> None:
     for dest, option in MATRIX_REFUSED:
-        given = config.getoption(dest, None)
-        if dest == "agentbench_isolate" and given is None:
-            given = config.getini("agentbench_isolate")
+        given = _isolated(config) if dest == "agentbench_isolate" else config.getoption(dest, None)
         if given:
             raise UsageError(
                 "model_matrix_unsupported",
                 f"a model matrix cannot be combined with {option} (yet)",
                 field=option,
             )
+
+
+def _isolated(config: pytest.Config) -> bool:
+    """Whether adapters run in their own processes: ``--agentbench-isolate``, else its ini key."""
+    isolate = config.getoption("agentbench_isolate")
+    return bool(config.getini("agentbench_isolate") if isolate is None else isolate)
 
 
 class ModeController:
@@ -189,12 +192,10 @@ def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None
     if workerinput is not None:
         given = workerinput.get(WORKERINPUT_KEY)
         return None if given is None else Path(given)
-    isolate = config.getoption("agentbench_isolate")
-    isolated = bool(config.getini("agentbench_isolate") if isolate is None else isolate)
     if (
         config.getoption("dist", "no") == "no"
         and not config.getoption("numprocesses", None)
-        and not isolated
+        and not _isolated(config)
     ):
         return None
     # Several processes call the model: xdist workers, or isolated adapter processes.

@@ -19,6 +19,7 @@ from contextvars import ContextVar, Token
 
 import pytest
 
+from pytest_agentbench.scoring.matrix import MODEL_PREFIX
 from pytest_agentbench.scoring.stats import RatioUnit, ratio_bootstrap, seed_for
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, MetricSpec, MetricValue, Record
 from pytest_agentbench.sdk.errors import UsageError
@@ -176,8 +177,13 @@ def summarise_trials(suite_id: str, results: Sequence[CaseResult]) -> TrialSumma
     per_case: dict[str, list[bool]] = defaultdict(list)
     cluster_of: dict[str, str] = {}
     for result in scored:
-        # Under a model matrix a case's trials are counted per model: K trials each.
-        case = result.case_id if result.model is None else f"{result.case_id}[model={result.model}]"
+        # Under a model matrix a case's trials are counted per model (K trials each),
+        # keyed as its matrix item is named: ``case[model=NAME]``.
+        case = (
+            result.case_id
+            if result.model is None
+            else f"{result.case_id}{MODEL_PREFIX}{result.model}]"
+        )
         per_case[case].append(result.outcome is CaseOutcome.PASSED)
         cluster_of[case] = result.unit
     at_1: dict[str, list[float]] = defaultdict(list)
