@@ -216,13 +216,26 @@ def test_the_case_limit_ends_a_hung_command_and_its_children(pytester: pytest.Py
         "no:randomly",
         "--agentbench-agent-command",
         "sh hang.sh",
-        "--agentbench-timeout=1",
+        # Long enough for the script to start and write both pids on a loaded machine.
+        "--agentbench-timeout=5",
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*agent_error: timed out after*"])
-    for pid in map(int, pidfile.read_text().split()):
+    pids = list(map(int, pidfile.read_text().split()))
+    assert len(pids) == 2, "the script and its sleep both started"
+    for pid in pids:
+        assert _ends(pid), f"process {pid} of the hung command is still running"
+
+
+def _ends(pid: int) -> bool:
+    """Whether ``pid`` is gone or a zombie, waiting for a killed process to die (a SIGKILL
+    is delivered, not completed, when ``kill`` returns)."""
+    for _ in range(200):
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
         except FileNotFoundError:
-            continue
-        assert state == "Z", f"process {pid} of the hung command is still running"
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
