@@ -148,7 +148,7 @@ def rescore(
     id and trial (and the report's own metrics, coverage and digests), once to grade
     each recorded output as it is read. Only the graded results stay, for the metrics.
     """
-    if path.is_dir() or not path.is_file():
+    if not path.is_file():
         results = load_results(path, field="PATH")
         report = None
         keys = [(r.suite_id, r.case_id, r.trial or 0, r.recorded is not None) for r in results]

@@ -292,11 +292,11 @@ def summarise(
     trials: int = 1,
     models: Mapping[str, str | None] | None = None,
 ) -> RunSummary:
-    """``models``: a model matrix's models in order, each with its settings digest."""
     """Every suite's counts, metrics, gates and controls; per-case entries only ``with_cases``.
 
     Results are read from the recorder's store one suite at a time: memory holds
     one suite's parsed results while its figures are computed, never the run's.
+    ``models``: a model matrix's models in order, each with its settings digest.
     """
     _locate_unidentified(recorder, loader)
     problems: list[str] = [recorder.refusals[nodeid] for nodeid in sorted(recorder.refusals)]

@@ -60,9 +60,13 @@ def read_report_document(
     return document
 
 
+Indexed = tuple[dict[str, Any], list[SuiteIndex], dict[int, int]]
+"""What :func:`index_report` reads: the head members, the suites' indexes, their numbers."""
+
+
 def index_report(
     path: Path, *, max_bytes: int | None = None, option: str = "--max-report-bytes"
-) -> tuple[dict[str, Any], list[SuiteIndex], dict[int, int]]:
+) -> Indexed:
     """A saved run report's members but ``suites``, an index of each suite, and each
     suite's number on the page by its place in the file; refused as
     :func:`read_report_document` refuses it. No case entry is kept."""
@@ -99,10 +103,6 @@ def _entries(
     for event in iter_report(path, max_bytes=max_bytes, option=option):
         if isinstance(event, CaseEntry) and isinstance(event.value, Mapping):
             yield numbers.get(event.suite, -1), event.value
-
-
-Indexed = tuple[dict[str, Any], list[SuiteIndex], dict[int, int]]
-"""What :func:`index_report` reads: the head members, the suites' indexes, their numbers."""
 
 
 def write_html_from(

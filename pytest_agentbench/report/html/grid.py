@@ -15,7 +15,7 @@ import base64
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -23,7 +23,6 @@ from typing import Any
 from pytest_agentbench.report.html import read
 from pytest_agentbench.report.html.sidecar import (
     BaselineCase,
-    Extras,
     answer_text,
     case_label,
     failed_checks,
@@ -93,10 +92,6 @@ def case_row(index: int, entry: read.Doc) -> CaseRow:
         labels=tuple(sys.intern(label) for label in sorted(read.texts(result, "labels"))),
         statuses=statuses,
     )
-
-
-def case_rows(suite: read.Doc) -> list[CaseRow]:
-    return [case_row(index, entry) for index, entry in enumerate(read.items(suite, "cases"))]
 
 
 def check_names(rows: Sequence[CaseRow]) -> list[str]:
@@ -265,31 +260,6 @@ class CaseDetails:
             + self.index.finish()
             + "</script>"
         )
-
-
-def grid_section(
-    sid: str,
-    suite: read.Doc,
-    extras: Extras | None = None,
-    entries: Iterable[read.Doc] | None = None,
-) -> str:
-    """The whole grid of ``suite``, whose case entries are ``entries`` when given."""
-    extras = extras or Extras()
-    suite_id = read.text(suite, "id")
-    cases = read.items(suite, "cases") if entries is None else list(entries)
-    rows = [case_row(index, entry) for index, entry in enumerate(cases)]
-    if not rows:
-        return EMPTY_GRID
-    names = check_names(rows)
-    details = CaseDetails(
-        sid,
-        names,
-        len(rows),
-        extras.transcripts.get(suite_id, {}),
-        None if extras.baseline is None else extras.baseline.get(suite_id, {}),
-    )
-    blocks = [details.add(row, entry) for row, entry in zip(rows, cases, strict=True)]
-    return "".join(grid_head(sid, rows, names)) + "".join(blocks) + details.finish()
 
 
 EMPTY_GRID = '<p class="empty">No case results in this report.</p>'

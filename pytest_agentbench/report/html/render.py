@@ -388,8 +388,10 @@ def _controls(suite: read.Doc) -> str:
     )
 
 
-def _suite_head(number: int, report: read.Doc, index: SuiteIndex) -> Iterator[str]:
-    """Suite ``number``'s section up to its case details, in pieces."""
+def _suite_head(
+    number: int, report: read.Doc, index: SuiteIndex, names: Sequence[str]
+) -> Iterator[str]:
+    """Suite ``number``'s section up to its case details, in pieces; ``names``: its checks."""
     sid = f"s{number}"
     suite = index.fields
     suite_id = read.text(suite, "id", f"suite {number}")
@@ -409,7 +411,7 @@ def _suite_head(number: int, report: read.Doc, index: SuiteIndex) -> Iterator[st
         + "<h3>Cases and checks</h3>"
     )
     if rows:
-        yield from grid_head(sid, rows, check_names(rows))
+        yield from grid_head(sid, rows, names)
     else:
         yield EMPTY_GRID
 
@@ -625,16 +627,16 @@ def page_parts(
     for number, index in enumerate(suites):
         sid = f"s{number}"
         suite_id = read.text(index.fields, "id")
-        yield from _suite_head(number, report, index)
+        # Computed once a suite: the grid and the case details list the same checks.
+        names = check_names(index.rows)
+        yield from _suite_head(number, report, index, names)
         if comparison:
             links[suite_id] = {row.case_id: f"#case-{sid}-{row.index}" for row in index.rows}
         transcripts = extras.transcripts.get(suite_id, {})
         before = None if extras.baseline is None else extras.baseline.get(suite_id, {})
         pairs: list[SidePair] | None = [] if before is not None and suite_id in compared else None
         if index.rows:
-            details = CaseDetails(
-                sid, check_names(index.rows), len(index.rows), transcripts, before
-            )
+            details = CaseDetails(sid, names, len(index.rows), transcripts, before)
             for row in index.rows:
                 entry = _next_entry(stream, number, row, name)
                 yield details.add(row, entry)

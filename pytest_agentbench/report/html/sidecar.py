@@ -169,17 +169,10 @@ def baseline_case(entry: read.Doc) -> tuple[str, BaselineCase]:
     )
 
 
-def baseline_cases(document: read.Doc) -> dict[str, dict[str, BaselineCase]]:
-    cases: dict[str, dict[str, BaselineCase]] = {}
-    for suite in read.items(document, "suites"):
-        by_label = cases.setdefault(read.text(suite, "id"), {})
-        by_label.update(baseline_case(entry) for entry in read.items(suite, "cases"))
-    return cases
-
-
 def baseline_cases_from(path: Path) -> dict[str, dict[str, BaselineCase]]:
-    """:func:`baseline_cases` of the run report at ``path``, read as a stream: only what
-    the page shows of each case is kept; refused as ``read_report_document`` refuses."""
+    """Suite id to case label to the baseline's case, of the run report at ``path``, read
+    as a stream: only what the page shows of each case is kept; refused as
+    ``read_report_document`` refuses."""
     # Imported here: the reader of a report imports this package.
     from pytest_agentbench.report.html import check_report
     from pytest_agentbench.report.stream import (
