@@ -57,13 +57,13 @@ from pytest_agentbench.judging.documents import (
     read_labels,
 )
 from pytest_agentbench.judging.report_judging import suite_folders
+from pytest_agentbench.judging.views import load_folder_suite
 from pytest_agentbench.report.json_report import read_report
 from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, pretty_json
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import write_file
 from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
-from pytest_agentbench.sdk.suite import Suite, load_suite_config
 
 LOOPBACK: Final = "127.0.0.1"
 MAX_LABEL_BYTES: Final = 64 * 1024
@@ -151,9 +151,7 @@ class CaseViews:
             return
         try:
             world = registry.get(kind, file=str(folder / SUITE_FILE))
-            config = load_suite_config(folder / SUITE_FILE, f"{folder}/{SUITE_FILE}")
-            suite = Suite(config=config, root=folder, display_root=str(folder))
-            suite.data = world.load_suite(suite)
+            suite = load_folder_suite(world, folder)
             for case in world.cases(suite):
                 if case.case_id in ids:
                     self.tasks[(suite_id, case.case_id)] = _jsonable(world.public_view(suite, case))
