@@ -644,6 +644,17 @@ drawList();
 """
 
 
+def _posted(body: bytes, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A posted JSON object with exactly ``keys``; anything else is ``invalid_labels``."""
+    try:
+        posted = loads_strict(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise AgentbenchError("invalid_labels", f"not JSON: {exc}") from None
+    if not isinstance(posted, dict) or set(posted) != set(keys):
+        raise AgentbenchError("invalid_labels", "expected {" + ", ".join(keys) + "}")
+    return posted
+
+
 class ReviewState:
     """What a served review holds: the judgments, the labels so far, the items revealed.
 
@@ -677,12 +688,7 @@ class ReviewState:
 
     def label(self, body: bytes) -> tuple[int, bool]:
         """Give one item its label (``human`` ``null`` clears it); returns (labelled, revealed)."""
-        try:
-            posted = loads_strict(body.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise AgentbenchError("invalid_labels", f"not JSON: {exc}") from None
-        if not isinstance(posted, dict) or set(posted) != {"item", "human", "digest"}:
-            raise AgentbenchError("invalid_labels", "expected {item, human, digest}")
+        posted = _posted(body, ("item", "human", "digest"))
         item, human, digest = posted["item"], posted["human"], posted["digest"]
         with self.lock:
             known = {entry.item: entry for entry in self.labels.items}
@@ -713,12 +719,7 @@ class ReviewState:
     def undo(self, body: bytes) -> tuple[int, bool | None]:
         """Put an item back as it was before this review's last label on it (a stale
         label stays stale); returns (labelled, its ``revealed_before_label``)."""
-        try:
-            posted = loads_strict(body.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise AgentbenchError("invalid_labels", f"not JSON: {exc}") from None
-        if not isinstance(posted, dict) or set(posted) != {"item"}:
-            raise AgentbenchError("invalid_labels", "expected {item}")
+        posted = _posted(body, ("item",))
         item = str(posted["item"])
         with self.lock:
             earlier = self.history.get(item)
