@@ -215,14 +215,13 @@ def audit_report(
         if not path.is_file():
             raise _refuse("audit_ledger_missing", f"no ledger for case {nodeid}", path)
         audited.add(path)
-        case = _audit_case(path, nodeid, result, model_run, pricing)
+        case, stated_calls = _audit_case(path, nodeid, result, model_run, pricing)
         totals.cases += 1
         totals.calls += len(case.requests)
         totals.attempts += case.attempts
         totals.input_tokens += case.input_tokens
         totals.output_tokens += case.output_tokens
-        if result.model_calls is not None:
-            stated_calls = CaseModelCalls.model_validate(result.model_calls)
+        if stated_calls is not None:
             totals.cassette_hits += stated_calls.cassette_hits or 0
             totals.recorded += stated_calls.recorded or 0
         if pricing is not None and model_run is not None:
@@ -273,7 +272,9 @@ def _audit_case(
     result: CaseResult,
     model_run: RunProvenance | None,
     pricing: PricingTable | None,
-) -> CaseTotals:
+) -> tuple[CaseTotals, CaseModelCalls | None]:
+    """The case's rows re-derived, and its model calls as the report states them (checked
+    against the rows; ``None`` when it states none)."""
     reading = audit_ledger(path)
     calls = [CallPayload.model_validate(row["call"]) for row in reading.rows if "call" in row]
     terminal = TerminalPayload.model_validate(reading.rows[-1]["terminal"])
@@ -302,7 +303,7 @@ def _audit_case(
             raise _refuse(
                 "audit_totals_mismatch", f"case {nodeid} reports no model calls; its rows do", path
             )
-        return derived
+        return derived, None
     stated = CaseModelCalls.model_validate(result.model_calls)
     if (stated.attempts, stated.input_tokens, stated.output_tokens) != (
         derived.attempts,
@@ -330,7 +331,7 @@ def _audit_case(
                 f"case {nodeid}: cost {stated.cost}, its rows' tokens cost {cost}",
                 path,
             )
-    return derived
+    return derived, stated
 
 
 HEADER_BINDS: tuple[tuple[str, str], ...] = (

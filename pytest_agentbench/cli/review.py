@@ -57,13 +57,13 @@ from pytest_agentbench.judging.documents import (
     read_labels,
 )
 from pytest_agentbench.judging.report_judging import suite_folders
+from pytest_agentbench.judging.views import load_folder_suite
 from pytest_agentbench.report.json_report import read_report
 from pytest_agentbench.sdk.canonical import JsonValue, loads_strict, pretty_json
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import write_file
 from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.registry import WorldRegistry, installed_registry
-from pytest_agentbench.sdk.suite import Suite, load_suite_config
 
 LOOPBACK: Final = "127.0.0.1"
 MAX_LABEL_BYTES: Final = 64 * 1024
@@ -151,9 +151,7 @@ class CaseViews:
             return
         try:
             world = registry.get(kind, file=str(folder / SUITE_FILE))
-            config = load_suite_config(folder / SUITE_FILE, f"{folder}/{SUITE_FILE}")
-            suite = Suite(config=config, root=folder, display_root=str(folder))
-            suite.data = world.load_suite(suite)
+            suite = load_folder_suite(world, folder)
             for case in world.cases(suite):
                 if case.case_id in ids:
                     self.tasks[(suite_id, case.case_id)] = _jsonable(world.public_view(suite, case))
@@ -646,6 +644,17 @@ drawList();
 """
 
 
+def _posted(body: bytes, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A posted JSON object with exactly ``keys``; anything else is ``invalid_labels``."""
+    try:
+        posted = loads_strict(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise AgentbenchError("invalid_labels", f"not JSON: {exc}") from None
+    if not isinstance(posted, dict) or set(posted) != set(keys):
+        raise AgentbenchError("invalid_labels", "expected {" + ", ".join(keys) + "}")
+    return posted
+
+
 class ReviewState:
     """What a served review holds: the judgments, the labels so far, the items revealed.
 
@@ -679,12 +688,7 @@ class ReviewState:
 
     def label(self, body: bytes) -> tuple[int, bool]:
         """Give one item its label (``human`` ``null`` clears it); returns (labelled, revealed)."""
-        try:
-            posted = loads_strict(body.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise AgentbenchError("invalid_labels", f"not JSON: {exc}") from None
-        if not isinstance(posted, dict) or set(posted) != {"item", "human", "digest"}:
-            raise AgentbenchError("invalid_labels", "expected {item, human, digest}")
+        posted = _posted(body, ("item", "human", "digest"))
         item, human, digest = posted["item"], posted["human"], posted["digest"]
         with self.lock:
             known = {entry.item: entry for entry in self.labels.items}
@@ -715,12 +719,7 @@ class ReviewState:
     def undo(self, body: bytes) -> tuple[int, bool | None]:
         """Put an item back as it was before this review's last label on it (a stale
         label stays stale); returns (labelled, its ``revealed_before_label``)."""
-        try:
-            posted = loads_strict(body.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise AgentbenchError("invalid_labels", f"not JSON: {exc}") from None
-        if not isinstance(posted, dict) or set(posted) != {"item"}:
-            raise AgentbenchError("invalid_labels", "expected {item}")
+        posted = _posted(body, ("item",))
         item = str(posted["item"])
         with self.lock:
             earlier = self.history.get(item)

@@ -25,6 +25,16 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.registry import WorldRegistry
 from pytest_agentbench.sdk.suite import Suite, load_suite_config
+from pytest_agentbench.sdk.world import World
+
+
+def load_folder_suite(world: World, folder: Path) -> Suite:
+    """The suite in ``folder`` (its ``suite.yaml``), loaded by its world, as a run loads it."""
+    display = str(folder)
+    config = load_suite_config(folder / SUITE_FILE, f"{display}/{SUITE_FILE}")
+    suite = Suite(config=config, root=folder, display_root=display)
+    suite.data = world.load_suite(suite)
+    return suite
 
 
 @runtime_checkable
@@ -66,9 +76,5 @@ class SuiteViews:
                     file=rubric_file,
                     field="rubric.view",
                 )
-            display = str(self.folder)
-            config = load_suite_config(self.folder / SUITE_FILE, f"{display}/{SUITE_FILE}")
-            suite = Suite(config=config, root=self.folder, display_root=display)
-            suite.data = world.load_suite(suite)
-            self._loaded = (world, suite)
+            self._loaded = (world, load_folder_suite(world, self.folder))
         return self._loaded

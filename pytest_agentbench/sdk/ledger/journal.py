@@ -18,7 +18,6 @@ with a header that has a ``controls`` block (our own version 3 header has none).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,8 +26,9 @@ from decimal import Decimal, InvalidOperation, localcontext
 from pathlib import Path
 from typing import Any
 
-from pytest_agentbench.sdk.canonical import canonical_bytes, loads_strict, read_bytes
+from pytest_agentbench.sdk.canonical import canonical_bytes, loads_strict, read_bytes, sha256_hex
 from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.ledger.rows import row_digest
 
 JOURNAL_VERSIONS = (2, 3)
 GENESIS = "0" * 64
@@ -842,12 +842,12 @@ def totals_of(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def _sha256(value: Any) -> str:
-    return hashlib.sha256(canonical_bytes(value)).hexdigest()
+    return sha256_hex(canonical_bytes(value))
 
 
-def journal_row_digest(row: Mapping[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of the row without its own digest."""
-    return _sha256({key: value for key, value in row.items() if key != "row_digest_sha256"})
+journal_row_digest = row_digest
+"""SHA-256 of the canonical JSON of the row without its own digest: the same chain as
+our own ledger's, so the same function."""
 
 
 def read_ledger_bytes(path: Path) -> bytes:

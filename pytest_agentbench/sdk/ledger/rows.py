@@ -170,17 +170,28 @@ class Amounts(Record):
     responses: int
 
 
-def reservation_usd(header: HeaderPayload) -> str | None:
-    """What one attempt is authorised to cost at the header's rates; ``None`` when unpriced."""
+def _pricing(header: HeaderPayload) -> tuple[Decimal, Decimal, Decimal] | None:
+    """The header's input and output rates and one attempt's reservation
+    (``max_tokens_per_call`` tokens at the dearer rate); ``None`` when unpriced.
+
+    One derivation for the writer, the audit and the totals, so a stated
+    reservation and the reserved total cannot drift apart.
+    """
     provider = header.provider or {}
     rates = (provider.get("input_per_token"), provider.get("output_per_token"))
     if not all(isinstance(rate, str) for rate in rates) or not isinstance(
         provider.get("pricing_digest_sha256"), str
     ):
         return None
+    per_in, per_out = Decimal(str(rates[0])), Decimal(str(rates[1]))
     bound = provider.get("max_tokens_per_call")
-    dearer = max(Decimal(str(rates[0])), Decimal(str(rates[1])))
-    return amount_text(dearer * (bound if isinstance(bound, int) else 0))
+    return per_in, per_out, max(per_in, per_out) * (bound if isinstance(bound, int) else 0)
+
+
+def reservation_usd(header: HeaderPayload) -> str | None:
+    """What one attempt is authorised to cost at the header's rates; ``None`` when unpriced."""
+    pricing = _pricing(header)
+    return None if pricing is None else amount_text(pricing[2])
 
 
 def with_reservations(header: HeaderPayload, call: CallPayload) -> CallPayload:
@@ -203,15 +214,10 @@ def amounts_of(header: HeaderPayload, calls: list[CallPayload]) -> Amounts | Non
     them; an attempt that faulted, or an answer that reported none, forfeits its
     whole reservation: its cost is unknown, and a forfeited reservation is not spend.
     """
-    provider = header.provider or {}
-    rates = (provider.get("input_per_token"), provider.get("output_per_token"))
-    if not all(isinstance(rate, str) for rate in rates) or not isinstance(
-        provider.get("pricing_digest_sha256"), str
-    ):
+    pricing = _pricing(header)
+    if pricing is None:
         return None
-    per_in, per_out = Decimal(str(rates[0])), Decimal(str(rates[1]))
-    bound = provider.get("max_tokens_per_call")
-    reservation = max(per_in, per_out) * (bound if isinstance(bound, int) else 0)
+    per_in, per_out, reservation = pricing
     measured = forfeited = reserved = Decimal(0)
     responses = 0
     for call in calls:

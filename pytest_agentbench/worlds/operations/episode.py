@@ -29,6 +29,7 @@ from pytest_agentbench.sdk import (
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
 from pytest_agentbench.worlds.operations.reads import (
+    COMPLETE_OUTCOME,
     pack_read_tools,
     pack_tool_contract,
     read_session,
@@ -49,7 +50,7 @@ DEADLOCK = "operation_deadlock"
 HORIZON = "operational_horizon_exhausted"
 MALFORMED = "malformed_agent_outcome"
 """An outcome that did not parse against the published schema: the episode stops there."""
-COMPLETE = "complete"
+COMPLETE = COMPLETE_OUTCOME
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ from pytest_agentbench.worlds.operations.state import OperationState
 
 RETRIEVE = "retrieve"
 COMPLETE_OUTCOME = "complete"
+"""The outcome key of the agent's COMPLETE, for the read contract, the episode and the
+surface alike (one spelling, so they cannot drift apart)."""
 MAX_REQUESTS_PER_BATCH = 8
 """Requests one batch may hold, as in the original (a read tool counts as one)."""
 

@@ -21,14 +21,18 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pytest_agentbench.sdk import AgentbenchError, DomainPack, JsonValue
-from pytest_agentbench.worlds.operations.reads import pack_read_tools, pack_tool_contract
+from pytest_agentbench.worlds.operations.reads import (
+    COMPLETE_OUTCOME,
+    pack_read_tools,
+    pack_tool_contract,
+)
 
 Strength = Literal["required", "optional"]
 STRENGTHS: tuple[Strength, ...] = ("required", "optional")
 OPTIONAL_MARKER = "=optional"
 UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _HEX = "0123456789ABCDEF"
-COMPLETE_KEY = "complete"
+COMPLETE_KEY = COMPLETE_OUTCOME
 """The outcome key of COMPLETE (a terminal rests on the record like an action does)."""
 
 
