@@ -94,6 +94,10 @@ class ChatAgent:
         self.transport = ChatTransport(self.settings, self.run) if transport is None else transport
         self.provider = self.settings.provider
         self.usage = UsageLog()
+        for agent in self._models.values():
+            # One log for every model: a case that called two drains both's requests, in
+            # the order sent, once (each model's own log drained the first model's only).
+            agent.usage = self.usage
         self._tool_lists: dict[tuple[tuple[str, str, int], ...], _ToolList] = {}
 
     def __repr__(self) -> str:
@@ -168,10 +172,6 @@ class ChatAgent:
 
     def drain_usage(self) -> UsageReport | None:
         """The model requests since last asked (the execution ledger's call row copies them)."""
-        if self._models:
-            # A case calls one model; every agent is drained so none keeps a stale row.
-            drained = [agent.usage.drain() for agent in self._models.values()]
-            return next((report for report in drained if report is not None), None)
         return self.usage.drain()
 
     def _system_prompt(self) -> str:
