@@ -211,3 +211,51 @@ def test_the_template_builds_what_the_chat_agents_processes_would(
         assert host.remote(probe.Probe()).answer("built?") == (1 if prepared else 0)
     finally:
         host.close()
+
+
+def test_a_request_the_template_answers_too_late_is_refused_and_its_process_ended(
+    tmp_path: Path,
+) -> None:
+    """A start that gives up waiting is refused by name; the template's late answer to it
+    is not left unclaimed: the process it forked is ended, and the next start is answered
+    with its own process."""
+    import socket
+    import time
+
+    from pytest_agentbench.isolation.forkserver import ForkServerUnavailable
+
+    launcher = ForkServer(answer_timeout_s=0.5)
+    ends = [socket.socketpair() for _ in range(3)]
+    env = dict(os.environ)
+    try:
+        first = launcher.start(ends[0][1].fileno(), 2, cwd=str(tmp_path), env=env)
+        template = launcher.template_pid
+        assert template is not None
+        os.kill(template, signal.SIGSTOP)
+        try:
+            with pytest.raises(ForkServerUnavailable, match=r"did not answer within 0\.5 s"):
+                launcher.start(ends[1][1].fileno(), 2, cwd=str(tmp_path), env=env)
+        finally:
+            os.kill(template, signal.SIGCONT)
+        third = launcher.start(ends[2][1].fileno(), 2, cwd=str(tmp_path), env=env)
+        assert third.pid != first.pid
+        assert process_table()[third.pid].parent == template
+
+        def forked() -> set[int]:
+            return {
+                entry.pid
+                for entry in process_table().values()
+                if entry.parent == template and not entry.zombie
+            }
+
+        # The late request's process (its channel still open here) is ended, not left serving.
+        deadline = time.monotonic() + 30
+        while forked() != {first.pid, third.pid} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert forked() == {first.pid, third.pid}
+        assert not launcher._started, "no answer is left unclaimed"
+    finally:
+        for ours, theirs in ends:
+            ours.close()
+            theirs.close()
+        launcher.close()
