@@ -24,6 +24,7 @@ from pytest_agentbench.plugin.census import WorkerCensus, take_census
 from pytest_agentbench.plugin.census import merge as merge_census
 from pytest_agentbench.plugin.collect import (
     REFUSED_KEY,
+    CaseItem,
     ControlItem,
     collect_file,
     refuse_late,
@@ -508,6 +509,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         freeze_alive(config)
     if workeroutput is None:
         check_run(config, suites_of_items(session.items))
+        _warm_for_cases(config, session)
+
+
+def _warm_for_cases(config: pytest.Config, session: pytest.Session) -> None:
+    """Tell an isolated pool warming at configure how many cases will call the adapter:
+    it starts no more children than that (none for ``--collect-only``)."""
+    isolation = get_state(config).isolation
+    warm_for = getattr(isolation, "warm_for", None)  # a pool's; a lone host warms nothing
+    if warm_for is not None:
+        cases = sum(1 for item in session.items if isinstance(item, CaseItem))
+        warm_for(0 if config.option.collectonly else cases)
 
 
 @pytest.hookimpl(optionalhook=True)
