@@ -24,8 +24,10 @@ import pytest
 
 from pytest_agentbench.agents.cassettes import CassetteShelf, RecordedResponse, request_digest
 from pytest_agentbench.agents.chat import TASK_PREFIX, ChatAgent, final_text
+from pytest_agentbench.agents.provenance import ModelRun, configure_model_runs
 from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport, ClientShelf
+from pytest_agentbench.scoring.matrix import enter_model, leave_model
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 from pytest_agentbench.sdk.tools import Receipt, ToolSession, solve_with_session
 from tests.demo_world import DEMO_TOOLS, DemoFinal, accept_final, write_demo_suite
@@ -355,6 +357,38 @@ def test_usage_per_model_request_is_drained_once(llm: tuple[ScriptedLLM, str]) -
         {"input": 120, "output": 5, "total": 125},
         {"input": 140, "output": 6, "total": 146},
     ]
+
+
+def test_a_matrix_agent_keeps_every_model_s_usage_once(llm: tuple[ScriptedLLM, str]) -> None:
+    """Under a model matrix one agent answers for every model: a case that called two
+    models drains both models' requests, in the order sent, and only once."""
+    server, base_url = llm
+    configure_model_runs(
+        {
+            name: ModelRun(settings(base_url, model=model))
+            for name, model in (("strong", "scripted-model"), ("weak", "weak-model"))
+        }
+    )
+    try:
+        agent = ChatAgent()
+        for name in ("strong", "weak"):
+            token = enter_model(name)
+            try:
+                solve(agent, "tools")
+            finally:
+                leave_model(token)
+    finally:
+        configure_model_runs({})
+    report = agent.drain_usage()
+    assert report is not None
+    sent = [request_digest(request) for request in server.requests]
+    assert [request["model"] for request in server.requests] == ["scripted-model"] * 2 + [
+        "weak-model"
+    ] * 2
+    assert [a.request_digest_sha256 for a in report.attempts] == sent, "both models' rows"
+    assert [a.attempt_index for a in report.attempts] == [1, 2, 3, 4]
+    assert report.request_digest_sha256 == sent[-1]
+    assert agent.drain_usage() is None, "counted once"
 
 
 class _Client:

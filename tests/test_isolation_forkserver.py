@@ -22,6 +22,7 @@ from pytest_agentbench.isolation.channel import exit_description
 from pytest_agentbench.isolation.forkserver import ForkServer
 from pytest_agentbench.isolation.host import IsolatedAdapters
 from pytest_agentbench.isolation.processes import process_table
+from tests.demo_world import write_demo_suite
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 
@@ -169,6 +170,7 @@ def test_a_warmed_pool_has_every_child_running_with_the_adapter_loaded(
     try:
         proxy = pool.remote(probe.Probe())
         pool.warm(proxy)
+        pool.warm_for(5)  # more cases than hosts: every host's child
         for thread in pool._warming:
             thread.join()
         assert pool.starts == 3
@@ -211,3 +213,111 @@ def test_the_template_builds_what_the_chat_agents_processes_would(
         assert host.remote(probe.Probe()).answer("built?") == (1 if prepared else 0)
     finally:
         host.close()
+
+
+def test_a_request_the_template_answers_too_late_is_refused_and_its_process_ended(
+    tmp_path: Path,
+) -> None:
+    """A start that gives up waiting is refused by name; the template's late answer to it
+    is not left unclaimed: the process it forked is ended, and the next start is answered
+    with its own process."""
+    import socket
+    import time
+
+    from pytest_agentbench.isolation.forkserver import ForkServerUnavailable
+
+    launcher = ForkServer(answer_timeout_s=0.5)
+    ends = [socket.socketpair() for _ in range(3)]
+    env = dict(os.environ)
+    try:
+        first = launcher.start(ends[0][1].fileno(), 2, cwd=str(tmp_path), env=env)
+        template = launcher.template_pid
+        assert template is not None
+        os.kill(template, signal.SIGSTOP)
+        try:
+            with pytest.raises(ForkServerUnavailable, match=r"did not answer within 0\.5 s"):
+                launcher.start(ends[1][1].fileno(), 2, cwd=str(tmp_path), env=env)
+        finally:
+            os.kill(template, signal.SIGCONT)
+        third = launcher.start(ends[2][1].fileno(), 2, cwd=str(tmp_path), env=env)
+        assert third.pid != first.pid
+        assert process_table()[third.pid].parent == template
+
+        def forked() -> set[int]:
+            return {
+                entry.pid
+                for entry in process_table().values()
+                if entry.parent == template and not entry.zombie
+            }
+
+        # The late request's process (its channel still open here) is ended, not left serving.
+        deadline = time.monotonic() + 30
+        while forked() != {first.pid, third.pid} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert forked() == {first.pid, third.pid}
+        assert not launcher._started, "no answer is left unclaimed"
+    finally:
+        for ours, theirs in ends:
+            ours.close()
+            theirs.close()
+        launcher.close()
+
+
+def test_a_pool_warms_no_more_children_than_there_are_cases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Warming waits for the number of cases the run serves, then starts that many children
+    at most; a pool closed before it is known starts none."""
+    from pytest_agentbench.isolation.pool import IsolatedPool
+
+    (tmp_path / "warm_probe.py").write_text(WARM_PROBE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = importlib.import_module("warm_probe")
+    for cases, started in ((1, 1), (0, 0), (None, 0)):
+        pool = IsolatedPool(3, 30.0, launcher=ForkServer())
+        try:
+            proxy = pool.remote(probe.Probe())
+            pool.warm(proxy)
+            assert pool.starts == 0, "nothing before the number of cases is known"
+            if cases is not None:
+                pool.warm_for(cases)
+                for thread in pool._warming:
+                    thread.join()
+            assert pool.starts == started
+        finally:
+            pool.close()
+        assert pool.starts == started
+
+
+STARTS_PROBE = """
+import pytest
+
+from pytest_agentbench.run.session import get_state
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    pool = get_state(config).isolation
+    for thread in pool._warming:
+        thread.join()
+    (config.rootpath / "starts").write_text(str(pool.starts))
+"""
+
+
+def test_a_run_of_one_case_in_a_pool_of_three_starts_one_process(
+    demo: pytest.Pytester,
+) -> None:
+    write_demo_suite(demo.path)
+    demo.makepyfile(starts_probe=STARTS_PROBE)
+    demo.runpytest(
+        "--agentbench-adapter=demo_world:Reference",
+        "--agentbench-isolate",
+        "--agentbench-concurrency=3",
+        "-p",
+        "starts_probe",
+        "-m",
+        "not agentbench_control",
+        "-k",
+        "c1",
+    ).assert_outcomes(passed=1)
+    assert (demo.path / "starts").read_text() == "1"

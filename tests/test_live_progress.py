@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from pytest_agentbench.report.live_progress import LiveProgress, duration_text
 from pytest_agentbench.run.options import parse_progress_every
 from tests.chat_projects import CHAT_RUN_ARGS, write_chat_project
+from tests.demo_world import write_demo_suite
 from tests.llm_server import ScriptedLLM
 
 
@@ -147,7 +149,9 @@ def test_durations_and_the_option_values() -> None:
             parse_progress_every(bad)
 
 
-QUESTIONS = {"c1": "tools", "c2": "tools", "c3": "malformed_args", "c4": "tools"}
+# "control-c4" is a case (its id only starts as a control item is named): counted in the total
+# the -n 2 controller shows before the workers finish.
+QUESTIONS = {"c1": "tools", "c2": "tools", "c3": "malformed_args", "control-c4": "tools"}
 PRICING = {
     "scheme": "agentbench-pricing/1",
     "currency": "USD",
@@ -237,3 +241,31 @@ def test_a_steady_pace_gives_its_own_rate_whatever_the_spacing() -> None:
         progress.case(_result("failed", 1, (1, 1), None))
     assert progress.rate_per_minute(clock.now) == pytest.approx(4 / 3)
     assert "about 15m45s left" in progress.line(clock.now), "21 left at 45 s each"
+
+
+def test_the_workers_case_count_is_told_by_the_file_not_the_case_id(tmp_path: Path) -> None:
+    """Under xdist the controller's total until the census: a case whose id starts with
+    ``control-`` is a case (its suite names its file for cases), the suite file's items
+    are its controls, and what lies in no suite is no case."""
+    from pytest_agentbench.plugin.hooks import _case_item_count
+    from pytest_agentbench.run.session import SuiteLoader
+    from pytest_agentbench.sdk.registry import WorldRegistry
+    from tests import layout_world
+
+    write_demo_suite(tmp_path, "plain", questions={"c1": "1+1", "control-c2": "2+2"})
+    published = layout_world.write_layout_folder(tmp_path / "recognised")
+    loader = SuiteLoader(WorldRegistry([layout_world.WORLD]), tmp_path)
+    anchor = loader.anchor(published)
+    assert anchor == layout_world.LAYOUT_FILE
+    marker = published.relative_to(tmp_path) / anchor
+    ids = [
+        "suites/plain/suite.yaml::control-wrong-answer",
+        "suites/plain/suite.yaml::ungraded-zero",
+        "suites/plain/cases.jsonl::c1",
+        "suites/plain/cases.jsonl::control-c2",
+        "suites/plain/cases.jsonl::control-c2[model=a][trial-2]",
+        "tests/test_other.py::test_control-x",
+        f"{marker.as_posix()}::control-wrong-answer",
+        f"{marker.as_posix()}::p1",
+    ]
+    assert _case_item_count(loader, tmp_path, ids) == 4

@@ -796,3 +796,20 @@ def assert_audit_of_a_mixed_run(path: Path, capsys: pytest.CaptureFixture[str], 
     err = capsys.readouterr().err
     assert "[audit_mode_mismatch]" in err
     assert "the run log's end states" in err
+    # A malformed log is refused naming the log and its line, not the report beside it.
+    start = json.loads(lines[0])
+    for number, line, reason in (
+        (2, "{not json", "the run log's event is not JSON (Expecting property name"),
+        (3, "[1, 2]", "the run log's event is a JSON list, not an object"),
+        (1, json.dumps({**start, "model": {}}), "model.mode: the run log's start event"),
+        (1, json.dumps({**start, "model": "mixed"}), "model.mode: the run log's start event"),
+    ):
+        broken = list(lines)
+        broken[number - 1] = line
+        log.write_text("\n".join(broken) + "\n")
+        assert main(["audit", str(report), ledgers, *pricing]) == 1
+        err = capsys.readouterr().err
+        assert f"[audit_unreadable] {log}:{number}: {reason}" in err, err
+    log.write_bytes(b"\xff\n")
+    assert main(["audit", str(report), ledgers, *pricing]) == 1
+    assert f"[audit_unreadable] {log}: the run log is not UTF-8 (byte 0)" in capsys.readouterr().err

@@ -25,10 +25,12 @@ from pytest_agentbench.agents.providers import (
     encode_request,
     parse_answer,
     request_provider,
+    wire,
 )
 from pytest_agentbench.agents.settings import ChatSettings, resolve_settings
 from pytest_agentbench.agents.usage import reported_tokens
 from pytest_agentbench.cli.main import main
+from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.ledger import Tokens
 from tests.chat_projects import CHAT_RUN_ARGS, write_chat_project
@@ -363,6 +365,53 @@ def test_a_provider_is_part_of_the_request_digest() -> None:
     assert [b["tool_use_id"] for b in anthropic["messages"][-1]["content"]] == ["c1", "c2"]  # type: ignore[call-overload, index]
     parts = encode_request("gemini", NEUTRAL)["body"]["contents"][-1]["parts"]  # type: ignore[call-overload, index]
     assert [p["functionResponse"]["name"] for p in parts] == ["f", "g"]
+
+
+@pytest.mark.parametrize("bound", [None, 5000])
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_native_request_is_serialised_and_digested_once(
+    provider: str, bound: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent serialises a native body once and hashes the envelope once; the digest is
+    the envelope's canonical JSON's and the bytes sent are its body's, as before."""
+    from pytest_agentbench.agents import cassettes
+    from pytest_agentbench.agents.chat import bounded_request
+    from pytest_agentbench.sdk import canonical
+
+    agent = ChatAgent(
+        ChatSettings(
+            model="m",
+            provider=provider,
+            base_url="http://127.0.0.1:9/v1",
+            max_tokens_per_call=bound,
+        )
+    )
+    # The request as before: the neutral request bounded, then its native envelope.
+    expected = EncodedRequest(encode_request(provider, bounded_request(NEUTRAL, bound).body))
+    serialised: list[Any] = []
+    hashed: list[str] = []
+    encode, digest = canonical._ENCODE_CANONICAL, cassettes.sha256_hex
+
+    def counted_encode(value: Any) -> str:
+        serialised.append(value)
+        return encode(value)
+
+    def counted_digest(data: bytes) -> str:
+        hashed.append(data.decode())
+        return digest(data)
+
+    monkeypatch.setattr(canonical, "_ENCODE_CANONICAL", counted_encode)
+    monkeypatch.setattr(cassettes, "sha256_hex", counted_digest)
+    sent = agent._bounded(dict(NEUTRAL))
+    path, body = wire(sent, sent.text, sent.sent)
+    monkeypatch.undo()
+    assert (sent.body, sent.text, sent.digest) == (expected.body, expected.text, expected.digest)
+    assert body == canonical_json(expected.body["body"])
+    assert path == wire(expected, expected.text)[0]
+    assert hashed == [expected.text], "the envelope, hashed once"
+    bodies = [value for value in serialised if isinstance(value, dict)]
+    # The body once; with a bound, the neutral request too, for the size its cap comes from.
+    assert bodies == ([] if bound is None else [NEUTRAL]) + [expected.body["body"]]
 
 
 def test_answers_and_usage_of_each_provider() -> None:

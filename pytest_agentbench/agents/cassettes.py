@@ -73,12 +73,18 @@ class EncodedRequest(Mapping[str, JsonValue]):
     (a mapping), so a transport written for plain request dicts works unchanged.
     """
 
-    __slots__ = ("body", "digest", "text")
+    __slots__ = ("body", "digest", "sent", "text")
 
-    def __init__(self, body: dict[str, JsonValue]) -> None:
+    def __init__(
+        self, body: dict[str, JsonValue], *, text: str | None = None, sent: str | None = None
+    ) -> None:
+        """``text``: ``body``'s canonical JSON when the caller already has it; ``sent``: the
+        text sent over the wire when it is not ``text`` (a native provider's body, which
+        its envelope holds), serialised once for both."""
         self.body = body
-        self.text = canonical_json(body)
+        self.text = canonical_json(body) if text is None else text
         self.digest = sha256_hex(self.text.encode("utf-8"))
+        self.sent = sent
 
     def __getitem__(self, key: str) -> JsonValue:
         return self.body[key]

@@ -27,7 +27,12 @@ from typing import Any
 from pytest_agentbench.agents.budget import BudgetRefused
 from pytest_agentbench.agents.cassettes import EncodedRequest, RecordedResponse
 from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run, model_runs
-from pytest_agentbench.agents.providers import MalformedAnswer, encode_request, parse_answer
+from pytest_agentbench.agents.providers import (
+    MalformedAnswer,
+    encode_request,
+    envelope_text,
+    parse_answer,
+)
 from pytest_agentbench.agents.settings import ChatSettings, configured_settings
 from pytest_agentbench.agents.transcribe import refusal_event, request_event, response_event
 from pytest_agentbench.agents.transport import ChatAgentError, ChatTransport
@@ -94,6 +99,10 @@ class ChatAgent:
         self.transport = ChatTransport(self.settings, self.run) if transport is None else transport
         self.provider = self.settings.provider
         self.usage = UsageLog()
+        for agent in self._models.values():
+            # One log for every model: a case that called two drains both's requests, in
+            # the order sent, once (each model's own log drained the first model's only).
+            agent.usage = self.usage
         self._tool_lists: dict[tuple[tuple[str, str, int], ...], _ToolList] = {}
 
     def __repr__(self) -> str:
@@ -168,10 +177,6 @@ class ChatAgent:
 
     def drain_usage(self) -> UsageReport | None:
         """The model requests since last asked (the execution ledger's call row copies them)."""
-        if self._models:
-            # A case calls one model; every agent is drained so none keeps a stale row.
-            drained = [agent.usage.drain() for agent in self._models.values()]
-            return next((report for report in drained if report is not None), None)
         return self.usage.drain()
 
     def _system_prompt(self) -> str:
@@ -278,10 +283,13 @@ class ChatAgent:
     def _bounded(self, request: dict[str, JsonValue]) -> EncodedRequest:
         """The request as sent: with a per-call bound, ``max_tokens`` caps its answer; for a
         native provider, its own body made from the neutral request as bounded."""
-        encoded = bounded_request(request, self.settings.max_tokens_per_call)
+        bound = self.settings.max_tokens_per_call
         if self.provider == "openai":
-            return encoded
-        return EncodedRequest(encode_request(self.provider, encoded.body))
+            return bounded_request(request, bound)
+        # The neutral request is digested by no one: only its size is needed (with a bound).
+        envelope = encode_request(self.provider, bounded_body(request, bound))
+        sent = canonical_json(envelope["body"])
+        return EncodedRequest(envelope, text=envelope_text(envelope, sent), sent=sent)
 
     def _refuse_overspent(self, tokens: Tokens | None) -> None:
         """An answer that used more than the call was reserved for is refused by name.
@@ -323,7 +331,22 @@ def bounded_request(request: dict[str, JsonValue], bound: int | None) -> Encoded
     encoded = EncodedRequest(request)
     if bound is None:
         return encoded
-    estimate = len(encoded.text) // 4 + 1
+    capped = _capped(request, encoded.text, bound)
+    return encoded if capped is None else EncodedRequest(capped)
+
+
+def bounded_body(request: dict[str, JsonValue], bound: int | None) -> dict[str, JsonValue]:
+    """The body of :func:`bounded_request`, neither digested nor (without a bound) serialised."""
+    if bound is None:
+        return request
+    capped = _capped(request, canonical_json(request), bound)
+    return request if capped is None else capped
+
+
+def _capped(request: dict[str, JsonValue], text: str, bound: int) -> dict[str, JsonValue] | None:
+    """``request`` (whose canonical JSON is ``text``) with its ``max_tokens`` capped, or
+    ``None`` when it needs no cap; refused when the request alone reaches the bound."""
+    estimate = len(text) // 4 + 1
     if estimate >= bound:
         raise BudgetRefused(
             "budget_call_bound_too_small",
@@ -332,8 +355,8 @@ def bounded_request(request: dict[str, JsonValue], bound: int | None) -> Encoded
         )
     given = request.get("max_tokens")
     if isinstance(given, int) and not isinstance(given, bool) and 0 < given <= bound - estimate:
-        return encoded  # a smaller cap the request already asks for (a judge seat's setting)
-    return EncodedRequest({**request, "max_tokens": bound - estimate})
+        return None  # a smaller cap the request already asks for (a judge seat's setting)
+    return {**request, "max_tokens": bound - estimate}
 
 
 def overspent_call(tokens: Tokens | None, bound: int | None) -> str | None:

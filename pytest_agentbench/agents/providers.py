@@ -98,13 +98,24 @@ def encode_request(provider: str, neutral: Mapping[str, JsonValue]) -> dict[str,
     raise ValueError(f"unknown provider {provider!r}")
 
 
-def wire(request: Mapping[str, Any], text: str) -> tuple[str, str]:
+def envelope_text(envelope: Mapping[str, JsonValue], body_text: str) -> str:
+    """The canonical JSON of a native request's envelope (:func:`encode_request`), made
+    around its body's canonical JSON ``body_text``: the body, nearly all of the request,
+    is serialised once for the digest and the wire. Keys in canonical (sorted) order."""
+    return (
+        f'{{"body":{body_text},"model":{canonical_json(envelope["model"])},'
+        f'"provider":{canonical_json(envelope["provider"])}}}'
+    )
+
+
+def wire(request: Mapping[str, Any], text: str, sent: str | None = None) -> tuple[str, str]:
     """(path under the base URL, body text) of a recorded request whose canonical JSON is
-    ``text``: the OpenAI-compatible body is the request itself."""
+    ``text``: the OpenAI-compatible body is the request itself; a native provider's is
+    its envelope's ``body``, serialised already when ``sent`` is given."""
     provider = request_provider(request)
     if provider == "openai":
         return "chat/completions", text
-    body = canonical_json(request["body"])
+    body = canonical_json(request["body"]) if sent is None else sent
     if provider == "anthropic":
         return "messages", body
     model = str(request["model"]).removeprefix("models/")

@@ -218,7 +218,7 @@ class ChatTransport:
         # Each request names its provider (a judge's is always OpenAI-compatible), so the
         # path and the auth headers are the request's, not the client's.
         provider = request_provider(request)
-        path, text = wire(request, request.text)
+        path, text = wire(request, request.text, request.sent)
         body = text.encode("utf-8")
         headers = auth_headers(provider, os.environ.get(self.settings.api_key_env))
         limiter, clock = self.run.limiter, self.run.clock

@@ -577,10 +577,10 @@ def _check_mixed_run(report: Path, model_run: RunProvenance, totals: RunTotals) 
     log = default_log_path(report)
     if not log.is_file():
         return
-    events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line]
-    start = next((e for e in events if e.get("event") == "start"), None)
-    end = next((e for e in events if e.get("event") == "end"), None)
-    logged = None if start is None or start.get("model") is None else start["model"]["mode"]
+    events = _log_events(log)
+    start = next(((n, e) for n, e in events if e.get("event") == "start"), None)
+    end = next((e for _, e in events if e.get("event") == "end"), None)
+    logged = None if start is None else _logged_mode(log, *start)
     if logged is not None and logged != model_run.mode:
         raise _refuse(
             "audit_mode_mismatch",
@@ -596,6 +596,56 @@ def _check_mixed_run(report: Path, model_run: RunProvenance, totals: RunTotals) 
                 f"{counts}",
                 log,
             )
+
+
+def _log_events(log: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The run log's events with their line numbers; a line that is not a JSON object is
+    refused naming the log and the line (not the report the log lies beside)."""
+    try:
+        text = log.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise AgentbenchError(
+            "audit_unreadable", f"the run log is not UTF-8 (byte {exc.start})", file=str(log)
+        ) from None
+    events: list[tuple[int, dict[str, Any]]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise AgentbenchError(
+                "audit_unreadable",
+                f"the run log's event is not JSON ({exc.msg}, column {exc.colno})",
+                file=str(log),
+                line=number,
+            ) from None
+        if not isinstance(event, dict):
+            raise AgentbenchError(
+                "audit_unreadable",
+                f"the run log's event is a JSON {type(event).__name__}, not an object",
+                file=str(log),
+                line=number,
+            )
+        events.append((number, event))
+    return events
+
+
+def _logged_mode(log: Path, number: int, start: dict[str, Any]) -> str | None:
+    """The mode the log's ``start`` event states (``None`` for a run without a model)."""
+    model = start.get("model")
+    if model is None:
+        return None
+    mode = model.get("mode") if isinstance(model, dict) else None
+    if not isinstance(mode, str):
+        raise AgentbenchError(
+            "audit_unreadable",
+            f"the run log's start event states no model mode ({mode!r})",
+            file=str(log),
+            line=number,
+            field="model.mode",
+        )
+    return mode
 
 
 def _check_run(report: Path, model_run: RunProvenance, totals: RunTotals, priced: bool) -> None:

@@ -71,8 +71,10 @@ class ForkedChild:
 class ForkServer:
     """The template process of this pytest process, started when first needed."""
 
-    def __init__(self, preload: Sequence[str] = ()) -> None:
+    def __init__(self, preload: Sequence[str] = (), *, answer_timeout_s: float = 30.0) -> None:
         self.preload = (*PRELOADED, *preload)
+        self.answer_timeout_s = answer_timeout_s
+        """How long :meth:`start` waits for the template to answer before giving up."""
         self._control: socket.socket | None = None
         self._template: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
@@ -85,6 +87,9 @@ class ForkServer:
         self._started: dict[int, int] = {}
         """The process forked for each request not yet taken, by the request's number: the
         template answers in the order the requests came (one socket, one thread)."""
+        self._abandoned: set[int] = set()
+        """Requests whose :meth:`start` gave up waiting: the process the template forks
+        for one when it answers at last is ended at once, never left unclaimed."""
         self._reader: threading.Thread | None = None
 
     @property
@@ -145,9 +150,16 @@ class ForkServer:
                     return
                 message = json.loads(data)
                 if "started" in message:
-                    self._started[self._answered] = int(message["started"])
+                    number, pid = self._answered, int(message["started"])
                     self._answered += 1
-                    self._live.add(int(message["started"]))
+                    self._live.add(pid)
+                    if number in self._abandoned:
+                        # Nobody waits for it: a live adapter process no host will end.
+                        self._abandoned.discard(number)
+                        with suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                    else:
+                        self._started[number] = pid
                 else:
                     self._exits[int(message["exited"])] = int(message["returncode"])
                     self._live.discard(int(message["exited"]))
@@ -166,13 +178,18 @@ class ForkServer:
             socket.send_fds(control, [request], [channel, output])
             number = self._sent
             self._sent += 1
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + self.answer_timeout_s
         with self._changed:
             while number not in self._started:
                 if self._reader is None or not self._reader.is_alive():
                     raise ForkServerUnavailable("the template process has ended")
                 if not self._changed.wait(max(0.0, deadline - time.monotonic())):
-                    raise ForkServerUnavailable("the template process did not answer")
+                    if number in self._started:
+                        break  # answered just as the wait ran out
+                    self._abandoned.add(number)
+                    raise ForkServerUnavailable(
+                        f"the template process did not answer within {self.answer_timeout_s:g} s"
+                    )
             pid = self._started.pop(number)
         return ForkedChild(self, pid)
 

@@ -81,6 +81,9 @@ class IsolatedPool(ServesAdapters):
         self._local = threading.local()
         self._remotes: OrderedDict[int, tuple[Any, RemoteAdapter]] = OrderedDict()
         self._warming: list[threading.Thread] = []
+        self._warm_cases = 0
+        """How many cases the run will serve (:meth:`warm_for`), once ``_warm_known`` is set."""
+        self._warm_known = threading.Event()
         self._closing = False
 
     @property
@@ -108,25 +111,34 @@ class IsolatedPool(ServesAdapters):
                 self._returned.notify()
 
     def warm(self, adapter: Any, threads: int = WARMING_THREADS) -> None:
-        """Start every host's child with ``adapter`` loaded, in the background.
+        """Start the hosts' children with ``adapter`` loaded, in the background, as soon
+        as :meth:`warm_for` says how many cases the run serves: no more children than
+        that (a run of one case among a pool of eight starts one).
 
         Called when the run's adapter is known before collection, so that the
-        children start while pytest collects instead of as the first N cases
+        children are ready as collection ends instead of as the first N cases
         begin, each of those waiting its turn. A host a case has already
         borrowed is left to it; a failure is kept for the case, as
         :meth:`serving` keeps it.
         """
         if not isinstance(adapter, RemoteAdapter) or adapter._host is not self:
             return
-        waiting = list(self.hosts)
+        # A host whose child runs already (the one that loaded the adapter) counts first.
+        waiting = sorted(self.hosts, key=lambda host: host.pid is None)
         lock = threading.Lock()
+        taken = 0
 
         def warm_some() -> None:
-            while not self._closing:
+            nonlocal taken
+            while True:
+                self._warm_known.wait()
+                if self._closing:
+                    return
                 with lock:
-                    if not waiting:
+                    if not waiting or taken >= self._warm_cases:
                         return
                     host = waiting.pop(0)
+                    taken += 1
                 with self._returned:
                     if host not in self._free:
                         continue
@@ -142,6 +154,12 @@ class IsolatedPool(ServesAdapters):
             thread = threading.Thread(target=warm_some, name="agentbench-warm", daemon=True)
             thread.start()
             self._warming.append(thread)
+
+    def warm_for(self, cases: int) -> None:
+        """The number of cases the run will serve (once collection has selected them):
+        :meth:`warm` starts that many children at most, and starts them now."""
+        self._warm_cases = max(cases, 0)
+        self._warm_known.set()
 
     def _bound(self, proxy: RemoteAdapter) -> RemoteAdapter:
         """The stand-in of ``proxy``'s adapter whose calls go through the pool."""
@@ -219,6 +237,7 @@ class IsolatedPool(ServesAdapters):
         # Children still being started in the background finish starting first (each
         # within its start-up allowance), so none is left running behind the close.
         self._closing = True
+        self._warm_known.set()  # warming threads still waiting for warm_for end
         warming, self._warming = self._warming, []
         for thread in warming:
             thread.join()

@@ -244,10 +244,10 @@ class MeteredSender:
         With a per-call token bound the request carries ``max_tokens``, as the chat
         agent's do (:func:`~pytest_agentbench.agents.chat.bounded_request`).
         """
-        from pytest_agentbench.agents.chat import bounded_request
+        from pytest_agentbench.agents.chat import bounded_body
 
         bound = self.meter.run.settings.max_tokens_per_call
-        sent = bounded_request(request, bound).body
+        sent = bounded_body(request, bound)
         return MeteredCall(self, sent, self._reserve())
 
     def refused(self, request: dict[str, JsonValue], refusal: BudgetRefused) -> None:

@@ -24,6 +24,7 @@ from pytest_agentbench.plugin.census import WorkerCensus, take_census
 from pytest_agentbench.plugin.census import merge as merge_census
 from pytest_agentbench.plugin.collect import (
     REFUSED_KEY,
+    CaseItem,
     ControlItem,
     collect_file,
     refuse_late,
@@ -61,6 +62,7 @@ from pytest_agentbench.sdk import leaked_threads, tracebacks
 from pytest_agentbench.sdk.canonical import InputLimits, set_input_limits
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 from pytest_agentbench.sdk.files import check_output_file, check_output_folder
+from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.projections import restore_projections, select_projections
 from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
 from pytest_agentbench.sdk.runner import release_alarm
@@ -507,6 +509,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         freeze_alive(config)
     if workeroutput is None:
         check_run(config, suites_of_items(session.items))
+        _warm_for_cases(config, session)
+
+
+def _warm_for_cases(config: pytest.Config, session: pytest.Session) -> None:
+    """Tell an isolated pool warming at configure how many cases will call the adapter:
+    it starts no more children than that (none for ``--collect-only``)."""
+    isolation = get_state(config).isolation
+    warm_for = getattr(isolation, "warm_for", None)  # a pool's; a lone host warms nothing
+    if warm_for is not None:
+        cases = sum(1 for item in session.items if isinstance(item, CaseItem))
+        warm_for(0 if config.option.collectonly else cases)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -523,16 +536,31 @@ def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None
 
 
 def _case_item_count(loader: SuiteLoader, rootpath: Path, nodeids: Sequence[str]) -> int:
-    """The case items among a worker's collected node ids: those in a suite's files, less
-    its negative controls (``control-ID``, ``ungraded-AGENT``), as collect.py names them."""
-    roots: dict[Path, bool] = {}
+    """The case items among a worker's collected node ids, told by the file that holds
+    them (the controller has no items): a suite's negative controls are its suite file's
+    items, its cases the items of the files it names for cases, whatever a case's id.
+
+    A recognised layout's marker file holds both: there the controls are told by the
+    names collect.py gives them (``control-ID``, ``ungraded-AGENT``) until the census."""
+    # Per folder: None outside a suite; else the name of the suite file if it lies there.
+    folders: dict[Path, tuple[str | None, bool] | None] = {}
     count = 0
     for nodeid in nodeids:
         file, _, name = nodeid.partition("::")
-        folder = (rootpath / file).parent
-        if folder not in roots:
-            roots[folder] = loader.suite_root_of(folder) is not None
-        if roots[folder] and not name.startswith(("control-", "ungraded-")):
+        path = rootpath / file
+        if path.parent not in folders:
+            root = loader.suite_root_of(path.parent)
+            anchor = None if root is None else loader.anchor(root)
+            folders[path.parent] = (
+                None
+                if root is None
+                else (anchor if root == path.parent else None, anchor != SUITE_FILE)
+            )
+        found = folders[path.parent]
+        if found is None:
+            continue
+        anchor, recognised = found
+        if path.name != anchor or (recognised and not name.startswith(("control-", "ungraded-"))):
             count += 1
     return count
 

@@ -24,6 +24,7 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.provenance import RunProvenance
+    from pytest_agentbench.report.transcripts import TranscriptFile
     from pytest_agentbench.scoring.comparison import Comparison
 
 
@@ -67,6 +68,7 @@ def write_reports(
             "trust": config.stash.get(TRUST_KEY, None),
         }
         written = False
+        transcripts: tuple[TranscriptFile, ...] = ()
         if options.report_path is not None:
             transcripts = () if recorder.transcripts is None else recorder.transcripts.finish()
             try:
@@ -97,10 +99,16 @@ def write_reports(
                     # Read back, the report brings its transcripts beside it.
                     write_html_from(options.report_path, options.html_path, indexed=indexed)
                 else:
+                    # Built from the run, the page names the transcripts files the report
+                    # would have named and reads them from beside it, as a page read back does.
                     document = report_document(
-                        summary, recorder.graded, recorder.durations, **identity
+                        summary,
+                        recorder.graded,
+                        recorder.durations,
+                        transcripts=transcripts,
+                        **identity,
                     )
-                    write_html(document, options.html_path)
+                    write_html(document, options.html_path, source=options.report_path)
             except AgentbenchError as exc:
                 unwritten.append(exc)
         # The terminal section needs no per-case entries: dropping them here spares

@@ -17,6 +17,7 @@ import pytest_agentbench.worlds.authority.world
 import pytest_agentbench.worlds.evidence_binding.world  # noqa: F401
 from pytest_agentbench.report.html import render_html
 from pytest_agentbench.report.html.sidecar import read_extras
+from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.packaged import packaged_suites, suites_dir
 from tests.demo_world import write_demo_suite
 from tests.html import sample
@@ -260,3 +261,37 @@ def test_with_a_baseline_the_page_draws_the_forest_and_the_flipped_cases(
     assert len(flipped) == 9
     assert "Passed in the baseline, not now: 9" in page
     assert "Holm-adjusted p" in page
+
+
+def test_a_page_rebuilt_from_the_run_shows_the_transcripts_of_one_read_back(
+    demo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the JSON report cannot be written (a full disk), the page is built from the
+    run itself: it still shows every case's transcript, as a page read back does."""
+    write_demo_suite(demo.path, questions={"c1": "1+2", "c2": "2+2"}, world="demo-tools")
+    args = ("-m", "not agentbench_control", "-p", "no:randomly")
+    read_back, rebuilt = demo.path / "read.html", demo.path / "rebuilt.html"
+    demo.runpytest(
+        *args, f"--agentbench-report={demo.path / 'read.json'}", f"--agentbench-html={read_back}"
+    ).assert_outcomes(passed=2)
+
+    from pytest_agentbench.report import json_report
+
+    def full_disk(path: Path, *_: Any, **__: Any) -> None:
+        raise AgentbenchError("output_unwritable", "No space left on device", file=str(path))
+
+    monkeypatch.setattr(json_report, "write_report", full_disk)
+    result = demo.runpytest(
+        *args, f"--agentbench-report={demo.path / 'lost.json'}", f"--agentbench-html={rebuilt}"
+    )
+    result.assert_outcomes(passed=2)
+    assert not (demo.path / "lost.json").exists()
+
+    def transcripts(page: Path) -> dict[str, Any]:
+        details = sample.case_details(page.read_text(encoding="utf-8"), "s0")
+        return {case["id"]: case.get("transcript") for case in details}
+
+    shown = transcripts(read_back)
+    assert sorted(shown) == ["c1", "c2"]
+    assert all(events and events[-1]["event"] == "final" for events in shown.values())
+    assert transcripts(rebuilt) == shown
