@@ -32,6 +32,7 @@ from pytest_agentbench.sdk.ledger.journal import (
 from pytest_agentbench.sdk.ledger.journal_writer import (
     NO_COST_CAP,
     NO_LIMIT,
+    JournalCall,
     JournalProvider,
     JournalSetup,
     journal_bytes,
@@ -41,7 +42,7 @@ from pytest_agentbench.sdk.ledger.journal_writer import (
 from pytest_agentbench.sdk.ledger.rows import HeaderPayload
 from pytest_agentbench.sdk.runner import AdapterFailure
 from pytest_agentbench.worlds.operations.agents import Reference
-from pytest_agentbench.worlds.operations.execution import record_episode
+from pytest_agentbench.worlds.operations.execution import record_episode, replay_episode
 from pytest_agentbench.worlds.operations.spec import render_time
 from tests.worlds.operations.helpers import shipped
 
@@ -80,14 +81,17 @@ class ModelLike(Reference):
 
     ``faults`` maps a decision's number to the faults its request met before the
     answer; ``raise_at`` is the decision whose request only faulted (the adapter
-    then raises, so the episode aborts).
+    then raises, so the episode aborts); ``malformed_at`` answers outside the schema.
     """
 
-    def __init__(self, faults: dict[int, list[str]] | None = None, raise_at: int = -1) -> None:
+    def __init__(
+        self, faults: dict[int, list[str]] | None = None, raise_at: int = -1, malformed_at: int = -1
+    ) -> None:
         super().__init__()
         self.calls = 0
         self.faults = faults or {}
         self.raise_at = raise_at
+        self.malformed_at = malformed_at
         self.pending: UsageReport | None = None
 
     def solve(self, task: dict[str, Any], session: Any) -> Any:
@@ -119,6 +123,8 @@ class ModelLike(Reference):
             )
         )
         self.pending = UsageReport(request_digest_sha256=request, attempts=tuple(attempts))
+        if number == self.malformed_at:
+            return {"outcome": "SHRUG"}
         return super().solve(task, session)
 
     def drain_usage(self) -> UsageReport | None:
@@ -161,7 +167,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_an_episode_journal_reads_back_with_instants_controls_and_amounts_derived(
-    recorded: Path, tmp_path: Path
+    recorded: Path,
 ) -> None:
     reading = audit_journal(recorded)
     written = rows(recorded)
@@ -221,6 +227,12 @@ def test_an_episode_journal_reads_back_with_instants_controls_and_amounts_derive
         last = call["call"]["attempts"][-1]
         digest = call["call"]["decision"]["decision_digest_sha256"]
         assert last["response_normalized_digest_sha256"] == digest
+
+
+def test_audit_ledger_reads_it_and_a_rerun_writes_the_same_bytes(
+    recorded: Path, tmp_path: Path
+) -> None:
+    episode = json.loads((recorded.parent / "V1.episode.json").read_text(encoding="utf-8"))
     # `agentbench audit-ledger` reads it as the original's layout.
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -230,6 +242,24 @@ def test_an_episode_journal_reads_back_with_instants_controls_and_amounts_derive
     again = record_episode(shipped(), "V1", "model", ModelLike(), tmp_path, journal=setup())
     assert again.journal is not None
     assert again.journal.read_bytes() == recorded.read_bytes()
+    assert again.ledger_digest == episode["execution_ledger"]["digest_sha256"]
+    # The episode recorded beside a journal replays from its tape as any other.
+    assert replay_episode(shipped(), episode, "V1.episode.json")[0].startswith("reproduced V1")
+
+
+def test_a_malformed_answer_is_classified_by_the_code_the_episode_refused_it_with(
+    tmp_path: Path,
+) -> None:
+    result = record_episode(
+        shipped(), "V1", "model", ModelLike(malformed_at=1), tmp_path, journal=setup()
+    )
+    assert result.journal is not None
+    episode = json.loads(result.episode.read_text(encoding="utf-8"))
+    (refused,) = [row for row in episode["ledger"] if row.get("outcome") == "MALFORMED"]
+    calls = [row["call"] for row in rows(result.journal)[1:-1]]
+    assert [c["decision"]["classification_code"] for c in calls] == [None, refused["code"]]
+    assert calls[1]["decision"]["kind"] == "SHRUG"
+    assert audit_journal(result.journal).terminal_kind == "scored"
 
 
 TAMPERS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
@@ -380,7 +410,7 @@ def test_what_the_original_cannot_state_is_refused_by_name(tmp_path: Path) -> No
         journal_bytes(
             header,
             setup(),
-            [(bare, "2035-01-01T00:00:00Z")],
+            [JournalCall(bare, "2035-01-01T00:00:00Z")],
             started_at="2035-01-01T00:00:00Z",
             ended_at="2035-01-01T00:00:00Z",
             kind="scored",

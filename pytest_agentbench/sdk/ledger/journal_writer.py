@@ -161,6 +161,17 @@ def run_controls(
 
 
 @dataclass(frozen=True)
+class JournalCall:
+    """One of our call rows, with what the journal states beside it."""
+
+    call: CallPayload
+    at: str
+    """The call's simulated instant (its ``started_at`` and ``ended_at``)."""
+    classification_code: str | None = None
+    """The code the run classified the decision under (a malformed answer's refusal)."""
+
+
+@dataclass(frozen=True)
 class JournalSetup:
     """What a model run states beyond our own header: its provider and its controls."""
 
@@ -231,9 +242,10 @@ def _turn_end(attempts: Sequence[dict[str, JsonValue]], ceiling: int) -> str:
 
 
 def journal_call(
-    call: CallPayload, at: str, controls: Mapping[str, Any], display: str
+    stated: JournalCall, controls: Mapping[str, Any], display: str
 ) -> dict[str, JsonValue]:
-    """One of our call rows in the original's call layout, at simulated instant ``at``."""
+    """One of our call rows in the original's call layout, at its simulated instant."""
+    call, at = stated.call, stated.at
     where = f"call {call.call_index}"
     if not call.attempts or call.request_digest_sha256 is None:
         raise _refuse(display, where, "no model request behind this call: nothing to journal")
@@ -281,7 +293,7 @@ def journal_call(
         else {
             "kind": decision.kind,
             "decision_digest_sha256": decision.decision_digest_sha256,
-            "classification_code": None,
+            "classification_code": stated.classification_code,
         },
     }
 
@@ -301,7 +313,7 @@ def _row(index: int, kind: str, previous: str, payload: dict[str, JsonValue]) ->
 def journal_bytes(
     header: HeaderPayload,
     setup: JournalSetup,
-    calls: Sequence[tuple[CallPayload, str]],
+    calls: Sequence[JournalCall],
     *,
     started_at: str,
     ended_at: str,
@@ -309,7 +321,7 @@ def journal_bytes(
     exclusion_code: str | None = None,
     display: str = "journal",
 ) -> bytes:
-    """The whole journal: header, one call row per ``(call, instant)``, the terminal row."""
+    """The whole journal: the header, one row per call, the terminal row."""
     controls = setup.controls.as_json()
     seed = {"execution_run_id": header.execution_run_id, "scenario": header.scenario_id}
     payloads: list[tuple[str, dict[str, JsonValue]]] = [
@@ -332,7 +344,7 @@ def journal_bytes(
             },
         )
     ]
-    rows = [journal_call(call, at, controls, display) for call, at in calls]
+    rows = [journal_call(call, controls, display) for call in calls]
     payloads += [("call", row) for row in rows]
     if kind == "scored":
         code = None

@@ -34,12 +34,14 @@ from pytest_agentbench.sdk import (
 )
 from pytest_agentbench.sdk.ledger.journal_writer import (
     JOURNAL_SUFFIX,
+    JournalCall,
     JournalSetup,
     journal_bytes,
     write_journal,
 )
 from pytest_agentbench.worlds.operations.episode import (
     ENGINE_VERSION,
+    EpisodeRecord,
     episode_from_json,
     ledger_text,
     run_episode,
@@ -119,13 +121,24 @@ def _journal(
     started_at: str,
     ended_at: str,
     kind: str,
+    record: EpisodeRecord | None = None,
 ) -> tuple[Path, str]:
     writer = agent.writer
     path = out / f"{writer.header.scenario_id}{JOURNAL_SUFFIX}"
+    # A malformed answer's refusal code, from the episode's own agent_outcome row.
+    codes = {
+        (row.get("invocation_index"), row.get("turn_index")): str(row["code"])
+        for row in (record.ledger if record is not None else ())
+        if row.get("record_type") == "agent_outcome" and "code" in row
+    }
+    calls = [
+        JournalCall(call, at, codes.get((call.invocation_index, call.turn_index)))
+        for call, at in zip(writer.calls, agent.instants, strict=True)
+    ]
     data = journal_bytes(
         writer.header,
         setup,
-        list(zip(writer.calls, agent.instants, strict=True)),
+        calls,
         started_at=started_at,
         ended_at=ended_at,
         kind=kind,
@@ -192,7 +205,13 @@ def record_episode(
         # Last: a run the original's rules cannot state is refused with ledger and episode kept.
         ended_at = render_time(start, record.simulated_minutes)
         recorded_journal = _journal(
-            out, agent, journal, started_at=started_at, ended_at=ended_at, kind="scored"
+            out,
+            agent,
+            journal,
+            started_at=started_at,
+            ended_at=ended_at,
+            kind="scored",
+            record=record,
         )
     return Recorded(
         episode=episode_path,
