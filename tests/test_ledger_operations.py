@@ -343,6 +343,76 @@ TAMPERS: dict[str, tuple[Callable[[list[dict[str, Any]]], None], str]] = {
         lambda r: r[-1]["terminal"]["totals"].update(fault_counts={"provider_timeout": 1}),
         "journal_totals_mismatch",
     ),
+    "agent_kind with whitespace": (
+        lambda r: r[0]["header"].update(agent_kind="a model"),
+        "journal_value_invalid",
+    ),
+    "intended_artifact_version not 8": (
+        lambda r: r[0]["header"].update(intended_artifact_version=7),
+        "journal_value_invalid",
+    ),
+    "provider base_url over plain http": (
+        lambda r: r[0]["header"]["provider"].update(base_url="http://models.example/v1"),
+        "journal_value_invalid",
+    ),
+    "cost_cap_policy unknown": (
+        lambda r: r[0]["header"]["controls"].update(cost_cap_policy="settle_after"),
+        "journal_value_invalid",
+    ),
+    "cost_cap_usd zero": (
+        lambda r: r[0]["header"]["controls"].update(cost_cap_usd="0"),
+        "journal_value_invalid",
+    ),
+    "expected_provider_calls past the bound": (
+        lambda r: r[0]["header"]["controls"].update(expected_provider_calls=NO_LIMIT + 1),
+        "journal_value_invalid",
+    ),
+    "turn_deadline_seconds negative": (
+        lambda r: r[0]["header"]["controls"].update(turn_deadline_seconds=-1),
+        "journal_value_invalid",
+    ),
+    "wall_clock_deadline_seconds a string": (
+        lambda r: r[0]["header"]["controls"].update(wall_clock_deadline_seconds="1800"),
+        "journal_value_invalid",
+    ),
+    "max_output_tokens changed (every reservation moves)": (
+        lambda r: r[0]["header"]["controls"].update(max_output_tokens=BOUND + 1),
+        "journal_amount_mismatch",
+    ),
+    "a payload digest removed": (
+        lambda r: r[1]["call"].pop("payload_digest_sha256"),
+        "journal_fields_mismatch",
+    ),
+    "turn_latency_seconds negative": (
+        lambda r: r[1]["call"].update(turn_latency_seconds=-0.5),
+        "journal_value_invalid",
+    ),
+    "latency_seconds a boolean": (
+        lambda r: r[1]["call"]["attempts"][0].update(latency_seconds=True),
+        "journal_value_invalid",
+    ),
+    "response_received false on a response": (
+        lambda r: r[1]["call"]["attempts"][0].update(response_received=False),
+        "journal_call_incoherent",
+    ),
+    "usage_reported false beside both counts": (
+        lambda r: r[1]["call"]["attempts"][0].update(usage_reported=False),
+        "journal_call_incoherent",
+    ),
+    "a measured cost changed": (
+        lambda r: r[1]["call"]["attempts"][0].update(cost_measured_usd="0.5"),
+        "journal_amount_mismatch",
+    ),
+    "http_status below 100": (
+        lambda r: r[1]["call"]["attempts"][0].update(http_status=99),
+        "journal_value_invalid",
+    ),
+    "a fault outside version 3's vocabulary": (
+        lambda r: r[1]["call"]["attempts"][0].update(
+            outcome="fault", fault="http_503", response_normalized_digest_sha256=None
+        ),
+        "journal_fault_unknown",
+    ),
     "operation_instance_id not one": (
         lambda r: r[0]["header"].update(operation_instance_id="opinst_x"),
         "journal_value_invalid",
