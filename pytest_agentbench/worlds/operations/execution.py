@@ -20,24 +20,22 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.sdk import (
+    JOURNAL_SUFFIX,
     AgentbenchError,
     CallPayload,
     Decision,
     HeaderPayload,
+    JournalCall,
+    JournalSetup,
     JsonValue,
     LedgerWriter,
     ReportsUsage,
     canonical_bytes,
     canonical_json,
-    sha256_hex,
-    write_new_file,
-)
-from pytest_agentbench.sdk.ledger.journal_writer import (
-    JOURNAL_SUFFIX,
-    JournalCall,
-    JournalSetup,
     journal_bytes,
+    sha256_hex,
     write_journal,
+    write_new_file,
 )
 from pytest_agentbench.worlds.operations.episode import (
     ENGINE_VERSION,
