@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import io
 import json
+import os
+import stat
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -23,7 +26,14 @@ import pytest
 from pytest_agentbench.cli.main import main
 from pytest_agentbench.sdk.canonical import canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.ledger import Attempt, CallPayload, Decision, Tokens, UsageReport
+from pytest_agentbench.sdk.ledger import (
+    Attempt,
+    CallPayload,
+    Decision,
+    Tokens,
+    UsageReport,
+    journal_writer,
+)
 from pytest_agentbench.sdk.ledger.journal import (
     CONTROLS_FIELDS,
     audit_journal,
@@ -38,6 +48,7 @@ from pytest_agentbench.sdk.ledger.journal_writer import (
     journal_bytes,
     original_fault,
     run_controls,
+    write_journal,
 )
 from pytest_agentbench.sdk.ledger.rows import HeaderPayload
 from pytest_agentbench.sdk.runner import AdapterFailure
@@ -504,3 +515,33 @@ def test_what_the_original_cannot_state_is_refused_by_name(tmp_path: Path) -> No
 )
 def test_our_fault_names_map_into_the_originals_vocabulary(ours: str, theirs: str) -> None:
     assert original_fault(ours) == theirs
+
+
+def test_a_journal_is_created_as_the_original_creates_its_own(
+    recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = recorded.read_bytes()
+    assert stat.S_IMODE(recorded.stat().st_mode) == 0o600
+    target = tmp_path / "copy.journal.ndjson"
+    assert write_journal(target, data) == rows(recorded)[-1]["row_digest_sha256"]
+    assert target.read_bytes() == data
+    codes = []
+    for path in (target, tmp_path / "link" / "x.journal.ndjson"):
+        (tmp_path / "real").mkdir(exist_ok=True)
+        if not (tmp_path / "link").exists():
+            (tmp_path / "link").symlink_to(tmp_path / "real")
+        with pytest.raises(AgentbenchError) as refused:
+            write_journal(path, data)
+        codes.append(refused.value.code)
+    assert codes == ["ledger_exists", "ledger_unsafe_path"]
+    assert target.read_bytes() == data, "never overwritten"
+
+    def full(fd: int, chunk: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(journal_writer.os, "write", full)
+    failed = tmp_path / "full.journal.ndjson"
+    with pytest.raises(AgentbenchError) as refused:
+        write_journal(failed, data)
+    assert refused.value.code == "ledger_write_failed"
+    assert not failed.exists(), "no partial journal is left behind"

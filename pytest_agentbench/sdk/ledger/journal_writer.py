@@ -22,7 +22,9 @@ written, so the writer never leaves a journal its reader refuses.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -34,7 +36,6 @@ from pydantic import Field, StrictInt, StrictStr
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import Record
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.files import write_new_file
 from pytest_agentbench.sdk.ledger import journal
 from pytest_agentbench.sdk.ledger.rows import (
     GENESIS,
@@ -44,6 +45,7 @@ from pytest_agentbench.sdk.ledger.rows import (
     encode_row,
     row_digest,
 )
+from pytest_agentbench.sdk.ledger.writer import open_no_follow
 
 JOURNAL_VERSION = 3
 JOURNAL_SUFFIX = ".journal.ndjson"
@@ -375,7 +377,30 @@ def journal_bytes(
 
 
 def write_journal(path: Path, data: bytes) -> str:
-    """Write a journal made by :func:`journal_bytes` as a new file; its digest (the terminal's)."""
-    write_new_file(path, data, "ledger_write_failed")
+    """Write a journal made by :func:`journal_bytes` as a new file; its digest (the terminal's).
+
+    Created as our ledger is (no symbolic link followed, never over an existing file:
+    ``ledger_unsafe_path``, ``ledger_exists``), mode 0600 as the original creates its
+    journals (its descriptor reader refuses any other), written whole and fsynced; a
+    failed write removes the file, so no partial journal is left behind.
+    """
+    fd = open_no_follow(path)
+    try:
+        os.fchmod(fd, 0o600)
+        written = 0
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    except OSError as exc:
+        os.close(fd)
+        fd = -1
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise AgentbenchError(
+            "ledger_write_failed", f"journal not durable: {exc.strerror or exc}", file=str(path)
+        ) from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     last = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
     return str(json.loads(last)["row_digest_sha256"])
