@@ -121,6 +121,14 @@ _EXPORTS: dict[str, str] = {
     "LEDGER_VERSION": "pytest_agentbench.sdk.ledger",
     "audit_ledger": "pytest_agentbench.sdk.ledger",
     "derive_provider_execution": "pytest_agentbench.sdk.ledger.binding",
+    "JOURNAL_SUFFIX": "pytest_agentbench.sdk.ledger.journal_writer",
+    "JournalCall": "pytest_agentbench.sdk.ledger.journal_writer",
+    "JournalControls": "pytest_agentbench.sdk.ledger.journal_writer",
+    "JournalProvider": "pytest_agentbench.sdk.ledger.journal_writer",
+    "JournalSetup": "pytest_agentbench.sdk.ledger.journal_writer",
+    "journal_bytes": "pytest_agentbench.sdk.ledger.journal_writer",
+    "run_controls": "pytest_agentbench.sdk.ledger.journal_writer",
+    "write_journal": "pytest_agentbench.sdk.ledger.journal_writer",
     "PROVIDER_EXECUTION_FIELDS": "pytest_agentbench.sdk.episode_artifacts",
     "BoundCall": "pytest_agentbench.sdk.episode_artifacts",
     "EpisodeBinding": "pytest_agentbench.sdk.episode_artifacts",
@@ -164,6 +172,7 @@ __all__ = [
     "CONTROLS_FILE",
     "HANDLER_FAILED",
     "INVALID_ARGUMENTS",
+    "JOURNAL_SUFFIX",
     "LEDGER_VERSION",
     "MALFORMED_FINAL",
     "OPERATIONS_PACK_GROUP",
@@ -205,6 +214,10 @@ __all__ = [
     "FieldRule",
     "Findings",
     "HeaderPayload",
+    "JournalCall",
+    "JournalControls",
+    "JournalProvider",
+    "JournalSetup",
     "JsonValue",
     "LazyWorld",
     "LedgerWriter",
@@ -273,6 +286,7 @@ __all__ = [
     "hookimpl",
     "id_file_name",
     "iter_jsonl",
+    "journal_bytes",
     "loads_strict",
     "loads_yaml_strict",
     "marker_files",
@@ -288,12 +302,14 @@ __all__ = [
     "read_prediction_lines",
     "read_text",
     "read_yaml",
+    "run_controls",
     "selected_projections",
     "sha256_hex",
     "solve_with_session",
     "tree_files",
     "undecodable_line",
     "write_file",
+    "write_journal",
     "write_new_file",
 ]
 
@@ -395,6 +411,16 @@ if TYPE_CHECKING:
         audit_ledger,
     )
     from pytest_agentbench.sdk.ledger.binding import derive_provider_execution
+    from pytest_agentbench.sdk.ledger.journal_writer import (
+        JOURNAL_SUFFIX,
+        JournalCall,
+        JournalControls,
+        JournalProvider,
+        JournalSetup,
+        journal_bytes,
+        run_controls,
+        write_journal,
+    )
     from pytest_agentbench.sdk.ledger.writer import open_no_follow
     from pytest_agentbench.sdk.metrics import aggregate
     from pytest_agentbench.sdk.operations_pack import (

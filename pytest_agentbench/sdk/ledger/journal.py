@@ -105,6 +105,8 @@ _DETAILS = {
     "excluded": "execution stopped at the provider boundary",
     "aborted": "execution did not reach a terminal state and was abandoned",
 }
+TERMINAL_DETAILS: Mapping[str, str] = _DETAILS
+"""The fixed ``exclusion_detail`` of each terminal kind (the journal writer states it)."""
 
 ROW_FIELDS = (
     "ledger_version",

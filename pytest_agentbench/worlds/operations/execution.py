@@ -3,7 +3,10 @@
 :func:`record_episode` opens the ledger before the adapter's first call,
 writes one call row per answer (usage only where the adapter reports it)
 and a terminal row, and writes the episode record beside it: ledger,
-decision tape, final state and result vector. :func:`replay_episode`
+decision tape, final state and result vector. A model run given a
+:class:`JournalSetup` (its provider and controls) is also written in
+OperateBench's journal layout beside it (``.journal.ndjson``), its instants
+the episode's simulated clock. :func:`replay_episode`
 re-executes an episode record from its tape alone and refuses, by name, a
 missing, extra or mismatched decision and any difference in state, event
 sequence or result vector.
@@ -17,27 +20,33 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.sdk import (
+    JOURNAL_SUFFIX,
     AgentbenchError,
     CallPayload,
     Decision,
     HeaderPayload,
+    JournalCall,
+    JournalSetup,
     JsonValue,
     LedgerWriter,
     ReportsUsage,
     canonical_bytes,
     canonical_json,
+    journal_bytes,
     sha256_hex,
+    write_journal,
     write_new_file,
 )
 from pytest_agentbench.worlds.operations.episode import (
     ENGINE_VERSION,
+    EpisodeRecord,
     episode_from_json,
     ledger_text,
     run_episode,
 )
 from pytest_agentbench.worlds.operations.evaluation import evaluate_episode
 from pytest_agentbench.worlds.operations.replay import ReplayDiverged, replay, replay_codes
-from pytest_agentbench.worlds.operations.spec import LoadedSpec
+from pytest_agentbench.worlds.operations.spec import LoadedSpec, render_time
 
 EPISODE_SUFFIX = ".episode.json"
 LEDGER_SUFFIX = ".ledger.ndjson"
@@ -61,9 +70,12 @@ class LedgerAgent:
     def __init__(self, adapter: Any, writer: LedgerWriter) -> None:
         self.adapter = adapter
         self.writer = writer
+        self.instants: list[str] = []
+        """Each call's simulated instant (the task's ``now``), for the journal layout."""
 
     def solve(self, task: dict[str, Any], session: Any) -> Any:
         decision: Decision | None = None
+        self.instants.append(str(task["now"]))
         try:
             answer = self.adapter.solve(task, session)
             decision = _decision(answer)
@@ -89,6 +101,8 @@ class Recorded:
     episode: Path
     ledger: Path
     ledger_digest: str
+    journal: Path | None = None
+    journal_digest: str | None = None
 
 
 def run_id(loaded: LoadedSpec, scenario_id: str, agent_id: str) -> str:
@@ -97,8 +111,49 @@ def run_id(loaded: LoadedSpec, scenario_id: str, agent_id: str) -> str:
     return "exec_" + sha256_hex(canonical_bytes(seed))[:32]
 
 
+def _journal(
+    out: Path,
+    agent: LedgerAgent,
+    setup: JournalSetup,
+    *,
+    started_at: str,
+    ended_at: str,
+    kind: str,
+    record: EpisodeRecord | None = None,
+) -> tuple[Path, str]:
+    writer = agent.writer
+    path = out / f"{writer.header.scenario_id}{JOURNAL_SUFFIX}"
+    # A malformed answer's refusal code, from the episode's own agent_outcome row.
+    codes = {
+        (row.get("invocation_index"), row.get("turn_index")): str(row["code"])
+        for row in (record.ledger if record is not None else ())
+        if row.get("record_type") == "agent_outcome" and "code" in row
+    }
+    calls = [
+        JournalCall(call, at, codes.get((call.invocation_index, call.turn_index)))
+        for call, at in zip(writer.calls, agent.instants, strict=True)
+    ]
+    data = journal_bytes(
+        writer.header,
+        setup,
+        calls,
+        started_at=started_at,
+        ended_at=ended_at,
+        kind=kind,
+        exclusion_code="execution_aborted" if kind == "aborted" else None,
+        display=str(path),
+    )
+    return path, write_journal(path, data)
+
+
 def record_episode(
-    loaded: LoadedSpec, scenario_id: str, agent_id: str, adapter: Any, out: Path
+    loaded: LoadedSpec,
+    scenario_id: str,
+    agent_id: str,
+    adapter: Any,
+    out: Path,
+    *,
+    journal: JournalSetup | None = None,
 ) -> Recorded:
     ledger_path = out / f"{scenario_id}{LEDGER_SUFFIX}"
     writer = LedgerWriter(
@@ -112,11 +167,24 @@ def record_episode(
             engine_version=ENGINE_VERSION,
         ),
     )
+    agent = LedgerAgent(adapter, writer)
+    # The journal's instants are the simulated clock's, rendered as the original renders
+    # its wall-clock ones: a rerun writes the same bytes.
+    start = loaded.start(scenario_id)
+    started_at = render_time(start, 0)
     try:
-        record = run_episode(loaded, scenario_id, LedgerAgent(adapter, writer))
-    except BaseException:
+        record = run_episode(loaded, scenario_id, agent)
+    except BaseException as exc:
         if not writer.poisoned:
             writer.finish("aborted")
+            if journal is not None:
+                try:
+                    ended = agent.instants[-1] if agent.instants else started_at
+                    _journal(
+                        out, agent, journal, started_at=started_at, ended_at=ended, kind="aborted"
+                    )
+                except AgentbenchError as refused:
+                    exc.add_note(f"no journal written: {refused}")
         writer.close()
         raise
     episode = record.as_json()
@@ -130,7 +198,26 @@ def record_episode(
     write_new_file(
         episode_path, (canonical_json(episode) + "\n").encode("utf-8"), "episode_write_failed"
     )
-    return Recorded(episode=episode_path, ledger=ledger_path, ledger_digest=digest)
+    recorded_journal: tuple[Path | None, str | None] = (None, None)
+    if journal is not None:
+        # Last: a run the original's rules cannot state is refused with ledger and episode kept.
+        ended_at = render_time(start, record.simulated_minutes)
+        recorded_journal = _journal(
+            out,
+            agent,
+            journal,
+            started_at=started_at,
+            ended_at=ended_at,
+            kind="scored",
+            record=record,
+        )
+    return Recorded(
+        episode=episode_path,
+        ledger=ledger_path,
+        ledger_digest=digest,
+        journal=recorded_journal[0],
+        journal_digest=recorded_journal[1],
+    )
 
 
 def replay_episode(loaded: LoadedSpec, episode: Mapping[str, Any], display: str) -> list[str]:
