@@ -466,10 +466,13 @@ def test_what_the_original_cannot_state_is_refused_by_name(tmp_path: Path) -> No
     # A retried fault in a run that went on to be scored: the original scores no run
     # with a faulted attempt, so the journal is refused (ledger and episode are kept).
     agent = ModelLike(faults={1: ["http_429"]})
-    with pytest.raises(AgentbenchError) as refused:
-        record_episode(shipped(), "V1", "model", agent, tmp_path, journal=setup())
-    assert refused.value.code == "journal_terminal_inadmissible"
-    assert (tmp_path / "V1.episode.json").exists()
+    result = record_episode(shipped(), "V1", "model", agent, tmp_path, journal=setup())
+    assert result.journal_refused is not None
+    assert result.journal_refused.code == "journal_terminal_inadmissible"
+    assert result.journal is None
+    assert result.journal_digest is None
+    assert result.episode.exists()
+    assert result.ledger.exists()
     assert not (tmp_path / "V1.journal.ndjson").exists()
     # A call with no model request behind it (an adapter that reported no usage).
     header = HeaderPayload(

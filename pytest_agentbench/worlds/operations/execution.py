@@ -103,6 +103,8 @@ class Recorded:
     ledger_digest: str
     journal: Path | None = None
     journal_digest: str | None = None
+    journal_refused: AgentbenchError | None = None
+    """Why no journal was written where one was asked for (ledger and episode kept)."""
 
 
 def run_id(loaded: LoadedSpec, scenario_id: str, agent_id: str) -> str:
@@ -199,24 +201,29 @@ def record_episode(
         episode_path, (canonical_json(episode) + "\n").encode("utf-8"), "episode_write_failed"
     )
     recorded_journal: tuple[Path | None, str | None] = (None, None)
+    journal_refused: AgentbenchError | None = None
     if journal is not None:
         # Last: a run the original's rules cannot state is refused with ledger and episode kept.
         ended_at = render_time(start, record.simulated_minutes)
-        recorded_journal = _journal(
-            out,
-            agent,
-            journal,
-            started_at=started_at,
-            ended_at=ended_at,
-            kind="scored",
-            record=record,
-        )
+        try:
+            recorded_journal = _journal(
+                out,
+                agent,
+                journal,
+                started_at=started_at,
+                ended_at=ended_at,
+                kind="scored",
+                record=record,
+            )
+        except AgentbenchError as exc:
+            journal_refused = exc
     return Recorded(
         episode=episode_path,
         ledger=ledger_path,
         ledger_digest=digest,
         journal=recorded_journal[0],
         journal_digest=recorded_journal[1],
+        journal_refused=journal_refused,
     )
 
 
