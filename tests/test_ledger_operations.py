@@ -441,10 +441,14 @@ def test_faulted_attempts_forfeit_their_whole_reservation_and_abort_the_journal(
     tmp_path: Path,
 ) -> None:
     agent = ModelLike(faults={1: ["http_503"], 3: ["http_500", "http_502"]}, raise_at=3)
-    with pytest.raises(AdapterFailure):
+    with pytest.raises(AgentbenchError) as failed:
         record_episode(shipped(), "V1", "model", agent, tmp_path, journal=setup())
+    assert failed.value.code == "adapter_failed"
+    assert isinstance(failed.value.__cause__, AdapterFailure)
     path = tmp_path / "V1.journal.ndjson"
     reading = audit_journal(path)
+    # The failure names the aborted journal it left, by its digest.
+    assert f"; journal {path} sha256:{reading.digest} (aborted)" in failed.value.reason
     assert reading.terminal_kind == "aborted"
     assert reading.exclusion_code == "execution_aborted"
     last = rows(path)[-2]["call"]

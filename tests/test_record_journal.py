@@ -40,8 +40,12 @@ class WaitingModel(ScriptedLLM):
     reads the operation record first (two requests behind one decision)."""
 
     reads = False
+    down = False
+    """Every request answered 500 (the chat agent retries, then raises)."""
 
     def reply(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        if self.down:
+            return 500, '{"error": {"message": "internal"}}', {}
         messages = body["messages"]
         turn = sum(1 for m in messages if m["role"] == "assistant")
         if self.reads and turn == 0:
@@ -154,9 +158,6 @@ def test_record_writes_a_journal_audit_ledger_accepts_and_a_rerun_repeats(
         assert (status, err) == (0, ""), err
         sent = len(model.requests)
         again = record(capsys, "again", "--adapter", CHAT)
-        # Two requests behind one decision: the original's call is one request.
-        model.reads = True
-        status_reads, out_reads, err_reads = record(capsys, "reads", "--adapter", CHAT)
     lines = out.splitlines()
     assert [line.split(" ")[0] for line in lines] == ["episode", "ledger", "journal"]
     assert lines[2].startswith("journal first/V1.journal.ndjson sha256:")
@@ -192,6 +193,22 @@ def test_record_writes_a_journal_audit_ledger_accepts_and_a_rerun_repeats(
     assert again[1] == out.replace("first/", "again/")
     assert files(Path("again")) == files(Path("first"))
 
+
+def test_record_names_what_a_journal_it_cannot_write_or_a_failed_run_leaves(
+    capsys: pytest.CaptureFixture[str],
+    model_env: Path,
+    tls: ssl.SSLContext,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = WaitingModel()
+    with model.serving(tls) as base_url:
+        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+        # Two requests behind one decision: the original's call is one request.
+        model.reads = True
+        status_reads, out_reads, err_reads = record(capsys, "reads", "--adapter", CHAT)
+        # An endpoint that fails: the adapter raises, the ledger and journal are aborted.
+        model.reads, model.down = False, True
+        status_down, out_down, err_down = record(capsys, "down", "--adapter", CHAT)
     # Refused by name, the ledger and episode kept and named, no journal left.
     assert status_reads == 1
     assert out_reads == ""
@@ -199,6 +216,20 @@ def test_record_writes_a_journal_audit_ledger_accepts_and_a_rerun_repeats(
     assert "no journal written (episode reads/V1.episode.json; ledger reads/V1.ledger" in err_reads
     assert sorted(files(Path("reads"))) == ["V1.episode.json", "V1.ledger.ndjson"]
     assert run(capsys, "audit-ledger", "reads/V1.ledger.ndjson")[0] == 0
+
+    # One line, no traceback, naming what the failure left; both files audit as aborted.
+    assert (status_down, out_down) == (1, "")
+    assert err_down.startswith(
+        "agentbench: [adapter_failed] down/V1.ledger.ndjson: adapter raised ChatAgentError: "
+        "[llm_http_error] the endpoint answered HTTP 500; no episode; ledger down/V1.ledger"
+    )
+    assert err_down.count("\n") == 1
+    assert "; journal down/V1.journal.ndjson sha256:" in err_down
+    assert sorted(files(Path("down"))) == ["V1.journal.ndjson", "V1.ledger.ndjson"]
+    status, audited, _ = run(capsys, "audit-ledger", "down/V1.journal.ndjson")
+    assert status == 0
+    assert "terminal aborted (execution_aborted)" in audited
+    assert "faults: provider_server_error 3" in audited
 
 
 def test_record_refuses_a_journal_it_cannot_state_before_running(

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.sdk import (
+    ADAPTER_FAILED,
     JOURNAL_SUFFIX,
+    AdapterFailure,
     AgentbenchError,
     CallPayload,
     Decision,
@@ -177,17 +179,26 @@ def record_episode(
     try:
         record = run_episode(loaded, scenario_id, agent)
     except BaseException as exc:
+        written: list[str] = []
         if not writer.poisoned:
-            writer.finish("aborted")
+            written.append(f"ledger {ledger_path} sha256:{writer.finish('aborted')} (aborted)")
             if journal is not None:
                 try:
                     ended = agent.instants[-1] if agent.instants else started_at
-                    _journal(
+                    path, journal_digest = _journal(
                         out, agent, journal, started_at=started_at, ended_at=ended, kind="aborted"
                     )
+                    written.append(f"journal {path} sha256:{journal_digest} (aborted)")
                 except AgentbenchError as refused:
+                    written.append(f"no journal: {refused.render()}")
                     exc.add_note(f"no journal written: {refused}")
         writer.close()
+        if isinstance(exc, AdapterFailure):
+            # The adapter's failure, with what it left: one line, never a traceback.
+            kept = "; ".join(written) or "nothing written"
+            raise AgentbenchError(
+                ADAPTER_FAILED, f"{exc.reason}; no episode; {kept}", file=str(ledger_path)
+            ) from exc
         raise
     episode = record.as_json()
     episode["replay_codes"] = replay_codes(loaded, record)
