@@ -12,6 +12,7 @@ id for Anthropic, by name for Gemini) is answered 400, as the real APIs do.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections import Counter
@@ -219,8 +220,11 @@ class ScriptedLLM:
         return 200, json.dumps(reply), extra
 
     @contextmanager
-    def serving(self) -> Iterator[str]:
-        """Serve on an ephemeral port; yields the base URL; stops (and joins) on exit."""
+    def serving(self, tls: ssl.SSLContext | None = None) -> Iterator[str]:
+        """Serve on an ephemeral port; yields the base URL; stops (and joins) on exit.
+
+        With ``tls`` (a server context holding a certificate for 127.0.0.1) it serves
+        ``https``: the base URL OperateBench's journal header can state."""
         llm = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -261,11 +265,14 @@ class ScriptedLLM:
                 return None
 
         server = _Server(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            server.socket = tls.wrap_socket(server.socket, server_side=True)
         # shutdown() waits for serve_forever's next poll: half a second at its default.
         thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
         thread.start()
         try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+            scheme = "http" if tls is None else "https"
+            yield f"{scheme}://127.0.0.1:{server.server_address[1]}/v1"
         finally:
             server.shutdown()
             server.server_close()

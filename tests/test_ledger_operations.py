@@ -441,10 +441,14 @@ def test_faulted_attempts_forfeit_their_whole_reservation_and_abort_the_journal(
     tmp_path: Path,
 ) -> None:
     agent = ModelLike(faults={1: ["http_503"], 3: ["http_500", "http_502"]}, raise_at=3)
-    with pytest.raises(AdapterFailure):
+    with pytest.raises(AgentbenchError) as failed:
         record_episode(shipped(), "V1", "model", agent, tmp_path, journal=setup())
+    assert failed.value.code == "adapter_failed"
+    assert isinstance(failed.value.__cause__, AdapterFailure)
     path = tmp_path / "V1.journal.ndjson"
     reading = audit_journal(path)
+    # The failure names the aborted journal it left, by its digest.
+    assert f"; journal {path} sha256:{reading.digest} (aborted)" in failed.value.reason
     assert reading.terminal_kind == "aborted"
     assert reading.exclusion_code == "execution_aborted"
     last = rows(path)[-2]["call"]
@@ -466,10 +470,13 @@ def test_what_the_original_cannot_state_is_refused_by_name(tmp_path: Path) -> No
     # A retried fault in a run that went on to be scored: the original scores no run
     # with a faulted attempt, so the journal is refused (ledger and episode are kept).
     agent = ModelLike(faults={1: ["http_429"]})
-    with pytest.raises(AgentbenchError) as refused:
-        record_episode(shipped(), "V1", "model", agent, tmp_path, journal=setup())
-    assert refused.value.code == "journal_terminal_inadmissible"
-    assert (tmp_path / "V1.episode.json").exists()
+    result = record_episode(shipped(), "V1", "model", agent, tmp_path, journal=setup())
+    assert result.journal_refused is not None
+    assert result.journal_refused.code == "journal_terminal_inadmissible"
+    assert result.journal is None
+    assert result.journal_digest is None
+    assert result.episode.exists()
+    assert result.ledger.exists()
     assert not (tmp_path / "V1.journal.ndjson").exists()
     # A call with no model request behind it (an adapter that reported no usage).
     header = HeaderPayload(

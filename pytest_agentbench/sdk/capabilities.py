@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from pytest_agentbench.sdk.contracts import CaseResult, MetricValue
     from pytest_agentbench.sdk.controls_oracle import ControlOracle
+    from pytest_agentbench.sdk.ledger.journal_writer import JournalSetup
     from pytest_agentbench.sdk.suite import Suite
 
 
@@ -96,10 +97,21 @@ class WarnsOnVerify(Protocol):
 
 @runtime_checkable
 class RecordsEpisodes(Protocol):
-    """Optional world capability: record a case with its ledger, replay it from its tape."""
+    """Optional world capability: record a case with its ledger, replay it from its tape.
+
+    ``journal``: the model run's provider and controls, to write the episode a second
+    time in OperateBench's journal layout (``agentbench record --journal``).
+    """
 
     def record_episode(
-        self, suite: Suite, case_id: str, agent_id: str, adapter: Any, out: Path
+        self,
+        suite: Suite,
+        case_id: str,
+        agent_id: str,
+        adapter: Any,
+        out: Path,
+        *,
+        journal: JournalSetup | None = None,
     ) -> list[str]: ...
 
     def replay_episode(self, suite: Suite, path: Path) -> list[str]: ...

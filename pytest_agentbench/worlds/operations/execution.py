@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_agentbench.sdk import (
+    ADAPTER_FAILED,
     JOURNAL_SUFFIX,
+    AdapterFailure,
     AgentbenchError,
     CallPayload,
     Decision,
@@ -103,6 +105,8 @@ class Recorded:
     ledger_digest: str
     journal: Path | None = None
     journal_digest: str | None = None
+    journal_refused: AgentbenchError | None = None
+    """Why no journal was written where one was asked for (ledger and episode kept)."""
 
 
 def run_id(loaded: LoadedSpec, scenario_id: str, agent_id: str) -> str:
@@ -175,17 +179,26 @@ def record_episode(
     try:
         record = run_episode(loaded, scenario_id, agent)
     except BaseException as exc:
+        written: list[str] = []
         if not writer.poisoned:
-            writer.finish("aborted")
+            written.append(f"ledger {ledger_path} sha256:{writer.finish('aborted')} (aborted)")
             if journal is not None:
                 try:
                     ended = agent.instants[-1] if agent.instants else started_at
-                    _journal(
+                    path, journal_digest = _journal(
                         out, agent, journal, started_at=started_at, ended_at=ended, kind="aborted"
                     )
+                    written.append(f"journal {path} sha256:{journal_digest} (aborted)")
                 except AgentbenchError as refused:
+                    written.append(f"no journal: {refused.render()}")
                     exc.add_note(f"no journal written: {refused}")
         writer.close()
+        if isinstance(exc, AdapterFailure):
+            # The adapter's failure, with what it left: one line, never a traceback.
+            kept = "; ".join(written) or "nothing written"
+            raise AgentbenchError(
+                ADAPTER_FAILED, f"{exc.reason}; no episode; {kept}", file=str(ledger_path)
+            ) from exc
         raise
     episode = record.as_json()
     episode["replay_codes"] = replay_codes(loaded, record)
@@ -199,24 +212,29 @@ def record_episode(
         episode_path, (canonical_json(episode) + "\n").encode("utf-8"), "episode_write_failed"
     )
     recorded_journal: tuple[Path | None, str | None] = (None, None)
+    journal_refused: AgentbenchError | None = None
     if journal is not None:
         # Last: a run the original's rules cannot state is refused with ledger and episode kept.
         ended_at = render_time(start, record.simulated_minutes)
-        recorded_journal = _journal(
-            out,
-            agent,
-            journal,
-            started_at=started_at,
-            ended_at=ended_at,
-            kind="scored",
-            record=record,
-        )
+        try:
+            recorded_journal = _journal(
+                out,
+                agent,
+                journal,
+                started_at=started_at,
+                ended_at=ended_at,
+                kind="scored",
+                record=record,
+            )
+        except AgentbenchError as exc:
+            journal_refused = exc
     return Recorded(
         episode=episode_path,
         ledger=ledger_path,
         ledger_digest=digest,
         journal=recorded_journal[0],
         journal_digest=recorded_journal[1],
+        journal_refused=journal_refused,
     )
 
 

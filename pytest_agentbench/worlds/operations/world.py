@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.sdk import (
     ADAPTER_FAILED,
@@ -110,6 +110,10 @@ from pytest_agentbench.worlds.operations.projections import (
 )
 from pytest_agentbench.worlds.operations.replay import TapeAgent, replay_codes
 from pytest_agentbench.worlds.operations.spec import LoadedSpec, load_operation_spec
+
+if TYPE_CHECKING:
+    # Only a recording with a journal builds one (``agentbench record --journal``).
+    from pytest_agentbench.sdk import JournalSetup
 
 RELIABLE = "reliable"
 CHECK_NAMES = (*DIMENSIONS, RELIABLE)
@@ -428,9 +432,21 @@ class OperationsWorld:
         )
 
     def record_episode(
-        self, suite: Suite, case_id: str, agent_id: str, adapter: Any, out: Path
+        self,
+        suite: Suite,
+        case_id: str,
+        agent_id: str,
+        adapter: Any,
+        out: Path,
+        *,
+        journal: JournalSetup | None = None,
     ) -> list[str]:
-        """Run one case with its execution ledger; write ledger and episode record to ``out``."""
+        """Run one case with its execution ledger; write ledger and episode record to ``out``.
+
+        With ``journal`` (a model run's provider and controls) the episode is also written
+        in OperateBench's journal layout beside them; a run that layout cannot state is
+        refused by the journal writer's code, naming the ledger and episode still written.
+        """
         # Imported by the commands that record or replay an episode, and for an episode
         # artefact: they write or read an execution ledger, whose modules a run
         # without one never needs.
@@ -438,11 +454,25 @@ class OperationsWorld:
 
         loaded = _data(suite).spec
         _known_scenario(loaded, case_id)
-        recorded = execution.record_episode(loaded, case_id, agent_id, adapter, out)
-        return [
+        recorded = execution.record_episode(
+            loaded, case_id, agent_id, adapter, out, journal=journal
+        )
+        lines = [
             f"episode {recorded.episode}",
             f"ledger {recorded.ledger} sha256:{recorded.ledger_digest}",
         ]
+        refused = recorded.journal_refused
+        if refused is not None:
+            kept = "; ".join(lines)
+            raise AgentbenchError(
+                refused.code,
+                f"{refused.reason}; no journal written ({kept})",
+                file=refused.location.file,
+                field=refused.location.field,
+            )
+        if recorded.journal is not None:
+            lines.append(f"journal {recorded.journal} sha256:{recorded.journal_digest}")
+        return lines
 
     def episode_artifact(
         self,

@@ -109,9 +109,16 @@ class Crashes(Reference):
 def test_an_adapter_that_raises_leaves_an_aborted_ledger_not_a_scored_one(
     tmp_path: Path,
 ) -> None:
-    with pytest.raises(AdapterFailure):
+    with pytest.raises(AgentbenchError) as failed:
         record_episode(shipped(), "V1", "crashes", Crashes(), tmp_path)
+    # One named line saying what the failure left, the adapter's failure its cause.
+    assert failed.value.code == "adapter_failed"
+    assert isinstance(failed.value.__cause__, AdapterFailure)
     reading = audit_ledger(tmp_path / "V1.ledger.ndjson")
+    assert failed.value.reason == (
+        "adapter raised RuntimeError: provider unavailable; no episode; "
+        f"ledger {tmp_path / 'V1.ledger.ndjson'} sha256:{reading.digest} (aborted)"
+    )
     assert reading.terminal_kind == "aborted"
     rows = [json.loads(json.dumps(row)) for row in reading.rows]
     assert rows[-2]["call"]["decision"] is None
