@@ -217,7 +217,7 @@ def test_the_case_limit_ends_a_hung_command_and_its_children(pytester: pytest.Py
             ".sh",
             hang=f"#!/bin/sh\necho $$ >> {pidfile}\nsleep 60 &\necho $! >> {pidfile}\nwait\n",
         )
-        result = pytester.runpytest_subprocess(
+        result = pytester.runpytest(
             "--agentbench-suite=toolgrammar-mini-v1",
             "-k",
             "clinic-T1-00001",
