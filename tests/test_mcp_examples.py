@@ -73,7 +73,7 @@ def test_a_node_script_over_stdio_serially_and_under_xdist(pytester: pytest.Pyte
     reports = {}
     for name, extra in (("serial", ()), ("n2", ("-n", "2"))):
         report = pytester.path / f"{name}.json"
-        result = pytester.runpytest_subprocess(
+        result = pytester.runpytest(
             *SUITE,
             *TWO_CASES,
             *extra,
@@ -97,7 +97,7 @@ def test_an_openai_agents_sdk_agent_over_http(
 ) -> None:
     pytest.importorskip("agents")
     report = pytester.path / "report.json"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         *SUITE,
         *ONE_CASE,
         "--agentbench-agent-command",
@@ -116,7 +116,7 @@ def test_an_openai_agents_sdk_agent_isolated_and_sandboxed_over_http(
 ) -> None:
     pytest.importorskip("agents")
     report = pytester.path / "report.json"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         *SUITE,
         *ONE_CASE,
         "--agentbench-agent-command",
@@ -138,7 +138,7 @@ def test_a_pydantic_ai_agent_over_http(
     pytest.importorskip("pydantic_ai")
     pytest.importorskip("fastmcp")
     report = pytester.path / "report.json"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         *SUITE,
         *ONE_CASE,
         "--agentbench-agent-command",
@@ -151,7 +151,7 @@ def test_a_pydantic_ai_agent_over_http(
 
 
 def test_start_up_refusals(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         *SUITE,
         "--agentbench-agent-command",
         "true",
@@ -160,6 +160,6 @@ def test_start_up_refusals(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*agent_command_with_adapter*"])
     pytester.makeini("[pytest]\nagentbench_agent_command = node 'unbalanced\n")
-    result = pytester.runpytest_subprocess(*SUITE)
+    result = pytester.runpytest(*SUITE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*invalid_agent_command*agentbench_agent_command*"])

@@ -313,10 +313,43 @@ def test_a_run_whose_worst_case_passes_a_ceiling_is_refused_before_any_call(
 
 
 MID_RUN = {"c1": "slow", "c2": "verbose", "c3": "tools", "c4": "tools"}
-CUT_OFF_LIMIT_S = 5
-"""The overspend test's case limit: it cuts off c1, whose answer the server holds until the
-run is over, and must leave c2 time to be answered on a machine loaded far past its cores
-(1 s did not: c2 timed out too, or c1 before its request was sent)."""
+CUT_OFF_LIMITS_S = (1.5, 5)
+"""The overspend test's case limits, tried in turn: the limit cuts off c1, whose answer the
+server holds until the run is over, and must leave c2 time to be answered. 1.5 s does on a
+machine that is not overloaded; where c1's request had not reached the server by then, or
+c2 timed out too (as under 1 s on a machine loaded far past its cores), the session is run
+again under 5 s. c1 spends each limit in full: the shorter is the usual cost."""
+
+
+def _run_cut_off(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, isolation: tuple[str, ...]
+) -> tuple[str, ScriptedLLM, pytest.RunResult, dict[str, Any]]:
+    """The overspend run (its outputs' tag, server, result and report) under the first of
+    ``CUT_OFF_LIMITS_S`` that fired after c1's request reached the server and not on c2."""
+    for limit in CUT_OFF_LIMITS_S:
+        tag = f"mid-{limit:g}"
+        server = ScriptedLLM()
+        server.hold = threading.Event()
+        with server.serving() as base_url:
+            monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+            try:
+                result, report = run(
+                    project,
+                    tag,
+                    "--agentbench-max-tokens=4000",
+                    "--agentbench-cassette-mode=off",
+                    f"--agentbench-timeout={limit:g}",
+                    *isolation,
+                )
+            finally:
+                server.hold.set()  # c1's answer, long after its case was cut off
+        if not report:
+            break  # no rerun: the test's assertions say what went wrong
+        cases = {e["result"]["case_id"]: e["result"] for e in report["suites"][0]["cases"]}
+        c2_reason = cases.get("c2", {}).get("failure_reason") or ""
+        if server.hits["slow"] > 0 and "timed out" not in c2_reason:
+            break
+    return tag, server, result, report
 
 
 @pytest.mark.parametrize(
@@ -346,21 +379,7 @@ def test_an_endpoint_that_overspends_is_refused_by_name_and_the_later_cases_excl
     )
     monkeypatch.setenv("AGENTBENCH_LLM_MAX_TURNS", "2")
     monkeypatch.setenv("AGENTBENCH_LLM_MAX_TOKENS_PER_CALL", "500")
-    server = ScriptedLLM()
-    server.hold = threading.Event()
-    with server.serving() as base_url:
-        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        try:
-            result, report = run(
-                chat_project,
-                "mid",
-                "--agentbench-max-tokens=4000",
-                "--agentbench-cassette-mode=off",
-                f"--agentbench-timeout={CUT_OFF_LIMIT_S}",
-                *isolation,
-            )
-        finally:
-            server.hold.set()  # c1's answer, long after its case was cut off
+    tag, server, result, report = _run_cut_off(chat_project, monkeypatch, isolation)
     assert len(server.requests) == 2, "a refused call is never sent"
     assert all(0 < r["max_tokens"] < 500 for r in server.requests), "each answer is capped"
     result.assert_outcomes(failed=2, skipped=2)
@@ -392,13 +411,13 @@ def test_an_endpoint_that_overspends_is_refused_by_name_and_the_later_cases_excl
         "suites/chat-suite/cases.jsonl::c4",
     ]
     assert any(p.startswith("[budget_exceeded] 2 cases excluded") for p in report["problems"])
-    ledger = chat_project.path / "ledger-mid" / "chat-suite"
+    ledger = chat_project.path / f"ledger-{tag}" / "chat-suite"
     rows = [json.loads(line) for line in (ledger / "c1.ndjson").read_text().splitlines()]
     (attempt,) = next(r["call"]["attempts"] for r in rows if "call" in r)
     assert (attempt["outcome"], attempt["fault"]) == ("fault", "cut_off")
     terminal = json.loads((ledger / "c4.ndjson").read_text().splitlines()[-1])["terminal"]
     assert (terminal["kind"], terminal["exclusion_code"]) == ("excluded", "budget_exceeded_tokens")
-    junit = ET.parse(chat_project.path / "mid.xml").getroot()
+    junit = ET.parse(chat_project.path / f"{tag}.xml").getroot()
     skipped = [c.get("name") for c in junit.iter("testcase") if c.find("skipped") is not None]
     assert skipped == ["c3", "c4"]
     result.stdout.fnmatch_lines(["*budget: max-tokens 4000; 2 cases excluded*"])
@@ -411,18 +430,17 @@ def test_an_endpoint_that_overspends_is_refused_by_name_and_the_later_cases_excl
     assert transcribed["c4"]["events"][0]["code"] == "budget_exceeded_tokens"
     assert [e["event"] for e in transcribed["c3"]["events"]][-2:] == ["model_refused", "no_final"]
     capsys.readouterr()
-    audited = ["audit", str(chat_project.path / "mid.json"), str(ledger.parent)]
+    audited = ["audit", str(chat_project.path / f"{tag}.json"), str(ledger.parent)]
     pricing = ["--pricing", str(chat_project.path / "pricing.json")]
     assert main([*audited, *pricing]) == 0, capsys.readouterr().err
 
 
-WAITING_LIMIT_S = 8
-"""The case limit of the shared-minute test: what ends the case left waiting for the minute.
-
-A sent case must finish well inside it on a machine loaded twenty times over its cores
-(the server shares the test process with the xdist controller; 1.5 s was not enough
-there, and cases timed out before their request was sent); only the one waiting case
-spends it, so it costs one limit of wall time."""
+WAITING_LIMITS_S = (2, 8)
+"""The case limits of the shared-minute test, tried in turn: what ends the case left waiting
+for the minute, which spends it in full. A sent case must finish well inside it: 2 s does on
+a machine that is not overloaded; where a sent case timed out as well (the server shares the
+test process with the xdist controller: at twenty times the cores 1.5 s was not enough, and
+cases timed out before their request was sent), the session is run again under 8 s."""
 
 
 def test_xdist_workers_share_one_minute_of_requests(
@@ -440,18 +458,22 @@ def test_xdist_workers_share_one_minute_of_requests(
         answers=dict.fromkeys(plain, 3),
         world="demo-tools",
     )
-    server = ScriptedLLM()
-    with server.serving() as base_url:
-        monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
-        result, report = run(
-            chat_project,
-            "shared-minute",
-            "-n",
-            "2",
-            "--agentbench-cassette-mode=off",
-            f"--agentbench-timeout={WAITING_LIMIT_S}",
-            "--agentbench-requests-per-minute=3",
-        )
+    for limit in WAITING_LIMITS_S:
+        server = ScriptedLLM()
+        with server.serving() as base_url:
+            monkeypatch.setenv("AGENTBENCH_LLM_BASE_URL", base_url)
+            result, report = run(
+                chat_project,
+                f"shared-minute-{limit}",
+                "-n",
+                "2",
+                "--agentbench-cassette-mode=off",
+                f"--agentbench-timeout={limit}",
+                "--agentbench-requests-per-minute=3",
+            )
+        cases = [e["result"] for e in report["suites"][0]["cases"]] if report else []
+        if sum("timed out" in (c.get("failure_reason") or "") for c in cases) <= 1:
+            break
     assert len(server.requests) == 3, "one minute for the run, not one for each worker"
     result.assert_outcomes(passed=3, failed=1)
     assert report["model_run"]["calls"] == 3

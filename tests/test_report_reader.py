@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,27 @@ def test_each_value_is_bounded_by_the_input_limits_and_bad_bytes_refused(tmp_pat
         stream.read_report_document(path)
     assert (refused.value.code, refused.value.location.file) == ("malformed_json", str(path))
     assert "not UTF-8" in refused.value.reason
+
+
+def test_a_long_string_is_scanned_in_memory_of_its_own_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The string scanner once repeated a group per character, for which sre keeps a
+    # backtracking frame each: about 150 MB to scan a 1 MiB string (2 GB and most of a
+    # minute for one over the 16 MiB limit).
+    value = "x" * (1 << 20) + '\\"]} ' + "y" * 1000
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"suites": [{"cases": [{"r": value}]}], "z": 1}), encoding="utf-8")
+    for chunk in (1 << 20, 1 << 16):  # the string whole in the buffer, and across chunks
+        monkeypatch.setattr(stream, "_CHUNK", chunk)
+        tracemalloc.start()
+        try:
+            document = stream.read_report_document(path)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert document["suites"][0]["cases"][0]["r"] == value, chunk
+        assert peak < 16 * len(value), (chunk, peak)
 
 
 def test_max_report_bytes_refuses_a_report_in_every_command(

@@ -23,8 +23,11 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 
 _CHUNK = 1 << 20
 _WHITESPACE = " \t\n\r"
-# A string (the ``close`` group unset when the buffer ends inside it) or a bracket.
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*(?:(?P<close>")|\\?\Z)|[\[\]{}]', re.DOTALL)
+# A string (the ``close`` group unset when the buffer ends inside it) or a bracket. The
+# string's body is a run of plain characters between escapes, never an alternation repeated
+# per character: sre keeps a backtracking frame for each repeat of a group, so a 16 MiB
+# string took 2 GB and most of a minute to scan.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:(?P<close>")|\\?\Z)|[\[\]{}]', re.DOTALL)
 _SCALAR_END = re.compile(r"[\s,\]}]")
 
 
