@@ -30,6 +30,8 @@ from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
 from pytest_agentbench.worlds.operations.reads import (
     COMPLETE_OUTCOME,
+    evidence_refusal,
+    pack_evidence_contract,
     pack_read_tools,
     pack_tool_contract,
     read_session,
@@ -124,6 +126,9 @@ class Episode:
         )
         self.read_tools = pack_read_tools(self.domain, frozenset(self.state.collections()))
         self.tool_contract = pack_tool_contract(self.domain, self.read_tools)
+        self.evidence_contract = pack_evidence_contract(
+            self.domain, frozenset(self.state.collections())
+        )
         self.read_whole: set[str] = set()
         """Collections read whole in this invocation since its last accepted effect."""
         self.agenda = Agenda()
@@ -725,8 +730,25 @@ class Episode:
                 "retry": True,
             }
         if rejection is None:
+            # The records the payload selects must be cited. Resolved before the
+            # domain runs, but refused only when the domain's own guards pass (the
+            # original checks the citation after them): a proposal the domain
+            # refuses keeps the domain's code, one it accepts is rolled back.
+            obligation = self.evidence_contract.get(action)
+            citation = (
+                None
+                if obligation is None
+                else evidence_refusal(
+                    obligation, full, {(ref.collection, ref.id) for ref in refs}, self.state
+                )
+            )
+            point = None if citation is None else self.state.savepoint()
             decided = self.domain.decide_action(self.state, action, full)
             rejection = decided.rejection
+            if rejection is None and citation is not None:
+                assert point is not None
+                self.state.rollback(point)
+                rejection = Rejection(*citation)
         if rejection is not None:
             self.state.take_writes()
             self.record(

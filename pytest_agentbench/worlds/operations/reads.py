@@ -20,6 +20,7 @@ published files and controls that read by collection keep running.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_agentbench.sdk import (
@@ -267,3 +268,195 @@ def retrieve_tool(
 def read_session(tool: ToolSpec, max_batches: int, context: dict[str, JsonValue]) -> ToolSession:
     """The session of one invocation: the read tools and the RETRIEVE batch budget."""
     return ToolSession([tool], Budget(max_calls=max_batches), context=context)
+
+
+# --- evidence selectors -------------------------------------------------------
+#
+# Some outcomes must cite the very record their payload selects, not merely have
+# read its collection: the original's action evidence contract, a small closed
+# algebra of three selectors, checked when the action is proposed. Here they
+# name collections rather than (tool, root) pairs, since a record is cited by
+# its collection.
+
+
+@dataclass(frozen=True)
+class PayloadRecord:
+    """Cite the record of ``collection`` whose id is ``payload[payload_field]``."""
+
+    collection: str
+    payload_field: str
+
+
+# The original's WorkEvidenceForInvoice.
+@dataclass(frozen=True)
+class LinkedEvidence:
+    """Cite the evidence linked to the payload-selected record.
+
+    The selected record is ``selected[payload[payload_field]]``; it links to
+    ``links[selected_record[link_field]]``, and the evidence is every record of
+    ``evidence`` whose ``link_field`` names that same linked record.
+    """
+
+    selected: str
+    payload_field: str
+    links: str
+    evidence: str
+    link_field: str
+
+
+# The original's QuoteForSelectedApproval.
+@dataclass(frozen=True)
+class BoundVersion:
+    """Cite the record the payload-selected record binds, at the version it binds.
+
+    The selected record is ``selected[payload[payload_field]]``; its ``id_field``
+    must name a record of ``target`` whose ``version_field`` is the selected one's.
+    """
+
+    selected: str
+    payload_field: str
+    target: str
+    id_field: str
+    version_field: str
+
+
+EvidenceSelector = PayloadRecord | LinkedEvidence | BoundVersion
+
+
+@dataclass(frozen=True)
+class EvidenceObligation:
+    """What an outcome must cite (``selectors``), and the code it is refused with if not."""
+
+    code: str
+    selectors: tuple[EvidenceSelector, ...]
+
+
+EvidenceContract = Mapping[str, EvidenceObligation]
+
+
+def _selector_collections(selector: EvidenceSelector) -> tuple[str, ...]:
+    if isinstance(selector, PayloadRecord):
+        return (selector.collection,)
+    if isinstance(selector, LinkedEvidence):
+        return (selector.selected, selector.links, selector.evidence)
+    return (selector.selected, selector.target)
+
+
+def pack_evidence_contract(
+    pack: object, collections: frozenset[str] | None = None
+) -> dict[str, EvidenceObligation]:
+    """The pack's ``evidence_contract`` (none when undeclared), checked.
+
+    Each key is one of the pack's actions; each obligation has a non-empty
+    code and at least one selector of the closed set, no two alike, each
+    selecting by a payload field the action declares and (with
+    ``collections`` given) naming only known collections.
+    """
+    declared = getattr(pack, "evidence_contract", None)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping):
+        raise _invalid_evidence("evidence_contract must map actions to obligations")
+    actions = getattr(pack, "action_types", {})
+    contract: dict[str, EvidenceObligation] = {}
+    for outcome, obligation in declared.items():
+        if outcome not in actions:
+            raise _invalid_evidence(f"evidence_contract names unknown action {outcome!r}")
+        if (
+            not isinstance(obligation, EvidenceObligation)
+            or not isinstance(obligation.code, str)
+            or not obligation.code
+            or not isinstance(obligation.selectors, tuple)
+            or not obligation.selectors
+        ):
+            raise _invalid_evidence(f"{outcome!r} needs an EvidenceObligation with a code")
+        action = actions[outcome]
+        fields = {*getattr(action, "required", {}), *getattr(action, "optional", {})}
+        if len(set(obligation.selectors)) != len(obligation.selectors):
+            raise _invalid_evidence(f"{outcome!r} lists a selector twice")
+        for selector in obligation.selectors:
+            if not isinstance(selector, (PayloadRecord, LinkedEvidence, BoundVersion)):
+                raise _invalid_evidence(f"{outcome!r} has an unknown selector {selector!r}")
+            if selector.payload_field not in fields:
+                raise _invalid_evidence(
+                    f"{outcome!r} selects by {selector.payload_field!r}, not a payload field"
+                )
+            unknown = [
+                name
+                for name in _selector_collections(selector)
+                if collections is not None and name not in collections
+            ]
+            if unknown:
+                raise _invalid_evidence(f"{outcome!r} names unknown collection(s) {unknown}")
+        contract[outcome] = obligation
+    return dict(sorted(contract.items()))
+
+
+def _invalid_evidence(reason: str) -> AgentbenchError:
+    return AgentbenchError("invalid_evidence_contract", reason, field="evidence_contract")
+
+
+def resolve_evidence(
+    obligation: EvidenceObligation, payload: Mapping[str, Any], state: OperationState
+) -> tuple[list[tuple[str, str]], str | None]:
+    """The (collection, id) records ``payload`` obliges a citation of, or why they cannot be named.
+
+    Resolved against the current state: what the record says now is what the
+    proposal must rest on.
+    """
+    required: list[tuple[str, str]] = []
+    for selector in obligation.selectors:
+        chosen = payload.get(selector.payload_field)
+        if not isinstance(chosen, str):
+            return [], f"payload field {selector.payload_field!r} selects no record"
+        if isinstance(selector, PayloadRecord):
+            if state.get(selector.collection, chosen) is None:
+                return [], f"no {selector.collection} record {chosen!r}"
+            required.append((selector.collection, chosen))
+        elif isinstance(selector, LinkedEvidence):
+            record = state.get(selector.selected, chosen)
+            if record is None:
+                return [], f"no {selector.selected} record {chosen!r}"
+            link = record.get(selector.link_field)
+            if not isinstance(link, str) or state.get(selector.links, link) is None:
+                return [], f"the {selector.links} record of {chosen!r} is missing"
+            evidence = sorted(
+                key
+                for key, item in state.records(selector.evidence).items()
+                if item.get(selector.link_field) == link
+            )
+            if not evidence:
+                return [], f"no {selector.evidence} record for {link!r}"
+            required.extend((selector.evidence, key) for key in evidence)
+        else:
+            record = state.get(selector.selected, chosen)
+            if record is None:
+                return [], f"no {selector.selected} record {chosen!r}"
+            bound = record.get(selector.id_field)
+            version = record.get(selector.version_field)
+            if (
+                not isinstance(bound, str)
+                or not isinstance(version, int)
+                or isinstance(version, bool)
+            ):
+                return [], f"{selector.selected} record {chosen!r} binds no record version"
+            target = state.get(selector.target, bound)
+            if target is None or target.get(selector.version_field) != version:
+                return [], f"{selector.target} record {bound!r} v{version} is not current"
+            required.append((selector.target, bound))
+    return required, None
+
+
+def evidence_refusal(
+    obligation: EvidenceObligation,
+    payload: Mapping[str, Any],
+    cited: set[tuple[str, str]],
+    state: OperationState,
+) -> tuple[str, str] | None:
+    """(code, reason) when the proposal does not cite every record its payload selects."""
+    required, problem = resolve_evidence(obligation, payload, state)
+    missing = [f"{c}/{i}" for c, i in required if (c, i) not in cited]
+    if problem is None and not missing:
+        return None
+    detail = problem or f"missing {', '.join(missing)}"
+    return obligation.code, f"required evidence did not resolve completely: {detail}"

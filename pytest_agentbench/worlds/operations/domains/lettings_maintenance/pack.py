@@ -43,6 +43,7 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reducers i
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
     ReferenceAgent,
 )
+from pytest_agentbench.worlds.operations.reads import EvidenceObligation
 
 
 class MaintenanceOracle(NegativeControlOracle):
@@ -69,6 +70,7 @@ class MaintenancePack:
     oracle_model: type[NegativeControlOracle] = MaintenanceOracle
     read_tools: Mapping[str, tuple[str, ...]] = vocabulary.READ_TOOLS
     read_contract: Mapping[str, tuple[str, ...]] = vocabulary.READ_CONTRACT
+    evidence_contract: Mapping[str, EvidenceObligation] = vocabulary.EVIDENCE_CONTRACT
 
     def dispatch_keys(self, spec: Any) -> frozenset[str]:
         """Every message fixture; in a delivery-recovery version also the secondary channel."""

@@ -12,6 +12,12 @@ from __future__ import annotations
 from pydantic import StrictInt, StrictStr, field_validator
 
 from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
+from pytest_agentbench.worlds.operations.reads import (
+    BoundVersion,
+    EvidenceObligation,
+    LinkedEvidence,
+    PayloadRecord,
+)
 
 OPERATION_TYPE = "lettings.maintenance.synthetic"
 # The original's eight named reads over this operation's collections, each a
@@ -44,6 +50,41 @@ READ_CONTRACT: dict[str, tuple[str, ...]] = {
     "request_payment": ("get_case_record", "list_authoritative_records", "list_billing"),
     "request_supplier_visit": ("get_case_record",),
     "send_message": ("get_case_record", "list_communications"),
+}
+
+_WORK_EVIDENCE = LinkedEvidence(
+    "invoices", "invoice_id", "cycles", "evidence", link_field="cycle_id"
+)
+_SELECTED_APPROVAL = PayloadRecord("checkpoints", "approval_checkpoint_id")
+
+# What an action must cite, selected by its payload, and the code it is refused
+# with otherwise: the original's evidence contract for operation 0.6.0 (the
+# approval it names; the invoice and the work evidence that verified its cycle;
+# the approval and the quote version it binds), each action refused with the
+# code its handler gives.
+EVIDENCE_CONTRACT: dict[str, EvidenceObligation] = {
+    "authorise_supplier_work": EvidenceObligation(
+        "MISSING_AUTHORITY_EVIDENCE", (_SELECTED_APPROVAL,)
+    ),
+    "request_invoice_validation": EvidenceObligation(
+        "MISSING_AUTHORITY_EVIDENCE", (_WORK_EVIDENCE,)
+    ),
+    "request_payment": EvidenceObligation(
+        "MISSING_AUTHORITY_EVIDENCE", (PayloadRecord("invoices", "invoice_id"), _WORK_EVIDENCE)
+    ),
+    "request_exception_resolution": EvidenceObligation(
+        "INCOMPLETE_CHECKPOINT_CONTEXT",
+        (
+            _SELECTED_APPROVAL,
+            BoundVersion(
+                "checkpoints",
+                "approval_checkpoint_id",
+                "quotes",
+                id_field="quote_id",
+                version_field="quote_version",
+            ),
+        ),
+    ),
 }
 
 ROLES = frozenset(
