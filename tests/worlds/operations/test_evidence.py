@@ -20,6 +20,7 @@ from pytest_agentbench.worlds.operations.reads import (
     pack_evidence_contract,
     resolve_evidence,
 )
+from pytest_agentbench.worlds.operations.replay import replay_codes
 from pytest_agentbench.worlds.operations.state import OperationState
 
 from .helpers import Reading, episode, rows, shipped, wait
@@ -90,6 +91,8 @@ def test_an_uncited_selected_record_refuses_the_action_and_writes_nothing(
     between = [r for r in perturbed.ledger if before < r["index"] < refused["index"]]
     assert between == []
     assert perturbed.status == reference.status
+    # The tape replays the refusal byte for byte.
+    assert replay_codes(shipped(), perturbed) == []
     # The same final records, but for the proposal ids the idempotency keys name.
     final, expected = perturbed.final_state["observable"], reference.final_state["observable"]
     assert {k: v for k, v in final.items() if k != "idempotency"} == {
