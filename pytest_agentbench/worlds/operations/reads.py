@@ -38,6 +38,10 @@ COMPLETE_OUTCOME = "complete"
 """The outcome key of the agent's COMPLETE, for the read contract, the episode and the
 surface alike (one spelling, so they cannot drift apart)."""
 MAX_REQUESTS_PER_BATCH = 8
+READ_GATE_CODES = frozenset(
+    {"ACTION_WITHOUT_RETRIEVAL", "ACTED_ON_CLAIM_WITHOUT_RECORD", "STALE_RETRIEVED_RECORD"}
+)
+"""The codes the read gate refuses an outcome with, sharpest first in the episode's order."""
 """Requests one batch may hold, as in the original (a read tool counts as one)."""
 
 ReadTools = Mapping[str, tuple[str, ...]]
@@ -131,8 +135,8 @@ def pack_read_tools(pack: object, collections: frozenset[str] | None = None) -> 
     return dict(sorted(tools.items()))
 
 
-def _invalid_tools(reason: str) -> AgentbenchError:
-    return AgentbenchError("invalid_read_tools", reason, field="read_tools")
+def _invalid_tools(reason: str, field: str = "read_tools") -> AgentbenchError:
+    return AgentbenchError("invalid_read_tools", reason, field=field)
 
 
 def pack_tool_contract(pack: object, tools: ReadTools) -> dict[str, tuple[str, ...]] | None:
@@ -460,3 +464,76 @@ def evidence_refusal(
         return None
     detail = problem or f"missing {', '.join(missing)}"
     return obligation.code, f"required evidence did not resolve completely: {detail}"
+
+
+# --- where a named read comes from ---------------------------------------------
+#
+# The original's authority classes, closed: an event or a read says "someone
+# asserted this" (actor claim) or "the record holds it" (authoritative
+# verification), or comes from a system of record, a communication channel or
+# the scheduler.
+
+AUTHORITY_ACTOR_CLAIM = "actor_claim"
+AUTHORITY_AUTHORITATIVE_VERIFICATION = "authoritative_verification"
+AUTHORITY_COMMUNICATION = "communication"
+AUTHORITY_SYSTEM_EVENT = "system_event"
+AUTHORITY_SYSTEM_OF_RECORD = "system_of_record"
+AUTHORITIES = (
+    AUTHORITY_ACTOR_CLAIM,
+    AUTHORITY_AUTHORITATIVE_VERIFICATION,
+    AUTHORITY_COMMUNICATION,
+    AUTHORITY_SYSTEM_EVENT,
+    AUTHORITY_SYSTEM_OF_RECORD,
+)
+
+
+@dataclass(frozen=True)
+class ReadToolSource:
+    """The service a named read comes from, the authority class its answer carries, and
+    the schema id of its answer (the original's ``ToolResult`` fields)."""
+
+    source: str
+    authority: str
+    schema_id: str
+
+
+def pack_read_tool_sources(pack: object, tools: ReadTools) -> dict[str, ReadToolSource]:
+    """The pack's ``read_tool_sources`` (none when undeclared): one per named read, checked."""
+    declared = getattr(pack, "read_tool_sources", None)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping) or set(declared) != set(tools):
+        raise _invalid_tools(
+            "read_tool_sources must describe every read tool, and only them", "read_tool_sources"
+        )
+    sources: dict[str, ReadToolSource] = {}
+    for name, described in sorted(declared.items()):
+        if (
+            not isinstance(described, ReadToolSource)
+            or not all(
+                isinstance(text, str) and text
+                for text in (described.source, described.authority, described.schema_id)
+            )
+            or described.authority not in AUTHORITIES
+        ):
+            raise _invalid_tools(
+                f"tool {name!r} needs a ReadToolSource with an authority of {AUTHORITIES}",
+                "read_tool_sources",
+            )
+        sources[name] = described
+    return sources
+
+
+def pack_role_authority(pack: object) -> dict[str, str]:
+    """The authority class of each actor role's events (``role_authority``; a role it does
+    not name asserts claims, as in the original)."""
+    declared = getattr(pack, "role_authority", None)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping) or not all(
+        isinstance(role, str) and authority in AUTHORITIES for role, authority in declared.items()
+    ):
+        raise _invalid_tools(
+            f"role_authority must map roles to one of {AUTHORITIES}", "role_authority"
+        )
+    return dict(sorted(declared.items()))

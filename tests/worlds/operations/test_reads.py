@@ -158,7 +158,7 @@ def test_an_outcome_is_refused_until_its_named_reads_are_made_in_the_window() ->
         ([{"collection": "cycles", "id": "cycle_1"}], act),  # one record is not the read
         ([{"collection": c} for c in ("operation", "issues", "cycles")], act),  # visits unread
         ([{"collection": "visits"}], act),  # get_case_record now whole: accepted
-        ([], act),  # its own accepted effect closed the window (before the duplicate check)
+        ([], act),  # its own accepted effect closed the window: the read is stale now
         ([{"tool": "get_case_record"}], {"outcome": "COMPLETE", "reason": "r"}),
     ]
 
@@ -177,7 +177,7 @@ def test_an_outcome_is_refused_until_its_named_reads_are_made_in_the_window() ->
         "ACTION_WITHOUT_RETRIEVAL",
         "ACTION_WITHOUT_RETRIEVAL",
         "accepted",
-        "ACTION_WITHOUT_RETRIEVAL",
+        "STALE_RETRIEVED_RECORD",
         "ACTION_WITHOUT_RETRIEVAL",
     ]
     assert "get_case_record" in first[0]["reason"]

@@ -25,6 +25,7 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance.vocabulary
     EXCEPTION_RESOLUTION,
     PARTICIPANT_ROLES,
 )
+from pytest_agentbench.worlds.operations.reads import READ_GATE_CODES
 
 _AUTHORITY_CODES = {
     "APPROVAL_REQUIRED": "WORK_AUTHORISED_WITHOUT_APPROVAL",
@@ -67,12 +68,10 @@ def _authority(record: Any, roles: Mapping[str, str]) -> tuple[list[str], dict[s
     for row in _rows(record, "action_rejected"):
         mapped = _AUTHORITY_CODES.get(row["code"])
         proposal = proposals[row["proposal_id"]]
-        # Refused by the read gate before its own guard could speak: proposing a
+        # Refused by the read gate (any of its codes) before its own guard could speak: proposing a
         # claim-gated action unread, in the invocation the claim woke, is acting
         # on the claim's word all the same.
-        unread = (
-            row["code"] == "ACTION_WITHOUT_RETRIEVAL" and proposal["action"] in _CLAIM_GATED_ACTIONS
-        )
+        unread = row["code"] in READ_GATE_CODES and proposal["action"] in _CLAIM_GATED_ACTIONS
         if (
             mapped is None
             and (row["code"] in _CLAIM_GATED or unread)

@@ -43,7 +43,7 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reducers i
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
     ReferenceAgent,
 )
-from pytest_agentbench.worlds.operations.reads import EvidenceObligation
+from pytest_agentbench.worlds.operations.reads import EvidenceObligation, ReadToolSource
 
 
 class MaintenanceOracle(NegativeControlOracle):
@@ -70,6 +70,8 @@ class MaintenancePack:
     oracle_model: type[NegativeControlOracle] = MaintenanceOracle
     read_tools: Mapping[str, tuple[str, ...]] = vocabulary.READ_TOOLS
     read_contract: Mapping[str, tuple[str, ...]] = vocabulary.READ_CONTRACT
+    read_tool_sources: Mapping[str, ReadToolSource] = vocabulary.READ_TOOL_SOURCES
+    role_authority: Mapping[str, str] = vocabulary.ROLE_AUTHORITY
     evidence_contract: Mapping[str, EvidenceObligation] = vocabulary.EVIDENCE_CONTRACT
 
     def dispatch_keys(self, spec: Any) -> frozenset[str]:

@@ -13,10 +13,16 @@ from pydantic import StrictInt, StrictStr, field_validator
 
 from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
 from pytest_agentbench.worlds.operations.reads import (
+    AUTHORITY_ACTOR_CLAIM,
+    AUTHORITY_AUTHORITATIVE_VERIFICATION,
+    AUTHORITY_COMMUNICATION,
+    AUTHORITY_SYSTEM_EVENT,
+    AUTHORITY_SYSTEM_OF_RECORD,
     BoundVersion,
     EvidenceObligation,
     LinkedEvidence,
     PayloadRecord,
+    ReadToolSource,
 )
 
 OPERATION_TYPE = "lettings.maintenance.synthetic"
@@ -32,6 +38,49 @@ READ_TOOLS: dict[str, tuple[str, ...]] = {
     "list_obligations": ("obligations",),
     "list_quotes": ("quotes",),
     "list_recent_events": ("claims",),
+}
+
+# Where each named read comes from, as the original publishes it: its service,
+# the authority class of its answer and the schema id of that answer.
+READ_TOOL_SOURCES: dict[str, ReadToolSource] = {
+    "get_case_record": ReadToolSource(
+        "case_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.get_case_record.v2"
+    ),
+    "list_authoritative_records": ReadToolSource(
+        "verification_service",
+        AUTHORITY_AUTHORITATIVE_VERIFICATION,
+        "maintenance.list_authoritative_records.v1",
+    ),
+    "list_billing": ReadToolSource(
+        "billing_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.list_billing.v1"
+    ),
+    "list_checkpoints": ReadToolSource(
+        "approval_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.list_checkpoints.v1"
+    ),
+    "list_communications": ReadToolSource(
+        "messaging_service", AUTHORITY_COMMUNICATION, "maintenance.list_communications.v2"
+    ),
+    "list_obligations": ReadToolSource(
+        "obligation_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.list_obligations.v1"
+    ),
+    "list_quotes": ReadToolSource(
+        "quoting_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.list_quotes.v1"
+    ),
+    "list_recent_events": ReadToolSource(
+        "inbox_service", AUTHORITY_ACTOR_CLAIM, "maintenance.list_recent_events.v1"
+    ),
+}
+
+# The authority class of each role's events, as the original derives it from the
+# actor registry: only the authoritative external system verifies.
+ROLE_AUTHORITY: dict[str, str] = {
+    "agent": AUTHORITY_ACTOR_CLAIM,
+    "approver": AUTHORITY_ACTOR_CLAIM,
+    "authoritative_external_system": AUTHORITY_AUTHORITATIVE_VERIFICATION,
+    "customer": AUTHORITY_ACTOR_CLAIM,
+    "operator_human": AUTHORITY_ACTOR_CLAIM,
+    "supplier": AUTHORITY_ACTOR_CLAIM,
+    "system_scheduler": AUTHORITY_SYSTEM_EVENT,
 }
 
 # What each outcome must have read, by named read, in the invocation since its
