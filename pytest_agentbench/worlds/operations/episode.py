@@ -486,7 +486,9 @@ class Episode:
             )
 
         session = read_session(
-            retrieve_tool(self.state, served, self.read_tools, self.tool_contract),
+            retrieve_tool(
+                self.state, served, self.read_tools, self.tool_contract, self.read_tool_sources
+            ),
             budget,
             {"scenario_id": self.scenario_id, "invocation_index": invocation.index},
         )

@@ -217,8 +217,25 @@ def retrieve_tool(
     served: Served,
     tools: ReadTools,
     contract: Mapping[str, tuple[str, ...]] | None = None,
+    sources: Mapping[str, ReadToolSource] | None = None,
 ) -> ToolSpec:
-    """``retrieve`` over the projection of ``state``; ``served`` hears what it served."""
+    """``retrieve`` over the projection of ``state``; ``served`` hears what it served.
+
+    With ``sources``, each served record of a collection a named read serves carries
+    that read's ``tool``, ``source``, ``authority`` and ``schema_id`` (the original's
+    ``ToolResult`` fields), however it was requested: the record is the same record.
+    """
+    described: dict[str, dict[str, JsonValue]] = {
+        collection: {
+            "tool": tool,
+            "source": sources[tool].source,
+            "authority": sources[tool].authority,
+            "schema_id": sources[tool].schema_id,
+        }
+        for tool, served_collections in tools.items()
+        if sources is not None and tool in sources
+        for collection in served_collections
+    }
 
     def handler(arguments: dict[str, Any]) -> JsonValue:
         requests = arguments["requests"]
@@ -254,6 +271,7 @@ def retrieve_tool(
                         "collection": collection,
                         "id": record_id,
                         "version": record["version"],
+                        **described.get(collection, {}),
                         "record": record,
                     }
                 )

@@ -14,6 +14,7 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance import neg
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import MaintenancePack
 from pytest_agentbench.worlds.operations.reads import (
     MAX_REQUESTS_PER_BATCH,
+    pack_read_tool_sources,
     pack_read_tools,
     pack_tool_contract,
     read_session,
@@ -213,3 +214,57 @@ def test_a_bad_read_contract_is_refused_by_name(declared: object) -> None:
     assert refused.value.code == "invalid_read_contract"
     good = _Contract({"complete": ("list_quotes",)})
     assert pack_tool_contract(good, pack_read_tools(good)) == {"complete": ("list_quotes",)}
+
+
+def test_each_served_record_says_which_service_answered_with_what_authority() -> None:
+    state = _state()
+    pack = MaintenancePack()
+    tools = pack_read_tools(pack, frozenset(state.collections()))
+    sources = pack_read_tool_sources(pack, tools)
+    session = read_session(retrieve_tool(state, lambda r, w: None, tools, None, sources), 20, {})
+    requests: list[JsonValue] = [
+        {"tool": "list_billing"},
+        {"collection": "payments"},
+        {"tool": "list_authoritative_records"},
+        {"collection": "operation"},
+        {"collection": "schedules"},
+    ]
+    state.put("evidence", "evidence_1", {"cycle_id": "cycle_1"})
+    state.put("schedules", "work_1", {"status": "created"})
+    served = session.call("retrieve", {"requests": requests})
+    described = [
+        (r["collection"], r.get("tool"), r.get("source"), r.get("authority"), r.get("schema_id"))
+        for r in served["records"]
+    ]
+    billing = ("list_billing", "billing_service", "system_of_record", "maintenance.list_billing.v1")
+    assert described == [
+        ("invoices", *billing),
+        ("payments", *billing),
+        ("payments", *billing),  # by collection: the same record, the same source
+        (
+            "evidence",
+            "list_authoritative_records",
+            "verification_service",
+            "authoritative_verification",
+            "maintenance.list_authoritative_records.v1",
+        ),
+        (
+            "operation",
+            "get_case_record",
+            "case_service",
+            "system_of_record",
+            "maintenance.get_case_record.v2",
+        ),
+        ("schedules", None, None, None, None),  # the engine's own: no named read serves it
+    ]
+    # The eight named reads, as the original publishes them.
+    assert {name: source.authority for name, source in sources.items()} == {
+        "get_case_record": "system_of_record",
+        "list_authoritative_records": "authoritative_verification",
+        "list_billing": "system_of_record",
+        "list_checkpoints": "system_of_record",
+        "list_communications": "communication",
+        "list_obligations": "system_of_record",
+        "list_quotes": "system_of_record",
+        "list_recent_events": "actor_claim",
+    }
