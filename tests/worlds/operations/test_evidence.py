@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.sdk import AgentbenchError, JsonValue
+from pytest_agentbench.worlds.operations.domains.commerce_return_refund.agents import (
+    ReferenceAgent as CommerceReference,
+)
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
     ReferenceAgent,
 )
@@ -24,6 +27,7 @@ from pytest_agentbench.worlds.operations.replay import replay_codes
 from pytest_agentbench.worlds.operations.state import OperationState
 
 from .helpers import Reading, episode, rows, shipped, wait
+from .test_commerce import commerce
 
 ESCALATION = "request_exception_resolution"
 AUTHORITY = "MISSING_AUTHORITY_EVIDENCE"
@@ -200,3 +204,22 @@ def test_a_savepoint_restores_every_write_and_allocation() -> None:
     state.rollback(point)
     assert (state.canonical(), state.index(), len(state.writes)) == before
     assert state.allocate("payment") == "payment_1"
+
+
+class UncitedCommerce(Uncited):
+    def __init__(self, action: str, keep: set[str]) -> None:
+        super().__init__(action, keep)
+        self.reference = CommerceReference()  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("action", ["request_refund_approval", "request_refund"])
+def test_a_refund_or_its_approval_must_cite_the_inspection(action: str) -> None:
+    loaded = commerce()
+    reference = episode("V1", CommerceReference(), loaded)
+    perturbed = episode("V1", UncitedCommerce(action, {"case", "checkpoints"}), loaded)
+    accepted = _effects(reference, action)
+    assert _effects(perturbed, action) == [("MISSING_INSPECTION_EVIDENCE", None), *accepted]
+    refused = next(row for row in rows(perturbed, "action_rejected"))
+    assert refused["reason"].endswith("missing inspections/depot_check_1")
+    assert perturbed.status == reference.status
+    assert replay_codes(loaded, perturbed) == []

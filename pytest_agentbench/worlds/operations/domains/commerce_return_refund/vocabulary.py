@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import StrictInt, StrictStr, field_validator
 
 from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
+from pytest_agentbench.worlds.operations.reads import EvidenceObligation, PayloadRecord
 
 OPERATION_TYPE = "commerce.return_refund.synthetic.v1"
 PACK_VERSION = "0.1.0"
@@ -207,4 +208,13 @@ ACTION_TYPES: dict[str, ActionType] = {
             {"cycle_id": S},
         ),
     )
+}
+
+_INSPECTION = PayloadRecord("inspections", "inspection_id")
+# What an action must cite, selected by its payload: the original's evidence
+# contract for this operation (the inspection the approval or refund is about),
+# each refused with the code its handler gives.
+EVIDENCE_CONTRACT: dict[str, EvidenceObligation] = {
+    "request_refund_approval": EvidenceObligation("MISSING_INSPECTION_EVIDENCE", (_INSPECTION,)),
+    "request_refund": EvidenceObligation("MISSING_INSPECTION_EVIDENCE", (_INSPECTION,)),
 }
