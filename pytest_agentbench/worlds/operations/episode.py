@@ -487,7 +487,12 @@ class Episode:
 
         session = read_session(
             retrieve_tool(
-                self.state, served, self.read_tools, self.tool_contract, self.read_tool_sources
+                self.state,
+                served,
+                self.read_tools,
+                self.tool_contract,
+                sources=self.read_tool_sources,
+                evidence=self.evidence_contract,
             ),
             budget,
             {"scenario_id": self.scenario_id, "invocation_index": invocation.index},

@@ -72,10 +72,13 @@ RETRIEVE_PARAMETERS: dict[str, JsonValue] = {
 
 
 def retrieve_description(
-    tools: ReadTools, contract: Mapping[str, tuple[str, ...]] | None = None
+    tools: ReadTools,
+    contract: Mapping[str, tuple[str, ...]] | None = None,
+    evidence: EvidenceContract | None = None,
 ) -> str:
-    """What ``retrieve`` says to an agent: the request forms, the budget, the tools, and
-    the reads each outcome requires (disclosed, rather than discovered by refusal)."""
+    """What ``retrieve`` says to an agent: the request forms, the budget, the tools, the
+    reads each outcome requires and the records each action must cite (disclosed, as the
+    original publishes them, rather than discovered by refusal)."""
     text = (
         "Read records of the operation's business system. Each request names a "
         "collection and optionally a record id (all records of the collection when "
@@ -97,6 +100,13 @@ def retrieve_description(
             " Each outcome is refused (ACTION_WITHOUT_RETRIEVAL) unless these reads were "
             f"made in this invocation since your last accepted action: {needs}."
         )
+    if evidence:
+        cites = "; ".join(
+            f"{action} ({obligation.code}): "
+            + ", ".join(describe_selector(selector) for selector in obligation.selectors)
+            for action, obligation in evidence.items()
+        )
+        text += f" These actions must also cite the records their payload selects: {cites}."
     return text
 
 
@@ -217,7 +227,9 @@ def retrieve_tool(
     served: Served,
     tools: ReadTools,
     contract: Mapping[str, tuple[str, ...]] | None = None,
+    *,
     sources: Mapping[str, ReadToolSource] | None = None,
+    evidence: EvidenceContract | None = None,
 ) -> ToolSpec:
     """``retrieve`` over the projection of ``state``; ``served`` hears what it served.
 
@@ -281,7 +293,7 @@ def retrieve_tool(
 
     return ToolSpec(
         name=RETRIEVE,
-        description=retrieve_description(tools, contract),
+        description=retrieve_description(tools, contract, evidence),
         parameters=RETRIEVE_PARAMETERS,
         handler=handler,
     )
@@ -354,6 +366,19 @@ class EvidenceObligation:
 
 
 EvidenceContract = Mapping[str, EvidenceObligation]
+
+
+def describe_selector(selector: EvidenceSelector) -> str:
+    """One selector as an agent is told it, e.g. ``checkpoints/{approval_checkpoint_id}``."""
+    if isinstance(selector, PayloadRecord):
+        return f"{selector.collection}/{{{selector.payload_field}}}"
+    chosen = f"{selector.selected}/{{{selector.payload_field}}}"
+    if isinstance(selector, LinkedEvidence):
+        return f"every {selector.evidence} record whose {selector.link_field} is that of {chosen}"
+    return (
+        f"the {selector.target} record that {chosen} binds "
+        f"({selector.id_field}, at its {selector.version_field})"
+    )
 
 
 def _selector_collections(selector: EvidenceSelector) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance import neg
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import MaintenancePack
 from pytest_agentbench.worlds.operations.reads import (
     MAX_REQUESTS_PER_BATCH,
+    pack_evidence_contract,
     pack_read_tool_sources,
     pack_read_tools,
     pack_tool_contract,
@@ -187,6 +188,15 @@ def test_an_outcome_is_refused_until_its_named_reads_are_made_in_the_window() ->
     tools = pack_read_tools(pack)
     described = retrieve_tool(_state(), lambda r, w: None, tools, pack_tool_contract(pack, tools))
     assert "send_message: get_case_record, list_communications" in described.description
+    # So are the records an action must cite, with the code it is refused with otherwise.
+    evidence = pack_evidence_contract(pack)
+    cited = retrieve_tool(_state(), lambda r, w: None, tools, evidence=evidence).description
+    assert (
+        "request_payment (MISSING_AUTHORITY_EVIDENCE): invoices/{invoice_id}, every evidence "
+        "record whose cycle_id is that of invoices/{invoice_id}."
+    ) in cited
+    assert "the quotes record that checkpoints/{approval_checkpoint_id} binds" in cited
+    assert "must also cite" not in described.description
     assert (
         "ACTION_WITHOUT_RETRIEVAL"
         not in retrieve_tool(_state(), lambda r, w: None, tools).description
@@ -221,7 +231,7 @@ def test_each_served_record_says_which_service_answered_with_what_authority() ->
     pack = MaintenancePack()
     tools = pack_read_tools(pack, frozenset(state.collections()))
     sources = pack_read_tool_sources(pack, tools)
-    session = read_session(retrieve_tool(state, lambda r, w: None, tools, None, sources), 20, {})
+    session = read_session(retrieve_tool(state, lambda r, w: None, tools, sources=sources), 20, {})
     requests: list[JsonValue] = [
         {"tool": "list_billing"},
         {"collection": "payments"},
