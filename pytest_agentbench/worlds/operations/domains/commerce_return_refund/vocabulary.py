@@ -18,7 +18,8 @@ OPERATION_TYPE = "commerce.return_refund.synthetic.v1"
 PACK_VERSION = "0.1.0"
 """The version of the original pack whose rules this one follows."""
 # Named reads over this operation's collections, grouped as the maintenance
-# operation's are (the original publishes none for this operation: ours).
+# operation's are: ours. (The original's pack publishes nine reads of its own and
+# gates its outcomes on them; that surface is not matched here.)
 READ_TOOLS: dict[str, tuple[str, ...]] = {
     "get_case_record": ("authorisations", "case"),
     "list_authoritative_records": ("carrier_records", "inspections"),
