@@ -3,11 +3,16 @@ acting on what a non-authoritative waking event asserted, a stale read, no read.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from pytest_agentbench.sdk import AgentbenchError, JsonValue
+from pytest_agentbench.sdk import AgentbenchError, EpisodeBinding, JsonValue
+from pytest_agentbench.worlds.operations.artifact import build_artifact, replay_artifact
+from pytest_agentbench.worlds.operations.domains.lettings_maintenance.negatives import (
+    TrustActorClaim,
+)
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
     ReferenceAgent,
 )
@@ -20,6 +25,7 @@ from pytest_agentbench.worlds.operations.reads import (
 from pytest_agentbench.worlds.operations.replay import replay_codes
 
 from .helpers import episode, grade, rows, shipped
+from .test_evidence import Uncited
 
 PAYMENT = {"invoice_id": "invoice_1", "amount_minor": 64000, "currency": "GBP"}
 
@@ -133,3 +139,24 @@ def test_bad_read_sources_or_role_authorities_are_refused_by_name(pack: _Pack) -
     assert pack_role_authority(_Pack(roles={"supplier": "actor_claim"})) == {
         "supplier": "actor_claim"
     }
+
+
+def test_an_artefact_replay_reproduces_the_refusals_by_agent_and_by_tape() -> None:
+    loaded = shipped()
+    runs = (
+        ("trust_actor_claim", TrustActorClaim(), "ACTED_ON_CLAIM_WITHOUT_RECORD"),
+        ("believer", Believer(), "STALE_RETRIEVED_RECORD"),
+        ("uncited", Uncited("request_payment", {"invoices"}), "MISSING_AUTHORITY_EVIDENCE"),
+    )
+    for agent_id, agent, code in runs:
+        record = episode("V1", agent)
+        output = {**record.as_json(), "replay_codes": replay_codes(loaded, record)}
+        document = json.loads(
+            json.dumps(build_artifact(loaded, output, EpisodeBinding(agent_id=agent_id)))
+        )
+        refused = [row["code"] for row in document["trajectory"] if "code" in row]
+        assert code in refused
+        replayed = replay_artifact(loaded, document, f"{agent_id}.artifact.json")
+        # A built-in control is run again by name; any other agent from its tape.
+        assert replayed["ok"] is True
+        assert replayed["re_executed"] == (agent_id if agent_id == "trust_actor_claim" else None)
