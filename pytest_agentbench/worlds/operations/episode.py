@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.sdk import (
+    AUTHORITY_ACTOR_CLAIM,
+    AUTHORITY_AUTHORITATIVE_VERIFICATION,
+    AUTHORITY_SYSTEM_EVENT,
     AgentbenchError,
     Effects,
     JsonValue,
@@ -29,9 +32,6 @@ from pytest_agentbench.sdk import (
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
 from pytest_agentbench.worlds.operations.reads import (
-    AUTHORITY_ACTOR_CLAIM,
-    AUTHORITY_AUTHORITATIVE_VERIFICATION,
-    AUTHORITY_SYSTEM_EVENT,
     COMPLETE_OUTCOME,
     evidence_refusal,
     pack_evidence_contract,

@@ -8,21 +8,21 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sdk import AgentbenchError, JsonValue
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    BoundVersion,
+    EvidenceObligation,
+    JsonValue,
+    LinkedEvidence,
+    PayloadRecord,
+)
 from pytest_agentbench.worlds.operations.domains.commerce_return_refund.agents import (
     ReferenceAgent as CommerceReference,
 )
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
     ReferenceAgent,
 )
-from pytest_agentbench.worlds.operations.reads import (
-    BoundVersion,
-    EvidenceObligation,
-    LinkedEvidence,
-    PayloadRecord,
-    pack_evidence_contract,
-    resolve_evidence,
-)
+from pytest_agentbench.worlds.operations.reads import pack_evidence_contract, resolve_evidence
 from pytest_agentbench.worlds.operations.replay import replay_codes
 from pytest_agentbench.worlds.operations.state import OperationState
 

@@ -3,12 +3,14 @@ acting on what a non-authoritative waking event asserted, a stale read, no read.
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_agentbench.sdk import AgentbenchError, EpisodeBinding, JsonValue
+from pytest_agentbench.sdk import AgentbenchError, EpisodeBinding, JsonValue, ReadToolSource
 from pytest_agentbench.worlds.operations.artifact import build_artifact, replay_artifact
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.negatives import (
     TrustActorClaim,
@@ -17,7 +19,6 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference 
     ReferenceAgent,
 )
 from pytest_agentbench.worlds.operations.reads import (
-    ReadToolSource,
     pack_read_tool_sources,
     pack_read_tools,
     pack_role_authority,
@@ -160,3 +161,19 @@ def test_an_artefact_replay_reproduces_the_refusals_by_agent_and_by_tape() -> No
         # A built-in control is run again by name; any other agent from its tape.
         assert replayed["ok"] is True
         assert replayed["re_executed"] == (agent_id if agent_id == "trust_actor_claim" else None)
+
+
+def test_the_built_in_packs_declare_their_reads_with_the_sdk_alone() -> None:
+    # A pack imports nothing of ours but the SDK (and its own modules): the read sources,
+    # role authorities and evidence selectors it declares are SDK types.
+    domains = Path(pack_read_tools.__code__.co_filename).parent / "domains"
+    for source in sorted(domains.rglob("*.py")):
+        own = f"pytest_agentbench.worlds.operations.domains.{source.parent.name}"
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                module = node.module
+                ours = module.startswith("pytest_agentbench")
+                assert not ours or module == "pytest_agentbench.sdk" or module.startswith(own), (
+                    source,
+                    module,
+                )

@@ -19,6 +19,7 @@ from pytest_agentbench.sdk import (
     Effects,
     EventOutcome,
     EventType,
+    EvidenceObligation,
     ExpectedFault,
     Findings,
     JsonValue,
@@ -34,7 +35,6 @@ from pytest_agentbench.worlds.operations.domains.commerce_return_refund import (
     operation,
     vocabulary,
 )
-from pytest_agentbench.worlds.operations.reads import EvidenceObligation
 
 
 class ReturnRefundOracle(NegativeControlOracle):

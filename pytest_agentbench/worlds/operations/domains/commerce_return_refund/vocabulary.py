@@ -11,8 +11,14 @@ from __future__ import annotations
 
 from pydantic import StrictInt, StrictStr, field_validator
 
-from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
-from pytest_agentbench.worlds.operations.reads import EvidenceObligation, PayloadRecord
+from pytest_agentbench.sdk import (
+    ActionType,
+    EventType,
+    EvidenceObligation,
+    FieldRule,
+    PayloadRecord,
+    Record,
+)
 
 OPERATION_TYPE = "commerce.return_refund.synthetic.v1"
 PACK_VERSION = "0.1.0"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.sdk import Findings
+from pytest_agentbench.sdk import READ_GATE_CODES, Findings
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.admissibility import (
     forbidden_deltas,
     inadmissible,
@@ -25,7 +25,6 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance.vocabulary
     EXCEPTION_RESOLUTION,
     PARTICIPANT_ROLES,
 )
-from pytest_agentbench.worlds.operations.reads import READ_GATE_CODES
 
 _AUTHORITY_CODES = {
     "APPROVAL_REQUIRED": "WORK_AUTHORISED_WITHOUT_APPROVAL",

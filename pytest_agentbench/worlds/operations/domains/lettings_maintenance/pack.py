@@ -19,11 +19,13 @@ from pytest_agentbench.sdk import (
     Effects,
     EventOutcome,
     EventType,
+    EvidenceObligation,
     ExpectedFault,
     Findings,
     JsonValue,
     NegativeControlOracle,
     OracleBinding,
+    ReadToolSource,
     Ref,
     Rejection,
     StateAccess,
@@ -43,7 +45,6 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reducers i
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
     ReferenceAgent,
 )
-from pytest_agentbench.worlds.operations.reads import EvidenceObligation, ReadToolSource
 
 
 class MaintenanceOracle(NegativeControlOracle):

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 from pydantic import StrictInt, StrictStr, field_validator
 
-from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
-from pytest_agentbench.worlds.operations.reads import (
+from pytest_agentbench.sdk import (
     AUTHORITY_ACTOR_CLAIM,
     AUTHORITY_AUTHORITATIVE_VERIFICATION,
     AUTHORITY_COMMUNICATION,
     AUTHORITY_SYSTEM_EVENT,
     AUTHORITY_SYSTEM_OF_RECORD,
+    ActionType,
     BoundVersion,
+    EventType,
     EvidenceObligation,
+    FieldRule,
     LinkedEvidence,
     PayloadRecord,
     ReadToolSource,
+    Record,
 )
 
 OPERATION_TYPE = "lettings.maintenance.synthetic"
