@@ -100,8 +100,11 @@ def retrieve_description(
             if required
         )
         text += (
-            " Each outcome is refused (ACTION_WITHOUT_RETRIEVAL) unless these reads were "
-            f"made in this invocation since your last accepted action: {needs}."
+            " Each outcome is refused unless these reads were made in this invocation "
+            f"since your last accepted action: {needs} (ACTED_ON_CLAIM_WITHOUT_RECORD when "
+            "it cites what the waking event asserted without an authoritative read it "
+            "needs, STALE_RETRIEVED_RECORD when a read was made before a wake or an "
+            "accepted action and not again, ACTION_WITHOUT_RETRIEVAL otherwise)."
         )
     if evidence:
         cites = "; ".join(
