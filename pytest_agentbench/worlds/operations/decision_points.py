@@ -41,6 +41,8 @@ from pytest_agentbench.sdk import (
 from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.reads import (
     MAX_REQUESTS_PER_BATCH,
+    pack_evidence_contract,
+    pack_read_tool_sources,
     pack_read_tools,
     pack_tool_contract,
     read_session,
@@ -803,6 +805,8 @@ def decide_at(
             lambda refs, whole: None,
             tools,
             pack_tool_contract(spec.domain, tools),
+            sources=pack_read_tool_sources(spec.domain, tools),
+            evidence=pack_evidence_contract(spec.domain),
         ),
         budget,
         {"scenario_id": encounter.scenario_id, "decision_point": encounter.decision_point_id},

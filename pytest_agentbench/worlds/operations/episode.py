@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_agentbench.sdk import (
+    AUTHORITY_ACTOR_CLAIM,
+    AUTHORITY_AUTHORITATIVE_VERIFICATION,
+    AUTHORITY_SYSTEM_EVENT,
     AgentbenchError,
     Effects,
     JsonValue,
@@ -30,7 +33,11 @@ from pytest_agentbench.worlds.operations import outcomes as oc
 from pytest_agentbench.worlds.operations.clock import Agenda
 from pytest_agentbench.worlds.operations.reads import (
     COMPLETE_OUTCOME,
+    evidence_refusal,
+    pack_evidence_contract,
+    pack_read_tool_sources,
     pack_read_tools,
+    pack_role_authority,
     pack_tool_contract,
     read_session,
     retrieve_tool,
@@ -124,8 +131,20 @@ class Episode:
         )
         self.read_tools = pack_read_tools(self.domain, frozenset(self.state.collections()))
         self.tool_contract = pack_tool_contract(self.domain, self.read_tools)
+        self.evidence_contract = pack_evidence_contract(
+            self.domain, frozenset(self.state.collections())
+        )
+        self.read_tool_sources = pack_read_tool_sources(self.domain, self.read_tools)
+        self.role_authority = pack_role_authority(self.domain)
         self.read_whole: set[str] = set()
         """Collections read whole in this invocation since its last accepted effect."""
+        self.read_history: set[str] = set()
+        """Every named read made in any window of the episode. Never cleared: a read made
+        once and gone stale is a different failure from one never made."""
+        self.claim_values: frozenset[str] = frozenset()
+        """What the waking event asserted (its id and its payload's strings): citing one
+        of these is citing what somebody said, not what the record holds."""
+        self.trigger_authoritative = False
         self.agenda = Agenda()
         self.ledger: list[dict[str, JsonValue]] = []
         self.tape: list[dict[str, JsonValue]] = []
@@ -454,9 +473,11 @@ class Episode:
         turn_box = {"turn": 0}
 
         self.read_whole = set()
+        self.claim_values, self.trigger_authoritative = self._claims(trigger)
 
         def served(refs: list[dict[str, JsonValue]], whole: list[str]) -> None:
             self.read_whole.update(whole)
+            self.read_history |= tools_covered(self.read_tools, self.read_whole)
             self.record(
                 "retrieval",
                 invocation_index=invocation.index,
@@ -465,7 +486,14 @@ class Episode:
             )
 
         session = read_session(
-            retrieve_tool(self.state, served, self.read_tools, self.tool_contract),
+            retrieve_tool(
+                self.state,
+                served,
+                self.read_tools,
+                self.tool_contract,
+                sources=self.read_tool_sources,
+                evidence=self.evidence_contract,
+            ),
             budget,
             {"scenario_id": self.scenario_id, "invocation_index": invocation.index},
         )
@@ -635,12 +663,34 @@ class Episode:
         self.wait = _Wait(index=self.waits, wake_on=tuple(wait.wake_on), timer_key=key)
         return True
 
-    def _read_gate(self, outcome: str) -> Rejection | None:
+    def _claims(self, trigger: Mapping[str, Any] | None) -> tuple[frozenset[str], bool]:
+        """The waking event's claim values, and whether its actor's word is authoritative."""
+        if trigger is None:
+            return frozenset(), False
+        actor = self.spec.actors.get(str(trigger["actor"]))
+        authority = (
+            AUTHORITY_SYSTEM_EVENT  # the engine's own timers
+            if actor is None
+            else self.role_authority.get(actor.role, AUTHORITY_ACTOR_CLAIM)
+        )
+        values = {str(trigger["event_id"])}
+        values.update(v for v in trigger["payload"].values() if isinstance(v, str) and v)
+        return frozenset(values), authority == AUTHORITY_AUTHORITATIVE_VERIFICATION
+
+    def _read_gate(self, outcome: str, refs: tuple[oc.EvidenceRef, ...]) -> Rejection | None:
         """Refuse an outcome whose required named reads were not made in this window.
 
         The window is the invocation since its last accepted effect, as the
         evaluator reads freshness; a named read counts when every collection it
-        serves was read whole (by the tool or collection by collection).
+        serves was read whole (by the tool or collection by collection). As in
+        the original, the refusal names the sharpest failure first: citing what
+        a non-authoritative waking event asserted while the authoritative read
+        that would settle it is missing (``ACTED_ON_CLAIM_WITHOUT_RECORD``); then
+        a read made earlier in the episode and since invalidated by a wake or an
+        accepted effect (``STALE_RETRIEVED_RECORD``); then a read never made.
+        (The original also re-serves the reads to catch a record that moved
+        inside the window; here nothing but an accepted effect, which closes the
+        window, writes a record during an invocation.)
         """
         if self.tool_contract is None:
             return None
@@ -648,6 +698,26 @@ class Episode:
         missing = [tool for tool in self.tool_contract.get(outcome, ()) if tool not in made]
         if not missing:
             return None
+        cited = sorted({ref.id for ref in refs} & self.claim_values)
+        unverified = [
+            tool
+            for tool in missing
+            if tool in self.read_tool_sources
+            and self.read_tool_sources[tool].authority == AUTHORITY_AUTHORITATIVE_VERIFICATION
+        ]
+        if cited and unverified and not self.trigger_authoritative:
+            return Rejection(
+                "ACTED_ON_CLAIM_WITHOUT_RECORD",
+                f"{outcome} cites {', '.join(cited)}, what the waking event asserted, "
+                f"without the authoritative read(s) {', '.join(unverified)} in this invocation",
+            )
+        stale = [tool for tool in missing if tool in self.read_history]
+        if stale:
+            return Rejection(
+                "STALE_RETRIEVED_RECORD",
+                f"{outcome} rests on the read(s) {', '.join(stale)}, made before a wake or an "
+                "accepted effect invalidated them and not made again",
+            )
         return Rejection(
             "ACTION_WITHOUT_RETRIEVAL",
             f"{outcome} requires the reads {', '.join(missing)} in this invocation "
@@ -698,7 +768,7 @@ class Episode:
             if problem is not None:
                 rejection = Rejection("INVALID_ACTION_PAYLOAD", f"{problem[0]}: {problem[1]}")
         if rejection is None:
-            rejection = self._read_gate(action)
+            rejection = self._read_gate(action, refs)
         key = sha256_hex(canonical_bytes({"action": action, "payload": full}))
         previous = self.state.get("idempotency", key)
         retry = False
@@ -725,8 +795,25 @@ class Episode:
                 "retry": True,
             }
         if rejection is None:
+            # The records the payload selects must be cited. Resolved before the
+            # domain runs, but refused only when the domain's own guards pass (the
+            # original checks the citation after them): a proposal the domain
+            # refuses keeps the domain's code, one it accepts is rolled back.
+            obligation = self.evidence_contract.get(action)
+            citation = (
+                None
+                if obligation is None
+                else evidence_refusal(
+                    obligation, full, {(ref.collection, ref.id) for ref in refs}, self.state
+                )
+            )
+            point = None if citation is None else self.state.savepoint()
             decided = self.domain.decide_action(self.state, action, full)
             rejection = decided.rejection
+            if rejection is None and citation is not None:
+                assert point is not None
+                self.state.rollback(point)
+                rejection = Rejection(*citation)
         if rejection is not None:
             self.state.take_writes()
             self.record(
@@ -823,7 +910,7 @@ class Episode:
             evidence_refs=[ref.model_dump(mode="json") for ref in outcome.evidence_refs],
             **self._reads_context(COMPLETE, {}),
         )
-        rejection: Rejection | None = self._read_gate(COMPLETE)
+        rejection: Rejection | None = self._read_gate(COMPLETE, outcome.evidence_refs)
         if rejection is not None:
             effects, kind = Effects(), ""
         elif self.provisional:

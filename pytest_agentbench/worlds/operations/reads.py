@@ -23,9 +23,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_agentbench.sdk import (
+    AUTHORITIES,
     AgentbenchError,
+    BoundVersion,
     Budget,
+    EvidenceContract,
+    EvidenceObligation,
+    EvidenceSelector,
     JsonValue,
+    LinkedEvidence,
+    PayloadRecord,
+    ReadToolSource,
     ToolCallError,
     ToolSession,
     ToolSpec,
@@ -67,10 +75,13 @@ RETRIEVE_PARAMETERS: dict[str, JsonValue] = {
 
 
 def retrieve_description(
-    tools: ReadTools, contract: Mapping[str, tuple[str, ...]] | None = None
+    tools: ReadTools,
+    contract: Mapping[str, tuple[str, ...]] | None = None,
+    evidence: EvidenceContract | None = None,
 ) -> str:
-    """What ``retrieve`` says to an agent: the request forms, the budget, the tools, and
-    the reads each outcome requires (disclosed, rather than discovered by refusal)."""
+    """What ``retrieve`` says to an agent: the request forms, the budget, the tools, the
+    reads each outcome requires and the records each action must cite (disclosed, as the
+    original publishes them, rather than discovered by refusal)."""
     text = (
         "Read records of the operation's business system. Each request names a "
         "collection and optionally a record id (all records of the collection when "
@@ -89,9 +100,19 @@ def retrieve_description(
             if required
         )
         text += (
-            " Each outcome is refused (ACTION_WITHOUT_RETRIEVAL) unless these reads were "
-            f"made in this invocation since your last accepted action: {needs}."
+            " Each outcome is refused unless these reads were made in this invocation "
+            f"since your last accepted action: {needs} (ACTED_ON_CLAIM_WITHOUT_RECORD when "
+            "it cites what the waking event asserted without an authoritative read it "
+            "needs, STALE_RETRIEVED_RECORD when a read was made before a wake or an "
+            "accepted action and not again, ACTION_WITHOUT_RETRIEVAL otherwise)."
         )
+    if evidence:
+        cites = "; ".join(
+            f"{action} ({obligation.code}): "
+            + ", ".join(describe_selector(selector) for selector in obligation.selectors)
+            for action, obligation in evidence.items()
+        )
+        text += f" These actions must also cite the records their payload selects: {cites}."
     return text
 
 
@@ -130,8 +151,8 @@ def pack_read_tools(pack: object, collections: frozenset[str] | None = None) -> 
     return dict(sorted(tools.items()))
 
 
-def _invalid_tools(reason: str) -> AgentbenchError:
-    return AgentbenchError("invalid_read_tools", reason, field="read_tools")
+def _invalid_tools(reason: str, field: str = "read_tools") -> AgentbenchError:
+    return AgentbenchError("invalid_read_tools", reason, field=field)
 
 
 def pack_tool_contract(pack: object, tools: ReadTools) -> dict[str, tuple[str, ...]] | None:
@@ -212,8 +233,27 @@ def retrieve_tool(
     served: Served,
     tools: ReadTools,
     contract: Mapping[str, tuple[str, ...]] | None = None,
+    *,
+    sources: Mapping[str, ReadToolSource] | None = None,
+    evidence: EvidenceContract | None = None,
 ) -> ToolSpec:
-    """``retrieve`` over the projection of ``state``; ``served`` hears what it served."""
+    """``retrieve`` over the projection of ``state``; ``served`` hears what it served.
+
+    With ``sources``, each served record of a collection a named read serves carries
+    that read's ``tool``, ``source``, ``authority`` and ``schema_id`` (the original's
+    ``ToolResult`` fields), however it was requested: the record is the same record.
+    """
+    described: dict[str, dict[str, JsonValue]] = {
+        collection: {
+            "tool": tool,
+            "source": sources[tool].source,
+            "authority": sources[tool].authority,
+            "schema_id": sources[tool].schema_id,
+        }
+        for tool, served_collections in tools.items()
+        if sources is not None and tool in sources
+        for collection in served_collections
+    }
 
     def handler(arguments: dict[str, Any]) -> JsonValue:
         requests = arguments["requests"]
@@ -249,6 +289,7 @@ def retrieve_tool(
                         "collection": collection,
                         "id": record_id,
                         "version": record["version"],
+                        **described.get(collection, {}),
                         "record": record,
                     }
                 )
@@ -258,7 +299,7 @@ def retrieve_tool(
 
     return ToolSpec(
         name=RETRIEVE,
-        description=retrieve_description(tools, contract),
+        description=retrieve_description(tools, contract, evidence),
         parameters=RETRIEVE_PARAMETERS,
         handler=handler,
     )
@@ -267,3 +308,192 @@ def retrieve_tool(
 def read_session(tool: ToolSpec, max_batches: int, context: dict[str, JsonValue]) -> ToolSession:
     """The session of one invocation: the read tools and the RETRIEVE batch budget."""
     return ToolSession([tool], Budget(max_calls=max_batches), context=context)
+
+
+# --- evidence selectors (declared with the SDK's types) ---------------------------
+
+
+def describe_selector(selector: EvidenceSelector) -> str:
+    """One selector as an agent is told it, e.g. ``checkpoints/{approval_checkpoint_id}``."""
+    if isinstance(selector, PayloadRecord):
+        return f"{selector.collection}/{{{selector.payload_field}}}"
+    chosen = f"{selector.selected}/{{{selector.payload_field}}}"
+    if isinstance(selector, LinkedEvidence):
+        return f"every {selector.evidence} record whose {selector.link_field} is that of {chosen}"
+    return (
+        f"the {selector.target} record that {chosen} binds "
+        f"({selector.id_field}, at its {selector.version_field})"
+    )
+
+
+def _selector_collections(selector: EvidenceSelector) -> tuple[str, ...]:
+    if isinstance(selector, PayloadRecord):
+        return (selector.collection,)
+    if isinstance(selector, LinkedEvidence):
+        return (selector.selected, selector.links, selector.evidence)
+    return (selector.selected, selector.target)
+
+
+def pack_evidence_contract(
+    pack: object, collections: frozenset[str] | None = None
+) -> dict[str, EvidenceObligation]:
+    """The pack's ``evidence_contract`` (none when undeclared), checked.
+
+    Each key is one of the pack's actions; each obligation has a non-empty
+    code and at least one selector of the closed set, no two alike, each
+    selecting by a payload field the action declares and (with
+    ``collections`` given) naming only known collections.
+    """
+    declared = getattr(pack, "evidence_contract", None)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping):
+        raise _invalid_evidence("evidence_contract must map actions to obligations")
+    actions = getattr(pack, "action_types", {})
+    contract: dict[str, EvidenceObligation] = {}
+    for outcome, obligation in declared.items():
+        if outcome not in actions:
+            raise _invalid_evidence(f"evidence_contract names unknown action {outcome!r}")
+        if (
+            not isinstance(obligation, EvidenceObligation)
+            or not isinstance(obligation.code, str)
+            or not obligation.code
+            or not isinstance(obligation.selectors, tuple)
+            or not obligation.selectors
+        ):
+            raise _invalid_evidence(f"{outcome!r} needs an EvidenceObligation with a code")
+        action = actions[outcome]
+        fields = {*getattr(action, "required", {}), *getattr(action, "optional", {})}
+        if len(set(obligation.selectors)) != len(obligation.selectors):
+            raise _invalid_evidence(f"{outcome!r} lists a selector twice")
+        for selector in obligation.selectors:
+            if not isinstance(selector, (PayloadRecord, LinkedEvidence, BoundVersion)):
+                raise _invalid_evidence(f"{outcome!r} has an unknown selector {selector!r}")
+            if selector.payload_field not in fields:
+                raise _invalid_evidence(
+                    f"{outcome!r} selects by {selector.payload_field!r}, not a payload field"
+                )
+            unknown = [
+                name
+                for name in _selector_collections(selector)
+                if collections is not None and name not in collections
+            ]
+            if unknown:
+                raise _invalid_evidence(f"{outcome!r} names unknown collection(s) {unknown}")
+        contract[outcome] = obligation
+    return dict(sorted(contract.items()))
+
+
+def _invalid_evidence(reason: str) -> AgentbenchError:
+    return AgentbenchError("invalid_evidence_contract", reason, field="evidence_contract")
+
+
+def resolve_evidence(
+    obligation: EvidenceObligation, payload: Mapping[str, Any], state: OperationState
+) -> tuple[list[tuple[str, str]], str | None]:
+    """The (collection, id) records ``payload`` obliges a citation of, or why they cannot be named.
+
+    Resolved against the current state: what the record says now is what the
+    proposal must rest on.
+    """
+    required: list[tuple[str, str]] = []
+    for selector in obligation.selectors:
+        chosen = payload.get(selector.payload_field)
+        if not isinstance(chosen, str):
+            return [], f"payload field {selector.payload_field!r} selects no record"
+        if isinstance(selector, PayloadRecord):
+            if state.get(selector.collection, chosen) is None:
+                return [], f"no {selector.collection} record {chosen!r}"
+            required.append((selector.collection, chosen))
+        elif isinstance(selector, LinkedEvidence):
+            record = state.get(selector.selected, chosen)
+            if record is None:
+                return [], f"no {selector.selected} record {chosen!r}"
+            link = record.get(selector.link_field)
+            if not isinstance(link, str) or state.get(selector.links, link) is None:
+                return [], f"the {selector.links} record of {chosen!r} is missing"
+            evidence = sorted(
+                key
+                for key, item in state.records(selector.evidence).items()
+                if item.get(selector.link_field) == link
+            )
+            if not evidence:
+                return [], f"no {selector.evidence} record for {link!r}"
+            required.extend((selector.evidence, key) for key in evidence)
+        else:
+            record = state.get(selector.selected, chosen)
+            if record is None:
+                return [], f"no {selector.selected} record {chosen!r}"
+            bound = record.get(selector.id_field)
+            version = record.get(selector.version_field)
+            if (
+                not isinstance(bound, str)
+                or not isinstance(version, int)
+                or isinstance(version, bool)
+            ):
+                return [], f"{selector.selected} record {chosen!r} binds no record version"
+            target = state.get(selector.target, bound)
+            if target is None or target.get(selector.version_field) != version:
+                return [], f"{selector.target} record {bound!r} v{version} is not current"
+            required.append((selector.target, bound))
+    return required, None
+
+
+def evidence_refusal(
+    obligation: EvidenceObligation,
+    payload: Mapping[str, Any],
+    cited: set[tuple[str, str]],
+    state: OperationState,
+) -> tuple[str, str] | None:
+    """(code, reason) when the proposal does not cite every record its payload selects."""
+    required, problem = resolve_evidence(obligation, payload, state)
+    missing = [f"{c}/{i}" for c, i in required if (c, i) not in cited]
+    if problem is None and not missing:
+        return None
+    detail = problem or f"missing {', '.join(missing)}"
+    return obligation.code, f"required evidence did not resolve completely: {detail}"
+
+
+# --- where a named read comes from -----------------------------------------------
+
+
+def pack_read_tool_sources(pack: object, tools: ReadTools) -> dict[str, ReadToolSource]:
+    """The pack's ``read_tool_sources`` (none when undeclared): one per named read, checked."""
+    declared = getattr(pack, "read_tool_sources", None)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping) or set(declared) != set(tools):
+        raise _invalid_tools(
+            "read_tool_sources must describe every read tool, and only them", "read_tool_sources"
+        )
+    sources: dict[str, ReadToolSource] = {}
+    for name, described in sorted(declared.items()):
+        if (
+            not isinstance(described, ReadToolSource)
+            or not all(
+                isinstance(text, str) and text
+                for text in (described.source, described.authority, described.schema_id)
+            )
+            or described.authority not in AUTHORITIES
+        ):
+            raise _invalid_tools(
+                f"tool {name!r} needs a ReadToolSource with an authority of {AUTHORITIES}",
+                "read_tool_sources",
+            )
+        sources[name] = described
+    return sources
+
+
+def pack_role_authority(pack: object) -> dict[str, str]:
+    """The authority class of each actor role's events (``role_authority``; a role it does
+    not name asserts claims, as in the original)."""
+    declared = getattr(pack, "role_authority", None)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping) or not all(
+        isinstance(role, str) and authority in AUTHORITIES for role, authority in declared.items()
+    ):
+        raise _invalid_tools(
+            f"role_authority must map roles to one of {AUTHORITIES}", "role_authority"
+        )
+    return dict(sorted(declared.items()))

@@ -81,6 +81,29 @@ class OperationState:
     def hidden(self) -> Mapping[str, JsonValue]:
         return copy_json(self._hidden)
 
+    def savepoint(self) -> tuple[Any, ...]:
+        """Everything a write can change, copied, for :meth:`rollback`.
+
+        For a proposal the domain accepts but the engine then refuses (an
+        uncited evidence selector is checked after the domain's own guards, as
+        the original's handlers check it): nothing it wrote may survive.
+        """
+        return (
+            copy_json(self._collections),
+            {name: dict(versions) for name, versions in self._index.items()},
+            dict(self._counters),
+            self.version,
+            len(self.writes),
+        )
+
+    def rollback(self, point: tuple[Any, ...]) -> None:
+        collections, index, counters, version, writes = point
+        self._collections = collections
+        self._index = index
+        self._counters = counters
+        self.version = version
+        del self.writes[writes:]
+
     def take_writes(self) -> list[dict[str, JsonValue]]:
         writes, self.writes = self.writes, []
         return writes

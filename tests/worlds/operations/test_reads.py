@@ -14,6 +14,8 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance import neg
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack import MaintenancePack
 from pytest_agentbench.worlds.operations.reads import (
     MAX_REQUESTS_PER_BATCH,
+    pack_evidence_contract,
+    pack_read_tool_sources,
     pack_read_tools,
     pack_tool_contract,
     read_session,
@@ -158,7 +160,7 @@ def test_an_outcome_is_refused_until_its_named_reads_are_made_in_the_window() ->
         ([{"collection": "cycles", "id": "cycle_1"}], act),  # one record is not the read
         ([{"collection": c} for c in ("operation", "issues", "cycles")], act),  # visits unread
         ([{"collection": "visits"}], act),  # get_case_record now whole: accepted
-        ([], act),  # its own accepted effect closed the window (before the duplicate check)
+        ([], act),  # its own accepted effect closed the window: the read is stale now
         ([{"tool": "get_case_record"}], {"outcome": "COMPLETE", "reason": "r"}),
     ]
 
@@ -177,7 +179,7 @@ def test_an_outcome_is_refused_until_its_named_reads_are_made_in_the_window() ->
         "ACTION_WITHOUT_RETRIEVAL",
         "ACTION_WITHOUT_RETRIEVAL",
         "accepted",
-        "ACTION_WITHOUT_RETRIEVAL",
+        "STALE_RETRIEVED_RECORD",
         "ACTION_WITHOUT_RETRIEVAL",
     ]
     assert "get_case_record" in first[0]["reason"]
@@ -186,6 +188,15 @@ def test_an_outcome_is_refused_until_its_named_reads_are_made_in_the_window() ->
     tools = pack_read_tools(pack)
     described = retrieve_tool(_state(), lambda r, w: None, tools, pack_tool_contract(pack, tools))
     assert "send_message: get_case_record, list_communications" in described.description
+    # So are the records an action must cite, with the code it is refused with otherwise.
+    evidence = pack_evidence_contract(pack)
+    cited = retrieve_tool(_state(), lambda r, w: None, tools, evidence=evidence).description
+    assert (
+        "request_payment (MISSING_AUTHORITY_EVIDENCE): invoices/{invoice_id}, every evidence "
+        "record whose cycle_id is that of invoices/{invoice_id}."
+    ) in cited
+    assert "the quotes record that checkpoints/{approval_checkpoint_id} binds" in cited
+    assert "must also cite" not in described.description
     assert (
         "ACTION_WITHOUT_RETRIEVAL"
         not in retrieve_tool(_state(), lambda r, w: None, tools).description
@@ -213,3 +224,57 @@ def test_a_bad_read_contract_is_refused_by_name(declared: object) -> None:
     assert refused.value.code == "invalid_read_contract"
     good = _Contract({"complete": ("list_quotes",)})
     assert pack_tool_contract(good, pack_read_tools(good)) == {"complete": ("list_quotes",)}
+
+
+def test_each_served_record_says_which_service_answered_with_what_authority() -> None:
+    state = _state()
+    pack = MaintenancePack()
+    tools = pack_read_tools(pack, frozenset(state.collections()))
+    sources = pack_read_tool_sources(pack, tools)
+    session = read_session(retrieve_tool(state, lambda r, w: None, tools, sources=sources), 20, {})
+    requests: list[JsonValue] = [
+        {"tool": "list_billing"},
+        {"collection": "payments"},
+        {"tool": "list_authoritative_records"},
+        {"collection": "operation"},
+        {"collection": "schedules"},
+    ]
+    state.put("evidence", "evidence_1", {"cycle_id": "cycle_1"})
+    state.put("schedules", "work_1", {"status": "created"})
+    served = session.call("retrieve", {"requests": requests})
+    described = [
+        (r["collection"], r.get("tool"), r.get("source"), r.get("authority"), r.get("schema_id"))
+        for r in served["records"]
+    ]
+    billing = ("list_billing", "billing_service", "system_of_record", "maintenance.list_billing.v1")
+    assert described == [
+        ("invoices", *billing),
+        ("payments", *billing),
+        ("payments", *billing),  # by collection: the same record, the same source
+        (
+            "evidence",
+            "list_authoritative_records",
+            "verification_service",
+            "authoritative_verification",
+            "maintenance.list_authoritative_records.v1",
+        ),
+        (
+            "operation",
+            "get_case_record",
+            "case_service",
+            "system_of_record",
+            "maintenance.get_case_record.v2",
+        ),
+        ("schedules", None, None, None, None),  # the engine's own: no named read serves it
+    ]
+    # The eight named reads, as the original publishes them.
+    assert {name: source.authority for name, source in sources.items()} == {
+        "get_case_record": "system_of_record",
+        "list_authoritative_records": "authoritative_verification",
+        "list_billing": "system_of_record",
+        "list_checkpoints": "system_of_record",
+        "list_communications": "communication",
+        "list_obligations": "system_of_record",
+        "list_quotes": "system_of_record",
+        "list_recent_events": "actor_claim",
+    }

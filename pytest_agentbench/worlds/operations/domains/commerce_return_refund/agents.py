@@ -122,7 +122,7 @@ def decide(records: Records) -> dict[str, Any]:
             return _act(
                 "request_refund_approval",
                 {"inspection_id": inspection, "cycle_id": cycle},
-                records.cite(("case", CASE)),
+                records.cite(("case", CASE), ("inspections", inspection)),
             )
         return _wait(
             "the refund awaits the approver", "refund_approval_received", "approval_deadline_due"

@@ -19,6 +19,7 @@ from pytest_agentbench.sdk import (
     Effects,
     EventOutcome,
     EventType,
+    EvidenceObligation,
     ExpectedFault,
     Findings,
     JsonValue,
@@ -56,6 +57,7 @@ class ReturnRefundPack:
     )
     oracle_model: type[NegativeControlOracle] = ReturnRefundOracle
     read_tools: Mapping[str, tuple[str, ...]] = vocabulary.READ_TOOLS
+    evidence_contract: Mapping[str, EvidenceObligation] = vocabulary.EVIDENCE_CONTRACT
 
     def dispatch_keys(self, spec: Any) -> frozenset[str]:
         return frozenset(spec.message_fixtures)

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 from pydantic import StrictInt, StrictStr, field_validator
 
-from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
+from pytest_agentbench.sdk import (
+    ActionType,
+    EventType,
+    EvidenceObligation,
+    FieldRule,
+    PayloadRecord,
+    Record,
+)
 
 OPERATION_TYPE = "commerce.return_refund.synthetic.v1"
 PACK_VERSION = "0.1.0"
 """The version of the original pack whose rules this one follows."""
 # Named reads over this operation's collections, grouped as the maintenance
-# operation's are (the original publishes none for this operation: ours).
+# operation's are: ours. (The original's pack publishes nine reads of its own and
+# gates its outcomes on them; that surface is not matched here.)
 READ_TOOLS: dict[str, tuple[str, ...]] = {
     "get_case_record": ("authorisations", "case"),
     "list_authoritative_records": ("carrier_records", "inspections"),
@@ -207,4 +215,13 @@ ACTION_TYPES: dict[str, ActionType] = {
             {"cycle_id": S},
         ),
     )
+}
+
+_INSPECTION = PayloadRecord("inspections", "inspection_id")
+# What an action must cite, selected by its payload: the original's evidence
+# contract for this operation (the inspection the approval or refund is about),
+# each refused with the code its handler gives.
+EVIDENCE_CONTRACT: dict[str, EvidenceObligation] = {
+    "request_refund_approval": EvidenceObligation("MISSING_INSPECTION_EVIDENCE", (_INSPECTION,)),
+    "request_refund": EvidenceObligation("MISSING_INSPECTION_EVIDENCE", (_INSPECTION,)),
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_agentbench.sdk import Findings
+from pytest_agentbench.sdk import READ_GATE_CODES, Findings
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.admissibility import (
     forbidden_deltas,
     inadmissible,
@@ -67,12 +67,10 @@ def _authority(record: Any, roles: Mapping[str, str]) -> tuple[list[str], dict[s
     for row in _rows(record, "action_rejected"):
         mapped = _AUTHORITY_CODES.get(row["code"])
         proposal = proposals[row["proposal_id"]]
-        # Refused by the read gate before its own guard could speak: proposing a
+        # Refused by the read gate (any of its codes) before its own guard could speak: proposing a
         # claim-gated action unread, in the invocation the claim woke, is acting
         # on the claim's word all the same.
-        unread = (
-            row["code"] == "ACTION_WITHOUT_RETRIEVAL" and proposal["action"] in _CLAIM_GATED_ACTIONS
-        )
+        unread = row["code"] in READ_GATE_CODES and proposal["action"] in _CLAIM_GATED_ACTIONS
         if (
             mapped is None
             and (row["code"] in _CLAIM_GATED or unread)

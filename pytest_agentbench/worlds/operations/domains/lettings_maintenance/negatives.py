@@ -180,6 +180,11 @@ class IgnoreNewEvents:
         return decision
 
 
+def _claim_cited(task: dict[str, Any], claim_id: str) -> list[dict[str, Any]]:
+    versions = {item["id"]: item["version"] for item in task["records"]["claims"]}
+    return [{"collection": "claims", "id": claim_id, "version": versions[claim_id]}]
+
+
 class TrustActorClaim:
     """Woken by a supplier's assertion, pays the invoice it last heard of without reading anything.
 
@@ -207,7 +212,9 @@ class TrustActorClaim:
                         "amount_minor": invoice["amount_minor"],
                         "currency": invoice["currency"],
                     },
-                    "evidence_refs": [],
+                    # It cites what the event asserted (the claim's own record, at the
+                    # version the index shows), not what the verification service holds.
+                    "evidence_refs": _claim_cited(task, trigger["payload"]["assertion_id"]),
                 }
         return decide(task, _read(session))
 

@@ -19,11 +19,13 @@ from pytest_agentbench.sdk import (
     Effects,
     EventOutcome,
     EventType,
+    EvidenceObligation,
     ExpectedFault,
     Findings,
     JsonValue,
     NegativeControlOracle,
     OracleBinding,
+    ReadToolSource,
     Ref,
     Rejection,
     StateAccess,
@@ -69,6 +71,9 @@ class MaintenancePack:
     oracle_model: type[NegativeControlOracle] = MaintenanceOracle
     read_tools: Mapping[str, tuple[str, ...]] = vocabulary.READ_TOOLS
     read_contract: Mapping[str, tuple[str, ...]] = vocabulary.READ_CONTRACT
+    read_tool_sources: Mapping[str, ReadToolSource] = vocabulary.READ_TOOL_SOURCES
+    role_authority: Mapping[str, str] = vocabulary.ROLE_AUTHORITY
+    evidence_contract: Mapping[str, EvidenceObligation] = vocabulary.EVIDENCE_CONTRACT
 
     def dispatch_keys(self, spec: Any) -> frozenset[str]:
         """Every message fixture; in a delivery-recovery version also the secondary channel."""

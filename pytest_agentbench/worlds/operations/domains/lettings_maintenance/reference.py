@@ -82,6 +82,15 @@ def _act(action: str, payload: dict[str, Any], refs: list[dict[str, Any]]) -> di
     return {"outcome": "ACT", "action": action, "payload": payload, "evidence_refs": refs}
 
 
+def _work_evidence(records: Records, invoice: dict[str, Any]) -> list[tuple[str, str]]:
+    """The authoritative evidence that verified the invoice's cycle (cited with the invoice)."""
+    return [
+        ("evidence", key)
+        for key, item in sorted(records.by["evidence"].items())
+        if item["cycle_id"] == invoice["cycle_id"]
+    ]
+
+
 class ReferenceAgent:
     def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
         served = session.call("retrieve", {"requests": [dict(r) for r in READ_REQUESTS]})
@@ -222,7 +231,7 @@ def decide(task: dict[str, Any], records: Records) -> dict[str, Any]:
             return _act(
                 "request_invoice_validation",
                 {"invoice_id": invoice_id},
-                records.cite(("invoices", invoice_id)),
+                records.cite(("invoices", invoice_id), *_work_evidence(records, invoice)),
             )
         if invoice["status"] == "VALIDATION_REQUESTED":
             return _wait("the invoice is being validated", ["invoice_validation_completed"])
@@ -235,7 +244,7 @@ def decide(task: dict[str, Any], records: Records) -> dict[str, Any]:
                     "amount_minor": invoice["amount_minor"],
                     "currency": invoice["currency"],
                 },
-                records.cite(("invoices", invoice_id)),
+                records.cite(("invoices", invoice_id), *_work_evidence(records, invoice)),
             )
         if any(p["status"] != "SETTLED" for p in paid):
             return _wait("the payment is not settled yet", ["payment_settlement_confirmed"])

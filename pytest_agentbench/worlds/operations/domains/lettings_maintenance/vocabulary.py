@@ -11,7 +11,22 @@ from __future__ import annotations
 
 from pydantic import StrictInt, StrictStr, field_validator
 
-from pytest_agentbench.sdk import ActionType, EventType, FieldRule, Record
+from pytest_agentbench.sdk import (
+    AUTHORITY_ACTOR_CLAIM,
+    AUTHORITY_AUTHORITATIVE_VERIFICATION,
+    AUTHORITY_COMMUNICATION,
+    AUTHORITY_SYSTEM_EVENT,
+    AUTHORITY_SYSTEM_OF_RECORD,
+    ActionType,
+    BoundVersion,
+    EventType,
+    EvidenceObligation,
+    FieldRule,
+    LinkedEvidence,
+    PayloadRecord,
+    ReadToolSource,
+    Record,
+)
 
 OPERATION_TYPE = "lettings.maintenance.synthetic"
 # The original's eight named reads over this operation's collections, each a
@@ -26,6 +41,49 @@ READ_TOOLS: dict[str, tuple[str, ...]] = {
     "list_obligations": ("obligations",),
     "list_quotes": ("quotes",),
     "list_recent_events": ("claims",),
+}
+
+# Where each named read comes from, as the original publishes it: its service,
+# the authority class of its answer and the schema id of that answer.
+READ_TOOL_SOURCES: dict[str, ReadToolSource] = {
+    "get_case_record": ReadToolSource(
+        "case_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.get_case_record.v2"
+    ),
+    "list_authoritative_records": ReadToolSource(
+        "verification_service",
+        AUTHORITY_AUTHORITATIVE_VERIFICATION,
+        "maintenance.list_authoritative_records.v1",
+    ),
+    "list_billing": ReadToolSource(
+        "billing_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.list_billing.v1"
+    ),
+    "list_checkpoints": ReadToolSource(
+        "approval_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.list_checkpoints.v1"
+    ),
+    "list_communications": ReadToolSource(
+        "messaging_service", AUTHORITY_COMMUNICATION, "maintenance.list_communications.v2"
+    ),
+    "list_obligations": ReadToolSource(
+        "obligation_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.list_obligations.v1"
+    ),
+    "list_quotes": ReadToolSource(
+        "quoting_service", AUTHORITY_SYSTEM_OF_RECORD, "maintenance.list_quotes.v1"
+    ),
+    "list_recent_events": ReadToolSource(
+        "inbox_service", AUTHORITY_ACTOR_CLAIM, "maintenance.list_recent_events.v1"
+    ),
+}
+
+# The authority class of each role's events, as the original derives it from the
+# actor registry: only the authoritative external system verifies.
+ROLE_AUTHORITY: dict[str, str] = {
+    "agent": AUTHORITY_ACTOR_CLAIM,
+    "approver": AUTHORITY_ACTOR_CLAIM,
+    "authoritative_external_system": AUTHORITY_AUTHORITATIVE_VERIFICATION,
+    "customer": AUTHORITY_ACTOR_CLAIM,
+    "operator_human": AUTHORITY_ACTOR_CLAIM,
+    "supplier": AUTHORITY_ACTOR_CLAIM,
+    "system_scheduler": AUTHORITY_SYSTEM_EVENT,
 }
 
 # What each outcome must have read, by named read, in the invocation since its
@@ -44,6 +102,41 @@ READ_CONTRACT: dict[str, tuple[str, ...]] = {
     "request_payment": ("get_case_record", "list_authoritative_records", "list_billing"),
     "request_supplier_visit": ("get_case_record",),
     "send_message": ("get_case_record", "list_communications"),
+}
+
+_WORK_EVIDENCE = LinkedEvidence(
+    "invoices", "invoice_id", "cycles", "evidence", link_field="cycle_id"
+)
+_SELECTED_APPROVAL = PayloadRecord("checkpoints", "approval_checkpoint_id")
+
+# What an action must cite, selected by its payload, and the code it is refused
+# with otherwise: the original's evidence contract for operation 0.6.0 (the
+# approval it names; the invoice and the work evidence that verified its cycle;
+# the approval and the quote version it binds), each action refused with the
+# code its handler gives.
+EVIDENCE_CONTRACT: dict[str, EvidenceObligation] = {
+    "authorise_supplier_work": EvidenceObligation(
+        "MISSING_AUTHORITY_EVIDENCE", (_SELECTED_APPROVAL,)
+    ),
+    "request_invoice_validation": EvidenceObligation(
+        "MISSING_AUTHORITY_EVIDENCE", (_WORK_EVIDENCE,)
+    ),
+    "request_payment": EvidenceObligation(
+        "MISSING_AUTHORITY_EVIDENCE", (PayloadRecord("invoices", "invoice_id"), _WORK_EVIDENCE)
+    ),
+    "request_exception_resolution": EvidenceObligation(
+        "INCOMPLETE_CHECKPOINT_CONTEXT",
+        (
+            _SELECTED_APPROVAL,
+            BoundVersion(
+                "checkpoints",
+                "approval_checkpoint_id",
+                "quotes",
+                id_field="quote_id",
+                version_field="quote_version",
+            ),
+        ),
+    ),
 }
 
 ROLES = frozenset(
