@@ -4,6 +4,7 @@ afresh when it changes, never written where bytecode would not be."""
 from __future__ import annotations
 
 import sys
+import zipfile
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from pytest_agentbench.sdk import entry_point_cache
 from pytest_agentbench.sdk.entry_point_cache import group_entry_points
 
 GROUP = "pytest_agentbench.worlds"
+METADATA = "Metadata-Version: 2.1\nName: probe-world\nVersion: 1.0\n"
 
 
 def _named(group: str = GROUP) -> list[tuple[str, str]]:
@@ -128,3 +130,35 @@ def test_distributions_found_by_another_finder_are_not_cached(
     monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder()])
     assert _named() == _fresh()
     assert not cache.exists()
+
+
+@pytest.mark.parametrize("kind", ["zip", "egg"])
+def test_distributions_in_a_zip_or_an_egg_on_the_path_are_not_cached(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str
+) -> None:
+    # Neither is a distribution folder of its own that the fingerprint could stat.
+    if kind == "zip":
+        entry = tmp_path / "bundle.zip"
+        with zipfile.ZipFile(entry, "w") as archive:
+            archive.writestr("zipped_world-1.0.dist-info/METADATA", METADATA)
+    else:
+        entry = tmp_path / "old_world-1.0.egg"
+        (entry / "EGG-INFO").mkdir(parents=True)
+        (entry / "EGG-INFO" / "PKG-INFO").write_text(METADATA, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(entry))
+    assert _named() == _fresh()
+    assert not cache.exists()
+
+
+def test_a_distribution_folder_of_the_working_folder_is_fingerprinted(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # "" on sys.path is the working folder, as the path finder reads it.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend("")
+    assert _named() == _fresh()
+    written = _distribution(tmp_path, ["probe = probe_world.registration"])
+    assert ("probe", "probe_world.registration") in _named()
+    written.write_text(f"[{GROUP}]\n", encoding="utf-8")
+    assert ("probe", "probe_world.registration") not in _named()
+    assert _named() == _fresh()
