@@ -230,3 +230,18 @@ def test_a_store_keeps_the_last_result_of_a_node_and_reads_it_back() -> None:
     assert [result.case_id for result in store.results()] == ["c1", "c1"]
     store.close()
     assert len(store) == 0
+
+
+def test_a_store_refuses_more_suites_than_its_slots_can_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_agentbench.report import case_store
+
+    monkeypatch.setattr(case_store, "_SUITE_MASK", 1)
+    store = CaseStore()
+    store.put("n::a", "s", "{}")
+    store.put("n::b", "t", "{}")
+    with pytest.raises(OverflowError, match="more than 2 suites"):
+        store.put("n::c", "u", "{}")
+    assert (store.suite_of("n::a"), store.suite_of("n::b")) == ("s", "t")
+    store.close()

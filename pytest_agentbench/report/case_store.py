@@ -35,7 +35,8 @@ class CaseStore:
     def __init__(self) -> None:
         self._slots: dict[str, int] = {}
         self._suite_ids: list[str] = []
-        self._suite_numbers: dict[str, int] = {}
+        self._suite_tags: dict[str, int] = {}
+        """Per suite id: its number shifted past the canonical flag, as slots hold it."""
         self._file: IO[bytes] | None = None
         self._end = 0
         self._unflushed = False
@@ -54,19 +55,24 @@ class CaseStore:
             # Closed by close() at the session's end; until then it is written to.
             self._file = tempfile.TemporaryFile(prefix="agentbench-results-")  # noqa: SIM115
         self._file.write(data)
-        number = self._suite_numbers.get(suite_id)
-        if number is None:
-            number = self._suite_numbers[suite_id] = len(self._suite_ids)
-            self._suite_ids.append(suite_id)
+        tag = self._suite_tags.get(suite_id)
+        if tag is None:
+            tag = self._new_suite(suite_id)
+        # No length check: a text of 2**40 bytes could not have been held as a str first.
         length = len(data)
-        if length > _LENGTH_MASK or number > _SUITE_MASK:
-            raise OverflowError(f"a result of {length} bytes or suite number {number}")
-        self._slots[nodeid] = (
-            self._end << _OFFSET_SHIFT | length << _LENGTH_SHIFT | number << 1 | canonical
-        )
+        self._slots[nodeid] = self._end << _OFFSET_SHIFT | length << _LENGTH_SHIFT | tag | canonical
         self._end += length
         self._unflushed = True
         self._latest = (nodeid, text)
+
+    def _new_suite(self, suite_id: str) -> int:
+        """The slot bits naming a suite met for the first time (its number, shifted once)."""
+        number = len(self._suite_ids)
+        if number > _SUITE_MASK:
+            raise OverflowError(f"more than {_SUITE_MASK + 1} suites in one store")
+        self._suite_ids.append(suite_id)
+        tag = self._suite_tags[suite_id] = number << 1
+        return tag
 
     def __setitem__(self, nodeid: str, result: CaseResult) -> None:
         self.put(nodeid, result.suite_id, result.model_dump_json())
@@ -125,6 +131,6 @@ class CaseStore:
             self._file = None
         self._slots.clear()
         self._suite_ids.clear()
-        self._suite_numbers.clear()
+        self._suite_tags.clear()
         self._end = 0
         self._latest = None
