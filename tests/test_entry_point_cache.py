@@ -3,9 +3,13 @@ afresh when it changes, never written where bytecode would not be."""
 
 from __future__ import annotations
 
+import importlib
 import sys
+import zipfile
+from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -14,6 +18,7 @@ from pytest_agentbench.sdk import entry_point_cache
 from pytest_agentbench.sdk.entry_point_cache import group_entry_points
 
 GROUP = "pytest_agentbench.worlds"
+METADATA = "Metadata-Version: 2.1\nName: probe-world\nVersion: 1.0\n"
 
 
 def _named(group: str = GROUP) -> list[tuple[str, str]]:
@@ -128,3 +133,92 @@ def test_distributions_found_by_another_finder_are_not_cached(
     monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, Finder()])
     assert _named() == _fresh()
     assert not cache.exists()
+
+
+@pytest.mark.parametrize("kind", ["zip", "egg"])
+def test_distributions_in_a_zip_or_an_egg_on_the_path_are_not_cached(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str
+) -> None:
+    # Neither is a distribution folder of its own that the fingerprint could stat.
+    if kind == "zip":
+        entry = tmp_path / "bundle.zip"
+        with zipfile.ZipFile(entry, "w") as archive:
+            archive.writestr("zipped_world-1.0.dist-info/METADATA", METADATA)
+    else:
+        entry = tmp_path / "old_world-1.0.egg"
+        (entry / "EGG-INFO").mkdir(parents=True)
+        (entry / "EGG-INFO" / "PKG-INFO").write_text(METADATA, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(entry))
+    assert _named() == _fresh()
+    assert not cache.exists()
+
+
+def test_a_distribution_folder_of_the_working_folder_is_fingerprinted(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # "" on sys.path is the working folder, as the path finder reads it.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend("")
+    assert _named() == _fresh()
+    written = _distribution(tmp_path, ["probe = probe_world.registration"])
+    assert ("probe", "probe_world.registration") in _named()
+    written.write_text(f"[{GROUP}]\n", encoding="utf-8")
+    assert ("probe", "probe_world.registration") not in _named()
+    assert _named() == _fresh()
+
+
+def _registration(folder: Path, name: str, markers: str) -> ModuleType:
+    package = folder / name
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "registration.py").write_text(f"MARKERS = {markers}\n", encoding="utf-8")
+    return importlib.import_module(f"{name}.registration")
+
+
+@pytest.fixture
+def probe_modules(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    yield
+    for name in [name for name in sys.modules if name.startswith("layout_probe_world")]:
+        del sys.modules[name]
+
+
+@pytest.mark.usefixtures("probe_modules")
+def test_kept_layouts_hold_while_the_registration_and_its_package_are_unchanged(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path / "one"))
+    module = _registration(tmp_path / "one", "layout_probe_world", "[['a.json']]")
+    layouts = {"probe": {"probe-kind": [["a.json", "b/c.json"]]}}
+    expected = _named()
+    assert entry_point_cache.kept_layouts(GROUP) is None
+    entry_point_cache.keep_layouts(GROUP, layouts, [module])
+    assert entry_point_cache.kept_layouts(GROUP) == layouts
+    with monkeypatch.context() as patched:
+        # The entry points kept beside them still read back: one document, both members.
+        _no_reading(patched)
+        assert _named() == expected
+
+    # The registration edited: read afresh.
+    assert module.__file__ is not None
+    Path(module.__file__).write_text("MARKERS = [['other.json']]\n", encoding="utf-8")
+    assert entry_point_cache.kept_layouts(GROUP) is None
+    entry_point_cache.keep_layouts(GROUP, layouts, [module])
+    assert entry_point_cache.kept_layouts(GROUP) == layouts
+    # Another copy of the package imported (PYTHONPATH to another checkout): read afresh.
+    for name in [name for name in sys.modules if name.startswith("layout_probe_world")]:
+        del sys.modules[name]
+    monkeypatch.syspath_prepend(str(tmp_path / "two"))
+    _registration(tmp_path / "two", "layout_probe_world", "[['a.json']]")
+    assert entry_point_cache.kept_layouts(GROUP) is None
+
+
+@pytest.mark.usefixtures("probe_modules")
+def test_layouts_are_not_kept_where_bytecode_would_not_be(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = _registration(tmp_path, "layout_probe_world", "[]")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    entry_point_cache.keep_layouts(GROUP, {"probe": {"kind": []}}, [module])
+    assert not cache.exists()
+    assert entry_point_cache.kept_layouts(GROUP) is None

@@ -14,7 +14,15 @@ from pytest_agentbench.sdk.contracts import (
     grade,
 )
 from pytest_agentbench.sdk.intervals import wilson_interval
-from pytest_agentbench.sdk.metrics import aggregate, by_family, graded, select
+from pytest_agentbench.sdk.metrics import (
+    add_measurements,
+    aggregate,
+    aggregate_totals,
+    by_family,
+    graded,
+    reduced,
+    select,
+)
 
 ACCURACY = MetricSpec(
     name="accuracy",
@@ -143,6 +151,33 @@ def test_reducers_see_graded_cases_and_every_rate() -> None:
     assert values[0].support == 2
     assert values[0].support_meaning == "graded cases"
     assert values[0].interval is None
+
+
+def test_running_totals_give_the_same_metrics_as_the_results() -> None:
+    results = [
+        case("a", correct=1, scored=1, abstained=1, asked=2),
+        case("b", CaseOutcome.FAILED, correct=0, scored=1, asked=1),
+        case("broken", CaseOutcome.ERROR, correct=5, scored=5),
+        case("skipped", CaseOutcome.SKIPPED, correct=5, scored=5),
+        case("over-budget", CaseOutcome.EXCLUDED, correct=5, scored=5),
+    ]
+    totals: dict[str, int] = {}
+    for result in reversed(results):  # any order: integer sums
+        add_measurements(totals, result)
+    assert totals == {"correct": 1, "scored": 2, "abstained": 1, "asked": 3}
+    specs = [ABSTAIN, ACCURACY]
+    assert not reduced(specs)
+    assert aggregate_totals(specs, totals) == aggregate(specs, results)
+    assert [m.value for m in aggregate_totals(specs, {})] == [None, None]
+
+
+def test_running_totals_refuse_a_metric_with_a_reducer() -> None:
+    spec = MetricSpec(
+        name="f1", family="derived", support_meaning="claims", reducer=lambda r, c: (None, 0)
+    )
+    assert reduced([ACCURACY, spec])
+    with pytest.raises(ValueError, match="reducer needs the results"):
+        aggregate_totals([ACCURACY, spec], {})
 
 
 def test_a_reducer_may_return_null() -> None:

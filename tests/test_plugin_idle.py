@@ -120,10 +120,22 @@ def test_a_run_without_suites_imports_nothing_heavy_and_says_nothing(
     assert set(probes) == _expected_processes(xdist_args)
     for process, probe in probes.items():
         assert (probe["loaded"], probe["heavy"]) == (True, []), process
-    # The collecting process declares the installed worlds (their registrations) and loads
-    # nothing of a world itself (heavy above).
-    collecting = probes["gw0" if xdist_args else "main"]
-    assert "pytest_agentbench.worlds.authority.registration" in collecting["registrations"]
+    # The collecting process learns the installed worlds' layouts and loads nothing of a
+    # world itself (heavy above): from their registrations, or (once a process has written
+    # bytecode beside them and remembered what they declare) without importing even those.
+    # The cache is the environment's: a concurrent test process with another sys.path (an
+    # installed wheel's) may replace it between two runs, so each run is given three tries.
+    collecting = "gw0" if xdist_args else "main"
+    for extra in ([], ["-p", "no:agentbench-world-operations"]):
+        imported = []
+        for _ in range(3):
+            again = pytester.runpytest_subprocess(*xdist_args, *extra)
+            again.assert_outcomes(passed=2)
+            imported = _probes(pytester)[collecting]["registrations"]
+            if imported == []:
+                break
+        # With a world blocked too: it is not among the remembered layouts.
+        assert imported == [], extra
 
 
 def test_a_suite_collected_by_path_turns_the_plugin_on(demo: pytest.Pytester) -> None:
@@ -258,3 +270,28 @@ def test_a_broken_world_registration_met_while_collecting_is_a_usage_error(
     result = demo.runpytest(*xdist_args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "[duplicate_world_kind] world kind 'demo' is registered twice" in result.stderr.str()
+
+
+def test_a_conftest_world_naming_an_installed_kind_is_refused_with_layouts_remembered(
+    demo: pytest.Pytester,
+) -> None:
+    # The first run remembers the installed worlds' layouts; the second, whose conftest.py
+    # registers a kind an installed world has, is refused as it was when every run
+    # imported the registrations.
+    demo.makepyfile(test_plain="def test_plain():\n    pass\n")
+    demo.runpytest_subprocess().assert_outcomes(passed=1)
+    demo.makeconftest(
+        REGISTERING_CONFTEST + "from pytest_agentbench.sdk.hookspecs import hookimpl\n\n"
+        "class Clash:\n"
+        "    @hookimpl\n"
+        "    def pytest_agentbench_world_kinds(self):\n"
+        "        from demo_world import DemoWorld\n"
+        "        world = DemoWorld()\n"
+        "        world.kind = 'toolgrammar'\n"
+        "        return [world]\n\n"
+        "def pytest_configure(config):\n"
+        "    config.pluginmanager.register(Clash())\n"
+    )
+    result = demo.runpytest_subprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "[duplicate_world_kind] world kind 'toolgrammar'" in result.stderr.str()

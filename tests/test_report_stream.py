@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import tracemalloc
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -189,6 +190,33 @@ def test_a_store_gives_each_result_in_canonical_form() -> None:
     store.close()
 
 
+def test_a_store_costs_memory_for_a_slot_per_case_not_a_record() -> None:
+    # Issue 41's 10 KB per case: each case's place in the file is one packed int
+    # (about 57 bytes a case with the dictionary's share; a tuple of four took 161).
+    store = CaseStore()
+    nodeids = [f"suites/s/cases.jsonl::case-{n}" for n in range(20_000)]
+    text = canonical_json({"outcome": "passed", "padding": "x" * 400})
+    store.put("first", "s", text)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        for n, nodeid in enumerate(nodeids):
+            store.put(nodeid, "s" if n % 3 else "t", text, canonical=bool(n % 2))
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    assert grown / len(nodeids) < 100
+    # Every slot still reads back its suite, its text and whether it was canonical.
+    assert store.suite_of(nodeids[3]) == "t"
+    assert store.suite_of(nodeids[4]) == "s"
+    assert store.text(nodeids[0]) == store.canonical_text(nodeids[1]) == text
+    grouped = store.by_suite()
+    assert len(grouped["t"]) == 6_667
+    assert len(grouped["s"]) == 13_334
+    store.close()
+
+
 def test_a_store_keeps_the_last_result_of_a_node_and_reads_it_back() -> None:
     store = CaseStore()
     first = CaseResult(suite_id="s", case_id="c1", outcome=CaseOutcome.FAILED)
@@ -202,3 +230,18 @@ def test_a_store_keeps_the_last_result_of_a_node_and_reads_it_back() -> None:
     assert [result.case_id for result in store.results()] == ["c1", "c1"]
     store.close()
     assert len(store) == 0
+
+
+def test_a_store_refuses_more_suites_than_its_slots_can_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_agentbench.report import case_store
+
+    monkeypatch.setattr(case_store, "_SUITE_MASK", 1)
+    store = CaseStore()
+    store.put("n::a", "s", "{}")
+    store.put("n::b", "t", "{}")
+    with pytest.raises(OverflowError, match="more than 2 suites"):
+        store.put("n::c", "u", "{}")
+    assert (store.suite_of("n::a"), store.suite_of("n::b")) == ("s", "t")
+    store.close()

@@ -38,7 +38,14 @@ from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.capabilities import RescoresReports
 from pytest_agentbench.sdk.contracts import CaseResult, MetricValue, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
-from pytest_agentbench.sdk.metrics import GRADED, aggregate, select
+from pytest_agentbench.sdk.metrics import (
+    GRADED,
+    add_measurements,
+    aggregate,
+    aggregate_totals,
+    reduced,
+    select,
+)
 from pytest_agentbench.sdk.registry import WorldRegistry
 
 DIFFERENCE_CODES = (
@@ -146,7 +153,9 @@ def rescore(
 
     A run report is read twice as a stream, never whole: once for each case's suite,
     id and trial (and the report's own metrics, coverage and digests), once to grade
-    each recorded output as it is read. Only the graded results stay, for the metrics.
+    each recorded output as it is read. For the metrics, only the running sums of the
+    graded measurements stay; the graded results themselves only for a suite with a
+    world reducer, which may read any part of them.
     """
     if not path.is_file():
         results = load_results(path, field="PATH")
@@ -241,7 +250,12 @@ class _SuiteRescorer:
         self.cases = {case.case_id: case for case in loaded.world.cases(loaded.suite)}
         self.refused: list[tuple[int, str]] = []
         self.found: list[tuple[int, str, str, str]] = []
-        self.rescored: list[tuple[int, CaseResult]] = []
+        self.specs = loaded.world.metrics(loaded.suite)
+        # A graded result holds its receipt and recorded output: kept for every case,
+        # they were most of a 76 MB report's re-scoring peak. Rates need only sums.
+        self.kept: list[tuple[int, CaseResult]] | None = [] if reduced(self.specs) else None
+        self.totals: dict[str, int] = {}
+        self.rescored = 0
         self.seen: set[str] = set()
         self.entries = 0
         self.oracle_then: set[str | None] = set()
@@ -286,16 +300,19 @@ class _SuiteRescorer:
                     f"recorded {_outcome(entry)}, re-scored {_outcome(graded)}",
                 )
             )
-        self.rescored.append((position, graded))
+        self.rescored += 1
+        if self.kept is None:
+            add_measurements(self.totals, graded)
+        else:
+            self.kept.append((position, graded))
 
     def finish(self) -> SuiteRescore:
-        world, suite = self.loaded.world, self.loaded.suite
+        suite = self.loaded.suite
         findings = self.findings
         # A result's findings stay in the order it made them (the sort is stable).
         for _, code, subject, detail in sorted(self.found, key=lambda found: found[0]):
             findings.add(code, subject, detail)
         refused = [line for _, line in sorted(self.refused, key=lambda found: found[0])]
-        rescored = [graded for _, graded in sorted(self.rescored, key=lambda found: found[0])]
         for case_id in sorted(set(self.cases) - self.seen):
             findings.add("case_missing", case_id, "in the suite, absent from the recording")
         if self.coverage_run is not None and self.coverage_run != self.entries:
@@ -321,9 +338,14 @@ class _SuiteRescorer:
             )
         if changed is not None:
             findings.add("oracle_changed", suite.id, changed.removeprefix("[oracle_changed] "))
+        if self.kept is None:
+            values = aggregate_totals(self.specs, self.totals)
+        else:
+            # In place order, as a reducer over the whole list would have seen them.
+            kept = [graded for _, graded in sorted(self.kept, key=lambda found: found[0])]
+            values = aggregate(self.specs, kept)
         metrics = tuple(
-            _compare(m, self.recorded_metrics)
-            for m in select(aggregate(world.metrics(suite), rescored), suite.config.metrics)
+            _compare(m, self.recorded_metrics) for m in select(values, suite.config.metrics)
         )
         for metric in metrics:
             if metric.same is False:
@@ -334,7 +356,7 @@ class _SuiteRescorer:
                 )
         return SuiteRescore(
             id=suite.id,
-            cases=len(rescored),
+            cases=self.rescored,
             refused=tuple(refused),
             oracle_changed=changed,
             metrics=metrics,

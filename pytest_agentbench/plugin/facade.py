@@ -28,7 +28,6 @@ import pytest
 from pytest_agentbench.plugin import fixtures
 from pytest_agentbench.plugin import options as plugin_options
 from pytest_agentbench.plugin.activation import SESSION_KEY, activate, deliver, is_active
-from pytest_agentbench.plugin.crash_witness import WITNESS_KEY, CrashWitness
 from pytest_agentbench.plugin.suite_finder import SuiteFinder
 from pytest_agentbench.run import gc_freeze
 from pytest_agentbench.sdk import hookspecs
@@ -66,11 +65,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "agentbench-fixtures")
     config.stash[FINDER_KEY] = SuiteFinder(config.pluginmanager)
     controller = not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist")
-    if controller:
+    if controller and config.getoption("dist", "no") != "no":
         # Workers are configured before anyone knows whether they will collect
-        # a suite: each gets its flag file whatever the run holds.
+        # a suite: each gets its flag file whatever the run holds. Only a run with
+        # workers (xdist's distributed session) needs it, or imports it.
+        from pytest_agentbench.plugin.crash_witness import WITNESS_KEY, CrashWitness
+
         witness = config.stash[WITNESS_KEY] = CrashWitness()
         config.pluginmanager.register(witness, "agentbench-crash-witness")
+        config.add_cleanup(witness.close)
     if plugin_options.in_use(config) is not None:
         activate(config)
     elif controller:
@@ -120,12 +123,6 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
     if refused is not None:
         # As at configure time: the session ends with pytest's usage-error status.
         raise refused
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    witness = config.stash.get(WITNESS_KEY, None)
-    if witness is not None:
-        witness.close()
 
 
 class WorkerReports:

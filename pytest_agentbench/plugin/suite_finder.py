@@ -6,18 +6,28 @@ pytest collects: is there, at or above the file, a folder holding
 A layout's content is not checked (that would import its world), so a folder
 that merely looks like one turns the plugin on, and the world then declines
 it exactly as it would have.
+
+The installed worlds' marker sets are remembered between processes beside the
+entry points (:func:`~pytest_agentbench.sdk.entry_point_cache.kept_layouts`):
+an idle process then imports no world registration. Worlds registered by a
+``conftest.py`` are asked each time.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 import pluggy
 
+from pytest_agentbench.sdk.entry_point_cache import Layouts, keep_layouts, kept_layouts
+from pytest_agentbench.sdk.hookspecs import ENTRY_POINT_GROUP
 from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.registry import (
+    PLUGIN_PREFIX,
     MarkerSets,
     WorldRegistry,
+    checked_kinds,
     load_entry_point_worlds,
     marker_files,
 )
@@ -39,12 +49,57 @@ class SuiteFinder:
     def world_markers(self) -> MarkerSets:
         """Every world's layout marker sets (raises the registry's refusals)."""
         if self._marker_sets is None:
+            self._marker_sets = self._kept_markers()
+        if self._marker_sets is None:
             load_entry_point_worlds(self._pluginmanager)
             registry = WorldRegistry.from_hook(self._pluginmanager)
-            self._marker_sets = tuple(
-                markers for kind in registry.kinds() for markers in registry.marker_sets(kind)
-            )
+            self._marker_sets = _markers(registry)
+            self._keep(registry)
         return self._marker_sets
+
+    def _kept_markers(self) -> MarkerSets | None:
+        """The remembered installed worlds' marker sets and the other plugins' own, or None
+        when anything calls for the full registry (which then says what is wrong)."""
+        manager = self._pluginmanager
+        if any(
+            name.startswith(PLUGIN_PREFIX) and plugin is not None  # None: a blocked name
+            for name, plugin in manager.list_name_plugin()
+        ):
+            return None  # the entry points are loaded already: their registry is at hand
+        kept = kept_layouts(ENTRY_POINT_GROUP)
+        if kept is None:
+            return None
+        installed = {
+            kind: tuple(tuple(markers) for markers in sets)
+            for name, kinds in kept.items()
+            if not manager.is_blocked(f"{PLUGIN_PREFIX}{name}")
+            for kind, sets in kinds.items()
+        }
+        # The other plugins' worlds (a conftest.py's) are checked among themselves here;
+        # one that names an installed kind again is left to the full registry to refuse.
+        others = WorldRegistry.from_hook(manager)
+        if others.broken or set(others.kinds()) & set(installed):
+            return None
+        return _markers(others) + tuple(m for sets in installed.values() for m in sets)
+
+    def _keep(self, registry: WorldRegistry) -> None:
+        """Remember the installed worlds' marker sets, when every one of them loaded."""
+        if registry.broken:
+            return
+        layouts: Layouts = {}
+        modules: list[ModuleType] = []
+        for hookimpl in self._pluginmanager.hook.pytest_agentbench_world_kinds.get_hookimpls():
+            name = hookimpl.plugin_name
+            if not name.startswith(PLUGIN_PREFIX):
+                continue
+            if not isinstance(hookimpl.plugin, ModuleType):
+                return  # an entry point naming an object: no file to tell a change by
+            modules.append(hookimpl.plugin)
+            layouts[name.removeprefix(PLUGIN_PREFIX)] = {
+                world.kind: [list(markers) for markers in registry.marker_sets(world.kind)]
+                for world in checked_kinds(hookimpl.function())
+            }
+        keep_layouts(ENTRY_POINT_GROUP, layouts, modules)
 
     def _is_suite_folder(self, folder: Path) -> bool:
         if (folder / SUITE_FILE).is_file():
@@ -76,3 +131,7 @@ class SuiteFinder:
         for folder in chain:
             self._verdicts[folder] = found
         return found
+
+
+def _markers(registry: WorldRegistry) -> MarkerSets:
+    return tuple(markers for kind in registry.kinds() for markers in registry.marker_sets(kind))

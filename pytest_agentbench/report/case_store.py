@@ -13,24 +13,30 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator
-from typing import IO, NamedTuple
+from typing import IO
 
 from pytest_agentbench.sdk.canonical import canonical_json
 from pytest_agentbench.sdk.contracts import CaseResult
 
-
-class _Slot(NamedTuple):
-    suite_id: str
-    offset: int
-    length: int
-    canonical: bool
+# A case's slot is one int: its text's offset, its length, its suite's number and
+# whether the text is canonical, packed. A tuple of them (and two int objects) took
+# 128 bytes a case, a tenth of issue 41's 10 KB per case; the packed int takes 40.
+_LENGTH_BITS = 40
+_SUITE_BITS = 24
+_LENGTH_SHIFT = _SUITE_BITS + 1
+_OFFSET_SHIFT = _LENGTH_SHIFT + _LENGTH_BITS
+_SUITE_MASK = (1 << _SUITE_BITS) - 1
+_LENGTH_MASK = (1 << _LENGTH_BITS) - 1
 
 
 class CaseStore:
     """Per case node id: its suite and its result's JSON text, stored on disk."""
 
     def __init__(self) -> None:
-        self._slots: dict[str, _Slot] = {}
+        self._slots: dict[str, int] = {}
+        self._suite_ids: list[str] = []
+        self._suite_tags: dict[str, int] = {}
+        """Per suite id: its number shifted past the canonical flag, as slots hold it."""
         self._file: IO[bytes] | None = None
         self._end = 0
         self._unflushed = False
@@ -49,10 +55,24 @@ class CaseStore:
             # Closed by close() at the session's end; until then it is written to.
             self._file = tempfile.TemporaryFile(prefix="agentbench-results-")  # noqa: SIM115
         self._file.write(data)
-        self._slots[nodeid] = _Slot(suite_id, self._end, len(data), canonical)
-        self._end += len(data)
+        tag = self._suite_tags.get(suite_id)
+        if tag is None:
+            tag = self._new_suite(suite_id)
+        # No length check: a text of 2**40 bytes could not have been held as a str first.
+        length = len(data)
+        self._slots[nodeid] = self._end << _OFFSET_SHIFT | length << _LENGTH_SHIFT | tag | canonical
+        self._end += length
         self._unflushed = True
         self._latest = (nodeid, text)
+
+    def _new_suite(self, suite_id: str) -> int:
+        """The slot bits naming a suite met for the first time (its number, shifted once)."""
+        number = len(self._suite_ids)
+        if number > _SUITE_MASK:
+            raise OverflowError(f"more than {_SUITE_MASK + 1} suites in one store")
+        self._suite_ids.append(suite_id)
+        tag = self._suite_tags[suite_id] = number << 1
+        return tag
 
     def __setitem__(self, nodeid: str, result: CaseResult) -> None:
         self.put(nodeid, result.suite_id, result.model_dump_json())
@@ -67,12 +87,12 @@ class CaseStore:
         return iter(self._slots)
 
     def suite_of(self, nodeid: str) -> str:
-        return self._slots[nodeid].suite_id
+        return self._suite_ids[self._slots[nodeid] >> 1 & _SUITE_MASK]
 
     def canonical_text(self, nodeid: str) -> str:
         """The canonical JSON of ``nodeid``'s result: as stored, or re-serialised."""
         text = self.text(nodeid)
-        return text if self._slots[nodeid].canonical else canonical_json(json.loads(text))
+        return text if self._slots[nodeid] & 1 else canonical_json(json.loads(text))
 
     def text(self, nodeid: str) -> str:
         """The stored JSON text of ``nodeid``'s result."""
@@ -84,7 +104,8 @@ class CaseStore:
         if self._unflushed:
             self._file.flush()
             self._unflushed = False
-        return os.pread(self._file.fileno(), slot.length, slot.offset).decode("utf-8")
+        length = slot >> _LENGTH_SHIFT & _LENGTH_MASK
+        return os.pread(self._file.fileno(), length, slot >> _OFFSET_SHIFT).decode("utf-8")
 
     def __getitem__(self, nodeid: str) -> CaseResult:
         return CaseResult.model_validate_json(self.text(nodeid))
@@ -92,8 +113,9 @@ class CaseStore:
     def by_suite(self) -> dict[str, list[str]]:
         """The stored node ids of each suite, sorted."""
         grouped: dict[str, list[str]] = {}
+        suite_ids = self._suite_ids
         for nodeid, slot in self._slots.items():
-            grouped.setdefault(slot.suite_id, []).append(nodeid)
+            grouped.setdefault(suite_ids[slot >> 1 & _SUITE_MASK], []).append(nodeid)
         for nodeids in grouped.values():
             nodeids.sort()
         return grouped
@@ -108,5 +130,7 @@ class CaseStore:
             self._file.close()
             self._file = None
         self._slots.clear()
+        self._suite_ids.clear()
+        self._suite_tags.clear()
         self._end = 0
         self._latest = None

@@ -9,15 +9,17 @@ environment of 130 distributions, more than half the idle plugin's budget.
 The answer depends only on those files, so it is kept beside this module's
 bytecode (``__pycache__``, written under the same rule as bytecode: not when
 ``sys.dont_write_bytecode`` is set) with a fingerprint of them: every
-distribution's folder, in the order the lookup meets them, and its
-``entry_points.txt``'s modification time and size. Listing the distributions
-and stating one file each costs a tenth of reading them, and an install, an
-upgrade, an uninstall, a reordered ``sys.path`` or an edited
-``entry_points.txt`` all change the fingerprint. Distributions found by
-anything but the path finder (a custom meta-path finder, a zip archive) are
-not fingerprinted: then nothing is cached and the entry points are read as
-before. A cache that is missing, unreadable or stale is read past, never
-trusted.
+distribution's folder (each ``*.dist-info`` and ``*.egg-info`` of each
+``sys.path`` folder, as the path finder lists them) and its
+``entry_points.txt``'s modification time and size. Listing the folders and
+stating one file each costs a tenth of reading them (listed with ``os``, not
+through ``importlib.metadata.distributions``, whose distribution objects cost
+three times as much), and an install, an upgrade, an uninstall, a reordered
+``sys.path`` or an edited ``entry_points.txt`` all change the fingerprint.
+Distributions that another finder could provide (a custom meta-path finder, a
+zip archive or an egg folder on ``sys.path``) are not fingerprinted: then
+nothing is cached and the entry points are read as before. A cache that is
+missing, unreadable or stale is read past, never trusted.
 """
 
 from __future__ import annotations
@@ -27,14 +29,21 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Sequence
 from importlib.machinery import PathFinder
-from importlib.metadata import EntryPoint, PathDistribution, distributions, entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 CACHE_FOLDER = Path(__file__).parent / "__pycache__"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 3
+"""2: the folders as listed by ``os`` (1 named them as ``importlib.metadata`` did);
+3: with the worlds' layout markers (:func:`kept_layouts`)."""
 
 Fingerprint = list[list[object]]
+
+_METADATA_SUFFIXES = (".dist-info", ".egg-info")
 
 
 def _fingerprint() -> Fingerprint | None:
@@ -43,18 +52,27 @@ def _fingerprint() -> Fingerprint | None:
         if getattr(finder, "find_distributions", None) is not None and finder is not PathFinder:
             return None
     rows: Fingerprint = []
-    for dist in distributions():
-        path = getattr(dist, "_path", None)
-        if not isinstance(dist, PathDistribution) or not isinstance(path, Path):
-            return None
-        folder = str(path)
+    for entry in sys.path:
+        root = entry or "."
         try:
-            # A string join: a Path per distribution would double the fingerprint's cost.
-            stat = os.stat(f"{folder}{os.sep}entry_points.txt")
+            names = os.listdir(root)
+        except NotADirectoryError:
+            return None  # a zip archive: its distributions are not files of their own
         except OSError:
-            rows.append([folder, None, None])
-        else:
-            rows.append([folder, stat.st_mtime_ns, stat.st_size])
+            continue  # missing or unreadable: the path finder finds nothing there either
+        if root.lower().endswith(".egg"):
+            return None  # an egg's EGG-INFO is found by another rule
+        for name in names:
+            if not name.lower().endswith(_METADATA_SUFFIXES):
+                continue
+            # A string join: a Path per distribution would double the fingerprint's cost.
+            folder = f"{entry}{os.sep}{name}" if entry else name
+            try:
+                stat = os.stat(f"{folder}{os.sep}entry_points.txt")
+            except OSError:
+                rows.append([folder, None, None])
+            else:
+                rows.append([folder, stat.st_mtime_ns, stat.st_size])
     return rows
 
 
@@ -64,7 +82,8 @@ def cache_file() -> Path:
     return CACHE_FOLDER / f"entry-points-{digest}.json"
 
 
-def _read(path: Path, fingerprint: Fingerprint, group: str) -> list[tuple[str, str]] | None:
+def _document(path: Path, fingerprint: Fingerprint) -> dict[str, Any] | None:
+    """The kept document when it is this format's and its fingerprint is ``fingerprint``."""
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -72,6 +91,13 @@ def _read(path: Path, fingerprint: Fingerprint, group: str) -> list[tuple[str, s
     if not isinstance(kept, dict) or kept.get("format") != CACHE_FORMAT:
         return None
     if kept.get("fingerprint") != fingerprint:
+        return None
+    return kept
+
+
+def _read(path: Path, fingerprint: Fingerprint, group: str) -> list[tuple[str, str]] | None:
+    kept = _document(path, fingerprint)
+    if kept is None:
         return None
     named = kept.get("groups", {}).get(group) if isinstance(kept.get("groups"), dict) else None
     if not isinstance(named, list):
@@ -84,14 +110,15 @@ def _read(path: Path, fingerprint: Fingerprint, group: str) -> list[tuple[str, s
     return [(row[0], row[1]) for row in named]
 
 
-def _write(path: Path, fingerprint: Fingerprint, group: str, named: list[tuple[str, str]]) -> None:
+def _write(path: Path, fingerprint: Fingerprint, member: str, group: str, value: object) -> None:
+    """Keep ``value`` as ``member[group]``, beside what the document already holds for the
+    same fingerprint."""
     if sys.dont_write_bytecode:
         return
-    document = {
-        "format": CACHE_FORMAT,
-        "fingerprint": fingerprint,
-        "groups": {group: [list(row) for row in named]},
-    }
+    document = _document(path, fingerprint) or {"format": CACHE_FORMAT, "fingerprint": fingerprint}
+    if not isinstance(document.get(member), dict):
+        document[member] = {}
+    document[member][group] = value
     scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(exist_ok=True)
@@ -114,5 +141,92 @@ def group_entry_points(group: str) -> list[EntryPoint]:
     if named is None:
         ordered = sorted(entry_points(group=group), key=lambda ep: ep.name)
         named = [(ep.name, ep.value) for ep in ordered]
-        _write(path, fingerprint, group, named)
+        _write(path, fingerprint, "groups", group, [list(row) for row in named])
     return [EntryPoint(name, value, group) for name, value in named]
+
+
+Layouts = dict[str, dict[str, list[list[str]]]]
+"""Per entry point name: each world kind its module registers and that kind's layout
+marker sets."""
+
+
+def _file_row(path: str) -> list[object] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return [path, stat.st_mtime_ns, stat.st_size]
+
+
+def _package_file(module_name: str) -> str | None:
+    package = sys.modules.get(module_name.partition(".")[0])
+    file = getattr(package, "__file__", None)
+    return file if isinstance(file, str) else None
+
+
+def keep_layouts(group: str, layouts: Layouts, modules: Sequence[ModuleType]) -> None:
+    """Remember what the entry points of ``group`` registered (``layouts``), read from
+    ``modules``: valid while the entry points, those modules' files and the files of
+    their top-level packages (which copy of the code is imported) stay as they are.
+
+    The registration modules must declare their layout markers from their own text
+    (literals), as the built-in worlds do: a marker computed from another file is not
+    seen to change.
+    """
+    fingerprint = _fingerprint()
+    if fingerprint is None:
+        return
+    sources = []
+    packages = []
+    for module in modules:
+        file = getattr(module, "__file__", None)
+        row = _file_row(file) if isinstance(file, str) else None
+        package = _package_file(module.__name__)
+        if row is None or package is None:
+            return  # a module without a file of its own: nothing to tell a change by
+        sources.append(row)
+        packages.append([module.__name__, package])
+    kept = {"entry_points": layouts, "sources": sources, "packages": packages}
+    _write(cache_file(), fingerprint, "layouts", group, kept)
+
+
+def kept_layouts(group: str) -> Layouts | None:
+    """What :func:`keep_layouts` remembered for ``group``, or ``None`` when it did not or
+    anything it was read from changed since (then the entry points are loaded)."""
+    fingerprint = _fingerprint()
+    if fingerprint is None:
+        return None
+    document = _document(cache_file(), fingerprint)
+    layouts = document.get("layouts") if document is not None else None
+    kept = layouts.get(group) if isinstance(layouts, dict) else None
+    if not isinstance(kept, dict):
+        return None
+    sources, packages = kept.get("sources"), kept.get("packages")
+    if not isinstance(sources, list) or not isinstance(packages, list):
+        return None
+    for row in sources:
+        if not (isinstance(row, list) and row and isinstance(row[0], str)):
+            return None
+        if _file_row(row[0]) != row:
+            return None
+    for row in packages:
+        if not (isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)):
+            return None
+        if _package_file(row[0]) != row[1]:
+            return None
+    entries = kept.get("entry_points")
+    if not isinstance(entries, dict) or not all(
+        isinstance(kinds, dict)
+        and all(
+            isinstance(kind, str)
+            and isinstance(sets, list)
+            and all(
+                isinstance(markers, list) and all(isinstance(m, str) for m in markers)
+                for markers in sets
+            )
+            for kind, sets in kinds.items()
+        )
+        for kinds in entries.values()
+    ):
+        return None
+    return entries

@@ -83,10 +83,41 @@ def _rate(spec: MetricSpec, totals: Mapping[str, int]) -> MetricValue:
     )
 
 
+def reduced(specs: Sequence[MetricSpec]) -> bool:
+    """Whether a metric of ``specs`` has a world reducer, which reads the results themselves."""
+    return any(spec.reducer is not None for spec in specs)
+
+
+def add_measurements(totals: dict[str, int], result: CaseResult) -> None:
+    """Add a graded ``result``'s measurements to the running ``totals`` (others add nothing).
+
+    A caller that sees one result at a time keeps only these sums for the rates,
+    instead of every result: integer sums, so the order they come in changes nothing.
+    """
+    if result.outcome in GRADED:
+        for name, value in result.measurements.items():
+            totals[name] = totals.get(name, 0) + value
+
+
+def aggregate_totals(specs: Sequence[MetricSpec], totals: Mapping[str, int]) -> list[MetricValue]:
+    """:func:`aggregate` from the measurement totals of the graded results alone.
+
+    Only for ``specs`` without a reducer (:func:`reduced`): a reducer needs the results.
+    """
+    if reduced(specs):
+        raise ValueError("a metric with a reducer needs the results, not their totals")
+    return _aggregate(specs, totals, [])
+
+
 def aggregate(specs: Sequence[MetricSpec], results: Sequence[CaseResult]) -> list[MetricValue]:
     """Every metric of ``specs`` over the graded ``results``, in ``specs`` order."""
     scored = graded(results)
-    totals = _measurement_totals(scored)
+    return _aggregate(specs, _measurement_totals(scored), scored)
+
+
+def _aggregate(
+    specs: Sequence[MetricSpec], totals: Mapping[str, int], scored: list[CaseResult]
+) -> list[MetricValue]:
     computed: dict[str, MetricValue] = {}
     for spec in specs:
         if spec.reducer is None:

@@ -97,3 +97,14 @@ def test_the_streamed_page_holds_a_small_row_per_case_not_the_report(tmp_path: P
     # read as a stream, about 0.7 KB: the row of each case and its index entry's
     # compressed bytes (tracemalloc counts allocations: no clock, no machine load in it).
     assert per_case < 1500, per_case
+
+
+def test_a_suites_rows_share_each_distinct_statuses_mapping_and_labels_tuple() -> None:
+    index = index_suite(sample.suite("big", 200, interactive=False))
+    distinct = {tuple(row.statuses.items()) for row in index.rows}
+    # One mapping (and one labels tuple) per distinct value, not one per row.
+    assert len({id(row.statuses) for row in index.rows}) == len(distinct) < len(index.rows)
+    assert len({id(row.labels) for row in index.rows}) == len({row.labels for row in index.rows})
+    # Another suite's rows are their own: nothing outlives the suite's index.
+    other = index_suite(sample.suite("big", 3, interactive=False))
+    assert not {id(row.statuses) for row in other.rows} & {id(row.statuses) for row in index.rows}

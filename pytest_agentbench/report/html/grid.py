@@ -73,9 +73,22 @@ def failing_first(rows: Sequence[CaseRow]) -> list[CaseRow]:
     return sorted(rows, key=lambda row: (OUTCOME_RANK.get(row.outcome, 1), row.index))
 
 
-def case_row(index: int, entry: read.Doc) -> CaseRow:
+class SharedParts:
+    """One copy of each distinct statuses mapping and labels tuple among a suite's rows.
+
+    Thousands of cases repeat the same few (every check passed, the same labels): a
+    mapping of two statuses is about 200 bytes a row, more than the rest of the row.
+    """
+
+    def __init__(self) -> None:
+        self.statuses: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        self.labels: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def case_row(index: int, entry: read.Doc, shared: SharedParts | None = None) -> CaseRow:
     """Case ``index`` of its suite; check names, statuses and labels interned: thousands
-    of cases repeat the same few, and each parsed entry holds its own copies."""
+    of cases repeat the same few, and each parsed entry holds its own copies. Rows given
+    the same ``shared`` share equal statuses and labels (never changed once made)."""
     result = read.mapping(entry, "result")
     statuses: dict[str, str] = {}
     for check in read.items(result, "checks"):
@@ -84,12 +97,16 @@ def case_row(index: int, entry: read.Doc) -> CaseRow:
             sys.intern(read.text(check, "name")),
             sys.intern(status) if status in STATUSES else "none",
         )
+    labels = tuple(sys.intern(label) for label in sorted(read.texts(result, "labels")))
+    if shared is not None:
+        statuses = shared.statuses.setdefault(tuple(statuses.items()), statuses)
+        labels = shared.labels.setdefault(labels, labels)
     return CaseRow(
         index=index,
         case_id=case_label(result) or read.text(entry, "nodeid"),
         nodeid=read.text(entry, "nodeid"),
         outcome=sys.intern(read.text(result, "outcome", "unknown")),
-        labels=tuple(sys.intern(label) for label in sorted(read.texts(result, "labels"))),
+        labels=labels,
         statuses=statuses,
     )
 

@@ -24,6 +24,7 @@ from pytest_agentbench.report.html.grid import (
     EMPTY_GRID,
     CaseDetails,
     CaseRow,
+    SharedParts,
     case_row,
     check_names,
     grid_head,
@@ -55,10 +56,11 @@ class SuiteIndex:
     durations: list[float] = field(default_factory=list)
     """The cases' known durations, in report order."""
     no_duration: int = 0
+    shared: SharedParts = field(default_factory=SharedParts, repr=False, compare=False)
 
     def add(self, entry: read.Doc) -> None:
         """Index the suite's next case entry (a mapping; other entries are no case)."""
-        self.rows.append(case_row(len(self.rows), entry))
+        self.rows.append(case_row(len(self.rows), entry, self.shared))
         duration = read.real(entry, "duration_s")
         if duration is None:
             self.no_duration += 1
