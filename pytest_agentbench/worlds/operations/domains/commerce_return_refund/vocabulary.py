@@ -22,6 +22,7 @@ from pytest_agentbench.sdk import (
     EvidenceObligation,
     FieldRule,
     PayloadRecord,
+    ReadRecordContract,
     ReadToolSource,
     Record,
 )
@@ -68,6 +69,13 @@ READ_TOOL_SOURCES: dict[str, ReadToolSource] = {
         ("list_refunds", "payment_service", AUTHORITY_SYSTEM_OF_RECORD),
     )
 }
+
+# How its reads name and version what they serve, as the original publishes it:
+# the service's record ``{source}:return_refund_case``, versioned by a 16-hex digest of
+# the read's projection under the label "commerce return/refund retrieval record".
+READ_RECORD_CONTRACT = ReadRecordContract(
+    "return_refund_case", "commerce return/refund retrieval record", 16
+)
 
 # The authority class of each role's events, as the original's actor registry
 # gives it: the carrier, warehouse and payment systems verify; a shopper or an
