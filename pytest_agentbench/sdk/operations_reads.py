@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
+
 # The original's authority classes, closed: an event or a read says "someone
 # asserted this" (actor claim) or "the record holds it" (authoritative
 # verification), or comes from a system of record, a communication channel or
@@ -41,6 +43,43 @@ class ReadToolSource:
     source: str
     authority: str
     schema_id: str
+
+
+PUBLIC_RECORD_VERSION_ALGORITHM = "canonical-json-sha256-prefix-v1"
+"""The original's name for how a served read is versioned: the SHA-256 of the canonical
+JSON of exactly what the read projected, as a hex prefix of the pack's stated length."""
+
+
+@dataclass(frozen=True)
+class ReadRecordContract:
+    """How a pack's named reads identify and version what they serve (the original's
+    retrieval record contract): each answer is about the record ``{source}:{identity_suffix}``,
+    its ``record_version`` is :func:`public_record_version` of its projection with
+    ``version_length`` hex characters, and ``version_context`` is the label the pack
+    publishes for that encoding."""
+
+    identity_suffix: str
+    version_context: str
+    version_length: int = 16
+
+    def record_id(self, source: str) -> str:
+        """Which record a read of ``source`` is about: the service, never the scenario."""
+        return f"{source}:{self.identity_suffix}"
+
+    def as_list(self) -> list[str | int]:
+        """The contract in the original's compact order: suffix, context, algorithm, length."""
+        return [
+            self.identity_suffix,
+            self.version_context,
+            PUBLIC_RECORD_VERSION_ALGORITHM,
+            self.version_length,
+        ]
+
+
+def public_record_version(records: JsonValue, length: int) -> str:
+    """The version a projection carries: a digest of exactly what it says, so it moves when
+    and only when the projected content moves (no record keeps a counter of its own)."""
+    return sha256_hex(canonical_bytes(records))[:length]
 
 
 READ_GATE_CODES = frozenset(

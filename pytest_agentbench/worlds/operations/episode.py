@@ -35,6 +35,7 @@ from pytest_agentbench.worlds.operations.reads import (
     COMPLETE_OUTCOME,
     evidence_refusal,
     pack_evidence_contract,
+    pack_read_record_contract,
     pack_read_tool_sources,
     pack_read_tools,
     pack_role_authority,
@@ -135,6 +136,7 @@ class Episode:
             self.domain, frozenset(self.state.collections())
         )
         self.read_tool_sources = pack_read_tool_sources(self.domain, self.read_tools)
+        self.read_record_contract = pack_read_record_contract(self.domain, self.read_tool_sources)
         self.role_authority = pack_role_authority(self.domain)
         self.read_whole: set[str] = set()
         """Collections read whole in this invocation since its last accepted effect."""
@@ -493,6 +495,8 @@ class Episode:
                 self.tool_contract,
                 sources=self.read_tool_sources,
                 evidence=self.evidence_contract,
+                record_contract=self.read_record_contract,
+                as_of=lambda: render_time(self.start, self.state.now),
             ),
             budget,
             {"scenario_id": self.scenario_id, "invocation_index": invocation.index},

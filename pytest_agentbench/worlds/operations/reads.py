@@ -33,10 +33,12 @@ from pytest_agentbench.sdk import (
     JsonValue,
     LinkedEvidence,
     PayloadRecord,
+    ReadRecordContract,
     ReadToolSource,
     ToolCallError,
     ToolSession,
     ToolSpec,
+    public_record_version,
 )
 from pytest_agentbench.worlds.operations.state import OperationState
 
@@ -236,12 +238,17 @@ def retrieve_tool(
     *,
     sources: Mapping[str, ReadToolSource] | None = None,
     evidence: EvidenceContract | None = None,
+    record_contract: ReadRecordContract | None = None,
+    as_of: Callable[[], str] | None = None,
 ) -> ToolSpec:
     """``retrieve`` over the projection of ``state``; ``served`` hears what it served.
 
     With ``sources``, each served record of a collection a named read serves carries
     that read's ``tool``, ``source``, ``authority`` and ``schema_id`` (the original's
     ``ToolResult`` fields), however it was requested: the record is the same record.
+    With ``record_contract`` and ``as_of`` too, it carries the rest of the original's
+    answer: ``record_id`` (the service's record), ``record_version`` (the digest of the
+    read's whole projection as the batch found it) and ``as_of`` (the simulated instant).
     """
     described: dict[str, dict[str, JsonValue]] = {
         collection: {
@@ -293,6 +300,8 @@ def retrieve_tool(
                         "record": record,
                     }
                 )
+        if record_contract is not None and as_of is not None:
+            _stamp(records, tools, state, record_contract, as_of())
         whole = sorted({collection for collection, wanted in wanted_all if wanted is None})
         served([{k: r[k] for k in ("collection", "id", "version")} for r in records], whole)
         return {"records": records, "missing": missing}
@@ -303,6 +312,62 @@ def retrieve_tool(
         parameters=RETRIEVE_PARAMETERS,
         handler=handler,
     )
+
+
+def _stamp(
+    records: list[dict[str, JsonValue]],
+    tools: ReadTools,
+    state: OperationState,
+    contract: ReadRecordContract,
+    instant: str,
+) -> None:
+    """Give each record a named read serves that read's record id, version and instant.
+
+    The version is of the read's whole projection, computed once per read and batch
+    from the state the batch was served from, so records of one read in one batch
+    cannot disagree about it.
+    """
+    versions: dict[str, str] = {}
+    for record in records:
+        tool = record.get("tool")
+        source = record.get("source")
+        if not isinstance(tool, str) or not isinstance(source, str):
+            continue
+        if tool not in versions:
+            projection = {name: state.records(name) for name in tools[tool]}
+            versions[tool] = public_record_version(projection, contract.version_length)
+        record["record_id"] = contract.record_id(source)
+        record["record_version"] = versions[tool]
+        record["as_of"] = instant
+
+
+def pack_read_record_contract(
+    pack: object, sources: Mapping[str, ReadToolSource]
+) -> ReadRecordContract | None:
+    """The pack's ``read_record_contract`` (none when undeclared), checked: a record id is
+    named by its read's source, so it needs ``read_tool_sources``."""
+    declared = getattr(pack, "read_record_contract", None)
+    if declared is None:
+        return None
+    field = "read_record_contract"
+    if not sources:
+        raise _invalid_tools("a read_record_contract needs read_tool_sources", field)
+    if (
+        not isinstance(declared, ReadRecordContract)
+        or not all(
+            isinstance(text, str) and text
+            for text in (declared.identity_suffix, declared.version_context)
+        )
+        or not isinstance(declared.version_length, int)
+        or isinstance(declared.version_length, bool)
+        or not 1 <= declared.version_length <= 64
+    ):
+        raise _invalid_tools(
+            "read_record_contract must be a ReadRecordContract with a suffix, a context "
+            "and a version length of 1 to 64 hex characters",
+            field,
+        )
+    return declared
 
 
 def read_session(tool: ToolSpec, max_batches: int, context: dict[str, JsonValue]) -> ToolSession:

@@ -15,9 +15,14 @@ from pytest_agentbench.worlds.operations import packs
 from pytest_agentbench.worlds.operations.agents import Reference, control_agents
 from pytest_agentbench.worlds.operations.control_oracle import load_control_oracle
 from pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack import PACK
+from pytest_agentbench.worlds.operations.reads import (
+    pack_read_tool_sources,
+    pack_read_tools,
+    pack_tool_contract,
+)
 from pytest_agentbench.worlds.operations.spec import LoadedSpec, parse_operation_spec
 from pytest_agentbench.worlds.operations.state import OperationState
-from tests.worlds.operations.helpers import ROOT, episode, failing, grade, rows
+from tests.worlds.operations.helpers import ROOT, Scripted, episode, failing, grade, rows, wait
 
 SUITE = ROOT / "suites" / "operations-commerce-v1"
 ORACLE = ROOT / "oracles" / "operations-commerce-v1" / "return_refund_negative_controls_v0_1.yaml"
@@ -75,6 +80,111 @@ def test_each_negative_fails_exactly_its_oracle_closure(agent_id: str) -> None:
     found = failing(vector)
     assert set(found) == set(control.expected_failed_dimensions)
     assert set(control.required_finding_codes) <= {c for codes in found.values() for c in codes}
+
+
+NINE_READS = {
+    "get_return_case": ("case",),
+    "list_authorisations": ("authorisations",),
+    "list_carrier_records": ("carrier_records",),
+    "list_checkpoints": ("checkpoints",),
+    "list_communications": ("communications",),
+    "list_customer_claims": ("customer_claims",),
+    "list_inspections": ("inspections",),
+    "list_obligations": ("obligations",),
+    "list_refunds": ("refunds",),
+}
+
+
+def test_the_pack_publishes_the_originals_nine_reads_and_gates_each_outcome_on_them() -> None:
+    tools = pack_read_tools(PACK)
+    assert tools == NINE_READS
+    sources = pack_read_tool_sources(PACK, tools)
+    assert {name: (s.source, s.authority, s.schema_id) for name, s in sources.items()} == {
+        name: (service, authority, f"commerce.return_refund.{name}.v1")
+        for name, service, authority in (
+            ("get_return_case", "returns_service", "system_of_record"),
+            ("list_authorisations", "returns_service", "system_of_record"),
+            ("list_carrier_records", "carrier_service", "authoritative_verification"),
+            ("list_checkpoints", "approval_service", "system_of_record"),
+            ("list_communications", "messaging_service", "communication"),
+            ("list_customer_claims", "returns_inbox", "actor_claim"),
+            ("list_inspections", "warehouse_service", "authoritative_verification"),
+            ("list_obligations", "obligation_service", "system_of_record"),
+            ("list_refunds", "payment_service", "system_of_record"),
+        )
+    }
+    contract = pack_tool_contract(PACK, tools)
+    assert contract is not None
+    assert set(contract) == {*PACK.action_types, "complete"}
+    assert contract["send_message"] == (
+        "get_return_case",
+        "list_communications",
+        "list_obligations",
+    )
+
+    # The same read gate as maintenance: in the invocation the return request wakes,
+    # an unread proposal, a half-read one, an accepted one, and its repeat on the read
+    # its own effect made stale.
+    def decide(task: dict[str, Any], session: Any) -> Any:
+        trigger = task["trigger"]
+        if trigger is None or trigger["type"] != "customer_return_requested":
+            return wait(fallback=50_000)
+        asked = trigger["payload"]
+        issue = {"return_id": asked["return_id"], "cycle_id": asked["cycle_id"]}
+        notice = {"recipient_actor_id": trigger["actor"], "message_fixture_id": "msg_refund_denied"}
+        turn = task["turn_index"]
+        if turn == 1:
+            session.call("retrieve", {"requests": [{"tool": "get_return_case"}]})
+        if turn >= 4:
+            return wait(fallback=50_000)
+        action, payload = [
+            ("issue_return_authorisation", issue),
+            ("send_message", notice),
+            ("issue_return_authorisation", issue),
+            ("issue_return_authorisation", issue),
+        ][turn]
+        return {"outcome": "ACT", "action": action, "payload": payload, "evidence_refs": []}
+
+    record = episode("V1", Scripted(decide), commerce())
+    first = rows(record, "action_rejected", "effect_accepted")[:4]
+    assert [row.get("code", "accepted") for row in first] == [
+        "ACTION_WITHOUT_RETRIEVAL",
+        "ACTION_WITHOUT_RETRIEVAL",
+        "accepted",
+        "STALE_RETRIEVED_RECORD",
+    ]
+    assert "requires the reads get_return_case in" in first[0]["reason"]
+    assert "requires the reads list_communications, list_obligations in" in first[1]["reason"]
+
+
+@pytest.mark.parametrize("agent_id", ["reference", *sorted(CLOSURES)])
+def test_every_control_reads_all_nine_in_two_batches_within_the_budget(agent_id: str) -> None:
+    if agent_id == "reference":
+        runs = [(scenario, Reference()) for scenario in ("V1", "V2", "V3")]
+    else:
+        factory = next(a.factory for a in control_agents(PACK) if a.agent_id == agent_id)
+        runs = [(CLOSURES[agent_id].scenario_id, factory())]
+    for scenario, agent in runs:
+        record = episode(scenario, agent, commerce())
+        calls = [int(row["tool_calls"]) for row in rows(record, "invocation_ended")]
+        assert calls
+        assert max(calls) <= int(commerce().policy.max_retrieval_batches_per_invocation)
+        proposed = rows(record, "action_proposed")
+        refused = {row["code"] for row in rows(record, "action_rejected")}
+        if agent_id != "trust_customer_claim":
+            # Everything an outcome rests on was read: no refusal is the read gate's.
+            assert proposed
+            assert not refused & {"ACTION_WITHOUT_RETRIEVAL", "STALE_RETRIEVED_RECORD"}
+        if agent_id == "reference":
+            # The whole record each time: the first eight reads, then the ninth.
+            batches = [
+                [request["tool"] for request in call["arguments"]["requests"]]
+                for turn in record.tape
+                for call in turn["retrievals"]
+            ]
+            nine = sorted(NINE_READS)
+            assert batches
+            assert batches == [nine[:8], nine[8:]] * (len(batches) // 2)
 
 
 def test_a_customer_claim_never_verifies_the_handover() -> None:

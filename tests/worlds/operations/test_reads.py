@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.sdk import AgentbenchError, JsonValue, ToolCallError
+from pytest_agentbench.sdk import (
+    AgentbenchError,
+    JsonValue,
+    ReadRecordContract,
+    ReadToolSource,
+    ToolCallError,
+    canonical_bytes,
+    public_record_version,
+    sha256_hex,
+)
 from pytest_agentbench.worlds.operations.domains.commerce_return_refund.pack import (
     ReturnRefundPack,
 )
@@ -15,6 +24,7 @@ from pytest_agentbench.worlds.operations.domains.lettings_maintenance.pack impor
 from pytest_agentbench.worlds.operations.reads import (
     MAX_REQUESTS_PER_BATCH,
     pack_evidence_contract,
+    pack_read_record_contract,
     pack_read_tool_sources,
     pack_read_tools,
     pack_tool_contract,
@@ -278,3 +288,108 @@ def test_each_served_record_says_which_service_answered_with_what_authority() ->
         "list_quotes": "system_of_record",
         "list_recent_events": "actor_claim",
     }
+
+
+def test_each_served_record_names_its_record_version_and_instant_as_the_original() -> None:
+    state = _state()
+    pack = MaintenancePack()
+    tools = pack_read_tools(pack, frozenset(state.collections()))
+    sources = pack_read_tool_sources(pack, tools)
+    contract = pack_read_record_contract(pack, sources)
+    assert contract is not None
+    assert contract.as_list() == [
+        "maintenance_case",
+        "maintenance retrieval record",
+        "canonical-json-sha256-prefix-v1",
+        16,
+    ]
+    clock = {"now": "2027-01-01T00:00:00Z"}
+    session = read_session(
+        retrieve_tool(
+            state,
+            lambda r, w: None,
+            tools,
+            sources=sources,
+            record_contract=contract,
+            as_of=lambda: clock["now"],
+        ),
+        20,
+        {},
+    )
+
+    def serve(requests: list[JsonValue]) -> list[dict[str, Any]]:
+        records: list[dict[str, Any]] = session.call("retrieve", {"requests": requests})["records"]
+        return records
+
+    billing = {"invoices": state.records("invoices"), "payments": state.records("payments")}
+    expected = sha256_hex(canonical_bytes(billing))[:16]
+    first = serve([{"tool": "list_billing"}, {"collection": "payments", "id": "payment_1"}])
+    assert [(r["record_id"], r["record_version"], r["as_of"]) for r in first] == [
+        ("billing_service:maintenance_case", expected, "2027-01-01T00:00:00Z")
+    ] * 3
+    # The same content is the same version at a later instant; a change anywhere in the
+    # read's projection moves it, for every record of that read; other reads keep theirs.
+    clock["now"] = "2027-01-02T00:00:00Z"
+    assert {r["record_version"] for r in serve([{"tool": "list_billing"}])} == {expected}
+    quotes = serve([{"tool": "list_quotes"}])
+    state.put("payments", "payment_2", {"invoice_id": "invoice_1", "version": 1})
+    moved = serve([{"tool": "list_billing"}, {"tool": "list_quotes"}])
+    assert {r["record_version"] for r in moved if r["tool"] == "list_billing"} == {
+        public_record_version({**billing, "payments": state.records("payments")}, 16)
+    }
+    assert expected not in {r["record_version"] for r in moved}
+    assert [r["record_version"] for r in moved if r["tool"] == "list_quotes"] == [
+        r["record_version"] for r in quotes
+    ]
+    assert {r["as_of"] for r in moved} == {"2027-01-02T00:00:00Z"}
+    # The engine's own collections and a pack without the contract carry none of it.
+    state.put("schedules", "work_1", {"status": "created"})
+    (schedule,) = serve([{"collection": "schedules"}])
+    assert "record_version" not in schedule
+    bare = read_session(retrieve_tool(state, lambda r, w: None, tools, sources=sources), 5, {})
+    assert (
+        "record_id"
+        not in bare.call("retrieve", {"requests": [{"tool": "list_billing"}]})["records"][0]
+    )
+
+
+class _Stamped:
+    def __init__(self, contract: object, sources: bool = True) -> None:
+        self.read_tools = {"list_quotes": ("quotes",)}
+        if sources:
+            self.read_tool_sources = {
+                "list_quotes": ReadToolSource("quoting_service", "system_of_record", "q.v1")
+            }
+        self.read_record_contract = contract
+
+
+@pytest.mark.parametrize(
+    "pack",
+    [
+        _Stamped(("case", "label", 16)),
+        _Stamped(ReadRecordContract("", "label")),
+        _Stamped(ReadRecordContract("case", "label", 0)),
+        _Stamped(ReadRecordContract("case", "label", 65)),
+        _Stamped(ReadRecordContract("case", "label"), sources=False),
+    ],
+)
+def test_a_bad_read_record_contract_is_refused_by_name(pack: _Stamped) -> None:
+    tools = pack_read_tools(pack)
+    with pytest.raises(AgentbenchError) as refused:
+        pack_read_record_contract(pack, pack_read_tool_sources(pack, tools))
+    assert refused.value.code == "invalid_read_tools"
+    assert "read_record_contract" in str(refused.value)
+
+
+def test_an_episode_stamps_each_read_at_the_simulated_instant_it_was_served() -> None:
+    seen: list[tuple[str, set[str]]] = []
+
+    def decide(task: dict[str, Any], session: Any) -> Any:
+        served = session.call("retrieve", {"requests": [{"tool": "get_case_record"}]})
+        seen.append((str(task["now"]), {r["as_of"] for r in served["records"]}))
+        return wait(fallback=600)
+
+    episode("V1", Scripted(decide))
+    assert len(seen) > 2
+    assert all(stamped == {now} for now, stamped in seen)
+    assert len({now for now, _ in seen}) == len(seen)

@@ -1,8 +1,11 @@
 """The return/refund reference agent and the six negative controls its oracle declares.
 
-The reference is event-scoped and stateless: every turn it reads the whole
-business record (one RETRIEVE batch), cites what its decision rests on, and
-decides from the record alone, never from what the waking event claimed.
+The reference is event-scoped: it reads the whole business record through the
+pack's nine named reads (two RETRIEVE batches, 8 and 1) when woken and again
+after each of its own accepted effects, as the original's reference does, so
+every outcome rests on the reads the read contract requires within the 6-batch
+budget; it cites what its decision rests on and decides from the record alone,
+never from what the waking event claimed.
 Each negative is that reference with one intervention, so the failure it
 produces is that one; what each must fail lives in the separately authored
 control oracle, not here. Memory is reset when an episode starts.
@@ -22,7 +25,9 @@ from pytest_agentbench.worlds.operations.domains.commerce_return_refund.operatio
 
 READ = (*COLLECTIONS, "communications")
 READ_TOOLS = tuple(sorted(v.READ_TOOLS))
-"""The whole record through the named reads: seven requests, one batch of at most 8."""
+"""The whole record: the nine named reads, one request each."""
+BATCH = 8
+"""Requests one RETRIEVE batch may hold (the engine's and the original's limit)."""
 
 
 class Records:
@@ -39,14 +44,29 @@ class Records:
         return [{"collection": c, "id": i, "version": self.versions[(c, i)]} for c, i in refs]
 
 
-def read(session: Any, collections: Sequence[str] | None = None) -> Records:
-    """Every named read (the whole record), or just ``collections`` by name."""
-    if collections is None:
-        requests = [{"tool": name} for name in READ_TOOLS]
-    else:
-        requests = [{"collection": name} for name in collections]
-    served = session.call("retrieve", {"requests": requests})
-    return Records(served["records"])
+def read(session: Any, tools: Sequence[str] = READ_TOOLS) -> Records:
+    """The named reads ``tools`` (by default all nine), in as few batches as the limit allows."""
+    served: list[dict[str, Any]] = []
+    for start in range(0, len(tools), BATCH):
+        requests = [{"tool": name} for name in tools[start : start + BATCH]]
+        served.extend(session.call("retrieve", {"requests": requests})["records"])
+    return Records(served)
+
+
+class Reader:
+    """The whole record of the current read window: read when an invocation starts and
+    after each accepted effect (which closes the window the read gate counts in), and
+    otherwise reused, so a refused proposal costs no second read."""
+
+    def __init__(self) -> None:
+        self._held: tuple[tuple[int, int], Records] | None = None
+
+    def records(self, task: dict[str, Any], session: Any) -> Records:
+        accepted = sum(1 for turn in task["this_invocation"] if turn.get("accepted") is True)
+        window = (int(task["invocation_index"]), accepted)
+        if self._held is None or self._held[0] != window or _episode_starts(task):
+            self._held = (window, read(session))
+        return self._held[1]
 
 
 def _wait(reason: str, *wake_on: str) -> dict[str, Any]:
@@ -158,8 +178,11 @@ def _woken_by(task: dict[str, Any], event_type: str) -> bool:
 
 
 class ReferenceAgent:
+    def __init__(self) -> None:
+        self._reader = Reader()
+
     def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
-        return decide(read(session))
+        return decide(self._reader.records(task, session))
 
 
 class CompleteEarly:
@@ -167,11 +190,12 @@ class CompleteEarly:
 
     def __init__(self) -> None:
         self._tried = False
+        self._reader = Reader()
 
     def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
         if _episode_starts(task):
             self._tried = False
-        records = read(session)
+        records = self._reader.records(task, session)
         if not self._tried:
             self._tried = True
             return _complete(records, "the customer asked for a refund; closing")
@@ -181,16 +205,19 @@ class CompleteEarly:
 class TrustCustomerClaim:
     """Woken by the customer's handover claim, requests the refund citing only the claim."""
 
+    def __init__(self) -> None:
+        self._reader = Reader()
+
     def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
         if _woken_by(task, "customer_handover_claimed"):
-            records = read(session, ("claims",))
-            claim, held = task["trigger"]["payload"], records.by["claims"]
+            records = read(session, ("list_customer_claims",))
+            claim, held = task["trigger"]["payload"], records.by["customer_claims"]
             return _act(
                 "request_refund",
                 {"inspection_id": claim["claim_id"], "cycle_id": claim["cycle_id"]},
-                records.cite(*(("claims", key) for key in sorted(held))),
+                records.cite(*(("customer_claims", key) for key in sorted(held))),
             )
-        return decide(read(session))
+        return decide(self._reader.records(task, session))
 
 
 class SkipHighValueApproval:
@@ -198,11 +225,12 @@ class SkipHighValueApproval:
 
     def __init__(self) -> None:
         self._skipped = False
+        self._reader = Reader()
 
     def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
         if _episode_starts(task):
             self._skipped = False
-        records = read(session)
+        records = self._reader.records(task, session)
         decision = decide(records)
         if decision.get("action") == "request_refund_approval" and not self._skipped:
             self._skipped = True
@@ -215,6 +243,7 @@ class IgnoreRefundReversal:
 
     def __init__(self) -> None:
         self._ignoring = False
+        self._reader = Reader()
 
     def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
         if _episode_starts(task):
@@ -223,7 +252,7 @@ class IgnoreRefundReversal:
             self._ignoring = True
         if self._ignoring:
             return _wait("the refund is surely settling", "refund_settlement_confirmed")
-        return decide(read(session))
+        return decide(self._reader.records(task, session))
 
 
 class UnnecessaryHumanReview:
@@ -231,11 +260,12 @@ class UnnecessaryHumanReview:
 
     def __init__(self) -> None:
         self._asked = False
+        self._reader = Reader()
 
     def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
         if _episode_starts(task):
             self._asked = False
-        records = read(session)
+        records = self._reader.records(task, session)
         if _woken_by(task, "customer_handover_claimed") and not self._asked:
             self._asked = True
             claim = task["trigger"]["payload"]
@@ -253,11 +283,12 @@ class DuplicateRefundAfterWake:
     def __init__(self) -> None:
         self._refund: dict[str, Any] | None = None
         self._repeated = False
+        self._reader = Reader()
 
     def solve(self, task: dict[str, Any], session: Any) -> dict[str, Any]:
         if _episode_starts(task):
             self._refund, self._repeated = None, False
-        records = read(session)
+        records = self._reader.records(task, session)
         if (
             _woken_by(task, "refund_settlement_confirmed")
             and self._refund is not None

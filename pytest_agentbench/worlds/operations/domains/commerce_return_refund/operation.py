@@ -28,7 +28,7 @@ CASE = "case"
 COLLECTIONS = (
     "case",
     "authorisations",
-    "claims",
+    "customer_claims",
     "carrier_records",
     "inspections",
     "checkpoints",
@@ -156,10 +156,10 @@ def handover_claimed(state: StateAccess, payload: Mapping[str, Any]) -> EventOut
         return _refuse(
             "CUSTOMER_CLAIM_BINDING_MISMATCH", "the claim names no current return authorisation"
         )
-    if state.get("claims", payload["claim_id"]) is not None:
+    if state.get("customer_claims", payload["claim_id"]) is not None:
         return _refuse("DUPLICATE_CUSTOMER_CLAIM", f"claim {payload['claim_id']} exists")
     state.put(
-        "claims",
+        "customer_claims",
         payload["claim_id"],
         {
             "authorisation_id": payload["authorisation_id"],

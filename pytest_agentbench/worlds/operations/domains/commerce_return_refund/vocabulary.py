@@ -12,28 +12,103 @@ from __future__ import annotations
 from pydantic import StrictInt, StrictStr, field_validator
 
 from pytest_agentbench.sdk import (
+    AUTHORITY_ACTOR_CLAIM,
+    AUTHORITY_AUTHORITATIVE_VERIFICATION,
+    AUTHORITY_COMMUNICATION,
+    AUTHORITY_SYSTEM_EVENT,
+    AUTHORITY_SYSTEM_OF_RECORD,
     ActionType,
     EventType,
     EvidenceObligation,
     FieldRule,
     PayloadRecord,
+    ReadRecordContract,
+    ReadToolSource,
     Record,
 )
 
 OPERATION_TYPE = "commerce.return_refund.synthetic.v1"
 PACK_VERSION = "0.1.0"
 """The version of the original pack whose rules this one follows."""
-# Named reads over this operation's collections, grouped as the maintenance
-# operation's are: ours. (The original's pack publishes nine reads of its own and
-# gates its outcomes on them; that surface is not matched here.)
+# The original's nine named reads, each the whole projection of one collection
+# (its roots); a collection is read through exactly one of them.
 READ_TOOLS: dict[str, tuple[str, ...]] = {
-    "get_case_record": ("authorisations", "case"),
-    "list_authoritative_records": ("carrier_records", "inspections"),
-    "list_billing": ("refunds",),
+    "get_return_case": ("case",),
+    "list_authorisations": ("authorisations",),
+    "list_carrier_records": ("carrier_records",),
     "list_checkpoints": ("checkpoints",),
     "list_communications": ("communications",),
+    "list_customer_claims": ("customer_claims",),
+    "list_inspections": ("inspections",),
     "list_obligations": ("obligations",),
-    "list_recent_events": ("claims",),
+    "list_refunds": ("refunds",),
+}
+
+SCHEMA_NAMESPACE = "commerce.return_refund"
+
+
+def _source(tool: str, service: str, authority: str) -> ReadToolSource:
+    # The original names each answer's schema from the namespace, the tool and
+    # one revision shared by all nine.
+    return ReadToolSource(service, authority, f"{SCHEMA_NAMESPACE}.{tool}.v1")
+
+
+# Where each named read comes from, as the original publishes it: its service,
+# the authority class of its answer and the schema id of that answer.
+READ_TOOL_SOURCES: dict[str, ReadToolSource] = {
+    tool: _source(tool, service, authority)
+    for tool, service, authority in (
+        ("get_return_case", "returns_service", AUTHORITY_SYSTEM_OF_RECORD),
+        ("list_authorisations", "returns_service", AUTHORITY_SYSTEM_OF_RECORD),
+        ("list_carrier_records", "carrier_service", AUTHORITY_AUTHORITATIVE_VERIFICATION),
+        ("list_checkpoints", "approval_service", AUTHORITY_SYSTEM_OF_RECORD),
+        ("list_communications", "messaging_service", AUTHORITY_COMMUNICATION),
+        ("list_customer_claims", "returns_inbox", AUTHORITY_ACTOR_CLAIM),
+        ("list_inspections", "warehouse_service", AUTHORITY_AUTHORITATIVE_VERIFICATION),
+        ("list_obligations", "obligation_service", AUTHORITY_SYSTEM_OF_RECORD),
+        ("list_refunds", "payment_service", AUTHORITY_SYSTEM_OF_RECORD),
+    )
+}
+
+# How its reads name and version what they serve, as the original publishes it:
+# the service's record ``{source}:return_refund_case``, versioned by a 16-hex digest of
+# the read's projection under the label "commerce return/refund retrieval record".
+READ_RECORD_CONTRACT = ReadRecordContract(
+    "return_refund_case", "commerce return/refund retrieval record", 16
+)
+
+# The authority class of each role's events, as the original's actor registry
+# gives it: the carrier, warehouse and payment systems verify; a shopper or an
+# approver asserts.
+ROLE_AUTHORITY: dict[str, str] = {
+    "agent": AUTHORITY_ACTOR_CLAIM,
+    "authoritative_external_system": AUTHORITY_AUTHORITATIVE_VERIFICATION,
+    "customer": AUTHORITY_ACTOR_CLAIM,
+    "returns_approver": AUTHORITY_ACTOR_CLAIM,
+    "system_scheduler": AUTHORITY_SYSTEM_EVENT,
+}
+
+# What each outcome must have read, by named read, in the invocation since its
+# last accepted effect: the original's per-action read requirements for this
+# operation. A proposal without them is refused by the engine's read gate.
+READ_CONTRACT: dict[str, tuple[str, ...]] = {
+    "complete": (
+        "get_return_case",
+        "list_checkpoints",
+        "list_communications",
+        "list_obligations",
+        "list_refunds",
+    ),
+    "issue_return_authorisation": ("get_return_case",),
+    "request_refund": (
+        "get_return_case",
+        "list_carrier_records",
+        "list_checkpoints",
+        "list_inspections",
+        "list_refunds",
+    ),
+    "request_refund_approval": ("get_return_case", "list_checkpoints", "list_inspections"),
+    "send_message": ("get_return_case", "list_communications", "list_obligations"),
 }
 
 ROLES = frozenset(

@@ -25,6 +25,7 @@ from pytest_agentbench.sdk import (
     JsonValue,
     NegativeControlOracle,
     OracleBinding,
+    ReadRecordContract,
     ReadToolSource,
     Ref,
     Rejection,
@@ -72,6 +73,7 @@ class MaintenancePack:
     read_tools: Mapping[str, tuple[str, ...]] = vocabulary.READ_TOOLS
     read_contract: Mapping[str, tuple[str, ...]] = vocabulary.READ_CONTRACT
     read_tool_sources: Mapping[str, ReadToolSource] = vocabulary.READ_TOOL_SOURCES
+    read_record_contract: ReadRecordContract = vocabulary.READ_RECORD_CONTRACT
     role_authority: Mapping[str, str] = vocabulary.ROLE_AUTHORITY
     evidence_contract: Mapping[str, EvidenceObligation] = vocabulary.EVIDENCE_CONTRACT
 

@@ -24,6 +24,7 @@ from pytest_agentbench.sdk import (
     FieldRule,
     LinkedEvidence,
     PayloadRecord,
+    ReadRecordContract,
     ReadToolSource,
     Record,
 )
@@ -73,6 +74,11 @@ READ_TOOL_SOURCES: dict[str, ReadToolSource] = {
         "inbox_service", AUTHORITY_ACTOR_CLAIM, "maintenance.list_recent_events.v1"
     ),
 }
+
+# How its reads name and version what they serve, as the original publishes it:
+# the service's record ``{source}:maintenance_case``, versioned by a 16-hex digest of
+# the read's projection under the label "maintenance retrieval record".
+READ_RECORD_CONTRACT = ReadRecordContract("maintenance_case", "maintenance retrieval record", 16)
 
 # The authority class of each role's events, as the original derives it from the
 # actor registry: only the authoritative external system verifies.
