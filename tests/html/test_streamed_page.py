@@ -94,8 +94,9 @@ def test_the_streamed_page_holds_a_small_row_per_case_not_the_report(tmp_path: P
         peaks[cases] = _peak(path, tmp_path / f"run{cases}.html")
     per_case = (peaks[4000] - peaks[1000]) / 3000
     # Drawn from the whole document parsed, these cases cost 5.8 KB each (at 6d44201);
-    # read as a stream, about 0.7 KB: the row of each case and its index entry's
-    # compressed bytes (tracemalloc counts allocations: no clock, no machine load in it).
+    # read as a stream, 1.14 KB (at 631c47d; 1.36 KB before rows shared their statuses):
+    # the row of each case and its index entry's compressed bytes (tracemalloc counts
+    # allocations: no clock, no machine load in it).
     assert per_case < 1500, per_case
 
 
