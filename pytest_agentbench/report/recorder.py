@@ -235,9 +235,16 @@ class RunRecorder:
         self.durations[nodeid] = report.duration
         answered_by: str | None = getattr(report, ANSWERED_BY_ATTR, None)
         if answered_by is not None:
-            self.answered_by.setdefault(identity.suite_id, set()).add(answered_by)
+            known = self.answered_by.get(identity.suite_id)
+            if known is None:
+                self.answered_by[identity.suite_id] = {answered_by}
+            else:
+                known.add(answered_by)
         result: str | None = getattr(report, RESULT_ATTR, None)
-        verdict: str | None = getattr(report, VERDICT_ATTR, None)
+        # Only a control's call report carries a verdict.
+        verdict: str | None = (
+            getattr(report, VERDICT_ATTR, None) if identity.kind == "control" else None
+        )
         if result is not None:
             # pytest keeps the report until the run ends; the store keeps the result.
             delattr(report, RESULT_ATTR)
