@@ -541,7 +541,8 @@ class AgentbenchState:
             else:
                 with isolation.serving(served):
                     outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
-            return excluded_if_refused(outcome), calls
+            # ``calls`` is the scope's own: only a refused call makes the outcome an exclusion.
+            return (outcome if calls.refusal is None else excluded_if_refused(outcome)), calls
 
     def settle(
         self,

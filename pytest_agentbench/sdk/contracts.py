@@ -197,10 +197,16 @@ def grade(
     failure_class = None if outcome is None else outcome.failure_class
     if failure_class is FailureClass.HARNESS_ERROR:
         verdict = CaseOutcome.ERROR
-    elif failure_class is not None or any(not check.met for check in checks):
+    elif failure_class is not None:
         verdict = CaseOutcome.FAILED
     else:
         verdict = CaseOutcome.PASSED
+        passed = CheckStatus.PASS
+        for check in checks:
+            # A passed check is met: its two properties are asked only of the others.
+            if check.status is not passed and not check.met:
+                verdict = CaseOutcome.FAILED
+                break
     return CaseResult(
         suite_id=case.suite_id,
         case_id=case.case_id,
