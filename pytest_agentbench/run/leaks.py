@@ -27,8 +27,15 @@ LEAK_CODE = "harness_leak"
 _CANARIES_KEY = "agentbench.leak_canaries"
 
 
+_PLAIN = frozenset({dict, list, tuple, str, int, float, bool, type(None)})
+"""Types whose values are neither a model nor a dataclass: most views are a plain dict,
+told so without the two ``isinstance`` tests below (a model's is an ABC check)."""
+
+
 def adapter_visible(value: Any) -> Any:
     """The JSON form of what a world hands an adapter (models and dataclasses dumped)."""
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
