@@ -217,7 +217,9 @@ class RunRecorder:
             self._log(identity, nodeid)
         elif when == "call":
             self._store_call(identity, report, nodeid)
-            self._log(identity, nodeid)
+            # Asked here, once a case: a run with neither a log nor a progress line calls nothing.
+            if self.log is not None or self.progress is not None:
+                self._log(identity, nodeid)
 
     def _log(self, identity: Identity, nodeid: str) -> None:
         """The case's event in the run log and its count in the progress line, as its
