@@ -6,6 +6,7 @@ import json
 import json.scanner
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +119,12 @@ class RunSummary(Record):
 
 
 def _counts(results: Sequence[CaseResult]) -> tuple[dict[str, int], dict[str, int]]:
-    outcomes = Counter(result.outcome.value for result in results)
+    # Counted by member, without a Python step per case (members hash as their values).
+    outcomes = Counter(map(attrgetter("outcome"), results))
     classes = Counter(
         result.failure_class.value for result in results if result.failure_class is not None
     )
-    counts = {outcome.value: outcomes.get(outcome.value, 0) for outcome in CaseOutcome}
+    counts = {outcome.value: outcomes.get(outcome, 0) for outcome in CaseOutcome}
     failure_classes = {fc.value: classes.get(fc.value, 0) for fc in FailureClass}
     return counts, failure_classes
 
