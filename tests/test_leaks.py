@@ -126,6 +126,13 @@ def test_the_canary_index_finds_what_testing_each_canary_finds() -> None:
             at = rng.randrange(len(text) + 1)
             text = text[:at] + rng.choice(canaries) + text[at:]
         assert CanaryIndex(canaries).first_in(text) == _naive_first(canaries, text), trial
+        # Canaries sharing a prefix (the index then looks for the prefix first).
+        shared = [f"CANARY-{canary}" for canary in canaries]
+        marked = text if rng.random() < 0.5 else text.replace("Y0", "CANARY-", 1)
+        if shared and rng.random() < 0.5:
+            at = rng.randrange(len(marked) + 1)
+            marked = marked[:at] + rng.choice(shared) + marked[at:]
+        assert CanaryIndex(shared).first_in(marked) == _naive_first(shared, marked), trial
 
 
 def test_a_case_looks_for_few_of_a_large_suites_canaries() -> None:
@@ -134,6 +141,7 @@ def test_a_case_looks_for_few_of_a_large_suites_canaries() -> None:
     index = CanaryIndex(canaries)
     CountingText.looked_for = 0
     assert index.first_in(CountingText('{"question": "what is 3+4?", "id": "c12"}')) is None
-    assert CountingText.looked_for == 0
+    assert CountingText.looked_for == 1, "only the canaries' common prefix, not found"
+    CountingText.looked_for = 0
     assert index.first_in(CountingText('{"hint": "CANARY-c12-7f3a"}')) == "CANARY-c12-7f3a"
     assert CountingText.looked_for <= 2

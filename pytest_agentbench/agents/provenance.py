@@ -12,10 +12,11 @@ exactly what the same run reports serially.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from decimal import Decimal
 from pathlib import Path
+from types import TracebackType
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -270,25 +271,40 @@ class CaseModelCalls(Record):
 
 
 class CaseCalls:
-    """Collects one case's model calls on the thread running it."""
+    """Collects one case's model calls on the thread running it.
+
+    Most cases of most runs make no model call: what stays empty is a class
+    default, replaced by the instance's own on the first change.
+    """
+
+    cassette_hits = 0
+    recorded = 0
+    attempts = 0
+    input_tokens = 0
+    output_tokens = 0
+    cost = Decimal(0)
+    refusal: BudgetRefused | None = None
+    _transcript: CaseTranscript | None = None
+    # One lock for every case: what it guards takes microseconds, a model call seconds,
+    # and a lock per case was most of the cost of a case that calls no model.
+    _lock = threading.Lock()
 
     def __init__(self, priced: bool, counted: bool = False) -> None:
         self.priced = priced
         self.counted = counted
         """Whether cassette hits and recordings are counted (a ``mixed`` run)."""
-        self.cassette_hits = 0
-        self.recorded = 0
         self.requests: list[str] = []
-        self.attempts = 0
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cost = Decimal(0)
         self.waits: list[Wait] = []
         self.decisions: list[DecisionCall] = []
-        self.refusal: BudgetRefused | None = None
-        self.transcript = CaseTranscript()
+
+    @property
+    def transcript(self) -> CaseTranscript:
         """The case's transcript: its model calls and tool calls, and its final answer."""
-        self._lock = threading.Lock()
+        if self._transcript is None:
+            with self._lock:
+                if self._transcript is None:
+                    self._transcript = CaseTranscript()
+        return self._transcript
 
     def sent(self, digest: str) -> None:
         """A model request is about to be sent: counted now, so a request the case limit
@@ -391,22 +407,47 @@ class CaseCalls:
 _scope = threading.local()
 
 
-@contextmanager
-def case_scope(*, transcribe: bool = True) -> Iterator[CaseCalls]:
+class CaseScope:
+    """The context manager of :func:`case_scope` (a class: it is entered once per case)."""
+
+    def __init__(self, transcribe: bool) -> None:
+        self.transcribe = transcribe
+        self._previous: CaseCalls | None = None
+        self._transcribing: AbstractContextManager[CaseTranscript] | None = None
+
+    def __enter__(self) -> CaseCalls:
+        run = configured_run()
+        calls = CaseCalls(
+            priced=run is not None and run.price is not None, counted=counts_sources(run)
+        )
+        self._previous = getattr(_scope, "calls", None)
+        _scope.calls = calls
+        if self.transcribe:
+            self._transcribing = transcript_scope()
+            try:
+                calls._transcript = self._transcribing.__enter__()
+            except BaseException:
+                _scope.calls = self._previous
+                raise
+        return calls
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            if self._transcribing is not None:
+                self._transcribing.__exit__(exc_type, exc, traceback)
+        finally:
+            _scope.calls = self._previous
+
+
+def case_scope(*, transcribe: bool = True) -> CaseScope:
     """Collect the model calls made on this thread while the block runs (one case), and,
     with ``transcribe``, the case's transcript (a run writing no report keeps none)."""
-    run = configured_run()
-    calls = CaseCalls(priced=run is not None and run.price is not None, counted=counts_sources(run))
-    previous = getattr(_scope, "calls", None)
-    _scope.calls = calls
-    try:
-        if transcribe:
-            with transcript_scope() as calls.transcript:
-                yield calls
-        else:
-            yield calls
-    finally:
-        _scope.calls = previous
+    return CaseScope(transcribe)
 
 
 def current_case() -> CaseCalls | None:

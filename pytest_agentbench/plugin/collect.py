@@ -32,7 +32,7 @@ from pytest_agentbench.run.control_run import (
     ungraded_agents,
     ungraded_verdict,
 )
-from pytest_agentbench.run.session import LoadedSuite, get_state
+from pytest_agentbench.run.session import AgentbenchState, LoadedSuite, get_state
 from pytest_agentbench.scoring.matrix import enter_model, leave_model, model_item_name
 from pytest_agentbench.scoring.trials import enter_trial, item_name, leave_trial
 from pytest_agentbench.sdk import tracebacks
@@ -252,8 +252,16 @@ class CaseItem(pytest.Item):
         line = None if self.case.line is None else self.case.line - 1
         return self.path, line, f"{self.loaded.suite.id}::{self.name}"
 
-    def execute(self, request: pytest.FixtureRequest | None, view: Any, given_adapter: Any) -> None:
-        state = get_state(self.config)
+    def execute(
+        self,
+        request: pytest.FixtureRequest | None,
+        view: Any,
+        given_adapter: Any,
+        state: AgentbenchState | None = None,
+    ) -> None:
+        """Run, grade and relay the case; ``state``: the run's, when the caller has it."""
+        if state is None:
+            state = get_state(self.config)
         rerun = self.config.stash.get(RERUN_KEY, None)
         outcome: Outcome | None
         if rerun is not None and rerun.replay is not None:
@@ -406,8 +414,10 @@ class DirectCaseItem(CaseItem):
         self._bind_case(loaded, case, trial, trial_count)
 
     def runtest(self) -> None:
-        view = self.loaded.world.public_view(self.loaded.suite, self.case)
-        self.execute(None, view, get_state(self.config).adapter)
+        loaded = self.loaded
+        view = loaded.world.public_view(loaded.suite, self.case)
+        state = get_state(self.config)
+        self.execute(None, view, state.adapter, state)
 
 
 class ControlItem(pytest.Function):

@@ -70,7 +70,6 @@ from pytest_agentbench.sdk.runner import release_alarm
 if TYPE_CHECKING:
     from pytest_agentbench.agents.provenance import ModelRun
     from pytest_agentbench.plugin.finish import Finished
-    from pytest_agentbench.report.live_progress import LiveProgress
 
 RECORDER_KEY = pytest.StashKey[RunRecorder]()
 PREVIOUS_LIMITS_KEY = pytest.StashKey[InputLimits]()
@@ -384,15 +383,19 @@ def _open_live_progress(config: pytest.Config, options: Options) -> None:
         write_line=write_line,
         currency=None if run.pricing is None else run.pricing.currency,
     )
-    config.pluginmanager.register(_ShowProgress(recorder.progress), "agentbench-live-progress")
+    # The dot-suppressing status hook runs three times a case: only a redrawn line needs it.
+    shown = _RedrawnProgress if recorder.progress.redraw else _ShowProgress
+    config.pluginmanager.register(shown(recorder), "agentbench-live-progress")
 
 
 class _ShowProgress:
     """Writes the progress line once pytest wrote the case's letter (trylast): the recorder
     counted the case when its report arrived, before the letter."""
 
-    def __init__(self, progress: LiveProgress) -> None:
-        self.progress = progress
+    def __init__(self, recorder: RunRecorder) -> None:
+        assert recorder.progress is not None
+        self.recorder = recorder
+        self.progress = recorder.progress
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -405,21 +408,21 @@ def _isatty(tr: pytest.TerminalReporter) -> bool:
     return bool(isatty() if callable(isatty) else isatty)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_report_teststatus(
-    report: pytest.CollectReport | pytest.TestReport, config: pytest.Config
-) -> tuple[str, str, str] | None:
-    """Under a redrawn progress line, a case item writes no dot: the line counts it, and a
-    dot written after the line would be drawn over at the next case."""
-    recorder = config.stash.get(RECORDER_KEY, None)
-    if recorder is None or recorder.progress is None or not recorder.progress.redraw:
-        return None
-    if getattr(report, "when", None) != "call" or report.outcome not in ("passed", "failed"):
-        return None
-    identity = recorder.identities.get(report.nodeid)
-    if identity is None or identity.kind != "case":
-        return None
-    return report.outcome, "", ""
+class _RedrawnProgress(_ShowProgress):
+    """A progress line redrawn in place: its case items write no dot."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(
+        self, report: pytest.CollectReport | pytest.TestReport
+    ) -> tuple[str, str, str] | None:
+        """Under a redrawn progress line, a case item writes no dot: the line counts it, and a
+        dot written after the line would be drawn over at the next case."""
+        if getattr(report, "when", None) != "call" or report.outcome not in ("passed", "failed"):
+            return None
+        identity = self.recorder.identities.get(report.nodeid)
+        if identity is None or identity.kind != "case":
+            return None
+        return report.outcome, "", ""
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

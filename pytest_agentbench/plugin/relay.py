@@ -108,14 +108,23 @@ class ReportRelay:
         # the result from the call; teardown reports carry nothing new, and only
         # a failed one has a failure text to show.
         when = report.when
-        if when == "teardown" and report.passed:
-            return
-        item = self._running
-        if item is not None and when != "teardown" and report.nodeid == self._running_nodeid:
-            if when != "setup":
-                self._attach_call(item, report)
-            elif self.recorder is None:
-                attach(report, self._identity)
+        if when != "call" and report.passed:
+            if when == "teardown":
+                return
+            item = self._running
+            if item is not None and report.nodeid == self._running_nodeid:
+                if self.recorder is None:
+                    attach(report, self._identity)
+                # Otherwise the identity is recorded already, and a passed setup
+                # report gives the recorder nothing else.
+                return
+        else:
+            item = self._running
+            if item is not None and when != "teardown" and report.nodeid == self._running_nodeid:
+                if when == "call":
+                    self._attach_call(item, report)
+                elif self.recorder is None:
+                    attach(report, self._identity)
         if self.recorder is not None:
             # Here rather than in the worker: under xdist the text arrives as a plain string.
             if (
@@ -132,8 +141,10 @@ class ReportRelay:
             self.recorder.record_collection(report)
 
     def _attach_call(self, item: CaseItem | ControlItem, report: pytest.TestReport) -> None:
-        result = item.stash.get(RESULT_KEY, None)
-        verdict = item.stash.get(VERDICT_KEY, None)
+        # Only a case item has a result, only a control item a verdict.
+        case = isinstance(item, CaseItem)
+        result = item.stash.get(RESULT_KEY, None) if case else None
+        verdict = None if case else item.stash.get(VERDICT_KEY, None)
         events = item.stash.get(TRANSCRIPT_KEY, None)
         if events is not None:
             del item.stash[TRANSCRIPT_KEY]

@@ -217,7 +217,9 @@ class RunRecorder:
             self._log(identity, nodeid)
         elif when == "call":
             self._store_call(identity, report, nodeid)
-            self._log(identity, nodeid)
+            # Asked here, once a case: a run with neither a log nor a progress line calls nothing.
+            if self.log is not None or self.progress is not None:
+                self._log(identity, nodeid)
 
     def _log(self, identity: Identity, nodeid: str) -> None:
         """The case's event in the run log and its count in the progress line, as its
@@ -235,9 +237,16 @@ class RunRecorder:
         self.durations[nodeid] = report.duration
         answered_by: str | None = getattr(report, ANSWERED_BY_ATTR, None)
         if answered_by is not None:
-            self.answered_by.setdefault(identity.suite_id, set()).add(answered_by)
+            known = self.answered_by.get(identity.suite_id)
+            if known is None:
+                self.answered_by[identity.suite_id] = {answered_by}
+            else:
+                known.add(answered_by)
         result: str | None = getattr(report, RESULT_ATTR, None)
-        verdict: str | None = getattr(report, VERDICT_ATTR, None)
+        # Only a control's call report carries a verdict.
+        verdict: str | None = (
+            getattr(report, VERDICT_ATTR, None) if identity.kind == "control" else None
+        )
         if result is not None:
             # pytest keeps the report until the run ends; the store keeps the result.
             delattr(report, RESULT_ATTR)

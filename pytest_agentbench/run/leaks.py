@@ -27,8 +27,15 @@ LEAK_CODE = "harness_leak"
 _CANARIES_KEY = "agentbench.leak_canaries"
 
 
+_PLAIN = frozenset({dict, list, tuple, str, int, float, bool, type(None)})
+"""Types whose values are neither a model nor a dataclass: most views are a plain dict,
+told so without the two ``isinstance`` tests below (a model's is an ABC check)."""
+
+
 def adapter_visible(value: Any) -> Any:
     """The JSON form of what a world hands an adapter (models and dataclasses dumped)."""
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -90,6 +97,18 @@ def _by_key(canaries: Sequence[str], key_length: Callable[[str], int]) -> dict[s
     return by_key
 
 
+def _common_prefix(texts: Sequence[str]) -> str:
+    """The longest text every one of ``texts`` starts with ("" for none)."""
+    if not texts:
+        return ""
+    # The first and the last in sorted order differ earliest: their common part is everyone's.
+    low, high = min(texts), max(texts)
+    for index, char in enumerate(low):
+        if char != high[index]:
+            return low[:index]
+    return low
+
+
 class CanaryIndex:
     """A suite's canaries, found in a text at a cost that does not grow with their number.
 
@@ -105,6 +124,9 @@ class CanaryIndex:
             sorted(dict.fromkeys(canary for canary in canaries if canary), key=len)
         )
         self._lengths = [len(canary) for canary in self.canaries]
+        self._common = _common_prefix(self.canaries)
+        """What every canary starts with (``CANARY-`` and the like): a text without it
+        holds none of them, decided by one search instead of the index's windows."""
         self._rank = {canary: rank for rank, canary in enumerate(self.canaries)}
         # One key length for every canary (the shortest's) makes a text's windows one
         # pass; keys of each canary's own length are kept only when the shared length
@@ -122,7 +144,7 @@ class CanaryIndex:
     def first_in(self, text: str) -> str | None:
         """The first canary (shortest first) that occurs in ``text``, or None."""
         fitting = bisect_right(self._lengths, len(text))
-        if not fitting:
+        if not fitting or (self._common and self._common not in text):
             return None
         scan = fitting * (_SCAN_FIXED_NS + _SCAN_PER_CHAR_NS * len(text))
         windows = len(self._keys_by_length) * len(text) * _WINDOW_PER_CHAR_NS

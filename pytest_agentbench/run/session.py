@@ -474,7 +474,12 @@ class AgentbenchState:
         once the oracle is loaded: a canary there is a ``harness_leak``.
         """
         seen = visible_text(view)
-        opened = self.open_ledger(loaded, case, adapter) if ledger else None
+        options = self.options
+        opened = (
+            self.open_ledger(loaded, case, adapter)
+            if ledger and options.ledger_dir is not None
+            else None
+        )
         if isinstance(opened, CaseResult):
             return Outcome(failure_class=FailureClass.HARNESS_ERROR), opened
         outcome, calls = self.run(loaded, case, view, adapter, opened)
@@ -486,7 +491,7 @@ class AgentbenchState:
             seen=seen,
             calls=calls,
             item=artifact_item_here(adapter_class(adapter), case.case_id)
-            if ledger and self.options.artifacts_dir is not None
+            if ledger and options.artifacts_dir is not None
             else None,
         )
 
@@ -536,7 +541,8 @@ class AgentbenchState:
             else:
                 with isolation.serving(served):
                     outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
-            return excluded_if_refused(outcome), calls
+            # ``calls`` is the scope's own: only a refused call makes the outcome an exclusion.
+            return (outcome if calls.refusal is None else excluded_if_refused(outcome)), calls
 
     def settle(
         self,
@@ -570,7 +576,7 @@ class AgentbenchState:
                     failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
                 ), refused if calls is None else attach_model_calls(calls, refused)
         result = self.graded_unleaked(loaded, case, outcome, seen)
-        if calls is not None:
+        if calls is not None and calls.used:
             result = attach_model_calls(calls, result)
         if self.options.artifacts_dir is not None and item is not None:
             result = self.with_artifact(

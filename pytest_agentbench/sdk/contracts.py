@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from pytest_agentbench.sdk.canonical import JsonValue
 
@@ -54,11 +54,15 @@ class Check(Record):
     def passed(self) -> bool:
         return self.status is CheckStatus.PASS
 
-    @model_validator(mode="after")
-    def _fault_only_on_failure(self) -> Check:
-        if self.expected_fault is not None and self.status is not CheckStatus.FAIL:
+    # A field validator, not a model one: a model's after-validator runs again for
+    # every check a CaseResult is given (twice a case, for nothing); this one runs
+    # only where a fault is given, and ``status``, declared before it, is known.
+    @field_validator("expected_fault")
+    @classmethod
+    def _fault_only_on_failure(cls, fault: str | None, info: ValidationInfo) -> str | None:
+        if fault is not None and info.data.get("status", CheckStatus.FAIL) is not CheckStatus.FAIL:
             raise ValueError("only a failed check can be a declared fault")
-        return self
+        return fault
 
     @property
     def met(self) -> bool:
@@ -193,10 +197,16 @@ def grade(
     failure_class = None if outcome is None else outcome.failure_class
     if failure_class is FailureClass.HARNESS_ERROR:
         verdict = CaseOutcome.ERROR
-    elif failure_class is not None or any(not check.met for check in checks):
+    elif failure_class is not None:
         verdict = CaseOutcome.FAILED
     else:
         verdict = CaseOutcome.PASSED
+        passed = CheckStatus.PASS
+        for check in checks:
+            # A passed check is met: its two properties are asked only of the others.
+            if check.status is not passed and not check.met:
+                verdict = CaseOutcome.FAILED
+                break
     return CaseResult(
         suite_id=case.suite_id,
         case_id=case.case_id,

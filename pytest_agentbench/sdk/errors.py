@@ -128,23 +128,29 @@ def escape_surrogates_json(value: Any) -> Any:
     return value
 
 
+_MAY_HOLD_TEXT = (str, dict, list, tuple)
+"""What a JSON value holding a lone surrogate can be: a number, a bool or null holds none."""
+
+
 def first_surrogate_path(value: Any, path: str = "") -> str | None:
     """Where in a JSON value the first lone surrogate is (``<root>``, ``a.b[2]``), if any."""
     if isinstance(value, str):
         return (path or "<root>") if has_surrogates(value) else None
     if isinstance(value, dict):
         for key, item in value.items():
-            here = f"{path}.{key}" if path else str(key)
             if isinstance(key, str) and has_surrogates(key):
-                return escape_surrogates(here)
-            found = first_surrogate_path(item, here)
-            if found is not None:
-                return escape_surrogates(found)
+                return escape_surrogates(f"{path}.{key}" if path else key)
+            # Scalars are not descended into: an output's numbers are most of its values.
+            if isinstance(item, _MAY_HOLD_TEXT):
+                found = first_surrogate_path(item, f"{path}.{key}" if path else str(key))
+                if found is not None:
+                    return escape_surrogates(found)
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            found = first_surrogate_path(item, f"{path}[{index}]")
-            if found is not None:
-                return found
+            if isinstance(item, _MAY_HOLD_TEXT):
+                found = first_surrogate_path(item, f"{path}[{index}]")
+                if found is not None:
+                    return found
     return None
 
 

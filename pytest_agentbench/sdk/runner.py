@@ -391,10 +391,11 @@ def _unicode_only(outcome: Outcome) -> Outcome:
     world wrote from the adapter's text is escaped.
     """
     update: dict[str, Any] = {}
-    for name in ("failure_reason", "failure_traceback"):
-        text = getattr(outcome, name)
-        if text is not None and has_surrogates(text):
-            update[name] = escape_surrogates(text)
+    reason, traceback = outcome.failure_reason, outcome.failure_traceback
+    if reason is not None and has_surrogates(reason):
+        update["failure_reason"] = escape_surrogates(reason)
+    if traceback is not None and has_surrogates(traceback):
+        update["failure_traceback"] = escape_surrogates(traceback)
     if outcome.failure_class is None:
         where = first_surrogate_path(outcome.output)
         if where is not None:
