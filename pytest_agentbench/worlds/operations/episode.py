@@ -34,7 +34,9 @@ from pytest_agentbench.worlds.operations.clock import Agenda
 from pytest_agentbench.worlds.operations.reads import (
     COMPLETE_OUTCOME,
     evidence_refusal,
+    graded_collections,
     pack_evidence_contract,
+    pack_grades_citations,
     pack_read_record_contract,
     pack_read_tool_sources,
     pack_read_tools,
@@ -53,7 +55,7 @@ from pytest_agentbench.worlds.operations.spec import (
 )
 from pytest_agentbench.worlds.operations.state import OperationState
 
-ENGINE_VERSION = "1.0.0"
+ENGINE_VERSION = "1.1.0"
 DEADLOCK = "operation_deadlock"
 HORIZON = "operational_horizon_exhausted"
 MALFORMED = "malformed_agent_outcome"
@@ -134,6 +136,9 @@ class Episode:
         self.tool_contract = pack_tool_contract(self.domain, self.read_tools)
         self.evidence_contract = pack_evidence_contract(
             self.domain, frozenset(self.state.collections())
+        )
+        self.kept_contents = graded_collections(
+            self.evidence_contract, pack_grades_citations(self.domain)
         )
         self.read_tool_sources = pack_read_tool_sources(self.domain, self.read_tools)
         self.read_record_contract = pack_read_record_contract(self.domain, self.read_tool_sources)
@@ -497,6 +502,7 @@ class Episode:
                 evidence=self.evidence_contract,
                 record_contract=self.read_record_contract,
                 as_of=lambda: render_time(self.start, self.state.now),
+                kept=self.kept_contents,
             ),
             budget,
             {"scenario_id": self.scenario_id, "invocation_index": invocation.index},

@@ -13,8 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_agentbench.sdk import DomainPack, JsonValue
+from pytest_agentbench.sdk import DomainPack, EvidenceObligation, JsonValue
 from pytest_agentbench.worlds.operations.episode import COMPLETE, EpisodeRecord
+from pytest_agentbench.worlds.operations.reads import (
+    pack_evidence_contract,
+    pack_grades_citations,
+    resolve_evidence,
+)
 
 DIMENSIONS = (
     "terminal_outcome",
@@ -151,12 +156,61 @@ def _environment(
     }
 
 
-def _retrieval(record: EpisodeRecord) -> tuple[list[str], dict[str, int]]:
-    """Reads count in the proposal's invocation after its last wake or own accepted effect."""
+class _Served:
+    """The records served in one window, as the ledger logged them: what selectors
+    resolve over when the evaluator rebuilds a proposal's required citations."""
+
+    def __init__(self) -> None:
+        self.by_collection: dict[str, dict[str, dict[str, JsonValue]]] = {}
+
+    def add(self, ref: Mapping[str, Any]) -> None:
+        body = ref.get("record")
+        if isinstance(body, dict):
+            self.by_collection.setdefault(str(ref["collection"]), {})[str(ref["id"])] = body
+
+    def get(self, collection: str, record_id: str) -> dict[str, JsonValue] | None:
+        return self.by_collection.get(collection, {}).get(record_id)
+
+    def records(self, collection: str) -> dict[str, dict[str, JsonValue]]:
+        return dict(self.by_collection.get(collection, {}))
+
+
+def _citation_problems(
+    row: Mapping[str, Any], obligation: EvidenceObligation, served: _Served
+) -> set[str]:
+    """REQUIRED_EVIDENCE_* rebuilt from the evidence selectors over the window's served
+    records, as the original's evaluator does; never from the runtime's refusals."""
+    payload = row["payload"]
+    if not isinstance(payload, Mapping) or any(
+        not isinstance(payload.get(s.payload_field), str) or not payload.get(s.payload_field)
+        for s in obligation.selectors
+    ):
+        # No record is selected: the obligation does not apply (the payload check
+        # grades the proposal), as in the original.
+        return set()
+    required, problem = resolve_evidence(obligation, payload, served)
+    if problem is not None:
+        return {"REQUIRED_EVIDENCE_SELECTOR_UNRESOLVED"}
+    cited = {(ref["collection"], ref["id"]) for ref in row["evidence_refs"]}
+    if any(key not in cited for key in required):
+        return {"REQUIRED_EVIDENCE_REF_NOT_CITED"}
+    return set()
+
+
+def _retrieval(
+    record: EpisodeRecord, contract: Mapping[str, EvidenceObligation], graded: bool
+) -> tuple[list[str], dict[str, int]]:
+    """Reads count in the proposal's invocation after its last wake or own accepted effect.
+
+    A pack with an evidence contract has its ``REQUIRED_EVIDENCE_*`` codes rebuilt
+    from the selectors over the records served in the proposal's window (when it
+    grades them at all, ``graded``); a pack without one, from its ``required_reads``.
+    """
     codes: set[str] = set()
     violations = 0
     epoch_start: dict[int, int] = {}
     fresh: dict[int, dict[tuple[str, str], int]] = {}
+    served_records: dict[int, _Served] = {}
     any_reads: dict[int, bool] = {}
     accepted_by_proposal: dict[str, dict[str, Any]] = {}
     proposals: dict[str, dict[str, Any]] = {}
@@ -167,26 +221,37 @@ def _retrieval(record: EpisodeRecord) -> tuple[list[str], dict[str, int]]:
             invocation = int(row["invocation_index"])
             epoch_start[invocation] = row["index"]
             fresh[invocation] = {}
+            served_records[invocation] = _Served()
             any_reads[invocation] = False
         elif kind == "retrieval":
             invocation = int(row["invocation_index"])
             any_reads[invocation] = True
+            window = served_records.setdefault(invocation, _Served())
             for ref in row["records"]:
                 served += 1
                 fresh.setdefault(invocation, {})[(ref["collection"], ref["id"])] = ref["version"]
+                window.add(ref)
         elif kind == "action_proposed":
             proposals[row["proposal_id"]] = row
+            invocation = int(row["invocation_index"])
+            read_any = any_reads.get(invocation, False)
+            obligation = contract.get(str(row["action"])) if graded else None
             found = _proposal_problems(
-                row,
-                fresh.get(int(row["invocation_index"]), {}),
-                any_reads.get(int(row["invocation_index"]), False),
+                row, fresh.get(invocation, {}), read_any, selectors=bool(contract)
             )
+            if obligation is not None:
+                # Independent of the read check, as in the original: a proposal
+                # made with nothing served cannot resolve its selectors either.
+                found |= _citation_problems(
+                    row, obligation, served_records.get(invocation, _Served())
+                )
             codes |= found
             violations += len(found)
         elif kind == "effect_accepted":
             proposal = proposals[row["proposal_id"]]
             accepted_by_proposal[row["proposal_id"]] = proposal
             fresh[int(proposal["invocation_index"])] = {}
+            served_records[int(proposal["invocation_index"])] = _Served()
         elif kind == "action_rejected" and row["code"] == "DUPLICATE_ACTION":
             proposal = proposals[row["proposal_id"]]
             original = str(row["reason"]).split(" ", 1)[0]
@@ -204,8 +269,15 @@ def _retrieval(record: EpisodeRecord) -> tuple[list[str], dict[str, int]]:
 
 
 def _proposal_problems(
-    row: Mapping[str, Any], fresh: Mapping[tuple[str, str], int], read_any: bool
+    row: Mapping[str, Any],
+    fresh: Mapping[tuple[str, str], int],
+    read_any: bool,
+    *,
+    selectors: bool,
 ) -> set[str]:
+    """Freshness of the pack's ``required_reads``; with ``selectors`` (the pack declares
+    an evidence contract) the REQUIRED_EVIDENCE_* codes come from the selectors
+    instead (``_citation_problems``), as the original grades them."""
     problems: set[str] = set()
     cited = {(ref["collection"], ref["id"]): ref["version"] for ref in row["evidence_refs"]}
     required = row["required_reads"]
@@ -213,9 +285,9 @@ def _proposal_problems(
         return {"ACTION_WITHOUT_RETRIEVAL"}
     for ref in required:
         key = (ref["collection"], ref["id"])
-        if key not in fresh:
+        if not selectors and key not in fresh:
             problems.add("REQUIRED_EVIDENCE_SELECTOR_UNRESOLVED")
-        elif key not in cited:
+        elif not selectors and key not in cited:
             problems.add("REQUIRED_EVIDENCE_REF_NOT_CITED")
         if (key in fresh and fresh[key] != ref["version"]) or (
             key in cited and cited[key] != ref["version"]
@@ -238,7 +310,9 @@ def evaluate_episode(
         "action_validity": _validity(record),
         "deterministic_replay": (list(replay_codes), {}),
         "environment_integrity": _environment(record, declared),
-        "retrieval_discipline": _retrieval(record),
+        "retrieval_discipline": _retrieval(
+            record, pack_evidence_contract(domain), pack_grades_citations(domain)
+        ),
     }
     domain_part = domain.grade(record, scenario)
     dimensions = []

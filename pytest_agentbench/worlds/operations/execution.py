@@ -241,6 +241,17 @@ def record_episode(
 def replay_episode(loaded: LoadedSpec, episode: Mapping[str, Any], display: str) -> list[str]:
     """Re-execute ``episode`` from its tape; the lines that say what was reproduced."""
     record = episode_from_json(episode)
+    engine = episode.get("engine_version")
+    if engine != ENGINE_VERSION:
+        # An older engine's ledger differs by construction (since 1.1.0 a retrieval
+        # row carries the records it served, which the evaluator grades from), so it
+        # is refused by name rather than reported as a diverged replay.
+        raise AgentbenchError(
+            "replay_engine_mismatch",
+            f"the episode was recorded by engine {engine!r}; this build replays {ENGINE_VERSION}",
+            file=display,
+            field="engine_version",
+        )
     if record.spec_digest != loaded.digest:
         raise AgentbenchError(
             "replay_spec_mismatch",

@@ -20,7 +20,7 @@ published files and controls that read by collection keep running.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_agentbench.sdk import (
     AUTHORITIES,
@@ -38,6 +38,7 @@ from pytest_agentbench.sdk import (
     ToolCallError,
     ToolSession,
     ToolSpec,
+    copy_json,
     public_record_version,
 )
 from pytest_agentbench.worlds.operations.state import OperationState
@@ -240,6 +241,7 @@ def retrieve_tool(
     evidence: EvidenceContract | None = None,
     record_contract: ReadRecordContract | None = None,
     as_of: Callable[[], str] | None = None,
+    kept: frozenset[str] = frozenset(),
 ) -> ToolSpec:
     """``retrieve`` over the projection of ``state``; ``served`` hears what it served.
 
@@ -249,6 +251,7 @@ def retrieve_tool(
     With ``record_contract`` and ``as_of`` too, it carries the rest of the original's
     answer: ``record_id`` (the service's record), ``record_version`` (the digest of the
     read's whole projection as the batch found it) and ``as_of`` (the simulated instant).
+    ``served`` hears each record's contents too when its collection is in ``kept``.
     """
     described: dict[str, dict[str, JsonValue]] = {
         collection: {
@@ -303,7 +306,20 @@ def retrieve_tool(
         if record_contract is not None and as_of is not None:
             _stamp(records, tools, state, record_contract, as_of())
         whole = sorted({collection for collection, wanted in wanted_all if wanted is None})
-        served([{k: r[k] for k in ("collection", "id", "version")} for r in records], whole)
+        # The ledger keeps the contents of each served record the evaluator's
+        # selectors resolve over (``kept``), so it can rebuild what a proposal had
+        # to cite from what the agent saw in its window, as the original does from
+        # its logged records; the rest stay references, to bound the ledger.
+        served(
+            [
+                {
+                    **{k: r[k] for k in ("collection", "id", "version")},
+                    **({"record": copy_json(r["record"])} if r["collection"] in kept else {}),
+                }
+                for r in records
+            ],
+            whole,
+        )
         return {"records": records, "missing": missing}
 
     return ToolSpec(
@@ -449,17 +465,58 @@ def pack_evidence_contract(
     return dict(sorted(contract.items()))
 
 
+def graded_collections(contract: EvidenceContract, graded: bool) -> frozenset[str]:
+    """The collections the evaluator's selectors resolve over: those whose served
+    records the ledger keeps with their contents (none when citations are not graded)."""
+    if not graded:
+        return frozenset()
+    return frozenset(
+        name
+        for obligation in contract.values()
+        for selector in obligation.selectors
+        for name in _selector_collections(selector)
+    )
+
+
+def pack_grades_citations(pack: object) -> bool:
+    """Whether the evaluator grades ``REQUIRED_EVIDENCE_*`` from the pack's selectors
+    (``evidence_citations_graded``, true unless the pack says otherwise).
+
+    Some of the original's evaluators rebuild each proposal's required citations
+    from its selectors; others grade retrieval from the read gate alone, and a
+    pack matching one of those declares false.
+    """
+    declared = getattr(pack, "evidence_citations_graded", True)
+    if not isinstance(declared, bool):
+        raise AgentbenchError(
+            "invalid_evidence_contract",
+            "evidence_citations_graded must be true or false",
+            field="evidence_citations_graded",
+        )
+    return declared
+
+
 def _invalid_evidence(reason: str) -> AgentbenchError:
     return AgentbenchError("invalid_evidence_contract", reason, field="evidence_contract")
 
 
+class RecordLookup(Protocol):
+    """Where selectors find records: the live state (the runtime's gate) or the
+    records served in one window (the evaluator's reconstruction)."""
+
+    def get(self, collection: str, record_id: str) -> dict[str, JsonValue] | None: ...
+
+    def records(self, collection: str) -> dict[str, dict[str, JsonValue]]: ...
+
+
 def resolve_evidence(
-    obligation: EvidenceObligation, payload: Mapping[str, Any], state: OperationState
+    obligation: EvidenceObligation, payload: Mapping[str, Any], state: RecordLookup
 ) -> tuple[list[tuple[str, str]], str | None]:
     """The (collection, id) records ``payload`` obliges a citation of, or why they cannot be named.
 
-    Resolved against the current state: what the record says now is what the
-    proposal must rest on.
+    The runtime resolves against the current state (what the record says now is
+    what the proposal must rest on); the evaluator resolves against the records
+    served in the proposal's window, so the grade does not trust the gate.
     """
     required: list[tuple[str, str]] = []
     for selector in obligation.selectors:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,22 @@ def test_both_shipped_packs_are_installed() -> None:
         "commerce.return_refund.synthetic.v1",
     }
     assert Path(ENGINE / "domains" / "commerce_return_refund").is_dir()
+
+
+def test_the_citations_selectors_oblige_are_not_graded_as_in_the_original() -> None:
+    # The original's return/refund evaluator grades retrieval from the read gate
+    # and repeated actions only: an uncited inspection is the gate's refusal,
+    # never a REQUIRED_EVIDENCE_* finding (the pack says evidence_citations_graded
+    # = False; the maintenance pack grades them).
+    assert PACK.evidence_citations_graded is False
+    record = episode("V1", Reference(), commerce())
+    ledger = [dict(row) for row in record.ledger]
+    (position,) = [
+        i
+        for i, row in enumerate(ledger)
+        if row["record_type"] == "action_proposed" and row["action"] == "request_refund"
+    ][:1]
+    assert ledger[position]["evidence_refs"]
+    ledger[position] = {**ledger[position], "evidence_refs": []}
+    tampered = dataclasses.replace(record, ledger=tuple(ledger))
+    assert "retrieval_discipline" not in failing(grade(tampered, commerce()))

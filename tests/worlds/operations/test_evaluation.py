@@ -245,8 +245,10 @@ def _cycle_ref(version: int) -> list[dict[str, Any]]:
     ("read", "cite", "codes"),
     [
         ((), lambda v: [], {"ACTION_WITHOUT_RETRIEVAL", "ACTED_ON_CLAIM_WITHOUT_RECORD"}),
-        (("operation",), lambda v: [], {"REQUIRED_EVIDENCE_SELECTOR_UNRESOLVED"}),
-        (("cycles",), lambda v: [], {"REQUIRED_EVIDENCE_REF_NOT_CITED"}),
+        # A visit request has no evidence selector (as in the original): reading
+        # the wrong record or citing nothing owes no REQUIRED_EVIDENCE_* code.
+        (("operation",), lambda v: [], set()),
+        (("cycles",), lambda v: [], set()),
         (("cycles",), lambda v: _cycle_ref(99), {"STALE_RETRIEVED_RECORD"}),
         (("cycles",), lambda v: _cycle_ref(v[("cycles", "cycle_1")]), set()),
     ],
@@ -415,3 +417,70 @@ def test_a_reminder_sent_twice_is_repeated() -> None:
 
     found = failing(grade(episode("V3", Scripted(decide))))
     assert "REMINDER_REPEATED" in found["temporal_correctness"]
+
+
+# --- REQUIRED_EVIDENCE_* rebuilt from the selectors over the served records ---
+
+
+def _payment_window(ledger: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+    """The first payment proposal's position and the retrieval rows of its window."""
+    position = next(
+        i
+        for i, row in enumerate(ledger)
+        if row["record_type"] == "action_proposed" and row["action"] == "request_payment"
+    )
+    window: list[dict[str, Any]] = []
+    for row in ledger[:position]:
+        if row["record_type"] in ("agent_invoked", "effect_accepted"):
+            window = []
+        elif row["record_type"] == "retrieval":
+            window.append(row)
+    return position, window
+
+
+def _discipline(
+    record: EpisodeRecord, ledger: list[dict[str, Any]], loaded: Any = None
+) -> set[str]:
+    tampered = dataclasses.replace(record, ledger=tuple(ledger))
+    return set(failing(grade(tampered, loaded)).get("retrieval_discipline", ()))
+
+
+def test_required_evidence_is_rebuilt_from_the_records_served_in_the_window(
+    reference: dict[str, EpisodeRecord],
+) -> None:
+    record = reference["V1"]
+    assert _discipline(record, copy.deepcopy(list(record.ledger))) == set()
+    # Served records of the collections the selectors resolve over carry their
+    # contents in the ledger (as the original logs its records); the rest do not.
+    ledger = copy.deepcopy(list(record.ledger))
+    position, window = _payment_window(ledger)
+    served = [ref for row in window for ref in row["records"]]
+    kept = {"checkpoints", "cycles", "evidence", "invoices", "quotes"}
+    assert {ref["collection"] for ref in served} > kept
+    for ref in served:
+        assert isinstance(ref.get("record"), dict) == (ref["collection"] in kept), ref
+    cited = ledger[position]["evidence_refs"]
+    assert {ref["collection"] for ref in cited} >= {"invoices", "evidence"}
+
+    # Citing nothing: the selectors resolve over what was served, nothing is cited.
+    uncited = copy.deepcopy(list(record.ledger))
+    uncited[position]["evidence_refs"] = []
+    assert _discipline(record, uncited) == {"REQUIRED_EVIDENCE_REF_NOT_CITED"}
+
+    # The work evidence never served in the window: the selector cannot resolve,
+    # whatever the state held (the evaluator does not read the state for this).
+    unserved = copy.deepcopy(list(record.ledger))
+    _, window = _payment_window(unserved)
+    for row in window:
+        row["records"] = [ref for ref in row["records"] if ref["collection"] != "evidence"]
+    assert _discipline(record, unserved) == {"REQUIRED_EVIDENCE_SELECTOR_UNRESOLVED"}
+
+    # A second evidence record for the invoice's cycle served in the window (the
+    # state never had it): the proposal now owes its citation too.
+    forged = copy.deepcopy(list(record.ledger))
+    _, window = _payment_window(forged)
+    evidence = next(
+        ref for row in window for ref in row["records"] if ref["collection"] == "evidence"
+    )
+    window[-1]["records"].append({**copy.deepcopy(evidence), "id": "evidence_forged", "version": 1})
+    assert _discipline(record, forged) == {"REQUIRED_EVIDENCE_REF_NOT_CITED"}

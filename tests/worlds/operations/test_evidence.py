@@ -22,7 +22,11 @@ from pytest_agentbench.worlds.operations.domains.commerce_return_refund.agents i
 from pytest_agentbench.worlds.operations.domains.lettings_maintenance.reference import (
     ReferenceAgent,
 )
-from pytest_agentbench.worlds.operations.reads import pack_evidence_contract, resolve_evidence
+from pytest_agentbench.worlds.operations.reads import (
+    pack_evidence_contract,
+    pack_grades_citations,
+    resolve_evidence,
+)
 from pytest_agentbench.worlds.operations.replay import replay_codes
 from pytest_agentbench.worlds.operations.state import OperationState
 
@@ -193,6 +197,18 @@ def test_a_bad_evidence_contract_is_refused_by_name(declared: object) -> None:
     assert refused.value.code == "invalid_evidence_contract"
     good = {"pay": EvidenceObligation("C", (PayloadRecord("invoices", "invoice_id"),))}
     assert pack_evidence_contract(_Pack(good), frozenset({"invoices"})) == good
+
+
+def test_whether_citations_are_graded_is_a_boolean_pack_declaration() -> None:
+    pack = _Pack({})
+    assert pack_grades_citations(pack) is True
+    pack.evidence_citations_graded = False  # type: ignore[attr-defined]
+    assert pack_grades_citations(pack) is False
+    pack.evidence_citations_graded = "no"  # type: ignore[attr-defined]
+    with pytest.raises(AgentbenchError) as refused:
+        pack_grades_citations(pack)
+    assert refused.value.code == "invalid_evidence_contract"
+    assert refused.value.location.field == "evidence_citations_graded"
 
 
 def test_a_savepoint_restores_every_write_and_allocation() -> None:

@@ -173,6 +173,16 @@ def _spec(e: dict[str, Any]) -> None:
     e["spec_digest_sha256"] = "0" * 64
 
 
+def _older_engine(e: dict[str, Any]) -> None:
+    # An episode of engine 1.0.0: its retrieval rows kept no served records.
+    e["engine_version"] = "1.0.0"
+    for row in e["ledger"]:
+        if row["record_type"] == "retrieval":
+            row["records"] = [
+                {k: r[k] for k in ("collection", "id", "version")} for r in row["records"]
+            ]
+
+
 @pytest.mark.parametrize(
     ("tamper", "code"),
     [
@@ -185,6 +195,7 @@ def _spec(e: dict[str, Any]) -> None:
         (_events, "replay_events_diverged"),
         (_vector, "replay_result_diverged"),
         (_spec, "replay_spec_mismatch"),
+        (_older_engine, "replay_engine_mismatch"),
     ],
 )
 def test_replay_refuses_by_name(

@@ -64,6 +64,9 @@ class ReturnRefundPack:
     read_record_contract: ReadRecordContract = vocabulary.READ_RECORD_CONTRACT
     role_authority: Mapping[str, str] = vocabulary.ROLE_AUTHORITY
     evidence_contract: Mapping[str, EvidenceObligation] = vocabulary.EVIDENCE_CONTRACT
+    # The original's return/refund evaluator grades retrieval from the read gate's
+    # refusals and repeated actions only, never the citations its selectors oblige.
+    evidence_citations_graded = False
 
     def dispatch_keys(self, spec: Any) -> frozenset[str]:
         return frozenset(spec.message_fixtures)
