@@ -125,16 +125,17 @@ class Rerun:
         result; later results for the node id (``--dist each``, reruns) are not
         journaled again.
         """
-        if nodeid in self._journaled or self.journal is None or self.recorder is None:
+        journal, recorder = self.journal, self.recorder
+        if nodeid in self._journaled or journal is None or recorder is None:
             return
-        graded = self.recorder.graded
+        graded = recorder.graded
         if nodeid not in graded:
-            return
+            return  # a control's node: only cases are journaled
         self._journaled.add(nodeid)
         if self.journal_stopped:
             return
         try:
-            self.journal.append(nodeid, graded.canonical_text(nodeid))
+            journal.append(nodeid, graded.canonical_text(nodeid))
         except AgentbenchError as exc:
             # A full disk stops the journal, not the run: every case still runs and is
             # reported, and the run ends saying what it could not keep. The journal is
