@@ -115,10 +115,10 @@ class ReportRelay:
         # the result from the call; teardown reports carry nothing new, and only
         # a failed one has a failure text to show.
         when = report.when
-        if self._junit_pending and when != "call":
-            self._relabel(report)
         if when != "call" and report.passed:
             if when == "teardown":
+                if self._junit_pending:
+                    self._relabel(report)
                 return
             item = self._running
             if item is not None and report.nodeid == self._running_nodeid:
@@ -128,6 +128,9 @@ class ReportRelay:
                 # report gives the recorder nothing else.
                 return
         else:
+            if self._junit_pending and when != "call":
+                # A failed teardown, or the crash report of a node whose worker died.
+                self._relabel(report)
             item = self._running
             if item is not None and when != "teardown" and report.nodeid == self._running_nodeid:
                 if when == "call":
