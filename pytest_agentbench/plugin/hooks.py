@@ -282,9 +282,11 @@ def _check_outputs(config: pytest.Config, options: Options) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    # junitxml's LogXML exists by now (it is made in pytest_configure).
-    relabel_harness_errors(session.config)
     config = session.config
+    # junitxml's LogXML exists by now (it is made in pytest_configure).
+    relay = config.pluginmanager.get_plugin("agentbench-relay")
+    if isinstance(relay, ReportRelay):
+        relay.junit_errors = relabel_harness_errors(config)
     rerun = config.stash.get(RERUN_KEY, None)
     # Replayed outputs call no adapter: there is nothing to run ahead.
     if get_state(config).options.concurrency > 1 and (rerun is None or rerun.replay is None):
@@ -585,6 +587,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if hasattr(config, "workerinput") or RECORDER_KEY not in config.stash:
         return
+    relay = config.pluginmanager.get_plugin("agentbench-relay")
+    if isinstance(relay, ReportRelay):
+        # Before junitxml writes its file (its hook runs after this tryfirst one).
+        relay.relabel_pending()
     progress = config.stash[RECORDER_KEY].progress
     if progress is not None:
         progress.finish()

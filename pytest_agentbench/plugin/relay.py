@@ -23,7 +23,9 @@ from pytest_agentbench.plugin.collect import (
     ControlItem,
     FailureRepr,
 )
+from pytest_agentbench.report.junit import HarnessErrorsAsErrors
 from pytest_agentbench.report.recorder import (
+    HARNESS_ERROR,
     IDENTITY_ATTR,
     TRANSCRIPT_ATTR,
     Identity,
@@ -83,6 +85,11 @@ class ReportRelay:
         self._running_nodeid = ""
         self._identity = ""
         """The running item's identity as its setup report carries it to the controller."""
+        self.junit_errors: HarnessErrorsAsErrors | None = None
+        """Where JUnit XML is written: renames a harness error's ``<failure>``."""
+        self._junit_pending: dict[tuple[str, object], pytest.TestReport] = {}
+        """Harness-error call reports junitxml has yet to write, by (node id, worker):
+        relabelled at the node's next report, once junitxml has written the call."""
 
     # First of all setup hooks (registered after pytest's own, so first among the
     # tryfirst ones): one that skips or fails the item must find it known here.
@@ -110,6 +117,8 @@ class ReportRelay:
         when = report.when
         if when != "call" and report.passed:
             if when == "teardown":
+                if self._junit_pending:
+                    self._relabel(report)
                 return
             item = self._running
             if item is not None and report.nodeid == self._running_nodeid:
@@ -119,6 +128,9 @@ class ReportRelay:
                 # report gives the recorder nothing else.
                 return
         else:
+            if self._junit_pending and when != "call":
+                # A failed teardown, or the crash report of a node whose worker died.
+                self._relabel(report)
             item = self._running
             if item is not None and when != "teardown" and report.nodeid == self._running_nodeid:
                 if when == "call":
@@ -127,14 +139,32 @@ class ReportRelay:
                     attach(report, self._identity)
         if self.recorder is not None:
             # Here rather than in the worker: under xdist the text arrives as a plain string.
-            if (
-                report.failed
-                and isinstance(report.longrepr, str)
-                and (hasattr(report, IDENTITY_ATTR) or report.nodeid in self.recorder.identities)
-            ):
-                path, lineno, _ = report.location
-                report.longrepr = FailureRepr(report.longrepr, path=path, lineno=lineno or 0)
+            if report.failed:
+                if isinstance(report.longrepr, str) and (
+                    hasattr(report, IDENTITY_ATTR) or report.nodeid in self.recorder.identities
+                ):
+                    path, lineno, _ = report.location
+                    report.longrepr = FailureRepr(report.longrepr, path=path, lineno=lineno or 0)
+                if (
+                    self.junit_errors is not None
+                    and when == "call"
+                    and getattr(report, HARNESS_ERROR, False)
+                ):
+                    self._junit_pending[(report.nodeid, getattr(report, "node", None))] = report
             self.recorder.record(report)
+
+    def _relabel(self, report: pytest.TestReport) -> None:
+        """Relabel the node's harness error, which junitxml wrote after this hook last ran."""
+        call = self._junit_pending.pop((report.nodeid, getattr(report, "node", None)), None)
+        if call is not None and self.junit_errors is not None:
+            self.junit_errors.relabel(call)
+
+    def relabel_pending(self) -> None:
+        """Relabel the harness errors no later report of their node came to (the run's end)."""
+        pending, self._junit_pending = self._junit_pending, {}
+        if self.junit_errors is not None:
+            for call in pending.values():
+                self.junit_errors.relabel(call)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if self.recorder is not None:

@@ -47,7 +47,7 @@ from pytest_agentbench.sdk.files import OutputLock
 from pytest_agentbench.sdk.suite import Suite
 
 
-# A plugin too (its journal hook): identity, not value, equality keeps it hashable.
+# Compared by identity: one run's state, not a value.
 @dataclass(eq=False)
 class Rerun:
     record_dir: Path | None
@@ -118,19 +118,24 @@ class Rerun:
 
     # --- the progress journal -------------------------------------------------
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Journal each case once the recorder holds its result (after the relay's hook)."""
-        if self.journal is None or self.recorder is None:
+    def journal_case(self, nodeid: str) -> None:
+        """Journal a case the first time the recorder stores its graded result.
+
+        The recorder calls it (``RunRecorder.journal``) where it stores a report's
+        result; later results for the node id (``--dist each``, reruns) are not
+        journaled again.
+        """
+        journal, recorder = self.journal, self.recorder
+        if nodeid in self._journaled or journal is None or recorder is None:
             return
-        nodeid = report.nodeid
-        if nodeid in self._journaled or nodeid not in self.recorder.graded:
-            return
+        graded = recorder.graded
+        if nodeid not in graded:
+            return  # a control's node: only cases are journaled
         self._journaled.add(nodeid)
         if self.journal_stopped:
             return
         try:
-            self.journal.append(nodeid, self.recorder.graded.canonical_text(nodeid))
+            journal.append(nodeid, graded.canonical_text(nodeid))
         except AgentbenchError as exc:
             # A full disk stops the journal, not the run: every case still runs and is
             # reported, and the run ends saying what it could not keep. The journal is
@@ -251,9 +256,10 @@ def pytest_configure(config: pytest.Config) -> None:
             _start_journal(config, rerun)
     except AgentbenchError as exc:
         raise pytest.UsageError(exc.render()) from None
-    if rerun.journal is not None:
-        # Its one hook journals; a run with no journal pays nothing for it per report.
-        config.pluginmanager.register(rerun, "agentbench-rerun")
+    if rerun.journal is not None and rerun.recorder is not None:
+        # The recorder journals each case as it stores its result: no hook per report,
+        # and a run with no journal pays nothing for it.
+        rerun.recorder.journal = rerun.journal_case
 
 
 def _start_journal(config: pytest.Config, rerun: Rerun) -> None:

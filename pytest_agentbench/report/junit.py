@@ -65,16 +65,20 @@ class HarnessErrorsAsErrors:
     pytest's junitxml decides by the report's phase alone: whatever fails in
     the call is a ``<failure>``. A harness error (our machinery, not the agent)
     is the run report's ``error``, so once junitxml has written the call's
-    element (this hook runs after it), the element is renamed and the suite's
-    ``failures``/``errors`` tallies moved with it. Nothing else changes: the
-    report stays failed, so pytest's counts and exit status are as before.
+    element, :meth:`relabel` renames it and moves the suite's
+    ``failures``/``errors`` tallies with it. Nothing else changes: the report
+    stays failed, so pytest's counts and exit status are as before.
+
+    Not a plugin of its own: the relay, which sees every report first, hands it
+    the call report at the node's next report (its teardown), when junitxml has
+    written the call and not yet closed the test case. A hook of its own would
+    be three more hook calls per case for the rare case that fails so.
     """
 
     def __init__(self, xml: LogXML) -> None:
         self.xml = xml
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    def relabel(self, report: pytest.TestReport) -> None:
         if report.when != "call" or not report.failed or not getattr(report, HARNESS_ERROR, False):
             return
         reporter = self.xml.node_reporter(report)
@@ -86,11 +90,12 @@ class HarnessErrorsAsErrors:
                 return
 
 
-def relabel_harness_errors(config: pytest.Config) -> None:
-    """Register :class:`HarnessErrorsAsErrors` where JUnit XML is written (the controller)."""
+def relabel_harness_errors(config: pytest.Config) -> HarnessErrorsAsErrors | None:
+    """The relabelling of harness errors where JUnit XML is written (the controller)."""
     xml = config.stash.get(xml_key, None)
-    if xml is not None and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(HarnessErrorsAsErrors(xml), "agentbench-junit-errors")
+    if xml is None or hasattr(config, "workerinput"):
+        return None
+    return HarnessErrorsAsErrors(xml)
 
 
 def add_carried_cases(
@@ -129,7 +134,7 @@ def add_carried_cases(
         if outcome == "error":
             setattr(call, HARNESS_ERROR, True)
         xml.pytest_runtest_logreport(call)
-        as_errors.pytest_runtest_logreport(call)
+        as_errors.relabel(call)
         teardown = pytest.TestReport(
             nodeid=nodeid,
             location=call.location,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -156,6 +157,10 @@ class RunRecorder:
     """The live progress line each case counts in as it arrives (see :mod:`.live_progress`)."""
     rootpath: Path | None = None
     """Where the suite folders xdist workers name relative to their rootdir lie here."""
+    journal: Callable[[str], None] | None = None
+    """Called with a case's node id once a report has stored its graded result (the
+    progress journal, ``Rerun.journal_case``): a plugin hook of its own would be three
+    more hook calls per case, and the controller reads each report's node id again."""
     _shared: dict[Any, Any] = field(default_factory=dict)
     """One copy of each value many identities repeat (see ``Identity.from_wire``)."""
 
@@ -206,6 +211,8 @@ class RunRecorder:
             if identity is not None:
                 self.store_crash(identity, nodeid)
                 self._log(identity, nodeid)
+                if self.journal is not None:
+                    self.journal(nodeid)
             return
         if identity is None:
             return
@@ -215,11 +222,15 @@ class RunRecorder:
             else:
                 self._store_failure(identity, nodeid, f"setup failed: {_first_line(report)}")
             self._log(identity, nodeid)
+            if self.journal is not None:
+                self.journal(nodeid)
         elif when == "call":
             self._store_call(identity, report, nodeid)
             # Asked here, once a case: a run with neither a log nor a progress line calls nothing.
             if self.log is not None or self.progress is not None:
                 self._log(identity, nodeid)
+            if self.journal is not None:
+                self.journal(nodeid)
 
     def _log(self, identity: Identity, nodeid: str) -> None:
         """The case's event in the run log and its count in the progress line, as its
