@@ -34,7 +34,7 @@ from importlib.machinery import PathFinder
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeGuard
 
 CACHE_FOLDER = Path(__file__).parent / "__pycache__"
 CACHE_FORMAT = 3
@@ -215,18 +215,20 @@ def kept_layouts(group: str) -> Layouts | None:
         if _package_file(row[0]) != row[1]:
             return None
     entries = kept.get("entry_points")
-    if not isinstance(entries, dict) or not all(
-        isinstance(kinds, dict)
-        and all(
-            isinstance(kind, str)
-            and isinstance(sets, list)
-            and all(
-                isinstance(markers, list) and all(isinstance(m, str) for m in markers)
-                for markers in sets
-            )
-            for kind, sets in kinds.items()
-        )
-        for kinds in entries.values()
-    ):
-        return None
-    return entries
+    return entries if _is_layouts(entries) else None
+
+
+def _is_layouts(value: object) -> TypeGuard[Layouts]:
+    """Whether a kept value has the shape of :data:`Layouts` (a hand-edited cache may not)."""
+    if not isinstance(value, dict):
+        return False
+    for kinds in value.values():
+        if not isinstance(kinds, dict):
+            return False
+        for kind, sets in kinds.items():
+            if not isinstance(kind, str) or not isinstance(sets, list):
+                return False
+            for markers in sets:
+                if not isinstance(markers, list) or not all(isinstance(m, str) for m in markers):
+                    return False
+    return True
