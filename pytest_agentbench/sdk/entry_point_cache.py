@@ -96,6 +96,7 @@ def _document(path: Path, fingerprint: Fingerprint) -> dict[str, Any] | None:
 
 
 def _read(path: Path, fingerprint: Fingerprint, group: str) -> list[tuple[str, str]] | None:
+    """The kept (name, value) rows of ``group``'s entry points, or None when not kept."""
     kept = _document(path, fingerprint)
     if kept is None:
         return None
@@ -151,6 +152,7 @@ marker sets."""
 
 
 def _file_row(path: str) -> list[object] | None:
+    """``[path, mtime_ns, size]``, as a fingerprint row tells a change; None if not stat-able."""
     try:
         stat = os.stat(path)
     except OSError:
@@ -159,6 +161,7 @@ def _file_row(path: str) -> list[object] | None:
 
 
 def _package_file(module_name: str) -> str | None:
+    """The file of the imported top-level package of ``module_name``: which copy of it runs."""
     package = sys.modules.get(module_name.partition(".")[0])
     file = getattr(package, "__file__", None)
     return file if isinstance(file, str) else None
