@@ -100,8 +100,8 @@ class ChatAgent:
         self.provider = self.settings.provider
         self.usage = UsageLog()
         for agent in self._models.values():
-            # One log for every model: a case that called two drains both's requests, in
-            # the order sent, once (each model's own log drained the first model's only).
+            # One log for every model: a case that called two models drains the requests
+            # of both, in the order sent, once.
             agent.usage = self.usage
         self._tool_lists: dict[tuple[tuple[str, str, int], ...], _ToolList] = {}
 

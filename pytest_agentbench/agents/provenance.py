@@ -408,7 +408,9 @@ _scope = threading.local()
 
 
 class CaseScope:
-    """The context manager of :func:`case_scope` (a class: it is entered once per case)."""
+    """The context manager of :func:`case_scope`: a class, not a ``@contextmanager``
+    generator, because it is entered once per case and a generator-based one costs a
+    generator and its wrapper more at each entry."""
 
     def __init__(self, transcribe: bool) -> None:
         self.transcribe = transcribe

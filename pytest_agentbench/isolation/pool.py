@@ -130,10 +130,8 @@ class IsolatedPool(ServesAdapters):
 
         def warm_some() -> None:
             nonlocal taken
-            while True:
-                self._warm_known.wait()
-                if self._closing:
-                    return
+            self._warm_known.wait()  # set by warm_for, or by close
+            while not self._closing:
                 with lock:
                     if not waiting or taken >= self._warm_cases:
                         return

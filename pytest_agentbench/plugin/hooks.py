@@ -547,7 +547,8 @@ def _case_item_count(loader: SuiteLoader, rootpath: Path, nodeids: Sequence[str]
 
     A recognised layout's marker file holds both: there the controls are told by the
     names collect.py gives them (``control-ID``, ``ungraded-AGENT``) until the census."""
-    # Per folder: None outside a suite; else the name of the suite file if it lies there.
+    # Per folder: None outside a suite; else (the name of the suite's anchor file when it
+    # lies in this folder, whether that anchor is a recognised layout's marker file).
     folders: dict[Path, tuple[str | None, bool] | None] = {}
     count = 0
     for nodeid in nodeids:
@@ -555,17 +556,17 @@ def _case_item_count(loader: SuiteLoader, rootpath: Path, nodeids: Sequence[str]
         path = rootpath / file
         if path.parent not in folders:
             root = loader.suite_root_of(path.parent)
-            anchor = None if root is None else loader.anchor(root)
-            folders[path.parent] = (
-                None
-                if root is None
-                else (anchor if root == path.parent else None, anchor != SUITE_FILE)
-            )
+            if root is None:
+                folders[path.parent] = None
+            else:
+                anchor = loader.anchor(root)
+                here = anchor if root == path.parent else None
+                folders[path.parent] = (here, anchor != SUITE_FILE)
         found = folders[path.parent]
         if found is None:
             continue
-        anchor, recognised = found
-        if path.name != anchor or (recognised and not name.startswith(("control-", "ungraded-"))):
+        here, recognised = found
+        if path.name != here or (recognised and not name.startswith(("control-", "ungraded-"))):
             count += 1
     return count
 

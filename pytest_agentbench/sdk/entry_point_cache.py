@@ -34,7 +34,7 @@ from importlib.machinery import PathFinder
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeGuard
 
 CACHE_FOLDER = Path(__file__).parent / "__pycache__"
 CACHE_FORMAT = 3
@@ -96,6 +96,7 @@ def _document(path: Path, fingerprint: Fingerprint) -> dict[str, Any] | None:
 
 
 def _read(path: Path, fingerprint: Fingerprint, group: str) -> list[tuple[str, str]] | None:
+    """The kept (name, value) rows of ``group``'s entry points, or None when not kept."""
     kept = _document(path, fingerprint)
     if kept is None:
         return None
@@ -151,6 +152,7 @@ marker sets."""
 
 
 def _file_row(path: str) -> list[object] | None:
+    """``[path, mtime_ns, size]``, as a fingerprint row tells a change; None if not stat-able."""
     try:
         stat = os.stat(path)
     except OSError:
@@ -159,6 +161,7 @@ def _file_row(path: str) -> list[object] | None:
 
 
 def _package_file(module_name: str) -> str | None:
+    """The file of the imported top-level package of ``module_name``: which copy of it runs."""
     package = sys.modules.get(module_name.partition(".")[0])
     file = getattr(package, "__file__", None)
     return file if isinstance(file, str) else None
@@ -215,18 +218,20 @@ def kept_layouts(group: str) -> Layouts | None:
         if _package_file(row[0]) != row[1]:
             return None
     entries = kept.get("entry_points")
-    if not isinstance(entries, dict) or not all(
-        isinstance(kinds, dict)
-        and all(
-            isinstance(kind, str)
-            and isinstance(sets, list)
-            and all(
-                isinstance(markers, list) and all(isinstance(m, str) for m in markers)
-                for markers in sets
-            )
-            for kind, sets in kinds.items()
-        )
-        for kinds in entries.values()
-    ):
-        return None
-    return entries
+    return entries if _is_layouts(entries) else None
+
+
+def _is_layouts(value: object) -> TypeGuard[Layouts]:
+    """Whether a kept value has the shape of :data:`Layouts` (a hand-edited cache may not)."""
+    if not isinstance(value, dict):
+        return False
+    for kinds in value.values():
+        if not isinstance(kinds, dict):
+            return False
+        for kind, sets in kinds.items():
+            if not isinstance(kind, str) or not isinstance(sets, list):
+                return False
+            for markers in sets:
+                if not isinstance(markers, list) or not all(isinstance(m, str) for m in markers):
+                    return False
+    return True

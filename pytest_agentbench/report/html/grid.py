@@ -85,7 +85,7 @@ class SharedParts:
         self.labels: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
-def case_row(index: int, entry: read.Doc, shared: SharedParts | None = None) -> CaseRow:
+def case_row(index: int, entry: read.Doc, shared: SharedParts) -> CaseRow:
     """Case ``index`` of its suite; check names, statuses and labels interned: thousands
     of cases repeat the same few, and each parsed entry holds its own copies. Rows given
     the same ``shared`` share equal statuses and labels (never changed once made)."""
@@ -98,9 +98,8 @@ def case_row(index: int, entry: read.Doc, shared: SharedParts | None = None) -> 
             sys.intern(status) if status in STATUSES else "none",
         )
     labels = tuple(sys.intern(label) for label in sorted(read.texts(result, "labels")))
-    if shared is not None:
-        statuses = shared.statuses.setdefault(tuple(statuses.items()), statuses)
-        labels = shared.labels.setdefault(labels, labels)
+    statuses = shared.statuses.setdefault(tuple(statuses.items()), statuses)
+    labels = shared.labels.setdefault(labels, labels)
     return CaseRow(
         index=index,
         case_id=case_label(result) or read.text(entry, "nodeid"),
