@@ -289,7 +289,7 @@ def journal_call(
         "ended_at": at,
         "turn_latency_seconds": None,
         "terminal_reason": _turn_end(attempts, int(controls["max_attempts_per_call"])),
-        "attempts": list(attempts),
+        "attempts": attempts,
         "decision": None
         if decision is None
         else {
