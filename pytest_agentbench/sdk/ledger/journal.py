@@ -100,12 +100,11 @@ EXCLUSION_CODES = (
 )
 # The one detail each terminal kind states: fixed by the format, so no other text
 # reaches a durable row through the one field that reads like prose.
-_DETAILS = {
+TERMINAL_DETAILS: Mapping[str, str] = {
     "scored": "",
     "excluded": "execution stopped at the provider boundary",
     "aborted": "execution did not reach a terminal state and was abandoned",
 }
-TERMINAL_DETAILS: Mapping[str, str] = _DETAILS
 """The fixed ``exclusion_detail`` of each terminal kind (the journal writer states it)."""
 
 ROW_FIELDS = (
@@ -726,7 +725,7 @@ class _Reader:
         terminal = self.obj(payload, "terminal")
         self.exact(terminal, TERMINAL_FIELDS, "terminal")
         kind, code = terminal["kind"], terminal["exclusion_code"]
-        self.member(kind, tuple(_DETAILS), "terminal.kind")
+        self.member(kind, tuple(TERMINAL_DETAILS), "terminal.kind")
         self.instant(terminal["ended_at"], "terminal.ended_at")
         totals = self.obj(terminal["totals"], "terminal.totals")
         self.exact(totals, TOTALS_FIELDS, "terminal.totals")
@@ -750,7 +749,7 @@ class _Reader:
             )
         self.member(code, EXCLUSION_CODES, "terminal.exclusion_code", optional=True)
         # An empty detail is defaulted to the kind's own by the original's reader.
-        if terminal["exclusion_detail"] and terminal["exclusion_detail"] != _DETAILS[kind]:
+        if terminal["exclusion_detail"] and terminal["exclusion_detail"] != TERMINAL_DETAILS[kind]:
             raise self.invalid(
                 "terminal.exclusion_detail", f"not the fixed detail of a {kind} terminal"
             )

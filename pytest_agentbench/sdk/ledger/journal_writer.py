@@ -205,11 +205,19 @@ def _refuse(display: str, field: str, reason: str) -> AgentbenchError:
 def _attempt(
     ours: Attempt, reservation: str, controls: Mapping[str, Any], normalized: str | None
 ) -> dict[str, JsonValue]:
-    received = bool(ours.response_received) or ours.outcome == "response"
-    tokens = ours.tokens
-    counted = tokens is not None and tokens.input is not None and tokens.output is not None
     response = ours.outcome == "response"
-    measured = response and counted
+    received = response or bool(ours.response_received)
+    tokens = ours.tokens
+    # The usage the journal states: only what a received answer reported in full.
+    usage = (
+        (tokens.input, tokens.output)
+        if received
+        and tokens is not None
+        and tokens.input is not None
+        and tokens.output is not None
+        else None
+    )
+    measured = response and usage is not None
     return {
         "attempt_index": ours.attempt_index,
         "outcome": ours.outcome,
@@ -217,15 +225,15 @@ def _attempt(
         "http_status": ours.http_status if received else None,
         "latency_seconds": None,
         "response_received": received,
-        "usage_reported": counted and received,
+        "usage_reported": usage is not None,
         "cost_reservation_usd": reservation,
         "cost_settlement": "measured" if measured else "forfeited",
-        "cost_measured_usd": journal.priced(controls, tokens.input or 0, tokens.output or 0)
-        if measured and tokens is not None
+        "cost_measured_usd": journal.priced(controls, *usage)
+        if response and usage is not None
         else None,
         "cost_forfeited_usd": None if measured else reservation,
-        "input_tokens": tokens.input if counted and received and tokens is not None else None,
-        "output_tokens": tokens.output if counted and received and tokens is not None else None,
+        "input_tokens": None if usage is None else usage[0],
+        "output_tokens": None if usage is None else usage[1],
         "response_model": None,
         "response_id_digest_sha256": None,
         "response_stop_classification": None,
@@ -289,7 +297,7 @@ def journal_call(
         "ended_at": at,
         "turn_latency_seconds": None,
         "terminal_reason": _turn_end(attempts, int(controls["max_attempts_per_call"])),
-        "attempts": list(attempts),
+        "attempts": attempts,
         "decision": None
         if decision is None
         else {

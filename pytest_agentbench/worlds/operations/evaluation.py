@@ -277,7 +277,8 @@ def _proposal_problems(
 ) -> set[str]:
     """Freshness of the pack's ``required_reads``; with ``selectors`` (the pack declares
     an evidence contract) the REQUIRED_EVIDENCE_* codes come from the selectors
-    instead (``_citation_problems``), as the original grades them."""
+    instead (``_citation_problems``, where the pack grades citations at all), as the
+    original grades them."""
     problems: set[str] = set()
     cited = {(ref["collection"], ref["id"]): ref["version"] for ref in row["evidence_refs"]}
     required = row["required_reads"]
@@ -285,10 +286,11 @@ def _proposal_problems(
         return {"ACTION_WITHOUT_RETRIEVAL"}
     for ref in required:
         key = (ref["collection"], ref["id"])
-        if not selectors and key not in fresh:
-            problems.add("REQUIRED_EVIDENCE_SELECTOR_UNRESOLVED")
-        elif not selectors and key not in cited:
-            problems.add("REQUIRED_EVIDENCE_REF_NOT_CITED")
+        if not selectors:
+            if key not in fresh:
+                problems.add("REQUIRED_EVIDENCE_SELECTOR_UNRESOLVED")
+            elif key not in cited:
+                problems.add("REQUIRED_EVIDENCE_REF_NOT_CITED")
         if (key in fresh and fresh[key] != ref["version"]) or (
             key in cited and cited[key] != ref["version"]
         ):

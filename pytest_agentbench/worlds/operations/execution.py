@@ -144,7 +144,6 @@ def _journal(
         started_at=started_at,
         ended_at=ended_at,
         kind=kind,
-        exclusion_code="execution_aborted" if kind == "aborted" else None,
         display=str(path),
     )
     return path, write_journal(path, data)

@@ -14,6 +14,12 @@ from typing import Any
 
 from pytest_agentbench.sdk import JsonValue, copy_json
 
+Savepoint = tuple[
+    dict[str, dict[str, dict[str, JsonValue]]], dict[str, dict[str, int]], dict[str, int], int, int
+]
+"""What :meth:`OperationState.savepoint` copies: collections, index, id counters, version and
+the count of writes so far."""
+
 ENGINE_COLLECTIONS = ("communications", "schedules", "idempotency")
 """Collections the engine itself maintains; the domain declares the rest."""
 
@@ -81,7 +87,7 @@ class OperationState:
     def hidden(self) -> Mapping[str, JsonValue]:
         return copy_json(self._hidden)
 
-    def savepoint(self) -> tuple[Any, ...]:
+    def savepoint(self) -> Savepoint:
         """Everything a write can change, copied, for :meth:`rollback`.
 
         For a proposal the domain accepts but the engine then refuses (an
@@ -96,7 +102,7 @@ class OperationState:
             len(self.writes),
         )
 
-    def rollback(self, point: tuple[Any, ...]) -> None:
+    def rollback(self, point: Savepoint) -> None:
         collections, index, counters, version, writes = point
         self._collections = collections
         self._index = index

@@ -67,9 +67,9 @@ def _authority(record: Any, roles: Mapping[str, str]) -> tuple[list[str], dict[s
     for row in _rows(record, "action_rejected"):
         mapped = _AUTHORITY_CODES.get(row["code"])
         proposal = proposals[row["proposal_id"]]
-        # Refused by the read gate (any of its codes) before its own guard could speak: proposing a
-        # claim-gated action unread, in the invocation the claim woke, is acting
-        # on the claim's word all the same.
+        # Refused by the read gate (any of its codes) before its own guard could
+        # speak: proposing a claim-gated action unread, in the invocation the
+        # claim woke, is acting on the claim's word all the same.
         unread = row["code"] in READ_GATE_CODES and proposal["action"] in _CLAIM_GATED_ACTIONS
         if (
             mapped is None
