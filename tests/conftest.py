@@ -5,9 +5,17 @@ import os
 import sys
 from pathlib import Path
 
+import httpcore  # noqa: F401  (kept in sys.modules: see below)
 import pytest
 
 from tests.demo_world import REGISTERING_CONFTEST
+
+# httpx imports httpcore only when its first transport is made, and pytester's in-process
+# sessions drop every module first imported during them. A client first made inside such a
+# session left httpx holding the dropped httpcore's exception map, so a later client's
+# httpcore.ReadTimeout reached the chat agent unmapped ("adapter raised ReadTimeout") and
+# four chat-agent tests failed whenever an in-process session (test_live_progress's) ran
+# first in the same worker. Imported here, httpcore outlives every session.
 
 # These machines (and CI) set PYTHONDONTWRITEBYTECODE: every process this suite starts,
 # its own xdist workers (spawned after this file loads) included, would then compile the
