@@ -330,6 +330,20 @@ def promptfoo_run(
     )  # fmt: skip
 
 
+@contextmanager
+def bench_project(server: LatencyServer) -> Iterator[tuple[str, Path]]:
+    """Serve the model and yield its base URL and a scratch pytest project wired to it."""
+    with server.serving() as base_url, tempfile.TemporaryDirectory() as scratch:
+        project = Path(scratch)
+        (project / "pytest.ini").write_text("[pytest]\n")
+        os.environ.update(
+            AGENTBENCH_LLM_BASE_URL=base_url,
+            AGENTBENCH_LLM_MODEL=MODEL,
+            AGENTBENCH_LLM_MAX_TURNS="2",
+        )
+        yield base_url, project
+
+
 def load_average() -> str:
     try:
         return " ".join(f"{value:.2f}" for value in os.getloadavg())
@@ -349,14 +363,7 @@ def alternate(latency: float, concurrency: int, rounds: int, isolated: Sequence[
     runs: dict[str, list[Row]] = {"in-process": [], "isolated": []}
     loads: list[float] = []
     ratios: list[float] = []
-    with server.serving() as base_url, tempfile.TemporaryDirectory() as scratch:
-        project = Path(scratch)
-        (project / "pytest.ini").write_text("[pytest]\n")
-        os.environ.update(
-            AGENTBENCH_LLM_BASE_URL=base_url,
-            AGENTBENCH_LLM_MODEL=MODEL,
-            AGENTBENCH_LLM_MAX_TURNS="2",
-        )
+    with bench_project(server) as (_, project):
         run_command([*agentbench_command(1), "--collect-only"], project)
         for index in range(rounds):
             loads.append(os.getloadavg()[0])
@@ -436,14 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = LatencyServer(options.latency)
     n = suite_size()
     rows: list[Row] = []
-    with server.serving() as base_url, tempfile.TemporaryDirectory() as scratch:
-        project = Path(scratch)
-        (project / "pytest.ini").write_text("[pytest]\n")
-        os.environ.update(
-            AGENTBENCH_LLM_BASE_URL=base_url,
-            AGENTBENCH_LLM_MODEL=MODEL,
-            AGENTBENCH_LLM_MAX_TURNS="2",
-        )
+    with bench_project(server) as (base_url, project):
         # One untimed collection: bytecode caches.
         if options.concurrency:
             run_command([*agentbench_command(1), "--collect-only"], project)

@@ -369,14 +369,7 @@ def _anthropic_answer(body: Any) -> tuple[dict[str, Any], JsonValue]:
                     "function": {"name": _str(block["name"]), "arguments": block["input"]},
                 }
             )
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": "".join(texts) if texts else None,
-        "native": blocks,
-    }
-    if calls:
-        message["tool_calls"] = calls
-    return message, body.get("stop_reason")
+    return _native_message(texts, calls, blocks), body.get("stop_reason")
 
 
 def _gemini_answer(body: Any) -> tuple[dict[str, Any], JsonValue]:
@@ -404,14 +397,19 @@ def _gemini_answer(body: Any) -> tuple[dict[str, Any], JsonValue]:
             )
         elif "text" in part and not part.get("thought"):
             texts.append(_str(part["text"]))
+    return _native_message(texts, calls, parts), candidate.get("finishReason")
+
+
+def _native_message(texts: list[str], calls: list[dict[str, Any]], native: Any) -> dict[str, Any]:
+    """The neutral assistant message of a native answer, its native content kept for replay."""
     message: dict[str, Any] = {
         "role": "assistant",
         "content": "".join(texts) if texts else None,
-        "native": parts,
+        "native": native,
     }
     if calls:
         message["tool_calls"] = calls
-    return message, candidate.get("finishReason")
+    return message
 
 
 def _str(value: Any) -> str:
