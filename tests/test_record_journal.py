@@ -20,18 +20,10 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.agents import settings, transport
-from pytest_agentbench.cli import main as cli
 from tests.llm_server import ScriptedLLM, answer, tool_call
+from tests.test_cli_operations import run
+from tests.test_operations_artifacts import CHAT, PRICING, REFERENCE, SUITE, WAIT
 
-SUITE = "operations-maintenance-v1"
-CHAT = "pytest_agentbench.agents.chat:ChatAgent"
-REFERENCE = "pytest_agentbench.worlds.operations.agents:Reference"
-WAIT = {"outcome": "WAIT", "reason": "until something happens", "fallback_after_minutes": 4320}
-PRICING = {
-    "scheme": "agentbench-pricing/1",
-    "currency": "USD",
-    "models": {"scripted-model": {"input_per_token": "0.0000025", "output_per_token": "0.00001"}},
-}
 READ = json.dumps({"requests": [{"collection": "operation"}]})
 
 
@@ -65,15 +57,6 @@ class WaitingModel(ScriptedLLM):
             },
         }
         return 200, json.dumps(completion), {}
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        status = cli.main(list(argv))
-    except SystemExit as exit_:
-        status = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def record(capsys: pytest.CaptureFixture[str], out: str, *how: str) -> tuple[int, str, str]:
