@@ -20,14 +20,15 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.agents import settings, transport
-from tests.llm_server import ScriptedLLM, answer, tool_call
+from tests import test_operations_artifacts as artifacts
+from tests.llm_server import tool_call
 from tests.test_cli_operations import run
-from tests.test_operations_artifacts import CHAT, PRICING, REFERENCE, SUITE, WAIT
+from tests.test_operations_artifacts import CHAT, PRICING, REFERENCE, SUITE
 
 READ = json.dumps({"requests": [{"collection": "operation"}]})
 
 
-class WaitingModel(ScriptedLLM):
+class WaitingModel(artifacts.WaitingModel):
     """Answers every observation WAIT at once (one request per decision); with ``reads``,
     reads the operation record first (two requests behind one decision)."""
 
@@ -38,25 +39,13 @@ class WaitingModel(ScriptedLLM):
     def reply(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
         if self.down:
             return 500, '{"error": {"message": "internal"}}', {}
-        messages = body["messages"]
+        return super().reply(body)
+
+    def message(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         turn = sum(1 for m in messages if m["role"] == "assistant")
         if self.reads and turn == 0:
-            message = tool_call(turn, "retrieve", READ)
-        else:
-            message = answer(json.dumps(WAIT))
-        completion = {
-            "id": "chatcmpl-wait",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {
-                "prompt_tokens": 100 + len(messages),
-                "completion_tokens": 9,
-                "total_tokens": 109 + len(messages),
-            },
-        }
-        return 200, json.dumps(completion), {}
+            return tool_call(turn, "retrieve", READ)
+        return super().message(messages)
 
 
 def record(capsys: pytest.CaptureFixture[str], out: str, *how: str) -> tuple[int, str, str]:
