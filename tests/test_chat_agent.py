@@ -81,17 +81,11 @@ def solve(agent: ChatAgent, question: str) -> tuple[Any, Receipt]:
     return outcome, Receipt.model_validate(outcome.receipt)
 
 
-@pytest.mark.parametrize("question", sorted(SCENARIOS))
-def test_every_scenario_ends_classified_and_nothing_hangs(
-    llm: tuple[ScriptedLLM, str], question: str, monkeypatch: pytest.MonkeyPatch
+def assert_classified(
+    outcome: Any, receipt: Receipt, expected: tuple[str | None, str | None, dict[str, int]]
 ) -> None:
-    monkeypatch.setenv(KEY_ENV, SECRET)
-    failure_class, code, errors = SCENARIOS[question]
-    started = time.monotonic()
-    timeout = CLIENT_TIMEOUT if question == "slow" else GENEROUS_TIMEOUT
-    outcome, receipt = solve(ChatAgent(settings(llm[1], timeout_s=timeout)), question)
-    # Bounded: an endless loop or a wait on the server would run far past this.
-    assert time.monotonic() - started < 60
+    """The outcome as a ``SCENARIOS`` row states: its failure class, code and receipt errors."""
+    failure_class, code, errors = expected
     assert (outcome.failure_class and outcome.failure_class.value) == failure_class
     if failure_class is None:
         assert outcome.output == {"answer": 3}
@@ -100,6 +94,19 @@ def test_every_scenario_ends_classified_and_nothing_hangs(
     else:
         assert receipt.canonical.failure_code == code
     assert receipt.canonical.totals.errors == errors
+
+
+@pytest.mark.parametrize("question", sorted(SCENARIOS))
+def test_every_scenario_ends_classified_and_nothing_hangs(
+    llm: tuple[ScriptedLLM, str], question: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    started = time.monotonic()
+    timeout = CLIENT_TIMEOUT if question == "slow" else GENEROUS_TIMEOUT
+    outcome, receipt = solve(ChatAgent(settings(llm[1], timeout_s=timeout)), question)
+    # Bounded: an endless loop or a wait on the server would run far past this.
+    assert time.monotonic() - started < 60
+    assert_classified(outcome, receipt, SCENARIOS[question])
 
 
 def test_the_conversation_carries_tools_results_and_the_key(

@@ -59,6 +59,22 @@ def assert_looked_up_and_graded(found: dict[str, dict[str, Any]]) -> None:
     assert call["model_visible_bytes"] > 0
 
 
+def run_one_case(pytester: pytest.Pytester, script: str, *extra: str) -> Path:
+    """One passing case driven by an example over HTTP, looked up and graded: its report."""
+    report = pytester.path / "report.json"
+    result = pytester.runpytest(
+        *SUITE,
+        *ONE_CASE,
+        "--agentbench-agent-command",
+        command(script),
+        *extra,
+        f"--agentbench-report={report}",
+    )
+    result.assert_outcomes(passed=1)
+    assert_looked_up_and_graded(cases(report))
+    return report
+
+
 @pytest.fixture
 def scripted_model(monkeypatch: pytest.MonkeyPatch) -> Any:
     model = ScriptedToolModel()
@@ -96,16 +112,7 @@ def test_an_openai_agents_sdk_agent_over_http(
     pytester: pytest.Pytester, scripted_model: ScriptedToolModel
 ) -> None:
     pytest.importorskip("agents")
-    report = pytester.path / "report.json"
-    result = pytester.runpytest(
-        *SUITE,
-        *ONE_CASE,
-        "--agentbench-agent-command",
-        command("openai_agents_agent.py"),
-        f"--agentbench-report={report}",
-    )
-    result.assert_outcomes(passed=1)
-    assert_looked_up_and_graded(cases(report))
+    run_one_case(pytester, "openai_agents_agent.py")
     # The framework sent the case's MCP tools to the model as function tools.
     names = {tool["function"]["name"] for tool in scripted_model.requests[0]["tools"]}
     assert {"search_patients", "submit_answer"} <= names
@@ -115,19 +122,9 @@ def test_an_openai_agents_sdk_agent_isolated_and_sandboxed_over_http(
     pytester: pytest.Pytester, scripted_model: ScriptedToolModel
 ) -> None:
     pytest.importorskip("agents")
-    report = pytester.path / "report.json"
-    result = pytester.runpytest(
-        *SUITE,
-        *ONE_CASE,
-        "--agentbench-agent-command",
-        command("openai_agents_agent.py"),
-        "--agentbench-isolate",
-        "--agentbench-sandbox=auto",
-        f"--agentbench-report={report}",
+    report = run_one_case(
+        pytester, "openai_agents_agent.py", "--agentbench-isolate", "--agentbench-sandbox=auto"
     )
-    result.assert_outcomes(passed=1)
-    found = cases(report)
-    assert_looked_up_and_graded(found)
     trust = json.loads(report.read_text())["trust"]
     assert (trust["isolation"], trust["sandbox"]) == ("isolated", "auto"), trust
 
@@ -137,16 +134,7 @@ def test_a_pydantic_ai_agent_over_http(
 ) -> None:
     pytest.importorskip("pydantic_ai")
     pytest.importorskip("fastmcp")
-    report = pytester.path / "report.json"
-    result = pytester.runpytest(
-        *SUITE,
-        *ONE_CASE,
-        "--agentbench-agent-command",
-        command("pydantic_ai_agent.py"),
-        f"--agentbench-report={report}",
-    )
-    result.assert_outcomes(passed=1)
-    assert_looked_up_and_graded(cases(report))
+    run_one_case(pytester, "pydantic_ai_agent.py")
     assert scripted_model.requests
 
 

@@ -37,6 +37,19 @@ PRICING = {
 RUN_ARGS = CHAT_RUN_ARGS
 
 
+def count_connects(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every address a socket connects to from now on, in order (a replay must open none)."""
+    connects: list[object] = []
+    real_connect = socket.socket.connect
+
+    def counting_connect(self: socket.socket, address: Any) -> None:
+        connects.append(address)
+        real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", counting_connect)
+    return connects
+
+
 @pytest.fixture
 def chat_project(demo: pytest.Pytester) -> pytest.Pytester:
     write_chat_project(
@@ -246,14 +259,7 @@ def test_provenance_is_the_same_serially_and_under_xdist_and_replays_with_no_soc
     assert_settings_in_clear(provenance, properties, page, host)
     assert_run_logs(chat_project.path, serial_report, by_case)
 
-    connects: list[object] = []
-    real_connect = socket.socket.connect
-
-    def counting_connect(self: socket.socket, address: Any) -> None:
-        connects.append(address)
-        real_connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", counting_connect)
+    connects = count_connects(monkeypatch)
     replayed, replay_report = run(
         chat_project, "replay", "--agentbench-cassette-mode=replay", "--agentbench-max-cost=0.16"
     )

@@ -42,14 +42,19 @@ PRICING = {
 
 
 class WaitingModel(ScriptedLLM):
+    def message(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The assistant message answering the conversation so far: WAIT, at once."""
+        return answer(json.dumps(WAIT))
+
     def reply(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
         turns = len(body["messages"])
+        message = self.message(body["messages"])
         completion = {
             "id": "chatcmpl-wait",
             "object": "chat.completion",
             "created": 0,
             "model": body["model"],
-            "choices": [{"index": 0, "message": answer(json.dumps(WAIT)), "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {
                 "prompt_tokens": 100 + turns,
                 "completion_tokens": 9,

@@ -35,8 +35,8 @@ from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.ledger import Tokens
 from tests.chat_projects import CHAT_RUN_ARGS, write_chat_project
 from tests.llm_server import ScriptedLLM
+from tests.test_chat_agent import assert_classified, solve
 from tests.test_chat_agent import settings as chat_settings
-from tests.test_chat_agent import solve
 
 anthropic_types = pytest.importorskip("anthropic.types")
 genai_types = pytest.importorskip("google.genai.types")
@@ -220,16 +220,8 @@ def test_every_scenario_ends_classified_and_every_body_validates(
     llm: tuple[ScriptedLLM, str], provider: str, question: str
 ) -> None:
     server, base_url = llm
-    failure_class, code, errors = SCENARIOS[question]
     outcome, receipt = solve(ChatAgent(settings(provider, base_url)), question)
-    assert (outcome.failure_class and outcome.failure_class.value) == failure_class
-    if failure_class is None:
-        assert outcome.output == {"answer": 3}
-    elif failure_class == "agent_error":
-        assert f"[{code}]" in (outcome.failure_reason or "")
-    else:
-        assert receipt.canonical.failure_code == code
-    assert receipt.canonical.totals.errors == errors
+    assert_classified(outcome, receipt, SCENARIOS[question])
     assert server.requests, "the agent asked the server"
     for body in server.requests:
         VALIDATE[provider](body)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.test_model_runs import count_connects
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -36,14 +37,7 @@ def test_the_committed_cassettes_replay_offline_to_the_documented_table(
     assert len(list(cassettes.glob("*.json"))) >= 25, "one cassette per model call at least"
     for name in [name for name in os.environ if name.startswith("AGENTBENCH_")]:
         monkeypatch.delenv(name)
-    connects: list[Any] = []
-    real_connect = socket.socket.connect
-
-    def counting_connect(self: socket.socket, address: Any) -> None:
-        connects.append(address)
-        real_connect(self, address)
-
-    monkeypatch.setattr(socket.socket, "connect", counting_connect)
+    connects = count_connects(monkeypatch)
     report = pytester.path / "replay.json"
     result = pytester.runpytest(*realmodel.pytest_args(cassettes, report, "replay"))
     assert connects == [], "a replay opens no connection"

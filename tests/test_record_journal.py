@@ -20,22 +20,15 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.agents import settings, transport
-from pytest_agentbench.cli import main as cli
-from tests.llm_server import ScriptedLLM, answer, tool_call
+from tests import test_operations_artifacts as artifacts
+from tests.llm_server import tool_call
+from tests.test_cli_operations import run
+from tests.test_operations_artifacts import CHAT, PRICING, REFERENCE, SUITE
 
-SUITE = "operations-maintenance-v1"
-CHAT = "pytest_agentbench.agents.chat:ChatAgent"
-REFERENCE = "pytest_agentbench.worlds.operations.agents:Reference"
-WAIT = {"outcome": "WAIT", "reason": "until something happens", "fallback_after_minutes": 4320}
-PRICING = {
-    "scheme": "agentbench-pricing/1",
-    "currency": "USD",
-    "models": {"scripted-model": {"input_per_token": "0.0000025", "output_per_token": "0.00001"}},
-}
 READ = json.dumps({"requests": [{"collection": "operation"}]})
 
 
-class WaitingModel(ScriptedLLM):
+class WaitingModel(artifacts.WaitingModel):
     """Answers every observation WAIT at once (one request per decision); with ``reads``,
     reads the operation record first (two requests behind one decision)."""
 
@@ -46,34 +39,13 @@ class WaitingModel(ScriptedLLM):
     def reply(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
         if self.down:
             return 500, '{"error": {"message": "internal"}}', {}
-        messages = body["messages"]
+        return super().reply(body)
+
+    def message(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         turn = sum(1 for m in messages if m["role"] == "assistant")
         if self.reads and turn == 0:
-            message = tool_call(turn, "retrieve", READ)
-        else:
-            message = answer(json.dumps(WAIT))
-        completion = {
-            "id": "chatcmpl-wait",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {
-                "prompt_tokens": 100 + len(messages),
-                "completion_tokens": 9,
-                "total_tokens": 109 + len(messages),
-            },
-        }
-        return 200, json.dumps(completion), {}
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        status = cli.main(list(argv))
-    except SystemExit as exit_:
-        status = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
+            return tool_call(turn, "retrieve", READ)
+        return super().message(messages)
 
 
 def record(capsys: pytest.CaptureFixture[str], out: str, *how: str) -> tuple[int, str, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +33,6 @@ OPEN_CASE = """const openCase = async (hash) => {
 };
 """
 """A page-side helper: open a case by its link and resolve with its drawn detail panel."""
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    assert CHROMIUM is not None
-    instance = Browser(CHROMIUM, tmp_path_factory.mktemp("profile"))
-    yield instance
-    instance.close()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -321,14 +320,6 @@ def test_classifier_items_show_the_task_and_the_agents_answer(
         held = seats[key]
         assert isinstance(held, dict)
         assert list(held["predictions"]) == [CLASSIFIER.name]
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    assert CHROMIUM is not None
-    instance = Browser(CHROMIUM, tmp_path_factory.mktemp("profile"))
-    yield instance
-    instance.close()
 
 
 def press(browser: Browser, key: str) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -159,14 +158,6 @@ def test_side_by_side_lists_changed_cases_first_with_both_answers(tmp_path: Path
     assert {change for change, _ in first[2:]} == {"3"}
     assert "an older answer" in table
     assert "answer of ops-T4-00003" in table
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    assert CHROMIUM is not None
-    instance = Browser(CHROMIUM, tmp_path_factory.mktemp("profile"))
-    yield instance
-    instance.close()
 
 
 FILTER = r"""const filter = async (changes) => {
