@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -91,16 +91,6 @@ def decimal_text(value: Decimal) -> str:
     """An exact amount as plain decimal text: no exponent, no trailing zeros."""
     text = format(value.normalize(), "f")
     return text if text != "-0" else "0"
-
-
-def parse_cost(text: str) -> Decimal:
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise ValueError(f"not a decimal amount: {text!r}") from None
-    if not value.is_finite() or value < 0:
-        raise ValueError(f"not a non-negative decimal amount: {text!r}")
-    return value
 
 
 class Ceilings(Record):

@@ -159,16 +159,3 @@ def model_settings(base: ChatSettings, entry: MatrixModel) -> ChatSettings:
         update["cassettes"] = base.cassettes / entry.name
     # model_copy does not validate: the entry's own fields were validated when it was read.
     return base.model_copy(update=update)
-
-
-class _Configured:
-    models: tuple[MatrixModel, ...] = ()
-
-
-def configure_matrix(models: tuple[MatrixModel, ...]) -> None:
-    """Remember the session's matrix (empty: a run of one model)."""
-    _Configured.models = models
-
-
-def configured_matrix() -> tuple[MatrixModel, ...]:
-    return _Configured.models

@@ -29,7 +29,6 @@ import pytest
 from pytest_agentbench.agents.budget import BudgetRefused, Tally
 from pytest_agentbench.agents.matrix import (
     MatrixModel,
-    configure_matrix,
     model_settings,
     resolve_matrix,
 )
@@ -108,7 +107,6 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(exc.render()) from None
     configure_run(run)
     config.stash[RUN_KEY] = run
-    configure_matrix(models)
     config.stash[MATRIX_KEY] = models
     if models:
         configure_model_runs(runs)
@@ -315,5 +313,4 @@ def header_text(run: ModelRun) -> str:
 def pytest_unconfigure(config: pytest.Config) -> None:
     configure(None)
     configure_run(None)
-    configure_matrix(())
     configure_model_runs({})
