@@ -148,7 +148,10 @@ def _figures_record(suite_id: str, figures: _Figures) -> CaseResult:
         },
     )
     object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_fields_set__", set(fields_set))
+    # One set shared by every record rather than a copy each (728 bytes a case while a
+    # suite's figures are computed): a record is frozen, and pydantic copies the set
+    # before it adds to it (``model_copy(update=...)``).
+    object.__setattr__(record, "__pydantic_fields_set__", fields_set)
     object.__setattr__(record, "__pydantic_private__", None)
     return record
 
