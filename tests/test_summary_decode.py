@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_agentbench.report.summary import _decode_own
+from pytest_agentbench.report.case_store import _decode_own
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, Check, CheckStatus
 
 

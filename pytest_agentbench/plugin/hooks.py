@@ -301,6 +301,29 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if RECORDER_KEY in config.stash:
         _open_run_log(config, options)
         _open_live_progress(config, options)
+        recorder = config.stash[RECORDER_KEY]
+        recorder.whole_results = _reads_whole_results(config, options, recorder)
+
+
+def _reads_whole_results(config: pytest.Config, options: Options, recorder: RunRecorder) -> bool:
+    """Whether anything of the run reads a graded result beyond the summary's figures.
+
+    Every reader of the recorder's store but the summary: the report and the page, the
+    run log and the progress line, the progress journal, receipts, the record folder,
+    a baseline comparison (the summary's per-case entries) and a model's provenance
+    (each case's model calls). A world's reducer is asked per suite by the relay.
+    """
+    return (
+        recorder.results_canonical
+        or recorder.transcripts is not None
+        or recorder.log is not None
+        or recorder.progress is not None
+        or recorder.journal is not None
+        or options.receipts_dir is not None
+        or config.getoption("agentbench_record") is not None
+        or BASELINE_KEY in config.stash
+        or _model_run(config) is not None
+    )
 
 
 def _model_run(config: pytest.Config) -> ModelRun | None:

@@ -3,7 +3,8 @@
 While a case or control item runs, its setup report gets its identity and its
 call report what it produced (graded result, control verdict, adapter class),
 as JSON text attributes that pytest-xdist carries to the controller. Without
-xdist the identity goes straight to the recorder instead.
+xdist the identity goes straight to the recorder instead, and so does the result
+when nothing reads it whole (``RunRecorder.whole_results``): it is never serialised.
 Where reports arrive (the controller, or the only process) a failure text
 becomes a :class:`FailureRepr` and the :class:`RunRecorder` records the report.
 
@@ -35,7 +36,9 @@ from pytest_agentbench.report.recorder import (
 from pytest_agentbench.report.transcripts import transcript_line
 from pytest_agentbench.run.defaults import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.run.output_caps import stored_result
-from pytest_agentbench.sdk.contracts import CaseOutcome
+from pytest_agentbench.run.session import LoadedSuite
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
+from pytest_agentbench.sdk.metrics import reduced
 from pytest_agentbench.sdk.suite import Suite
 
 
@@ -53,6 +56,20 @@ def wire_root(config: pytest.Config, suite: Suite) -> str:
             root = suite.root.relative_to(config.rootpath).as_posix()
         cache["agentbench.wire_root"] = root
     return str(cache["agentbench.wire_root"])
+
+
+def _reduced(loaded: LoadedSuite) -> bool:
+    """Whether a metric of the suite has a world reducer, which reads the results whole."""
+    cache = loaded.suite.cache
+    found = cache.get("agentbench.reduced")
+    if found is None:
+        try:
+            found = cache["agentbench.reduced"] = reduced(loaded.world.metrics(loaded.suite))
+        except Exception:
+            # Asked here of a world, which may raise anything: the summary asks again at
+            # the run's end and fails there, as it did before; until then keep the texts.
+            return True
+    return bool(found)
 
 
 def identity_of(item: CaseItem | ControlItem) -> Identity:
@@ -115,6 +132,7 @@ class ReportRelay:
         # the result from the call; teardown reports carry nothing new, and only
         # a failed one has a failure text to show.
         when = report.when
+        held = None
         if when != "call" and report.passed:
             if when == "teardown":
                 if self._junit_pending:
@@ -134,7 +152,7 @@ class ReportRelay:
             item = self._running
             if item is not None and when != "teardown" and report.nodeid == self._running_nodeid:
                 if when == "call":
-                    self._attach_call(item, report)
+                    held = self._attach_call(item, report)
                 elif self.recorder is None:
                     attach(report, self._identity)
         if self.recorder is not None:
@@ -151,7 +169,7 @@ class ReportRelay:
                     and getattr(report, HARNESS_ERROR, False)
                 ):
                     self._junit_pending[(report.nodeid, getattr(report, "node", None))] = report
-            self.recorder.record(report)
+            self.recorder.record(report, held)
 
     def _relabel(self, report: pytest.TestReport) -> None:
         """Relabel the node's harness error, which junitxml wrote after this hook last ran."""
@@ -170,7 +188,10 @@ class ReportRelay:
         if self.recorder is not None:
             self.recorder.record_collection(report)
 
-    def _attach_call(self, item: CaseItem | ControlItem, report: pytest.TestReport) -> None:
+    def _attach_call(
+        self, item: CaseItem | ControlItem, report: pytest.TestReport
+    ) -> CaseResult | None:
+        """Attach what the item produced; its result instead when the recorder takes it as is."""
         # Only a case item has a result, only a control item a verdict.
         case = isinstance(item, CaseItem)
         result = item.stash.get(RESULT_KEY, None) if case else None
@@ -189,13 +210,23 @@ class ReportRelay:
                 report.user_properties.extend(checks)
                 # JUnit XML writes the properties of the teardown report, built from the item.
                 item.user_properties.extend(checks)
+        recorder = self.recorder
+        held = (
+            result
+            if result is not None
+            and recorder is not None
+            and not recorder.whole_results
+            and not _reduced(item.loaded)
+            else None
+        )
         attach(
             report,
             None,
             result=None
-            if result is None
+            if result is None or held is not None
             else stored_result(result, self.max_output_bytes, canonical=self.canonical_results),
             verdict=None if verdict is None else verdict.model_dump_json(),
             answered_by=item.answered_by if isinstance(item, CaseItem) else None,
             harness_error=result is not None and result.outcome is CaseOutcome.ERROR,
         )
+        return held

@@ -5,18 +5,25 @@ report is written. Each result is appended, as the JSON text it travelled in,
 to an anonymous temporary file as it arrives; memory keeps only where each
 node id's text lies. The last text stored for a node id wins (``--dist each``,
 reruns), as a dictionary would. Readers take one result at a time.
+
+A run in which nothing reads a result whole (no report, no log, no journal ...:
+``RunRecorder.whole_results``) keeps only what the run's figures read of the
+results graded in its own process (:meth:`CaseStore.put_figures`): they are never
+serialised, written to the file nor decoded again.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import json.scanner
 import os
 import tempfile
-from collections.abc import Iterator
-from typing import IO
+from collections.abc import Callable, Iterator, Mapping
+from typing import IO, Any
 
-from pytest_agentbench.sdk.canonical import canonical_json
-from pytest_agentbench.sdk.contracts import CaseResult
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
 
 # A case's slot is one int: its text's offset, its length, its suite's number and
 # whether the text is canonical, packed. A tuple of them (and two int objects) took
@@ -28,12 +35,140 @@ _OFFSET_SHIFT = _LENGTH_SHIFT + _LENGTH_BITS
 _SUITE_MASK = (1 << _SUITE_BITS) - 1
 _LENGTH_MASK = (1 << _LENGTH_BITS) - 1
 
+_Figures = tuple[
+    int,
+    str,
+    CaseOutcome,
+    FailureClass | None,
+    str | None,
+    Mapping[str, int],
+    tuple[str, ...],
+    int | None,
+    str | None,
+    str | None,
+    dict[str, JsonValue] | None,
+]
+"""A result kept for its figures alone: its suite's slot bits, case id, outcome, failure
+class and reason, measurements, labels, trial, cluster, model and model calls. A tuple
+of values the result already holds: the garbage collector stops tracking it."""
+
+
+def _own_decoder() -> Callable[[str], Any]:
+    """``json.loads`` for the texts this run wrote itself (a stored result), minus its wrappers.
+
+    ``json.loads`` runs three Python functions around the C scanner for every text;
+    a summary decodes one per case. The scanner alone parses the same value; any
+    text it does not take whole (leading or trailing whitespace, extra data, none
+    of which a result's own dump holds) goes to ``json.loads``, which decides it.
+    """
+    scanner = getattr(json.scanner, "c_make_scanner", None)
+    if scanner is None:  # an interpreter without the C accelerator
+        return json.loads
+    scan_once = scanner(json.JSONDecoder())
+
+    def decode(text: str) -> Any:
+        try:
+            value, end = scan_once(text, 0)
+        except StopIteration:
+            return json.loads(text)
+        return value if end == len(text) else json.loads(text)
+
+    return decode
+
+
+_decode_own = _own_decoder()
+
+
+@functools.cache
+def _figures_template() -> tuple[dict[str, Any], set[str]]:
+    """The fields and fields-set of a figures record before its own values go in.
+
+    Copying a record made once and replacing the figures' fields costs half of
+    ``model_construct``, which walks every field of the model for each case.
+    """
+    template = CaseResult.model_construct(
+        suite_id="",
+        case_id="",
+        outcome=CaseOutcome.PASSED,
+        checks=(),
+        measurements={},
+        labels=(),
+        failure_class=None,
+        failure_reason=None,
+        findings=(),
+        receipt=None,
+        trial=None,
+        cluster=None,
+        recorded=None,
+    )
+    return template.__dict__, template.__pydantic_fields_set__
+
+
+def _figures_record(suite_id: str, figures: _Figures) -> CaseResult:
+    """A result holding what a suite's figures read of it, built without validation.
+
+    Counts, rates, intervals and trial figures read a case's outcome, failure
+    class, measurements and unit; a model matrix's table sums each model's
+    traffic. Its checks, receipt and recorded output are most of its record,
+    and only a written report shows them.
+    """
+    fields, fields_set = _figures_template()
+    (
+        _,
+        case_id,
+        outcome,
+        failure_class,
+        failure_reason,
+        measurements,
+        labels,
+        trial,
+        cluster,
+        model,
+        model_calls,
+    ) = figures
+    # What ``template.model_copy(update=...)`` does for a model with neither extra
+    # nor private attributes, without its generic copies (a third of this read).
+    record = CaseResult.__new__(CaseResult)
+    object.__setattr__(
+        record,
+        "__dict__",
+        {
+            **fields,
+            "suite_id": suite_id,
+            "case_id": case_id,
+            "outcome": outcome,
+            "measurements": measurements,
+            "labels": labels,
+            "failure_class": failure_class,
+            "failure_reason": failure_reason,
+            "trial": trial,
+            "cluster": cluster,
+            "model": model,
+            "model_calls": model_calls,
+        },
+    )
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_fields_set__", set(fields_set))
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
+
+
+class FiguresOnly(LookupError):
+    """A result was kept for the run's figures only: no text of it exists to read."""
+
+    def __init__(self, nodeid: str) -> None:
+        super().__init__(
+            f"{nodeid}: only the figures of its result were kept "
+            "(the run asked for nothing that reads a result whole)"
+        )
+
 
 class CaseStore:
-    """Per case node id: its suite and its result's JSON text, stored on disk."""
+    """Per case node id: its suite and its result's JSON text, stored on disk, or the
+    figures of its result, kept in memory."""
 
     def __init__(self) -> None:
-        self._slots: dict[str, int] = {}
+        self._slots: dict[str, int | _Figures] = {}
         self._suite_ids: list[str] = []
         self._suite_tags: dict[str, int] = {}
         """Per suite id: its number shifted past the canonical flag, as slots hold it."""
@@ -65,6 +200,26 @@ class CaseStore:
         self._unflushed = True
         self._latest = (nodeid, text)
 
+    def put_figures(self, nodeid: str, result: CaseResult) -> None:
+        """Keep what the run's figures read of ``result`` (:meth:`figures`), not its text."""
+        tag = self._suite_tags.get(result.suite_id)
+        if tag is None:
+            tag = self._new_suite(result.suite_id)
+        self._slots[nodeid] = (
+            tag,
+            result.case_id,
+            result.outcome,
+            result.failure_class,
+            result.failure_reason,
+            result.measurements,
+            result.labels,
+            result.trial,
+            result.cluster,
+            result.model,
+            result.model_calls,
+        )
+        self._latest = None  # it may have been this node's earlier text
+
     def _new_suite(self, suite_id: str) -> int:
         """The slot bits naming a suite met for the first time (its number, shifted once)."""
         number = len(self._suite_ids)
@@ -87,19 +242,24 @@ class CaseStore:
         return iter(self._slots)
 
     def suite_of(self, nodeid: str) -> str:
-        return self._suite_ids[self._slots[nodeid] >> 1 & _SUITE_MASK]
+        slot = self._slots[nodeid]
+        tag = slot if isinstance(slot, int) else slot[0]
+        return self._suite_ids[tag >> 1 & _SUITE_MASK]
 
     def canonical_text(self, nodeid: str) -> str:
         """The canonical JSON of ``nodeid``'s result: as stored, or re-serialised."""
         text = self.text(nodeid)
-        return text if self._slots[nodeid] & 1 else canonical_json(json.loads(text))
+        slot = self._slots[nodeid]
+        return text if isinstance(slot, int) and slot & 1 else canonical_json(json.loads(text))
 
     def text(self, nodeid: str) -> str:
-        """The stored JSON text of ``nodeid``'s result."""
+        """The stored JSON text of ``nodeid``'s result (:class:`FiguresOnly`: none was kept)."""
         latest = self._latest
         if latest is not None and latest[0] == nodeid:
             return latest[1]
         slot = self._slots[nodeid]
+        if not isinstance(slot, int):
+            raise FiguresOnly(nodeid)
         assert self._file is not None
         if self._unflushed:
             self._file.flush()
@@ -110,12 +270,40 @@ class CaseStore:
     def __getitem__(self, nodeid: str) -> CaseResult:
         return CaseResult.model_validate_json(self.text(nodeid))
 
+    def figures(self, nodeid: str) -> CaseResult:
+        """What a suite's figures read of ``nodeid``'s result, and nothing else.
+
+        From a text, a result's own dump: the record is built without validating it again.
+        """
+        slot = self._slots[nodeid]
+        if not isinstance(slot, int):
+            return _figures_record(self._suite_ids[slot[0] >> 1 & _SUITE_MASK], slot)
+        data = _decode_own(self.text(nodeid))
+        failure_class = data["failure_class"]
+        return _figures_record(
+            data["suite_id"],
+            (
+                slot,
+                data["case_id"],
+                CaseOutcome(data["outcome"]),
+                None if failure_class is None else FailureClass(failure_class),
+                data["failure_reason"],
+                data["measurements"],
+                tuple(data["labels"]),
+                data["trial"],
+                data["cluster"],
+                data.get("model"),
+                data["model_calls"],
+            ),
+        )
+
     def by_suite(self) -> dict[str, list[str]]:
         """The stored node ids of each suite, sorted."""
         grouped: dict[str, list[str]] = {}
         suite_ids = self._suite_ids
         for nodeid, slot in self._slots.items():
-            grouped.setdefault(suite_ids[slot >> 1 & _SUITE_MASK], []).append(nodeid)
+            tag = slot if isinstance(slot, int) else slot[0]
+            grouped.setdefault(suite_ids[tag >> 1 & _SUITE_MASK], []).append(nodeid)
         for nodeids in grouped.values():
             nodeids.sort()
         return grouped

@@ -10,6 +10,9 @@ never double-count, and a node whose worker crashed is recorded as a
 leave the report (pytest keeps every report until the run ends): the identity
 for :attr:`RunRecorder.identities`, the result for a :class:`CaseStore` on
 disk, so memory does not hold every case's record until the run ends.
+A case graded in the recording process itself, in a run where nothing reads a
+result whole (:attr:`RunRecorder.whole_results`), travels as no text at all: the
+relay hands its result to :meth:`RunRecorder.record`, which keeps its figures.
 """
 
 from __future__ import annotations
@@ -146,6 +149,11 @@ class RunRecorder:
     """Node ids whose worker died inside the adapter call: graded as ``agent_error``."""
     selected: dict[str, set[str]] = field(default_factory=dict)
     """Per suite folder, the node ids of the case items the run selected (the census)."""
+    whole_results: bool = True
+    """Whether something reads the results whole (a report, the run log, the journal, a
+    baseline comparison ...). Cleared at the session's start of a run where nothing does:
+    a result graded here then keeps only its figures (``CaseStore.put_figures``); one that
+    arrives as text (from an xdist worker) is stored as it came."""
     results_canonical: bool = False
     """The result texts reports carry are canonical JSON (``stored_result``), as every
     process of a run writing a JSON or HTML report makes them: the report copies them."""
@@ -188,7 +196,9 @@ class RunRecorder:
         if report.failed and refusal is not None:
             self.refusals[report.nodeid] = refusal
 
-    def record(self, report: pytest.TestReport) -> None:
+    def record(self, report: pytest.TestReport, result: CaseResult | None = None) -> None:
+        """Record ``report``; ``result``: a call report's graded result, handed over as is
+        rather than as text (only while :attr:`whole_results` is false)."""
         nodeid = report.nodeid  # a property building the text: read once per report
         identity = self.identities.get(nodeid)
         wire: str | None = getattr(report, IDENTITY_ATTR, None)
@@ -225,7 +235,7 @@ class RunRecorder:
             if self.journal is not None:
                 self.journal(nodeid)
         elif when == "call":
-            self._store_call(identity, report, nodeid)
+            self._store_call(identity, report, nodeid, result)
             # Asked here, once a case: a run with neither a log nor a progress line calls nothing.
             if self.log is not None or self.progress is not None:
                 self._log(identity, nodeid)
@@ -244,7 +254,13 @@ class RunRecorder:
             if self.progress is not None:
                 self.progress.case(result)
 
-    def _store_call(self, identity: Identity, report: pytest.TestReport, nodeid: str) -> None:
+    def _store_call(
+        self,
+        identity: Identity,
+        report: pytest.TestReport,
+        nodeid: str,
+        held: CaseResult | None = None,
+    ) -> None:
         self.durations[nodeid] = report.duration
         answered_by: str | None = getattr(report, ANSWERED_BY_ATTR, None)
         if answered_by is not None:
@@ -266,8 +282,10 @@ class RunRecorder:
             delattr(report, TRANSCRIPT_ATTR)
             if self.transcripts is not None and identity.kind == "case":
                 self.transcripts.put(identity.suite_id, transcript)
-        if report.skipped and result is None:
+        if report.skipped and result is None and held is None:
             self._store_skip(identity, report, nodeid)
+        elif identity.kind == "case" and held is not None:
+            self.graded.put_figures(nodeid, held)
         elif identity.kind == "case" and result is not None:
             self.graded.put(nodeid, identity.suite_id, result, canonical=self.results_canonical)
         elif identity.kind == "control" and verdict is not None:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import json.scanner
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
-from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.recorder import Identity, RunRecorder
 from pytest_agentbench.run.session import LoadedSuite, SuiteLoader, grade_outcome
 from pytest_agentbench.scoring.gates import Gate, GateVerdict, judge, parse_gate
@@ -189,96 +185,6 @@ def _regrade_adapter_crashes(
     return regraded
 
 
-def _own_decoder() -> Callable[[str], Any]:
-    """``json.loads`` for the texts this run wrote itself (a stored result), minus its wrappers.
-
-    ``json.loads`` runs three Python functions around the C scanner for every text;
-    a summary decodes one per case. The scanner alone parses the same value; any
-    text it does not take whole (leading or trailing whitespace, extra data, none
-    of which a result's own dump holds) goes to ``json.loads``, which decides it.
-    """
-    scanner = getattr(json.scanner, "c_make_scanner", None)
-    if scanner is None:  # an interpreter without the C accelerator
-        return json.loads
-    scan_once = scanner(json.JSONDecoder())
-
-    def decode(text: str) -> Any:
-        try:
-            value, end = scan_once(text, 0)
-        except StopIteration:
-            return json.loads(text)
-        return value if end == len(text) else json.loads(text)
-
-    return decode
-
-
-_decode_own = _own_decoder()
-
-
-def _figures_record(store: CaseStore) -> Callable[[str], CaseResult]:
-    """Reads what a suite's figures need of a stored result, and nothing else.
-
-    Counts, rates, intervals and trial figures read a case's outcome, failure
-    class, measurements and unit. Its checks, receipt and recorded output are
-    most of its record, and only the written report shows them: it reads them
-    back from the store case by case. The text is a result's own dump, so the
-    record is built without validating it again.
-    """
-
-    # Copying a record made once and replacing the figures' fields costs half of
-    # ``model_construct``, which walks every field of the model for each case.
-    template = CaseResult.model_construct(
-        suite_id="",
-        case_id="",
-        outcome=CaseOutcome.PASSED,
-        checks=(),
-        measurements={},
-        labels=(),
-        failure_class=None,
-        failure_reason=None,
-        findings=(),
-        receipt=None,
-        trial=None,
-        cluster=None,
-        recorded=None,
-    )
-
-    fields = template.__dict__
-    fields_set = template.__pydantic_fields_set__
-
-    def read(nodeid: str) -> CaseResult:
-        data = _decode_own(store.text(nodeid))
-        failure_class = data["failure_class"]
-        # What ``template.model_copy(update=...)`` does for a model with neither extra
-        # nor private attributes, without its generic copies (a third of this read).
-        record = CaseResult.__new__(CaseResult)
-        object.__setattr__(
-            record,
-            "__dict__",
-            {
-                **fields,
-                "suite_id": data["suite_id"],
-                "case_id": data["case_id"],
-                "outcome": CaseOutcome(data["outcome"]),
-                "measurements": data["measurements"],
-                "labels": tuple(data["labels"]),
-                "failure_class": None if failure_class is None else FailureClass(failure_class),
-                "failure_reason": data["failure_reason"],
-                "trial": data["trial"],
-                "cluster": data["cluster"],
-                "model": data.get("model"),
-                # A model matrix's table sums each model's traffic.
-                "model_calls": data["model_calls"],
-            },
-        )
-        object.__setattr__(record, "__pydantic_extra__", None)
-        object.__setattr__(record, "__pydantic_fields_set__", set(fields_set))
-        object.__setattr__(record, "__pydantic_private__", None)
-        return record
-
-    return read
-
-
 def _coverage(
     recorder: RunRecorder,
     loaded: LoadedSuite,
@@ -375,7 +281,7 @@ def _suite_cases(
     recorder: RunRecorder, loaded: LoadedSuite, nodeids: Iterable[str], *, whole: bool
 ) -> list[tuple[str, CaseResult]]:
     """The suite's (nodeid, result) pairs, whole or only what its figures need."""
-    read = recorder.graded.__getitem__ if whole else _figures_record(recorder.graded)
+    read = recorder.graded.__getitem__ if whole else recorder.graded.figures
     suite_cases = [(nodeid, read(nodeid)) for nodeid in nodeids]
     return _regrade_adapter_crashes(recorder, loaded, suite_cases)
 
