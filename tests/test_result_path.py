@@ -176,3 +176,22 @@ def test_a_figures_entry_reads_as_the_text_entry_s_figures() -> None:
         assert store["n::figures"].case_id == "c4"
     finally:
         store.close()
+
+
+def test_figures_records_share_one_fields_set_that_a_copy_leaves_alone() -> None:
+    store = CaseStore()
+    try:
+        store.put("n::a", "s", _result("c1").model_dump_json())
+        store.put_figures("n::b", _result("c2"))
+        first, second = store.figures("n::a"), store.figures("n::b")
+        shared = first.model_fields_set
+        assert second.model_fields_set is shared
+        before = set(shared)
+        copied = first.model_copy(update={"exclusion": "budget_exceeded_calls"})
+        assert "exclusion" in copied.model_fields_set
+        assert first.model_fields_set == second.model_fields_set == before
+        with pytest.raises(ValueError, match="frozen"):
+            first.exclusion = "x"  # type: ignore[misc]
+        assert shared == before
+    finally:
+        store.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import json.scanner
+import operator
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -35,8 +36,25 @@ _OFFSET_SHIFT = _LENGTH_SHIFT + _LENGTH_BITS
 _SUITE_MASK = (1 << _SUITE_BITS) - 1
 _LENGTH_MASK = (1 << _LENGTH_BITS) - 1
 
+_FIGURE_FIELDS = (
+    "suite_id",
+    "case_id",
+    "outcome",
+    "failure_class",
+    "failure_reason",
+    "measurements",
+    "labels",
+    "trial",
+    "cluster",
+    "model",
+    "model_calls",
+)
+"""The fields of a result the summary's figures read: counts, rates, intervals and trial
+figures read a case's outcome, failure class, measurements and unit; a model matrix's
+table sums each model's traffic; a regraded crash keeps its reason."""
+
 _Figures = tuple[
-    int,
+    str,
     str,
     CaseOutcome,
     FailureClass | None,
@@ -48,9 +66,10 @@ _Figures = tuple[
     str | None,
     dict[str, JsonValue] | None,
 ]
-"""A result kept for its figures alone: its suite's slot bits, case id, outcome, failure
-class and reason, measurements, labels, trial, cluster, model and model calls. A tuple
-of values the result already holds: the garbage collector stops tracking it."""
+"""A result kept for its figures alone: its :data:`_FIGURE_FIELDS`, in order, the very
+values the result holds (no copy), in one tuple rather than a record."""
+
+_figures_of: Callable[[dict[str, Any]], _Figures] = operator.itemgetter(*_FIGURE_FIELDS)
 
 
 def _own_decoder() -> Callable[[str], Any]:
@@ -104,17 +123,18 @@ def _figures_template() -> tuple[dict[str, Any], set[str]]:
     return template.__dict__, template.__pydantic_fields_set__
 
 
-def _figures_record(suite_id: str, figures: _Figures) -> CaseResult:
-    """A result holding what a suite's figures read of it, built without validation.
+def _figures_record(figures: _Figures) -> CaseResult:
+    """A result holding its figures (:data:`_FIGURE_FIELDS`) alone, built without validation.
 
-    Counts, rates, intervals and trial figures read a case's outcome, failure
-    class, measurements and unit; a model matrix's table sums each model's
-    traffic. Its checks, receipt and recorded output are most of its record,
-    and only a written report shows them.
+    Its checks, receipt and recorded output are most of its record, and only a
+    written report shows them.
     """
     fields, fields_set = _figures_template()
+    record = CaseResult.__new__(CaseResult)
+    # What ``template.model_copy(update=...)`` does for a model with neither extra
+    # nor private attributes, without its generic copies (a third of this read).
     (
-        _,
+        suite_id,
         case_id,
         outcome,
         failure_class,
@@ -126,9 +146,6 @@ def _figures_record(suite_id: str, figures: _Figures) -> CaseResult:
         model,
         model_calls,
     ) = figures
-    # What ``template.model_copy(update=...)`` does for a model with neither extra
-    # nor private attributes, without its generic copies (a third of this read).
-    record = CaseResult.__new__(CaseResult)
     object.__setattr__(
         record,
         "__dict__",
@@ -137,10 +154,10 @@ def _figures_record(suite_id: str, figures: _Figures) -> CaseResult:
             "suite_id": suite_id,
             "case_id": case_id,
             "outcome": outcome,
-            "measurements": measurements,
-            "labels": labels,
             "failure_class": failure_class,
             "failure_reason": failure_reason,
+            "measurements": measurements,
+            "labels": labels,
             "trial": trial,
             "cluster": cluster,
             "model": model,
@@ -148,7 +165,10 @@ def _figures_record(suite_id: str, figures: _Figures) -> CaseResult:
         },
     )
     object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_fields_set__", set(fields_set))
+    # One set shared by every record rather than a copy each (728 bytes a case while a
+    # suite's figures are computed): a record is frozen, and pydantic copies the set
+    # before it adds to it (``model_copy(update=...)``).
+    object.__setattr__(record, "__pydantic_fields_set__", fields_set)
     object.__setattr__(record, "__pydantic_private__", None)
     return record
 
@@ -202,22 +222,8 @@ class CaseStore:
 
     def put_figures(self, nodeid: str, result: CaseResult) -> None:
         """Keep what the run's figures read of ``result`` (:meth:`figures`), not its text."""
-        tag = self._suite_tags.get(result.suite_id)
-        if tag is None:
-            tag = self._new_suite(result.suite_id)
-        self._slots[nodeid] = (
-            tag,
-            result.case_id,
-            result.outcome,
-            result.failure_class,
-            result.failure_reason,
-            result.measurements,
-            result.labels,
-            result.trial,
-            result.cluster,
-            result.model,
-            result.model_calls,
-        )
+        # A record's fields are its __dict__ (pydantic): one C call picks them.
+        self._slots[nodeid] = _figures_of(result.__dict__)
         self._latest = None  # it may have been this node's earlier text
 
     def _new_suite(self, suite_id: str) -> int:
@@ -243,8 +249,7 @@ class CaseStore:
 
     def suite_of(self, nodeid: str) -> str:
         slot = self._slots[nodeid]
-        tag = slot if isinstance(slot, int) else slot[0]
-        return self._suite_ids[tag >> 1 & _SUITE_MASK]
+        return self._suite_ids[slot >> 1 & _SUITE_MASK] if isinstance(slot, int) else slot[0]
 
     def canonical_text(self, nodeid: str) -> str:
         """The canonical JSON of ``nodeid``'s result: as stored, or re-serialised."""
@@ -277,13 +282,12 @@ class CaseStore:
         """
         slot = self._slots[nodeid]
         if not isinstance(slot, int):
-            return _figures_record(self._suite_ids[slot[0] >> 1 & _SUITE_MASK], slot)
+            return _figures_record(slot)
         data = _decode_own(self.text(nodeid))
         failure_class = data["failure_class"]
         return _figures_record(
-            data["suite_id"],
             (
-                slot,
+                data["suite_id"],
                 data["case_id"],
                 CaseOutcome(data["outcome"]),
                 None if failure_class is None else FailureClass(failure_class),
@@ -294,7 +298,7 @@ class CaseStore:
                 data["cluster"],
                 data.get("model"),
                 data["model_calls"],
-            ),
+            )
         )
 
     def by_suite(self) -> dict[str, list[str]]:
@@ -302,8 +306,8 @@ class CaseStore:
         grouped: dict[str, list[str]] = {}
         suite_ids = self._suite_ids
         for nodeid, slot in self._slots.items():
-            tag = slot if isinstance(slot, int) else slot[0]
-            grouped.setdefault(suite_ids[tag >> 1 & _SUITE_MASK], []).append(nodeid)
+            suite_id = suite_ids[slot >> 1 & _SUITE_MASK] if isinstance(slot, int) else slot[0]
+            grouped.setdefault(suite_id, []).append(nodeid)
         for nodeids in grouped.values():
             nodeids.sort()
         return grouped
