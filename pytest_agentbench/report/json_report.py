@@ -172,8 +172,8 @@ def _report_members(**given: Any) -> dict[str, Any]:
     validated when made): a run that writes a report builds no validator for the report
     as a whole, whose comparison, model and judged records it mostly leaves empty (4 ms
     of CPU at the end of every such run). The members are RunReport's own, so a field
-    added to it is written without a change here; a member of a kind this does not dump
-    is refused, not guessed at.
+    added to it is written without a change here; a member of another kind than those
+    dumped alone (a float, a mapping) has the whole record dump them all.
     """
     fields = RunReport.model_fields
     unknown = set(given) - set(fields)
@@ -182,25 +182,33 @@ def _report_members(**given: Any) -> dict[str, Any]:
         raise TypeError(
             f"not members of the run report: {sorted(unknown)}; missing {sorted(missing)}"
         )
-    return {
-        name: _member(
-            given[name] if name in given else field.get_default(call_default_factory=True)
-        )
+    values = {
+        name: given[name] if name in given else field.get_default(call_default_factory=True)
         for name, field in fields.items()
         if name != "suites"
     }
+    if all(map(_dumped_alone, values.values())):
+        return {name: _member(value) for name, value in values.items()}
+    whole: dict[str, Any] = RunReport(suites=(), **values).model_dump(mode="json")
+    del whole["suites"]
+    return whole
+
+
+def _dumped_alone(value: Any) -> bool:
+    """Whether ``value`` dumps alone as a record holding it would: a record, a tuple of
+    them, or a string, whole number, boolean or ``None``."""
+    if isinstance(value, tuple):
+        return all(map(_dumped_alone, value))
+    return value is None or isinstance(value, BaseModel | str | int)
 
 
 def _member(value: Any) -> Any:
-    """``value`` as a record holding it dumps it in JSON mode: a record, a tuple of them,
-    or a string, whole number, boolean or ``None``."""
+    """``value`` (:func:`_dumped_alone`) in JSON mode."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, tuple):
         return [_member(item) for item in value]
-    if value is None or isinstance(value, str | int):
-        return value
-    raise TypeError(f"a run report member of type {type(value).__name__} is not dumped here")
+    return value
 
 
 def _write_cases(
