@@ -24,6 +24,7 @@ from pytest_agentbench.scoring.trials import (
     summarise_trials,
 )
 from pytest_agentbench.sdk.contracts import (
+    BUILT_ON_FIRST_USE,
     CaseOutcome,
     CaseResult,
     FailureClass,
@@ -39,6 +40,8 @@ from pytest_agentbench.sdk.suite import suite_digests
 
 
 class CaseEntry(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     nodeid: str
     result: CaseResult
     duration_s: float | None
