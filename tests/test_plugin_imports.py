@@ -40,8 +40,11 @@ ON_REQUEST_MODULES = (
     "pytest_agentbench.report.judged_summary",
     "pytest_agentbench.sdk.ledger",
     "pytest_agentbench.run.case_ledger",
+    "pytest_agentbench.agents.matrix",
+    "pytest_agentbench.report.transcripts",
 )
-"""Imported only by a run asking for them: a report, a baseline, judges, a ledger."""
+"""Imported only by a run asking for them: a report, a baseline, judges, a ledger, a model
+matrix, transcripts."""
 
 TOOL_MODULES = ("pytest_agentbench.sdk.tools",)
 BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
@@ -60,8 +63,6 @@ BUILT_ON_FIRST_USE = (
     "pytest_agentbench.scoring.stats:BootstrapResult",
     "pytest_agentbench.scoring.stats:HolmResult",
     "pytest_agentbench.scoring.stats:RatioBootstrap",
-    "pytest_agentbench.agents.matrix:MatrixModel",
-    "pytest_agentbench.agents.matrix:ModelsFile",
     "pytest_agentbench.scoring.gates:Gate",
     "pytest_agentbench.scoring.gates:GateVerdict",
     "pytest_agentbench.scoring.matrix:ModelPair",
