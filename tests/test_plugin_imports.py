@@ -42,9 +42,11 @@ ON_REQUEST_MODULES = (
     "pytest_agentbench.run.case_ledger",
     "pytest_agentbench.agents.matrix",
     "pytest_agentbench.report.transcripts",
+    "pytest_agentbench.plugin.golden",
+    "syrupy.extensions.json",
 )
 """Imported only by a run asking for them: a report, a baseline, judges, a ledger, a model
-matrix, transcripts."""
+matrix, transcripts, golden outputs."""
 
 TOOL_MODULES = ("pytest_agentbench.sdk.tools",)
 BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
