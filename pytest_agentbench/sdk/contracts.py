@@ -128,6 +128,8 @@ class Outcome(Record):
 class RecordedOutput(Record):
     """A case's adapter outcome as recorded for re-scoring, with what it was produced from."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     outcome: Outcome
     case_digest: str
     """sha256 of the case and the public view the adapter was given."""
