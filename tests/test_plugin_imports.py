@@ -40,8 +40,13 @@ ON_REQUEST_MODULES = (
     "pytest_agentbench.report.judged_summary",
     "pytest_agentbench.sdk.ledger",
     "pytest_agentbench.run.case_ledger",
+    "pytest_agentbench.agents.matrix",
+    "pytest_agentbench.report.transcripts",
+    "pytest_agentbench.plugin.golden",
+    "syrupy.extensions.json",
 )
-"""Imported only by a run asking for them: a report, a baseline, judges, a ledger."""
+"""Imported only by a run asking for them: a report, a baseline, judges, a ledger, a model
+matrix, transcripts, golden outputs."""
 
 TOOL_MODULES = ("pytest_agentbench.sdk.tools",)
 BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
@@ -59,8 +64,40 @@ BUILT_ON_FIRST_USE = (
     "pytest_agentbench.run.output_caps:TruncatedReceipt",
     "pytest_agentbench.scoring.stats:BootstrapResult",
     "pytest_agentbench.scoring.stats:HolmResult",
+    "pytest_agentbench.scoring.stats:RatioBootstrap",
+    "pytest_agentbench.scoring.gates:Gate",
+    "pytest_agentbench.scoring.gates:GateVerdict",
+    "pytest_agentbench.scoring.matrix:ModelPair",
+    "pytest_agentbench.scoring.matrix:ModelRow",
+    "pytest_agentbench.scoring.matrix:SuiteMatrix",
+    "pytest_agentbench.scoring.trials:Trial",
+    "pytest_agentbench.scoring.trials:TrialFigure",
+    "pytest_agentbench.scoring.trials:TrialSummary",
+    "pytest_agentbench.sdk.contracts:RecordedOutput",
+    "pytest_agentbench.sdk.controls:ControlSpec",
 )
 """Records of modules every benchmark process imports that a plain run never validates."""
+
+LATER_BUILT_ON_FIRST_USE = (
+    *(
+        f"pytest_agentbench.sdk.tools.receipt:{name}"
+        for name in (
+            "CallObservation",
+            "EpisodeReceipt",
+            "EpisodeReceiptCanonical",
+            "EpisodeReceiptObservations",
+            "InvocationReceipt",
+            "Receipt",
+            "ReceiptCall",
+            "ReceiptCanonical",
+            "ReceiptObservations",
+            "ReceiptTotals",
+        )
+    ),
+    "pytest_agentbench.report.summary:CaseEntry",
+)
+"""Records of the tool-session and summary modules (imported by a tool world, at the end)
+that a run of a world without tool sessions, writing no report, never validates."""
 
 
 def _loaded(module_prefixes: tuple[str, ...], modules: list[str]) -> list[str]:
@@ -84,7 +121,14 @@ def test_turning_the_plugin_on_and_loading_worlds_imports_no_report_or_ledger_mo
         "modules = sorted(sys.modules)\n"
         f"for kind in {BUILT_IN_KINDS!r}:\n"
         "    importlib.import_module(f'pytest_agentbench.worlds.{kind}.world')\n"
-        "print(json.dumps({'modules': modules, 'built': built, 'worlds': sorted(sys.modules)}))\n"
+        "worlds = sorted(sys.modules)\n"
+        f"for name in {FINISH_MODULES!r}:\n"
+        "    importlib.import_module(name)\n"
+        f"for spec in {LATER_BUILT_ON_FIRST_USE!r}:\n"
+        "    module, name = spec.split(':')\n"
+        "    if getattr(sys.modules[module], name).__pydantic_complete__:\n"
+        "        built.append(spec)\n"
+        "print(json.dumps({'modules': modules, 'built': built, 'worlds': worlds}))\n"
     )
     found = run_probe(probe)
     assert "pytest_agentbench.plugin.hooks" in found["modules"]

@@ -23,7 +23,7 @@ from pydantic import Field, StrictStr, ValidationError
 from pytest_agentbench.agents.budget import ModelPrice
 from pytest_agentbench.agents.settings import ChatSettings, refuse_credentials
 from pytest_agentbench.sdk.canonical import JsonValue, read_json, read_yaml
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 
 MODELS_SCHEME = "agentbench-models/1"
@@ -36,6 +36,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 class MatrixModel(Record):
     """One model of a matrix: its name and the settings it changes."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     name: str = Field(pattern=NAME_PATTERN)
     """How items, folders and reports name it."""
@@ -54,6 +56,8 @@ class MatrixModel(Record):
 
 
 class ModelsFile(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     scheme: StrictStr = Field(default=MODELS_SCHEME, pattern=r"^agentbench-models/1$")
     models: tuple[MatrixModel, ...] = Field(min_length=1, max_length=MAX_MODELS)
 

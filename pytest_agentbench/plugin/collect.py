@@ -11,7 +11,7 @@ same code without the fixture machinery.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ from pytest_agentbench.sdk.errors import (
     escape_surrogates_json,
 )
 from pytest_agentbench.sdk.layout import SUITE_FILE
+from pytest_agentbench.sdk.suite import Suite
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
 TRANSCRIPT_KEY = pytest.StashKey[list[JsonValue]]()
@@ -511,6 +512,7 @@ class _SuiteCollector(pytest.File):
         suite = loaded.suite
         relative = self.path.relative_to(suite.root).as_posix()
         cases = [case for case in loaded.world.cases(suite) if case.file == relative]
+        _share_fields_sets(suite, cases)
         state = get_state(self.config)
         options = state.options
         snapshot, count = options.snapshot, options.repeat
@@ -590,6 +592,27 @@ class _SuiteCollector(pytest.File):
         if not getattr(self.config.option, "patch_pycharm_diff", False):
             autouse.discard("_syrupy_apply_ide_patches")
         return not autouse
+
+
+_FIELDS_SETS = "agentbench.fields_sets"
+"""``suite.cache`` key: one copy of each distinct set of field names its cases were given."""
+
+
+def _share_fields_sets(suite: Suite, cases: Sequence[Case]) -> None:
+    """Give the cases that were made with the same fields one shared fields set.
+
+    pydantic keeps, per instance, the set of the field names the constructor was given
+    (``model_fields_set``): a case made with five of its fields holds a set of 728 bytes,
+    more than the rest of the record, and every case item keeps its case until the run
+    ends. A frozen record never changes that set in place (``model_copy`` copies it), so
+    equal sets can be one object; the cases themselves are unchanged.
+    """
+    shared: dict[frozenset[str], set[str]] = suite.cache.setdefault(_FIELDS_SETS, {})
+    for case in cases:
+        names = case.__pydantic_fields_set__
+        same = shared.setdefault(frozenset(names), names)
+        if same is not names:
+            object.__setattr__(case, "__pydantic_fields_set__", same)
 
 
 class SuiteFile(_SuiteCollector):

@@ -22,16 +22,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_agentbench.agents.budget import BudgetRefused, Tally
-from pytest_agentbench.agents.matrix import (
-    MatrixModel,
-    model_settings,
-    resolve_matrix,
-)
 from pytest_agentbench.agents.provenance import (
     TALLY_FILE,
     WINDOW_FILE,
@@ -46,6 +41,9 @@ from pytest_agentbench.agents.settings import ChatSettings, configure, resolve_s
 from pytest_agentbench.agents.sources import RUN_LIMITS
 from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
+
+if TYPE_CHECKING:
+    from pytest_agentbench.agents.matrix import MatrixModel
 
 WORKERINPUT_KEY = "agentbench_budget_folder"
 MODE_KEY = "agentbench_cassette_mode"
@@ -75,12 +73,15 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = resolve_settings(
             ini=ini, environ=os.environ, overrides=overrides, root=config.rootpath
         )
-        models = resolve_matrix(
-            config.getoption("agentbench_model", None),
-            config.getoption("agentbench_models", None),
+        names = config.getoption("agentbench_model", None)
+        models_file = config.getoption("agentbench_models", None)
+        models: tuple[MatrixModel, ...] = ()
+        if names or models_file:
+            # Only a run naming models imports the matrix (and its records).
+            from pytest_agentbench.agents.matrix import model_settings, resolve_matrix
+
             # Relative to where pytest was invoked, as --agentbench-pricing is.
-            config.invocation_params.dir,
-        )
+            models = resolve_matrix(names, models_file, config.invocation_params.dir)
         price, runs = None, {}
         if len(models) == 1:
             # One model is no matrix: it only replaces the configured model and its settings.
@@ -118,12 +119,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(BudgetController(shared, run), "agentbench-budget-controller")
 
 
-MATRIX_KEY = pytest.StashKey[tuple[MatrixModel, ...]]()
+MATRIX_KEY: pytest.StashKey[tuple[MatrixModel, ...]] = pytest.StashKey()
 """The run's model matrix (empty: one model); collection makes an item per model and case."""
 
 
 def _model_run(settings: ChatSettings, entry: MatrixModel, shared: Path | None) -> ModelRun:
     """A matrix model's own run: its settings, price, budget tally and rate-limit window."""
+    from pytest_agentbench.agents.matrix import model_settings
+
     own = model_settings(settings, entry)
     if shared is None:
         return ModelRun(own, price=entry.pricing)

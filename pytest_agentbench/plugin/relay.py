@@ -33,7 +33,6 @@ from pytest_agentbench.report.recorder import (
     RunRecorder,
     attach,
 )
-from pytest_agentbench.report.transcripts import transcript_line
 from pytest_agentbench.run.defaults import DEFAULT_MAX_OUTPUT_BYTES
 from pytest_agentbench.run.output_caps import stored_result
 from pytest_agentbench.run.session import LoadedSuite
@@ -200,6 +199,9 @@ class ReportRelay:
         if events is not None:
             del item.stash[TRANSCRIPT_KEY]
             if result is not None:
+                # Only a run keeping transcripts imports their writer.
+                from pytest_agentbench.report.transcripts import transcript_line
+
                 line = transcript_line(self._running_nodeid, result, events)
                 setattr(report, TRANSCRIPT_ATTR, line)
         if result is not None:

@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 import pytest
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from pytest_agentbench import __version__
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.judged_summary import JudgedSummary
-from pytest_agentbench.report.stream import read_report_document
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary
 from pytest_agentbench.report.transcripts import TranscriptFile
 from pytest_agentbench.report.trust import Trust
@@ -139,18 +138,17 @@ def stream_report(
     suite's case entries are read from ``store`` and written one at a time, so a
     run of 100,000 cases needs memory for one case's record, not for all of them.
     """
-    head = RunReport(
+    head = _report_members(
         environment=environment(rootpath),
         adapter=AdapterIdentity(spec=adapter_spec, description=adapter_description),
         exit_status=exit_status,
-        suites=(),
         gates=summary.gates,
         problems=summary.problems,
         comparison=comparison,
         model_run=model_run,
         trust=trust,
         transcripts=transcripts,
-    ).model_dump(mode="json")
+    )
     stored = store.by_suite()
 
     def write_suites() -> None:
@@ -164,6 +162,53 @@ def stream_report(
 
     _write_object(out, head, "suites", write_suites)
     out.write("\n")
+
+
+def _report_members(**given: Any) -> dict[str, Any]:
+    """The run report's members but ``suites``, as ``RunReport(**given).model_dump(mode="json")``
+    holds them, with its defaults for what ``given`` lacks.
+
+    Each member is dumped by its own record's serialiser, already built (the records were
+    validated when made): a run that writes a report builds no validator for the report
+    as a whole, whose comparison, model and judged records it mostly leaves empty (4 ms
+    of CPU at the end of every such run). The members are RunReport's own, so a field
+    added to it is written without a change here; a member of another kind than those
+    dumped alone (a float, a mapping) has the whole record dump them all.
+    """
+    fields = RunReport.model_fields
+    unknown = set(given) - set(fields)
+    missing = {name for name, field in fields.items() if field.is_required()} - {*given, "suites"}
+    if unknown or missing:
+        raise TypeError(
+            f"not members of the run report: {sorted(unknown)}; missing {sorted(missing)}"
+        )
+    values = {
+        name: given[name] if name in given else field.get_default(call_default_factory=True)
+        for name, field in fields.items()
+        if name != "suites"
+    }
+    if all(map(_dumped_alone, values.values())):
+        return {name: _member(value) for name, value in values.items()}
+    whole: dict[str, Any] = RunReport(suites=(), **values).model_dump(mode="json")
+    del whole["suites"]
+    return whole
+
+
+def _dumped_alone(value: Any) -> bool:
+    """Whether ``value`` dumps alone as a record holding it would: a record, a tuple of
+    them, or a string, whole number, boolean or ``None``."""
+    if isinstance(value, tuple):
+        return all(map(_dumped_alone, value))
+    return value is None or isinstance(value, BaseModel | str | int)
+
+
+def _member(value: Any) -> Any:
+    """``value`` (:func:`_dumped_alone`) in JSON mode."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, tuple):
+        return [_member(item) for item in value]
+    return value
 
 
 def _write_cases(
@@ -319,6 +364,10 @@ def read_report(
     if not Path(path).is_file():
         # A folder, or a device such as /dev/zero that would be read forever.
         raise AgentbenchError("unreadable_file", "not a regular file (a run report)", file=path)
+    # Imported here: a run that writes its report reads none, and the reader's
+    # event records cost that run 3 ms of CPU to define.
+    from pytest_agentbench.report.stream import read_report_document
+
     document = read_report_document(Path(path), max_bytes=max_bytes, option=option)
     try:
         return RunReport.model_validate(document)

@@ -20,6 +20,7 @@ from pytest_agentbench.scoring.trials import (
     summarise_trials,
 )
 from pytest_agentbench.sdk.contracts import (
+    BUILT_ON_FIRST_USE,
     CaseOutcome,
     CaseResult,
     FailureClass,
@@ -35,6 +36,8 @@ from pytest_agentbench.sdk.suite import suite_digests
 
 
 class CaseEntry(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     nodeid: str
     result: CaseResult
     duration_s: float | None

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Literal, cast
 
-from pytest_agentbench.sdk.contracts import MetricValue, Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, MetricValue, Record
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 Comparison = Literal[">=", "<=", "=="]
@@ -24,6 +24,8 @@ _GATE = re.compile(
 
 
 class Gate(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     suite: str
     metric: str
     op: Comparison
@@ -37,6 +39,8 @@ class Gate(Record):
 
 
 class GateVerdict(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     gate: Gate
     passed: bool
     value: float | None

@@ -23,6 +23,7 @@ from itertools import combinations
 
 from pytest_agentbench.scoring.stats import holm_bonferroni, mcnemar_exact
 from pytest_agentbench.sdk.contracts import (
+    BUILT_ON_FIRST_USE,
     CaseOutcome,
     CaseResult,
     MetricSpec,
@@ -73,6 +74,8 @@ def split_model(name: str) -> tuple[str, str | None]:
 class ModelRow(Record):
     """One model's figures in one suite."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     model: str
     counts: dict[str, int]
     metrics: tuple[MetricValue, ...]
@@ -87,6 +90,8 @@ class ModelRow(Record):
 
 class ModelPair(Record):
     """Two models on the cases (and trials) both graded."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     a: str
     b: str
@@ -107,6 +112,8 @@ class ModelPair(Record):
 
 class SuiteMatrix(Record):
     """A suite's ``models`` block: a model-by-metric table and the models' pairs."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     suite_id: str
     rows: tuple[ModelRow, ...]

@@ -392,6 +392,8 @@ class RatioUnit(NamedTuple):
 class RatioBootstrap(Record):
     """A cluster bootstrap of ``after`` minus ``before`` for a ratio of sums."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     difference: float
     low: float
     high: float

@@ -21,7 +21,14 @@ import pytest
 
 from pytest_agentbench.scoring.matrix import MODEL_PREFIX
 from pytest_agentbench.scoring.stats import RatioUnit, ratio_bootstrap, seed_for
-from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, MetricSpec, MetricValue, Record
+from pytest_agentbench.sdk.contracts import (
+    BUILT_ON_FIRST_USE,
+    CaseOutcome,
+    CaseResult,
+    MetricSpec,
+    MetricValue,
+    Record,
+)
 from pytest_agentbench.sdk.errors import UsageError
 from pytest_agentbench.sdk.metrics import graded
 
@@ -31,6 +38,8 @@ SEED = 20_261_130
 
 class Trial(Record):
     """The running trial of a case: 1-based ``index`` of ``count``, and its seed."""
+
+    model_config = BUILT_ON_FIRST_USE
 
     index: int
     count: int
@@ -117,6 +126,8 @@ def max_items(text: object) -> int:
 
 
 class TrialFigure(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     value: float | None
     interval: tuple[float, float] | None
     """95% cluster-bootstrap interval: resamples clusters, never trials."""
@@ -125,6 +136,8 @@ class TrialFigure(Record):
 
 
 class TrialSummary(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     trials: int
     """K: the most trials any case ran."""
     cases: int

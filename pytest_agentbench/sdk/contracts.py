@@ -9,7 +9,7 @@ aggregates according to the world's :class:`MetricSpec` list.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -128,6 +128,8 @@ class Outcome(Record):
 class RecordedOutput(Record):
     """A case's adapter outcome as recorded for re-scoring, with what it was produced from."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     outcome: Outcome
     case_digest: str
     """sha256 of the case and the public view the adapter was given."""
@@ -187,13 +189,21 @@ class CaseResult(Record):
 
 def grade(
     case: Case,
-    checks: Sequence[Check],
+    checks: Iterable[Check],
     *,
     measurements: Mapping[str, int] | None = None,
     findings: Sequence[str] = (),
     outcome: Outcome | None = None,
 ) -> CaseResult:
     """Build a CaseResult whose outcome follows from its checks and failure class."""
+    given = tuple(checks)
+    fields: dict[str, Any] = {
+        "suite_id": case.suite_id,
+        "case_id": case.case_id,
+        "checks": given,
+        "measurements": dict(measurements or {}),
+        "labels": case.labels,
+    }
     failure_class = None if outcome is None else outcome.failure_class
     if failure_class is FailureClass.HARNESS_ERROR:
         verdict = CaseOutcome.ERROR
@@ -202,25 +212,28 @@ def grade(
     else:
         verdict = CaseOutcome.PASSED
         passed = CheckStatus.PASS
-        for check in checks:
+        for check in given:
             # A passed check is met: its two properties are asked only of the others.
             if check.status is not passed and not check.met:
                 verdict = CaseOutcome.FAILED
                 break
-    return CaseResult(
-        suite_id=case.suite_id,
-        case_id=case.case_id,
-        outcome=verdict,
-        checks=tuple(checks),
-        measurements=dict(measurements or {}),
-        labels=case.labels,
-        failure_class=failure_class,
-        failure_reason=None if outcome is None else outcome.failure_reason,
-        failure_traceback=None if outcome is None else outcome.failure_traceback,
-        findings=tuple(sorted(set(findings))),
-        receipt=None if outcome is None else outcome.receipt,
-        cluster=case.cluster,
-    )
+    fields["outcome"] = verdict
+    # A field whose value would be its default is left to it: a graded case has
+    # most of them, and each one given is one more for the validator to check.
+    if outcome is not None:
+        if failure_class is not None:
+            fields["failure_class"] = failure_class
+        if outcome.failure_reason is not None:
+            fields["failure_reason"] = outcome.failure_reason
+        if outcome.failure_traceback is not None:
+            fields["failure_traceback"] = outcome.failure_traceback
+        if outcome.receipt is not None:
+            fields["receipt"] = outcome.receipt
+    if findings:
+        fields["findings"] = tuple(sorted(set(findings)))
+    if case.cluster is not None:
+        fields["cluster"] = case.cluster
+    return CaseResult(**fields)
 
 
 def excluded(case: Case, outcome: Outcome) -> CaseResult:

@@ -17,13 +17,21 @@ from pathlib import Path
 from pydantic import Field, FiniteFloat, ValidationError, model_validator
 
 from pytest_agentbench.sdk.canonical import read_yaml
-from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, MetricValue, Record
+from pytest_agentbench.sdk.contracts import (
+    BUILT_ON_FIRST_USE,
+    CaseOutcome,
+    CaseResult,
+    MetricValue,
+    Record,
+)
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.layout import CONTROLS_FILE
 from pytest_agentbench.sdk.suite import pydantic_refusal
 
 
 class ControlSpec(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     id: str
     agent: str
     """The built-in agent id the world offers (``ControlAgent.agent_id``)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import tracemalloc
 from pathlib import Path
@@ -109,3 +110,22 @@ def test_a_suites_rows_share_each_distinct_statuses_mapping_and_labels_tuple() -
     # Another suite's rows are their own: nothing outlives the suite's index.
     other = index_suite(sample.suite("big", 3, interactive=False))
     assert not {id(row.statuses) for row in other.rows} & {id(row.statuses) for row in index.rows}
+
+
+def test_drawing_a_page_leaves_no_garbage_cycle(tmp_path: Path) -> None:
+    # The run's end draws the page with automatic collection paused (its records are
+    # acyclic): any cycle a case's drawing made would stay in memory until the page ends.
+    document = sample.report(sample.suite("alpha", 40), sample.suite("beta", 60, interactive=False))
+    for suite in document["suites"]:
+        for number, case in enumerate(suite["cases"]):
+            case["result"]["recorded"] = sample.recorded({"answer": number, "steps": [[1, "a"]]})
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(document))
+    write_html_from(path, tmp_path / "warm.html")  # imports and caches made once
+    gc.collect()
+    gc.disable()
+    try:
+        write_html_from(path, tmp_path / "run.html")
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -7,9 +7,9 @@ missing or mistyped field reads as its empty default rather than failing.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
+from json.encoder import encode_basestring
 from typing import Any
 
 from pytest_agentbench.sdk.canonical import canonical_json
@@ -87,9 +87,89 @@ def _cut(shown: str, limit: int) -> str:
 
 
 def pretty_text(value: Any, limit: int) -> str:
-    """``value`` as indented JSON with sorted keys, cut at ``limit`` characters."""
+    """``value`` as indented JSON with sorted keys, cut at ``limit`` characters.
+
+    The text of ``json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False,
+    allow_nan=False)``, or ``repr(value)`` where that refuses the value. Not drawn by
+    ``json.dumps`` itself: with an indent it runs the pure-Python encoder, whose
+    mutually recursive closures are a reference cycle per call, and the page is drawn
+    at the session's end with automatic collection paused, so every case left its
+    cycle in memory until the page was done (2.5 KiB a case)."""
+    parts: list[str] = []
     try:
-        shown = json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+        _pretty(value, "\n", parts, set())
     except (TypeError, ValueError):
-        shown = repr(value)
-    return _cut(shown, limit)
+        return _cut(repr(value), limit)
+    return _cut("".join(parts), limit)
+
+
+_INDENT = "  "
+_WORDS = {True: "true", False: "false"}
+
+
+def _scalar(value: Any) -> str | None:
+    """A JSON scalar's text as ``json.dumps`` writes it; ``None`` for a container."""
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return _WORDS[value]
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+        return float.__repr__(value)
+    return None
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float) or key is True or key is False or key is None:
+        scalar = _scalar(key)
+        assert scalar is not None
+        return scalar
+    if isinstance(key, int):
+        return int.__repr__(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def _pretty(value: Any, newline: str, parts: list[str], open_ids: set[int]) -> None:
+    """Append ``value``'s indented text at the depth ``newline`` (a line break and the
+    indent of the line the value is on) to ``parts``; ``open_ids``: the containers
+    being written, as ``json``'s circular check keeps them."""
+    scalar = _scalar(value)
+    if scalar is not None:
+        parts.append(scalar)
+        return
+    if isinstance(value, list | tuple):
+        if not value:
+            parts.append("[]")
+            return
+        members: Any = value
+    elif isinstance(value, dict):
+        if not value:
+            parts.append("{}")
+            return
+        members = sorted(value.items())
+    else:
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    if id(value) in open_ids:
+        raise ValueError("Circular reference detected")
+    open_ids.add(id(value))
+    inner = newline + _INDENT
+    is_list = not isinstance(value, dict)
+    parts.append("[" if is_list else "{")
+    separator = inner
+    for member in members:
+        parts.append(separator)
+        separator = "," + inner
+        if is_list:
+            _pretty(member, inner, parts, open_ids)
+        else:
+            parts.append(encode_basestring(_key(member[0])) + ": ")
+            _pretty(member[1], inner, parts, open_ids)
+    parts.append(newline + ("]" if is_list else "}"))
+    open_ids.discard(id(value))

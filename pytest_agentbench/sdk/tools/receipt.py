@@ -23,7 +23,7 @@ from typing import Final, Literal
 from pydantic import Field, model_validator
 
 from pytest_agentbench.sdk.canonical import JsonValue, pretty_json, sha256_hex
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.tools.records import ToolCallRecord, encode_canonical
 from pytest_agentbench.sdk.tools.spec import Budget, ToolDescriptor
 
@@ -31,6 +31,8 @@ RECEIPT_SCHEME: Final = "agentbench-tool-receipt/1"
 
 
 class ReceiptCall(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     index: int
     name: str
     arguments: JsonValue = None
@@ -42,6 +44,8 @@ class ReceiptCall(Record):
 
 
 class ReceiptTotals(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     calls: int
     delivered: int
     model_visible_bytes: int
@@ -50,6 +54,8 @@ class ReceiptTotals(Record):
 
 
 class ReceiptCanonical(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     scheme: Literal["agentbench-tool-receipt/1"] = RECEIPT_SCHEME
     context: dict[str, JsonValue] = Field(default_factory=dict)
     """What the world binds the receipt to (suite, case, seed ...)."""
@@ -64,12 +70,16 @@ class ReceiptCanonical(Record):
 
 
 class CallObservation(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     index: int
     duration_ms: float | None = None
     message: str | None = None
 
 
 class ReceiptObservations(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     calls: tuple[CallObservation, ...] = ()
     failure_reason: str | None = None
 
@@ -79,6 +89,8 @@ def canonical_digest(canonical: ReceiptCanonical) -> str:
 
 
 class Receipt(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     canonical: ReceiptCanonical
     digest: str
     """sha256 of the canonical JSON of ``canonical``; checked whenever a receipt is read."""
@@ -186,6 +198,8 @@ EPISODE_RECEIPT_SCHEME: Final = "agentbench-episode-receipt/1"
 class InvocationReceipt(Record):
     """One invocation's session receipt inside an episode receipt: its canonical part and digest."""
 
+    model_config = BUILT_ON_FIRST_USE
+
     canonical: ReceiptCanonical
     digest: str
 
@@ -200,6 +214,8 @@ class InvocationReceipt(Record):
 
 
 class EpisodeReceiptCanonical(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     scheme: Literal["agentbench-episode-receipt/1"] = EPISODE_RECEIPT_SCHEME
     context: dict[str, JsonValue] = Field(default_factory=dict)
     invocations: tuple[InvocationReceipt, ...]
@@ -211,6 +227,8 @@ class EpisodeReceiptCanonical(Record):
 
 
 class EpisodeReceiptObservations(Record):
+    model_config = BUILT_ON_FIRST_USE
+
     invocations: tuple[ReceiptObservations, ...] = ()
     failure_reason: str | None = None
 
@@ -225,6 +243,8 @@ class EpisodeReceipt(Record):
     Its ``digest`` covers every invocation's canonical partition (and so each
     invocation digest), the order they ran in and how the case ended.
     """
+
+    model_config = BUILT_ON_FIRST_USE
 
     canonical: EpisodeReceiptCanonical
     digest: str
