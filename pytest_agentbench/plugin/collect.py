@@ -263,7 +263,10 @@ class CaseItem(pytest.Item):
         """Run, grade and relay the case; ``state``: the run's, when the caller has it."""
         if state is None:
             state = get_state(self.config)
-        rerun = self.config.stash.get(RERUN_KEY, None)
+        stash = self.config.stash
+        # ``in`` first: ``Stash.get`` of a missing key raises and catches a KeyError,
+        # microseconds a case for what a plain run never sets.
+        rerun = stash[RERUN_KEY] if RERUN_KEY in stash else None  # noqa: SIM401
         outcome: Outcome | None
         if rerun is not None and rerun.replay is not None:
             self.answered_by = "recorded outputs"
@@ -343,8 +346,10 @@ class CaseItem(pytest.Item):
         """The case's run started ahead of its turn (a ``CaseJob``), if it was."""
         if not self.runs_ahead:
             return None
-        prefetcher = self.config.stash.get(PREFETCHER_KEY, None)
-        return None if prefetcher is None else prefetcher.take(self)
+        stash = self.config.stash
+        if PREFETCHER_KEY not in stash:  # no concurrency (``in``: see :meth:`execute`)
+            return None
+        return stash[PREFETCHER_KEY].take(self)
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None

@@ -7,6 +7,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -45,7 +46,7 @@ from pytest_agentbench.sdk.world import World
 
 if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
-    from pytest_agentbench.agents.provenance import CaseCalls, ModelRun
+    from pytest_agentbench.agents.provenance import CaseCalls, CaseScope, ModelRun
     from pytest_agentbench.isolation.host import IsolatedAdapters
     from pytest_agentbench.isolation.pool import IsolatedPool
     from pytest_agentbench.run.case_ledger import CaseLedger
@@ -511,6 +512,19 @@ class AgentbenchState:
         except AgentbenchError as exc:
             return harness_error(case.suite_id, case.case_id, cap_text(exc.render()), case.labels)
 
+    @cached_property
+    def _case_scope(self) -> type[CaseScope]:
+        """The scope collecting a case's model calls, imported when the first case runs.
+
+        Not at start-up (a run that runs no case never needs it), and not by an import
+        statement per case either: on Python 3.11 ``from module import name`` asks the
+        module for a ``__path__`` first, which a plain module answers by making and
+        dropping an AttributeError, several microseconds a case.
+        """
+        from pytest_agentbench.agents.provenance import CaseScope
+
+        return CaseScope
+
     def run(
         self,
         loaded: LoadedSuite,
@@ -527,22 +541,24 @@ class AgentbenchState:
         the budget refused makes the case excluded, not the agent's failure.
         Isolated, the case holds its adapter process for the whole run.
         """
-        from pytest_agentbench.agents.provenance import case_scope, excluded_if_refused
-
         isolation, served = self.isolation, adapter
         if case_ledger is not None:
             from pytest_agentbench.run.case_ledger import ledgered
 
             adapter = ledgered(adapter, case_ledger)
         world, suite, timeout = loaded.world, loaded.suite, self.options.timeout
-        with case_scope(transcribe=self.options.report_path is not None) as calls:
+        with self._case_scope(self.options.report_path is not None) as calls:
             if isolation is None:
                 outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
             else:
                 with isolation.serving(served):
                     outcome = run_case(world, suite, case, view, adapter, timeout=timeout)
             # ``calls`` is the scope's own: only a refused call makes the outcome an exclusion.
-            return (outcome if calls.refusal is None else excluded_if_refused(outcome)), calls
+            if calls.refusal is not None:
+                from pytest_agentbench.agents.provenance import excluded_if_refused
+
+                outcome = excluded_if_refused(outcome)
+            return outcome, calls
 
     def settle(
         self,
@@ -562,8 +578,6 @@ class AgentbenchState:
         ``item`` names the adapter and the item of a case item of the run for its
         episode artefact (``None`` for a control's or a command's run, which writes none).
         """
-        from pytest_agentbench.agents.provenance import attach_model_calls
-
         if self.options.report_path is not None:
             events = None if calls is None else calls.transcript.record()
             self.settled_transcript = events or None
@@ -572,12 +586,14 @@ class AgentbenchState:
             if case_ledger.failure is not None:
                 reason = cap_text(case_ledger.failure.render())
                 refused = harness_error(case.suite_id, case.case_id, reason, case.labels)
+                if calls is not None:
+                    refused = _with_model_calls(calls, refused)
                 return Outcome(
                     failure_class=FailureClass.HARNESS_ERROR, failure_reason=reason
-                ), refused if calls is None else attach_model_calls(calls, refused)
+                ), refused
         result = self.graded_unleaked(loaded, case, outcome, seen)
         if calls is not None and calls.used:
-            result = attach_model_calls(calls, result)
+            result = _with_model_calls(calls, result)
         if self.options.artifacts_dir is not None and item is not None:
             result = self.with_artifact(
                 loaded, case, outcome, result, case_ledger=case_ledger, item=item
@@ -635,7 +651,7 @@ class AgentbenchState:
         self, loaded: LoadedSuite, case: Case, outcome: Outcome, seen: str
     ) -> CaseResult:
         """The graded case, or a ``harness_leak`` harness error if the adapter saw a canary."""
-        result = self.grade(loaded, case, outcome)
+        result = grade_outcome(loaded, case, outcome)
         if "agentbench.oracle" not in loaded.suite.cache:
             return result  # the oracle did not load: the grade already says why
         oracle = loaded.suite.cache["agentbench.oracle"]
@@ -643,6 +659,13 @@ class AgentbenchState:
         if leak is None:
             return result
         return harness_error(case.suite_id, case.case_id, cap_text(leak.render()), case.labels)
+
+
+def _with_model_calls(calls: CaseCalls, result: CaseResult) -> CaseResult:
+    """The result with the model calls of its case (imported only where a case used any)."""
+    from pytest_agentbench.agents.provenance import attach_model_calls
+
+    return attach_model_calls(calls, result)
 
 
 def artifact_item_here(agent_id: str, case_id: str) -> ArtifactItem:

@@ -412,7 +412,7 @@ def _run_case(
     started = time.perf_counter()
     threads_before = threading.enumerate()
     try:
-        with interrupt_after(timeout):
+        with CaseLimit(timeout):
             return world.run(suite, case, view, adapter)
     except CaseTimeout as interrupted:
         return timed_out(time.perf_counter() - started, timeout, interrupted.receipt)
