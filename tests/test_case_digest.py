@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import computed_field
 from pydantic_core import to_jsonable_python
 
 from pytest_agentbench.report.recording import case_digest
@@ -71,3 +72,24 @@ def test_case_digest_covers_every_case_field_but_where_it_is() -> None:
     moved = EVERY_FIELD.model_copy(update={"file": "c.yaml", "line": 7})
     assert case_digest(moved, None) == base
     assert case_digest(EVERY_FIELD, {"a": 1}) != base
+
+
+class TaggedCase(Case):
+    """A world's own case record, with a field its values do not show as dumped."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def tier(self) -> str:
+        return self.case_id.split("-", 1)[0]
+
+
+def test_a_subclassed_case_is_digested_as_pydantic_dumps_it() -> None:
+    case = TaggedCase(suite_id="demo-v1", case_id="hard-7", file="cases.jsonl", line=8)
+    payload = {
+        "case": case.model_dump(mode="json", exclude={"file", "line"}),
+        "view": {"question": "1+1"},
+    }
+    assert payload["case"]["tier"] == "hard"
+    assert case_digest(case, {"question": "1+1"}) == sha256_hex(
+        canonical_json(payload).encode("utf-8")
+    )
