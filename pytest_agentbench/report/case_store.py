@@ -133,37 +133,9 @@ def _figures_record(figures: _Figures) -> CaseResult:
     record = CaseResult.__new__(CaseResult)
     # What ``template.model_copy(update=...)`` does for a model with neither extra
     # nor private attributes, without its generic copies (a third of this read).
-    (
-        suite_id,
-        case_id,
-        outcome,
-        failure_class,
-        failure_reason,
-        measurements,
-        labels,
-        trial,
-        cluster,
-        model,
-        model_calls,
-    ) = figures
-    object.__setattr__(
-        record,
-        "__dict__",
-        {
-            **fields,
-            "suite_id": suite_id,
-            "case_id": case_id,
-            "outcome": outcome,
-            "failure_class": failure_class,
-            "failure_reason": failure_reason,
-            "measurements": measurements,
-            "labels": labels,
-            "trial": trial,
-            "cluster": cluster,
-            "model": model,
-            "model_calls": model_calls,
-        },
-    )
+    values = dict(fields)
+    values.update(zip(_FIGURE_FIELDS, figures, strict=True))
+    object.__setattr__(record, "__dict__", values)
     object.__setattr__(record, "__pydantic_extra__", None)
     # One set shared by every record rather than a copy each (728 bytes a case while a
     # suite's figures are computed): a record is frozen, and pydantic copies the set
