@@ -2,7 +2,9 @@
 
 A serial run that writes nothing keeps each case's figures (``CaseStore.put_figures``);
 an xdist run, a run with a report or receipts, and a suite whose metric has a world
-reducer keep the whole text. Every way gives the same terminal figures.
+reducer keep the whole text. A serial run keeping the text keeps its figures beside it
+(the summary decodes no text); only an xdist controller decodes texts for figures.
+Every way gives the same terminal figures.
 """
 
 from __future__ import annotations
@@ -63,6 +65,22 @@ def agentbench_adapter():
     return WrongOnFive()
 
 
+DECODED = []
+
+
+def pytest_sessionstart(session):
+    # Every text the summary decodes for a case's figures, counted.
+    from pytest_agentbench.report import case_store
+
+    decode = case_store._decode_own
+
+    def counted(text):
+        DECODED.append(text)
+        return decode(text)
+
+    case_store._decode_own = counted
+
+
 def pytest_sessionfinish(session):
     # After the plugin's own (tryfirst) summary, before the store closes.
     recorder = session.config.stash.get(RECORDER_KEY, None)
@@ -75,6 +93,7 @@ def pytest_sessionfinish(session):
             kept[nodeid] = "text"
         except FiguresOnly:
             kept[nodeid] = "figures"
+    kept["decoded"] = len(DECODED)
     (session.config.rootpath / "kept.json").write_text(json.dumps(kept))
 """
 
@@ -110,11 +129,13 @@ def test_only_a_serial_run_that_writes_nothing_keeps_figures_alone(
     }
     figures: dict[str, list[str]] = {}
     kept: dict[str, dict[str, str]] = {}
+    decoded: dict[str, int] = {}
     for name, args in runs.items():
         result = project.runpytest("-p", "no:cacheprovider", "-m", "not agentbench_control", *args)
         result.assert_outcomes(passed=4, failed=4)
         figures[name] = _figures(result)
         kept[name] = json.loads(kept_path.read_text())
+        decoded[name] = kept[name].pop("decoded")
         kept_path.unlink()
     plain = [nodeid for nodeid in kept["serial"] if nodeid.startswith("suites/plain/")]
     reduced = [nodeid for nodeid in kept["serial"] if nodeid.startswith("suites/reduced/")]
@@ -124,6 +145,9 @@ def test_only_a_serial_run_that_writes_nothing_keeps_figures_alone(
     assert {kept["serial"][nodeid] for nodeid in reduced} == {"text"}
     for name in ("n0-receipts", "n2", "report"):
         assert set(kept[name].values()) == {"text"}, name
+    # Figures come from the result graded here; only the xdist controller, which has
+    # texts alone, decodes the plain suite's (the reduced suite's are read whole).
+    assert decoded == {"serial": 0, "n0-receipts": 0, "n2": 4, "report": 0}
     report = json.loads((project.path / "run.json").read_text())
     reducer = {
         suite["id"]: {metric["name"]: metric["value"] for metric in suite["metrics"]}
@@ -174,6 +198,19 @@ def test_a_figures_entry_reads_as_the_text_entry_s_figures() -> None:
             store.text("n::text")
         store.put("n::figures", "s", _result("c4").model_dump_json())
         assert store["n::figures"].case_id == "c4"
+        # A text stored with the result it was made from: its figures are that result's.
+        held = _result("c5")
+        store.put("n::held", "s", held.model_dump_json(), figures=held)
+        store.put("n::decoded", "s", held.model_dump_json())
+        assert store.figures("n::held") == store.figures("n::decoded")
+        assert store.figures("n::held").measurements is held.measurements
+        assert store["n::held"] == held
+        # A later text without its result replaces what was held of the earlier one.
+        store.put("n::held", "s", _result("c6").model_dump_json())
+        assert store.figures("n::held").case_id == "c6"
+        store.put("n::held", "s", held.model_dump_json(), figures=held)
+        store.put_figures("n::held", _result("c7"))
+        assert store.figures("n::held").case_id == "c7"
     finally:
         store.close()
 

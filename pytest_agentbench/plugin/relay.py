@@ -3,8 +3,9 @@
 While a case or control item runs, its setup report gets its identity and its
 call report what it produced (graded result, control verdict, adapter class),
 as JSON text attributes that pytest-xdist carries to the controller. Without
-xdist the identity goes straight to the recorder instead, and so does the result
-when nothing reads it whole (``RunRecorder.whole_results``): it is never serialised.
+xdist the identity goes straight to the recorder instead, and so does the result,
+whose figures the recorder keeps; when nothing reads it whole
+(``RunRecorder.whole_results``) it is never serialised.
 Where reports arrive (the controller, or the only process) a failure text
 becomes a :class:`FailureRepr` and the :class:`RunRecorder` records the report.
 
@@ -190,7 +191,8 @@ class ReportRelay:
     def _attach_call(
         self, item: CaseItem | ControlItem, report: pytest.TestReport
     ) -> CaseResult | None:
-        """Attach what the item produced; its result instead when the recorder takes it as is."""
+        """Attach what the item produced; return its result when the recorder takes it as is
+        (here, not under xdist), in place of its text when nothing reads it whole."""
         # Only a case item has a result, only a control item a verdict.
         case = isinstance(item, CaseItem)
         result = item.stash.get(RESULT_KEY, None) if case else None
@@ -216,20 +218,19 @@ class ReportRelay:
                 # JUnit XML writes the properties of the teardown report, built from the item.
                 item.user_properties.extend(checks)
         recorder = self.recorder
-        held = (
-            result
-            if result is not None
-            and recorder is not None
-            and not recorder.whole_results
-            and not _reduced(item.loaded)
-            else None
-        )
+        held = None
+        wired = result
+        # A suite with a world reducer has its results read whole: no figures are kept.
+        if result is not None and recorder is not None and not _reduced(item.loaded):
+            held = result
+            if not recorder.whole_results:
+                wired = None  # the figures are all the run reads: no text is made
         attach(
             report,
             None,
             result=None
-            if result is None or held is not None
-            else stored_result(result, self.max_output_bytes, canonical=self.canonical_results),
+            if wired is None
+            else stored_result(wired, self.max_output_bytes, canonical=self.canonical_results),
             verdict=None if verdict is None else verdict.model_dump_json(),
             answered_by=item.answered_by if isinstance(item, CaseItem) else None,
             harness_error=result is not None and result.outcome is CaseOutcome.ERROR,

@@ -9,7 +9,10 @@ reruns), as a dictionary would. Readers take one result at a time.
 A run in which nothing reads a result whole (no report, no log, no journal ...:
 ``RunRecorder.whole_results``) keeps only what the run's figures read of the
 results graded in its own process (:meth:`CaseStore.put_figures`): they are never
-serialised, written to the file nor decoded again.
+serialised, written to the file nor decoded again. A run that stores the text of a
+result graded in its own process keeps that result's figures beside it
+(``put(..., figures=result)``): its summary reads them rather than decoding every
+text again; only texts from elsewhere (xdist workers) are decoded for their figures.
 """
 
 from __future__ import annotations
@@ -161,6 +164,9 @@ class CaseStore:
 
     def __init__(self) -> None:
         self._slots: dict[str, int | _Figures] = {}
+        self._held: dict[str, _Figures] = {}
+        """The figures of results whose text is stored too, taken from the result as it was
+        graded here (:meth:`put`'s ``figures``): :meth:`figures` decodes no text for them."""
         self._suite_ids: list[str] = []
         self._suite_tags: dict[str, int] = {}
         """Per suite id: its number shifted past the canonical flag, as slots hold it."""
@@ -171,12 +177,27 @@ class CaseStore:
         """The node id and text stored last: the progress journal reads it back at once,
         and would otherwise flush the file and read it from disk for every case."""
 
-    def put(self, nodeid: str, suite_id: str, text: str, *, canonical: bool = False) -> None:
+    def put(
+        self,
+        nodeid: str,
+        suite_id: str,
+        text: str,
+        *,
+        canonical: bool = False,
+        figures: CaseResult | None = None,
+    ) -> None:
         """Store ``text`` (``CaseResult`` JSON) as the result of ``nodeid`` in ``suite_id``.
 
         ``canonical`` says the text is the result's canonical JSON (``canonical_json``
         of its ``model_dump(mode="json")``): a run report then copies it unchanged.
+        ``figures``: the result ``text`` was made from, whose figures :meth:`figures`
+        then reads without decoding the text.
         """
+        if figures is None:
+            # A later text for the node replaces what was held of an earlier one.
+            self._held.pop(nodeid, None)
+        else:
+            self._held[nodeid] = _figures_of(figures.__dict__)
         data = text.encode("utf-8")
         if self._file is None:
             # Closed by close() at the session's end; until then it is written to.
@@ -196,6 +217,7 @@ class CaseStore:
         """Keep what the run's figures read of ``result`` (:meth:`figures`), not its text."""
         # A record's fields are its __dict__ (pydantic): one C call picks them.
         self._slots[nodeid] = _figures_of(result.__dict__)
+        self._held.pop(nodeid, None)
         self._latest = None  # it may have been this node's earlier text
 
     def _new_suite(self, suite_id: str) -> int:
@@ -255,6 +277,9 @@ class CaseStore:
         slot = self._slots[nodeid]
         if not isinstance(slot, int):
             return _figures_record(slot)
+        held = self._held.get(nodeid)
+        if held is not None:
+            return _figures_record(held)
         data = _decode_own(self.text(nodeid))
         failure_class = data["failure_class"]
         return _figures_record(
@@ -294,6 +319,7 @@ class CaseStore:
             self._file.close()
             self._file = None
         self._slots.clear()
+        self._held.clear()
         self._suite_ids.clear()
         self._suite_tags.clear()
         self._end = 0

@@ -10,9 +10,10 @@ never double-count, and a node whose worker crashed is recorded as a
 leave the report (pytest keeps every report until the run ends): the identity
 for :attr:`RunRecorder.identities`, the result for a :class:`CaseStore` on
 disk, so memory does not hold every case's record until the run ends.
-A case graded in the recording process itself, in a run where nothing reads a
-result whole (:attr:`RunRecorder.whole_results`), travels as no text at all: the
-relay hands its result to :meth:`RunRecorder.record`, which keeps its figures.
+A case graded in the recording process itself has its result handed to
+:meth:`RunRecorder.record` as is, which keeps its figures (the summary decodes no
+text for them); in a run where nothing reads a result whole
+(:attr:`RunRecorder.whole_results`) it travels as no text at all.
 """
 
 from __future__ import annotations
@@ -198,7 +199,8 @@ class RunRecorder:
 
     def record(self, report: pytest.TestReport, result: CaseResult | None = None) -> None:
         """Record ``report``; ``result``: a call report's graded result, handed over as is
-        rather than as text (only while :attr:`whole_results` is false)."""
+        (graded in this process): the store keeps its figures, beside the report's text of
+        it when :attr:`whole_results`, else instead of one."""
         nodeid = report.nodeid  # a property building the text: read once per report
         identity = self.identities.get(nodeid)
         wire: str | None = getattr(report, IDENTITY_ATTR, None)
@@ -284,10 +286,12 @@ class RunRecorder:
                 self.transcripts.put(identity.suite_id, transcript)
         if report.skipped and result is None and held is None:
             self._store_skip(identity, report, nodeid)
+        elif identity.kind == "case" and result is not None:
+            self.graded.put(
+                nodeid, identity.suite_id, result, canonical=self.results_canonical, figures=held
+            )
         elif identity.kind == "case" and held is not None:
             self.graded.put_figures(nodeid, held)
-        elif identity.kind == "case" and result is not None:
-            self.graded.put(nodeid, identity.suite_id, result, canonical=self.results_canonical)
         elif identity.kind == "control" and verdict is not None:
             self.controls[nodeid] = RecordedControl(
                 identity.suite_id, nodeid, ControlVerdict.model_validate_json(verdict)
