@@ -232,3 +232,26 @@ def test_figures_records_share_one_fields_set_that_a_copy_leaves_alone() -> None
         assert shared == before
     finally:
         store.close()
+
+
+def test_the_grouping_by_suite_is_made_once_until_the_store_changes() -> None:
+    store = CaseStore()
+    try:
+        store.put("n::b", "s", _result("c1").model_dump_json())
+        store.put_figures("n::a", _result("c2"))
+        grouped = store.by_suite()
+        # The summary and the run report both ask: the second is not sorted again.
+        assert store.by_suite() is grouped == {"s": ["n::a", "n::b"]}
+        for change in (
+            lambda: store.put("n::c", "t", _result("c3", "t").model_dump_json()),
+            lambda: store.put_figures("n::0", _result("c4")),
+            lambda: store.__setitem__("n::d", _result("c5", "t")),
+        ):
+            change()
+            assert store.by_suite() is not grouped
+            grouped = store.by_suite()
+        assert grouped == {"s": ["n::0", "n::a", "n::b"], "t": ["n::c", "n::d"]}
+        store.close()
+        assert store.by_suite() == {}
+    finally:
+        store.close()
