@@ -65,6 +65,62 @@ def test_cases_run_with_the_collected_tree_frozen(demo: pytest.Pytester) -> None
     assert gc.get_freeze_count() == frozen_before
 
 
+FULL_COLLECTION_PROBE = """
+import gc, json, os, weakref
+
+
+class Cycle:
+    def __init__(self):
+        self.me = self
+
+
+class CollectingProbe:
+    def answer(self, question):
+        # A garbage cycle, then a full collection with something new still alive.
+        dead = Cycle()
+        gone = weakref.ref(dead)
+        del dead
+        alive = Cycle()
+        before = gc.get_freeze_count()
+        gc.collect()
+        record = {
+            "before": before,
+            "after": gc.get_freeze_count(),
+            "garbage_freed": gone() is None,
+        }
+        del alive
+        with open(f"collected-{os.getpid()}.jsonl", "a") as handle:
+            handle.write(json.dumps(record) + "\\n")
+        left, right = question.split("+")
+        return int(left) + int(right)
+"""
+
+
+def test_what_a_full_collection_in_the_run_leaves_alive_is_frozen(demo: pytest.Pytester) -> None:
+    write_demo_suite(demo.path)
+    demo.makepyfile(probe_agent=FULL_COLLECTION_PROBE)
+    frozen_before = gc.get_freeze_count()
+
+    result = demo.runpytest(
+        "--agentbench-adapter=probe_agent:CollectingProbe", "-m", "not agentbench_control", "suites"
+    )
+
+    result.assert_outcomes(passed=3)
+    records = [
+        json.loads(line)
+        for path in demo.path.glob("collected-*.jsonl")
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    assert len(records) == 3
+    # Each full collection froze its survivors (the case's own objects among them)
+    # and freed the garbage cycle first.
+    assert all(record["after"] > record["before"] for record in records)
+    assert all(record["garbage_freed"] for record in records)
+    # The in-process session gave everything back and stopped freezing.
+    assert gc.get_freeze_count() == frozen_before
+    assert gc_freeze._freeze_survivors not in gc.callbacks
+
+
 LOAD_PROBE = """
 import gc, json, os
 

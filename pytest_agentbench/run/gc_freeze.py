@@ -19,6 +19,14 @@ While a suite or its oracle loads, automatic collection is paused
 collection the growing heap triggered on the way walked all of it again, so
 a large suite's load cost grew faster than the suite. One young collection
 as the load ends frees what it left in garbage cycles.
+
+While the run goes on, what each full collection leaves alive is frozen as
+well: the run's kept reports (pytest's terminal statistics and JUnit
+reporters, the plugin's results) only grow, so every later full collection
+would walk all of them again and free nothing, a cost a case that grew with
+the run's size. Frozen right after a full collection, everything frozen was
+found alive; each object is then walked by one full collection, not by every
+one after it.
 """
 
 from __future__ import annotations
@@ -46,10 +54,16 @@ def arrange_thaw(config: pytest.Config) -> None:
 
 
 def freeze_alive(config: pytest.Config) -> None:
-    """Move everything alive now to the permanent generation (thawed as the module says)."""
+    """Move everything alive now to the permanent generation (thawed as the module says).
+
+    From the first call on, what each later full collection leaves alive is
+    frozen too, until the thaw.
+    """
     if not hasattr(gc, "freeze"):
         return  # an interpreter without generations to freeze (PyPy)
     gc.freeze()
+    if _freeze_survivors not in gc.callbacks:
+        gc.callbacks.append(_freeze_survivors)
     # Given back in a process that ends with its session, the tree would only be
     # walked once more by the interpreter's last collection: most of a second for
     # a 7,756-case suite, and an xdist controller waits for each worker's exit.
@@ -105,7 +119,15 @@ def _in_pytest_config(frame: FrameType, names: frozenset[str]) -> bool:
     return frame.f_code.co_name in names and frame.f_globals.get("__name__") == "_pytest.config"
 
 
+def _freeze_survivors(phase: str, info: dict[str, int]) -> None:
+    """After a full collection (the oldest generation), freeze what it found alive."""
+    if phase == "stop" and info["generation"] == 2:
+        gc.freeze()
+
+
 def _thaw(config: pytest.Config) -> None:
+    if _freeze_survivors in gc.callbacks:
+        gc.callbacks.remove(_freeze_survivors)
     if config.stash.get(_FROZEN_KEY, False):
         del config.stash[_FROZEN_KEY]
         gc.unfreeze()
