@@ -53,6 +53,7 @@ BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "t
 """Imported by a tool-session world (the demo world of the run below is one)."""
 
 BUILT_ON_FIRST_USE = (
+    "pytest_agentbench.agents.budget:Ceilings",
     "pytest_agentbench.agents.budget:ModelPrice",
     "pytest_agentbench.agents.budget:PricingTable",
     "pytest_agentbench.agents.budget:Reservation",
@@ -60,6 +61,7 @@ BUILT_ON_FIRST_USE = (
     "pytest_agentbench.agents.provenance:CaseModelCalls",
     "pytest_agentbench.agents.provenance:DecisionCall",
     "pytest_agentbench.agents.provenance:RunProvenance",
+    "pytest_agentbench.agents.settings:ChatSettings",
     "pytest_agentbench.run.output_caps:ReceiptTruncation",
     "pytest_agentbench.run.output_caps:TruncatedReceipt",
     "pytest_agentbench.scoring.stats:BootstrapResult",
@@ -159,8 +161,12 @@ def pytest_sessionfinish(session):
         if name.startswith("pytest_agentbench")
         and isinstance(getattr(module, "__loader__", None), AssertionRewritingHook)
     )
+    from pytest_agentbench.agents.budget import Ceilings
+    from pytest_agentbench.agents.settings import ChatSettings
+
+    built = [cls.__name__ for cls in (ChatSettings, Ceilings) if cls.__pydantic_complete__]
     with open(f"probe-{{worker}}.json", "w") as handle:
-        json.dump({{"loaded": loaded, "rewritten": rewritten}}, handle)
+        json.dump({{"loaded": loaded, "rewritten": rewritten, "built": built}}, handle)
 """
 
 
@@ -181,15 +187,21 @@ def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Py
         "main": sorted(FINISH_MODULES),
         "gw0": [],
     }
+    # A run that configures no chat model makes no model run: its settings and
+    # ceilings are never validated (nor their validators built) in any process.
+    assert {process: probe["built"] for process, probe in probes.items()} == {
+        "main": [],
+        "gw0": [],
+    }
     # pytest rewrites the asserts of a plugin's whole package, from source, in every
     # process that cannot cache bytecode. The conformance kit's stay rewritten; of the rest,
-    # only the two package markers pytest loaded before the plugin could say so.
+    # only the two package markers pytest loaded before the plugin could say so. A run
+    # without --agentbench-conformance imports the kit's pytest plugin and none of its checks.
     for process, probe in probes.items():
         assert probe["rewritten"] == [
             "pytest_agentbench",
             "pytest_agentbench.plugin",
             REWRITTEN_PACKAGE,
-            f"{REWRITTEN_PACKAGE}.checks",
             f"{REWRITTEN_PACKAGE}.plugin",
         ], process
 

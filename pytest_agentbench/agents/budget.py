@@ -94,6 +94,9 @@ def decimal_text(value: Decimal) -> str:
 
 
 class Ceilings(Record):
+    # Built on first use: a benchmark run that configures no chat model never makes one.
+    model_config = BUILT_ON_FIRST_USE
+
     max_calls: int | None = None
     max_tokens: int | None = None
     max_cost: DecimalText | None = None

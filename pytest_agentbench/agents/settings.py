@@ -23,11 +23,14 @@ from pytest_agentbench.agents.providers import (
 )
 from pytest_agentbench.agents.sources import SOURCES, CassetteMode
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
-from pytest_agentbench.sdk.contracts import Record
+from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import UsageError
 
 
 class ChatSettings(Record):
+    # Built on first use: a benchmark run that configures no chat model never makes one.
+    model_config = BUILT_ON_FIRST_USE
+
     base_url: str | None = None
     """The OpenAI-compatible API root, e.g. ``http://127.0.0.1:8000/v1``."""
     model: str | None = None
@@ -155,18 +158,21 @@ OPTIONS = {"provider": "--agentbench-llm-provider"}
 """Command-line options not named ``--agentbench-<setting>``."""
 
 
-def resolve_settings(
+Given = tuple[dict[str, str], dict[str, str]]
+"""The settings given, as text, by name; and where each came from (an option, an
+environment variable or an ini key), by name."""
+
+
+def given_settings(
     *,
     ini: Callable[[str], str | None],
     environ: Mapping[str, str],
     overrides: Mapping[str, str | None] | None = None,
-    root: Path | None = None,
-) -> ChatSettings:
-    """Settings from (highest first) ``overrides``, ``environ`` and ``ini``.
+) -> Given:
+    """What ``overrides``, ``environ`` and ``ini`` give (highest first), unchecked; a
+    setting none of them gives keeps its default.
 
-    ``ini`` returns the text of an ini key or ``None``; a relative cassette
-    folder is taken relative to ``root``. Bad values are usage errors naming
-    where they came from.
+    ``ini`` returns the text of an ini key or ``None``.
     """
     values: dict[str, str] = {}
     origin: dict[str, str] = {}
@@ -181,6 +187,28 @@ def resolve_settings(
             values[name], origin[name] = environ[env_key], env_key
         elif ini(ini_key):
             values[name], origin[name] = str(ini(ini_key)), ini_key
+    return values, origin
+
+
+def resolve_settings(
+    *,
+    ini: Callable[[str], str | None],
+    environ: Mapping[str, str],
+    overrides: Mapping[str, str | None] | None = None,
+    root: Path | None = None,
+) -> ChatSettings:
+    """Settings from (highest first) ``overrides``, ``environ`` and ``ini``.
+
+    ``ini`` returns the text of an ini key or ``None``; a relative cassette
+    folder is taken relative to ``root``. Bad values are usage errors naming
+    where they came from.
+    """
+    return checked_settings(given_settings(ini=ini, environ=environ, overrides=overrides), root)
+
+
+def checked_settings(given: Given, root: Path | None = None) -> ChatSettings:
+    """The settings ``given`` names over the defaults, checked (see :func:`resolve_settings`)."""
+    values, origin = dict(given[0]), given[1]
     for name in ("cassettes", "pricing"):
         if name in values and root is not None:
             values[name] = str((root / values[name]).resolve())

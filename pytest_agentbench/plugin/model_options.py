@@ -37,7 +37,12 @@ from pytest_agentbench.agents.provenance import (
     model_runs,
 )
 from pytest_agentbench.agents.providers import provider_label
-from pytest_agentbench.agents.settings import ChatSettings, configure, resolve_settings
+from pytest_agentbench.agents.settings import (
+    ChatSettings,
+    checked_settings,
+    configure,
+    given_settings,
+)
 from pytest_agentbench.agents.sources import RUN_LIMITS
 from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
@@ -69,12 +74,17 @@ def pytest_configure(config: pytest.Config) -> None:
         value = config.getini(key)
         return str(value) if value else None
 
+    given = given_settings(ini=ini, environ=os.environ, overrides=overrides)
+    names = config.getoption("agentbench_model", None)
+    models_file = config.getoption("agentbench_models", None)
+    if not given[0] and not (names or models_file):
+        # No chat model is configured: its default settings are valid, call no model
+        # and limit nothing, so the run has no model run (``RUN_KEY`` unset, as its
+        # readers expect of a run without a model) and builds none of its records.
+        config.stash[MATRIX_KEY] = ()
+        return
     try:
-        settings = resolve_settings(
-            ini=ini, environ=os.environ, overrides=overrides, root=config.rootpath
-        )
-        names = config.getoption("agentbench_model", None)
-        models_file = config.getoption("agentbench_models", None)
+        settings = checked_settings(given, config.rootpath)
         models: tuple[MatrixModel, ...] = ()
         if names or models_file:
             # Only a run naming models imports the matrix (and its records).

@@ -18,90 +18,27 @@ leak canary reaches the adapter; a byte flipped in a public artifact or in an
 oracle file is a named refusal; every negative agent is declared in the
 controls manifest and fails as declared; a tool-session world's receipts are
 digest-stable; a serial and a ``-n 2`` run give the same JSON run report.
+
+Names resolve on first use: the benchmark plugin registers this package's pytest
+plugin in every benchmark run, and a run without ``--agentbench-conformance``
+imports no check.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
-from pathlib import Path
-from typing import NamedTuple
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.sdk.registry import WorldRegistry
-from pytest_agentbench.testing.checks import (
-    CHECKS,
-    ConformanceFailure,
-    NotApplicable,
-    SuiteUnderTest,
-    work_folder,
-)
-
-CHECK_NAMES: tuple[str, ...] = tuple(CHECKS)
-
-
-class CheckOutcome(NamedTuple):
-    """One check's verdict: ``status`` is ``passed``, ``failed`` or ``not_applicable``."""
-
-    name: str
-    status: str
-    detail: str = ""
-
-
-class ConformanceReport(NamedTuple):
-    suite_id: str
-    kind: str
-    outcomes: tuple[CheckOutcome, ...]
-
-    @property
-    def passed(self) -> bool:
-        return all(outcome.status != "failed" for outcome in self.outcomes)
-
-    @property
-    def failed(self) -> tuple[CheckOutcome, ...]:
-        return tuple(outcome for outcome in self.outcomes if outcome.status == "failed")
-
-    def render(self) -> str:
-        lines = [f"conformance of {self.suite_id} ({self.kind}):"]
-        for outcome in self.outcomes:
-            detail = f": {outcome.detail}" if outcome.detail else ""
-            lines.append(f"  {outcome.status:<14} {outcome.name}{detail}")
-        return "\n".join(lines)
-
-
-def run_check(name: str, target: SuiteUnderTest) -> CheckOutcome:
-    """Run one check by name; a failure or a not-applicable check is reported, not raised."""
-    try:
-        CHECKS[name](target)
-    except ConformanceFailure as failure:
-        return CheckOutcome(name, "failed", str(failure))
-    except NotApplicable as reason:
-        return CheckOutcome(name, "not_applicable", str(reason))
-    return CheckOutcome(name, "passed")
-
-
-def check_world(
-    suite: str | os.PathLike[str],
-    *,
-    registry: WorldRegistry | None = None,
-    checks: Sequence[str] = CHECK_NAMES,
-    workdir: Path | None = None,
-    plugins: Sequence[str] = (),
-) -> ConformanceReport:
-    """Run ``checks`` on a suite (a shipped suite id or a suite folder).
-
-    ``registry`` defaults to every installed world kind; ``workdir`` is where
-    copies and reports go (a temporary folder, removed afterwards, by default);
-    ``plugins`` are modules the xdist check's pytest runs load with ``-p``.
-    A suite that does not load at all is raised as its ``AgentbenchError``.
-    """
-    unknown = [name for name in checks if name not in CHECKS]
-    if unknown:
-        raise ValueError(f"unknown conformance checks {unknown} (known: {list(CHECKS)})")
-    with work_folder(workdir) as folder:
-        target = SuiteUnderTest(suite, registry=registry, workdir=folder, plugins=plugins)
-        outcomes = tuple(run_check(name, target) for name in checks)
-    return ConformanceReport(target.suite_id, target.kind, outcomes)
-
+_EXPORTS: dict[str, str] = {
+    "CHECK_NAMES": "pytest_agentbench.testing.kit",
+    "CheckOutcome": "pytest_agentbench.testing.kit",
+    "ConformanceReport": "pytest_agentbench.testing.kit",
+    "check_world": "pytest_agentbench.testing.kit",
+    "run_check": "pytest_agentbench.testing.kit",
+    "ConformanceFailure": "pytest_agentbench.testing.checks",
+    "NotApplicable": "pytest_agentbench.testing.checks",
+    "SuiteUnderTest": "pytest_agentbench.testing.checks",
+}
 
 __all__ = [
     "CHECK_NAMES",
@@ -113,3 +50,27 @@ __all__ = [
     "check_world",
     "run_check",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:
+    from pytest_agentbench.testing.checks import ConformanceFailure, NotApplicable, SuiteUnderTest
+    from pytest_agentbench.testing.kit import (
+        CHECK_NAMES,
+        CheckOutcome,
+        ConformanceReport,
+        check_world,
+        run_check,
+    )
