@@ -487,13 +487,13 @@ class AgentbenchState:
         """
         seen = visible_text(view)
         options = self.options
-        opened = (
-            self.open_ledger(loaded, case, adapter)
-            if ledger and options.ledger_dir is not None
-            else None
-        )
-        if isinstance(opened, CaseResult):
-            return Outcome(failure_class=FailureClass.HARNESS_ERROR), opened
+        opened: CaseLedger | None = None
+        if ledger and options.ledger_dir is not None:
+            # Asked only here: a model class's ``isinstance`` is an ABC check.
+            refused_or_opened = self.open_ledger(loaded, case, adapter)
+            if isinstance(refused_or_opened, CaseResult):
+                return Outcome(failure_class=FailureClass.HARNESS_ERROR), refused_or_opened
+            opened = refused_or_opened
         outcome, calls = self.run(loaded, case, view, adapter, opened)
         return self.settle(
             loaded,
