@@ -235,9 +235,11 @@ def grade(
         fields["findings"] = tuple(sorted(set(findings)))
     if case.cluster is not None:
         fields["cluster"] = case.cluster
-    # ``model_validate`` of the dict rather than ``CaseResult(**fields)``: the same
-    # validation without unpacking the fields into keywords and packing them again.
-    return CaseResult.model_validate(fields)
+    # The model's validator given the dict, as ``model_validate`` does, rather than
+    # ``CaseResult(**fields)``: the same validation without unpacking the fields into
+    # keywords and packing them again, nor ``model_validate``'s keyword defaults.
+    result: CaseResult = CaseResult.__pydantic_validator__.validate_python(fields)
+    return result
 
 
 def excluded(case: Case, outcome: Outcome) -> CaseResult:
