@@ -141,6 +141,23 @@ def test_loads_strict_names_the_line_of_a_syntax_error() -> None:
     assert "column" in caught.value.reason
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["", " ", "\t{}\r\n", " [1] ", "1 2", '{"a": 1} x', "[1,]", "{", "nul", "-", "\n\n1\n2"],
+)
+def test_loads_strict_reads_and_refuses_as_the_json_decoder_does(text: str) -> None:
+    # Read with the decoder's scanner directly: same values, same message, same column.
+    try:
+        expected: Any = ("value", json.loads(text))
+    except json.JSONDecodeError as exc:
+        expected = ("malformed_json", f"{exc.msg} (column {exc.colno})", exc.lineno)
+    try:
+        got: Any = ("value", loads_strict(text, file="x.json"))
+    except AgentbenchError as refused:
+        got = (refused.code, refused.reason, refused.location.line)
+    assert got == expected
+
+
 def test_read_json_refuses_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(AgentbenchError) as caught:
         read_json(tmp_path / "absent.json", display="suite/absent.json")

@@ -216,6 +216,49 @@ def agentbench_adapter(offset):
     )
 
 
+def test_an_adapter_fixture_of_each_test_is_resolved_for_each_case(demo: pytest.Pytester) -> None:
+    # The adapter a suite's cases resolve to is kept for its next case only while the
+    # fixture gives the same object: a new one is checked and used anew, case by case.
+    write_demo_suite(demo.path)
+    demo.makeconftest(
+        REGISTERING_CONFTEST
+        + """
+import pytest
+
+
+class Shifted:
+    def __init__(self, by):
+        self.by = by
+
+    def answer(self, question):
+        left, right = question.split("+")
+        return int(left) + int(right) + self.by
+
+
+class Mute:
+    def speak(self):
+        return "hello"
+
+
+@pytest.fixture
+def agentbench_adapter(request):
+    case = request.node.name
+    return Mute() if case == "c2" else Shifted(0 if case == "c1" else 7)
+"""
+    )
+    result, report = run_report(demo, "-rs", "-m", "not agentbench_control")
+    result.assert_outcomes(passed=1, failed=1, skipped=1, deselected=1)
+    result.stdout.fnmatch_lines(["SKIPPED ?1? *adapter Mute lacks the DemoAdapter protocol*"])
+    (suite,) = report["suites"]
+    results = {entry["result"]["case_id"]: entry["result"] for entry in suite["cases"]}
+    assert {case: result["outcome"] for case, result in results.items()} == {
+        "c1": "passed",
+        "c2": "skipped",
+        "c3": "failed",
+    }
+    assert results["c3"]["checks"][1] == {**results["c3"]["checks"][1], "actual": 22}
+
+
 def test_autouse_fixtures_of_the_user_run_for_every_case_item(demo: pytest.Pytester) -> None:
     write_demo_suite(demo.path)
     demo.makeconftest(

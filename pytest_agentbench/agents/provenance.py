@@ -419,8 +419,11 @@ class CaseScope:
 
     def __enter__(self) -> CaseCalls:
         run = configured_run()
-        calls = CaseCalls(
-            priced=run is not None and run.price is not None, counted=counts_sources(run)
+        # No model run configured (most runs): nothing to price, no sources to count.
+        calls = (
+            CaseCalls(False)
+            if run is None
+            else CaseCalls(priced=run.price is not None, counted=counts_sources(run))
         )
         self._previous = getattr(_scope, "calls", None)
         _scope.calls = calls

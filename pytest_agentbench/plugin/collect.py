@@ -275,7 +275,7 @@ class CaseItem(pytest.Item):
             view = job.view
             self.answered_by = adapter_class(job.adapter)
             outcome, result = job.result()
-            self._keep_transcript(state.take_transcript())
+            self._keep_transcript(state)
         else:
             adapter = state.adapter_for(self.loaded, given_adapter)
             self.answered_by = adapter_class(adapter)
@@ -288,7 +288,7 @@ class CaseItem(pytest.Item):
             finally:
                 leave_model(model_token)
                 leave_trial(token)
-            self._keep_transcript(state.take_transcript())
+            self._keep_transcript(state)
         if self.trial is not None or self.case.cluster is not None:
             result = result.model_copy(update={"trial": self.trial, "cluster": self.case.cluster})
         if self.model is not None:
@@ -337,10 +337,13 @@ class CaseItem(pytest.Item):
         if result.outcome is not CaseOutcome.PASSED:
             raise CaseFailed(result, golden_diff)
 
-    def _keep_transcript(self, events: list[JsonValue] | None) -> None:
+    def _keep_transcript(self, state: AgentbenchState) -> None:
         """Stash the case's transcript for the relay (the report's sidecar file)."""
-        if events:
-            self.stash[TRANSCRIPT_KEY] = events
+        # Asked first: only a run writing a report settles transcripts.
+        if state.settled_transcript is not None:
+            events = state.take_transcript()
+            if events:
+                self.stash[TRANSCRIPT_KEY] = events
 
     def _run_ahead(self) -> Any:
         """The case's run started ahead of its turn (a ``CaseJob``), if it was."""

@@ -187,17 +187,16 @@ def find_leak(
         )
     if not canaries.canaries:
         return None
-    places = [("public view", seen)]
-    if outcome.receipt is not None:
-        places.extend(("tool result", text) for text in tool_results(outcome.receipt))
-    for place, text in places:
-        canary = canaries.first_in(text)
-        if canary is not None:
-            shown = canary if len(canary) <= 40 else f"{canary[:37]}..."
-            return AgentbenchError(
-                LEAK_CODE,
-                f"case {case.case_id!r}: oracle canary {shown!r} reached the adapter "
-                f"in its {place}",
-                file=suite.display(case.file),
-            )
-    return None
+    place, canary = "public view", canaries.first_in(seen)
+    if canary is None and outcome.receipt is not None:
+        # The tool results only where the view held none (and only a session has them).
+        place = "tool result"
+        canary = next(filter(None, map(canaries.first_in, tool_results(outcome.receipt))), None)
+    if canary is None:
+        return None
+    shown = canary if len(canary) <= 40 else f"{canary[:37]}..."
+    return AgentbenchError(
+        LEAK_CODE,
+        f"case {case.case_id!r}: oracle canary {shown!r} reached the adapter in its {place}",
+        file=suite.display(case.file),
+    )

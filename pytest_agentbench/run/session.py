@@ -420,6 +420,9 @@ class AgentbenchState:
     _reference: dict[str, Any] = field(default_factory=dict)
     _predictions: dict[str, Any] = field(default_factory=dict)
     _protocol_checks: dict[tuple[int, str], tuple[Any, bool]] = field(default_factory=dict)
+    _resolved: dict[int, tuple[LoadedSuite, Any, Any]] = field(default_factory=dict)
+    """The adapter each suite's cases last resolved to, by the suite: (suite, given, adapter).
+    One entry a suite, replaced when the adapter given changes (a fixture's per test)."""
 
     def reference_agent(self, world: World) -> Any:
         if world.kind not in self._reference:
@@ -428,6 +431,11 @@ class AgentbenchState:
 
     def adapter_for(self, loaded: LoadedSuite, given: Any) -> Any:
         """The adapter for a case of ``loaded``: predictions file, reference agent or ``given``."""
+        known = self._resolved.get(id(loaded))
+        if known is not None and known[0] is loaded and known[1] is given:
+            # Resolved alike for every case of the suite, but for an isolated adapter,
+            # whose stand-in is asked for each case (see below).
+            return known[2]
         suite, world = loaded.suite, loaded.world
         path = self.options.predictions.get(suite.id)
         if path is not None:
@@ -436,6 +444,7 @@ class AgentbenchState:
                     self._predictions[suite.id] = world.predictions_adapter(suite, path)
                 except AgentbenchError as exc:
                     pytest.fail(exc.render(), pytrace=False)
+            self._resolved[id(loaded)] = (loaded, given, self._predictions[suite.id])
             return self._predictions[suite.id]
         adapter = self.reference_agent(world) if given is REFERENCE_AGENTS else given
         if self.isolation is not None:
@@ -448,6 +457,8 @@ class AgentbenchState:
                 f"adapter {type(adapter).__name__} lacks the {protocol_name(world)} protocol "
                 f"of world kind {world.kind!r}"
             )
+        if self.isolation is None:
+            self._resolved[id(loaded)] = (loaded, given, adapter)
         return adapter
 
     def _implements(self, adapter: Any, world: World) -> bool:
@@ -476,13 +487,13 @@ class AgentbenchState:
         """
         seen = visible_text(view)
         options = self.options
-        opened = (
-            self.open_ledger(loaded, case, adapter)
-            if ledger and options.ledger_dir is not None
-            else None
-        )
-        if isinstance(opened, CaseResult):
-            return Outcome(failure_class=FailureClass.HARNESS_ERROR), opened
+        opened: CaseLedger | None = None
+        if ledger and options.ledger_dir is not None:
+            # Asked only here: a model class's ``isinstance`` is an ABC check.
+            refused_or_opened = self.open_ledger(loaded, case, adapter)
+            if isinstance(refused_or_opened, CaseResult):
+                return Outcome(failure_class=FailureClass.HARNESS_ERROR), refused_or_opened
+            opened = refused_or_opened
         outcome, calls = self.run(loaded, case, view, adapter, opened)
         return self.settle(
             loaded,

@@ -183,8 +183,10 @@ def applies(results: Sequence[CaseResult]) -> bool:
 
 
 def summarise_trials(suite_id: str, results: Sequence[CaseResult]) -> TrialSummary | None:
+    if not applies(results):
+        return None  # a run of single trials and no clusters: nothing to sort out of it
     scored = graded(results)
-    if not applies(results) or not scored:
+    if not scored:
         return None
     count = max((r.trial or 1) for r in results)
     per_case: dict[str, list[bool]] = defaultdict(list)

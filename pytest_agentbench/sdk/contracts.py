@@ -201,9 +201,11 @@ def grade(
         "suite_id": case.suite_id,
         "case_id": case.case_id,
         "checks": given,
-        "measurements": dict(measurements or {}),
         "labels": case.labels,
     }
+    if measurements:
+        # Validation makes the record's own dict of it: no copy needed here.
+        fields["measurements"] = measurements
     failure_class = None if outcome is None else outcome.failure_class
     if failure_class is FailureClass.HARNESS_ERROR:
         verdict = CaseOutcome.ERROR
@@ -233,7 +235,11 @@ def grade(
         fields["findings"] = tuple(sorted(set(findings)))
     if case.cluster is not None:
         fields["cluster"] = case.cluster
-    return CaseResult(**fields)
+    # The model's validator given the dict, as ``model_validate`` does, rather than
+    # ``CaseResult(**fields)``: the same validation without unpacking the fields into
+    # keywords and packing them again, nor ``model_validate``'s keyword defaults.
+    result: CaseResult = CaseResult.__pydantic_validator__.validate_python(fields)
+    return result
 
 
 def excluded(case: Case, outcome: Outcome) -> CaseResult:
