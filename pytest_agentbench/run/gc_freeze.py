@@ -26,7 +26,10 @@ reporters, the plugin's results) only grow, so every later full collection
 would walk all of them again and free nothing, a cost a case that grew with
 the run's size. Frozen right after a full collection, everything frozen was
 found alive; each object is then walked by one full collection, not by every
-one after it.
+one after it. The price: a garbage cycle alive at one of those collections
+and dropped later is freed only at the thaw, and never in a process that
+ends with its session, whose unraisable-exception warnings (a finalizer that
+raises) then miss it (docs/outcomes.md says so).
 """
 
 from __future__ import annotations
