@@ -16,8 +16,9 @@ importing pydantic, a world or a report module.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pytest_agentbench.sdk.lazy_names import lazy_names
 
 _EXPORTS: dict[str, str] = {
     "World": "pytest_agentbench.sdk.world",
@@ -348,17 +349,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, __all__)
 
 
 if TYPE_CHECKING:
