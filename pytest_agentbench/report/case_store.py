@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import functools
 import json
-import json.scanner
 import operator
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, scanning_decode
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
 
 # A case's slot is one int: its text's offset, its length, its suite's number and
@@ -75,30 +74,9 @@ values the result holds (no copy), in one tuple rather than a record."""
 _figures_of: Callable[[dict[str, Any]], _Figures] = operator.itemgetter(*_FIGURE_FIELDS)
 
 
-def _own_decoder() -> Callable[[str], Any]:
-    """``json.loads`` for the texts this run wrote itself (a stored result), minus its wrappers.
-
-    ``json.loads`` runs three Python functions around the C scanner for every text;
-    a summary decodes one per case. The scanner alone parses the same value; any
-    text it does not take whole (leading or trailing whitespace, extra data, none
-    of which a result's own dump holds) goes to ``json.loads``, which decides it.
-    """
-    scanner = getattr(json.scanner, "c_make_scanner", None)
-    if scanner is None:  # an interpreter without the C accelerator
-        return json.loads
-    scan_once = scanner(json.JSONDecoder())
-
-    def decode(text: str) -> Any:
-        try:
-            value, end = scan_once(text, 0)
-        except StopIteration:
-            return json.loads(text)
-        return value if end == len(text) else json.loads(text)
-
-    return decode
-
-
-_decode_own = _own_decoder()
+# A stored text is a result's own dump: ``json.loads`` minus its wrappers (one decode a
+# case where a summary reads texts from xdist workers).
+_decode_own = scanning_decode(json.JSONDecoder())
 
 
 @functools.cache
