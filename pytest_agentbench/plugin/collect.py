@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
@@ -56,6 +56,15 @@ from pytest_agentbench.sdk.errors import (
 )
 from pytest_agentbench.sdk.layout import SUITE_FILE
 from pytest_agentbench.sdk.suite import Suite
+
+_Stashed = TypeVar("_Stashed")
+
+
+def stashed(stash: pytest.Stash, key: pytest.StashKey[_Stashed]) -> _Stashed | None:
+    """``stash.get(key, None)``, asked with ``in`` first: ``Stash.get`` of a missing key
+    raises and catches a KeyError, microseconds a case for what a plain run never sets."""
+    return stash[key] if key in stash else None  # noqa: SIM401
+
 
 RESULT_KEY = pytest.StashKey[CaseResult]()
 TRANSCRIPT_KEY = pytest.StashKey[list[JsonValue]]()
@@ -263,10 +272,7 @@ class CaseItem(pytest.Item):
         """Run, grade and relay the case; ``state``: the run's, when the caller has it."""
         if state is None:
             state = get_state(self.config)
-        stash = self.config.stash
-        # ``in`` first: ``Stash.get`` of a missing key raises and catches a KeyError,
-        # microseconds a case for what a plain run never sets.
-        rerun = stash[RERUN_KEY] if RERUN_KEY in stash else None  # noqa: SIM401
+        rerun = stashed(self.config.stash, RERUN_KEY)
         outcome: Outcome | None
         if rerun is not None and rerun.replay is not None:
             self.answered_by = "recorded outputs"
@@ -349,10 +355,8 @@ class CaseItem(pytest.Item):
         """The case's run started ahead of its turn (a ``CaseJob``), if it was."""
         if not self.runs_ahead:
             return None
-        stash = self.config.stash
-        if PREFETCHER_KEY not in stash:  # no concurrency (``in``: see :meth:`execute`)
-            return None
-        return stash[PREFETCHER_KEY].take(self)
+        prefetcher = stashed(self.config.stash, PREFETCHER_KEY)
+        return None if prefetcher is None else prefetcher.take(self)  # None: no concurrency
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None

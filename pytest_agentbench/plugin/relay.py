@@ -24,6 +24,7 @@ from pytest_agentbench.plugin.collect import (
     CaseItem,
     ControlItem,
     FailureRepr,
+    stashed,
 )
 from pytest_agentbench.report.junit import HarnessErrorsAsErrors
 from pytest_agentbench.report.recorder import (
@@ -197,12 +198,9 @@ class ReportRelay:
         case = isinstance(item, CaseItem)
         result = item.stash.get(RESULT_KEY, None) if case else None
         verdict = None if case else item.stash.get(VERDICT_KEY, None)
-        # Asked with ``in``: a plain run keeps no transcript, and a missing key's
-        # ``Stash.get`` raises and catches a KeyError every case.
-        stash = item.stash
-        events = stash[TRANSCRIPT_KEY] if TRANSCRIPT_KEY in stash else None  # noqa: SIM401
+        events = stashed(item.stash, TRANSCRIPT_KEY)  # a plain run keeps no transcript
         if events is not None:
-            del stash[TRANSCRIPT_KEY]
+            del item.stash[TRANSCRIPT_KEY]
             if result is not None:
                 # Only a run keeping transcripts imports their writer.
                 from pytest_agentbench.report.transcripts import transcript_line
