@@ -66,6 +66,7 @@ def pytest_sessionfinish(session):
         "loaded": config.pluginmanager.hasplugin("agentbench"),
         "heavy": heavy,
         "registrations": registrations,
+        "registry": "pytest_agentbench.sdk.registry" in sys.modules,
     }
     with open(f"probe-{worker}.json", "w") as handle:
         json.dump(probe, handle)
@@ -92,6 +93,22 @@ def test_importing_the_plugin_imports_no_model_world_or_report_module() -> None:
     modules = run_probe(code)
     assert "pytest_agentbench.plugin.facade" in modules
     assert [name for name in modules if name.startswith(HEAVY_PREFIXES)] == []
+
+
+def test_a_run_whose_folders_hold_no_marker_name_imports_no_world_registry(
+    pytester: pytest.Pytester,
+) -> None:
+    # Every pytest process of an environment with the plugin looks for suite folders; a
+    # folder listing none of a layout's first names is passed over without the registry.
+    pytester.makeconftest(IMPORT_PROBE)
+    pytester.makepyfile(test_plain="def test_one():\n    pass\n")
+    probe: dict[str, object] = {}
+    for _ in range(3):  # the first run may be the one that remembers the layouts
+        pytester.runpytest_subprocess().assert_outcomes(passed=1)
+        probe = _probes(pytester)["main"]
+        if probe["registrations"] == []:
+            break
+    assert (probe["registrations"], probe["registry"]) == ([], False)
 
 
 def test_the_report_attributes_the_facade_watches_are_the_recorders() -> None:

@@ -9,28 +9,27 @@ it exactly as it would have.
 
 The installed worlds' marker sets are remembered between processes beside the
 entry points (:func:`~pytest_agentbench.sdk.entry_point_cache.kept_layouts`):
-an idle process then imports no world registration. Worlds registered by a
-``conftest.py`` are asked each time.
+an idle process then imports no world registration, nor the registry itself
+unless a folder holds a marker's first name or a ``conftest.py`` registers a
+world. Worlds registered by a ``conftest.py`` are asked each time.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pluggy
 
 from pytest_agentbench.sdk.entry_point_cache import Layouts, keep_layouts, kept_layouts
-from pytest_agentbench.sdk.hookspecs import ENTRY_POINT_GROUP
-from pytest_agentbench.sdk.layout import SUITE_FILE
-from pytest_agentbench.sdk.registry import (
-    PLUGIN_PREFIX,
-    MarkerSets,
-    WorldRegistry,
-    checked_kinds,
-    load_entry_point_worlds,
-    marker_files,
-)
+from pytest_agentbench.sdk.hookspecs import ENTRY_POINT_GROUP, PLUGIN_PREFIX
+from pytest_agentbench.sdk.layout import CONTAINING, SUITE_FILE
+
+if TYPE_CHECKING:
+    from pytest_agentbench.sdk.registry import MarkerSets, WorldRegistry
 
 
 class SuiteFinder:
@@ -51,6 +50,8 @@ class SuiteFinder:
         if self._marker_sets is None:
             self._marker_sets = self._kept_markers()
         if self._marker_sets is None:
+            from pytest_agentbench.sdk.registry import WorldRegistry, load_entry_point_worlds
+
             load_entry_point_worlds(self._pluginmanager)
             registry = WorldRegistry.from_hook(self._pluginmanager)
             self._marker_sets = _markers(registry)
@@ -75,17 +76,24 @@ class SuiteFinder:
             if not manager.is_blocked(f"{PLUGIN_PREFIX}{name}")
             for kind, sets in kinds.items()
         }
+        installed_markers = tuple(m for sets in installed.values() for m in sets)
+        if not manager.hook.pytest_agentbench_world_kinds.get_hookimpls():
+            return installed_markers  # no other plugin registers a world
+        from pytest_agentbench.sdk.registry import WorldRegistry
+
         # The other plugins' worlds (a conftest.py's) are checked among themselves here;
         # one that names an installed kind again is left to the full registry to refuse.
         others = WorldRegistry.from_hook(manager)
         if others.broken or set(others.kinds()) & set(installed):
             return None
-        return _markers(others) + tuple(m for sets in installed.values() for m in sets)
+        return _markers(others) + installed_markers
 
     def _keep(self, registry: WorldRegistry) -> None:
         """Remember the installed worlds' marker sets, when every one of them loaded."""
         if registry.broken:
             return
+        from pytest_agentbench.sdk.registry import checked_kinds
+
         layouts: Layouts = {}
         modules: list[ModuleType] = []
         for hookimpl in self._pluginmanager.hook.pytest_agentbench_world_kinds.get_hookimpls():
@@ -102,11 +110,26 @@ class SuiteFinder:
         keep_layouts(ENTRY_POINT_GROUP, layouts, modules)
 
     def _is_suite_folder(self, folder: Path) -> bool:
-        if (folder / SUITE_FILE).is_file():
+        try:
+            # One listing rather than a stat per marker and a glob per pattern: most
+            # folders hold none of the names, and the listing says so.
+            names = os.listdir(folder)
+        except OSError:
+            names = None  # unlistable: asked file by file, as before the listing
+        folded = None if names is None else {name.casefold() for name in names}
+        if _may_hold(names, folded, SUITE_FILE) and (folder / SUITE_FILE).is_file():
             return True
-        return any(
-            all(marker_files(folder, marker) for marker in markers)
+        candidates = [
+            markers
             for markers in self.world_markers()
+            if all(_may_hold(names, folded, marker) for marker in markers)
+        ]
+        if not candidates:
+            return False
+        from pytest_agentbench.sdk.registry import marker_files
+
+        return any(
+            all(marker_files(folder, marker) for marker in markers) for markers in candidates
         )
 
     def in_suite(self, file_path: Path) -> bool:
@@ -131,6 +154,22 @@ class SuiteFinder:
         for folder in chain:
             self._verdicts[folder] = found
         return found
+
+
+def _may_hold(names: list[str] | None, folded: set[str] | None, marker: str) -> bool:
+    """Whether a folder listing ``names`` (``folded``: casefolded) may hold what ``marker``
+    names; ``None``: the folder could not be listed, so it may.
+
+    Never wrong the other way: the marker's first path part is looked for ignoring case (a
+    case-insensitive file system finds ``Manifest.json`` for ``manifest.json``), a file-name
+    pattern as :meth:`pathlib.Path.glob` matches it. ``marker_files`` has the last word.
+    """
+    if names is None or folded is None:
+        return True
+    first = marker.partition(CONTAINING)[0].partition("/")[0]
+    if any(char in first for char in "*?["):
+        return any(fnmatch.fnmatchcase(name, first) for name in names)
+    return first.casefold() in folded
 
 
 def _markers(registry: WorldRegistry) -> MarkerSets:

@@ -22,6 +22,9 @@ hookimpl = pluggy.HookimplMarker("pytest")
 
 ENTRY_POINT_GROUP = "pytest_agentbench.worlds"
 
+PLUGIN_PREFIX = "agentbench-world-"
+"""The name each entry point's world module is registered under, before the entry point's."""
+
 
 # pluggy reads a hookspec's signature only; its body is the docstring, which mypy
 # would otherwise report as a function that returns nothing.

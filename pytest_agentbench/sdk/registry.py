@@ -21,7 +21,8 @@ import pluggy
 from pytest_agentbench.sdk import hookspecs
 from pytest_agentbench.sdk.entry_point_cache import group_entry_points
 from pytest_agentbench.sdk.errors import AgentbenchError, describe_exception
-from pytest_agentbench.sdk.layout import SUITE_FILE
+from pytest_agentbench.sdk.hookspecs import PLUGIN_PREFIX
+from pytest_agentbench.sdk.layout import CONTAINING, SUITE_FILE
 
 if TYPE_CHECKING:
     from pytest_agentbench.sdk.suite import SuiteConfig
@@ -69,8 +70,6 @@ _BROKEN: weakref.WeakKeyDictionary[pluggy.PluginManager, dict[str, str]] = (
     weakref.WeakKeyDictionary()
 )
 """Per plugin manager: each world plugin that did not load, by name, and what it raised."""
-
-PLUGIN_PREFIX = "agentbench-world-"
 
 
 def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
@@ -323,8 +322,6 @@ class Recognition(NamedTuple):
     """The marker file (relative to the folder) that carries the suite's collector."""
 
 
-CONTAINING = " containing "
-"""Separates a marker's file (or file-name pattern) from the line starts it must hold."""
 _SNIFF_BYTES = 65536
 
 
