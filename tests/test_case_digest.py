@@ -7,15 +7,24 @@ report recorded before it (``replay_case_changed``, ``resume_mismatch``).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import computed_field
 from pydantic_core import to_jsonable_python
 
-from pytest_agentbench.report.recording import case_digest
+from pytest_agentbench.report.recording import case_digest, record
 from pytest_agentbench.sdk.canonical import canonical_json, sha256_hex
-from pytest_agentbench.sdk.contracts import Case
+from pytest_agentbench.sdk.contracts import (
+    Case,
+    CaseOutcome,
+    CaseResult,
+    Outcome,
+    RecordedOutput,
+)
+from pytest_agentbench.sdk.errors import AgentbenchError
+from pytest_agentbench.sdk.suite import Suite, SuiteConfig
 
 PLAIN = Case(suite_id="demo-v1", case_id="q-00042", file="cases.jsonl", line=43, labels=("arith",))
 EVERY_FIELD = Case(
@@ -93,3 +102,54 @@ def test_a_subclassed_case_is_digested_as_pydantic_dumps_it() -> None:
     assert case_digest(case, {"question": "1+1"}) == sha256_hex(
         canonical_json(payload).encode("utf-8")
     )
+
+
+@pytest.mark.parametrize(
+    "update",
+    [{"labels": ["x", "y"]}, {"title": 5}, {"case_id": None}, {"cluster": ("k",)}],
+    ids=repr,
+)
+def test_an_unvalidated_copy_is_digested_with_its_values_as_they_stand(
+    update: dict[str, Any],
+) -> None:
+    case = EVERY_FIELD.model_copy(update=update)
+    record = {k: v for k, v in case.__dict__.items() if k not in {"file", "line"}}
+    payload = {"case": record, "view": {"a": 1}}
+    assert case_digest(case, {"a": 1}) == sha256_hex(canonical_json(payload).encode("utf-8"))
+
+
+def test_a_view_with_a_non_finite_number_is_refused_by_its_path_in_the_payload() -> None:
+    with pytest.raises(AgentbenchError) as refused:
+        case_digest(PLAIN, {"score": float("nan")})
+    assert refused.value.code == "non_finite_number"
+    assert refused.value.location.field == "view.score"
+
+
+def test_recording_keeps_the_result_and_adds_its_recorded_output() -> None:
+    config = SuiteConfig(id="demo-v1", version="1", world="demo", title="Demo")
+    suite = Suite(config=config, root=Path("."), display_root="")
+    suite.cache["agentbench.digests"] = ("public", None)
+    graded = CaseResult(
+        suite_id="demo-v1",
+        case_id="q-00042",
+        outcome=CaseOutcome.PASSED,
+        measurements={"correct": 1},
+        trial=2,
+    )
+    outcome = Outcome(output={"answer": 7})
+    recorded = record(graded, outcome, case=PLAIN, view={"q": 1}, suite=suite, adapter="ref")
+    expected = graded.model_copy(
+        update={
+            "recorded": RecordedOutput(
+                outcome=outcome,
+                case_digest=case_digest(PLAIN, {"q": 1}),
+                suite_digest="public",
+                oracle_digest=None,
+                adapter="ref",
+            )
+        }
+    )
+    assert recorded == expected
+    assert recorded.model_fields_set == expected.model_fields_set
+    assert recorded.model_dump_json() == expected.model_dump_json()
+    assert graded.recorded is None

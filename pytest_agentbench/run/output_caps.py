@@ -17,6 +17,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_core import PydanticSerializationError
 
+from pytest_agentbench.run.result_json import written_result_json
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Record
 from pytest_agentbench.sdk.errors import escape_surrogates_json
@@ -150,4 +151,7 @@ def stored_result(result: CaseResult, limit: int, *, canonical: bool = False) ->
 
 
 def _result_text(result: CaseResult, canonical: bool) -> str:
-    return canonical_json(result.model_dump(mode="json")) if canonical else result.model_dump_json()
+    if not canonical:
+        return result.model_dump_json()
+    written = written_result_json(result)
+    return canonical_json(result.model_dump(mode="json")) if written is None else written

@@ -17,14 +17,15 @@ what was cut keeps its length and the sha256 of the whole.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_agentbench.sdk.canonical import JsonValue, sha256_hex
 from pytest_agentbench.sdk.errors import escape_surrogates, escape_surrogates_json
 
 if TYPE_CHECKING:
+    from types import TracebackType
+
     from pytest_agentbench.sdk.tools.records import ToolCallRecord
 
 TEXT_CHARS = 2000
@@ -120,16 +121,32 @@ class CaseTranscript:
 _scope = threading.local()
 
 
-@contextmanager
-def transcript_scope() -> Iterator[CaseTranscript]:
+class TranscriptScope:
+    """The context manager of :func:`transcript_scope`: a class, not a ``@contextmanager``
+    generator, because a run writing a report enters one per case, and a generator-based
+    one costs a generator and its wrapper more at each entry."""
+
+    def __init__(self) -> None:
+        self._previous: CaseTranscript | None = None
+
+    def __enter__(self) -> CaseTranscript:
+        transcript = CaseTranscript()
+        self._previous = getattr(_scope, "transcript", None)
+        _scope.transcript = transcript
+        return transcript
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        _scope.transcript = self._previous
+
+
+def transcript_scope() -> TranscriptScope:
     """Collect the transcript events noted on this thread while the block runs (one case)."""
-    transcript = CaseTranscript()
-    previous = getattr(_scope, "transcript", None)
-    _scope.transcript = transcript
-    try:
-        yield transcript
-    finally:
-        _scope.transcript = previous
+    return TranscriptScope()
 
 
 def current_transcript() -> CaseTranscript | None:
