@@ -41,9 +41,8 @@ from pytest_agentbench.agents.settings import (
     ChatSettings,
     checked_settings,
     configure,
-    given_settings,
 )
-from pytest_agentbench.agents.sources import RUN_LIMITS
+from pytest_agentbench.agents.sources import RUN_LIMITS, given_settings
 from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 

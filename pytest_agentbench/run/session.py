@@ -46,7 +46,8 @@ from pytest_agentbench.sdk.world import World
 
 if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
-    from pytest_agentbench.agents.provenance import CaseCalls, CaseScope, ModelRun
+    from pytest_agentbench.agents.case_calls import CaseCalls, CaseScope
+    from pytest_agentbench.agents.provenance import ModelRun
     from pytest_agentbench.isolation.host import IsolatedAdapters
     from pytest_agentbench.isolation.pool import IsolatedPool
     from pytest_agentbench.run.case_ledger import CaseLedger
@@ -532,7 +533,7 @@ class AgentbenchState:
         module for a ``__path__`` first, which a plain module answers by making and
         dropping an AttributeError, several microseconds a case.
         """
-        from pytest_agentbench.agents.provenance import CaseScope
+        from pytest_agentbench.agents.case_calls import CaseScope
 
         return CaseScope
 
