@@ -27,10 +27,21 @@ FINISH_MODULES = (
     "pytest_agentbench.report.summary",
     "pytest_agentbench.report.outputs",
     "pytest_agentbench.report.terminal",
-    "pytest_agentbench.report.model_run",
     "pytest_agentbench.report.comparison_lines",
 )
 """Imported at the session's end by the process results arrive in."""
+
+MODEL_MODULES = (
+    "pytest_agentbench.agents.settings",
+    "pytest_agentbench.agents.budget",
+    "pytest_agentbench.agents.limits",
+    "pytest_agentbench.agents.providers",
+    "pytest_agentbench.agents.provenance",
+    "pytest_agentbench.report.model_run",
+)
+"""The chat-model client's settings, budgets, rate limits and provenance: imported only by
+a process of a run that configures a chat model (or a model matrix), or whose adapter
+builds the client itself."""
 
 ON_REQUEST_MODULES = (
     "pytest_agentbench.report.json_report",
@@ -53,15 +64,6 @@ BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "t
 """Imported by a tool-session world (the demo world of the run below is one)."""
 
 BUILT_ON_FIRST_USE = (
-    "pytest_agentbench.agents.budget:Ceilings",
-    "pytest_agentbench.agents.budget:ModelPrice",
-    "pytest_agentbench.agents.budget:PricingTable",
-    "pytest_agentbench.agents.budget:Reservation",
-    "pytest_agentbench.agents.limits:Wait",
-    "pytest_agentbench.agents.provenance:CaseModelCalls",
-    "pytest_agentbench.agents.provenance:DecisionCall",
-    "pytest_agentbench.agents.provenance:RunProvenance",
-    "pytest_agentbench.agents.settings:ChatSettings",
     "pytest_agentbench.run.output_caps:ReceiptTruncation",
     "pytest_agentbench.run.output_caps:TruncatedReceipt",
     "pytest_agentbench.scoring.stats:BootstrapResult",
@@ -130,14 +132,23 @@ def test_turning_the_plugin_on_and_loading_worlds_imports_no_report_or_ledger_mo
         "    module, name = spec.split(':')\n"
         "    if getattr(sys.modules[module], name).__pydantic_complete__:\n"
         "        built.append(spec)\n"
-        "print(json.dumps({'modules': modules, 'built': built, 'worlds': worlds}))\n"
+        "ended = sorted(sys.modules)\n"
+        "found = {'modules': modules, 'built': built, 'worlds': worlds, 'ended': ended}\n"
+        "print(json.dumps(found))\n"
     )
     found = run_probe(probe)
     assert "pytest_agentbench.plugin.hooks" in found["modules"]
-    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES + TOOL_MODULES, found["modules"]) == []
+    assert (
+        _loaded(
+            FINISH_MODULES + ON_REQUEST_MODULES + MODEL_MODULES + TOOL_MODULES, found["modules"]
+        )
+        == []
+    )
     assert found["built"] == []
     # A world imports the tool-session records it runs on, and no more of the run's.
-    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES, found["worlds"]) == []
+    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES + MODEL_MODULES, found["worlds"]) == []
+    # Nor does a run's end, unless the run drove a chat model.
+    assert _loaded(MODEL_MODULES, found["ended"]) == []
 
 
 # Writes, in every process, which of the modules above it imported, and which of the
@@ -161,17 +172,13 @@ def pytest_sessionfinish(session):
         if name.startswith("pytest_agentbench")
         and isinstance(getattr(module, "__loader__", None), AssertionRewritingHook)
     )
-    from pytest_agentbench.agents.budget import Ceilings
-    from pytest_agentbench.agents.settings import ChatSettings
-
-    built = [cls.__name__ for cls in (ChatSettings, Ceilings) if cls.__pydantic_complete__]
     with open(f"probe-{{worker}}.json", "w") as handle:
-        json.dump({{"loaded": loaded, "rewritten": rewritten, "built": built}}, handle)
+        json.dump({{"loaded": loaded, "rewritten": rewritten}}, handle)
 """
 
 
 def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Pytester) -> None:
-    watched = FINISH_MODULES + ON_REQUEST_MODULES
+    watched = FINISH_MODULES + ON_REQUEST_MODULES + MODEL_MODULES
     demo.makeconftest(REGISTERING_CONFTEST + IMPORT_PROBE.format(watched=watched))
     write_demo_suite(demo.path)
     # One worker shows what a worker imports; the controller is a process of its own.
@@ -183,14 +190,9 @@ def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Py
         for path in demo.path.glob("probe-*.json")
     }
     assert {process: probe["loaded"] for process, probe in probes.items()} == {
-        # The probe's sessionfinish runs after the plugin's, which imported them.
+        # The probe's sessionfinish runs after the plugin's, which imported them. A run
+        # that configures no chat model imports none of the client's modules, in any process.
         "main": sorted(FINISH_MODULES),
-        "gw0": [],
-    }
-    # A run that configures no chat model makes no model run: its settings and
-    # ceilings are never validated (nor their validators built) in any process.
-    assert {process: probe["built"] for process, probe in probes.items()} == {
-        "main": [],
         "gw0": [],
     }
     # pytest rewrites the asserts of a plugin's whole package, from source, in every
