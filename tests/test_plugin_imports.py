@@ -208,6 +208,19 @@ def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Py
         ], process
 
 
+def test_a_run_log_without_a_chat_model_imports_none_of_the_client(
+    demo: pytest.Pytester,
+) -> None:
+    demo.makeconftest(REGISTERING_CONFTEST + IMPORT_PROBE.format(watched=MODEL_MODULES))
+    write_demo_suite(demo.path)
+    result = demo.runpytest_subprocess("--agentbench-log", "run.log.ndjson")
+    result.assert_outcomes(passed=3, failed=1)
+    start = json.loads((demo.path / "run.log.ndjson").read_text(encoding="utf-8").splitlines()[0])
+    assert start["event"] == "start"
+    assert start["model"] is None
+    assert json.loads((demo.path / "probe-main.json").read_text(encoding="utf-8"))["loaded"] == []
+
+
 def test_an_agentbench_command_imports_its_own_module_alone() -> None:
     probe = (
         "import contextlib, io, json, sys\n"

@@ -17,6 +17,7 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from pytest_agentbench.sdk.canonical import decimal_text
 from pytest_agentbench.sdk.transcript import CaseTranscript, transcript_scope
 
 if TYPE_CHECKING:
@@ -148,7 +149,6 @@ class CaseCalls:
         return bool(self.requests or self.decisions or self.refusal)
 
     def record(self) -> CaseModelCalls:
-        from pytest_agentbench.agents.budget import decimal_text
         from pytest_agentbench.agents.provenance import CaseModelCalls
 
         with self._lock:

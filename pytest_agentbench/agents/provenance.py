@@ -28,7 +28,6 @@ from pytest_agentbench.agents.budget import (
     ModelPrice,
     PricingTable,
     Tally,
-    decimal_text,
     read_pricing,
 )
 from pytest_agentbench.agents.case_calls import CaseCalls, current_case
@@ -40,7 +39,7 @@ from pytest_agentbench.agents.settings import (
     digest_of_settings,
     with_provider,
 )
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.canonical import JsonValue, decimal_text
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Outcome, Record
 from pytest_agentbench.sdk.errors import UsageError
 
