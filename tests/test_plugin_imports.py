@@ -221,6 +221,17 @@ def test_a_run_log_without_a_chat_model_imports_none_of_the_client(
     assert json.loads((demo.path / "probe-main.json").read_text(encoding="utf-8"))["loaded"] == []
 
 
+def test_episode_artifacts_import_the_client_and_the_ledger_only_for_a_model_run() -> None:
+    # --agentbench-artifacts without a chat model binds no case to a ledger.
+    probe = (
+        "import json, sys\n"
+        "import pytest_agentbench.run.episode_artifacts\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    found = run_probe(probe)
+    assert _loaded((*MODEL_MODULES, "pytest_agentbench.sdk.ledger"), found) == []
+
+
 def test_an_agentbench_command_imports_its_own_module_alone() -> None:
     probe = (
         "import contextlib, io, json, sys\n"

@@ -628,13 +628,17 @@ class AgentbenchState:
         item: ArtifactItem,
     ) -> CaseResult:
         """The result with its artefact's file and digest, or the harness error refusing it."""
-        from pytest_agentbench.agents.provenance import configured_run
         from pytest_agentbench.run.episode_artifacts import (
             model_run_of_case,
             write_episode_artifact,
         )
 
         assert self.options.artifacts_dir is not None
+        model_run = None
+        if model_run_of_case(result.model_calls):  # the client that made them imported it
+            from pytest_agentbench.agents.provenance import configured_run
+
+            model_run = configured_run()
         try:
             written = write_episode_artifact(
                 self.options.artifacts_dir,
@@ -644,7 +648,7 @@ class AgentbenchState:
                 outcome=outcome,
                 result=result,
                 case_ledger=case_ledger,
-                model_run=configured_run() if model_run_of_case(result.model_calls) else None,
+                model_run=model_run,
                 item=item,
             )
         except AgentbenchError as exc:
