@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pluggy
 
 from pytest_agentbench.sdk import hookspecs
-from pytest_agentbench.sdk.entry_point_cache import group_entry_points
+from pytest_agentbench.sdk.entry_point_cache import InstalledReading
 from pytest_agentbench.sdk.errors import AgentbenchError, describe_exception
 from pytest_agentbench.sdk.layout import SUITE_FILE
 
@@ -72,6 +72,19 @@ _BROKEN: weakref.WeakKeyDictionary[pluggy.PluginManager, dict[str, str]] = (
 
 PLUGIN_PREFIX = "agentbench-world-"
 
+_READINGS: weakref.WeakKeyDictionary[pluggy.PluginManager, InstalledReading] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def installed_reading(pluginmanager: pluggy.PluginManager) -> InstalledReading:
+    """The installation as ``pluginmanager``'s session reads it: its fingerprint taken and
+    its kept document read once, for the layout markers and for the entry points alike."""
+    reading = _READINGS.get(pluginmanager)
+    if reading is None:
+        reading = _READINGS[pluginmanager] = InstalledReading()
+    return reading
+
 
 def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
     """Register every module named under the ``pytest_agentbench.worlds`` entry-point group.
@@ -83,7 +96,9 @@ def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
     if pluginmanager in _SCANNED:
         return
     broken = _BROKEN.setdefault(pluginmanager, {})
-    for entry_point in group_entry_points(hookspecs.ENTRY_POINT_GROUP):
+    for entry_point in installed_reading(pluginmanager).group_entry_points(
+        hookspecs.ENTRY_POINT_GROUP
+    ):
         name = f"{PLUGIN_PREFIX}{entry_point.name}"
         if pluginmanager.get_plugin(name) is None and not pluginmanager.is_blocked(name):
             try:
