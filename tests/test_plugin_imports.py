@@ -48,6 +48,7 @@ ON_REQUEST_MODULES = (
     "pytest_agentbench.report.baseline",
     "pytest_agentbench.scoring.comparison",
     "pytest_agentbench.scoring.kappa",
+    "pytest_agentbench.scoring.stats",
     "pytest_agentbench.report.judged_summary",
     "pytest_agentbench.sdk.ledger",
     "pytest_agentbench.run.case_ledger",
@@ -57,7 +58,7 @@ ON_REQUEST_MODULES = (
     "syrupy.extensions.json",
 )
 """Imported only by a run asking for them: a report, a baseline, judges, a ledger, a model
-matrix, transcripts, golden outputs."""
+matrix, repeated cases (the statistics), transcripts, golden outputs."""
 
 TOOL_MODULES = ("pytest_agentbench.sdk.tools",)
 BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
@@ -66,9 +67,6 @@ BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "t
 BUILT_ON_FIRST_USE = (
     "pytest_agentbench.run.output_caps:ReceiptTruncation",
     "pytest_agentbench.run.output_caps:TruncatedReceipt",
-    "pytest_agentbench.scoring.stats:BootstrapResult",
-    "pytest_agentbench.scoring.stats:HolmResult",
-    "pytest_agentbench.scoring.stats:RatioBootstrap",
     "pytest_agentbench.scoring.gates:Gate",
     "pytest_agentbench.scoring.gates:GateVerdict",
     "pytest_agentbench.scoring.matrix:ModelPair",
