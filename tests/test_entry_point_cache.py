@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from pytest_agentbench.sdk import entry_point_cache
-from pytest_agentbench.sdk.entry_point_cache import group_entry_points
+from pytest_agentbench.sdk.entry_point_cache import InstalledReading
 
 GROUP = "pytest_agentbench.worlds"
 METADATA = "Metadata-Version: 2.1\nName: probe-world\nVersion: 1.0\n"
 
 
 def _named(group: str = GROUP) -> list[tuple[str, str]]:
-    return [(ep.name, ep.value) for ep in group_entry_points(group)]
+    return [(ep.name, ep.value) for ep in InstalledReading().group_entry_points(group)]
 
 
 def _fresh(group: str = GROUP) -> list[tuple[str, str]]:
@@ -66,7 +66,7 @@ def test_the_cache_answers_as_importlib_does_and_is_read_back(
     _no_reading(monkeypatch)
     assert _named() == expected
     # Each entry point is whole: its group too, as importlib gives it.
-    assert {ep.group for ep in group_entry_points(GROUP)} == {GROUP}
+    assert {ep.group for ep in InstalledReading().group_entry_points(GROUP)} == {GROUP}
 
 
 def test_an_installed_removed_or_edited_distribution_is_seen(
@@ -190,9 +190,9 @@ def test_kept_layouts_hold_while_the_registration_and_its_package_are_unchanged(
     module = _registration(tmp_path / "one", "layout_probe_world", "[['a.json']]")
     layouts = {"probe": {"probe-kind": [["a.json", "b/c.json"]]}}
     expected = _named()
-    assert entry_point_cache.kept_layouts(GROUP) is None
-    entry_point_cache.keep_layouts(GROUP, layouts, [module])
-    assert entry_point_cache.kept_layouts(GROUP) == layouts
+    assert InstalledReading().kept_layouts(GROUP) is None
+    InstalledReading().keep_layouts(GROUP, layouts, [module])
+    assert InstalledReading().kept_layouts(GROUP) == layouts
     with monkeypatch.context() as patched:
         # The entry points kept beside them still read back: one document, both members.
         _no_reading(patched)
@@ -201,15 +201,15 @@ def test_kept_layouts_hold_while_the_registration_and_its_package_are_unchanged(
     # The registration edited: read afresh.
     assert module.__file__ is not None
     Path(module.__file__).write_text("MARKERS = [['other.json']]\n", encoding="utf-8")
-    assert entry_point_cache.kept_layouts(GROUP) is None
-    entry_point_cache.keep_layouts(GROUP, layouts, [module])
-    assert entry_point_cache.kept_layouts(GROUP) == layouts
+    assert InstalledReading().kept_layouts(GROUP) is None
+    InstalledReading().keep_layouts(GROUP, layouts, [module])
+    assert InstalledReading().kept_layouts(GROUP) == layouts
     # Another copy of the package imported (PYTHONPATH to another checkout): read afresh.
     for name in [name for name in sys.modules if name.startswith("layout_probe_world")]:
         del sys.modules[name]
     monkeypatch.syspath_prepend(str(tmp_path / "two"))
     _registration(tmp_path / "two", "layout_probe_world", "[['a.json']]")
-    assert entry_point_cache.kept_layouts(GROUP) is None
+    assert InstalledReading().kept_layouts(GROUP) is None
 
 
 @pytest.mark.usefixtures("probe_modules")
@@ -219,6 +219,54 @@ def test_layouts_are_not_kept_where_bytecode_would_not_be(
     monkeypatch.syspath_prepend(str(tmp_path))
     module = _registration(tmp_path, "layout_probe_world", "[]")
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    entry_point_cache.keep_layouts(GROUP, {"probe": {"kind": []}}, [module])
+    InstalledReading().keep_layouts(GROUP, {"probe": {"kind": []}}, [module])
     assert not cache.exists()
-    assert entry_point_cache.kept_layouts(GROUP) is None
+    assert InstalledReading().kept_layouts(GROUP) is None
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How often the fingerprint is taken and the kept document read from here on."""
+    counts = {"fingerprint": 0, "document": 0}
+    fingerprint, document = entry_point_cache._fingerprint, entry_point_cache._document
+
+    def counted_fingerprint() -> Any:
+        counts["fingerprint"] += 1
+        return fingerprint()
+
+    def counted_document(*args: Any) -> Any:
+        counts["document"] += 1
+        return document(*args)
+
+    monkeypatch.setattr(entry_point_cache, "_fingerprint", counted_fingerprint)
+    monkeypatch.setattr(entry_point_cache, "_document", counted_document)
+    return counts
+
+
+@pytest.mark.usefixtures("probe_modules")
+def test_one_reading_takes_the_fingerprint_and_reads_the_cache_once(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = _registration(tmp_path, "layout_probe_world", "[['a.json']]")
+    layouts = {"probe": {"probe-kind": [["a.json"]]}}
+    expected = _named()
+    InstalledReading().keep_layouts(GROUP, layouts, [module])
+    counts = _counted(monkeypatch)
+    reading = InstalledReading()
+    # As a session asks: the layout markers while collecting, then the entry points.
+    assert reading.kept_layouts(GROUP) == layouts
+    assert [(ep.name, ep.value) for ep in reading.group_entry_points(GROUP)] == expected
+    assert reading.kept_layouts(GROUP) == layouts
+    assert counts == {"fingerprint": 1, "document": 1}
+
+
+def test_a_benchmark_session_reads_the_installation_once(
+    demo: pytest.Pytester, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.demo_world import write_demo_suite
+
+    write_demo_suite(demo.path)
+    demo.inline_run("-p", "no:xdist").assertoutcome(passed=3, failed=1)  # keeps the cache
+    counts = _counted(monkeypatch)
+    demo.inline_run("-p", "no:xdist").assertoutcome(passed=3, failed=1)
+    assert counts == {"fingerprint": 1, "document": 1}

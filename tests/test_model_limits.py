@@ -438,8 +438,8 @@ def test_the_settings_in_clear_hash_to_the_digest_beside_them(values: dict[str, 
 
 
 def test_concurrent_cases_on_one_agent_keep_their_own_calls_and_usage() -> None:
+    from pytest_agentbench.agents.case_calls import case_scope
     from pytest_agentbench.agents.chat import ChatAgent
-    from pytest_agentbench.agents.provenance import case_scope
     from pytest_agentbench.sdk.tools import ToolSession, solve_with_session
     from tests.demo_world import DEMO_TOOLS, DemoFinal, accept_final
     from tests.llm_server import ScriptedLLM

@@ -27,16 +27,28 @@ FINISH_MODULES = (
     "pytest_agentbench.report.summary",
     "pytest_agentbench.report.outputs",
     "pytest_agentbench.report.terminal",
-    "pytest_agentbench.report.model_run",
     "pytest_agentbench.report.comparison_lines",
 )
 """Imported at the session's end by the process results arrive in."""
+
+MODEL_MODULES = (
+    "pytest_agentbench.agents.settings",
+    "pytest_agentbench.agents.budget",
+    "pytest_agentbench.agents.limits",
+    "pytest_agentbench.agents.providers",
+    "pytest_agentbench.agents.provenance",
+    "pytest_agentbench.report.model_run",
+)
+"""The chat-model client's settings, budgets, rate limits and provenance: imported only by
+a process of a run that configures a chat model (or a model matrix), or whose adapter
+builds the client itself."""
 
 ON_REQUEST_MODULES = (
     "pytest_agentbench.report.json_report",
     "pytest_agentbench.report.baseline",
     "pytest_agentbench.scoring.comparison",
     "pytest_agentbench.scoring.kappa",
+    "pytest_agentbench.scoring.stats",
     "pytest_agentbench.report.judged_summary",
     "pytest_agentbench.sdk.ledger",
     "pytest_agentbench.run.case_ledger",
@@ -46,27 +58,15 @@ ON_REQUEST_MODULES = (
     "syrupy.extensions.json",
 )
 """Imported only by a run asking for them: a report, a baseline, judges, a ledger, a model
-matrix, transcripts, golden outputs."""
+matrix, repeated cases (the statistics), transcripts, golden outputs."""
 
 TOOL_MODULES = ("pytest_agentbench.sdk.tools",)
 BUILT_IN_KINDS = ("authority", "evidence_binding", "operations", "retrieval", "toolgrammar")
 """Imported by a tool-session world (the demo world of the run below is one)."""
 
 BUILT_ON_FIRST_USE = (
-    "pytest_agentbench.agents.budget:Ceilings",
-    "pytest_agentbench.agents.budget:ModelPrice",
-    "pytest_agentbench.agents.budget:PricingTable",
-    "pytest_agentbench.agents.budget:Reservation",
-    "pytest_agentbench.agents.limits:Wait",
-    "pytest_agentbench.agents.provenance:CaseModelCalls",
-    "pytest_agentbench.agents.provenance:DecisionCall",
-    "pytest_agentbench.agents.provenance:RunProvenance",
-    "pytest_agentbench.agents.settings:ChatSettings",
     "pytest_agentbench.run.output_caps:ReceiptTruncation",
     "pytest_agentbench.run.output_caps:TruncatedReceipt",
-    "pytest_agentbench.scoring.stats:BootstrapResult",
-    "pytest_agentbench.scoring.stats:HolmResult",
-    "pytest_agentbench.scoring.stats:RatioBootstrap",
     "pytest_agentbench.scoring.gates:Gate",
     "pytest_agentbench.scoring.gates:GateVerdict",
     "pytest_agentbench.scoring.matrix:ModelPair",
@@ -130,14 +130,23 @@ def test_turning_the_plugin_on_and_loading_worlds_imports_no_report_or_ledger_mo
         "    module, name = spec.split(':')\n"
         "    if getattr(sys.modules[module], name).__pydantic_complete__:\n"
         "        built.append(spec)\n"
-        "print(json.dumps({'modules': modules, 'built': built, 'worlds': worlds}))\n"
+        "ended = sorted(sys.modules)\n"
+        "found = {'modules': modules, 'built': built, 'worlds': worlds, 'ended': ended}\n"
+        "print(json.dumps(found))\n"
     )
     found = run_probe(probe)
     assert "pytest_agentbench.plugin.hooks" in found["modules"]
-    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES + TOOL_MODULES, found["modules"]) == []
+    assert (
+        _loaded(
+            FINISH_MODULES + ON_REQUEST_MODULES + MODEL_MODULES + TOOL_MODULES, found["modules"]
+        )
+        == []
+    )
     assert found["built"] == []
     # A world imports the tool-session records it runs on, and no more of the run's.
-    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES, found["worlds"]) == []
+    assert _loaded(FINISH_MODULES + ON_REQUEST_MODULES + MODEL_MODULES, found["worlds"]) == []
+    # Nor does a run's end, unless the run drove a chat model.
+    assert _loaded(MODEL_MODULES, found["ended"]) == []
 
 
 # Writes, in every process, which of the modules above it imported, and which of the
@@ -161,17 +170,13 @@ def pytest_sessionfinish(session):
         if name.startswith("pytest_agentbench")
         and isinstance(getattr(module, "__loader__", None), AssertionRewritingHook)
     )
-    from pytest_agentbench.agents.budget import Ceilings
-    from pytest_agentbench.agents.settings import ChatSettings
-
-    built = [cls.__name__ for cls in (ChatSettings, Ceilings) if cls.__pydantic_complete__]
     with open(f"probe-{{worker}}.json", "w") as handle:
-        json.dump({{"loaded": loaded, "rewritten": rewritten, "built": built}}, handle)
+        json.dump({{"loaded": loaded, "rewritten": rewritten}}, handle)
 """
 
 
 def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Pytester) -> None:
-    watched = FINISH_MODULES + ON_REQUEST_MODULES
+    watched = FINISH_MODULES + ON_REQUEST_MODULES + MODEL_MODULES
     demo.makeconftest(REGISTERING_CONFTEST + IMPORT_PROBE.format(watched=watched))
     write_demo_suite(demo.path)
     # One worker shows what a worker imports; the controller is a process of its own.
@@ -183,14 +188,9 @@ def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Py
         for path in demo.path.glob("probe-*.json")
     }
     assert {process: probe["loaded"] for process, probe in probes.items()} == {
-        # The probe's sessionfinish runs after the plugin's, which imported them.
+        # The probe's sessionfinish runs after the plugin's, which imported them. A run
+        # that configures no chat model imports none of the client's modules, in any process.
         "main": sorted(FINISH_MODULES),
-        "gw0": [],
-    }
-    # A run that configures no chat model makes no model run: its settings and
-    # ceilings are never validated (nor their validators built) in any process.
-    assert {process: probe["built"] for process, probe in probes.items()} == {
-        "main": [],
         "gw0": [],
     }
     # pytest rewrites the asserts of a plugin's whole package, from source, in every
@@ -204,6 +204,30 @@ def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Py
             REWRITTEN_PACKAGE,
             f"{REWRITTEN_PACKAGE}.plugin",
         ], process
+
+
+def test_a_run_log_without_a_chat_model_imports_none_of_the_client(
+    demo: pytest.Pytester,
+) -> None:
+    demo.makeconftest(REGISTERING_CONFTEST + IMPORT_PROBE.format(watched=MODEL_MODULES))
+    write_demo_suite(demo.path)
+    result = demo.runpytest_subprocess("--agentbench-log", "run.log.ndjson")
+    result.assert_outcomes(passed=3, failed=1)
+    start = json.loads((demo.path / "run.log.ndjson").read_text(encoding="utf-8").splitlines()[0])
+    assert start["event"] == "start"
+    assert start["model"] is None
+    assert json.loads((demo.path / "probe-main.json").read_text(encoding="utf-8"))["loaded"] == []
+
+
+def test_episode_artifacts_import_the_client_and_the_ledger_only_for_a_model_run() -> None:
+    # --agentbench-artifacts without a chat model binds no case to a ledger.
+    probe = (
+        "import json, sys\n"
+        "import pytest_agentbench.run.episode_artifacts\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    found = run_probe(probe)
+    assert _loaded((*MODEL_MODULES, "pytest_agentbench.sdk.ledger"), found) == []
 
 
 def test_an_agentbench_command_imports_its_own_module_alone() -> None:

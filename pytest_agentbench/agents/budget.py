@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictStr, ValidationError
 
 from pytest_agentbench.agents.shared_file import locked_json
-from pytest_agentbench.sdk.canonical import canonical_bytes, read_json, sha256_hex
+from pytest_agentbench.sdk.canonical import canonical_bytes, decimal_text, read_json, sha256_hex
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 
@@ -85,12 +85,6 @@ def read_pricing(path: Path) -> PricingTable:
             file=display,
             field=".".join(str(part) for part in first["loc"]),
         ) from None
-
-
-def decimal_text(value: Decimal) -> str:
-    """An exact amount as plain decimal text: no exponent, no trailing zeros."""
-    text = format(value.normalize(), "f")
-    return text if text != "-0" else "0"
 
 
 class Ceilings(Record):

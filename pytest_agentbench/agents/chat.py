@@ -25,8 +25,9 @@ from decimal import Decimal
 from typing import Any
 
 from pytest_agentbench.agents.budget import BudgetRefused
+from pytest_agentbench.agents.case_calls import current_case
 from pytest_agentbench.agents.cassettes import EncodedRequest, RecordedResponse
-from pytest_agentbench.agents.provenance import ModelRun, current_case, current_run, model_runs
+from pytest_agentbench.agents.provenance import ModelRun, current_run, model_runs
 from pytest_agentbench.agents.providers import (
     MalformedAnswer,
     encode_request,

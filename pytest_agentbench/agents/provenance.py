@@ -2,21 +2,19 @@
 
 A process has one :class:`ModelRun`: the chat client's settings with the rate
 limiter, retry backoff, budget guard and pricing every case shares. While a
-case runs, :func:`case_scope` collects the model calls made on its thread
-into a :class:`CaseCalls`, which becomes the case result's ``model_calls``
-(a :class:`CaseModelCalls`). The run's :class:`RunProvenance` is summed from
-those per-case records where results arrive, so a run under xdist reports
-exactly what the same run reports serially.
+case runs, :func:`~pytest_agentbench.agents.case_calls.case_scope` collects the
+model calls made on its thread into a
+:class:`~pytest_agentbench.agents.case_calls.CaseCalls`, which becomes the case
+result's ``model_calls`` (a :class:`CaseModelCalls`). The run's
+:class:`RunProvenance` is summed from those per-case records where results
+arrive, so a run under xdist reports exactly what the same run reports serially.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
-from contextlib import AbstractContextManager
 from decimal import Decimal
 from pathlib import Path
-from types import TracebackType
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -30,9 +28,9 @@ from pytest_agentbench.agents.budget import (
     ModelPrice,
     PricingTable,
     Tally,
-    decimal_text,
     read_pricing,
 )
+from pytest_agentbench.agents.case_calls import CaseCalls, current_case
 from pytest_agentbench.agents.limits import Backoff, Clock, RateLimiter, SystemClock, Wait
 from pytest_agentbench.agents.providers import provider_label
 from pytest_agentbench.agents.settings import (
@@ -41,10 +39,9 @@ from pytest_agentbench.agents.settings import (
     digest_of_settings,
     with_provider,
 )
-from pytest_agentbench.sdk.canonical import JsonValue
+from pytest_agentbench.sdk.canonical import JsonValue, decimal_text
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Outcome, Record
 from pytest_agentbench.sdk.errors import UsageError
-from pytest_agentbench.sdk.transcript import CaseTranscript, transcript_scope
 
 PROVIDER = "openai-compatible"
 """The OpenAI-compatible provider's label (judges speak only it); a run's is its settings'."""
@@ -268,196 +265,6 @@ class CaseModelCalls(Record):
     recorded: StrictInt | None = None
     """In a ``mixed`` run, the requests sent live and recorded; ``None`` in any other mode.
     A request cut off by the case limit, or that reached no endpoint, is neither."""
-
-
-class CaseCalls:
-    """Collects one case's model calls on the thread running it.
-
-    Most cases of most runs make no model call: what stays empty is a class
-    default, replaced by the instance's own on the first change.
-    """
-
-    cassette_hits = 0
-    recorded = 0
-    attempts = 0
-    input_tokens = 0
-    output_tokens = 0
-    cost = Decimal(0)
-    refusal: BudgetRefused | None = None
-    _transcript: CaseTranscript | None = None
-    # One lock for every case: what it guards takes microseconds, a model call seconds,
-    # and a lock per case was most of the cost of a case that calls no model.
-    _lock = threading.Lock()
-
-    def __init__(self, priced: bool, counted: bool = False) -> None:
-        self.priced = priced
-        self.counted = counted
-        """Whether cassette hits and recordings are counted (a ``mixed`` run)."""
-        self.requests: list[str] = []
-        self.waits: list[Wait] = []
-        self.decisions: list[DecisionCall] = []
-
-    @property
-    def transcript(self) -> CaseTranscript:
-        """The case's transcript: its model calls and tool calls, and its final answer."""
-        if self._transcript is None:
-            with self._lock:
-                if self._transcript is None:
-                    self._transcript = CaseTranscript()
-        return self._transcript
-
-    def sent(self, digest: str) -> None:
-        """A model request is about to be sent: counted now, so a request the case limit
-        cuts off before its answer is still in the report (one attempt, no tokens)."""
-        with self._lock:
-            self.requests.append(digest)
-            self.attempts += 1
-
-    def withdraw(self, digest: str) -> None:
-        """The request :meth:`sent` counted last was never sent, or nothing came back."""
-        with self._lock:
-            if self.requests and self.requests[-1] == digest:
-                self.requests.pop()
-                self.attempts -= 1
-
-    def answered(
-        self,
-        *,
-        attempts: int,
-        input_tokens: int,
-        output_tokens: int,
-        cost: Decimal,
-        waits: Iterable[Wait],
-        source: str = "live",
-    ) -> None:
-        """The request :meth:`sent` last counted ended after ``attempts`` attempts;
-        ``source``: where its answer came from (the transport's ``Exchange.source``)."""
-        with self._lock:
-            self.cassette_hits += source == "cassette"
-            self.recorded += source == "recorded"
-            self.attempts += attempts - 1
-            self.input_tokens += input_tokens
-            self.output_tokens += output_tokens
-            self.cost += cost
-            self.waits.extend(waits)
-
-    def begin(self) -> int:
-        """An invocation of the adapter starts: the number of its first model call."""
-        with self._lock:
-            return len(self.requests)
-
-    def decided(self, first_call: int, decision_digest: str | None) -> None:
-        """An invocation of the adapter ended (with an answer, or raising)."""
-        with self._lock:
-            self.decisions.append(
-                DecisionCall(
-                    call_index=len(self.decisions),
-                    decision_digest_sha256=decision_digest,
-                    request_digest_sha256=self.requests[-1]
-                    if len(self.requests) > first_call
-                    else None,
-                )
-            )
-
-    def refuse(self, refusal: BudgetRefused) -> None:
-        with self._lock:
-            if self.refusal is None:
-                self.refusal = refusal
-
-    def absorb(self, record: CaseModelCalls, refusal: BudgetRefused | None) -> None:
-        """Add the calls an isolated adapter's process collected during one of its calls."""
-        with self._lock:
-            self.requests.extend(record.request_digests)
-            self.attempts += record.attempts
-            self.input_tokens += record.input_tokens
-            self.output_tokens += record.output_tokens
-            self.cost += Decimal(record.cost or "0")
-            self.waits.extend(record.waits)
-            self.cassette_hits += record.cassette_hits or 0
-            self.recorded += record.recorded or 0
-            for decision in record.decisions:
-                # Numbered within the process's call; here, within the case.
-                self.decisions.append(
-                    decision.model_copy(update={"call_index": len(self.decisions)})
-                )
-        if refusal is not None:
-            self.refuse(refusal)
-
-    @property
-    def used(self) -> bool:
-        return bool(self.requests or self.decisions or self.refusal)
-
-    def record(self) -> CaseModelCalls:
-        with self._lock:
-            return CaseModelCalls(
-                calls=len(self.requests),
-                attempts=self.attempts,
-                input_tokens=self.input_tokens,
-                output_tokens=self.output_tokens,
-                cost=decimal_text(self.cost) if self.priced else None,
-                request_digests=tuple(self.requests),
-                decisions=tuple(self.decisions),
-                waits=tuple(self.waits),
-                refused=None if self.refusal is None else self.refusal.code,
-                cassette_hits=self.cassette_hits if self.counted else None,
-                recorded=self.recorded if self.counted else None,
-            )
-
-
-_scope = threading.local()
-
-
-class CaseScope:
-    """The context manager of :func:`case_scope`: a class, not a ``@contextmanager``
-    generator, because it is entered once per case and a generator-based one costs a
-    generator and its wrapper more at each entry."""
-
-    def __init__(self, transcribe: bool) -> None:
-        self.transcribe = transcribe
-        self._previous: CaseCalls | None = None
-        self._transcribing: AbstractContextManager[CaseTranscript] | None = None
-
-    def __enter__(self) -> CaseCalls:
-        run = configured_run()
-        # No model run configured (most runs): nothing to price, no sources to count.
-        calls = (
-            CaseCalls(False)
-            if run is None
-            else CaseCalls(priced=run.price is not None, counted=counts_sources(run))
-        )
-        self._previous = getattr(_scope, "calls", None)
-        _scope.calls = calls
-        if self.transcribe:
-            self._transcribing = transcript_scope()
-            try:
-                calls._transcript = self._transcribing.__enter__()
-            except BaseException:
-                _scope.calls = self._previous
-                raise
-        return calls
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        try:
-            if self._transcribing is not None:
-                self._transcribing.__exit__(exc_type, exc, traceback)
-        finally:
-            _scope.calls = self._previous
-
-
-def case_scope(*, transcribe: bool = True) -> CaseScope:
-    """Collect the model calls made on this thread while the block runs (one case), and,
-    with ``transcribe``, the case's transcript (a run writing no report keeps none)."""
-    return CaseScope(transcribe)
-
-
-def current_case() -> CaseCalls | None:
-    calls: CaseCalls | None = getattr(_scope, "calls", None)
-    return calls
 
 
 def absorb_model_calls(record: JsonValue, refusal: JsonValue, events: JsonValue = None) -> None:

@@ -21,7 +21,7 @@ from pytest_agentbench.agents.providers import (
     PROVIDERS,
     Provider,
 )
-from pytest_agentbench.agents.sources import SOURCES, CassetteMode
+from pytest_agentbench.agents.sources import CassetteMode, Given, given_settings
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, sha256_hex
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import UsageError
@@ -152,42 +152,6 @@ def refuse_credentials(base_url: str | None) -> str | None:
             "put the key in the variable agentbench_llm_api_key_env names"
         )
     return None
-
-
-OPTIONS = {"provider": "--agentbench-llm-provider"}
-"""Command-line options not named ``--agentbench-<setting>``."""
-
-
-Given = tuple[dict[str, str], dict[str, str]]
-"""The settings given, as text, by name; and where each came from (an option, an
-environment variable or an ini key), by name."""
-
-
-def given_settings(
-    *,
-    ini: Callable[[str], str | None],
-    environ: Mapping[str, str],
-    overrides: Mapping[str, str | None] | None = None,
-) -> Given:
-    """What ``overrides``, ``environ`` and ``ini`` give (highest first), unchecked; a
-    setting none of them gives keeps its default.
-
-    ``ini`` returns the text of an ini key or ``None``.
-    """
-    values: dict[str, str] = {}
-    origin: dict[str, str] = {}
-    for name, (ini_key, env_key) in SOURCES.items():
-        given = (overrides or {}).get(name)
-        if given is not None:
-            values[name], origin[name] = (
-                given,
-                OPTIONS.get(name, f"--agentbench-{name.replace('_', '-')}"),
-            )
-        elif environ.get(env_key):
-            values[name], origin[name] = environ[env_key], env_key
-        elif ini(ini_key):
-            values[name], origin[name] = str(ini(ini_key)), ini_key
-    return values, origin
 
 
 def resolve_settings(

@@ -1,11 +1,14 @@
-"""The chat-model agent's settings and where each is read from: names only.
+"""The chat-model agent's settings, where each is read from, and what a run gave of them.
 
 Imports nothing but the standard library: the plugin registers an option or an
-ini key for each in every pytest process, benchmark run or not.
+ini key for each in every pytest process, benchmark run or not, and every benchmark
+run reads what was given (:func:`given_settings`) to learn whether it drives a chat
+model at all; only a run that does imports the settings' checks and records.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 CassetteMode = Literal["record", "replay", "auto", "off"]
@@ -66,3 +69,39 @@ RUN_LIMITS: dict[str, tuple[str, str]] = {
     "pricing": ("FILE", "pricing table: per model, the price of one input and one output token"),
 }
 """The settings above that are command-line options too: metavar and help."""
+
+
+OPTIONS = {"provider": "--agentbench-llm-provider"}
+"""Command-line options not named ``--agentbench-<setting>``."""
+
+
+Given = tuple[dict[str, str], dict[str, str]]
+"""The settings given, as text, by name; and where each came from (an option, an
+environment variable or an ini key), by name."""
+
+
+def given_settings(
+    *,
+    ini: Callable[[str], str | None],
+    environ: Mapping[str, str],
+    overrides: Mapping[str, str | None] | None = None,
+) -> Given:
+    """What ``overrides``, ``environ`` and ``ini`` give (highest first), unchecked; a
+    setting none of them gives keeps its default.
+
+    ``ini`` returns the text of an ini key or ``None``.
+    """
+    values: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    for name, (ini_key, env_key) in SOURCES.items():
+        given = (overrides or {}).get(name)
+        if given is not None:
+            values[name], origin[name] = (
+                given,
+                OPTIONS.get(name, f"--agentbench-{name.replace('_', '-')}"),
+            )
+        elif environ.get(env_key):
+            values[name], origin[name] = environ[env_key], env_key
+        elif ini(ini_key):
+            values[name], origin[name] = str(ini(ini_key)), ini_key
+    return values, origin

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_agentbench.agents.budget import PricingTable, decimal_text, read_pricing
+from pytest_agentbench.agents.budget import PricingTable, read_pricing
 from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
 from pytest_agentbench.agents.providers import provider_of_label
 from pytest_agentbench.agents.usage import CUT_OFF
@@ -52,6 +52,7 @@ from pytest_agentbench.report.stream import (
     iter_report,
 )
 from pytest_agentbench.run.case_ledger import LEDGER_SUFFIX, TIMEOUT_EXCLUSION, ledger_path
+from pytest_agentbench.sdk.canonical import decimal_text
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult, FailureClass
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.ledger import CallPayload, HeaderPayload, TerminalPayload, audit_ledger

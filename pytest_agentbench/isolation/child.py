@@ -372,10 +372,11 @@ class _ModelCalls:
     """
 
     def __init__(self) -> None:
-        provenance = sys.modules.get(PROVENANCE)
-        self._scope: AbstractContextManager[Any] = (
-            nullcontext() if provenance is None else provenance.case_scope()
-        )
+        self._scope: AbstractContextManager[Any] = nullcontext()
+        if PROVENANCE in sys.modules:
+            from pytest_agentbench.agents.case_calls import case_scope
+
+            self._scope = case_scope()
         self._calls: Any = None
 
     def __enter__(self) -> None:

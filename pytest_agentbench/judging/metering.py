@@ -30,7 +30,6 @@ from pytest_agentbench.agents.budget import (
     BudgetRefused,
     ModelPrice,
     Reservation,
-    decimal_text,
 )
 from pytest_agentbench.agents.cassettes import RecordedResponse, request_digest
 from pytest_agentbench.agents.provenance import PROVIDER, ModelRun, run_mode
@@ -41,7 +40,13 @@ from pytest_agentbench.judging.panel import ENDPOINT_SETTINGS, ChatSender, Sende
 from pytest_agentbench.judging.rubric import Seat
 from pytest_agentbench.report.judged_summary import JudgeTraffic, judge_ledger_name
 from pytest_agentbench.run.case_ledger import error_evidence
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_bytes, canonical_json, sha256_hex
+from pytest_agentbench.sdk.canonical import (
+    JsonValue,
+    canonical_bytes,
+    canonical_json,
+    decimal_text,
+    sha256_hex,
+)
 from pytest_agentbench.sdk.ledger import CallPayload, Decision, HeaderPayload, LedgerWriter
 from pytest_agentbench.sdk.ledger.rows import Attempt
 

@@ -14,22 +14,22 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_agentbench.agents.provenance import RunProvenance, model_runs
 from pytest_agentbench.plugin.baseline_options import BASELINE_KEY
 from pytest_agentbench.plugin.model_options import MATRIX_KEY
 from pytest_agentbench.plugin.rerun import RERUN_KEY
 from pytest_agentbench.report.comparison_lines import comparison_lines
 from pytest_agentbench.report.junit import add_carried_cases
-from pytest_agentbench.report.model_run import exclusion_problem, model_run_lines, model_run_of
 from pytest_agentbench.report.outputs import unwritten_lines, write_reports
 from pytest_agentbench.report.recorder import RunRecorder
 from pytest_agentbench.report.summary import RunSummary, summarise
 from pytest_agentbench.report.terminal import orphan_gate_lines, suite_lines
 from pytest_agentbench.report.trust import TRUST_KEY, trust_line
-from pytest_agentbench.run.session import AgentbenchState
+from pytest_agentbench.run.session import RUN_KEY, AgentbenchState
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 if TYPE_CHECKING:
+    # A model run's provenance and its lines are imported by a run that drives a chat model.
+    from pytest_agentbench.agents.provenance import RunProvenance
     from pytest_agentbench.scoring.comparison import Comparison
 
 
@@ -157,6 +157,8 @@ def matrix_digests(config: pytest.Config) -> dict[str, str | None] | None:
     models = config.stash.get(MATRIX_KEY, ())
     if not models:
         return None
+    from pytest_agentbench.agents.provenance import model_runs
+
     runs = model_runs()
     return {
         entry.name: runs[entry.name].settings.settings_digest() if entry.name in runs else None
@@ -168,6 +170,10 @@ def _with_model_run(
     config: pytest.Config, recorder: RunRecorder, summary: RunSummary
 ) -> tuple[RunProvenance | None, RunSummary]:
     """The run's model provenance; cases a budget excluded make a problem of the summary."""
+    if RUN_KEY not in config.stash:  # no chat model configured: no provenance
+        return None, summary
+    from pytest_agentbench.report.model_run import exclusion_problem, model_run_of
+
     model_run = model_run_of(config, recorder.graded)
     line = None if model_run is None else exclusion_problem(model_run)
     if line is not None:
@@ -220,6 +226,8 @@ def write_terminal_summary(
         terminalreporter.write_line(f"agentbench {trust_line(trust)}")
     model_run = finished.model_run
     if model_run is not None:
+        from pytest_agentbench.report.model_run import model_run_lines
+
         if verbose:
             terminalreporter.write_sep("=", "agentbench: model")
         for line in model_run_lines(model_run):

@@ -329,19 +329,18 @@ def _reads_whole_results(config: pytest.Config, options: Options, recorder: RunR
 def _model_run(config: pytest.Config) -> ModelRun | None:
     """The run's model settings when it drives a chat model (one model, or a model
     matrix): the run log beside the report and the live progress line are a model run's."""
+    run = config.stash.get(RUN_KEY, None)
+    if run is None:  # no chat model configured (nor a matrix, which needs one)
+        return None
     from pytest_agentbench.agents.provenance import model_runs
 
-    run = config.stash.get(RUN_KEY, None)
-    return run if run is not None and (run.settings.model or model_runs()) else None
+    return run if run.settings.model or model_runs() else None
 
 
 def _open_run_log(config: pytest.Config, options: Options) -> None:
     """Where results arrive: the run log at ``--agentbench-log``, or a model run's beside
     its report, opened with its ``start`` event."""
-    from pytest_agentbench.agents.provenance import model_runs
-
     run = config.stash.get(RUN_KEY, None)
-    matrix = model_runs()
     path = options.log_path
     if path is None and options.report_path is not None and _model_run(config):
         from pytest_agentbench.report.run_log import default_log_path
@@ -349,15 +348,18 @@ def _open_run_log(config: pytest.Config, options: Options) -> None:
         path = default_log_path(options.report_path)
     if path is None:
         return
-    from pytest_agentbench.agents.provenance import run_provenance
     from pytest_agentbench.report.run_log import RunLog
 
     recorder = config.stash[RECORDER_KEY]
     recorder.log = RunLog(path)
+    if run is None:  # no chat model configured: the log names no model run
+        recorder.log.start(None, None)
+        return
+    from pytest_agentbench.agents.provenance import model_runs, run_provenance
+
+    matrix = model_runs()
     provenance = (
-        run_provenance(run.settings, run.pricing, [])
-        if run is not None and run.settings.model and not matrix
-        else None
+        run_provenance(run.settings, run.pricing, []) if run.settings.model and not matrix else None
     )
     recorder.log.start(
         None if provenance is None else provenance.model_dump(mode="json"),

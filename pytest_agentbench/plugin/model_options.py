@@ -20,35 +20,26 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_agentbench.agents.budget import BudgetRefused, Tally
-from pytest_agentbench.agents.provenance import (
-    TALLY_FILE,
-    WINDOW_FILE,
-    ModelRun,
-    configure_model_runs,
-    configure_run,
-    endpoint_host,
-    model_runs,
-)
-from pytest_agentbench.agents.providers import provider_label
-from pytest_agentbench.agents.settings import (
-    ChatSettings,
-    checked_settings,
-    configure,
-    given_settings,
-)
-from pytest_agentbench.agents.sources import RUN_LIMITS
+from pytest_agentbench.agents.sources import RUN_LIMITS, given_settings
 from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 
 if TYPE_CHECKING:
+    # The chat-model client's modules (settings, budget, rate limits, provenance) are
+    # imported by a run that configures a chat model: most benchmark runs configure none.
     from pytest_agentbench.agents.matrix import MatrixModel
+    from pytest_agentbench.agents.provenance import ModelRun
+    from pytest_agentbench.agents.settings import ChatSettings
+
+SETTINGS_MODULE = "pytest_agentbench.agents.settings"
+PROVENANCE_MODULE = "pytest_agentbench.agents.provenance"
 
 WORKERINPUT_KEY = "agentbench_budget_folder"
 MODE_KEY = "agentbench_cassette_mode"
@@ -83,6 +74,15 @@ def pytest_configure(config: pytest.Config) -> None:
         # readers expect of a run without a model) and builds none of its records.
         config.stash[MATRIX_KEY] = ()
         return
+    from pytest_agentbench.agents.budget import Tally
+    from pytest_agentbench.agents.provenance import (
+        WINDOW_FILE,
+        ModelRun,
+        configure_model_runs,
+        configure_run,
+    )
+    from pytest_agentbench.agents.settings import checked_settings, configure
+
     try:
         settings = checked_settings(given, config.rootpath)
         models: tuple[MatrixModel, ...] = ()
@@ -135,7 +135,9 @@ MATRIX_KEY: pytest.StashKey[tuple[MatrixModel, ...]] = pytest.StashKey()
 
 def _model_run(settings: ChatSettings, entry: MatrixModel, shared: Path | None) -> ModelRun:
     """A matrix model's own run: its settings, price, budget tally and rate-limit window."""
+    from pytest_agentbench.agents.budget import Tally
     from pytest_agentbench.agents.matrix import model_settings
+    from pytest_agentbench.agents.provenance import WINDOW_FILE, ModelRun
 
     own = model_settings(settings, entry)
     if shared is None:
@@ -214,6 +216,8 @@ def _shared_folder(config: pytest.Config, settings: ChatSettings) -> Path | None
 
 
 def tally_path(folder: Path) -> Path:
+    from pytest_agentbench.agents.provenance import TALLY_FILE
+
     return folder / TALLY_FILE
 
 
@@ -245,6 +249,8 @@ class BudgetController:
 
 
 def _preflight(run: ModelRun, cases: int) -> None:
+    from pytest_agentbench.agents.budget import BudgetRefused
+
     try:
         run.preflight(cases)
     except BudgetRefused as refusal:
@@ -253,6 +259,8 @@ def _preflight(run: ModelRun, cases: int) -> None:
 
 def _preflight_models(cases: dict[str, int]) -> None:
     """Each matrix model's worst case against its own budget."""
+    from pytest_agentbench.agents.provenance import model_runs
+
     for name, run in model_runs().items():
         _preflight(run, cases.get(name, 0))
 
@@ -287,9 +295,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str | list[str] | None:
-    runs = model_runs()
-    if config.stash.get(MATRIX_KEY, ()) and runs:
-        return [f"agentbench model {name}: {header_text(run)}" for name, run in runs.items()]
+    if config.stash.get(MATRIX_KEY, ()):
+        from pytest_agentbench.agents.provenance import model_runs
+
+        runs = model_runs()
+        if runs:
+            return [f"agentbench model {name}: {header_text(run)}" for name, run in runs.items()]
     run = config.stash.get(RUN_KEY, None)
     if run is None or not run.settings.model:
         return None
@@ -297,6 +308,9 @@ def pytest_report_header(config: pytest.Config) -> str | list[str] | None:
 
 
 def header_text(run: ModelRun) -> str:
+    from pytest_agentbench.agents.provenance import endpoint_host
+    from pytest_agentbench.agents.providers import provider_label
+
     settings = run.settings
     mode = settings.effective_mode
     endpoint = endpoint_host(settings.base_url) or "(no endpoint)"
@@ -324,6 +338,11 @@ def header_text(run: ModelRun) -> str:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    configure(None)
-    configure_run(None)
-    configure_model_runs({})
+    # What a module not imported holds is already its default: nothing to forget.
+    settings = sys.modules.get(SETTINGS_MODULE)
+    if settings is not None:
+        settings.configure(None)
+    provenance = sys.modules.get(PROVENANCE_MODULE)
+    if provenance is not None:
+        provenance.configure_run(None)
+        provenance.configure_model_runs({})

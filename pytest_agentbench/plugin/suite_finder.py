@@ -8,7 +8,7 @@ that merely looks like one turns the plugin on, and the world then declines
 it exactly as it would have.
 
 The installed worlds' marker sets are remembered between processes beside the
-entry points (:func:`~pytest_agentbench.sdk.entry_point_cache.kept_layouts`):
+entry points (:meth:`~pytest_agentbench.sdk.entry_point_cache.InstalledReading.kept_layouts`):
 an idle process then imports no world registration, nor the registry itself
 unless a folder holds a marker's first name or a ``conftest.py`` registers a
 world. Worlds registered by a ``conftest.py`` are asked each time.
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import pluggy
 
-from pytest_agentbench.sdk.entry_point_cache import Layouts, keep_layouts, kept_layouts
+from pytest_agentbench.sdk.entry_point_cache import Layouts, installed_reading
 from pytest_agentbench.sdk.hookspecs import ENTRY_POINT_GROUP, PLUGIN_PREFIX
 from pytest_agentbench.sdk.layout import CONTAINING, SUITE_FILE
 
@@ -67,7 +67,7 @@ class SuiteFinder:
             for name, plugin in manager.list_name_plugin()
         ):
             return None  # the entry points are loaded already: their registry is at hand
-        kept = kept_layouts(ENTRY_POINT_GROUP)
+        kept = installed_reading(manager).kept_layouts(ENTRY_POINT_GROUP)
         if kept is None:
             return None
         installed = {
@@ -107,7 +107,7 @@ class SuiteFinder:
                 world.kind: [list(markers) for markers in registry.marker_sets(world.kind)]
                 for world in checked_kinds(hookimpl.function())
             }
-        keep_layouts(ENTRY_POINT_GROUP, layouts, modules)
+        installed_reading(self._pluginmanager).keep_layouts(ENTRY_POINT_GROUP, layouts, modules)
 
     def _is_suite_folder(self, folder: Path) -> bool:
         try:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Final
 
-from pytest_agentbench.agents.budget import decimal_text
+from pytest_agentbench.sdk.canonical import decimal_text
 
 RATE_CASES: Final = 10
 """The last finished cases the current rate is taken over."""

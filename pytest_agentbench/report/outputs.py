@@ -14,7 +14,6 @@ import pytest
 
 from pytest_agentbench.report.comparison_lines import comparison_properties
 from pytest_agentbench.report.junit import add_global_properties, add_properties
-from pytest_agentbench.report.model_run import model_run_properties
 from pytest_agentbench.report.receipts import write_receipts
 from pytest_agentbench.report.recorder import RunRecorder
 from pytest_agentbench.report.summary import RunSummary
@@ -47,6 +46,8 @@ def write_reports(
     """
     add_global_properties(config, summary)
     if model_run is not None:
+        from pytest_agentbench.report.model_run import model_run_properties
+
         add_properties(config, model_run_properties(model_run))
     if comparison is not None:
         add_properties(config, comparison_properties(comparison))

@@ -18,8 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any, Final
 
-from pytest_agentbench.agents.budget import decimal_text
-from pytest_agentbench.sdk.canonical import JsonValue, canonical_json
+from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, decimal_text
 
 LOG_SCHEME: Final = "agentbench-run-log/1"
 LOG_SUFFIX: Final = ".log.ndjson"

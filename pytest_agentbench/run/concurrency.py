@@ -52,7 +52,7 @@ from pytest_agentbench.sdk.contracts import Case, CaseResult, FailureClass, Outc
 from pytest_agentbench.sdk.runner import CaseTimeout, timed_out
 
 if TYPE_CHECKING:
-    from pytest_agentbench.agents.provenance import CaseCalls
+    from pytest_agentbench.agents.case_calls import CaseCalls
     from pytest_agentbench.run.case_ledger import CaseLedger
     from pytest_agentbench.run.session import AgentbenchState, LoadedSuite
 

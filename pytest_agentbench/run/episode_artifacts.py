@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_agentbench.agents.providers import PROVIDER_APIS, provider_label
 from pytest_agentbench.scoring.matrix import model_item_name
 from pytest_agentbench.scoring.trials import item_name
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
@@ -28,9 +27,6 @@ from pytest_agentbench.sdk.episode_artifacts import (
 )
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import id_file_name, write_new_file
-from pytest_agentbench.sdk.ledger import audit_ledger
-from pytest_agentbench.sdk.ledger.binding import bound_calls, derive_provider_execution
-from pytest_agentbench.sdk.ledger.rows import CallPayload, HeaderPayload
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.provenance import ModelRun
@@ -39,8 +35,6 @@ if TYPE_CHECKING:
     from pytest_agentbench.sdk.world import World
 
 ARTIFACT_SUFFIX = ".artifact.json"
-API = PROVIDER_APIS["openai"]
-"""The OpenAI-compatible API (a run's own is its provider's, ``agents/providers.py``)."""
 
 
 @dataclass(frozen=True)
@@ -74,10 +68,13 @@ def provider_header(run: ModelRun) -> dict[str, JsonValue]:
     The rates are what the audit recomputes every amount from; a run without a
     pricing table states none, and its cases cannot be bound.
     """
+    from pytest_agentbench.agents.providers import PROVIDER_APIS, provider_label
+
     settings = run.settings
     header: dict[str, JsonValue] = {
         "provider": provider_label(settings.provider),
-        "api": PROVIDER_APIS.get(settings.provider, API),
+        # A provider without an API of its own speaks the OpenAI-compatible one.
+        "api": PROVIDER_APIS.get(settings.provider, PROVIDER_APIS["openai"]),
         "model": settings.model,
         "settings_digest_sha256": settings.settings_digest(),
         "max_tokens_per_call": settings.max_tokens_per_call,
@@ -92,6 +89,11 @@ def provider_header(run: ModelRun) -> dict[str, JsonValue]:
 def _model_binding(
     case_ledger: CaseLedger | None, run: ModelRun, agent_id: str, display: str
 ) -> EpisodeBinding:
+    # The ledger's reader: only a model run's artefacts are bound to its ledger.
+    from pytest_agentbench.sdk.ledger import audit_ledger
+    from pytest_agentbench.sdk.ledger.binding import bound_calls, derive_provider_execution
+    from pytest_agentbench.sdk.ledger.rows import CallPayload, HeaderPayload
+
     if case_ledger is None:
         raise AgentbenchError(
             "artifact_ledger_missing",

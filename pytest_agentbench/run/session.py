@@ -46,7 +46,8 @@ from pytest_agentbench.sdk.world import World
 
 if TYPE_CHECKING:
     # Imported where isolation is asked for: subprocess and multiprocessing cost start-up.
-    from pytest_agentbench.agents.provenance import CaseCalls, CaseScope, ModelRun
+    from pytest_agentbench.agents.case_calls import CaseCalls, CaseScope
+    from pytest_agentbench.agents.provenance import ModelRun
     from pytest_agentbench.isolation.host import IsolatedAdapters
     from pytest_agentbench.isolation.pool import IsolatedPool
     from pytest_agentbench.run.case_ledger import CaseLedger
@@ -532,7 +533,7 @@ class AgentbenchState:
         module for a ``__path__`` first, which a plain module answers by making and
         dropping an AttributeError, several microseconds a case.
         """
-        from pytest_agentbench.agents.provenance import CaseScope
+        from pytest_agentbench.agents.case_calls import CaseScope
 
         return CaseScope
 
@@ -627,13 +628,17 @@ class AgentbenchState:
         item: ArtifactItem,
     ) -> CaseResult:
         """The result with its artefact's file and digest, or the harness error refusing it."""
-        from pytest_agentbench.agents.provenance import configured_run
         from pytest_agentbench.run.episode_artifacts import (
             model_run_of_case,
             write_episode_artifact,
         )
 
         assert self.options.artifacts_dir is not None
+        model_run = None
+        if model_run_of_case(result.model_calls):  # the client that made them imported it
+            from pytest_agentbench.agents.provenance import configured_run
+
+            model_run = configured_run()
         try:
             written = write_episode_artifact(
                 self.options.artifacts_dir,
@@ -643,7 +648,7 @@ class AgentbenchState:
                 outcome=outcome,
                 result=result,
                 case_ledger=case_ledger,
-                model_run=configured_run() if model_run_of_case(result.model_calls) else None,
+                model_run=model_run,
                 item=item,
             )
         except AgentbenchError as exc:

@@ -21,7 +21,6 @@ from contextvars import ContextVar, Token
 from decimal import Decimal
 from itertools import combinations
 
-from pytest_agentbench.scoring.stats import holm_bonferroni, mcnemar_exact
 from pytest_agentbench.sdk.contracts import (
     BUILT_ON_FIRST_USE,
     CaseOutcome,
@@ -139,6 +138,10 @@ def _traffic(results: Sequence[CaseResult]) -> tuple[int, int, int, str | None]:
 
 
 def _pair(a: str, b: str, passes: dict[str, dict[tuple[str, int], bool]]) -> ModelPair:
+    # The statistics are imported by a model matrix's summary alone: every benchmark
+    # process imports this module (its current model), few of them run a matrix.
+    from pytest_agentbench.scoring.stats import mcnemar_exact
+
     keys = sorted(set(passes[a]) & set(passes[b]))
     cells: Counter[tuple[bool, bool]] = Counter((passes[a][k], passes[b][k]) for k in keys)
     only_a, only_b = cells[(True, False)], cells[(False, True)]
@@ -198,7 +201,11 @@ def summarise_suite(
         }
     pairs = [_pair(a, b, passes) for a, b in combinations(models, 2)]
     tested = {f"{p.a}\x1f{p.b}": p.p_value for p in pairs if p.p_value is not None}
-    holm = holm_bonferroni(tested) if tested else {}
+    holm = {}
+    if tested:
+        from pytest_agentbench.scoring.stats import holm_bonferroni
+
+        holm = holm_bonferroni(tested)
     adjusted = []
     for pair in pairs:
         held = holm.get(f"{pair.a}\x1f{pair.b}")

@@ -20,7 +20,6 @@ from contextvars import ContextVar, Token
 import pytest
 
 from pytest_agentbench.scoring.matrix import MODEL_PREFIX
-from pytest_agentbench.scoring.stats import RatioUnit, ratio_bootstrap, seed_for
 from pytest_agentbench.sdk.contracts import (
     BUILT_ON_FIRST_USE,
     CaseOutcome,
@@ -157,6 +156,10 @@ class TrialSummary(Record):
 
 
 def _figure(by_cluster: dict[str, list[float]], suite_id: str, name: str) -> TrialFigure:
+    # The statistics are imported by a repeated run's summary alone: every benchmark
+    # process imports this plugin, few of them repeat cases.
+    from pytest_agentbench.scoring.stats import RatioUnit, ratio_bootstrap, seed_for
+
     units = [
         RatioUnit(after_numerator=sum(values), after_denominator=len(values))
         for _, values in sorted(by_cluster.items())
@@ -238,6 +241,8 @@ def clustered_intervals(
     """
     if not applies(results):
         return list(metrics)
+    from pytest_agentbench.scoring.stats import RatioUnit, ratio_bootstrap, seed_for
+
     scored = graded(results)
     by_name = {spec.name: spec for spec in specs}
     out = []

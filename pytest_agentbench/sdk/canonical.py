@@ -22,11 +22,14 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import yaml
 
 from pytest_agentbench.sdk.errors import AgentbenchError, field_path
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 ARTIFACT_SET_SCHEME = "sha256-artifact-set-v1"
 
@@ -158,6 +161,12 @@ def canonical_bytes(value: JsonValue) -> bytes:
 def pretty_json(value: JsonValue) -> str:
     """The on-disk form of JSON files: ``indent=2``, sorted keys, trailing newline."""
     return _dumps(_PRETTY.encode, value) + "\n"
+
+
+def decimal_text(value: Decimal) -> str:
+    """An exact amount as plain decimal text: no exponent, no trailing zeros."""
+    text = format(value.normalize(), "f")
+    return text if text != "-0" else "0"
 
 
 def _dumps(encode: Callable[[JsonValue], str], value: JsonValue) -> str:

@@ -20,6 +20,10 @@ Distributions that another finder could provide (a custom meta-path finder, a
 zip archive or an egg folder on ``sys.path``) are not fingerprinted: then
 nothing is cached and the entry points are read as before. A cache that is
 missing, unreadable or stale is read past, never trusted.
+
+A pytest session asks twice (the suite finder for the layouts, then the benchmark
+plugin for the entry points): it holds one :class:`InstalledReading`, which takes the
+fingerprint and reads the kept document once for both.
 """
 
 from __future__ import annotations
@@ -29,12 +33,16 @@ import hashlib
 import json
 import os
 import sys
+import weakref
 from collections.abc import Sequence
 from importlib.machinery import PathFinder
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    import pluggy
 
 CACHE_FOLDER = Path(__file__).parent / "__pycache__"
 CACHE_FORMAT = 3
@@ -95,9 +103,8 @@ def _document(path: Path, fingerprint: Fingerprint) -> dict[str, Any] | None:
     return kept
 
 
-def _read(path: Path, fingerprint: Fingerprint, group: str) -> list[tuple[str, str]] | None:
+def _rows(kept: dict[str, Any] | None, group: str) -> list[tuple[str, str]] | None:
     """The kept (name, value) rows of ``group``'s entry points, or None when not kept."""
-    kept = _document(path, fingerprint)
     if kept is None:
         return None
     named = kept.get("groups", {}).get(group) if isinstance(kept.get("groups"), dict) else None
@@ -132,20 +139,6 @@ def _write(path: Path, fingerprint: Fingerprint, member: str, group: str, value:
             scratch.unlink()
 
 
-def group_entry_points(group: str) -> list[EntryPoint]:
-    """The installed entry points of ``group``, by name, read from the cache when it holds."""
-    fingerprint = _fingerprint()
-    if fingerprint is None:
-        return sorted(entry_points(group=group), key=lambda ep: ep.name)
-    path = cache_file()
-    named = _read(path, fingerprint, group)
-    if named is None:
-        ordered = sorted(entry_points(group=group), key=lambda ep: ep.name)
-        named = [(ep.name, ep.value) for ep in ordered]
-        _write(path, fingerprint, "groups", group, [list(row) for row in named])
-    return [EntryPoint(name, value, group) for name, value in named]
-
-
 Layouts = dict[str, dict[str, list[list[str]]]]
 """Per entry point name: each world kind its module registers and that kind's layout
 marker sets."""
@@ -167,58 +160,104 @@ def _package_file(module_name: str) -> str | None:
     return file if isinstance(file, str) else None
 
 
-def keep_layouts(group: str, layouts: Layouts, modules: Sequence[ModuleType]) -> None:
-    """Remember what the entry points of ``group`` registered (``layouts``), read from
-    ``modules``: valid while the entry points, those modules' files and the files of
-    their top-level packages (which copy of the code is imported) stay as they are.
+class InstalledReading:
+    """The installation as one reader sees it: its fingerprint taken, and the kept document
+    read, once however often it is asked (for the entry points, for the layouts). A reader
+    that must see a change made since (an installation, an edited registration) takes a
+    new reading.
 
-    The registration modules must declare their layout markers from their own text
-    (literals), as the built-in worlds do: a marker computed from another file is not
-    seen to change.
+    What the reader writes is merged with the document then on disk, as every writer's is.
     """
-    fingerprint = _fingerprint()
-    if fingerprint is None:
-        return
-    sources = []
-    packages = []
-    for module in modules:
-        file = getattr(module, "__file__", None)
-        row = _file_row(file) if isinstance(file, str) else None
-        package = _package_file(module.__name__)
-        if row is None or package is None:
-            return  # a module without a file of its own: nothing to tell a change by
-        sources.append(row)
-        packages.append([module.__name__, package])
-    kept = {"entry_points": layouts, "sources": sources, "packages": packages}
-    _write(cache_file(), fingerprint, "layouts", group, kept)
+
+    def __init__(self) -> None:
+        self.fingerprint = _fingerprint()
+        self._kept: dict[str, Any] | None = None
+        self._read = False
+
+    def document(self) -> dict[str, Any] | None:
+        """The kept document of this fingerprint, read on first use; None when not kept."""
+        if not self._read and self.fingerprint is not None:
+            self._kept = _document(cache_file(), self.fingerprint)
+            self._read = True
+        return self._kept
+
+    def group_entry_points(self, group: str) -> list[EntryPoint]:
+        """The installed entry points of ``group``, by name, read from the cache when it
+        holds."""
+        fingerprint = self.fingerprint
+        if fingerprint is None:
+            return sorted(entry_points(group=group), key=lambda ep: ep.name)
+        named = _rows(self.document(), group)
+        if named is None:
+            ordered = sorted(entry_points(group=group), key=lambda ep: ep.name)
+            named = [(ep.name, ep.value) for ep in ordered]
+            _write(cache_file(), fingerprint, "groups", group, [list(row) for row in named])
+            self._read = False  # the document changed: read again when next asked
+        return [EntryPoint(name, value, group) for name, value in named]
+
+    def keep_layouts(self, group: str, layouts: Layouts, modules: Sequence[ModuleType]) -> None:
+        """Remember what the entry points of ``group`` registered (``layouts``), read from
+        ``modules``: valid while the entry points, those modules' files and the files of
+        their top-level packages (which copy of the code is imported) stay as they are.
+
+        The registration modules must declare their layout markers from their own text
+        (literals), as the built-in worlds do: a marker computed from another file is not
+        seen to change.
+        """
+        fingerprint = self.fingerprint
+        if fingerprint is None:
+            return
+        sources = []
+        packages = []
+        for module in modules:
+            file = getattr(module, "__file__", None)
+            row = _file_row(file) if isinstance(file, str) else None
+            package = _package_file(module.__name__)
+            if row is None or package is None:
+                return  # a module without a file of its own: nothing to tell a change by
+            sources.append(row)
+            packages.append([module.__name__, package])
+        kept = {"entry_points": layouts, "sources": sources, "packages": packages}
+        _write(cache_file(), fingerprint, "layouts", group, kept)
+        self._read = False  # the document changed: read again when next asked
+
+    def kept_layouts(self, group: str) -> Layouts | None:
+        """What :meth:`keep_layouts` remembered for ``group``, or ``None`` when it did not or
+        anything it was read from changed since (then the entry points are loaded)."""
+        document = self.document()
+        layouts = document.get("layouts") if document is not None else None
+        kept = layouts.get(group) if isinstance(layouts, dict) else None
+        if not isinstance(kept, dict):
+            return None
+        sources, packages = kept.get("sources"), kept.get("packages")
+        if not isinstance(sources, list) or not isinstance(packages, list):
+            return None
+        for row in sources:
+            if not (isinstance(row, list) and row and isinstance(row[0], str)):
+                return None
+            if _file_row(row[0]) != row:
+                return None
+        for row in packages:
+            if not (isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)):
+                return None
+            if _package_file(row[0]) != row[1]:
+                return None
+        entries = kept.get("entry_points")
+        return entries if _is_layouts(entries) else None
 
 
-def kept_layouts(group: str) -> Layouts | None:
-    """What :func:`keep_layouts` remembered for ``group``, or ``None`` when it did not or
-    anything it was read from changed since (then the entry points are loaded)."""
-    fingerprint = _fingerprint()
-    if fingerprint is None:
-        return None
-    document = _document(cache_file(), fingerprint)
-    layouts = document.get("layouts") if document is not None else None
-    kept = layouts.get(group) if isinstance(layouts, dict) else None
-    if not isinstance(kept, dict):
-        return None
-    sources, packages = kept.get("sources"), kept.get("packages")
-    if not isinstance(sources, list) or not isinstance(packages, list):
-        return None
-    for row in sources:
-        if not (isinstance(row, list) and row and isinstance(row[0], str)):
-            return None
-        if _file_row(row[0]) != row:
-            return None
-    for row in packages:
-        if not (isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)):
-            return None
-        if _package_file(row[0]) != row[1]:
-            return None
-    entries = kept.get("entry_points")
-    return entries if _is_layouts(entries) else None
+_READINGS: weakref.WeakKeyDictionary[pluggy.PluginManager, InstalledReading] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def installed_reading(pluginmanager: pluggy.PluginManager) -> InstalledReading:
+    """The installation as ``pluginmanager``'s session reads it: its fingerprint taken and
+    its kept document read once, for the layout markers and for the entry points alike."""
+    reading = _READINGS.get(pluginmanager)
+    if reading is None:
+        reading = _READINGS[pluginmanager] = InstalledReading()
+    return reading
 
 
 def _is_layouts(value: object) -> TypeGuard[Layouts]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pluggy
 
 from pytest_agentbench.sdk import hookspecs
-from pytest_agentbench.sdk.entry_point_cache import group_entry_points
+from pytest_agentbench.sdk.entry_point_cache import installed_reading
 from pytest_agentbench.sdk.errors import AgentbenchError, describe_exception
 from pytest_agentbench.sdk.hookspecs import PLUGIN_PREFIX
 from pytest_agentbench.sdk.layout import CONTAINING, SUITE_FILE
@@ -82,7 +82,9 @@ def load_entry_point_worlds(pluginmanager: pluggy.PluginManager) -> None:
     if pluginmanager in _SCANNED:
         return
     broken = _BROKEN.setdefault(pluginmanager, {})
-    for entry_point in group_entry_points(hookspecs.ENTRY_POINT_GROUP):
+    for entry_point in installed_reading(pluginmanager).group_entry_points(
+        hookspecs.ENTRY_POINT_GROUP
+    ):
         name = f"{PLUGIN_PREFIX}{entry_point.name}"
         if pluginmanager.get_plugin(name) is None and not pluginmanager.is_blocked(name):
             try:
