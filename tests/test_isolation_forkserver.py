@@ -321,3 +321,14 @@ def test_a_run_of_one_case_in_a_pool_of_three_starts_one_process(
         "c1",
     ).assert_outcomes(passed=1)
     assert (demo.path / "starts").read_text() == "1"
+
+
+def test_the_template_prepares_the_chat_client_in_a_run_that_configured_no_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An adapter may build the chat client itself: a forked process that imported it only
+    # during a call would not count that call's model calls.
+    from pytest_agentbench.isolation.setup import _chat_preload
+
+    monkeypatch.delitem(sys.modules, "pytest_agentbench.agents.settings", raising=False)
+    assert _chat_preload() == ("pytest_agentbench.agents.chat",)

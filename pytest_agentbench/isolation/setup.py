@@ -127,15 +127,17 @@ def _model_access() -> tuple[list[Path], list[Path], list[int]]:
 def _chat_preload() -> tuple[str, ...]:
     """What the fork server's template prepares for the chat agent's processes.
 
-    Its modules when the plugin's model settings are loaded; and when a live
-    endpoint is configured, httpx and the TLS context its clients share
-    (``prepare_for_fork``): without them each forked process imported about
+    Its modules always: an adapter may build the chat client itself, and a process
+    that imported it only during a call would not count that call's model calls
+    (the template imports them, not the run, which configured no chat model). When
+    a live endpoint is configured, httpx and the TLS context its clients share
+    (``prepare_for_fork``) too: without them each forked process imported about
     150 modules and read the CA bundle itself, most of its CPU in a one-call case.
     Only the plugin's own code and httpx run in the template, never an adapter's.
     """
     settings_module = sys.modules.get("pytest_agentbench.agents.settings")
     if settings_module is None:
-        return ()
+        return ("pytest_agentbench.agents.chat",)
     settings = settings_module.configured_settings()
     if settings.base_url is None or settings.effective_mode == "replay":
         return ("pytest_agentbench.agents.chat",)
