@@ -20,13 +20,12 @@ import pytest
 from pytest_agentbench.agents.budget import (
     BudgetGuard,
     BudgetRefused,
-    Ceilings,
     ModelPrice,
     Tally,
     decimal_text,
     read_pricing,
 )
-from pytest_agentbench.agents.limits import Backoff, RateLimiter, Wait
+from pytest_agentbench.agents.limits import Backoff, RateLimiter
 from pytest_agentbench.agents.provenance import (
     ModelRun,
     endpoint_host,
@@ -34,6 +33,7 @@ from pytest_agentbench.agents.provenance import (
     run_provenance,
     run_settings,
 )
+from pytest_agentbench.agents.provenance_records import Ceilings, Wait
 from pytest_agentbench.agents.settings import ChatSettings
 from pytest_agentbench.agents.shared_file import first_value
 from pytest_agentbench.sdk.errors import AgentbenchError

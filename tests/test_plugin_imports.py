@@ -219,6 +219,27 @@ def test_a_run_log_without_a_chat_model_imports_none_of_the_client(
     assert json.loads((demo.path / "probe-main.json").read_text(encoding="utf-8"))["loaded"] == []
 
 
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        ("--agentbench-report", "run.json"),
+        ("--agentbench-report", "run.json", "--junitxml", "run.xml"),
+    ],
+    ids=["report", "report-and-junitxml"],
+)
+def test_a_report_without_a_chat_model_imports_none_of_the_client(
+    demo: pytest.Pytester, outputs: tuple[str, ...]
+) -> None:
+    # The report's model-traffic records live apart from the client that makes them.
+    demo.makeconftest(REGISTERING_CONFTEST + IMPORT_PROBE.format(watched=MODEL_MODULES))
+    write_demo_suite(demo.path)
+    result = demo.runpytest_subprocess(*outputs)
+    result.assert_outcomes(passed=3, failed=1)
+    report = json.loads((demo.path / "run.json").read_text(encoding="utf-8"))
+    assert report["model_run"] is None
+    assert json.loads((demo.path / "probe-main.json").read_text(encoding="utf-8"))["loaded"] == []
+
+
 def test_episode_artifacts_import_the_client_and_the_ledger_only_for_a_model_run() -> None:
     # --agentbench-artifacts without a chat model binds no case to a ledger.
     probe = (

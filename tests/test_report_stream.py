@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_agentbench.agents.provenance import RunProvenance
+from pytest_agentbench.agents.provenance_records import RunProvenance
 from pytest_agentbench.report import json_report
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.json_report import AdapterIdentity, RunReport, environment

@@ -25,17 +25,17 @@ import threading
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, StrictStr, ValidationError
+from pydantic import StrictStr, ValidationError
 
+from pytest_agentbench.agents.provenance_records import Ceilings, DecimalText
 from pytest_agentbench.agents.shared_file import locked_json
 from pytest_agentbench.sdk.canonical import canonical_bytes, decimal_text, read_json, sha256_hex
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 from pytest_agentbench.sdk.errors import AgentbenchError, UsageError
 
 PRICING_SCHEME = "agentbench-pricing/1"
-DecimalText = Annotated[StrictStr, Field(pattern=r"^[0-9]+(\.[0-9]+)?$")]
 
 
 class ModelPrice(Record):
@@ -85,19 +85,6 @@ def read_pricing(path: Path) -> PricingTable:
             file=display,
             field=".".join(str(part) for part in first["loc"]),
         ) from None
-
-
-class Ceilings(Record):
-    # Built on first use: a benchmark run that configures no chat model never makes one.
-    model_config = BUILT_ON_FIRST_USE
-
-    max_calls: int | None = None
-    max_tokens: int | None = None
-    max_cost: DecimalText | None = None
-
-    @property
-    def any(self) -> bool:
-        return any(v is not None for v in (self.max_calls, self.max_tokens, self.max_cost))
 
 
 class BudgetRefused(AgentbenchError):

@@ -4,7 +4,8 @@ Every case of every benchmark run is scoped (:func:`case_scope`), whether or not
 configured a chat model: an adapter may build the chat client itself. What a case that
 makes no model call needs is here, apart from the client's modules (settings, budgets,
 rate limits, provenance), which a run that configures no chat model never imports; a
-call's records are built by those modules, imported by the client that made it.
+call's records (:mod:`pytest_agentbench.agents.provenance_records`) are imported with
+the first call that makes one.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from pytest_agentbench.sdk.transcript import CaseTranscript, transcript_scope
 
 if TYPE_CHECKING:
     from pytest_agentbench.agents.budget import BudgetRefused
-    from pytest_agentbench.agents.limits import Wait
-    from pytest_agentbench.agents.provenance import CaseModelCalls, DecisionCall
+    from pytest_agentbench.agents.provenance_records import CaseModelCalls, DecisionCall, Wait
 
 PROVENANCE = "pytest_agentbench.agents.provenance"
 """Imported by whatever configured a model run or makes a model call (the chat client)."""
@@ -107,7 +107,7 @@ class CaseCalls:
 
     def decided(self, first_call: int, decision_digest: str | None) -> None:
         """An invocation of the adapter ended (with an answer, or raising)."""
-        from pytest_agentbench.agents.provenance import DecisionCall
+        from pytest_agentbench.agents.provenance_records import DecisionCall
 
         with self._lock:
             self.decisions.append(
@@ -149,7 +149,7 @@ class CaseCalls:
         return bool(self.requests or self.decisions or self.refusal)
 
     def record(self) -> CaseModelCalls:
-        from pytest_agentbench.agents.provenance import CaseModelCalls
+        from pytest_agentbench.agents.provenance_records import CaseModelCalls
 
         with self._lock:
             return CaseModelCalls(

@@ -26,17 +26,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
+from pytest_agentbench.agents.provenance_records import Wait, WaitReason
 from pytest_agentbench.agents.shared_file import locked_json
-from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 
 WINDOW_S = 60.0
 """The sliding window of the per-minute limits."""
 MAX_RETRY_DELAY_S = 30.0
 """A ``Retry-After`` or backoff longer than this is capped (before jitter)."""
-
-WaitReason = Literal["connections", "requests_per_minute", "tokens_per_minute", "retry"]
 
 
 class Clock(Protocol):
@@ -53,14 +51,6 @@ class SystemClock:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
-
-
-class Wait(Record):
-    model_config = BUILT_ON_FIRST_USE
-
-    reason: WaitReason
-    seconds: float
-    """Rounded to the microsecond."""
 
 
 def wait(reason: WaitReason, seconds: float) -> Wait:

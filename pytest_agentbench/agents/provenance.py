@@ -5,9 +5,12 @@ limiter, retry backoff, budget guard and pricing every case shares. While a
 case runs, :func:`~pytest_agentbench.agents.case_calls.case_scope` collects the
 model calls made on its thread into a
 :class:`~pytest_agentbench.agents.case_calls.CaseCalls`, which becomes the case
-result's ``model_calls`` (a :class:`CaseModelCalls`). The run's
-:class:`RunProvenance` is summed from those per-case records where results
-arrive, so a run under xdist reports exactly what the same run reports serially.
+result's ``model_calls`` (a
+:class:`~pytest_agentbench.agents.provenance_records.CaseModelCalls`). The run's
+:class:`~pytest_agentbench.agents.provenance_records.RunProvenance` is summed from
+those per-case records where results arrive, so a run under xdist reports exactly
+what the same run reports serially. The records are in their own module, which
+reading or writing a report imports without the client.
 """
 
 from __future__ import annotations
@@ -15,37 +18,35 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
+from pydantic import ValidationError
 
 from pytest_agentbench.agents.budget import (
     BudgetGuard,
     BudgetRefused,
-    Ceilings,
-    DecimalText,
     ModelPrice,
     PricingTable,
     Tally,
     read_pricing,
 )
 from pytest_agentbench.agents.case_calls import CaseCalls, current_case
-from pytest_agentbench.agents.limits import Backoff, Clock, RateLimiter, SystemClock, Wait
-from pytest_agentbench.agents.providers import provider_label
-from pytest_agentbench.agents.settings import (
-    DIGESTED,
-    ChatSettings,
-    digest_of_settings,
-    with_provider,
+from pytest_agentbench.agents.limits import Backoff, Clock, RateLimiter, SystemClock
+from pytest_agentbench.agents.provenance_records import (
+    CaseModelCalls,
+    Ceilings,
+    RunMode,
+    RunProvenance,
+    RunSettings,
 )
+from pytest_agentbench.agents.providers import provider_label
+from pytest_agentbench.agents.settings import ChatSettings
 from pytest_agentbench.sdk.canonical import JsonValue, decimal_text
-from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Outcome, Record
+from pytest_agentbench.sdk.contracts import CaseResult, Outcome
 from pytest_agentbench.sdk.errors import UsageError
 
 PROVIDER = "openai-compatible"
 """The OpenAI-compatible provider's label (judges speak only it); a run's is its settings'."""
-Digest = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
 def endpoint_host(base_url: str | None) -> str | None:
@@ -69,9 +70,6 @@ def endpoint_path(base_url: str | None) -> str | None:
     if not base_url or urlsplit(base_url).hostname is None:
         return None
     return urlsplit(base_url).path
-
-
-RunMode = Literal["live", "record", "replay", "mixed"]
 
 
 def run_mode(settings: ChatSettings) -> RunMode:
@@ -229,44 +227,6 @@ def current_run(settings: ChatSettings) -> ModelRun:
     return ModelRun(settings)
 
 
-class DecisionCall(Record):
-    """One answer of the adapter in a case: the ledger's call row it is."""
-
-    model_config = BUILT_ON_FIRST_USE
-
-    call_index: Annotated[int, Field(ge=0)]
-    """The invocation's index in the case (the ledger's ``call_index``)."""
-    decision_digest_sha256: Digest | None
-    """Digest of the answer; ``None`` when the invocation raised instead."""
-    request_digest_sha256: Digest | None
-    """The last model request behind it."""
-
-
-class CaseModelCalls(Record):
-    """The model traffic of one case, as its result carries it."""
-
-    model_config = BUILT_ON_FIRST_USE
-
-    calls: int
-    attempts: int
-    input_tokens: int
-    output_tokens: int
-    cost: DecimalText | None
-    """At the pricing table's rates; ``None`` without a table."""
-    request_digests: tuple[Digest, ...]
-    """Each model call's request digest, in order (its cassette's name)."""
-    decisions: tuple[DecisionCall, ...]
-    waits: tuple[Wait, ...] = ()
-    """Every wait for a rate limit or before a retry, in order."""
-    refused: StrictStr | None = None
-    """The budget code that refused a call of this case (the case is then excluded)."""
-    cassette_hits: StrictInt | None = None
-    """In a ``mixed`` run, the requests a cassette answered; ``None`` in any other mode."""
-    recorded: StrictInt | None = None
-    """In a ``mixed`` run, the requests sent live and recorded; ``None`` in any other mode.
-    A request cut off by the case limit, or that reached no endpoint, is neither."""
-
-
 def absorb_model_calls(record: JsonValue, refusal: JsonValue, events: JsonValue = None) -> None:
     """Add an isolated adapter's model calls, as its process sent them, to this thread's case,
     and their transcript ``events`` to the case's transcript.
@@ -321,77 +281,12 @@ def attach_model_calls(calls: CaseCalls, result: CaseResult) -> CaseResult:
     return result.model_copy(update={"model_calls": calls.record().model_dump(mode="json")})
 
 
-class RunSettings(Record):
-    """The run's settings in clear, beside their digest: what shaped each request and its
-    retries (the digest's inputs but the model), and the limits the calls were sent within.
-
-    The endpoint is the provenance's host and this path: never a key, credentials or query.
-    """
-
-    model_config = BUILT_ON_FIRST_USE
-
-    base_url_path: StrictStr | None
-    """The endpoint's path (``/v1``); ``None`` without an endpoint."""
-    temperature: StrictFloat
-    seed: StrictInt | None
-    max_turns: StrictInt
-    max_tokens_per_call: StrictInt | None
-    timeout_s: StrictFloat
-    max_retries: StrictInt
-    retry_backoff_s: StrictFloat
-    retry_jitter: StrictFloat
-    fence_results: StrictBool
-    max_connections: StrictInt | None
-    requests_per_minute: StrictInt | None
-    tokens_per_minute: StrictInt | None
-
-    def digest(self, model: str, provider: str = "openai") -> str:
-        """The settings digest these settings, ``model`` and ``provider`` make: the
-        provenance's ``settings_digest`` when they are the settings it was made from."""
-        shaping = self.model_dump(mode="json", include=set(DIGESTED))
-        return digest_of_settings(with_provider({"model": model or None, **shaping}, provider))
-
-
 def run_settings(settings: ChatSettings) -> RunSettings:
     """``settings`` as a report states them (the ceilings are the provenance's own field)."""
     shown = settings.model_dump(
         include=set(RunSettings.model_fields) - {"base_url_path"}, mode="json"
     )
     return RunSettings(base_url_path=endpoint_path(settings.base_url), **shown)
-
-
-class RunProvenance(Record):
-    """The model behind a run and its traffic, summed over the cases' records."""
-
-    model_config = BUILT_ON_FIRST_USE
-
-    provider: StrictStr
-    base_url_host: StrictStr | None
-    model: StrictStr
-    mode: RunMode
-    """``live`` and ``record`` reached the endpoint; ``replay`` answered from cassettes;
-    ``mixed`` (cassette mode ``auto``) answered from a cassette where one held the request
-    and reached the endpoint, recording, where none did."""
-    settings_digest: Digest
-    settings: RunSettings | None = None
-    """The settings in clear; ``None`` in a report written before they were stated."""
-    pricing_digest: Digest | None
-    currency: StrictStr | None
-    ceilings: Ceilings
-    calls: int
-    attempts: int
-    input_tokens: int
-    output_tokens: int
-    cost: DecimalText | None
-    waits: int
-    wait_seconds: DecimalText
-    excluded: tuple[StrictStr, ...]
-    """Node ids of the cases excluded because a call would have passed a ceiling."""
-    cassette_hits: StrictInt | None = None
-    """A ``mixed`` run's requests answered from cassettes (summed over its cases); ``None``
-    in any other mode."""
-    recorded: StrictInt | None = None
-    """A ``mixed`` run's requests sent live and recorded; ``None`` in any other mode."""
 
 
 def run_provenance(

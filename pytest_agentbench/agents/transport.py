@@ -21,8 +21,9 @@ from pytest_agentbench.agents.cassettes import (
     RecordedResponse,
     encoded,
 )
-from pytest_agentbench.agents.limits import Wait, wait
+from pytest_agentbench.agents.limits import wait
 from pytest_agentbench.agents.provenance import ModelRun, current_run
+from pytest_agentbench.agents.provenance_records import Wait
 from pytest_agentbench.agents.providers import auth_headers, request_provider, wire
 from pytest_agentbench.agents.settings import ChatSettings, refuse_credentials
 from pytest_agentbench.agents.usage import reported_tokens

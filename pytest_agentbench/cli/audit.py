@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_agentbench.agents.budget import PricingTable, read_pricing
-from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
+from pytest_agentbench.agents.provenance_records import CaseModelCalls, RunProvenance
 from pytest_agentbench.agents.providers import provider_of_label
 from pytest_agentbench.agents.usage import CUT_OFF
 from pytest_agentbench.cli.report_limit import MAX_REPORT_BYTES, add_max_report_bytes

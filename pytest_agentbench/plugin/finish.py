@@ -29,7 +29,7 @@ from pytest_agentbench.sdk.errors import AgentbenchError
 
 if TYPE_CHECKING:
     # A model run's provenance and its lines are imported by a run that drives a chat model.
-    from pytest_agentbench.agents.provenance import RunProvenance
+    from pytest_agentbench.agents.provenance_records import RunProvenance
     from pytest_agentbench.scoring.comparison import Comparison
 
 

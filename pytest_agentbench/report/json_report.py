@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from pytest_agentbench import __version__
-from pytest_agentbench.agents.provenance import CaseModelCalls, RunProvenance
+from pytest_agentbench.agents.provenance_records import CaseModelCalls, RunProvenance
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.report.judged_summary import JudgedSummary
 from pytest_agentbench.report.summary import RunSummary, SuiteSummary

@@ -12,7 +12,7 @@ from typing import Final, Literal
 
 from pydantic import Field, StrictStr
 
-from pytest_agentbench.agents.budget import DecimalText
+from pytest_agentbench.agents.provenance_records import DecimalText
 from pytest_agentbench.scoring.kappa import Calibration
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, Record
 

@@ -14,12 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_agentbench.agents.provenance import (
-    RunProvenance,
-    RunSettings,
-    model_runs,
-    run_provenance,
-)
+from pytest_agentbench.agents.provenance import model_runs, run_provenance
+from pytest_agentbench.agents.provenance_records import RunProvenance, RunSettings
 from pytest_agentbench.report.case_store import CaseStore
 from pytest_agentbench.run.session import RUN_KEY
 from pytest_agentbench.sdk.canonical import JsonValue

@@ -22,7 +22,7 @@ from pytest_agentbench.run.options import Options
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 if TYPE_CHECKING:
-    from pytest_agentbench.agents.provenance import RunProvenance
+    from pytest_agentbench.agents.provenance_records import RunProvenance
     from pytest_agentbench.report.transcripts import TranscriptFile
     from pytest_agentbench.scoring.comparison import Comparison
 

@@ -167,7 +167,7 @@ class CaseResult(Record):
     exclusion: str | None = None
     """Why an ``excluded`` case was not graded: a stable code."""
     model_calls: dict[str, JsonValue] | None = None
-    """The case's model traffic (``agents.provenance.CaseModelCalls`` as JSON): calls,
+    """The case's model traffic (``agents.provenance_records.CaseModelCalls`` as JSON): calls,
     attempts, tokens, cost, request digests and the call index of each decision."""
     artifact: dict[str, JsonValue] | None = None
     """Under ``--agentbench-artifacts``: the case's episode artefact, ``{file, digest_sha256}``
