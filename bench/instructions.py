@@ -2,6 +2,7 @@
 
     python bench/instructions.py                     # N = 1,000 and 3,000 (about 6 minutes)
     python bench/instructions.py --sizes 2000 6000
+    python bench/instructions.py --idle-only         # T1 counted only (under a minute)
 
 The wall-clock ratios of ``overhead.py`` move by 10% or more from round to
 round on a shared machine, so a change that saves 2% cannot be seen there.
@@ -13,7 +14,11 @@ written; the same projects and arguments) runs once under
 the sizes over the difference in cases is the per-case count; the rest is
 the fixed cost (start-up, imports). Printed per configuration: both sides'
 per-case counts and their ratio, the plugin's fixed extra, and the total
-ratio the counts give at N = 10,000.
+ratio the counts give at N = 10,000. First, T1 counted: the unrelated project
+of ``overhead.py``'s T1 with the plugin and with ``-p no:agentbench``, the
+plugin's extra instructions, and what they come to at the idle run's own rate
+(its instructions over its median CPU time in five uncounted runs): a
+figure the clock cannot resolve, T1's rounds spreading by tens of milliseconds.
 
 Instructions are not time: cache misses (the garbage collector walking the
 heap, for one) are not counted, so the wall ratio runs above this one. Use it
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +40,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from overhead import case_configs, case_projects
+import projects
+from overhead import NO_PLUGIN, case_configs, case_projects
 from processes import Config, check_run, counting_environment, pytest_command, run_once
 
 PROJECTED_CASES = 10_000
@@ -113,9 +120,28 @@ def measure(sizes: tuple[int, int], base: Path) -> list[str]:
     ]
 
 
+def measure_idle(base: Path) -> str:
+    """T1 counted: the plugin's extra instructions in an unrelated project, and their time
+    at the rate the idle run itself executes instructions."""
+    base.mkdir()
+    projects.write_unrelated_project(base)
+    plugin = Config("idle, plugin installed", base, (), 2)
+    bare = Config("idle, -p no:agentbench", base, NO_PLUGIN, 2)
+    run_once(plugin)  # bytecode caches and the entry-point cache, as a user's second run
+    cpu = statistics.median(run_once(bare).cpu for _ in range(5))
+    counted_plugin, counted_bare = instructions(plugin), instructions(bare)
+    extra = counted_plugin - counted_bare
+    return (
+        f"  idle (T1)        plugin's extra {extra / 1e6:.1f} M instructions over bare's "
+        f"{counted_bare / 1e6:.0f} M: {extra / counted_bare * cpu * 1000:.1f} ms at the idle "
+        f"run's own rate ({cpu * 1000:.0f} ms CPU)"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", nargs=2, type=int, default=[1_000, 3_000])
+    parser.add_argument("--idle-only", action="store_true", help="count T1 only")
     options = parser.parse_args(argv)
     small, large = options.sizes
     if not 0 < small < large:
@@ -123,8 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         print("valgrind is not installed: nothing counted", file=sys.stderr)
         return 2
-    print(f"instructions per case (valgrind callgrind), N = {small:,} and {large:,}:")
     with tempfile.TemporaryDirectory() as folder:
+        print("instructions (valgrind callgrind):")
+        print(measure_idle(Path(folder) / "idle"), flush=True)
+        if options.idle_only:
+            return 0
+        print(f"per case, N = {small:,} and {large:,}:")
         for line in measure((small, large), Path(folder)):
             print(line)
     return 0

@@ -90,7 +90,7 @@ QUICK_WORLD_BENCHES: dict[str, tuple[str, ...]] = {
 class Plan:
     """Sizes and rounds of one run of the script."""
 
-    idle_rounds: int = 20
+    idle_rounds: int = 60
     cases: int = 10_000
     small_cases: int = 1_000
     case_rounds: int = 5
