@@ -130,6 +130,8 @@ GOOD_CASE = '{"nodeid":"a::1","result":{"x":1}}'
             '{"suites":[{"cases":[{"r":{"k":1,"k":2}}]}]}',
             "[duplicate_key] {f}:1: suites[0].cases[0].r.k: key 'k' appears more than once",
         ),
+        # A case's value is bounded on its own, at the limit exactly and not above it.
+        ('{"suites":[{"cases":[' + "[" * 100 + '"[[{"' + "]" * 100 + "]}]}", None),
         (
             '{"suites":[{"cases":[' + "[" * 101 + "]" * 101 + "]}]}",
             "[input_too_deep] {f}:1: suites[0].cases[0]: nested deeper than 100 levels",

@@ -285,7 +285,8 @@ class _Scanner:
     def _value(self, field: str) -> JsonValue:
         text, line = self._value_text(field)
         try:
-            return loads_strict(text, file=self.name, line=line)
+            # _value_text refused a value nested deeper than the limit while finding its end.
+            return loads_strict(text, file=self.name, line=line, depth_checked=True)
         except AgentbenchError as exc:
             inner = exc.location.field
             if inner and not inner.startswith("["):

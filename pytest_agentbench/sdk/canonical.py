@@ -314,15 +314,18 @@ def loads_strict(
     file: str | Path | None = None,
     line: int | None = None,
     max_bytes: int | None = None,
+    depth_checked: bool = False,
 ) -> JsonValue:
     """Parse one JSON document, refusing duplicate keys at any depth and NaN/Infinity.
 
     A document longer than the size limit (``max_bytes`` instead, where a caller bounds
     the document itself) or nested deeper than the depth limit is refused
-    (``input_too_large``, ``input_too_deep``) before it is parsed.
+    (``input_too_large``, ``input_too_deep``) before it is parsed; ``depth_checked``:
+    the caller found the text's end by counting its nesting against the same limit (a
+    streaming reader does), so it is not scanned for it again.
     """
     limits = _check_document(text, file, line, max_bytes)
-    if _json_depth_exceeds(text, limits.max_depth):
+    if not depth_checked and _json_depth_exceeds(text, limits.max_depth):
         raise _too_deep(limits.max_depth, file, line)
     try:
         try:
