@@ -22,6 +22,7 @@ from pytest_agentbench.sdk.canonical import (
     read_json,
     read_jsonl,
     read_yaml,
+    scan_strict,
     set_input_limits,
     sha256_hex,
     tree_files,
@@ -457,3 +458,24 @@ def test_an_oversized_file_or_document_is_refused_without_reading_it_whole(
     assert read_json(tmp_path / "fits.json") == ["x" * 990]
     assert _refusal(lambda: loads_strict(json.dumps("x" * 1_000))).code == "input_too_large"
     assert _refusal(lambda: loads_yaml_strict("x" * 1_001)).code == "input_too_large"
+
+
+def test_scan_strict_parses_a_value_in_place_or_declines(limits: Callable[..., None]) -> None:
+    text = 'x {"a":[1,"]}"],"b":{}} , "s" tail'
+    value, end = scan_strict(text, 2) or (None, 0)
+    assert (value, text[end:]) == ({"a": [1, "]}"], "b": {}}, ' , "s" tail')
+    assert scan_strict(text, text.index('"s"')) == ("s", text.index(" tail"))
+    limits(max_bytes=10, max_depth=2)
+    declined = [
+        '{"a":1',  # not whole
+        '{"a":1,"a":2}',  # duplicate key
+        "[NaN]",
+        "[1e999]",
+        '["' + "x" * 10 + '"]',  # over the size limit
+        "[[[]]]",  # over the depth limit
+        "[" * 100_000 + "]" * 100_000,  # deeper than the interpreter recurses
+        "",
+    ]
+    for bad in declined:
+        assert scan_strict(bad, 0) is None, bad
+    assert scan_strict('[["[[[["]]', 0) == ([["[[[["]], 10)

@@ -136,7 +136,15 @@ GOOD_CASE = '{"nodeid":"a::1","result":{"x":1}}'
             '{"suites":[{"cases":[' + "[" * 101 + "]" * 101 + "]}]}",
             "[input_too_deep] {f}:1: suites[0].cases[0]: nested deeper than 100 levels",
         ),
+        (
+            '{"suites":[{"cases":[' + "[" * 100_000 + "]" * 100_000 + "]}]}",
+            "[input_too_deep] {f}:1: suites[0].cases[0]: nested deeper than 100 levels",
+        ),
         ('{"a":NaN}', "[non_finite_number] {f}:1: a: NaN is not a finite number"),
+        (
+            '{"suites":[{"cases":[{"r":[1e999]}]}]}',
+            "[non_finite_number] {f}:1: suites[0].cases[0]: number 1e999 does not fit",
+        ),
         ('\ufeff{"a":1}', "[malformed_json] {f}:1: Unexpected UTF-8 BOM"),
     ],
 )

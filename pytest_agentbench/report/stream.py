@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from pytest_agentbench.sdk.canonical import JsonValue, input_limits, loads_strict, unreadable
+from pytest_agentbench.sdk.canonical import (
+    JsonValue,
+    input_limits,
+    loads_strict,
+    scan_strict,
+    unreadable,
+)
 from pytest_agentbench.sdk.errors import AgentbenchError
 
 _CHUNK = 1 << 20
@@ -283,10 +289,17 @@ class _Scanner:
         return text, line
 
     def _value(self, field: str) -> JsonValue:
+        # A string, list or object the buffer holds whole is parsed where it lies; any
+        # other takes the path that reads on, bounds it and names what is wrong. (A
+        # scalar is left to it: where it ends is only known at a delimiter.)
+        if self._peek() in '"[{':
+            found = scan_strict(self.buffer, self.pos)
+            if found is not None and (found[1] < len(self.buffer) or self.eof):
+                self._advance(found[1])
+                return found[0]
         text, line = self._value_text(field)
         try:
-            # _value_text refused a value nested deeper than the limit while finding its end.
-            return loads_strict(text, file=self.name, line=line, depth_checked=True)
+            return loads_strict(text, file=self.name, line=line)
         except AgentbenchError as exc:
             inner = exc.location.field
             if inner and not inner.startswith("["):

@@ -308,24 +308,47 @@ def scanning_decode(decoder: json.JSONDecoder) -> Callable[[str], Any]:
 _decode = scanning_decode(_DECODER)
 
 
+_scan_strict: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+def scan_strict(text: str, start: int) -> tuple[JsonValue, int] | None:
+    """The value that starts at ``start`` in ``text``, parsed as ``loads_strict`` parses,
+    and the index where it ends; ``None`` where no whole value within the input limits
+    starts there, or the strict parse refuses it.
+
+    For a reader that holds part of a larger document in a buffer: a value the buffer
+    holds whole is parsed in place, once; on ``None`` the reader's own, slower path reads
+    on and names what is wrong. A value ending where ``text`` ends may be cut short
+    (a number, say): whether more follows is the reader's to know.
+    """
+    try:
+        value, end = _scan_strict(text, start)
+    except (StopIteration, ValueError, RecursionError, _DuplicateKey):
+        return None
+    limits = _limits
+    if end - start > limits.max_bytes:
+        return None
+    brackets = text.count("[", start, end) + text.count("{", start, end)
+    if brackets > limits.max_depth and _json_depth_exceeds(text[start:end], limits.max_depth):
+        return None
+    return value, end
+
+
 def loads_strict(
     text: str,
     *,
     file: str | Path | None = None,
     line: int | None = None,
     max_bytes: int | None = None,
-    depth_checked: bool = False,
 ) -> JsonValue:
     """Parse one JSON document, refusing duplicate keys at any depth and NaN/Infinity.
 
     A document longer than the size limit (``max_bytes`` instead, where a caller bounds
     the document itself) or nested deeper than the depth limit is refused
-    (``input_too_large``, ``input_too_deep``) before it is parsed; ``depth_checked``:
-    the caller found the text's end by counting its nesting against the same limit (a
-    streaming reader does), so it is not scanned for it again.
+    (``input_too_large``, ``input_too_deep``) before it is parsed.
     """
     limits = _check_document(text, file, line, max_bytes)
-    if not depth_checked and _json_depth_exceeds(text, limits.max_depth):
+    if _json_depth_exceeds(text, limits.max_depth):
         raise _too_deep(limits.max_depth, file, line)
     try:
         try:
