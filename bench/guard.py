@@ -5,8 +5,8 @@
 
 ``.ci/run`` runs it. The two T2 projects of ``overhead.py`` (the plugin's demo
 suite, and bare pytest's items doing the same additions) run once each under
-``bytecode_probe.py``, nothing written and with every output (JSON report and
-JUnit; bare pytest writes its JUnit), and the Python bytecodes each executes
+``bytecode_probe.py``, nothing written and with every output (JSON report,
+JUnit and HTML page; bare pytest writes its JUnit), and the Python bytecodes each executes
 from its first case to its session's end are counted. The guard fails when the
 plugin's count per case exceeds ``--limit`` times bare pytest's in either
 configuration. A count, not a clock: the same code counts the same on a quiet

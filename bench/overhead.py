@@ -8,8 +8,9 @@
 T1 idle: a project with two trivial tests and no suite, ``pytest -q`` with the plugin against
 ``-p no:agentbench``: added wall and peak RSS, medians of per-round differences.
 T2 per case: N trivial demo-world cases against the same N as bare pytest items,
-with every output on (``--agentbench-report``, ``--junitxml``, the full terminal
-section; bare writes its JUnit too) and with nothing written (``-q``, no files).
+with every output on (``--agentbench-report``, ``--junitxml``, ``--agentbench-html``,
+the full terminal section; bare writes its JUnit, the one of them it has) and with
+nothing written (``-q``, no files).
 T3 memory: peak RSS growth per case, (peak at N - peak at a small N) / (N - small N),
 with every output on, the plugin's and bare pytest's.
 T4 xdist: a CPU-bound adapter's ``-n 0`` / ``-n 2`` speed-up, with plain test
@@ -150,6 +151,7 @@ def case_configs(
         plugin_args: tuple[str, ...] = (
             "--agentbench-report=run-report.json",
             "--junitxml=junit.xml",
+            "--agentbench-html=run-report.html",
             "suites",
         )
         bare_args: tuple[str, ...] = (*NO_PLUGIN, "--junitxml=junit.xml", "suites")
