@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,8 @@ import pytest
 
 from pytest_agentbench.sdk.canonical import (
     InputLimits,
+    _json_depth_exceeds,
+    _valid_json_depth_exceeds,
     artifact_set_digest,
     artifact_set_digest_from_hashes,
     canonical_bytes,
@@ -473,9 +476,29 @@ def test_scan_strict_parses_a_value_in_place_or_declines(limits: Callable[..., N
         "[1e999]",
         '["' + "x" * 10 + '"]',  # over the size limit
         "[[[]]]",  # over the depth limit
+        '[{"a":[]}]',  # over it, the levels alternating
         "[" * 100_000 + "]" * 100_000,  # deeper than the interpreter recurses
         "",
     ]
     for bad in declined:
         assert scan_strict(bad, 0) is None, bad
     assert scan_strict('[["[[[["]]', 0) == ([["[[[["]], 10)
+    assert scan_strict("[{},[]]", 0) == ([{}, []], 7)
+
+
+def test_the_depth_of_parsed_json_is_counted_as_of_any_text() -> None:
+    # scan_strict counts a parsed value's depth by dropping empty bracket pairs in C;
+    # it must agree with the token walk loads_strict uses on any text.
+    chooser = random.Random(41)
+
+    def value(depth: int) -> Any:
+        if depth == 0 or chooser.random() < 0.2:
+            return chooser.choice([1, "a[", '\\"{', None, "]}"])
+        if chooser.random() < 0.5:
+            return [value(depth - 1) for _ in range(chooser.randint(0, 3))]
+        return {f"k{i}}}": value(depth - 1) for i in range(chooser.randint(0, 3))}
+
+    for _ in range(500):
+        text = json.dumps(value(chooser.randint(0, 10)))
+        for limit in range(11):
+            assert _valid_json_depth_exceeds(text, limit) == _json_depth_exceeds(text, limit)
