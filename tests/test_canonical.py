@@ -12,7 +12,7 @@ import pytest
 from pytest_agentbench.sdk.canonical import (
     InputLimits,
     _json_depth_exceeds,
-    _valid_json_depth_exceeds,
+    _parsed_depth_exceeds,
     artifact_set_digest,
     artifact_set_digest_from_hashes,
     canonical_bytes,
@@ -501,4 +501,6 @@ def test_the_depth_of_parsed_json_is_counted_as_of_any_text() -> None:
     for _ in range(500):
         text = json.dumps(value(chooser.randint(0, 10)))
         for limit in range(11):
-            assert _valid_json_depth_exceeds(text, limit) == _json_depth_exceeds(text, limit)
+            assert _parsed_depth_exceeds(text, 0, len(text), limit) == _json_depth_exceeds(
+                text, limit
+            )

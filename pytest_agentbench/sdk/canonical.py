@@ -275,6 +275,11 @@ def _past_space(text: str, position: int) -> int:
     return position if match is None else match.end()  # it always matches, if emptily
 
 
+def _scanner(decoder: json.JSONDecoder) -> Callable[[str, int], tuple[Any, int]]:
+    """The decoder's scanner (C where the interpreter has it): what ``raw_decode`` calls."""
+    return decoder.scan_once  # type: ignore[attr-defined, no-any-return]
+
+
 def scanning_decode(decoder: json.JSONDecoder) -> Callable[[str], Any]:
     """``json.loads`` of a text with ``decoder``: one document, nothing but JSON
     whitespace around it, and no byte-order mark before it.
@@ -283,8 +288,7 @@ def scanning_decode(decoder: json.JSONDecoder) -> Callable[[str], Any]:
     ``raw_decode``) and the whitespace searches a text that starts with its value
     does not need: a third of the time of reading a one-line record.
     """
-    # The decoder's scanner (C where the interpreter has it): what ``raw_decode`` calls.
-    scan: Callable[[str, int], tuple[Any, int]] = decoder.scan_once  # type: ignore[attr-defined]
+    scan = _scanner(decoder)
 
     def decode(text: str) -> Any:
         start = _past_space(text, 0) if text[:1] in " \t\n\r" else 0
@@ -308,7 +312,7 @@ def scanning_decode(decoder: json.JSONDecoder) -> Callable[[str], Any]:
 _decode = scanning_decode(_DECODER)
 
 
-_scan_strict: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_scan_strict = _scanner(_DECODER)
 
 
 def scan_strict(text: str, start: int) -> tuple[JsonValue, int] | None:
@@ -328,8 +332,7 @@ def scan_strict(text: str, start: int) -> tuple[JsonValue, int] | None:
     limits = _limits
     if end - start > limits.max_bytes:
         return None
-    brackets = text.count("[", start, end) + text.count("{", start, end)
-    if brackets > limits.max_depth and _valid_json_depth_exceeds(text[start:end], limits.max_depth):
+    if _parsed_depth_exceeds(text, start, end, limits.max_depth):
         return None
     return value, end
 
@@ -338,11 +341,14 @@ _STRING_OR_NOT_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[^"\[\]{}]+')
 _EMPTY_PAIR = re.compile(r"\[\]|\{\}")
 
 
-def _valid_json_depth_exceeds(text: str, limit: int) -> bool:
-    """``_json_depth_exceeds`` for a text already parsed as JSON, whose brackets pair up:
-    what is left of its brackets loses one level of nesting to each pass that drops the
-    empty pairs, in C, where a value of thousands of brackets took a Python step each."""
-    shape = _STRING_OR_NOT_BRACKET.sub("", text)
+def _parsed_depth_exceeds(text: str, start: int, end: int, limit: int) -> bool:
+    """``_json_depth_exceeds`` for ``text[start:end]``, already parsed as JSON, whose
+    brackets therefore pair up: what is left of its brackets loses one level of nesting
+    to each pass that drops the empty pairs, in C, where a value of thousands of
+    brackets took a Python step each."""
+    if text.count("[", start, end) + text.count("{", start, end) <= limit:
+        return False
+    shape = _STRING_OR_NOT_BRACKET.sub("", text[start:end])
     for _ in range(limit):
         if not shape:
             return False
