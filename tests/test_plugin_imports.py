@@ -193,16 +193,15 @@ def test_only_the_controller_imports_the_report_layer_at_the_end(demo: pytest.Py
         "main": sorted(FINISH_MODULES),
         "gw0": [],
     }
-    # pytest rewrites the asserts of a plugin's whole package, from source, in every
-    # process that cannot cache bytecode. The conformance kit's stay rewritten; of the rest,
-    # only the two package markers pytest loaded before the plugin could say so. A run
-    # without --agentbench-conformance imports the kit's pytest plugin and none of its checks.
+    # pytest rewrites the asserts of the package owning a pytest11 entry point, from source,
+    # in every process that cannot cache bytecode: that is the entry point's one module, not
+    # the plugin's package. The conformance kit's stay rewritten. A run without
+    # --agentbench-conformance imports the kit's pytest plugin and none of its checks.
     for process, probe in probes.items():
         assert probe["rewritten"] == [
-            "pytest_agentbench",
-            "pytest_agentbench.plugin",
             REWRITTEN_PACKAGE,
             f"{REWRITTEN_PACKAGE}.plugin",
+            "pytest_agentbench_entry",
         ], process
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_AND_RUN_SUITES = (
-    "python -m pip install . && python -m pytest suites --agentbench-report=run-report.json"
+    "python -m pip install . ./entry && python -m pytest suites --agentbench-report=run-report.json"
     " --agentbench-judge-samples"
 )
-INSTALL_AND_RUN_TESTS = 'python -m pip install -e ".[test]" && python -m pytest -n 2'
+INSTALL_AND_RUN_TESTS = 'python -m pip install -e ".[test]" ./entry && python -m pytest -n 2'
 
 
 def command_lines(markdown: str) -> list[str]:
@@ -34,7 +34,7 @@ def test_ci_runs_the_readme_test_command_then_the_wheel_check() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip("\n").splitlines()
     assert script[-1] == f"{INSTALL_AND_RUN_TESTS} && .ci/wheel-check"
     # The check builds with build and twine, which CI installs from the project's extras.
-    assert 'install --quiet -e ".[test,docs,release]"' in "\n".join(script)
+    assert 'install --quiet -e ".[test,docs,release]" ./entry' in "\n".join(script)
 
 
 def test_readme_is_one_short_page() -> None:
