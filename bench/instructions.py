@@ -67,22 +67,28 @@ class Line:
         return self.fixed + self.per_case * cases
 
 
-def instructions(config: Config) -> int:
-    """Instructions the configuration's pytest process executes, as callgrind counts them."""
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+def counted(command: Sequence[str], cwd: Path) -> tuple[int, int, str]:
+    """Run ``command`` under callgrind: its instruction count, exit status and output."""
+    valgrind = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     done = subprocess.run(
-        [*command, *pytest_command(config)],
-        cwd=config.project,
+        [*valgrind, *command],
+        cwd=cwd,
         env=counting_environment(),
         capture_output=True,
         text=True,
-        check=False,  # checked below, with the run's output
+        check=False,  # the caller checks, with the run's output
     )
-    check_run(config, done.returncode, done.stdout + done.stderr)
-    counted = _COLLECTED.search(done.stderr)
-    if counted is None:
-        raise SystemExit(f"{config.label}: valgrind printed no instruction count")
-    return int(counted.group(1))
+    found = _COLLECTED.search(done.stderr)
+    if found is None:
+        raise SystemExit(f"{command}: valgrind printed no instruction count")
+    return int(found.group(1)), done.returncode, done.stdout + done.stderr
+
+
+def instructions(config: Config) -> int:
+    """Instructions the configuration's pytest process executes, as callgrind counts them."""
+    count, code, output = counted(pytest_command(config), config.project)
+    check_run(config, code, output)
+    return count
 
 
 def describe(kind: str, plugin: Line, bare: Line) -> str:
