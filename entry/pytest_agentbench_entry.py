@@ -14,9 +14,12 @@ from types import ModuleType
 
 
 def _plugin() -> ModuleType:
-    if find_spec("pytest_agentbench") is None:
-        # pip uninstall pytest-agentbench leaves this dependency behind: an empty plugin
-        # (this module, which has no hooks) keeps every pytest run of the environment working.
+    installed = find_spec("pytest_agentbench")
+    # Once pytest-agentbench is uninstalled (pip leaves this dependency behind), the name is
+    # absent, or a namespace package with no origin: folders of bytecode pytest wrote at run
+    # time, which pip does not remove. Then an empty plugin (this module, which has no
+    # hooks) keeps every pytest run of the environment working.
+    if installed is None or installed.origin is None:
         return sys.modules[__name__]
     from pytest_agentbench.plugin import facade
 

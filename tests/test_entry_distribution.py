@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_agentbench_entry
 
 from pytest_agentbench.plugin import facade
@@ -37,15 +38,23 @@ def test_the_entry_point_hands_pytest_the_facade() -> None:
     assert pytest_agentbench_entry.plugin is facade
 
 
-def test_without_pytest_agentbench_the_entry_point_is_an_empty_plugin() -> None:
+@pytest.mark.parametrize("leftover", [False, True], ids=["absent", "bytecode-left-behind"])
+def test_without_pytest_agentbench_the_entry_point_is_an_empty_plugin(
+    tmp_path: Path, leftover: bool
+) -> None:
     # No site-packages (-S) and an isolated path (-I): only the entry module is importable,
-    # as after `pip uninstall pytest-agentbench`.
+    # as after `pip uninstall pytest-agentbench`, which leaves behind the bytecode pytest
+    # wrote at run time (a rewritten module's): a namespace package of the name.
+    if leftover:
+        cache = tmp_path / "pytest_agentbench" / "testing" / "__pycache__"
+        cache.mkdir(parents=True)
+        (cache / "__init__.cpython-311-pytest-9.2.0.pyc").write_bytes(b"")
     probe = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import pytest_agentbench_entry as entry; "
+        "import sys; sys.path[:0] = sys.argv[1:]; import pytest_agentbench_entry as entry; "
         "print(entry.plugin is entry, sorted(n for n in vars(entry) if n.startswith('pytest_')))"
     )
     shown = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", probe, str(ENTRY)],
+        [sys.executable, "-I", "-S", "-c", probe, str(ENTRY), str(tmp_path)],
         check=True,
         capture_output=True,
         text=True,
