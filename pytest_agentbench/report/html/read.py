@@ -77,10 +77,21 @@ def interval(doc: Any, key: str = "interval") -> tuple[float, float] | None:
 
 def json_text(value: Any, limit: int) -> str:
     """Canonical JSON of ``value``, cut at ``limit`` characters."""
-    try:
-        shown = canonical_json(value)
-    except (TypeError, ValueError):
-        shown = repr(value)
+    # Most values shown are a string, an integer or null (a check's expected and actual
+    # value, several a case): their text is written here, as the encoder writes it,
+    # without its call. A float goes to the encoder, which refuses one not finite.
+    kind = type(value)
+    if kind is str:
+        shown = encode_basestring(value)
+    elif kind is int:
+        shown = int.__repr__(value)
+    elif value is None:
+        shown = "null"
+    else:
+        try:
+            shown = canonical_json(value)
+        except (TypeError, ValueError):
+            shown = repr(value)
     return _cut(shown, limit)
 
 
