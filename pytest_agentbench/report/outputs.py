@@ -89,8 +89,8 @@ def write_reports(
             from pytest_agentbench.report.html import index_report, write_html, write_html_from
 
             # The page is drawn from the very document the JSON report holds: read
-            # back as a stream (twice, never whole) when it was just written rather
-            # than built from the run a second time.
+            # back as a stream (once or twice, never whole) when it was just written
+            # rather than built from the run a second time.
             indexed = None
             if written and options.report_path is not None:
                 with contextlib.suppress(AgentbenchError):

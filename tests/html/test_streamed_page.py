@@ -5,12 +5,22 @@ from __future__ import annotations
 import gc
 import json
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_agentbench.report.html import read_report_document, write_html, write_html_from
+from pytest_agentbench.report import html
+from pytest_agentbench.report.html import (
+    read_report_document,
+    render_html,
+    write_html,
+    write_html_from,
+)
 from pytest_agentbench.report.html.render import index_suite, page_parts
+from pytest_agentbench.report.html.sidecar import read_extras
+from pytest_agentbench.report.stream import ReportEvent
 from pytest_agentbench.sdk.errors import AgentbenchError
 from tests.html import sample
 
@@ -44,6 +54,73 @@ def test_the_streamed_page_is_the_whole_document_page_byte_for_byte(tmp_path: Pa
     assert page.count(b'id="cases-s1-c') == 2
     assert b"Side by side:" in page
     assert b"not found here" not in page
+
+
+def _same_checks(suite: dict[str, Any]) -> dict[str, Any]:
+    """``suite`` with every case naming the same checks (sample's T5 cases add one)."""
+    for entry in suite["cases"]:
+        checks = entry["result"]["checks"]
+        entry["result"]["checks"] = [c for c in checks if c["name"] != "citations_match"]
+    return suite
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The reports the page reads, once a read (the index's, then the details')."""
+    reads: list[Path] = []
+    real = html.iter_report
+
+    def counted(path: Path, **options: Any) -> Iterator[ReportEvent]:
+        reads.append(path)
+        return real(path, **options)
+
+    monkeypatch.setattr(html, "iter_report", counted)
+    return reads
+
+
+def test_details_drawn_as_the_cases_are_indexed_are_the_page_read_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # alpha and gamma name the same checks in every case: their details are drawn on the
+    # first read. beta's T5 cases name one more: its details wait for the second read,
+    # which passes over alpha's entries.
+    document = sample.report(
+        _same_checks(sample.suite("alpha", 600, interactive=False)),
+        sample.suite("beta", 70),
+        _same_checks(sample.suite("gamma", 30)),
+    )
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(document))
+    reads = _counting_reads(monkeypatch)
+    write_html_from(path, tmp_path / "run.html")
+    page = (tmp_path / "run.html").read_bytes()
+    assert page == render_html(document).encode("utf-8")
+    assert page.count(b'id="cases-s0-c') == 2
+    assert reads == [path, path]
+    del document["suites"][1]
+    path.write_text(json.dumps(document))
+    reads.clear()
+    write_html_from(path, tmp_path / "run.html")
+    assert (tmp_path / "run.html").read_bytes() == render_html(document).encode("utf-8")
+    assert reads == [path]
+
+
+def test_details_drawn_ahead_give_way_to_transcripts_the_report_names_after_its_suites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document = sample.report(_same_checks(sample.suite("alpha", 20)))
+    path = tmp_path / "run.json"
+    sample.with_transcripts(document, path, every=2)
+    # In a folder of another name, the transcripts are not known to be there until read.
+    (tmp_path / "run.json.transcripts").rename(tmp_path / "elsewhere")
+    for named in document["transcripts"]:
+        named["file"] = named["file"].replace("run.json.transcripts/", "elsewhere/")
+    path.write_text(json.dumps(document))
+    reads = _counting_reads(monkeypatch)
+    write_html_from(path, tmp_path / "run.html")
+    page = (tmp_path / "run.html").read_text(encoding="utf-8")
+    assert page == render_html(document, read_extras(document, path))
+    assert "transcript" in sample.case_details(page, "s0")[0]
+    assert reads == [path, path]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_agentbench.report.html.grid import DetailsAhead
 from pytest_agentbench.report.html.read import Doc
 from pytest_agentbench.report.html.render import SuiteIndex, page_parts, render_html
 from pytest_agentbench.report.html.sidecar import read_extras
@@ -69,11 +70,16 @@ def index_report(
 ) -> Indexed:
     """A saved run report's members but ``suites``, an index of each suite, and each
     suite's number on the page by its place in the file; refused as
-    :func:`read_report_document` refuses it. No case entry is kept."""
+    :func:`read_report_document` refuses it. No case entry is kept: each suite's case
+    details are drawn as its entries are read (:class:`~grid.DetailsAhead`), unless the
+    page will show transcripts or a baseline's answers beside them."""
     head: dict[str, Any] = {}
     suites: list[SuiteIndex] = []
     numbers: dict[int, int] = {}
     listed = False
+    # The report names its transcripts and its comparison's baseline after its suites
+    # (keys are sorted) or before them; a transcripts folder beside it tells early.
+    ahead = not _transcripts_beside(path)
     pending = SuiteIndex({})
     for event in iter_report(path, max_bytes=max_bytes, option=option):
         if isinstance(event, NotAnObject):
@@ -83,6 +89,8 @@ def index_report(
             listed = listed and event.key != "suites"
         elif isinstance(event, SuitesBegin):
             listed = True
+            ahead = ahead and not head.get("transcripts") and not head.get("comparison")
+            pending = _pending(0, ahead=ahead)
         elif isinstance(event, CaseEntry):
             if isinstance(event.value, Mapping):
                 pending.add(event.value)
@@ -90,11 +98,28 @@ def index_report(
             # A suite that is not an object is no suite of the page (nor are its entries).
             if isinstance(event.value, Mapping):
                 pending.fields = {k: v for k, v in event.value.items() if k != "cases"}
+                if pending.ahead is not None:
+                    pending.ahead.finish()
                 numbers[event.index] = len(suites)
                 suites.append(pending)
-            pending = SuiteIndex({})
+            pending = _pending(len(suites), ahead=ahead)
     check_report(head, path, suites_listed=listed)
     return head, suites, numbers
+
+
+def _transcripts_beside(path: Path) -> bool:
+    """Whether the transcripts folder a run writes beside the report at ``path`` is there
+    (``report.transcripts.transcripts_folder``, a module this one need not import): a
+    hint only, so a path that cannot be asked about is left for the reader to refuse."""
+    try:
+        return Path(f"{path}.transcripts").exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _pending(number: int, *, ahead: bool) -> SuiteIndex:
+    """The index of the suite read next, page number ``number`` if it is one."""
+    return SuiteIndex({}, ahead=DetailsAhead(f"s{number}") if ahead else None)
 
 
 def _entries(
@@ -113,9 +138,10 @@ def write_html_from(
     option: str = "--max-report-bytes",
     indexed: Indexed | None = None,
 ) -> None:
-    """The page of the run report at ``source``, read twice as a stream: once for the
-    suites and a small row per case (or ``indexed``, that read already made), once for
-    the case details as they are drawn. The page is :func:`write_html`'s, byte for
+    """The page of the run report at ``source``, read as a stream: once for the suites,
+    a small row per case and the case details a suite's entries can give at once (or
+    ``indexed``, that read already made), and again for the other suites' details as
+    they are drawn, when there are any. The page is :func:`write_html`'s, byte for
     byte, without the whole report in memory."""
     head, suites, numbers = indexed or index_report(source, max_bytes=max_bytes, option=option)
     extras = read_extras(head, source)

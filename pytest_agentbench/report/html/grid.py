@@ -236,13 +236,11 @@ class CaseDetails:
         self,
         sid: str,
         names: Sequence[str],
-        cases: int,
         transcripts: dict[str, list[Any]],
         baseline: dict[str, BaselineCase] | None,
     ) -> None:
         self.sid = sid
         self.names = names
-        self.cases = cases
         self.transcripts = transcripts
         self.baseline = baseline
         self.block: list[dict[str, Any]] = []
@@ -270,12 +268,61 @@ class CaseDetails:
 
     def finish(self) -> str:
         """The last block and the index."""
+        cases = self.start + len(self.block)
         last = self._block() if self.block else ""
         return (
-            f'{last}<script type="{INDEX_TYPE}" id="index-{self.sid}" data-cases="{self.cases}">'
+            f'{last}<script type="{INDEX_TYPE}" id="index-{self.sid}" data-cases="{cases}">'
             + self.index.finish()
             + "</script>"
         )
+
+
+class DetailsAhead:
+    """A suite's case details drawn as its cases are indexed, so that its entries need
+    not be read a second time: they hold when its first case named every check the
+    suite has (each detail lists the suite's checks) and the page shows no transcript
+    or baseline answer of it, known only once the whole report is read.
+
+    Drawing stops at the first case naming a check its first case did not: what was
+    drawn is dropped, and the page draws the suite's details when it reads them again.
+    """
+
+    def __init__(self, sid: str) -> None:
+        self.sid = sid
+        self.details: CaseDetails | None = None
+        self.names: list[str] = []
+        self.known: frozenset[str] = frozenset()
+        self.parts: list[str] = []
+        self.given_up = False
+        self.finished = False
+
+    def add(self, row: CaseRow, entry: read.Doc) -> None:
+        """Draw the suite's next case, unless it names a check the first did not."""
+        if self.given_up:
+            return
+        if self.details is None:
+            self.names = list(row.statuses)
+            self.known = frozenset(self.names)
+            self.details = CaseDetails(self.sid, self.names, {}, None)
+        elif not self.known.issuperset(row.statuses):
+            self.given_up = True
+            self.details = None
+            self.parts = []
+            return
+        block = self.details.add(row, entry)
+        if block:
+            self.parts.append(block)
+
+    def finish(self) -> None:
+        """The suite's cases are all in: its last block and its index are drawn."""
+        if self.details is not None:
+            self.parts.append(self.details.finish())
+            self.details = None
+            self.finished = True
+
+    def drawn(self, names: Sequence[str]) -> list[str] | None:
+        """The details drawn, if the suite's checks are ``names`` (as the page lists them)."""
+        return self.parts if self.finished and self.names == list(names) else None
 
 
 EMPTY_GRID = '<p class="empty">No case results in this report.</p>'

@@ -24,6 +24,7 @@ from pytest_agentbench.report.html.grid import (
     EMPTY_GRID,
     CaseDetails,
     CaseRow,
+    DetailsAhead,
     SharedParts,
     case_row,
     check_names,
@@ -57,15 +58,20 @@ class SuiteIndex:
     """The cases' known durations, in report order."""
     no_duration: int = 0
     shared: SharedParts = field(default_factory=SharedParts, repr=False, compare=False)
+    ahead: DetailsAhead | None = field(default=None, repr=False, compare=False)
+    """Its case details, when drawn as the cases were indexed (see :class:`DetailsAhead`)."""
 
     def add(self, entry: read.Doc) -> None:
         """Index the suite's next case entry (a mapping; other entries are no case)."""
-        self.rows.append(case_row(len(self.rows), entry, self.shared))
+        row = case_row(len(self.rows), entry, self.shared)
+        self.rows.append(row)
         duration = read.real(entry, "duration_s")
         if duration is None:
             self.no_duration += 1
         else:
             self.durations.append(duration)
+        if self.ahead is not None:
+            self.ahead.add(row, entry)
 
 
 def index_suite(suite: read.Doc) -> SuiteIndex:
@@ -614,9 +620,11 @@ def page_parts(
     """The page in pieces, from the report's head members (``report``), its suites'
     indexes and their case entries (suite number, entry) in report order.
 
-    Only the suite being drawn holds case details, :data:`~grid.CHUNK_CASES` at a time;
-    the entries may be read a second time from the file (named ``name``) the indexes
-    were built from: one that no longer matches them is refused (``report_changed``)."""
+    A suite's details are those drawn as it was indexed where they hold (its
+    :class:`~grid.DetailsAhead`), their entries left unread; else only the suite being
+    drawn holds case details, :data:`~grid.CHUNK_CASES` at a time. The entries may be
+    read a second time from the file (named ``name``) the indexes were built from: one
+    that no longer matches them is refused (``report_changed``)."""
     extras = extras or Extras()
     yield PAGE_HEAD + _run_header(report, suites) + "<main>"
     if not suites:
@@ -626,6 +634,7 @@ def page_parts(
     sides: dict[str, str] = {}
     links: dict[str, dict[str, str]] = {}
     stream = iter(entries)
+    drawn_ahead: set[int] = set()
     for number, index in enumerate(suites):
         sid = f"s{number}"
         suite_id = read.text(index.fields, "id")
@@ -637,10 +646,14 @@ def page_parts(
         transcripts = extras.transcripts.get(suite_id, {})
         before = None if extras.baseline is None else extras.baseline.get(suite_id, {})
         pairs: list[SidePair] | None = [] if before is not None and suite_id in compared else None
-        if index.rows:
-            details = CaseDetails(sid, names, len(index.rows), transcripts, before)
+        ahead = index.ahead.drawn(names) if index.ahead is not None else None
+        if ahead is not None and not transcripts and before is None:
+            drawn_ahead.add(number)
+            yield from ahead
+        elif index.rows:
+            details = CaseDetails(sid, names, transcripts, before)
             for row in index.rows:
-                entry = _next_entry(stream, number, row, name)
+                entry = _next_entry(stream, number, row, name, drawn_ahead)
                 yield details.add(row, entry)
                 if pairs is not None and before is not None:
                     pair = side_pair(row, entry, before, transcripts)
@@ -658,9 +671,16 @@ def page_parts(
 
 
 def _next_entry(
-    stream: Iterator[tuple[int, read.Doc]], number: int, row: CaseRow, name: str
+    stream: Iterator[tuple[int, read.Doc]],
+    number: int,
+    row: CaseRow,
+    name: str,
+    drawn_ahead: set[int],
 ) -> read.Doc:
     found = next(stream, None)
+    # The entries of suites whose details were drawn ahead are passed over unused.
+    while found is not None and found[0] in drawn_ahead:
+        found = next(stream, None)
     if found is None or found[0] != number or read.text(found[1], "nodeid") != row.nodeid:
         raise AgentbenchError(
             "report_changed",
