@@ -193,12 +193,16 @@ class _Scanner:
         self.pos = end
 
     def _peek(self) -> str:
-        """The next character that is not whitespace (consumed up to it); ``""`` at the end."""
+        """The next character that is not whitespace (consumed up to it); ``""`` at the end.
+
+        Never a line break: a caller taking the character moves ``pos`` past it alone."""
         if self.pos > _CHUNK:
             # Only between values: a value being scanned holds positions in the buffer.
             self.consumed += self.pos
             self.buffer = self.buffer[self.pos :]
             self.pos = 0
+        if self.pos < len(self.buffer) and self.buffer[self.pos] not in _WHITESPACE:
+            return self.buffer[self.pos]  # a report written compact: nothing to skip
         while True:
             end = self.pos
             while end < len(self.buffer) and self.buffer[end] in _WHITESPACE:
@@ -223,7 +227,7 @@ class _Scanner:
         found = self._peek()
         if found != char:
             raise self._unexpected(what, found)
-        self._advance(self.pos + 1)
+        self.pos += 1
 
     def _value_text(self, field: str) -> tuple[str, int]:
         """The next whole value's text and its line, bounded by the input limits."""
@@ -331,34 +335,34 @@ class _Scanner:
         self._expect("{", "an object")
         seen: set[str] = set()
         if self._peek() == "}":
-            self._advance(self.pos + 1)
+            self.pos += 1
             return
         while True:
             yield self._key(seen, where)
             found = self._peek()
             if found == "}":
-                self._advance(self.pos + 1)
+                self.pos += 1
                 return
             if found != ",":
                 raise self._unexpected("',' delimiter or '}'", found)
-            self._advance(self.pos + 1)
+            self.pos += 1
 
     def _elements(self) -> Iterator[int]:
         """The indices of the list at the reader's position; the caller reads each element."""
         self._expect("[", "a list")
         if self._peek() == "]":
-            self._advance(self.pos + 1)
+            self.pos += 1
             return
         index = 0
         while True:
             yield index
             found = self._peek()
             if found == "]":
-                self._advance(self.pos + 1)
+                self.pos += 1
                 return
             if found != ",":
                 raise self._unexpected("',' delimiter or ']'", found)
-            self._advance(self.pos + 1)
+            self.pos += 1
             index += 1
 
     # -- the report's skeleton ------------------------------------------------
