@@ -62,8 +62,11 @@ def _suite_report(pytester: pytest.Pytester) -> dict[str, Any]:
 
 @pytest.mark.usefixtures("process_isolation_only")
 def test_the_configured_adapter_runs_in_another_process_its_output_on_stderr(
-    project: pytest.Pytester,
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # As most users run it: the adapter's prints buffered, which the adapter process must
+    # write out before it ends (once, it left them in a buffer it never flushed).
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
     # A session of its own (its real stderr is what is read), whose conftest notes
     # pytest's process. Under xdist too: tests/test_fault_matrix_isolated.py runs without
     # xdist and on an xdist worker.

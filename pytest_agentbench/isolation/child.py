@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import io
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
@@ -177,7 +178,7 @@ class Server:
         try:
             workdir = self.initialise(link.receive())
         except (EOFError, OSError):
-            os._exit(0)
+            _exit()
         # Started only now: Landlock restricts the thread that applies it and what it starts.
         threading.Thread(target=_watch_parent, args=(parent_pid, workdir), daemon=True).start()
         while True:
@@ -188,7 +189,7 @@ class Server:
             op = message["op"]
             if op == "shutdown":
                 # Threads the adapter leaked must not hold the process open.
-                os._exit(0)
+                _exit()
             if op == "resolve":
                 link.send(self.resolve(message["spec"]))
             elif op == "load":
@@ -225,7 +226,7 @@ class Server:
             except BaseException as exc:
                 kind, text = describe_raised(exc)
                 self.link.send(json_message("sandbox_failed", {"type": kind, "text": text}))
-                os._exit(0)
+                _exit()
         sys.path[:] = message["sys_path"]
         signal.signal(INTERRUPT_SIGNAL, _on_interrupt)
         _restore_pythonpath(message["pythonpath"])
@@ -441,6 +442,17 @@ def _leave(parent_pid: int, workdir: str, *, grace: float) -> NoReturn:
         import shutil
 
         shutil.rmtree(workdir, ignore_errors=True)
+    _exit()
+
+
+def _exit() -> NoReturn:
+    """End this process now, not joining the threads the adapter leaked, once what the
+    adapter printed is written out: without ``PYTHONUNBUFFERED`` the last lines may
+    still sit in a buffer, and ``os._exit`` writes none. (A fork the adapter made
+    leaves without this: it would print its copy of the buffer a second time.)"""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):  # a stream the adapter closed or replaced
+            stream.flush()
     os._exit(0)
 
 
@@ -448,6 +460,11 @@ def main(argv: list[str]) -> None:
     fd, parent_pid = int(argv[0]), int(argv[1])
     # Ctrl-C in the terminal is the harness's to handle; it then ends this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        # What the adapter prints reaches pytest's stderr a line at a time, so a case
+        # ended by its time limit still shows what it printed before (a pipe, without
+        # PYTHONUNBUFFERED, would otherwise hold it in a block buffer).
+        sys.stdout.reconfigure(line_buffering=True)
     # What the adapter starts and orphans is re-parented here, so it stays in this
     # process's tree, where the harness finds it.
     become_subreaper()
