@@ -43,7 +43,8 @@ def socket_server(folder: Path) -> Iterator[int]:
     """execnet's socket server in its own process and folder; yields its port."""
     folder.mkdir(parents=True)
     process = subprocess.Popen(
-        [sys.executable, str(SOCKET_SERVER), "127.0.0.1:0"],
+        # Unbuffered: its first line, read below, is printed to a pipe.
+        [sys.executable, "-u", str(SOCKET_SERVER), "127.0.0.1:0"],
         cwd=folder,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
