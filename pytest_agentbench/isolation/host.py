@@ -347,8 +347,13 @@ class IsolatedAdapters(ServesAdapters):
         )
         # The child's stdout and stderr reach the session's stderr, not pytest's capture:
         # text holding a lone surrogate is written escaped there, as UTF-8 (under a C
-        # locale Python would write the surrogate's raw byte).
-        self._environment.setdefault("PYTHONIOENCODING", "utf-8:backslashreplace")
+        # locale Python would write the surrogate's raw byte). An encoding set without an
+        # error handler (tox sets PYTHONIOENCODING=utf-8) is kept, with this handler: else
+        # a print of such text raised in the adapter, as it does in no other mode.
+        encoding, _, errors = self._environment.get("PYTHONIOENCODING", "").partition(":")
+        self._environment["PYTHONIOENCODING"] = (
+            f"{encoding or 'utf-8'}:{errors or 'backslashreplace'}"
+        )
         # The child must import this plugin before it is told its sys.path; it then
         # puts PYTHONPATH back, so what the adapter starts does not inherit the entry.
         plugin_parent = str(Path(pytest_agentbench.__file__).resolve().parent.parent)
