@@ -12,12 +12,8 @@ import pytest
 
 from pytest_agentbench.agents.cassettes import EncodedRequest, RecordedResponse
 from pytest_agentbench.agents.transcribe import refusal_event, request_event, response_event
-from pytest_agentbench.report.transcripts import (
-    TranscriptSink,
-    suite_file_name,
-    transcript_line,
-    transcripts_folder,
-)
+from pytest_agentbench.report.transcript_folder import transcripts_folder
+from pytest_agentbench.report.transcripts import TranscriptSink, suite_file_name, transcript_line
 from pytest_agentbench.sdk import transcript as transcripts
 from pytest_agentbench.sdk.contracts import CaseOutcome, CaseResult
 from pytest_agentbench.sdk.tools import ToolCallError, ToolSession, ToolSpec, solve_with_session

@@ -23,11 +23,11 @@ from typing import IO, Annotated, Final
 from pydantic import Field, StrictStr
 
 from pytest_agentbench.report.progress import PROGRESS_SUFFIX
+from pytest_agentbench.report.transcript_folder import transcripts_folder
 from pytest_agentbench.sdk.canonical import JsonValue, canonical_json, sha256_hex
 from pytest_agentbench.sdk.contracts import BUILT_ON_FIRST_USE, CaseResult, Record
 
 TRANSCRIPT_SCHEME: Final = "agentbench-transcript/1"
-FOLDER_SUFFIX: Final = ".transcripts"
 EARLIER_SUFFIX: Final = ".earlier"
 """An earlier run's file, set aside until this run's end (a resume may take lines from it)."""
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -44,11 +44,6 @@ class TranscriptFile(Record):
     digest_sha256: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
     cases: Annotated[int, Field(ge=0)]
     """Lines of the file: the cases with a transcript."""
-
-
-def transcripts_folder(report_path: Path) -> Path:
-    """``<report>.transcripts``: beside the report, named after it."""
-    return report_path.with_name(report_path.name + FOLDER_SUFFIX)
 
 
 def suite_file_name(suite_id: str) -> str:

@@ -21,7 +21,7 @@ from pytest_agentbench.report.html import (
 from pytest_agentbench.report.html.render import index_suite, page_parts
 from pytest_agentbench.report.html.sidecar import read_extras
 from pytest_agentbench.report.stream import ReportEvent
-from pytest_agentbench.report.transcripts import transcripts_folder
+from pytest_agentbench.report.transcript_folder import transcripts_folder
 from pytest_agentbench.sdk.errors import AgentbenchError
 from tests.html import sample
 
@@ -210,7 +210,6 @@ def test_drawing_a_page_leaves_no_garbage_cycle(tmp_path: Path) -> None:
 
 
 def test_the_transcripts_hint_names_the_folder_a_run_writes(tmp_path: Path) -> None:
-    # Spelt out in report/html rather than imported (the CLI would import the writer).
     path = tmp_path / "run.json"
     assert not html._transcripts_beside(path)
     transcripts_folder(path).mkdir()

@@ -18,6 +18,7 @@ from pytest_agentbench.report.stream import (
     iter_report,
 )
 from pytest_agentbench.report.stream import read_report_document as read_streamed
+from pytest_agentbench.report.transcript_folder import transcripts_folder
 from pytest_agentbench.sdk.errors import AgentbenchError
 from pytest_agentbench.sdk.files import write_file, writing
 
@@ -108,11 +109,10 @@ def index_report(
 
 
 def _transcripts_beside(path: Path) -> bool:
-    """Whether the transcripts folder a run writes beside the report at ``path`` is there
-    (``report.transcripts.transcripts_folder``, a module this one need not import): a
-    hint only, so a path that cannot be asked about is left for the reader to refuse."""
+    """Whether the transcripts folder a run writes beside the report at ``path`` is there:
+    a hint only, so a path that cannot be asked about is left for the reader to refuse."""
     try:
-        return Path(f"{path}.transcripts").exists()
+        return transcripts_folder(path).exists()
     except (OSError, ValueError):
         return False
 
